@@ -1,0 +1,45 @@
+"""pytest-xdist integration: one stream, one worker, tasks in stream order.
+
+Streams are independent, so they run in parallel; the tasks of a stream share a
+memory system and must run in order on one worker. We give xdist a scheduler that
+groups benchmark items by stream (larger streams first), whatever ``--dist`` load
+mode was chosen: splitting a stream across workers would break the protocol. Our
+own scheduler is used rather than ``--dist loadgroup`` because that mode relies on
+rewriting node ids, which newer pytest versions no longer allow.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+from xdist.scheduler import LoadScopeScheduling
+
+_STREAM_OF_ITEM = re.compile(r"::test_task\[([^/\]]+)/")
+_LOAD_MODES = {"load", "loadscope", "loadfile", "loadgroup", "worksteal"}
+
+
+def stream_of_nodeid(nodeid: str) -> str | None:
+    match = _STREAM_OF_ITEM.search(nodeid)
+    return match.group(1) if match else None
+
+
+class StreamScheduling(LoadScopeScheduling):
+    """LoadScope scheduling whose scope for a benchmark item is its stream."""
+
+    def _split_scope(self, nodeid: str) -> str:
+        stream = stream_of_nodeid(nodeid)
+        if stream is not None:
+            return f"evomemory-stream:{stream}"
+        return super()._split_scope(nodeid)
+
+
+class XdistHooks:
+    """Registered on the controller only, when xdist is installed."""
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        if config.getvalue("dist") in _LOAD_MODES:
+            return StreamScheduling(config, log)
+        return None

@@ -1,0 +1,72 @@
+"""The Agent protocol: what the benchmark needs from the agent under test.
+
+An agent answers one stimulus at a time through a :class:`Turn` that the runtime
+hands it: the turn lists the tools it may call, executes and records every call,
+and ends when the agent calls ``final_answer``. Between tasks the runtime calls
+``reset`` to clear the agent's conversation state; the agent's memory system is
+not the agent's state and is never touched by ``reset``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+
+from ..types import Stimulus, ToolSpec, Usage
+
+if TYPE_CHECKING:
+    from ..config import AgentConfig
+    from ..memory.base import MemorySystem
+
+
+@runtime_checkable
+class Turn(Protocol):
+    """The runtime side of one agent turn (one stimulus)."""
+
+    @property
+    def tools(self) -> Sequence[ToolSpec]:
+        """Tools the agent may call in this turn; ``final_answer`` is always one."""
+        ...
+
+    @property
+    def finished(self) -> bool:
+        """True once ``final_answer`` was called."""
+        ...
+
+    @property
+    def final_answer(self) -> str | None: ...
+
+    def begin_step(self) -> None:
+        """Announce one model call; raises EpisodeError past the turn's step limit."""
+        ...
+
+    def record_usage(self, usage: Usage) -> None:
+        """Add the token usage a model call reported."""
+        ...
+
+    def add_message(self, message: Mapping[str, Any]) -> None:
+        """Append a chat message to this turn's transcript."""
+        ...
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any] | str) -> str:
+        """Run a tool and return its result text (an error text for bad calls)."""
+        ...
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """An agent that can be benchmarked: it answers stimuli and can forget them."""
+
+    def respond(self, stimulus: Stimulus, turn: Turn) -> None:
+        """Work on ``stimulus`` and end by calling ``turn.call_tool("final_answer", ...)``."""
+        ...
+
+    def reset(self) -> None:
+        """Clear ephemeral conversation state. Must not call a model or touch memory."""
+        ...
+
+
+#: Builds the agent for one stream. ``memory`` is the stream's memory system for
+#: ``deterministic_recall`` agents, and ``None`` for ``none`` and ``tool_use``
+#: agents (a ``tool_use`` agent reaches memory only through its turn's tools).
+AgentFactory = Callable[["AgentConfig", "MemorySystem | None"], Agent]

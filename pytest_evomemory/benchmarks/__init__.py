@@ -1,0 +1,58 @@
+"""Benchmark sources, by the name used in ``benchmark:`` of a benchmark config."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ..config import BenchmarkConfig
+from ..errors import ConfigError
+from ..factories import load_factory
+from .base import BenchmarkSource, Stream, select_streams
+
+
+def _sample() -> BenchmarkSource:
+    from .sample import SampleBenchmark
+
+    return SampleBenchmark()
+
+
+def _files() -> BenchmarkSource:
+    from .jsonl import FilesBenchmark
+
+    return FilesBenchmark()
+
+
+def _evomemory_single_turn() -> BenchmarkSource:
+    from .evomemory import EvoMemorySingleTurn
+
+    return EvoMemorySingleTurn()
+
+
+BENCHMARKS: dict[str, Callable[[], BenchmarkSource]] = {
+    "sample": _sample,
+    "files": _files,
+    "evomemory_single_turn": _evomemory_single_turn,
+}
+
+
+def get_source(name: str) -> BenchmarkSource:
+    if name in BENCHMARKS:
+        return BENCHMARKS[name]()
+    if ":" in name:
+        source = load_factory(name, "benchmark")()
+        return source  # type: ignore[no-any-return]
+    raise ConfigError(
+        f"unknown benchmark {name!r}; use one of {', '.join(BENCHMARKS)} or a "
+        "'package.module:factory' reference"
+    )
+
+
+def load_benchmark(config: BenchmarkConfig, base_dir: Path, source_file: str = "benchmark config") -> list[Stream]:
+    """Load the selected streams, in canonical order, all-or-nothing."""
+    source = get_source(config.benchmark)
+    names = select_streams(config, source.stream_names(config), source_file)
+    return source.load(config, base_dir, names)
+
+
+__all__ = ["BENCHMARKS", "BenchmarkSource", "Stream", "get_source", "load_benchmark"]

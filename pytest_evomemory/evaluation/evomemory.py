@@ -1,0 +1,37 @@
+"""The Evo-Memory evaluator: score original task responses, never feedback turns."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from ..errors import ProtocolViolation
+from ..types import AgentResponse, BenchmarkSample, ScoredItem
+from .taskqa import TaskQAEvaluator
+
+
+class EvoMemoryEvaluator:
+    """Selects the ``task`` responses of a run and scores each with its stream's mode."""
+
+    def __init__(self, taskqa: TaskQAEvaluator | None = None) -> None:
+        self.taskqa = taskqa or TaskQAEvaluator()
+
+    def score_response(self, sample: BenchmarkSample, response: AgentResponse) -> ScoredItem:
+        if response.kind != "task":
+            raise ProtocolViolation(
+                f"{response.stream}/{response.task_id}: a {response.kind} response was "
+                "passed for scoring; only original task turns are scored"
+            )
+        score = self.taskqa.score(sample, response.final_answer)
+        return ScoredItem(sample.stream, sample.task_id, sample.position, score)
+
+    def score_run(
+        self,
+        samples: Mapping[tuple[str, str], BenchmarkSample],
+        responses: Iterable[AgentResponse],
+    ) -> list[ScoredItem]:
+        """Score every task response of a run (feedback responses are skipped)."""
+        return [
+            self.score_response(samples[(response.stream, response.task_id)], response)
+            for response in responses
+            if response.kind == "task"
+        ]

@@ -1,0 +1,73 @@
+"""Build the memory system for one stream from the memory config.
+
+Each stream gets its own, fresh memory system: persistence across streams would
+let one stream's experiences leak into another's score.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from ..config import MemoryConfig
+from ..errors import EvoMemoryError, MemoryBackendError
+from ..factories import load_factory
+from .base import MemorySystem
+from .inprocess import InProcessMemory
+
+
+@dataclass(frozen=True)
+class MemoryContext:
+    """Where a memory system lives: its stream and the run's output directory."""
+
+    stream: str
+    run_dir: Path
+    run_name: str
+
+
+MemoryFactory = Callable[[MemoryConfig, MemoryContext], MemorySystem]
+
+
+def _inprocess(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
+    return InProcessMemory(default_top_k=config.top_k)
+
+
+def _sqlite(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
+    from .sqlite import open_sqlite_memory
+
+    return open_sqlite_memory(config, context)
+
+
+def _postgres(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
+    from .postgres import open_postgres_memory
+
+    return open_postgres_memory(config, context)
+
+
+BUILTIN_BACKENDS: dict[str, MemoryFactory] = {
+    "inprocess": _inprocess,
+    "sqlite": _sqlite,
+    "postgres": _postgres,
+}
+
+
+def build_memory(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
+    """Open the configured backend for ``context.stream``; failures name the backend."""
+    factory = BUILTIN_BACKENDS.get(config.backend) or load_factory(config.backend, "memory")
+    try:
+        memory = factory(config, context)
+    except EvoMemoryError:
+        raise
+    except Exception as error:  # a third-party backend failing to open
+        raise MemoryBackendError(
+            f"memory backend {config.backend!r} could not be opened for stream "
+            f"{context.stream!r}: {type(error).__name__}: {error}"
+        ) from error
+    if not isinstance(memory, MemorySystem):
+        raise MemoryBackendError(
+            f"memory backend {config.backend!r} returned {type(memory).__name__}, which "
+            "does not implement the MemorySystem protocol (retain, recall, reset, close, "
+            "tools, default_top_k)"
+        )
+    return memory

@@ -1,0 +1,433 @@
+"""pytest adapter: options, collection, fixtures and reporting hooks. Thin by design.
+
+Everything that decides *what* happens lives in the core (:mod:`.run`,
+:mod:`.episode`); this module only maps it onto pytest's life cycle as
+DESIGN.md describes: a stream is a session-scoped parametrized fixture, a task is
+a test item, feedback and reset are the episode fixture's teardown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import _benchmark_items
+from .config import RunConfig, load_run_config
+from .episode import StreamRun, TaskOutcome
+from .errors import ConfigError, DataError, EvoMemoryError
+from .reporting.artefacts import RunArtefacts, utc_now
+from .reporting.summary import StreamMetrics, ThresholdResult
+from .reporting.terminal import format_table
+from .run import (
+    AgentFactoryFn,
+    BenchmarkRun,
+    MemoryFactoryFn,
+    ResultCollector,
+    default_run_dir,
+    error_record,
+    evaluate_thresholds,
+    feedback_record,
+    task_record,
+)
+from .types import AgentResponse, BenchmarkSample
+
+PLUGIN_NAME = "evomemory-session"
+_SESSION_KEY = pytest.StashKey["EvoMemorySession"]()
+_PENDING_RECORDS = pytest.StashKey[list[dict[str, Any]]]()
+_SAMPLE_KEY = pytest.StashKey[BenchmarkSample]()
+
+
+# --------------------------------------------------------------------------- options
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("evomemory", "Evo-Memory benchmark")
+    group.addoption(
+        "--evomemory-config", metavar="PATH", default=None,
+        help="run config (YAML) naming the benchmark, agent and memory configs; "
+        "enables the benchmark",
+    )
+    group.addoption(
+        "--evomemory-output-dir", metavar="DIR", default=None,
+        help="where the run's artefacts go (default: evomemory-results/<run name>)",
+    )
+    group.addoption(
+        "--evomemory-limit", metavar="N", type=int, default=None,
+        help="run only the first N tasks of each stream (overrides the benchmark config)",
+    )
+    group.addoption(
+        "--evomemory-stream", metavar="NAME", action="append", default=[],
+        help="run only this stream (repeatable); default: every stream of the benchmark",
+    )
+    group.addoption(
+        "--evomemory-min-accuracy", metavar="[STREAM=]FRACTION", action="append", default=[],
+        help="fail the session if overall (or STREAM's) accuracy is below FRACTION; repeatable",
+    )
+    parser.addini("evomemory_config", "default run config for --evomemory-config", default=None)
+
+
+# --------------------------------------------------------------------------- session
+
+
+class EvoMemorySession:
+    """Run-wide state, registered as a plugin so its hooks see the run."""
+
+    def __init__(self, config: pytest.Config, run_config: RunConfig, run_dir: Path) -> None:
+        self.config = config
+        self.run_config = run_config
+        self.run_dir = run_dir
+        self.is_worker = hasattr(config, "workerinput")
+        self.benchmark = BenchmarkRun(run_config, run_dir)
+        self.started = utc_now()
+        self.collector: ResultCollector | None = None
+        self.summary: dict[str, Any] | None = None
+        self.thresholds: list[ThresholdResult] = []
+        self.metrics: dict[str, StreamMetrics] = {}
+        self.min_overall, self.min_streams = _parse_min_accuracy(
+            config.getoption("evomemory_min_accuracy"), self.benchmark.stream_order
+        )
+
+    # ----- collection
+
+    def parametrize(self, metafunc: pytest.Metafunc) -> None:
+        params = [
+            pytest.param(
+                stream.name, sample, id=sample.test_id,
+                marks=[pytest.mark.evomemory, pytest.mark.xdist_group(stream.name)],
+            )
+            for stream in self.benchmark.streams
+            for sample in stream.samples
+        ]
+        metafunc.parametrize(
+            ["evomemory_stream", "evomemory_sample"], params,
+            indirect=True,
+            # Session scope keeps the stream fixture alive across its tasks; the
+            # sample fixture is function-scoped and only hands out request.param.
+            scope="session",
+        )
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> None:
+        """Put benchmark items back in stream order, whatever shuffled them.
+
+        Plugins such as pytest-randomly reorder items; a stream is only a stream if
+        its tasks run in source order, so ours go back into the slots they hold.
+        """
+        slots = [index for index, item in enumerate(items) if _sample_of(item) is not None]
+        order = {name: index for index, name in enumerate(self.benchmark.stream_order)}
+        ours = sorted(
+            (items[index] for index in slots),
+            key=lambda item: (order[_sample_of(item).stream], _sample_of(item).position),  # type: ignore[union-attr]
+        )
+        for index, item in zip(slots, ours, strict=True):
+            items[index] = item
+
+    # ----- running
+
+    def start(self) -> None:
+        if self.is_worker or self.config.option.collectonly:
+            return
+        artefacts = RunArtefacts(self.run_dir)
+        _clear_previous_artefacts(self.run_dir)
+        artefacts.write_run(self.benchmark.run_document(self.started, self.config.invocation_params.args))
+        self.collector = ResultCollector(self.benchmark.stream_order, artefacts)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if self.collector is None:
+            return
+        for record in getattr(report, "evomemory_records", ()) or ():
+            self.collector.add_record(record)
+
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        if self.collector is None:
+            return
+        self.metrics = self.collector.metrics()
+        self.thresholds = evaluate_thresholds(self.run_config, self.metrics, self.min_overall)
+        self.thresholds += [
+            t for t in _stream_thresholds(self.metrics, self.min_streams)
+        ]
+        self.summary = self.collector.finish(self.thresholds, self.started, {"run": self.run_config.name})
+        if not all(t.met for t in self.thresholds) and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.summary is None:
+            return
+        write = terminalreporter.write_line
+        terminalreporter.section(f"evomemory: {self.run_config.name}", sep="=")
+        for line in format_table(self.metrics):
+            write(line)
+        for result in self.thresholds:
+            write(result.describe(), red=not result.met, green=result.met)
+        if self.thresholds and not all(t.met for t in self.thresholds):
+            missed = sum(not t.met for t in self.thresholds)
+            write(f"evomemory: {missed} accuracy threshold(s) missed; the session fails", red=True, bold=True)
+        write(f"results: {self.run_dir}")
+
+
+def _sample_of(item: pytest.Item) -> BenchmarkSample | None:
+    callspec = getattr(item, "callspec", None)
+    if callspec is None:
+        return None
+    sample = callspec.params.get("evomemory_sample")
+    return sample if isinstance(sample, BenchmarkSample) else None
+
+
+def _stream_thresholds(metrics: dict[str, StreamMetrics], minimums: dict[str, float]) -> list[ThresholdResult]:
+    return [ThresholdResult(name, value, metrics[name].accuracy if name in metrics else None) for name, value in minimums.items()]
+
+
+def _parse_min_accuracy(values: list[str], streams: list[str]) -> tuple[float | None, dict[str, float]]:
+    overall: float | None = None
+    per_stream: dict[str, float] = {}
+    for value in values:
+        name, _, number = value.rpartition("=")
+        try:
+            fraction = float(number)
+        except ValueError:
+            raise ConfigError(f"--evomemory-min-accuracy {value!r}: expected [STREAM=]FRACTION such as 0.5") from None
+        if not 0.0 <= fraction <= 1.0:
+            raise ConfigError(f"--evomemory-min-accuracy {value!r}: the fraction must be between 0 and 1")
+        if not name:
+            overall = fraction
+        elif name not in streams:
+            raise ConfigError(f"--evomemory-min-accuracy {value!r}: unknown stream {name!r}; streams: {', '.join(streams)}")
+        else:
+            per_stream[name] = fraction
+    return overall, per_stream
+
+
+_ARTEFACT_NAMES = ("run.json", "responses.jsonl", "scores.jsonl", "summary.json", "report.html")
+
+
+def _clear_previous_artefacts(run_dir: Path) -> None:
+    """A new run replaces the previous run's files in the same directory (only ours)."""
+    for name in _ARTEFACT_NAMES:
+        (run_dir / name).unlink(missing_ok=True)
+    transcripts = run_dir / "transcripts"
+    if transcripts.is_dir():
+        for path in transcripts.glob("*.jsonl"):
+            path.unlink()
+
+
+# --------------------------------------------------------------------------- configure
+
+
+def _config_path(config: pytest.Config) -> str | None:
+    path = config.getoption("evomemory_config")
+    if path:
+        return str(path)
+    ini = config.getini("evomemory_config")
+    if ini:
+        ini_path = Path(str(ini))
+        return str(ini_path if ini_path.is_absolute() else config.rootpath / ini_path)
+    return None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "evomemory: a task of an Evo-Memory benchmark stream")
+    path = _config_path(config)
+    if path is None:
+        return
+    try:
+        run_config = load_run_config(path).with_overrides(
+            limit=config.getoption("evomemory_limit"),
+            streams=config.getoption("evomemory_stream"),
+        )
+        output = config.getoption("evomemory_output_dir") or run_config.output_dir
+        invocation_dir = config.invocation_params.dir
+        run_dir = (invocation_dir / output) if output else default_run_dir(run_config, invocation_dir)
+        session = EvoMemorySession(config, run_config, run_dir.resolve())
+    except (ConfigError, DataError) as error:
+        raise pytest.UsageError(f"evomemory: {error}") from None
+    except EvoMemoryError as error:
+        raise pytest.UsageError(f"evomemory: {type(error).__name__}: {error}") from None
+    config.stash[_SESSION_KEY] = session
+    config.pluginmanager.register(session, PLUGIN_NAME)
+    _add_benchmark_module_to_args(config)
+    _register_xdist_scheduling(config)
+    if config.pluginmanager.hasplugin("pytest_jsonreport"):
+        from ._jsonreport import JsonReportHooks
+
+        config.pluginmanager.register(JsonReportHooks(session), "evomemory-jsonreport")
+
+
+def _add_benchmark_module_to_args(config: pytest.Config) -> None:
+    """Collect the benchmark without a user test file; alone when no paths were given."""
+    module = str(Path(_benchmark_items.__file__).resolve())
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        if module not in config.args:
+            config.args.append(module)
+    else:
+        config.args[:] = [module]
+
+
+def _register_xdist_scheduling(config: pytest.Config) -> None:
+    if hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("xdist"):
+        return
+    from ._xdist import XdistHooks
+
+    config.pluginmanager.register(XdistHooks(), "evomemory-xdist")
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    evo = session.config.stash.get(_SESSION_KEY, None)
+    if evo is not None:
+        evo.start()
+
+
+def get_session(config: pytest.Config) -> EvoMemorySession:
+    session = config.stash.get(_SESSION_KEY, None)
+    if session is None:
+        raise pytest.UsageError("evomemory: no run config; pass --evomemory-config=PATH")
+    return session
+
+
+# --------------------------------------------------------------------------- reports
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Move this phase's records onto its report, where xdist carries them home."""
+    report = yield
+    pending = item.stash.get(_PENDING_RECORDS, None)
+    if pending:
+        report.evomemory_records = list(pending)  # type: ignore[attr-defined]
+        pending.clear()
+    return report
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def evomemory_agent_factory() -> AgentFactoryFn | None:
+    """Override in your conftest.py to benchmark your own agent.
+
+    Return a callable ``(agent_config, memory) -> Agent``; ``None`` means "build the
+    agent named in the agent config".
+    """
+    return None
+
+
+@pytest.fixture(scope="session")
+def evomemory_memory_factory() -> MemoryFactoryFn | None:
+    """Override in your conftest.py to benchmark your own memory system.
+
+    Return a callable ``(memory_config, context) -> MemorySystem``; ``None`` means
+    "build the backend named in the memory config".
+    """
+    return None
+
+
+@pytest.fixture(scope="session")
+def evomemory_run(pytestconfig: pytest.Config) -> BenchmarkRun:
+    """The loaded benchmark: configs, streams and output directory."""
+    return get_session(pytestconfig).benchmark
+
+
+@pytest.fixture(scope="session")
+def evomemory_stream(
+    request: pytest.FixtureRequest,
+    evomemory_run: BenchmarkRun,
+    evomemory_agent_factory: AgentFactoryFn | None,
+    evomemory_memory_factory: MemoryFactoryFn | None,
+) -> Iterator[StreamRun]:
+    """One stream: its memory system lives exactly as long as this fixture.
+
+    Teardown resets and closes the memory system before the next stream starts.
+    """
+    name = request.param
+    try:
+        run = evomemory_run.open_stream(
+            name, agent_factory=evomemory_agent_factory, memory_factory=evomemory_memory_factory
+        )
+    except EvoMemoryError as error:
+        pytest.fail(f"stream {name!r} could not start: {error}", pytrace=False)
+    try:
+        yield run
+    finally:
+        try:
+            run.close()
+        except EvoMemoryError as error:
+            pytest.fail(f"stream {name!r} teardown failed: {error}", pytrace=False)
+
+
+@pytest.fixture
+def evomemory_sample(request: pytest.FixtureRequest) -> BenchmarkSample:
+    """The task of this test item."""
+    sample: BenchmarkSample = request.param
+    return sample
+
+
+class Episode:
+    """One task's episode as a test sees it: run the task now, feedback and reset later."""
+
+    def __init__(self, run: StreamRun, sample: BenchmarkSample, records: list[dict[str, Any]]) -> None:
+        self.run = run
+        self.sample = sample
+        self.records = records
+        self.outcome: TaskOutcome | None = None
+        self._last_response: AgentResponse | None = None
+
+    def _listen(self, response: AgentResponse) -> None:
+        self._last_response = response
+        if response.kind == "feedback":
+            self.records.append(feedback_record(response.to_dict()))
+
+    def run_task(self) -> TaskOutcome:
+        """Deliver the task and score it; failures become clear test failures."""
+        self.run.listeners.append(self._listen)
+        try:
+            self.outcome = self.run.run_task(self.sample)
+        except EvoMemoryError as error:
+            record = error_record(self.sample.stream, self.sample.task_id, self.sample.position, str(error))
+            if self._last_response is not None and self._last_response.kind == "task":
+                record["response"] = self._last_response.to_dict()
+            self.records.append(record)
+            pytest.fail(f"{type(error).__name__}: {error}", pytrace=False)
+        finally:
+            self.run.listeners.remove(self._listen)
+        self.records.append(task_record(self.outcome.response.to_dict(), self.outcome.scored.to_dict()))
+        return self.outcome
+
+    def finish(self) -> None:
+        """Feedback (after a completed task turn), then reset — always the reset."""
+        self.run.listeners.append(self._listen)
+        try:
+            if self.outcome is not None:
+                self.run.give_feedback(self.sample, self.outcome.response.final_answer)
+        except EvoMemoryError as error:
+            pytest.fail(f"feedback turn failed: {type(error).__name__}: {error}", pytrace=False)
+        finally:
+            self.run.listeners.remove(self._listen)
+            self.run.reset_agent()
+
+
+@pytest.fixture
+def evomemory_episode(
+    request: pytest.FixtureRequest, evomemory_stream: StreamRun, evomemory_sample: BenchmarkSample
+) -> Iterator[Episode]:
+    """The task's episode; its teardown gives the feedback, then resets the agent."""
+    records = request.node.stash.setdefault(_PENDING_RECORDS, [])
+    episode = Episode(evomemory_stream, evomemory_sample, records)
+    yield episode
+    episode.finish()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    session = config.stash.get(_SESSION_KEY, None)
+    if session is None:
+        return None
+    streams = ", ".join(f"{s.name} ({len(s)})" for s in session.benchmark.streams)
+    agent = session.run_config.agent
+    return [
+        f"evomemory: run {session.run_config.name!r} from {session.run_config.path}",
+        f"evomemory: streams {streams}",
+        f"evomemory: agent {agent.kind} ({agent.memory_strategy}), memory {session.run_config.memory.backend}",
+        f"evomemory: results -> {session.run_dir}",
+    ]
+

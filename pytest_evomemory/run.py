@@ -1,0 +1,227 @@
+"""A whole benchmark run, without pytest: load streams, open them, collect results.
+
+The pytest plugin drives these objects from hooks and fixtures; the same objects
+run a benchmark from plain Python (:func:`run_benchmark`), which is what the
+performance benchmarks and the resume logic use.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .agents.base import Agent
+from .agents.factory import build_agent
+from .benchmarks import Stream, load_benchmark
+from .config import AgentConfig, MemoryConfig, RunConfig
+from .episode import InstrumentedMemory, StreamRun, run_stream
+from .evaluation.evomemory import EvoMemoryEvaluator
+from .memory.base import MemorySystem
+from .memory.factory import MemoryContext, build_memory
+from .reporting.artefacts import RunArtefacts, package_versions, utc_now
+from .reporting.summary import StreamMetrics, ThresholdResult, check_thresholds, summarize
+
+AgentFactoryFn = Callable[[AgentConfig, MemorySystem | None], Agent]
+MemoryFactoryFn = Callable[[MemoryConfig, MemoryContext], MemorySystem]
+
+DEFAULT_OUTPUT_ROOT = "evomemory-results"
+
+
+def default_run_dir(config: RunConfig, root: Path) -> Path:
+    return root / DEFAULT_OUTPUT_ROOT / config.name
+
+
+class BenchmarkRun:
+    """The loaded streams of a run and the means to open each of them."""
+
+    def __init__(self, config: RunConfig, run_dir: Path) -> None:
+        self.config = config
+        self.run_dir = run_dir
+        self.streams: list[Stream] = load_benchmark(
+            config.benchmark, config.base_dir, config.sources.get("benchmark", "benchmark config")
+        )
+        self.by_name = {stream.name: stream for stream in self.streams}
+
+    @property
+    def stream_order(self) -> list[str]:
+        return [stream.name for stream in self.streams]
+
+    def open_stream(
+        self,
+        name: str,
+        *,
+        agent_factory: AgentFactoryFn | None = None,
+        memory_factory: MemoryFactoryFn | None = None,
+    ) -> StreamRun:
+        """A fresh memory system and agent for stream ``name``."""
+        context = MemoryContext(stream=name, run_dir=self.run_dir, run_name=self.config.name)
+        strategy = self.config.agent.memory_strategy
+        memory: InstrumentedMemory | None = None
+        if strategy != "none":
+            backend = (memory_factory or build_memory)(self.config.memory, context)
+            memory = InstrumentedMemory(backend, name)
+        try:
+            agent = (agent_factory or build_agent)(
+                self.config.agent, memory if strategy == "deterministic_recall" else None
+            )
+        except BaseException:
+            if memory is not None:
+                memory.close()
+            raise
+        return StreamRun(
+            stream=name,
+            agent=agent,
+            memory=memory,
+            evaluator=EvoMemoryEvaluator(),
+            memory_strategy=strategy,
+            max_steps=self.config.agent.max_steps,
+        )
+
+    def run_document(self, started: str, argv: Sequence[str] | None = None) -> dict[str, Any]:
+        return {
+            "run": self.config.to_dict(),
+            "streams": [
+                {"name": s.name, "tasks": len(s), "match_mode": s.match_mode, "description": s.description}
+                for s in self.streams
+            ],
+            "versions": package_versions(),
+            "started": started,
+            "command_line": list(sys.argv if argv is None else argv),
+        }
+
+
+@dataclass
+class ResultCollector:
+    """Gathers task outcomes and responses (from any process) into the artefacts."""
+
+    stream_order: list[str]
+    artefacts: RunArtefacts | None = None
+    outcomes: list[dict[str, Any]] = field(default_factory=list)
+    responses: list[dict[str, Any]] = field(default_factory=list)
+    scores: list[dict[str, Any]] = field(default_factory=list)
+
+    def add_record(self, record: Mapping[str, Any]) -> None:
+        """One record as produced by :func:`task_record`, :func:`feedback_record` or
+        :func:`error_record` (the transport format between xdist workers and us)."""
+        kind = record["type"]
+        if "response" in record:
+            self.responses.append(record["response"])
+            if self.artefacts:
+                self.artefacts.add_response(record["response"])
+        if kind == "task":
+            scored = record["scored"]
+            self.scores.append(scored)
+            self.outcomes.append(
+                {"stream": scored["stream"], "task_id": scored["task_id"], "position": scored["position"], "correct": scored["correct"]}
+            )
+            if self.artefacts:
+                self.artefacts.add_score(scored)
+        elif kind == "error":
+            self.outcomes.append(
+                {"stream": record["stream"], "task_id": record["task_id"], "position": record["position"], "correct": False, "error": record["reason"]}
+            )
+
+    def metrics(self) -> dict[str, StreamMetrics]:
+        return summarize(self.stream_order, self.outcomes, self.responses)
+
+    def finish(
+        self, thresholds: list[ThresholdResult], started: str, extra: Mapping[str, Any] | None = None
+    ) -> dict[str, Any]:
+        metrics = self.metrics()
+        errors = [o for o in self.outcomes if o.get("error")]
+        summary = {
+            "started": started,
+            "finished": utc_now(),
+            "streams": {name: m.to_dict() for name, m in metrics.items() if name != "overall"},
+            "overall": metrics["overall"].to_dict(),
+            "thresholds": [t.to_dict() for t in thresholds],
+            "passed": all(t.met for t in thresholds),
+            "failed_episodes": [
+                {"stream": e["stream"], "task_id": e["task_id"], "reason": e["error"]} for e in errors
+            ],
+            **(extra or {}),
+        }
+        if self.artefacts:
+            self.artefacts.finalize_scores(self.scores, self.stream_order)
+            self.artefacts.write_summary(summary)
+            self.artefacts.close()
+        return summary
+
+
+def task_record(outcome_response: Mapping[str, Any], scored: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": "task", "response": dict(outcome_response), "scored": dict(scored)}
+
+
+def feedback_record(response: Mapping[str, Any]) -> dict[str, Any]:
+    return {"type": "feedback", "response": dict(response)}
+
+
+def error_record(stream: str, task_id: str, position: int, reason: str) -> dict[str, Any]:
+    return {"type": "error", "stream": stream, "task_id": task_id, "position": position, "reason": reason}
+
+
+def evaluate_thresholds(config: RunConfig, metrics: Mapping[str, StreamMetrics], overall_override: float | None = None) -> list[ThresholdResult]:
+    thresholds = config.benchmark.thresholds
+    overall = overall_override if overall_override is not None else thresholds.overall
+    return check_thresholds(metrics, overall, thresholds.streams)
+
+
+def run_benchmark(
+    config: RunConfig,
+    run_dir: Path,
+    *,
+    agent_factory: AgentFactoryFn | None = None,
+    memory_factory: MemoryFactoryFn | None = None,
+    write_artefacts: bool = True,
+) -> dict[str, Any]:
+    """Run every selected stream in order, serially, and return the summary.
+
+    Episodes that fail are recorded as errors and the stream goes on, as under pytest.
+    """
+    from .errors import EpisodeError
+
+    started = utc_now()
+    benchmark = BenchmarkRun(config, run_dir)
+    artefacts = RunArtefacts(run_dir) if write_artefacts else None
+    if artefacts:
+        artefacts.write_run(benchmark.run_document(started))
+    collector = ResultCollector(benchmark.stream_order, artefacts)
+    wall = time.perf_counter()
+    for stream in benchmark.streams:
+        run = benchmark.open_stream(stream.name, agent_factory=agent_factory, memory_factory=memory_factory)
+        run.listeners.append(lambda response: collector.add_record(feedback_record(response.to_dict())) if response.kind == "feedback" else None)
+        try:
+            for sample in stream.samples:
+                try:
+                    outcome = run.run_task(sample)
+                except EpisodeError as error:
+                    collector.add_record(error_record(sample.stream, sample.task_id, sample.position, str(error)))
+                    run.reset_agent()
+                    continue
+                collector.add_record(task_record(outcome.response.to_dict(), outcome.scored.to_dict()))
+                try:
+                    run.give_feedback(sample, outcome.response.final_answer)
+                except EpisodeError:
+                    pass  # recorded in the feedback response's protocol_violation
+                finally:
+                    run.reset_agent()
+        finally:
+            run.close()
+    thresholds = evaluate_thresholds(config, collector.metrics())
+    return collector.finish(thresholds, started, {"wall_seconds": round(time.perf_counter() - wall, 6)})
+
+
+__all__ = [
+    "BenchmarkRun",
+    "ResultCollector",
+    "default_run_dir",
+    "error_record",
+    "feedback_record",
+    "run_benchmark",
+    "run_stream",
+    "task_record",
+]

@@ -1,0 +1,51 @@
+"""Small, dependency-free text helpers shared by the in-process memory and baselines."""
+
+from __future__ import annotations
+
+import math
+import re
+import unicodedata
+from collections import Counter
+
+_TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
+
+#: Function words carry no topic; dropping them keeps lexical similarity meaningful.
+STOPWORDS = frozenset(
+    "a an and are as at be by can do does for from has have how in is it its of on or "
+    "that the this to was what when where which who why will with you your".split()
+)
+
+
+def normalize(text: str) -> str:
+    """Casefold, strip accents' compatibility forms and collapse whitespace."""
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def tokens(text: str) -> list[str]:
+    """Content words of ``text``, lower-cased, with a light plural stemming."""
+    words = _TOKEN.findall(normalize(text))
+    return [_stem(word) for word in words if word not in STOPWORDS]
+
+
+def _stem(word: str) -> str:
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
+    if len(word) > 3 and word.endswith("s") and not word.endswith("ss"):
+        return word[:-1]
+    return word
+
+
+def cosine(left: Counter[str], right: Counter[str]) -> float:
+    """Cosine similarity of two bags of words, in [0, 1]."""
+    if not left or not right:
+        return 0.0
+    dot = sum(count * right[word] for word, count in left.items() if word in right)
+    norm = math.sqrt(sum(c * c for c in left.values())) * math.sqrt(
+        sum(c * c for c in right.values())
+    )
+    return dot / norm if norm else 0.0
+
+
+def similarity(left: str, right: str) -> float:
+    """Bag-of-words cosine of two texts: 1.0 for the same content words."""
+    return cosine(Counter(tokens(left)), Counter(tokens(right)))
