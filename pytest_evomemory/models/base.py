@@ -1,0 +1,54 @@
+"""The chat-model seam between TinyAgent and whatever serves the model.
+
+``ChatModel.complete`` takes OpenAI-style chat messages and tool schemas and returns
+one assistant message. Providers: :mod:`.openai_compat` (any OpenAI-compatible
+HTTP endpoint, through the official ``openai`` client) and :mod:`.local` (a GGUF
+model in-process through llama-cpp-python).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+from ..types import Usage
+
+
+@dataclass(frozen=True)
+class ModelToolCall:
+    """A tool call as the model emitted it; ``arguments`` is the raw JSON text."""
+
+    id: str
+    name: str
+    arguments: str
+
+
+@dataclass(frozen=True)
+class ChatCompletion:
+    """One assistant message, with the usage the server reported for the call."""
+
+    content: str | None
+    tool_calls: tuple[ModelToolCall, ...] = ()
+    usage: Usage = field(default_factory=Usage)
+    finish_reason: str | None = None
+    cached: bool = False
+
+    def to_message(self) -> dict[str, Any]:
+        """The assistant message to append to the conversation."""
+        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        if self.tool_calls:
+            message["tool_calls"] = [
+                {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}
+                for call in self.tool_calls
+            ]
+        return message
+
+
+@runtime_checkable
+class ChatModel(Protocol):
+    """A chat-completions model. Raises ``ModelError`` once retries are exhausted."""
+
+    def complete(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> ChatCompletion: ...
