@@ -64,6 +64,7 @@ def render_feedback(sample: BenchmarkSample, submitted: str | None) -> UserStimu
 class _OperationCounts:
     retains: int = 0
     recalls: int = 0
+    writes: int = 0
 
 
 class InstrumentedMemory:
@@ -78,6 +79,7 @@ class InstrumentedMemory:
         self.backend = backend
         self.stream = stream
         self.counts = _OperationCounts()
+        self.writes: list[dict[str, Any]] = []
         self._retained_ids: set[str] = set()
 
     @property
@@ -88,7 +90,13 @@ class InstrumentedMemory:
         self.counts.retains += 1
         record_id = self._guard(lambda: self.backend.retain(content, metadata), "retain")
         self._retained_ids.add(str(record_id))
+        self.writes.append({"content": content, "metadata": dict(metadata or {})})
         return record_id
+
+    def replay(self, writes: Sequence[Mapping[str, Any]]) -> None:
+        """Restore a resumed stream's memory by re-applying its recorded writes."""
+        for write in writes:
+            self.retain(str(write["content"]), write.get("metadata") or None)
 
     def recall(self, query: str, top_k: int | None = None) -> list[MemoryHit]:
         self.counts.recalls += 1
@@ -256,6 +264,9 @@ class StreamRun:
     max_steps: int
     listeners: list[ResponseListener] = field(default_factory=list)
     closed: bool = False
+    #: Set after the memory backend failed: the rest of the stream fails at once
+    #: instead of running episodes against a memory in an unknown state.
+    broken: str | None = None
 
     def _turn_tools(self) -> list[Tool]:
         if self.memory_strategy == "tool_use" and self.memory is not None:
@@ -265,6 +276,8 @@ class StreamRun:
     def _deliver(self, stimulus: Stimulus, task_id: str) -> AgentResponse:
         if self.closed:
             raise EpisodeError(f"stream {self.stream!r} was already torn down")
+        if self.broken is not None:
+            raise MemoryBackendError(f"stream {self.stream!r} stopped: {self.broken}")
         turn = RuntimeTurn(self._turn_tools(), self.max_steps)
         before = _snapshot(self.memory)
         started = time.perf_counter()
@@ -302,9 +315,12 @@ class StreamRun:
             memory_recalls=after.recalls - before.recalls,
             seconds=seconds,
             protocol_violation=violation,
+            memory_writes=tuple(self.memory.writes[before.writes:after.writes]) if self.memory else (),
         )
         for listener in self.listeners:
             listener(response)
+        if isinstance(failure, MemoryBackendError):
+            self.broken = f"the memory backend failed at {stimulus.kind} {task_id}: {failure}"
         if failure is not None:
             if isinstance(failure, Exception) and not isinstance(failure, EpisodeError | MemoryBackendError):
                 raise EpisodeError(
@@ -344,7 +360,7 @@ class StreamRun:
 def _snapshot(memory: InstrumentedMemory | None) -> _OperationCounts:
     if memory is None:
         return _OperationCounts()
-    return _OperationCounts(memory.counts.retains, memory.counts.recalls)
+    return _OperationCounts(memory.counts.retains, memory.counts.recalls, len(memory.writes))
 
 
 def run_stream(run: StreamRun, samples: Iterable[BenchmarkSample]) -> Iterator[TaskOutcome]:

@@ -145,10 +145,9 @@ class EvoMemorySession:
         if self.collector is None:
             return
         self.metrics = self.collector.metrics()
-        self.thresholds = evaluate_thresholds(self.run_config, self.metrics, self.min_overall)
-        self.thresholds += [
-            t for t in _stream_thresholds(self.metrics, self.min_streams)
-        ]
+        self.thresholds = evaluate_thresholds(
+            self.run_config, self.metrics, self.min_overall, self.min_streams
+        )
         self.summary = self.collector.finish(self.thresholds, self.started, {"run": self.run_config.name})
         if not all(t.met for t in self.thresholds) and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
@@ -174,10 +173,6 @@ def _sample_of(item: pytest.Item) -> BenchmarkSample | None:
         return None
     sample = callspec.params.get("evomemory_sample")
     return sample if isinstance(sample, BenchmarkSample) else None
-
-
-def _stream_thresholds(metrics: dict[str, StreamMetrics], minimums: dict[str, float]) -> list[ThresholdResult]:
-    return [ThresholdResult(name, value, metrics[name].accuracy if name in metrics else None) for name, value in minimums.items()]
 
 
 def _parse_min_accuracy(values: list[str], streams: list[str]) -> tuple[float | None, dict[str, float]]:
@@ -297,6 +292,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     if pending:
         report.evomemory_records = list(pending)  # type: ignore[attr-defined]
         pending.clear()
+    elif report.when == "setup" and report.failed:
+        # The task never ran (its stream could not start): it counts as a failed episode.
+        sample = _sample_of(item)
+        if sample is not None and call.excinfo is not None:
+            reason = str(call.excinfo.value).strip() or call.excinfo.typename
+            report.evomemory_records = [error_record(sample, reason)]  # type: ignore[attr-defined]
     return report
 
 
@@ -384,10 +385,9 @@ class Episode:
         try:
             self.outcome = self.run.run_task(self.sample)
         except EvoMemoryError as error:
-            record = error_record(self.sample.stream, self.sample.task_id, self.sample.position, str(error))
-            if self._last_response is not None and self._last_response.kind == "task":
-                record["response"] = self._last_response.to_dict()
-            self.records.append(record)
+            last = self._last_response
+            response = last.to_dict() if last is not None and last.kind == "task" else None
+            self.records.append(error_record(self.sample, str(error), response))
             pytest.fail(f"{type(error).__name__}: {error}", pytrace=False)
         finally:
             self.run.listeners.remove(self._listen)

@@ -24,6 +24,7 @@ from .memory.base import MemorySystem
 from .memory.factory import MemoryContext, build_memory
 from .reporting.artefacts import RunArtefacts, package_versions, utc_now
 from .reporting.summary import StreamMetrics, ThresholdResult, check_thresholds, summarize
+from .types import BenchmarkSample
 
 AgentFactoryFn = Callable[[AgentConfig, MemorySystem | None], Agent]
 MemoryFactoryFn = Callable[[MemoryConfig, MemoryContext], MemorySystem]
@@ -107,23 +108,24 @@ class ResultCollector:
     def add_record(self, record: Mapping[str, Any]) -> None:
         """One record as produced by :func:`task_record`, :func:`feedback_record` or
         :func:`error_record` (the transport format between xdist workers and us)."""
-        kind = record["type"]
         if "response" in record:
             self.responses.append(record["response"])
             if self.artefacts:
                 self.artefacts.add_response(record["response"])
-        if kind == "task":
+        if "scored" in record:
             scored = record["scored"]
             self.scores.append(scored)
             self.outcomes.append(
-                {"stream": scored["stream"], "task_id": scored["task_id"], "position": scored["position"], "correct": scored["correct"]}
+                {
+                    "stream": scored["stream"],
+                    "task_id": scored["task_id"],
+                    "position": scored["position"],
+                    "correct": scored["correct"],
+                    "error": scored.get("error"),
+                }
             )
             if self.artefacts:
                 self.artefacts.add_score(scored)
-        elif kind == "error":
-            self.outcomes.append(
-                {"stream": record["stream"], "task_id": record["task_id"], "position": record["position"], "correct": False, "error": record["reason"]}
-            )
 
     def metrics(self) -> dict[str, StreamMetrics]:
         return summarize(self.stream_order, self.outcomes, self.responses)
@@ -160,14 +162,40 @@ def feedback_record(response: Mapping[str, Any]) -> dict[str, Any]:
     return {"type": "feedback", "response": dict(response)}
 
 
-def error_record(stream: str, task_id: str, position: int, reason: str) -> dict[str, Any]:
-    return {"type": "error", "stream": stream, "task_id": task_id, "position": position, "reason": reason}
+def error_record(
+    sample: BenchmarkSample, reason: str, response: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    """A task whose episode failed: scored as wrong, with the failure as the reason."""
+    scored = {
+        "stream": sample.stream,
+        "task_id": sample.task_id,
+        "position": sample.position,
+        "correct": False,
+        "value": 0.0,
+        "raw_answer": None,
+        "extracted": None,
+        "target": sample.target,
+        "match_mode": sample.match_mode,
+        "reason": f"episode failed: {reason}",
+        "details": {},
+        "error": reason,
+    }
+    record: dict[str, Any] = {"type": "error", "scored": scored}
+    if response is not None:
+        record["response"] = dict(response)
+    return record
 
 
-def evaluate_thresholds(config: RunConfig, metrics: Mapping[str, StreamMetrics], overall_override: float | None = None) -> list[ThresholdResult]:
+def evaluate_thresholds(
+    config: RunConfig,
+    metrics: Mapping[str, StreamMetrics],
+    overall_override: float | None = None,
+    stream_overrides: Mapping[str, float] | None = None,
+) -> list[ThresholdResult]:
+    """The benchmark config's thresholds, with command-line values taking precedence."""
     thresholds = config.benchmark.thresholds
     overall = overall_override if overall_override is not None else thresholds.overall
-    return check_thresholds(metrics, overall, thresholds.streams)
+    return check_thresholds(metrics, overall, {**thresholds.streams, **(stream_overrides or {})})
 
 
 def run_benchmark(
@@ -199,7 +227,7 @@ def run_benchmark(
                 try:
                     outcome = run.run_task(sample)
                 except EpisodeError as error:
-                    collector.add_record(error_record(sample.stream, sample.task_id, sample.position, str(error)))
+                    collector.add_record(error_record(sample, str(error)))
                     run.reset_agent()
                     continue
                 collector.add_record(task_record(outcome.response.to_dict(), outcome.scored.to_dict()))

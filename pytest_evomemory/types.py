@@ -178,6 +178,9 @@ class AgentResponse:
     memory_recalls: int
     seconds: float
     protocol_violation: str | None = None
+    #: Every record the agent stored during this stimulus, in order; a resumed run
+    #: replays these into a fresh memory system to restore the exact state.
+    memory_writes: tuple[Mapping[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -193,6 +196,7 @@ class AgentResponse:
             "memory_recalls": self.memory_recalls,
             "seconds": self.seconds,
             "protocol_violation": self.protocol_violation,
+            "memory_writes": [dict(write) for write in self.memory_writes],
         }
 
 

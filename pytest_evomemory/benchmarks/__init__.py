@@ -52,7 +52,23 @@ def load_benchmark(config: BenchmarkConfig, base_dir: Path, source_file: str = "
     """Load the selected streams, in canonical order, all-or-nothing."""
     source = get_source(config.benchmark)
     names = select_streams(config, source.stream_names(config), source_file)
-    return source.load(config, base_dir, names)
+    streams = source.load(config, base_dir, names)
+    _check_match_modes(streams)
+    return streams
+
+
+def _check_match_modes(streams: list[Stream]) -> None:
+    """Refuse a stream whose match mode no evaluator knows, before any task runs."""
+    from ..evaluation import MATCH_MODES
+
+    for stream in streams:
+        for mode in sorted({sample.match_mode for sample in stream.samples}):
+            if mode not in MATCH_MODES:
+                raise ConfigError(
+                    f"stream {stream.name!r} uses unknown match mode {mode!r}; known modes: "
+                    f"{', '.join(sorted(MATCH_MODES))} (register your own with "
+                    "pytest_evomemory.register_match_mode)"
+                )
 
 
 __all__ = ["BENCHMARKS", "BenchmarkSource", "Stream", "get_source", "load_benchmark"]

@@ -1,0 +1,47 @@
+"""Shared fixtures: paths of the shipped configs and helpers to write run configs."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+REPO = Path(__file__).resolve().parent.parent
+CONFIGS = REPO / "configs"
+SAMPLE_MEMORY_RUN = CONFIGS / "runs" / "sample_memory.yaml"
+SAMPLE_NO_MEMORY_RUN = CONFIGS / "runs" / "sample_no_memory.yaml"
+
+
+@pytest.fixture
+def write_run_config(tmp_path: Path) -> Callable[..., Path]:
+    """Write a run config with inline parts; returns its path."""
+
+    def write(
+        name: str = "test_run",
+        benchmark: dict[str, Any] | str | None = None,
+        agent: dict[str, Any] | str | None = None,
+        memory: dict[str, Any] | str | None = None,
+        directory: Path | None = None,
+        **extra: Any,
+    ) -> Path:
+        document: dict[str, Any] = {
+            "name": name,
+            "benchmark": benchmark if benchmark is not None else {"benchmark": "sample"},
+            "agent": agent if agent is not None else {"kind": "recall_baseline", "memory_strategy": "deterministic_recall"},
+            "memory": memory if memory is not None else {"backend": "inprocess"},
+            **extra,
+        }
+        target = (directory or tmp_path) / f"{name}.yaml"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(yaml.safe_dump(document), encoding="utf-8")
+        return target
+
+    return write
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

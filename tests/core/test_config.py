@@ -1,0 +1,102 @@
+"""Config loading: every mistake names the file and key and says what to do."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pytest_evomemory import ConfigError, load_run_config
+
+from ..conftest import CONFIGS, SAMPLE_MEMORY_RUN
+
+
+def test_shipped_sample_config_resolves_its_three_parts() -> None:
+    config = load_run_config(SAMPLE_MEMORY_RUN)
+    assert config.name == "sample_memory"
+    assert config.benchmark.benchmark == "sample"
+    assert config.agent.memory_strategy == "deterministic_recall"
+    assert config.memory.backend == "inprocess" and config.memory.top_k == 4
+    assert config.sources["agent"] == str(CONFIGS / "agents" / "recall_baseline.yaml")
+
+
+@pytest.mark.parametrize("path", sorted((CONFIGS / "runs").rglob("*.yaml")), ids=lambda p: p.name)
+def test_every_shipped_run_config_is_valid(path: Path) -> None:
+    load_run_config(path)
+
+
+def test_inline_parts_and_overrides(write_run_config: Callable[..., Path]) -> None:
+    path = write_run_config(benchmark={"benchmark": "sample", "limit": 5})
+    config = load_run_config(path).with_overrides(limit=2, streams=["sample_choice"])
+    assert config.benchmark.limit == 2
+    assert config.benchmark.streams == ["sample_choice"]
+    assert "inline 'benchmark'" in config.sources["benchmark"]
+
+
+@pytest.mark.parametrize(
+    ("part", "value", "expected"),
+    [
+        ("agent", {"kind": "recall_baseline", "memory_strategy": "sometimes"}, "key 'memory_strategy'"),
+        ("agent", {"kind": "recall_baseline", "max_step": 3}, "key 'max_step': unknown key"),
+        ("agent", {"kind": "gpt9000"}, "unknown agent kind 'gpt9000'"),
+        ("agent", {"kind": "tiny"}, "key 'model': required for kind 'tiny'"),
+        ("memory", {"backend": "inprocess", "top_k": "four"}, "key 'top_k'"),
+        ("memory", {"backend": "inprocess", "top_k": 0}, "key 'top_k'"),
+        ("memory", {"backend": "redis"}, "unknown memory backend 'redis'"),
+        ("benchmark", {"benchmark": "sample", "limit": -1}, "key 'limit'"),
+        ("benchmark", {"benchmark": "sample", "thresholds": {"overall": 1.5}}, "key 'thresholds.overall'"),
+        ("benchmark", {"benchmark": "sample", "streams": ["a", "a"]}, "listed twice"),
+    ],
+)
+def test_invalid_values_name_the_file_and_key(
+    write_run_config: Callable[..., Path], part: str, value: dict[str, object], expected: str
+) -> None:
+    path = write_run_config(**{part: value})
+    with pytest.raises(ConfigError) as raised:
+        load_run_config(path)
+    assert str(path) in str(raised.value)
+    assert expected in str(raised.value)
+
+
+def test_missing_referenced_file_is_named(tmp_path: Path) -> None:
+    run = tmp_path / "run.yaml"
+    run.write_text("benchmark: ../nowhere/bench.yaml\nagent: {}\n", encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"key 'benchmark' names '../nowhere/bench.yaml', but .* does not exist"):
+        load_run_config(run)
+
+
+def test_missing_run_config(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="file not found"):
+        load_run_config(tmp_path / "absent.yaml")
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"benchmark: [unclosed\n", "invalid YAML at line"),
+        (b"- just\n- a list\n", "expected a mapping"),
+        (b"a: &x [1]\nb: *x\n", "YAML aliases are not allowed"),
+        (b"name: \xff\xfe\n", "not UTF-8"),
+        (b"benchmark: {}\nagent: {}\nsurprise: 1\n", "key 'surprise': unknown key"),
+        (b"agent: {}\n", "key 'benchmark': required key is missing"),
+        (b"benchmark: /etc/passwd\nagent: {}\n", "must name a .yaml/.yml file"),
+    ],
+)
+def test_malformed_run_files_are_refused_clearly(tmp_path: Path, content: bytes, expected: str) -> None:
+    run = tmp_path / "run.yaml"
+    run.write_bytes(content)
+    with pytest.raises(ConfigError, match=expected):
+        load_run_config(run)
+
+
+def test_huge_config_file_is_refused_before_parsing(tmp_path: Path) -> None:
+    run = tmp_path / "run.yaml"
+    run.write_text("name: " + "x" * 1_100_000, encoding="utf-8")
+    with pytest.raises(ConfigError, match="too large"):
+        load_run_config(run)
+
+
+def test_bad_limit_override() -> None:
+    with pytest.raises(ConfigError, match="--evomemory-limit must be at least 1"):
+        load_run_config(SAMPLE_MEMORY_RUN).with_overrides(limit=0)

@@ -1,0 +1,329 @@
+"""The plugin as a user runs it: pytest with --evomemory-config in some repository."""
+
+from __future__ import annotations
+
+import json
+import textwrap
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..conftest import SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN, read_jsonl
+
+Writer = Callable[..., Path]
+
+
+def summary_of(directory: Path) -> dict[str, Any]:
+    return json.loads((directory / "summary.json").read_text(encoding="utf-8"))
+
+
+def test_main_job_runs_in_a_fresh_directory_prints_the_table_and_writes_artefacts(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "-p", "no:randomly")
+    result.assert_outcomes(passed=24)
+    result.stdout.fnmatch_lines([
+        "*evomemory: sample_memory*",
+        "stream*tasks*correct*errors*accuracy*stimuli*agent turns*",
+        "sample_facts*12*7*0*58.3%*24*24*",
+        "sample_choice*12*7*0*58.3%*24*24*",
+        "overall*24*14*0*58.3%*48*48*",
+        "results: *evomemory-results*sample_memory",
+    ])
+    run_dir = pytester.path / "evomemory-results" / "sample_memory"
+    for name in ("run.json", "summary.json", "scores.jsonl", "responses.jsonl", "transcripts/sample_facts.jsonl"):
+        assert (run_dir / name).is_file(), name
+    scores = read_jsonl(run_dir / "scores.jsonl")
+    assert [s["task_id"] for s in scores[:3]] == ["f01", "f02", "f03"]
+    responses = read_jsonl(run_dir / "responses.jsonl")
+    assert [r["kind"] for r in responses[:4]] == ["task", "feedback", "task", "feedback"]
+    summary = summary_of(run_dir)
+    assert summary["overall"]["accuracy"] == pytest.approx(14 / 24)
+    assert summary["streams"]["sample_facts"]["feedback_turns"] == 12
+
+
+def test_memory_raises_accuracy_along_the_stream_and_no_memory_does_not(pytester: pytest.Pytester) -> None:
+    pytester.runpytest(f"--evomemory-config={SAMPLE_MEMORY_RUN}").assert_outcomes(passed=24)
+    pytester.runpytest(f"--evomemory-config={SAMPLE_NO_MEMORY_RUN}").assert_outcomes(passed=24)
+    with_memory = summary_of(pytester.path / "evomemory-results" / "sample_memory")
+    without = summary_of(pytester.path / "evomemory-results" / "sample_no_memory")
+    for stream in ("sample_facts", "sample_choice"):
+        curve = with_memory["streams"][stream]["learning_curve"]
+        assert curve[-1] > curve[len(curve) // 3] > 0 or curve[-1] > 0.5
+        assert max(without["streams"][stream]["learning_curve"]) == 0.0
+        assert without["streams"][stream]["memory_recalls"] == 0
+
+
+def test_collect_only_lists_one_ordered_item_per_task_with_stream_ids(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--collect-only", "-q")
+    ids = [line.split("[", 1)[1].rstrip("]") for line in result.outlines if "test_task[" in line]
+    assert ids[:3] == ["sample_facts/f01", "sample_facts/f02", "sample_facts/f03"]
+    assert ids[12] == "sample_choice/c01" and len(ids) == 24
+    assert not (pytester.path / "evomemory-results").exists()
+
+
+def test_k_and_m_select_tasks_and_x_stops_at_the_first_failure(pytester: pytest.Pytester, write_run_config: Writer) -> None:
+    result = pytester.runpytest(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "-k", "sample_choice")
+    result.assert_outcomes(passed=12, deselected=12)
+    result = pytester.runpytest(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "-m", "evomemory", "-k", "f01 or f02")
+    result.assert_outcomes(passed=2, deselected=22)
+    pytester.makepyfile(failing_agent="""
+        class Agent:
+            def respond(self, stimulus, turn):
+                raise RuntimeError("model exploded")
+            def reset(self):
+                pass
+        def create(config, memory):
+            return Agent()
+    """)
+    pytester.syspathinsert()
+    config = write_run_config(agent={"kind": "failing_agent:create", "memory_strategy": "none"})
+    result = pytester.runpytest(f"--evomemory-config={config}", "-x")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*EpisodeError: task turn of sample_facts/f01 failed: RuntimeError: model exploded*"])
+
+
+def test_a_shuffling_plugin_cannot_break_stream_order(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "-p", "randomly", "-v", "--randomly-seed=12345")
+    result.assert_outcomes(passed=24)
+    ran = [line.split("[", 1)[1].split("]", 1)[0] for line in result.outlines if "test_task[" in line and "PASSED" in line]
+    expected = [f"sample_facts/f{i:02d}" for i in range(1, 13)] + [f"sample_choice/c{i:02d}" for i in range(1, 13)]
+    assert ran == expected
+    assert summary_of(pytester.path / "evomemory-results" / "sample_memory")["overall"]["correct"] == 14
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--evomemory-config=missing.yaml"], "*evomemory: *missing.yaml: file not found*"),
+        (["--evomemory-limit=0"], "*--evomemory-limit must be at least 1*"),
+        (["--evomemory-stream=nope"], "*unknown stream(s) 'nope'*available: sample_facts, sample_choice*"),
+        (["--evomemory-min-accuracy=lots"], "*expected [[]STREAM=[]]FRACTION*"),
+    ],
+)
+def test_bad_configuration_is_a_usage_error_before_any_test(pytester: pytest.Pytester, args: list[str], message: str) -> None:
+    if not args[0].startswith("--evomemory-config"):
+        args = [f"--evomemory-config={SAMPLE_MEMORY_RUN}", *args]
+    result = pytester.runpytest(*args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([message])
+    assert "Traceback" not in result.stderr.str()
+
+
+def test_unknown_key_in_a_config_file_stops_the_run_with_file_and_key(pytester: pytest.Pytester, write_run_config: Writer) -> None:
+    config = write_run_config(memory={"backend": "inprocess", "topk": 3})
+    result = pytester.runpytest(f"--evomemory-config={config}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*{config}*", "*key 'topk': unknown key*"])
+
+
+def test_config_path_from_ini_option_and_limit_and_stream_options(pytester: pytest.Pytester) -> None:
+    pytester.makeini(f"[pytest]\nevomemory_config = {SAMPLE_MEMORY_RUN}\n")
+    result = pytester.runpytest("--evomemory-limit=3", "--evomemory-stream=sample_choice")
+    result.assert_outcomes(passed=3)
+    summary = summary_of(pytester.path / "evomemory-results" / "sample_memory")
+    assert list(summary["streams"]) == ["sample_choice"]
+
+
+def test_with_paths_the_users_tests_run_too_and_without_only_the_benchmark(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(test_mine="def test_mine():\n    assert True\n")
+    pytester.runpytest(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--evomemory-limit=1").assert_outcomes(passed=2)
+    pytester.runpytest(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--evomemory-limit=1", "test_mine.py").assert_outcomes(passed=3)
+    pytester.runpytest("test_mine.py").assert_outcomes(passed=1)
+
+
+def test_thresholds_gate_the_exit_status(pytester: pytest.Pytester, write_run_config: Writer) -> None:
+    result = pytester.runpytest(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--evomemory-min-accuracy=0.9", "--evomemory-min-accuracy=sample_facts=0.5")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    result.stdout.fnmatch_lines([
+        "met: sample_facts accuracy 58.3%, minimum 50.0%",
+        "MISSED: overall accuracy 58.3%, minimum 90.0%",
+        "*1 accuracy threshold(s) missed; the session fails*",
+    ])
+    config = write_run_config(benchmark={"benchmark": "sample", "thresholds": {"overall": 0.5, "streams": {"sample_choice": 0.5}}})
+    result = pytester.runpytest(f"--evomemory-config={config}")
+    assert result.ret == pytest.ExitCode.OK
+    summary = summary_of(pytester.path / "evomemory-results" / "test_run")
+    assert summary["passed"] is True and len(summary["thresholds"]) == 2
+
+
+def test_agent_from_a_module_factory_reference(pytester: pytest.Pytester, write_run_config: Writer) -> None:
+    pytester.makepyfile(my_agent="""
+        from pytest_evomemory import FEEDBACK_ACKNOWLEDGEMENT
+        class TealAgent:
+            def respond(self, stimulus, turn):
+                answer = "teal" if stimulus.kind == "task" else FEEDBACK_ACKNOWLEDGEMENT
+                turn.call_tool("final_answer", {"answer": answer})
+            def reset(self):
+                pass
+        def create(config, memory):
+            assert config.options == {"colour": "teal"}
+            return TealAgent()
+    """)
+    config = write_run_config(agent={"kind": "my_agent:create", "memory_strategy": "none", "options": {"colour": "teal"}})
+    pytester.syspathinsert()
+    pytester.runpytest(f"--evomemory-config={config}", "--evomemory-stream=sample_facts").assert_outcomes(passed=12)
+    assert summary_of(pytester.path / "evomemory-results" / "test_run")["overall"]["correct"] == 3
+
+
+def test_agent_and_memory_from_overridden_conftest_fixtures(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("""
+        import pytest
+        from pytest_evomemory import FEEDBACK_ACKNOWLEDGEMENT
+        from pytest_evomemory.memory import InProcessMemory
+
+        OPENED = []
+
+        class LoggingMemory(InProcessMemory):
+            def __init__(self, stream):
+                super().__init__()
+                self.stream = stream
+                OPENED.append(stream)
+
+        class EchoAgent:
+            def __init__(self, memory):
+                self.memory = memory
+            def respond(self, stimulus, turn):
+                if stimulus.kind == "task":
+                    hits = self.memory.recall(stimulus.prompt)
+                    for hit in hits:
+                        assert hit.metadata["stream"] == stimulus.stream, "leak across streams"
+                    turn.call_tool("final_answer", {"answer": hits[0].metadata["target"] if hits else "?"})
+                else:
+                    self.memory.retain(stimulus.task_id, {"stream": stimulus.stream, "target": stimulus.target})
+                    turn.call_tool("final_answer", {"answer": FEEDBACK_ACKNOWLEDGEMENT})
+            def reset(self):
+                pass
+
+        @pytest.fixture(scope="session")
+        def evomemory_agent_factory():
+            return lambda config, memory: EchoAgent(memory)
+
+        @pytest.fixture(scope="session")
+        def evomemory_memory_factory():
+            return lambda config, context: LoggingMemory(context.stream)
+
+        def pytest_sessionfinish(session):
+            with open("opened.txt", "w") as handle:
+                handle.write(repr(OPENED))
+    """)
+    result = pytester.runpytest(f"--evomemory-config={SAMPLE_MEMORY_RUN}")
+    result.assert_outcomes(passed=24)
+    assert (pytester.path / "opened.txt").read_text() == "['sample_facts', 'sample_choice']"
+
+
+def test_memory_is_empty_at_each_stream_start_and_reset_at_stream_teardown(pytester: pytest.Pytester) -> None:
+    pytester.makeconftest("""
+        import pytest
+        from pytest_evomemory.memory import InProcessMemory
+
+        EVENTS = []
+
+        class Tracked(InProcessMemory):
+            def __init__(self, stream):
+                super().__init__()
+                self.stream = stream
+                EVENTS.append(("open", stream, len(self)))
+            def retain(self, content, metadata=None):
+                EVENTS.append(("retain", self.stream, len(self)))
+                return super().retain(content, metadata)
+            def reset(self):
+                EVENTS.append(("reset", self.stream, len(self)))
+                super().reset()
+
+        @pytest.fixture(scope="session")
+        def evomemory_memory_factory():
+            return lambda config, context: Tracked(context.stream)
+
+        def pytest_sessionfinish(session):
+            opens = [e for e in EVENTS if e[0] == "open"]
+            resets = [e for e in EVENTS if e[0] == "reset"]
+            first_choice_retain = next(i for i, e in enumerate(EVENTS) if e[:2] == ("retain", "sample_choice"))
+            facts_reset = EVENTS.index(resets[0])
+            with open("check.txt", "w") as handle:
+                handle.write(repr((opens, resets, facts_reset < first_choice_retain)))
+    """)
+    result = pytester.runpytest(f"--evomemory-config={SAMPLE_MEMORY_RUN}")
+    result.assert_outcomes(passed=24)
+    assert (pytester.path / "check.txt").read_text() == repr((
+        [("open", "sample_facts", 0), ("open", "sample_choice", 0)],
+        [("reset", "sample_facts", 12), ("reset", "sample_choice", 12)],
+        True,
+    ))
+
+
+def test_a_stream_that_cannot_start_counts_its_tasks_as_failed_episodes(pytester: pytest.Pytester, write_run_config: Writer) -> None:
+    config = write_run_config(agent={"kind": "no_such_module:create"})
+    result = pytester.runpytest(f"--evomemory-config={config}", "--evomemory-limit=2")
+    result.assert_outcomes(errors=4)
+    result.stdout.fnmatch_lines(["*stream 'sample_facts' could not start*cannot import module 'no_such_module'*"])
+    summary = summary_of(pytester.path / "evomemory-results" / "test_run")
+    assert summary["overall"]["tasks"] == 4 and summary["overall"]["errors"] == 4
+
+
+def test_a_failed_episode_fails_its_test_counts_as_wrong_and_the_stream_goes_on(pytester: pytest.Pytester, write_run_config: Writer) -> None:
+    pytester.makepyfile(flaky_agent="""
+        from pytest_evomemory import FEEDBACK_ACKNOWLEDGEMENT
+        class Flaky:
+            def respond(self, stimulus, turn):
+                turn.begin_step()
+                if stimulus.kind == "task" and stimulus.task_id == "f02":
+                    return  # never calls final_answer
+                if stimulus.kind == "feedback" and stimulus.task_id == "f03":
+                    turn.call_tool("final_answer", {"answer": "thanks!"})
+                    return
+                answer = "teal" if stimulus.kind == "task" else FEEDBACK_ACKNOWLEDGEMENT
+                turn.call_tool("final_answer", {"answer": answer})
+            def reset(self):
+                pass
+        def create(config, memory):
+            return Flaky()
+    """)
+    pytester.syspathinsert()
+    config = write_run_config(agent={"kind": "flaky_agent:create", "memory_strategy": "none"})
+    result = pytester.runpytest(f"--evomemory-config={config}", "--evomemory-stream=sample_facts", "--evomemory-limit=4")
+    result.assert_outcomes(passed=3, failed=1)
+    result.stdout.fnmatch_lines(["*ProtocolViolation: sample_facts/f02: the agent ended its turn without calling final_answer*"])
+    run_dir = pytester.path / "evomemory-results" / "test_run"
+    summary = summary_of(run_dir)["streams"]["sample_facts"]
+    assert (summary["tasks"], summary["correct"], summary["errors"]) == (4, 2, 1)
+    assert summary["protocol_violations"] == 2  # f02's task turn, f03's feedback acknowledgement
+    responses = read_jsonl(run_dir / "responses.jsonl")
+    f03_feedback = next(r for r in responses if r["task_id"] == "f03" and r["kind"] == "feedback")
+    assert "thanks!" in f03_feedback["protocol_violation"]
+    assert summary_of(run_dir)["failed_episodes"][0]["task_id"] == "f02"
+
+
+def test_parallel_run_with_xdist_equals_the_serial_run(pytester: pytest.Pytester) -> None:
+    serial = pytester.runpytest_subprocess(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--evomemory-output-dir=serial")
+    serial.assert_outcomes(passed=24)
+    parallel = pytester.runpytest_subprocess(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--evomemory-output-dir=parallel", "-n", "2")
+    parallel.assert_outcomes(passed=24)
+    a, b = pytester.path / "serial", pytester.path / "parallel"
+    assert (a / "scores.jsonl").read_text() == (b / "scores.jsonl").read_text()
+
+    def stable(summary: dict[str, Any]) -> dict[str, Any]:
+        for block in [summary["overall"], *summary["streams"].values()]:
+            block.pop("seconds")
+            block["per_stimulus"].pop("seconds")
+        return {k: v for k, v in summary.items() if k not in ("started", "finished")}
+
+    assert stable(summary_of(a)) == stable(summary_of(b))
+
+    def by_task(path: Path) -> list[tuple[str, str, str, Any]]:
+        rows = read_jsonl(path / "responses.jsonl")
+        return sorted((r["stream"], r["task_id"], r["kind"], r["final_answer"]) for r in rows)
+
+    assert by_task(a) == by_task(b)
+
+
+def test_module_is_importable_without_pytest_running() -> None:
+    import subprocess
+    import sys
+
+    code = textwrap.dedent("""
+        import sys
+        import pytest_evomemory, pytest_evomemory.run, pytest_evomemory.episode
+        assert "pytest" not in sys.modules, sorted(m for m in sys.modules if m.startswith("pytest") or m.startswith("_pytest"))
+    """)
+    subprocess.run([sys.executable, "-c", code], check=True)
