@@ -67,6 +67,9 @@ class BenchmarkConfig(_Strict):
     limit: Annotated[int, Field(ge=1)] | None = None
     data_dir: str | None = None
     seed: int = 0
+    #: evomemory_single_turn only: MMLU-Pro categories to keep; ``None`` means the
+    #: paper's (economics, engineering, philosophy), ``"all"`` turns the filter off.
+    mmlu_pro_categories: list[str] | Literal["all"] | None = None
     files: list[StreamFile] = Field(default_factory=list)
     thresholds: Thresholds = Field(default_factory=Thresholds)
 
@@ -95,6 +98,10 @@ class ModelConfig(_Strict):
     seed: int | None = 0
     timeout_s: Annotated[float, Field(gt=0)] = 60.0
     max_retries: Annotated[int, Field(ge=0, le=20)] = 3
+    #: First retry wait; it doubles per attempt. A server's Retry-After wins, but
+    #: no single wait exceeds ``retry_backoff_max_s``.
+    retry_backoff_s: Annotated[float, Field(ge=0.0, le=60.0)] = 0.5
+    retry_backoff_max_s: Annotated[float, Field(ge=0.0, le=600.0)] = 20.0
     max_concurrency: Annotated[int, Field(ge=1, le=256)] = 4
     #: Replay identical requests from disk; ``None`` means on for temperature 0.
     cache: bool | None = None

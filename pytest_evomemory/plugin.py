@@ -8,6 +8,7 @@ a test item, feedback and reset are the episode fixture's teardown.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from .errors import ConfigError, DataError, EvoMemoryError
 from .reporting.artefacts import RunArtefacts, utc_now
 from .reporting.summary import StreamMetrics, ThresholdResult
 from .reporting.terminal import format_table
+from .resume import ResumeState, load_resume_state
 from .run import (
     AgentFactoryFn,
     BenchmarkRun,
@@ -66,6 +68,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--evomemory-min-accuracy", metavar="[STREAM=]FRACTION", action="append", default=[],
         help="fail the session if overall (or STREAM's) accuracy is below FRACTION; repeatable",
     )
+    group.addoption(
+        "--evomemory-resume", metavar="RUN_DIR", default=None,
+        help="continue the interrupted run whose output directory is RUN_DIR: completed "
+        "tasks are not run again and each stream's memory is restored",
+    )
+    group.addoption(
+        "--evomemory-max-errors", metavar="N", type=int, default=None,
+        help="stop the session after N failed episodes (default: never)",
+    )
     parser.addini("evomemory_config", "default run config for --evomemory-config", default=None)
 
 
@@ -89,6 +100,14 @@ class EvoMemorySession:
         self.min_overall, self.min_streams = _parse_min_accuracy(
             config.getoption("evomemory_min_accuracy"), self.benchmark.stream_order
         )
+        self.max_errors: int | None = config.getoption("evomemory_max_errors")
+        if self.max_errors is not None and self.max_errors < 1:
+            raise ConfigError(f"--evomemory-max-errors must be at least 1, got {self.max_errors}")
+        self.errors = 0
+        self.pytest_session: pytest.Session | None = None
+        self.resume: ResumeState | None = None
+        if config.getoption("evomemory_resume"):
+            self.resume = load_resume_state(run_dir, self.benchmark.streams)
 
     # ----- collection
 
@@ -124,22 +143,49 @@ class EvoMemorySession:
         )
         for index, item in zip(slots, ours, strict=True):
             items[index] = item
+        if self.resume is not None:
+            done = [item for item in items if self._already_done(item)]
+            if done:
+                self.config.hook.pytest_deselected(items=done)
+                items[:] = [item for item in items if not self._already_done(item)]
+
+    def _already_done(self, item: pytest.Item) -> bool:
+        sample = _sample_of(item)
+        return self.resume is not None and sample is not None and self.resume.is_done(sample.stream, sample.position)
+
+    def memory_replay(self, stream: str) -> list[Any]:
+        return list(self.resume.memory_writes.get(stream, [])) if self.resume else []
 
     # ----- running
 
     def start(self) -> None:
         if self.is_worker or self.config.option.collectonly:
             return
+        if self.resume is None:
+            _clear_previous_artefacts(self.run_dir)
         artefacts = RunArtefacts(self.run_dir)
-        _clear_previous_artefacts(self.run_dir)
-        artefacts.write_run(self.benchmark.run_document(self.started, self.config.invocation_params.args))
+        document = self.benchmark.run_document(self.started, self.config.invocation_params.args)
         self.collector = ResultCollector(self.benchmark.stream_order, artefacts)
+        if self.resume is not None:
+            artefacts.restart_from(self.resume.responses, self.resume.scores)
+            self.collector.preload(self.resume.responses, self.resume.scores)
+            document["resumed"] = {"at": self.started, "completed_tasks": self.resume.done}
+        artefacts.write_run(document)
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.pytest_session = session
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.collector is None:
             return
         for record in getattr(report, "evomemory_records", ()) or ():
             self.collector.add_record(record)
+            if record.get("type") == "error":
+                self.errors += 1
+                if self.max_errors is not None and self.errors >= self.max_errors and self.pytest_session:
+                    self.pytest_session.shouldstop = (
+                        f"evomemory: {self.errors} failed episodes reached --evomemory-max-errors"
+                    )
 
     def pytest_sessionfinish(self, session: pytest.Session) -> None:
         if self.collector is None:
@@ -222,9 +268,26 @@ def _config_path(config: pytest.Config) -> str | None:
     return None
 
 
+def _resume_config_path(resume_dir: Path) -> str:
+    try:
+        document = json.loads((resume_dir / "run.json").read_text(encoding="utf-8"))
+        return str(document["run"]["path"])
+    except (OSError, ValueError, KeyError, TypeError):
+        raise ConfigError(
+            f"--evomemory-resume {resume_dir}: cannot read the run config path from its "
+            "run.json; pass --evomemory-config as well"
+        ) from None
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "evomemory: a task of an Evo-Memory benchmark stream")
+    resume = config.getoption("evomemory_resume")
     path = _config_path(config)
+    if path is None and resume:
+        try:
+            path = _resume_config_path(config.invocation_params.dir / resume)
+        except ConfigError as error:
+            raise pytest.UsageError(f"evomemory: {error}") from None
     if path is None:
         return
     try:
@@ -232,7 +295,7 @@ def pytest_configure(config: pytest.Config) -> None:
             limit=config.getoption("evomemory_limit"),
             streams=config.getoption("evomemory_stream"),
         )
-        output = config.getoption("evomemory_output_dir") or run_config.output_dir
+        output = resume or config.getoption("evomemory_output_dir") or run_config.output_dir
         invocation_dir = config.invocation_params.dir
         run_dir = (invocation_dir / output) if output else default_run_dir(run_config, invocation_dir)
         session = EvoMemorySession(config, run_config, run_dir.resolve())
@@ -344,7 +407,10 @@ def evomemory_stream(
     name = request.param
     try:
         run = evomemory_run.open_stream(
-            name, agent_factory=evomemory_agent_factory, memory_factory=evomemory_memory_factory
+            name,
+            agent_factory=evomemory_agent_factory,
+            memory_factory=evomemory_memory_factory,
+            replay=get_session(request.config).memory_replay(name),
         )
     except EvoMemoryError as error:
         pytest.fail(f"stream {name!r} could not start: {error}", pytrace=False)

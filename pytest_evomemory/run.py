@@ -57,14 +57,19 @@ class BenchmarkRun:
         *,
         agent_factory: AgentFactoryFn | None = None,
         memory_factory: MemoryFactoryFn | None = None,
+        replay: Sequence[Mapping[str, Any]] = (),
     ) -> StreamRun:
-        """A fresh memory system and agent for stream ``name``."""
+        """A fresh memory system and agent for stream ``name``.
+
+        ``replay`` holds the memory writes of already completed episodes (resume).
+        """
         context = MemoryContext(stream=name, run_dir=self.run_dir, run_name=self.config.name)
         strategy = self.config.agent.memory_strategy
         memory: InstrumentedMemory | None = None
         if strategy != "none":
             backend = (memory_factory or build_memory)(self.config.memory, context)
             memory = InstrumentedMemory(backend, name)
+            memory.replay(replay)
         try:
             agent = (agent_factory or build_agent)(
                 self.config.agent, memory if strategy == "deterministic_recall" else None
@@ -126,6 +131,17 @@ class ResultCollector:
             )
             if self.artefacts:
                 self.artefacts.add_score(scored)
+
+    def preload(self, responses: Sequence[Mapping[str, Any]], scores: Sequence[Mapping[str, Any]]) -> None:
+        """Resume: count the completed episodes' records without writing them again."""
+        artefacts, self.artefacts = self.artefacts, None
+        try:
+            for response in responses:
+                self.add_record({"type": "response", "response": response})
+            for scored in scores:
+                self.add_record({"type": "task", "scored": scored})
+        finally:
+            self.artefacts = artefacts
 
     def metrics(self) -> dict[str, StreamMetrics]:
         return summarize(self.stream_order, self.outcomes, self.responses)

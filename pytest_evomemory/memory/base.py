@@ -20,8 +20,10 @@ from ..types import MemoryHit
 class MemorySystem(Protocol):
     """Adapter interface for a memory backend (SQLite, PostgreSQL, mem0, ...)."""
 
-    #: How many records ``recall`` returns when the caller passes no ``top_k``.
-    default_top_k: int
+    @property
+    def default_top_k(self) -> int:
+        """How many records ``recall`` returns when the caller passes no ``top_k``."""
+        ...
 
     def retain(self, content: str, metadata: Mapping[str, Any] | None = None) -> str:
         """Store a record and return its id."""

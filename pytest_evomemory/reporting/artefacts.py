@@ -106,6 +106,20 @@ class RunArtefacts:
         temporary.write_text("".join(dumps(item) + "\n" for item in ordered), encoding="utf-8")
         os.replace(temporary, path)
 
+    def restart_from(
+        self, responses: Sequence[Mapping[str, Any]], scores: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """Resume: keep only the completed episodes' records, dropping torn ones."""
+        self.close()
+        kept = {(r["stream"], r["task_id"]) for r in responses}
+        _rewrite_jsonl(self.run_dir / "responses.jsonl", [
+            {k: v for k, v in r.items() if k != "messages"} for r in responses
+        ])
+        _rewrite_jsonl(self.run_dir / "scores.jsonl", scores)
+        for path in (self.run_dir / "transcripts").glob("*.jsonl"):
+            stream = path.stem
+            _rewrite_jsonl(path, [t for t in read_jsonl(path) if (stream, t.get("task_id")) in kept])
+
     def write_summary(self, document: Mapping[str, Any]) -> None:
         write_json_atomically(self.run_dir / "summary.json", {"schema_version": SCHEMA_VERSION, **document})
 
@@ -117,6 +131,12 @@ class RunArtefacts:
     def close(self) -> None:
         for relative in list(self._files):
             self._close(relative)
+
+
+def _rewrite_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text("".join(dumps(record) + "\n" for record in records), encoding="utf-8")
+    os.replace(temporary, path)
 
 
 def read_jsonl(path: Path) -> Iterable[dict[str, Any]]:

@@ -1,0 +1,142 @@
+"""An on-disk response cache: re-running the same config replays the same answers.
+
+Benchmark runs at temperature 0 are meant to be reproducible, and model calls are
+the slow, paid part; so a response is stored under a hash of everything that
+determines it (provider, model, endpoint, messages, tools, sampling settings) and
+never of the credentials. Entries are written to a temporary file in the same
+directory and moved into place with ``os.replace``, so concurrent xdist workers
+either see a whole entry or none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..config import ModelConfig
+from ..types import Usage
+from .base import ChatCompletion, ChatModel, ModelToolCall
+
+CACHE_DIR_ENV = "EVOMEMORY_CACHE_DIR"
+#: Bump when the entry format or the key material changes.
+CACHE_FORMAT = 1
+
+
+def default_cache_dir(config: ModelConfig | None = None) -> Path:
+    """``$EVOMEMORY_CACHE_DIR``, else ``model.cache_dir``, else the user cache.
+
+    The environment wins so that CI can redirect every config's cache to a path
+    it persists between jobs without editing configs.
+    """
+    env = os.environ.get(CACHE_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    if config is not None and config.cache_dir:
+        return Path(config.cache_dir).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    root = Path(xdg).expanduser() if xdg else Path.home() / ".cache"
+    return root / "pytest-evomemory" / "responses"
+
+
+def cache_identity(config: ModelConfig, endpoint: str | None) -> dict[str, Any]:
+    """The config part of a cache key: what changes a response, and no secrets."""
+    return {
+        "provider": config.provider,
+        "model": config.model,
+        "base_url": endpoint,
+        "model_path": config.model_path,
+        "temperature": config.temperature,
+        "max_tokens": config.max_tokens,
+        "seed": config.seed,
+    }
+
+
+class CachedChatModel:
+    """Wraps a ChatModel; identical requests are answered from disk."""
+
+    def __init__(self, inner: ChatModel, identity: Mapping[str, Any], directory: Path) -> None:
+        self.inner = inner
+        self.identity = dict(identity)
+        self.directory = directory
+        self.hits = 0
+        self.misses = 0
+
+    def key(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> str:
+        material = {
+            "format": CACHE_FORMAT,
+            **self.identity,
+            "messages": [dict(message) for message in messages],
+            "tools": [dict(tool) for tool in tools],
+        }
+        encoded = json.dumps(material, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+        return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+
+    def path_for(self, key: str) -> Path:
+        return self.directory / key[:2] / f"{key}.json"
+
+    def complete(
+        self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
+    ) -> ChatCompletion:
+        key = self.key(messages, tools)
+        path = self.path_for(key)
+        cached = _read_entry(path)
+        if cached is not None:
+            self.hits += 1
+            return cached
+        self.misses += 1
+        completion = self.inner.complete(messages, tools)
+        _write_entry(path, completion)
+        return completion
+
+
+def _read_entry(path: Path) -> ChatCompletion | None:
+    """A damaged or foreign entry is a miss, not an error: the call is simply redone."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("format") != CACHE_FORMAT:
+            return None
+        usage = data.get("usage") or {}
+        return ChatCompletion(
+            content=data.get("content"),
+            tool_calls=tuple(
+                ModelToolCall(str(call["id"]), str(call["name"]), str(call["arguments"]))
+                for call in data.get("tool_calls", [])
+            ),
+            usage=Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
+            finish_reason=data.get("finish_reason"),
+            cached=True,
+        )
+    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+        return None
+
+
+def _write_entry(path: Path, completion: ChatCompletion) -> None:
+    entry = {
+        "format": CACHE_FORMAT,
+        "content": completion.content,
+        "tool_calls": [
+            {"id": call.id, "name": call.name, "arguments": call.arguments}
+            for call in completion.tool_calls
+        ],
+        # Replayed as recorded, so a cached re-run reports the same token counts.
+        "usage": completion.usage.to_dict(),
+        "finish_reason": completion.finish_reason,
+    }
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
+        try:
+            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
+                json.dump(entry, handle, ensure_ascii=False)
+            os.replace(temporary, path)
+        except BaseException:
+            Path(temporary).unlink(missing_ok=True)
+            raise
+    except OSError:
+        # A read-only or full cache directory must not fail the benchmark.
+        return

@@ -1,0 +1,53 @@
+"""Build the ChatModel an agent config asks for, with the response cache around it.
+
+Providers are imported lazily so that ``openai`` users never import
+llama-cpp-python and vice versa. ``models/local.py`` must provide
+``LocalChatModel(config: ModelConfig)`` implementing :class:`~.base.ChatModel`.
+"""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+from ..config import ModelConfig
+from ..errors import ConfigError
+from .base import ChatModel
+from .cache import CachedChatModel, cache_identity, default_cache_dir
+
+
+def build_chat_model(
+    config: ModelConfig,
+    *,
+    cache: bool | None = None,
+    cache_dir: str | Path | None = None,
+    **provider_options: Any,
+) -> ChatModel:
+    """The configured provider, cached when ``config.cache_enabled`` (or ``cache``).
+
+    ``provider_options`` go to the provider's constructor (e.g. ``sleep=`` for tests).
+    """
+    model: ChatModel
+    endpoint: str | None
+    if config.provider == "openai":
+        from .openai_compat import OpenAICompatibleModel
+
+        remote = OpenAICompatibleModel(config, **provider_options)
+        model, endpoint = remote, remote.endpoint
+    elif config.provider == "local":
+        try:
+            local = importlib.import_module(f"{__package__}.local")
+        except ImportError as error:
+            raise ConfigError(
+                f"model provider 'local' needs llama-cpp-python ({error}); "
+                "install it with: pip install 'pytest-evomemory[local]'"
+            ) from None
+        model, endpoint = local.LocalChatModel(config, **provider_options), None
+    else:  # pragma: no cover - the config validator allows only the two above
+        raise ConfigError(f"unknown model provider {config.provider!r}; use 'openai' or 'local'")
+    use_cache = config.cache_enabled if cache is None else cache
+    if not use_cache:
+        return model
+    directory = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir(config)
+    return CachedChatModel(model, cache_identity(config, endpoint), directory)

@@ -1,0 +1,397 @@
+"""A scripted OpenAI-compatible chat server on 127.0.0.1, for tests and benchmarks.
+
+It exercises TinyAgent through the real ``openai`` client and real HTTP, so that
+retries, timeouts and wire formats are tested as they run in production, without
+a model. A *policy* maps each request body to a reply: a chat-completion dict (see
+:func:`tool_call`, :func:`text`) or a :class:`Fault`. :func:`echo_policy` answers
+tasks with ``final_answer`` and feedback with ``final_answer("Feedback recorded")``,
+using ``recall``/``retain`` first when the request offers them; :class:`Script`
+plays a fixed sequence and then falls back to a policy.
+
+    with ScriptedServer(Script([Fault(429, retry_after=0), tool_call("final_answer", {"answer": "4"})])) as server:
+        config = ModelConfig(base_url=server.base_url, api_key_env=None, ...)
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from ..config import ModelConfig
+from ..types import FEEDBACK_ACKNOWLEDGEMENT
+
+CHAT_PATH = "/v1/chat/completions"
+
+
+@dataclass(frozen=True)
+class Fault:
+    """An error reply, a slow reply, or both (``delay_s`` then ``status``).
+
+    ``status=200`` with a ``delay_s`` past the client's timeout simulates a hang;
+    ``drop=True`` closes the connection without any reply.
+    """
+
+    status: int = 500
+    body: Mapping[str, Any] | None = None
+    retry_after: float | None = None
+    delay_s: float = 0.0
+    then: Mapping[str, Any] | None = None
+    drop: bool = False
+
+
+Reply = Mapping[str, Any] | Fault
+Policy = Callable[[Mapping[str, Any]], Reply]
+
+
+def completion(
+    message: Mapping[str, Any],
+    *,
+    finish_reason: str | None = None,
+    usage: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """A chat.completion body around one assistant message (ids/usage filled by the server)."""
+    reply: dict[str, Any] = {
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": None, **message},
+                "finish_reason": finish_reason
+                or ("tool_calls" if message.get("tool_calls") else "stop"),
+            }
+        ],
+    }
+    if usage is not None:
+        reply["usage"] = dict(usage)
+    return reply
+
+
+def tool_call(
+    name: str,
+    arguments: Mapping[str, Any] | str,
+    *,
+    call_id: str | None = None,
+    content: str | None = None,
+    usage: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """A reply calling one tool. A ``str`` ``arguments`` is sent verbatim (bad JSON too)."""
+    return tool_calls([(name, arguments)], call_id=call_id, content=content, usage=usage)
+
+
+def tool_calls(
+    calls: Iterable[tuple[str, Mapping[str, Any] | str]],
+    *,
+    call_id: str | None = None,
+    content: str | None = None,
+    usage: Mapping[str, int] | None = None,
+) -> dict[str, Any]:
+    """A reply with several (parallel) tool calls."""
+    rendered = []
+    for index, (name, arguments) in enumerate(calls):
+        raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+        rendered.append(
+            {
+                "id": f"{call_id or 'call'}_{index}",
+                "type": "function",
+                "function": {"name": name, "arguments": raw},
+            }
+        )
+    return completion({"content": content, "tool_calls": rendered}, usage=usage)
+
+
+def text(content: str, *, usage: Mapping[str, int] | None = None) -> dict[str, Any]:
+    """A plain-text reply with no tool call."""
+    return completion({"content": content}, usage=usage)
+
+
+def final_answer(answer: str, **kwargs: Any) -> dict[str, Any]:
+    return tool_call("final_answer", {"answer": answer}, **kwargs)
+
+
+# --------------------------------------------------------------------------- policies
+
+
+def _tool_names(request: Mapping[str, Any]) -> set[str]:
+    names = set()
+    for tool in request.get("tools") or []:
+        function = tool.get("function") or {}
+        if isinstance(function.get("name"), str):
+            names.add(function["name"])
+    return names
+
+
+def _current_turn(messages: list[Mapping[str, Any]]) -> tuple[str, list[Mapping[str, Any]]]:
+    """The last user message's text and every message after it."""
+    for index in range(len(messages) - 1, -1, -1):
+        if messages[index].get("role") == "user":
+            content = messages[index].get("content")
+            return (content if isinstance(content, str) else json.dumps(content)), messages[index + 1 :]
+    return "", []
+
+
+def task_text(request: Mapping[str, Any]) -> str:
+    """The text of the stimulus this request answers (the last user message)."""
+    return _current_turn(list(request.get("messages") or []))[0]
+
+
+def is_feedback(request: Mapping[str, Any]) -> bool:
+    return FEEDBACK_ACKNOWLEDGEMENT in task_text(request)
+
+
+def make_echo_policy(
+    answer: Callable[[str], str] | None = None, *, use_memory_tools: bool = True
+) -> Policy:
+    """Tasks: ``final_answer(answer(prompt))`` (default: the prompt's last line);
+    feedback: ``final_answer("Feedback recorded")``. With ``use_memory_tools``, a
+    request that offers ``recall``/``retain`` gets one recall per task and one
+    retain per feedback first, as a memory-using model would."""
+    choose = answer or (lambda prompt: (prompt.strip().splitlines() or [""])[-1][:200])
+
+    def policy(request: Mapping[str, Any]) -> Reply:
+        prompt, since = _current_turn(list(request.get("messages") or []))
+        called = {
+            call.get("function", {}).get("name")
+            for message in since
+            for call in (message.get("tool_calls") or [])
+        }
+        tools = _tool_names(request)
+        if FEEDBACK_ACKNOWLEDGEMENT in prompt:
+            if use_memory_tools and "retain" in tools and "retain" not in called:
+                task = next(
+                    (m.get("content") for m in request.get("messages", []) if m.get("role") == "user"), ""
+                )
+                return tool_call("retain", {"content": f"Task: {task}\n{prompt}"[:4000]})
+            return final_answer(FEEDBACK_ACKNOWLEDGEMENT)
+        if use_memory_tools and "recall" in tools and "recall" not in called:
+            return tool_call("recall", {"query": prompt[:2000]})
+        return final_answer(choose(prompt))
+
+    return policy
+
+
+echo_policy: Policy = make_echo_policy()
+
+
+class Script:
+    """Replies in order, then ``then`` (default: the echo policy). Thread-safe."""
+
+    def __init__(self, replies: Iterable[Reply], then: Policy | None = echo_policy) -> None:
+        self._replies = list(replies)
+        self._then = then
+        self._lock = threading.Lock()
+
+    @property
+    def remaining(self) -> int:
+        with self._lock:
+            return len(self._replies)
+
+    def __call__(self, request: Mapping[str, Any]) -> Reply:
+        with self._lock:
+            if self._replies:
+                return self._replies.pop(0)
+        if self._then is None:
+            return Fault(500, {"error": {"message": "script exhausted", "type": "server_error"}})
+        return self._then(request)
+
+
+# --------------------------------------------------------------------------- server
+
+
+def estimate_usage(request: Mapping[str, Any], reply: Mapping[str, Any]) -> dict[str, int]:
+    """Deterministic, roughly-token-sized counts (4 characters a token)."""
+    prompt = len(json.dumps(request.get("messages", []))) + len(json.dumps(request.get("tools", [])))
+    answer = len(json.dumps(reply.get("choices", [])))
+    prompt_tokens, completion_tokens = max(1, prompt // 4), max(1, answer // 4)
+    return {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": completion_tokens,
+        "total_tokens": prompt_tokens + completion_tokens,
+    }
+
+
+@dataclass
+class ReceivedRequest:
+    """One request as the server saw it (headers included, for auth assertions)."""
+
+    body: dict[str, Any]
+    headers: dict[str, str]
+    status: int = 0
+    usage: dict[str, int] = field(default_factory=dict)
+
+
+class ScriptedServer:
+    """A threaded HTTP server speaking just enough of the chat-completions API.
+
+    ``latency_s`` is added to every reply (benchmarks use 0 and 0.1). ``requests``
+    lists what arrived; ``in_flight_max`` is the peak of concurrent requests.
+    """
+
+    def __init__(self, policy: Policy = echo_policy, *, latency_s: float = 0.0, host: str = "127.0.0.1") -> None:
+        self.policy = policy
+        self.latency_s = latency_s
+        self.requests: list[ReceivedRequest] = []
+        self.in_flight_max = 0
+        self._in_flight = 0
+        self._lock = threading.Lock()
+        self._ids = itertools.count(1)
+        self._httpd = ThreadingHTTPServer((host, 0), self._handler_class())
+        self._httpd.daemon_threads = True
+        self._httpd.block_on_close = False
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle
+
+    @property
+    def port(self) -> int:
+        return int(self._httpd.server_address[1])
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def start(self) -> ScriptedServer:
+        if self._thread is None:
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True
+            )
+            self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        if self._thread is not None:
+            self._httpd.shutdown()
+            self._thread.join(timeout=5)
+            self._thread = None
+        self._httpd.server_close()
+
+    def __enter__(self) -> ScriptedServer:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    # -- observations
+
+    @property
+    def chat_requests(self) -> list[dict[str, Any]]:
+        with self._lock:
+            return [request.body for request in self.requests]
+
+    def total_usage(self) -> dict[str, int]:
+        """Token counts of every successful reply (what a client should have recorded)."""
+        with self._lock:
+            served = [request.usage for request in self.requests if request.status == 200]
+        return {
+            "prompt_tokens": sum(usage.get("prompt_tokens", 0) for usage in served),
+            "completion_tokens": sum(usage.get("completion_tokens", 0) for usage in served),
+        }
+
+    # -- handling
+
+    def _reply(self, request: ReceivedRequest) -> tuple[int, dict[str, str], bytes | None, float]:
+        body = request.body
+        if body.get("stream"):
+            return 400, {}, _error_body("streaming is not supported by the scripted server"), 0.0
+        reply = self.policy(body)
+        delay = self.latency_s
+        headers: dict[str, str] = {}
+        if isinstance(reply, Fault):
+            delay += reply.delay_s
+            if reply.drop:
+                return -1, {}, None, delay
+            if reply.retry_after is not None:
+                headers["Retry-After"] = f"{reply.retry_after:g}"
+            if reply.status != 200 or reply.then is None:
+                payload = reply.body or {"error": {"message": f"scripted fault {reply.status}", "type": "server_error"}}
+                return reply.status, headers, json.dumps(payload).encode(), delay
+            reply = reply.then
+        full = dict(reply)
+        full.setdefault("id", f"chatcmpl-{next(self._ids)}")
+        full.setdefault("object", "chat.completion")
+        full.setdefault("created", int(time.time()))
+        full.setdefault("model", body.get("model", "scripted"))
+        full.setdefault("usage", estimate_usage(body, full))
+        request.usage = dict(full["usage"])
+        return 200, headers, json.dumps(full).encode(), delay
+
+    def _handler_class(self) -> type[BaseHTTPRequestHandler]:
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # quiet
+                return
+
+            def do_POST(self) -> None:
+                length = int(self.headers.get("Content-Length") or 0)
+                raw = self.rfile.read(length)
+                if self.path.split("?")[0] != CHAT_PATH:
+                    self._send(404, {}, _error_body(f"no route {self.path}"))
+                    return
+                try:
+                    body = json.loads(raw or b"{}")
+                except ValueError:
+                    self._send(400, {}, _error_body("request body is not JSON"))
+                    return
+                received = ReceivedRequest(body=body, headers={k.lower(): v for k, v in self.headers.items()})
+                with server._lock:
+                    server.requests.append(received)
+                    server._in_flight += 1
+                    server.in_flight_max = max(server.in_flight_max, server._in_flight)
+                try:
+                    try:
+                        status, headers, payload, delay = server._reply(received)
+                    except Exception as error:  # a broken policy is a 500, visibly
+                        status, headers, payload, delay = 500, {}, _error_body(f"policy raised {error!r}"), 0.0
+                    if delay > 0:
+                        time.sleep(delay)
+                    received.status = status
+                    if payload is None:
+                        self.close_connection = True
+                        return
+                    self._send(status, headers, payload)
+                finally:
+                    with server._lock:
+                        server._in_flight -= 1
+
+            def _send(self, status: int, headers: Mapping[str, str], payload: bytes) -> None:
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    for name, value in headers.items():
+                        self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(payload)
+                except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
+                    self.close_connection = True
+
+        return Handler
+
+
+def _error_body(message: str) -> bytes:
+    return json.dumps({"error": {"message": message, "type": "invalid_request_error"}}).encode()
+
+
+def scripted_model_config(server: ScriptedServer, **overrides: Any) -> ModelConfig:
+    """A ModelConfig pointing at ``server``, tuned for fast tests: no key, no cache,
+    a 2 s timeout, two retries without backoff. ``overrides`` replace any field."""
+    settings: dict[str, Any] = {
+        "base_url": server.base_url,
+        "model": "scripted-model",
+        "api_key_env": None,
+        "timeout_s": 2.0,
+        "max_retries": 2,
+        "retry_backoff_s": 0.0,
+        "retry_backoff_max_s": 0.2,
+        "cache": False,
+    }
+    settings.update(overrides)
+    return ModelConfig(**settings)

@@ -1,0 +1,278 @@
+"""The OpenAI-compatible client, its retries, concurrency limit and response cache,
+exercised through the real ``openai`` client against the scripted server."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_evomemory.config import ModelConfig
+from pytest_evomemory.errors import ConfigError, ModelError
+from pytest_evomemory.models import build_chat_model
+from pytest_evomemory.models.cache import CachedChatModel, default_cache_dir
+from pytest_evomemory.models.openai_compat import OpenAICompatibleModel
+from pytest_evomemory.testing.fixtures import ServerFactory
+from pytest_evomemory.testing.scripted_server import (
+    Fault,
+    Script,
+    final_answer,
+    scripted_model_config,
+    text,
+    tool_call,
+)
+from pytest_evomemory.types import Usage
+
+MESSAGES = [{"role": "user", "content": "What is 2 + 2?"}]
+TOOLS = [
+    {
+        "type": "function",
+        "function": {"name": "final_answer", "description": "d", "parameters": {"type": "object"}},
+    }
+]
+SECRET = "sk-test-SECRET-value-1234567890"
+
+
+def test_tool_call_and_usage_come_back(scripted_openai_server: ServerFactory) -> None:
+    server = scripted_openai_server(
+        Script([final_answer("4", usage={"prompt_tokens": 11, "completion_tokens": 3, "total_tokens": 14})])
+    )
+    model = build_chat_model(scripted_model_config(server, temperature=0.5, max_tokens=64, seed=7))
+    result = model.complete(MESSAGES, TOOLS)
+    assert [(call.name, json.loads(call.arguments)) for call in result.tool_calls] == [
+        ("final_answer", {"answer": "4"})
+    ]
+    assert result.usage == Usage(11, 3)
+    body = server.chat_requests[0]
+    assert body["model"] == "scripted-model"
+    assert body["messages"] == MESSAGES and body["tools"] == TOOLS
+    assert (body["temperature"], body["max_tokens"], body["seed"], body["stream"]) == (0.5, 64, 7, False)
+
+
+def test_no_tools_means_no_tools_key(scripted_openai_server: ServerFactory) -> None:
+    server = scripted_openai_server(Script([text("hello")]))
+    result = build_chat_model(scripted_model_config(server)).complete(MESSAGES, [])
+    assert result.content == "hello" and result.tool_calls == ()
+    assert "tools" not in server.chat_requests[0]
+
+
+def test_api_key_from_env_is_sent_and_never_in_errors(
+    scripted_openai_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SCRIPTED_KEY", SECRET)
+    server = scripted_openai_server(
+        Script([Fault(401, {"error": {"message": f"Incorrect API key provided: {SECRET}"}})], then=None)
+    )
+    model = build_chat_model(scripted_model_config(server, api_key_env="SCRIPTED_KEY"))
+    assert SECRET not in repr(model)
+    with pytest.raises(ModelError) as caught:
+        model.complete(MESSAGES, TOOLS)
+    assert server.requests[0].headers["authorization"] == f"Bearer {SECRET}"
+    assert SECRET not in str(caught.value)
+    assert "401" in str(caught.value) and "1 attempt" in str(caught.value)
+    assert len(server.requests) == 1  # 401 is not transient: no retry
+
+
+def test_missing_api_key_env_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("EVOMEMORY_TEST_MISSING_KEY", raising=False)
+    config = ModelConfig(api_key_env="EVOMEMORY_TEST_MISSING_KEY", base_url="http://127.0.0.1:9/v1")
+    with pytest.raises(ConfigError, match="EVOMEMORY_TEST_MISSING_KEY") as caught:
+        build_chat_model(config)
+    assert "api_key_env: null" in str(caught.value)
+
+
+def test_429_with_retry_after_then_success(scripted_openai_server: ServerFactory) -> None:
+    server = scripted_openai_server(Script([Fault(429, retry_after=0.05), final_answer("4")]))
+    waits: list[float] = []
+    model = OpenAICompatibleModel(scripted_model_config(server, retry_backoff_s=5.0), sleep=waits.append)
+    result = model.complete(MESSAGES, TOOLS)
+    assert result.tool_calls[0].name == "final_answer"
+    assert model.last_attempts == 2 and len(server.requests) == 2
+    assert waits == [0.05]  # Retry-After honoured instead of the 5 s backoff
+
+
+def test_retry_after_is_capped(scripted_openai_server: ServerFactory) -> None:
+    server = scripted_openai_server(Script([Fault(503, retry_after=3600), final_answer("4")]))
+    waits: list[float] = []
+    model = OpenAICompatibleModel(scripted_model_config(server, retry_backoff_max_s=0.1), sleep=waits.append)
+    model.complete(MESSAGES, TOOLS)
+    assert waits == [0.1]
+
+
+def test_exponential_backoff_between_attempts(scripted_openai_server: ServerFactory) -> None:
+    server = scripted_openai_server(Script([Fault(500), Fault(502), final_answer("4")]))
+    waits: list[float] = []
+    model = OpenAICompatibleModel(
+        scripted_model_config(server, retry_backoff_s=1.0, retry_backoff_max_s=100.0), sleep=waits.append
+    )
+    model.complete(MESSAGES, TOOLS)
+    assert len(waits) == 2
+    assert 1.0 <= waits[0] <= 1.25 and 2.0 <= waits[1] <= 2.5
+
+
+def test_500s_past_the_retry_limit_raise_model_error(scripted_openai_server: ServerFactory) -> None:
+    server = scripted_openai_server(Script([Fault(500)] * 10))
+    model = build_chat_model(scripted_model_config(server, max_retries=2))
+    with pytest.raises(ModelError) as caught:
+        model.complete(MESSAGES, TOOLS)
+    message = str(caught.value)
+    assert server.base_url in message and "500" in message and "3 attempts" in message
+    assert len(server.requests) == 3  # ours only: the client's own retries are off
+
+
+def test_slow_response_past_the_timeout(scripted_openai_server: ServerFactory) -> None:
+    server = scripted_openai_server(Script([Fault(200, delay_s=1.5, then=final_answer("late"))] * 2))
+    model = build_chat_model(scripted_model_config(server, timeout_s=0.2, max_retries=1))
+    started = time.monotonic()
+    with pytest.raises(ModelError, match=r"2 attempts: timed out after 0\.2s"):
+        model.complete(MESSAGES, TOOLS)
+    assert time.monotonic() - started < 1.4
+
+
+def test_slow_then_fast_recovers(scripted_openai_server: ServerFactory) -> None:
+    server = scripted_openai_server(Script([Fault(200, delay_s=1.0, then=final_answer("late")), final_answer("4")]))
+    model = build_chat_model(scripted_model_config(server, timeout_s=0.2, max_retries=1))
+    assert json.loads(model.complete(MESSAGES, TOOLS).tool_calls[0].arguments) == {"answer": "4"}
+
+
+def test_connection_refused_is_a_model_error() -> None:
+    config = ModelConfig(
+        base_url="http://127.0.0.1:9/v1", api_key_env=None, max_retries=1,
+        retry_backoff_s=0.0, cache=False, timeout_s=1.0,
+    )
+    with pytest.raises(ModelError, match=r"127\.0\.0\.1:9/v1 failed after 2 attempts: connection error"):
+        build_chat_model(config).complete(MESSAGES, TOOLS)
+
+
+def test_dropped_connection_is_retried(scripted_openai_server: ServerFactory) -> None:
+    server = scripted_openai_server(Script([Fault(drop=True), final_answer("4")]))
+    model = build_chat_model(scripted_model_config(server))
+    assert model.complete(MESSAGES, TOOLS).tool_calls[0].name == "final_answer"
+    assert len(server.requests) == 2
+
+
+def test_concurrency_is_limited_per_endpoint(scripted_openai_server: ServerFactory) -> None:
+    server = scripted_openai_server(latency_s=0.1)
+    models = [build_chat_model(scripted_model_config(server, max_concurrency=2)) for _ in range(2)]
+    threads = [
+        threading.Thread(target=models[index % 2].complete, args=(MESSAGES, TOOLS)) for index in range(6)
+    ]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(server.requests) == 6
+    assert server.in_flight_max <= 2
+    assert time.monotonic() - started >= 0.29  # 6 requests, 2 at a time, 0.1 s each
+
+
+# --------------------------------------------------------------------------- cache
+
+
+def test_cache_replays_identical_requests(scripted_openai_server: ServerFactory, isolated_cache: Path) -> None:
+    server = scripted_openai_server(Script([final_answer("4")], then=None))
+    config = scripted_model_config(server, cache=None, temperature=0.0)
+    assert config.cache_enabled
+    first = build_chat_model(config).complete(MESSAGES, TOOLS)
+    again = build_chat_model(config)  # a re-run: a fresh model, same config
+    second = again.complete(MESSAGES, TOOLS)
+    assert len(server.requests) == 1
+    assert second.cached and not first.cached
+    assert (second.content, second.tool_calls, second.usage) == (first.content, first.tool_calls, first.usage)
+    assert isinstance(again, CachedChatModel) and again.hits == 1
+    files = list(isolated_cache.rglob("*"))
+    assert [path.suffix for path in files if path.is_file()] == [".json"]  # no temp files left
+
+
+def test_cache_key_covers_the_request(scripted_openai_server: ServerFactory) -> None:
+    server = scripted_openai_server()
+    config = scripted_model_config(server, cache=True)
+    model = build_chat_model(config)
+    model.complete(MESSAGES, TOOLS)
+    model.complete([{"role": "user", "content": "other"}], TOOLS)
+    model.complete(MESSAGES, [])
+    build_chat_model(scripted_model_config(server, cache=True, seed=1)).complete(MESSAGES, TOOLS)
+    build_chat_model(scripted_model_config(server, cache=True, max_tokens=5)).complete(MESSAGES, TOOLS)
+    assert len(server.requests) == 5
+
+
+def test_cache_off_for_nonzero_temperature_by_default(scripted_openai_server: ServerFactory) -> None:
+    server = scripted_openai_server()
+    config = scripted_model_config(server, cache=None, temperature=0.7)
+    assert not config.cache_enabled
+    model = build_chat_model(config)
+    model.complete(MESSAGES, TOOLS)
+    model.complete(MESSAGES, TOOLS)
+    assert len(server.requests) == 2
+
+
+def test_cache_never_stores_failures_or_keys(
+    scripted_openai_server: ServerFactory, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SCRIPTED_KEY", SECRET)
+    server = scripted_openai_server(Script([Fault(500)] * 3 + [final_answer("4")]))
+    model = build_chat_model(scripted_model_config(server, cache=True, api_key_env="SCRIPTED_KEY"))
+    with pytest.raises(ModelError):
+        model.complete(MESSAGES, TOOLS)
+    assert not isolated_cache.exists() or not any(p.is_file() for p in isolated_cache.rglob("*"))
+    model.complete(MESSAGES, TOOLS)
+    for path in isolated_cache.rglob("*.json"):
+        assert SECRET not in path.read_text()
+
+
+def test_corrupt_cache_entry_is_a_miss(scripted_openai_server: ServerFactory) -> None:
+    server = scripted_openai_server()
+    model = build_chat_model(scripted_model_config(server, cache=True))
+    assert isinstance(model, CachedChatModel)
+    model.complete(MESSAGES, TOOLS)
+    model.path_for(model.key(MESSAGES, TOOLS)).write_text("{not json")
+    assert model.complete(MESSAGES, TOOLS).tool_calls
+    assert len(server.requests) == 2
+
+
+def test_cache_dir_resolution(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    config = ModelConfig(cache_dir=str(tmp_path / "from-config"))
+    monkeypatch.setenv("EVOMEMORY_CACHE_DIR", str(tmp_path / "from-env"))
+    assert default_cache_dir(config) == tmp_path / "from-env"
+    monkeypatch.delenv("EVOMEMORY_CACHE_DIR")
+    assert default_cache_dir(config) == tmp_path / "from-config"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert default_cache_dir(ModelConfig()) == tmp_path / "xdg" / "pytest-evomemory" / "responses"
+
+
+def test_concurrent_writers_leave_whole_entries(scripted_openai_server: ServerFactory) -> None:
+    server = scripted_openai_server()
+    models = [build_chat_model(scripted_model_config(server, cache=True)) for _ in range(8)]
+    threads = [threading.Thread(target=model.complete, args=(MESSAGES, TOOLS)) for model in models]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    replay = build_chat_model(scripted_model_config(server, cache=True))
+    before = len(server.requests)
+    assert replay.complete(MESSAGES, TOOLS).cached
+    assert len(server.requests) == before
+
+
+def test_local_provider_is_imported_lazily(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    real_import = importlib.import_module
+
+    def fake_import(name: str, package: str | None = None) -> object:
+        if name.endswith("models.local"):
+            raise ImportError("No module named 'llama_cpp'")
+        return real_import(name, package)
+
+    monkeypatch.setattr(importlib, "import_module", fake_import)
+    with pytest.raises(ConfigError, match="llama-cpp-python"):
+        build_chat_model(ModelConfig(provider="local", cache=False))
+
+
+def test_tool_call_helper_sends_raw_strings() -> None:
+    reply = tool_call("final_answer", '{"answer": ')
+    assert reply["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == '{"answer": '

@@ -1,0 +1,93 @@
+"""End to end: ``pytest --evomemory-config=...`` with ``kind: tiny`` against the
+scripted server, in a subprocess, checking the summary and that no artefact or
+output holds the API key."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_evomemory.testing.fixtures import ServerFactory
+from pytest_evomemory.testing.scripted_server import is_feedback
+
+SECRET = "sk-e2e-DO-NOT-LEAK-9f8e7d6c5b4a"
+
+
+def write_run_config(directory: Path, base_url: str, strategy: str) -> Path:
+    (directory / "agent.yaml").write_text(
+        "kind: tiny\n"
+        f"memory_strategy: {strategy}\n"
+        "max_steps: 4\n"
+        "model:\n"
+        "  model: scripted-model\n"
+        f"  base_url: {base_url}\n"
+        "  api_key_env: EVOMEMORY_E2E_KEY\n"
+        "  timeout_s: 5\n"
+        "  max_retries: 1\n"
+        "  retry_backoff_s: 0\n"
+    )
+    (directory / "benchmark.yaml").write_text("benchmark: sample\nlimit: 3\n")
+    (directory / "memory.yaml").write_text("backend: inprocess\ntop_k: 4\n")
+    run = directory / "run.yaml"
+    run.write_text(
+        "name: tiny_e2e\nbenchmark: benchmark.yaml\nagent: agent.yaml\nmemory: memory.yaml\n"
+        "output_dir: results\n"
+    )
+    return run
+
+
+def test_tiny_run_end_to_end(
+    pytester: pytest.Pytester,
+    scripted_openai_server: ServerFactory,
+    monkeypatch: pytest.MonkeyPatch,
+    isolated_cache: Path,
+) -> None:
+    server = scripted_openai_server()
+    monkeypatch.setenv("EVOMEMORY_E2E_KEY", SECRET)
+    run = write_run_config(pytester.path, server.base_url, "tool_use")
+
+    result = pytester.runpytest_subprocess(f"--evomemory-config={run}", "-p", "no:randomly", "-p", "no:cacheprovider")
+
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=6)
+    summary = json.loads((pytester.path / "results" / "summary.json").read_text())
+    overall = summary["overall"]
+    served = server.total_usage()
+    assert overall["prompt_tokens"] == served["prompt_tokens"] > 0
+    assert overall["completion_tokens"] == served["completion_tokens"] > 0
+    assert overall["stimuli"] == 12 and overall["feedback_turns"] == 6
+    assert overall["agent_turns"] == len(server.requests)
+    assert sum(is_feedback(body) for body in server.chat_requests) >= 6
+    assert overall["memory_retains"] == 6
+    assert all(r.headers["authorization"] == f"Bearer {SECRET}" for r in server.requests)
+
+    outputs = [result.stdout.str(), result.stderr.str()]
+    files = [p for p in pytester.path.rglob("*") if p.is_file()]
+    files += [p for p in isolated_cache.rglob("*") if p.is_file()]
+    assert any(p.name == "responses.jsonl" for p in files)
+    assert any(p.parent == isolated_cache or isolated_cache in p.parents for p in files)  # cache written
+    for path in files:
+        outputs.append(path.read_text(encoding="utf-8", errors="replace"))
+    assert not any(SECRET in text for text in outputs)
+
+    # A re-run of the same config replays from the cache: no model call, same tokens.
+    before = len(server.requests)
+    again = pytester.runpytest_subprocess(f"--evomemory-config={run}", "-p", "no:randomly", "-p", "no:cacheprovider")
+    assert again.ret == 0
+    assert len(server.requests) == before
+    replayed = json.loads((pytester.path / "results" / "summary.json").read_text())["overall"]
+    assert replayed["total_tokens"] == overall["total_tokens"]
+
+
+def test_missing_key_variable_fails_clearly(
+    pytester: pytest.Pytester, scripted_openai_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = scripted_openai_server()
+    monkeypatch.delenv("EVOMEMORY_E2E_KEY", raising=False)
+    run = write_run_config(pytester.path, server.base_url, "none")
+    result = pytester.runpytest_subprocess(f"--evomemory-config={run}", "-p", "no:randomly")
+    assert result.ret != 0
+    result.stdout.fnmatch_lines(["*EVOMEMORY_E2E_KEY*"])
+    assert not server.requests

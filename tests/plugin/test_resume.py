@@ -1,0 +1,119 @@
+"""Interrupted runs resume to exactly the scores of an uninterrupted run."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ..conftest import read_jsonl
+
+# An agent that answers from memory (so a wrongly restored memory changes scores)
+# and kills its own process at a chosen stimulus, like a crash or a Ctrl-C would.
+KILLABLE_AGENT = """
+import os, signal
+from pytest_evomemory.agents.baseline import RecallBaselineAgent
+
+CALLS = []
+
+class Killable(RecallBaselineAgent):
+    def respond(self, stimulus, turn):
+        CALLS.append((stimulus.kind, stimulus.task_id))
+        with open("calls.log", "a") as log:
+            log.write(f"{stimulus.stream}/{stimulus.task_id}/{stimulus.kind}\\n")
+        target = os.environ.get("KILL_AT")
+        if target == f"{stimulus.task_id}/{stimulus.kind}":
+            os.kill(os.getpid(), getattr(signal, os.environ["KILL_SIGNAL"]))
+        return super().respond(stimulus, turn)
+
+def create(config, memory):
+    return Killable(config, memory)
+"""
+
+RUN = """
+name: resumable
+benchmark: {benchmark: sample}
+agent: {kind: "killable_agent:create", memory_strategy: deterministic_recall}
+memory: {backend: inprocess}
+"""
+
+
+@pytest.fixture
+def project(pytester: pytest.Pytester) -> pytest.Pytester:
+    pytester.makepyfile(killable_agent=KILLABLE_AGENT)
+    (pytester.path / "run.yaml").write_text(RUN, encoding="utf-8")
+    return pytester
+
+
+def scores(directory: Path) -> list[tuple[str, str, bool, str | None]]:
+    return [(s["stream"], s["task_id"], s["correct"], s["extracted"]) for s in read_jsonl(directory / "scores.jsonl")]
+
+
+@pytest.mark.parametrize(
+    ("kill_at", "signal_name"),
+    [("f06/task", "SIGKILL"), ("f06/feedback", "SIGKILL"), ("c03/task", "SIGINT")],
+)
+def test_killed_run_resumes_to_the_uninterrupted_result(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, kill_at: str, signal_name: str
+) -> None:
+    env_path = f"{project.path}"
+    monkeypatch.setenv("PYTHONPATH", env_path)
+    reference = project.runpytest_subprocess("--evomemory-config=run.yaml", "--evomemory-output-dir=reference")
+    reference.assert_outcomes(passed=24)
+    (project.path / "calls.log").unlink()
+
+    monkeypatch.setenv("KILL_AT", kill_at)
+    monkeypatch.setenv("KILL_SIGNAL", signal_name)
+    killed = project.runpytest_subprocess("--evomemory-config=run.yaml", "--evomemory-output-dir=interrupted")
+    assert killed.ret != 0
+    before = (project.path / "calls.log").read_text().splitlines()
+    (project.path / "calls.log").unlink()
+    if signal_name == "SIGINT":
+        # pytest handled the interrupt: the summary of what ran is there
+        assert json.loads((project.path / "interrupted" / "summary.json").read_text())["overall"]["tasks"] > 0
+
+    monkeypatch.delenv("KILL_AT")
+    resumed = project.runpytest_subprocess("--evomemory-resume=interrupted")
+    assert resumed.ret == 0, resumed.stdout.str()
+    after = (project.path / "calls.log").read_text().splitlines()
+
+    assert scores(project.path / "interrupted") == scores(project.path / "reference")
+    summary = json.loads((project.path / "interrupted" / "summary.json").read_text())
+    reference_summary = json.loads((project.path / "reference" / "summary.json").read_text())
+    for key in ("tasks", "correct", "stimuli", "agent_turns", "memory_retains", "memory_recalls"):
+        assert summary["overall"][key] == reference_summary["overall"][key], key
+    # completed episodes were not sent to the agent again
+    killed_stream, killed_task = ("sample_facts", "f06") if kill_at.startswith("f") else ("sample_choice", "c03")
+    completed = [line for line in before if not line.startswith(f"{killed_stream}/{killed_task}/")]
+    assert not set(completed) & set(after)
+    assert after[0] == f"{killed_stream}/{killed_task}/task"
+    responses = read_jsonl(project.path / "interrupted" / "responses.jsonl")
+    assert len(responses) == 48
+    assert len({(r["stream"], r["task_id"], r["kind"]) for r in responses}) == 48
+
+
+def test_resume_of_a_directory_without_a_run_is_a_clear_usage_error(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--evomemory-resume=nowhere")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--evomemory-resume*nowhere*pass --evomemory-config as well*"])
+
+
+def test_max_errors_stops_the_session(pytester: pytest.Pytester) -> None:
+    pytester.makepyfile(broken_agent="""
+        class Broken:
+            def respond(self, stimulus, turn):
+                raise ConnectionError("model server unreachable")
+            def reset(self):
+                pass
+        def create(config, memory):
+            return Broken()
+    """)
+    pytester.syspathinsert()
+    (pytester.path / "run.yaml").write_text(
+        "benchmark: {benchmark: sample}\nagent: {kind: 'broken_agent:create', memory_strategy: none}\n",
+        encoding="utf-8",
+    )
+    result = pytester.runpytest("--evomemory-config=run.yaml", "--evomemory-max-errors=3")
+    result.assert_outcomes(failed=3)
+    result.stdout.fnmatch_lines(["*3 failed episodes reached --evomemory-max-errors*"])
