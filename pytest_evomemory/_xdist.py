@@ -34,6 +34,28 @@ class StreamScheduling(LoadScopeScheduling):
             return f"evomemory-stream:{stream}"
         return super()._split_scope(nodeid)
 
+    def remove_node(self, node: Any) -> str | None:
+        """After a worker crash, hand the rest of its stream to another worker.
+
+        Unlike xdist's own loadscope scheduler, the task that was running when the
+        worker died is not sent again: it is reported as failed (a task that kills
+        its worker would otherwise kill every replacement too). The new worker
+        restores the stream's memory from the artefacts (see plugin.py).
+        """
+        workload = self.assigned_work.pop(node)
+        if not self._pending_of(workload):
+            return None
+        crashitem = next(
+            nodeid for unit in workload.values() for nodeid, completed in unit.items() if not completed
+        )
+        for unit in workload.values():
+            if crashitem in unit:
+                unit[crashitem] = True
+        self.workqueue.update({scope: unit for scope, unit in workload.items() if not all(unit.values())})
+        for other in self.assigned_work:
+            self._reschedule(other)
+        return crashitem
+
 
 class XdistHooks:
     """Registered on the controller only, when xdist is installed."""

@@ -267,6 +267,7 @@ class StreamRun:
     #: Set after the memory backend failed: the rest of the stream fails at once
     #: instead of running episodes against a memory in an unknown state.
     broken: str | None = None
+    episodes_started: int = 0
 
     def _turn_tools(self) -> list[Tool]:
         if self.memory_strategy == "tool_use" and self.memory is not None:
@@ -334,6 +335,7 @@ class StreamRun:
 
     def run_task(self, sample: BenchmarkSample) -> TaskOutcome:
         """Deliver the task, then score its ``final_answer`` (the only scored item)."""
+        self.episodes_started += 1
         response = self._deliver(sample, sample.task_id)
         return TaskOutcome(sample, response, self.evaluator.score_response(sample, response))
 

@@ -9,6 +9,7 @@ a test item, feedback and reset are the episode fixture's teardown.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Generator, Iterator
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ from .types import AgentResponse, BenchmarkSample
 PLUGIN_NAME = "evomemory-session"
 _SESSION_KEY = pytest.StashKey["EvoMemorySession"]()
 _PENDING_RECORDS = pytest.StashKey[list[dict[str, Any]]]()
-_SAMPLE_KEY = pytest.StashKey[BenchmarkSample]()
+_ITEM_ID = re.compile(r"::test_task\[([^/\]]+)/(.+)\]")
 
 
 # --------------------------------------------------------------------------- options
@@ -104,6 +105,7 @@ class EvoMemorySession:
         if self.max_errors is not None and self.max_errors < 1:
             raise ConfigError(f"--evomemory-max-errors must be at least 1, got {self.max_errors}")
         self.errors = 0
+        self.first_positions: dict[str, int] = {}
         self.pytest_session: pytest.Session | None = None
         self.resume: ResumeState | None = None
         if config.getoption("evomemory_resume"):
@@ -149,6 +151,25 @@ class EvoMemorySession:
                 self.config.hook.pytest_deselected(items=done)
                 items[:] = [item for item in items if not self._already_done(item)]
 
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for item in session.items:
+            sample = _sample_of(item)
+            if sample is not None:
+                self.first_positions.setdefault(sample.stream, sample.position)
+
+    def _sample_for_nodeid(self, nodeid: str) -> BenchmarkSample | None:
+        match = _ITEM_ID.search(nodeid)
+        if match is None or match.group(1) not in self.benchmark.by_name:
+            return None
+        for sample in self.benchmark.by_name[match.group(1)].samples:
+            if sample.task_id == match.group(2):
+                return sample
+        return None
+
+    def first_selected_position(self, stream: str) -> int | None:
+        """Position of the first task of ``stream`` this session runs (after -k/-m/resume)."""
+        return self.first_positions.get(stream)
+
     def _already_done(self, item: pytest.Item) -> bool:
         sample = _sample_of(item)
         return self.resume is not None and sample is not None and self.resume.is_done(sample.stream, sample.position)
@@ -178,7 +199,13 @@ class EvoMemorySession:
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.collector is None:
             return
-        for record in getattr(report, "evomemory_records", ()) or ():
+        records = getattr(report, "evomemory_records", None) or []
+        if not records and report.failed and report.when not in ("setup", "teardown"):
+            # No records at all: the process running the task died (xdist worker crash).
+            sample = self._sample_for_nodeid(report.nodeid)
+            if sample is not None:
+                records = [error_record(sample, f"the test process crashed: {_first_line(report.longreprtext)}")]
+        for record in records:
             self.collector.add_record(record)
             if record.get("type") == "error":
                 self.errors += 1
@@ -479,9 +506,35 @@ def evomemory_episode(
 ) -> Iterator[Episode]:
     """The task's episode; its teardown gives the feedback, then resets the agent."""
     records = request.node.stash.setdefault(_PENDING_RECORDS, [])
+    _recover_after_worker_crash(request.config, evomemory_stream, evomemory_sample)
     episode = Episode(evomemory_stream, evomemory_sample, records)
     yield episode
     episode.finish()
+
+
+def _recover_after_worker_crash(config: pytest.Config, run: StreamRun, sample: BenchmarkSample) -> None:
+    """Restore memory when a stream continues on a new xdist worker.
+
+    If this process's first task of the stream is not the stream's first selected
+    task, another worker ran the earlier tasks and died. Their records are in the
+    controller's artefacts, so the memory is restored from them exactly as a resume
+    would, instead of silently continuing the stream with an empty memory.
+    """
+    session = get_session(config)
+    if run.episodes_started or run.memory is None:
+        return
+    first = session.first_selected_position(sample.stream)
+    if first is None or sample.position <= first or not hasattr(config, "workerinput"):
+        return
+    stream = session.benchmark.by_name[sample.stream]
+    state = load_resume_state(session.run_dir, [stream])
+    already = len(session.memory_replay(sample.stream))  # replayed when a resumed stream opened
+    run.memory.replay(state.memory_writes.get(sample.stream, [])[already:])
+
+
+def _first_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "no details"
 
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:

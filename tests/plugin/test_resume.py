@@ -117,3 +117,28 @@ def test_max_errors_stops_the_session(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--evomemory-config=run.yaml", "--evomemory-max-errors=3")
     result.assert_outcomes(failed=3)
     result.stdout.fnmatch_lines(["*3 failed episodes reached --evomemory-max-errors*"])
+
+
+def test_an_xdist_worker_crash_loses_no_other_streams_results_and_restores_memory(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("PYTHONPATH", str(project.path))
+    reference = project.runpytest_subprocess("--evomemory-config=run.yaml", "--evomemory-output-dir=reference")
+    reference.assert_outcomes(passed=24)
+    monkeypatch.setenv("KILL_AT", "f06/task")
+    monkeypatch.setenv("KILL_SIGNAL", "SIGKILL")
+    crashed = project.runpytest_subprocess("--evomemory-config=run.yaml", "--evomemory-output-dir=crashed", "-n", "2")
+    crashed.stdout.fnmatch_lines(["*worker*crashed*"])
+    crashed.assert_outcomes(passed=23, failed=1)
+    got = {(s[0], s[1]): s for s in scores(project.path / "crashed")}
+    expected = {(s[0], s[1]): s for s in scores(project.path / "reference")}
+    assert set(got) == set(expected)
+    failed = got.pop(("sample_facts", "f06"))
+    assert failed[2] is False
+    expected.pop(("sample_facts", "f06"))
+    # every other task, including sample_facts after the crash, scored as without a crash
+    # (f06 is a first occurrence, so its missing feedback changes no later answer)
+    assert got == expected
+    summary = json.loads((project.path / "crashed" / "summary.json").read_text())
+    assert summary["failed_episodes"][0]["task_id"] == "f06"
+    assert "crashed" in summary["failed_episodes"][0]["reason"]
