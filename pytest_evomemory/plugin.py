@@ -22,6 +22,7 @@ from .episode import StreamRun, TaskOutcome
 from .errors import ConfigError, DataError, EvoMemoryError
 from .reporting.artefacts import RunArtefacts, utc_now
 from .reporting.summary import StreamMetrics, ThresholdResult
+from .reporting.html import ReportError, load_run, write_comparison_report, write_html_report
 from .reporting.terminal import format_table
 from .resume import ResumeState, load_resume_state
 from .run import (
@@ -78,6 +79,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--evomemory-max-errors", metavar="N", type=int, default=None,
         help="stop the session after N failed episodes (default: never)",
     )
+    group.addoption(
+        "--evomemory-compare", metavar="OTHER_RUN_DIR", default=None,
+        help="also write compare.html in the run directory: OTHER_RUN_DIR (baseline) vs this run",
+    )
     parser.addini("evomemory_config", "default run config for --evomemory-config", default=None)
 
 
@@ -106,6 +111,17 @@ class EvoMemorySession:
             raise ConfigError(f"--evomemory-max-errors must be at least 1, got {self.max_errors}")
         self.errors = 0
         self.first_positions: dict[str, int] = {}
+        self.report_error: str | None = None
+        self.compare_dir: Path | None = None
+        other = config.getoption("evomemory_compare")
+        if other:
+            self.compare_dir = (config.invocation_params.dir / other).resolve()
+            if self.compare_dir == run_dir.resolve():
+                raise ConfigError("--evomemory-compare must name another run's directory")
+            try:
+                load_run(self.compare_dir)
+            except ReportError as error:
+                raise ConfigError(f"--evomemory-compare: {error}") from None
         self.pytest_session: pytest.Session | None = None
         self.resume: ResumeState | None = None
         if config.getoption("evomemory_resume"):
@@ -214,9 +230,16 @@ class EvoMemorySession:
                         f"evomemory: {self.errors} failed episodes reached --evomemory-max-errors"
                     )
 
-    def pytest_sessionfinish(self, session: pytest.Session) -> None:
-        if self.collector is None:
-            return
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, None, None]:
+        """Summarize before other plugins' sessionfinish (pytest-json-report's is
+        ``tryfirst``), so their reports carry the summary and the gated exit status."""
+        if self.collector is not None:
+            self._finish(session)
+        return (yield)
+
+    def _finish(self, session: pytest.Session) -> None:
+        assert self.collector is not None
         self.metrics = self.collector.metrics()
         self.thresholds = evaluate_thresholds(
             self.run_config, self.metrics, self.min_overall, self.min_streams
@@ -224,6 +247,12 @@ class EvoMemorySession:
         self.summary = self.collector.finish(self.thresholds, self.started, {"run": self.run_config.name})
         if not all(t.met for t in self.thresholds) and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        try:
+            write_html_report(self.run_dir)
+            if self.compare_dir is not None:
+                write_comparison_report([self.compare_dir, self.run_dir], self.run_dir / "compare.html")
+        except ReportError as error:
+            self.report_error = str(error)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.summary is None:
@@ -238,6 +267,12 @@ class EvoMemorySession:
             missed = sum(not t.met for t in self.thresholds)
             write(f"evomemory: {missed} accuracy threshold(s) missed; the session fails", red=True, bold=True)
         write(f"results: {self.run_dir}")
+        if self.report_error:
+            write(f"evomemory: the HTML report could not be written: {self.report_error}", red=True)
+        else:
+            write(f"report: {self.run_dir / 'report.html'}")
+            if self.compare_dir is not None:
+                write(f"comparison: {self.run_dir / 'compare.html'} ({self.compare_dir} vs this run)")
 
 
 def _sample_of(item: pytest.Item) -> BenchmarkSample | None:
@@ -268,7 +303,7 @@ def _parse_min_accuracy(values: list[str], streams: list[str]) -> tuple[float | 
     return overall, per_stream
 
 
-_ARTEFACT_NAMES = ("run.json", "responses.jsonl", "scores.jsonl", "summary.json", "report.html")
+_ARTEFACT_NAMES = ("run.json", "responses.jsonl", "scores.jsonl", "summary.json", "report.html", "compare.html")
 
 
 def _clear_previous_artefacts(run_dir: Path) -> None:

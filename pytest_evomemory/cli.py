@@ -1,0 +1,111 @@
+"""The ``evomemory`` command: HTML reports from run directories, after the fact.
+
+The plugin writes ``report.html`` at the end of a session; this command exists for
+everything later: re-rendering an old run, and putting runs side by side (memory
+versus no memory) once both have finished, possibly on different machines.
+
+Errors are one line on stderr and exit status 2, like a usage error, because the
+user's fix is always to the command line or the directories it names.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NoReturn
+
+from .reporting.html import REPORT_NAME, ReportError, write_comparison_report, write_html_report
+
+PROG = "evomemory"
+DEFAULT_COMPARE_OUTPUT = "evomemory-compare.html"
+USAGE_ERROR = 2
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse prints usage plus a message; we want the message alone, on one line."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(USAGE_ERROR, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog=PROG, description="Reports for pytest-evomemory run directories.")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    report = commands.add_parser(
+        "report",
+        help="write the HTML report of one run",
+        description="Write the HTML report of one finished run.",
+    )
+    report.add_argument("run_dir", metavar="RUN_DIR", type=Path, help="a run directory (holds summary.json)")
+    report.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        type=Path,
+        default=None,
+        help=f"where to write (default: RUN_DIR/{REPORT_NAME})",
+    )
+
+    compare = commands.add_parser(
+        "compare",
+        help="compare two or more runs on one page",
+        description="Compare runs: every run's learning curve on one plot per stream, tables side by side. "
+        "The first run is the baseline of the difference columns.",
+    )
+    compare.add_argument(
+        "run_dirs", metavar="RUN_DIR", type=Path, nargs="+", help="two or more run directories"
+    )
+    compare.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        type=Path,
+        default=Path(DEFAULT_COMPARE_OUTPUT),
+        help=f"where to write (default: ./{DEFAULT_COMPARE_OUTPUT})",
+    )
+    compare.add_argument(
+        "--labels",
+        metavar="A,B[,...]",
+        default=None,
+        help="comma-separated legend labels, one per run (default: the run names)",
+    )
+    return parser
+
+
+def _labels(value: str | None, count: int) -> list[str] | None:
+    if value is None:
+        return None
+    labels = [label.strip() for label in value.split(",")]
+    if len(labels) != count:
+        raise ReportError(
+            f"--labels has {len(labels)} label(s) for {count} run directories; give one per run"
+        )
+    if any(not label for label in labels):
+        raise ReportError("--labels contains an empty label")
+    return labels
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "report":
+            written = write_html_report(args.run_dir, args.output)
+        else:
+            if len(args.run_dirs) < 2:
+                parser.error("compare needs at least two run directories")
+            written = write_comparison_report(
+                args.run_dirs, args.output, _labels(args.labels, len(args.run_dirs))
+            )
+    except ReportError as error:
+        print(f"{PROG}: error: {error}", file=sys.stderr)
+        return USAGE_ERROR
+    print(written)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""Run directories made by hand, an HTML reader, and the browser for the report tests.
+
+Hand-made artefacts keep the HTML tests independent of the agents and benchmarks,
+and let them carry what real runs rarely do: markup in task ids and answers,
+failed episodes, empty streams.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator, Sequence
+from html.parser import HTMLParser
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ._browser import Browser, find_chromium, launch
+
+HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+
+
+def stream_metrics(name: str, outcomes: Sequence[bool | None]) -> dict[str, Any]:
+    """Metrics as summary.py writes them; ``None`` in ``outcomes`` is a failed episode."""
+    correct = errors = 0
+    curve = []
+    for index, outcome in enumerate(outcomes, start=1):
+        correct += outcome is True
+        errors += outcome is None
+        curve.append(round(correct / index, 6))
+    tasks = len(outcomes)
+    stimuli = 2 * tasks - errors
+    return {
+        "stream": name, "tasks": tasks, "correct": correct, "errors": errors,
+        "accuracy": correct / tasks if tasks else None, "stimuli": stimuli, "feedback_turns": tasks - errors,
+        "agent_turns": stimuli * 2, "tool_calls": stimuli, "memory_retains": tasks, "memory_recalls": tasks,
+        "protocol_violations": 0, "prompt_tokens": 100 * stimuli, "completion_tokens": 10 * stimuli,
+        "total_tokens": 110 * stimuli, "seconds": 0.5 * stimuli,
+        "per_stimulus": {"tokens": 110.0, "agent_turns": 2.0, "seconds": 0.5} if stimuli else
+        {"tokens": None, "agent_turns": None, "seconds": None},
+        "learning_curve": curve,
+    }
+
+
+def write_run_dir(directory: Path, name: str, streams: dict[str, Sequence[bool | None]], *, task_id: str = "t") -> Path:
+    """A run directory with summary.json, run.json and scores.jsonl consistent with ``streams``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    metrics = {stream: stream_metrics(stream, outcomes) for stream, outcomes in streams.items()}
+    everything = [o for outcomes in streams.values() for o in outcomes]
+    overall = stream_metrics("overall", everything)
+    overall["learning_curve"] = []
+    failed = [
+        {"stream": s, "task_id": f"{task_id}{i}", "reason": f"model unreachable for {task_id}{i}"}
+        for s, outcomes in streams.items() for i, o in enumerate(outcomes) if o is None
+    ]
+    summary = {
+        "schema_version": 1, "run": name, "started": "2025-01-01T00:00:00+00:00",
+        "finished": "2025-01-01T00:01:00+00:00", "streams": metrics, "overall": overall,
+        "thresholds": [{"scope": "overall", "minimum": 0.5, "accuracy": overall["accuracy"], "met": (overall["accuracy"] or 0) >= 0.5}],
+        "passed": (overall["accuracy"] or 0) >= 0.5, "failed_episodes": failed,
+    }
+    run = {
+        "schema_version": 1,
+        "run": {"name": name, "agent": {"kind": "recall_baseline", "memory_strategy": "deterministic_recall", "model": None},
+                "memory": {"backend": "inprocess"}},
+        "streams": [{"name": stream, "tasks": len(outcomes)} for stream, outcomes in streams.items()],
+    }
+    scores = [
+        {"stream": s, "task_id": f"{task_id}{i}", "position": i, "correct": bool(o), "extracted": f"answer {i}",
+         "target": f"target {i}", "match_mode": "exact"}
+        for s, outcomes in streams.items() for i, o in enumerate(outcomes) if o is not None
+    ]
+    (directory / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+    (directory / "run.json").write_text(json.dumps(run), encoding="utf-8")
+    (directory / "scores.jsonl").write_text("".join(json.dumps(s) + "\n" for s in scores), encoding="utf-8")
+    return directory
+
+
+@pytest.fixture
+def make_run(tmp_path: Path) -> Callable[..., Path]:
+    def make(name: str, streams: dict[str, Sequence[bool | None]], **kwargs: Any) -> Path:
+        return write_run_dir(tmp_path / name, name, streams, **kwargs)
+
+    return make
+
+
+class Element:
+    def __init__(self, tag: str, attrs: dict[str, str], parent: Element | None) -> None:
+        self.tag, self.attrs, self.parent = tag, attrs, parent
+        self.children: list[Element] = []
+        self.text: list[str] = []
+
+    @property
+    def classes(self) -> list[str]:
+        return self.attrs.get("class", "").split()
+
+    def iter(self) -> Iterator[Element]:
+        yield self
+        for child in self.children:
+            yield from child.iter()
+
+    def find_all(self, tag: str, cls: str | None = None) -> list[Element]:
+        return [e for e in self.iter() if e.tag == tag and (cls is None or cls in e.classes)]
+
+    def all_text(self) -> str:
+        return "".join(self.text) + "".join(child.all_text() for child in self.children)
+
+
+_VOID = {"meta", "link", "br", "img", "input", "hr", "col", "area", "base", "source", "wbr"}
+
+
+class _Builder(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.root = Element("#document", {}, None)
+        self.current = self.root
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        element = Element(tag, {k: v or "" for k, v in attrs}, self.current)
+        self.current.children.append(element)
+        if tag not in _VOID:
+            self.current = element
+
+    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        self.current.children.append(Element(tag, {k: v or "" for k, v in attrs}, self.current))
+
+    def handle_endtag(self, tag: str) -> None:
+        node: Element | None = self.current
+        while node is not None and node.tag != tag:
+            node = node.parent
+        assert node is not None and node.parent is not None, f"stray </{tag}>"
+        self.current = node.parent
+
+    def handle_data(self, data: str) -> None:
+        self.current.text.append(data)
+
+
+def parse_html(text: str) -> Element:
+    """A strict-enough tree: unbalanced closing tags fail the test instead of passing silently."""
+    builder = _Builder()
+    builder.feed(text)
+    builder.close()
+    assert builder.current is builder.root, f"unclosed <{builder.current.tag}>"
+    return builder.root
+
+
+def chromium_or_skip() -> str:
+    executable = find_chromium()
+    if executable is None:
+        if os.environ.get("CI"):
+            pytest.fail("chromium not found but CI is set: run .ci/install-chromium.sh or set EVOMEMORY_CHROMIUM")
+        pytest.skip("chromium not found (install it with .ci/install-chromium.sh or set EVOMEMORY_CHROMIUM)")
+    return executable
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with launch(chromium_or_skip()) as running:
+        yield running

@@ -1,0 +1,87 @@
+"""The ``evomemory`` command: exit codes and one-line errors, as a shell script sees them."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pytest_evomemory.cli import main
+
+from .conftest import parse_html
+
+MakeRun = Callable[..., Path]
+STREAMS = {"facts": [False, True], "choice": [True]}
+
+
+def console_script() -> list[str]:
+    """The installed entry point when there is one, so its declaration is tested too."""
+    script = Path(sys.executable).with_name("evomemory")
+    return [str(script)] if script.is_file() else [sys.executable, "-m", "pytest_evomemory.cli"]
+
+
+def test_report_writes_next_to_the_artefacts_and_prints_the_path(make_run: MakeRun, capsys: pytest.CaptureFixture[str]) -> None:
+    run_dir = make_run("a", STREAMS)
+    assert main(["report", str(run_dir)]) == 0
+    assert capsys.readouterr().out.strip() == str(run_dir / "report.html")
+    assert len(parse_html((run_dir / "report.html").read_text()).find_all("svg", "curve")) == 2
+
+
+def test_report_to_a_chosen_file(make_run: MakeRun, tmp_path: Path) -> None:
+    run_dir = make_run("a", STREAMS)
+    assert main(["report", str(run_dir), "-o", str(tmp_path / "deep" / "r.html")]) == 0
+    assert (tmp_path / "deep" / "r.html").is_file() and not (run_dir / "report.html").exists()
+
+
+def test_compare_with_labels(make_run: MakeRun, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    a, b = make_run("a", STREAMS), make_run("b", STREAMS)
+    monkeypatch.chdir(tmp_path)
+    assert main(["compare", str(a), str(b), "--labels", "before, after"]) == 0
+    tree = parse_html((tmp_path / "evomemory-compare.html").read_text())
+    for svg in tree.find_all("svg", "curve"):
+        assert [g.attrs["data-run"] for g in svg.find_all("g", "series")] == ["before", "after"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ([], "the following arguments are required: COMMAND"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+        (["report"], "the following arguments are required: RUN_DIR"),
+        (["report", "{missing}"], "is not a directory"),
+        (["report", "{empty}"], "has no summary.json"),
+        (["compare", "{a}"], "compare needs at least two run directories"),
+        (["compare", "{a}", "{missing}"], "is not a directory"),
+        (["compare", "{a}", "{a}", "--labels", "x"], "--labels has 1 label(s) for 2 run directories"),
+        (["compare", "{a}", "{a}", "--labels", "x,"], "--labels contains an empty label"),
+        (["report", "{a}", "-o", "{a}/summary.json/x.html"], "cannot write"),
+    ],
+)
+def test_errors_are_one_line_and_exit_2(
+    make_run: MakeRun, tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str], message: str
+) -> None:
+    (tmp_path / "empty").mkdir()
+    paths = {"a": make_run("a", STREAMS), "missing": tmp_path / "missing", "empty": tmp_path / "empty"}
+    try:
+        status = main([arg.format(**paths) for arg in argv])
+    except SystemExit as exit_:  # argparse's own errors leave through sys.exit
+        status = exit_.code  # type: ignore[assignment]
+    out, err = capsys.readouterr()
+    assert status == 2 and out == ""
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("evomemory") and "error: " in lines[0] and message in lines[0], lines[0]
+
+
+def test_the_installed_command_fails_without_a_traceback(tmp_path: Path) -> None:
+    result = subprocess.run([*console_script(), "report", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr == f"evomemory: error: {tmp_path} has no summary.json; it is not a finished evomemory run (the file is written when the pytest session ends)\n"
+
+
+def test_help_lists_both_commands() -> None:
+    result = subprocess.run([*console_script(), "--help"], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 0 and "report" in result.stdout and "compare" in result.stdout

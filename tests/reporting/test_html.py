@@ -1,0 +1,203 @@
+"""report.html and the comparison page, read back as a tree (no browser needed)."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from pytest_evomemory.reporting.html import (
+    ReportError,
+    Series,
+    _ticks,
+    curve_svg,
+    load_run,
+    load_runs,
+    render_report,
+    write_comparison_report,
+    write_html_report,
+)
+
+from .conftest import HOSTILE, Element, parse_html
+
+MakeRun = Callable[..., Path]
+
+STREAMS: dict[str, list[bool | None]] = {"facts": [False, True, True, None], "choice": [True, False, True]}
+TABLE_HEADERS = [
+    "stream", "tasks", "correct", "errors", "accuracy", "stimuli", "agent turns", "tool calls", "retains",
+    "recalls", "tokens", "tokens / stimulus", "turns / stimulus", "time / stimulus",
+]
+
+
+def read(path: Path) -> tuple[str, Element]:
+    text = path.read_text(encoding="utf-8")
+    return text, parse_html(text)
+
+
+def rows(table: Element) -> list[list[str]]:
+    return [[cell.all_text().strip() for cell in tr.children if cell.tag in ("td", "th")] for tr in table.find_all("tr")]
+
+
+def test_report_is_written_into_the_run_directory_with_table_and_one_curve_per_stream(make_run: MakeRun) -> None:
+    run_dir = make_run("with_memory", STREAMS)
+    path = write_html_report(run_dir)
+    assert path == run_dir / "report.html"
+    _, tree = read(path)
+    table = tree.find_all("table", "streams")[0]
+    body = rows(table)
+    assert body[0] == TABLE_HEADERS
+    assert body[1][:5] == ["facts", "4", "2", "1", "50.0%"]
+    assert body[1][5:11] == ["7", "14", "7", "4", "4", "770"]
+    assert body[1][11:] == ["110.0", "2.00", "500.00 ms"]
+    assert body[2][:5] == ["choice", "3", "2", "0", "66.7%"]
+    assert body[3][:5] == ["overall", "7", "4", "1", "57.1%"]
+    curves = tree.find_all("svg", "curve")
+    assert [svg.attrs["data-stream"] for svg in curves] == ["facts", "choice"]
+    for svg, outcomes in zip(curves, STREAMS.values(), strict=True):
+        (series,) = svg.find_all("g", "series")
+        assert series.attrs["data-run"] == "with_memory"
+        points = series.find_all("polyline")[0].attrs["points"].split()
+        assert len(points) == len(outcomes)
+        assert len(series.find_all("circle")) == len(outcomes)
+
+
+def test_curve_points_map_position_to_x_and_cumulative_accuracy_to_y() -> None:
+    svg = parse_html(curve_svg("s", [Series("run", [0.0, 0.5, 1.0])], width=560, height=300))
+    (polyline,) = svg.find_all("polyline")
+    points = [tuple(map(float, p.split(","))) for p in polyline.attrs["points"].split()]
+    # plot area: x 56..544, y 16..228, values inset 6px (1.0 near the top, 0.0 near the bottom)
+    assert points == [(56.0, 222.0), (300.0, 122.0), (544.0, 22.0)]
+    texts = [t.all_text() for t in svg.find_all("text")]
+    assert {"0.00", "0.25", "0.50", "0.75", "1.00"} <= set(texts)
+    assert {"1", "2", "3"} <= set(texts)
+    assert "task position in stream" in texts and "cumulative accuracy" in texts
+    assert "run (100.0%)" in texts  # the legend shows the final accuracy
+
+
+@pytest.mark.parametrize(("length", "expected"), [(1, [1]), (5, [1, 2, 3, 4, 5]), (12, [1, 2, 4, 6, 8, 10, 12]), (100, [1, *range(10, 101, 10)]), (2500, [1, *range(500, 2501, 500)])])
+def test_x_ticks_stay_few_and_readable(length: int, expected: list[int]) -> None:
+    assert _ticks(length) == expected
+
+
+def test_empty_and_single_task_streams_still_get_a_plot(make_run: MakeRun) -> None:
+    run_dir = make_run("tiny", {"empty": [], "one": [True]})
+    _, tree = read(write_html_report(run_dir))
+    empty, one = tree.find_all("svg", "curve")
+    assert "no scored tasks" in empty.all_text()
+    assert not empty.find_all("polyline")
+    assert len(one.find_all("polyline")[0].attrs["points"].split()) == 1
+    assert rows(tree.find_all("table", "streams")[0])[1][4] == "\u2013"  # accuracy of no tasks
+
+
+def test_every_artefact_string_is_escaped(make_run: MakeRun, tmp_path: Path) -> None:
+    run_dir = make_run("x", {HOSTILE: [True, None]}, task_id=HOSTILE)
+    summary = json.loads((run_dir / "summary.json").read_text())
+    summary["run"] = HOSTILE
+    summary["thresholds"][0]["scope"] = HOSTILE
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    scores = [json.loads(line) for line in (run_dir / "scores.jsonl").read_text().splitlines()]
+    for scored in scores:
+        scored.update(extracted=HOSTILE, target=HOSTILE, match_mode=HOSTILE)
+    (run_dir / "scores.jsonl").write_text("".join(json.dumps(s) + "\n" for s in scores))
+    other = make_run("y", {HOSTILE: [False, False]})
+    for path in (write_html_report(run_dir), write_comparison_report([run_dir, other], tmp_path / "c.html", ["<marquee>a</marquee>", "b\"'&"])):
+        text, tree = read(path)
+        assert not tree.find_all("script") and not tree.find_all("img") and not tree.find_all("marquee")
+        assert "<script>" not in text and "onerror=" not in text.replace("onerror=&quot;", "")
+        assert HOSTILE in tree.all_text()  # shown as text, not dropped
+        for element in tree.iter():
+            assert not any(name.startswith("on") for name in element.attrs), element.tag
+
+
+def test_page_is_self_contained(make_run: MakeRun, tmp_path: Path) -> None:
+    run_dir, other = make_run("a", STREAMS), make_run("b", STREAMS)
+    for path in (write_html_report(run_dir), write_comparison_report([run_dir, other], tmp_path / "c.html")):
+        text, tree = read(path)
+        assert not tree.find_all("script")
+        assert not re.search(r"(?:src|href)\s*=\s*[\"'](?!data:|#)", text), "no external resources"
+        assert not re.search(r"@import|url\(", text)
+        (csp,) = [m for m in tree.find_all("meta") if m.attrs.get("http-equiv") == "Content-Security-Policy"]
+        assert "default-src 'none'" in csp.attrs["content"]
+
+
+def test_comparison_has_every_run_on_each_plot_and_a_side_by_side_table(make_run: MakeRun, tmp_path: Path) -> None:
+    without = make_run("no_memory", {"facts": [False] * 4, "choice": [False, True, False]})
+    with_memory = make_run("memory", {"facts": [False, True, True, True], "only_here": [True]})
+    path = write_comparison_report([without, with_memory], tmp_path / "out" / "compare.html", ["no memory", "memory"])
+    _, tree = read(path)
+    curves = {svg.attrs["data-stream"]: svg for svg in tree.find_all("svg", "curve")}
+    assert list(curves) == ["facts", "choice", "only_here"]
+    assert [g.attrs["data-run"] for g in curves["facts"].find_all("g", "series")] == ["no memory", "memory"]
+    assert [g.attrs["data-run"] for g in curves["choice"].find_all("g", "series")] == ["no memory"]
+    colours = {p.attrs["stroke"] for p in curves["facts"].find_all("polyline")}
+    assert len(colours) == 2
+    legend = curves["facts"].find_all("g", "legend")[0].all_text()
+    assert "no memory (0.0%)" in legend and "memory (75.0%)" in legend
+    accuracy = rows(tree.find_all("table", "compare-accuracy")[0])
+    assert accuracy[0] == ["stream", "no memory", "memory", "\u0394 memory vs no memory"]
+    assert accuracy[1] == ["facts", "0.0% (0/4)", "75.0% (3/4)", "+75.0 pp"]
+    assert accuracy[2][3] == "\u2013" and accuracy[3][1] == "\u2013"
+    side = rows(tree.find_all("table", "compare-streams")[0])
+    assert side[0] == [TABLE_HEADERS[0], "run", *TABLE_HEADERS[1:]]
+    assert side[1][:3] == ["facts", "no memory", "4"] and side[2][:2] == ["memory", "4"]
+    assert side[4] == ["memory", "not in this run"]
+    assert [r[0] for r in side if len(r) > 2 and r[0] == "overall"] == ["overall"]
+
+
+def test_default_labels_are_run_names_made_unique(make_run: MakeRun, tmp_path: Path) -> None:
+    first = make_run("same", STREAMS)
+    second = write_html_report(first).parent.parent / "copy"
+    second.mkdir()
+    for name in ("summary.json", "run.json"):
+        (second / name).write_bytes((first / name).read_bytes())
+    assert [r.label for r in load_runs([first, second])] == ["same", "same #2"]
+
+
+@pytest.mark.parametrize(
+    ("setup", "message"),
+    [
+        (lambda d: None, "is not a directory"),
+        (lambda d: d.mkdir(), "has no summary.json; it is not a finished evomemory run"),
+        (lambda d: (d.mkdir(), (d / "summary.json").write_text('{"streams": ')), "is not valid JSON"),
+        (lambda d: (d.mkdir(), (d / "summary.json").write_text("[]")), "does not hold a JSON object"),
+        (lambda d: (d.mkdir(), (d / "summary.json").write_text('{"schema_version": 99, "streams": {}}')), "schema version 99, newer"),
+        (lambda d: (d.mkdir(), (d / "summary.json").write_text('{"schema_version": 1}')), "has no 'streams' object"),
+    ],
+)
+def test_unusable_run_directories_are_clear_errors(tmp_path: Path, setup: Callable[[Path], object], message: str) -> None:
+    directory = tmp_path / "run"
+    setup(directory)
+    with pytest.raises(ReportError, match=re.escape(message)):
+        load_run(directory)
+
+
+def test_label_count_must_match(make_run: MakeRun, tmp_path: Path) -> None:
+    a, b = make_run("a", STREAMS), make_run("b", STREAMS)
+    with pytest.raises(ReportError, match="1 label"):
+        write_comparison_report([a, b], tmp_path / "c.html", ["only"])
+    with pytest.raises(ReportError, match="at least two"):
+        write_comparison_report([a], tmp_path / "c.html")
+
+
+def test_interrupted_scores_file_and_missing_run_json_still_render(make_run: MakeRun) -> None:
+    run_dir = make_run("partial", STREAMS)
+    (run_dir / "run.json").unlink()
+    with (run_dir / "scores.jsonl").open("a") as handle:
+        handle.write('{"stream": "facts", "task_id": "torn')
+    text = render_report(load_run(run_dir))
+    assert text.count('<svg class="curve"') == 2
+
+
+def test_streams_keep_the_run_order_although_summary_json_sorts_its_keys(make_run: MakeRun) -> None:
+    run_dir = make_run("ordered", {"zeta": [True], "alpha": [False], "mid": [True]})
+    summary = json.loads((run_dir / "summary.json").read_text())
+    (run_dir / "summary.json").write_text(json.dumps(summary, sort_keys=True))
+    run = json.loads((run_dir / "run.json").read_text())
+    run["streams"] = [{"name": "zeta"}, {"name": "alpha"}, {"name": "mid"}]
+    (run_dir / "run.json").write_text(json.dumps(run))
+    assert list(load_run(run_dir).streams) == ["zeta", "alpha", "mid"]
+    (run_dir / "run.json").unlink()  # then scores.jsonl, in stream order, decides
+    assert list(load_run(run_dir).streams) == ["zeta", "alpha", "mid"]
