@@ -25,14 +25,15 @@ def stream_of_nodeid(nodeid: str) -> str | None:
     return match.group(1) if match else None
 
 
-class StreamScheduling(LoadScopeScheduling):
+class StreamScheduling(LoadScopeScheduling):  # type: ignore[misc]
     """LoadScope scheduling whose scope for a benchmark item is its stream."""
 
     def _split_scope(self, nodeid: str) -> str:
         stream = stream_of_nodeid(nodeid)
         if stream is not None:
             return f"evomemory-stream:{stream}"
-        return super()._split_scope(nodeid)
+        scope: str = super()._split_scope(nodeid)
+        return scope
 
     def remove_node(self, node: Any) -> str | None:
         """After a worker crash, hand the rest of its stream to another worker.
@@ -45,7 +46,7 @@ class StreamScheduling(LoadScopeScheduling):
         workload = self.assigned_work.pop(node)
         if not self._pending_of(workload):
             return None
-        crashitem = next(
+        crashitem: str = next(
             nodeid for unit in workload.values() for nodeid, completed in unit.items() if not completed
         )
         for unit in workload.values():

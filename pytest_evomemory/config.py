@@ -237,9 +237,9 @@ class _NoAliasLoader(yaml.SafeLoader):
     """Safe YAML without anchors/aliases: configs never need them, and alias
     expansion is the classic way to make a tiny file explode in memory."""
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+    def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
+            event = self.peek_event()  # type: ignore[no-untyped-call]
             raise ConfigError(
                 f"YAML aliases are not allowed in config files (alias at line "
                 f"{event.start_mark.line + 1}); write the value out in full"
@@ -263,7 +263,7 @@ def read_yaml_mapping(path: Path) -> dict[str, Any]:
             f"{path}: not UTF-8 text (byte {error.start}); save the file as UTF-8"
         ) from None
     try:
-        data = yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_NoAliasLoader)
     except ConfigError as error:
         raise ConfigError(f"{path}: {error}") from None
     except yaml.YAMLError as error:

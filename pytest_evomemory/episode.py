@@ -16,7 +16,7 @@ import json
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from .agents.base import Agent
 from .errors import EpisodeError, MemoryBackendError, ProtocolViolation
@@ -36,6 +36,8 @@ from .types import (
     Usage,
     UserStimulus,
 )
+
+_T = TypeVar("_T")
 
 #: Largest tool-call argument payload accepted from a model, in characters.
 MAX_TOOL_ARGUMENT_CHARS = 2_000_000
@@ -129,7 +131,7 @@ class InstrumentedMemory:
                 routed.append(tool)
         return routed
 
-    def _guard(self, operation: Callable[[], Any], name: str) -> Any:
+    def _guard(self, operation: Callable[[], _T], name: str) -> _T:
         try:
             return operation()
         except (ProtocolViolation, MemoryBackendError):

@@ -21,8 +21,8 @@ from .config import RunConfig, load_run_config
 from .episode import StreamRun, TaskOutcome
 from .errors import ConfigError, DataError, EvoMemoryError
 from .reporting.artefacts import RunArtefacts, utc_now
-from .reporting.summary import StreamMetrics, ThresholdResult
 from .reporting.html import ReportError, load_run, write_comparison_report, write_html_report
+from .reporting.summary import StreamMetrics, ThresholdResult
 from .reporting.terminal import format_table
 from .resume import ResumeState, load_resume_state
 from .run import (

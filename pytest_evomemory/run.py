@@ -20,6 +20,8 @@ from .benchmarks import Stream, load_benchmark
 from .config import AgentConfig, MemoryConfig, RunConfig
 from .episode import InstrumentedMemory, StreamRun, run_stream
 from .evaluation.evomemory import EvoMemoryEvaluator
+from .errors import ConfigError, DataError
+from .factories import load_factory
 from .memory.base import MemorySystem
 from .memory.factory import MemoryContext, build_memory
 from .reporting.artefacts import RunArtefacts, package_versions, utc_now
@@ -42,9 +44,14 @@ class BenchmarkRun:
     def __init__(self, config: RunConfig, run_dir: Path) -> None:
         self.config = config
         self.run_dir = run_dir
-        self.streams: list[Stream] = load_benchmark(
-            config.benchmark, config.base_dir, config.sources.get("benchmark", "benchmark config")
-        )
+        _check_factory_references(config)
+        source = config.sources.get("benchmark", "benchmark config")
+        try:
+            self.streams: list[Stream] = load_benchmark(config.benchmark, config.base_dir, source)
+        except (ConfigError, DataError) as error:
+            if source in str(error):
+                raise
+            raise type(error)(f"{source}: {error}") from error
         self.by_name = {stream.name: stream for stream in self.streams}
 
     @property
@@ -98,6 +105,15 @@ class BenchmarkRun:
             "started": started,
             "command_line": list(sys.argv if argv is None else argv),
         }
+
+
+def _check_factory_references(config: RunConfig) -> None:
+    """Import ``module:factory`` agents and backends now, so a typo stops the run
+    before any task instead of failing every task of every stream."""
+    if ":" in config.agent.kind:
+        load_factory(config.agent.kind, f"{config.sources.get('agent', 'agent config')}: key 'kind': agent")
+    if ":" in config.memory.backend:
+        load_factory(config.memory.backend, f"{config.sources.get('memory', 'memory config')}: key 'backend': memory")
 
 
 @dataclass

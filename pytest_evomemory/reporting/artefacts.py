@@ -19,7 +19,7 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
 from typing import IO, Any
@@ -33,7 +33,7 @@ _VERSIONED_PACKAGES = (
 
 
 def utc_now() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="seconds")
+    return datetime.now(UTC).isoformat(timespec="seconds")
 
 
 def package_versions() -> dict[str, str | None]:

@@ -1,0 +1,85 @@
+"""The bad-input corpus: every malformed config or data file is refused before any
+model call, with a message naming the file and the problem, and no traceback."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+CORPUS = Path(__file__).parent / "corpus"
+
+#: corpus file -> what the error message must say (besides the file's name)
+EXPECTED = {
+    "missing_benchmark_key.yaml": "key 'benchmark': required key is missing",
+    "unknown_top_level_key.yaml": "key 'surprise': unknown key",
+    "limit_wrong_type.yaml": "key 'limit'",
+    "limit_negative.yaml": "key 'limit'",
+    "unknown_memory_strategy.yaml": "key 'memory_strategy'",
+    "unknown_agent_kind.yaml": "unknown agent kind 'gpt9000'",
+    "unknown_memory_backend.yaml": "unknown memory backend 'redis'",
+    "top_k_zero.yaml": "key 'top_k'",
+    "top_k_string.yaml": "key 'top_k'",
+    "threshold_above_one.yaml": "key 'thresholds.overall'",
+    "unknown_stream.yaml": "unknown stream(s) 'sample_trivia'",
+    "duplicate_stream.yaml": "a stream is listed twice",
+    "unknown_benchmark.yaml": "unknown benchmark 'evomemory_multi_turn'",
+    "tiny_without_model.yaml": "key 'model': required for kind 'tiny'",
+    "model_temperature_too_high.yaml": "key 'model.temperature'",
+    "model_unknown_key.yaml": "key 'model.modle': unknown key",
+    "yaml_alias_bomb.yaml": "YAML aliases are not allowed",
+    "invalid_yaml.yaml": "invalid YAML at line",
+    "list_instead_of_mapping.yaml": "expected a mapping",
+    "not_utf8.yaml": "not UTF-8",
+    "missing_referenced_file.yaml": "does not exist",
+    "path_traversal_reference.yaml": "must name a .yaml/.yml file",
+    "part_is_a_list.yaml": "list_agent.yaml: expected a mapping",
+    "unknown_match_mode.yaml": "unknown match mode 'fuzzy'",
+    "stream_file_missing.yaml": "absent.jsonl not found",
+    "stream_file_not_utf8.yaml": "not_utf8.jsonl, line 1: not UTF-8",
+    "stream_file_truncated.yaml": "truncated.jsonl, line 2: invalid JSON",
+    "stream_file_wrong_types.yaml": "'prompt' and 'target' must be strings",
+    "stream_file_unknown_key.yaml": "unknown key(s) ['answer']",
+    "stream_file_duplicate_id.yaml": "duplicate task id 't1'",
+    "stream_file_empty.yaml": "empty.jsonl holds no tasks",
+    "stream_file_not_an_object.yaml": "array.jsonl, line 1: expected a JSON object",
+    "stream_file_path_traversal.yaml": "must be a .jsonl file",
+    "stream_name_with_slash.yaml": "key 'files.0.name'",
+    "agent_factory_not_importable.yaml": "cannot import module 'no_such_package.agents'",
+    "memory_factory_not_callable.yaml": "has no callable '__doc__'",
+    "choices_not_strings.yaml": "'choices' must be a list of strings",
+    "output_dir_wrong_type.yaml": "key 'output_dir'",
+}
+
+
+def test_every_corpus_file_has_an_expectation() -> None:
+    assert sorted(p.name for p in CORPUS.glob("*.yaml")) == sorted(EXPECTED)
+    assert len(EXPECTED) >= 30
+
+
+def _assert_refused(pytester: pytest.Pytester, config: Path, expected: str) -> None:
+    result = pytester.runpytest(f"--evomemory-config={config}")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
+    error = result.stderr.str()
+    assert expected in error
+    assert config.name in error or config.parent.name in error or "data" in error
+    assert "Traceback" not in error and "Traceback" not in result.stdout.str()
+    assert "collected" not in result.stdout.str()  # refused before collection: no task, no model call
+    assert not (pytester.path / "evomemory-results").exists()
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_corpus_file_is_refused_before_any_task(pytester: pytest.Pytester, name: str) -> None:
+    _assert_refused(pytester, CORPUS / name, EXPECTED[name])
+
+
+def test_huge_config_is_refused_without_parsing(pytester: pytest.Pytester) -> None:
+    config = pytester.path / "huge.yaml"
+    config.write_text("benchmark: {benchmark: sample}\nagent: {}\nname: " + "x" * 2_000_000 + "\n", encoding="utf-8")
+    _assert_refused(pytester, config, "too large for a config file")
+
+
+def test_config_that_is_a_directory(pytester: pytest.Pytester) -> None:
+    folder = pytester.path / "folder.yaml"
+    folder.mkdir()
+    _assert_refused(pytester, folder, "not a regular file")
