@@ -1,4 +1,9 @@
-"""The Evo-Memory evaluator: score original task responses, never feedback turns."""
+"""The Evo-Memory evaluator: score original task responses, never feedback turns.
+
+Feedback turns carry the target itself, so scoring one would count the answer
+key as the agent's answer; refusing them here makes that impossible whatever the
+caller does, rather than relying on every caller to filter.
+"""
 
 from __future__ import annotations
 
@@ -20,6 +25,11 @@ class EvoMemoryEvaluator:
             raise ProtocolViolation(
                 f"{response.stream}/{response.task_id}: a {response.kind} response was "
                 "passed for scoring; only original task turns are scored"
+            )
+        if (response.stream, response.task_id) != (sample.stream, sample.task_id):
+            raise ProtocolViolation(
+                f"the response of {response.stream}/{response.task_id} was passed for scoring "
+                f"against task {sample.stream}/{sample.task_id}"
             )
         score = self.taskqa.score(sample, response.final_answer)
         return ScoredItem(sample.stream, sample.task_id, sample.position, score)

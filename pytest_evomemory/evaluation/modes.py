@@ -2,15 +2,19 @@
 
 Each mode is a function ``(answer, sample) -> Score`` registered under a name that
 stream definitions put in ``BenchmarkSample.match_mode``. The answer a mode sees is
-already a bounded ``str`` (see :mod:`pytest_evomemory.evaluation.taskqa`).
+already a bounded, cleaned ``str`` (see :mod:`pytest_evomemory.evaluation.taskqa`),
+so modes can concentrate on the dataset's own rules. The built-in modes live in
+their own modules (``choice``, ``aime``) and register themselves when the
+``evaluation`` package is imported; ``exact`` stays here because user-defined
+streams default to it.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Callable
 
-from ..text import normalize
 from ..types import BenchmarkSample, Score
 
 MatchMode = Callable[[str, BenchmarkSample], Score]
@@ -28,49 +32,78 @@ def register_match_mode(name: str) -> Callable[[MatchMode], MatchMode]:
     return decorate
 
 
-def _strip_answer(text: str) -> str:
-    return normalize(text).strip(" .!\"'`")
+# Zero-width and format characters survive NFKC and make two visually identical
+# answers compare unequal, so they are removed before comparing.
+_INVISIBLE = dict.fromkeys(
+    cp for cp in (0x00AD, 0x200B, 0x200C, 0x200D, 0x2060, 0xFEFF)
+)
+# C0/C1 controls other than tab/newline/carriage return carry no answer and break
+# terminals and JSON consumers; targets get the same cleaning as answers.
+UNPRINTABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_EDGE_PUNCTUATION = " \t\n.,;:!?\"'`*_\u201c\u201d\u2018\u2019\u00ab\u00bb"
+# The Evo-Memory single-turn prompt asks for "Rationale: ... Final Answer: ...";
+# agents that echo that format into final_answer still mean the part after it.
+_FINAL_ANSWER = re.compile("final\\s+answer\\s*[:\uff1a]", re.IGNORECASE)
+
+
+def normalize_answer(text: str) -> str:
+    """The comparison form shared by ``exact`` and option-text matching.
+
+    Casefolding, NFKC and whitespace collapsing make formatting differences that
+    no grader would count (case, full-width forms, line breaks, markdown emphasis,
+    a trailing period, quotes) irrelevant, while keeping every word and digit.
+    """
+    text = unicodedata.normalize("NFKC", UNPRINTABLE.sub("", text)).translate(_INVISIBLE)
+    text = " ".join(text.casefold().split())
+    previous = None
+    while previous != text:
+        previous = text
+        text = text.strip(_EDGE_PUNCTUATION)
+    return text
+
+
+def last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
+    """The last match of ``pattern``: final answers come at the end of a response."""
+    found: re.Match[str] | None = None
+    for found in pattern.finditer(text):  # noqa: B007
+        pass
+    return found
+
+
+def _after_final_answer(text: str) -> tuple[str, bool]:
+    last = last_match(_FINAL_ANSWER, text)
+    if last is None:
+        return text, False
+    rest = text[last.end() :].strip()
+    return (rest, True) if rest else (text, False)
 
 
 @register_match_mode("exact")
 def exact(answer: str, sample: BenchmarkSample) -> Score:
-    """Normalized string equality: casefolded, whitespace collapsed, edge punctuation off."""
-    extracted = _strip_answer(answer)
-    expected = _strip_answer(sample.target)
+    """Normalized string equality, for user-defined streams without a scorer of their own."""
+    candidate, labelled = _after_final_answer(answer)
+    extracted = normalize_answer(candidate)
+    expected = normalize_answer(sample.target)
+    details = {"normalized_target": expected, "final_answer_label": labelled}
+    if not expected:
+        return Score(
+            False, answer, extracted, sample.target, "exact",
+            "the target is empty after normalization; nothing can match it", details=details,
+        )
+    if not extracted:
+        return Score(
+            False, answer, None, sample.target, "exact",
+            "the answer is empty after normalization", details=details,
+        )
     correct = extracted == expected
+    where = "text after the last 'Final Answer:'" if labelled else "answer"
     reason = (
-        "normalized answer equals the normalized target"
+        f"normalized {where} equals the normalized target {expected!r}"
         if correct
-        else f"normalized answer {extracted!r} differs from normalized target {expected!r}"
+        else f"normalized {where} {_short(extracted)!r} differs from normalized target {_short(expected)!r}"
     )
-    return Score(correct, answer, extracted, sample.target, "exact", reason)
+    return Score(correct, answer, extracted, sample.target, "exact", reason, details=details)
 
 
-_LETTER_ONLY = re.compile(r"^\(?([A-Za-z])\)?[.:)]?$")
-_ANSWER_IS = re.compile(r"answer is \(?([A-Z])\)?", re.IGNORECASE)
-
-
-@register_match_mode("choice")
-def choice(answer: str, sample: BenchmarkSample) -> Score:
-    """A choice letter (A, B, ...), or the text of one of the rendered options."""
-    letters = [chr(ord("A") + index) for index in range(len(sample.choices))] or list(
-        "ABCDEFGHIJ"
-    )
-    text = answer.strip()
-    extracted: str | None = None
-    how = ""
-    match = _LETTER_ONLY.match(text) or _ANSWER_IS.search(text)
-    if match and match.group(1).upper() in letters:
-        extracted, how = match.group(1).upper(), "letter"
-    else:
-        wanted = _strip_answer(text)
-        for index, option in enumerate(sample.choices):
-            if _strip_answer(option) == wanted:
-                extracted, how = letters[index], "option text"
-                break
-    target = sample.target.strip().upper()
-    if extracted is None:
-        return Score(False, answer, None, sample.target, "choice", "no choice letter or option text found")
-    correct = extracted == target
-    reason = f"{how} {extracted} {'equals' if correct else 'differs from'} target {target}"
-    return Score(correct, answer, extracted, sample.target, "choice", reason)
+def _short(text: str, limit: int = 120) -> str:
+    return text if len(text) <= limit else text[: limit - 3] + "..."

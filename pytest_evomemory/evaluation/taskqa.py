@@ -1,19 +1,31 @@
 """TaskQAEvaluator: score a final answer with the stream's own match mode.
 
-It is the single place that turns whatever an agent returned (``None``, bytes-ish
-strings, a megabyte of text) into a bounded string before a mode sees it, so a bad
-answer always gets a defined score of 0 and a reason instead of crashing scoring.
+It is the single place that turns whatever an agent returned (``None``, bytes,
+control characters, lone surrogates, a megabyte of text) into a bounded, clean
+string before a mode sees it, so a bad answer always gets a defined score of 0
+and a reason instead of crashing scoring, and modes stay simple.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import re
+
 from ..errors import ConfigError
 from ..types import BenchmarkSample, Score
-from .modes import MATCH_MODES
+from .modes import MATCH_MODES, UNPRINTABLE
 
 #: Answers longer than this are scored on their last part: models put the final
 #: answer at the end, and regexes over megabytes would dominate run time.
 MAX_SCORED_CHARS = 20_000
+
+#: ``Score.raw_answer`` keeps answers up to this size whole; longer ones keep
+#: their head and tail, so one runaway answer cannot bloat every artefact.
+MAX_RECORDED_CHARS = 20_000
+_PREVIEW_EDGE = 2_000
+
+# Lone surrogates cannot be encoded as UTF-8, so no artefact could hold them.
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
 class TaskQAEvaluator:
@@ -26,39 +38,72 @@ class TaskQAEvaluator:
         mode_name = sample.match_mode or self.default_mode
         mode = MATCH_MODES.get(mode_name)
         if mode is None:
+            # A config error, not a bad answer: every task of the stream would score 0.
             raise ConfigError(
                 f"stream {sample.stream!r} uses unknown match mode {mode_name!r}; "
                 f"known modes: {', '.join(sorted(MATCH_MODES))}"
             )
+
+        def zero(reason: str, raw: str | None, **details: object) -> Score:
+            return Score(False, raw, None, sample.target, mode_name, reason, details=details)
+
         if answer is None:
-            return Score(False, None, None, sample.target, mode_name, "no answer was submitted")
+            return zero("no answer was submitted", None)
+        if isinstance(answer, int) and not isinstance(answer, bool):
+            answer = str(answer)  # final_answer(73) from a lenient tool schema
         if not isinstance(answer, str):
-            return Score(
-                False, repr(answer)[:200], None, sample.target, mode_name,
-                f"answer is a {type(answer).__name__}, not text",
+            return zero(
+                f"the answer is a {type(answer).__name__}, not text", _clean(repr(answer)[:200])
             )
-        text = answer.replace("\x00", "")
-        if not text.strip():
-            return Score(False, answer, None, sample.target, mode_name, "answer is empty")
-        truncated = len(text) > MAX_SCORED_CHARS
+        original_chars = len(answer)
+        truncated = original_chars > MAX_SCORED_CHARS
+        # Clean only what is scored or recorded: a megabyte is never scanned whole.
+        text, removed = _sanitize(answer[-MAX_SCORED_CHARS:] if truncated else answer)
+        raw = _preview(answer)
+        details: dict[str, object] = {}
+        if removed:
+            details["removed_characters"] = removed
         if truncated:
-            text = text[-MAX_SCORED_CHARS:]
+            details["answer_chars"] = original_chars
+        if not text.strip():
+            what = "empty" if not removed else "empty once control characters were removed"
+            if truncated:
+                what += f" in its last {MAX_SCORED_CHARS} characters"
+            return zero(f"the answer is {what}", raw, **details)
         try:
             score = mode(text, sample)
         except Exception as error:  # a mode bug must not lose the run
-            return Score(
-                False, _preview(answer), None, sample.target, mode_name,
-                f"match mode {mode_name!r} failed on this answer: {type(error).__name__}: {error}",
+            return zero(
+                f"match mode {mode_name!r} failed on this answer: {type(error).__name__}: "
+                f"{str(error)[:300]}",
+                raw, **details,
             )
+        reason = score.reason
         if truncated:
-            return Score(
-                score.correct, _preview(answer), score.extracted, score.target, score.match_mode,
-                f"{score.reason} (answer of {len(answer)} characters scored on its last "
-                f"{MAX_SCORED_CHARS})",
-                score.value, score.details,
+            reason += (
+                f" (answer of {original_chars} characters scored on its last {MAX_SCORED_CHARS})"
             )
-        return score
+        return dataclasses.replace(
+            score, raw_answer=raw, reason=reason, details={**details, **score.details}
+        )
+
+
+def _sanitize(answer: str) -> tuple[str, int]:
+    """The answer without characters no grader can read, and how many were removed."""
+    text = _SURROGATE.sub("\ufffd", answer)
+    cleaned = UNPRINTABLE.sub("", text)
+    return cleaned, len(text) - len(cleaned)
+
+
+def _clean(text: str) -> str:
+    return _sanitize(text)[0]
 
 
 def _preview(answer: str) -> str:
-    return answer if len(answer) <= 2000 else answer[:1000] + " [...] " + answer[-1000:]
+    if len(answer) <= MAX_RECORDED_CHARS:
+        return _clean(answer)
+    omitted = len(answer) - 2 * _PREVIEW_EDGE
+    return (
+        f"{_clean(answer[:_PREVIEW_EDGE])} [... {omitted} characters omitted ...] "
+        f"{_clean(answer[-_PREVIEW_EDGE:])}"
+    )
