@@ -16,7 +16,7 @@ from .errors import (
     ModelError,
     ProtocolViolation,
 )
-from .evaluation import EvoMemoryEvaluator, Evaluator, TaskQAEvaluator, register_match_mode
+from .evaluation import Evaluator, EvoMemoryEvaluator, TaskQAEvaluator, register_match_mode
 from .memory.base import MemorySystem
 from .memory.factory import MemoryContext
 from .memory.tools import memory_tools

@@ -72,13 +72,23 @@ def test_tiny_run_end_to_end(
         outputs.append(path.read_text(encoding="utf-8", errors="replace"))
     assert not any(SECRET in text for text in outputs)
 
-    # A re-run of the same config replays from the cache: no model call, same tokens.
+    # A re-run of the same config replays from the cache: no model call, same tokens,
+    # byte-identical scores and identical metrics other than times.
+    first_scores = (pytester.path / "results" / "scores.jsonl").read_bytes()
     before = len(server.requests)
     again = pytester.runpytest_subprocess(f"--evomemory-config={run}", "-p", "no:randomly", "-p", "no:cacheprovider")
     assert again.ret == 0
     assert len(server.requests) == before
     replayed = json.loads((pytester.path / "results" / "summary.json").read_text())["overall"]
     assert replayed["total_tokens"] == overall["total_tokens"]
+    assert (pytester.path / "results" / "scores.jsonl").read_bytes() == first_scores
+
+    def without_times(metrics: dict[str, object]) -> dict[str, object]:
+        per = dict(metrics["per_stimulus"])  # type: ignore[call-overload]
+        per.pop("seconds")
+        return {**{k: v for k, v in metrics.items() if k != "seconds"}, "per_stimulus": per}
+
+    assert without_times(replayed) == without_times(overall)
 
 
 def test_missing_key_variable_fails_clearly(
