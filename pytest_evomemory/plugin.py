@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 import pytest
 
@@ -429,6 +429,14 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
 # --------------------------------------------------------------------------- fixtures
 
 
+def _fail(message: str) -> NoReturn:
+    """Fail the test with one clear message: no traceback into our internals and no
+    "during handling of the above exception" chain."""
+    failure = pytest.fail.Exception(message, pytrace=False)
+    failure.__suppress_context__ = True
+    raise failure
+
+
 @pytest.fixture(scope="session")
 def evomemory_agent_factory() -> AgentFactoryFn | None:
     """Override in your conftest.py to benchmark your own agent.
@@ -475,14 +483,14 @@ def evomemory_stream(
             replay=get_session(request.config).memory_replay(name),
         )
     except EvoMemoryError as error:
-        pytest.fail(f"stream {name!r} could not start: {error}", pytrace=False)
+        _fail(f"stream {name!r} could not start: {error}")
     try:
         yield run
     finally:
         try:
             run.close()
         except EvoMemoryError as error:
-            pytest.fail(f"stream {name!r} teardown failed: {error}", pytrace=False)
+            _fail(f"stream {name!r} teardown failed: {error}")
 
 
 @pytest.fixture
@@ -516,7 +524,7 @@ class Episode:
             last = self._last_response
             response = last.to_dict() if last is not None and last.kind == "task" else None
             self.records.append(error_record(self.sample, str(error), response))
-            pytest.fail(f"{type(error).__name__}: {error}", pytrace=False)
+            _fail(f"{type(error).__name__}: {error}")
         finally:
             self.run.listeners.remove(self._listen)
         self.records.append(task_record(self.outcome.response.to_dict(), self.outcome.scored.to_dict()))
@@ -529,7 +537,7 @@ class Episode:
             if self.outcome is not None:
                 self.run.give_feedback(self.sample, self.outcome.response.final_answer)
         except EvoMemoryError as error:
-            pytest.fail(f"feedback turn failed: {type(error).__name__}: {error}", pytrace=False)
+            _fail(f"feedback turn failed: {type(error).__name__}: {error}")
         finally:
             self.run.listeners.remove(self._listen)
             self.run.reset_agent()
