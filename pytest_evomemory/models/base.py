@@ -35,8 +35,15 @@ class ChatCompletion:
     cached: bool = False
 
     def to_message(self) -> dict[str, Any]:
-        """The assistant message to append to the conversation."""
-        message: dict[str, Any] = {"role": "assistant", "content": self.content}
+        """The assistant message to append to the conversation.
+
+        ``content`` is left out of a tool-call message without text and is never
+        ``null``: the OpenAI API allows both shapes, but some compatible servers
+        (llama-cpp-python's among them) reject a null content.
+        """
+        message: dict[str, Any] = {"role": "assistant"}
+        if self.content is not None or not self.tool_calls:
+            message["content"] = self.content or ""
         if self.tool_calls:
             message["tool_calls"] = [
                 {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": call.arguments}}

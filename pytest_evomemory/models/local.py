@@ -223,13 +223,21 @@ def generate(
     """
     functions = [_function(tool) for tool in tools]
     grammar = None
+    prefix = ""
     if functions:
         from llama_cpp.llama_grammar import LlamaGrammar
 
-        grammar = LlamaGrammar.from_json_schema(json.dumps(_tool_call_schema(functions)), verbose=False)
+        if len(functions) == 1:
+            # With one tool the name is given, not generated: fewer tokens, and the
+            # model cannot spend its argument on repeating the tool's name.
+            prefix = f'{{"name": {json.dumps(functions[0]["name"])}, "arguments": '
+            schema: Mapping[str, Any] = functions[0].get("parameters") or {"type": "object"}
+        else:
+            schema = _tool_call_schema(functions)
+        grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
     prompt = fit_prompt(llama, messages, functions, max_tokens or _DEFAULT_REPLY_BUDGET)
     response = llama.create_completion(
-        prompt=prompt,
+        prompt=prompt + prefix,
         max_tokens=max_tokens,
         temperature=temperature,
         seed=seed,
@@ -237,7 +245,7 @@ def generate(
         grammar=grammar,
     )
     choice = response["choices"][0]
-    text = str(choice.get("text") or "").strip()
+    text = prefix + str(choice.get("text") or "").strip()
     finish_reason = choice.get("finish_reason")
     reported = response.get("usage") or {}
     usage = Usage(
@@ -300,18 +308,14 @@ def _block(role: str, content: str) -> str:
 
 def describe_tools(functions: Sequence[Mapping[str, Any]]) -> str:
     """The tool instructions appended to the system message."""
-    lines = ["", "", "You can call these tools:"]
+    lines = ["", "", "Tools:"]
     for function in functions:
         parameters = function.get("parameters") or {}
         properties = parameters.get("properties") or {}
-        arguments = ", ".join(f'"{key}": {value.get("type", "value")}' for key, value in properties.items())
-        lines.append(
-            f"- {function['name']}: {function.get('description', '').strip()} Arguments: {{{arguments}}}"
-        )
-    lines.append(
-        'Reply with exactly one tool call as a JSON object: {"name": "<tool name>", '
-        '"arguments": {...}}. Call final_answer with your answer when you are done.'
-    )
+        arguments = ", ".join(f"{key}: {value.get('type', 'value')}" for key, value in properties.items())
+        description = str(function.get("description", "")).strip()
+        lines.append(f"- {function['name']}({arguments}): {description}")
+    lines.append('Reply with one JSON object: {"name": "<tool>", "arguments": {<arguments>}}')
     return "\n".join(lines)
 
 

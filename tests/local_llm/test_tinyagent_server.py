@@ -1,0 +1,135 @@
+"""TinyAgent against a real OpenAI-compatible server (llama-cpp-python + SmolLM2).
+
+The agent goes through the normal ``provider: openai`` path, so these tests cover
+what mocks cannot: the request the client sends, the tool calls and usage a real
+server returns, and the whole plugin run around them. They check the protocol,
+never the 135M model's accuracy.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from pytest_evomemory.config import ModelConfig
+from pytest_evomemory.tools import FINAL_ANSWER_TOOL
+from pytest_evomemory.types import FEEDBACK_ACKNOWLEDGEMENT
+
+from .conftest import ModelServer
+
+pytestmark = [pytest.mark.local_llm, pytest.mark.slow]
+
+STREAM = "sample_facts"
+TASKS = 2
+MAX_STEPS = 4
+TURN_LIMIT = "turn limit"
+
+
+def model_section(server: ModelServer) -> dict[str, Any]:
+    return {
+        "provider": "openai",
+        "base_url": server.base_url,
+        "model": server.model,
+        "api_key_env": None,
+        "cache": False,
+        "temperature": 0,
+        "max_tokens": 48,
+        "timeout_s": 300,
+        "max_retries": 0,
+    }
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def test_the_server_answers_the_openai_client_with_a_tool_call_and_usage(model_server: ModelServer) -> None:
+    from pytest_evomemory.models.factory import build_chat_model
+
+    model = build_chat_model(ModelConfig(**model_section(model_server)))
+    completion = model.complete(
+        [{"role": "user", "content": "What is 2 + 2? Reply by calling final_answer."}],
+        [FINAL_ANSWER_TOOL.to_openai()],
+    )
+    assert [call.name for call in completion.tool_calls] == ["final_answer"]
+    assert isinstance(json.loads(completion.tool_calls[0].arguments), dict)
+    assert completion.usage.prompt_tokens > 0 and completion.usage.completion_tokens > 0
+
+
+@pytest.mark.parametrize("strategy", ["none", "deterministic_recall", "tool_use"])
+def test_tinyagent_runs_a_short_stream_through_the_server(
+    pytester: pytest.Pytester, model_server: ModelServer, strategy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("COLUMNS", "1000")  # failure reasons in the summary, untruncated
+    run_config = pytester.path / f"tiny_{strategy}.yaml"
+    run_config.write_text(
+        yaml.safe_dump({
+            "name": f"tiny_server_{strategy}",
+            "benchmark": {"benchmark": "sample", "streams": [STREAM], "limit": TASKS},
+            "agent": {
+                "kind": "tiny", "memory_strategy": strategy, "max_steps": MAX_STEPS,
+                "model": model_section(model_server),
+            },
+            "memory": {"backend": "inprocess", "top_k": 2},
+        }),
+        encoding="utf-8",
+    )  # fmt: skip
+    out = pytester.path / "out"
+    result = pytester.runpytest_subprocess(
+        f"--evomemory-config={run_config}", "-p", "no:randomly", f"--evomemory-output-dir={out}", "-rfE"
+    )
+    log = "\n".join(result.outlines[-60:]) + "\n--- server log ---\n" + model_server.log_tail()
+    assert result.ret in (0, 1), log  # 1: a task hit the turn limit, which is allowed
+    outcomes = result.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == TASKS, log
+    # A task (or, at teardown, its feedback turn) fails only for the reason the
+    # protocol allows a tiny model: it kept calling tools until the turn limit.
+    problems = [line for line in result.outlines if line.startswith(("FAILED ", "ERROR "))]
+    assert len(problems) == outcomes.get("failed", 0) + outcomes.get("errors", 0), log
+    assert all(TURN_LIMIT in line for line in problems), log
+
+    scores = read_jsonl(out / "scores.jsonl")
+    assert [s["task_id"] for s in scores] == ["f01", "f02"][:TASKS]
+    for score in scores:
+        assert score["raw_answer"] is not None or TURN_LIMIT in score["reason"], score
+
+    responses = read_jsonl(out / "responses.jsonl")
+    tasks = [r for r in responses if r["kind"] == "task"]
+    feedback = [r for r in responses if r["kind"] == "feedback"]
+    reasons = {s["task_id"]: s["reason"] for s in scores}
+    for response in tasks:
+        assert response["final_answer"] is not None or TURN_LIMIT in reasons[response["task_id"]], response
+    # Feedback follows only a completed task turn; it is acknowledged or flagged.
+    answered = [r["task_id"] for r in tasks if r["final_answer"] is not None]
+    assert [r["task_id"] for r in feedback] == answered, log
+    for response in feedback:
+        acknowledged = response["final_answer"] == FEEDBACK_ACKNOWLEDGEMENT
+        out_of_steps = response["final_answer"] is None and response["agent_turns"] == MAX_STEPS
+        assert acknowledged or response["protocol_violation"] or out_of_steps, response
+    for response in responses:
+        # Usage comes from the server's responses, one or more calls per turn.
+        assert response["usage"]["prompt_tokens"] > 0, response
+        assert response["usage"]["completion_tokens"] > 0, response
+        assert 1 <= response["agent_turns"] <= MAX_STEPS
+        names = {call["name"] for call in response["tool_calls"]}
+        if strategy == "tool_use":
+            assert names <= {"final_answer", "recall", "retain"}, names
+        else:
+            assert names == {"final_answer"}, names
+
+    if strategy == "none":
+        assert all(r["memory_recalls"] == 0 and r["memory_retains"] == 0 for r in responses)
+    elif strategy == "deterministic_recall":
+        # ExpRAG: one recall before every task, one retain in every feedback turn.
+        assert all(r["memory_recalls"] == 1 and r["memory_retains"] == 0 for r in tasks)
+        assert all(r["memory_retains"] == 1 and r["memory_recalls"] == 0 for r in feedback)
+
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    overall = summary["overall"]
+    assert overall["tasks"] == TASKS
+    assert overall["prompt_tokens"] > 0 and overall["completion_tokens"] > 0
+    assert overall["stimuli"] == len(responses)
