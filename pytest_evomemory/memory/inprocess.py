@@ -2,6 +2,11 @@
 
 It needs no file, server or model, so the main job runs anywhere; it lives only
 as long as its stream, which makes cross-stream leaks impossible by construction.
+
+Records are kept as flat numpy arrays (word id, count, owning record): IDF changes
+with every retain, so each recall re-weights every stored word, and doing that with
+two ``bincount`` calls instead of a Python loop over records is what keeps a
+12,000-task stream from taking hours.
 """
 
 from __future__ import annotations
@@ -10,8 +15,11 @@ import itertools
 import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
+
+import numpy as np
+import numpy.typing as npt
 
 from ..errors import MemoryBackendError
 from ..text import tokens
@@ -20,31 +28,69 @@ from ..types import MemoryHit
 from .tools import memory_tools
 
 
-@dataclass
+@dataclass(frozen=True)
 class _Record:
     record_id: str
     content: str
     metadata: Mapping[str, Any]
-    bag: Counter[str] = field(default_factory=Counter)
+
+
+class _GrowingArray:
+    """An append-only numpy array that doubles its capacity when full."""
+
+    def __init__(self, dtype: type[np.generic]) -> None:
+        self._data: npt.NDArray[Any] = np.zeros(1024, dtype=dtype)
+        self.size = 0
+
+    def extend(self, values: Sequence[float] | Sequence[int]) -> None:
+        needed = self.size + len(values)
+        if needed > len(self._data):
+            grown = np.zeros(max(needed, 2 * len(self._data)), dtype=self._data.dtype)
+            grown[: self.size] = self._data[: self.size]
+            self._data = grown
+        self._data[self.size : needed] = values
+        self.size = needed
+
+    @property
+    def values(self) -> npt.NDArray[Any]:
+        return self._data[: self.size]
 
 
 class InProcessMemory:
-    """TF-IDF weighted bag-of-words recall over records held in a list."""
+    """TF-IDF weighted bag-of-words cosine recall; ties go to the older record."""
 
     def __init__(self, default_top_k: int = 4) -> None:
         if default_top_k < 1:
             raise MemoryBackendError("memory top_k must be at least 1")
         self.default_top_k = default_top_k
-        self._records: list[_Record] = []
-        self._document_frequency: Counter[str] = Counter()
         self._ids = itertools.count(1)
         self._closed = False
+        self._clear()
+
+    def _clear(self) -> None:
+        self._records: list[_Record] = []
+        self._vocabulary: dict[str, int] = {}
+        self._document_frequency = _GrowingArray(np.float64)
+        self._word_ids = _GrowingArray(np.int64)
+        self._counts = _GrowingArray(np.float64)
+        self._owners = _GrowingArray(np.int64)
 
     def retain(self, content: str, metadata: Mapping[str, Any] | None = None) -> str:
         self._check_open()
         record = _Record(f"mem-{next(self._ids)}", content, dict(metadata or {}))
-        record.bag = Counter(tokens(content))
-        self._document_frequency.update(record.bag.keys())
+        index = len(self._records)
+        bag = Counter(tokens(content))
+        word_ids = []
+        for word in bag:
+            word_id = self._vocabulary.get(word)
+            if word_id is None:
+                word_id = self._vocabulary[word] = len(self._vocabulary)
+                self._document_frequency.extend([0.0])
+            self._document_frequency.values[word_id] += 1.0
+            word_ids.append(word_id)
+        self._word_ids.extend(word_ids)
+        self._counts.extend([float(count) for count in bag.values()])
+        self._owners.extend([index] * len(word_ids))
         self._records.append(record)
         return record.record_id
 
@@ -52,38 +98,45 @@ class InProcessMemory:
         self._check_open()
         limit = self.default_top_k if top_k is None else top_k
         query_bag = Counter(tokens(query))
-        if not query_bag or not self._records:
-            return []
         total = len(self._records)
-
-        def weight(word: str) -> float:
-            return math.log(1 + total / (1 + self._document_frequency[word])) + 1.0
-
-        query_vector = {word: count * weight(word) for word, count in query_bag.items()}
-        query_norm = math.sqrt(sum(v * v for v in query_vector.values()))
-        scored: list[tuple[float, int, _Record]] = []
-        for index, record in enumerate(self._records):
-            shared = query_vector.keys() & record.bag.keys()
-            if not shared:
-                continue
-            vector = {word: count * weight(word) for word, count in record.bag.items()}
-            norm = math.sqrt(sum(v * v for v in vector.values()))
-            dot = sum(query_vector[word] * vector[word] for word in shared)
-            scored.append((dot / (query_norm * norm), -index, record))
-        scored.sort(key=lambda item: (item[0], item[1]), reverse=True)
-        return [
-            MemoryHit(record.record_id, record.content, score, record.metadata)
-            for score, _, record in scored[:limit]
-        ]
+        if not query_bag or not total:
+            return []
+        frequency = self._document_frequency.values
+        weights = np.log(1.0 + total / (1.0 + frequency)) + 1.0
+        query_vector = np.zeros(len(weights))
+        query_norm_squared = 0.0
+        for word, count in query_bag.items():
+            word_id = self._vocabulary.get(word)
+            if word_id is None:  # unknown to memory: document frequency 0
+                value = count * (math.log(1.0 + total) + 1.0)
+            else:
+                value = count * float(weights[word_id])
+                query_vector[word_id] = value
+            query_norm_squared += value * value
+        if not query_vector.any():
+            return []
+        word_ids, owners = self._word_ids.values, self._owners.values
+        stored = self._counts.values * weights[word_ids]
+        norms = np.sqrt(np.bincount(owners, weights=stored * stored, minlength=total))
+        dots = np.bincount(owners, weights=stored * query_vector[word_ids], minlength=total)
+        candidates = np.flatnonzero(dots > 0)
+        if candidates.size == 0:
+            return []
+        scores = dots[candidates] / (math.sqrt(query_norm_squared) * norms[candidates])
+        order = np.lexsort((candidates, -scores))[:limit]
+        hits = []
+        for position in order:
+            record = self._records[int(candidates[position])]
+            hits.append(MemoryHit(record.record_id, record.content, float(scores[position]), record.metadata))
+        return hits
 
     def reset(self) -> None:
         self._check_open()
-        self._records.clear()
-        self._document_frequency.clear()
+        self._clear()
 
     def close(self) -> None:
         self._closed = True
-        self._records.clear()
+        self._clear()
 
     def tools(self) -> Sequence[Tool]:
         return memory_tools(self)

@@ -253,10 +253,18 @@ def test_memory_is_empty_at_each_stream_start_and_reset_at_stream_teardown(pytes
 
 
 def test_a_stream_that_cannot_start_counts_its_tasks_as_failed_episodes(pytester: pytest.Pytester, write_run_config: Writer) -> None:
-    config = write_run_config(agent={"kind": "no_such_module:create"})
+    pytester.makepyfile(down_memory="""
+        def create(config, context):
+            raise ConnectionError("connection refused by 127.0.0.1:1")
+    """)
+    pytester.syspathinsert()
+    config = write_run_config(memory={"backend": "down_memory:create"})
     result = pytester.runpytest(f"--evomemory-config={config}", "--evomemory-limit=2")
     result.assert_outcomes(errors=4)
-    result.stdout.fnmatch_lines(["*stream 'sample_facts' could not start*cannot import module 'no_such_module'*"])
+    result.stdout.fnmatch_lines([
+        "*stream 'sample_facts' could not start: memory backend 'down_memory:create' could not be opened "
+        "for stream 'sample_facts': ConnectionError: connection refused by 127.0.0.1:1*"
+    ])
     summary = summary_of(pytester.path / "evomemory-results" / "test_run")
     assert summary["overall"]["tasks"] == 4 and summary["overall"]["errors"] == 4
 
