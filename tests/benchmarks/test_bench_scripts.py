@@ -1,0 +1,67 @@
+"""Smoke tests: each benchmark script of ours runs at tiny sizes and prints its table.
+
+Timings are never asserted: on a shared CI machine they say nothing about the code.
+The scripts run as a user runs them (a subprocess with this interpreter), so a
+broken import path or argument is caught here rather than in the first real run.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+BENCHMARKS = REPO / "benchmarks"
+
+pytestmark = pytest.mark.slow
+
+
+def run_script(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ)
+    env.pop("PYTEST_ADDOPTS", None)
+    return subprocess.run(
+        [sys.executable, *args], cwd=REPO, env=env, capture_output=True, text=True, timeout=timeout
+    )
+
+
+def test_bench_harness_prints_its_table(tmp_path: Path) -> None:
+    result = run_script(
+        str(BENCHMARKS / "bench_harness.py"), "--tasks", "3", "--small", "1", "--repeat", "1",
+        "--skip", "peer", "--mmlu-tasks", "12", "--keep", str(tmp_path),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "per task ms" in out
+    assert "\npytest " in out and "\nrun_benchmark " in out
+    assert "peak RSS MiB" in out
+    assert "recall_baseline, inprocess memory" in out and "12 passed" in out
+
+
+def test_bench_parallel_prints_its_table(tmp_path: Path) -> None:
+    result = run_script(
+        str(BENCHMARKS / "bench_parallel.py"), "--streams", "2", "--tasks", "3", "--latency", "0.01",
+        "--workers", "2", "--keep", str(tmp_path),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "ratio (wall)" in out
+    row = next(line for line in out.splitlines() if line.startswith("-n 2"))
+    # calls counted by the run and requests served by the scripted server agree
+    # "-n 2", wall, session, model s, 3 ratios, then calls and served
+    columns = row.split()
+    assert columns[8] == columns[9] == "12"  # 2 streams x 3 tasks x (task + feedback)
+    assert "streams: stream0" in out
+
+
+def test_run_all_runs_the_selected_scripts(tmp_path: Path) -> None:
+    result = run_script(
+        str(BENCHMARKS / "run_all.py"), "--only", "harness",
+        "--args", f"harness=--tasks 2 --small 1 --repeat 1 --skip peer,footprint --keep {tmp_path}",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "all benchmark tables" in result.stdout
+    assert "bench_harness.py" in result.stdout and "per task ms" in result.stdout
