@@ -14,6 +14,7 @@ import re
 import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import numpy as np
 
@@ -171,3 +172,23 @@ class VectorIndex:
         # Stable order: best cosine first, older record first on ties.
         ordered = top[np.lexsort((ids[top], -scores[top]))]
         return [(int(ids[i]), float(scores[i])) for i in ordered if scores[i] > 1e-6]
+
+
+def hybrid_ranking(
+    lexical: Callable[[int], list[tuple[int, float]]],
+    index: VectorIndex | None,
+    vector: Any,
+    limit: int,
+) -> list[tuple[int, float]]:
+    """The ranked ``(record_id, score)`` list both SQL backends return.
+
+    ``lexical(depth)`` ranks by the backend's full-text search. Without an embedder
+    that is the answer; with one, the lexical and vector rankings (each ``depth``
+    deep) are fused by reciprocal rank, so neither kind of score needs calibrating.
+    """
+    if vector is None or index is None:
+        return lexical(limit)
+    depth = candidate_count(limit)
+    lexical_ids = [record_id for record_id, _ in lexical(depth)]
+    semantic_ids = [record_id for record_id, _ in index.search(vector, depth)]
+    return reciprocal_rank_fusion([lexical_ids, semantic_ids])[:limit]

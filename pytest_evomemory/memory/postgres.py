@@ -36,9 +36,8 @@ from ._ranking import (
     RARE_TERM_SHARE,
     TermStatistics,
     VectorIndex,
-    candidate_count,
+    hybrid_ranking,
     query_terms,
-    reciprocal_rank_fusion,
 )
 from .embedders import Embedder, build_embedder
 from .factory import MemoryContext
@@ -213,13 +212,9 @@ class PostgresMemory:
         try:
             with self._lock:
                 self._check_open()
-                if vector is None or self._index is None:
-                    ranked = self._lexical(terms, limit, limit)
-                else:
-                    depth = candidate_count(limit)
-                    lexical = [record_id for record_id, _ in self._lexical(terms, depth, limit)]
-                    semantic = [record_id for record_id, _ in self._index.search(vector, depth)]
-                    ranked = reciprocal_rank_fusion([lexical, semantic])[:limit]
+                ranked = hybrid_ranking(
+                    lambda depth: self._lexical(terms, depth, limit), self._index, vector, limit
+                )
                 if not ranked:
                     return []
                 found = {

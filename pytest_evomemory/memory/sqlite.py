@@ -21,7 +21,7 @@ from ..config import MemoryConfig
 from ..errors import MemoryBackendError
 from ..tools import Tool
 from ..types import MemoryHit
-from ._ranking import TermStatistics, VectorIndex, candidate_count, query_terms, reciprocal_rank_fusion
+from ._ranking import TermStatistics, VectorIndex, hybrid_ranking, query_terms
 from .embedders import Embedder, build_embedder
 from .factory import MemoryContext
 from .tools import memory_tools
@@ -160,13 +160,9 @@ class SqliteMemory:
         try:
             with self._lock:
                 self._check_open()
-                if vector is None or self._index is None:
-                    ranked = self._lexical(terms, limit, limit)
-                else:
-                    depth = candidate_count(limit)
-                    lexical = [record_id for record_id, _ in self._lexical(terms, depth, limit)]
-                    semantic = [record_id for record_id, _ in self._index.search(vector, depth)]
-                    ranked = reciprocal_rank_fusion([lexical, semantic])[:limit]
+                ranked = hybrid_ranking(
+                    lambda depth: self._lexical(terms, depth, limit), self._index, vector, limit
+                )
                 if not ranked:
                     return []
                 ids = [record_id for record_id, _ in ranked]
