@@ -19,8 +19,8 @@ from .agents.factory import build_agent
 from .benchmarks import Stream, load_benchmark
 from .config import AgentConfig, MemoryConfig, RunConfig
 from .episode import InstrumentedMemory, StreamRun, run_stream
-from .evaluation.evomemory import EvoMemoryEvaluator
 from .errors import ConfigError, DataError
+from .evaluation.evomemory import EvoMemoryEvaluator
 from .factories import load_factory
 from .memory.base import MemorySystem
 from .memory.factory import MemoryContext, build_memory

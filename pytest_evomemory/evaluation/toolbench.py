@@ -21,6 +21,7 @@ assignments or Gorilla's ``<<<api_call>>>:`` labels around the call.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..types import BenchmarkSample, Score
@@ -49,16 +50,15 @@ class ParsedCall:
     source: str = ""
 
 
-def _split_top_level(text: str) -> list[str]:
-    """Split an argument list at commas outside brackets and string literals."""
-    parts: list[str] = []
-    depth = 0
+def _outside_strings(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
+    """The characters of ``text`` from ``start`` that are not inside a string
+    literal, with their index: both scanners below only look at code, never at
+    the commas and brackets a quoted argument may contain."""
     quote: str | None = None
-    current: list[str] = []
     escaped = False
-    for char in text:
+    for index in range(start, len(text)):
+        char = text[index]
         if quote:
-            current.append(char)
             if escaped:
                 escaped = False
             elif char == "\\":
@@ -68,36 +68,31 @@ def _split_top_level(text: str) -> list[str]:
             continue
         if char in "'\"":
             quote = char
-        elif char in "([{":
+        yield index, char
+
+
+def _split_top_level(text: str) -> list[str]:
+    """Split an argument list at commas outside brackets and string literals."""
+    parts: list[str] = []
+    depth = 0
+    last = 0
+    for index, char in _outside_strings(text):
+        if char in "([{":
             depth += 1
         elif char in ")]}":
             depth -= 1
         elif char == "," and depth == 0:
-            parts.append("".join(current))
-            current = []
-            continue
-        current.append(char)
-    parts.append("".join(current))
+            parts.append(text[last:index])
+            last = index + 1
+    parts.append(text[last:])
     return [part.strip() for part in parts if part.strip()]
 
 
 def _matching_paren(text: str, open_at: int) -> int:
     """Index of the parenthesis closing the one at ``open_at`` (or -1 if unbalanced)."""
     depth = 0
-    quote: str | None = None
-    escaped = False
-    for index in range(open_at, len(text)):
-        char = text[index]
-        if quote:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == quote:
-                quote = None
-        elif char in "'\"":
-            quote = char
-        elif char == "(":
+    for index, char in _outside_strings(text, open_at):
+        if char == "(":
             depth += 1
         elif char == ")":
             depth -= 1
