@@ -19,7 +19,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import math
-import os
 import threading
 from collections import Counter
 from collections.abc import Sequence
@@ -86,8 +85,6 @@ class SentenceTransformerEmbedder:
     """A sentence-transformers model loaded from a local directory or the offline cache."""
 
     def __init__(self, model: str | None = None, device: str | None = None) -> None:
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         try:
             from sentence_transformers import SentenceTransformer
         except ImportError as error:

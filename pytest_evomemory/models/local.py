@@ -19,6 +19,8 @@ so every turn ends within a few steps. Without tools the reply is plain text.
 
 from __future__ import annotations
 
+import atexit
+import contextlib
 import importlib.util
 import itertools
 import json
@@ -119,6 +121,17 @@ class _LoadedModel:
 
 _MODELS: dict[tuple[Path, int], _LoadedModel] = {}
 _MODELS_LOCK = threading.Lock()
+
+
+@atexit.register
+def _close_models() -> None:
+    """Free the models while llama_cpp is still importable: left to the garbage
+    collector at interpreter exit, ``Llama.__del__`` prints a traceback per model."""
+    with _MODELS_LOCK:
+        for loaded in _MODELS.values():
+            with contextlib.suppress(Exception):
+                loaded.llama.close()
+        _MODELS.clear()
 
 
 def load_model(path: Path, n_ctx: int) -> _LoadedModel:
