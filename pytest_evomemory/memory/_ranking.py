@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import MemoryBackendError
 from ..text import STOPWORDS
 from .embedders import Vectors
 
@@ -192,3 +193,21 @@ def hybrid_ranking(
     lexical_ids = [record_id for record_id, _ in lexical(depth)]
     semantic_ids = [record_id for record_id, _ in index.search(vector, depth)]
     return reciprocal_rank_fusion([lexical_ids, semantic_ids])[:limit]
+
+
+def prepare_recall(
+    query: str, top_k: int | None, default_top_k: int, embedder: Any
+) -> tuple[int, list[str], Any] | None:
+    """What both SQL backends check before a recall: ``(limit, terms, vector)``.
+
+    ``None`` means there is no word to search for, so the recall returns nothing
+    (not even a dense embedder is asked to guess).
+    """
+    limit = default_top_k if top_k is None else top_k
+    if limit < 1:
+        raise MemoryBackendError(f"recall: top_k must be at least 1, got {limit}")
+    terms = query_terms(query)
+    if not terms:
+        return None
+    vector = embedder.embed([query])[0] if embedder else None
+    return limit, terms, vector

@@ -21,7 +21,7 @@ from ..config import MemoryConfig
 from ..errors import MemoryBackendError
 from ..tools import Tool
 from ..types import MemoryHit
-from ._ranking import TermStatistics, VectorIndex, hybrid_ranking, query_terms
+from ._ranking import TermStatistics, VectorIndex, hybrid_ranking, prepare_recall
 from .embedders import Embedder, build_embedder
 from .factory import MemoryContext
 from .tools import memory_tools
@@ -150,13 +150,10 @@ class SqliteMemory:
 
     def recall(self, query: str, top_k: int | None = None) -> list[MemoryHit]:
         self._check_open()
-        limit = self.default_top_k if top_k is None else top_k
-        if limit < 1:
-            raise MemoryBackendError(f"recall: top_k must be at least 1, got {limit}")
-        terms = query_terms(query)
-        if not terms:
-            return []  # no word to search for: not even a dense embedder guesses
-        vector = self.embedder.embed([query])[0] if self.embedder else None
+        request = prepare_recall(query, top_k, self.default_top_k, self.embedder)
+        if request is None:
+            return []
+        limit, terms, vector = request
         try:
             with self._lock:
                 self._check_open()
