@@ -25,7 +25,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_evomemory.config import MemoryConfig
+from pytest_evomemory.config import MemoryConfig, PostgresOptions
 from pytest_evomemory.errors import MemoryBackendError
 from pytest_evomemory.memory import MemorySystem, build_memory
 from pytest_evomemory.memory.factory import MemoryContext
@@ -70,23 +70,13 @@ class SentenceGenerator:
         return self.sentence(12)
 
 
-def postgres_settings() -> dict[str, Any]:
-    return {
-        "host": os.environ.get("PGHOST", "127.0.0.1"),
-        "port": int(os.environ.get("PGPORT", "5432")),
-        "user": os.environ.get("PGUSER", "postgres"),
-        "dbname": os.environ.get("PGDATABASE", "postgres"),
-        "password_env": "PGPASSWORD",
-    }
-
-
 def open_backend(backend_id: str, run_dir: Path, top_k: int) -> MemorySystem:
     backend, _, embedder = backend_id.partition("+")
     document: dict[str, Any] = {"backend": backend, "top_k": top_k}
     if embedder:
         document["embedder"] = embedder
     if backend == "postgres":
-        document["postgres"] = postgres_settings()
+        document["postgres"] = PostgresOptions.from_environment().model_dump()
     config = MemoryConfig.model_validate(document)
     return build_memory(config, MemoryContext("bench", run_dir, f"bench_{os.getpid()}"))
 

@@ -9,6 +9,7 @@ pytest can refuse the run before a single test executes.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -158,6 +159,19 @@ class PostgresOptions(_Strict):
     password_env: str | None = "PGPASSWORD"
     table_prefix: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]{0,30}$")] = "evomemory"
     connect_timeout_s: Annotated[float, Field(gt=0)] = 5.0
+
+    @classmethod
+    def from_environment(cls) -> PostgresOptions:
+        """Settings from libpq's own variables (PGHOST, PGPORT, PGUSER, PGDATABASE),
+        so that tests and benchmarks reach whatever server ``.ci/start-postgres.sh``
+        (or the user's shell) points at; the password stays in PGPASSWORD."""
+        defaults = cls()
+        return cls(
+            host=os.environ.get("PGHOST", defaults.host),
+            port=int(os.environ.get("PGPORT", defaults.port)),
+            user=os.environ.get("PGUSER", defaults.user),
+            dbname=os.environ.get("PGDATABASE", defaults.dbname),
+        )
 
 
 class MemoryConfig(_Strict):

@@ -22,7 +22,7 @@ import pytest
 # sys.modules afterwards, and numpy's C extension cannot be imported twice.
 import pytest_evomemory.memory.postgres
 import pytest_evomemory.memory.sqlite  # noqa: F401
-from pytest_evomemory.config import MemoryConfig
+from pytest_evomemory.config import MemoryConfig, PostgresOptions
 from pytest_evomemory.memory import MemorySystem, build_memory
 from pytest_evomemory.memory.factory import MemoryContext
 
@@ -54,14 +54,7 @@ NO_EMBEDDINGS_REASON = (
 
 
 def postgres_env() -> dict[str, Any]:
-    return {
-        "host": os.environ.get("PGHOST", "127.0.0.1"),
-        "port": int(os.environ.get("PGPORT", "5432")),
-        "user": os.environ.get("PGUSER", "postgres"),
-        "dbname": os.environ.get("PGDATABASE", "postgres"),
-        "password_env": "PGPASSWORD",
-        "connect_timeout_s": 5,
-    }
+    return PostgresOptions.from_environment().model_dump()
 
 
 @pytest.fixture(scope="session")
