@@ -29,14 +29,13 @@ from .run import (
     AgentFactoryFn,
     BenchmarkRun,
     MemoryFactoryFn,
+    RecordedEpisode,
     ResultCollector,
     default_run_dir,
     error_record,
     evaluate_thresholds,
-    feedback_record,
-    task_record,
 )
-from .types import AgentResponse, BenchmarkSample
+from .types import BenchmarkSample
 
 PLUGIN_NAME = "evomemory-session"
 _SESSION_KEY = pytest.StashKey["EvoMemorySession"]()
@@ -500,47 +499,20 @@ def evomemory_sample(request: pytest.FixtureRequest) -> BenchmarkSample:
     return sample
 
 
-class Episode:
-    """One task's episode as a test sees it: run the task now, feedback and reset later."""
-
-    def __init__(self, run: StreamRun, sample: BenchmarkSample, records: list[dict[str, Any]]) -> None:
-        self.run = run
-        self.sample = sample
-        self.records = records
-        self.outcome: TaskOutcome | None = None
-        self._last_response: AgentResponse | None = None
-
-    def _listen(self, response: AgentResponse) -> None:
-        self._last_response = response
-        if response.kind == "feedback":
-            self.records.append(feedback_record(response.to_dict()))
+class Episode(RecordedEpisode):
+    """The episode as a test sees it: a failure is one clear test failure."""
 
     def run_task(self) -> TaskOutcome:
-        """Deliver the task and score it; failures become clear test failures."""
-        self.run.listeners.append(self._listen)
         try:
-            self.outcome = self.run.run_task(self.sample)
+            return super().run_task()
         except EvoMemoryError as error:
-            last = self._last_response
-            response = last.to_dict() if last is not None and last.kind == "task" else None
-            self.records.append(error_record(self.sample, str(error), response))
             _fail(f"{type(error).__name__}: {error}")
-        finally:
-            self.run.listeners.remove(self._listen)
-        self.records.append(task_record(self.outcome.response.to_dict(), self.outcome.scored.to_dict()))
-        return self.outcome
 
     def finish(self) -> None:
-        """Feedback (after a completed task turn), then reset — always the reset."""
-        self.run.listeners.append(self._listen)
         try:
-            if self.outcome is not None:
-                self.run.give_feedback(self.sample, self.outcome.response.final_answer)
+            super().finish()
         except EvoMemoryError as error:
             _fail(f"feedback turn failed: {type(error).__name__}: {error}")
-        finally:
-            self.run.listeners.remove(self._listen)
-            self.run.reset_agent()
 
 
 @pytest.fixture

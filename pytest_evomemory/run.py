@@ -7,6 +7,7 @@ performance benchmarks and the resume logic use.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -18,15 +19,15 @@ from .agents.base import Agent
 from .agents.factory import build_agent
 from .benchmarks import Stream, load_benchmark
 from .config import AgentConfig, MemoryConfig, RunConfig
-from .episode import InstrumentedMemory, StreamRun, run_stream
-from .errors import ConfigError, DataError
+from .episode import InstrumentedMemory, StreamRun, TaskOutcome, run_stream
+from .errors import ConfigError, DataError, EvoMemoryError
 from .evaluation.evomemory import EvoMemoryEvaluator
 from .factories import load_factory
 from .memory.base import MemorySystem
 from .memory.factory import MemoryContext, build_memory
 from .reporting.artefacts import RunArtefacts, package_versions, utc_now
 from .reporting.summary import StreamMetrics, ThresholdResult, check_thresholds, summarize
-from .types import BenchmarkSample
+from .types import AgentResponse, BenchmarkSample
 
 AgentFactoryFn = Callable[[AgentConfig, MemorySystem | None], Agent]
 MemoryFactoryFn = Callable[[MemoryConfig, MemoryContext], MemorySystem]
@@ -230,6 +231,51 @@ def evaluate_thresholds(
     return check_thresholds(metrics, overall, {**thresholds.streams, **(stream_overrides or {})})
 
 
+class RecordedEpisode:
+    """One task's episode, with every outcome turned into a transport record.
+
+    ``run_task`` delivers and scores the task; ``finish`` gives the feedback (after a
+    completed task turn) and then always resets the agent. Failures are recorded
+    (an error record, or the feedback response's protocol violation) and then
+    re-raised, so the pytest plugin and :func:`run_benchmark` share one recording.
+    """
+
+    def __init__(self, run: StreamRun, sample: BenchmarkSample, records: list[dict[str, Any]]) -> None:
+        self.run = run
+        self.sample = sample
+        self.records = records
+        self.outcome: TaskOutcome | None = None
+        self._last_response: AgentResponse | None = None
+
+    def _listen(self, response: AgentResponse) -> None:
+        self._last_response = response
+        if response.kind == "feedback":
+            self.records.append(feedback_record(response.to_dict()))
+
+    def run_task(self) -> TaskOutcome:
+        self.run.listeners.append(self._listen)
+        try:
+            self.outcome = self.run.run_task(self.sample)
+        except EvoMemoryError as error:
+            last = self._last_response
+            response = last.to_dict() if last is not None and last.kind == "task" else None
+            self.records.append(error_record(self.sample, str(error), response))
+            raise
+        finally:
+            self.run.listeners.remove(self._listen)
+        self.records.append(task_record(self.outcome.response.to_dict(), self.outcome.scored.to_dict()))
+        return self.outcome
+
+    def finish(self) -> None:
+        self.run.listeners.append(self._listen)
+        try:
+            if self.outcome is not None:
+                self.run.give_feedback(self.sample, self.outcome.response.final_answer)
+        finally:
+            self.run.listeners.remove(self._listen)
+            self.run.reset_agent()
+
+
 def run_benchmark(
     config: RunConfig,
     run_dir: Path,
@@ -242,8 +288,6 @@ def run_benchmark(
 
     Episodes that fail are recorded as errors and the stream goes on, as under pytest.
     """
-    from .errors import EpisodeError
-
     started = utc_now()
     benchmark = BenchmarkRun(config, run_dir)
     artefacts = RunArtefacts(run_dir) if write_artefacts else None
@@ -253,22 +297,16 @@ def run_benchmark(
     wall = time.perf_counter()
     for stream in benchmark.streams:
         run = benchmark.open_stream(stream.name, agent_factory=agent_factory, memory_factory=memory_factory)
-        run.listeners.append(lambda response: collector.add_record(feedback_record(response.to_dict())) if response.kind == "feedback" else None)
         try:
             for sample in stream.samples:
-                try:
-                    outcome = run.run_task(sample)
-                except EpisodeError as error:
-                    collector.add_record(error_record(sample, str(error)))
-                    run.reset_agent()
-                    continue
-                collector.add_record(task_record(outcome.response.to_dict(), outcome.scored.to_dict()))
-                try:
-                    run.give_feedback(sample, outcome.response.final_answer)
-                except EpisodeError:
-                    pass  # recorded in the feedback response's protocol_violation
-                finally:
-                    run.reset_agent()
+                records: list[dict[str, Any]] = []
+                episode = RecordedEpisode(run, sample, records)
+                with contextlib.suppress(EvoMemoryError):  # recorded by the episode
+                    episode.run_task()
+                with contextlib.suppress(EvoMemoryError):
+                    episode.finish()
+                for record in records:
+                    collector.add_record(record)
         finally:
             run.close()
     thresholds = evaluate_thresholds(config, collector.metrics())
@@ -277,6 +315,7 @@ def run_benchmark(
 
 __all__ = [
     "BenchmarkRun",
+    "RecordedEpisode",
     "ResultCollector",
     "default_run_dir",
     "error_record",

@@ -322,3 +322,20 @@ def test_scores_for_a_custom_agent_use_the_agent_config(tmp_path: Path) -> None:
     # "teal" is right for the three post-box tasks of sample_facts
     assert summary["streams"]["sample_facts"]["correct"] == 3
     assert isinstance(Score(True, "a", "a", "a", "exact", "r").value, float)
+
+
+def test_run_benchmark_records_failed_episodes_like_the_plugin_and_goes_on(tmp_path: Path) -> None:
+    config = load_run_config(SAMPLE_MEMORY_RUN).with_overrides(limit=3, streams=["sample_facts"])
+
+    class FailsOnSecondTask(ScriptedAgent):
+        def respond(self, stimulus: Stimulus, turn: Turn) -> None:
+            if stimulus.kind == "task" and stimulus.task_id == "f02":
+                raise ConnectionError("model server unreachable")
+            super().respond(stimulus, turn)
+
+    summary = run_benchmark(config, tmp_path / "out", agent_factory=lambda c, m: FailsOnSecondTask([], answer="teal"))
+    facts = summary["streams"]["sample_facts"]
+    assert (facts["tasks"], facts["correct"], facts["errors"]) == (3, 1, 1)
+    assert facts["feedback_turns"] == 2  # no feedback after the failed task turn
+    assert summary["failed_episodes"][0]["task_id"] == "f02"
+    assert "ConnectionError: model server unreachable" in summary["failed_episodes"][0]["reason"]
