@@ -119,11 +119,14 @@ def _check_factory_references(config: RunConfig) -> None:
 
 @dataclass
 class ResultCollector:
-    """Gathers task outcomes and responses (from any process) into the artefacts."""
+    """Gathers scored items and responses (from any process) into the artefacts.
+
+    A failed episode is a scored item too (wrong, with ``error`` set), so the
+    scores alone say every task's outcome.
+    """
 
     stream_order: list[str]
     artefacts: RunArtefacts | None = None
-    outcomes: list[dict[str, Any]] = field(default_factory=list)
     responses: list[dict[str, Any]] = field(default_factory=list)
     scores: list[dict[str, Any]] = field(default_factory=list)
 
@@ -135,39 +138,23 @@ class ResultCollector:
             if self.artefacts:
                 self.artefacts.add_response(record["response"])
         if "scored" in record:
-            scored = record["scored"]
-            self.scores.append(scored)
-            self.outcomes.append(
-                {
-                    "stream": scored["stream"],
-                    "task_id": scored["task_id"],
-                    "position": scored["position"],
-                    "correct": scored["correct"],
-                    "error": scored.get("error"),
-                }
-            )
+            self.scores.append(record["scored"])
             if self.artefacts:
-                self.artefacts.add_score(scored)
+                self.artefacts.add_score(record["scored"])
 
     def preload(self, responses: Sequence[Mapping[str, Any]], scores: Sequence[Mapping[str, Any]]) -> None:
         """Resume: count the completed episodes' records without writing them again."""
-        artefacts, self.artefacts = self.artefacts, None
-        try:
-            for response in responses:
-                self.add_record({"type": "response", "response": response})
-            for scored in scores:
-                self.add_record({"type": "task", "scored": scored})
-        finally:
-            self.artefacts = artefacts
+        self.responses += [dict(response) for response in responses]
+        self.scores += [dict(scored) for scored in scores]
 
     def metrics(self) -> dict[str, StreamMetrics]:
-        return summarize(self.stream_order, self.outcomes, self.responses)
+        return summarize(self.stream_order, self.scores, self.responses)
 
     def finish(
         self, thresholds: list[ThresholdResult], started: str, extra: Mapping[str, Any] | None = None
     ) -> dict[str, Any]:
         metrics = self.metrics()
-        errors = [o for o in self.outcomes if o.get("error")]
+        errors = [scored for scored in self.scores if scored.get("error")]
         summary = {
             "started": started,
             "finished": utc_now(),

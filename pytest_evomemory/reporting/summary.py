@@ -88,7 +88,7 @@ def summarize(
 ) -> dict[str, StreamMetrics]:
     """Metrics keyed by stream name (in stream order), plus ``"overall"``.
 
-    ``outcomes`` are task results: ``{"stream", "task_id", "position", "correct"}``
+    ``outcomes`` are scored items (``{"stream", "position", "correct", ...}``)
     with ``"error"`` set for failed episodes. ``responses`` are AgentResponse dicts.
     """
     metrics = {name: StreamMetrics(name) for name in stream_order}
