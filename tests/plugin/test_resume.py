@@ -17,6 +17,11 @@ from pytest_evomemory.agents.baseline import RecallBaselineAgent
 
 CALLS = []
 
+# A process started in the background by a non-interactive shell inherits SIGINT
+# as ignored, and Python then never turns it into KeyboardInterrupt. Restore what
+# an interactive user's Ctrl-C meets.
+signal.signal(signal.SIGINT, signal.default_int_handler)
+
 class Killable(RecallBaselineAgent):
     def respond(self, stimulus, turn):
         CALLS.append((stimulus.kind, stimulus.task_id))
