@@ -116,10 +116,17 @@ def _first_user_message(body: dict[str, Any]) -> str:
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    """The user's environment without pytest options that would change the run."""
+    """The user's environment without settings that would change the run.
+
+    ``PYTHONDONTWRITEBYTECODE`` goes too: it is set on some build machines (this
+    project's among them), and with it every process recompiles the package and
+    pytest re-rewrites the asserts of every plugin module at each start (about
+    0.2 s of CPU per process, so per xdist worker), where a user's Python writes
+    and reuses bytecode caches.
+    """
     env = dict(os.environ, HF_HUB_OFFLINE="1", **extra)
-    env.pop("PYTEST_ADDOPTS", None)
-    env.pop("PYTEST_XDIST_AUTO_NUM_WORKERS", None)
+    for name in ("PYTEST_ADDOPTS", "PYTEST_XDIST_AUTO_NUM_WORKERS", "PYTHONDONTWRITEBYTECODE"):
+        env.pop(name, None)
     return env
 
 
@@ -213,9 +220,16 @@ def tiny_agent_yaml(base_url: str, strategy: str = "deterministic_recall") -> st
 
 
 def pytest_command(run: Path, *extra: str) -> list[str]:
+    """The user's command line, with pytest's temporary directory beside the run.
+
+    Without ``--basetemp`` pytest deletes the oldest of the machine's earlier
+    ``/tmp/pytest-of-<user>`` directories at session end; after a test-suite run
+    that took 0.2 s on the critical path, a cost of the machine's history rather
+    than of the harness.
+    """
     return [
         sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
-        f"--evomemory-config={run}", *extra,
+        f"--basetemp={run.parent / 'pytest-tmp'}", f"--evomemory-config={run}", *extra,
     ]
 
 

@@ -2,40 +2,91 @@
 
 The core (streams, episodes, agents, memory, evaluation, reporting) is usable
 without pytest; :mod:`pytest_evomemory.plugin` adapts it to pytest.
+
+The names below are imported on first use. pytest imports the plugin, and with it
+this package, in every run of every project that has it installed, and in each
+xdist worker; loading pydantic, numpy and the agents there before they are needed
+would slow down test runs that never touch the benchmark.
 """
 
-from .agents.base import Agent, AgentFactory, Turn
-from .config import AgentConfig, BenchmarkConfig, MemoryConfig, RunConfig, load_run_config
-from .episode import StreamRun, run_stream
-from .errors import (
-    ConfigError,
-    DataError,
-    EpisodeError,
-    EvoMemoryError,
-    MemoryBackendError,
-    ModelError,
-    ProtocolViolation,
-)
-from .evaluation import Evaluator, EvoMemoryEvaluator, TaskQAEvaluator, register_match_mode
-from .memory.base import MemorySystem
-from .memory.factory import MemoryContext
-from .memory.tools import memory_tools
-from .run import BenchmarkRun, run_benchmark
-from .tools import Tool
-from .types import (
-    FEEDBACK_ACKNOWLEDGEMENT,
-    AgentResponse,
-    BenchmarkSample,
-    MemoryHit,
-    Score,
-    ScoredItem,
-    ToolCall,
-    ToolSpec,
-    Usage,
-    UserStimulus,
-)
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .agents.base import Agent, AgentFactory, Turn
+    from .config import AgentConfig, BenchmarkConfig, MemoryConfig, RunConfig, load_run_config
+    from .episode import StreamRun, run_stream
+    from .errors import (
+        ConfigError,
+        DataError,
+        EpisodeError,
+        EvoMemoryError,
+        MemoryBackendError,
+        ModelError,
+        ProtocolViolation,
+    )
+    from .evaluation import Evaluator, EvoMemoryEvaluator, TaskQAEvaluator, register_match_mode
+    from .memory.base import MemorySystem
+    from .memory.factory import MemoryContext
+    from .memory.tools import memory_tools
+    from .run import BenchmarkRun, run_benchmark
+    from .tools import Tool
+    from .types import (
+        FEEDBACK_ACKNOWLEDGEMENT,
+        AgentResponse,
+        BenchmarkSample,
+        MemoryHit,
+        Score,
+        ScoredItem,
+        ToolCall,
+        ToolSpec,
+        Usage,
+        UserStimulus,
+    )
 
 __version__ = "0.1.0"
+
+_EXPORTS: dict[str, str] = {
+    "Agent": ".agents.base",
+    "AgentConfig": ".config",
+    "AgentFactory": ".agents.base",
+    "AgentResponse": ".types",
+    "BenchmarkConfig": ".config",
+    "BenchmarkRun": ".run",
+    "BenchmarkSample": ".types",
+    "ConfigError": ".errors",
+    "DataError": ".errors",
+    "EpisodeError": ".errors",
+    "Evaluator": ".evaluation",
+    "EvoMemoryError": ".errors",
+    "EvoMemoryEvaluator": ".evaluation",
+    "FEEDBACK_ACKNOWLEDGEMENT": ".types",
+    "MemoryBackendError": ".errors",
+    "MemoryConfig": ".config",
+    "MemoryContext": ".memory.factory",
+    "MemoryHit": ".types",
+    "MemorySystem": ".memory.base",
+    "ModelError": ".errors",
+    "ProtocolViolation": ".errors",
+    "RunConfig": ".config",
+    "Score": ".types",
+    "ScoredItem": ".types",
+    "StreamRun": ".episode",
+    "TaskQAEvaluator": ".evaluation",
+    "Tool": ".tools",
+    "ToolCall": ".types",
+    "ToolSpec": ".types",
+    "Turn": ".agents.base",
+    "Usage": ".types",
+    "UserStimulus": ".types",
+    "load_run_config": ".config",
+    "memory_tools": ".memory.tools",
+    "register_match_mode": ".evaluation",
+    "run_benchmark": ".run",
+    "run_stream": ".episode",
+}
 
 __all__ = [
     "FEEDBACK_ACKNOWLEDGEMENT",
@@ -76,3 +127,16 @@ __all__ = [
     "run_benchmark",
     "run_stream",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module, __name__), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_EXPORTS])

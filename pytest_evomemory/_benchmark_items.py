@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from .plugin import Episode
+    from ._session import Episode
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

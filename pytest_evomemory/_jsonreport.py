@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .plugin import EvoMemorySession
+    from ._session import EvoMemorySession
 
 
 class JsonReportHooks:

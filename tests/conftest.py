@@ -7,8 +7,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpcore2  # noqa: F401  (see below)
+import numpy  # noqa: F401
 import pytest
 import yaml
+
+import pytest_evomemory.memory.inprocess
+import pytest_evomemory.models.openai_compat  # noqa: F401
+
+# pytester's in-process runs drop every module first imported during the run from
+# sys.modules afterwards. The package imports numpy, the HTTP client and its
+# transport (httpcore2) only when a stream first needs them, so without the
+# imports above the next in-process run would import them again: numpy's C
+# extension refuses that ("cannot load module more than once per process"), and a
+# second copy of httpcore2 raises exceptions the first httpx2 cannot map. Importing
+# them here puts them in the snapshot pytester restores (docs/configuration.md).
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"

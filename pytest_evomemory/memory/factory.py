@@ -14,7 +14,6 @@ from ..config import MemoryConfig
 from ..errors import EvoMemoryError, MemoryBackendError
 from ..factories import load_factory
 from .base import MemorySystem
-from .inprocess import InProcessMemory
 
 
 @dataclass(frozen=True)
@@ -30,6 +29,8 @@ MemoryFactory = Callable[[MemoryConfig, MemoryContext], MemorySystem]
 
 
 def _inprocess(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
+    from .inprocess import InProcessMemory  # numpy: imported by the processes that use it
+
     return InProcessMemory(default_top_k=config.top_k)
 
 

@@ -2,7 +2,7 @@
 
 ``ChatModel.complete`` takes OpenAI-style chat messages and tool schemas and returns
 one assistant message. Providers: :mod:`.openai_compat` (any OpenAI-compatible
-HTTP endpoint, through the official ``openai`` client) and :mod:`.local` (a GGUF
+HTTP endpoint, over ``httpx2``) and :mod:`.local` (a GGUF
 model in-process through llama-cpp-python).
 """
 

@@ -1,6 +1,6 @@
 """Build the ChatModel an agent config asks for, with the response cache around it.
 
-Providers are imported lazily so that ``openai`` users never import
+Providers are imported lazily so that HTTP-endpoint users never import
 llama-cpp-python and vice versa. ``models/local.py`` must provide
 ``LocalChatModel(config: ModelConfig)`` implementing :class:`~.base.ChatModel`.
 """

@@ -1,22 +1,29 @@
-"""A ChatModel over any OpenAI-compatible endpoint, through the official client.
+"""A ChatModel over any OpenAI-compatible endpoint: one ``POST /chat/completions``.
 
-The client's own retries are switched off so that every attempt is ours to count,
-back off and report: a benchmark must say how often the endpoint failed, and a
-``ModelError`` must name the endpoint, the last status and the number of attempts
-(never the API key, which is read from the environment and kept only in the client).
+The request goes through ``httpx2`` (the HTTP client the ``openai`` SDK itself is
+built on) rather than through the SDK: we already did our own retries, backoff and
+error reporting, and sent the body as plain JSON, so the SDK's remaining work was
+one POST, while importing it cost about 0.35 s of CPU in every process, paid by
+every pytest-xdist worker before its first task (docs/performance.md). Every
+attempt is ours to count, back off and report: a benchmark must say how often the
+endpoint failed, and a ``ModelError`` names the endpoint, the last status and the
+number of attempts (never the API key, which is read from the environment and
+only ever sent in the ``Authorization`` header).
 """
 
 from __future__ import annotations
 
+import atexit
+import json
 import os
 import random
+import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-import openai
-from openai.types.chat import ChatCompletion as OpenAIChatCompletion
+import httpx2
 
 from ..config import ModelConfig
 from ..errors import ConfigError, ModelError
@@ -25,12 +32,16 @@ from .base import ChatCompletion, ModelToolCall
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
-#: Sent when ``api_key_env`` is null: local servers ignore it, and the client
-#: refuses to start without some key.
+#: Sent when ``api_key_env`` is null: local servers ignore it, and some proxies
+#: refuse a request without any key.
 NO_KEY_PLACEHOLDER = "no-key"
 
 #: Statuses worth another attempt: rate limits, server trouble, request timeouts.
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+#: A malformed reply is a server or configuration problem; asking again would
+#: only repeat it (and spend the model's tokens).
+_MALFORMED = "a malformed reply is not transient"
 
 _SEMAPHORES: dict[str, threading.BoundedSemaphore] = {}
 _SEMAPHORES_LOCK = threading.Lock()
@@ -44,6 +55,61 @@ def endpoint_semaphore(endpoint: str, limit: int) -> threading.BoundedSemaphore:
         if semaphore is None:
             semaphore = _SEMAPHORES[endpoint] = threading.BoundedSemaphore(limit)
         return semaphore
+
+
+_CLIENTS: dict[tuple[str, float], httpx2.Client] = {}
+_CLIENTS_LOCK = threading.Lock()
+_SSL_CONTEXT: ssl.SSLContext | None = None
+
+
+def shared_client(endpoint: str, timeout_s: float) -> httpx2.Client:
+    """One HTTP client per endpoint and timeout for the whole process.
+
+    Streams run one after another in a process (or one per xdist worker), and each
+    builds its own agent: sharing the client keeps its connections alive across
+    them, and the TLS context (about 20 ms to load the trust store) is built once.
+    Proxies come from the usual environment variables (``HTTPS_PROXY``, ``NO_PROXY``).
+    """
+    key = (endpoint, timeout_s)
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(key)
+        if client is None:
+            client = _CLIENTS[key] = httpx2.Client(
+                base_url=endpoint,
+                timeout=httpx2.Timeout(timeout_s),
+                verify=_tls_for(endpoint),
+                headers={"User-Agent": "pytest-evomemory", "Accept": "application/json"},
+            )
+        return client
+
+
+_PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
+
+
+def _tls_for(endpoint: str) -> ssl.SSLContext | bool:
+    """The verifying TLS context, or ``False`` where no TLS can happen.
+
+    Loading the trust store costs 20-60 ms of CPU per process. A plain-HTTP
+    endpoint reached without a proxy (a local server, the usual case for
+    benchmarks) never negotiates TLS: redirects are not followed. Everything else
+    gets the verifying context, built once per process.
+    """
+    global _SSL_CONTEXT
+    plain = endpoint.lower().startswith("http://")
+    proxied = any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES)
+    if plain and not proxied:
+        return False
+    if _SSL_CONTEXT is None:
+        _SSL_CONTEXT = httpx2.create_ssl_context()
+    return _SSL_CONTEXT
+
+
+@atexit.register
+def _close_clients() -> None:
+    with _CLIENTS_LOCK:
+        for client in _CLIENTS.values():
+            client.close()
+        _CLIENTS.clear()
 
 
 def resolve_api_key(config: ModelConfig) -> str:
@@ -75,12 +141,8 @@ class OpenAICompatibleModel:
         self._api_key = resolve_api_key(config)
         self._sleep = sleep
         self._semaphore = endpoint_semaphore(self.endpoint, config.max_concurrency)
-        self._client = openai.OpenAI(
-            api_key=self._api_key,
-            base_url=self.endpoint,
-            timeout=config.timeout_s,
-            max_retries=0,
-        )
+        self._client = shared_client(self.endpoint, config.timeout_s)
+        self._headers = {"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json"}
         #: Attempts made by the most recent ``complete`` call (for tests and logs).
         self.last_attempts = 0
 
@@ -107,7 +169,7 @@ class OpenAICompatibleModel:
     def complete(
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
     ) -> ChatCompletion:
-        body = self.request_body(messages, tools)
+        content = json.dumps({**self.request_body(messages, tools), "stream": False}).encode("utf-8")
         attempts_allowed = self.config.max_retries + 1
         last_problem = "no attempt made"
         for attempt in range(1, attempts_allowed + 1):
@@ -115,31 +177,38 @@ class OpenAICompatibleModel:
             retry_after: float | None = None
             try:
                 with self._semaphore:
-                    # ``post`` skips the SDK's per-call walk of every message against
-                    # its request schema (about a millisecond per call); the body is
-                    # already plain JSON, and errors map to the same exceptions.
-                    response = self._client.post(
-                        "/chat/completions", body={**body, "stream": False}, cast_to=OpenAIChatCompletion
-                    )
-                return _to_completion(response)
-            except openai.APIStatusError as error:
-                last_problem = f"HTTP status {error.status_code}: {self._redact(_error_text(error))}"
-                if error.status_code not in RETRYABLE_STATUSES:
-                    raise ModelError(self._failure(last_problem, attempt, retryable=False)) from None
-                retry_after = _retry_after_seconds(error.response.headers)
-            except openai.APITimeoutError:
+                    response = self._client.post("/chat/completions", content=content, headers=self._headers)
+                    raw = response.content
+            except httpx2.TimeoutException:
                 last_problem = f"timed out after {self.config.timeout_s:g}s (model.timeout_s)"
-            except openai.APIConnectionError as error:
-                cause = error.__cause__
-                detail = f"{type(cause).__name__}: {cause}" if cause is not None else str(error)
-                last_problem = f"connection error ({self._redact(detail)})"
-            except openai.OpenAIError as error:
-                raise ModelError(
-                    self._failure(f"{type(error).__name__}: {self._redact(str(error))}", attempt, retryable=False)
-                ) from None
+            except httpx2.TransportError as error:
+                last_problem = f"connection error ({self._redact(f'{type(error).__name__}: {error}')})"
+            else:
+                status = response.status_code
+                if 200 <= status < 300:
+                    return self._parse(raw, response.headers.get("content-type", ""))
+                last_problem = f"HTTP status {status}: {self._redact(_error_text(raw))}"
+                if status not in RETRYABLE_STATUSES:
+                    raise ModelError(self._failure(last_problem, attempt, not_retried="the status is not transient"))
+                retry_after = _retry_after_seconds(response.headers)
             if attempt < attempts_allowed:
                 self._sleep(self._backoff(attempt, retry_after))
-        raise ModelError(self._failure(last_problem, attempts_allowed, retryable=True))
+        raise ModelError(self._failure(last_problem, attempts_allowed))
+
+    def _parse(self, raw: bytes, content_type: str) -> ChatCompletion:
+        """The first choice of a chat.completion body; anything else is a clear error."""
+        try:
+            payload = json.loads(raw)
+        except ValueError:
+            raise ModelError(self._failure(
+                f"the reply is not JSON (content-type {content_type or 'missing'!r}): {_preview(raw)}; "
+                "is base_url the API root, usually ending in /v1?",
+                self.last_attempts, not_retried=_MALFORMED,
+            )) from None
+        try:
+            return completion_from_json(payload)
+        except ModelError as error:
+            raise ModelError(self._failure(str(error), self.last_attempts, not_retried=_MALFORMED)) from None
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -149,8 +218,8 @@ class OpenAICompatibleModel:
             wait = base * (1.0 + 0.25 * random.random())  # jitter spreads xdist workers
         return max(0.0, min(wait, self.config.retry_backoff_max_s))
 
-    def _failure(self, problem: str, attempts: int, *, retryable: bool) -> str:
-        tail = "" if retryable else " (not retried: the status is not transient)"
+    def _failure(self, problem: str, attempts: int, *, not_retried: str | None = None) -> str:
+        tail = f" (not retried: {not_retried})" if not_retried else ""
         return (
             f"model {self.config.model!r} at {self.endpoint} failed after {attempts} "
             f"attempt{'s' if attempts != 1 else ''}: {problem}{tail}"
@@ -162,13 +231,25 @@ class OpenAICompatibleModel:
         return text[:500]
 
 
-def _error_text(error: openai.APIStatusError) -> str:
-    body = error.body
-    if isinstance(body, Mapping):
-        message = body.get("message")
-        if isinstance(message, str):
-            return message
-    return str(error.message)
+def _preview(raw: bytes, limit: int = 200) -> str:
+    text = raw[:limit].decode("utf-8", errors="replace").strip()
+    return repr(text) + ("..." if len(raw) > limit else "") if text else "an empty body"
+
+
+def _error_text(raw: bytes) -> str:
+    """The server's error message: ``{"error": {"message": ...}}`` as OpenAI sends it,
+    ``{"message": ...}`` or ``{"detail": ...}`` as others do, else the body itself."""
+    try:
+        payload = json.loads(raw)
+    except ValueError:
+        return _preview(raw)
+    if isinstance(payload, Mapping):
+        error = payload.get("error")
+        for candidate in (error.get("message") if isinstance(error, Mapping) else error,
+                          payload.get("message"), payload.get("detail")):
+            if isinstance(candidate, str) and candidate:
+                return candidate
+    return _preview(raw)
 
 
 def _retry_after_seconds(headers: Mapping[str, str]) -> float | None:
@@ -185,31 +266,64 @@ def _retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     return None
 
 
-def _to_completion(response: Any) -> ChatCompletion:
-    choices = getattr(response, "choices", None) or []
-    if not choices:
+def completion_from_json(payload: Any) -> ChatCompletion:
+    """Read the first choice of a chat.completion body, checking its shape as we go.
+
+    Servers that call themselves OpenAI-compatible differ in the details; what is
+    accepted here is what the API documents, plus ``content`` given as a list of
+    text parts and ``arguments`` given as an object (both seen from real servers).
+    """
+    if not isinstance(payload, Mapping):
+        raise ModelError(f"the reply is JSON but not an object: {_preview(json.dumps(payload).encode())}")
+    choices = payload.get("choices")
+    if not isinstance(choices, list) or not choices:
+        error = payload.get("error")
+        if error:
+            raise ModelError(f"the reply carries an error instead of choices: {_preview(json.dumps(error).encode())}")
         raise ModelError("the model server returned a response without choices")
     choice = choices[0]
-    message = choice.message
+    message = choice.get("message") if isinstance(choice, Mapping) else None
+    if not isinstance(message, Mapping):
+        raise ModelError(f"the reply's first choice has no message: {_preview(json.dumps(choice).encode())}")
     calls: list[ModelToolCall] = []
-    for index, call in enumerate(getattr(message, "tool_calls", None) or []):
-        function = getattr(call, "function", None)
-        if function is None:  # non-function tool calls (e.g. "custom") are not ours
+    raw_calls = message.get("tool_calls") or []
+    if not isinstance(raw_calls, list):
+        raise ModelError(f"'tool_calls' in the reply is not a list: {_preview(json.dumps(raw_calls).encode())}")
+    for index, call in enumerate(raw_calls):
+        function = call.get("function") if isinstance(call, Mapping) else None
+        if not isinstance(function, Mapping):  # non-function tool calls (e.g. "custom") are not ours
             continue
-        calls.append(
-            ModelToolCall(
-                id=str(getattr(call, "id", None) or f"call_{index}"),
-                name=str(function.name),
-                arguments=str(function.arguments or ""),
-            )
-        )
-    usage = getattr(response, "usage", None)
+        name = function.get("name")
+        if not isinstance(name, str) or not name:
+            raise ModelError(f"a tool call in the reply has no function name: {_preview(json.dumps(call).encode())}")
+        arguments = function.get("arguments")
+        if arguments is None:
+            arguments = ""
+        elif not isinstance(arguments, str):
+            arguments = json.dumps(arguments)
+        calls.append(ModelToolCall(id=str(call.get("id") or f"call_{index}"), name=name, arguments=arguments))
+    reported = payload.get("usage")
+    usage: Mapping[str, Any] = reported if isinstance(reported, Mapping) else {}
+    finish_reason = choice.get("finish_reason")
     return ChatCompletion(
-        content=message.content,
+        content=_content_text(message.get("content")),
         tool_calls=tuple(calls),
         usage=Usage(
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            prompt_tokens=_count(usage.get("prompt_tokens")),
+            completion_tokens=_count(usage.get("completion_tokens")),
         ),
-        finish_reason=getattr(choice, "finish_reason", None),
+        finish_reason=finish_reason if isinstance(finish_reason, str) else None,
     )
+
+
+def _content_text(content: Any) -> str | None:
+    if content is None or isinstance(content, str):
+        return content
+    if isinstance(content, list):  # [{"type": "text", "text": ...}, ...]
+        parts = [part.get("text") for part in content if isinstance(part, Mapping)]
+        return "".join(part for part in parts if isinstance(part, str))
+    raise ModelError(f"the reply's message content is neither text nor text parts: {_preview(json.dumps(content).encode())}")
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0

@@ -1,6 +1,6 @@
 """A scripted OpenAI-compatible chat server on 127.0.0.1, for tests and benchmarks.
 
-It exercises TinyAgent through the real ``openai`` client and real HTTP, so that
+It exercises TinyAgent through the real model client and real HTTP, so that
 retries, timeouts and wire formats are tested as they run in production, without
 a model. A *policy* maps each request body to a reply: a chat-completion dict (see
 :func:`tool_call`, :func:`text`) or a :class:`Fault`. :func:`echo_policy` answers
@@ -34,7 +34,8 @@ class Fault:
     """An error reply, a slow reply, or both (``delay_s`` then ``status``).
 
     ``status=200`` with a ``delay_s`` past the client's timeout simulates a hang;
-    ``drop=True`` closes the connection without any reply.
+    ``drop=True`` closes the connection without any reply; ``raw`` is sent as the
+    body verbatim (an HTML error page, truncated JSON), with ``content_type``.
     """
 
     status: int = 500
@@ -43,6 +44,8 @@ class Fault:
     delay_s: float = 0.0
     then: Mapping[str, Any] | None = None
     drop: bool = False
+    raw: bytes | None = None
+    content_type: str = "application/json"
 
 
 Reply = Mapping[str, Any] | Fault
@@ -228,7 +231,9 @@ class ReceivedRequest:
 class ScriptedServer:
     """A threaded HTTP server speaking just enough of the chat-completions API.
 
-    ``latency_s`` is added to every reply (benchmarks use 0 and 0.1). ``requests``
+    ``latency_s`` is the time from a request's arrival to its reply, the server's
+    own parsing and policy included, as a model's latency would be measured
+    (benchmarks use 0 and 0.1); a ``Fault``'s ``delay_s`` comes on top. ``requests``
     lists what arrived; ``in_flight_max`` is the peak of concurrent requests.
     """
 
@@ -307,6 +312,9 @@ class ScriptedServer:
                 return -1, {}, None, delay
             if reply.retry_after is not None:
                 headers["Retry-After"] = f"{reply.retry_after:g}"
+            if reply.raw is not None:
+                headers["Content-Type"] = reply.content_type
+                return reply.status, headers, reply.raw, delay
             if reply.status != 200 or reply.then is None:
                 payload = reply.body or {"error": {"message": f"scripted fault {reply.status}", "type": "server_error"}}
                 return reply.status, headers, json.dumps(payload).encode(), delay
@@ -333,6 +341,7 @@ class ScriptedServer:
                 return
 
             def do_POST(self) -> None:
+                arrived = time.monotonic()
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
                 if self.path.split("?")[0] != CHAT_PATH:
@@ -353,8 +362,9 @@ class ScriptedServer:
                         status, headers, payload, delay = server._reply(received)
                     except Exception as error:  # a broken policy is a 500, visibly
                         status, headers, payload, delay = 500, {}, _error_body(f"policy raised {error!r}"), 0.0
-                    if delay > 0:
-                        time.sleep(delay)
+                    remaining = arrived + delay - time.monotonic()
+                    if remaining > 0:
+                        time.sleep(remaining)
                     received.status = status
                     if payload is None:
                         self.close_connection = True
@@ -367,10 +377,11 @@ class ScriptedServer:
             def _send(self, status: int, headers: Mapping[str, str], payload: bytes) -> None:
                 try:
                     self.send_response(status)
-                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Type", headers.get("Content-Type", "application/json"))
                     self.send_header("Content-Length", str(len(payload)))
                     for name, value in headers.items():
-                        self.send_header(name, value)
+                        if name != "Content-Type":
+                            self.send_header(name, value)
                     self.end_headers()
                     self.wfile.write(payload)
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)

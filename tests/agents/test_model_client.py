@@ -1,5 +1,5 @@
 """The OpenAI-compatible client, its retries, concurrency limit and response cache,
-exercised through the real ``openai`` client against the scripted server."""
+exercised over real HTTP against the scripted server."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pytest_evomemory.config import ModelConfig
 from pytest_evomemory.errors import ConfigError, ModelError
 from pytest_evomemory.models import build_chat_model
 from pytest_evomemory.models.cache import CachedChatModel, default_cache_dir
-from pytest_evomemory.models.openai_compat import OpenAICompatibleModel
+from pytest_evomemory.models.openai_compat import OpenAICompatibleModel, completion_from_json
 from pytest_evomemory.testing.fixtures import ServerFactory
 from pytest_evomemory.testing.scripted_server import (
     Fault,
@@ -168,6 +168,76 @@ def test_concurrency_is_limited_per_endpoint(scripted_openai_server: ServerFacto
     assert len(server.requests) == 6
     assert server.in_flight_max <= 2
     assert time.monotonic() - started >= 0.29  # 6 requests, 2 at a time, 0.1 s each
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected"),
+    [
+        (Fault(200, raw=b"<html><body>502 Bad Gateway</body></html>", content_type="text/html"),
+         r"the reply is not JSON \(content-type 'text/html'\): '<html><body>502 Bad Gateway"),
+        (Fault(200, raw=b'{"choices": [{"message": {"content": "tru'), r"the reply is not JSON"),
+        (Fault(200, raw=b""), r"not JSON .*an empty body"),
+        (Fault(200, raw=b"[1, 2]"), r"JSON but not an object"),
+        (Fault(200, raw=b'{"object": "chat.completion", "choices": []}'), r"response without choices"),
+        (Fault(200, raw=b'{"error": {"message": "model overloaded"}}'), r"carries an error instead of choices.*overloaded"),
+        (Fault(200, raw=b'{"choices": [{"index": 0}]}'), r"first choice has no message"),
+        (Fault(200, raw=b'{"choices": [{"message": {"tool_calls": {"a": 1}}}]}'), r"'tool_calls' in the reply is not a list"),
+        (Fault(200, raw=b'{"choices": [{"message": {"tool_calls": [{"function": {"arguments": "{}"}}]}}]}'),
+         r"tool call in the reply has no function name"),
+        (Fault(200, raw=b'{"choices": [{"message": {"content": 42}}]}'), r"content is neither text nor text parts"),
+    ],
+)
+def test_a_garbage_reply_is_one_clear_model_error_without_retries(
+    scripted_openai_server: ServerFactory, reply: Fault, expected: str
+) -> None:
+    server = scripted_openai_server(Script([reply], then=None))
+    model = build_chat_model(scripted_model_config(server, max_retries=3))
+    with pytest.raises(ModelError, match=expected) as caught:
+        model.complete(MESSAGES, TOOLS)
+    message = str(caught.value)
+    assert server.base_url in message and "1 attempt" in message and "malformed reply" in message
+    assert len(server.requests) == 1
+
+
+def test_lenient_shapes_real_servers_send_are_read() -> None:
+    """Text parts for content, an object for arguments, missing usage and ids."""
+    completion = completion_from_json({
+        "choices": [{
+            "message": {
+                "content": [{"type": "text", "text": "thinking "}, {"type": "text", "text": "done"}],
+                "tool_calls": [
+                    {"type": "function", "function": {"name": "final_answer", "arguments": {"answer": "4"}}},
+                    {"type": "custom", "custom": {"name": "x", "input": "y"}},
+                ],
+            },
+            "finish_reason": "tool_calls",
+        }],
+    })
+    assert completion.content == "thinking done"
+    assert [(call.id, call.name, json.loads(call.arguments)) for call in completion.tool_calls] == [
+        ("call_0", "final_answer", {"answer": "4"})
+    ]
+    assert completion.usage == Usage(0, 0) and completion.finish_reason == "tool_calls"
+
+
+def test_error_messages_of_other_servers_are_quoted(scripted_openai_server: ServerFactory) -> None:
+    server = scripted_openai_server(Script([
+        Fault(400, {"detail": "max_tokens is too large for this model"}),
+    ], then=None))
+    with pytest.raises(ModelError, match=r"HTTP status 400: max_tokens is too large.*not transient"):
+        build_chat_model(scripted_model_config(server)).complete(MESSAGES, TOOLS)
+
+
+def test_one_http_client_per_endpoint_is_shared_by_models(scripted_openai_server: ServerFactory) -> None:
+    server = scripted_openai_server()
+    first = OpenAICompatibleModel(scripted_model_config(server))
+    second = OpenAICompatibleModel(scripted_model_config(server))
+    other_timeout = OpenAICompatibleModel(scripted_model_config(server, timeout_s=7.0))
+    assert first._client is second._client
+    assert other_timeout._client is not first._client
+    first.complete(MESSAGES, TOOLS)
+    second.complete(MESSAGES, TOOLS)
+    assert len(server.requests) == 2
 
 
 # --------------------------------------------------------------------------- cache

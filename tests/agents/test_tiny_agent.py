@@ -1,4 +1,4 @@
-"""TinyAgent through StreamRun and the real openai client: every memory strategy,
+"""TinyAgent through StreamRun and the real HTTP model client: every memory strategy,
 the feedback turn, reset, and every fault a model or endpoint can produce."""
 
 from __future__ import annotations

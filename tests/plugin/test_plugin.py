@@ -335,3 +335,27 @@ def test_module_is_importable_without_pytest_running() -> None:
         assert "pytest" not in sys.modules, sorted(m for m in sys.modules if m.startswith("pytest") or m.startswith("_pytest"))
     """)
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_runs_with_xdist_disabled_under_strict_markers_and_warnings_as_errors(pytester: pytest.Pytester) -> None:
+    """Only the marks the plugin registers: -p no:xdist must not meet an unknown mark."""
+    result = pytester.runpytest_subprocess(
+        f"--evomemory-config={SAMPLE_MEMORY_RUN}", "-p", "no:xdist", "--strict-markers", "-W", "error",
+        "--evomemory-limit=2",
+    )
+    result.assert_outcomes(passed=4)
+    assert "warnings summary" not in result.stdout.str()
+
+
+def test_the_plugin_imports_nothing_of_the_core_until_a_run_config_turns_it_on(pytester: pytest.Pytester) -> None:
+    """pytest loads the plugin in every run of every project that installs it."""
+    pytester.makepyfile(test_mine="""
+        import sys
+
+        def test_core_not_loaded():
+            loaded = sorted(m for m in sys.modules if m.startswith("pytest_evomemory"))
+            assert loaded == ["pytest_evomemory", "pytest_evomemory._stash", "pytest_evomemory.errors",
+                              "pytest_evomemory.plugin"], loaded
+            assert not {"numpy", "pydantic", "yaml", "httpx2"} & set(sys.modules)
+    """)
+    pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=1)

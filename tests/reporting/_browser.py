@@ -15,13 +15,14 @@ import itertools
 import json
 import os
 import shutil
+import signal
 import socket
 import struct
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -232,8 +233,14 @@ def _errors_of(event: dict[str, Any]) -> list[str]:
 
 @contextmanager
 def launch(executable: str, timeout: float = 30.0) -> Iterator[Browser]:
-    """One headless Chromium with a throwaway profile; killed and cleaned up on exit."""
-    with tempfile.TemporaryDirectory(prefix="evomemory-chromium-") as scratch:
+    """One headless Chromium with a throwaway profile; killed and cleaned up on exit.
+
+    Chromium runs in its own process group: its helper processes (zygote,
+    renderer, crash handler) outlive the main one for a moment and keep writing to
+    the profile, so the whole group is stopped before the profile is removed. A
+    straggler's last write must not fail the test either (ignore_cleanup_errors).
+    """
+    with tempfile.TemporaryDirectory(prefix="evomemory-chromium-", ignore_cleanup_errors=True) as scratch:
         profile, log_path = Path(scratch) / "profile", Path(scratch) / "stderr.log"
         # stderr goes to a file: a pipe nobody reads can fill up and stall the browser.
         with log_path.open("wb") as log:
@@ -242,6 +249,7 @@ def launch(executable: str, timeout: float = 30.0) -> Iterator[Browser]:
                 stdin=subprocess.DEVNULL,
                 stdout=subprocess.DEVNULL,
                 stderr=log,
+                start_new_session=True,
             )
         ws: WebSocket | None = None
         try:
@@ -258,9 +266,17 @@ def launch(executable: str, timeout: float = 30.0) -> Iterator[Browser]:
         finally:
             if ws is not None:
                 ws.close()
-            process.terminate()
-            try:
-                process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
+            _stop_group(process)
+
+
+def _stop_group(process: subprocess.Popen[bytes]) -> None:
+    """SIGTERM to Chromium's process group, SIGKILL to whatever is left after 10 s."""
+    with suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGTERM)
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        pass
+    with suppress(ProcessLookupError):
+        os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
