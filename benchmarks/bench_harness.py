@@ -29,8 +29,10 @@ interference. The 1-minute load average is printed with the table.
 from __future__ import annotations
 
 import argparse
+import importlib.metadata
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -219,22 +221,63 @@ def tiny_agent_yaml(base_url: str, strategy: str = "deterministic_recall") -> st
     )
 
 
-def pytest_command(run: Path, *extra: str) -> list[str]:
+def pytest_command(run: Path, *extra: str, foreign_plugins: bool = False) -> list[str]:
     """The user's command line, with pytest's temporary directory beside the run.
 
     Without ``--basetemp`` pytest deletes the oldest of the machine's earlier
     ``/tmp/pytest-of-<user>`` directories at session end; after a test-suite run
     that took 0.2 s on the critical path, a cost of the machine's history rather
-    than of the harness.
+    than of the harness. Plugins that installing pytest-evomemory does not bring
+    (this venv's test tools: hypothesis, pytest-randomly) are switched off unless
+    ``foreign_plugins``: the figures are those of the harness as a user installs it.
     """
+    disabled = [] if foreign_plugins else [arg for name in foreign_pytest_plugins() for arg in ("-p", f"no:{name}")]
     return [
-        sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+        sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *disabled,
         f"--basetemp={run.parent / 'pytest-tmp'}", f"--evomemory-config={run}", *extra,
     ]
 
 
+def _dist_key(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def harness_distributions(root: str = "pytest-evomemory") -> set[str]:
+    """pytest-evomemory and everything its requirements pull in (no extras)."""
+    from packaging.requirements import Requirement
+
+    seen: set[str] = set()
+    pending = [root]
+    while pending:
+        name = pending.pop()
+        if _dist_key(name) in seen:
+            continue
+        seen.add(_dist_key(name))
+        try:
+            requirements = importlib.metadata.distribution(name).requires or []
+        except importlib.metadata.PackageNotFoundError:
+            continue
+        for line in requirements:
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                pending.append(requirement.name)
+    return seen
+
+
+def foreign_pytest_plugins() -> list[str]:
+    """Entry-point names of installed pytest plugins from outside the harness's install."""
+    harness = harness_distributions()
+    names = []
+    for entry_point in importlib.metadata.entry_points(group="pytest11"):
+        dist = entry_point.dist.name if entry_point.dist is not None else ""
+        if _dist_key(dist) not in harness:
+            names.append(entry_point.name)
+    return sorted(set(names))
+
+
 def read_summary(run: Path) -> dict[str, Any]:
-    return json.loads((run.parent / "results" / "summary.json").read_text(encoding="utf-8"))
+    summary: dict[str, Any] = json.loads((run.parent / "results" / "summary.json").read_text(encoding="utf-8"))
+    return summary
 
 
 def load_average() -> str:

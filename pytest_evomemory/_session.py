@@ -9,8 +9,6 @@ ini option, or ``--evomemory-resume``) turns the benchmark on.
 
 from __future__ import annotations
 
-import gc
-import os
 import re
 from collections.abc import Generator
 from pathlib import Path
@@ -19,7 +17,7 @@ from typing import Any, NoReturn
 import pytest
 
 from . import _benchmark_items
-from ._stash import FREEZE_HEAP, SESSION_KEY
+from ._stash import SESSION_KEY, STARTUP_HEAP
 from .config import RunConfig, load_run_config
 from .episode import StreamRun, TaskOutcome
 from .errors import ConfigError, DataError, EvoMemoryError
@@ -57,9 +55,6 @@ def activate(config: pytest.Config, path: str, resume: str | None) -> None:
     except EvoMemoryError as error:
         raise pytest.UsageError(f"evomemory: {type(error).__name__}: {error}") from None
     config.stash[SESSION_KEY] = session
-    # Only in a process that exists for this run: never inside another pytest
-    # session's test (pytester's in-process runs), whose heap is not ours to freeze.
-    config.stash[FREEZE_HEAP] = hasattr(config, "workerinput") or "PYTEST_CURRENT_TEST" not in os.environ
     config.pluginmanager.register(session, PLUGIN_NAME)
     _add_benchmark_module_to_args(config)
     _register_xdist_scheduling(config)
@@ -68,22 +63,6 @@ def activate(config: pytest.Config, path: str, resume: str | None) -> None:
 
         config.pluginmanager.register(JsonReportHooks(session), "evomemory-jsonreport")
 
-
-
-def freeze_startup_heap(config: pytest.Config) -> None:
-    """Move everything allocated so far out of the garbage collector's sight.
-
-    After start-up the heap is modules, classes, the config, the collected items
-    and (after a stream opens) its agent, model client and memory: all of it lives
-    until the process ends. Every full collection would scan it again, and pytest
-    runs several at session end (its unraisable-exception check), which made up
-    most of a worker's shutdown. ``gc.freeze()`` keeps these objects out of later
-    collections; what the run allocates afterwards is collected as usual. The
-    price is that cyclic garbage already present is never reclaimed, which is why
-    this is done only in processes that exist for the run (see :func:`activate`).
-    """
-    if config.stash.get(FREEZE_HEAP, False):
-        gc.freeze()
 
 
 def _add_benchmark_module_to_args(config: pytest.Config) -> None:
@@ -189,7 +168,7 @@ class EvoMemorySession:
             sample = _sample_of(item)
             if sample is not None:
                 self.first_positions.setdefault(sample.stream, sample.position)
-        freeze_startup_heap(self.config)
+        self.config.stash[STARTUP_HEAP].settle()
 
     def _sample_for_nodeid(self, nodeid: str) -> BenchmarkSample | None:
         match = _ITEM_ID.search(nodeid)
@@ -226,7 +205,9 @@ class EvoMemorySession:
             self.collector.preload(self.resume.responses, self.resume.scores)
             document["resumed"] = {"at": self.started, "completed_tasks": self.resume.done}
         artefacts.write_run(document)
-        freeze_startup_heap(self.config)
+        if self.config.pluginmanager.hasplugin("dsession"):
+            # The xdist controller collects nothing: its start-up ends here.
+            self.config.stash[STARTUP_HEAP].settle()
 
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.pytest_session = session

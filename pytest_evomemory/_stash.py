@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
+    from ._heap import StartupHeap
     from ._session import EvoMemorySession
 
 SESSION_KEY: pytest.StashKey[EvoMemorySession] = pytest.StashKey()
 #: Records of the running phase of an item, moved onto its report (see plugin.py).
 PENDING_RECORDS = pytest.StashKey[list[dict[str, Any]]]()
-#: Whether this process may ``gc.freeze()`` its start-up heap (see _session.py).
-FREEZE_HEAP = pytest.StashKey[bool]()
+#: The garbage collector's start-up handling for this run (see _heap.py).
+STARTUP_HEAP: pytest.StashKey[StartupHeap] = pytest.StashKey()

@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ._stash import PENDING_RECORDS, SESSION_KEY
+from ._heap import StartupHeap
+from ._stash import PENDING_RECORDS, SESSION_KEY, STARTUP_HEAP
 from .errors import ConfigError
 
 if TYPE_CHECKING:
@@ -108,9 +109,22 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"evomemory: {error}") from None
     if path is None:
         return
-    from ._session import activate
+    heap = StartupHeap.for_process(is_xdist_worker=hasattr(config, "workerinput"))
+    config.stash[STARTUP_HEAP] = heap
+    heap.pause()  # until collection is over (the session settles it); see _heap.py
+    try:
+        from ._session import activate
 
-    activate(config, path, resume)
+        activate(config, path, resume)
+    except BaseException:
+        heap.resume()
+        raise
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    heap = config.stash.get(STARTUP_HEAP, None)
+    if heap is not None:
+        heap.resume()  # a session that never finished collecting must not leave it paused
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
@@ -187,20 +201,20 @@ def evomemory_stream(
 
     Teardown resets and closes the memory system before the next stream starts.
     """
-    from ._session import fail_test, freeze_startup_heap
+    from ._session import fail_test
     from .errors import EvoMemoryError
 
     name = request.param
     try:
-        run = evomemory_run.open_stream(
-            name,
-            agent_factory=evomemory_agent_factory,
-            memory_factory=evomemory_memory_factory,
-            replay=get_session(request.config).memory_replay(name),
-        )
+        with request.config.stash[STARTUP_HEAP].paused():
+            run = evomemory_run.open_stream(
+                name,
+                agent_factory=evomemory_agent_factory,
+                memory_factory=evomemory_memory_factory,
+                replay=get_session(request.config).memory_replay(name),
+            )
     except EvoMemoryError as error:
         fail_test(f"stream {name!r} could not start: {error}")
-    freeze_startup_heap(request.config)
     try:
         yield run
     finally:

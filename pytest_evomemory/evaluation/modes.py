@@ -4,22 +4,61 @@ Each mode is a function ``(answer, sample) -> Score`` registered under a name th
 stream definitions put in ``BenchmarkSample.match_mode``. The answer a mode sees is
 already a bounded, cleaned ``str`` (see :mod:`pytest_evomemory.evaluation.taskqa`),
 so modes can concentrate on the dataset's own rules. The built-in modes live in
-their own modules (``choice``, ``aime``) and register themselves when the
-``evaluation`` package is imported; ``exact`` stays here because user-defined
-streams default to it.
+their own modules (``choice``, ``aime``, ``toolbench``), which register themselves
+when imported; the registry imports them on first lookup. ``exact`` stays here
+because user-defined streams default to it.
 """
 
 from __future__ import annotations
 
+import importlib
 import re
 import unicodedata
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, MutableMapping
 
 from ..types import BenchmarkSample, Score
 
 MatchMode = Callable[[str, BenchmarkSample], Score]
 
-MATCH_MODES: dict[str, MatchMode] = {}
+
+class MatchModeRegistry(MutableMapping[str, MatchMode]):
+    """Mode name -> mode. Built-in modes in other modules are imported on first lookup.
+
+    Their modules compile a few dozen regular expressions (about 20 ms), and every
+    process of a run loaded them although a stream uses one mode: the controller
+    and each xdist worker paid it at start-up, before the first model call.
+    """
+
+    def __init__(self, lazy: dict[str, str]) -> None:
+        self._modes: dict[str, MatchMode] = {}
+        self._lazy = dict(lazy)  # name -> module that registers it when imported
+
+    def __getitem__(self, name: str) -> MatchMode:
+        if name not in self._modes and name in self._lazy:
+            importlib.import_module(self._lazy[name], __package__)
+        return self._modes[name]
+
+    def __setitem__(self, name: str, mode: MatchMode) -> None:
+        self._lazy.pop(name, None)
+        self._modes[name] = mode
+
+    def __delitem__(self, name: str) -> None:
+        if self._lazy.pop(name, None) is None:
+            del self._modes[name]
+        else:
+            self._modes.pop(name, None)
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._modes or name in self._lazy
+
+    def __iter__(self) -> Iterator[str]:
+        return iter([*self._modes, *(name for name in self._lazy if name not in self._modes)])
+
+    def __len__(self) -> int:
+        return len(set(self._modes) | set(self._lazy))
+
+
+MATCH_MODES = MatchModeRegistry({"choice": ".choice", "aime": ".aime", "toolbench": ".toolbench"})
 
 
 def register_match_mode(name: str) -> Callable[[MatchMode], MatchMode]:

@@ -346,3 +346,19 @@ def test_local_provider_is_imported_lazily(monkeypatch: pytest.MonkeyPatch) -> N
 def test_tool_call_helper_sends_raw_strings() -> None:
     reply = tool_call("final_answer", '{"answer": ')
     assert reply["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"] == '{"answer": '
+
+
+def test_tls_is_verified_wherever_it_can_happen(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Plain HTTP without a proxy skips loading the trust store; nothing else does."""
+    import ssl
+
+    from pytest_evomemory.models.openai_compat import _tls_for
+
+    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    assert _tls_for("http://127.0.0.1:8000/v1") is False
+    verifying = _tls_for("https://api.openai.com/v1")
+    assert isinstance(verifying, ssl.SSLContext) and verifying.verify_mode == ssl.CERT_REQUIRED
+    assert verifying.check_hostname
+    monkeypatch.setenv("HTTPS_PROXY", "https://proxy.example:3128")
+    assert _tls_for("http://127.0.0.1:8000/v1") is verifying

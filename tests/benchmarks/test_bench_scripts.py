@@ -44,17 +44,22 @@ def test_bench_harness_prints_its_table(tmp_path: Path) -> None:
 def test_bench_parallel_prints_its_table(tmp_path: Path) -> None:
     result = run_script(
         str(BENCHMARKS / "bench_parallel.py"), "--streams", "2", "--tasks", "3", "--latency", "0.01",
-        "--workers", "2", "--keep", str(tmp_path),
+        "--workers", "2", "--repeat", "2", "--keep", str(tmp_path),
     )
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
     assert "ratio (wall)" in out
-    row = next(line for line in out.splitlines() if line.startswith("-n 2"))
+    row = next(line for line in out.splitlines() if line.startswith("-n 2 "))
     # calls counted by the run and requests served by the scripted server agree
-    # "-n 2", wall, session, model s, 3 ratios, then calls and served
+    # "-n 2", wall, session, model s, nominal s, 3 ratios, then calls and served
     columns = row.split()
-    assert columns[8] == columns[9] == "12"  # 2 streams x 3 tasks x (task + feedback)
+    assert columns[9] == columns[10] == "12"  # 2 streams x 3 tasks x (task + feedback)
+    assert float(columns[5]) == pytest.approx(0.06)  # nominal: 6 calls x 10 ms on the longest stream
+    assert float(columns[4]) >= 0.06  # measured: the server's time answering them, at least the latency
     assert "streams: stream0" in out
+    walls = next(line for line in out.splitlines() if line.startswith("-n 2: wall s of each run"))
+    assert len(walls.split(":")[-1].split(",")) == 2
+    assert "pytest plugins switched off" in out
 
 
 def test_run_all_runs_the_selected_scripts(tmp_path: Path) -> None:
@@ -65,3 +70,21 @@ def test_run_all_runs_the_selected_scripts(tmp_path: Path) -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "all benchmark tables" in result.stdout
     assert "bench_harness.py" in result.stdout and "per task ms" in result.stdout
+
+
+def test_benchmarks_switch_off_only_plugins_the_harness_does_not_bring() -> None:
+    """The test extra's plugins are foreign; pytest-evomemory's own dependencies are not."""
+    sys.path.insert(0, str(BENCHMARKS))
+    try:
+        import bench_harness
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+    harness = bench_harness.harness_distributions()
+    assert {"pytest-evomemory", "pytest-xdist", "pytest-json-report", "pytest", "pydantic"} <= harness
+    assert "hypothesis" not in harness and "pytest-randomly" not in harness
+    foreign = bench_harness.foreign_pytest_plugins()
+    assert {"hypothesispytest", "randomly"} <= set(foreign)
+    assert not {"evomemory", "xdist", "pytest_jsonreport"} & set(foreign)
+    command = bench_harness.pytest_command(Path("/tmp/x/run.yaml"))
+    assert "no:hypothesispytest" in command and "--basetemp=/tmp/x/pytest-tmp" in command
+    assert "no:hypothesispytest" not in bench_harness.pytest_command(Path("/tmp/x/run.yaml"), foreign_plugins=True)

@@ -141,6 +141,29 @@ def test_unknown_mode_is_a_config_error() -> None:
         EVALUATOR.score(sample("nope"), "x")
 
 
+def test_built_in_modes_load_on_first_lookup_and_a_user_mode_can_replace_one() -> None:
+    import subprocess
+    import sys
+
+    code = """
+import sys
+from pytest_evomemory.evaluation import MATCH_MODES
+from pytest_evomemory.evaluation.modes import MatchModeRegistry
+loaded = lambda: sorted(m.rsplit(".", 1)[1] for m in sys.modules if m.startswith("pytest_evomemory.evaluation.")
+                        and m.rsplit(".", 1)[1] in ("aime", "choice", "toolbench"))
+assert loaded() == [], loaded()
+assert "aime" in MATCH_MODES and len(MATCH_MODES) == 4 and sorted(MATCH_MODES) == ["aime", "choice", "exact", "toolbench"]
+assert loaded() == []
+assert MATCH_MODES["aime"].__name__ == "aime" and loaded() == ["aime"]
+registry = MatchModeRegistry({"choice": ".choice"})
+registry["choice"] = len
+assert registry["choice"] is len and list(registry) == ["choice"]
+del registry["choice"]
+assert "choice" not in registry and len(registry) == 0
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
 def test_public_names_and_built_in_modes() -> None:
     assert {"exact", "choice", "aime"} <= set(MATCH_MODES)
     assert isinstance(TaskQAEvaluator(), Evaluator)

@@ -354,8 +354,9 @@ def test_the_plugin_imports_nothing_of_the_core_until_a_run_config_turns_it_on(p
 
         def test_core_not_loaded():
             loaded = sorted(m for m in sys.modules if m.startswith("pytest_evomemory"))
-            assert loaded == ["pytest_evomemory", "pytest_evomemory._stash", "pytest_evomemory.errors",
-                              "pytest_evomemory.plugin"], loaded
+            # the plugin and its small helpers (stash keys, errors, the start-up heap handling)
+            assert loaded == ["pytest_evomemory", "pytest_evomemory._heap", "pytest_evomemory._stash",
+                              "pytest_evomemory.errors", "pytest_evomemory.plugin"], loaded
             assert not {"numpy", "pydantic", "yaml", "httpx2"} & set(sys.modules)
     """)
     pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=1)
