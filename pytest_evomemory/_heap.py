@@ -52,12 +52,14 @@ class StartupHeap:
             self._paused = False
 
     @contextmanager
-    def paused(self) -> Iterator[None]:
-        """Pause for the block; settle after it, or just resume if it failed."""
+    def paused(self, *, settle_after: bool = True) -> Iterator[None]:
+        """Pause for the block. If it fails, resume; if it succeeds, settle, or
+        stay paused for a later :meth:`settle` (``settle_after=False``)."""
         self.pause()
         try:
             yield
         except BaseException:
             self.resume()
             raise
-        self.settle()
+        if settle_after:
+            self.settle()

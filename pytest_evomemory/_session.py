@@ -64,7 +64,6 @@ def activate(config: pytest.Config, path: str, resume: str | None) -> None:
         config.pluginmanager.register(JsonReportHooks(session), "evomemory-jsonreport")
 
 
-
 def _add_benchmark_module_to_args(config: pytest.Config) -> None:
     """Collect the benchmark without a user test file; alone when no paths were given."""
     module = str(Path(_benchmark_items.__file__).resolve())

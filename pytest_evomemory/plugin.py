@@ -109,16 +109,11 @@ def pytest_configure(config: pytest.Config) -> None:
             raise pytest.UsageError(f"evomemory: {error}") from None
     if path is None:
         return
-    heap = StartupHeap.for_process(is_xdist_worker=hasattr(config, "workerinput"))
-    config.stash[STARTUP_HEAP] = heap
-    heap.pause()  # until collection is over (the session settles it); see _heap.py
-    try:
+    heap = config.stash[STARTUP_HEAP] = StartupHeap.for_process(is_xdist_worker=hasattr(config, "workerinput"))
+    with heap.paused(settle_after=False):  # the session settles it when collection is over
         from ._session import activate
 
         activate(config, path, resume)
-    except BaseException:
-        heap.resume()
-        raise
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
