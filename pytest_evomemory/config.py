@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
+from urllib.parse import urlsplit
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -114,6 +115,20 @@ class ModelConfig(_Strict):
     @property
     def cache_enabled(self) -> bool:
         return self.temperature == 0.0 if self.cache is None else self.cache
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        """``localhost:8000/v1`` is the usual slip; caught here, not after retries."""
+        if value is None:
+            return value
+        parsed = urlsplit(value)
+        if parsed.scheme not in ("http", "https") or not parsed.netloc:
+            raise ValueError(
+                f"{value!r} is not an http:// or https:// URL with a host; "
+                "write the API root, e.g. http://127.0.0.1:8000/v1"
+            )
+        return value
 
 
 class BaselineOptions(_Strict):

@@ -179,6 +179,13 @@ class OpenAICompatibleModel:
                 with self._semaphore:
                     response = self._client.post("/chat/completions", content=content, headers=self._headers)
                     raw = response.content
+            except httpx2.UnsupportedProtocol as error:
+                # Only OPENAI_BASE_URL can get here (model.base_url is validated): asking again cannot help.
+                raise ModelError(self._failure(
+                    f"the endpoint is not an http(s) URL ({error}); set OPENAI_BASE_URL or "
+                    "model.base_url to the API root, e.g. http://127.0.0.1:8000/v1",
+                    attempt, not_retried="a wrong URL is not transient",
+                )) from None
             except httpx2.TimeoutException:
                 last_problem = f"timed out after {self.config.timeout_s:g}s (model.timeout_s)"
             except httpx2.TransportError as error:

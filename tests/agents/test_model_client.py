@@ -362,3 +362,12 @@ def test_tls_is_verified_wherever_it_can_happen(monkeypatch: pytest.MonkeyPatch)
     assert verifying.check_hostname
     monkeypatch.setenv("HTTPS_PROXY", "https://proxy.example:3128")
     assert _tls_for("http://127.0.0.1:8000/v1") is verifying
+
+
+def test_a_non_http_endpoint_from_the_environment_fails_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_BASE_URL", "localhost:8000/v1")
+    waits: list[float] = []
+    model = OpenAICompatibleModel(ModelConfig(api_key_env=None, cache=False, max_retries=3), sleep=waits.append)
+    with pytest.raises(ModelError, match=r"1 attempt: the endpoint is not an http\(s\) URL .*OPENAI_BASE_URL"):
+        model.complete(MESSAGES, TOOLS)
+    assert waits == []  # not retried

@@ -41,6 +41,8 @@ def test_inline_parts_and_overrides(write_run_config: Callable[..., Path]) -> No
         ("agent", {"kind": "recall_baseline", "max_step": 3}, "key 'max_step': unknown key"),
         ("agent", {"kind": "gpt9000"}, "unknown agent kind 'gpt9000'"),
         ("agent", {"kind": "tiny"}, "key 'model': required for kind 'tiny'"),
+        ("agent", {"kind": "tiny", "model": {"base_url": "localhost:8000/v1"}}, "key 'model.base_url'"),
+        ("agent", {"kind": "tiny", "model": {"base_url": "http:///v1"}}, "http:// or https:// URL with a host"),
         ("memory", {"backend": "inprocess", "top_k": "four"}, "key 'top_k'"),
         ("memory", {"backend": "inprocess", "top_k": 0}, "key 'top_k'"),
         ("memory", {"backend": "redis"}, "unknown memory backend 'redis'"),
