@@ -77,6 +77,12 @@ def _add_benchmark_module_to_args(config: pytest.Config) -> None:
 def _register_xdist_scheduling(config: pytest.Config) -> None:
     if hasattr(config, "workerinput") or not config.pluginmanager.hasplugin("xdist"):
         return
+    if config.getvalue("dist") == "each":
+        # Every worker would run every stream: each task scored several times over.
+        raise pytest.UsageError(
+            "evomemory: --dist each would run every stream on every worker; use -n N alone "
+            "(each stream then runs whole, on one worker)"
+        )
     from ._xdist import XdistHooks
 
     config.pluginmanager.register(XdistHooks(), "evomemory-xdist")

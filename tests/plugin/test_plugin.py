@@ -360,3 +360,10 @@ def test_the_plugin_imports_nothing_of_the_core_until_a_run_config_turns_it_on(p
             assert not {"numpy", "pydantic", "yaml", "httpx2"} & set(sys.modules)
     """)
     pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=1)
+
+
+def test_dist_each_is_refused_before_any_worker_runs_a_stream(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "-n", "2", "--dist", "each")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*evomemory: --dist each would run every stream on every worker*"])
+    assert not (pytester.path / "evomemory-results" / "sample_memory" / "scores.jsonl").exists()
