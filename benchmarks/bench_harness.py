@@ -29,6 +29,7 @@ interference. The 1-minute load average is printed with the table.
 from __future__ import annotations
 
 import argparse
+import functools
 import importlib.metadata
 import json
 import os
@@ -264,6 +265,7 @@ def harness_distributions(root: str = "pytest-evomemory") -> set[str]:
     return seen
 
 
+@functools.cache
 def foreign_pytest_plugins() -> list[str]:
     """Entry-point names of installed pytest plugins from outside the harness's install."""
     harness = harness_distributions()

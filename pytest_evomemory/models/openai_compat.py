@@ -243,6 +243,11 @@ def _preview(raw: bytes, limit: int = 200) -> str:
     return repr(text) + ("..." if len(raw) > limit else "") if text else "an empty body"
 
 
+def _preview_json(value: Any) -> str:
+    """The start of a piece of an already-parsed reply, for an error message."""
+    return _preview(json.dumps(value).encode())
+
+
 def _error_text(raw: bytes) -> str:
     """The server's error message: ``{"error": {"message": ...}}`` as OpenAI sends it,
     ``{"message": ...}`` or ``{"detail": ...}`` as others do, else the body itself."""
@@ -281,28 +286,28 @@ def completion_from_json(payload: Any) -> ChatCompletion:
     text parts and ``arguments`` given as an object (both seen from real servers).
     """
     if not isinstance(payload, Mapping):
-        raise ModelError(f"the reply is JSON but not an object: {_preview(json.dumps(payload).encode())}")
+        raise ModelError(f"the reply is JSON but not an object: {_preview_json(payload)}")
     choices = payload.get("choices")
     if not isinstance(choices, list) or not choices:
         error = payload.get("error")
         if error:
-            raise ModelError(f"the reply carries an error instead of choices: {_preview(json.dumps(error).encode())}")
+            raise ModelError(f"the reply carries an error instead of choices: {_preview_json(error)}")
         raise ModelError("the model server returned a response without choices")
     choice = choices[0]
     message = choice.get("message") if isinstance(choice, Mapping) else None
     if not isinstance(message, Mapping):
-        raise ModelError(f"the reply's first choice has no message: {_preview(json.dumps(choice).encode())}")
+        raise ModelError(f"the reply's first choice has no message: {_preview_json(choice)}")
     calls: list[ModelToolCall] = []
     raw_calls = message.get("tool_calls") or []
     if not isinstance(raw_calls, list):
-        raise ModelError(f"'tool_calls' in the reply is not a list: {_preview(json.dumps(raw_calls).encode())}")
+        raise ModelError(f"'tool_calls' in the reply is not a list: {_preview_json(raw_calls)}")
     for index, call in enumerate(raw_calls):
         function = call.get("function") if isinstance(call, Mapping) else None
         if not isinstance(function, Mapping):  # non-function tool calls (e.g. "custom") are not ours
             continue
         name = function.get("name")
         if not isinstance(name, str) or not name:
-            raise ModelError(f"a tool call in the reply has no function name: {_preview(json.dumps(call).encode())}")
+            raise ModelError(f"a tool call in the reply has no function name: {_preview_json(call)}")
         arguments = function.get("arguments")
         if arguments is None:
             arguments = ""
@@ -329,7 +334,7 @@ def _content_text(content: Any) -> str | None:
     if isinstance(content, list):  # [{"type": "text", "text": ...}, ...]
         parts = [part.get("text") for part in content if isinstance(part, Mapping)]
         return "".join(part for part in parts if isinstance(part, str))
-    raise ModelError(f"the reply's message content is neither text nor text parts: {_preview(json.dumps(content).encode())}")
+    raise ModelError(f"the reply's message content is neither text nor text parts: {_preview_json(content)}")
 
 
 def _count(value: Any) -> int:
