@@ -82,4 +82,4 @@ def test_huge_config_is_refused_without_parsing(pytester: pytest.Pytester) -> No
 def test_config_that_is_a_directory(pytester: pytest.Pytester) -> None:
     folder = pytester.path / "folder.yaml"
     folder.mkdir()
-    _assert_refused(pytester, folder, "not a regular file")
+    _assert_refused(pytester, folder, "is a directory")
