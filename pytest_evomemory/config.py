@@ -29,6 +29,14 @@ MemoryStrategy = Literal["none", "deterministic_recall", "tool_use"]
 MAX_CONFIG_BYTES = 1_000_000
 
 _FACTORY_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Characters no run name or output path may hold (they break paths, terminals or XML).
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+#: Defaults of ``model.max_request_bytes`` / ``model.max_reply_bytes`` (4 MiB each:
+#: about a million tokens, past every context window).
+DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
 
 
 class _Strict(BaseModel):
@@ -158,24 +166,52 @@ class ModelConfig(_Strict):
     #: Local GGUF file for ``provider: local``; default: the bundled model.
     model_path: str | None = None
     n_ctx: Annotated[int, Field(ge=256)] = 4096
+    #: A request body (the whole conversation so far) larger than this is refused
+    #: before it is sent: a 100 MB prompt is a mistake, and a paid one.
+    max_request_bytes: Annotated[int, Field(ge=1024)] = DEFAULT_MAX_REQUEST_BYTES
+    #: A reply body larger than this ends the turn with a ModelError (no real chat
+    #: completion comes near it; a runaway or hostile server can).
+    max_reply_bytes: Annotated[int, Field(ge=1024)] = DEFAULT_MAX_REPLY_BYTES
 
     @property
     def cache_enabled(self) -> bool:
         return self.temperature == 0.0 if self.cache is None else self.cache
 
+    @field_validator("api_key_env")
+    @classmethod
+    def _variable_name(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME.match(value):
+            raise ValueError(
+                f"{value!r} is not an environment variable name; name the variable that holds "
+                "the key (e.g. OPENAI_API_KEY), or write null for a server that needs no key"
+            )
+        return value
+
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         """``localhost:8000/v1`` is the usual slip; caught here, not after retries."""
-        if value is None:
-            return value
-        parsed = urlsplit(value)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ValueError(
-                f"{value!r} is not an http:// or https:// URL with a host; "
-                "write the API root, e.g. http://127.0.0.1:8000/v1"
-            )
+        problem = None if value is None else http_url_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
+
+
+def http_url_problem(value: str) -> str | None:
+    """Why ``value`` is not a usable API root (an http(s) URL with a host), or ``None``.
+
+    Shared by ``model.base_url`` and the ``OPENAI_BASE_URL`` environment check."""
+    try:
+        parsed = urlsplit(value)
+        parsed.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.hostname or _CONTROL.search(value):
+        return (
+            f"{value!r} is not an http:// or https:// URL with a host; "
+            "write the API root, e.g. http://127.0.0.1:8000/v1"
+        )
+    return None
 
 
 class BaselineOptions(_Strict):
@@ -307,6 +343,27 @@ class _RunFile(_Strict):
     agent: str | dict[str, Any]
     memory: str | dict[str, Any] = Field(default_factory=dict)
     output_dir: str | None = None
+
+    @field_validator("name")
+    @classmethod
+    def _usable_name(cls, value: str | None) -> str | None:
+        """The name becomes a directory (``evomemory-results/<name>``) and appears in
+        reports: it must be one plain path segment."""
+        if value is None:
+            return value
+        if not value.strip() or len(value) > 100 or _CONTROL.search(value) or "/" in value or "\\" in value or value.strip(".") == "":
+            raise ValueError(
+                f"{value!r} cannot name a run directory; use up to 100 characters without "
+                "control characters, '/' or '\\' (e.g. my_agent_small)"
+            )
+        return value
+
+    @field_validator("output_dir")
+    @classmethod
+    def _usable_output_dir(cls, value: str | None) -> str | None:
+        if value is not None and (not value.strip() or _CONTROL.search(value)):
+            raise ValueError(f"{value!r} is not a usable directory path; write a plain path such as results/run1")
+        return value
 
 
 class _ConfigLoader(yaml.SafeLoader):

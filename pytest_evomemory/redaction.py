@@ -91,10 +91,20 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     for value in values:
         if value in text:
             text = text.replace(value, MASK)
+        text = _mask_cut_secret(text, value)
     text = _NAMED_VALUE.sub(_mask_value, text)
     text = _BEARER.sub(lambda match: f"{match.group('scheme')} {MASK}", text)
     text = _KEY_SHAPED.sub(MASK, text)
     return _URL_CREDENTIALS.sub(lambda match: f"{match.group('scheme')}{MASK}@", text)
+
+
+def _mask_cut_secret(text: str, secret: str) -> str:
+    """Mask the front part of ``secret`` where ``text`` ends with it: a server that
+    truncates its body (or an error preview) can cut a key in half."""
+    for length in range(len(secret) - 1, MIN_SECRET_LENGTH - 1, -1):
+        if text.endswith(secret[:length]):
+            return text[:-length] + MASK
+    return text
 
 
 def _mask_value(match: re.Match[str]) -> str:

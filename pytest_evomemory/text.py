@@ -49,3 +49,13 @@ def cosine(left: Counter[str], right: Counter[str]) -> float:
 def similarity(left: str, right: str) -> float:
     """Bag-of-words cosine of two texts: 1.0 for the same content words."""
     return cosine(Counter(tokens(left)), Counter(tokens(right)))
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """``text`` with what no artefact can hold replaced by U+FFFD: NUL (cut off by C
+    APIs, invalid in XML) and lone surrogates (not encodable as UTF-8, so writing
+    them would fail). Everything else, U+2028 included, is kept as given."""
+    return _UNSTORABLE.sub("\ufffd", text) if text else text

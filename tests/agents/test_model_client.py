@@ -14,7 +14,11 @@ from pytest_evomemory.config import ModelConfig
 from pytest_evomemory.errors import ConfigError, ModelError
 from pytest_evomemory.models import build_chat_model
 from pytest_evomemory.models.cache import CachedChatModel, default_cache_dir
-from pytest_evomemory.models.openai_compat import OpenAICompatibleModel, completion_from_json
+from pytest_evomemory.models.openai_compat import (
+    OpenAICompatibleModel,
+    check_model_environment,
+    completion_from_json,
+)
 from pytest_evomemory.testing.fixtures import ServerFactory
 from pytest_evomemory.testing.scripted_server import (
     Fault,
@@ -364,10 +368,13 @@ def test_tls_is_verified_wherever_it_can_happen(monkeypatch: pytest.MonkeyPatch)
     assert _tls_for("http://127.0.0.1:8000/v1") is verifying
 
 
-def test_a_non_http_endpoint_from_the_environment_fails_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_non_http_endpoint_from_the_environment_is_refused_before_any_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "localhost:8000/v1")
-    waits: list[float] = []
-    model = OpenAICompatibleModel(ModelConfig(api_key_env=None, cache=False, max_retries=3), sleep=waits.append)
-    with pytest.raises(ModelError, match=r"1 attempt: the endpoint is not an http\(s\) URL .*OPENAI_BASE_URL"):
-        model.complete(MESSAGES, TOOLS)
-    assert waits == []  # not retried
+    config = ModelConfig(api_key_env=None, cache=False, max_retries=3)
+    with pytest.raises(ConfigError, match=r"OPENAI_BASE_URL: 'localhost:8000/v1' is not an http") as caught:
+        check_model_environment(config)
+    assert caught.value.key == "OPENAI_BASE_URL"
+    with pytest.raises(ConfigError, match="OPENAI_BASE_URL"):
+        OpenAICompatibleModel(config)
