@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from .errors import ConfigError
 from .validation import MAX_INT_DIGITS, MAX_NESTING_DEPTH, path_problem, resolve_path
@@ -107,19 +107,20 @@ class BenchmarkConfig(_Strict):
             seen.add(entry.name)
         return value
 
-    @model_validator(mode="after")
-    def _thresholds_name_file_streams(self) -> BenchmarkConfig:
+    @field_validator("thresholds")
+    @classmethod
+    def _thresholds_name_file_streams(cls, value: Thresholds, info: ValidationInfo) -> Thresholds:
         """For ``benchmark: files`` the stream names are known here; other benchmarks
         are checked by :func:`check_threshold_streams` once their source is known."""
-        if self.benchmark == "files" and self.files:
-            unknown = sorted(set(self.thresholds.streams) - {entry.name for entry in self.files})
+        files: list[StreamFile] = info.data.get("files") or []
+        if info.data.get("benchmark") == "files" and files:
+            unknown = sorted(set(value.streams) - {entry.name for entry in files})
             if unknown:
-                names = ", ".join(entry.name for entry in self.files)
                 raise ValueError(
-                    f"thresholds.streams names unknown stream(s) {', '.join(map(repr, unknown))}; "
-                    f"streams under 'files': {names}"
+                    f"unknown stream(s) {', '.join(map(repr, unknown))} in 'streams'; "
+                    f"the streams under 'files' are: {', '.join(entry.name for entry in files)}"
                 )
-        return self
+        return value
 
 
 def check_threshold_streams(config: BenchmarkConfig, available: Sequence[str], source: str) -> None:
@@ -501,7 +502,8 @@ def validate_mapping(model: type[_Model], data: Mapping[str, Any], source: str) 
 
 
 def format_validation_error(error: ValidationError, source: str) -> str:
-    lines = [f"{source}: invalid configuration"]
+    """One line: the source, then each bad key and what is wrong with it."""
+    lines = []
     for problem in error.errors():
         location = ".".join(str(part) for part in problem["loc"]) or "(top level)"
         kind = problem["type"]
@@ -514,8 +516,8 @@ def format_validation_error(error: ValidationError, source: str) -> str:
             message = f"{message} (true/false is not a number here; write the number)"
         elif kind == "value_error":
             message = message.removeprefix("Value error, ")
-        lines.append(f"  key '{location}': {message}")
-    return "\n".join(lines)
+        lines.append(f"key '{location}': {message}")
+    return f"{source}: " + "; ".join(lines)
 
 
 def _resolve_part(
