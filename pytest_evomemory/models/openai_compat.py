@@ -21,6 +21,7 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 from urllib.parse import urlsplit
@@ -340,13 +341,25 @@ class OpenAICompatibleModel:
                 self.last_attempts, not_retried=_MALFORMED,
             ) from None
         try:
-            return completion_from_json(payload)
+            return self._scrubbed(completion_from_json(payload))
         except ModelError as error:
             raise self._error(str(error), self.last_attempts, not_retried=_MALFORMED) from None
         except RecursionError:
             raise self._error(
                 "the reply is JSON nested too deeply to read", self.last_attempts, not_retried=_MALFORMED
             ) from None
+
+    def _scrubbed(self, completion: ChatCompletion) -> ChatCompletion:
+        """The completion with secrets redacted from its text: a proxy that echoes the
+        request (headers included) into the answer must not put the key into
+        transcripts, memory, the cache or reports. The key is never a right answer."""
+        content = None if completion.content is None else self._redact(completion.content)
+        calls = tuple(
+            replace(call, arguments=self._redact(call.arguments)) for call in completion.tool_calls
+        )
+        if content == completion.content and calls == completion.tool_calls:
+            return completion
+        return replace(completion, content=content, tool_calls=calls)
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
