@@ -31,6 +31,8 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from .text import storable
+
 #: What a removed secret is replaced with.
 MASK = "***"
 
@@ -117,16 +119,18 @@ def _mask_value(match: re.Match[str]) -> str:
 
 
 def redact_record(record: Any, secrets: Iterable[str] = ()) -> Any:
-    """A copy of a JSON-like record (mappings, lists, strings) with every string redacted.
+    """A copy of a JSON-like record that is safe to write: every string redacted and
+    made storable (NUL and lone surrogates become U+FFFD, see :func:`..text.storable`).
 
-    Keys are kept (they are field names), values are redacted at any depth; the
-    artefact writer passes every record through this before writing it.
+    Keys are kept as field names (made storable), values are redacted at any depth;
+    the artefact writer passes every record through this before writing it, so an
+    agent's answer holding a lone surrogate cannot make a write fail either.
     """
     values = tuple(secrets)
     if isinstance(record, str):
-        return redact(record, values)
+        return redact(storable(record), values)
     if isinstance(record, Mapping):
-        return {key: redact_record(value, values) for key, value in record.items()}
+        return {storable(str(key)) if isinstance(key, str) else key: redact_record(value, values) for key, value in record.items()}
     if isinstance(record, list | tuple):
         return [redact_record(value, values) for value in record]
     return record

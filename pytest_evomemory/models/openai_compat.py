@@ -31,7 +31,7 @@ import httpx2
 from ..config import ModelConfig, http_url_problem
 from ..errors import ConfigError, ModelError
 from ..redaction import redact, register_secret
-from ..text import storable
+from ..text import storable, storable_json_text
 from ..types import Usage
 from .base import ChatCompletion, ModelToolCall
 
@@ -489,7 +489,7 @@ def completion_from_json(payload: Any) -> ChatCompletion:
         elif not isinstance(arguments, str):
             arguments = json.dumps(arguments)
         calls.append(ModelToolCall(
-            id=storable(str(call.get("id") or f"call_{index}")), name=storable(name), arguments=storable(arguments)
+            id=storable(str(call.get("id") or f"call_{index}")), name=storable(name), arguments=storable_json_text(arguments)
         ))
     reported = payload.get("usage")
     usage: Mapping[str, Any] = reported if isinstance(reported, Mapping) else {}
