@@ -13,6 +13,7 @@ from __future__ import annotations
 import errno
 import json
 import os
+import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -111,13 +112,33 @@ def decode_json_line(raw: bytes, where: str, *, first_line: bool = False) -> Any
     if depth > MAX_NESTING_DEPTH:
         raise DataError(f"{where}: nested {depth} levels deep (limit {MAX_NESTING_DEPTH}); flatten the record")
     try:
-        return json.loads(text, parse_int=_bounded_int, parse_constant=_no_constant)
+        record = json.loads(text, parse_int=_bounded_int, parse_constant=_no_constant)
     except json.JSONDecodeError as error:
         raise DataError(f"{where}: invalid JSON ({error.msg} at column {error.colno}); fix or remove the line") from None
     except ValueError as error:
         raise DataError(f"{where}: {error}") from None
     except RecursionError:  # pragma: no cover - nesting_depth refuses this first
         raise DataError(f"{where}: nested too deeply; flatten the record") from None
+    if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(record):
+        raise DataError(
+            f"{where}: a string holds an unpaired surrogate escape (such as \\ud800), which is "
+            "no character and cannot be written to the results; fix the escape"
+        )
+    return record
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.search(value) is not None
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(item) for item in value)
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(key) or _has_lone_surrogate(item) for key, item in value.items())
+    return False
 
 
 def _bounded_int(text: str) -> int:
