@@ -202,3 +202,63 @@ def check_choice_sample(sample: BenchmarkSample, where: str) -> None:
             f"{where}: task {sample.task_id!r}: the target {sample.target!r} is neither a letter in "
             f"A-{letters[-1]} nor exactly one option's text; give the correct option's letter"
         )
+
+
+def prepare_run_dir(path: Path, what: str = "output directory") -> Path:
+    """Create (if needed) and return the run directory, absolute; or raise a
+    :class:`ConfigError` saying why it cannot hold the results and what to do.
+
+    Checked before collection so that a directory that is a file, is read-only,
+    holds a NUL or is a symbolic-link loop stops the run once with exit status 4,
+    instead of an INTERNALERROR at the first artefact write.
+    """
+    from .errors import ConfigError
+
+    text = str(path)
+    if "\x00" in text or any(ord(character) < 32 for character in text):
+        raise ConfigError(f"{what} {text!r} holds a control character; choose a plain path", source=text)
+    absolute = resolve_path(path)
+    try:
+        absolute.lstat()
+        exists = True
+    except FileNotFoundError:
+        exists = False
+    except OSError as error:
+        raise ConfigError(f"{what} {absolute}: {describe_os_error(error)}", source=text) from None
+    if exists:
+        problem = path_problem(absolute)
+        if problem is None:
+            raise ConfigError(
+                f"{what} {absolute} is a file, not a directory; choose another --evomemory-output-dir "
+                "(or the run config's output_dir)",
+                source=text,
+            )
+        if not problem.startswith("is a directory"):
+            raise ConfigError(f"{what} {absolute} {problem}", source=text)
+    try:
+        absolute.mkdir(parents=True, exist_ok=True)
+        probe = absolute / ".evomemory-write-probe"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as error:
+        raise ConfigError(
+            f"{what} {absolute}: {describe_os_error(error)}; choose another --evomemory-output-dir",
+            source=text,
+        ) from None
+    return absolute
+
+
+def describe_os_error(error: OSError) -> str:
+    """An ``OSError`` as words a user can act on (for run-directory and artefact writes)."""
+    known = {
+        errno.ENOSPC: "the disk is full; free some space",
+        errno.EDQUOT: "the disk quota is exhausted; free some space",
+        errno.EROFS: "the file system is read-only",
+        errno.EACCES: "permission denied; check the directory's permissions",
+        errno.EPERM: "operation not permitted; check the directory's permissions",
+        errno.ELOOP: "a symbolic link loop is in the way",
+        errno.ENOTDIR: "a part of the path is a file, not a directory",
+        errno.EEXIST: "a file is in the way",
+        errno.ENAMETOOLONG: "the path is too long",
+    }
+    return known.get(error.errno or 0, error.strerror or str(error))

@@ -1,0 +1,231 @@
+"""What is known before the first task is refused once: the environment a model
+needs (key variable, OPENAI_BASE_URL, proxies), the run directory, and user
+factories that cannot work. The reusable checks are tested here; the plugin-level
+tests marked ``NEEDS_WIRING`` pass once the runtime calls them (see the report of
+the ``badinput`` branch) and then fail loudly (strict xfail) so the marker goes."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_evomemory.config import ModelConfig
+from pytest_evomemory.errors import ConfigError
+from pytest_evomemory.factories import call_factory, load_factory
+from pytest_evomemory.models.openai_compat import check_model_environment
+from pytest_evomemory.redaction import redact
+from pytest_evomemory.testing.fixtures import ServerFactory
+from pytest_evomemory.validation import prepare_run_dir
+
+from .conftest import KEY_VARIABLE, SECRET, tiny_run_config
+
+NEEDS_WIRING = pytest.mark.xfail(
+    strict=True, reason="check_model_environment must be called at plugin activation (lead wiring)"
+)
+_PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "OPENAI_BASE_URL")
+
+
+@pytest.fixture(autouse=True)
+def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in _PROXIES:
+        monkeypatch.delenv(name, raising=False)
+
+
+def _model(**overrides: Any) -> ModelConfig:
+    return ModelConfig(**{"api_key_env": KEY_VARIABLE, "base_url": "https://api.example.com/v1", **overrides})
+
+
+# --------------------------------------------------------------------------- the model environment
+
+
+def test_a_complete_environment_passes_and_registers_the_key(monkeypatch: pytest.MonkeyPatch) -> None:
+    key = "plainKeyShape-0042-registered"  # no pattern knows it: only registration can redact it
+    monkeypatch.setenv(KEY_VARIABLE, key)
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.internal:3128")
+    assert redact(f"echo {key}") == f"echo {key}"
+    check_model_environment(_model())
+    assert redact(f"echo {key[:10]}zz {key} cut {key[:-5]}") == f"echo {key[:10]}zz *** cut ***"
+
+
+def test_nothing_to_check_without_an_http_model() -> None:
+    check_model_environment(None)
+    check_model_environment(_model(provider="local", api_key_env="SURELY_UNSET_VARIABLE_XYZ"))
+
+
+def test_a_missing_key_variable_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv(KEY_VARIABLE, raising=False)
+    with pytest.raises(ConfigError, match=f"environment variable {KEY_VARIABLE}, which is not set; export") as caught:
+        check_model_environment(_model())
+    assert caught.value.key == "model.api_key_env"
+
+
+def test_a_key_that_cannot_be_a_header_is_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_VARIABLE, "sk-abc\ndef")
+    with pytest.raises(ConfigError, match=f"{KEY_VARIABLE} holds a control or non-ASCII character"):
+        check_model_environment(_model())
+
+
+@pytest.mark.parametrize("value", ["ftp://x", "localhost:8000/v1", "http://", "http://host:99999/v1", "https://bad\x01host/v1"])
+def test_a_bad_openai_base_url_is_named(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv(KEY_VARIABLE, SECRET)
+    monkeypatch.setenv("OPENAI_BASE_URL", value)
+    with pytest.raises(ConfigError, match="OPENAI_BASE_URL: .* is not an http:// or https:// URL"):
+        check_model_environment(_model(base_url=None))
+    check_model_environment(_model())  # a base_url in the config wins over the variable
+
+
+@pytest.mark.parametrize("name", ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "ALL_PROXY"])
+@pytest.mark.parametrize("value", ["garbage", "::::", "ftp://x:1", "http://proxy:99999", "http://[::1", "http://"])
+def test_a_garbage_proxy_variable_is_named(monkeypatch: pytest.MonkeyPatch, name: str, value: str) -> None:
+    monkeypatch.setenv(KEY_VARIABLE, SECRET)
+    monkeypatch.setenv(name, value)
+    with pytest.raises(ConfigError, match=f"the environment variable {name}=.* is not a proxy URL; write {name}=http://host:port"):
+        check_model_environment(_model())
+
+
+def test_a_proxy_with_credentials_is_not_quoted_with_them(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(KEY_VARIABLE, SECRET)
+    monkeypatch.setenv("HTTPS_PROXY", "ftp://user:hunter2-password@proxy:1")
+    with pytest.raises(ConfigError) as caught:
+        check_model_environment(_model())
+    assert "hunter2" not in str(caught.value)
+
+
+def test_a_garbage_proxy_fails_the_model_client_cleanly_too(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the up-front check, building the client is still one clear error."""
+    from pytest_evomemory.models.openai_compat import shared_client
+
+    monkeypatch.setenv("HTTPS_PROXY", "::::")
+    with pytest.raises(ConfigError, match="HTTPS_PROXY"):
+        shared_client("https://api.example.com/v1", 12.345)
+
+
+def _plugin_run(pytester: pytest.Pytester, server_url: str) -> pytest.RunResult:
+    run = tiny_run_config(pytester.path, server_url)
+    return pytester.runpytest(f"--evomemory-config={run}", "-p", "no:randomly", "-p", "no:cacheprovider")
+
+
+def _assert_refused_once(result: pytest.RunResult, requests: list[object], *expected: str) -> None:
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, output
+    assert len(result.stderr.str().strip().splitlines()) == 1
+    for piece in expected:
+        assert piece in result.stderr.str()
+    assert "Traceback" not in output and "INTERNALERROR" not in output and "collected" not in output
+    assert requests == []
+
+
+@NEEDS_WIRING
+def test_plugin_refuses_a_missing_key_variable_once(
+    pytester: pytest.Pytester, scripted_openai_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = scripted_openai_server()
+    monkeypatch.delenv(KEY_VARIABLE, raising=False)
+    _assert_refused_once(_plugin_run(pytester, server.base_url), server.requests, KEY_VARIABLE, "export")
+
+
+@NEEDS_WIRING
+def test_plugin_refuses_a_garbage_proxy_once(
+    pytester: pytest.Pytester, scripted_openai_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = scripted_openai_server()
+    monkeypatch.setenv(KEY_VARIABLE, SECRET)
+    monkeypatch.setenv("HTTPS_PROXY", "garbage")
+    _assert_refused_once(_plugin_run(pytester, server.base_url), server.requests, "HTTPS_PROXY")
+
+
+@NEEDS_WIRING
+def test_plugin_refuses_a_non_http_base_url_variable_once(
+    pytester: pytest.Pytester, scripted_openai_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = scripted_openai_server()
+    monkeypatch.setenv(KEY_VARIABLE, SECRET)
+    monkeypatch.setenv("OPENAI_BASE_URL", "ftp://x")
+    run = tiny_run_config(pytester.path, server.base_url)
+    run.write_text(run.read_text().replace(f'    base_url: "{server.base_url}"\n', ""))
+    result = pytester.runpytest(f"--evomemory-config={run}", "-p", "no:randomly", "-p", "no:cacheprovider")
+    _assert_refused_once(result, server.requests, "OPENAI_BASE_URL")
+
+
+# --------------------------------------------------------------------------- the run directory
+
+
+def test_a_run_directory_is_created_and_returned_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    made = prepare_run_dir(Path("results/run1"))
+    assert made == tmp_path / "results" / "run1" and made.is_dir() and list(made.iterdir()) == []
+
+
+def test_a_run_directory_that_is_a_file(tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("x")
+    with pytest.raises(ConfigError, match="taken is a file, not a directory; choose another --evomemory-output-dir"):
+        prepare_run_dir(tmp_path / "taken")
+
+
+def test_a_run_directory_below_a_file(tmp_path: Path) -> None:
+    (tmp_path / "taken").write_text("x")
+    with pytest.raises(ConfigError, match="a part of the path is a file"):
+        prepare_run_dir(tmp_path / "taken" / "run")
+
+
+def test_a_run_directory_with_nul(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="holds a control character"):
+        prepare_run_dir(tmp_path / "bad\x00dir")
+
+
+def test_a_run_directory_that_is_a_symlink_loop(tmp_path: Path) -> None:
+    os.symlink(tmp_path / "b", tmp_path / "a")
+    os.symlink(tmp_path / "a", tmp_path / "b")
+    with pytest.raises(ConfigError, match="symbolic link loop"):
+        prepare_run_dir(tmp_path / "a")
+
+
+@pytest.mark.skipif(sys.platform == "win32" or os.geteuid() == 0, reason="root writes to read-only directories")
+def test_a_read_only_run_directory(tmp_path: Path) -> None:
+    locked = tmp_path / "locked"
+    locked.mkdir()
+    locked.chmod(0o500)
+    try:
+        with pytest.raises(ConfigError, match="permission denied"):
+            prepare_run_dir(locked / "run")
+    finally:
+        locked.chmod(0o700)
+
+
+# --------------------------------------------------------------------------- user factories
+
+
+def test_a_factory_that_raises_is_one_line_with_the_users_frame() -> None:
+    def agent_factory(config: object, memory: object) -> object:
+        raise RuntimeError("boom\nsecond line")
+
+    with pytest.raises(ConfigError) as caught:
+        call_factory(agent_factory, (None, None), "agent")
+    message = str(caught.value)
+    assert "agent factory" in message and "RuntimeError: boom second line" in message
+    assert "test_environment.py:" in message and "in agent_factory" in message
+    assert "\n" not in message and "pytest_evomemory" not in message
+
+
+def test_a_factory_that_returns_none() -> None:
+    with pytest.raises(ConfigError, match="returned None; it must return the memory system"):
+        call_factory(lambda config, context: None, (None, None), "memory system")
+
+
+def test_a_factory_with_the_wrong_signature() -> None:
+    def factory(config: object) -> object:
+        return object()
+
+    with pytest.raises(ConfigError, match=r"cannot be called with 2 argument\(s\).*must accept 2 positional"):
+        call_factory(factory, (None, None), "agent")
+
+
+def test_a_module_that_raises_on_import(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    pytester.makepyfile(broken_memory_module="raise ValueError('bad import')\n")
+    monkeypatch.syspath_prepend(str(pytester.path))
+    with pytest.raises(ConfigError, match=r"importing 'broken_memory_module' raised ValueError: bad import \(at .*broken_memory_module.py:1"):
+        load_factory("broken_memory_module:build", "memory")
