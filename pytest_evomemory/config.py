@@ -407,7 +407,7 @@ class _ConfigLoader(yaml.SafeLoader):
             for key_node, _ in node.value:
                 if not isinstance(key_node, yaml.ScalarNode):
                     continue
-                key = self.construct_object(key_node)  # type: ignore[no-untyped-call]
+                key = self.construct_object(key_node)
                 try:
                     hash(key)
                 except TypeError:
@@ -422,18 +422,19 @@ class _ConfigLoader(yaml.SafeLoader):
                 first_line[key] = line
         return super().construct_mapping(node, deep=deep)
 
-    def construct_yaml_int(self, node: Any) -> Any:
-        digits = sum(character.isdigit() for character in str(node.value))
-        if digits > MAX_INT_DIGITS:
-            raise ConfigError(
-                f"an integer of {digits:,} digits at line {node.start_mark.line + 1} "
-                f"(limit {MAX_INT_DIGITS}); write a sensible number, or quote it as a string"
-            )
-        return super().construct_yaml_int(node)
 
 
-_ConfigLoader.add_constructor("tag:yaml.org,2002:int", _ConfigLoader.construct_yaml_int)
-_ConfigLoader.add_constructor("tag:yaml.org,2002:map", _ConfigLoader.construct_yaml_map)
+def _construct_bounded_int(loader: _ConfigLoader, node: yaml.ScalarNode) -> Any:
+    digits = sum(character.isdigit() for character in str(node.value))
+    if digits > MAX_INT_DIGITS:
+        raise ConfigError(
+            f"an integer of {digits:,} digits at line {node.start_mark.line + 1} "
+            f"(limit {MAX_INT_DIGITS}); write a sensible number, or quote it as a string"
+        )
+    return loader.construct_yaml_int(node)
+
+
+_ConfigLoader.add_constructor("tag:yaml.org,2002:int", _construct_bounded_int)
 
 _YAML_HINT = (
     "fix the syntax there (values holding ': ' or ' #' need quotes; indent with spaces, not tabs)"
@@ -467,7 +468,7 @@ def read_yaml_mapping(path: Path) -> dict[str, Any]:
             f"{path}: not UTF-8 text (byte {error.start}); save the file as UTF-8", source=str(path)
         ) from None
     try:
-        data = yaml.load(text, Loader=_ConfigLoader)  # noqa: S506 - a SafeLoader subclass
+        data = yaml.load(text, Loader=_ConfigLoader)
     except ConfigError as error:
         raise ConfigError(f"{path}: {error}", source=str(path), key=error.key) from None
     except yaml.YAMLError as error:

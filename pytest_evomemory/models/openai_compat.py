@@ -23,7 +23,6 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any
-
 from urllib.parse import urlsplit
 
 import httpx2

@@ -73,7 +73,7 @@ def test_a_key_that_cannot_be_a_header_is_named(monkeypatch: pytest.MonkeyPatch)
 def test_a_bad_openai_base_url_is_named(monkeypatch: pytest.MonkeyPatch, value: str) -> None:
     monkeypatch.setenv(KEY_VARIABLE, SECRET)
     monkeypatch.setenv("OPENAI_BASE_URL", value)
-    with pytest.raises(ConfigError, match="OPENAI_BASE_URL: .* is not an http:// or https:// URL"):
+    with pytest.raises(ConfigError, match=r"OPENAI_BASE_URL: .* is not an http:// or https:// URL"):
         check_model_environment(_model(base_url=None))
     check_model_environment(_model())  # a base_url in the config wins over the variable
 
