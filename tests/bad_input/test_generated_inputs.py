@@ -168,3 +168,18 @@ def test_duplicate_key_in_a_referenced_part_names_that_file(pytester: pytest.Pyt
     run.write_text(run.read_text().replace(BENCHMARK, "bench.yaml"))
     _refused(pytester, run, "bench.yaml: duplicate key 'thresholds' at line 4 (first at line 3)")
     assert requests == []
+
+
+def test_a_memory_module_that_raises_on_import(
+    pytester: pytest.Pytester, run_with_server: tuple[Path, list[object]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run, requests = run_with_server
+    pytester.makepyfile(exploding_memory="import json\nraise RuntimeError('no config for exploding_memory')\n")
+    monkeypatch.syspath_prepend(str(pytester.path))
+    run.write_text(run.read_text().replace("memory: {backend: inprocess}", "memory: {backend: 'exploding_memory:build'}"))
+    error = _refused(
+        pytester, run, "key 'backend': memory factory 'exploding_memory:build'",
+        "raised RuntimeError: no config for exploding_memory", "exploding_memory.py:2", "fix the module",
+    )
+    assert "importlib" not in error
+    assert requests == []
