@@ -42,9 +42,12 @@ DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
 class _Strict(BaseModel):
     """Unknown keys are errors, and no value is coerced: ``limit: true`` is not 1,
     ``limit: "5"`` is not 5 and ``temperature: yes`` is not 1.0 (pydantic's lax mode
-    would take all three). An integer is still accepted where a number is wanted."""
+    would take all three). An integer is still accepted where a number is wanted;
+    ``.nan`` and ``.inf`` are not numbers any setting can use."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False, strict=True)
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, str_strip_whitespace=False, strict=True, allow_inf_nan=False
+    )
 
 
 def _check_kind(value: str, builtin: Sequence[str], what: str) -> str:

@@ -112,7 +112,9 @@ def decode_json_line(raw: bytes, where: str, *, first_line: bool = False) -> Any
     if depth > MAX_NESTING_DEPTH:
         raise DataError(f"{where}: nested {depth} levels deep (limit {MAX_NESTING_DEPTH}); flatten the record")
     try:
-        record = json.loads(text, parse_int=_bounded_int, parse_constant=_no_constant)
+        record = json.loads(
+            text, parse_int=_bounded_int, parse_constant=_no_constant, object_pairs_hook=_unique_keys
+        )
     except json.JSONDecodeError as error:
         raise DataError(f"{where}: invalid JSON ({error.msg} at column {error.colno}); fix or remove the line") from None
     except ValueError as error:
@@ -139,6 +141,17 @@ def _has_lone_surrogate(value: Any) -> bool:
     if isinstance(value, dict):
         return any(_has_lone_surrogate(key) or _has_lone_surrogate(item) for key, item in value.items())
     return False
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """JSON objects with a key written twice are refused: ``json`` keeps the last
+    one silently, so ``{"target": "A", "target": "B"}`` would change what is scored."""
+    record: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in record:
+            raise ValueError(f"the key {key!r} appears twice in one object; keep one")
+        record[key] = value
+    return record
 
 
 def _bounded_int(text: str) -> int:
@@ -176,10 +189,10 @@ def nesting_depth(text: str) -> int:
     return deepest
 
 
-def check_choice_sample(sample: BenchmarkSample, where: str) -> None:
-    """Refuse a multiple-choice task whose answer could never be scored right.
+def check_sample(sample: BenchmarkSample, where: str) -> None:
+    """Refuse a task that could never be scored meaningfully.
 
-    A task with ``choices`` (or in ``choice`` mode) must have at most 26 options
+    Every task needs a non-empty prompt and a non-empty target. A task with ``choices`` (or in ``choice`` mode) must have at most 26 options
     (letters A-Z), no empty option, and a non-empty target that the choice scorer
     itself reads as one of its letters (a letter, or one option's text); otherwise
     every answer would be scored wrong and the stream's accuracy would silently
@@ -187,11 +200,15 @@ def check_choice_sample(sample: BenchmarkSample, where: str) -> None:
     """
     from .evaluation.choice import DEFAULT_OPTION_COUNT, _target_letter
 
+    if not sample.prompt.strip():
+        raise DataError(f"{where}: task {sample.task_id!r}: the prompt is empty; write the question")
     choices = sample.choices
-    if not choices and sample.match_mode != "choice":
-        return
+    is_choice = bool(choices) or sample.match_mode == "choice"
     if not sample.target.strip():
-        raise DataError(f"{where}: the target is empty; give the correct option's letter (e.g. 'B')")
+        hint = "give the correct option's letter (e.g. 'B')" if is_choice else "give the expected answer"
+        raise DataError(f"{where}: task {sample.task_id!r}: the target is empty; {hint}")
+    if not is_choice:
+        return
     if len(choices) > MAX_CHOICES:
         raise DataError(f"{where}: {len(choices)} choices, but at most {MAX_CHOICES} can be lettered A-Z; drop some")
     if any(not option.strip() for option in choices):

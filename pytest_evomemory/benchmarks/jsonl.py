@@ -16,7 +16,7 @@ from typing import Any
 from ..config import BenchmarkConfig
 from ..errors import ConfigError, DataError
 from ..types import BenchmarkSample
-from ..validation import check_choice_sample, decode_json_line, path_problem, resolve_path
+from ..validation import check_sample, decode_json_line, path_problem, resolve_path
 from .base import Stream, apply_limit
 
 MAX_STREAM_FILE_BYTES = 512 * 1024 * 1024
@@ -45,7 +45,7 @@ def read_jsonl_stream(
             where = f"stream {name!r}: {path}, line {line_number}"
             record = decode_json_line(raw, where, first_line=line_number == 1)
             sample = _to_sample(record, name, len(samples), match_mode, where)
-            check_choice_sample(sample, where)
+            check_sample(sample, where)
             if sample.task_id in seen:
                 raise DataError(f"{where}: duplicate task id {sample.task_id!r}")
             seen.add(sample.task_id)

@@ -389,6 +389,10 @@ class OpenAICompatibleModel:
         return redact(text, secrets)
 
 
+#: Parallel tool calls accepted in one reply: real models send a handful; thousands
+#: would each run (and be recorded) within one step that ``max_steps`` cannot bound.
+MAX_TOOL_CALLS_PER_REPLY = 64
+
 #: How much of a server's words an error quotes.
 MAX_QUOTE_CHARS = 500
 
@@ -475,6 +479,11 @@ def completion_from_json(payload: Any) -> ChatCompletion:
     raw_calls = message.get("tool_calls") or []
     if not isinstance(raw_calls, list):
         raise ModelError(f"'tool_calls' in the reply is not a list: {_preview_json(raw_calls)}")
+    if len(raw_calls) > MAX_TOOL_CALLS_PER_REPLY:
+        raise ModelError(
+            f"the reply asks for {len(raw_calls):,} tool calls at once; at most "
+            f"{MAX_TOOL_CALLS_PER_REPLY} are run per reply"
+        )
     for index, call in enumerate(raw_calls):
         function = call.get("function") if isinstance(call, Mapping) else None
         if not isinstance(function, Mapping):  # non-function tool calls (e.g. "custom") are not ours

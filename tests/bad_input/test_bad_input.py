@@ -62,7 +62,12 @@ EXPECTED = {
     "threshold_unknown_file_stream.yaml": "key 'thresholds': unknown stream(s) 'mien'",
     "choice_target_outside.yaml": "task 'q1': the target 'C' is neither a letter in A-B",
     "choice_too_many_options.yaml": "27 choices, but at most 26",
-    "choice_empty_target.yaml": "choice_empty_target.jsonl, line 1: the target is empty",
+    "choice_empty_target.yaml": "choice_empty_target.jsonl, line 1: task 'q1': the target is empty; give the correct option's letter",
+    "stream_file_duplicate_key.yaml": "duplicate_key.jsonl, line 1: the key 'target' appears twice in one object",
+    "stream_file_empty_prompt.yaml": "empty_prompt.jsonl, line 1: task 't1': the prompt is empty",
+    "stream_file_empty_target.yaml": "empty_target.jsonl, line 1: task 't1': the target is empty; give the expected answer",
+    "threshold_nan.yaml": "key 'thresholds.overall'",
+    "model_timeout_inf.yaml": "key 'model.timeout_s'",
     "choice_mode_bad_letter.yaml": "the target 'Z' is neither a letter in A-J",
     "stream_file_nan.yaml": "nan.jsonl, line 1: NaN is not valid JSON",
     # paths that are not files; names that cannot be directories

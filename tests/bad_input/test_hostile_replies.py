@@ -19,6 +19,7 @@ from pytest_evomemory.testing.scripted_server import (
     final_answer,
     is_feedback,
     tool_call,
+    tool_calls,
 )
 
 from .conftest import KEY_VARIABLE, SECRET, assert_no_internal_error, tiny_run_config
@@ -47,6 +48,9 @@ CASES: dict[str, tuple[Reply, str]] = {
     "arguments_not_json": (tool_call("final_answer", "{answer: 4"), "error:max_steps"),
     "endless_tool_loop": (tool_call("no_such_tool", {"x": 1}), "error:max_steps"),
     "deeply_nested_reply": (Fault(200, raw=b"[" * 100_000 + b"]" * 100_000), "error:nested too deeply"),
+    "a_thousand_tool_calls": (
+        tool_calls([("final_answer", {"answer": str(i)}) for i in range(1000)]), "error:1,000 tool calls at once"
+    ),
     "huge_integer_in_reply": (Fault(200, raw=b'{"choices": ' + b"9" * 5000 + b"}"), "error:not JSON"),
 }
 
