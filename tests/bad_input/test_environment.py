@@ -24,7 +24,7 @@ from pytest_evomemory.validation import prepare_run_dir
 from .conftest import KEY_VARIABLE, SECRET, tiny_run_config
 
 NEEDS_WIRING = pytest.mark.xfail(
-    strict=True, reason="check_model_environment must be called at plugin activation (lead wiring)"
+    strict=True, reason="models.check_agent_environment(run_config.agent) must be called at plugin activation (lead wiring)"
 )
 _PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "OPENAI_BASE_URL")
 
@@ -229,3 +229,16 @@ def test_a_module_that_raises_on_import(pytester: pytest.Pytester, monkeypatch: 
     monkeypatch.syspath_prepend(str(pytester.path))
     with pytest.raises(ConfigError, match=r"importing 'broken_memory_module' raised ValueError: bad import \(at .*broken_memory_module.py:1"):
         load_factory("broken_memory_module:build", "memory")
+
+
+def test_the_agent_level_check_skips_model_free_agents(monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_evomemory.config import AgentConfig
+    from pytest_evomemory.models import check_agent_environment
+
+    monkeypatch.delenv(KEY_VARIABLE, raising=False)
+    check_agent_environment(AgentConfig(kind="recall_baseline", model=_model()))
+    check_agent_environment(AgentConfig(kind="tiny", model=_model(api_key_env=None)))
+    with pytest.raises(ConfigError, match=KEY_VARIABLE):
+        check_agent_environment(AgentConfig(kind="tiny", model=_model()))
+    with pytest.raises(ConfigError, match=KEY_VARIABLE):
+        check_agent_environment(AgentConfig(kind="my_agents:build", model=_model()))
