@@ -242,3 +242,55 @@ def test_the_agent_level_check_skips_model_free_agents(monkeypatch: pytest.Monke
         check_agent_environment(AgentConfig(kind="tiny", model=_model()))
     with pytest.raises(ConfigError, match=KEY_VARIABLE):
         check_agent_environment(AgentConfig(kind="my_agents:build", model=_model()))
+
+
+# --------------------------------------------------------------------------- wiring the lead adds
+
+
+RUNTIME_WIRING = pytest.mark.xfail(
+    strict=True,
+    reason="needs validation.prepare_run_dir(run_dir) at activation and redaction.redact_record in reporting.artefacts.dumps",
+)
+
+_USER_AGENT = '''
+class HostileAgent:
+    def respond(self, stimulus, turn):
+        answer = "lone " + chr(0xD800) + " surrogate and Bearer sk-user-agent-LEAK-123456789"
+        turn.call_tool("final_answer", {"answer": answer})
+
+    def reset(self):
+        pass
+
+
+def build(config, memory):
+    return HostileAgent()
+'''
+
+
+@RUNTIME_WIRING
+def test_plugin_refuses_an_output_dir_that_is_a_file(pytester: pytest.Pytester) -> None:
+    (pytester.path / "taken").write_text("x")
+    run = pytester.path / "run.yaml"
+    run.write_text("benchmark: {benchmark: sample, limit: 1}\nagent: {}\noutput_dir: taken\n")
+    result = pytester.runpytest(f"--evomemory-config={run}", "-p", "no:randomly")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    assert "taken is a file, not a directory" in result.stderr.str()
+    assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
+
+
+@RUNTIME_WIRING
+def test_artefacts_of_a_user_agent_are_redacted_and_storable(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(hostile_agent=_USER_AGENT)
+    monkeypatch.syspath_prepend(str(pytester.path))
+    run = pytester.path / "run.yaml"
+    run.write_text(
+        "output_dir: results\nbenchmark: {benchmark: sample, limit: 1}\n"
+        "agent: {kind: 'hostile_agent:build', memory_strategy: none}\n"
+    )
+    result = pytester.runpytest(f"--evomemory-config={run}", "-p", "no:randomly", "-p", "no:cacheprovider")
+    output = result.stdout.str() + result.stderr.str()
+    assert "INTERNALERROR" not in output
+    written = [p.read_text(encoding="utf-8") for p in (pytester.path / "results").rglob("*") if p.is_file()]
+    assert written and not any("sk-user-agent-LEAK" in text for text in written)
