@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_evomemory.benchmarks.evomemory.sources import SOURCES
+from pytest_evomemory.benchmarks.evomemory.catalog import STREAMS as SOURCES
 from pytest_evomemory.config import load_run_config
 
 from .conftest import FakeHub
