@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from . import datacmd
 from .reporting.html import REPORT_NAME, ReportError, write_comparison_report, write_html_report
 
 PROG = "evomemory"
@@ -72,6 +73,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="comma-separated legend labels, one per run (default: the run names)",
     )
+    datacmd.add_parser(commands)
     return parser
 
 
@@ -91,6 +93,8 @@ def _labels(value: str | None, count: int) -> list[str] | None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "data":
+        return datacmd.run(args)
     try:
         if args.command == "report":
             written = write_html_report(args.run_dir, args.output)

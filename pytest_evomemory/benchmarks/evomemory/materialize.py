@@ -96,9 +96,11 @@ def materialize(stream: HubStream, data_dir: Path) -> tuple[LocalFile, list[Reco
 
 
 def verify(stream: HubStream, data_dir: Path) -> tuple[LocalFile, list[Record]]:
-    """Like :func:`materialize` but never downloads: a missing file is an error."""
-    with _locked(stream, data_dir):
-        present = check_present(stream, data_dir)
+    """Like :func:`materialize` but never downloads: a missing file is an error.
+
+    Takes no lock (a read-only data directory, e.g. a CI cache, can be verified):
+    files are only ever moved into place whole."""
+    present = check_present(stream, data_dir)
     if present is None:
         target = stream_file(stream, data_dir)
         raise DataError(
