@@ -34,6 +34,9 @@ def test_fetch_then_verify_offline(
     for line in out:
         name, pin, digest, rows, path = line.split("\t")
         content = upstream_files()[name]
+        assert rows == {"aime_2024": "3 rows", "gpqa_diamond": "3 rows", "mmlu_pro": "4 rows"}.get(
+            name, "2 rows"
+        )
         assert digest == f"sha256 {hashlib.sha256(content).hexdigest()}"
         assert Path(path) == stream_file(STREAMS[name], data_dir) and Path(path).read_bytes() == content
         assert pin == ("verified" if STREAMS[name].source.pinned else "unverified (no pinned hash; sha256 recorded)")
@@ -103,7 +106,7 @@ def test_a_run_config_gives_data_dir_and_streams(
     )
     status, out, err = _run(capsys, "fetch", "--config", str(run))
     assert (status, err) == (0, [])
-    assert len(out) == 1 and out[0].endswith(str((tmp_path / "cache" / "toolbench" / "torchhub_eval.json")))
+    assert len(out) == 1 and out[0].endswith(str(tmp_path / "cache" / "toolbench" / "torchhub_eval.json"))
     assert manifest_path(STREAMS["toolbench"], tmp_path / "cache").is_file()
 
 

@@ -17,7 +17,7 @@ from typing import Any
 from ...errors import ConfigError, DataError
 from ..jsonl import render_choices
 from .readers import Record
-from .stream import ConvertOptions, Converting
+from .stream import Converting, ConvertOptions
 
 #: The MMLU-Pro categories the paper reports (Evo-Memory, Table 1), in the spelling
 #: of the dataset's ``category`` field. Used when the config does not choose.
