@@ -53,7 +53,9 @@ def write_synthetic_mmlu_pro(path: Path, count: int) -> None:
 
     rows = []
     for index in range(count):
-        width = 10 if index % 5 else 4 + index % 6  # some rows padded with "N/A" like upstream
+        # 4 to 10 options; a few rows padded with "N/A" (the genuine file has none,
+        # the converter's drop rule is exercised anyway).
+        width = 10 if index % 5 else 4 + index % 6
         options = [f"Synthetic option {letter} for item {index}" for letter in "ABCDEFGHIJ"[:width]]
         options += ["N/A"] * (10 - width) if index % 7 == 0 else []
         answer_index = index % width
