@@ -10,19 +10,14 @@ rewriting node ids, which newer pytest versions no longer allow.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import pytest
 from xdist.scheduler import LoadScopeScheduling
 
-_STREAM_OF_ITEM = re.compile(r"::test_task\[([^/\]]+)/")
+from .items import stream_of_nodeid
+
 _LOAD_MODES = {"load", "loadscope", "loadfile", "loadgroup", "worksteal"}
-
-
-def stream_of_nodeid(nodeid: str) -> str | None:
-    match = _STREAM_OF_ITEM.search(nodeid)
-    return match.group(1) if match else None
 
 
 class StreamScheduling(LoadScopeScheduling):  # type: ignore[misc]
@@ -41,7 +36,7 @@ class StreamScheduling(LoadScopeScheduling):  # type: ignore[misc]
         Unlike xdist's own loadscope scheduler, the task that was running when the
         worker died is not sent again: it is reported as failed (a task that kills
         its worker would otherwise kill every replacement too). The new worker
-        restores the stream's memory from the artefacts (see plugin.py).
+        restores the stream's memory from the artefacts (see session.py).
         """
         workload = self.assigned_work.pop(node)
         if not self._pending_of(workload):
