@@ -43,7 +43,7 @@ def activate(config: pytest.Config, path: str, resume: str | None) -> None:
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, PLUGIN_NAME)
     _add_benchmark_module_to_args(config)
-    _register_xdist_scheduling(config)
+    _register_xdist_scheduling(config, session.benchmark.independent_streams)
     if config.pluginmanager.hasplugin("pytest_jsonreport"):
         from .jsonreport import JsonReportHooks
 
@@ -75,7 +75,7 @@ def _add_benchmark_module_to_args(config: pytest.Config) -> None:
         config.args[:] = [module]
 
 
-def _register_xdist_scheduling(config: pytest.Config) -> None:
+def _register_xdist_scheduling(config: pytest.Config, independent: frozenset[str]) -> None:
     if is_xdist_worker(config) or not config.pluginmanager.hasplugin("xdist"):
         return
     if config.getvalue("dist") == "each":
@@ -86,7 +86,7 @@ def _register_xdist_scheduling(config: pytest.Config) -> None:
         )
     from .xdist import XdistHooks
 
-    config.pluginmanager.register(XdistHooks(), "evomemory-xdist")
+    config.pluginmanager.register(XdistHooks(independent), "evomemory-xdist")
 
 
 class EvoMemorySession:

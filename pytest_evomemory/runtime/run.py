@@ -79,6 +79,12 @@ class BenchmarkRun:
         """The one place that decides whether, and how, a stream gets a memory system."""
         return self.config.agent.memory_strategy
 
+    @property
+    def independent_streams(self) -> frozenset[str]:
+        """Streams whose tasks do not depend on each other: without a memory system
+        nothing survives the reset, so they may run in any order, in parallel."""
+        return frozenset(self.stream_order) if self.memory_strategy == "none" else frozenset()
+
     def open_stream(
         self,
         name: str,
