@@ -227,11 +227,14 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     session = config.stash.get(SESSION_KEY, None)
     if session is None:
         return None
+    from ..benchmarks.provenance import provenance_line
+
     streams = ", ".join(f"{s.name} ({len(s)})" for s in session.benchmark.streams)
     agent = session.run_config.agent
     return [
         f"evomemory: run {session.run_config.name!r} from {session.run_config.path}",
         f"evomemory: streams {streams}",
+        *(f"evomemory: data {provenance_line(s)}" for s in session.benchmark.streams if s.provenance.get("repository")),
         f"evomemory: agent {agent.kind} ({agent.memory_strategy}), memory {session.run_config.memory.backend}",
         f"evomemory: results -> {session.run_dir}",
     ]

@@ -60,6 +60,7 @@ def error_record(
         "reason": f"episode failed: {reason}",
         "details": {},
         "error": reason,
+        "group": sample.group,
     }
     if traceback:
         scored["traceback"] = traceback

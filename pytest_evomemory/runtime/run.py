@@ -126,7 +126,10 @@ class BenchmarkRun:
             "run": self.config.to_dict(),
             "config_fingerprint": config_fingerprint(self.config),
             "streams": [
-                {"name": s.name, "tasks": len(s), "match_mode": s.match_mode, "description": s.description}
+                {
+                    "name": s.name, "tasks": len(s), "match_mode": s.match_mode, "description": s.description,
+                    "breakdown": s.breakdown, "provenance": dict(s.provenance),
+                }
                 for s in self.streams
             ],
             "versions": package_versions(),
