@@ -1,21 +1,27 @@
 """The ``toolbench`` match mode: was the right API chosen, and was it called right?
 
-The Evo-Memory paper reports its ToolBench stream (Gorilla's APIBench, Patil et al.
-2023) as two numbers, "API / Acc.". We read them as:
+The Evo-Memory paper reports its ToolBench stream (Gorilla's APIBench TorchHub
+split, Patil et al. 2023) as two numbers, "API / Acc.". Ours, per item:
 
-* **API** (``details["api_match"]``): the answer calls the reference function
-  (``torch.hub.load``) and names the same API with it, i.e. the identifying
-  arguments (``repo_or_dir`` without a ``:ref`` suffix, and ``model``) are equal.
-  This is what Gorilla's own AST check tests.
+* **API** (``details["api_match"]``): the answer's ``torch.hub.load`` call names the
+  record's own hub API: the same ``repo_or_dir`` (a ``:ref`` suffix ignored), the
+  same ``model`` entry point and the same extra positional arguments (MEAL-V2's
+  variant name). Gorilla's ``ast_eval_th.py`` identifies the API the same way but
+  then credits any API *of the question's domain*; we credit only the record's API
+  (see docs/scoring.md for the measured difference).
 * **Acc.** (``details["call_match"]``, and ``Score.correct``): the API matches *and*
-  every argument of the reference call is present with an equal value
+  every other argument of the reference call is present with an equal value
   (e.g. ``pretrained=True``). Extra arguments are allowed and listed.
 
-``Score.correct`` is the stricter full-call match, so stream accuracy is "Acc.";
-"API" accuracy is the mean of ``details["api_match"]``. Calls are parsed leniently,
-not executed and not ``eval``-ed: some upstream reference calls are not valid Python
-(a positional argument after a keyword one), and agents add prose, code fences,
-assignments or Gorilla's ``<<<api_call>>>:`` labels around the call.
+Calls are compared by parameter, not by spelling: ``torch.hub.load``'s parameters
+(``repo_or_dir``, ``model``, then ``*args`` and ``**kwargs``) match whether given by
+position or by keyword, a ``**{...}`` splat is its keyword arguments, and a reference
+argument whose value is a variable name (``model_type=model_type``) accepts any value.
+Nothing is executed or ``eval``-ed. Some upstream references are not valid Python
+(``torch.hub.load(repo_or_dir='szq0214/MEAL-V2', 'meal_v2', model='mealv2_...')``);
+they are read as their authors' runnable code spells them: arguments fill the
+parameters in source order, and a keyword naming a parameter that is already filled
+is the next positional argument.
 """
 
 from __future__ import annotations
@@ -27,27 +33,37 @@ from dataclasses import dataclass, field
 from ..types import BenchmarkSample, Score
 from .modes import register_match_mode
 
-#: Positional parameters of functions whose arguments we must name to compare
-#: ``f('a', 'b')`` with ``f(x='a', y='b')``. Unknown functions keep positions.
+#: Named parameters that positional arguments fill, in order, per function; further
+#: positionals are ``*0``, ``*1``... (``torch.hub.load`` passes them to the entry point).
 SIGNATURES: dict[str, tuple[str, ...]] = {
     "torch.hub.load": ("repo_or_dir", "model"),
 }
-#: Arguments that say *which* API is meant (the "API" number); the rest configure it.
+#: Arguments that say *which* API is meant (the "API" figure); extra positionals
+#: (``*0``...) select a variant of the entry point and identify it too.
 IDENTIFYING: dict[str, tuple[str, ...]] = {
     "torch.hub.load": ("repo_or_dir", "model"),
 }
 
 _CALLEE = re.compile(r"(?<![\w.])([A-Za-z_][\w]*(?:\s*\.\s*[A-Za-z_]\w*)*)\s*\(")
 _API_CALL_LABEL = re.compile(r"api_call\W*", re.IGNORECASE)
+_KEYWORD = re.compile(r"^([A-Za-z_]\w*)\s*=(?!=)\s*(.*)$", re.DOTALL)
+_DICT_ENTRY = re.compile(r"^(['\"])(\w+)\1\s*:\s*(.*)$", re.DOTALL)
+_VARIABLE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
+_CONSTANTS = frozenset({"True", "False", "None"})
 
 
 @dataclass(frozen=True)
 class ParsedCall:
-    """A call reduced to its dotted callee and its arguments by name."""
+    """A call reduced to its dotted callee and its arguments by parameter name.
+
+    ``variables`` names the arguments whose value is a bare variable name: a
+    reference spelt that way leaves the value to the caller.
+    """
 
     callee: str
     arguments: dict[str, str] = field(default_factory=dict)
     source: str = ""
+    variables: frozenset[str] = frozenset()
 
 
 def _outside_strings(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
@@ -117,45 +133,94 @@ def _canonical(callee: str, name: str, value: str) -> str:
     return value
 
 
-def parse_call(text: str, callee: str | None = None) -> ParsedCall | None:
-    """The first call in ``text`` (the first to ``callee`` if given), or ``None``."""
-    candidates = []
-    for match in _CALLEE.finditer(text):
-        name = re.sub(r"\s+", "", match.group(1))
-        close = _matching_paren(text, match.end() - 1)
-        if close < 0:
+def _is_variable(value: str) -> bool:
+    value = value.strip()
+    return bool(_VARIABLE.match(value)) and value not in _CONSTANTS
+
+
+def _splat(part: str) -> list[tuple[str, str]] | None:
+    """``**{'k': v, ...}`` as keyword arguments (``None`` if it is not a dict literal)."""
+    inner = part[2:].strip()
+    if not (inner.startswith("{") and inner.endswith("}")):
+        return None
+    entries = []
+    for entry in _split_top_level(inner[1:-1]):
+        match = _DICT_ENTRY.match(entry)
+        if match is None:
+            return None
+        entries.append((match.group(2), match.group(3)))
+    return entries
+
+
+def bind_arguments(callee: str, parts: list[str]) -> tuple[dict[str, str], frozenset[str]]:
+    """Name every argument as the function would receive it, tolerating invalid order.
+
+    Arguments are taken in source order: a positional one fills the next free named
+    parameter, then ``*0``, ``*1``...; a keyword naming a parameter already filled
+    (Python would raise "multiple values") is read as the next positional argument,
+    which is what its author's runnable code passes.
+    """
+    slots = SIGNATURES.get(callee, ())
+    raw: dict[str, str] = {}
+    extra = 0
+
+    def positional(value: str) -> None:
+        nonlocal extra
+        free = next((slot for slot in slots if slot not in raw), None)
+        if free is not None:
+            raw[free] = value
+        else:
+            raw[f"*{extra}"] = value
+            extra += 1
+
+    for part in parts:
+        if part.startswith("**"):
+            entries = _splat(part)
+            if entries is None:
+                raw[part] = ""  # **kwargs of unknown content: kept, never equal to anything
+                continue
+            for name, value in entries:
+                raw[name] = value
             continue
-        candidates.append((name, match.start(), match.end(), close))
+        keyword = _KEYWORD.match(part)
+        if keyword is None:
+            positional(part)
+        elif keyword.group(1) in raw and keyword.group(1) in slots:
+            positional(keyword.group(2))
+        else:
+            raw[keyword.group(1)] = keyword.group(2)
+    variables = frozenset(key for key, value in raw.items() if _is_variable(value))
+    return {key: _canonical(callee, key, value) for key, value in raw.items()}, variables
+
+
+def _calls(text: str) -> list[tuple[str, int, int, int]]:
+    found = []
+    for match in _CALLEE.finditer(text):
+        close = _matching_paren(text, match.end() - 1)
+        if close >= 0:
+            found.append((re.sub(r"\s+", "", match.group(1)), match.start(), match.end(), close))
+    return found
+
+
+def parse_call(text: str, callee: str | None = None) -> ParsedCall | None:
+    """A call in ``text``, or ``None``.
+
+    With ``callee``, the **last** call to it (then the last whose name ends the same
+    way, ``hub.load``), as Gorilla's evaluator reads the last ``torch.hub.load`` of
+    an answer; without, the first call.
+    """
+    candidates = _calls(text)
     if not candidates:
         return None
-    # Prose may mention other calls ("print(...)"); the reference's function wins,
-    # then one with the same last name (``hub.load``), then simply the first call.
     chosen = candidates[0]
     if callee is not None:
         last = "." + callee.rsplit(".", 1)[-1]
-        chosen = next(
-            (c for c in candidates if c[0] == callee),
-            next((c for c in candidates if ("." + c[0]).endswith(last)), chosen),
-        )
+        exact = [c for c in candidates if c[0] == callee]
+        similar = [c for c in candidates if ("." + c[0]).endswith(last)]
+        chosen = (exact or similar or [chosen])[-1]
     name, start, open_end, close = chosen
-    positional_names = SIGNATURES.get(name, ())
-    arguments: dict[str, str] = {}
-    positional: list[str] = []
-    for part in _split_top_level(text[open_end:close]):
-        keyword = re.match(r"^([A-Za-z_]\w*)\s*=(?!=)\s*(.*)$", part, re.DOTALL)
-        if keyword:
-            arguments[keyword.group(1)] = keyword.group(2)
-        else:
-            positional.append(part)
-    free = [p for p in positional_names if p not in arguments]
-    for index, value in enumerate(positional):
-        key = free[index] if index < len(free) else f"*{index}"
-        arguments[key] = value
-    return ParsedCall(
-        name,
-        {key: _canonical(name, key, value) for key, value in arguments.items()},
-        text[start : close + 1],
-    )
+    arguments, variables = bind_arguments(name, _split_top_level(text[open_end:close]))
+    return ParsedCall(name, arguments, text[start : close + 1], variables)
 
 
 def _answer_region(answer: str) -> str:
@@ -165,6 +230,30 @@ def _answer_region(answer: str) -> str:
         return answer
     region = answer[label.end() :]
     return re.split(r"api_provider", region, maxsplit=1, flags=re.IGNORECASE)[0]
+
+
+def read_call(answer: str, callee: str = "torch.hub.load") -> ParsedCall | None:
+    """The call an answer makes: in its ``api_call`` part if labelled, else anywhere."""
+    return parse_call(_answer_region(answer), callee) or parse_call(answer, callee)
+
+
+def _identifying(call: ParsedCall) -> list[str]:
+    named = IDENTIFYING.get(call.callee, ())
+    return [key for key in call.arguments if key in named or key.startswith("*")]
+
+
+def _agrees(reference: ParsedCall, candidate: ParsedCall, key: str) -> bool:
+    """A reference argument spelt as a variable name accepts any value, or none."""
+    if key in reference.variables:
+        return True
+    return candidate.arguments.get(key) == reference.arguments[key]
+
+
+def same_api(reference: ParsedCall, candidate: ParsedCall) -> bool:
+    """Whether ``candidate`` names the hub API ``reference`` names (the "API" figure)."""
+    return candidate.callee == reference.callee and all(
+        _agrees(reference, candidate, key) for key in _identifying(reference)
+    )
 
 
 @register_match_mode("toolbench")
@@ -181,7 +270,7 @@ def toolbench(answer: str, sample: BenchmarkSample) -> Score:
             "the reference api_call could not be parsed; report this stream's source",
             details={"api_match": False, "call_match": False},
         )
-    candidate = parse_call(_answer_region(answer), reference.callee) or parse_call(answer, reference.callee)
+    candidate = read_call(answer, reference.callee)
     base_details: dict[str, object] = {
         "reference_function": reference.callee,
         "reference_arguments": dict(reference.arguments),
@@ -196,19 +285,21 @@ def toolbench(answer: str, sample: BenchmarkSample) -> Score:
             "no function call found in the answer",
             details={**base_details, "api_match": False, "call_match": False},
         )
-    identifying = IDENTIFYING.get(reference.callee, ())
     same_function = candidate.callee == reference.callee
     wrong_identity = [
-        key
-        for key in identifying
-        if key in reference.arguments and candidate.arguments.get(key) != reference.arguments[key]
+        key for key in _identifying(reference) if not _agrees(reference, candidate, key)
     ]
     api_match = same_function and not wrong_identity
-    missing = sorted(key for key in reference.arguments if key not in candidate.arguments)
+    configuring = [key for key in reference.arguments if key not in _identifying(reference)]
+    missing = sorted(
+        key
+        for key in configuring
+        if key not in candidate.arguments and key not in reference.variables
+    )
     different = sorted(
         key
-        for key in reference.arguments
-        if key in candidate.arguments and candidate.arguments[key] != reference.arguments[key]
+        for key in configuring
+        if key in candidate.arguments and not _agrees(reference, candidate, key)
     )
     extra = sorted(key for key in candidate.arguments if key not in reference.arguments)
     call_match = api_match and not missing and not different
