@@ -141,25 +141,32 @@ def test_unknown_mode_is_a_config_error() -> None:
         EVALUATOR.score(sample("nope"), "x")
 
 
-def test_built_in_modes_load_on_first_lookup_and_a_user_mode_can_replace_one() -> None:
+def test_built_in_modes_load_on_first_lookup_and_cannot_be_replaced() -> None:
     import subprocess
     import sys
 
     code = """
 import sys
+from pytest_evomemory.errors import ConfigError
 from pytest_evomemory.evaluation import MATCH_MODES
 from pytest_evomemory.evaluation.modes import MatchModeRegistry
 loaded = lambda: sorted(m.rsplit(".", 1)[1] for m in sys.modules if m.startswith("pytest_evomemory.evaluation.")
-                        and m.rsplit(".", 1)[1] in ("aime", "choice", "toolbench"))
+                        and m.rsplit(".", 1)[1] in ("aime", "choice", "gpqa", "toolbench"))
 assert loaded() == [], loaded()
-assert "aime" in MATCH_MODES and len(MATCH_MODES) == 4 and sorted(MATCH_MODES) == ["aime", "choice", "exact", "toolbench"]
+assert sorted(MATCH_MODES) == ["aime", "choice", "exact", "gpqa", "toolbench"] and len(MATCH_MODES) == 5
 assert loaded() == []
 assert MATCH_MODES["aime"].__name__ == "aime" and loaded() == ["aime"]
 registry = MatchModeRegistry({"choice": ".choice"})
-registry["choice"] = len
-assert registry["choice"] is len and list(registry) == ["choice"]
-del registry["choice"]
-assert "choice" not in registry and len(registry) == 0
+try:
+    registry["choice"] = len
+except ConfigError as error:
+    assert "'choice' is built in" in str(error) and "under a new name" in str(error), error
+else:
+    raise AssertionError("a built-in mode was replaced")
+registry["mine"] = len
+assert registry["mine"] is len and sorted(registry) == ["choice", "mine"]
+del registry["mine"]
+assert "mine" not in registry and len(registry) == 1
 """
     subprocess.run([sys.executable, "-c", code], check=True)
 

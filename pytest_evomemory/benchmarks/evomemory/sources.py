@@ -69,7 +69,7 @@ GPQA_DIAMOND = SourceSpec(
     ),
     gated=True,
     license="CC-BY-4.0 (gated; the dataset card asks that examples are not revealed online)",
-    match_mode="choice",
+    match_mode="gpqa",
     description="GPQA Diamond: 198 graduate-level 4-option science questions",
 )
 
