@@ -51,9 +51,18 @@ _LONG_NUMBER = re.compile(r"\d{13}")
 _MAX_POWERS = 1  # (a^b)^c with three-digit literals already takes seconds
 # A number standing alone: not part of a word, a decimal, "1,073" (thousands) or
 # a LaTeX argument/exponent such as the 2 of "\\frac{73}{2}" or "x^2", or a factorial.
-_NUMBER = re.compile(r"(?<![\w.{^_/])(?<!\d,)[+-]?\d+(?:\.\d+)?(?![\w}/^!]|[.,]\d)")
+# The second number of a ratio or time ("3:1") is not read: math-verify reads its first.
+_NUMBER = re.compile(r"(?<![\w.{^_/])(?<!\d,)(?<!\d:)[+-]?\d+(?:\.\d+)?(?![\w}/^!]|[.,]\d)")
 _LATEX_SIGNS = re.compile(r"[\\^/*]|\d\s*[-+]\s*\d")
-_TEXT_COMMAND = re.compile(r"\\(?:text|mathrm|textbf|mbox|operatorname)\s*\{([^{}]*)\}")
+# Formatting commands keep their content: \boxed{\mathbf{459}} states 459.
+_TEXT_COMMAND = re.compile(
+    r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mathit|mathsf|mathtt|mathnormal|bm|boldsymbol"
+    r"|mbox|operatorname|underline|overline)\s*\{([^{}]*)\}"
+)
+# Prose: a word of two or more letters outside LaTeX commands. An answer with prose
+# is not one expression, so it is not read whole ("With n = 9 fixed, there are 788 ways.").
+_COMMAND = re.compile(r"\\[A-Za-z]+")
+_WORD = re.compile(r"[A-Za-z]{2,}")
 _UNITS = re.compile(r"\^\s*\{?\\circ\}?|\\%|[%°]|\\[,;!: ]|\{,\}")
 _WRAPPERS = re.compile(r"\$|\\\(|\\\)|\\\[|\\\]|\\displaystyle|\*\*")
 
@@ -87,7 +96,7 @@ def _last_boxed(text: str) -> str | None:
 
 def _clean(candidate: str) -> str:
     candidate = _WRAPPERS.sub("", candidate)
-    candidate = _TEXT_COMMAND.sub(r" \1 ", candidate)
+    candidate = _TEXT_COMMAND.sub(r" \1 ", _TEXT_COMMAND.sub(r" \1 ", candidate))
     candidate = _UNITS.sub(" ", candidate)
     # "n = 73", "2^6+9 = 73": the value stated last is the answer.
     candidate = candidate.rsplit("=", 1)[-1]
@@ -193,7 +202,7 @@ def read_aime_answer(text: str) -> _Reading:
             return reading
         failed = reading
     stripped = text.strip()
-    if len(stripped) <= MAX_MATH_VERIFY_CHARS:
+    if len(stripped) <= MAX_MATH_VERIFY_CHARS and not _WORD.search(_COMMAND.sub(" ", stripped)):
         reading = _read(stripped, "whole answer")
         if reading.value is not None:
             return reading
