@@ -1,4 +1,4 @@
-"""The ``gpqa`` mode: GPQA-Diamond letters, read as openai/simple-evals reads them.
+r"""The ``gpqa`` mode: GPQA-Diamond letters, read as openai/simple-evals reads them.
 
 simple-evals (``gpqa_eval.py``) takes the first match of
 ``ANSWER_PATTERN_MULTICHOICE = r"(?i)Answer[ \t]*:[ \t]*\$?([A-D])\$?"`` and
@@ -12,7 +12,7 @@ that pattern is demonstrably broken (docs/scoring.md lists each class):
   case-insensitive pattern reads the article of ``answer: a value`` and then
   scores it 0 because ``"a" != "A"``.
 
-Where simple-evals reads nothing (``The answer is (C)``, ``\\boxed{C}``, a bare
+Where simple-evals reads nothing (``The answer is (C)``, ``\boxed{C}``, a bare
 ``C``) we fall back to the MMLU-Pro chain of :mod:`.choice` rather than score 0.
 """
 

@@ -34,6 +34,7 @@ WHOLE_OPTION = "answer states one option whole; the reference reads a later stra
 BEYOND_OPTIONS = "standalone letter beyond the question's options"
 LOWER_CASE = "lower-case letter after 'Answer:'"
 MV_SET = "several \\boxed{} (math-verify reads a set)"
+MV_TEXT = "number inside \\text{}/\\textbf{}: math-verify reads a symbol, equal only when spelt alike"
 MV_FBOX = "\\fbox{N}: math-verify does not read \\fbox and takes a number from the rationale"
 GORILLA_SUBSTRING = "Gorilla matches an API whose name is a substring of the called one"
 
@@ -166,8 +167,12 @@ def aime_tally(items: list[corpus.CorpusItem]) -> tuple[Tally, list[corpus.Corpu
             cls = AGREE if ours_value == int(parsed[0]) else UNDOCUMENTED
         elif isinstance(parsed[0], sympy.FiniteSet):
             cls = AGREE if score.correct == verified else MV_SET
+        elif score.correct == verified:
+            cls = AGREE
+        elif isinstance(parsed[0], sympy.Symbol) and parsed[0].name.isdigit():
+            cls = MV_TEXT if int(parsed[0].name) == ours_value else UNDOCUMENTED
         else:
-            cls = AGREE if score.correct == verified else UNDOCUMENTED
+            cls = UNDOCUMENTED
         if cls == UNDOCUMENTED and "\\fbox" in item.answer and "\\boxed" not in item.answer:
             cls = MV_FBOX if score.details.get("method") == "last \\boxed{...}" else cls
         tally.add(cls, score.correct, float(verified), item.answer)

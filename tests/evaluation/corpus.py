@@ -221,7 +221,7 @@ def aime_corpus(seed: int = 17, size: int = 600) -> list[CorpusItem]:
             ("prose_count", f"With n = {small} fixed, there are {value} ways."),
             ("prose_equation", f"{p} Since k = {small}, the total number is {value}."),
             ("mathbf", f"{p} $\\boxed{{\\mathbf{{{value}}}}}$"),
-            ("textbf", f"{p} \\boxed{{\\textbf{{{value}}}}}"),
+            ("textbf", f"{p} \\boxed{{\\textbf{{{value:03d}}}}}" if rng.random() < 0.3 else f"{p} \\boxed{{\\textbf{{{value}}}}}"),
             ("frac", f"{p} $\\boxed{{\\frac{{{2 * value}}}{{2}}}}$"),
             ("two_boxed", f"We first get $\\boxed{{{small}}}$, but that ignores a case. Final: $\\boxed{{{value}}}$"),
             ("fbox", f"{p} \\fbox{{{value}}}"),
