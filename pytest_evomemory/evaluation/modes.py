@@ -45,6 +45,7 @@ class MatchModeRegistry(MutableMapping[str, MatchMode]):
         return self._modes[name]
 
     def __setitem__(self, name: str, mode: MatchMode) -> None:
+        __tracebackhide__ = True  # pytest shows the user's conftest line, not ours
         owner = self.builtin.get(name)
         if owner is not None and getattr(mode, "__module__", None) != owner:
             where = getattr(mode, "__module__", None) or repr(mode)
@@ -97,6 +98,7 @@ def register_match_mode(name: str) -> Callable[[MatchMode], MatchMode]:
     """
 
     def decorate(mode: MatchMode) -> MatchMode:
+        __tracebackhide__ = True
         MATCH_MODES[name] = mode
         return mode
 
