@@ -232,8 +232,16 @@ def _answer_region(answer: str) -> str:
     return re.split(r"api_provider", region, maxsplit=1, flags=re.IGNORECASE)[0]
 
 
+_ESCAPED_QUOTE = re.compile(r"\\+(['\"])")
+
+
 def read_call(answer: str, callee: str = "torch.hub.load") -> ParsedCall | None:
-    """The call an answer makes: in its ``api_call`` part if labelled, else anywhere."""
+    """The call an answer makes: in its ``api_call`` part if labelled, else anywhere.
+
+    Models that answer in Gorilla's dict format often escape the quotes of the call
+    (``torch.hub.load(\\"pytorch/vision\\", ...)``); those are quotes, not escapes.
+    """
+    answer = _ESCAPED_QUOTE.sub(r"\1", answer)
     return parse_call(_answer_region(answer), callee) or parse_call(answer, callee)
 
 

@@ -36,7 +36,7 @@ LOWER_CASE = "lower-case letter after 'Answer:'"
 MV_SET = "several \\boxed{} (math-verify reads a set)"
 MV_TEXT = "number inside \\text{}/\\textbf{}: math-verify reads a symbol, equal only when spelt alike"
 MV_FBOX = "\\fbox{N}: math-verify does not read \\fbox and takes a number from the rationale"
-GORILLA_SUBSTRING = "Gorilla matches an API whose name is a substring of the called one"
+GORILLA_SUBSTRING = "Gorilla finds the API's argument strings anywhere in the call, not as its parameters"
 
 
 @dataclass
@@ -205,9 +205,6 @@ def toolbench_tally(items: list[corpus.CorpusItem]) -> tuple[Tally, list[corpus.
                 cls = AGREE
             elif ours is not None and all(
                 arg.strip("'\"") in ours.source for arg in references.gorilla_get_args(database[index].api_call)
-            ) and not all(
-                arg.strip("'\"") in ours.arguments.values()
-                for arg in references.gorilla_get_args(database[index].api_call)
             ):
                 cls = GORILLA_SUBSTRING
             else:

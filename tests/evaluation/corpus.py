@@ -401,6 +401,9 @@ def _tool_answer(rng: random.Random, record: dict[str, object]) -> tuple[str, st
         ("two_calls", f"api_call: model = {HUB_APIS[0].runnable()} # or better: {call}"),
         ("prose_only", f"I would recommend {chosen.model} from {chosen.repo} on PyTorch Hub."),
         ("versioned_dict", f"{{'api_call': \"{versioned}\", 'api_provider': 'PyTorch'}}"),
+        ("escaped_quotes", f"{{'domain': '{chosen.domain}', 'api_call': 'model = {chosen.runnable(chr(92) + chr(39))}', "
+                           "'api_provider': 'PyTorch'}"),
+        ("entry_point_skipped", f"api_call: torch.hub.load('{chosen.repo}', '{chosen.variant or chosen.model}', pretrained=True)"),
     ]
     kind, answer = rng.choice(kinds)
     return answer, kind

@@ -129,3 +129,10 @@ def test_the_last_hub_call_of_an_answer_is_read_as_gorilla_reads_it() -> None:
     answer = "api_call: torch.hub.load('pytorch/vision', 'resnet18') # better: torch.hub.load('pytorch/vision', 'resnet50', pretrained=True)"
     score = toolbench(answer, _sample("torch.hub.load(repo_or_dir='pytorch/vision', model='resnet50', pretrained=True)"))
     assert score.correct and re.search("resnet50", str(score.extracted))
+
+
+def test_escaped_quotes_of_a_dict_formatted_answer_are_quotes() -> None:
+    answer = "{'domain': 'Classification', 'api_call': 'model = torch.hub.load(\\\\'pytorch/vision\\\\', \\\\'resnet50\\\\', pretrained=True)'}"
+    assert "\\\\'" in answer
+    score = toolbench(answer, _sample("torch.hub.load(repo_or_dir='pytorch/vision', model='resnet50', pretrained=True)"))
+    assert score.correct, score.reason
