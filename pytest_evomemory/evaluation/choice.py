@@ -31,8 +31,8 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import lru_cache
 
 from ..types import BenchmarkSample, Score
@@ -149,7 +149,7 @@ def labelled_option(text: str, choices: tuple[str, ...], letters: str) -> str | 
 
 
 def prepare(text: str) -> str:
-    """NFKC (full-width ``Ｂ``) and no markdown bold, which hides the official patterns."""
+    """NFKC (full-width letters) and no markdown bold, which hides the official patterns."""
     return unicodedata.normalize("NFKC", text).replace("**", "")
 
 
