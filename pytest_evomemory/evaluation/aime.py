@@ -52,7 +52,11 @@ _MAX_POWERS = 1  # (a^b)^c with three-digit literals already takes seconds
 # A number standing alone: not part of a word, a decimal, "1,073" (thousands) or
 # a LaTeX argument/exponent such as the 2 of "\\frac{73}{2}" or "x^2", or a factorial.
 # The second number of a ratio or time ("3:1") is not read: math-verify reads its first.
-_NUMBER = re.compile(r"(?<![\w.{^_/])(?<!\d,)(?<!\d:)[+-]?\d+(?:\.\d+)?(?![\w}/^!]|[.,]\d)")
+# "1,073" is one number, as math-verify reads it.
+_NUMBER = re.compile(
+    r"(?<![\w.{^_/])(?<!\d,)(?<!\d:)[+-]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?![\w}/^!]|[.,]\d)"
+)
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _LATEX_SIGNS = re.compile(r"[\\^/*]|\d\s*[-+]\s*\d")
 # Formatting commands keep their content: \boxed{\mathbf{459}} states 459.
 _TEXT_COMMAND = re.compile(
@@ -95,7 +99,7 @@ def _last_boxed(text: str) -> str | None:
 
 
 def _clean(candidate: str) -> str:
-    candidate = _WRAPPERS.sub("", candidate)
+    candidate = _THOUSANDS.sub("", _WRAPPERS.sub("", candidate))
     candidate = _TEXT_COMMAND.sub(r" \1 ", _TEXT_COMMAND.sub(r" \1 ", candidate))
     candidate = _UNITS.sub(" ", candidate)
     # "n = 73", "2^6+9 = 73": the value stated last is the answer.

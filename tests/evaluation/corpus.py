@@ -241,6 +241,9 @@ def aime_corpus(seed: int = 17, size: int = 600) -> list[CorpusItem]:
             ("probability", f"The probability is {small}/{small + 1}, so m + n = {2 * small + 1}."),
             ("float", f"{value}.0"),
             ("two_solutions", f"$x = {small}$ or $x = {value}$, and we take the larger, {max(small, value)}."),
+            ("thousands_then_answer", f"We discard the 1,000 invalid strings, leaving {value}."),
+            ("thousands_last", f"{p} In total {1000 + value:,} strings."),
+            ("percent", f"{p} The answer is {value}%"),
             ("display_equals", f"{p}\n$$N = {small} \\cdot 3 + {value - 3 * small} = {value}$$"),
         ]
         kind, answer = rng.choice(kinds)
