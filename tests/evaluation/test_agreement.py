@@ -44,6 +44,20 @@ def test_each_documented_class_is_listed_in_the_docs(
         assert cls in docs, cls
 
 
+@pytest.mark.parametrize("mode", ["choice", "gpqa", "aime", "toolbench"])
+def test_the_docs_quote_the_current_figures(
+    tallies: dict[str, tuple[agreement.Tally, list[corpus.CorpusItem]]], mode: str
+) -> None:
+    from pathlib import Path
+
+    docs = (Path(__file__).parents[2] / "docs" / "scoring.md").read_text(encoding="utf-8")
+    row = next(line for line in docs.splitlines() if line.startswith(f"| `{mode}`") and "%" in line)
+    tally = tallies[mode][0]
+    cells = [cell.strip() for cell in row.strip("|").split("|")]
+    expected = [str(tally.items), str(tally.read), f"{tally.raw:.1%}", f"{tally.after_deviations:.1%}"]
+    assert cells[1:5] == expected, "rerun `python -m tests.evaluation.agreement` and update docs/scoring.md"
+
+
 def test_the_corpus_is_deterministic() -> None:
     assert [item.answer for item in corpus.mmlu_pro_corpus()[:50]] == [
         item.answer for item in corpus.mmlu_pro_corpus()[:50]
