@@ -30,6 +30,8 @@ from .modes import last_match, register_match_mode
 
 #: math-verify parses with sympy; bounding its input keeps every call in milliseconds.
 MAX_MATH_VERIFY_CHARS = 200
+#: How far after "answer is" a number still belongs to it (math-verify: ``.{0,50}?``).
+ANCHOR_REACH = 60
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _ANSWER_IS = re.compile(
@@ -205,6 +207,13 @@ def read_aime_answer(text: str) -> _Reading:
         if reading.value is not None:
             return reading
         failed = reading
+        # "the answer is clearly 204, which uses 3 colors": the first number soon after
+        # the anchor, as math-verify's ``answer.{0,50}?<number>`` reads it.
+        first = _NUMBER.search(anchored[:ANCHOR_REACH])
+        if first is not None:
+            reading = _read(first.group(0), "first number after 'answer is'")
+            if reading.value is not None:
+                return reading
     stripped = text.strip()
     if len(stripped) <= MAX_MATH_VERIFY_CHARS and not _WORD.search(_COMMAND.sub(" ", stripped)):
         reading = _read(stripped, "whole answer")

@@ -241,6 +241,10 @@ def aime_corpus(seed: int = 17, size: int = 600) -> list[CorpusItem]:
             ("probability", f"The probability is {small}/{small + 1}, so m + n = {2 * small + 1}."),
             ("float", f"{value}.0"),
             ("two_solutions", f"$x = {small}$ or $x = {value}$, and we take the larger, {max(small, value)}."),
+            ("answer_adverb", f"So the answer is {rng.choice(['clearly', 'therefore', 'at least', 'now'])} {value}, "
+                              f"which uses {small} colors."),
+            ("answer_colon_prose", f"answer: there are {value} such numbers out of {small + 1000}"),
+            ("chained_equals", f"The answer is $m + n = {small} + {value - small} = {value}$."),
             ("thousands_then_answer", f"We discard the 1,000 invalid strings, leaving {value}."),
             ("thousands_last", f"{p} In total {1000 + value:,} strings."),
             ("percent", f"{p} The answer is {value}%"),
