@@ -48,7 +48,7 @@ class Tally:
     classes: Counter[str] = field(default_factory=Counter)
     ours_correct: int = 0
     reference_correct: float = 0.0
-    effect: Counter[str] = field(default_factory=Counter)  # ours - reference, per class
+    effect: dict[str, float] = field(default_factory=dict)  # ours - reference, per class
     examples: dict[str, str] = field(default_factory=dict)
 
     def add(self, cls: str, ours: bool, reference: float, answer: str) -> None:
@@ -56,7 +56,7 @@ class Tally:
         self.classes[cls] += 1
         self.ours_correct += ours
         self.reference_correct += reference
-        self.effect[cls] += int(ours) - reference
+        self.effect[cls] = self.effect.get(cls, 0.0) + int(ours) - reference
         self.examples.setdefault(cls, answer)
 
     @property
