@@ -7,19 +7,20 @@ import pytest
 import pytest_evomemory
 from pytest_evomemory.errors import ConfigError
 from pytest_evomemory.evaluation import MATCH_MODES, register_match_mode, scorer_identity
+from pytest_evomemory.types import BenchmarkSample, Score
 
 
 @pytest.mark.parametrize("name", ["exact", "choice", "gpqa", "aime", "toolbench"])
 def test_a_built_in_mode_cannot_be_replaced(name: str) -> None:
     original = MATCH_MODES[name]
 
-    def mine(answer: str, sample: object) -> object:
+    def mine(answer: str, sample: BenchmarkSample) -> Score:
         raise AssertionError("never called")
 
     with pytest.raises(ConfigError, match=f"match mode '{name}' is built in .* under a new name"):
-        register_match_mode(name)(mine)  # type: ignore[arg-type]
+        register_match_mode(name)(mine)
     with pytest.raises(ConfigError):
-        MATCH_MODES[name] = mine  # type: ignore[assignment]
+        MATCH_MODES[name] = mine
     with pytest.raises(ConfigError):
         del MATCH_MODES[name]
     assert MATCH_MODES[name] is original
@@ -27,13 +28,13 @@ def test_a_built_in_mode_cannot_be_replaced(name: str) -> None:
 
 def test_a_user_mode_under_a_new_name_is_fine() -> None:
     @register_match_mode("_test_identity_mode")
-    def mine(answer: str, sample: object) -> object:
+    def mine(answer: str, sample: BenchmarkSample) -> Score:
         raise AssertionError("never called")
 
     try:
         identity = scorer_identity("_test_identity_mode")
         assert identity["module"] == __name__ and identity["builtin"] is False
-        assert identity["function"].endswith("mine")  # type: ignore[union-attr]
+        assert str(identity["function"]).endswith("mine")
     finally:
         del MATCH_MODES["_test_identity_mode"]
 
