@@ -245,9 +245,18 @@ def read_call(answer: str, callee: str = "torch.hub.load") -> ParsedCall | None:
     return parse_call(_answer_region(answer), callee) or parse_call(answer, callee)
 
 
+_LITERAL_SETTING = re.compile(r"^(?:True|False|None|[-+]?\d+(?:\.\d+)?)$")
+
+
 def _identifying(call: ParsedCall) -> list[str]:
+    """The named identifying parameters, and extra positionals that name a variant
+    (``'mealv2_resnest50_cutmix'``); a positional ``True`` or ``3`` is a setting."""
     named = IDENTIFYING.get(call.callee, ())
-    return [key for key in call.arguments if key in named or key.startswith("*")]
+    return [
+        key
+        for key, value in call.arguments.items()
+        if key in named or (key.startswith("*") and not _LITERAL_SETTING.match(value))
+    ]
 
 
 def _agrees(reference: ParsedCall, candidate: ParsedCall, key: str) -> bool:

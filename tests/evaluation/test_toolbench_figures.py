@@ -99,6 +99,9 @@ MEAL = "torch.hub.load(repo_or_dir='szq0214/MEAL-V2', 'meal_v2', model='mealv2_r
          "torch.hub.load(repo_or_dir='pytorch/vision', model='resnet50', pretrained=True)", True, True),
         ("torch.hub.load('pytorch/vision', 'resnet50', True)",
          "torch.hub.load('pytorch/vision', 'resnet50', True)", True, True),
+        # a positional True is a setting, not part of which API is meant
+        ("torch.hub.load('pytorch/vision', 'resnet50', True)",
+         "torch.hub.load('pytorch/vision', 'resnet50', False)", True, False),
         # MEAL-V2: invalid reference, runnable answers in both spellings upstream uses
         (MEAL, "torch.hub.load('szq0214/MEAL-V2','meal_v2', 'mealv2_resnest50_cutmix', pretrained=True)", True, True),
         (MEAL, "torch.hub.load('szq0214/MEAL-V2', 'meal_v2', model='mealv2_resnest50_cutmix', pretrained=True)",
