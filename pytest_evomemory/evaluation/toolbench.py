@@ -50,6 +50,7 @@ _KEYWORD = re.compile(r"^([A-Za-z_]\w*)\s*=(?!=)\s*(.*)$", re.DOTALL)
 _DICT_ENTRY = re.compile(r"^(['\"])(\w+)\1\s*:\s*(.*)$", re.DOTALL)
 _VARIABLE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
 _CONSTANTS = frozenset({"True", "False", "None"})
+_ARGUMENT_END = re.compile(r"\s*[,)]")
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,8 @@ def _outside_strings(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
                 escaped = False
             elif char == "\\":
                 escaped = True
-            elif char == quote:
+            elif char == quote or (char in "'\"" and _ARGUMENT_END.match(text, index + 1)):
+                # 'hustvl/yolop", ...: a model's mismatched quote still ends the argument
                 quote = None
             continue
         if char in "'\"":
@@ -120,7 +122,7 @@ def _matching_paren(text: str, open_at: int) -> int:
 def normalize_value(value: str) -> str:
     """Compare literals, not spellings: quotes and surrounding whitespace do not count."""
     value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+    if len(value) >= 2 and value[0] in "'\"" and value[-1] in "'\"":
         value = value[1:-1]
     return value.strip()
 
