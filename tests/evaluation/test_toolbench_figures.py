@@ -139,3 +139,11 @@ def test_escaped_quotes_of_a_dict_formatted_answer_are_quotes() -> None:
     assert "\\\\'" in answer
     score = toolbench(answer, _sample("torch.hub.load(repo_or_dir='pytorch/vision', model='resnet50', pretrained=True)"))
     assert score.correct, score.reason
+
+
+def test_a_mismatched_closing_quote_still_ends_the_argument() -> None:
+    answer = "api_call: torch.hub.load('pytorch/vision\", 'resnet50', pretrained=True)"
+    score = toolbench(answer, _sample("torch.hub.load(repo_or_dir='pytorch/vision', model='resnet50', pretrained=True)"))
+    assert score.correct, score.reason
+    parsed = parse_call("f(a=\"it's\", b='x')")
+    assert parsed is not None and parsed.arguments == {"a": "it's", "b": "x"}
