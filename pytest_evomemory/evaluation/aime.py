@@ -81,8 +81,8 @@ class _Reading:
     via: str = ""
 
 
-def _last_boxed(text: str) -> str | None:
-    """The last balanced ``\\boxed{...}`` body (regexes cannot nest braces).
+def _last_boxed(text: str) -> tuple[str, int] | None:
+    """The last balanced ``\\boxed{...}`` body and where it ends (regexes cannot nest braces).
 
     Only the last few openings are tried, each over a bounded span, so an answer
     made of thousands of unclosed ``\\boxed{`` stays cheap to read.
@@ -96,7 +96,7 @@ def _last_boxed(text: str) -> str | None:
             depth += (char == "{") - (char == "}")
             index += 1
         if depth == 0:
-            return text[start : index - 1]
+            return text[start : index - 1], index
     return None
 
 
@@ -194,12 +194,71 @@ def _read(candidate: str, method: str) -> _Reading:
     return _Reading(None, candidate, method, "no integer")
 
 
+_FINAL_ANSWER = re.compile(r"final answer", re.IGNORECASE)
+_IS = re.compile(r"\s+is:?")
+# What math-verify accepts right after "final answer ... is": a number (one space
+# before it), or a LaTeX span opening.
+_STATED_NUMBER = re.compile(r"\s(-?\d+(?:,\d{3})*(?:\.\d+)?)(?!\d)")
+_LATEX_OPENING = re.compile(r"\s*(\$\$?|\\\[|\\\(|\\boxed\s*\{)")
+_LATEX_CLOSING = {"$": "$", "$$": "$$", "\\[": "\\]", "\\(": "\\)"}
+FINAL_ANSWER_REACH = 100
+
+
+def _latex_span(text: str, opening: re.Match[str]) -> tuple[str, int] | None:
+    """The content of the LaTeX span that ``opening`` starts, and where it ends."""
+    token = re.sub(r"\s+", "", opening.group(1))
+    if token.startswith("\\boxed"):
+        depth, index = 1, opening.end()
+        while index < min(len(text), opening.end() + 1_000) and depth:
+            depth += (text[index] == "{") - (text[index] == "}")
+            index += 1
+        return (text[opening.end() : index - 1], index) if depth == 0 else None
+    close = text.find(_LATEX_CLOSING[token], opening.end(), opening.end() + 1_000)
+    return (text[opening.end() : close], close + len(token)) if close >= 0 else None
+
+
+def _final_answer_statement(text: str) -> tuple[int, str] | None:
+    """What the last "final answer ... is N" states, and where it ends.
+
+    math-verify ranks these statements (a number right after "is", or a LaTeX span
+    there) with ``\\boxed`` and reads the one ending last: a self-correction after
+    the last box ("\\boxed{13} ... the final answer is 12.") is read as 12, a box
+    after the statement as the box.
+    """
+    best: tuple[int, str] | None = None
+    for anchor in _FINAL_ANSWER.finditer(text):
+        reach = text[anchor.end() : anchor.end() + FINAL_ANSWER_REACH + 4]
+        line_end = reach.find("\n")
+        number_found = latex_found = False
+        for verb in _IS.finditer(reach):
+            at = anchor.end() + verb.end()
+            if not number_found and (line_end < 0 or verb.start() < line_end):
+                number = _STATED_NUMBER.match(text, at)
+                if number is not None:
+                    number_found = True
+                    if best is None or number.end() > best[0]:
+                        best = (number.end(), number.group(1))
+            if not latex_found:
+                opening = _LATEX_OPENING.match(text, at)
+                span = _latex_span(text, opening) if opening else None
+                if span is not None:
+                    latex_found = True
+                    if best is None or span[1] > best[0]:
+                        best = (span[1], span[0])
+    return best
+
+
 def read_aime_answer(text: str) -> _Reading:
-    """The integer an answer states, trying the forms in the order peers do."""
+    """The integer an answer states, trying the forms in the order math-verify does."""
     text = unicodedata.normalize("NFKC", text)
+    stated = _final_answer_statement(text)
     boxed = _last_boxed(text)
+    if stated is not None and (boxed is None or stated[0] > boxed[1]):
+        reading = _read(stated[1], "'final answer is N'")
+        if reading.value is not None:
+            return reading
     if boxed is not None:
-        return _read(boxed, "last \\boxed{...}")
+        return _read(boxed[0], "last \\boxed{...}")
     failed: _Reading | None = None  # the first unreadable candidate explains best
     anchored = _after_anchor(text)
     if anchored is not None:
