@@ -226,7 +226,8 @@ def _final_answer_statement(text: str) -> tuple[int, str] | None:
     after the statement as the box.
     """
     best: tuple[int, str] | None = None
-    for anchor in _FINAL_ANSWER.finditer(text):
+    # The statement ending last wins, so the last few are enough and bound the work.
+    for anchor in list(_FINAL_ANSWER.finditer(text))[-20:]:
         reach = text[anchor.end() : anchor.end() + FINAL_ANSWER_REACH + 4]
         line_end = reach.find("\n")
         number_found = latex_found = False
