@@ -106,17 +106,20 @@ def _split_top_level(text: str) -> list[str]:
     return [part.strip() for part in parts if part.strip()]
 
 
-def _matching_paren(text: str, open_at: int) -> int:
-    """Index of the parenthesis closing the one at ``open_at`` (or -1 if unbalanced)."""
-    depth = 0
-    for index, char in _outside_strings(text, open_at):
+def _paren_pairs(text: str) -> dict[int, int]:
+    """Opening parenthesis index -> its closing one, in one pass (unbalanced ones omitted).
+
+    One pass, not one scan per call: an answer of a thousand ``torch.hub.load(``
+    would otherwise take seconds.
+    """
+    pairs: dict[int, int] = {}
+    stack: list[int] = []
+    for index, char in _outside_strings(text):
         if char == "(":
-            depth += 1
-        elif char == ")":
-            depth -= 1
-            if depth == 0:
-                return index
-    return -1
+            stack.append(index)
+        elif char == ")" and stack:
+            pairs[stack.pop()] = index
+    return pairs
 
 
 def normalize_value(value: str) -> str:
@@ -197,8 +200,10 @@ def bind_arguments(callee: str, parts: list[str]) -> tuple[dict[str, str], froze
 
 def _calls(text: str) -> list[tuple[str, int, int, int]]:
     found = []
+    pairs: dict[int, int] | None = None
     for match in _CALLEE.finditer(text):
-        close = _matching_paren(text, match.end() - 1)
+        pairs = _paren_pairs(text) if pairs is None else pairs
+        close = pairs.get(match.end() - 1, -1)
         if close >= 0:
             found.append((re.sub(r"\s+", "", match.group(1)), match.start(), match.end(), close))
     return found

@@ -89,7 +89,10 @@ BAD_ANSWERS: list[tuple[str, object, str]] = [
 def test_a_bad_answer_gets_a_defined_zero_with_a_reason(
     mode: str, label: str, answer: object, reason_part: str
 ) -> None:
-    target = {"exact": "Paris", "choice": "B", "aime": "73"}[mode]
+    target = {
+        "exact": "Paris", "choice": "B", "gpqa": "B", "aime": "73",
+        "toolbench": "torch.hub.load(repo_or_dir='pytorch/vision', model='resnet50', pretrained=True)",
+    }[mode]
     score = EVALUATOR.score(sample(mode, target, ("x", "y", "z", "w")), answer)
     assert score.correct is False
     assert score.value == 0.0
@@ -207,13 +210,21 @@ ADVERSARIAL = [
     "1." * 10_000,
     "A " * 10_000,
     "x " * 10_000 + "answer: " * 1_000,
+    "final answer is \\boxed{" * 800,
+    "The final answer is $" * 900,
+    "Answer: a " * 2_000,
+    "torch.hub.load(" * 1_300,
+    "api_call: torch.hub.load('" * 700,
 ]
 
 
-@pytest.mark.parametrize("mode", ["exact", "choice", "aime"])
+@pytest.mark.parametrize("mode", ["exact", "choice", "gpqa", "aime", "toolbench"])
 @pytest.mark.parametrize("answer", ADVERSARIAL, ids=range(len(ADVERSARIAL)))
 def test_adversarial_answers_stay_fast(mode: str, answer: str) -> None:
-    target = {"exact": "Paris", "choice": "B", "aime": "73"}[mode]
+    target = {
+        "exact": "Paris", "choice": "B", "gpqa": "B", "aime": "73",
+        "toolbench": "torch.hub.load(repo_or_dir='pytorch/vision', model='resnet50', pretrained=True)",
+    }[mode]
     started = time.perf_counter()
     score = EVALUATOR.score(sample(mode, target, ("x", "y", "z", "w")), answer)
     assert time.perf_counter() - started < 0.5
@@ -228,7 +239,10 @@ _PIECES = [*" \n()[]{}$\\^/*+-=.,:;!ABCabc0123456789", "99", "9999999999999", "a
 @settings(max_examples=300, deadline=None)
 @given(st.lists(st.sampled_from(_PIECES), max_size=400).map("".join), st.sampled_from(["exact", "choice", "aime"]))
 def test_any_answer_gets_a_defined_score_quickly(answer: str, mode: str) -> None:
-    target = {"exact": "Paris", "choice": "B", "aime": "73"}[mode]
+    target = {
+        "exact": "Paris", "choice": "B", "gpqa": "B", "aime": "73",
+        "toolbench": "torch.hub.load(repo_or_dir='pytorch/vision', model='resnet50', pretrained=True)",
+    }[mode]
     started = time.perf_counter()
     score = EVALUATOR.score(sample(mode, target, ("x", "y", "z", "w")), answer)
     assert time.perf_counter() - started < 1.0
