@@ -67,13 +67,13 @@ class ParsedCall:
     variables: frozenset[str] = frozenset()
 
 
-def _outside_strings(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
+def _outside_strings(text: str, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, str]]:
     """The characters of ``text`` from ``start`` that are not inside a string
     literal, with their index: both scanners below only look at code, never at
     the commas and brackets a quoted argument may contain."""
     quote: str | None = None
     escaped = False
-    for index in range(start, len(text)):
+    for index in range(start, len(text) if stop is None else min(stop, len(text))):
         char = text[index]
         if quote:
             if escaped:
@@ -106,20 +106,28 @@ def _split_top_level(text: str) -> list[str]:
     return [part.strip() for part in parts if part.strip()]
 
 
-def _paren_pairs(text: str) -> dict[int, int]:
-    """Opening parenthesis index -> its closing one, in one pass (unbalanced ones omitted).
+#: A call longer than this is not an API call; bounds the scan of unbalanced text.
+MAX_CALL_CHARS = 2_000
+#: Calls tried per name group, from the preferred end: bounds answers made of
+#: thousands of unclosed calls.
+MAX_CALLS_TRIED = 20
 
-    One pass, not one scan per call: an answer of a thousand ``torch.hub.load(``
-    would otherwise take seconds.
+
+def _matching_paren(text: str, open_at: int) -> int:
+    """Index of the parenthesis closing the one at ``open_at`` (or -1 if unbalanced).
+
+    The scan starts at the call, never earlier: an apostrophe in the prose before
+    it ("Here's the call") must not be read as a string that swallows the call.
     """
-    pairs: dict[int, int] = {}
-    stack: list[int] = []
-    for index, char in _outside_strings(text):
+    depth = 0
+    for index, char in _outside_strings(text, open_at, open_at + MAX_CALL_CHARS):
         if char == "(":
-            stack.append(index)
-        elif char == ")" and stack:
-            pairs[stack.pop()] = index
-    return pairs
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return index
+    return -1
 
 
 def normalize_value(value: str) -> str:
@@ -198,36 +206,29 @@ def bind_arguments(callee: str, parts: list[str]) -> tuple[dict[str, str], froze
     return {key: _canonical(callee, key, value) for key, value in raw.items()}, variables
 
 
-def _calls(text: str) -> list[tuple[str, int, int, int]]:
-    found = []
-    pairs: dict[int, int] | None = None
-    for match in _CALLEE.finditer(text):
-        pairs = _paren_pairs(text) if pairs is None else pairs
-        close = pairs.get(match.end() - 1, -1)
-        if close >= 0:
-            found.append((re.sub(r"\s+", "", match.group(1)), match.start(), match.end(), close))
-    return found
-
-
 def parse_call(text: str, callee: str | None = None) -> ParsedCall | None:
     """A call in ``text``, or ``None``.
 
     With ``callee``, the **last** call to it (then the last whose name ends the same
-    way, ``hub.load``), as Gorilla's evaluator reads the last ``torch.hub.load`` of
-    an answer; without, the first call.
+    way, ``hub.load``, then the first call of any name), as Gorilla's evaluator reads
+    the last ``torch.hub.load`` of an answer; without, the first call.
     """
-    candidates = _calls(text)
-    if not candidates:
-        return None
-    chosen = candidates[0]
+    found = [(re.sub(r"\s+", "", m.group(1)), m.start(), m.end()) for m in _CALLEE.finditer(text)]
+    groups = [found]
     if callee is not None:
         last = "." + callee.rsplit(".", 1)[-1]
-        exact = [c for c in candidates if c[0] == callee]
-        similar = [c for c in candidates if ("." + c[0]).endswith(last)]
-        chosen = (exact or similar or [chosen])[-1]
-    name, start, open_end, close = chosen
-    arguments, variables = bind_arguments(name, _split_top_level(text[open_end:close]))
-    return ParsedCall(name, arguments, text[start : close + 1], variables)
+        groups = [
+            [c for c in reversed(found) if c[0] == callee],
+            [c for c in reversed(found) if ("." + c[0]).endswith(last)],
+            found,
+        ]
+    for group in groups:
+        for name, start, open_end in group[:MAX_CALLS_TRIED]:
+            close = _matching_paren(text, open_end - 1)
+            if close >= 0:
+                arguments, variables = bind_arguments(name, _split_top_level(text[open_end:close]))
+                return ParsedCall(name, arguments, text[start : close + 1], variables)
+    return None
 
 
 def _answer_region(answer: str) -> str:

@@ -231,18 +231,24 @@ def test_adversarial_answers_stay_fast(mode: str, answer: str) -> None:
     assert score.reason
 
 
-_PIECES = [*" \n()[]{}$\\^/*+-=.,:;!ABCabc0123456789", "99", "9999999999999", "answer is ",
+_PIECES = [*" \n()[]{}$\\^/*+-=.,:;!'\"ABCabc0123456789", "99", "torch.hub.load(", "api_call: ",
+           "final answer is ", "9999999999999", "answer is ",
            "Answer: ", "\\boxed{", "\\frac{", "\\sqrt{", "\\text{", "\\cdot ", "^{", "\\left(",
            "\\right)", "Final Answer:", "option ", "\x00", "\ud800", "\u00e9", "\uff22"]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(_PIECES), max_size=400).map("".join), st.sampled_from(["exact", "choice", "aime"]))
+@given(
+    st.lists(st.sampled_from(_PIECES), max_size=400).map("".join),
+    st.sampled_from(["exact", "choice", "gpqa", "aime", "toolbench"]),
+)
 def test_any_answer_gets_a_defined_score_quickly(answer: str, mode: str) -> None:
     target = {
         "exact": "Paris", "choice": "B", "gpqa": "B", "aime": "73",
         "toolbench": "torch.hub.load(repo_or_dir='pytorch/vision', model='resnet50', pretrained=True)",
     }[mode]
+    # The one-time import of sympy and the LaTeX grammar (about 1.2 s) is not timed.
+    EVALUATOR.score(sample("aime", "73"), "\\frac{146}{2}")
     started = time.perf_counter()
     score = EVALUATOR.score(sample(mode, target, ("x", "y", "z", "w")), answer)
     assert time.perf_counter() - started < 1.0
