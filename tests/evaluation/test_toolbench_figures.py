@@ -147,3 +147,9 @@ def test_a_mismatched_closing_quote_still_ends_the_argument() -> None:
     assert score.correct, score.reason
     parsed = parse_call("f(a=\"it's\", b='x')")
     assert parsed is not None and parsed.arguments == {"a": "it's", "b": "x"}
+
+
+def test_an_apostrophe_in_the_prose_does_not_hide_the_call() -> None:
+    answer = "Here's what I'd use: torch.hub.load('pytorch/vision', 'resnet50', pretrained=True). It's fast."
+    score = toolbench(answer, _sample("torch.hub.load(repo_or_dir='pytorch/vision', model='resnet50', pretrained=True)"))
+    assert score.correct, score.reason
