@@ -6,10 +6,10 @@ the selected ones all-or-nothing: a run never starts with a stream missing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import Any, Protocol
 
 from ..config import BenchmarkConfig
 from ..errors import ConfigError
@@ -24,6 +24,13 @@ class Stream:
     samples: tuple[BenchmarkSample, ...]
     match_mode: str
     description: str = ""
+    #: Where the tasks came from (repository, revision, file, sha256, verified, rows
+    #: read, tasks converted, converter settings): recorded per stream in run.json.
+    #: See :func:`pytest_evomemory.benchmarks.provenance.provenance_line`.
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    #: The record field whose value is each task's ``group`` (reports break the
+    #: stream's accuracy down by it); ``None``: no breakdown.
+    breakdown: str | None = None
 
     def __len__(self) -> int:
         return len(self.samples)

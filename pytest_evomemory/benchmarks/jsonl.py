@@ -9,6 +9,7 @@ One JSON object per line::
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from pathlib import Path
@@ -53,7 +54,36 @@ def read_jsonl_stream(
             samples.append(sample)
     if not samples:
         raise DataError(f"stream {name!r}: {path} holds no tasks")
-    return Stream(name, apply_limit(samples, limit), match_mode, description)
+    return Stream(
+        name,
+        apply_limit(samples, limit),
+        match_mode,
+        description,
+        provenance=local_provenance(path, len(samples)),
+    )
+
+
+def local_provenance(path: Path, tasks: int) -> dict[str, Any]:
+    """A local file has no upstream pin; its hash is recorded so runs can be compared."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return {
+        "repository": None,
+        "revision": None,
+        "file": str(path),
+        "path": str(path),
+        "size": path.stat().st_size,
+        "sha256": digest.hexdigest(),
+        "pinned": False,
+        "verified": False,
+        "rows_read": tasks,
+        "tasks_converted": tasks,
+        "tasks_selected": tasks,
+        "settings": {},
+        "breakdown": None,
+    }
 
 
 def _to_sample(record: Any, stream: str, position: int, match_mode: str, where: str) -> BenchmarkSample:

@@ -19,12 +19,12 @@ from pytest_evomemory import (
     run_benchmark,
 )
 from pytest_evomemory.agents.base import Turn
-from pytest_evomemory.episode import InstrumentedMemory, StreamRun, render_feedback, run_stream
 from pytest_evomemory.errors import EpisodeError
 from pytest_evomemory.evaluation import EvoMemoryEvaluator, TaskQAEvaluator
 from pytest_evomemory.memory import InProcessMemory, memory_tools
+from pytest_evomemory.runtime import InstrumentedMemory, StreamRun, render_feedback, run_stream
 from pytest_evomemory.tools import Tool
-from pytest_evomemory.types import AgentResponse, Score, Stimulus
+from pytest_evomemory.types import AgentResponse, Score, Stimulus, Usage
 
 from ..conftest import SAMPLE_MEMORY_RUN
 
@@ -127,15 +127,17 @@ def test_feedback_carries_the_target_exactly_as_the_source_supplies_it() -> None
 
 def test_feedback_responses_are_never_scored_and_reset_leaves_no_trace() -> None:
     log: list[str] = []
-    responses: list[AgentResponse] = []
+    records: list[Mapping[str, Any]] = []
     run = make_run(log, ScriptedAgent(log))
-    run.listeners.append(responses.append)
-    list(run_stream(run, [sample("t1", "q", "42"), sample("t2", "q2", "42", position=1)]))
+    list(run_stream(run, [sample("t1", "q", "42"), sample("t2", "q2", "42", position=1)], records.append))
     assert [line for line in log if line.startswith("score:")] == ["score:task:t1", "score:task:t2"]
     # two responses per task (task, feedback): the reset produced none
-    assert [(r.kind, r.task_id) for r in responses] == [("task", "t1"), ("feedback", "t1"), ("task", "t2"), ("feedback", "t2")]
+    responses = [record["response"] for record in records]
+    assert [(r["kind"], r["task_id"]) for r in responses] == [("task", "t1"), ("feedback", "t1"), ("task", "t2"), ("feedback", "t2")]
+    assert [record["type"] for record in records] == ["task", "feedback", "task", "feedback"]
+    feedback = AgentResponse(**{**responses[1], "tool_calls": (), "messages": (), "usage": Usage(), "memory_writes": ()})
     with pytest.raises(ProtocolViolation, match="only original task turns are scored"):
-        EvoMemoryEvaluator().score_response(sample("t1", "q", "42"), responses[1])
+        EvoMemoryEvaluator().score_response(sample("t1", "q", "42"), feedback)
 
 
 def test_reset_calls_no_model_and_does_not_touch_memory() -> None:
@@ -336,6 +338,6 @@ def test_run_benchmark_records_failed_episodes_like_the_plugin_and_goes_on(tmp_p
     summary = run_benchmark(config, tmp_path / "out", agent_factory=lambda c, m: FailsOnSecondTask([], answer="teal"))
     facts = summary["streams"]["sample_facts"]
     assert (facts["tasks"], facts["correct"], facts["errors"]) == (3, 1, 1)
-    assert facts["feedback_turns"] == 2  # no feedback after the failed task turn
+    assert facts["feedback_turns"] == 3  # feedback follows the failed task turn too ("no answer")
     assert summary["failed_episodes"][0]["task_id"] == "f02"
     assert "ConnectionError: model server unreachable" in summary["failed_episodes"][0]["reason"]

@@ -1,4 +1,4 @@
-"""The garbage collector around a run's start-up (pytest_evomemory._heap)."""
+"""The garbage collector around a run's start-up (pytest_evomemory.plugin.heap)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_evomemory._heap import StartupHeap
+from pytest_evomemory.plugin.heap import StartupHeap
 
 
 @pytest.fixture(autouse=True)
@@ -48,7 +48,7 @@ def test_a_collector_the_user_disabled_stays_disabled() -> None:
 def test_freezing_only_in_a_process_that_exists_for_the_run() -> None:
     code = """
 import gc, os
-from pytest_evomemory._heap import StartupHeap
+from pytest_evomemory.plugin.heap import StartupHeap
 os.environ.pop("PYTEST_CURRENT_TEST", None)
 heap = StartupHeap.for_process(is_xdist_worker=False)
 assert heap.may_freeze

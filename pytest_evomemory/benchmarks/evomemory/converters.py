@@ -1,23 +1,23 @@
-"""Turn upstream-native records into :class:`BenchmarkSample` objects.
+"""Turn upstream-native records into tasks, one function per stream.
 
 Each converter keeps the source's own task id, its order, and its canonical answer;
 it only adds what the agent must see (lettered options) and what reports need
-(metadata). Every decision that a reader of the results needs to know is in
-docs/streams.md: GPQA's option order, MMLU-Pro's "N/A" padding and category filter,
-and what a ToolBench answer is compared with.
+(metadata). Positions, stream name, match mode, ``metadata.source``, the breakdown
+``group`` and duplicate ids are handled by :class:`.stream.Converting`. Every
+decision a reader of the results needs to know is in docs/streams.md: GPQA's option
+order, MMLU-Pro's category filter, and what a ToolBench answer is compared with.
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import ConfigError, DataError
-from ...types import BenchmarkSample
 from ..jsonl import render_choices
 from .readers import Record
-from .sources import AIME_2024, GPQA_DIAMOND, MMLU_PRO, TOOLBENCH, SourceSpec
+from .stream import Converting, ConvertOptions
 
 #: The MMLU-Pro categories the paper reports (Evo-Memory, Table 1), in the spelling
 #: of the dataset's ``category`` field. Used when the config does not choose.
@@ -30,15 +30,10 @@ TOOLBENCH_INSTRUCTION = (
     "for example torch.hub.load(repo_or_dir='<owner>/<repo>', model='<entry point>', pretrained=True)."
 )
 
-Converter = Callable[[Sequence[Record], str, "ConvertOptions"], list[BenchmarkSample]]
-
-
-class ConvertOptions:
-    """The benchmark-config settings that change what a converter produces."""
-
-    def __init__(self, seed: int = 0, mmlu_pro_categories: Sequence[str] | str | None = None) -> None:
-        self.seed = seed
-        self.mmlu_pro_categories = mmlu_pro_categories
+#: Dropped from MMLU-Pro option lists before lettering, as TIGER-Lab's
+#: evaluate_from_api.py does. The genuine test file has none; the rule only
+#: matters for other revisions or the validation split.
+MMLU_PRO_PADDING = "N/A"
 
 
 def _text(record: Record, key: str, where: str) -> str:
@@ -53,45 +48,30 @@ def _scalar(value: Any) -> Any:
     return value if value is None or isinstance(value, str | int | float | bool) else str(value)
 
 
-def _unique(samples: list[BenchmarkSample], stream: str) -> list[BenchmarkSample]:
-    seen: set[str] = set()
-    for sample in samples:
-        if sample.task_id in seen:
-            raise DataError(f"stream {stream!r}: the source has the task id {sample.task_id!r} twice")
-        seen.add(sample.task_id)
-    return samples
-
-
 # --------------------------------------------------------------------------- AIME
 
 
-def convert_aime(records: Sequence[Record], stream: str, options: ConvertOptions) -> list[BenchmarkSample]:
+def convert_aime(records: Sequence[Record], out: Converting) -> None:
     """The problem text as the prompt, the integer answer string as the target."""
-    samples: list[BenchmarkSample] = []
     for index, record in enumerate(records):
-        where = f"stream {stream!r}: record {index}"
+        where = f"stream {out.name!r}: record {index}"
         task_id = record.get("id")
         if task_id is None or str(task_id) == "":
             raise DataError(f"{where}: field 'id' is empty")
         answer = record.get("answer")
         if answer is None or str(answer).strip() == "":
             raise DataError(f"{where}: field 'answer' is empty")
-        metadata = {"source": AIME_2024.repo_id, "source_id": _scalar(task_id)}
+        metadata = {"source_id": _scalar(task_id)}
         for key in ("year", "url"):
             if key in record:
                 metadata[key] = _scalar(record[key])
-        samples.append(
-            BenchmarkSample(
-                task_id=str(task_id),
-                stream=stream,
-                position=len(samples),
-                prompt=_text(record, "problem", where).strip(),
-                target=answer if isinstance(answer, str) else str(answer),
-                match_mode=AIME_2024.match_mode,
-                metadata=metadata,
-            )
+        out.add(
+            record,
+            task_id=str(task_id),
+            prompt=_text(record, "problem", where).strip(),
+            target=answer if isinstance(answer, str) else str(answer),
+            metadata=metadata,
         )
-    return _unique(samples, stream)
 
 
 # --------------------------------------------------------------------------- GPQA
@@ -107,38 +87,35 @@ def gpqa_permutations(count: int, seed: int) -> list[list[int]]:
     return [rng.sample(range(4), 4) for _ in range(count)]
 
 
-def convert_gpqa(records: Sequence[Record], stream: str, options: ConvertOptions) -> list[BenchmarkSample]:
+def convert_gpqa(records: Sequence[Record], out: Converting) -> None:
     """Options shuffled by :func:`gpqa_permutations`; the target is the correct letter."""
     fields = ("Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3")
-    samples: list[BenchmarkSample] = []
+    seed = out.options.seed
     for index, (record, permutation) in enumerate(
-        zip(records, gpqa_permutations(len(records), options.seed), strict=True)
+        zip(records, gpqa_permutations(len(records), seed), strict=True)
     ):
-        where = f"stream {stream!r}: record {index}"
+        where = f"stream {out.name!r}: record {index}"
         source_options = [_text(record, key, where) for key in fields]
         choices = tuple(source_options[i].strip() for i in permutation)
-        correct = permutation.index(0)
         question = _text(record, "Question", where).strip()
-        samples.append(
-            BenchmarkSample(
-                task_id=_text(record, "Record ID", where).strip(),
-                stream=stream,
-                position=len(samples),
-                prompt=render_choices(question, choices),
-                target=chr(ord("A") + correct),
-                match_mode=GPQA_DIAMOND.match_mode,
-                choices=choices,
-                metadata={
-                    "source": GPQA_DIAMOND.repo_id,
-                    "correct_answer": record["Correct Answer"],
-                    "permutation": list(permutation),
-                    "seed": options.seed,
-                    "high_level_domain": _scalar(record.get("High-level domain")),
-                    "subdomain": _scalar(record.get("Subdomain")),
-                },
-            )
+        out.add(
+            record,
+            task_id=_text(record, "Record ID", where).strip(),
+            prompt=render_choices(question, choices),
+            target=chr(ord("A") + permutation.index(0)),
+            choices=choices,
+            metadata={
+                "correct_answer": record["Correct Answer"],
+                "permutation": list(permutation),
+                "seed": seed,
+                "high_level_domain": _scalar(record.get("High-level domain")),
+                "subdomain": _scalar(record.get("Subdomain")),
+            },
         )
-    return _unique(samples, stream)
+
+
+def gpqa_settings(options: ConvertOptions) -> Mapping[str, Any]:
+    return {"seed": options.seed}
 
 
 # --------------------------------------------------------------------------- MMLU-Pro
@@ -155,11 +132,14 @@ def mmlu_pro_filter(selection: Sequence[str] | str | None) -> frozenset[str] | N
     return frozenset(name.strip().casefold() for name in selection)
 
 
-def convert_mmlu_pro(
-    records: Sequence[Record], stream: str, options: ConvertOptions
-) -> list[BenchmarkSample]:
-    """Source order, filtered by category; "N/A" padding options are dropped."""
+def mmlu_pro_settings(options: ConvertOptions) -> Mapping[str, Any]:
     wanted = mmlu_pro_filter(options.mmlu_pro_categories)
+    return {"categories": "all" if wanted is None else sorted(wanted)}
+
+
+def convert_mmlu_pro(records: Sequence[Record], out: Converting) -> None:
+    """Source order, filtered by category; options lettered as the source lists them."""
+    wanted = mmlu_pro_filter(out.options.mmlu_pro_categories)
     if wanted is not None:
         present = {str(record.get("category", "")).casefold() for record in records}
         unknown = sorted(wanted - present)
@@ -169,45 +149,38 @@ def convert_mmlu_pro(
                 f"{', '.join(map(repr, unknown))}; the source has {', '.join(sorted(present))} "
                 "(or use 'all')"
             )
-    samples: list[BenchmarkSample] = []
     for index, record in enumerate(records):
         category = str(record.get("category", ""))
         if wanted is not None and category.casefold() not in wanted:
             continue
-        where = f"stream {stream!r}: record {index} (question_id {record.get('question_id')!r})"
+        where = f"stream {out.name!r}: record {index} (question_id {record.get('question_id')!r})"
         raw_options = record.get("options")
         if not isinstance(raw_options, list | tuple) or not all(isinstance(o, str) for o in raw_options):
             raise DataError(f"{where}: field 'options' must be a list of strings")
         answer = _text(record, "answer", where).strip()
         answer_at = ord(answer.upper()) - ord("A") if len(answer) == 1 else -1
-        if not 0 <= answer_at < len(raw_options) or raw_options[answer_at] == "N/A":
+        if not 0 <= answer_at < len(raw_options) or raw_options[answer_at] == MMLU_PRO_PADDING:
             raise DataError(f"{where}: answer {answer!r} does not name one of its {len(raw_options)} options")
-        # The official evaluation drops "N/A" padding before lettering the options; a
-        # letter only moves if padding preceded the answer (not seen upstream).
-        choices = tuple(option for option in raw_options if option != "N/A")
-        letter = chr(ord("A") + answer_at - sum(1 for o in raw_options[:answer_at] if o == "N/A"))
+        # Padding is dropped before lettering (the official script's rule); a letter
+        # only moves if padding preceded the answer, which the genuine file never has.
+        choices = tuple(option for option in raw_options if option != MMLU_PRO_PADDING)
+        padding_before = sum(1 for option in raw_options[:answer_at] if option == MMLU_PRO_PADDING)
         question = _text(record, "question", where).strip()
-        samples.append(
-            BenchmarkSample(
-                task_id=str(record["question_id"]),
-                stream=stream,
-                position=len(samples),
-                prompt=render_choices(question, choices),
-                target=letter,
-                match_mode=MMLU_PRO.match_mode,
-                choices=choices,
-                metadata={
-                    "source": MMLU_PRO.repo_id,
-                    "category": category,
-                    "src": _scalar(record.get("src")),
-                    "answer": answer,
-                    "answer_index": _scalar(record.get("answer_index")),
-                },
-            )
+        out.add(
+            record,
+            task_id=str(record["question_id"]),
+            prompt=render_choices(question, choices),
+            target=chr(ord("A") + answer_at - padding_before),
+            choices=choices,
+            metadata={
+                "category": category,
+                "src": _scalar(record.get("src")),
+                "answer": answer,
+                "answer_index": _scalar(record.get("answer_index")),
+            },
         )
-    if not samples:
-        raise DataError(f"stream {stream!r}: no MMLU-Pro record is in the selected categories")
-    return _unique(samples, stream)
+    if not out.samples:
+        raise DataError(f"stream {out.name!r}: no MMLU-Pro record is in the selected categories")
 
 
 # --------------------------------------------------------------------------- ToolBench
@@ -224,48 +197,27 @@ def toolbench_instruction(code: str) -> str:
     return text.strip()
 
 
-def convert_toolbench(
-    records: Sequence[Record], stream: str, options: ConvertOptions
-) -> list[BenchmarkSample]:
+def convert_toolbench(records: Sequence[Record], out: Converting) -> None:
     """Task ids are Gorilla's ``question_id`` (1-based line number), as its evaluator uses."""
-    samples: list[BenchmarkSample] = []
     for index, record in enumerate(records):
-        where = f"stream {stream!r}: line {index + 1}"
+        where = f"stream {out.name!r}: line {index + 1}"
         request = toolbench_instruction(_text(record, "code", where))
         if not request:
             raise DataError(f"{where}: field 'code' holds no ###Instruction text")
         api_data = record.get("api_data")
         if not isinstance(api_data, dict):
             raise DataError(f"{where}: field 'api_data' must be an object")
-        samples.append(
-            BenchmarkSample(
-                task_id=f"torchhub_{index + 1}",
-                stream=stream,
-                position=len(samples),
-                prompt=f"{request}\n\n{TOOLBENCH_INSTRUCTION}",
-                target=_text(record, "api_call", where),
-                match_mode=TOOLBENCH.match_mode,
-                metadata={
-                    "source": TOOLBENCH.repo_id,
-                    "question_id": index + 1,
-                    "provider": _scalar(record.get("provider")),
-                    "domain": _scalar(api_data.get("domain")),
-                    "framework": _scalar(api_data.get("framework")),
-                    "functionality": _scalar(api_data.get("functionality")),
-                    "api_name": _scalar(api_data.get("api_name")),
-                },
-            )
+        out.add(
+            record,
+            task_id=f"torchhub_{index + 1}",
+            prompt=f"{request}\n\n{TOOLBENCH_INSTRUCTION}",
+            target=_text(record, "api_call", where),
+            metadata={
+                "question_id": index + 1,
+                "provider": _scalar(record.get("provider")),
+                "domain": _scalar(api_data.get("domain")),
+                "framework": _scalar(api_data.get("framework")),
+                "functionality": _scalar(api_data.get("functionality")),
+                "api_name": _scalar(api_data.get("api_name")),
+            },
         )
-    return _unique(samples, stream)
-
-
-CONVERTERS: dict[str, Converter] = {
-    AIME_2024.stream: convert_aime,
-    GPQA_DIAMOND.stream: convert_gpqa,
-    MMLU_PRO.stream: convert_mmlu_pro,
-    TOOLBENCH.stream: convert_toolbench,
-}
-
-
-def convert(spec: SourceSpec, records: Iterable[Record], options: ConvertOptions) -> list[BenchmarkSample]:
-    return CONVERTERS[spec.stream](list(records), spec.stream, options)

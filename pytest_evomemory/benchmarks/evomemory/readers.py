@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from .sources import SourceSpec
+from .sources import SourceFormat
 
 Record = dict[str, Any]
 
@@ -22,12 +22,17 @@ class SourceFormatError(ValueError):
     """A source file cannot be read as the format and schema its spec promises."""
 
 
-def read_records(spec: SourceSpec, path: Path) -> list[Record]:
-    """All records of ``path`` in file order; raises :class:`SourceFormatError`."""
+def read_records(
+    format: SourceFormat, path: Path, fields: tuple[str, ...], optional: tuple[str, ...] = ()
+) -> list[Record]:
+    """All records of ``path`` in file order; raises :class:`SourceFormatError`.
+
+    ``fields`` must be present; from a parquet file only ``fields`` and those of
+    ``optional`` that exist are read (other formats keep every field)."""
     try:
-        if spec.format == "parquet":
-            records = _read_parquet(path, spec.required_fields)
-        elif spec.format == "csv":
+        if format == "parquet":
+            records = _read_parquet(path, fields, optional)
+        elif format == "csv":
             records = _read_csv(path)
         else:
             records = _read_jsonl(path)
@@ -35,15 +40,15 @@ def read_records(spec: SourceSpec, path: Path) -> list[Record]:
         raise
     except (OSError, ValueError, UnicodeDecodeError, csv.Error) as error:
         raise SourceFormatError(
-            f"not a readable {spec.format} file ({type(error).__name__}: {error})"
+            f"not a readable {format} file ({type(error).__name__}: {error})"
         ) from None
     except Exception as error:  # pyarrow raises its own ArrowException family
         raise SourceFormatError(
-            f"not a readable {spec.format} file ({type(error).__name__}: {error})"
+            f"not a readable {format} file ({type(error).__name__}: {error})"
         ) from None
     if not records:
         raise SourceFormatError("the file holds no records")
-    missing = [name for name in spec.required_fields if name not in records[0]]
+    missing = [name for name in fields if name not in records[0]]
     if missing:
         raise SourceFormatError(
             f"records lack the field(s) {', '.join(map(repr, missing))} of the upstream schema"
@@ -51,7 +56,7 @@ def read_records(spec: SourceSpec, path: Path) -> list[Record]:
     return records
 
 
-def _read_parquet(path: Path, columns: tuple[str, ...]) -> list[Record]:
+def _read_parquet(path: Path, columns: tuple[str, ...], optional: tuple[str, ...]) -> list[Record]:
     import pyarrow.parquet as pq
 
     # Only the columns we convert: the full MMLU-Pro file also carries long
@@ -65,14 +70,10 @@ def _read_parquet(path: Path, columns: tuple[str, ...]) -> list[Record]:
         raise SourceFormatError(
             f"parquet schema lacks the column(s) {', '.join(map(repr, missing))} of the upstream schema"
         )
-    wanted = list(columns) + [name for name in _OPTIONAL_PARQUET_COLUMNS if name in schema_names]
+    wanted = list(columns) + [name for name in optional if name in schema_names]
     table = source.read(columns=list(dict.fromkeys(wanted)), use_threads=False)
     records: list[Record] = table.to_pylist()
     return records
-
-
-#: Kept as metadata when present (AIME's source page and year).
-_OPTIONAL_PARQUET_COLUMNS = ("url", "year")
 
 
 def _read_csv(path: Path) -> list[Record]:

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
-if TYPE_CHECKING:
-    from ._session import EvoMemorySession
-
 
 class JsonReportHooks:
-    def __init__(self, session: EvoMemorySession) -> None:
-        self.session = session
+    """Per-task metadata from each item's user properties; the run's summary at the end."""
+
+    def __init__(self, summary: Callable[[], dict[str, Any] | None]) -> None:
+        self.summary = summary
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo[None]) -> dict[str, Any]:
@@ -23,5 +23,6 @@ class JsonReportHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:
-        if self.session.summary is not None:
-            json_report["evomemory"] = self.session.summary
+        summary = self.summary()
+        if summary is not None:
+            json_report["evomemory"] = summary

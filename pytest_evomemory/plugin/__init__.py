@@ -1,34 +1,31 @@
 """pytest adapter: options, hooks and fixtures. Thin by design.
 
-Everything that decides *what* happens lives in the core (:mod:`.run`,
-:mod:`.episode`); this module only maps it onto pytest's life cycle as
-DESIGN.md describes: a stream is a session-scoped parametrized fixture, a task is
-a test item, feedback and reset are the episode fixture's teardown.
+Everything that decides *what* happens lives in the engine
+(:mod:`pytest_evomemory.runtime`); this package only maps it onto pytest's life
+cycle as DESIGN.md describes: a stream is a session-scoped parametrized fixture, a
+task is a test item, feedback and reset are the episode fixture's teardown.
 
 pytest imports this module in every run of every project that has the package
 installed, benchmark or not, and again in every xdist worker. So it imports
-nothing of the core at module level: the session (:mod:`._session`) and the core
+nothing of the core at module level: the session (:mod:`.session`) and the core
 load when a run config turns the benchmark on.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pytest
 
-from ._heap import StartupHeap
-from ._stash import PENDING_RECORDS, SESSION_KEY, STARTUP_HEAP
-from .errors import ConfigError
+from .heap import StartupHeap
+from .stash import SESSION_KEY, STARTUP_HEAP, is_xdist_worker
 
 if TYPE_CHECKING:
-    from ._session import Episode, EvoMemorySession
-    from .episode import StreamRun
-    from .run import AgentFactoryFn, BenchmarkRun, MemoryFactoryFn
-    from .types import BenchmarkSample
+    from ..runtime import AgentFactoryFn, BenchmarkRun, MemoryFactoryFn, StreamRun
+    from ..types import BenchmarkSample
+    from .session import EvoMemorySession, PytestEpisode
 
 
 # --------------------------------------------------------------------------- options
@@ -76,10 +73,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # --------------------------------------------------------------------------- configure
 
 
-def _config_path(config: pytest.Config) -> str | None:
+def _config_path(config: pytest.Config, resume: str | None) -> str | None:
+    """The run config: the command line's, else (on resume) the interrupted run's own,
+    else the ini option's. An ini default never replaces a resumed run's config."""
     path = config.getoption("evomemory_config")
     if path:
         return str(path)
+    if resume:
+        return _resume_config_path(config.invocation_params.dir / resume)
     ini = config.getini("evomemory_config")
     if ini:
         ini_path = Path(str(ini))
@@ -88,30 +89,30 @@ def _config_path(config: pytest.Config) -> str | None:
 
 
 def _resume_config_path(resume_dir: Path) -> str:
+    from ..rundir import read_run_document
+
+    document = read_run_document(resume_dir)
     try:
-        document = json.loads((resume_dir / "run.json").read_text(encoding="utf-8"))
         return str(document["run"]["path"])
-    except (OSError, ValueError, KeyError, TypeError):
-        raise ConfigError(
-            f"--evomemory-resume {resume_dir}: cannot read the run config path from its "
-            "run.json; pass --evomemory-config as well"
+    except (KeyError, TypeError):
+        raise pytest.UsageError(
+            f"evomemory: --evomemory-resume {resume_dir}: its run.json names no run config; "
+            "pass --evomemory-config as well"
         ) from None
 
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "evomemory: a task of an Evo-Memory benchmark stream")
     resume = config.getoption("evomemory_resume")
-    path = _config_path(config)
-    if path is None and resume:
-        try:
-            path = _resume_config_path(config.invocation_params.dir / resume)
-        except ConfigError as error:
-            raise pytest.UsageError(f"evomemory: {error}") from None
+    try:
+        path = _config_path(config, resume)
+    except Exception as error:  # ConfigError from the run directory: one line, exit 4
+        raise pytest.UsageError(f"evomemory: {error}") from None
     if path is None:
         return
-    heap = config.stash[STARTUP_HEAP] = StartupHeap.for_process(is_xdist_worker=hasattr(config, "workerinput"))
+    heap = config.stash[STARTUP_HEAP] = StartupHeap.for_process(is_xdist_worker=is_xdist_worker(config))
     with heap.paused(settle_after=False):  # the session settles it when collection is over
-        from ._session import activate
+        from .session import activate
 
         activate(config, path, resume)
 
@@ -122,17 +123,11 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         heap.resume()  # a session that never finished collecting must not leave it paused
 
 
-def pytest_sessionstart(session: pytest.Session) -> None:
-    evo = session.config.stash.get(SESSION_KEY, None)
-    if evo is not None:
-        evo.start()
-
-
 def get_session(config: pytest.Config) -> EvoMemorySession:
     session = config.stash.get(SESSION_KEY, None)
     if session is None:
         raise pytest.UsageError("evomemory: no run config; pass --evomemory-config=PATH")
-    return session
+    return cast("EvoMemorySession", session)
 
 
 # --------------------------------------------------------------------------- reports
@@ -142,17 +137,16 @@ def get_session(config: pytest.Config) -> EvoMemorySession:
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Move this phase's records onto its report, where xdist carries them home."""
     report = yield
-    pending = item.stash.get(PENDING_RECORDS, None)
-    if pending:
-        report.evomemory_records = list(pending)  # type: ignore[attr-defined]
-        pending.clear()
-    elif report.when == "setup" and report.failed and SESSION_KEY in item.config.stash:
+    session = item.config.stash.get(SESSION_KEY, None)
+    if session is None:
+        return report
+    records = list(session.pending)
+    session.pending.clear()
+    if report.when == "setup" and report.failed and not any(r.get("scored") for r in records):
         # The task never ran (its stream could not start): it counts as a failed episode.
-        from ._session import setup_failure_records
-
-        records = setup_failure_records(item, call)
-        if records:
-            report.evomemory_records = records  # type: ignore[attr-defined]
+        records += session.setup_failure_records(item, call)
+    if records:
+        report.evomemory_records = records  # type: ignore[attr-defined]
     return report
 
 
@@ -196,27 +190,19 @@ def evomemory_stream(
 
     Teardown resets and closes the memory system before the next stream starts.
     """
-    from ._session import fail_test
-    from .errors import EvoMemoryError
+    from ..errors import EvoMemoryError
+    from .session import fail_test
 
     name = request.param
+    session = get_session(request.config)
     try:
-        with request.config.stash[STARTUP_HEAP].paused():
-            run = evomemory_run.open_stream(
-                name,
-                agent_factory=evomemory_agent_factory,
-                memory_factory=evomemory_memory_factory,
-                replay=get_session(request.config).memory_replay(name),
-            )
+        run = session.open_stream(name, evomemory_agent_factory, evomemory_memory_factory)
     except EvoMemoryError as error:
         fail_test(f"stream {name!r} could not start: {error}")
     try:
         yield run
     finally:
-        try:
-            run.close()
-        except EvoMemoryError as error:
-            fail_test(f"stream {name!r} teardown failed: {error}")
+        session.close_stream(run)
 
 
 @pytest.fixture
@@ -229,13 +215,10 @@ def evomemory_sample(request: pytest.FixtureRequest) -> BenchmarkSample:
 @pytest.fixture
 def evomemory_episode(
     request: pytest.FixtureRequest, evomemory_stream: StreamRun, evomemory_sample: BenchmarkSample
-) -> Iterator[Episode]:
+) -> Iterator[PytestEpisode]:
     """The task's episode; its teardown gives the feedback, then resets the agent."""
-    from ._session import Episode, recover_after_worker_crash
-
-    records = request.node.stash.setdefault(PENDING_RECORDS, [])
-    recover_after_worker_crash(request.config, evomemory_stream, evomemory_sample)
-    episode = Episode(evomemory_stream, evomemory_sample, records)
+    __tracebackhide__ = True
+    episode = get_session(request.config).episode(evomemory_stream, evomemory_sample)
     yield episode
     episode.finish()
 
