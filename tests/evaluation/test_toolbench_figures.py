@@ -13,7 +13,8 @@ import re
 
 import pytest
 
-from pytest_evomemory.benchmarks.evomemory.converters import ConvertOptions, convert_toolbench
+from pytest_evomemory.benchmarks.evomemory.catalog import TOOLBENCH
+from pytest_evomemory.benchmarks.evomemory.stream import ConvertOptions
 from pytest_evomemory.evaluation import TaskQAEvaluator
 from pytest_evomemory.evaluation.toolbench import parse_call, toolbench
 from pytest_evomemory.types import BenchmarkSample
@@ -52,7 +53,7 @@ def records() -> list[dict[str, object]]:
 @pytest.fixture(scope="module")
 def samples(records: list[dict[str, object]]) -> list[BenchmarkSample]:
     upstream = [{key: value for key, value in record.items() if key != "_api"} for record in records]
-    return convert_toolbench(upstream, "toolbench", ConvertOptions())
+    return TOOLBENCH.convert(upstream, ConvertOptions())
 
 
 @pytest.mark.parametrize("source", ["api_call", "code"])
