@@ -59,7 +59,7 @@ def test_gpqa_fields_and_documented_permutation(hub: FakeHub, tmp_path: Path) ->
         assert sample.choices == tuple(source[i].strip() for i in permutation)
         assert sample.target == "ABCD"[permutation.index(0)]
         assert sample.choices["ABCD".index(sample.target)] == record["Correct Answer"].strip()
-        assert sample.match_mode == "choice" and sample.position == position
+        assert sample.match_mode == "gpqa" and sample.position == position
         assert sample.prompt.startswith(record["Question"].strip() + "\n\nA. ")
         for letter, option in zip("ABCD", sample.choices, strict=True):
             assert f"\n{letter}. {option}" in sample.prompt

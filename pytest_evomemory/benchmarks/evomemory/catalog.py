@@ -58,7 +58,7 @@ GPQA_DIAMOND = HubStream(
     ),
     converter=convert_gpqa,
     settings=gpqa_settings,
-    match_mode="choice",
+    match_mode="gpqa",
     description="GPQA Diamond: 198 graduate-level 4-option science questions",
 )
 
