@@ -23,6 +23,7 @@ from ..agents.factory import build_agent
 from ..benchmarks import Stream, load_benchmark
 from ..config import AgentConfig, MemoryConfig, RunConfig
 from ..errors import ConfigError, DataError, EvoMemoryError
+from ..evaluation import scorer_identity
 from ..evaluation.evomemory import EvoMemoryEvaluator
 from ..factories import load_factory
 from ..memory.base import MemorySystem
@@ -129,6 +130,7 @@ class BenchmarkRun:
                 {
                     "name": s.name, "tasks": len(s), "match_mode": s.match_mode, "description": s.description,
                     "breakdown": s.breakdown, "provenance": dict(s.provenance),
+                    "scorers": [scorer_identity(mode) for mode in sorted({x.match_mode for x in s.samples})],
                 }
                 for s in self.streams
             ],

@@ -341,3 +341,19 @@ def test_run_benchmark_records_failed_episodes_like_the_plugin_and_goes_on(tmp_p
     assert facts["feedback_turns"] == 3  # feedback follows the failed task turn too ("no answer")
     assert summary["failed_episodes"][0]["task_id"] == "f02"
     assert "ConnectionError: model server unreachable" in summary["failed_episodes"][0]["reason"]
+
+
+def test_run_json_records_each_streams_scorer_and_data(tmp_path: Path) -> None:
+    import json
+
+    from pytest_evomemory.runtime import run_benchmark
+
+    config = load_run_config(SAMPLE_MEMORY_RUN).with_overrides(limit=1)
+    run_benchmark(config, tmp_path / "out")
+    document = json.loads((tmp_path / "out" / "run.json").read_text(encoding="utf-8"))
+    streams = {stream["name"]: stream for stream in document["streams"]}
+    scorer = streams["sample_choice"]["scorers"][0]
+    assert scorer["mode"] == "choice" and scorer["package"] == "pytest-evomemory" and scorer["builtin"] is True
+    assert scorer["module"].startswith("pytest_evomemory.evaluation")
+    assert "sha256" in streams["sample_facts"]["provenance"]
+    assert len(document["config_fingerprint"]) == 64
