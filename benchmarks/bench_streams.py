@@ -96,7 +96,7 @@ def measure(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, 
 CONVERT_SNIPPET = """
 import sys
 from pathlib import Path
-from pytest_evomemory.benchmarks import load_benchmark
+from pytest_evomemory.streams import load_benchmark
 from pytest_evomemory.config import BenchmarkConfig
 config = BenchmarkConfig(benchmark="bench_streams_source:benchmark", streams=["mmlu_pro"], mmlu_pro_categories="all")
 (stream,) = load_benchmark(config, Path.cwd())
@@ -105,8 +105,8 @@ print(len(stream))
 
 SOURCE_MODULE = """
 from dataclasses import replace
-from pytest_evomemory.benchmarks.evomemory import HubBenchmark
-from pytest_evomemory.benchmarks.evomemory.catalog import MMLU_PRO
+from pytest_evomemory.streams.evomemory import HubBenchmark
+from pytest_evomemory.streams.evomemory.catalog import MMLU_PRO
 SYNTHETIC = replace(MMLU_PRO, source=replace(MMLU_PRO.source, size={size}, sha256="{sha256}"))
 def benchmark():
     return HubBenchmark("bench_streams", {{"mmlu_pro": SYNTHETIC}})
@@ -121,7 +121,7 @@ def main() -> int:
 
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="bench-streams-"))
     data_dir = workdir / "data"
-    from pytest_evomemory.benchmarks.evomemory.catalog import MMLU_PRO
+    from pytest_evomemory.streams.evomemory.catalog import MMLU_PRO
 
     synthetic = data_dir / MMLU_PRO.name / MMLU_PRO.source.filename
     write_synthetic_mmlu_pro(synthetic, args.records)

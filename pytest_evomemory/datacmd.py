@@ -2,7 +2,7 @@
 
 CI wants the data in its cache and checked before a run spends any model time, and an
 air-gapped machine wants to know where to copy the files. The three subcommands use
-exactly the code a run uses (:mod:`pytest_evomemory.benchmarks.evomemory`), so a
+exactly the code a run uses (:mod:`pytest_evomemory.streams.evomemory`), so a
 file that passes ``verify`` is a file the run accepts.
 
 Exit status: 0 every selected stream is in place and accepted; 1 at least one is
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from .errors import ConfigError, DataError
 
 if TYPE_CHECKING:
-    from .benchmarks.evomemory import HubStream
+    from .streams.evomemory import HubStream
 
 PROG = "evomemory data"
 OK = 0
@@ -83,10 +83,10 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _selection(args: argparse.Namespace) -> tuple[Path, list[HubStream]]:
-    from .benchmarks import get_source
-    from .benchmarks.evomemory import HubBenchmark
-    from .benchmarks.evomemory.materialize import resolve_data_dir
     from .config import load_run_config
+    from .streams import get_source
+    from .streams.evomemory import HubBenchmark
+    from .streams.evomemory.materialize import resolve_data_dir
 
     configured: str | None = None
     base_dir = Path.cwd()
@@ -116,7 +116,7 @@ def _selection(args: argparse.Namespace) -> tuple[Path, list[HubStream]]:
 
 
 def _where(data_dir: Path, streams: list[HubStream]) -> int:
-    from .benchmarks.evomemory.materialize import stream_file
+    from .streams.evomemory.materialize import stream_file
 
     print(f"data_dir\t{data_dir}")
     for stream in streams:
@@ -126,7 +126,7 @@ def _where(data_dir: Path, streams: list[HubStream]) -> int:
 
 
 def _check(data_dir: Path, streams: list[HubStream], download: bool) -> int:
-    from .benchmarks.evomemory.materialize import materialize, verify
+    from .streams.evomemory.materialize import materialize, verify
 
     status = OK
     for stream in streams:

@@ -40,7 +40,7 @@ from .errors import ConfigError
 from .reporting.summary import SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from .benchmarks import Stream
+    from .streams import Stream
 
 RUN_DOCUMENT = "run.json"
 RESPONSES = "responses.jsonl"

@@ -227,7 +227,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     session = config.stash.get(SESSION_KEY, None)
     if session is None:
         return None
-    from ..benchmarks.provenance import provenance_line
+    from ..streams.provenance import provenance_line
 
     streams = ", ".join(f"{s.name} ({len(s)})" for s in session.benchmark.streams)
     agent = session.run_config.agent

@@ -20,7 +20,6 @@ from typing import Any
 
 from ..agents.base import Agent
 from ..agents.factory import build_agent
-from ..benchmarks import Stream, load_benchmark
 from ..config import AgentConfig, MemoryConfig, RunConfig
 from ..errors import ConfigError, DataError, EvoMemoryError
 from ..evaluation import scorer_identity
@@ -39,6 +38,7 @@ from ..rundir import (
     package_versions,
     utc_now,
 )
+from ..streams import Stream, load_benchmark
 from .memory import InstrumentedMemory
 from .records import ResultCollector, stream_error_record
 from .stream import StreamRun, run_episode

@@ -25,8 +25,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pytest_evomemory.benchmarks.evomemory import catalog
-from pytest_evomemory.benchmarks.evomemory.stream import HubStream
+from pytest_evomemory.streams.evomemory import catalog
+from pytest_evomemory.streams.evomemory.stream import HubStream
 
 GOOD_TOKEN = "hf_test_token_with_access"
 

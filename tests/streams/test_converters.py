@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from pytest_evomemory.benchmarks import load_benchmark
-from pytest_evomemory.benchmarks.base import Stream
-from pytest_evomemory.benchmarks.evomemory.catalog import STREAMS
-from pytest_evomemory.benchmarks.evomemory.converters import (
+from pytest_evomemory.config import BenchmarkConfig
+from pytest_evomemory.errors import ConfigError, DataError
+from pytest_evomemory.streams import load_benchmark
+from pytest_evomemory.streams.base import Stream
+from pytest_evomemory.streams.evomemory.catalog import STREAMS
+from pytest_evomemory.streams.evomemory.converters import (
     TOOLBENCH_INSTRUCTION,
     gpqa_permutations,
     toolbench_instruction,
 )
-from pytest_evomemory.benchmarks.evomemory.stream import ConvertOptions
-from pytest_evomemory.config import BenchmarkConfig
-from pytest_evomemory.errors import ConfigError, DataError
+from pytest_evomemory.streams.evomemory.stream import ConvertOptions
 
 from .conftest import AIME_RECORDS, GPQA_RECORDS, MMLU_RECORDS, TOOLBENCH_RECORDS, FakeHub
 

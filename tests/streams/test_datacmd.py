@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_evomemory.benchmarks.evomemory.catalog import STREAM_ORDER, STREAMS
-from pytest_evomemory.benchmarks.evomemory.materialize import manifest_path, stream_file
 from pytest_evomemory.cli import main
+from pytest_evomemory.streams.evomemory.catalog import STREAM_ORDER, STREAMS
+from pytest_evomemory.streams.evomemory.materialize import manifest_path, stream_file
 
 from .conftest import FakeHub, upstream_files
 

@@ -10,20 +10,20 @@ from pathlib import Path
 
 import pytest
 
-from pytest_evomemory.benchmarks import load_benchmark
-from pytest_evomemory.benchmarks.base import Stream
-from pytest_evomemory.benchmarks.evomemory import EvoMemorySingleTurn, catalog
-from pytest_evomemory.benchmarks.evomemory.catalog import STREAM_ORDER, STREAMS
-from pytest_evomemory.benchmarks.evomemory.materialize import (
+from pytest_evomemory.config import BenchmarkConfig
+from pytest_evomemory.errors import DataError
+from pytest_evomemory.streams import load_benchmark
+from pytest_evomemory.streams.base import Stream
+from pytest_evomemory.streams.evomemory import EvoMemorySingleTurn, catalog
+from pytest_evomemory.streams.evomemory.catalog import STREAM_ORDER, STREAMS
+from pytest_evomemory.streams.evomemory.materialize import (
     default_data_dir,
     manifest_path,
     materialize,
     resolve_data_dir,
     stream_file,
 )
-from pytest_evomemory.benchmarks.evomemory.sources import HubFile
-from pytest_evomemory.config import BenchmarkConfig
-from pytest_evomemory.errors import DataError
+from pytest_evomemory.streams.evomemory.sources import HubFile
 
 from .conftest import MMLU_RECORDS, FakeHub, parquet_bytes, pin_to, upstream_files
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_evomemory.benchmarks.evomemory.catalog import STREAMS as SOURCES
-from pytest_evomemory.benchmarks.evomemory.materialize import stream_file
 from pytest_evomemory.config import load_run_config
+from pytest_evomemory.streams.evomemory.catalog import STREAMS as SOURCES
+from pytest_evomemory.streams.evomemory.materialize import stream_file
 
 from .conftest import FakeHub, upstream_files
 

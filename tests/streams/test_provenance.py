@@ -5,10 +5,10 @@ from __future__ import annotations
 import hashlib
 from pathlib import Path
 
-from pytest_evomemory.benchmarks import load_benchmark
-from pytest_evomemory.benchmarks.base import Stream
-from pytest_evomemory.benchmarks.provenance import describe_provenance, provenance_line, unverified_streams
 from pytest_evomemory.config import BenchmarkConfig, StreamFile
+from pytest_evomemory.streams import load_benchmark
+from pytest_evomemory.streams.base import Stream
+from pytest_evomemory.streams.provenance import describe_provenance, provenance_line, unverified_streams
 from pytest_evomemory.types import BenchmarkSample, Score, ScoredItem
 
 from .conftest import FakeHub, upstream_files

@@ -16,7 +16,7 @@ def _sample(target: str = REFERENCE) -> BenchmarkSample:
 
 
 def test_registered_when_the_benchmark_loads() -> None:
-    import pytest_evomemory.benchmarks.evomemory  # noqa: F401
+    import pytest_evomemory.streams.evomemory  # noqa: F401
 
     assert MATCH_MODES["toolbench"] is toolbench
 

@@ -26,7 +26,7 @@ class Stream:
     description: str = ""
     #: Where the tasks came from (repository, revision, file, sha256, verified, rows
     #: read, tasks converted, converter settings): recorded per stream in run.json.
-    #: See :func:`pytest_evomemory.benchmarks.provenance.provenance_line`.
+    #: See :func:`pytest_evomemory.streams.provenance.provenance_line`.
     provenance: Mapping[str, Any] = field(default_factory=dict)
     #: The record field whose value is each task's ``group`` (reports break the
     #: stream's accuracy down by it); ``None``: no breakdown.
