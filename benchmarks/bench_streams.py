@@ -18,6 +18,7 @@ when a budget is missed, so CI can run this script as a gate.
 from __future__ import annotations
 
 import argparse
+import hashlib
 import os
 import subprocess
 import sys
@@ -52,7 +53,9 @@ def write_synthetic_mmlu_pro(path: Path, count: int) -> None:
 
     rows = []
     for index in range(count):
-        width = 10 if index % 5 else 4 + index % 6  # some rows padded with "N/A" like upstream
+        # 4 to 10 options; a few rows padded with "N/A" (the genuine file has none,
+        # the converter's drop rule is exercised anyway).
+        width = 10 if index % 5 else 4 + index % 6
         options = [f"Synthetic option {letter} for item {index}" for letter in "ABCDEFGHIJ"[:width]]
         options += ["N/A"] * (10 - width) if index % 7 == 0 else []
         answer_index = index % width
@@ -93,11 +96,20 @@ def measure(command: list[str], env: dict[str, str], cwd: Path) -> tuple[float, 
 CONVERT_SNIPPET = """
 import sys
 from pathlib import Path
-from pytest_evomemory.benchmarks import load_benchmark
+from pytest_evomemory.streams import load_benchmark
 from pytest_evomemory.config import BenchmarkConfig
-config = BenchmarkConfig(benchmark="evomemory_single_turn", streams=["mmlu_pro"], mmlu_pro_categories="all")
+config = BenchmarkConfig(benchmark="bench_streams_source:benchmark", streams=["mmlu_pro"], mmlu_pro_categories="all")
 (stream,) = load_benchmark(config, Path.cwd())
 print(len(stream))
+"""
+
+SOURCE_MODULE = """
+from dataclasses import replace
+from pytest_evomemory.streams.evomemory import HubBenchmark
+from pytest_evomemory.streams.evomemory.catalog import MMLU_PRO
+SYNTHETIC = replace(MMLU_PRO, source=replace(MMLU_PRO.source, size={size}, sha256="{sha256}"))
+def benchmark():
+    return HubBenchmark("bench_streams", {{"mmlu_pro": SYNTHETIC}})
 """
 
 
@@ -109,18 +121,27 @@ def main() -> int:
 
     workdir = args.keep or Path(tempfile.mkdtemp(prefix="bench-streams-"))
     data_dir = workdir / "data"
-    from pytest_evomemory.benchmarks.evomemory.sources import MMLU_PRO
+    from pytest_evomemory.streams.evomemory.catalog import MMLU_PRO
 
-    write_synthetic_mmlu_pro(data_dir / MMLU_PRO.stream / MMLU_PRO.filename, args.records)
+    synthetic = data_dir / MMLU_PRO.name / MMLU_PRO.source.filename
+    write_synthetic_mmlu_pro(synthetic, args.records)
+    # The catalog pins the genuine file's hash, so the synthetic one is declared as
+    # its own stream (same reader and converter, pinned to the synthetic bytes).
+    content = synthetic.read_bytes()
+    (workdir / "bench_streams_source.py").write_text(
+        SOURCE_MODULE.format(size=len(content), sha256=hashlib.sha256(content).hexdigest()), encoding="utf-8"
+    )
     run = workdir / "run.yaml"
     run.write_text(
         "name: bench_streams\n"
-        "benchmark:\n  benchmark: evomemory_single_turn\n  streams: [mmlu_pro]\n  mmlu_pro_categories: all\n"
+        "benchmark:\n  benchmark: bench_streams_source:benchmark\n  streams: [mmlu_pro]\n"
+        "  mmlu_pro_categories: all\n"
         "agent:\n  kind: recall_baseline\n"
         "memory:\n  backend: inprocess\n",
         encoding="utf-8",
     )
-    env = dict(os.environ, EVOMEMORY_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1")
+    python_path = os.pathsep.join(filter(None, [str(workdir), os.environ.get("PYTHONPATH")]))
+    env = dict(os.environ, EVOMEMORY_DATA_DIR=str(data_dir), HF_HUB_OFFLINE="1", PYTHONPATH=python_path)
     env.pop("PYTEST_ADDOPTS", None)
 
     rows = []

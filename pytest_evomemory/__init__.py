@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from .agents.base import Agent, AgentFactory, Turn
     from .config import AgentConfig, BenchmarkConfig, MemoryConfig, RunConfig, load_run_config
-    from .episode import StreamRun, run_stream
     from .errors import (
         ConfigError,
         DataError,
@@ -31,7 +30,7 @@ if TYPE_CHECKING:
     from .memory.base import MemorySystem
     from .memory.factory import MemoryContext
     from .memory.tools import memory_tools
-    from .run import BenchmarkRun, run_benchmark
+    from .runtime import BenchmarkRun, Episode, Run, StreamRun, run_benchmark, run_episode, run_stream
     from .tools import Tool
     from .types import (
         FEEDBACK_ACKNOWLEDGEMENT,
@@ -54,7 +53,10 @@ _EXPORTS: dict[str, str] = {
     "AgentFactory": ".agents.base",
     "AgentResponse": ".types",
     "BenchmarkConfig": ".config",
-    "BenchmarkRun": ".run",
+    "BenchmarkRun": ".runtime",
+    "Episode": ".runtime",
+    "Run": ".runtime",
+    "run_episode": ".runtime",
     "BenchmarkSample": ".types",
     "ConfigError": ".errors",
     "DataError": ".errors",
@@ -73,7 +75,7 @@ _EXPORTS: dict[str, str] = {
     "RunConfig": ".config",
     "Score": ".types",
     "ScoredItem": ".types",
-    "StreamRun": ".episode",
+    "StreamRun": ".runtime",
     "TaskQAEvaluator": ".evaluation",
     "Tool": ".tools",
     "ToolCall": ".types",
@@ -84,8 +86,8 @@ _EXPORTS: dict[str, str] = {
     "load_run_config": ".config",
     "memory_tools": ".memory.tools",
     "register_match_mode": ".evaluation",
-    "run_benchmark": ".run",
-    "run_stream": ".episode",
+    "run_benchmark": ".runtime",
+    "run_stream": ".runtime",
 }
 
 __all__ = [
@@ -99,6 +101,7 @@ __all__ = [
     "BenchmarkSample",
     "ConfigError",
     "DataError",
+    "Episode",
     "EpisodeError",
     "Evaluator",
     "EvoMemoryError",
@@ -110,6 +113,7 @@ __all__ = [
     "MemorySystem",
     "ModelError",
     "ProtocolViolation",
+    "Run",
     "RunConfig",
     "Score",
     "ScoredItem",
@@ -125,6 +129,7 @@ __all__ = [
     "memory_tools",
     "register_match_mode",
     "run_benchmark",
+    "run_episode",
     "run_stream",
 ]
 

@@ -1,11 +1,11 @@
-"""The ``evomemory`` command: HTML reports from run directories, after the fact.
+"""The ``evomemory`` command: runs without pytest, and reports after the fact.
 
-The plugin writes ``report.html`` at the end of a session; this command exists for
-everything later: re-rendering an old run, and putting runs side by side (memory
-versus no memory) once both have finished, possibly on different machines.
-
-Errors are one line on stderr and exit status 2, like a usage error, because the
-user's fix is always to the command line or the directories it names.
+``evomemory run`` runs a benchmark through the same engine as the plugin
+(:mod:`.runcmd`, with pytest's exit codes). ``report`` and ``compare`` exist for
+everything after a run: re-rendering an old run, and putting runs side by side
+(memory versus no memory), possibly from different machines; their errors are one
+line on stderr and exit status 2, because the fix is always to the command line.
+``data`` fetches, verifies and locates the benchmark's upstream files (:mod:`.datacmd`).
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+from . import datacmd, runcmd
 from .reporting.html import REPORT_NAME, ReportError, write_comparison_report, write_html_report
 
 PROG = "evomemory"
@@ -31,8 +32,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog=PROG, description="Reports for pytest-evomemory run directories.")
+    parser = _Parser(prog=PROG, description="Run the Evo-Memory benchmark and report on its run directories.")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    runcmd.add_parser(commands)
 
     report = commands.add_parser(
         "report",
@@ -72,6 +74,7 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="comma-separated legend labels, one per run (default: the run names)",
     )
+    datacmd.add_parser(commands)
     return parser
 
 
@@ -91,6 +94,10 @@ def _labels(value: str | None, count: int) -> list[str] | None:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.command == "run":
+        return runcmd.main(args)
+    if args.command == "data":
+        return datacmd.run(args)
     try:
         if args.command == "report":
             written = write_html_report(args.run_dir, args.output)

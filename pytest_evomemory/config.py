@@ -30,7 +30,7 @@ MAX_CONFIG_BYTES = 1_000_000
 
 _FACTORY_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
 _ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-#: Characters no run name or output path may hold (they break paths, terminals or XML).
+#: Control characters: no URL may hold them.
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 #: Defaults of ``model.max_request_bytes`` / ``model.max_reply_bytes`` (4 MiB each:
@@ -348,27 +348,6 @@ class _RunFile(_Strict):
     memory: str | dict[str, Any] = Field(default_factory=dict)
     output_dir: str | None = None
 
-    @field_validator("name")
-    @classmethod
-    def _usable_name(cls, value: str | None) -> str | None:
-        """The name becomes a directory (``evomemory-results/<name>``) and appears in
-        reports: it must be one plain path segment."""
-        if value is None:
-            return value
-        if not value.strip() or len(value) > 100 or _CONTROL.search(value) or "/" in value or "\\" in value or value.strip(".") == "":
-            raise ValueError(
-                f"{value!r} cannot name a run directory; use up to 100 characters without "
-                "control characters, '/' or '\\' (e.g. my_agent_small)"
-            )
-        return value
-
-    @field_validator("output_dir")
-    @classmethod
-    def _usable_output_dir(cls, value: str | None) -> str | None:
-        if value is not None and (not value.strip() or _CONTROL.search(value)):
-            raise ValueError(f"{value!r} is not a usable directory path; write a plain path such as results/run1")
-        return value
-
 
 class _ConfigLoader(yaml.SafeLoader):
     """Safe YAML, stricter where a silent choice would change what is measured.
@@ -551,6 +530,13 @@ def load_run_config(path: str | Path) -> RunConfig:
     run_path = resolve_path(Path(path).expanduser())
     raw = read_yaml_mapping(run_path)
     run = validate_mapping(_RunFile, raw, str(run_path))
+    if run.name is not None:
+        from .rundir import check_run_name  # the one rule for run names; here it can name the file
+
+        try:
+            check_run_name(run.name)
+        except ConfigError as error:
+            raise ConfigError(f"{run_path}: {error}", source=str(run_path), key="name") from None
     base = run_path.parent
     parts: dict[str, Any] = {}
     sources: dict[str, str] = {"run": str(run_path)}

@@ -12,9 +12,21 @@ is keyword-only and optional: ``ConfigError("message")`` keeps working everywher
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .types import AgentResponse
+
 
 class EvoMemoryError(Exception):
-    """Base class of every error this package raises on purpose."""
+    """Base class of every error this package raises on purpose.
+
+    ``response`` is the agent's response of the turn the error ended, when there
+    was a turn: the runtime attaches it (as httpx attaches ``.request``), so a
+    failed turn's transcript is recorded from the error itself.
+    """
+
+    response: AgentResponse | None = None
 
     def __init__(self, message: str = "") -> None:
         super().__init__(message)
@@ -84,6 +96,10 @@ class ModelError(EvoMemoryError):
 
 class EpisodeError(EvoMemoryError):
     """A task episode could not complete (the test fails with this reason)."""
+
+    def __init__(self, message: str, *, response: AgentResponse | None = None) -> None:
+        super().__init__(message)
+        self.response = response
 
 
 class ProtocolViolation(EpisodeError):

@@ -37,6 +37,9 @@ class BenchmarkSample:
     match_mode: str = "exact"
     choices: tuple[str, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: The value of the stream's breakdown field (MMLU-Pro: ``category``), so that
+    #: reports can give accuracy per group; ``None`` when the stream has no breakdown.
+    group: str | None = None
 
     @property
     def kind(self) -> StimulusKind:
@@ -238,11 +241,14 @@ class ScoredItem:
     task_id: str
     position: int
     score: Score
+    #: The task's ``BenchmarkSample.group`` (per-group accuracy in reports).
+    group: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "stream": self.stream,
             "task_id": self.task_id,
             "position": self.position,
+            "group": self.group,
             **self.score.to_dict(),
         }

@@ -14,6 +14,9 @@ import yaml
 
 import pytest_evomemory.memory.inprocess
 import pytest_evomemory.models.openai_compat  # noqa: F401
+from pytest_evomemory.errors import EvoMemoryError
+from pytest_evomemory.runtime import StreamRun
+from pytest_evomemory.types import AgentResponse
 
 # pytester's in-process runs drop every module first imported during the run from
 # sys.modules afterwards. The package imports numpy, the HTTP client and its
@@ -22,6 +25,25 @@ import pytest_evomemory.models.openai_compat  # noqa: F401
 # extension refuses that ("cannot load module more than once per process"), and a
 # second copy of httpcore2 raises exceptions the first httpx2 cannot map. Importing
 # them here puts them in the snapshot pytester restores (docs/configuration.md).
+
+def capture_responses(run: StreamRun) -> list[AgentResponse]:
+    """Every response the stream's turns produce, a failed turn's included."""
+    captured: list[AgentResponse] = []
+    deliver = run.deliver
+
+    def capturing(stimulus: Any, task_id: str) -> AgentResponse:
+        try:
+            response = deliver(stimulus, task_id)
+        except EvoMemoryError as error:
+            if error.response is not None:
+                captured.append(error.response)
+            raise
+        captured.append(response)
+        return response
+
+    run.deliver = capturing  # type: ignore[method-assign]
+    return captured
+
 
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "configs"

@@ -30,6 +30,8 @@ from .modes import last_match, register_match_mode
 
 #: math-verify parses with sympy; bounding its input keeps every call in milliseconds.
 MAX_MATH_VERIFY_CHARS = 200
+#: How far after "answer is" a number still belongs to it (math-verify: ``.{0,50}?``).
+ANCHOR_REACH = 60
 
 _BOXED = re.compile(r"\\(?:boxed|fbox)\s*\{")
 _ANSWER_IS = re.compile(
@@ -51,9 +53,22 @@ _LONG_NUMBER = re.compile(r"\d{13}")
 _MAX_POWERS = 1  # (a^b)^c with three-digit literals already takes seconds
 # A number standing alone: not part of a word, a decimal, "1,073" (thousands) or
 # a LaTeX argument/exponent such as the 2 of "\\frac{73}{2}" or "x^2", or a factorial.
-_NUMBER = re.compile(r"(?<![\w.{^_/])(?<!\d,)[+-]?\d+(?:\.\d+)?(?![\w}/^!]|[.,]\d)")
+# The second number of a ratio or time ("3:1") is not read: math-verify reads its first.
+# "1,073" is one number, as math-verify reads it.
+_NUMBER = re.compile(
+    r"(?<![\w.{^_/])(?<!\d,)(?<!\d:)[+-]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?![\w}/^!]|[.,]\d)"
+)
+_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _LATEX_SIGNS = re.compile(r"[\\^/*]|\d\s*[-+]\s*\d")
-_TEXT_COMMAND = re.compile(r"\\(?:text|mathrm|textbf|mbox|operatorname)\s*\{([^{}]*)\}")
+# Formatting commands keep their content: \boxed{\mathbf{459}} states 459.
+_TEXT_COMMAND = re.compile(
+    r"\\(?:text|textbf|textit|textrm|mathrm|mathbf|mathit|mathsf|mathtt|mathnormal|bm|boldsymbol"
+    r"|mbox|operatorname|underline|overline)\s*\{([^{}]*)\}"
+)
+# Prose: a word of two or more letters outside LaTeX commands. An answer with prose
+# is not one expression, so it is not read whole ("With n = 9 fixed, there are 788 ways.").
+_COMMAND = re.compile(r"\\[A-Za-z]+")
+_WORD = re.compile(r"[A-Za-z]{2,}")
 _UNITS = re.compile(r"\^\s*\{?\\circ\}?|\\%|[%°]|\\[,;!: ]|\{,\}")
 _WRAPPERS = re.compile(r"\$|\\\(|\\\)|\\\[|\\\]|\\displaystyle|\*\*")
 
@@ -66,8 +81,8 @@ class _Reading:
     via: str = ""
 
 
-def _last_boxed(text: str) -> str | None:
-    """The last balanced ``\\boxed{...}`` body (regexes cannot nest braces).
+def _last_boxed(text: str) -> tuple[str, int] | None:
+    """The last balanced ``\\boxed{...}`` body and where it ends (regexes cannot nest braces).
 
     Only the last few openings are tried, each over a bounded span, so an answer
     made of thousands of unclosed ``\\boxed{`` stays cheap to read.
@@ -81,13 +96,13 @@ def _last_boxed(text: str) -> str | None:
             depth += (char == "{") - (char == "}")
             index += 1
         if depth == 0:
-            return text[start : index - 1]
+            return text[start : index - 1], index
     return None
 
 
 def _clean(candidate: str) -> str:
-    candidate = _WRAPPERS.sub("", candidate)
-    candidate = _TEXT_COMMAND.sub(r" \1 ", candidate)
+    candidate = _THOUSANDS.sub("", _WRAPPERS.sub("", candidate))
+    candidate = _TEXT_COMMAND.sub(r" \1 ", _TEXT_COMMAND.sub(r" \1 ", candidate))
     candidate = _UNITS.sub(" ", candidate)
     # "n = 73", "2^6+9 = 73": the value stated last is the answer.
     candidate = candidate.rsplit("=", 1)[-1]
@@ -179,12 +194,72 @@ def _read(candidate: str, method: str) -> _Reading:
     return _Reading(None, candidate, method, "no integer")
 
 
+_FINAL_ANSWER = re.compile(r"final answer", re.IGNORECASE)
+_IS = re.compile(r"\s+is:?")
+# What math-verify accepts right after "final answer ... is": a number (one space
+# before it), or a LaTeX span opening.
+_STATED_NUMBER = re.compile(r"\s(-?\d+(?:,\d{3})*(?:\.\d+)?)(?!\d)")
+_LATEX_OPENING = re.compile(r"\s*(\$\$?|\\\[|\\\(|\\boxed\s*\{)")
+_LATEX_CLOSING = {"$": "$", "$$": "$$", "\\[": "\\]", "\\(": "\\)"}
+FINAL_ANSWER_REACH = 100
+
+
+def _latex_span(text: str, opening: re.Match[str]) -> tuple[str, int] | None:
+    """The content of the LaTeX span that ``opening`` starts, and where it ends."""
+    token = re.sub(r"\s+", "", opening.group(1))
+    if token.startswith("\\boxed"):
+        depth, index = 1, opening.end()
+        while index < min(len(text), opening.end() + 1_000) and depth:
+            depth += (text[index] == "{") - (text[index] == "}")
+            index += 1
+        return (text[opening.end() : index - 1], index) if depth == 0 else None
+    close = text.find(_LATEX_CLOSING[token], opening.end(), opening.end() + 1_000)
+    return (text[opening.end() : close], close + len(token)) if close >= 0 else None
+
+
+def _final_answer_statement(text: str) -> tuple[int, str] | None:
+    """What the last "final answer ... is N" states, and where it ends.
+
+    math-verify ranks these statements (a number right after "is", or a LaTeX span
+    there) with ``\\boxed`` and reads the one ending last: a self-correction after
+    the last box ("\\boxed{13} ... the final answer is 12.") is read as 12, a box
+    after the statement as the box.
+    """
+    best: tuple[int, str] | None = None
+    # The statement ending last wins, so the last few are enough and bound the work.
+    for anchor in list(_FINAL_ANSWER.finditer(text))[-20:]:
+        reach = text[anchor.end() : anchor.end() + FINAL_ANSWER_REACH + 4]
+        line_end = reach.find("\n")
+        number_found = latex_found = False
+        for verb in _IS.finditer(reach):
+            at = anchor.end() + verb.end()
+            if not number_found and (line_end < 0 or verb.start() < line_end):
+                number = _STATED_NUMBER.match(text, at)
+                if number is not None:
+                    number_found = True
+                    if best is None or number.end() > best[0]:
+                        best = (number.end(), number.group(1))
+            if not latex_found:
+                opening = _LATEX_OPENING.match(text, at)
+                span = _latex_span(text, opening) if opening else None
+                if span is not None:
+                    latex_found = True
+                    if best is None or span[1] > best[0]:
+                        best = (span[1], span[0])
+    return best
+
+
 def read_aime_answer(text: str) -> _Reading:
-    """The integer an answer states, trying the forms in the order peers do."""
+    """The integer an answer states, trying the forms in the order math-verify does."""
     text = unicodedata.normalize("NFKC", text)
+    stated = _final_answer_statement(text)
     boxed = _last_boxed(text)
+    if stated is not None and (boxed is None or stated[0] > boxed[1]):
+        reading = _read(stated[1], "'final answer is N'")
+        if reading.value is not None:
+            return reading
     if boxed is not None:
-        return _read(boxed, "last \\boxed{...}")
+        return _read(boxed[0], "last \\boxed{...}")
     failed: _Reading | None = None  # the first unreadable candidate explains best
     anchored = _after_anchor(text)
     if anchored is not None:
@@ -192,8 +267,15 @@ def read_aime_answer(text: str) -> _Reading:
         if reading.value is not None:
             return reading
         failed = reading
+        # "the answer is clearly 204, which uses 3 colors": the first number soon after
+        # the anchor, as math-verify's ``answer.{0,50}?<number>`` reads it.
+        first = _NUMBER.search(anchored[:ANCHOR_REACH])
+        if first is not None:
+            reading = _read(first.group(0), "first number after 'answer is'")
+            if reading.value is not None:
+                return reading
     stripped = text.strip()
-    if len(stripped) <= MAX_MATH_VERIFY_CHARS:
+    if len(stripped) <= MAX_MATH_VERIFY_CHARS and not _WORD.search(_COMMAND.sub(" ", stripped)):
         reading = _read(stripped, "whole answer")
         if reading.value is not None:
             return reading

@@ -32,7 +32,7 @@ class EvoMemoryEvaluator:
                 f"against task {sample.stream}/{sample.task_id}"
             )
         score = self.taskqa.score(sample, response.final_answer)
-        return ScoredItem(sample.stream, sample.task_id, sample.position, score)
+        return ScoredItem(sample.stream, sample.task_id, sample.position, score, group=sample.group)
 
     def score_run(
         self,

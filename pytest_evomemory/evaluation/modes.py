@@ -12,10 +12,13 @@ because user-defined streams default to it.
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import re
+import sys
 import unicodedata
 from collections.abc import Callable, Iterator, MutableMapping
 
+from ..errors import ConfigError
 from ..types import BenchmarkSample, Score
 
 MatchMode = Callable[[str, BenchmarkSample], Score]
@@ -32,6 +35,9 @@ class MatchModeRegistry(MutableMapping[str, MatchMode]):
     def __init__(self, lazy: dict[str, str]) -> None:
         self._modes: dict[str, MatchMode] = {}
         self._lazy = dict(lazy)  # name -> module that registers it when imported
+        # Every built-in mode, loaded or not: a stream owns its mode, so nothing else
+        # may take the name (a conftest silently rescoring GPQA would void the figure).
+        self.builtin = {name: _absolute(module) for name, module in lazy.items()}
 
     def __getitem__(self, name: str) -> MatchMode:
         if name not in self._modes and name in self._lazy:
@@ -39,10 +45,21 @@ class MatchModeRegistry(MutableMapping[str, MatchMode]):
         return self._modes[name]
 
     def __setitem__(self, name: str, mode: MatchMode) -> None:
+        __tracebackhide__ = True  # pytest shows the user's conftest line, not ours
+        owner = self.builtin.get(name)
+        if owner is not None and getattr(mode, "__module__", None) != owner:
+            where = getattr(mode, "__module__", None) or repr(mode)
+            raise ConfigError(
+                f"match mode {name!r} is built in ({owner}) and scores the streams that "
+                f"name it; {where} may not replace it. Register your mode under a new "
+                "name and set that name as your stream's match_mode"
+            )
         self._lazy.pop(name, None)
         self._modes[name] = mode
 
     def __delitem__(self, name: str) -> None:
+        if name in self.builtin:
+            raise ConfigError(f"match mode {name!r} is built in and cannot be removed")
         if self._lazy.pop(name, None) is None:
             del self._modes[name]
         else:
@@ -58,13 +75,30 @@ class MatchModeRegistry(MutableMapping[str, MatchMode]):
         return len(set(self._modes) | set(self._lazy))
 
 
-MATCH_MODES = MatchModeRegistry({"choice": ".choice", "aime": ".aime", "toolbench": ".toolbench"})
+def _absolute(module: str) -> str:
+    return f"{__package__}{module}" if module.startswith(".") else module
+
+
+MATCH_MODES = MatchModeRegistry(
+    {
+        "exact": __name__,
+        "choice": ".choice",
+        "gpqa": ".gpqa",
+        "aime": ".aime",
+        "toolbench": ".toolbench",
+    }
+)
 
 
 def register_match_mode(name: str) -> Callable[[MatchMode], MatchMode]:
-    """Register a mode under ``name`` (used by built-in and user-defined streams)."""
+    """Register a mode under ``name`` (used by built-in and user-defined streams).
+
+    A built-in name (``exact``, ``choice``, ``gpqa``, ``aime``, ``toolbench``) is
+    refused with :class:`ConfigError` unless the mode is the built-in one itself.
+    """
 
     def decorate(mode: MatchMode) -> MatchMode:
+        __tracebackhide__ = True
         MATCH_MODES[name] = mode
         return mode
 
@@ -146,3 +180,46 @@ def exact(answer: str, sample: BenchmarkSample) -> Score:
 
 def _short(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+#: Packages whose version decides what a built-in mode reads, beside our own.
+_MODE_DEPENDENCIES: dict[str, tuple[str, ...]] = {"aime": ("math-verify", "sympy")}
+
+
+def _distribution_version(distribution: str) -> str | None:
+    try:
+        return importlib.metadata.version(distribution)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+def scorer_identity(name: str) -> dict[str, object]:
+    """Which code scores a mode: module, function, package and version.
+
+    run.json records it per stream, so two results can be compared only when the
+    same scorer produced them. Raises ``KeyError`` for an unknown mode.
+    """
+    mode = MATCH_MODES[name]
+    module = getattr(mode, "__module__", None) or ""
+    top = module.split(".", 1)[0]
+    if top == __package__.split(".", 1)[0]:
+        package: str | None = "pytest-evomemory"
+        version = getattr(sys.modules.get(top), "__version__", None) or _distribution_version(
+            "pytest-evomemory"
+        )
+    else:
+        distributions = importlib.metadata.packages_distributions().get(top, [])
+        package = distributions[0] if distributions else None
+        version = _distribution_version(package) if package else None
+    identity: dict[str, object] = {
+        "mode": name,
+        "module": module,
+        "function": getattr(mode, "__qualname__", repr(mode)),
+        "package": package,
+        "version": version,
+        "builtin": name in MATCH_MODES.builtin,
+    }
+    dependencies = {dep: _distribution_version(dep) for dep in _MODE_DEPENDENCIES.get(name, ())}
+    if dependencies:
+        identity["dependencies"] = dependencies
+    return identity

@@ -1,21 +1,27 @@
 """The ``toolbench`` match mode: was the right API chosen, and was it called right?
 
-The Evo-Memory paper reports its ToolBench stream (Gorilla's APIBench, Patil et al.
-2023) as two numbers, "API / Acc.". We read them as:
+The Evo-Memory paper reports its ToolBench stream (Gorilla's APIBench TorchHub
+split, Patil et al. 2023) as two numbers, "API / Acc.". Ours, per item:
 
-* **API** (``details["api_match"]``): the answer calls the reference function
-  (``torch.hub.load``) and names the same API with it, i.e. the identifying
-  arguments (``repo_or_dir`` without a ``:ref`` suffix, and ``model``) are equal.
-  This is what Gorilla's own AST check tests.
+* **API** (``details["api_match"]``): the answer's ``torch.hub.load`` call names the
+  record's own hub API: the same ``repo_or_dir`` (a ``:ref`` suffix ignored), the
+  same ``model`` entry point and the same extra positional arguments (MEAL-V2's
+  variant name). Gorilla's ``ast_eval_th.py`` identifies the API the same way but
+  then credits any API *of the question's domain*; we credit only the record's API
+  (see docs/scoring.md for the measured difference).
 * **Acc.** (``details["call_match"]``, and ``Score.correct``): the API matches *and*
-  every argument of the reference call is present with an equal value
+  every other argument of the reference call is present with an equal value
   (e.g. ``pretrained=True``). Extra arguments are allowed and listed.
 
-``Score.correct`` is the stricter full-call match, so stream accuracy is "Acc.";
-"API" accuracy is the mean of ``details["api_match"]``. Calls are parsed leniently,
-not executed and not ``eval``-ed: some upstream reference calls are not valid Python
-(a positional argument after a keyword one), and agents add prose, code fences,
-assignments or Gorilla's ``<<<api_call>>>:`` labels around the call.
+Calls are compared by parameter, not by spelling: ``torch.hub.load``'s parameters
+(``repo_or_dir``, ``model``, then ``*args`` and ``**kwargs``) match whether given by
+position or by keyword, a ``**{...}`` splat is its keyword arguments, and a reference
+argument whose value is a variable name (``model_type=model_type``) accepts any value.
+Nothing is executed or ``eval``-ed. Some upstream references are not valid Python
+(``torch.hub.load(repo_or_dir='szq0214/MEAL-V2', 'meal_v2', model='mealv2_...')``);
+they are read as their authors' runnable code spells them: arguments fill the
+parameters in source order, and a keyword naming a parameter that is already filled
+is the next positional argument.
 """
 
 from __future__ import annotations
@@ -27,43 +33,55 @@ from dataclasses import dataclass, field
 from ..types import BenchmarkSample, Score
 from .modes import register_match_mode
 
-#: Positional parameters of functions whose arguments we must name to compare
-#: ``f('a', 'b')`` with ``f(x='a', y='b')``. Unknown functions keep positions.
+#: Named parameters that positional arguments fill, in order, per function; further
+#: positionals are ``*0``, ``*1``... (``torch.hub.load`` passes them to the entry point).
 SIGNATURES: dict[str, tuple[str, ...]] = {
     "torch.hub.load": ("repo_or_dir", "model"),
 }
-#: Arguments that say *which* API is meant (the "API" number); the rest configure it.
+#: Arguments that say *which* API is meant (the "API" figure); extra positionals
+#: (``*0``...) select a variant of the entry point and identify it too.
 IDENTIFYING: dict[str, tuple[str, ...]] = {
     "torch.hub.load": ("repo_or_dir", "model"),
 }
 
 _CALLEE = re.compile(r"(?<![\w.])([A-Za-z_][\w]*(?:\s*\.\s*[A-Za-z_]\w*)*)\s*\(")
 _API_CALL_LABEL = re.compile(r"api_call\W*", re.IGNORECASE)
+_KEYWORD = re.compile(r"^([A-Za-z_]\w*)\s*=(?!=)\s*(.*)$", re.DOTALL)
+_DICT_ENTRY = re.compile(r"^(['\"])(\w+)\1\s*:\s*(.*)$", re.DOTALL)
+_VARIABLE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
+_CONSTANTS = frozenset({"True", "False", "None"})
+_ARGUMENT_END = re.compile(r"\s*[,)]")
 
 
 @dataclass(frozen=True)
 class ParsedCall:
-    """A call reduced to its dotted callee and its arguments by name."""
+    """A call reduced to its dotted callee and its arguments by parameter name.
+
+    ``variables`` names the arguments whose value is a bare variable name: a
+    reference spelt that way leaves the value to the caller.
+    """
 
     callee: str
     arguments: dict[str, str] = field(default_factory=dict)
     source: str = ""
+    variables: frozenset[str] = frozenset()
 
 
-def _outside_strings(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
+def _outside_strings(text: str, start: int = 0, stop: int | None = None) -> Iterator[tuple[int, str]]:
     """The characters of ``text`` from ``start`` that are not inside a string
     literal, with their index: both scanners below only look at code, never at
     the commas and brackets a quoted argument may contain."""
     quote: str | None = None
     escaped = False
-    for index in range(start, len(text)):
+    for index in range(start, len(text) if stop is None else min(stop, len(text))):
         char = text[index]
         if quote:
             if escaped:
                 escaped = False
             elif char == "\\":
                 escaped = True
-            elif char == quote:
+            elif char == quote or (char in "'\"" and _ARGUMENT_END.match(text, index + 1)):
+                # 'hustvl/yolop", ...: a model's mismatched quote still ends the argument
                 quote = None
             continue
         if char in "'\"":
@@ -88,10 +106,21 @@ def _split_top_level(text: str) -> list[str]:
     return [part.strip() for part in parts if part.strip()]
 
 
+#: A call longer than this is not an API call; bounds the scan of unbalanced text.
+MAX_CALL_CHARS = 2_000
+#: Calls tried per name group, from the preferred end: bounds answers made of
+#: thousands of unclosed calls.
+MAX_CALLS_TRIED = 20
+
+
 def _matching_paren(text: str, open_at: int) -> int:
-    """Index of the parenthesis closing the one at ``open_at`` (or -1 if unbalanced)."""
+    """Index of the parenthesis closing the one at ``open_at`` (or -1 if unbalanced).
+
+    The scan starts at the call, never earlier: an apostrophe in the prose before
+    it ("Here's the call") must not be read as a string that swallows the call.
+    """
     depth = 0
-    for index, char in _outside_strings(text, open_at):
+    for index, char in _outside_strings(text, open_at, open_at + MAX_CALL_CHARS):
         if char == "(":
             depth += 1
         elif char == ")":
@@ -104,7 +133,7 @@ def _matching_paren(text: str, open_at: int) -> int:
 def normalize_value(value: str) -> str:
     """Compare literals, not spellings: quotes and surrounding whitespace do not count."""
     value = value.strip()
-    if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+    if len(value) >= 2 and value[0] in "'\"" and value[-1] in "'\"":
         value = value[1:-1]
     return value.strip()
 
@@ -117,45 +146,89 @@ def _canonical(callee: str, name: str, value: str) -> str:
     return value
 
 
-def parse_call(text: str, callee: str | None = None) -> ParsedCall | None:
-    """The first call in ``text`` (the first to ``callee`` if given), or ``None``."""
-    candidates = []
-    for match in _CALLEE.finditer(text):
-        name = re.sub(r"\s+", "", match.group(1))
-        close = _matching_paren(text, match.end() - 1)
-        if close < 0:
-            continue
-        candidates.append((name, match.start(), match.end(), close))
-    if not candidates:
+def _is_variable(value: str) -> bool:
+    value = value.strip()
+    return bool(_VARIABLE.match(value)) and value not in _CONSTANTS
+
+
+def _splat(part: str) -> list[tuple[str, str]] | None:
+    """``**{'k': v, ...}`` as keyword arguments (``None`` if it is not a dict literal)."""
+    inner = part[2:].strip()
+    if not (inner.startswith("{") and inner.endswith("}")):
         return None
-    # Prose may mention other calls ("print(...)"); the reference's function wins,
-    # then one with the same last name (``hub.load``), then simply the first call.
-    chosen = candidates[0]
+    entries = []
+    for entry in _split_top_level(inner[1:-1]):
+        match = _DICT_ENTRY.match(entry)
+        if match is None:
+            return None
+        entries.append((match.group(2), match.group(3)))
+    return entries
+
+
+def bind_arguments(callee: str, parts: list[str]) -> tuple[dict[str, str], frozenset[str]]:
+    """Name every argument as the function would receive it, tolerating invalid order.
+
+    Arguments are taken in source order: a positional one fills the next free named
+    parameter, then ``*0``, ``*1``...; a keyword naming a parameter already filled
+    (Python would raise "multiple values") is read as the next positional argument,
+    which is what its author's runnable code passes.
+    """
+    slots = SIGNATURES.get(callee, ())
+    raw: dict[str, str] = {}
+    extra = 0
+
+    def positional(value: str) -> None:
+        nonlocal extra
+        free = next((slot for slot in slots if slot not in raw), None)
+        if free is not None:
+            raw[free] = value
+        else:
+            raw[f"*{extra}"] = value
+            extra += 1
+
+    for part in parts:
+        if part.startswith("**"):
+            entries = _splat(part)
+            if entries is None:
+                raw[part] = ""  # **kwargs of unknown content: kept, never equal to anything
+                continue
+            for name, value in entries:
+                raw[name] = value
+            continue
+        keyword = _KEYWORD.match(part)
+        if keyword is None:
+            positional(part)
+        elif keyword.group(1) in raw and keyword.group(1) in slots:
+            positional(keyword.group(2))
+        else:
+            raw[keyword.group(1)] = keyword.group(2)
+    variables = frozenset(key for key, value in raw.items() if _is_variable(value))
+    return {key: _canonical(callee, key, value) for key, value in raw.items()}, variables
+
+
+def parse_call(text: str, callee: str | None = None) -> ParsedCall | None:
+    """A call in ``text``, or ``None``.
+
+    With ``callee``, the **last** call to it (then the last whose name ends the same
+    way, ``hub.load``, then the first call of any name), as Gorilla's evaluator reads
+    the last ``torch.hub.load`` of an answer; without, the first call.
+    """
+    found = [(re.sub(r"\s+", "", m.group(1)), m.start(), m.end()) for m in _CALLEE.finditer(text)]
+    groups = [found]
     if callee is not None:
         last = "." + callee.rsplit(".", 1)[-1]
-        chosen = next(
-            (c for c in candidates if c[0] == callee),
-            next((c for c in candidates if ("." + c[0]).endswith(last)), chosen),
-        )
-    name, start, open_end, close = chosen
-    positional_names = SIGNATURES.get(name, ())
-    arguments: dict[str, str] = {}
-    positional: list[str] = []
-    for part in _split_top_level(text[open_end:close]):
-        keyword = re.match(r"^([A-Za-z_]\w*)\s*=(?!=)\s*(.*)$", part, re.DOTALL)
-        if keyword:
-            arguments[keyword.group(1)] = keyword.group(2)
-        else:
-            positional.append(part)
-    free = [p for p in positional_names if p not in arguments]
-    for index, value in enumerate(positional):
-        key = free[index] if index < len(free) else f"*{index}"
-        arguments[key] = value
-    return ParsedCall(
-        name,
-        {key: _canonical(name, key, value) for key, value in arguments.items()},
-        text[start : close + 1],
-    )
+        groups = [
+            [c for c in reversed(found) if c[0] == callee],
+            [c for c in reversed(found) if ("." + c[0]).endswith(last)],
+            found,
+        ]
+    for group in groups:
+        for name, start, open_end in group[:MAX_CALLS_TRIED]:
+            close = _matching_paren(text, open_end - 1)
+            if close >= 0:
+                arguments, variables = bind_arguments(name, _split_top_level(text[open_end:close]))
+                return ParsedCall(name, arguments, text[start : close + 1], variables)
+    return None
 
 
 def _answer_region(answer: str) -> str:
@@ -165,6 +238,47 @@ def _answer_region(answer: str) -> str:
         return answer
     region = answer[label.end() :]
     return re.split(r"api_provider", region, maxsplit=1, flags=re.IGNORECASE)[0]
+
+
+_ESCAPED_QUOTE = re.compile(r"\\+(['\"])")
+
+
+def read_call(answer: str, callee: str = "torch.hub.load") -> ParsedCall | None:
+    """The call an answer makes: in its ``api_call`` part if labelled, else anywhere.
+
+    Models that answer in Gorilla's dict format often escape the quotes of the call
+    (``torch.hub.load(\\"pytorch/vision\\", ...)``); those are quotes, not escapes.
+    """
+    answer = _ESCAPED_QUOTE.sub(r"\1", answer)
+    return parse_call(_answer_region(answer), callee) or parse_call(answer, callee)
+
+
+_LITERAL_SETTING = re.compile(r"^(?:True|False|None|[-+]?\d+(?:\.\d+)?)$")
+
+
+def _identifying(call: ParsedCall) -> list[str]:
+    """The named identifying parameters, and extra positionals that name a variant
+    (``'mealv2_resnest50_cutmix'``); a positional ``True`` or ``3`` is a setting."""
+    named = IDENTIFYING.get(call.callee, ())
+    return [
+        key
+        for key, value in call.arguments.items()
+        if key in named or (key.startswith("*") and not _LITERAL_SETTING.match(value))
+    ]
+
+
+def _agrees(reference: ParsedCall, candidate: ParsedCall, key: str) -> bool:
+    """A reference argument spelt as a variable name accepts any value, or none."""
+    if key in reference.variables:
+        return True
+    return candidate.arguments.get(key) == reference.arguments[key]
+
+
+def same_api(reference: ParsedCall, candidate: ParsedCall) -> bool:
+    """Whether ``candidate`` names the hub API ``reference`` names (the "API" figure)."""
+    return candidate.callee == reference.callee and all(
+        _agrees(reference, candidate, key) for key in _identifying(reference)
+    )
 
 
 @register_match_mode("toolbench")
@@ -181,7 +295,7 @@ def toolbench(answer: str, sample: BenchmarkSample) -> Score:
             "the reference api_call could not be parsed; report this stream's source",
             details={"api_match": False, "call_match": False},
         )
-    candidate = parse_call(_answer_region(answer), reference.callee) or parse_call(answer, reference.callee)
+    candidate = read_call(answer, reference.callee)
     base_details: dict[str, object] = {
         "reference_function": reference.callee,
         "reference_arguments": dict(reference.arguments),
@@ -196,19 +310,21 @@ def toolbench(answer: str, sample: BenchmarkSample) -> Score:
             "no function call found in the answer",
             details={**base_details, "api_match": False, "call_match": False},
         )
-    identifying = IDENTIFYING.get(reference.callee, ())
     same_function = candidate.callee == reference.callee
     wrong_identity = [
-        key
-        for key in identifying
-        if key in reference.arguments and candidate.arguments.get(key) != reference.arguments[key]
+        key for key in _identifying(reference) if not _agrees(reference, candidate, key)
     ]
     api_match = same_function and not wrong_identity
-    missing = sorted(key for key in reference.arguments if key not in candidate.arguments)
+    configuring = [key for key in reference.arguments if key not in _identifying(reference)]
+    missing = sorted(
+        key
+        for key in configuring
+        if key not in candidate.arguments and key not in reference.variables
+    )
     different = sorted(
         key
-        for key in reference.arguments
-        if key in candidate.arguments and candidate.arguments[key] != reference.arguments[key]
+        for key in configuring
+        if key in candidate.arguments and not _agrees(reference, candidate, key)
     )
     extra = sorted(key for key in candidate.arguments if key not in reference.arguments)
     call_match = api_match and not missing and not different

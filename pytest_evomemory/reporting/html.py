@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EvoMemoryError
-from .artefacts import read_jsonl, utc_now
+from ..rundir import read_jsonl, utc_now
 from .summary import SCHEMA_VERSION
 
 REPORT_NAME = "report.html"

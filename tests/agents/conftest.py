@@ -10,9 +10,9 @@ import pytest
 
 from pytest_evomemory.agents.tiny import TinyAgent
 from pytest_evomemory.config import AgentConfig
-from pytest_evomemory.episode import InstrumentedMemory, StreamRun
 from pytest_evomemory.evaluation.evomemory import EvoMemoryEvaluator
 from pytest_evomemory.memory.inprocess import InProcessMemory
+from pytest_evomemory.runtime import InstrumentedMemory, StreamRun
 from pytest_evomemory.testing.fixtures import scripted_openai_server
 from pytest_evomemory.testing.scripted_server import ScriptedServer, scripted_model_config
 

@@ -12,8 +12,8 @@ import pytest
 
 from pytest_evomemory.agents.tiny import TinyAgent
 from pytest_evomemory.config import AgentConfig, read_yaml_mapping, validate_mapping
-from pytest_evomemory.episode import StreamRun, run_stream
 from pytest_evomemory.errors import ConfigError, EpisodeError, ProtocolViolation
+from pytest_evomemory.runtime import StreamRun, run_stream
 from pytest_evomemory.testing.fixtures import ServerFactory
 from pytest_evomemory.testing.scripted_server import (
     Fault,
@@ -26,7 +26,9 @@ from pytest_evomemory.testing.scripted_server import (
     tool_call,
     tool_calls,
 )
-from pytest_evomemory.types import AgentResponse, BenchmarkSample
+from pytest_evomemory.types import BenchmarkSample
+
+from ..conftest import capture_responses
 
 StreamFactory = Callable[..., StreamRun]
 
@@ -64,8 +66,7 @@ def test_deterministic_recall_is_exprag(
 ) -> None:
     server = scripted_openai_server(make_echo_policy(lambda prompt: "blue"))
     run = make_stream(server, "deterministic_recall")
-    responses: list[AgentResponse] = []
-    run.listeners.append(responses.append)
+    responses = capture_responses(run)
     list(run_stream(run, [TASK_A, TASK_B]))
     requests = server.chat_requests
     assert all(tool_names(body) == ["final_answer"] for body in requests)  # no memory tools
@@ -96,8 +97,7 @@ def test_tool_use_sends_exactly_the_turn_tools(
 ) -> None:
     server = scripted_openai_server(make_echo_policy(lambda prompt: "teal"))
     run = make_stream(server, "tool_use", max_steps=4)
-    responses: list[AgentResponse] = []
-    run.listeners.append(responses.append)
+    responses = capture_responses(run)
     list(run_stream(run, [TASK_A, TASK_B]))
     expected = [spec.to_openai() for spec in _turn_specs(run)]
     assert all(body["tools"] == expected for body in server.chat_requests)
@@ -145,8 +145,7 @@ def test_feedback_continues_the_task_conversation_and_reset_clears_it(
 ) -> None:
     server = scripted_openai_server(make_echo_policy(lambda prompt: "green"))
     run = make_stream(server, "none")
-    responses: list[AgentResponse] = []
-    run.listeners.append(responses.append)
+    responses = capture_responses(run)
     list(run_stream(run, [TASK_A, TASK_B]))
     task_request, feedback_request, next_task = server.chat_requests[:3]
     feedback_messages = feedback_request["messages"]
@@ -209,8 +208,7 @@ def test_never_calling_final_answer_fails_at_the_turn_limit(
 ) -> None:
     server = scripted_openai_server(lambda request: tool_call("calculator", {"x": 1}))
     run = make_stream(server, "none", max_steps=3)
-    responses: list[AgentResponse] = []
-    run.listeners.append(responses.append)
+    responses = capture_responses(run)
     with pytest.raises(EpisodeError, match="turn limit of 3 model calls"):
         run.run_task(TASK_A)
     assert len(server.requests) == 3

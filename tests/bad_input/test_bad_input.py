@@ -73,9 +73,9 @@ EXPECTED = {
     # paths that are not files; names that cannot be directories
     "stream_file_is_directory.yaml": "folder.jsonl is a directory, not a file",
     "part_is_directory.yaml": "key 'agent' names 'data/dir.yaml', but",
-    "run_name_nul.yaml": "key 'name': 'bad\\x00name' cannot name a run directory",
-    "run_name_traversal.yaml": "key 'name': '../../escape' cannot name a run directory",
-    "output_dir_nul.yaml": "key 'output_dir': 'out\\x00dir' is not a usable directory path",
+    "run_name_nul.yaml": "key 'name': run name 'bad\\x00name' contains a NUL character",
+    "run_name_traversal.yaml": "key 'name': run name '../../escape' contains a path separator",
+    "output_dir_nul.yaml": "out\\x00dir' contains a NUL character",
     # model settings known wrong before any call
     "api_key_env_empty.yaml": "key 'model.api_key_env': '' is not an environment variable name",
     "model_base_url_ftp.yaml": "key 'model.base_url': 'ftp://x/v1' is not an http",

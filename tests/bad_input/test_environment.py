@@ -1,14 +1,11 @@
 """What is known before the first task is refused once: the environment a model
 needs (key variable, OPENAI_BASE_URL, proxies), the run directory, and user
-factories that cannot work. The reusable checks are tested here; the plugin-level
+factories that cannot work, an output directory that is a file. The reusable checks are tested here; the plugin-level
 tests marked ``NEEDS_WIRING`` pass once the runtime calls them (see the report of
 the ``badinput`` branch) and then fail loudly (strict xfail) so the marker goes."""
 
 from __future__ import annotations
 
-import os
-import sys
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,7 +16,6 @@ from pytest_evomemory.factories import call_factory, load_factory
 from pytest_evomemory.models.openai_compat import check_model_environment
 from pytest_evomemory.redaction import redact
 from pytest_evomemory.testing.fixtures import ServerFactory
-from pytest_evomemory.validation import prepare_run_dir
 
 from .conftest import KEY_VARIABLE, SECRET, tiny_run_config
 
@@ -151,51 +147,6 @@ def test_plugin_refuses_a_non_http_base_url_variable_once(
     _assert_refused_once(result, server.requests, "OPENAI_BASE_URL")
 
 
-# --------------------------------------------------------------------------- the run directory
-
-
-def test_a_run_directory_is_created_and_returned_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.chdir(tmp_path)
-    made = prepare_run_dir(Path("results/run1"))
-    assert made == tmp_path / "results" / "run1" and made.is_dir() and list(made.iterdir()) == []
-
-
-def test_a_run_directory_that_is_a_file(tmp_path: Path) -> None:
-    (tmp_path / "taken").write_text("x")
-    with pytest.raises(ConfigError, match="taken is a file, not a directory; choose another --evomemory-output-dir"):
-        prepare_run_dir(tmp_path / "taken")
-
-
-def test_a_run_directory_below_a_file(tmp_path: Path) -> None:
-    (tmp_path / "taken").write_text("x")
-    with pytest.raises(ConfigError, match="a part of the path is a file"):
-        prepare_run_dir(tmp_path / "taken" / "run")
-
-
-def test_a_run_directory_with_nul(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match="holds a control character"):
-        prepare_run_dir(tmp_path / "bad\x00dir")
-
-
-def test_a_run_directory_that_is_a_symlink_loop(tmp_path: Path) -> None:
-    os.symlink(tmp_path / "b", tmp_path / "a")
-    os.symlink(tmp_path / "a", tmp_path / "b")
-    with pytest.raises(ConfigError, match="symbolic link loop"):
-        prepare_run_dir(tmp_path / "a")
-
-
-@pytest.mark.skipif(sys.platform == "win32" or os.geteuid() == 0, reason="root writes to read-only directories")
-def test_a_read_only_run_directory(tmp_path: Path) -> None:
-    locked = tmp_path / "locked"
-    locked.mkdir()
-    locked.chmod(0o500)
-    try:
-        with pytest.raises(ConfigError, match="permission denied"):
-            prepare_run_dir(locked / "run")
-    finally:
-        locked.chmod(0o700)
-
-
 # --------------------------------------------------------------------------- user factories
 
 
@@ -248,8 +199,7 @@ def test_the_agent_level_check_skips_model_free_agents(monkeypatch: pytest.Monke
 
 
 RUNTIME_WIRING = pytest.mark.xfail(
-    strict=True,
-    reason="needs validation.prepare_run_dir(run_dir) at activation and redaction.redact_record in reporting.artefacts.dumps",
+    strict=True, reason="needs redaction.redact_record on every record the run directory writes (rundir.dumps)"
 )
 
 _USER_AGENT = '''
@@ -267,7 +217,6 @@ def build(config, memory):
 '''
 
 
-@RUNTIME_WIRING
 def test_plugin_refuses_an_output_dir_that_is_a_file(pytester: pytest.Pytester) -> None:
     (pytester.path / "taken").write_text("x")
     run = pytester.path / "run.yaml"

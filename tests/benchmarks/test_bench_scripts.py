@@ -88,3 +88,12 @@ def test_benchmarks_switch_off_only_plugins_the_harness_does_not_bring() -> None
     command = bench_harness.pytest_command(Path("/tmp/x/run.yaml"))
     assert "no:hypothesispytest" in command and "--basetemp=/tmp/x/pytest-tmp" in command
     assert "no:hypothesispytest" not in bench_harness.pytest_command(Path("/tmp/x/run.yaml"), foreign_plugins=True)
+
+
+def test_bench_control_arm_prints_its_ratio_and_checks_the_scores() -> None:
+    result = run_script(
+        str(BENCHMARKS / "bench_control_arm.py"), "--tasks", "6", "--latency", "0.01", "--workers", "2",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "ratio wall(-n 2) / wall(serial) = " in result.stdout
+    assert "scores identical to the serial run: True" in result.stdout

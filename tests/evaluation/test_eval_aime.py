@@ -79,8 +79,9 @@ AIME_CASES: list[tuple[str, str, str | None]] = [
     ("I don't know", "73", None),
     ("\\boxed{}", "73", None),
     ("The answer is seventy-three", "73", None),
-    ("1,073", "73", None),
 ]
+# "1,073" is one thousand and seventy-three, as math-verify reads it (never 73).
+AIME_CASES.append(("1,073", "73", "1073"))
 
 
 @pytest.mark.parametrize(("answer", "target", "expected"), AIME_CASES)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 import pytest
 
 from pytest_evomemory.agents.base import Turn
-from pytest_evomemory.episode import StreamRun, run_stream
 from pytest_evomemory.errors import ProtocolViolation
 from pytest_evomemory.evaluation import EvoMemoryEvaluator, TaskQAEvaluator
+from pytest_evomemory.runtime import StreamRun, run_stream
 from pytest_evomemory.types import (
     FEEDBACK_ACKNOWLEDGEMENT,
     AgentResponse,
@@ -71,13 +74,14 @@ def test_feedback_turns_are_never_passed_to_the_evaluator() -> None:
     taskqa = SpyTaskQA()
     evaluator = SpyEvoMemory(taskqa)
     agent = AnsweringAgent()
-    delivered: list[str] = []
+    records: list[Mapping[str, Any]] = []
     run = StreamRun(
         stream="gpqa_diamond", agent=agent, memory=None, evaluator=evaluator,
-        memory_strategy="none", max_steps=3, listeners=[lambda r: delivered.append(r.kind)],
+        memory_strategy="none", max_steps=3,
     )
-    outcomes = list(run_stream(run, samples(3)))
+    outcomes = list(run_stream(run, samples(3), records.append))
 
+    delivered = [record["response"]["kind"] for record in records]
     assert delivered == ["task", "feedback"] * 3  # feedback turns did happen ...
     assert evaluator.kinds == ["task"] * 3  # ... but only task turns were scored
     assert taskqa.seen == [(f"q{i}", "The answer is (B)") for i in range(3)]

@@ -89,7 +89,10 @@ BAD_ANSWERS: list[tuple[str, object, str]] = [
 def test_a_bad_answer_gets_a_defined_zero_with_a_reason(
     mode: str, label: str, answer: object, reason_part: str
 ) -> None:
-    target = {"exact": "Paris", "choice": "B", "aime": "73"}[mode]
+    target = {
+        "exact": "Paris", "choice": "B", "gpqa": "B", "aime": "73",
+        "toolbench": "torch.hub.load(repo_or_dir='pytorch/vision', model='resnet50', pretrained=True)",
+    }[mode]
     score = EVALUATOR.score(sample(mode, target, ("x", "y", "z", "w")), answer)
     assert score.correct is False
     assert score.value == 0.0
@@ -141,25 +144,32 @@ def test_unknown_mode_is_a_config_error() -> None:
         EVALUATOR.score(sample("nope"), "x")
 
 
-def test_built_in_modes_load_on_first_lookup_and_a_user_mode_can_replace_one() -> None:
+def test_built_in_modes_load_on_first_lookup_and_cannot_be_replaced() -> None:
     import subprocess
     import sys
 
     code = """
 import sys
+from pytest_evomemory.errors import ConfigError
 from pytest_evomemory.evaluation import MATCH_MODES
 from pytest_evomemory.evaluation.modes import MatchModeRegistry
 loaded = lambda: sorted(m.rsplit(".", 1)[1] for m in sys.modules if m.startswith("pytest_evomemory.evaluation.")
-                        and m.rsplit(".", 1)[1] in ("aime", "choice", "toolbench"))
+                        and m.rsplit(".", 1)[1] in ("aime", "choice", "gpqa", "toolbench"))
 assert loaded() == [], loaded()
-assert "aime" in MATCH_MODES and len(MATCH_MODES) == 4 and sorted(MATCH_MODES) == ["aime", "choice", "exact", "toolbench"]
+assert sorted(MATCH_MODES) == ["aime", "choice", "exact", "gpqa", "toolbench"] and len(MATCH_MODES) == 5
 assert loaded() == []
 assert MATCH_MODES["aime"].__name__ == "aime" and loaded() == ["aime"]
 registry = MatchModeRegistry({"choice": ".choice"})
-registry["choice"] = len
-assert registry["choice"] is len and list(registry) == ["choice"]
-del registry["choice"]
-assert "choice" not in registry and len(registry) == 0
+try:
+    registry["choice"] = len
+except ConfigError as error:
+    assert "'choice' is built in" in str(error) and "under a new name" in str(error), error
+else:
+    raise AssertionError("a built-in mode was replaced")
+registry["mine"] = len
+assert registry["mine"] is len and sorted(registry) == ["choice", "mine"]
+del registry["mine"]
+assert "mine" not in registry and len(registry) == 1
 """
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -200,28 +210,45 @@ ADVERSARIAL = [
     "1." * 10_000,
     "A " * 10_000,
     "x " * 10_000 + "answer: " * 1_000,
+    "final answer is \\boxed{" * 800,
+    "The final answer is $" * 900,
+    "Answer: a " * 2_000,
+    "torch.hub.load(" * 1_300,
+    "api_call: torch.hub.load('" * 700,
 ]
 
 
-@pytest.mark.parametrize("mode", ["exact", "choice", "aime"])
+@pytest.mark.parametrize("mode", ["exact", "choice", "gpqa", "aime", "toolbench"])
 @pytest.mark.parametrize("answer", ADVERSARIAL, ids=range(len(ADVERSARIAL)))
 def test_adversarial_answers_stay_fast(mode: str, answer: str) -> None:
-    target = {"exact": "Paris", "choice": "B", "aime": "73"}[mode]
+    target = {
+        "exact": "Paris", "choice": "B", "gpqa": "B", "aime": "73",
+        "toolbench": "torch.hub.load(repo_or_dir='pytorch/vision', model='resnet50', pretrained=True)",
+    }[mode]
     started = time.perf_counter()
     score = EVALUATOR.score(sample(mode, target, ("x", "y", "z", "w")), answer)
     assert time.perf_counter() - started < 0.5
     assert score.reason
 
 
-_PIECES = [*" \n()[]{}$\\^/*+-=.,:;!ABCabc0123456789", "99", "9999999999999", "answer is ",
+_PIECES = [*" \n()[]{}$\\^/*+-=.,:;!'\"ABCabc0123456789", "99", "torch.hub.load(", "api_call: ",
+           "final answer is ", "9999999999999", "answer is ",
            "Answer: ", "\\boxed{", "\\frac{", "\\sqrt{", "\\text{", "\\cdot ", "^{", "\\left(",
            "\\right)", "Final Answer:", "option ", "\x00", "\ud800", "\u00e9", "\uff22"]
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(_PIECES), max_size=400).map("".join), st.sampled_from(["exact", "choice", "aime"]))
+@given(
+    st.lists(st.sampled_from(_PIECES), max_size=400).map("".join),
+    st.sampled_from(["exact", "choice", "gpqa", "aime", "toolbench"]),
+)
 def test_any_answer_gets_a_defined_score_quickly(answer: str, mode: str) -> None:
-    target = {"exact": "Paris", "choice": "B", "aime": "73"}[mode]
+    target = {
+        "exact": "Paris", "choice": "B", "gpqa": "B", "aime": "73",
+        "toolbench": "torch.hub.load(repo_or_dir='pytorch/vision', model='resnet50', pretrained=True)",
+    }[mode]
+    # The one-time import of sympy and the LaTeX grammar (about 1.2 s) is not timed.
+    EVALUATOR.score(sample("aime", "73"), "\\frac{146}{2}")
     started = time.perf_counter()
     score = EVALUATOR.score(sample(mode, target, ("x", "y", "z", "w")), answer)
     assert time.perf_counter() - started < 1.0

@@ -11,9 +11,9 @@ import random
 
 import pytest
 
-from pytest_evomemory.episode import InstrumentedMemory
 from pytest_evomemory.errors import MemoryBackendError
 from pytest_evomemory.memory import MemorySystem
+from pytest_evomemory.runtime import InstrumentedMemory
 
 from .conftest import CONFORMANCE_TOP_K, OpenMemory
 

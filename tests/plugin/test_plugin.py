@@ -79,8 +79,11 @@ def test_k_and_m_select_tasks_and_x_stops_at_the_first_failure(pytester: pytest.
     pytester.syspathinsert()
     config = write_run_config(agent={"kind": "failing_agent:create", "memory_strategy": "none"})
     result = pytester.runpytest(f"--evomemory-config={config}", "-x")
-    result.assert_outcomes(failed=1)
-    result.stdout.fnmatch_lines(["*EpisodeError: task turn of sample_facts/f01 failed: RuntimeError: model exploded*"])
+    # the task turn fails; the feedback turn still follows it, and fails too
+    result.assert_outcomes(failed=1, errors=1)
+    # the user's own exception, with the user's own frame, not a wrapper of ours
+    result.stdout.fnmatch_lines(["*RuntimeError: model exploded", "failing_agent.py:3: RuntimeError"])
+    assert "pytest_evomemory/" not in result.stdout.str()
 
 
 def test_a_shuffling_plugin_cannot_break_stream_order(pytester: pytest.Pytester) -> None:
@@ -331,7 +334,7 @@ def test_module_is_importable_without_pytest_running() -> None:
 
     code = textwrap.dedent("""
         import sys
-        import pytest_evomemory, pytest_evomemory.run, pytest_evomemory.episode
+        import pytest_evomemory, pytest_evomemory.runtime, pytest_evomemory.rundir, pytest_evomemory.cli
         assert "pytest" not in sys.modules, sorted(m for m in sys.modules if m.startswith("pytest") or m.startswith("_pytest"))
     """)
     subprocess.run([sys.executable, "-c", code], check=True)
@@ -354,9 +357,9 @@ def test_the_plugin_imports_nothing_of_the_core_until_a_run_config_turns_it_on(p
 
         def test_core_not_loaded():
             loaded = sorted(m for m in sys.modules if m.startswith("pytest_evomemory"))
-            # the plugin and its small helpers (stash keys, errors, the start-up heap handling)
-            assert loaded == ["pytest_evomemory", "pytest_evomemory._heap", "pytest_evomemory._stash",
-                              "pytest_evomemory.errors", "pytest_evomemory.plugin"], loaded
+            # the plugin and its small helpers (stash keys, the start-up heap handling)
+            assert loaded == ["pytest_evomemory", "pytest_evomemory.plugin", "pytest_evomemory.plugin.heap",
+                              "pytest_evomemory.plugin.stash"], loaded
             assert not {"numpy", "pydantic", "yaml", "httpx2"} & set(sys.modules)
     """)
     pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=1)

@@ -120,7 +120,7 @@ def test_max_errors_stops_the_session(pytester: pytest.Pytester) -> None:
         encoding="utf-8",
     )
     result = pytester.runpytest("--evomemory-config=run.yaml", "--evomemory-max-errors=3")
-    result.assert_outcomes(failed=3)
+    result.assert_outcomes(failed=3, errors=3)  # each failed task's feedback turn fails too
     result.stdout.fnmatch_lines(["*3 failed episodes reached --evomemory-max-errors*"])
 
 

@@ -15,7 +15,7 @@ import io
 import json
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -25,7 +25,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from pytest_evomemory.benchmarks.evomemory.sources import SOURCES, SourceSpec
+from pytest_evomemory.streams.evomemory import catalog
+from pytest_evomemory.streams.evomemory.stream import HubStream
 
 GOOD_TOKEN = "hf_test_token_with_access"
 
@@ -124,7 +125,7 @@ MMLU_RECORDS: list[dict[str, Any]] = [
     {
         "question_id": 70,
         "question": "An invented economy taxes gizmos; supply falls. What happens to price?",
-        "options": ["Rises", "Falls", "Unchanged", "N/A", "N/A"],
+        "options": ["Rises", "Falls", "Unchanged"],
         "answer": "A",
         "answer_index": 0,
         "cot_content": "",
@@ -154,7 +155,7 @@ MMLU_RECORDS: list[dict[str, Any]] = [
     {
         "question_id": 73,
         "question": "Which invented philosopher wrote 'On Nothing Much'?",
-        "options": ["Ada Q", "Bo R", "N/A"],
+        "options": ["Ada Q", "Bo R", "Cy S", "Di T"],
         "answer": "B",
         "answer_index": 1,
         "cot_content": "",
@@ -248,14 +249,15 @@ class FakeHub:
     requests: list[tuple[str, str]] = field(default_factory=list)
     url: str = ""
 
-    def put(self, spec: SourceSpec, content: bytes) -> None:
-        self.files[(spec.repo_id, spec.filename)] = content
-        self.revisions[spec.repo_id] = spec.revision
-        if spec.gated:
-            self.gated.add(spec.repo_id)
+    def put(self, stream: HubStream, content: bytes) -> None:
+        source = stream.source
+        self.files[(source.repo_id, source.filename)] = content
+        self.revisions[source.repo_id] = source.revision
+        if source.gated:
+            self.gated.add(source.repo_id)
 
-    def remove(self, spec: SourceSpec) -> None:
-        self.files.pop((spec.repo_id, spec.filename), None)
+    def remove(self, stream: HubStream) -> None:
+        self.files.pop((stream.source.repo_id, stream.source.filename), None)
 
     def downloads(self) -> list[str]:
         return [path for method, path in self.requests if method == "GET" and "/resolve/" in path]
@@ -373,13 +375,29 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
+def pin_to(monkeypatch: pytest.MonkeyPatch, name: str, content: bytes | None) -> HubStream:
+    """Replace the catalog's pin of ``name`` with the hash of ``content`` (``None``:
+    no pinned hash). The genuine files are not available to tests, so the streams
+    whose genuine hash is pinned are re-pinned to our invented files."""
+    stream = catalog.STREAMS[name]
+    size = None if content is None else len(content)
+    digest = None if content is None else hashlib.sha256(content).hexdigest()
+    changed = replace(stream, source=replace(stream.source, size=size, sha256=digest))
+    monkeypatch.setitem(catalog.STREAMS, name, changed)
+    return changed
+
+
 @pytest.fixture
 def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
     """A running hub stand-in holding all four upstream files; the environment points
-    huggingface_hub and the data dir at it and at ``tmp_path``."""
+    huggingface_hub and the data dir at it and at ``tmp_path``. The streams pinned
+    by hash upstream (GPQA, MMLU-Pro) are pinned to the invented files; AIME and
+    APIBench stay unpinned, as in the catalog."""
     state = FakeHub()
     for name, content in upstream_files().items():
-        state.put(SOURCES[name], content)
+        if catalog.STREAMS[name].source.pinned:
+            pin_to(monkeypatch, name, content)
+        state.put(catalog.STREAMS[name], content)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     server.daemon_threads = True
     thread = threading.Thread(target=server.serve_forever, daemon=True)

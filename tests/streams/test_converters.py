@@ -7,17 +7,17 @@ from pathlib import Path
 
 import pytest
 
-from pytest_evomemory.benchmarks import load_benchmark
-from pytest_evomemory.benchmarks.base import Stream
-from pytest_evomemory.benchmarks.evomemory.converters import (
+from pytest_evomemory.config import BenchmarkConfig
+from pytest_evomemory.errors import ConfigError, DataError
+from pytest_evomemory.streams import load_benchmark
+from pytest_evomemory.streams.base import Stream
+from pytest_evomemory.streams.evomemory.catalog import STREAMS
+from pytest_evomemory.streams.evomemory.converters import (
     TOOLBENCH_INSTRUCTION,
-    ConvertOptions,
-    convert_mmlu_pro,
     gpqa_permutations,
     toolbench_instruction,
 )
-from pytest_evomemory.config import BenchmarkConfig
-from pytest_evomemory.errors import ConfigError, DataError
+from pytest_evomemory.streams.evomemory.stream import ConvertOptions
 
 from .conftest import AIME_RECORDS, GPQA_RECORDS, MMLU_RECORDS, TOOLBENCH_RECORDS, FakeHub
 
@@ -59,7 +59,7 @@ def test_gpqa_fields_and_documented_permutation(hub: FakeHub, tmp_path: Path) ->
         assert sample.choices == tuple(source[i].strip() for i in permutation)
         assert sample.target == "ABCD"[permutation.index(0)]
         assert sample.choices["ABCD".index(sample.target)] == record["Correct Answer"].strip()
-        assert sample.match_mode == "choice" and sample.position == position
+        assert sample.match_mode == "gpqa" and sample.position == position
         assert sample.prompt.startswith(record["Question"].strip() + "\n\nA. ")
         for letter, option in zip("ABCD", sample.choices, strict=True):
             assert f"\n{letter}. {option}" in sample.prompt
@@ -80,11 +80,13 @@ def test_mmlu_pro_paper_categories_in_source_order(hub: FakeHub, tmp_path: Path)
     assert [s.task_id for s in stream.samples] == ["70", "72", "73"]
     assert [s.position for s in stream.samples] == [0, 1, 2]
     economics, engineering, philosophy = stream.samples
-    assert economics.choices == ("Rises", "Falls", "Unchanged")  # "N/A" padding dropped
+    # Options exactly as the genuine file lists them: 3 to 10, no "N/A" padding.
+    assert economics.choices == ("Rises", "Falls", "Unchanged")
     assert economics.prompt.endswith("\nA. Rises\nB. Falls\nC. Unchanged")
-    assert "N/A" not in economics.prompt
+    assert len(philosophy.choices) == 4 and philosophy.prompt.endswith("\nD. Di T")
     assert len(engineering.choices) == 10 and engineering.prompt.endswith("\nJ. 16 N")
     assert engineering.target == "C" and philosophy.target == "B"
+    assert [s.group for s in stream.samples] == ["economics", "engineering", "philosophy"]
     assert dict(engineering.metadata) == {
         "source": "TIGER-Lab/MMLU-Pro",
         "category": "engineering",
@@ -108,11 +110,35 @@ def test_mmlu_pro_filter_is_configurable(hub: FakeHub, tmp_path: Path) -> None:
 
 
 def test_mmlu_pro_letter_moves_past_inner_padding() -> None:
+    """Not in the genuine test file, but the official script drops "N/A" options."""
     record = dict(MMLU_RECORDS[0], options=["x", "N/A", "y", "z"], answer="C", answer_index=2)
-    (sample,) = convert_mmlu_pro([record], "mmlu_pro", ConvertOptions(mmlu_pro_categories="all"))
+    everything = ConvertOptions(mmlu_pro_categories="all")
+    (sample,) = STREAMS["mmlu_pro"].convert([record], everything)
     assert sample.choices == ("x", "y", "z") and sample.target == "B"
     with pytest.raises(DataError, match="answer 'B' does not name"):
-        convert_mmlu_pro([dict(record, answer="B")], "mmlu_pro", ConvertOptions(mmlu_pro_categories="all"))
+        STREAMS["mmlu_pro"].convert([dict(record, answer="B")], everything)
+
+
+def test_every_stream_but_mmlu_pro_has_no_group(hub: FakeHub, tmp_path: Path) -> None:
+    streams = _streams(tmp_path, mmlu_pro_categories="all")
+    assert [s.group for s in streams["mmlu_pro"].samples] == ["economics", "law", "engineering", "philosophy"]
+    for name in ("aime_2024", "gpqa_diamond", "toolbench"):
+        assert {s.group for s in streams[name].samples} == {None}
+
+
+def test_a_declared_breakdown_field_fills_group_generically() -> None:
+    """Breakdown is a declaration, not MMLU-Pro code: any stream may name a field."""
+    from dataclasses import replace
+
+    gpqa = replace(STREAMS["gpqa_diamond"], breakdown="High-level domain")
+    samples = gpqa.convert(GPQA_RECORDS, ConvertOptions())
+    assert [s.group for s in samples] == ["Physics", "Chemistry", "Biology"]
+    assert samples[0].to_dict()["group"] == "Physics"
+
+
+def test_duplicate_task_ids_are_refused_for_every_stream() -> None:
+    with pytest.raises(DataError, match="stream 'aime_2024': the source has the task id '60' twice"):
+        STREAMS["aime_2024"].convert([AIME_RECORDS[0], AIME_RECORDS[0]], ConvertOptions())
 
 
 def test_toolbench_fields(hub: FakeHub, tmp_path: Path) -> None:
@@ -146,7 +172,5 @@ def test_limit_is_first_n_and_order_is_stable(hub: FakeHub, tmp_path: Path) -> N
 
 
 def test_bad_record_names_stream_and_field(hub: FakeHub, tmp_path: Path) -> None:
-    from pytest_evomemory.benchmarks.evomemory.converters import convert_aime
-
     with pytest.raises(DataError, match=r"stream 'aime_2024': record 0: field 'problem'"):
-        convert_aime([dict(AIME_RECORDS[0], problem="")], "aime_2024", ConvertOptions())
+        STREAMS["aime_2024"].convert([dict(AIME_RECORDS[0], problem="")], ConvertOptions())

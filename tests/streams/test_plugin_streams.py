@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 import pytest
 
-from pytest_evomemory.benchmarks.evomemory.sources import SOURCES
 from pytest_evomemory.config import load_run_config
+from pytest_evomemory.streams.evomemory.catalog import STREAMS as SOURCES
+from pytest_evomemory.streams.evomemory.materialize import stream_file
 
-from .conftest import FakeHub
+from .conftest import FakeHub, upstream_files
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -38,13 +40,19 @@ def test_collects_all_four_streams(hub: FakeHub, pytester: pytest.Pytester) -> N
         assert test_id in result.stdout.str()
 
 
-@pytest.mark.parametrize("broken", ["missing", "gated"])
+@pytest.mark.parametrize("broken", ["missing", "gated", "wrong_bytes"])
 def test_a_failing_stream_aborts_before_any_task(
-    hub: FakeHub, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, broken: str
+    hub: FakeHub, pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, broken: str, data_dir: Path
 ) -> None:
+    wrong = upstream_files()["mmlu_pro"] + b"\0"
     if broken == "missing":
         hub.remove(SOURCES["toolbench"])
         stream = "toolbench"
+    elif broken == "wrong_bytes":
+        target = stream_file(SOURCES["mmlu_pro"], data_dir)
+        target.parent.mkdir(parents=True)
+        target.write_bytes(wrong)
+        stream = "mmlu_pro"
     else:
         monkeypatch.delenv("HF_TOKEN")
         stream = "gpqa_diamond"
@@ -52,7 +60,10 @@ def test_a_failing_stream_aborts_before_any_task(
     result = pytester.runpytest(f"--evomemory-config={run}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     output = result.stdout.str() + result.stderr.str()
-    assert f"stream '{stream}'" in output
+    assert f"stream '{stream}'" in output and "Traceback" not in output
+    if broken == "wrong_bytes":
+        assert hashlib.sha256(wrong).hexdigest() in output
+        assert hashlib.sha256(upstream_files()["mmlu_pro"]).hexdigest() in output
     # Refused at configure time: nothing was collected, so not one task ran.
     assert "collected" not in output and "passed" not in output and "failed" not in output
 

@@ -16,7 +16,7 @@ def _sample(target: str = REFERENCE) -> BenchmarkSample:
 
 
 def test_registered_when_the_benchmark_loads() -> None:
-    import pytest_evomemory.benchmarks.evomemory  # noqa: F401
+    import pytest_evomemory.streams.evomemory  # noqa: F401
 
     assert MATCH_MODES["toolbench"] is toolbench
 
@@ -70,13 +70,16 @@ def test_details_explain_the_verdict() -> None:
 
 
 def test_lenient_parse_of_upstream_reference_that_is_not_python() -> None:
-    # A real APIBench reference has a positional argument after a keyword one.
+    # A real APIBench reference has a positional argument after a keyword one; its
+    # record's runnable code passes the variant as the entry point's first argument.
     odd = "torch.hub.load(repo_or_dir='owner/meal', 'meal_v2', model='meal_r50', pretrained=True)"
     parsed = parse_call(odd)
     assert parsed is not None and parsed.arguments["repo_or_dir"] == "owner/meal"
-    assert parsed.arguments["model"] == "meal_r50"
-    good = toolbench("torch.hub.load('owner/meal', model='meal_r50', pretrained=True)", _sample(odd))
-    assert good.details["api_match"] is True
+    assert (parsed.arguments["model"], parsed.arguments["*0"]) == ("meal_v2", "meal_r50")
+    good = toolbench("torch.hub.load('owner/meal','meal_v2', 'meal_r50', pretrained=True)", _sample(odd))
+    assert good.details["api_match"] is True and good.correct
+    other = toolbench("torch.hub.load('owner/meal', 'meal_v2', 'meal_r18', pretrained=True)", _sample(odd))
+    assert other.details["api_match"] is False
 
 
 def test_strings_with_commas_and_parentheses() -> None:

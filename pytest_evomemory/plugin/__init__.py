@@ -1,0 +1,241 @@
+"""pytest adapter: options, hooks and fixtures. Thin by design.
+
+Everything that decides *what* happens lives in the engine
+(:mod:`pytest_evomemory.runtime`); this package only maps it onto pytest's life
+cycle as DESIGN.md describes: a stream is a session-scoped parametrized fixture, a
+task is a test item, feedback and reset are the episode fixture's teardown.
+
+pytest imports this module in every run of every project that has the package
+installed, benchmark or not, and again in every xdist worker. So it imports
+nothing of the core at module level: the session (:mod:`.session`) and the core
+load when a run config turns the benchmark on.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, cast
+
+import pytest
+
+from .heap import StartupHeap
+from .stash import SESSION_KEY, STARTUP_HEAP, is_xdist_worker
+
+if TYPE_CHECKING:
+    from ..runtime import AgentFactoryFn, BenchmarkRun, MemoryFactoryFn, StreamRun
+    from ..types import BenchmarkSample
+    from .session import EvoMemorySession, PytestEpisode
+
+
+# --------------------------------------------------------------------------- options
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("evomemory", "Evo-Memory benchmark")
+    group.addoption(
+        "--evomemory-config", metavar="PATH", default=None,
+        help="run config (YAML) naming the benchmark, agent and memory configs; "
+        "enables the benchmark",
+    )
+    group.addoption(
+        "--evomemory-output-dir", metavar="DIR", default=None,
+        help="where the run's artefacts go (default: evomemory-results/<run name>)",
+    )
+    group.addoption(
+        "--evomemory-limit", metavar="N", type=int, default=None,
+        help="run only the first N tasks of each stream (overrides the benchmark config)",
+    )
+    group.addoption(
+        "--evomemory-stream", metavar="NAME", action="append", default=[],
+        help="run only this stream (repeatable); default: every stream of the benchmark",
+    )
+    group.addoption(
+        "--evomemory-min-accuracy", metavar="[STREAM=]FRACTION", action="append", default=[],
+        help="fail the session if overall (or STREAM's) accuracy is below FRACTION; repeatable",
+    )
+    group.addoption(
+        "--evomemory-resume", metavar="RUN_DIR", default=None,
+        help="continue the interrupted run whose output directory is RUN_DIR: completed "
+        "tasks are not run again and each stream's memory is restored",
+    )
+    group.addoption(
+        "--evomemory-max-errors", metavar="N", type=int, default=None,
+        help="stop the session after N failed episodes (default: never)",
+    )
+    group.addoption(
+        "--evomemory-compare", metavar="OTHER_RUN_DIR", default=None,
+        help="also write compare.html in the run directory: OTHER_RUN_DIR (baseline) vs this run",
+    )
+    parser.addini("evomemory_config", "default run config for --evomemory-config", default=None)
+
+
+# --------------------------------------------------------------------------- configure
+
+
+def _config_path(config: pytest.Config, resume: str | None) -> str | None:
+    """The run config: the command line's, else (on resume) the interrupted run's own,
+    else the ini option's. An ini default never replaces a resumed run's config."""
+    path = config.getoption("evomemory_config")
+    if path:
+        return str(path)
+    if resume:
+        return _resume_config_path(config.invocation_params.dir / resume)
+    ini = config.getini("evomemory_config")
+    if ini:
+        ini_path = Path(str(ini))
+        return str(ini_path if ini_path.is_absolute() else config.rootpath / ini_path)
+    return None
+
+
+def _resume_config_path(resume_dir: Path) -> str:
+    from ..rundir import read_run_document
+
+    document = read_run_document(resume_dir)
+    try:
+        return str(document["run"]["path"])
+    except (KeyError, TypeError):
+        raise pytest.UsageError(
+            f"evomemory: --evomemory-resume {resume_dir}: its run.json names no run config; "
+            "pass --evomemory-config as well"
+        ) from None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "evomemory: a task of an Evo-Memory benchmark stream")
+    resume = config.getoption("evomemory_resume")
+    try:
+        path = _config_path(config, resume)
+    except Exception as error:  # ConfigError from the run directory: one line, exit 4
+        raise pytest.UsageError(f"evomemory: {error}") from None
+    if path is None:
+        return
+    heap = config.stash[STARTUP_HEAP] = StartupHeap.for_process(is_xdist_worker=is_xdist_worker(config))
+    with heap.paused(settle_after=False):  # the session settles it when collection is over
+        from .session import activate
+
+        activate(config, path, resume)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    heap = config.stash.get(STARTUP_HEAP, None)
+    if heap is not None:
+        heap.resume()  # a session that never finished collecting must not leave it paused
+
+
+def get_session(config: pytest.Config) -> EvoMemorySession:
+    session = config.stash.get(SESSION_KEY, None)
+    if session is None:
+        raise pytest.UsageError("evomemory: no run config; pass --evomemory-config=PATH")
+    return cast("EvoMemorySession", session)
+
+
+# --------------------------------------------------------------------------- reports
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    """Move this phase's records onto its report, where xdist carries them home."""
+    report = yield
+    session = item.config.stash.get(SESSION_KEY, None)
+    if session is None:
+        return report
+    records = list(session.pending)
+    session.pending.clear()
+    if report.when == "setup" and report.failed and not any(r.get("scored") for r in records):
+        # The task never ran (its stream could not start): it counts as a failed episode.
+        records += session.setup_failure_records(item, call)
+    if records:
+        report.evomemory_records = records  # type: ignore[attr-defined]
+    return report
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def evomemory_agent_factory() -> AgentFactoryFn | None:
+    """Override in your conftest.py to benchmark your own agent.
+
+    Return a callable ``(agent_config, memory) -> Agent``; ``None`` means "build the
+    agent named in the agent config".
+    """
+    return None
+
+
+@pytest.fixture(scope="session")
+def evomemory_memory_factory() -> MemoryFactoryFn | None:
+    """Override in your conftest.py to benchmark your own memory system.
+
+    Return a callable ``(memory_config, context) -> MemorySystem``; ``None`` means
+    "build the backend named in the memory config".
+    """
+    return None
+
+
+@pytest.fixture(scope="session")
+def evomemory_run(pytestconfig: pytest.Config) -> BenchmarkRun:
+    """The loaded benchmark: configs, streams and output directory."""
+    return get_session(pytestconfig).benchmark
+
+
+@pytest.fixture(scope="session")
+def evomemory_stream(
+    request: pytest.FixtureRequest,
+    evomemory_run: BenchmarkRun,
+    evomemory_agent_factory: AgentFactoryFn | None,
+    evomemory_memory_factory: MemoryFactoryFn | None,
+) -> Iterator[StreamRun]:
+    """One stream: its memory system lives exactly as long as this fixture.
+
+    Teardown resets and closes the memory system before the next stream starts.
+    """
+    from ..errors import EvoMemoryError
+    from .session import fail_test
+
+    name = request.param
+    session = get_session(request.config)
+    try:
+        run = session.open_stream(name, evomemory_agent_factory, evomemory_memory_factory)
+    except EvoMemoryError as error:
+        fail_test(f"stream {name!r} could not start: {error}")
+    try:
+        yield run
+    finally:
+        session.close_stream(run)
+
+
+@pytest.fixture
+def evomemory_sample(request: pytest.FixtureRequest) -> BenchmarkSample:
+    """The task of this test item."""
+    sample: BenchmarkSample = request.param
+    return sample
+
+
+@pytest.fixture
+def evomemory_episode(
+    request: pytest.FixtureRequest, evomemory_stream: StreamRun, evomemory_sample: BenchmarkSample
+) -> Iterator[PytestEpisode]:
+    """The task's episode; its teardown gives the feedback, then resets the agent."""
+    __tracebackhide__ = True
+    episode = get_session(request.config).episode(evomemory_stream, evomemory_sample)
+    yield episode
+    episode.finish()
+
+
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    session = config.stash.get(SESSION_KEY, None)
+    if session is None:
+        return None
+    from ..streams.provenance import provenance_line
+
+    streams = ", ".join(f"{s.name} ({len(s)})" for s in session.benchmark.streams)
+    agent = session.run_config.agent
+    return [
+        f"evomemory: run {session.run_config.name!r} from {session.run_config.path}",
+        f"evomemory: streams {streams}",
+        *(f"evomemory: data {provenance_line(s)}" for s in session.benchmark.streams if s.provenance.get("repository")),
+        f"evomemory: agent {agent.kind} ({agent.memory_strategy}), memory {session.run_config.memory.backend}",
+        f"evomemory: results -> {session.run_dir}",
+    ]
+

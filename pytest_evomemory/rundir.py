@@ -1,0 +1,457 @@
+"""The run directory: its format, and the only code that reads or writes it.
+
+Layout (schema version in every JSON document, see docs/artefacts.md)::
+
+    run.json                    resolved configs, versions, times, command line
+    responses.jsonl             every agent response, task and feedback
+    transcripts/<stream>.jsonl  every message and tool call, per stimulus
+    scores.jsonl                one scored item per original task
+    events.jsonl                failed and skipped feedback turns
+    summary.json                metrics, thresholds, completion
+    report.html, compare.html   rendered from the files above
+    history/<started>/          an earlier run's files, moved aside by a new run
+    .lock                       held by the process that writes the directory
+
+Guarantees (each is tested):
+
+* a new run never destroys an earlier run's results: they move to ``history/``;
+* one writer at a time: a second run is refused with a message naming the first;
+* the run name cannot leave the output root (no separators, ``..``, NUL);
+* no text can split, merge or break a record: records are written as ASCII JSON
+  (every other character, lone surrogates and U+2028 included, as a ``\\u`` escape)
+  and JSONL is split on ``\\n`` only;
+* a write that fails (read-only directory, full disk) stops further writing with
+  one clear error instead of ending the session; what was written stays.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from .errors import ConfigError
+from .reporting.summary import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from .streams import Stream
+
+RUN_DOCUMENT = "run.json"
+RESPONSES = "responses.jsonl"
+SCORES = "scores.jsonl"
+EVENTS = "events.jsonl"
+SUMMARY = "summary.json"
+REPORT = "report.html"
+COMPARISON = "compare.html"
+TRANSCRIPTS = "transcripts"
+HISTORY = "history"
+LOCK = ".lock"
+LOCK_OWNER = ".lock.owner"
+
+#: Files of a run, moved aside together when a new run starts in the directory.
+RUN_FILES = (RUN_DOCUMENT, RESPONSES, SCORES, EVENTS, SUMMARY, REPORT, COMPARISON)
+
+DEFAULT_OUTPUT_ROOT = "evomemory-results"
+
+_VERSIONED_PACKAGES = (
+    "pytest-evomemory", "pytest", "pytest-xdist", "pluggy", "pyyaml", "pydantic",
+    "datasets", "huggingface-hub", "httpx2", "math-verify", "pytest-json-report",
+)
+
+
+class RunDirError(ConfigError):
+    """The run directory cannot be used (a file, read-only, full, locked, unsafe name)."""
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def package_versions() -> dict[str, str | None]:
+    versions: dict[str, str | None] = {}
+    for name in _VERSIONED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    versions["python"] = sys.version.split()[0]
+    return versions
+
+
+# --------------------------------------------------------------------------- names
+
+
+def check_run_name(name: str) -> str:
+    """A run name is one path component inside the output root, nothing else."""
+    problem = None
+    if not name or not name.strip():
+        problem = "is empty"
+    elif "\0" in name:
+        problem = "contains a NUL character"
+    elif "/" in name or "\\" in name or os.sep in name or (os.altsep and os.altsep in name):
+        problem = "contains a path separator"
+    elif name in (".", ".."):
+        problem = f"is {name!r}"
+    elif Path(name).is_absolute() or (len(name) > 1 and name[1] == ":"):
+        problem = "is an absolute path"
+    if problem:
+        raise RunDirError(
+            f"run config: key 'name': run name {name!r} {problem}; the run name becomes one "
+            "directory under the output root, so use letters, digits, '-', '_' or '.' "
+            "(or give --evomemory-output-dir)"
+        )
+    return name
+
+
+def default_run_dir(name: str, root: Path) -> Path:
+    return root / DEFAULT_OUTPUT_ROOT / check_run_name(name)
+
+
+def check_output_dir(path: Path) -> Path:
+    """Refuse an output directory that cannot hold a run, before anything runs."""
+    text = str(path)
+    if "\0" in text:
+        raise RunDirError(f"output directory {text!r} contains a NUL character; give a plain directory path")
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError) as error:
+        raise RunDirError(f"output directory {text}: cannot resolve it ({error}); give another directory") from None
+    for parent in (resolved, *resolved.parents):
+        if not parent.exists():
+            continue
+        if not parent.is_dir():
+            raise RunDirError(
+                f"output directory {resolved}: {parent} is a file, not a directory; "
+                "remove it or give another --evomemory-output-dir"
+            )
+        if not os.access(parent, os.W_OK | os.X_OK):
+            raise RunDirError(
+                f"output directory {resolved}: {parent} is not writable; "
+                "give a writable --evomemory-output-dir"
+            )
+        break
+    return resolved
+
+
+# --------------------------------------------------------------------------- encoding
+
+
+def dumps(record: Mapping[str, Any]) -> str:
+    """One record as one line: ASCII JSON, so no character can break the line."""
+    return json.dumps(record, ensure_ascii=True, sort_keys=True, default=str)
+
+
+def _document_text(document: Mapping[str, Any]) -> str:
+    return json.dumps(document, ensure_ascii=True, indent=2, sort_keys=True, default=str) + "\n"
+
+
+def write_json_atomically(path: Path, document: Mapping[str, Any]) -> None:
+    """Write via a temporary file and rename, so readers never see half a file."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    temporary.write_text(_document_text(document), encoding="ascii")
+    os.replace(temporary, path)
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """Read a JSONL artefact, skipping a torn last line left by a killed process.
+
+    Lines are split on ``\\n`` only: ``str.splitlines`` would also split on U+2028,
+    U+0085 and other characters that may stand unescaped in a file written by hand.
+    """
+    try:
+        text = path.read_bytes().decode("utf-8", errors="surrogateescape")
+    except FileNotFoundError:
+        return []
+    records = []
+    for line in text.split("\n"):
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except (json.JSONDecodeError, RecursionError):
+            continue
+        if isinstance(value, dict):
+            records.append(value)
+    return records
+
+
+def read_json(path: Path) -> dict[str, Any] | None:
+    """A JSON document of the run directory, or None when absent or unreadable."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError, RecursionError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+# --------------------------------------------------------------------------- locking
+
+
+class RunLock:
+    """One writer per run directory, released on any exit (the OS drops the lock
+    when the process dies, even on kill -9)."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self._handle: IO[str] | None = None
+
+    def acquire(self, command: Sequence[str] = ()) -> None:
+        import fcntl
+
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        handle = (self.run_dir / LOCK).open("a+", encoding="utf-8")
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            owner = read_json(self.run_dir / LOCK_OWNER) or {}
+            who = f"process {owner.get('pid', '?')} started {owner.get('started', '?')}"
+            if owner.get("command"):
+                who += f" ({' '.join(map(str, owner['command']))})"
+            raise RunDirError(
+                f"run directory {self.run_dir} is in use by another run: {who}; wait for it to "
+                "finish or give this run another --evomemory-output-dir"
+            ) from None
+        self._handle = handle
+        write_json_atomically(
+            self.run_dir / LOCK_OWNER, {"pid": os.getpid(), "started": utc_now(), "command": list(command)}
+        )
+
+    def release(self) -> None:
+        if self._handle is None:
+            return
+        try:
+            (self.run_dir / LOCK_OWNER).unlink(missing_ok=True)
+        except OSError:
+            pass
+        self._handle.close()  # closing drops the flock
+        self._handle = None
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def move_previous_run_aside(run_dir: Path) -> Path | None:
+    """A new run keeps an earlier run's files under ``history/`` instead of deleting them."""
+    present = [name for name in RUN_FILES if (run_dir / name).exists()]
+    transcripts = run_dir / TRANSCRIPTS
+    if not present and not (transcripts.is_dir() and any(transcripts.iterdir())):
+        return None
+    previous = read_json(run_dir / RUN_DOCUMENT) or {}
+    stamp = str(previous.get("started") or utc_now()).replace(":", "").replace("+0000", "Z")
+    target = run_dir / HISTORY / stamp
+    suffix = 1
+    while target.exists():
+        suffix += 1
+        target = run_dir / HISTORY / f"{stamp}-{suffix}"
+    target.mkdir(parents=True)
+    for name in present:
+        os.replace(run_dir / name, target / name)
+    if transcripts.is_dir():
+        os.replace(transcripts, target / TRANSCRIPTS)
+    return target
+
+
+class RunWriter:
+    """Appends records to the run directory; only one process (the controller) writes.
+
+    JSONL files are appended and flushed per record, so an interrupted run keeps all
+    that happened before the interruption; ``scores.jsonl`` is rewritten in stream
+    order at the end so that serial and parallel runs produce the same file. The
+    first write that fails is kept in :attr:`failure` and ends writing.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self._files: dict[str, IO[str]] = {}
+        self.failure: str | None = None
+        self._guard(lambda: (self.run_dir / TRANSCRIPTS).mkdir(parents=True, exist_ok=True))
+
+    def _guard(self, write: Any) -> None:
+        if self.failure is not None:
+            return
+        try:
+            write()
+        except OSError as error:
+            self.failure = (
+                f"writing the run directory {self.run_dir} failed: {error.strerror or error}"
+                f"{f' ({error.filename})' if error.filename else ''}; results written before "
+                "this point are kept"
+            )
+
+    def _append(self, relative: str, record: Mapping[str, Any]) -> None:
+        def write() -> None:
+            handle = self._files.get(relative)
+            if handle is None:
+                handle = (self.run_dir / relative).open("a", encoding="ascii")
+                self._files[relative] = handle
+            handle.write(dumps(record) + "\n")
+            handle.flush()
+
+        self._guard(write)
+
+    def write_run(self, document: Mapping[str, Any]) -> None:
+        self._guard(lambda: write_json_atomically(
+            self.run_dir / RUN_DOCUMENT, {"schema_version": SCHEMA_VERSION, **document}
+        ))
+
+    def add_response(self, response: Mapping[str, Any]) -> None:
+        without_transcript = {k: v for k, v in response.items() if k != "messages"}
+        self._append(RESPONSES, without_transcript)
+        self._append(
+            f"{TRANSCRIPTS}/{response['stream']}.jsonl",
+            {
+                "task_id": response["task_id"],
+                "kind": response["kind"],
+                "messages": response.get("messages", []),
+                "tool_calls": response.get("tool_calls", []),
+            },
+        )
+
+    def add_score(self, scored: Mapping[str, Any]) -> None:
+        self._append(SCORES, scored)
+
+    def add_event(self, event: Mapping[str, Any]) -> None:
+        self._append(EVENTS, event)
+
+    def finalize_scores(self, scored: Sequence[Mapping[str, Any]], stream_order: Sequence[str]) -> None:
+        """Rewrite scores.jsonl in stream order (arrival order differs under xdist)."""
+        self._close(SCORES)
+        ordered = sorted(
+            scored,
+            key=lambda s: (
+                stream_order.index(s["stream"]) if s["stream"] in stream_order else len(stream_order),
+                s["position"],
+            ),
+        )
+        self._guard(lambda: _rewrite_jsonl(self.run_dir / SCORES, ordered))
+
+    def restart_from(self, state: ResumeState) -> None:
+        """Resume: keep only the completed episodes' records, dropping torn ones."""
+        self.close()
+        kept = {(r["stream"], r["task_id"]) for r in state.responses}
+
+        def rewrite() -> None:
+            _rewrite_jsonl(self.run_dir / RESPONSES, [
+                {k: v for k, v in r.items() if k != "messages"} for r in state.responses
+            ])
+            _rewrite_jsonl(self.run_dir / SCORES, state.scores)
+            _rewrite_jsonl(self.run_dir / EVENTS, state.events)
+            for path in (self.run_dir / TRANSCRIPTS).glob("*.jsonl"):
+                stream = path.stem
+                _rewrite_jsonl(path, [t for t in read_jsonl(path) if (stream, t.get("task_id")) in kept])
+
+        self._guard(rewrite)
+
+    def write_summary(self, document: Mapping[str, Any]) -> None:
+        self.close()
+        try:
+            write_json_atomically(self.run_dir / SUMMARY, {"schema_version": SCHEMA_VERSION, **document})
+        except OSError as error:
+            if self.failure is None:
+                self.failure = f"writing {self.run_dir / SUMMARY} failed: {error.strerror or error}"
+
+    def _close(self, relative: str) -> None:
+        handle = self._files.pop(relative, None)
+        if handle is not None:
+            try:
+                handle.close()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        for relative in list(self._files):
+            self._close(relative)
+
+
+def _rewrite_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
+    temporary = path.with_name(f".{path.name}.tmp")
+    temporary.write_text("".join(dumps(record) + "\n" for record in records), encoding="ascii")
+    os.replace(temporary, path)
+
+
+# --------------------------------------------------------------------------- resume
+
+
+@dataclass
+class ResumeState:
+    """What an earlier, interrupted run completed."""
+
+    #: stream -> number of leading tasks that are complete
+    done: dict[str, int] = field(default_factory=dict)
+    #: records to keep, in their original order
+    responses: list[dict[str, Any]] = field(default_factory=list)
+    scores: list[dict[str, Any]] = field(default_factory=list)
+    events: list[dict[str, Any]] = field(default_factory=list)
+    #: stream -> memory writes of the completed episodes, in order
+    memory_writes: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
+    #: the interrupted run's run.json
+    document: dict[str, Any] = field(default_factory=dict)
+
+    def is_done(self, stream: str, position: int) -> bool:
+        return position < self.done.get(stream, 0)
+
+    @property
+    def completed_tasks(self) -> int:
+        return sum(self.done.values())
+
+
+def read_run_document(run_dir: Path, purpose: str = "--evomemory-resume") -> dict[str, Any]:
+    document = read_json(run_dir / RUN_DOCUMENT)
+    if document is None:
+        raise RunDirError(
+            f"{purpose} {run_dir}: no readable {RUN_DOCUMENT} there; pass the output directory "
+            "of the interrupted run (and, if its run config moved, pass --evomemory-config as well)"
+        )
+    return document
+
+
+def load_resume_state(run_dir: Path, streams: Sequence[Stream]) -> ResumeState:
+    """Read an interrupted run's artefacts; a torn last line (SIGKILL) is ignored.
+
+    Per stream, the completed episodes are the longest prefix of tasks that each have
+    a score and either a feedback response, a failed feedback turn or a skipped one.
+    """
+    document = read_run_document(run_dir)
+    responses = read_jsonl(run_dir / RESPONSES)
+    scores = read_jsonl(run_dir / SCORES)
+    events = read_jsonl(run_dir / EVENTS)
+    state = ResumeState(document=document)
+    for stream in streams:
+        position_of = {sample.task_id: sample.position for sample in stream.samples}
+        scored = {s["task_id"]: s for s in scores if s.get("stream") == stream.name}
+        fed_back = {
+            r["task_id"] for r in responses if r.get("stream") == stream.name and r.get("kind") == "feedback"
+        }
+        ended = {
+            (e.get("failure") or e.get("skipped") or {}).get("task_id")
+            for e in events
+            if (e.get("failure") or e.get("skipped") or {}).get("stream") == stream.name
+        }
+        done = 0
+        for sample in stream.samples:
+            if sample.task_id not in scored or not (sample.task_id in fed_back or sample.task_id in ended):
+                break
+            done += 1
+        state.done[stream.name] = done
+        kept_ids = {sample.task_id for sample in stream.samples[:done]}
+        kept_responses = [
+            r for r in responses if r.get("stream") == stream.name and r.get("task_id") in kept_ids
+        ]
+        state.responses += kept_responses
+        state.scores += [scored[task_id] for task_id in sorted(kept_ids, key=position_of.__getitem__)]
+        state.events += [
+            e for e in events
+            if (e.get("failure") or e.get("skipped") or {}).get("stream") == stream.name
+            and (e.get("failure") or e.get("skipped") or {}).get("task_id") in kept_ids
+        ]
+        state.memory_writes[stream.name] = [
+            write for response in kept_responses for write in response.get("memory_writes", [])
+        ]
+    return state

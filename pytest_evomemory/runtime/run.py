@@ -1,0 +1,426 @@
+"""A whole benchmark run, without pytest: the engine every entry point drives.
+
+:class:`BenchmarkRun` is the loaded benchmark (configs and streams) and opens each
+stream; :class:`Run` is one run of it into one run directory, with a life cycle of
+start (fresh or resume), record, finish (summary, thresholds, report). The pytest
+plugin, :func:`run_benchmark` and ``evomemory run`` all drive these two objects,
+and :class:`~pytest_evomemory.runtime.stream.Episode` drives every episode.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..agents.base import Agent
+from ..agents.factory import build_agent
+from ..config import AgentConfig, MemoryConfig, RunConfig
+from ..errors import ConfigError, DataError, EvoMemoryError
+from ..evaluation import scorer_identity
+from ..evaluation.evomemory import EvoMemoryEvaluator
+from ..factories import load_factory
+from ..memory.base import MemorySystem
+from ..memory.factory import MemoryContext, build_memory
+from ..reporting.summary import StreamMetrics, ThresholdResult, check_thresholds
+from ..rundir import (
+    ResumeState,
+    RunDirError,
+    RunLock,
+    RunWriter,
+    load_resume_state,
+    move_previous_run_aside,
+    package_versions,
+    utc_now,
+)
+from ..streams import Stream, load_benchmark
+from .memory import InstrumentedMemory
+from .records import ResultCollector, stream_error_record
+from .stream import StreamRun, run_episode
+
+AgentFactoryFn = Callable[[AgentConfig, MemorySystem | None], Agent]
+MemoryFactoryFn = Callable[[MemoryConfig, MemoryContext], MemorySystem]
+
+
+def config_fingerprint(config: RunConfig) -> str:
+    """What must be equal for a resume to continue the same run: every resolved
+    setting, but not where the files were (a moved checkout may resume)."""
+    document = {key: value for key, value in config.to_dict().items() if key not in ("path", "sources")}
+    text = json.dumps(document, sort_keys=True, ensure_ascii=True, default=str)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
+
+
+class BenchmarkRun:
+    """The loaded streams of a run and the means to open each of them."""
+
+    def __init__(self, config: RunConfig, run_dir: Path) -> None:
+        self.config = config
+        self.run_dir = run_dir
+        _check_factory_references(config)
+        source = config.sources.get("benchmark", "benchmark config")
+        try:
+            self.streams: list[Stream] = load_benchmark(config.benchmark, config.base_dir, source)
+        except (ConfigError, DataError) as error:
+            if source in str(error):
+                raise
+            raise type(error)(f"{source}: {error}") from error
+        self.by_name = {stream.name: stream for stream in self.streams}
+
+    @property
+    def stream_order(self) -> list[str]:
+        return [stream.name for stream in self.streams]
+
+    @property
+    def memory_strategy(self) -> str:
+        """The one place that decides whether, and how, a stream gets a memory system."""
+        return self.config.agent.memory_strategy
+
+    @property
+    def independent_streams(self) -> frozenset[str]:
+        """Streams whose tasks do not depend on each other: without a memory system
+        nothing survives the reset, so they may run in any order, in parallel."""
+        return frozenset(self.stream_order) if self.memory_strategy == "none" else frozenset()
+
+    def open_stream(
+        self,
+        name: str,
+        *,
+        agent_factory: AgentFactoryFn | None = None,
+        memory_factory: MemoryFactoryFn | None = None,
+        replay: Sequence[Mapping[str, Any]] = (),
+    ) -> StreamRun:
+        """A fresh memory system and agent for stream ``name``.
+
+        ``replay`` holds the memory writes of already completed episodes (resume).
+        """
+        context = MemoryContext(stream=name, run_dir=self.run_dir, run_name=self.config.name)
+        strategy = self.memory_strategy
+        memory: InstrumentedMemory | None = None
+        if strategy != "none":
+            backend = (memory_factory or build_memory)(self.config.memory, context)
+            memory = InstrumentedMemory(backend, name)
+            memory.replay(replay)
+        try:
+            agent = (agent_factory or build_agent)(
+                self.config.agent, memory if strategy == "deterministic_recall" else None
+            )
+        except BaseException:
+            if memory is not None:
+                memory.close()
+            raise
+        return StreamRun(
+            stream=name,
+            agent=agent,
+            memory=memory,
+            evaluator=EvoMemoryEvaluator(),
+            memory_strategy=strategy,
+            max_steps=self.config.agent.max_steps,
+        )
+
+    def run_document(self, started: str, argv: Sequence[str] | None = None) -> dict[str, Any]:
+        return {
+            "run": self.config.to_dict(),
+            "config_fingerprint": config_fingerprint(self.config),
+            "streams": [
+                {
+                    "name": s.name, "tasks": len(s), "match_mode": s.match_mode, "description": s.description,
+                    "breakdown": s.breakdown, "provenance": dict(s.provenance),
+                    "scorers": [scorer_identity(mode) for mode in sorted({x.match_mode for x in s.samples})],
+                }
+                for s in self.streams
+            ],
+            "versions": package_versions(),
+            "started": started,
+            "command_line": list(sys.argv if argv is None else argv),
+        }
+
+    @property
+    def planned_tasks(self) -> int:
+        return sum(len(stream) for stream in self.streams)
+
+
+def _check_factory_references(config: RunConfig) -> None:
+    """Import ``module:factory`` agents and backends now, so a typo stops the run
+    before any task instead of failing every task of every stream."""
+    if ":" in config.agent.kind:
+        load_factory(config.agent.kind, f"{config.sources.get('agent', 'agent config')}: key 'kind': agent")
+    if ":" in config.memory.backend:
+        load_factory(config.memory.backend, f"{config.sources.get('memory', 'memory config')}: key 'backend': memory")
+
+
+def evaluate_thresholds(
+    config: RunConfig,
+    metrics: Mapping[str, StreamMetrics],
+    overall_override: float | None = None,
+    stream_overrides: Mapping[str, float] | None = None,
+) -> list[ThresholdResult]:
+    """The benchmark config's thresholds, with command-line values taking precedence."""
+    thresholds = config.benchmark.thresholds
+    overall = overall_override if overall_override is not None else thresholds.overall
+    return check_thresholds(metrics, overall, {**thresholds.streams, **(stream_overrides or {})})
+
+
+@dataclass
+class RunResult:
+    """How a run ended: what the entry point prints and turns into its exit status."""
+
+    summary: dict[str, Any]
+    metrics: dict[str, StreamMetrics]
+    thresholds: list[ThresholdResult]
+    complete: bool
+    write_failure: str | None
+    report_error: str | None = None
+
+    @property
+    def thresholds_met(self) -> bool:
+        return bool(self.summary.get("thresholds_met"))
+
+
+@dataclass
+class Run:
+    """One run of a benchmark into one run directory.
+
+    ``start`` locks the directory, moves an earlier run's files aside (or, on
+    resume, keeps the completed episodes), and writes run.json; ``record`` takes
+    each episode record as it arrives (from this process or an xdist worker);
+    ``finish`` writes the summary, evaluates the thresholds and renders the report.
+    """
+
+    benchmark: BenchmarkRun
+    run_dir: Path
+    resume: ResumeState | None = None
+    command: Sequence[str] = ()
+    write: bool = True
+    started: str = field(default_factory=utc_now)
+    collector: ResultCollector = field(init=False)
+    writer: RunWriter | None = field(default=None, init=False)
+    stop_reason: str | None = None
+    _lock: RunLock | None = field(default=None, init=False)
+
+    def __post_init__(self) -> None:
+        self.collector = ResultCollector(self.benchmark.stream_order)
+
+    @classmethod
+    def resuming(cls, benchmark: BenchmarkRun, run_dir: Path, command: Sequence[str] = ()) -> Run:
+        """A run that continues the interrupted run in ``run_dir`` with the same config."""
+        state = load_resume_state(run_dir, benchmark.streams)
+        recorded = state.document.get("config_fingerprint")
+        if recorded is not None and recorded != config_fingerprint(benchmark.config):
+            raise RunDirError(
+                f"--evomemory-resume {run_dir}: the run config differs from the interrupted run's "
+                f"({state.document.get('run', {}).get('path', 'its run.json')}); resume with the same "
+                "config and options, or start a new run in another output directory"
+            )
+        return cls(benchmark, run_dir, resume=state, command=command)
+
+    def lock(self) -> None:
+        if self.write and self._lock is None:
+            lock = RunLock(self.run_dir)
+            lock.acquire(self.command)
+            self._lock = lock
+
+    def release(self) -> None:
+        if self._lock is not None:
+            self._lock.release()
+            self._lock = None
+
+    def start(self) -> None:
+        self.lock()
+        if self.write:
+            if self.resume is None:
+                move_previous_run_aside(self.run_dir)
+            self.writer = RunWriter(self.run_dir)
+            self.collector.writer = self.writer
+        document = self.benchmark.run_document(self.started, self.command or None)
+        if self.resume is not None:
+            if self.writer is not None:
+                self.writer.restart_from(self.resume)
+            self.collector.preload(self.resume.responses, self.resume.scores, self.resume.events)
+            document["started"] = self.resume.document.get("started", self.started)
+            document["resumed"] = [
+                *self.resume.document.get("resumed", []),
+                {"at": self.started, "completed_tasks": dict(self.resume.done)},
+            ] if isinstance(self.resume.document.get("resumed", []), list) else [
+                {"at": self.started, "completed_tasks": dict(self.resume.done)}
+            ]
+        if self.writer is not None:
+            self.writer.write_run(document)
+
+    def memory_replay(self, stream: str) -> list[Mapping[str, Any]]:
+        return list(self.resume.memory_writes.get(stream, [])) if self.resume else []
+
+    def record(self, record: Mapping[str, Any]) -> None:
+        self.collector.add_record(record)
+
+    @property
+    def errors(self) -> int:
+        """Failed episodes (a task whose task and feedback turns both failed is one)."""
+        return len({(f["stream"], f["task_id"]) for f in self.collector.failed_episodes})
+
+    def completion(self) -> dict[str, Any]:
+        planned = self.benchmark.planned_tasks
+        ran = len(self.collector.scores)
+        complete = ran >= planned and self.stop_reason is None
+        reason = self.stop_reason
+        if reason is None and not complete:
+            reason = f"only {ran} of {planned} planned tasks ran"
+        return {"complete": complete, "tasks_planned": planned, "tasks_run": ran, "reason": reason}
+
+    def finish(
+        self,
+        *,
+        min_overall: float | None = None,
+        min_streams: Mapping[str, float] | None = None,
+        extra: Mapping[str, Any] | None = None,
+        report: bool = True,
+    ) -> RunResult:
+        try:
+            metrics = self.collector.metrics()
+            thresholds = evaluate_thresholds(self.benchmark.config, metrics, min_overall, min_streams)
+            completion = self.completion()
+            summary = self.collector.summary(
+                thresholds, self.started, utc_now(), completion, {"run": self.benchmark.config.name, **(extra or {})}
+            )
+            report_error: str | None = None
+            if self.writer is not None:
+                self.writer.finalize_scores(self.collector.scores, self.benchmark.stream_order)
+                self.writer.write_summary(summary)
+                if report and self.writer.failure is None:
+                    report_error = _write_report(self.run_dir)
+            return RunResult(
+                summary=summary,
+                metrics=metrics,
+                thresholds=thresholds,
+                complete=bool(completion["complete"]),
+                write_failure=self.writer.failure if self.writer else None,
+                report_error=report_error,
+            )
+        finally:
+            self.release()
+
+
+def _write_report(run_dir: Path) -> str | None:
+    from ..reporting.html import ReportError, write_html_report
+
+    try:
+        write_html_report(run_dir)
+    except ReportError as error:
+        return str(error)
+    return None
+
+
+def run_benchmark(
+    config: RunConfig,
+    run_dir: Path,
+    *,
+    agent_factory: AgentFactoryFn | None = None,
+    memory_factory: MemoryFactoryFn | None = None,
+    write_artefacts: bool = True,
+    resume: bool = False,
+    command: Sequence[str] = (),
+) -> dict[str, Any]:
+    """Run every selected stream in order, serially, and return the summary.
+
+    Episodes that fail are recorded as errors and the stream goes on, as under pytest.
+    """
+    return execute(
+        BenchmarkRun(config, run_dir), agent_factory=agent_factory, memory_factory=memory_factory,
+        write_artefacts=write_artefacts, resume=resume, command=command,
+    ).summary
+
+
+def parse_min_accuracy(values: Sequence[str], streams: Sequence[str]) -> tuple[float | None, dict[str, float]]:
+    """``[STREAM=]FRACTION`` thresholds from the command line, checked against the streams."""
+    overall: float | None = None
+    per_stream: dict[str, float] = {}
+    for value in values:
+        name, _, number = value.rpartition("=")
+        try:
+            fraction = float(number)
+        except ValueError:
+            raise ConfigError(f"--evomemory-min-accuracy {value!r}: expected [STREAM=]FRACTION such as 0.5") from None
+        if not 0.0 <= fraction <= 1.0:
+            raise ConfigError(f"--evomemory-min-accuracy {value!r}: the fraction must be between 0 and 1")
+        if not name:
+            overall = fraction
+        elif name not in streams:
+            raise ConfigError(f"--evomemory-min-accuracy {value!r}: unknown stream {name!r}; streams: {', '.join(streams)}")
+        else:
+            per_stream[name] = fraction
+    return overall, per_stream
+
+
+def execute(
+    benchmark: BenchmarkRun,
+    *,
+    agent_factory: AgentFactoryFn | None = None,
+    memory_factory: MemoryFactoryFn | None = None,
+    write_artefacts: bool = True,
+    resume: bool = False,
+    command: Sequence[str] = (),
+    min_overall: float | None = None,
+    min_streams: Mapping[str, float] | None = None,
+    max_errors: int | None = None,
+    progress: Callable[[Mapping[str, Any]], None] | None = None,
+) -> RunResult:
+    """The loop every non-pytest entry point runs: streams in order, episodes in order."""
+    run_dir = benchmark.run_dir
+    run = (
+        Run.resuming(benchmark, run_dir, command) if resume
+        else Run(benchmark, run_dir, command=command, write=write_artefacts)
+    )
+    run.start()
+    wall = time.perf_counter()
+
+    def record(entry: Mapping[str, Any]) -> None:
+        run.record(entry)
+        if progress is not None:
+            progress(entry)
+
+    try:
+        for stream in benchmark.streams:
+            pending = [s for s in stream.samples if run.resume is None or not run.resume.is_done(s.stream, s.position)]
+            if not pending:
+                continue
+            live = benchmark.open_stream(
+                stream.name, agent_factory=agent_factory, memory_factory=memory_factory,
+                replay=run.memory_replay(stream.name),
+            )
+            try:
+                for sample in pending:
+                    run_episode(live, sample, record)
+                    if max_errors is not None and run.errors >= max_errors:
+                        run.stop_reason = f"--evomemory-max-errors: {run.errors} failed episodes"
+                        break
+            finally:
+                try:
+                    live.close()
+                except EvoMemoryError as error:
+                    record(stream_error_record(stream.name, f"stream teardown failed: {error}"))
+            if run.stop_reason:
+                break
+    except KeyboardInterrupt:
+        run.stop_reason = run.stop_reason or "interrupted (Ctrl-C or SIGTERM)"
+    return run.finish(
+        min_overall=min_overall, min_streams=min_streams,
+        extra={"wall_seconds": round(time.perf_counter() - wall, 6)},
+    )
+
+
+__all__ = [
+    "AgentFactoryFn",
+    "BenchmarkRun",
+    "MemoryFactoryFn",
+    "Run",
+    "RunResult",
+    "config_fingerprint",
+    "evaluate_thresholds",
+    "execute",
+    "parse_min_accuracy",
+    "run_benchmark",
+]

@@ -1,0 +1,312 @@
+"""One stream's live state and the one driver of an episode, with no pytest in sight.
+
+    task  ->  unscored corrective feedback  ->  agent state reset  ->  next task
+
+:class:`StreamRun` owns one stream's memory system and agent and delivers stimuli;
+:class:`Episode` is the only code that drives an episode through those three steps
+and turns each outcome into a record. The pytest plugin calls its two phases from
+the test body (:meth:`Episode.run_task`) and the episode fixture's teardown
+(:meth:`Episode.finish`); :func:`run_episode` calls them back to back for every
+other entry point (``run_benchmark``, ``evomemory run``). The runtime observes every
+tool call and memory operation itself, so the records in
+:class:`~pytest_evomemory.types.AgentResponse` do not depend on the agent reporting
+honestly.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..agents.base import Agent
+from ..errors import EpisodeError, EvoMemoryError, MemoryBackendError, ModelError, ProtocolViolation
+from ..evaluation.evomemory import EvoMemoryEvaluator
+from ..tools import Tool
+from ..types import (
+    FEEDBACK_ACKNOWLEDGEMENT,
+    AgentResponse,
+    BenchmarkSample,
+    ScoredItem,
+    Stimulus,
+    UserStimulus,
+)
+from .memory import InstrumentedMemory, operation_counts
+from .records import (
+    error_record,
+    feedback_error_record,
+    feedback_record,
+    feedback_skipped_record,
+    task_record,
+)
+from .turn import RuntimeTurn
+
+
+def render_feedback(sample: BenchmarkSample, submitted: str | None) -> UserStimulus:
+    """The corrective feedback stimulus: the target exactly as the source gives it."""
+    shown = "(no answer)" if submitted is None else submitted
+    content = (
+        "Feedback on the task you just answered.\n"
+        f"Your submitted answer: {shown}\n"
+        f"The correct answer: {sample.target}\n"
+        "If this experience could help with later tasks, store it in memory now. "
+        f'Then call final_answer with exactly "{FEEDBACK_ACKNOWLEDGEMENT}".'
+    )
+    return UserStimulus(
+        task_id=sample.task_id,
+        stream=sample.stream,
+        content=content,
+        target=sample.target,
+        submitted_answer=submitted,
+    )
+
+
+@dataclass
+class TaskOutcome:
+    """What a task turn produced: the response and the score of its answer."""
+
+    sample: BenchmarkSample
+    response: AgentResponse
+    scored: ScoredItem
+
+
+@dataclass
+class StreamRun:
+    """One stream's live state: its memory system, agent and evaluator.
+
+    ``memory`` is the stream's own backend (wrapped for counting); it persists
+    across every episode of the stream and is reset and closed by :meth:`close`.
+    """
+
+    stream: str
+    agent: Agent
+    memory: InstrumentedMemory | None
+    evaluator: EvoMemoryEvaluator
+    memory_strategy: str
+    max_steps: int
+    closed: bool = False
+    #: Set after the memory backend failed: the rest of the stream fails at once
+    #: instead of running episodes against a memory in an unknown state.
+    broken: str | None = None
+    episodes_started: int = 0
+
+    def _turn_tools(self) -> list[Tool]:
+        if self.memory_strategy == "tool_use" and self.memory is not None:
+            return list(self.memory.tools())
+        return []
+
+    def deliver(self, stimulus: Stimulus, task_id: str) -> AgentResponse:
+        """One agent turn. A failed turn raises an :class:`EvoMemoryError` whose
+        ``response`` is what the turn produced up to the failure."""
+        __tracebackhide__ = True
+        if self.closed:
+            raise EpisodeError(f"stream {self.stream!r} was already torn down")
+        if self.broken is not None:
+            raise MemoryBackendError(f"stream {self.stream!r} stopped: {self.broken}")
+        turn = RuntimeTurn(self._turn_tools(), self.max_steps)
+        before = operation_counts(self.memory)
+        started = time.perf_counter()
+        failure: BaseException | None = None
+        try:
+            self.agent.respond(stimulus, turn)
+        except BaseException as error:  # recorded below, then re-raised
+            failure = error
+        seconds = time.perf_counter() - started
+        after = operation_counts(self.memory)
+        violation: str | None = None
+        if failure is None and not turn.finished:
+            violation = "the agent ended its turn without calling final_answer"
+        elif isinstance(failure, ProtocolViolation):
+            violation = str(failure)
+        elif (
+            failure is None
+            and stimulus.kind == "feedback"
+            and turn.final_answer != FEEDBACK_ACKNOWLEDGEMENT
+        ):
+            violation = (
+                f'feedback turn ended with final_answer({turn.final_answer!r}) instead of '
+                f'final_answer("{FEEDBACK_ACKNOWLEDGEMENT}")'
+            )
+        response = AgentResponse(
+            stream=self.stream,
+            task_id=task_id,
+            kind=stimulus.kind,
+            final_answer=turn.final_answer,
+            agent_turns=max(turn.steps, 1),
+            tool_calls=tuple(turn.tool_calls),
+            messages=tuple(turn.messages),
+            usage=turn.usage,
+            memory_retains=after.retains - before.retains,
+            memory_recalls=after.recalls - before.recalls,
+            seconds=seconds,
+            protocol_violation=violation,
+            memory_writes=tuple(self.memory.writes[before.writes:after.writes]) if self.memory else (),
+        )
+        if isinstance(failure, MemoryBackendError):
+            self.broken = f"the memory backend failed at {stimulus.kind} {task_id}: {failure}"
+        if isinstance(failure, EpisodeError | MemoryBackendError):
+            failure.response = response
+            raise failure
+        if isinstance(failure, Exception):
+            raise EpisodeError(
+                f"{stimulus.kind} turn of {self.stream}/{task_id} failed: {type(failure).__name__}: {failure}",
+                response=response,
+            ) from failure
+        if failure is not None:
+            raise failure  # KeyboardInterrupt, SystemExit: not ours to record
+        if violation and stimulus.kind == "task":
+            raise ProtocolViolation(f"{self.stream}/{task_id}: {violation}", response=response)
+        return response
+
+    def run_task(self, sample: BenchmarkSample) -> TaskOutcome:
+        """Deliver the task, then score its ``final_answer`` (the only scored item)."""
+        __tracebackhide__ = True
+        self.episodes_started += 1
+        response = self.deliver(sample, sample.task_id)
+        try:
+            scored = self.evaluator.score_response(sample, response)
+        except EvoMemoryError as error:
+            error.response = response
+            raise
+        return TaskOutcome(sample, response, scored)
+
+    def give_feedback(self, sample: BenchmarkSample, submitted: str | None) -> AgentResponse:
+        """Deliver the unscored corrective feedback in the same conversation."""
+        __tracebackhide__ = True
+        return self.deliver(render_feedback(sample, submitted), sample.task_id)
+
+    def reset_agent(self) -> None:
+        """Clear the agent's conversation. No model call, no record, no memory access."""
+        self.agent.reset()
+
+    def close(self) -> None:
+        """Stream teardown: empty and close the memory system."""
+        if self.closed:
+            return
+        self.closed = True
+        if self.memory is not None:
+            try:
+                self.memory.reset()
+            finally:
+                self.memory.close()
+
+
+RecordSink = Callable[[Mapping[str, Any]], None]
+
+
+def user_traceback(error: BaseException) -> str | None:
+    """The traceback text of the user's own exception behind ``error``, if any."""
+    cause = error.__cause__
+    if cause is None or isinstance(cause, EvoMemoryError):
+        return None
+    return "".join(traceback.format_exception(cause)).rstrip()
+
+
+def feedback_impossible(failure: EvoMemoryError) -> str | None:
+    """Why no feedback turn can follow a task turn that failed this way (else None).
+
+    The endpoint still down after its retries, or a memory in an unknown state, would
+    fail the feedback turn too; every other failure still gets its feedback, so the
+    agent keeps the learning signal on exactly the tasks it failed.
+    """
+    if isinstance(failure, ModelError) or isinstance(failure.__cause__, ModelError):
+        return f"the model endpoint failed in the task turn: {failure.__cause__ or failure}"
+    if isinstance(failure, MemoryBackendError):
+        return f"the memory backend failed: {failure}"
+    return None
+
+
+class Episode:
+    """The one driver of an episode: task, feedback, reset, every outcome recorded.
+
+    :meth:`run_task` delivers and scores the task (a task record, or an error
+    record that keeps the failed turn's response); :meth:`finish` gives the feedback
+    (after a failed task turn too, with "no answer" as the submitted answer, unless
+    the failure makes a feedback turn impossible, which is then recorded as skipped)
+    and always resets the agent. Failures are recorded, then re-raised.
+    """
+
+    def __init__(self, run: StreamRun, sample: BenchmarkSample, record: RecordSink) -> None:
+        self.run = run
+        self.sample = sample
+        self.record = record
+        self.outcome: TaskOutcome | None = None
+        self.failure: EvoMemoryError | None = None
+        self._task_ended = False
+
+    def run_task(self) -> TaskOutcome:
+        __tracebackhide__ = True
+        try:
+            self.outcome = self.run.run_task(self.sample)
+        except EvoMemoryError as error:
+            self.failure = error
+            self._task_ended = True
+            response = error.response.to_dict() if error.response is not None else None
+            self.record(error_record(self.sample, str(error), response, user_traceback(error)))
+            raise
+        self._task_ended = True
+        self.record(task_record(self.outcome.response.to_dict(), self.outcome.scored.to_dict()))
+        return self.outcome
+
+    def finish(self) -> None:
+        """Feedback, then reset; a task turn that never ended (Ctrl-C) gets no feedback."""
+        __tracebackhide__ = True
+        try:
+            if self._task_ended:
+                self._give_feedback()
+        finally:
+            self.run.reset_agent()
+
+    def _give_feedback(self) -> None:
+        __tracebackhide__ = True
+        if self.failure is not None:
+            reason = feedback_impossible(self.failure)
+            if reason is not None:
+                self.record(feedback_skipped_record(self.sample, reason))
+                return
+        submitted = self.outcome.response.final_answer if self.outcome is not None else None
+        try:
+            response = self.run.give_feedback(self.sample, submitted)
+        except EvoMemoryError as error:
+            failed = error.response.to_dict() if error.response is not None else None
+            self.record(feedback_error_record(self.sample, str(error), failed, user_traceback(error)))
+            raise
+        self.record(feedback_record(response.to_dict()))
+
+
+def run_episode(run: StreamRun, sample: BenchmarkSample, record: RecordSink) -> TaskOutcome | None:
+    """Drive one whole episode outside pytest; failures are recorded, not raised."""
+    episode = Episode(run, sample, record)
+    try:
+        episode.run_task()
+    except EvoMemoryError:
+        pass  # recorded by the episode
+    try:
+        episode.finish()
+    except EvoMemoryError:
+        pass
+    return episode.outcome
+
+
+def run_stream(
+    run: StreamRun, samples: Iterable[BenchmarkSample], record: RecordSink | None = None
+) -> Iterator[TaskOutcome]:
+    """Run a whole stream, one :class:`Episode` per sample, for code that iterates.
+
+    Yields each task's outcome; the first failed episode (after its feedback and
+    reset) ends the iteration with its error. The stream is closed when the iterator
+    finishes or is closed early. (:func:`run_episode` records failures and goes on.)
+    """
+    sink: RecordSink = record or (lambda _record: None)
+    try:
+        for sample in samples:
+            episode = Episode(run, sample, sink)
+            try:
+                outcome = episode.run_task()
+            finally:
+                episode.finish()
+            yield outcome
+    finally:
+        run.close()

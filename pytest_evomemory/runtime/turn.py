@@ -1,0 +1,116 @@
+"""One agent turn as the runtime sees it: the tools offered, every call observed.
+
+The agent drives the conversation, but tool calls go through :class:`RuntimeTurn`,
+so the records of a response (tool calls, final answer, step count) are what
+actually happened, not what the agent reports.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..errors import EpisodeError
+from ..tools import FINAL_ANSWER_TOOL, Tool, ToolArgumentError
+from ..types import ToolCall, ToolSpec, Usage
+
+#: Largest tool-call argument payload accepted from a model, in characters.
+MAX_TOOL_ARGUMENT_CHARS = 2_000_000
+
+
+class RuntimeTurn:
+    """The runtime's implementation of :class:`~pytest_evomemory.agents.base.Turn`."""
+
+    def __init__(self, tools: Sequence[Tool], max_steps: int) -> None:
+        self._tools = {FINAL_ANSWER_TOOL.name: None, **{tool.name: tool for tool in tools}}
+        self._specs = [FINAL_ANSWER_TOOL, *(tool.spec for tool in tools)]
+        self.max_steps = max_steps
+        self.steps = 0
+        self.usage = Usage()
+        self.messages: list[Mapping[str, Any]] = []
+        self.tool_calls: list[ToolCall] = []
+        self._final_answer: str | None = None
+        self._finished = False
+
+    @property
+    def tools(self) -> Sequence[ToolSpec]:
+        return list(self._specs)
+
+    @property
+    def finished(self) -> bool:
+        return self._finished
+
+    @property
+    def final_answer(self) -> str | None:
+        return self._final_answer
+
+    def begin_step(self) -> None:
+        if self.steps >= self.max_steps:
+            raise EpisodeError(
+                f"no final_answer within the turn limit of {self.max_steps} model calls "
+                "(agent config key 'max_steps')"
+            )
+        self.steps += 1
+
+    def record_usage(self, usage: Usage) -> None:
+        self.usage = self.usage + usage
+
+    def add_message(self, message: Mapping[str, Any]) -> None:
+        self.messages.append(dict(message))
+
+    def call_tool(self, name: str, arguments: Mapping[str, Any] | str) -> str:
+        parsed, problem = _parse_arguments(arguments)
+        if problem is not None:
+            return self._record(name, {"_raw": str(arguments)[:2000]}, problem, error=True)
+        assert parsed is not None
+        if self._finished:
+            return self._record(
+                name, parsed, "error: this turn already ended with final_answer", error=True
+            )
+        if name not in self._tools:
+            available = ", ".join(self._tools)
+            return self._record(
+                name, parsed, f"error: unknown tool {name!r}; available tools: {available}",
+                error=True,
+            )
+        if name == FINAL_ANSWER_TOOL.name:
+            answer = parsed.get("answer")
+            if not isinstance(answer, str):
+                if isinstance(answer, int | float) and not isinstance(answer, bool):
+                    answer = str(answer)
+                else:
+                    return self._record(
+                        name, parsed, "error: final_answer needs a string argument 'answer'",
+                        error=True,
+                    )
+            self._final_answer = answer
+            self._finished = True
+            return self._record(name, parsed, "answer recorded")
+        tool = self._tools[name]
+        assert tool is not None
+        try:
+            result = tool.handler(parsed)
+        except ToolArgumentError as error:
+            return self._record(name, parsed, f"error: {error}", error=True)
+        return self._record(name, parsed, result)
+
+    def _record(self, name: str, arguments: Mapping[str, Any], result: str, *, error: bool = False) -> str:
+        self.tool_calls.append(ToolCall(name, dict(arguments), result, error))
+        return result
+
+
+def _parse_arguments(arguments: Mapping[str, Any] | str) -> tuple[dict[str, Any] | None, str | None]:
+    if isinstance(arguments, Mapping):
+        return dict(arguments), None
+    if len(arguments) > MAX_TOOL_ARGUMENT_CHARS:
+        return None, "error: tool arguments are too large"
+    try:
+        value = json.loads(arguments) if arguments.strip() else {}
+    except json.JSONDecodeError as error:
+        return None, f"error: tool arguments are not valid JSON ({error.msg}); send a JSON object"
+    if not isinstance(value, dict):
+        return None, "error: tool arguments must be a JSON object"
+    return value, None
+
+

@@ -1,0 +1,71 @@
+"""Streams and the benchmark sources that produce them.
+
+A benchmark source knows its streams' names in their canonical order and loads
+the selected ones all-or-nothing: a run never starts with a stream missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..config import BenchmarkConfig, check_threshold_streams
+from ..errors import ConfigError
+from ..types import BenchmarkSample
+
+
+@dataclass(frozen=True)
+class Stream:
+    """An ordered task stream: one dataset, one memory system, one match mode."""
+
+    name: str
+    samples: tuple[BenchmarkSample, ...]
+    match_mode: str
+    description: str = ""
+    #: Where the tasks came from (repository, revision, file, sha256, verified, rows
+    #: read, tasks converted, converter settings): recorded per stream in run.json.
+    #: See :func:`pytest_evomemory.streams.provenance.provenance_line`.
+    provenance: Mapping[str, Any] = field(default_factory=dict)
+    #: The record field whose value is each task's ``group`` (reports break the
+    #: stream's accuracy down by it); ``None``: no breakdown.
+    breakdown: str | None = None
+
+    def __len__(self) -> int:
+        return len(self.samples)
+
+
+class BenchmarkSource(Protocol):
+    """Loads the streams of one benchmark (``benchmark:`` in the benchmark config)."""
+
+    def stream_names(self, config: BenchmarkConfig) -> Sequence[str]:
+        """All stream names, in the benchmark's canonical order."""
+        ...
+
+    def load(self, config: BenchmarkConfig, base_dir: Path, names: Sequence[str]) -> list[Stream]:
+        """Load the named streams (already validated and ordered), limit applied.
+
+        Raises :class:`~pytest_evomemory.errors.DataError` naming the stream and the
+        cause if any one of them cannot be materialized or loaded.
+        """
+        ...
+
+
+def select_streams(config: BenchmarkConfig, available: Sequence[str], source: str) -> list[str]:
+    """The configured stream subset, in canonical order; unknown names are refused."""
+    check_threshold_streams(config, available, source)
+    if config.streams is None:
+        return list(available)
+    unknown = [name for name in config.streams if name not in available]
+    if unknown:
+        raise ConfigError(
+            f"{source}: key 'streams': unknown stream(s) {', '.join(map(repr, unknown))} for "
+            f"benchmark {config.benchmark!r}; available: {', '.join(available)}"
+        )
+    return [name for name in available if name in config.streams]
+
+
+def apply_limit(samples: Sequence[BenchmarkSample], limit: int | None) -> tuple[BenchmarkSample, ...]:
+    """The first ``limit`` tasks of a stream (the stream order is never changed)."""
+    return tuple(samples if limit is None else samples[:limit])

@@ -1,0 +1,223 @@
+"""Turn upstream-native records into tasks, one function per stream.
+
+Each converter keeps the source's own task id, its order, and its canonical answer;
+it only adds what the agent must see (lettered options) and what reports need
+(metadata). Positions, stream name, match mode, ``metadata.source``, the breakdown
+``group`` and duplicate ids are handled by :class:`.stream.Converting`. Every
+decision a reader of the results needs to know is in docs/streams.md: GPQA's option
+order, MMLU-Pro's category filter, and what a ToolBench answer is compared with.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ...errors import ConfigError, DataError
+from ..jsonl import render_choices
+from .readers import Record
+from .stream import Converting, ConvertOptions
+
+#: The MMLU-Pro categories the paper reports (Evo-Memory, Table 1), in the spelling
+#: of the dataset's ``category`` field. Used when the config does not choose.
+PAPER_MMLU_PRO_CATEGORIES: tuple[str, ...] = ("economics", "engineering", "philosophy")
+
+#: Appended to every ToolBench request: the source question asks for "an API", the
+#: scorer needs the call itself.
+TOOLBENCH_INSTRUCTION = (
+    "Answer with the single Python call that loads this API from PyTorch Hub, "
+    "for example torch.hub.load(repo_or_dir='<owner>/<repo>', model='<entry point>', pretrained=True)."
+)
+
+#: Dropped from MMLU-Pro option lists before lettering, as TIGER-Lab's
+#: evaluate_from_api.py does. The genuine test file has none; the rule only
+#: matters for other revisions or the validation split.
+MMLU_PRO_PADDING = "N/A"
+
+
+def _text(record: Record, key: str, where: str) -> str:
+    value = record.get(key)
+    if not isinstance(value, str) or not value.strip():
+        raise DataError(f"{where}: field {key!r} must be a non-empty string, got {value!r}")
+    return value
+
+
+def _scalar(value: Any) -> Any:
+    """Metadata must stay JSON-friendly: numbers and strings pass, others become text."""
+    return value if value is None or isinstance(value, str | int | float | bool) else str(value)
+
+
+# --------------------------------------------------------------------------- AIME
+
+
+def convert_aime(records: Sequence[Record], out: Converting) -> None:
+    """The problem text as the prompt, the integer answer string as the target."""
+    for index, record in enumerate(records):
+        where = f"stream {out.name!r}: record {index}"
+        task_id = record.get("id")
+        if task_id is None or str(task_id) == "":
+            raise DataError(f"{where}: field 'id' is empty")
+        answer = record.get("answer")
+        if answer is None or str(answer).strip() == "":
+            raise DataError(f"{where}: field 'answer' is empty")
+        metadata = {"source_id": _scalar(task_id)}
+        for key in ("year", "url"):
+            if key in record:
+                metadata[key] = _scalar(record[key])
+        out.add(
+            record,
+            task_id=str(task_id),
+            prompt=_text(record, "problem", where).strip(),
+            target=answer if isinstance(answer, str) else str(answer),
+            metadata=metadata,
+        )
+
+
+# --------------------------------------------------------------------------- GPQA
+
+
+def gpqa_permutations(count: int, seed: int) -> list[list[int]]:
+    """The option order of each record: index 0 is the correct answer in the source.
+
+    Mirrors openai/simple-evals (``random.Random(seed)``, then ``rng.sample(range(4), 4)``
+    per record, in file order), so with seed 0 the letters equal simple-evals'.
+    """
+    rng = random.Random(seed)
+    return [rng.sample(range(4), 4) for _ in range(count)]
+
+
+def convert_gpqa(records: Sequence[Record], out: Converting) -> None:
+    """Options shuffled by :func:`gpqa_permutations`; the target is the correct letter."""
+    fields = ("Correct Answer", "Incorrect Answer 1", "Incorrect Answer 2", "Incorrect Answer 3")
+    seed = out.options.seed
+    for index, (record, permutation) in enumerate(
+        zip(records, gpqa_permutations(len(records), seed), strict=True)
+    ):
+        where = f"stream {out.name!r}: record {index}"
+        source_options = [_text(record, key, where) for key in fields]
+        choices = tuple(source_options[i].strip() for i in permutation)
+        question = _text(record, "Question", where).strip()
+        out.add(
+            record,
+            task_id=_text(record, "Record ID", where).strip(),
+            prompt=render_choices(question, choices),
+            target=chr(ord("A") + permutation.index(0)),
+            choices=choices,
+            metadata={
+                "correct_answer": record["Correct Answer"],
+                "permutation": list(permutation),
+                "seed": seed,
+                "high_level_domain": _scalar(record.get("High-level domain")),
+                "subdomain": _scalar(record.get("Subdomain")),
+            },
+        )
+
+
+def gpqa_settings(options: ConvertOptions) -> Mapping[str, Any]:
+    return {"seed": options.seed}
+
+
+# --------------------------------------------------------------------------- MMLU-Pro
+
+
+def mmlu_pro_filter(selection: Sequence[str] | str | None) -> frozenset[str] | None:
+    """The categories to keep (casefolded), or ``None`` for all of them."""
+    if selection == "all":
+        return None
+    if selection is None:
+        return frozenset(PAPER_MMLU_PRO_CATEGORIES)
+    if isinstance(selection, str):
+        selection = [selection]
+    return frozenset(name.strip().casefold() for name in selection)
+
+
+def mmlu_pro_settings(options: ConvertOptions) -> Mapping[str, Any]:
+    wanted = mmlu_pro_filter(options.mmlu_pro_categories)
+    return {"categories": "all" if wanted is None else sorted(wanted)}
+
+
+def convert_mmlu_pro(records: Sequence[Record], out: Converting) -> None:
+    """Source order, filtered by category; options lettered as the source lists them."""
+    wanted = mmlu_pro_filter(out.options.mmlu_pro_categories)
+    if wanted is not None:
+        present = {str(record.get("category", "")).casefold() for record in records}
+        unknown = sorted(wanted - present)
+        if unknown:
+            raise ConfigError(
+                f"key 'mmlu_pro_categories': unknown MMLU-Pro categor{'y' if len(unknown) == 1 else 'ies'} "
+                f"{', '.join(map(repr, unknown))}; the source has {', '.join(sorted(present))} "
+                "(or use 'all')"
+            )
+    for index, record in enumerate(records):
+        category = str(record.get("category", ""))
+        if wanted is not None and category.casefold() not in wanted:
+            continue
+        where = f"stream {out.name!r}: record {index} (question_id {record.get('question_id')!r})"
+        raw_options = record.get("options")
+        if not isinstance(raw_options, list | tuple) or not all(isinstance(o, str) for o in raw_options):
+            raise DataError(f"{where}: field 'options' must be a list of strings")
+        answer = _text(record, "answer", where).strip()
+        answer_at = ord(answer.upper()) - ord("A") if len(answer) == 1 else -1
+        if not 0 <= answer_at < len(raw_options) or raw_options[answer_at] == MMLU_PRO_PADDING:
+            raise DataError(f"{where}: answer {answer!r} does not name one of its {len(raw_options)} options")
+        # Padding is dropped before lettering (the official script's rule); a letter
+        # only moves if padding preceded the answer, which the genuine file never has.
+        choices = tuple(option for option in raw_options if option != MMLU_PRO_PADDING)
+        padding_before = sum(1 for option in raw_options[:answer_at] if option == MMLU_PRO_PADDING)
+        question = _text(record, "question", where).strip()
+        out.add(
+            record,
+            task_id=str(record["question_id"]),
+            prompt=render_choices(question, choices),
+            target=chr(ord("A") + answer_at - padding_before),
+            choices=choices,
+            metadata={
+                "category": category,
+                "src": _scalar(record.get("src")),
+                "answer": answer,
+                "answer_index": _scalar(record.get("answer_index")),
+            },
+        )
+    if not out.samples:
+        raise DataError(f"stream {out.name!r}: no MMLU-Pro record is in the selected categories")
+
+
+# --------------------------------------------------------------------------- ToolBench
+
+
+def toolbench_instruction(code: str) -> str:
+    """The request text of an APIBench record: what follows ``###Instruction:`` and
+    precedes ``###Output:`` (the output part holds the reference answer and is never shown)."""
+    text = code
+    marker = "###Instruction:"
+    if marker in text:
+        text = text.split(marker, 1)[1]
+    text = text.split("###Output", 1)[0]
+    return text.strip()
+
+
+def convert_toolbench(records: Sequence[Record], out: Converting) -> None:
+    """Task ids are Gorilla's ``question_id`` (1-based line number), as its evaluator uses."""
+    for index, record in enumerate(records):
+        where = f"stream {out.name!r}: line {index + 1}"
+        request = toolbench_instruction(_text(record, "code", where))
+        if not request:
+            raise DataError(f"{where}: field 'code' holds no ###Instruction text")
+        api_data = record.get("api_data")
+        if not isinstance(api_data, dict):
+            raise DataError(f"{where}: field 'api_data' must be an object")
+        out.add(
+            record,
+            task_id=f"torchhub_{index + 1}",
+            prompt=f"{request}\n\n{TOOLBENCH_INSTRUCTION}",
+            target=_text(record, "api_call", where),
+            metadata={
+                "question_id": index + 1,
+                "provider": _scalar(record.get("provider")),
+                "domain": _scalar(api_data.get("domain")),
+                "framework": _scalar(api_data.get("framework")),
+                "functionality": _scalar(api_data.get("functionality")),
+                "api_name": _scalar(api_data.get("api_name")),
+            },
+        )

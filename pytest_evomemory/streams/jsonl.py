@@ -1,0 +1,153 @@
+"""Generic JSONL streams: the format of the bundled sample set and of user streams.
+
+One JSON object per line::
+
+    {"id": "t1", "prompt": "...", "target": "...", "choices": ["..", ".."], "metadata": {}}
+
+``choices`` and ``metadata`` are optional; ``match_mode`` may override the stream's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..config import BenchmarkConfig
+from ..errors import ConfigError, DataError
+from ..types import BenchmarkSample
+from ..validation import check_sample, decode_json_line, path_problem, resolve_path
+from .base import Stream, apply_limit
+
+MAX_STREAM_FILE_BYTES = 512 * 1024 * 1024
+_ALLOWED_KEYS = {"id", "prompt", "target", "choices", "metadata", "match_mode"}
+
+
+def read_jsonl_stream(
+    path: Path, name: str, match_mode: str, limit: int | None = None, description: str = ""
+) -> Stream:
+    """Read and validate a JSONL stream file; every problem names file and line."""
+    problem = path_problem(path)
+    if problem == "does not exist":
+        raise DataError(f"stream {name!r}: data file {path} not found; check 'path' under 'files' (relative to the benchmark config)")
+    if problem is not None:
+        raise DataError(f"stream {name!r}: data file {path} {problem}")
+    if path.stat().st_size > MAX_STREAM_FILE_BYTES:
+        raise DataError(f"stream {name!r}: {path} is larger than 512 MiB")
+    samples: list[BenchmarkSample] = []
+    seen: set[str] = set()
+    with path.open("rb") as handle:
+        for line_number, raw in enumerate(handle, start=1):
+            if limit is not None and len(samples) >= limit:
+                break
+            if not raw.strip():
+                continue
+            where = f"stream {name!r}: {path}, line {line_number}"
+            record = decode_json_line(raw, where, first_line=line_number == 1)
+            sample = _to_sample(record, name, len(samples), match_mode, where)
+            check_sample(sample, where)
+            if sample.task_id in seen:
+                raise DataError(f"{where}: duplicate task id {sample.task_id!r}")
+            seen.add(sample.task_id)
+            samples.append(sample)
+    if not samples:
+        raise DataError(f"stream {name!r}: {path} holds no tasks")
+    return Stream(
+        name,
+        apply_limit(samples, limit),
+        match_mode,
+        description,
+        provenance=local_provenance(path, len(samples)),
+    )
+
+
+def local_provenance(path: Path, tasks: int) -> dict[str, Any]:
+    """A local file has no upstream pin; its hash is recorded so runs can be compared."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    return {
+        "repository": None,
+        "revision": None,
+        "file": str(path),
+        "path": str(path),
+        "size": path.stat().st_size,
+        "sha256": digest.hexdigest(),
+        "pinned": False,
+        "verified": False,
+        "rows_read": tasks,
+        "tasks_converted": tasks,
+        "tasks_selected": tasks,
+        "settings": {},
+        "breakdown": None,
+    }
+
+
+def _to_sample(record: Any, stream: str, position: int, match_mode: str, where: str) -> BenchmarkSample:
+    if not isinstance(record, dict):
+        raise DataError(f"{where}: expected a JSON object")
+    unknown = set(record) - _ALLOWED_KEYS
+    if unknown:
+        raise DataError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_ALLOWED_KEYS)}")
+    for key in ("id", "prompt", "target"):
+        if key not in record:
+            raise DataError(f"{where}: required key {key!r} is missing")
+    task_id = record["id"]
+    if not isinstance(task_id, str | int) or isinstance(task_id, bool) or str(task_id) == "":
+        raise DataError(f"{where}: 'id' must be a non-empty string or integer")
+    if not isinstance(record["prompt"], str) or not isinstance(record["target"], str):
+        raise DataError(f"{where}: 'prompt' and 'target' must be strings")
+    choices = record.get("choices", [])
+    if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
+        raise DataError(f"{where}: 'choices' must be a list of strings")
+    metadata = record.get("metadata", {})
+    if not isinstance(metadata, dict):
+        raise DataError(f"{where}: 'metadata' must be an object")
+    mode = record.get("match_mode", match_mode)
+    if not isinstance(mode, str):
+        raise DataError(f"{where}: 'match_mode' must be a string")
+    prompt = record["prompt"]
+    if choices and "\nA. " not in prompt:
+        prompt = render_choices(prompt, choices)
+    return BenchmarkSample(
+        task_id=str(task_id),
+        stream=stream,
+        position=position,
+        prompt=prompt,
+        target=record["target"],
+        match_mode=mode,
+        choices=tuple(choices),
+        metadata=metadata,
+    )
+
+
+def render_choices(question: str, choices: Sequence[str]) -> str:
+    """The question followed by lettered options, one per line (A., B., ...)."""
+    lines = [question.rstrip(), ""]
+    lines += [f"{chr(ord('A') + index)}. {option}" for index, option in enumerate(choices)]
+    return "\n".join(lines)
+
+
+class FilesBenchmark:
+    """User-defined streams listed under ``files:`` in the benchmark config."""
+
+    def stream_names(self, config: BenchmarkConfig) -> Sequence[str]:
+        return [entry.name for entry in config.files]
+
+    def load(self, config: BenchmarkConfig, base_dir: Path, names: Sequence[str]) -> list[Stream]:
+        if not config.files:
+            raise ConfigError("benchmark 'files' needs at least one entry under 'files'")
+        entries = {entry.name: entry for entry in config.files}
+        streams = []
+        for name in names:
+            entry = entries[name]
+            path = Path(entry.path)
+            if path.suffix not in {".jsonl", ".json"}:
+                raise ConfigError(
+                    f"key 'files': stream {name!r} path {entry.path!r} must be a .jsonl file"
+                )
+            resolved = path if path.is_absolute() else base_dir / path
+            streams.append(read_jsonl_stream(resolve_path(resolved), name, entry.match_mode, config.limit))
+        return streams

@@ -1,0 +1,186 @@
+"""The reference scorers, re-implemented from their official code for agreement tests.
+
+Each function reads an answer exactly as the cited code does (including its
+faults), so the agreement tests can say where ours reads the same answer and where
+it deliberately does not. Only the extraction is reproduced; I/O is left out.
+
+* MMLU-Pro: TIGER-AI-Lab/MMLU-Pro, ``evaluate_from_api.py`` at commit
+  007ab5c2b1b1271303db9f92bbd9fe0e173db18c (``extract_answer`` -> ``extract_again``
+  -> ``extract_final``; later revisions strip ``**`` from responses first, which we
+  also do). No match: ``update_result`` scores a seeded ``random.randint`` guess.
+* GPQA: openai/simple-evals, ``common.py`` at 01ac108d27478a71ead72e966d68810a18a776fb
+  (``ANSWER_PATTERN_MULTICHOICE``) and ``gpqa_eval.py`` at
+  0ac027d54433a704cd31216ab38c7a5c4375f020 (``re.search`` on the raw response, first
+  match, ``extracted_answer == correct_answer``).
+* AIME: Hugging Face math-verify, ``verify(parse(gold), parse(answer))`` (the
+  installed package itself is the reference).
+* APIBench TorchHub: ShishirPatil/gorilla, ``eval/eval-scripts/ast_eval_th.py`` at
+  291fd4fd401f94ae03ac182fe4c787ffc2f8bf84 (``process_response``, ``ast_check``,
+  ``get_args``). tree-sitter is not a dependency, so the call it finds is found with
+  a bracket scanner; see :func:`gorilla_match`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+# ----------------------------------------------------------------------- MMLU-Pro
+
+
+def mmlu_pro_extract(text: str) -> str | None:
+    """``extract_answer`` -> ``extract_again`` -> ``extract_final``, verbatim regexes."""
+    text = text.replace("**", "")
+    match = re.search(r"answer is \(?([A-J])\)?", text)
+    if match:
+        return match.group(1)
+    match = re.search(r".*[aA]nswer:\s*([A-J])", text)
+    if match:
+        return match.group(1)
+    match = re.search(r"\b[A-J]\b(?!.*\b[A-J]\b)", text, re.DOTALL)
+    if match:
+        return match.group(0)
+    return None
+
+
+# ----------------------------------------------------------------------- GPQA
+
+ANSWER_PATTERN_MULTICHOICE = r"(?i)Answer[ \t]*:[ \t]*\$?([A-D])\$?"
+
+
+def simple_evals_extract(text: str) -> str | None:
+    """``re.search(ANSWER_PATTERN_MULTICHOICE, response_text)``; group 1 or None."""
+    match = re.search(ANSWER_PATTERN_MULTICHOICE, text)
+    return match.group(1) if match else None
+
+
+# ----------------------------------------------------------------------- AIME
+
+
+def math_verify_reference(gold: str, answer: str) -> tuple[bool, list[object]]:
+    """``verify(parse(gold), parse(answer))`` and what ``parse(answer)`` read."""
+    from math_verify import parse, verify
+
+    parsed = parse(answer)
+    return bool(verify(parse(gold), parsed)), list(parsed)
+
+
+# ----------------------------------------------------------------------- Gorilla
+
+
+@dataclass(frozen=True)
+class GorillaApi:
+    """One line of Gorilla's ``torchhub_api.jsonl``: its call and domain."""
+
+    api_call: str
+    domain: str
+
+
+def gorilla_api_call_region(text: str) -> str | None:
+    """``process_response``: the text between ``api_call`` and ``api_provider``.
+
+    ``output[start + 2 : end + 1]`` with ``start`` the first ``:`` and ``end`` the
+    last ``)``; no ``api_call`` in the response means no answer.
+    """
+    parts = text.split("api_call")
+    if len(parts) == 1:
+        return None
+    output = parts[1].split("api_provider")[0]
+    start = output.index(":") if ":" in output else 0
+    end = output.rindex(")") if ")" in output else -2
+    return output[start + 2 : end + 1]
+
+
+def _closing(text: str, open_at: int) -> int:
+    depth, quote = 0, ""
+    for index in range(open_at, len(text)):
+        char = text[index]
+        if quote:
+            if char == quote:
+                quote = ""
+            continue
+        if char in "'\"":
+            quote = char
+        elif char == "(":
+            depth += 1
+        elif char == ")":
+            depth -= 1
+            if depth == 0:
+                return index
+    return len(text) - 1  # tree-sitter closes an unbalanced call at the end
+
+
+def gorilla_get_args(api_call: str) -> list[str]:
+    """``get_args``: the value text of each argument whose text holds ``repo_or_dir``
+    or ``model`` (``child.children[2]``: keyword arguments only), quotes kept."""
+    open_at = api_call.index("(")
+    inner = api_call[open_at + 1 : _closing(api_call, open_at)]
+    args = []
+    for part in _split(inner):
+        if "repo_or_dir" in part or "model" in part:
+            keyword = re.match(r"^\s*\w+\s*=\s*(.*?)\s*$", part, re.DOTALL)
+            if keyword:
+                args.append(keyword.group(1))
+    return args
+
+
+def _split(text: str) -> list[str]:
+    parts, depth, quote, last = [], 0, "", 0
+    for index, char in enumerate(text):
+        if quote:
+            if char == quote:
+                quote = ""
+            continue
+        if char in "'\"":
+            quote = char
+        elif char in "([{":
+            depth += 1
+        elif char in ")]}":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append(text[last:index])
+            last = index + 1
+    parts.append(text[last:])
+    return [part for part in parts if part.strip()]
+
+
+def gorilla_candidate_call(region: str) -> str | None:
+    """The ``torch.hub.load`` call ``ast_check`` compares against.
+
+    ``get_all_sub_trees`` walks the tree with a stack, so later statements come
+    first: the last ``torch.hub.load(`` call of the region is found. (When there is
+    none, ``ast_check`` goes on with whatever subtree its loop variable was left at;
+    we read that as no call, which only differs for answers naming no hub call.)
+    """
+    starts = [match.start() for match in re.finditer(r"torch\.hub\.load\(", region)]
+    if not starts:
+        return None
+    start = starts[-1]
+    return region[start : _closing(region, region.index("(", start)) + 1]
+
+
+def gorilla_match(text: str, database: list[GorillaApi]) -> int | None:
+    """The index of the API ``ast_check`` matches, or None (it reads no answer).
+
+    For each database API in order: every ``get_args`` value, stripped of single
+    quotes, must occur as a substring of the candidate call's text.
+    """
+    region = gorilla_api_call_region(text)
+    if region is None:
+        return None
+    call = gorilla_candidate_call(region)
+    if call is None:
+        return None
+    for index, api in enumerate(database):
+        args = gorilla_get_args(api.api_call)
+        if not args:
+            continue
+        if all(arg.lstrip("'").rstrip("'") in call for arg in args):
+            return index
+    return None
+
+
+def gorilla_correct(text: str, database: list[GorillaApi], question_domain: str) -> bool:
+    """Gorilla's functionality accuracy: the matched API has the question's domain."""
+    index = gorilla_match(text, database)
+    return index is not None and database[index].domain == question_domain

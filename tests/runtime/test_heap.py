@@ -1,0 +1,62 @@
+"""The garbage collector around a run's start-up (pytest_evomemory.plugin.heap)."""
+
+from __future__ import annotations
+
+import gc
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_evomemory.plugin.heap import StartupHeap
+
+
+@pytest.fixture(autouse=True)
+def collector_enabled_afterwards() -> Iterator[None]:
+    yield
+    assert gc.isenabled(), "a test left the collector paused"
+
+
+def test_paused_until_settled_then_collecting_again() -> None:
+    heap = StartupHeap(may_freeze=False)
+    with heap.paused(settle_after=False):
+        assert not gc.isenabled()
+    assert not gc.isenabled()  # still paused: collection is not over
+    heap.settle()
+    assert gc.isenabled()
+
+
+def test_a_failing_block_resumes_the_collector() -> None:
+    heap = StartupHeap(may_freeze=False)
+    with pytest.raises(RuntimeError), heap.paused(settle_after=False):
+        raise RuntimeError("config error")
+    assert gc.isenabled()
+
+
+def test_a_collector_the_user_disabled_stays_disabled() -> None:
+    gc.disable()
+    try:
+        heap = StartupHeap(may_freeze=False)
+        with heap.paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+def test_freezing_only_in_a_process_that_exists_for_the_run() -> None:
+    code = """
+import gc, os
+from pytest_evomemory.plugin.heap import StartupHeap
+os.environ.pop("PYTEST_CURRENT_TEST", None)
+heap = StartupHeap.for_process(is_xdist_worker=False)
+assert heap.may_freeze
+with heap.paused():
+    kept = [object() for _ in range(10)]
+assert gc.get_freeze_count() > 0 and gc.isenabled()
+os.environ["PYTEST_CURRENT_TEST"] = "tests/test_x.py::test_y (call)"
+assert not StartupHeap.for_process(is_xdist_worker=False).may_freeze  # pytester's in-process run
+assert StartupHeap.for_process(is_xdist_worker=True).may_freeze
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)
