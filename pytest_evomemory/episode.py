@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from .agents.base import Agent
 from .errors import EpisodeError, MemoryBackendError, ProtocolViolation
 from .evaluation.evomemory import EvoMemoryEvaluator
+from .feedback import render_feedback
 from .memory.base import MemorySystem
 from .memory.tools import RECALL_SPEC, RETAIN_SPEC, memory_tools
 from .tools import FINAL_ANSWER_TOOL, Tool, ToolArgumentError
@@ -34,32 +35,12 @@ from .types import (
     ToolCall,
     ToolSpec,
     Usage,
-    UserStimulus,
 )
 
 _T = TypeVar("_T")
 
 #: Largest tool-call argument payload accepted from a model, in characters.
 MAX_TOOL_ARGUMENT_CHARS = 2_000_000
-
-
-def render_feedback(sample: BenchmarkSample, submitted: str | None) -> UserStimulus:
-    """The corrective feedback stimulus: the target exactly as the source gives it."""
-    shown = "(no answer)" if submitted is None else submitted
-    content = (
-        "Feedback on the task you just answered.\n"
-        f"Your submitted answer: {shown}\n"
-        f"The correct answer: {sample.target}\n"
-        "If this experience could help with later tasks, store it in memory now. "
-        f'Then call final_answer with exactly "{FEEDBACK_ACKNOWLEDGEMENT}".'
-    )
-    return UserStimulus(
-        task_id=sample.task_id,
-        stream=sample.stream,
-        content=content,
-        target=sample.target,
-        submitted_answer=submitted,
-    )
 
 
 @dataclass
@@ -338,7 +319,7 @@ class StreamRun:
     def run_task(self, sample: BenchmarkSample) -> TaskOutcome:
         """Deliver the task, then score its ``final_answer`` (the only scored item)."""
         self.episodes_started += 1
-        response = self._deliver(sample, sample.task_id)
+        response = self._deliver(sample.task_view(), sample.task_id)
         return TaskOutcome(sample, response, self.evaluator.score_response(sample, response))
 
     def give_feedback(self, sample: BenchmarkSample, submitted: str | None) -> AgentResponse:
