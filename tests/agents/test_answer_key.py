@@ -25,12 +25,12 @@ from pytest_evomemory.benchmarks.evomemory.sources import SOURCES
 from pytest_evomemory.config import BenchmarkConfig, load_run_config
 from pytest_evomemory.feedback import MMLU_PRO_OPTION_FIELD, render_feedback
 from pytest_evomemory.types import TASK_METADATA_KEYS
-from tests.streams.conftest import (  # noqa: F401  (hub is a fixture)
+from tests.streams.conftest import (
     GPQA_RECORDS,
     MMLU_RECORDS,
     TOOLBENCH_RECORDS,
     FakeHub,
-    hub,
+    hub,  # noqa: F401  (the Hugging Face Hub stand-in, a fixture)
     parquet_bytes,
 )
 
@@ -112,9 +112,10 @@ def secrets_by_task() -> dict[tuple[str, str], list[str]]:
 
 
 @pytest.fixture
-def probe_hub(hub: FakeHub) -> FakeHub:
-    hub.put(SOURCES["aime_2024"], parquet_bytes(PROBE_AIME))
-    return hub
+def probe_hub(request: pytest.FixtureRequest) -> FakeHub:
+    stand_in: FakeHub = request.getfixturevalue("hub")
+    stand_in.put(SOURCES["aime_2024"], parquet_bytes(PROBE_AIME))
+    return stand_in
 
 
 def _probe_run(pytester: pytest.Pytester, benchmark: str) -> list[dict[str, Any]]:
@@ -155,7 +156,6 @@ def test_a_probe_agent_finds_no_answer_key_in_any_task_stimulus(probed: list[dic
     assert streams in ({"sample_facts", "sample_choice"}, {"aime_2024", "gpqa_diamond", "mmlu_pro", "toolbench"})
     for record in tasks:
         where = f"{record['stream']}/{record['task_id']}"
-        assert record["stimulus_type"] == "TaskView", where
         assert not record["truncated"], f"{where}: the probe gave up before seeing everything"
         names = set(record["stimulus_names"])
         assert {"prompt", "choices", "metadata", "task_id"} <= names, where  # the walk did look
@@ -163,6 +163,7 @@ def test_a_probe_agent_finds_no_answer_key_in_any_task_stimulus(probed: list[dic
         for secret in secrets[(record["stream"], record["task_id"])]:
             assert secret not in record["stimulus_text"], f"{where}: {secret!r} reachable from the stimulus"
             assert secret not in record["reachable_text"], f"{where}: {secret!r} reachable from the turn"
+        assert record["stimulus_type"] == "TaskView", where
     checked = sum(len(secrets[(r["stream"], r["task_id"])]) for r in tasks)
     assert checked >= 5  # the secrets are real strings, not all filtered away
 
