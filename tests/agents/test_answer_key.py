@@ -169,8 +169,8 @@ def test_a_probe_agent_finds_no_answer_key_in_any_task_stimulus(probed: list[dic
 
 
 def test_the_probe_finds_an_answer_key_hidden_anywhere_it_looks() -> None:
-    """The probe can fail: the target hidden by attribute, slot, closure, pickle
-    state and garbage-collector reference alone is found every time."""
+    """The probe can fail: the target hidden in a field, a slot, a closure, pickle
+    state alone or deep in containers is found every time."""
     sample = BenchmarkSample("t1", "s", 0, "Which colour?", "vermilion-secret")
 
     class Slotted:
