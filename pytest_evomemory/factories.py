@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, EvoMemoryError
 
 
 def load_factory(reference: str, what: str) -> Callable[..., Any]:
@@ -75,6 +75,8 @@ def call_factory(factory: Callable[..., Any], args: tuple[Any, ...], what: str) 
         pass
     try:
         result = factory(*args)
+    except EvoMemoryError:
+        raise  # already one clear line (a backend that could not open, a bad config)
     except Exception as error:
         raise ConfigError(
             f"{what} factory {name} raised {type(error).__name__}: {_flat(error)}{user_frames(error)}; fix the factory"

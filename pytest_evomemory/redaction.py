@@ -118,6 +118,20 @@ def _mask_value(match: re.Match[str]) -> str:
     return whole[: start - offset] + MASK + whole[end - offset :]
 
 
+def redact_strings(record: Any, secrets: Iterable[str] = ()) -> Any:
+    """A copy of a JSON-like record with every string value redacted and nothing
+    else changed: the run directory escapes what cannot be stored (ASCII JSON), so
+    its records stay lossless (NUL and lone surrogates included)."""
+    values = tuple(secrets)
+    if isinstance(record, str):
+        return redact(record, values)
+    if isinstance(record, Mapping):
+        return {key: redact_strings(value, values) for key, value in record.items()}
+    if isinstance(record, list | tuple):
+        return [redact_strings(value, values) for value in record]
+    return record
+
+
 def redact_record(record: Any, secrets: Iterable[str] = ()) -> Any:
     """A copy of a JSON-like record that is safe to write: every string redacted and
     made storable (NUL and lone surrogates become U+FFFD, see :func:`..text.storable`).

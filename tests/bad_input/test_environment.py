@@ -1,8 +1,7 @@
 """What is known before the first task is refused once: the environment a model
 needs (key variable, OPENAI_BASE_URL, proxies), the run directory, and user
-factories that cannot work, an output directory that is a file. The reusable checks are tested here; the plugin-level
-tests marked ``NEEDS_WIRING`` pass once the runtime calls them (see the report of
-the ``badinput`` branch) and then fail loudly (strict xfail) so the marker goes."""
+factories that cannot work, an output directory that is a file. The reusable
+checks are tested directly and through the plugin, as a user runs it."""
 
 from __future__ import annotations
 
@@ -19,9 +18,6 @@ from pytest_evomemory.testing.fixtures import ServerFactory
 
 from .conftest import KEY_VARIABLE, SECRET, tiny_run_config
 
-NEEDS_WIRING = pytest.mark.xfail(
-    strict=True, reason="models.check_agent_environment(run_config.agent) must be called at plugin activation (lead wiring)"
-)
 _PROXIES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy", "OPENAI_BASE_URL")
 
 
@@ -115,7 +111,6 @@ def _assert_refused_once(result: pytest.RunResult, requests: list[object], *expe
     assert requests == []
 
 
-@NEEDS_WIRING
 def test_plugin_refuses_a_missing_key_variable_once(
     pytester: pytest.Pytester, scripted_openai_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -124,7 +119,6 @@ def test_plugin_refuses_a_missing_key_variable_once(
     _assert_refused_once(_plugin_run(pytester, server.base_url), server.requests, KEY_VARIABLE, "export")
 
 
-@NEEDS_WIRING
 def test_plugin_refuses_a_garbage_proxy_once(
     pytester: pytest.Pytester, scripted_openai_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -134,7 +128,6 @@ def test_plugin_refuses_a_garbage_proxy_once(
     _assert_refused_once(_plugin_run(pytester, server.base_url), server.requests, "HTTPS_PROXY")
 
 
-@NEEDS_WIRING
 def test_plugin_refuses_a_non_http_base_url_variable_once(
     pytester: pytest.Pytester, scripted_openai_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -198,9 +191,6 @@ def test_the_agent_level_check_skips_model_free_agents(monkeypatch: pytest.Monke
 # --------------------------------------------------------------------------- wiring the lead adds
 
 
-RUNTIME_WIRING = pytest.mark.xfail(
-    strict=True, reason="needs redaction.redact_record on every record the run directory writes (rundir.dumps)"
-)
 
 _USER_AGENT = '''
 class HostileAgent:
@@ -227,7 +217,6 @@ def test_plugin_refuses_an_output_dir_that_is_a_file(pytester: pytest.Pytester) 
     assert "INTERNALERROR" not in result.stdout.str() + result.stderr.str()
 
 
-@RUNTIME_WIRING
 def test_artefacts_of_a_user_agent_are_redacted_and_storable(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
