@@ -1,7 +1,8 @@
 """``report.html``: one self-contained page per run, or one page comparing runs.
 
 The page is read from the run directory's artefacts (``summary.json``, plus
-``run.json`` and ``scores.jsonl`` when present), never from live objects, so the
+``run.json``, ``scores.jsonl``, ``responses.jsonl`` and ``transcripts/`` when
+present), never from live objects, so the
 same code serves the plugin at session end and the ``evomemory`` command long
 after. It must open anywhere, offline, from a CI artefact store: CSS is inline,
 the learning curves are SVG drawn here, there is no JavaScript at all, and a
@@ -23,6 +24,7 @@ from typing import Any
 
 from ..errors import EvoMemoryError
 from ..rundir import read_jsonl, utc_now
+from .compare import OVERALL, build_comparison, stream_names
 from .summary import SCHEMA_VERSION
 
 REPORT_NAME = "report.html"
@@ -50,6 +52,10 @@ class RunData:
     summary: Mapping[str, Any]
     run: Mapping[str, Any] = field(default_factory=dict)
     scores: Sequence[Mapping[str, Any]] = ()
+    #: responses.jsonl: every agent response, task and feedback turns.
+    responses: Sequence[Mapping[str, Any]] = ()
+    #: transcripts/<stream>.jsonl, by stream.
+    transcripts: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
 
     @property
     def streams(self) -> dict[str, Mapping[str, Any]]:
@@ -117,8 +123,18 @@ def load_run(run_dir: Path | str, label: str | None = None) -> RunData:
         raise ReportError(f"{summary_path} has no 'streams' object; it is not an evomemory summary")
     run = _read_json(directory / "run.json") if (directory / "run.json").is_file() else {}
     scores = list(read_jsonl(directory / "scores.jsonl"))
+    responses = list(read_jsonl(directory / "responses.jsonl"))
+    transcripts_dir = directory / "transcripts"
+    transcripts = (
+        {path.stem: read_jsonl(path) for path in sorted(transcripts_dir.glob("*.jsonl"))}
+        if transcripts_dir.is_dir()
+        else {}
+    )
     name = label if label is not None else _run_name(summary, run, directory)
-    return RunData(run_dir=directory, label=name, summary=summary, run=run, scores=scores)
+    return RunData(
+        run_dir=directory, label=name, summary=summary, run=run, scores=scores,
+        responses=responses, transcripts=transcripts,
+    )
 
 
 def _run_name(summary: Mapping[str, Any], run: Mapping[str, Any], directory: Path) -> str:
@@ -150,7 +166,10 @@ def load_runs(run_dirs: Sequence[Path | str], labels: Sequence[str] | None = Non
 
 
 def _relabel(run: RunData, label: str) -> RunData:
-    return RunData(run_dir=run.run_dir, label=label, summary=run.summary, run=run.run, scores=run.scores)
+    return RunData(
+        run_dir=run.run_dir, label=label, summary=run.summary, run=run.run, scores=run.scores,
+        responses=run.responses, transcripts=run.transcripts,
+    )
 
 
 # --------------------------------------------------------------------------- formatting
@@ -181,6 +200,26 @@ def _percent(value: object) -> str:
 def _decimal(value: object, digits: int = 2) -> str:
     number = _number(value)
     return _NONE if number is None else f"{number:,.{digits}f}"
+
+
+def _ci(value: object) -> str:
+    """``[31.9, 80.7]``: a 95 % interval stored as fractions, shown in percent."""
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        return _NONE
+    low, high = _number(value[0]), _number(value[1])
+    return _NONE if low is None or high is None else f"[{low * 100:.1f}, {high * 100:.1f}]"
+
+
+def _api_acc(metrics: Mapping[str, Any]) -> str:
+    """The paper's ToolBench figure pair "API / Acc."; a dash for other streams."""
+    api = _number(metrics.get("api_accuracy"))
+    return _NONE if api is None else f"{api:.1%} / {_percent(metrics.get('accuracy'))}"
+
+
+def _position(value: object) -> str:
+    """Positions are stored 0-based; people count from 1."""
+    number = _number(value)
+    return _NONE if number is None else str(int(number) + 1)
 
 
 def _seconds(value: object) -> str:
@@ -216,11 +255,23 @@ _METRIC_COLUMNS: tuple[tuple[str, str, Any], ...] = (
     ("correct", "tasks answered correctly", lambda m: _int(m.get("correct"))),
     ("errors", "episodes that could not complete; counted as wrong", lambda m: _int(m.get("errors"))),
     ("accuracy", "correct / tasks", lambda m: _percent(m.get("accuracy"))),
+    ("95% CI", "95 % Wilson score interval of the accuracy, in percent", lambda m: _ci(m.get("accuracy_ci"))),
+    (
+        "API / Acc.",
+        "ToolBench as the paper reports it: share of tasks whose answer names the right API / accuracy",
+        _api_acc,
+    ),
     ("stimuli", "task and feedback turns delivered", lambda m: _int(m.get("stimuli"))),
     ("agent turns", "model turns of the agent, feedback included", lambda m: _int(m.get("agent_turns"))),
     ("tool calls", "tool calls, feedback included", lambda m: _int(m.get("tool_calls"))),
     ("retains", "memory writes", lambda m: _int(m.get("memory_retains"))),
     ("recalls", "memory reads", lambda m: _int(m.get("memory_recalls"))),
+    ("violations", "responses that broke the episode protocol", lambda m: _int(m.get("protocol_violations"))),
+    (
+        "cached",
+        "responses served from the response cache (their time is not the model's)",
+        lambda m: _int(m.get("cached_responses")),
+    ),
     ("tokens", "prompt + completion tokens", lambda m: _int(_tokens(m))),
     ("tokens / stimulus", "per-stimulus efficiency", lambda m: _decimal(_per(m).get("tokens"), 1)),
     ("turns / stimulus", "per-stimulus efficiency", lambda m: _decimal(_per(m).get("agent_turns"), 2)),
@@ -261,10 +312,50 @@ def _ticks(maximum: int, most: int = 10) -> list[int]:
     return sorted(set(ticks))
 
 
+#: Legend geometry: a generous width per character (12 px system-ui stays under
+#: it), so an entry measured here is never wider on screen than its slot.
+_CHAR_W = 7.5
+_LEGEND_ROW = 18
+_SWATCH = 30
+
+
+@dataclass(frozen=True)
+class LegendEntry:
+    text: str
+    full: str
+    x: float
+    row: int
+
+
+def legend_layout(texts: Sequence[str], left: float, usable: float) -> list[LegendEntry]:
+    """Place legend entries left to right, wrapping to a new row instead of leaving
+    the viewBox; a text too long for a whole row is shortened (the full text stays
+    in its tooltip)."""
+    most = max(4, int((usable - _SWATCH) / _CHAR_W))
+    entries, x, row = [], left, 0
+    for full in texts:
+        text = full if len(full) <= most else full[: most - 1] + "\u2026"
+        size = _SWATCH + _CHAR_W * len(text)
+        if x > left and x + size > left + usable:
+            x, row = left, row + 1
+        entries.append(LegendEntry(text, full, x, row))
+        x += size + 24
+    return entries
+
+
 def curve_svg(stream: str, series: Sequence[Series], *, width: int = 560, height: int = 300) -> str:
-    """Cumulative accuracy against task position, one line per run, as inline SVG."""
+    """Cumulative accuracy against task position, one line per run, as inline SVG.
+
+    ``height`` is the height with a one-row legend; each further legend row makes
+    the picture (and its viewBox) taller, so any number of runs stays readable.
+    """
     left, right, top, bottom = 56, 16, 16, 72
     plot_w, plot_h = width - left - right, height - top - bottom
+    legend = legend_layout(
+        [f"{line.label}{f' ({line.values[-1]:.1%})' if line.values else ' (no tasks)'}" for line in series],
+        left, width - left - right,
+    )
+    height += _LEGEND_ROW * (max((entry.row for entry in legend), default=0))
     longest = max((len(s.values) for s in series), default=0)
     x_max = max(longest, 2)
 
@@ -321,20 +412,17 @@ def curve_svg(stream: str, series: Sequence[Series], *, width: int = 560, height
                     f"<title>{_e(f'{line.label}: task {i + 1}, cumulative accuracy {v:.3f}')}</title></circle>"
                 )
         parts.append("</g>")
-    legend_y = height - 14
-    legend_x = float(left)
     parts.append('<g class="legend">')
-    for index, line in enumerate(series):
+    for index, entry in enumerate(legend):
         colour, dash = _PALETTE[index % len(_PALETTE)], _DASHES[index % len(_DASHES)]
         dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
-        final = f" ({line.values[-1]:.1%})" if line.values else " (no tasks)"
-        text = f"{line.label}{final}"
+        legend_y = top + plot_h + bottom - 14 + entry.row * _LEGEND_ROW
         parts.append(
-            f'<line x1="{legend_x:.1f}" y1="{legend_y - 4}" x2="{legend_x + 24:.1f}" y2="{legend_y - 4}" '
+            f'<g class="legend-entry"><title>{_e(entry.full)}</title>'
+            f'<line x1="{entry.x:.1f}" y1="{legend_y - 4}" x2="{entry.x + 24:.1f}" y2="{legend_y - 4}" '
             f'stroke="{colour}" stroke-width="2.5"{dash_attr}/>'
-            f'<text class="legend-label" x="{legend_x + 30:.1f}" y="{legend_y}">{_e(text)}</text>'
+            f'<text class="legend-label" x="{entry.x + _SWATCH:.1f}" y="{legend_y}">{_e(entry.text)}</text></g>'
         )
-        legend_x += 30 + 7.2 * len(text) + 24
     parts.append("</g></svg>")
     return "".join(parts)
 
@@ -363,6 +451,15 @@ svg .axis { stroke: #57606a; } svg .tick { fill: #57606a; } svg .axis-label { fi
 svg .line { fill: none; stroke-width: 2; stroke-linejoin: round; } svg .empty { fill: #8c959f; }
 details { margin: 6px 0; } summary { cursor: pointer; }
 code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; word-break: break-all; }
+.scroll { max-width: 100%; overflow-x: auto; }
+.warning { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: 6px 10px; }
+pre { white-space: pre-wrap; word-break: break-word; background: #f6f8fa; border: 1px solid #eaeef2;
+      border-radius: 4px; padding: 6px 8px; margin: 4px 0; font-size: 12px; max-height: 28em; overflow: auto; }
+.task { border-left: 3px solid #d0d7de; padding-left: 8px; }
+.task > summary .verdict { margin-left: 8px; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; margin: 6px 0; }
+dl.facts dt { font-weight: 600; color: #57606a; } dl.facts dd { margin: 0; }
+.message { margin: 4px 0; } .message .role { font-weight: 600; color: #57606a; }
 footer { color: #8c959f; margin-top: 32px; font-size: 12px; }
 """
 
@@ -382,13 +479,7 @@ def _page(title: str, body: Iterable[str]) -> str:
 
 
 def _stream_names(runs: Sequence[RunData]) -> list[str]:
-    """Streams in run order, first run first, so a compare page keeps the benchmark's order."""
-    names: list[str] = []
-    for run in runs:
-        for name in run.streams:
-            if name not in names:
-                names.append(name)
-    return names
+    return stream_names(runs)
 
 
 def _mapping(value: object) -> Mapping[str, Any]:
@@ -446,13 +537,15 @@ def _failed_episodes(run: RunData) -> str:
     if not isinstance(failed, list) or not failed:
         return ""
     rows = "".join(
-        f"<tr><td>{_e(f.get('stream'))}</td><td><code>{_e(f.get('task_id'))}</code></td><td>{_e(f.get('reason'))}</td></tr>"
+        f"<tr><td>{_e(f.get('stream'))}</td><td class=\"num\">{_e(_position(f.get('position')))}</td>"
+        f"<td><code>{_e(f.get('task_id'))}</code></td><td>{_e(f.get('phase'))}</td><td>{_e(f.get('reason'))}</td></tr>"
         for f in failed
         if isinstance(f, Mapping)
     )
     return (
-        f'<h2>Failed episodes ({len(failed)})</h2><table class="failed"><thead><tr><th>stream</th>'
-        f"<th>task</th><th>reason</th></tr></thead><tbody>{rows}</tbody></table>"
+        f'<h2>Failed episodes ({len(failed)})</h2><div class="scroll"><table class="failed"><thead><tr><th>stream</th>'
+        f'<th class="num">position</th><th>task</th><th>turn</th><th>reason</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table></div>"
     )
 
 
@@ -461,12 +554,188 @@ def _stream_table(run: RunData) -> str:
         f"<tr><th>{_e(name)}</th>{_metric_cells(metrics)}</tr>" for name, metrics in run.streams.items()
     )
     return (
-        f'<table class="streams"><thead><tr><th>stream</th>{_metric_headers()}</tr></thead>'
-        f"<tbody>{rows}</tbody><tfoot><tr><th>overall</th>{_metric_cells(run.overall)}</tr></tfoot></table>"
+        f'<div class="scroll"><table class="streams"><thead><tr><th>stream</th>{_metric_headers()}</tr></thead>'
+        f"<tbody>{rows}</tbody><tfoot><tr><th>overall</th>{_metric_cells(run.overall)}</tr></tfoot></table></div>"
+        + _cache_note(run.overall)
+    )
+
+
+def _cache_note(overall: Mapping[str, Any]) -> str:
+    cached, stimuli = _number(overall.get("cached_responses")), _number(overall.get("stimuli"))
+    if not cached:
+        return ""
+    return (
+        f'<p class="warning">{_int(cached)} of {_int(stimuli)} responses came from the response cache: '
+        "their time and tokens are the cache's, not the model's.</p>"
+    )
+
+
+def _group_tables(run: RunData) -> str:
+    """Accuracy per group (e.g. MMLU-Pro category) of every stream that has groups."""
+    parts = []
+    for name, metrics in run.streams.items():
+        groups = metrics.get("groups")
+        if not isinstance(groups, Mapping) or not groups:
+            continue
+        rows = "".join(
+            f'<tr><th>{_e(group)}</th><td class="num">{_int(g.get("tasks"))}</td>'
+            f'<td class="num">{_int(g.get("correct"))}</td><td class="num">{_percent(g.get("accuracy"))}</td>'
+            f'<td class="num">{_ci(g.get("accuracy_ci"))}</td></tr>'
+            for group, g in groups.items()
+            if isinstance(g, Mapping)
+        )
+        parts.append(
+            f"<h3>{_e(name)}</h3>"
+            f'<table class="groups" data-stream="{_e(name)}"><thead><tr><th>group</th><th class="num">tasks</th>'
+            '<th class="num">correct</th><th class="num">accuracy</th><th class="num">95% CI</th></tr></thead>'
+            f"<tbody>{rows}</tbody></table>"
+        )
+    return "<h2>Per group</h2>" + "".join(parts) if parts else ""
+
+
+_RECALL_TOOLS = ("recall",)
+
+
+def _pre(value: object) -> str:
+    return f"<pre>{_e(value)}</pre>" if value not in (None, "") else f"<p>{_NONE}</p>"
+
+
+def _message_text(message: Mapping[str, Any]) -> str:
+    """A chat message as text: its content, then any tool calls it makes."""
+    parts = []
+    content = message.get("content")
+    if isinstance(content, str):
+        parts.append(content)
+    elif content is not None:
+        parts.append(json.dumps(content, ensure_ascii=False, indent=1))
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        for call in calls:
+            function = _mapping(_mapping(call).get("function"))
+            parts.append(f"\u2192 {function.get('name')}({function.get('arguments')})")
+    return "\n".join(parts)
+
+
+def _transcript(record: Mapping[str, Any] | None) -> str:
+    if record is None:
+        return f"<p>{_NONE} (no transcript recorded)</p>"
+    messages = record.get("messages")
+    if not isinstance(messages, list) or not messages:
+        return f"<p>{_NONE} (empty transcript)</p>"
+    items = []
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        cached = " (cached)" if message.get("cached") else ""
+        items.append(
+            f'<div class="message" data-role="{_e(message.get("role"))}"><span class="role">'
+            f"{_e(message.get('role'))}{cached}</span>{_pre(_message_text(message))}</div>"
+        )
+    return "".join(items)
+
+
+def _prompt(record: Mapping[str, Any] | None) -> str | None:
+    """The task prompt as the agent saw it: the first user message of the task turn."""
+    messages = record.get("messages") if record else None
+    for message in messages if isinstance(messages, list) else []:
+        if isinstance(message, Mapping) and message.get("role") == "user":
+            return _message_text(message)
+    return None
+
+
+def _recalled(response: Mapping[str, Any] | None) -> str:
+    """What memory gave the agent in the task turn.
+
+    A response may list the hits itself (``memory_recalled``); a ``recall`` tool
+    call carries them as its result; otherwise only the count is known (an
+    ExpRAG agent puts its experiences into the prompt shown above).
+    """
+    if response is None:
+        return f"<p>{_NONE}</p>"
+    hits = response.get("memory_recalled")
+    items: list[str] = []
+    if isinstance(hits, list):
+        for hit in hits:
+            hit_map = _mapping(hit)
+            content = hit_map.get("content", hit) if hit_map else hit
+            score = _number(hit_map.get("score")) if hit_map else None
+            items.append(f"<li>{_pre(content)}{'' if score is None else f'<small>score {score:.3f}</small>'}</li>")
+    calls = response.get("tool_calls")
+    for call in calls if isinstance(calls, list) else []:
+        call_map = _mapping(call)
+        if call_map.get("name") in _RECALL_TOOLS:
+            query = _mapping(call_map.get("arguments")).get("query")
+            items.append(f"<li>recall({_e(query)}) returned{_pre(call_map.get('result'))}</li>")
+    if items:
+        return f'<ol class="recalled">{"".join(items)}</ol>'
+    count = _number(response.get("memory_recalls")) or 0
+    if count:
+        return (
+            f"<p>{int(count)} recall(s); the run did not record what they returned "
+            "(an ExpRAG agent shows its recalled experiences in the prompt above)</p>"
+        )
+    return "<p>none</p>"
+
+
+def _turn_facts(label: str, response: Mapping[str, Any] | None) -> str:
+    if response is None:
+        return f"<dt>{_e(label)}</dt><dd>{_NONE} (no response recorded)</dd>"
+    usage = _mapping(response.get("usage"))
+    tokens = _number(usage.get("total_tokens"))
+    if tokens is None:
+        prompt, completion = _number(usage.get("prompt_tokens")), _number(usage.get("completion_tokens"))
+        tokens = None if prompt is None or completion is None else prompt + completion
+    violation = response.get("protocol_violation")
+    return (
+        f"<dt>{_e(label)}</dt><dd>"
+        f"tokens {_int(tokens)} ({_int(usage.get('prompt_tokens'))} prompt, "
+        f"{_int(usage.get('completion_tokens'))} completion) \u00b7 latency {_seconds(response.get('seconds'))} "
+        f"\u00b7 {_int(response.get('agent_turns'))} agent turn(s) \u00b7 "
+        f'<span class="cached">{"cached" if response.get("cached") else "not cached"}</span> \u00b7 '
+        + (
+            f'<span class="fail violation">protocol violation: {_e(violation)}</span>'
+            if violation
+            else '<span class="violation">no protocol violation</span>'
+        )
+        + "</dd>"
+    )
+
+
+def _task_detail(
+    scored: Mapping[str, Any],
+    responses: Mapping[tuple[str, str], Mapping[str, Any]],
+    transcripts: Mapping[tuple[str, str], Mapping[str, Any]],
+) -> str:
+    task_id, correct = str(scored.get("task_id")), bool(scored.get("correct")) and not scored.get("error")
+    task_response, feedback_response = responses.get((task_id, "task")), responses.get((task_id, "feedback"))
+    task_record, feedback_record = transcripts.get((task_id, "task")), transcripts.get((task_id, "feedback"))
+    verdict = "error" if scored.get("error") else "correct" if correct else "wrong"
+    answer = scored.get("raw_answer")
+    if answer is None and task_response is not None:
+        answer = task_response.get("final_answer")
+    group = f"<dt>group</dt><dd>{_e(scored.get('group'))}</dd>" if scored.get("group") is not None else ""
+    return (
+        f'<details class="task" data-task="{_e(task_id)}" data-position="{_e(_position(scored.get("position")))}">'
+        f"<summary>#{_e(_position(scored.get('position')))} <code>{_e(task_id)}</code>"
+        f'<span class="verdict {"pass" if correct else "fail"}">{verdict}</span></summary>'
+        '<dl class="facts">'
+        f"<dt>prompt the agent saw</dt><dd>{_pre(_prompt(task_record))}</dd>"
+        f"<dt>memories recalled</dt><dd>{_recalled(task_response)}</dd>"
+        f"<dt>answer</dt><dd>{_pre(answer)}</dd>"
+        f"<dt>extracted</dt><dd><code>{_e(scored.get('extracted'))}</code></dd>"
+        f"<dt>target</dt><dd><code>{_e(scored.get('target'))}</code></dd>"
+        f"<dt>why</dt><dd>{_e(scored.get('reason'))} <small>({_e(scored.get('match_mode'))})</small></dd>"
+        f"{group}"
+        f"{_turn_facts('task turn', task_response)}{_turn_facts('feedback turn', feedback_response)}"
+        "</dl>"
+        f"<details><summary>task turn transcript</summary>{_transcript(task_record)}</details>"
+        f"<details><summary>feedback turn transcript</summary>{_transcript(feedback_record)}</details>"
+        "</details>"
     )
 
 
 def _task_tables(run: RunData) -> str:
+    """Per stream: a table of every task, then one drill-down per task."""
     if not run.scores:
         return ""
     by_stream: dict[str, list[Mapping[str, Any]]] = {}
@@ -474,20 +743,48 @@ def _task_tables(run: RunData) -> str:
         by_stream.setdefault(str(scored.get("stream")), []).append(scored)
     parts = ["<h2>Tasks</h2>"]
     for stream, scored_items in by_stream.items():
-        correct = sum(bool(s.get("correct")) for s in scored_items)
+        responses = {
+            (str(r.get("task_id")), str(r.get("kind"))): r for r in run.responses if r.get("stream") == stream
+        }
+        transcripts = {
+            (str(t.get("task_id")), str(t.get("kind"))): t for t in run.transcripts.get(stream, ())
+        }
+        correct = sum(bool(s.get("correct")) and not s.get("error") for s in scored_items)
         rows = "".join(
-            f'<tr><td class="num">{_e(_int(s.get("position")))}</td><td><code>{_e(s.get("task_id"))}</code></td>'
-            f'<td class="{"pass" if s.get("correct") else "fail"}">{"yes" if s.get("correct") else "no"}</td>'
+            f'<tr><td class="num">{_e(_position(s.get("position")))}</td><td><code>{_e(s.get("task_id"))}</code></td>'
+            f'<td class="{"pass" if s.get("correct") and not s.get("error") else "fail"}">'
+            f'{"yes" if s.get("correct") and not s.get("error") else "no"}</td>'
             f"<td><code>{_e(s.get('extracted'))}</code></td><td><code>{_e(s.get('target'))}</code></td>"
-            f"<td>{_e(s.get('match_mode'))}</td></tr>"
+            f"<td>{_e(s.get('match_mode'))}</td><td>{_e(s.get('reason'))}</td>"
+            f"{_task_flags(responses.get((str(s.get('task_id')), 'task')))}</tr>"
             for s in scored_items
         )
+        details = "".join(_task_detail(s, responses, transcripts) for s in scored_items)
         parts.append(
-            f"<details><summary>{_e(stream)}: {correct} of {len(scored_items)} correct</summary>"
-            f'<table class="tasks"><thead><tr><th class="num">position</th><th>task</th><th>correct</th>'
-            f"<th>answer (extracted)</th><th>target</th><th>match</th></tr></thead><tbody>{rows}</tbody></table></details>"
+            f'<details class="stream-tasks" data-stream="{_e(stream)}"><summary>{_e(stream)}: '
+            f"{correct} of {len(scored_items)} correct</summary>"
+            '<div class="scroll"><table class="tasks"><thead><tr><th class="num">position</th><th>task</th>'
+            "<th>correct</th><th>answer (extracted)</th><th>target</th><th>match</th><th>why</th>"
+            '<th class="num">tokens</th><th class="num">latency</th><th>cached</th><th>violation</th>'
+            f"</tr></thead><tbody>{rows}</tbody></table></div>"
+            f"<h3>{_e(stream)}: each task</h3>{details}</details>"
         )
     return "".join(parts)
+
+
+def _task_flags(response: Mapping[str, Any] | None) -> str:
+    if response is None:
+        return f'<td class="num">{_NONE}</td><td class="num">{_NONE}</td><td>{_NONE}</td><td>{_NONE}</td>'
+    usage = _mapping(response.get("usage"))
+    tokens = usage.get("total_tokens")
+    if tokens is None:
+        tokens = _tokens(usage)
+    violation = response.get("protocol_violation")
+    return (
+        f'<td class="num">{_int(tokens)}</td><td class="num">{_seconds(response.get("seconds"))}</td>'
+        f'<td>{"yes" if response.get("cached") else "no"}</td>'
+        f'<td class="{"fail" if violation else ""}">{_e(violation) if violation else "no"}</td>'
+    )
 
 
 def _plots(runs: Sequence[RunData]) -> str:
@@ -506,6 +803,9 @@ def render_report(run: RunData) -> str:
         _verdict(run),
         "<h2>Per stream</h2>",
         _stream_table(run),
+        '<p class="meta">95% CI: Wilson score interval of the accuracy. API / Acc.: ToolBench as the paper '
+        "reports it, the share of tasks whose answer names the right API, then the accuracy.</p>",
+        _group_tables(run),
         "<h2>Learning curves</h2>",
         '<p class="meta">Cumulative accuracy after each task of the stream, in stream order.</p>',
         _plots([run]),
@@ -515,39 +815,126 @@ def render_report(run: RunData) -> str:
     return _page(f"evomemory: {run.label}", body)
 
 
-def _delta(value: float | None, base: float | None) -> str:
-    if value is None or base is None:
-        return f'<td class="num">{_NONE}</td>'
-    diff = value - base
-    css = "better" if diff > 1e-12 else "worse" if diff < -1e-12 else ""
-    return f'<td class="num {css}">{diff * 100:+.1f} pp</td>'
+def _pp(value: object) -> str:
+    number = _number(value)
+    return _NONE if number is None else f"{number * 100:+.1f} pp"
 
 
-def _accuracy_table(runs: Sequence[RunData]) -> str:
-    base = runs[0]
-    head = "".join(f'<th class="num">{_e(run.label)}</th>' for run in runs)
-    head += "".join(f'<th class="num">{_e(f"Δ {run.label} vs {base.label}")}</th>' for run in runs[1:])
+def _pp_interval(low: object, high: object) -> str:
+    low_n, high_n = _number(low), _number(high)
+    return _NONE if low_n is None or high_n is None else f"[{low_n * 100:+.1f}, {high_n * 100:+.1f}]"
 
-    def cell(metrics: Mapping[str, Any] | None) -> str:
-        if metrics is None:
-            return f'<td class="num">{_NONE}</td>'
-        counts = f"{_int(metrics.get('correct'))}/{_int(metrics.get('tasks'))}"
-        return f'<td class="num">{_e(_percent(metrics.get("accuracy")))} <small>({_e(counts)})</small></td>'
 
-    def row(name: str, pick: Any) -> str:
-        metrics: list[Mapping[str, Any] | None] = [pick(run) for run in runs]
-        first = _number(metrics[0].get("accuracy")) if metrics[0] is not None else None
-        cells = "".join(cell(m) for m in metrics)
-        cells += "".join(
-            _delta(_number(m.get("accuracy")) if m is not None else None, first) for m in metrics[1:]
-        )
-        return f"<tr><th>{_e(name)}</th>{cells}</tr>"
+def _p_value(value: object) -> str:
+    number = _number(value)
+    if number is None:
+        return _NONE
+    return "< 0.001" if number < 0.001 else f"{number:.3f}"
 
-    body = "".join(row(name, lambda r, n=name: r.streams.get(n)) for name in _stream_names(runs))
-    foot = row("overall", lambda r: r.overall)
+
+def _accuracy_cell(entry: Mapping[str, Any]) -> str:
+    if not entry.get("present"):
+        return f'<td class="num">{_NONE}</td><td class="num">{_NONE}</td><td class="num">{_NONE}</td>'
+    counts = f"{_int(entry.get('correct'))}/{_int(entry.get('tasks'))}"
+    api = _number(entry.get("api_accuracy"))
+    api_text = _NONE if api is None else f"{api:.1%} / {_percent(entry.get('accuracy'))}"
     return (
-        f'<table class="compare-accuracy"><thead><tr><th>stream</th>{head}</tr></thead>'
-        f"<tbody>{body}</tbody><tfoot>{foot}</tfoot></table>"
+        f'<td class="num">{_e(_percent(entry.get("accuracy")))} <small>({_e(counts)})</small></td>'
+        f'<td class="num">{_e(_ci([entry.get("ci_low"), entry.get("ci_high")]))}</td>'
+        f'<td class="num">{_e(api_text)}</td>'
+    )
+
+
+def _versus_cells(versus: Mapping[str, Any] | None, *, differ: bool) -> str:
+    if versus is None:
+        return f'<td class="num">baseline</td><td class="num">{_NONE}</td><td class="num">{_NONE}</td><td class="num">{_NONE}</td>'
+    difference = _number(versus.get("difference"))
+    css = "" if difference is None else "better" if difference > 1e-12 else "worse" if difference < -1e-12 else ""
+    paired = f"{_int(versus.get('paired_tasks'))}"
+    if differ or not versus.get("same_tasks"):
+        paired += " \u26a0"
+    return (
+        f'<td class="num {css}">{_e(_pp(difference))}</td>'
+        f'<td class="num">{_e(_pp_interval(versus.get("ci_low"), versus.get("ci_high")))}</td>'
+        f'<td class="num">{_e(_p_value(versus.get("mcnemar_p")))}</td><td class="num">{_e(paired)}</td>'
+    )
+
+
+def _accuracy_table(comparison: Mapping[str, Any]) -> str:
+    """One row per scope and run: a long table whose width does not grow with runs."""
+    rows = []
+    scopes = [*comparison["streams"].items(), (OVERALL, comparison[OVERALL])]
+    for name, scope in scopes:
+        entries, versus = scope["runs"], [None, *scope["vs_baseline"]]
+        for index, (entry, against) in enumerate(zip(entries, versus, strict=True)):
+            head = f'<th rowspan="{len(entries)}">{_e(name)}</th>' if index == 0 else ""
+            rows.append(
+                f'<tr class="{"overall" if name == OVERALL else ""}" data-scope="{_e(name)}">{head}'
+                f'<td class="run">{_e(entry["label"])}</td>{_accuracy_cell(entry)}'
+                f"{_versus_cells(against, differ=bool(scope['task_sets_differ']))}</tr>"
+            )
+    return (
+        '<div class="scroll"><table class="compare-accuracy"><thead><tr><th>stream</th><th>run</th>'
+        '<th class="num">accuracy</th><th class="num">95% CI</th><th class="num">API / Acc.</th>'
+        f'<th class="num" title="paired, on the tasks both ran">\u0394 vs {_e(comparison["baseline"])}</th>'
+        '<th class="num">95% CI of \u0394</th><th class="num">McNemar p</th>'
+        '<th class="num" title="tasks both this run and the baseline ran">paired tasks</th>'
+        f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+        '<p class="meta">Accuracy: 95% Wilson interval. \u0394: this run minus the baseline on the tasks both '
+        "ran, with Newcombe's paired 95% interval (method 10) and the exact McNemar p-value; "
+        "\u26a0 marks runs whose task sets differ.</p>"
+    )
+
+
+def _warnings(comparison: Mapping[str, Any]) -> str:
+    warnings = comparison.get("warnings") or []
+    if not warnings:
+        return ""
+    items = "".join(f"<li>{_e(w)}</li>" for w in warnings)
+    return (
+        '<div class="warning compare-warnings"><b>The runs are not fully comparable.</b> '
+        "No difference below mixes unlike tasks: each is computed on the tasks both runs ran."
+        f"<ul>{items}</ul></div>"
+    )
+
+
+def _config_diff(runs: Sequence[RunData], comparison: Mapping[str, Any]) -> str:
+    rows = comparison.get("config_diff") or []
+    if not rows:
+        return '<p class="meta">The runs have the same configuration (apart from where their files were).</p>'
+    head = "".join(f"<th>{_e(run.label)}</th>" for run in runs)
+    body = "".join(
+        f"<tr><th><code>{_e(row['key'])}</code></th>"
+        + "".join(f"<td><code>{_e(json.dumps(value, default=str))}</code></td>" for value in row["values"])
+        + "</tr>"
+        for row in rows
+    )
+    return (
+        f'<div class="scroll"><table class="config-diff"><thead><tr><th>key</th>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
+    )
+
+
+def _flips(runs: Sequence[RunData], comparison: Mapping[str, Any]) -> str:
+    flips = comparison.get("flips") or []
+    if not flips:
+        return '<p class="meta">No task was answered correctly by one run and wrongly by another.</p>'
+    head = "".join(f"<th>{_e(run.label)}</th>" for run in runs)
+
+    def mark(value: object) -> str:
+        if value is None:
+            return f"<td>{_NONE}</td>"
+        return '<td class="pass">right</td>' if value else '<td class="fail">wrong</td>'
+
+    body = "".join(
+        f'<tr><td>{_e(flip["stream"])}</td><td class="num">{_e(flip["position"] if flip["position"] is not None else _NONE)}</td>'
+        f"<td><code>{_e(flip['task_id'])}</code></td>{''.join(mark(v) for v in flip['correct'])}</tr>"
+        for flip in flips
+    )
+    return (
+        f'<p class="meta">{len(flips)} task(s) on which the runs disagree.</p>'
+        '<div class="scroll"><table class="flips"><thead><tr><th>stream</th><th class="num">position</th>'
+        f"<th>task</th>{head}</tr></thead><tbody>{body}</tbody></table></div>"
     )
 
 
@@ -564,25 +951,32 @@ def _side_by_side(runs: Sequence[RunData]) -> str:
             )
             rows.append(f'<tr>{stream_cell}<td class="run">{_e(run.label)}</td>{cells}</tr>')
     return (
-        f'<table class="compare-streams"><thead><tr><th>stream</th><th>run</th>{_metric_headers()}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table>"
+        f'<div class="scroll"><table class="compare-streams"><thead><tr><th>stream</th><th>run</th>'
+        f"{_metric_headers()}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
 
 
-def render_comparison(runs: Sequence[RunData]) -> str:
-    """One page, every run's curve on one plot per stream, tables side by side."""
+def render_comparison(runs: Sequence[RunData], comparison: Mapping[str, Any] | None = None) -> str:
+    """One page: accuracies with intervals and paired statistics, every run's curve
+    on one plot per stream, the config diff, the tasks that flipped, tables side by side."""
     if len(runs) < 2:
         raise ReportError("a comparison needs at least two runs")
+    comparison = comparison if comparison is not None else build_comparison(runs)
     labels = " vs ".join(run.label for run in runs)
     runs_list = "".join(f"<li><b>{_e(run.label)}</b>{_run_meta(run)}</li>" for run in runs)
     body = [
         f"<h1>Evo-Memory comparison: {_e(labels)}</h1>",
         f'<ul class="runs">{runs_list}</ul>',
+        _warnings(comparison),
         "<h2>Accuracy</h2>",
-        _accuracy_table(runs),
+        _accuracy_table(comparison),
         "<h2>Learning curves</h2>",
         '<p class="meta">Cumulative accuracy after each task of the stream; one line per run.</p>',
         _plots(runs),
+        "<h2>Configuration differences</h2>",
+        _config_diff(runs, comparison),
+        "<h2>Tasks that flipped</h2>",
+        _flips(runs, comparison),
         "<h2>Per stream, side by side</h2>",
         _side_by_side(runs),
     ]
@@ -610,21 +1004,37 @@ def write_html_report(run_dir: Path | str, output: Path | str | None = None) -> 
     return _write(Path(output) if output is not None else run.run_dir / REPORT_NAME, render_report(run))
 
 
+def comparison_json_path(output: Path | str) -> Path:
+    """compare.json sits next to the page: ``compare.html`` -> ``compare.json``."""
+    return Path(output).with_suffix(".json")
+
+
 def write_comparison_report(
     run_dirs: Sequence[Path | str], output: Path | str, labels: Sequence[str] | None = None
 ) -> Path:
-    """Write one page comparing the runs (the first is the baseline for the Δ columns)."""
+    """Write one page comparing the runs (the first is the baseline for the Δ columns),
+    and its statistics as JSON next to it (:func:`comparison_json_path`)."""
     if len(run_dirs) < 2:
         raise ReportError("a comparison needs at least two run directories")
-    return _write(Path(output), render_comparison(load_runs(run_dirs, labels)))
+    runs = load_runs(run_dirs, labels)
+    comparison = build_comparison(runs)
+    path = Path(output)
+    json_path = comparison_json_path(path)
+    if json_path == path:
+        raise ReportError(f"{path}: give the comparison page an .html name, so compare.json can sit beside it")
+    _write(json_path, json.dumps({**comparison, "generated": utc_now()}, indent=2, sort_keys=False) + "\n")
+    return _write(path, render_comparison(runs, comparison))
 
 
 __all__ = [
     "REPORT_NAME",
+    "LegendEntry",
     "ReportError",
     "RunData",
     "Series",
+    "comparison_json_path",
     "curve_svg",
+    "legend_layout",
     "load_run",
     "load_runs",
     "render_comparison",

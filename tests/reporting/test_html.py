@@ -21,14 +21,17 @@ from pytest_evomemory.reporting.html import (
     write_html_report,
 )
 
+from pytest_evomemory.reporting.stats import wilson_interval
+
 from .conftest import HOSTILE, Element, parse_html
 
 MakeRun = Callable[..., Path]
 
 STREAMS: dict[str, list[bool | None]] = {"facts": [False, True, True, None], "choice": [True, False, True]}
 TABLE_HEADERS = [
-    "stream", "tasks", "correct", "errors", "accuracy", "stimuli", "agent turns", "tool calls", "retains",
-    "recalls", "tokens", "tokens / stimulus", "turns / stimulus", "time / stimulus",
+    "stream", "tasks", "correct", "errors", "accuracy", "95% CI", "API / Acc.", "stimuli", "agent turns",
+    "tool calls", "retains", "recalls", "violations", "cached", "tokens", "tokens / stimulus", "turns / stimulus",
+    "time / stimulus",
 ]
 
 
@@ -49,9 +52,10 @@ def test_report_is_written_into_the_run_directory_with_table_and_one_curve_per_s
     table = tree.find_all("table", "streams")[0]
     body = rows(table)
     assert body[0] == TABLE_HEADERS
-    assert body[1][:5] == ["facts", "4", "2", "1", "50.0%"]
-    assert body[1][5:11] == ["7", "14", "7", "4", "4", "770"]
-    assert body[1][11:] == ["110.0", "2.00", "500.00 ms"]
+    low, high = wilson_interval(2, 4)
+    assert body[1][:7] == ["facts", "4", "2", "1", "50.0%", f"[{low * 100:.1f}, {high * 100:.1f}]", "\u2013"]
+    assert body[1][7:15] == ["7", "14", "7", "4", "4", "0", "0", "770"]
+    assert body[1][15:] == ["110.0", "2.00", "500.00 ms"]
     assert body[2][:5] == ["choice", "3", "2", "0", "66.7%"]
     assert body[3][:5] == ["overall", "7", "4", "1", "57.1%"]
     curves = tree.find_all("svg", "curve")
@@ -137,9 +141,14 @@ def test_comparison_has_every_run_on_each_plot_and_a_side_by_side_table(make_run
     legend = curves["facts"].find_all("g", "legend")[0].all_text()
     assert "no memory (0.0%)" in legend and "memory (75.0%)" in legend
     accuracy = rows(tree.find_all("table", "compare-accuracy")[0])
-    assert accuracy[0] == ["stream", "no memory", "memory", "\u0394 memory vs no memory"]
-    assert accuracy[1] == ["facts", "0.0% (0/4)", "75.0% (3/4)", "+75.0 pp"]
-    assert accuracy[2][3] == "\u2013" and accuracy[3][1] == "\u2013"
+    assert accuracy[0] == [
+        "stream", "run", "accuracy", "95% CI", "API / Acc.", "\u0394 vs no memory", "95% CI of \u0394",
+        "McNemar p", "paired tasks",
+    ]
+    assert accuracy[1][:3] == ["facts", "no memory", "0.0% (0/4)"] and accuracy[1][5] == "baseline"
+    assert accuracy[2][:2] == ["memory", "75.0% (3/4)"]
+    assert accuracy[2][4:] == ["+75.0 pp", "[+8.5, +95.4]", "0.250", "4"]
+    assert accuracy[4][:2] == ["memory", "\u2013"]  # choice: not in the second run
     side = rows(tree.find_all("table", "compare-streams")[0])
     assert side[0] == [TABLE_HEADERS[0], "run", *TABLE_HEADERS[1:]]
     assert side[1][:3] == ["facts", "no memory", "4"] and side[2][:2] == ["memory", "4"]
