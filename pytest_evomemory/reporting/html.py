@@ -1009,10 +1009,19 @@ def comparison_json_path(output: Path | str) -> Path:
     return Path(output).with_suffix(".json")
 
 
-def write_comparison_report(
+@dataclass(frozen=True)
+class ComparisonFiles:
+    """What a comparison wrote: the page, compare.json beside it, and the document."""
+
+    html: Path
+    json: Path
+    document: Mapping[str, Any]
+
+
+def write_comparison(
     run_dirs: Sequence[Path | str], output: Path | str, labels: Sequence[str] | None = None
-) -> Path:
-    """Write one page comparing the runs (the first is the baseline for the Δ columns),
+) -> ComparisonFiles:
+    """Write one page comparing the runs (the first is the baseline of the Δ columns)
     and its statistics as JSON next to it (:func:`comparison_json_path`)."""
     if len(run_dirs) < 2:
         raise ReportError("a comparison needs at least two run directories")
@@ -1022,12 +1031,21 @@ def write_comparison_report(
     json_path = comparison_json_path(path)
     if json_path == path:
         raise ReportError(f"{path}: give the comparison page an .html name, so compare.json can sit beside it")
-    _write(json_path, json.dumps({**comparison, "generated": utc_now()}, indent=2, sort_keys=False) + "\n")
-    return _write(path, render_comparison(runs, comparison))
+    document = {**comparison, "generated": utc_now()}
+    _write(json_path, json.dumps(document, indent=2) + "\n")
+    return ComparisonFiles(_write(path, render_comparison(runs, comparison)), json_path, document)
+
+
+def write_comparison_report(
+    run_dirs: Sequence[Path | str], output: Path | str, labels: Sequence[str] | None = None
+) -> Path:
+    """:func:`write_comparison`, returning the page's path."""
+    return write_comparison(run_dirs, output, labels).html
 
 
 __all__ = [
     "REPORT_NAME",
+    "ComparisonFiles",
     "LegendEntry",
     "ReportError",
     "RunData",
@@ -1039,6 +1057,7 @@ __all__ = [
     "load_runs",
     "render_comparison",
     "render_report",
+    "write_comparison",
     "write_comparison_report",
     "write_html_report",
 ]

@@ -8,7 +8,8 @@ categories) gets one indented row per group under its own row.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from .stats import Proportion
 from .summary import StreamMetrics
@@ -92,4 +93,61 @@ def format_table(metrics: Mapping[str, StreamMetrics]) -> list[str]:
             "their time and tokens are the cache's, not the model's"
         )
     lines.append("95% CI: Wilson score interval of the accuracy, in percent")
+    return lines
+
+
+def _aligned(rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(
+            cell.rjust(width) if align else cell.ljust(width)
+            for cell, width, align in zip(row, widths, right, strict=True)
+        ).rstrip()
+        for row in rows
+    ]
+
+
+def _points(value: object) -> str:
+    return "-" if not isinstance(value, int | float) else f"{value * 100:+.1f} pp"
+
+
+def format_comparison(document: Mapping[str, Any]) -> list[str]:
+    """The comparison (``compare.json``'s document) as aligned terminal lines.
+
+    Per stream and overall, each run's accuracy with its 95 % interval and, for
+    every run after the baseline, the paired difference with its interval, the
+    exact McNemar p-value and how many tasks both ran; then any warnings.
+    """
+    header = ["stream", "run", "accuracy", "95% CI", "API / Acc.", f"diff vs {document['baseline']}",
+              "95% CI of diff", "McNemar p", "paired"]
+    rows: list[list[str]] = [header]
+    scopes = [*document["streams"].items(), ("overall", document["overall"])]
+    for name, scope in scopes:
+        versus: list[Mapping[str, Any] | None] = [None, *scope["vs_baseline"]]
+        for index, (entry, against) in enumerate(zip(scope["runs"], versus, strict=True)):
+            present = entry.get("present")
+            bounds = (entry["ci_low"], entry["ci_high"]) if present and entry.get("ci_low") is not None else None
+            api = entry.get("api_accuracy")
+            row = [name if index == 0 else "", str(entry["label"]),
+                   percent(entry.get("accuracy")) if present else "not run",
+                   interval(bounds), "-" if api is None else f"{percent(api)} / {percent(entry.get('accuracy'))}"]
+            if against is None:
+                row += ["baseline", "", "", ""]
+            else:
+                low, high = against.get("ci_low"), against.get("ci_high")
+                p_value = against.get("mcnemar_p")
+                row += [
+                    _points(against.get("difference")),
+                    "-" if low is None else f"[{_points(low)[:-3]}, {_points(high)[:-3]}]",
+                    "-" if p_value is None else ("< 0.001" if p_value < 0.001 else f"{p_value:.3f}"),
+                    str(against.get("paired_tasks")),
+                ]
+            rows.append(row)
+    right = [False, False, True, True, True, True, True, True, True]
+    if all(row[4] == "-" for row in rows[1:]):  # no stream with an API figure
+        rows = [row[:4] + row[5:] for row in rows]
+        right = right[:-1]
+    lines = _aligned(rows, right)
+    lines.insert(1, "-" * max(len(line) for line in lines))
+    lines += [f"warning: {warning}" for warning in document.get("warnings") or []]
     return lines

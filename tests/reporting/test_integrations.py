@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from pytest_evomemory.reporting.stats import mcnemar_exact
+
 from ..conftest import SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN, read_jsonl
 from .conftest import parse_html
 from .test_cli import console_script
@@ -105,7 +107,13 @@ def test_compare_memory_against_no_memory_draws_two_curves_per_stream(pytester: 
         capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == str(output)
+    lines = result.stdout.strip().splitlines()
+    assert lines[-2:] == [str(output), str(output.with_suffix(".json"))]
+    assert any(line.startswith("sample_facts") and "baseline" in line for line in lines)
+    document = json.loads(output.with_suffix(".json").read_text(encoding="utf-8"))
+    facts = document["streams"]["sample_facts"]["vs_baseline"][0]
+    assert facts["paired_tasks"] == 12 and round(facts["difference"], 4) == round(7 / 12, 4)
+    assert facts["mcnemar_p"] == mcnemar_exact(0, 7) and document["warnings"] == []
     tree = parse_html(output.read_text(encoding="utf-8"))
     curves = tree.find_all("svg", "curve")
     assert [svg.attrs["data-stream"] for svg in curves] == STREAMS
