@@ -452,6 +452,7 @@ svg .line { fill: none; stroke-width: 2; stroke-linejoin: round; } svg .empty { 
 details { margin: 6px 0; } summary { cursor: pointer; }
 code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; word-break: break-all; }
 .scroll { max-width: 100%; overflow-x: auto; }
+td.num { white-space: nowrap; } table.config-diff th code { white-space: nowrap; word-break: normal; }
 .warning { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: 6px 10px; }
 pre { white-space: pre-wrap; word-break: break-word; background: #f6f8fa; border: 1px solid #eaeef2;
       border-radius: 4px; padding: 6px 8px; margin: 4px 0; font-size: 12px; max-height: 28em; overflow: auto; }

@@ -58,6 +58,9 @@ def write_run_dir(
     everything = [o for outcomes in streams.values() for o in outcomes]
     overall = stream_metrics("overall", everything)
     overall["learning_curve"] = []
+    if cached:
+        for scope in (*metrics.values(), overall):
+            scope["cached_responses"] = scope["stimuli"]
     failed = [
         {"stream": s, "task_id": f"{task_id}{i}", "position": i, "phase": "task", "reason": f"model unreachable for {task_id}{i}"}
         for s, outcomes in streams.items() for i, o in enumerate(outcomes) if o is None
