@@ -28,12 +28,14 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 #: The standard normal quantile for a two-sided 95 % interval.
 Z95 = 1.959963984540054
 
 CONFIDENCE = 0.95
+
+_Key = TypeVar("_Key", bound=Hashable)
 
 
 def wilson_interval(successes: int, total: int, z: float = Z95) -> tuple[float, float]:
@@ -101,7 +103,7 @@ class PairedTable:
         return Proportion(self.both + self.only_second, self.total)
 
 
-def pair(first: Mapping[Hashable, bool], second: Mapping[Hashable, bool]) -> PairedTable:
+def pair(first: Mapping[_Key, bool], second: Mapping[_Key, bool]) -> PairedTable:
     """The paired table over the keys (tasks) present in both mappings."""
     counts = {(True, True): 0, (True, False): 0, (False, True): 0, (False, False): 0}
     for key, outcome in first.items():
@@ -126,7 +128,7 @@ def mcnemar_exact(only_first: int, only_second: int) -> float:
     k = min(only_first, only_second)
     tail = sum(math.comb(n, i) for i in range(k + 1))
     # Exact integer arithmetic up to the single division: no underflow for large n.
-    return min(1.0, 2 * tail / 2**n)
+    return min(1.0, 2 * tail / (1 << n))
 
 
 def _phi(table: PairedTable) -> float:
@@ -135,7 +137,7 @@ def _phi(table: PairedTable) -> float:
     product = (a + b) * (c + d) * (a + c) * (b + d)
     if product == 0:
         return 0.0
-    numerator = a * d - b * c
+    numerator = float(a * d - b * c)
     if numerator > 0:
         numerator = max(numerator - table.total / 2, 0.0)
     return numerator / math.sqrt(product)
@@ -191,7 +193,7 @@ class PairedComparison:
         }
 
 
-def compare_paired(first: Mapping[Hashable, bool], second: Mapping[Hashable, bool]) -> PairedComparison:
+def compare_paired(first: Mapping[_Key, bool], second: Mapping[_Key, bool]) -> PairedComparison:
     """``second`` against the baseline ``first``, over the tasks both ran."""
     return PairedComparison(pair(first, second))
 

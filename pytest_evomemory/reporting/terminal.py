@@ -48,8 +48,8 @@ def _row(metrics: StreamMetrics, with_api: bool) -> list[str]:
     ]
     if with_api:
         cells.append(api_and_accuracy(metrics))
-    return cells + [
-        str(metrics.stimuli), str(metrics.agent_turns), str(metrics.tool_calls),
+    return [
+        *cells, str(metrics.stimuli), str(metrics.agent_turns), str(metrics.tool_calls),
         str(metrics.memory_retains), str(metrics.memory_recalls), str(metrics.protocol_violations),
         str(metrics.cached_responses), str(metrics.prompt_tokens + metrics.completion_tokens),
     ]

@@ -21,7 +21,6 @@ from pytest_evomemory.reporting.html import (
     write_comparison_report,
     write_html_report,
 )
-
 from pytest_evomemory.reporting.stats import wilson_interval
 
 from .conftest import HOSTILE, Element, parse_html
