@@ -25,7 +25,7 @@ from typing import Any
 from ..errors import EvoMemoryError
 from ..rundir import read_jsonl, utc_now
 from .compare import OVERALL, build_comparison, stream_names
-from .summary import SCHEMA_VERSION
+from .summary import SCHEMA_VERSION, is_cached
 
 REPORT_NAME = "report.html"
 
@@ -678,7 +678,9 @@ def _recalled(response: Mapping[str, Any] | None) -> str:
     return "<p>none</p>"
 
 
-def _turn_facts(label: str, response: Mapping[str, Any] | None) -> str:
+def _turn_facts(
+    label: str, response: Mapping[str, Any] | None, transcript: Mapping[str, Any] | None = None
+) -> str:
     if response is None:
         return f"<dt>{_e(label)}</dt><dd>{_NONE} (no response recorded)</dd>"
     usage = _mapping(response.get("usage"))
@@ -692,7 +694,7 @@ def _turn_facts(label: str, response: Mapping[str, Any] | None) -> str:
         f"tokens {_int(tokens)} ({_int(usage.get('prompt_tokens'))} prompt, "
         f"{_int(usage.get('completion_tokens'))} completion) \u00b7 latency {_seconds(response.get('seconds'))} "
         f"\u00b7 {_int(response.get('agent_turns'))} agent turn(s) \u00b7 "
-        f'<span class="cached">{"cached" if response.get("cached") else "not cached"}</span> \u00b7 '
+        f'<span class="cached">{"cached" if _cached(response, transcript) else "not cached"}</span> \u00b7 '
         + (
             f'<span class="fail violation">protocol violation: {_e(violation)}</span>'
             if violation
@@ -700,6 +702,11 @@ def _turn_facts(label: str, response: Mapping[str, Any] | None) -> str:
         )
         + "</dd>"
     )
+
+
+def _cached(response: Mapping[str, Any], transcript: Mapping[str, Any] | None) -> bool:
+    messages = transcript.get("messages") if transcript else None
+    return is_cached(response, messages if isinstance(messages, list) else None)
 
 
 def _task_detail(
@@ -727,7 +734,8 @@ def _task_detail(
         f"<dt>target</dt><dd><code>{_e(scored.get('target'))}</code></dd>"
         f"<dt>why</dt><dd>{_e(scored.get('reason'))} <small>({_e(scored.get('match_mode'))})</small></dd>"
         f"{group}"
-        f"{_turn_facts('task turn', task_response)}{_turn_facts('feedback turn', feedback_response)}"
+        f"{_turn_facts('task turn', task_response, task_record)}"
+        f"{_turn_facts('feedback turn', feedback_response, feedback_record)}"
         "</dl>"
         f"<details><summary>task turn transcript</summary>{_transcript(task_record)}</details>"
         f"<details><summary>feedback turn transcript</summary>{_transcript(feedback_record)}</details>"
@@ -757,7 +765,7 @@ def _task_tables(run: RunData) -> str:
             f'{"yes" if s.get("correct") and not s.get("error") else "no"}</td>'
             f"<td><code>{_e(s.get('extracted'))}</code></td><td><code>{_e(s.get('target'))}</code></td>"
             f"<td>{_e(s.get('match_mode'))}</td><td>{_e(s.get('reason'))}</td>"
-            f"{_task_flags(responses.get((str(s.get('task_id')), 'task')))}</tr>"
+            f"{_task_flags(responses.get((str(s.get('task_id')), 'task')), transcripts.get((str(s.get('task_id')), 'task')))}</tr>"
             for s in scored_items
         )
         details = "".join(_task_detail(s, responses, transcripts) for s in scored_items)
@@ -773,7 +781,7 @@ def _task_tables(run: RunData) -> str:
     return "".join(parts)
 
 
-def _task_flags(response: Mapping[str, Any] | None) -> str:
+def _task_flags(response: Mapping[str, Any] | None, transcript: Mapping[str, Any] | None) -> str:
     if response is None:
         return f'<td class="num">{_NONE}</td><td class="num">{_NONE}</td><td>{_NONE}</td><td>{_NONE}</td>'
     usage = _mapping(response.get("usage"))
@@ -783,7 +791,7 @@ def _task_flags(response: Mapping[str, Any] | None) -> str:
     violation = response.get("protocol_violation")
     return (
         f'<td class="num">{_int(tokens)}</td><td class="num">{_seconds(response.get("seconds"))}</td>'
-        f'<td>{"yes" if response.get("cached") else "no"}</td>'
+        f'<td>{"yes" if _cached(response, transcript) else "no"}</td>'
         f'<td class="{"fail" if violation else ""}">{_e(violation) if violation else "no"}</td>'
     )
 

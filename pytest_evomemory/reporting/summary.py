@@ -8,8 +8,8 @@ Every accuracy carries its 95 % Wilson interval (:mod:`.stats`): streams of 12 t
 30 tasks make a bare percentage misleading. A stream whose scorer reports
 ``details["api_match"]`` (ToolBench) also gets the "API" figure the paper prints
 beside "Acc."; scored items with a ``group`` (MMLU-Pro's category) get a per-group
-breakdown. Responses marked ``"cached": true`` were served from the response cache
-and are counted, so a fast re-run is never mistaken for the model's speed.
+breakdown. Responses served from the response cache are counted (:func:`is_cached`),
+so a fast re-run is never mistaken for the model's speed.
 """
 
 from __future__ import annotations
@@ -21,6 +21,21 @@ from typing import Any
 from .stats import Proportion
 
 SCHEMA_VERSION = 1
+
+
+def is_cached(response: Mapping[str, Any], messages: Sequence[Any] | None = None) -> bool:
+    """Whether a response was served from the response cache.
+
+    A response may say so itself (``"cached": true``); otherwise it is cached when
+    it made model calls and every one was replayed: the cache marks each replayed
+    assistant message ``"cached": true``. ``messages`` defaults to the response's
+    own (responses.jsonl omits them; pass the transcript's).
+    """
+    if response.get("cached"):
+        return True
+    listed = response.get("messages") if messages is None else messages
+    calls = [m for m in listed or () if isinstance(m, Mapping) and m.get("role") == "assistant"]
+    return bool(calls) and all(m.get("cached") for m in calls)
 
 
 def _interval(proportion: Proportion) -> list[float] | None:
@@ -116,7 +131,7 @@ class StreamMetrics:
         self.memory_retains += int(response["memory_retains"])
         self.memory_recalls += int(response["memory_recalls"])
         self.protocol_violations += 1 if response.get("protocol_violation") else 0
-        self.cached_responses += 1 if response.get("cached") else 0
+        self.cached_responses += 1 if is_cached(response) else 0
         usage = response["usage"]
         self.prompt_tokens += int(usage["prompt_tokens"])
         self.completion_tokens += int(usage["completion_tokens"])

@@ -274,3 +274,18 @@ def test_compare_json_sits_beside_the_page_with_paired_statistics(make_run: Make
         ("facts", 1, [False, True]), ("facts", 2, [False, True]),
     ]
     assert any(row["key"] == "name" and row["values"] == ["base", "other"] for row in document["config_diff"])
+
+
+def test_cached_is_read_from_the_transcript_when_the_response_does_not_say(make_run: MakeRun) -> None:
+    run_dir = make_run("replay", {"facts": [True, False]})
+    path = run_dir / "transcripts" / "facts.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for message in records[0]["messages"]:  # t0's task turn: its one model call was replayed
+        if message["role"] == "assistant":
+            message["cached"] = True
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    _, tree = read(write_html_report(run_dir))
+    table = rows(tree.find_all("table", "tasks")[0])
+    assert [row[9] for row in table[1:]] == ["yes", "no"]
+    details = tree.find_all("details", "task")
+    assert "(cached)" in details[0].all_text() and "(cached)" not in details[1].all_text()

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_evomemory.reporting.stats import wilson_interval
-from pytest_evomemory.reporting.summary import summarize
+from pytest_evomemory.reporting.summary import is_cached, summarize
 from pytest_evomemory.reporting.terminal import format_table
 
 
@@ -78,3 +78,16 @@ def test_terminal_table_without_api_streams_has_no_api_column() -> None:
     lines = format_table(summarize(["a"], [{"stream": "a", "position": 0, "correct": True}], []))
     assert "API" not in lines[0]
     assert not any("response cache" in line for line in lines)
+
+
+def test_a_response_is_cached_when_it_says_so_or_every_model_call_was_replayed() -> None:
+    replayed = {"role": "assistant", "content": "x", "cached": True}
+    fresh = {"role": "assistant", "content": "y"}
+    user = {"role": "user", "content": "q"}
+    assert is_cached({"cached": True})
+    assert is_cached({"messages": [user, replayed, replayed]})
+    assert not is_cached({"messages": [user, replayed, fresh]})
+    assert not is_cached({"messages": [user]})  # no model call (a model-free agent)
+    assert is_cached({}, [user, replayed])  # responses.jsonl has no messages: the transcript's
+    metrics = summarize(["s"], [], [{**response("s"), "messages": [user, replayed]}, {**response("s"), "messages": [fresh]}])
+    assert metrics["s"].cached_responses == 1
