@@ -661,7 +661,7 @@ def _recalled(response: Mapping[str, Any] | None) -> str:
             content = hit_map.get("content", hit) if hit_map else hit
             score = _number(hit_map.get("score")) if hit_map else None
             items.append(f"<li>{_pre(content)}{'' if score is None else f'<small>score {score:.3f}</small>'}</li>")
-    calls = response.get("tool_calls")
+    calls = response.get("tool_calls") if not items else None  # recall tools' hits are listed above
     for call in calls if isinstance(calls, list) else []:
         call_map = _mapping(call)
         if call_map.get("name") in _RECALL_TOOLS:

@@ -236,7 +236,13 @@ def test_report_shows_api_acc_groups_and_what_memory_returned(make_run: MakeRun)
     assert rows(groups)[2] == ["Philosophy", "1", "0", "0.0%", f"[{low * 100:.1f}, {high * 100:.1f}]"]
     first = tree.find_all("details", "task")[0]
     text = first.all_text()
-    assert "Task: earlier <b>task</b>" in text and "score 0.750" in text and 'recall(q) returned[{"content": "hit"}]' in text
+    assert "Task: earlier <b>task</b>" in text and "score 0.750" in text
+    assert "recall(q)" not in text  # the same hits, listed once
+    responses[0]["memory_recalled"] = []
+    (run_dir / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in responses))
+    _, tree = read(write_html_report(run_dir))
+    text = tree.find_all("details", "task")[0].all_text()
+    assert 'recall(q) returned[{"content": "hit"}]' in text  # a recall tool's result, when hits are not listed
     assert "protocol violation: ended without final_answer" in text
     assert first.attrs["data-position"] == "1"
 

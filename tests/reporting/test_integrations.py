@@ -127,7 +127,18 @@ def test_compare_memory_against_no_memory_draws_two_curves_per_stream(pytester: 
 
 def test_a_pytest_run_leaves_report_html_in_the_run_directory(pytester: pytest.Pytester) -> None:
     run_dir = run_sample(pytester, SAMPLE_MEMORY_RUN, "out")
-    assert len(parse_html((run_dir / "report.html").read_text(encoding="utf-8")).find_all("svg", "curve")) == 2
+    tree = parse_html((run_dir / "report.html").read_text(encoding="utf-8"))
+    assert len(tree.find_all("svg", "curve")) == 2
+    # The drill-down shows what memory returned into each task turn, as the runtime recorded it.
+    tasks = [r for r in read_jsonl(run_dir / "responses.jsonl") if r["kind"] == "task"]
+    recalled = [r for r in tasks if r["memory_recalled"]]
+    assert recalled and all(hit["content"].startswith("Task:") for r in recalled for hit in r["memory_recalled"])
+    assert all(r["memory_recalled"] == [] for r in tasks if r["memory_recalls"] == 0)
+    details = {d.attrs["data-task"]: d for d in tree.find_all("details", "task")}
+    first = recalled[0]
+    shown = details[first["task_id"]].find_all("ol", "recalled")[0].all_text()
+    assert first["memory_recalled"][0]["content"] in shown
+    assert [d.attrs["data-position"] for d in tree.find_all("details", "task")][:3] == ["1", "2", "3"]
 
 
 def test_evomemory_compare_option_writes_the_comparison_after_the_run(pytester: pytest.Pytester) -> None:
