@@ -854,13 +854,13 @@ def _accuracy_cell(entry: Mapping[str, Any]) -> str:
     )
 
 
-def _versus_cells(versus: Mapping[str, Any] | None, *, differ: bool) -> str:
+def _versus_cells(versus: Mapping[str, Any] | None) -> str:
     if versus is None:
         return f'<td class="num">baseline</td><td class="num">{_NONE}</td><td class="num">{_NONE}</td><td class="num">{_NONE}</td>'
     difference = _number(versus.get("difference"))
     css = "" if difference is None else "better" if difference > 1e-12 else "worse" if difference < -1e-12 else ""
     paired = f"{_int(versus.get('paired_tasks'))}"
-    if differ or not versus.get("same_tasks"):
+    if not versus.get("same_tasks"):
         paired += " \u26a0"
     return (
         f'<td class="num {css}">{_e(_pp(difference))}</td>'
@@ -880,7 +880,7 @@ def _accuracy_table(comparison: Mapping[str, Any]) -> str:
             rows.append(
                 f'<tr class="{"overall" if name == OVERALL else ""}" data-scope="{_e(name)}">{head}'
                 f'<td class="run">{_e(entry["label"])}</td>{_accuracy_cell(entry)}'
-                f"{_versus_cells(against, differ=bool(scope['task_sets_differ']))}</tr>"
+                f"{_versus_cells(against)}</tr>"
             )
     return (
         '<div class="scroll"><table class="compare-accuracy"><thead><tr><th>stream</th><th>run</th>'
@@ -891,7 +891,7 @@ def _accuracy_table(comparison: Mapping[str, Any]) -> str:
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
         '<p class="meta">Accuracy: 95% Wilson interval. \u0394: this run minus the baseline on the tasks both '
         "ran, with Newcombe's paired 95% interval (method 10) and the exact McNemar p-value; "
-        "\u26a0 marks runs whose task sets differ.</p>"
+        "\u26a0 marks runs whose tasks differ from the baseline's.</p>"
     )
 
 
