@@ -2,40 +2,49 @@
 
 The page is read from the run directory's artefacts (``summary.json``, plus
 ``run.json``, ``scores.jsonl``, ``responses.jsonl`` and ``transcripts/`` when
-present), never from live objects, so the
-same code serves the plugin at session end and the ``evomemory`` command long
-after. It must open anywhere, offline, from a CI artefact store: CSS is inline,
-the learning curves are SVG drawn here, there is no JavaScript at all, and a
-Content-Security-Policy forbids the browser from loading anything else. Every
-string that came from an artefact (task ids, answers, run names, failure reasons)
-goes through :func:`_e`, because a dataset or an agent can put markup in them.
+present), never from live objects, so the same code serves the plugin at session
+end and the ``evomemory`` command long after. It must open anywhere, offline, from
+a CI artefact store: CSS is inline, the learning curves are SVG drawn here
+(:mod:`.chart`), there is no JavaScript at all, and a Content-Security-Policy
+forbids the browser from loading anything else. Every string that came from an
+artefact (task ids, answers, run names, failure reasons) goes through ``_e``
+(:mod:`._markup`), because a dataset or an agent can put markup in them. The
+per-task drill-down is :mod:`.drilldown`; the comparison's numbers are
+:mod:`.compare`'s.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from html import escape
 from pathlib import Path
 from typing import Any
 
 from ..errors import EvoMemoryError
 from ..rundir import read_jsonl, utc_now
+from ._markup import (
+    _NONE,
+    _api_acc,
+    _ci,
+    _decimal,
+    _e,
+    _int,
+    _mapping,
+    _number,
+    _percent,
+    _position,
+    _seconds,
+    _tokens,
+)
+from .chart import LegendEntry, Series, curve_svg, legend_layout
 from .compare import OVERALL, build_comparison, stream_names
-from .summary import SCHEMA_VERSION, is_cached
+from .drilldown import task_tables
+from .summary import SCHEMA_VERSION
 
 REPORT_NAME = "report.html"
 
-# Okabe-Ito colours plus dash patterns: curves stay apart for colour-blind readers
-# and on black-and-white printouts.
-_PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
-_DASHES = ("", "6 3", "2 3", "8 3 2 3", "1 2", "10 4")
-
-_Y_INSET = 6
-_NONE = "\u2013"  # en dash: shown where a metric has no value (no tasks, no stimuli)
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 
@@ -175,68 +184,6 @@ def _relabel(run: RunData, label: str) -> RunData:
 # --------------------------------------------------------------------------- formatting
 
 
-def _e(value: object) -> str:
-    """Escape for both element text and quoted attribute values."""
-    return escape("" if value is None else str(value), quote=True)
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
-def _int(value: object) -> str:
-    number = _number(value)
-    return _NONE if number is None else f"{int(number):,}"
-
-
-def _percent(value: object) -> str:
-    number = _number(value)
-    return _NONE if number is None else f"{number:.1%}"
-
-
-def _decimal(value: object, digits: int = 2) -> str:
-    number = _number(value)
-    return _NONE if number is None else f"{number:,.{digits}f}"
-
-
-def _ci(value: object) -> str:
-    """``[31.9, 80.7]``: a 95 % interval stored as fractions, shown in percent."""
-    if not isinstance(value, list | tuple) or len(value) != 2:
-        return _NONE
-    low, high = _number(value[0]), _number(value[1])
-    return _NONE if low is None or high is None else f"[{low * 100:.1f}, {high * 100:.1f}]"
-
-
-def _api_acc(metrics: Mapping[str, Any]) -> str:
-    """The paper's ToolBench figure pair "API / Acc."; a dash for other streams."""
-    api = _number(metrics.get("api_accuracy"))
-    return _NONE if api is None else f"{api:.1%} / {_percent(metrics.get('accuracy'))}"
-
-
-def _position(value: object) -> str:
-    """Positions are stored 0-based; people count from 1."""
-    number = _number(value)
-    return _NONE if number is None else str(int(number) + 1)
-
-
-def _seconds(value: object) -> str:
-    number = _number(value)
-    if number is None:
-        return _NONE
-    return f"{number * 1000:.2f} ms" if number < 1 else f"{number:.2f} s"
-
-
-def _tokens(metrics: Mapping[str, Any]) -> object:
-    total = metrics.get("total_tokens")
-    if total is None:
-        prompt, completion = _number(metrics.get("prompt_tokens")), _number(metrics.get("completion_tokens"))
-        total = None if prompt is None or completion is None else prompt + completion
-    return total
-
-
 def _per(metrics: Mapping[str, Any]) -> Mapping[str, Any]:
     per = metrics.get("per_stimulus")
     return per if isinstance(per, Mapping) else {}
@@ -294,139 +241,6 @@ def _metric_cells(metrics: Mapping[str, Any]) -> str:
 # --------------------------------------------------------------------------- the chart
 
 
-@dataclass(frozen=True)
-class Series:
-    label: str
-    values: Sequence[float]
-
-
-def _ticks(maximum: int, most: int = 10) -> list[int]:
-    """Integer positions 1..maximum at a 1-2-5 step, so labels never crowd."""
-    step = 1
-    while math.ceil(maximum / step) > most:
-        for factor in (2, 5, 10):
-            if math.ceil(maximum / (step * factor)) <= most or factor == 10:
-                step *= factor
-                break
-    ticks = [1, *range(step, maximum + 1, step)] if step > 1 else list(range(1, maximum + 1))
-    return sorted(set(ticks))
-
-
-#: Legend geometry: a generous width per character (12 px system-ui stays under
-#: it), so an entry measured here is never wider on screen than its slot.
-_CHAR_W = 7.5
-_LEGEND_ROW = 18
-_SWATCH = 30
-
-
-@dataclass(frozen=True)
-class LegendEntry:
-    text: str
-    full: str
-    x: float
-    row: int
-
-
-def legend_layout(texts: Sequence[str], left: float, usable: float) -> list[LegendEntry]:
-    """Place legend entries left to right, wrapping to a new row instead of leaving
-    the viewBox; a text too long for a whole row is shortened (the full text stays
-    in its tooltip)."""
-    most = max(4, int((usable - _SWATCH) / _CHAR_W))
-    entries, x, row = [], left, 0
-    for full in texts:
-        text = full if len(full) <= most else full[: most - 1] + "\u2026"
-        size = _SWATCH + _CHAR_W * len(text)
-        if x > left and x + size > left + usable:
-            x, row = left, row + 1
-        entries.append(LegendEntry(text, full, x, row))
-        x += size + 24
-    return entries
-
-
-def curve_svg(stream: str, series: Sequence[Series], *, width: int = 560, height: int = 300) -> str:
-    """Cumulative accuracy against task position, one line per run, as inline SVG.
-
-    ``height`` is the height with a one-row legend; each further legend row makes
-    the picture (and its viewBox) taller, so any number of runs stays readable.
-    """
-    left, right, top, bottom = 56, 16, 16, 72
-    plot_w, plot_h = width - left - right, height - top - bottom
-    legend = legend_layout(
-        [f"{line.label}{f' ({line.values[-1]:.1%})' if line.values else ' (no tasks)'}" for line in series],
-        left, width - left - right,
-    )
-    height += _LEGEND_ROW * (max((entry.row for entry in legend), default=0))
-    longest = max((len(s.values) for s in series), default=0)
-    x_max = max(longest, 2)
-
-    def x(position: int) -> float:
-        return left + (position - 1) / (x_max - 1) * plot_w
-
-    def y(value: float) -> float:
-        # Inset so a curve at exactly 0 or 1 is not hidden under the axis or the frame edge.
-        return top + _Y_INSET + (1.0 - value) * (plot_h - 2 * _Y_INSET)
-
-    parts = [
-        f'<svg class="curve" data-stream="{_e(stream)}" xmlns="http://www.w3.org/2000/svg" '
-        f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-        f'aria-label="{_e(f"Cumulative accuracy along stream {stream}")}">',
-        f"<title>{_e(f'Cumulative accuracy along {stream}')}</title>",
-        f'<rect class="frame" x="{left}" y="{top}" width="{plot_w}" height="{plot_h}"/>',
-    ]
-    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        ty = y(tick)
-        parts.append(f'<line class="grid" x1="{left}" y1="{ty:.1f}" x2="{left + plot_w}" y2="{ty:.1f}"/>')
-        parts.append(
-            f'<text class="tick" x="{left - 6}" y="{ty + 4:.1f}" text-anchor="end">{tick:.2f}</text>'
-        )
-    if longest:
-        for tick_x in _ticks(x_max if longest > 1 else 1):
-            tx = x(tick_x)
-            parts.append(
-                f'<line class="axis" x1="{tx:.1f}" y1="{top + plot_h}" x2="{tx:.1f}" y2="{top + plot_h + 5}"/>'
-            )
-            parts.append(
-                f'<text class="tick" x="{tx:.1f}" y="{top + plot_h + 18}" text-anchor="middle">{tick_x}</text>'
-            )
-    parts += [
-        f'<line class="axis" x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}"/>',
-        f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}"/>',
-        f'<text class="axis-label" x="{left + plot_w / 2:.1f}" y="{top + plot_h + 36}" text-anchor="middle">task position in stream</text>',
-        f'<text class="axis-label" transform="translate(14 {top + plot_h / 2:.1f}) rotate(-90)" text-anchor="middle">cumulative accuracy</text>',
-    ]
-    if not longest:
-        parts.append(
-            f'<text class="empty" x="{left + plot_w / 2:.1f}" y="{top + plot_h / 2:.1f}" text-anchor="middle">no scored tasks</text>'
-        )
-    for index, line in enumerate(series):
-        colour, dash = _PALETTE[index % len(_PALETTE)], _DASHES[index % len(_DASHES)]
-        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
-        points = " ".join(f"{x(i + 1):.1f},{y(v):.1f}" for i, v in enumerate(line.values))
-        parts.append(f'<g class="series" data-run="{_e(line.label)}">')
-        if line.values:
-            parts.append(f'<polyline class="line" points="{points}" stroke="{colour}"{dash_attr}/>')
-        if len(line.values) <= 60:
-            for i, v in enumerate(line.values):
-                parts.append(
-                    f'<circle cx="{x(i + 1):.1f}" cy="{y(v):.1f}" r="2.5" fill="{colour}">'
-                    f"<title>{_e(f'{line.label}: task {i + 1}, cumulative accuracy {v:.3f}')}</title></circle>"
-                )
-        parts.append("</g>")
-    parts.append('<g class="legend">')
-    for index, entry in enumerate(legend):
-        colour, dash = _PALETTE[index % len(_PALETTE)], _DASHES[index % len(_DASHES)]
-        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
-        legend_y = top + plot_h + bottom - 14 + entry.row * _LEGEND_ROW
-        parts.append(
-            f'<g class="legend-entry"><title>{_e(entry.full)}</title>'
-            f'<line x1="{entry.x:.1f}" y1="{legend_y - 4}" x2="{entry.x + 24:.1f}" y2="{legend_y - 4}" '
-            f'stroke="{colour}" stroke-width="2.5"{dash_attr}/>'
-            f'<text class="legend-label" x="{entry.x + _SWATCH:.1f}" y="{legend_y}">{_e(entry.text)}</text></g>'
-        )
-    parts.append("</g></svg>")
-    return "".join(parts)
-
-
 # --------------------------------------------------------------------------- the page
 
 _STYLE = """
@@ -481,10 +295,6 @@ def _page(title: str, body: Iterable[str]) -> str:
 
 def _stream_names(runs: Sequence[RunData]) -> list[str]:
     return stream_names(runs)
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 def _run_meta(run: RunData) -> str:
@@ -594,208 +404,6 @@ def _group_tables(run: RunData) -> str:
     return "<h2>Per group</h2>" + "".join(parts) if parts else ""
 
 
-_RECALL_TOOLS = ("recall",)
-
-
-def _pre(value: object) -> str:
-    return f"<pre>{_e(value)}</pre>" if value not in (None, "") else f"<p>{_NONE}</p>"
-
-
-def _message_text(message: Mapping[str, Any]) -> str:
-    """A chat message as text: its content, then any tool calls it makes."""
-    parts = []
-    content = message.get("content")
-    if isinstance(content, str):
-        parts.append(content)
-    elif content is not None:
-        parts.append(json.dumps(content, ensure_ascii=False, indent=1))
-    calls = message.get("tool_calls")
-    if isinstance(calls, list):
-        for call in calls:
-            function = _mapping(_mapping(call).get("function"))
-            parts.append(f"\u2192 {function.get('name')}({function.get('arguments')})")
-    return "\n".join(parts)
-
-
-def _transcript(record: Mapping[str, Any] | None) -> str:
-    if record is None:
-        return f"<p>{_NONE} (no transcript recorded)</p>"
-    messages = record.get("messages")
-    if not isinstance(messages, list) or not messages:
-        return f"<p>{_NONE} (empty transcript)</p>"
-    items = []
-    for message in messages:
-        if not isinstance(message, Mapping):
-            continue
-        cached = " (cached)" if message.get("cached") else ""
-        items.append(
-            f'<div class="message" data-role="{_e(message.get("role"))}"><span class="role">'
-            f"{_e(message.get('role'))}{cached}</span>{_pre(_message_text(message))}</div>"
-        )
-    return "".join(items)
-
-
-def _prompt(record: Mapping[str, Any] | None) -> str | None:
-    """The task prompt as the agent saw it: the first user message of the task turn."""
-    messages = record.get("messages") if record else None
-    for message in messages if isinstance(messages, list) else []:
-        if isinstance(message, Mapping) and message.get("role") == "user":
-            return _message_text(message)
-    return None
-
-
-def _recalled(response: Mapping[str, Any] | None) -> str:
-    """What memory gave the agent in the task turn.
-
-    A response may list the hits itself (``memory_recalled``); a ``recall`` tool
-    call carries them as its result; otherwise only the count is known (an
-    ExpRAG agent puts its experiences into the prompt shown above).
-    """
-    if response is None:
-        return f"<p>{_NONE}</p>"
-    hits = response.get("memory_recalled")
-    items: list[str] = []
-    if isinstance(hits, list):
-        for hit in hits:
-            hit_map = _mapping(hit)
-            content = hit_map.get("content", hit) if hit_map else hit
-            score = _number(hit_map.get("score")) if hit_map else None
-            items.append(f"<li>{_pre(content)}{'' if score is None else f'<small>score {score:.3f}</small>'}</li>")
-    calls = response.get("tool_calls") if not items else None  # recall tools' hits are listed above
-    for call in calls if isinstance(calls, list) else []:
-        call_map = _mapping(call)
-        if call_map.get("name") in _RECALL_TOOLS:
-            query = _mapping(call_map.get("arguments")).get("query")
-            items.append(f"<li>recall({_e(query)}) returned{_pre(call_map.get('result'))}</li>")
-    if items:
-        return f'<ol class="recalled">{"".join(items)}</ol>'
-    count = _number(response.get("memory_recalls")) or 0
-    if count:
-        return (
-            f"<p>{int(count)} recall(s); the run did not record what they returned "
-            "(an ExpRAG agent shows its recalled experiences in the prompt above)</p>"
-        )
-    return "<p>none</p>"
-
-
-def _turn_facts(
-    label: str, response: Mapping[str, Any] | None, transcript: Mapping[str, Any] | None = None
-) -> str:
-    if response is None:
-        return f"<dt>{_e(label)}</dt><dd>{_NONE} (no response recorded)</dd>"
-    usage = _mapping(response.get("usage"))
-    tokens = _number(usage.get("total_tokens"))
-    if tokens is None:
-        prompt, completion = _number(usage.get("prompt_tokens")), _number(usage.get("completion_tokens"))
-        tokens = None if prompt is None or completion is None else prompt + completion
-    violation = response.get("protocol_violation")
-    return (
-        f"<dt>{_e(label)}</dt><dd>"
-        f"tokens {_int(tokens)} ({_int(usage.get('prompt_tokens'))} prompt, "
-        f"{_int(usage.get('completion_tokens'))} completion) \u00b7 latency {_seconds(response.get('seconds'))} "
-        f"\u00b7 {_int(response.get('agent_turns'))} agent turn(s) \u00b7 "
-        f'<span class="cached">{"cached" if _cached(response, transcript) else "not cached"}</span> \u00b7 '
-        + (
-            f'<span class="fail violation">protocol violation: {_e(violation)}</span>'
-            if violation
-            else '<span class="violation">no protocol violation</span>'
-        )
-        + "</dd>"
-    )
-
-
-def _cached(response: Mapping[str, Any], transcript: Mapping[str, Any] | None) -> bool:
-    messages = transcript.get("messages") if transcript else None
-    return is_cached(response, messages if isinstance(messages, list) else None)
-
-
-def _task_detail(
-    scored: Mapping[str, Any],
-    responses: Mapping[tuple[str, str], Mapping[str, Any]],
-    transcripts: Mapping[tuple[str, str], Mapping[str, Any]],
-) -> str:
-    task_id, correct = str(scored.get("task_id")), bool(scored.get("correct")) and not scored.get("error")
-    task_response, feedback_response = responses.get((task_id, "task")), responses.get((task_id, "feedback"))
-    task_record, feedback_record = transcripts.get((task_id, "task")), transcripts.get((task_id, "feedback"))
-    verdict = "error" if scored.get("error") else "correct" if correct else "wrong"
-    answer = scored.get("raw_answer")
-    if answer is None and task_response is not None:
-        answer = task_response.get("final_answer")
-    group = f"<dt>group</dt><dd>{_e(scored.get('group'))}</dd>" if scored.get("group") is not None else ""
-    return (
-        f'<details class="task" data-task="{_e(task_id)}" data-position="{_e(_position(scored.get("position")))}">'
-        f"<summary>#{_e(_position(scored.get('position')))} <code>{_e(task_id)}</code>"
-        f'<span class="verdict {"pass" if correct else "fail"}">{verdict}</span></summary>'
-        '<dl class="facts">'
-        f"<dt>prompt the agent saw</dt><dd>{_pre(_prompt(task_record))}</dd>"
-        f"<dt>memories recalled</dt><dd>{_recalled(task_response)}</dd>"
-        f"<dt>answer</dt><dd>{_pre(answer)}</dd>"
-        f"<dt>extracted</dt><dd><code>{_e(scored.get('extracted'))}</code></dd>"
-        f"<dt>target</dt><dd><code>{_e(scored.get('target'))}</code></dd>"
-        f"<dt>why</dt><dd>{_e(scored.get('reason'))} <small>({_e(scored.get('match_mode'))})</small></dd>"
-        f"{group}"
-        f"{_turn_facts('task turn', task_response, task_record)}"
-        f"{_turn_facts('feedback turn', feedback_response, feedback_record)}"
-        "</dl>"
-        f"<details><summary>task turn transcript</summary>{_transcript(task_record)}</details>"
-        f"<details><summary>feedback turn transcript</summary>{_transcript(feedback_record)}</details>"
-        "</details>"
-    )
-
-
-def _task_tables(run: RunData) -> str:
-    """Per stream: a table of every task, then one drill-down per task."""
-    if not run.scores:
-        return ""
-    by_stream: dict[str, list[Mapping[str, Any]]] = {}
-    for scored in run.scores:
-        by_stream.setdefault(str(scored.get("stream")), []).append(scored)
-    parts = ["<h2>Tasks</h2>"]
-    for stream, scored_items in by_stream.items():
-        responses = {
-            (str(r.get("task_id")), str(r.get("kind"))): r for r in run.responses if r.get("stream") == stream
-        }
-        transcripts = {
-            (str(t.get("task_id")), str(t.get("kind"))): t for t in run.transcripts.get(stream, ())
-        }
-        correct = sum(bool(s.get("correct")) and not s.get("error") for s in scored_items)
-        rows = "".join(
-            f'<tr><td class="num">{_e(_position(s.get("position")))}</td><td><code>{_e(s.get("task_id"))}</code></td>'
-            f'<td class="{"pass" if s.get("correct") and not s.get("error") else "fail"}">'
-            f'{"yes" if s.get("correct") and not s.get("error") else "no"}</td>'
-            f"<td><code>{_e(s.get('extracted'))}</code></td><td><code>{_e(s.get('target'))}</code></td>"
-            f"<td>{_e(s.get('match_mode'))}</td><td>{_e(s.get('reason'))}</td>"
-            f"{_task_flags(responses.get((str(s.get('task_id')), 'task')), transcripts.get((str(s.get('task_id')), 'task')))}</tr>"
-            for s in scored_items
-        )
-        details = "".join(_task_detail(s, responses, transcripts) for s in scored_items)
-        parts.append(
-            f'<details class="stream-tasks" data-stream="{_e(stream)}"><summary>{_e(stream)}: '
-            f"{correct} of {len(scored_items)} correct</summary>"
-            '<div class="scroll"><table class="tasks"><thead><tr><th class="num">position</th><th>task</th>'
-            "<th>correct</th><th>answer (extracted)</th><th>target</th><th>match</th><th>why</th>"
-            '<th class="num">tokens</th><th class="num">latency</th><th>cached</th><th>violation</th>'
-            f"</tr></thead><tbody>{rows}</tbody></table></div>"
-            f"<h3>{_e(stream)}: each task</h3>{details}</details>"
-        )
-    return "".join(parts)
-
-
-def _task_flags(response: Mapping[str, Any] | None, transcript: Mapping[str, Any] | None) -> str:
-    if response is None:
-        return f'<td class="num">{_NONE}</td><td class="num">{_NONE}</td><td>{_NONE}</td><td>{_NONE}</td>'
-    usage = _mapping(response.get("usage"))
-    tokens = usage.get("total_tokens")
-    if tokens is None:
-        tokens = _tokens(usage)
-    violation = response.get("protocol_violation")
-    return (
-        f'<td class="num">{_int(tokens)}</td><td class="num">{_seconds(response.get("seconds"))}</td>'
-        f'<td>{"yes" if _cached(response, transcript) else "no"}</td>'
-        f'<td class="{"fail" if violation else ""}">{_e(violation) if violation else "no"}</td>'
-    )
-
-
 def _plots(runs: Sequence[RunData]) -> str:
     figures = []
     for stream in _stream_names(runs):
@@ -819,7 +427,7 @@ def render_report(run: RunData) -> str:
         '<p class="meta">Cumulative accuracy after each task of the stream, in stream order.</p>',
         _plots([run]),
         _failed_episodes(run),
-        _task_tables(run),
+        task_tables(run.scores, run.responses, run.transcripts),
     ]
     return _page(f"evomemory: {run.label}", body)
 

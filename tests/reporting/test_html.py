@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from pytest_evomemory.reporting.chart import _ticks
 from pytest_evomemory.reporting.html import (
     ReportError,
     Series,
-    _ticks,
     curve_svg,
     legend_layout,
     load_run,
