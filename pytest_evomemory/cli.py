@@ -55,7 +55,7 @@ def build_parser() -> argparse.ArgumentParser:
     compare = commands.add_parser(
         "compare",
         help="compare two or more runs on one page",
-        description="Compare runs: accuracy with 95%% intervals, the paired difference from the first run "
+        description="Compare runs: accuracy with 95% intervals, the paired difference from the first run "
         "(the baseline) with its interval and exact McNemar p-value, every run's learning curve on one "
         "plot per stream, the config diff and the tasks that flipped. Writes the page and, beside it, "
         "compare.json (same name, .json); prints the comparison, then both paths.",
