@@ -124,6 +124,9 @@ class StreamRun:
             seconds=seconds,
             protocol_violation=violation,
             memory_writes=tuple(self.memory.writes[before.writes:after.writes]) if self.memory else (),
+            memory_recalled=(
+                tuple(self.memory.recalled[before.recalled:after.recalled]) if self.memory else ()
+            ),
         )
         if isinstance(failure, MemoryBackendError):
             self.broken = f"the memory backend failed at {stimulus.kind} {task_id}: {failure}"
