@@ -50,13 +50,14 @@ EVENTS = "events.jsonl"
 SUMMARY = "summary.json"
 REPORT = "report.html"
 COMPARISON = "compare.html"
+COMPARISON_DATA = "compare.json"
 TRANSCRIPTS = "transcripts"
 HISTORY = "history"
 LOCK = ".lock"
 LOCK_OWNER = ".lock.owner"
 
 #: Files of a run, moved aside together when a new run starts in the directory.
-RUN_FILES = (RUN_DOCUMENT, RESPONSES, SCORES, EVENTS, SUMMARY, REPORT, COMPARISON)
+RUN_FILES = (RUN_DOCUMENT, RESPONSES, SCORES, EVENTS, SUMMARY, REPORT, COMPARISON, COMPARISON_DATA)
 
 DEFAULT_OUTPUT_ROOT = "evomemory-results"
 
