@@ -59,9 +59,9 @@ class RecordRejected(MemoryBackendError):
 def unstorable_reason(text: str, *, nul_allowed: bool) -> str | None:
     """Why a database text column cannot hold ``text`` exactly, or None if it can."""
     if not nul_allowed and "\x00" in text:
-        return "it contains a NUL character (\\x00), which the database's text type cannot store"
+        return "contains a NUL character (\\x00), which the database's text type cannot store"
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as error:
-        return f"it contains a lone surrogate ({error.object[error.start:error.end]!r}), which is not valid UTF-8"
+        return f"contains a lone surrogate ({error.object[error.start:error.end]!r}), which is not valid UTF-8"
     return None
