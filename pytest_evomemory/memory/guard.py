@@ -75,7 +75,7 @@ class IsolationGuard:
             if earlier is not None:
                 return (
                     f"memory leak: recall in stream {stream!r} returned record {record_id!r} "
-                    f"({content[:80]!r}), which stream {earlier!r} recalled earlier; the memory "
+                    f"({content[:80]!r}), which stream {earlier!r} stored or recalled earlier; the memory "
                     "system must give every stream its own, empty store"
                 )
             self._current.add(print_)

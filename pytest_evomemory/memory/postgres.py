@@ -37,7 +37,6 @@ from ..config import MemoryConfig
 from ..errors import MemoryBackendError
 from ..tools import Tool
 from ..types import MemoryHit
-from .base import RecordRejected, unstorable_reason
 from ._ranking import (
     RARE_TERM_SHARE,
     TermStatistics,
@@ -45,6 +44,7 @@ from ._ranking import (
     hybrid_ranking,
     prepare_recall,
 )
+from .base import RecordRejected, unstorable_reason
 from .embedders import Embedder, build_embedder
 from .factory import MemoryContext
 from .snapshot import LoggedRecord, RecordLog

@@ -24,8 +24,8 @@ from ..config import MemoryConfig
 from ..errors import MemoryBackendError
 from ..tools import Tool
 from ..types import MemoryHit
-from .base import RecordRejected, unstorable_reason
 from ._ranking import TermStatistics, VectorIndex, hybrid_ranking, prepare_recall
+from .base import RecordRejected, unstorable_reason
 from .embedders import Embedder, build_embedder
 from .factory import MemoryContext
 from .snapshot import LoggedRecord, RecordLog
@@ -338,7 +338,7 @@ def _lock_exclusively(path: Path) -> IO[bytes]:
     """
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle = open(f"{path}.lock", "a+b")  # noqa: SIM115 - held until close()
+        handle = open(f"{path}.lock", "a+b")
     except OSError as error:
         raise MemoryBackendError(
             f"sqlite memory could not be opened at {str(path)!r}: {error}; "

@@ -123,7 +123,7 @@ class FactMemory:
         if match is None:
             return
         subject = match["subject"].casefold()
-        for record_id, (content, metadata) in list(self._facts.items()):
+        for record_id, (content, _metadata) in list(self._facts.items()):
             earlier = _FACT.fullmatch(content.strip()) if record_id != newest else None
             if earlier is None or earlier["subject"].casefold() != subject or earlier["value"] == match["value"]:
                 continue

@@ -76,7 +76,7 @@ def test_a_record_from_an_earlier_stream_is_caught_even_after_writes() -> None:
     assert guard.check_recall([("1", "beta secret"), ("2", "beta note")]) is None
     for leaked in (("1", "alpha secret"), ("2", "alpha note")):
         message = guard.check_recall([leaked])
-        assert message is not None and "which stream 's1' recalled earlier" in message
+        assert message is not None and "which stream 's1' stored or recalled earlier" in message
 
 
 def test_a_restored_memory_counts_as_written() -> None:
