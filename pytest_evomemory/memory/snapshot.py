@@ -17,14 +17,19 @@ manifest, and saving after each episode costs only the new records.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
+import shutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from ..errors import MemoryBackendError
+
+_UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 @runtime_checkable
@@ -81,6 +86,20 @@ class StreamSnapshots:
 
     directory: Path
     stream: str
+
+    @classmethod
+    def for_stream(cls, run_dir: Path, stream: str) -> StreamSnapshots:
+        """``<run_dir>/memory/<stream>/``; a stream name unfit for a file name is
+        replaced by a safe one plus a hash, so two streams never share a directory."""
+        safe = _UNSAFE_FILENAME.sub("_", stream)
+        if safe != stream or not safe.strip("."):
+            safe = f"{safe}-{hashlib.sha256(stream.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+        return cls(run_dir / "memory" / safe, stream)
+
+    def clear(self) -> None:
+        """Remove every snapshot (a stream starting from its first task): a stale
+        slot of an earlier run in the same output directory must never be restored."""
+        shutil.rmtree(self.directory, ignore_errors=True)
 
     def save(self, memory: object, completed: int) -> None:
         """Snapshot ``memory`` as it is after ``completed`` episodes (task + feedback)."""

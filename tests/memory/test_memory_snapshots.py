@@ -125,6 +125,10 @@ def test_stream_snapshots_keep_the_completed_prefix_whenever_the_process_dies(tm
         snapshots.restore(InProcessMemory(), 4)
     label = json.loads((tmp_path / "memory" / "s1" / "slot-1" / "episodes.json").read_text())
     assert label == {"stream": "s1", "episodes": 3, "memory": "InProcessMemory"}
+    snapshots.clear()  # a fresh run into the same output directory
+    assert snapshots.completed_prefixes() == []
+    with pytest.raises(ResumeRefused):
+        snapshots.restore(InProcessMemory(), 3)
 
 
 def test_a_memory_without_the_capability_refuses_resume_and_says_what_it_needs(tmp_path: Path) -> None:
@@ -140,3 +144,11 @@ def test_a_memory_without_the_capability_refuses_resume_and_says_what_it_needs(t
     assert "KeywordNotebook cannot be resumed" in message
     assert "snapshot(directory) and restore(directory)" in message
     assert "without --evomemory-resume" in message
+
+
+def test_stream_directories_are_safe_and_distinct(tmp_path: Path) -> None:
+    plain = StreamSnapshots.for_stream(tmp_path, "gpqa_diamond")
+    assert plain.directory == tmp_path / "memory" / "gpqa_diamond"
+    odd = {StreamSnapshots.for_stream(tmp_path, name).directory for name in ("a/b", "a b", "a_b", "..")}
+    assert len(odd) == 4
+    assert all(path.parent == tmp_path / "memory" and path.name not in {".", ".."} for path in odd)
