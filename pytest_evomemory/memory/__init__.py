@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from .base import MemorySystem, RecordRejected
 from .factory import build_memory, open_with_timeout
 from .guard import IsolationGuard
+from .observed import ObservedMemory
 from .snapshot import ResumeRefused, SnapshotCapable, StreamSnapshots
 from .tools import MemoryTool, instrument_memory_tools, memory_tools, tool_role
 
@@ -23,6 +24,7 @@ __all__ = [
     "IsolationGuard",
     "MemorySystem",
     "MemoryTool",
+    "ObservedMemory",
     "RecordRejected",
     "ResumeRefused",
     "SnapshotCapable",

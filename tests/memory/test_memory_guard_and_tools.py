@@ -180,3 +180,65 @@ def test_the_builtin_retain_tool_answers_an_unstorable_record_with_a_tool_error(
         assert memory.recall("lone surrogate")[0].content == "a lone surrogate \ud800 here"
     after = json.loads(retain.handler({"content": "the stream goes on: harbor pilot"}))
     assert memory.recall("harbor pilot")[0].record_id == after["id"]
+
+
+# --------------------------------------------------------------------------- ObservedMemory
+
+
+def test_observed_memory_counts_declared_tools_by_role_and_guards_recalls() -> None:
+    from pytest_evomemory.memory.observed import ObservedMemory
+
+    guard = IsolationGuard()
+    memory = ObservedMemory(FactMemory(default_top_k=3), "s1", guard)
+    tools = {tool.name: tool for tool in memory.tools()}
+    assert list(tools) == ["remember", "search", "forget"]
+    assert json.loads(tools["search"].handler({"question": "ferry"})) == []  # empty at start: fine
+    tools["remember"].handler({"text": "The Sark ferry is at 7:15."})
+    stored = json.loads(tools["remember"].handler({"text": "The Sark ferry is at 8:00."}))
+    found = json.loads(tools["search"].handler({"question": "Sark ferry"}))
+    assert found[0]["content"] == "The Sark ferry is at 8:00 (earlier: at 7:15)"
+    assert found[0]["id"] != stored["remembered"]  # consolidated, and the guard let it through
+    tools["forget"].handler({"id": found[0]["id"]})
+    assert memory.recall("Sark ferry") == []
+    assert (memory.counts.retains, memory.counts.recalls, memory.counts.forgets) == (2, 3, 1)
+    assert [write["tool"] for write in memory.writes] == ["remember", "remember", "forget"]
+    memory.close()
+
+    second = ObservedMemory(FactMemory(default_top_k=3), "s2", guard)
+    second.backend.retain("The Sark ferry is at 8:00 (earlier: at 7:15)")  # behind the runtime's back
+    with pytest.raises(ProtocolViolation, match="before anything was stored in this stream"):
+        second.recall("Sark ferry")
+
+
+def test_observed_memory_catches_a_leak_through_the_recall_tool(tmp_path: Any) -> None:
+    from pytest_evomemory.memory.inprocess import InProcessMemory
+    from pytest_evomemory.memory.observed import ObservedMemory
+
+    shared = InProcessMemory(default_top_k=3)  # a backend that wrongly survives the stream
+    guard = IsolationGuard()
+    first = ObservedMemory(shared, "s1", guard)
+    first.retain("alpha secret vault code")
+    first.guard.end_stream()
+    second = ObservedMemory(shared, "s2", guard)
+    second.retain("beta note")
+    recall = {tool.name: tool for tool in second.tools()}["recall"]
+    with pytest.raises(ProtocolViolation, match="which stream 's1' stored or recalled earlier"):
+        recall.handler({"query": "alpha secret vault"})
+
+
+def test_observed_memory_names_the_tool_when_a_declared_handler_crashes() -> None:
+    from pytest_evomemory.errors import MemoryBackendError
+    from pytest_evomemory.memory.observed import ObservedMemory
+
+    class Crashing(FactMemory):
+        def tools(self) -> list[Tool]:
+            def boom(arguments: Mapping[str, Any]) -> str:
+                raise OSError("disk gone")
+
+            return [MemoryTool(ToolSpec("remember", "", {"type": "object"}), boom, "retain")]
+
+    memory = ObservedMemory(Crashing(), "s1")
+    (tool,) = memory.tools()
+    with pytest.raises(MemoryBackendError, match="failed during tool 'remember' in stream 's1': OSError: disk gone"):
+        tool.handler({})
+    assert memory.writes[0]["error"] is True
