@@ -11,9 +11,8 @@ import random
 
 import pytest
 
-from pytest_evomemory.episode import InstrumentedMemory
 from pytest_evomemory.errors import MemoryBackendError
-from pytest_evomemory.memory import MemorySystem
+from pytest_evomemory.memory import IsolationGuard, MemorySystem, ObservedMemory
 from pytest_evomemory.memory.tools import tool_role
 from pytest_evomemory.tools import Tool
 
@@ -124,9 +123,10 @@ def test_a_stream_opened_again_starts_empty(open_memory: OpenMemory) -> None:
     assert again.recall("harbor pilot schedule") == []
 
 
-def test_instrumented_memory_sees_no_leak_across_streams(open_memory: OpenMemory) -> None:
+def test_observed_memory_sees_no_leak_across_streams(open_memory: OpenMemory) -> None:
+    guard = IsolationGuard()
     for stream in ("stream_a", "stream_b"):
-        memory = InstrumentedMemory(open_memory(stream), stream)
+        memory = ObservedMemory(open_memory(stream), stream, guard)
         for index in range(4):
             memory.retain(f"{stream} fact {index}: glacier melt rate")
         assert len(memory.recall("glacier melt rate", top_k=10)) == 4

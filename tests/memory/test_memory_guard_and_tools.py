@@ -8,7 +8,6 @@ from typing import Any
 
 import pytest
 
-from pytest_evomemory.episode import InstrumentedMemory
 from pytest_evomemory.errors import ProtocolViolation
 from pytest_evomemory.memory.guard import IsolationGuard, records_in_tool_result
 from pytest_evomemory.memory.tools import (
@@ -44,15 +43,6 @@ def test_a_consolidating_memory_passes_the_guard_though_recall_returns_new_ids()
     guard.start_stream("s1")
     guard.note_write()
     assert guard.check_recall((hit.record_id, hit.content) for hit in hits) is None
-
-
-def test_the_old_id_identity_guard_rejected_that_memory() -> None:
-    """Why the guard changed: InstrumentedMemory (episode.py) checks ids against retain's."""
-    instrumented = InstrumentedMemory(FactMemory(default_top_k=3), "s1")
-    instrumented.retain("The Sark ferry is at 7:15.")
-    instrumented.retain("The Sark ferry is at 8:00.")
-    with pytest.raises(ProtocolViolation, match="memory leak"):
-        instrumented.recall("Sark ferry")
 
 
 def test_a_recall_before_anything_was_stored_must_be_empty() -> None:
