@@ -77,7 +77,9 @@ class StreamSnapshots:
     """The snapshots of one stream's memory, labelled by completed episodes.
 
     Two slots are used in turn (``slot-0``, ``slot-1``), each with a label
-    written only after the memory's own snapshot returned. Whichever moment the
+    written only after the memory's own snapshot returned. A slot is handed to
+    the memory again (to update incrementally) only if its label says it holds
+    the state of two episodes earlier; otherwise it is emptied first. Whichever moment the
     process is killed at — inside the memory's snapshot, between the snapshot
     and the result journal, or after both — the slot labelled with the number of
     episodes the journal says are complete is intact: the one being written has
@@ -108,7 +110,13 @@ class StreamSnapshots:
         slot = self.directory / f"slot-{completed % 2}"
         label = slot / "episodes.json"
         slot.mkdir(parents=True, exist_ok=True)
+        previous = _read_label(label)
         label.unlink(missing_ok=True)
+        if previous is None or previous.get("stream") != self.stream or previous["episodes"] != completed - 2:
+            # Not this run's state two episodes ago (an interrupted save, or a save a
+            # killed run made before the episode was re-run): a memory updating
+            # incrementally must not build on it.
+            shutil.rmtree(slot / "state", ignore_errors=True)
         (slot / "state").mkdir(exist_ok=True)
         memory.snapshot(slot / "state")
         write_atomically(
@@ -226,7 +234,7 @@ class RecordLog:
             handle.truncate(size)  # drop a tail a killed save left behind
             handle.seek(size)
             for record in records_after(last_id):
-                line = (json.dumps(record, ensure_ascii=True, separators=(",", ":")) + "\n").encode("ascii")
+                line = (json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str) + "\n").encode("ascii")
                 handle.write(line)
                 size += len(line)
                 logged += 1

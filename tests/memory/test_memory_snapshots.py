@@ -152,3 +152,28 @@ def test_stream_directories_are_safe_and_distinct(tmp_path: Path) -> None:
     odd = {StreamSnapshots.for_stream(tmp_path, name).directory for name in ("a/b", "a b", "a_b", "..")}
     assert len(odd) == 4
     assert all(path.parent == tmp_path / "memory" and path.name not in {".", ".."} for path in odd)
+
+
+def test_a_re_run_episode_never_builds_on_the_killed_runs_snapshot(tmp_path: Path) -> None:
+    """Killed after snapshotting episode 2 but before its result was recorded: the
+    resumed run restores episode 1 and re-runs episode 2, whose records get the
+    same ids with other contents — the slot must be rewritten, not appended to."""
+    from pytest_evomemory.memory.inprocess import InProcessMemory
+
+    snapshots = StreamSnapshots(tmp_path, "s1")
+    killed = InProcessMemory()
+    killed.retain("episode one: falcons nest on cliffs")
+    snapshots.save(killed, 1)
+    killed.retain("killed run, episode two: falcons eat mice")
+    snapshots.save(killed, 2)  # the result journal never heard of episode 2
+
+    resumed = InProcessMemory()
+    snapshots.restore(resumed, 1)
+    resumed.retain("resumed run, episode two: falcons dive fast")
+    snapshots.save(resumed, 2)
+    check = InProcessMemory()
+    snapshots.restore(check, 2)
+    assert sorted(hit.content for hit in check.recall("falcons", top_k=10)) == [
+        "episode one: falcons nest on cliffs",
+        "resumed run, episode two: falcons dive fast",
+    ]
