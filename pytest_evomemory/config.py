@@ -284,6 +284,9 @@ class MemoryConfig(_Strict):
     embedder: Literal["hashing", "sentence-transformers"] | None = None
     embedder_model: str | None = None
     embedding_dim: Annotated[int, Field(ge=8, le=8192)] = 256
+    #: Seconds a stream's memory may take to open before the stream fails, naming
+    #: the factory (a server that accepts and never answers must not hang a run).
+    open_timeout_s: Annotated[float, Field(gt=0, le=86_400)] = 120.0
     sqlite: SqliteOptions = Field(default_factory=SqliteOptions)
     postgres: PostgresOptions = Field(default_factory=PostgresOptions)
     options: dict[str, Any] = Field(default_factory=dict)
