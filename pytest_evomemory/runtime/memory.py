@@ -15,6 +15,7 @@ from ..memory.base import MemorySystem
 from ..memory.guard import IsolationGuard
 from ..memory.observed import ObservedMemory
 
+
 def observe(backend: MemorySystem, stream: str, guard: IsolationGuard) -> ObservedMemory:
     return ObservedMemory(backend, stream, guard)
 
