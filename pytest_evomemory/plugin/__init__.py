@@ -112,8 +112,10 @@ def _config_path(config: pytest.Config, resume: str | None) -> str | None:
         return None
     ini = config.getini("evomemory_config")
     if not ini:
-        raise pytest.UsageError(
-            "evomemory: --evomemory needs a run config: set evomemory_config in your pytest ini "
+        from ..errors import ConfigError
+
+        raise ConfigError(
+            "--evomemory needs a run config: set evomemory_config in your pytest ini "
             "(e.g. pyproject.toml [tool.pytest.ini_options]) or pass --evomemory-config=PATH"
         )
     return str(resolve_run_config(str(ini), config.rootpath))

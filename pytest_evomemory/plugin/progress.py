@@ -181,6 +181,7 @@ class ProgressHooks:
         lines, self.pending = self.pending, []
         if reporter is None or not lines:
             return
+        reporter.ensure_newline()
         writer = getattr(reporter, "_tw", None)  # under xdist the letters run on without a path prefix
         if writer is not None and writer.width_of_current_line:
             writer.line()
