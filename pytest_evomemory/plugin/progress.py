@@ -104,8 +104,8 @@ def _count(value: int) -> str:
     return f"{value / 1000:.1f}k" if value >= 10_000 else str(value)
 
 
-def _duration(seconds: float) -> str:
-    seconds = int(round(seconds))
+def _duration(value: float) -> str:
+    seconds = round(value)
     if seconds < 60:
         return f"{seconds}s"
     if seconds < 3600:
