@@ -122,7 +122,7 @@ def test_unknown_key_in_a_config_file_stops_the_run_with_file_and_key(pytester: 
 
 def test_config_path_from_ini_option_and_limit_and_stream_options(pytester: pytest.Pytester) -> None:
     pytester.makeini(f"[pytest]\nevomemory_config = {SAMPLE_MEMORY_RUN}\n")
-    result = pytester.runpytest("--evomemory-limit=3", "--evomemory-stream=sample_choice")
+    result = pytester.runpytest("--evomemory", "--evomemory-limit=3", "--evomemory-stream=sample_choice")
     result.assert_outcomes(passed=3)
     summary = summary_of(pytester.path / "evomemory-results" / "sample_memory")
     assert list(summary["streams"]) == ["sample_choice"]
