@@ -101,10 +101,10 @@ def _config_path(config: pytest.Config, resume: str | None) -> str | None:
     turns nothing on, so plain ``pytest`` in an agent repository runs only the
     user's tests. A value that is no file may name a built-in config.
     """
-    from ..configs import resolve_run_config
-
     path = config.getoption("evomemory_config")
     if path:
+        from ..configs import resolve_run_config
+
         return str(resolve_run_config(str(path), config.invocation_params.dir))
     if resume:
         return _resume_config_path(config, config.invocation_params.dir / resume)
@@ -118,6 +118,8 @@ def _config_path(config: pytest.Config, resume: str | None) -> str | None:
             "--evomemory needs a run config: set evomemory_config in your pytest ini "
             "(e.g. pyproject.toml [tool.pytest.ini_options]) or pass --evomemory-config=PATH"
         )
+    from ..configs import resolve_run_config
+
     return str(resolve_run_config(str(ini), config.rootpath))
 
 
