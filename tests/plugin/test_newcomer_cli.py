@@ -56,6 +56,12 @@ def test_set_reaches_into_a_part_that_is_not_set_yet(pytester: pytest.Pytester) 
     config = load_run_config(builtin_path("sample_memory"), ["agent.model.model=my-model", "memory.top_k=2"])
     assert config.agent.model is not None and config.agent.model.model == "my-model"
     assert config.memory.top_k == 2
+    # A whole part replaced by another file (relative to the run config), then a key of it.
+    swapped = load_run_config(
+        builtin_path("sample_memory"), ["agent=../agents/recall_baseline_no_memory.yaml", "agent.max_steps=2"]
+    )
+    assert swapped.agent.memory_strategy == "none" and swapped.agent.max_steps == 2
+    assert swapped.sources["agent"].endswith("recall_baseline_no_memory.yaml")
 
 
 @pytest.mark.parametrize(
