@@ -5,6 +5,10 @@ Everything that decides *what* happens lives in the engine
 cycle as DESIGN.md describes: a stream is a session-scoped parametrized fixture, a
 task is a test item, feedback and reset are the episode fixture's teardown.
 
+The benchmark is opt-in (``--evomemory``, ``--evomemory-config`` or
+``--evomemory-resume``): an ``evomemory_config`` ini option alone runs nothing, so
+plain ``pytest`` in an agent repository runs the user's tests only.
+
 pytest imports this module in every run of every project that has the package
 installed, benchmark or not, and again in every xdist worker. So it imports
 nothing of the core at module level: the session (:mod:`.session`) and the core
@@ -150,6 +154,11 @@ def pytest_configure(config: pytest.Config) -> None:
     except Exception as error:  # ConfigError from the run directory: one line, exit 4
         raise pytest.UsageError(f"evomemory: {error}") from None
     if path is None:
+        if config.getoption("evomemory_set"):
+            raise pytest.UsageError(
+                "evomemory: --evomemory-set changes a run config, but the benchmark is off; "
+                "add --evomemory (the ini config) or --evomemory-config=PATH"
+            )
         return
     heap = config.stash[STARTUP_HEAP] = StartupHeap.for_process(is_xdist_worker=is_xdist_worker(config))
     with heap.paused(settle_after=False):  # the session settles it when collection is over

@@ -62,6 +62,13 @@ def test_evomemory_flag_without_an_ini_config_is_one_usage_error(pytester: pytes
     result.stderr.fnmatch_lines(["ERROR: evomemory: --evomemory needs a run config: set evomemory_config*"])
 
 
+def test_a_setting_without_the_benchmark_is_refused_not_ignored(pytester: pytest.Pytester) -> None:
+    agent_repo(pytester)
+    result = pytester.runpytest("--evomemory-set=benchmark.limit=1")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["ERROR: evomemory: --evomemory-set changes a run config, but the benchmark is off; *"])
+
+
 # ----------------------------------------------------------------------------- built-in configs
 
 
