@@ -87,13 +87,27 @@ def known_secrets() -> list[str]:
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
     """``text`` without any secret (known values, header values, key-shaped tokens)."""
+    return _redact(text, _secret_values(secrets))
+
+
+def _secret_values(secrets: Iterable[str]) -> list[str]:
+    return sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH} | set(known_secrets()), key=len, reverse=True)
+
+
+#: Every pattern above needs one of these characters (or a known value) to match:
+#: a string without them is returned as it is, which is most of a transcript.
+_PATTERN_HINTS = re.compile(r"(?i)bearer|basic|sk-|://|authori|api|token")
+
+
+def _redact(text: str, values: list[str]) -> str:
     if not text:
         return text
-    values = sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH} | set(known_secrets()), key=len, reverse=True)
     for value in values:
         if value in text:
             text = text.replace(value, MASK)
         text = _mask_cut_secret(text, value)
+    if _PATTERN_HINTS.search(text) is None:
+        return text
     text = _NAMED_VALUE.sub(_mask_value, text)
     text = _BEARER.sub(lambda match: f"{match.group('scheme')} {MASK}", text)
     text = _KEY_SHAPED.sub(MASK, text)
@@ -122,13 +136,16 @@ def redact_strings(record: Any, secrets: Iterable[str] = ()) -> Any:
     """A copy of a JSON-like record with every string value redacted and nothing
     else changed: the run directory escapes what cannot be stored (ASCII JSON), so
     its records stay lossless (NUL and lone surrogates included)."""
-    values = tuple(secrets)
+    return _redact_walk(record, _secret_values(secrets))
+
+
+def _redact_walk(record: Any, values: list[str]) -> Any:
     if isinstance(record, str):
-        return redact(record, values)
+        return _redact(record, values)
     if isinstance(record, Mapping):
-        return {key: redact_strings(value, values) for key, value in record.items()}
+        return {key: _redact_walk(value, values) for key, value in record.items()}
     if isinstance(record, list | tuple):
-        return [redact_strings(value, values) for value in record]
+        return [_redact_walk(value, values) for value in record]
     return record
 
 
