@@ -35,7 +35,7 @@ ITEMS_MODULE = Path(__file__).resolve().with_name("items.py")
 def activate(config: pytest.Config, path: str, resume: str | None) -> None:
     """Load the run config at ``path``, lock the run directory, register the hooks."""
     try:
-        run_config = load_run_config(path).with_overrides(
+        run_config = load_run_config(path, config.getoption("evomemory_set")).with_overrides(
             limit=config.getoption("evomemory_limit"),
             streams=config.getoption("evomemory_stream"),
         )
