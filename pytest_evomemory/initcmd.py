@@ -19,7 +19,7 @@ from .configs import BUILTIN_DIR
 
 DEFAULT_DIR = "configs"
 #: Shipped for the package's own test suite, not as starters.
-_SKIPPED_PARTS = {"testing", "__pycache__"}
+_SKIPPED_PARTS = {"__pycache__"}
 EXIT_OK = 0
 EXIT_EXISTS = 1
 

@@ -54,4 +54,18 @@ def resolve_run_config(value: str, base: Path) -> Path:
     bare = "/" not in value and "\\" not in value and not value.endswith(_SUFFIXES)
     if bare:
         return builtin_path(value)
+    shipped = _shipped_layout(value)
+    if shipped is not None:
+        return shipped
     return path
+
+
+def _shipped_layout(value: str) -> Path | None:
+    """``configs/runs/NAME.yaml`` where the user's repository has no such file: the
+    documented command (``--evomemory-config=configs/runs/testing/...``) works in a
+    repository without ``evomemory init`` too, using the shipped file of that name."""
+    parts = Path(value).as_posix().split("/")
+    if len(parts) < 3 or parts[0] != "configs" or parts[1] != "runs":
+        return None
+    candidate = (BUILTIN_DIR / "/".join(parts[1:])).resolve()
+    return candidate if RUNS_DIR in candidate.parents and candidate.is_file() else None

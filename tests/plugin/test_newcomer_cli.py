@@ -106,7 +106,8 @@ def test_init_writes_editable_configs_that_run(pytester: pytest.Pytester, capsys
     assert main(["init", str(pytester.path / "configs")]) == 0
     written = sorted(p.relative_to(pytester.path / "configs") for p in (pytester.path / "configs").rglob("*.yaml"))
     assert written == starter_files() and Path("runs/sample_memory.yaml") in written
-    assert not (pytester.path / "configs" / "runs" / "testing").exists()
+    # the documented command's config is among them
+    assert (pytester.path / "configs" / "runs" / "testing" / "evomemory_single_turn_medium.yaml").is_file()
     assert "pytest --evomemory-config=" in capsys.readouterr().out
     pytester.runpytest("--evomemory-config=configs/runs/sample_memory.yaml", "--evomemory-limit=1").assert_outcomes(passed=2)
     assert main(["init", str(pytester.path / "configs")]) == 1

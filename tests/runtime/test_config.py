@@ -102,3 +102,16 @@ def test_huge_config_file_is_refused_before_parsing(tmp_path: Path) -> None:
 def test_bad_limit_override() -> None:
     with pytest.raises(ConfigError, match="--evomemory-limit must be at least 1"):
         load_run_config(SAMPLE_MEMORY_RUN).with_overrides(limit=0)
+
+
+def test_the_documented_configs_path_falls_back_to_the_shipped_file(tmp_path: Path) -> None:
+    from pytest_evomemory.configs import BUILTIN_DIR, resolve_run_config
+
+    shipped = resolve_run_config("configs/runs/testing/evomemory_single_turn_medium.yaml", tmp_path)
+    assert shipped == (BUILTIN_DIR / "runs" / "testing" / "evomemory_single_turn_medium.yaml").resolve()
+    # a file of the user's own always wins, and other missing paths stay missing
+    own = tmp_path / "configs" / "runs" / "sample_memory.yaml"
+    own.parent.mkdir(parents=True)
+    own.write_text("benchmark: {benchmark: sample}\nagent: {kind: recall_baseline}\n", encoding="utf-8")
+    assert resolve_run_config("configs/runs/sample_memory.yaml", tmp_path) == own
+    assert resolve_run_config("configs/runs/nothing.yaml", tmp_path) == tmp_path / "configs/runs/nothing.yaml"
