@@ -316,6 +316,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     session = config.stash.get(SESSION_KEY, None)
     if session is None:
         return None
+    from ..identity import describe_model
     from ..streams.provenance import provenance_line
 
     streams = ", ".join(f"{s.name} ({len(s)})" for s in session.benchmark.streams)
@@ -324,7 +325,9 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         f"evomemory: run {session.run_config.name!r} from {session.run_config.path}",
         f"evomemory: streams {streams}",
         *(f"evomemory: data {provenance_line(s)}" for s in session.benchmark.streams if s.provenance.get("repository")),
-        f"evomemory: agent {agent.kind} ({agent.memory_strategy}), memory {session.run_config.memory.backend}",
+        f"evomemory: agent {agent.kind} ({agent.memory_strategy}), memory {session.run_config.memory.backend} "
+        "(as configured; a conftest fixture may override them: the summary says what ran)",
+        f"evomemory: model {describe_model(agent.model.model_dump(mode='json') if agent.model else None)}",
         f"evomemory: results -> {session.run_dir}",
     ]
 

@@ -18,12 +18,13 @@ import pytest
 
 from ..config import RunConfig, load_run_config
 from ..errors import ConfigError, DataError, EpisodeError, EvoMemoryError
+from ..identity import describe_ran
 from ..memory.snapshot import supports_snapshots
 from ..redaction import redact
 from ..reporting.terminal import format_table
 from ..rundir import check_output_dir, default_run_dir
 from ..runtime import BenchmarkRun, Episode, Run, RunResult, StreamRun, TaskOutcome, parse_min_accuracy
-from ..runtime.records import error_record, stream_error_record
+from ..runtime.records import error_record, stream_error_record, stream_started_record
 from ..types import BenchmarkSample
 from .items import task_of_nodeid
 from .stash import SESSION_KEY, STARTUP_HEAP, is_xdist_worker
@@ -326,6 +327,8 @@ class EvoMemorySession:
         terminalreporter.section(f"evomemory: {self.run_config.name}", sep="=")
         for line in format_table(result.metrics):
             write(line)
+        for line in describe_ran(result.summary.get("ran", {})):
+            write(f"ran: {line}")
         completion = result.summary["completion"]
         if not completion["complete"]:
             write(
@@ -359,10 +362,12 @@ class EvoMemorySession:
 
     def open_stream(self, name: str, agent_factory: Any, memory_factory: Any) -> StreamRun:
         with self.config.stash[STARTUP_HEAP].paused():
-            return self.benchmark.open_stream(
+            run = self.benchmark.open_stream(
                 name, agent_factory=agent_factory, memory_factory=memory_factory,
                 snapshots=not self.config.option.collectonly,
             )
+        self.pending.append(stream_started_record(name, run.identity))
+        return run
 
     def close_stream(self, run: StreamRun) -> None:
         """Stream teardown; a failure is charged to this stream, not to whichever

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EvoMemoryError
+from ..identity import describe_model, describe_ran
 from ..rundir import read_jsonl, utc_now
 from ._markup import (
     _NONE,
@@ -305,7 +306,7 @@ def _run_meta(run: RunData) -> str:
         ("started", run.summary.get("started")),
         ("finished", run.summary.get("finished")),
         ("agent", f"{agent.get('kind')} ({agent.get('memory_strategy')})" if agent else None),
-        ("model", agent.get("model") if agent else None),
+        ("model", describe_model(_mapping(agent.get("model"))) if agent else None),
         (
             "memory",
             memory.get("backend")
@@ -313,6 +314,7 @@ def _run_meta(run: RunData) -> str:
             else ("none" if agent else None),
         ),
     ]
+    items += [("ran", line) for line in describe_ran(_mapping(run.summary.get("ran")))]
     spans = "".join(f"<span><b>{_e(k)}:</b> {_e(v)}</span>" for k, v in items if v not in (None, ""))
     return f'<p class="meta">{spans}</p>'
 

@@ -89,6 +89,11 @@ def feedback_skipped_record(sample: BenchmarkSample, reason: str) -> dict[str, A
     return {"type": "feedback_skipped", "skipped": {**_where(sample), "reason": reason}}
 
 
+def stream_started_record(stream: str, identity: Mapping[str, Any]) -> dict[str, Any]:
+    """What a stream's process built (agent, memory, model): run.json says what ran."""
+    return {"type": "stream_started", "started": {"stream": stream, **dict(identity)}}
+
+
 def stream_error_record(stream: str, reason: str) -> dict[str, Any]:
     """A stream that failed outside any episode (its teardown): charged to the stream."""
     return {
@@ -112,9 +117,15 @@ class ResultCollector:
     scores: list[dict[str, Any]] = field(default_factory=list)
     failures: list[dict[str, Any]] = field(default_factory=list)
     feedback_skipped: list[dict[str, Any]] = field(default_factory=list)
+    #: stream -> what ran for it (agent, memory, model), from ``stream_started`` records
+    ran: dict[str, dict[str, Any]] = field(default_factory=dict)
     _scored: set[tuple[str, str]] = field(default_factory=set)
 
     def add_record(self, record: Mapping[str, Any]) -> None:
+        if "started" in record:
+            started = dict(record["started"])
+            self.ran.setdefault(str(started.pop("stream")), started)
+            return
         if "scored" in record:
             scored = record["scored"]
             key = (str(scored["stream"]), str(scored["task_id"]))
@@ -201,6 +212,7 @@ class ResultCollector:
             "failed_episodes": failed,
             "skipped_feedback": [dict(s) for s in self.feedback_skipped],
             "completion": dict(completion),
+            "ran": dict(self.ran),
             **(extra or {}),
         }
 
@@ -212,5 +224,6 @@ __all__ = [
     "feedback_record",
     "feedback_skipped_record",
     "stream_error_record",
+    "stream_started_record",
     "task_record",
 ]

@@ -25,6 +25,7 @@ from ..errors import ConfigError, DataError, EvoMemoryError
 from ..evaluation import scorer_identity
 from ..evaluation.evomemory import EvoMemoryEvaluator
 from ..factories import call_factory, load_factory
+from ..identity import component, model_identity
 from ..memory.base import MemorySystem
 from ..memory.factory import MemoryContext, build_memory, open_with_timeout
 from ..memory.snapshot import StreamSnapshots
@@ -42,7 +43,7 @@ from ..rundir import (
 )
 from ..streams import Stream, load_benchmark
 from .memory import IsolationGuard, ObservedMemory, observe
-from .records import ResultCollector, error_record, stream_error_record
+from .records import ResultCollector, error_record, stream_error_record, stream_started_record
 from .stream import StreamRun, run_episode
 
 AgentFactoryFn = Callable[[AgentConfig, MemorySystem | None], Agent]
@@ -126,7 +127,13 @@ class BenchmarkRun:
             if memory is not None:
                 memory.close()
             raise
+        identity = {
+            "agent": component(agent, agent_factory or build_agent),
+            "memory": component(memory.backend if memory is not None else None, memory_factory or build_memory),
+            "model": model_identity(self.config.agent.model.model_dump(mode="json") if self.config.agent.model else None),
+        }
         return StreamRun(
+            identity=identity,
             stream=name,
             agent=agent,
             memory=memory,
@@ -221,6 +228,7 @@ class Run:
     collector: ResultCollector = field(init=False)
     writer: RunWriter | None = field(default=None, init=False)
     stop_reason: str | None = None
+    document: dict[str, Any] = field(default_factory=dict, init=False)
     _lock: RunLock | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -269,6 +277,7 @@ class Run:
             ] if isinstance(self.resume.document.get("resumed", []), list) else [
                 {"at": self.started, "completed_tasks": dict(self.resume.done)}
             ]
+        self.document = document
         if self.writer is not None:
             self.writer.write_run(document)
 
@@ -310,6 +319,8 @@ class Run:
             )
             report_error: str | None = None
             if self.writer is not None:
+                if self.collector.ran:  # what actually ran, known once streams opened
+                    self.writer.write_run({**self.document, "ran": dict(self.collector.ran)})
                 self.writer.finalize_scores(self.collector.scores, self.benchmark.stream_order)
                 self.writer.write_summary(summary)
                 if report and self.writer.failure is None:
@@ -418,6 +429,7 @@ def execute(
                 for sample in pending:  # as under pytest: every task of the stream fails once
                     record(error_record(sample, f"stream {stream.name!r} could not start: {error}"))
                 continue
+            record(stream_started_record(stream.name, live.identity))
             try:
                 live.prepare_memory(run.completed_before(stream.name))
                 for sample in pending:

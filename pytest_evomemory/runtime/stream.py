@@ -18,7 +18,7 @@ from __future__ import annotations
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..agents.base import Agent
@@ -78,6 +78,8 @@ class StreamRun:
     snapshots: StreamSnapshots | None = None
     #: Set by :meth:`prepare_memory`, before the first episode this process runs.
     prepared: bool = False
+    #: What was built for this stream (see :mod:`pytest_evomemory.identity`).
+    identity: dict[str, Any] = field(default_factory=dict)
 
     def _turn_tools(self) -> list[Tool]:
         if self.memory_strategy == "tool_use" and self.memory is not None:

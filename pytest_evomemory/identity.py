@@ -1,0 +1,65 @@
+"""What actually ran, in words: the agent, the memory system and the model.
+
+A conftest can replace the configured agent or memory with its own factory, so
+the config alone does not say what ran. Each stream reports the classes it built
+and the factories that built them (:func:`component`); run.json, summary.json,
+the terminal and report.html show them through :func:`describe_ran`, and the model
+through :func:`describe_model`, never as a Python dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+
+def _qualified(value: Any) -> str:
+    module = getattr(value, "__module__", None) or "?"
+    name = getattr(value, "__qualname__", None) or type(value).__qualname__
+    return f"{module}:{name}"
+
+
+def component(built: object | None, factory: Any) -> dict[str, str] | None:
+    """The class built and the factory (``module:qualname``) that built it."""
+    if built is None:
+        return None
+    return {"class": _qualified(type(built)), "factory": _qualified(factory)}
+
+
+def model_identity(model: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The settings that decide what a model answers, from an agent config's ``model``."""
+    if not model:
+        return None
+    keys = ("provider", "model", "model_path", "base_url", "temperature", "max_tokens", "seed", "n_ctx")
+    return {key: model.get(key) for key in keys if model.get(key) is not None}
+
+
+def describe_model(model: Mapping[str, Any] | None) -> str:
+    """E.g. ``openai gpt-4o-mini at http://127.0.0.1:8000/v1 (temperature 0, max_tokens 1024, seed 0)``."""
+    if not model:
+        return "none (model-free agent)"
+    name = model.get("model_path") or model.get("model") or "?"
+    where = f" at {model['base_url']}" if model.get("base_url") else ""
+    sampling = ", ".join(
+        f"{key} {model[key]}" for key in ("temperature", "max_tokens", "seed") if model.get(key) is not None
+    )
+    return f"{model.get('provider', 'openai')} {name}{where}" + (f" ({sampling})" if sampling else "")
+
+
+def describe_component(part: Mapping[str, Any] | None) -> str:
+    if not part:
+        return "none"
+    return f"{part.get('class')} (built by {part.get('factory')})"
+
+
+def describe_ran(ran: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """One line per distinct combination of what ran, naming the streams."""
+    lines: dict[str, list[str]] = {}
+    for stream, parts in ran.items():
+        line = (
+            f"agent {describe_component(parts.get('agent'))}; "
+            f"memory {describe_component(parts.get('memory'))}; "
+            f"model {describe_model(parts.get('model'))}"
+        )
+        lines.setdefault(line, []).append(stream)
+    return [f"{line} [{', '.join(streams)}]" for line, streams in lines.items()]
