@@ -69,7 +69,9 @@ def _add_benchmark_module_to_args(config: pytest.Config) -> None:
     """Collect the benchmark without a user test file; alone when no paths were given."""
     module = str(ITEMS_MODULE)
     if config.args_source == pytest.Config.ArgsSource.ARGS:
-        if module not in config.args:
+        # A node id of ours (``.../items.py::test_task[stream/task]``) selects tasks:
+        # adding the whole module beside it would run every task again.
+        if not any(str(Path(arg.split("::")[0]).resolve()) == module for arg in config.args):
             config.args.append(module)
     else:
         config.args[:] = [module]
@@ -284,6 +286,8 @@ class EvoMemorySession:
             return "terminated by SIGTERM"
         if session.exitstatus == pytest.ExitCode.INTERRUPTED:
             return "interrupted (Ctrl-C)"
+        if session.shouldfail and self.config.getoption("maxfail", 0):
+            return f"stopped early by -x/--maxfail: {session.shouldfail}"
         if session.shouldfail:
             return f"stopped early: {session.shouldfail}"
         if session.shouldstop:
