@@ -19,7 +19,7 @@ import pytest
 from ..config import RunConfig, load_run_config
 from ..errors import ConfigError, DataError, EpisodeError, EvoMemoryError
 from ..reporting.terminal import format_table
-from ..rundir import check_output_dir, default_run_dir, load_resume_state
+from ..rundir import SharedErrorCount, check_output_dir, default_run_dir, load_resume_state
 from ..runtime import BenchmarkRun, Episode, Run, RunResult, StreamRun, TaskOutcome, parse_min_accuracy
 from ..runtime.records import error_record, stream_error_record
 from ..types import BenchmarkSample
@@ -121,6 +121,10 @@ class EvoMemorySession:
             self.run = Run(self.benchmark, run_dir, command=command, write=not self.is_worker)
         if not self.is_worker and not config.option.collectonly:
             self.run.lock()
+        self.shared_errors = SharedErrorCount(run_dir) if self.max_errors is not None else None
+        if self.shared_errors is not None and not self.is_worker and not config.option.collectonly:
+            self.shared_errors.clear()  # before any worker starts
+        self._failed_here: set[tuple[str, str]] = set()
         #: Records of the phase in progress, moved onto its report (see plugin/__init__.py).
         self.pending: list[dict[str, Any]] = []
         self.first_positions: dict[str, int] = {}
@@ -262,6 +266,7 @@ class EvoMemorySession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.is_worker:
+            self._stop_worker_at_max_errors(report)
             return
         records = list(getattr(report, "evomemory_records", None) or [])
         if not records and report.failed and report.when not in ("setup", "teardown"):
@@ -270,6 +275,27 @@ class EvoMemorySession:
             if sample is not None:
                 records = [error_record(sample, f"the test process crashed: {_last_line(report.longreprtext)}")]
         self.add_records(records)
+
+    def _stop_worker_at_max_errors(self, report: pytest.TestReport) -> None:
+        """An xdist worker runs its whole stream before the controller's stop could
+        reach it, so each worker adds its failed episodes to the shared count and
+        stops itself once the run's total reaches --evomemory-max-errors."""
+        if self.shared_errors is None or self.pytest_session is None:
+            return
+        failed = {
+            (str(f["stream"]), str(f["task_id"]))
+            for r in getattr(report, "evomemory_records", None) or []
+            for f in [r.get("failure") or ((r.get("scored") or {}) if (r.get("scored") or {}).get("error") else {})]
+            if f and f.get("task_id") is not None
+        } - self._failed_here
+        self._failed_here |= failed
+        total = self.shared_errors.add(len(failed)) if failed else (
+            self.shared_errors.read() if report.when == "teardown" else 0
+        )
+        if self.max_errors is not None and total >= self.max_errors:
+            self.pytest_session.shouldstop = (
+                f"evomemory: {total} failed episodes reached --evomemory-max-errors"
+            )
 
     @pytest.hookimpl(wrapper=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, None, None]:
@@ -302,9 +328,8 @@ class EvoMemorySession:
         result = self.run.finish(min_overall=self.min_overall, min_streams=self.min_streams)
         self.result = result
         self.summary = result.summary
-        failed = (
-            not result.summary["passed"]
-            and (result.thresholds or result.summary["failed_episodes"] or result.write_failure)
+        failed = result.write_failure or (
+            not result.summary["passed"] and (result.thresholds or result.summary["failed_episodes"])
         )
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

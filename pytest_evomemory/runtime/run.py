@@ -289,6 +289,9 @@ class Run:
             report_error: str | None = None
             if self.writer is not None:
                 self.writer.finalize_scores(self.collector.scores, self.benchmark.stream_order)
+                if self.writer.failure is not None:
+                    # results are missing from the directory: the run cannot pass
+                    summary = {**summary, "passed": False, "write_failure": self.writer.failure}
                 self.writer.write_summary(summary)
                 if report and self.writer.failure is None:
                     report_error = _write_report(self.run_dir)

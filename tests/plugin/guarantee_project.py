@@ -65,7 +65,7 @@ memory: {{backend: inprocess}}
 def make_project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, name: str = "g") -> Path:
     pytester.makepyfile(scripted_agent=AGENT)
     pytester.syspathinsert()
-    monkeypatch.setenv("PYTHONPATH", str(pytester.path))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(pytester.path), os.environ.get("PYTHONPATH")])))
     monkeypatch.setenv("PROJECT", str(pytester.path))
     (pytester.path / "run.yaml").write_text(RUN.format(name=name), encoding="utf-8")
     return pytester.path

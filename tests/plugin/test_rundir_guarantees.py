@@ -194,7 +194,7 @@ def test_sigterm_still_writes_the_summary_of_an_incomplete_run(project: Path, mo
     summary = summary_of(project / RUN_DIR)
     completion = summary["completion"]
     assert completion["complete"] is False and "SIGTERM" in completion["reason"], output
-    assert completion["tasks_run"] >= 2 and summary["passed"] is False
+    assert completion["tasks_run"] < 6 and summary["passed"] is False
     assert evomemory(["report", str(project / RUN_DIR)]) == 0
 
 
@@ -203,7 +203,7 @@ def test_max_errors_stops_a_parallel_run_as_it_stops_a_serial_one(project: Path,
     monkeypatch.setenv("ACTIONS", json.dumps({f"{t}/task": "raise" for t in ("f01", "f02", "f03", "c01", "c02", "c03")}))
     process = start_pytest(project, "--evomemory-config=run.yaml", "--evomemory-max-errors=2", *workers)
     output = process.communicate(timeout=300)[0].decode()
-    assert process.returncode == pytest.ExitCode.TESTS_FAILED, output
+    assert process.returncode == pytest.ExitCode.INTERRUPTED, output  # pytest's code for a stop
     completion = summary_of(project / RUN_DIR)["completion"]
     assert completion["complete"] is False and "--evomemory-max-errors" in completion["reason"], output
     # a worker already running its stream's next task may finish it; no more
@@ -235,12 +235,12 @@ def _can_mount_tmpfs() -> bool:
 needs_tmpfs = pytest.mark.skipif(not _can_mount_tmpfs(), reason="needs unshare -rm and a tmpfs mount")
 
 
-def _run_on_tmpfs(project: Path, size: str, *args: str) -> subprocess.CompletedProcess[str]:
+def _run_on_tmpfs(project: Path, options: str, *args: str) -> subprocess.CompletedProcess[str]:
     """pytest in a private mount namespace whose output directory is a small tmpfs."""
     out = project / "tmpfs"
     out.mkdir()
     script = (
-        f"mount -t tmpfs -o size={size} tmpfs {out} && "
+        f"mount -t tmpfs -o size={options} tmpfs {out} && "
         f"{sys.executable} -m pytest -p no:randomly -p no:cacheprovider --evomemory-config=run.yaml "
         f"--evomemory-output-dir={out}/run {' '.join(args)}"
     )
@@ -248,16 +248,13 @@ def _run_on_tmpfs(project: Path, size: str, *args: str) -> subprocess.CompletedP
 
 
 @needs_tmpfs
-def test_an_output_directory_made_read_only_mid_run_gives_one_clear_error(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("ACTIONS", json.dumps({"f03/task": "readonly"}))
-    monkeypatch.setenv("READONLY_COMMAND", f"mount -o remount,ro {project / 'tmpfs'}")
-    result = _run_on_tmpfs(project, "4m")
+def test_a_read_only_output_directory_is_a_clear_usage_error(project: Path) -> None:
+    # a read-only mount: refused even for root, who ignores file modes
+    result = _run_on_tmpfs(project, "64k,ro")
     output = result.stdout + result.stderr
-    assert result.returncode == pytest.ExitCode.TESTS_FAILED, output
+    assert result.returncode == pytest.ExitCode.USAGE_ERROR, output
+    assert "is not writable; give a writable --evomemory-output-dir" in output
     assert "INTERNALERROR" not in output and "Traceback" not in output
-    assert "writing the run directory" in output and "Read-only file system" in output
-    assert "results written before this point are kept" in output
-    # (the namespace and its tmpfs are gone; the error is what the user is left with)
 
 
 @needs_tmpfs
