@@ -314,6 +314,10 @@ def _write_report(run_dir: Path) -> str | None:
         write_html_report(run_dir)
     except ReportError as error:
         return str(error)
+    except (OSError, ValueError) as error:
+        # The results are written; a report that cannot be rendered (a full disk,
+        # text HTML cannot hold) must not end the run with a traceback.
+        return f"{type(error).__name__}: {error}; the results in {run_dir} are complete"
     return None
 
 

@@ -44,8 +44,8 @@ class Scripted(RecallBaselineAgent):
             open(os.path.join(os.environ.get("PROJECT", "."), "waiting"), "w").close()
             while True:
                 time.sleep(0.05)
-        elif action == "readonly":
-            os.system(os.environ["READONLY_COMMAND"])
+        elif action == "sigkill":
+            os.kill(os.getpid(), signal.SIGKILL)
         return super().respond(stimulus, turn)
 
 
