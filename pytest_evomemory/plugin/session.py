@@ -246,6 +246,8 @@ class EvoMemorySession:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._previous_sigterm is not None:
             signal.signal(signal.SIGTERM, self._previous_sigterm)
+        if self.shared_errors is not None and not self.is_worker and not config.option.collectonly:
+            self.shared_errors.clear()
         self.run.release()
 
     def add_records(self, records: list[dict[str, Any]]) -> None:
