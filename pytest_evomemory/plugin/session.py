@@ -134,6 +134,9 @@ class EvoMemorySession:
         self.started = False
         self.terminated = False
         self._previous_sigterm: Any = None
+        self._recording = False
+        self._deferred_sigterm = False
+        self._finishing = False
 
     def _compare_dir(self, other: str | None) -> Path | None:
         if not other:
@@ -241,6 +244,11 @@ class EvoMemorySession:
 
     def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
         self.terminated = True
+        if self._finishing:
+            return  # a repeated SIGTERM must not interrupt the summary being written
+        if self._recording:
+            self._deferred_sigterm = True  # raised once the records are in
+            return
         raise KeyboardInterrupt("SIGTERM")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
@@ -253,11 +261,18 @@ class EvoMemorySession:
     def add_records(self, records: list[dict[str, Any]]) -> None:
         if not records:
             return
-        if not self.started:
-            self.started = True
-            self.run.start()
-        for record in records:
-            self.run.record(record)
+        self._recording = True
+        try:
+            if not self.started:
+                self.started = True
+                self.run.start()
+            for record in records:
+                self.run.record(record)
+        finally:
+            self._recording = False
+        if self._deferred_sigterm:
+            self._deferred_sigterm = False
+            raise KeyboardInterrupt("SIGTERM")
         if self.max_errors is not None and self.run.errors >= self.max_errors and self.pytest_session:
             reason = f"evomemory: {self.run.errors} failed episodes reached --evomemory-max-errors"
             self.run.stop_reason = f"--evomemory-max-errors ({self.run.errors} failed episodes)"
@@ -323,6 +338,7 @@ class EvoMemorySession:
         return None
 
     def _finish(self, session: pytest.Session) -> None:
+        self._finishing = True
         if not self.started:
             self.run.release()
             return  # no task ran: an earlier run's results stay as they were

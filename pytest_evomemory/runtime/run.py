@@ -411,8 +411,10 @@ def execute(
                     record(stream_error_record(stream.name, f"stream teardown failed: {error}"))
             if run.stop_reason:
                 break
-    except KeyboardInterrupt:
-        run.stop_reason = run.stop_reason or "interrupted (Ctrl-C or SIGTERM)"
+    except KeyboardInterrupt as interrupt:
+        # the entry point's SIGTERM handler raises KeyboardInterrupt("SIGTERM")
+        sigterm = interrupt.args == ("SIGTERM",)
+        run.stop_reason = run.stop_reason or ("terminated by SIGTERM" if sigterm else "interrupted (Ctrl-C)")
     return run.finish(
         min_overall=min_overall, min_streams=min_streams,
         extra={"wall_seconds": round(time.perf_counter() - wall, 6)},
