@@ -45,8 +45,10 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
         (["-k", "f01"], True),
         (["--evomemory-limit=1"], True),
         (["NODEID"], True),
+        (["-k", "f01 or c01", "-n", "2"], True),
+        (["-m", "not evomemory", "-n", "2"], False),
     ],
-    ids=["usage-error", "not-evomemory", "collect-only", "k", "limit", "node-id"],
+    ids=["usage-error", "not-evomemory", "collect-only", "k", "limit", "node-id", "k-xdist", "not-evomemory-xdist"],
 )
 def test_a_run_of_fewer_tasks_never_destroys_an_earlier_complete_run(
     pytester: pytest.Pytester, project: Path, args: list[str], runs_tasks: bool
@@ -56,7 +58,10 @@ def test_a_run_of_fewer_tasks_never_destroys_an_earlier_complete_run(
     complete = {name: (run_dir / name).read_bytes() for name in ("scores.jsonl", "summary.json", "responses.jsonl")}
     if args == ["NODEID"]:
         args = [f"{ITEMS_MODULE}::test_task[sample_facts/f02]"]
-    pytester.runpytest("--evomemory-config=run.yaml", *args)
+    if "-n" in args:
+        pytester.runpytest_subprocess("--evomemory-config=run.yaml", *args)
+    else:
+        pytester.runpytest("--evomemory-config=run.yaml", *args)
     if runs_tasks:
         # the earlier run moved aside, byte for byte; the new one says it is partial
         (kept,) = (run_dir / "history").iterdir()
