@@ -280,9 +280,11 @@ def test_a_write_failure_mid_run_keeps_earlier_results_and_the_summary(pytester:
     """Without a tmpfs: a conftest makes appends fail after the first episodes."""
     pytester.makeconftest("""
         import errno
-        import pytest_evomemory.rundir as rundir
+        import pytest_evomemory.runtime.run as run
 
-        class Full(rundir.RunWriter):
+        ORIGINAL = run.RunWriter
+
+        class Full(ORIGINAL):
             appended = 0
             def _append(self, relative, record):
                 Full.appended += 1
@@ -293,9 +295,12 @@ def test_a_write_failure_mid_run_keeps_earlier_results_and_the_summary(pytester:
                     return
                 super()._append(relative, record)
 
-        rundir.RunWriter = Full
-        import pytest_evomemory.runtime.run as run
-        run.RunWriter = Full
+        # patched for this session only: later in-process runs share the module
+        def pytest_configure(config):
+            run.RunWriter = Full
+
+        def pytest_unconfigure(config):
+            run.RunWriter = ORIGINAL
     """)
     result = pytester.runpytest("--evomemory-config=run.yaml")
     output = result.stdout.str() + result.stderr.str()
