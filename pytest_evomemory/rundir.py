@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .errors import ConfigError
+from .redaction import redact_strings
 from .reporting.summary import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ EVENTS = "events.jsonl"
 SUMMARY = "summary.json"
 REPORT = "report.html"
 COMPARISON = "compare.html"
+COMPARISON_DATA = "compare.json"
 TRANSCRIPTS = "transcripts"
 HISTORY = "history"
 LOCK = ".lock"
@@ -56,7 +58,7 @@ LOCK_OWNER = ".lock.owner"
 ERROR_COUNT = ".errors"
 
 #: Files of a run, moved aside together when a new run starts in the directory.
-RUN_FILES = (RUN_DOCUMENT, RESPONSES, SCORES, EVENTS, SUMMARY, REPORT, COMPARISON)
+RUN_FILES = (RUN_DOCUMENT, RESPONSES, SCORES, EVENTS, SUMMARY, REPORT, COMPARISON, COMPARISON_DATA)
 
 DEFAULT_OUTPUT_ROOT = "evomemory-results"
 
@@ -144,12 +146,13 @@ def check_output_dir(path: Path) -> Path:
 
 
 def dumps(record: Mapping[str, Any]) -> str:
-    """One record as one line: ASCII JSON, so no character can break the line."""
-    return json.dumps(record, ensure_ascii=True, sort_keys=True, default=str)
+    """One record as one line: redacted (no secret reaches a file), ASCII JSON (no
+    character can break the line)."""
+    return json.dumps(redact_strings(record), ensure_ascii=True, sort_keys=True, default=str)
 
 
 def _document_text(document: Mapping[str, Any]) -> str:
-    return json.dumps(document, ensure_ascii=True, indent=2, sort_keys=True, default=str) + "\n"
+    return json.dumps(redact_strings(document), ensure_ascii=True, indent=2, sort_keys=True, default=str) + "\n"
 
 
 def write_json_atomically(path: Path, document: Mapping[str, Any]) -> None:

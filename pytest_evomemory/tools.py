@@ -1,6 +1,6 @@
 """Tools an agent may call during a turn: a spec the model sees plus a handler.
 
-The runtime owns tool execution (see :class:`pytest_evomemory.episode.Turn`), so
+The runtime owns tool execution (see :class:`pytest_evomemory.runtime.turn.RuntimeTurn`), so
 every call is observed and recorded the same way whichever agent made it.
 """
 

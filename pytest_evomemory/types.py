@@ -7,6 +7,7 @@ importable without pytest.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
@@ -19,9 +20,23 @@ StimulusKind = Literal["task", "feedback"]
 FEEDBACK_ACKNOWLEDGEMENT = "Feedback recorded"
 
 
+#: The only metadata keys an agent sees in a task (an allow-list: a key that is not
+#: here never reaches the agent, whatever a stream puts in its metadata). Each names
+#: a property of the question, never of its answer: where it comes from, its subject
+#: or category, its year. Answer keys (``target``, GPQA ``correct_answer`` and
+#: ``permutation``, MMLU-Pro ``answer``/``answer_index``, ToolBench ``api_name``,
+#: ``domain``, ...) and links that lead to a worked solution (AIME ``url``) are absent.
+TASK_METADATA_KEYS: frozenset[str] = frozenset(
+    {"source", "category", "src", "high_level_domain", "subdomain", "year", "topic"}
+)
+
+
 @dataclass(frozen=True)
 class BenchmarkSample:
-    """One task of a stream, as the agent sees it and as it is scored.
+    """One task of a stream, as it is scored and recorded.
+
+    The agent never receives this object: it holds the answer key. It receives
+    :meth:`task_view`, which holds only what the agent may see.
 
     ``target`` is the canonical answer exactly as the source dataset supplies it;
     ``match_mode`` names the evaluator mode that the source's own evaluation uses.
@@ -42,12 +57,23 @@ class BenchmarkSample:
     group: str | None = None
 
     @property
-    def kind(self) -> StimulusKind:
-        return "task"
-
-    @property
     def test_id(self) -> str:
         return f"{self.stream}/{self.task_id}"
+
+    def task_view(self) -> TaskView:
+        """What the agent receives in the task turn: no target, no answer metadata."""
+        return TaskView(
+            task_id=self.task_id,
+            stream=self.stream,
+            position=self.position,
+            prompt=self.prompt,
+            choices=tuple(self.choices),
+            metadata={
+                key: copy.deepcopy(value)
+                for key, value in self.metadata.items()
+                if key in TASK_METADATA_KEYS
+            },
+        )
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -56,12 +82,52 @@ class BenchmarkSample:
         return data
 
 
+@dataclass(frozen=True, slots=True)
+class TaskView:
+    """A task as the agent sees it: built by :meth:`BenchmarkSample.task_view`.
+
+    It holds copies of the visible fields and no reference to the sample, so
+    nothing reachable from it (attributes, ``repr``, ``to_dict``, pickling, the
+    garbage collector's referents) contains the answer. ``metadata`` holds only the
+    keys in :data:`TASK_METADATA_KEYS`. The answer reaches the agent only in the
+    feedback turn, as a :class:`UserStimulus`.
+    """
+
+    task_id: str
+    stream: str
+    position: int
+    prompt: str
+    choices: tuple[str, ...] = ()
+    metadata: Mapping[str, Any] = field(default_factory=dict)
+
+    @property
+    def kind(self) -> StimulusKind:
+        return "task"
+
+    @property
+    def test_id(self) -> str:
+        return f"{self.stream}/{self.task_id}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id,
+            "stream": self.stream,
+            "position": self.position,
+            "prompt": self.prompt,
+            "choices": list(self.choices),
+            "metadata": copy.deepcopy(dict(self.metadata)),
+        }
+
+
 @dataclass(frozen=True)
 class UserStimulus:
     """The unscored corrective feedback that follows a task in the same conversation.
 
-    ``target`` is the source's canonical answer, byte for byte; ``submitted_answer``
-    is what the agent's ``final_answer`` said in the task turn.
+    ``target`` is the stream's canonical answer (the scored target), byte for byte;
+    ``submitted_answer`` is what the agent's ``final_answer`` said in the task turn.
+    ``source_answer`` is the answer in the source dataset's own words where that
+    differs from ``target`` (GPQA's "Correct Answer" text; MMLU-Pro's ``answer``
+    letter and its option text), field name to verbatim value; empty otherwise.
     """
 
     task_id: str
@@ -69,16 +135,20 @@ class UserStimulus:
     content: str
     target: str
     submitted_answer: str | None
+    source_answer: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def kind(self) -> StimulusKind:
         return "feedback"
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        data = asdict(self)
+        data["source_answer"] = dict(self.source_answer)
+        return data
 
 
-Stimulus = BenchmarkSample | UserStimulus
+#: What an agent receives: a task (no answer key) or the feedback on it.
+Stimulus = TaskView | UserStimulus
 
 
 @dataclass(frozen=True)
@@ -184,6 +254,9 @@ class AgentResponse:
     #: Every record the agent stored during this stimulus, in order; a resumed run
     #: replays these into a fresh memory system to restore the exact state.
     memory_writes: tuple[Mapping[str, Any], ...] = ()
+    #: Every hit the stream's memory returned during this stimulus (``MemoryHit``
+    #: dicts, in order), so a report can show what was recalled into the prompt.
+    memory_recalled: tuple[Mapping[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -200,6 +273,7 @@ class AgentResponse:
             "seconds": self.seconds,
             "protocol_violation": self.protocol_violation,
             "memory_writes": [dict(write) for write in self.memory_writes],
+            "memory_recalled": [dict(hit) for hit in self.memory_recalled],
         }
 
 

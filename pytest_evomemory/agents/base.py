@@ -5,6 +5,10 @@ hands it: the turn lists the tools it may call, executes and records every call,
 and ends when the agent calls ``final_answer``. Between tasks the runtime calls
 ``reset`` to clear the agent's conversation state; the agent's memory system is
 not the agent's state and is never touched by ``reset``.
+
+The agent never holds the answer key while it answers: a task turn gives it a
+:class:`~pytest_evomemory.types.TaskView`, and the evaluator keeps the full
+:class:`~pytest_evomemory.types.BenchmarkSample`.
 """
 
 from __future__ import annotations
@@ -58,7 +62,13 @@ class Agent(Protocol):
     """An agent that can be benchmarked: it answers stimuli and can forget them."""
 
     def respond(self, stimulus: Stimulus, turn: Turn) -> None:
-        """Work on ``stimulus`` and end by calling ``turn.call_tool("final_answer", ...)``."""
+        """Work on ``stimulus`` and end by calling ``turn.call_tool("final_answer", ...)``.
+
+        A task arrives as a :class:`~pytest_evomemory.types.TaskView` (prompt,
+        choices and question metadata, never the answer); its feedback as a
+        :class:`~pytest_evomemory.types.UserStimulus` holding the target. Tell them
+        apart by ``stimulus.kind`` (``"task"`` or ``"feedback"``).
+        """
         ...
 
     def reset(self) -> None:

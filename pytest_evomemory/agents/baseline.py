@@ -15,7 +15,7 @@ from ..config import AgentConfig
 from ..errors import ConfigError
 from ..memory.base import MemorySystem
 from ..text import similarity
-from ..types import FEEDBACK_ACKNOWLEDGEMENT, BenchmarkSample, Stimulus
+from ..types import FEEDBACK_ACKNOWLEDGEMENT, Stimulus, TaskView
 from .base import Turn
 
 _TASK = "Task: "
@@ -46,11 +46,11 @@ class RecallBaselineAgent:
         self.memory = memory if strategy == "deterministic_recall" else None
         self.threshold = config.baseline.similarity_threshold
         self.fallback = config.baseline.fallback_answer
-        self._current_task: BenchmarkSample | None = None
+        self._current_task: TaskView | None = None
 
     def respond(self, stimulus: Stimulus, turn: Turn) -> None:
         turn.begin_step()
-        if isinstance(stimulus, BenchmarkSample):
+        if isinstance(stimulus, TaskView):
             self._current_task = stimulus
             answer = self._answer_from_memory(stimulus.prompt, turn)
             turn.add_message({"role": "user", "content": stimulus.prompt})

@@ -24,7 +24,7 @@ from ..errors import ConfigError, EpisodeError
 from ..memory.base import MemorySystem
 from ..models.base import ChatCompletion, ChatModel, ModelToolCall
 from ..tools import FINAL_ANSWER_TOOL
-from ..types import BenchmarkSample, Stimulus, UserStimulus
+from ..types import Stimulus, TaskView, UserStimulus
 from . import prompts
 from .base import Turn
 
@@ -54,10 +54,10 @@ class TinyAgent:
         self.model = model
         self.system_prompt = prompts.system_prompt(config.system_prompt, self.strategy)
         self._conversation: list[dict[str, Any]] = []
-        self._task: BenchmarkSample | None = None
+        self._task: TaskView | None = None
 
     def respond(self, stimulus: Stimulus, turn: Turn) -> None:
-        if isinstance(stimulus, BenchmarkSample):
+        if isinstance(stimulus, TaskView):
             self._start_task(stimulus, turn)
         else:
             self._start_feedback(stimulus, turn)
@@ -69,13 +69,13 @@ class TinyAgent:
 
     # ------------------------------------------------------------------ stimuli
 
-    def _start_task(self, sample: BenchmarkSample, turn: Turn) -> None:
+    def _start_task(self, task: TaskView, turn: Turn) -> None:
         self._conversation = []
-        self._task = sample
-        prompt = sample.prompt
+        self._task = task
+        prompt = task.prompt
         if self.memory is not None:
             # No top_k: the memory config owns how many experiences come back.
-            prompt = prompts.with_memories(prompt, self.memory.recall(sample.prompt))
+            prompt = prompts.with_memories(prompt, self.memory.recall(task.prompt))
         self._append({"role": "system", "content": self.system_prompt}, turn)
         self._append({"role": "user", "content": prompt}, turn)
 

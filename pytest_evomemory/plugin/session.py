@@ -18,6 +18,7 @@ import pytest
 
 from ..config import RunConfig, load_run_config
 from ..errors import ConfigError, DataError, EpisodeError, EvoMemoryError
+from ..redaction import redact
 from ..reporting.terminal import format_table
 from ..rundir import SharedErrorCount, check_output_dir, default_run_dir, load_resume_state
 from ..runtime import BenchmarkRun, Episode, Run, RunResult, StreamRun, TaskOutcome, parse_min_accuracy
@@ -389,7 +390,7 @@ class EvoMemorySession:
         for failure in result.summary["failed_episodes"]:
             if failure.get("phase") != "task":
                 where = failure["stream"] + (f"/{failure['task_id']}" if failure.get("task_id") else "")
-                write(f"evomemory: {failure['phase']} failed at {where}: {failure['reason']}", red=True)
+                write(redact(f"evomemory: {failure['phase']} failed at {where}: {failure['reason']}"), red=True)
         if result.write_failure:
             write(f"evomemory: {result.write_failure}", red=True, bold=True)
         write(f"results: {self.run_dir}")
@@ -480,7 +481,7 @@ def fail_test(message: str) -> NoReturn:
     """Fail the test with one clear message: no traceback into our internals and no
     "during handling of the above exception" chain."""
     __tracebackhide__ = True
-    failure = pytest.fail.Exception(message, pytrace=False)
+    failure = pytest.fail.Exception(redact(message), pytrace=False)
     failure.__suppress_context__ = True
     raise failure
 

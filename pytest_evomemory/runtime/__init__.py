@@ -22,7 +22,7 @@ from .run import (
     parse_min_accuracy,
     run_benchmark,
 )
-from .stream import Episode, StreamRun, TaskOutcome, render_feedback, run_episode, run_stream
+from .stream import Episode, StreamRun, TaskOutcome, run_episode, run_stream
 from .turn import RuntimeTurn
 
 __all__ = [
@@ -41,7 +41,6 @@ __all__ = [
     "evaluate_thresholds",
     "execute",
     "parse_min_accuracy",
-    "render_feedback",
     "run_benchmark",
     "run_episode",
     "run_stream",

@@ -24,6 +24,7 @@ class OperationCounts:
     retains: int = 0
     recalls: int = 0
     writes: int = 0
+    recalled: int = 0
 
 
 class InstrumentedMemory:
@@ -39,6 +40,7 @@ class InstrumentedMemory:
         self.stream = stream
         self.counts = OperationCounts()
         self.writes: list[dict[str, Any]] = []
+        self.recalled: list[dict[str, Any]] = []
         self._retained_ids: set[str] = set()
 
     @property
@@ -67,6 +69,7 @@ class InstrumentedMemory:
                     f"{hit.record_id!r}, which was not retained in this stream; the "
                     "memory backend must start empty for every stream"
                 )
+        self.recalled.extend(hit.to_dict() for hit in hits)
         return hits
 
     def reset(self) -> None:
@@ -104,6 +107,8 @@ class InstrumentedMemory:
 def operation_counts(memory: InstrumentedMemory | None) -> OperationCounts:
     if memory is None:
         return OperationCounts()
-    return OperationCounts(memory.counts.retains, memory.counts.recalls, len(memory.writes))
+    return OperationCounts(
+        memory.counts.retains, memory.counts.recalls, len(memory.writes), len(memory.recalled)
+    )
 
 

@@ -24,9 +24,10 @@ from ..config import AgentConfig, MemoryConfig, RunConfig
 from ..errors import ConfigError, DataError, EvoMemoryError
 from ..evaluation import scorer_identity
 from ..evaluation.evomemory import EvoMemoryEvaluator
-from ..factories import load_factory
+from ..factories import call_factory, load_factory
 from ..memory.base import MemorySystem
 from ..memory.factory import MemoryContext, build_memory
+from ..models import check_agent_environment
 from ..reporting.summary import StreamMetrics, ThresholdResult, check_thresholds
 from ..rundir import (
     ResumeState,
@@ -62,6 +63,7 @@ class BenchmarkRun:
         self.config = config
         self.run_dir = run_dir
         _check_factory_references(config)
+        check_agent_environment(config.agent)  # once, before any stream or model call
         source = config.sources.get("benchmark", "benchmark config")
         try:
             self.streams: list[Stream] = load_benchmark(config.benchmark, config.base_dir, source)
@@ -102,12 +104,14 @@ class BenchmarkRun:
         strategy = self.memory_strategy
         memory: InstrumentedMemory | None = None
         if strategy != "none":
-            backend = (memory_factory or build_memory)(self.config.memory, context)
+            backend = call_factory(memory_factory or build_memory, (self.config.memory, context), "memory system")
             memory = InstrumentedMemory(backend, name)
             memory.replay(replay)
         try:
-            agent = (agent_factory or build_agent)(
-                self.config.agent, memory if strategy == "deterministic_recall" else None
+            agent = call_factory(
+                agent_factory or build_agent,
+                (self.config.agent, memory if strategy == "deterministic_recall" else None),
+                "agent",
             )
         except BaseException:
             if memory is not None:

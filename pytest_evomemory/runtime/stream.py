@@ -24,6 +24,7 @@ from typing import Any
 from ..agents.base import Agent
 from ..errors import EpisodeError, EvoMemoryError, MemoryBackendError, ModelError, ProtocolViolation
 from ..evaluation.evomemory import EvoMemoryEvaluator
+from ..feedback import render_feedback
 from ..tools import Tool
 from ..types import (
     FEEDBACK_ACKNOWLEDGEMENT,
@@ -31,7 +32,6 @@ from ..types import (
     BenchmarkSample,
     ScoredItem,
     Stimulus,
-    UserStimulus,
 )
 from .memory import InstrumentedMemory, operation_counts
 from .records import (
@@ -42,25 +42,6 @@ from .records import (
     task_record,
 )
 from .turn import RuntimeTurn
-
-
-def render_feedback(sample: BenchmarkSample, submitted: str | None) -> UserStimulus:
-    """The corrective feedback stimulus: the target exactly as the source gives it."""
-    shown = "(no answer)" if submitted is None else submitted
-    content = (
-        "Feedback on the task you just answered.\n"
-        f"Your submitted answer: {shown}\n"
-        f"The correct answer: {sample.target}\n"
-        "If this experience could help with later tasks, store it in memory now. "
-        f'Then call final_answer with exactly "{FEEDBACK_ACKNOWLEDGEMENT}".'
-    )
-    return UserStimulus(
-        task_id=sample.task_id,
-        stream=sample.stream,
-        content=content,
-        target=sample.target,
-        submitted_answer=submitted,
-    )
 
 
 @dataclass
@@ -143,6 +124,9 @@ class StreamRun:
             seconds=seconds,
             protocol_violation=violation,
             memory_writes=tuple(self.memory.writes[before.writes:after.writes]) if self.memory else (),
+            memory_recalled=(
+                tuple(self.memory.recalled[before.recalled:after.recalled]) if self.memory else ()
+            ),
         )
         if isinstance(failure, MemoryBackendError):
             self.broken = f"the memory backend failed at {stimulus.kind} {task_id}: {failure}"
@@ -164,7 +148,7 @@ class StreamRun:
         """Deliver the task, then score its ``final_answer`` (the only scored item)."""
         __tracebackhide__ = True
         self.episodes_started += 1
-        response = self.deliver(sample, sample.task_id)
+        response = self.deliver(sample.task_view(), sample.task_id)
         try:
             scored = self.evaluator.score_response(sample, response)
         except EvoMemoryError as error:

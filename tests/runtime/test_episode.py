@@ -21,10 +21,11 @@ from pytest_evomemory import (
 from pytest_evomemory.agents.base import Turn
 from pytest_evomemory.errors import EpisodeError
 from pytest_evomemory.evaluation import EvoMemoryEvaluator, TaskQAEvaluator
+from pytest_evomemory.feedback import render_feedback
 from pytest_evomemory.memory import InProcessMemory, memory_tools
-from pytest_evomemory.runtime import InstrumentedMemory, StreamRun, render_feedback, run_stream
+from pytest_evomemory.runtime import InstrumentedMemory, StreamRun, run_stream
 from pytest_evomemory.tools import Tool
-from pytest_evomemory.types import AgentResponse, Score, Stimulus, Usage
+from pytest_evomemory.types import AgentResponse, Score, Stimulus, TaskView, Usage
 
 from ..conftest import SAMPLE_MEMORY_RUN
 
@@ -74,7 +75,7 @@ class ScriptedAgent:
         turn.begin_step()
         self.log.append(f"agent.{stimulus.kind}:{stimulus.task_id}")
         self.conversation.append(stimulus.kind)
-        if isinstance(stimulus, BenchmarkSample):
+        if isinstance(stimulus, TaskView):
             if self.memory is not None:
                 self.memory.recall(stimulus.prompt)
             turn.call_tool("final_answer", {"answer": self.answer})
