@@ -44,6 +44,12 @@ class Scripted(RecallBaselineAgent):
             open(os.path.join(os.environ.get("PROJECT", "."), "waiting"), "w").close()
             while True:
                 time.sleep(0.05)
+        elif action == "surrogate":  # lone surrogates (invalid UTF-8) in a tool call and the reply
+            self._current_task = stimulus  # its feedback is stored as usual
+            turn.begin_step()
+            turn.call_tool("retain", {"content": "lone\\ud800 and \\udcff"})
+            turn.call_tool("final_answer", {"answer": "lone\\ud800 and \\udcff"})
+            return
         elif action == "sigkill":
             os.kill(os.getpid(), signal.SIGKILL)
         return super().respond(stimulus, turn)
