@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from . import datacmd, runcmd
+from . import __version__, datacmd, initcmd, runcmd
 from .reporting.html import REPORT_NAME, ReportError, write_comparison, write_html_report
 from .reporting.terminal import format_comparison
 
@@ -34,6 +34,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Run the Evo-Memory benchmark and report on its run directories.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     runcmd.add_parser(commands)
 
@@ -78,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated legend labels, one per run (default: the run names)",
     )
     datacmd.add_parser(commands)
+    initcmd.add_parser(commands)
     return parser
 
 
@@ -101,6 +103,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return runcmd.main(args)
     if args.command == "data":
         return datacmd.run(args)
+    if args.command == "init":
+        return initcmd.main(args)
     try:
         if args.command == "report":
             written = write_html_report(args.run_dir, args.output)

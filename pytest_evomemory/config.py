@@ -284,6 +284,9 @@ class MemoryConfig(_Strict):
     embedder: Literal["hashing", "sentence-transformers"] | None = None
     embedder_model: str | None = None
     embedding_dim: Annotated[int, Field(ge=8, le=8192)] = 256
+    #: Seconds a stream's memory may take to open before the stream fails, naming
+    #: the factory (a server that accepts and never answers must not hang a run).
+    open_timeout_s: Annotated[float, Field(gt=0, le=86_400)] = 120.0
     sqlite: SqliteOptions = Field(default_factory=SqliteOptions)
     postgres: PostgresOptions = Field(default_factory=PostgresOptions)
     options: dict[str, Any] = Field(default_factory=dict)
@@ -308,6 +311,8 @@ class RunConfig:
     memory: MemoryConfig
     output_dir: str | None
     sources: Mapping[str, str]
+    #: The ``--evomemory-set KEY=VALUE`` settings applied on top of the files.
+    overrides: tuple[str, ...] = ()
 
     @property
     def base_dir(self) -> Path:
@@ -338,6 +343,7 @@ class RunConfig:
             "benchmark": self.benchmark.model_dump(mode="json"),
             "agent": self.agent.model_dump(mode="json"),
             "memory": self.memory.model_dump(mode="json"),
+            "overrides": list(self.overrides),
         }
 
 
@@ -525,11 +531,17 @@ def _resolve_part(
     return read_yaml_mapping(path), str(path)
 
 
-def load_run_config(path: str | Path) -> RunConfig:
-    """Load a run config and the benchmark, agent and memory configs it names."""
+def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig:
+    """Load a run config and the benchmark, agent and memory configs it names;
+    ``settings`` are ``--evomemory-set KEY=VALUE`` overrides (:mod:`.settings`)."""
+    from .settings import apply_settings, parse_settings
+
+    parsed = parse_settings(settings)
+    suffix = f" (with --evomemory-set {' '.join(settings)})" if settings else ""
     run_path = resolve_path(Path(path).expanduser())
     raw = read_yaml_mapping(run_path)
-    run = validate_mapping(_RunFile, raw, str(run_path))
+    raw.update({s.part: s.value for s in parsed if len(s.path) == 1})
+    run = validate_mapping(_RunFile, raw, f"{run_path}{suffix}")
     if run.name is not None:
         from .rundir import check_run_name  # the one rule for run names; here it can name the file
 
@@ -546,7 +558,7 @@ def load_run_config(path: str | Path) -> RunConfig:
         ("memory", MemoryConfig),
     ):
         data, source = _resolve_part(getattr(run, key), base, key, run_path)
-        parts[key] = validate_mapping(model, data, source)
+        parts[key] = validate_mapping(model, apply_settings(data, parsed, key), f"{source}{suffix}")
         sources[key] = source
     agent: AgentConfig = parts["agent"]
     if agent.kind == "tiny" and agent.model is None:
@@ -563,4 +575,5 @@ def load_run_config(path: str | Path) -> RunConfig:
         memory=parts["memory"],
         output_dir=run.output_dir,
         sources=sources,
+        overrides=tuple(settings),
     )

@@ -430,8 +430,6 @@ class ResumeState:
     responses: list[dict[str, Any]] = field(default_factory=list)
     scores: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
-    #: stream -> memory writes of the completed episodes, in order
-    memory_writes: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
     #: the interrupted run's run.json
     document: dict[str, Any] = field(default_factory=dict)
 
@@ -491,8 +489,5 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream]) -> ResumeState:
             e for e in events
             if (e.get("failure") or e.get("skipped") or {}).get("stream") == stream.name
             and (e.get("failure") or e.get("skipped") or {}).get("task_id") in kept_ids
-        ]
-        state.memory_writes[stream.name] = [
-            write for response in kept_responses for write in response.get("memory_writes", [])
         ]
     return state

@@ -251,8 +251,8 @@ class AgentResponse:
     memory_recalls: int
     seconds: float
     protocol_violation: str | None = None
-    #: Every record the agent stored during this stimulus, in order; a resumed run
-    #: replays these into a fresh memory system to restore the exact state.
+    #: What reached the memory during this stimulus other than recalls, in order
+    #: (a transcript; resume restores the memory's own snapshot, never these).
     memory_writes: tuple[Mapping[str, Any], ...] = ()
     #: Every hit the stream's memory returned during this stimulus (``MemoryHit``
     #: dicts, in order), so a report can show what was recalled into the prompt.

@@ -46,6 +46,8 @@ class ObservedMemory:
         self.counts = OperationCounts()
         #: what reached the memory other than recalls, in order (for transcripts)
         self.writes: list[dict[str, Any]] = []
+        #: what recalls returned, in order (for the report's "recalled into the prompt")
+        self.recalled: list[dict[str, Any]] = []
 
     @property
     def default_top_k(self) -> int:
@@ -62,6 +64,7 @@ class ObservedMemory:
         self.counts.recalls += 1
         hits = self._forward(lambda: self.backend.recall(query, top_k), "recall")
         self._check((str(hit.record_id), hit.content) for hit in hits)
+        self.recalled.extend(hit.to_dict() for hit in hits)
         return hits
 
     def restored(self) -> None:
@@ -89,6 +92,7 @@ class ObservedMemory:
             records = records_in_tool_result(call.result) if call.result is not None else None
             if records is not None:
                 self._check(records)
+                self.recalled.extend({"record_id": record_id, "content": content} for record_id, content in records)
             return
         if call.role == "retain":
             self.counts.retains += 1
