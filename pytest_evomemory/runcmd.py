@@ -92,6 +92,9 @@ def main(args: argparse.Namespace) -> int:
     except EvoMemoryError as error:
         print(f"evomemory: error: {error}", file=sys.stderr)
         return EXIT_USAGE
+    except KeyboardInterrupt:  # before the first task started: nothing to summarize
+        print("evomemory: interrupted before any task ran", file=sys.stderr)
+        return EXIT_INTERRUPTED
     finally:
         _restore_sigterm(previous)
     for line in format_table(result.metrics):
@@ -102,9 +105,7 @@ def main(args: argparse.Namespace) -> int:
     if result.write_failure:
         print(f"evomemory: {result.write_failure}", file=sys.stderr)
     print(f"results: {run_dir}")
-    if not completion["complete"] and completion["reason"] and (
-        "interrupted" in completion["reason"] or "max-errors" in completion["reason"]
-    ):
+    if not completion["complete"]:  # every planned task runs unless the run was stopped
         print(f"evomemory: the run is incomplete ({completion['reason']})", file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_OK if result.summary["passed"] and not result.write_failure else EXIT_FAILED
@@ -117,11 +118,20 @@ def _progress(record: Mapping[str, Any]) -> None:
         print(f"{scored['stream']}/{scored['task_id']} [{int(scored['position']) + 1}] {verdict}", flush=True)
 
 
+_TERMINATED: list[bool] = []
+
+
 def _on_sigterm(signum: int, frame: FrameType | None) -> None:
+    """The first SIGTERM ends the run as Ctrl-C does; a repeated one must not
+    interrupt the summary being written."""
+    if _TERMINATED:
+        return
+    _TERMINATED.append(True)
     raise KeyboardInterrupt("SIGTERM")
 
 
 def _catch_sigterm() -> Any:
+    _TERMINATED.clear()
     try:
         return signal.signal(signal.SIGTERM, _on_sigterm)
     except ValueError:

@@ -55,6 +55,7 @@ TRANSCRIPTS = "transcripts"
 HISTORY = "history"
 LOCK = ".lock"
 LOCK_OWNER = ".lock.owner"
+ERROR_COUNT = ".errors"
 
 #: Files of a run, moved aside together when a new run starts in the directory.
 RUN_FILES = (RUN_DOCUMENT, RESPONSES, SCORES, EVENTS, SUMMARY, REPORT, COMPARISON, COMPARISON_DATA)
@@ -235,6 +236,43 @@ class RunLock:
             pass
         self._handle.close()  # closing drops the flock
         self._handle = None
+
+
+class SharedErrorCount:
+    """Failed episodes counted across xdist workers, so ``--evomemory-max-errors``
+    stops a parallel run at (about) the same count as a serial one: each worker adds
+    its failed episodes under an flock and stops once the total reaches the limit.
+    Touched only when a limit is set, once per failed episode and once per task."""
+
+    def __init__(self, run_dir: Path) -> None:
+        self.path = run_dir / ERROR_COUNT
+
+    def clear(self) -> None:
+        try:
+            self.path.unlink(missing_ok=True)
+        except OSError:
+            pass
+
+    def add(self, count: int) -> int:
+        import fcntl
+
+        try:
+            with self.path.open("a+", encoding="ascii") as handle:
+                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+                handle.seek(0)
+                total = int(handle.read().strip() or 0) + count
+                handle.seek(0)
+                handle.truncate()
+                handle.write(str(total))
+                return total
+        except (OSError, ValueError):
+            return count
+
+    def read(self) -> int:
+        try:
+            return int(self.path.read_text(encoding="ascii").strip() or 0)
+        except (OSError, ValueError):
+            return 0
 
 
 # --------------------------------------------------------------------------- writing

@@ -22,7 +22,7 @@ from ..identity import describe_ran
 from ..memory.snapshot import supports_snapshots
 from ..redaction import redact
 from ..reporting.terminal import format_table
-from ..rundir import check_output_dir, default_run_dir
+from ..rundir import SharedErrorCount, check_output_dir, default_run_dir
 from ..runtime import BenchmarkRun, Episode, Run, RunResult, StreamRun, TaskOutcome, parse_min_accuracy
 from ..runtime.records import error_record, stream_error_record, stream_started_record
 from ..types import BenchmarkSample
@@ -72,7 +72,9 @@ def _add_benchmark_module_to_args(config: pytest.Config) -> None:
     """Collect the benchmark without a user test file; alone when no paths were given."""
     module = str(ITEMS_MODULE)
     if config.args_source == pytest.Config.ArgsSource.ARGS:
-        if module not in config.args:
+        # A node id of ours (``.../items.py::test_task[stream/task]``) selects tasks:
+        # adding the whole module beside it would run every task again.
+        if not any(str(Path(arg.split("::")[0]).resolve()) == module for arg in config.args):
             config.args.append(module)
     else:
         config.args[:] = [module]
@@ -122,6 +124,10 @@ class EvoMemorySession:
             self.run = Run(self.benchmark, run_dir, command=command, write=not self.is_worker)
         if not self.is_worker and not config.option.collectonly:
             self.run.lock()
+        self.shared_errors = SharedErrorCount(run_dir) if self.max_errors is not None else None
+        if self.shared_errors is not None and not self.is_worker and not config.option.collectonly:
+            self.shared_errors.clear()  # before any worker starts
+        self._failed_here: set[tuple[str, str]] = set()
         #: Records of the phase in progress, moved onto its report (see plugin/__init__.py).
         self.pending: list[dict[str, Any]] = []
         self.first_positions: dict[str, int] = {}
@@ -131,6 +137,9 @@ class EvoMemorySession:
         self.started = False
         self.terminated = False
         self._previous_sigterm: Any = None
+        self._recording = False
+        self._deferred_sigterm = False
+        self._finishing = False
 
     def _compare_dir(self, other: str | None) -> Path | None:
         if not other:
@@ -238,21 +247,35 @@ class EvoMemorySession:
 
     def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
         self.terminated = True
+        if self._finishing:
+            return  # a repeated SIGTERM must not interrupt the summary being written
+        if self._recording:
+            self._deferred_sigterm = True  # raised once the records are in
+            return
         raise KeyboardInterrupt("SIGTERM")
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self._previous_sigterm is not None:
             signal.signal(signal.SIGTERM, self._previous_sigterm)
+        if self.shared_errors is not None and not self.is_worker and not config.option.collectonly:
+            self.shared_errors.clear()
         self.run.release()
 
     def add_records(self, records: list[dict[str, Any]]) -> None:
         if not records:
             return
-        if not self.started:
-            self.started = True
-            self.run.start()
-        for record in records:
-            self.run.record(record)
+        self._recording = True
+        try:
+            if not self.started:
+                self.started = True
+                self.run.start()
+            for record in records:
+                self.run.record(record)
+        finally:
+            self._recording = False
+        if self._deferred_sigterm:
+            self._deferred_sigterm = False
+            raise KeyboardInterrupt("SIGTERM")
         if self.max_errors is not None and self.run.errors >= self.max_errors and self.pytest_session:
             reason = f"evomemory: {self.run.errors} failed episodes reached --evomemory-max-errors"
             self.run.stop_reason = f"--evomemory-max-errors ({self.run.errors} failed episodes)"
@@ -263,6 +286,7 @@ class EvoMemorySession:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.is_worker:
+            self._stop_worker_at_max_errors(report)
             return
         records = list(getattr(report, "evomemory_records", None) or [])
         if not records and report.failed and report.when not in ("setup", "teardown"):
@@ -271,6 +295,27 @@ class EvoMemorySession:
             if sample is not None:
                 records = [error_record(sample, f"the test process crashed: {_last_line(report.longreprtext)}")]
         self.add_records(records)
+
+    def _stop_worker_at_max_errors(self, report: pytest.TestReport) -> None:
+        """An xdist worker runs its whole stream before the controller's stop could
+        reach it, so each worker adds its failed episodes to the shared count and
+        stops itself once the run's total reaches --evomemory-max-errors."""
+        if self.shared_errors is None or self.pytest_session is None:
+            return
+        failed = {
+            (str(f["stream"]), str(f["task_id"]))
+            for r in getattr(report, "evomemory_records", None) or []
+            for f in [r.get("failure") or ((r.get("scored") or {}) if (r.get("scored") or {}).get("error") else {})]
+            if f and f.get("task_id") is not None
+        } - self._failed_here
+        self._failed_here |= failed
+        total = self.shared_errors.add(len(failed)) if failed else (
+            self.shared_errors.read() if report.when == "teardown" else 0
+        )
+        if self.max_errors is not None and total >= self.max_errors:
+            self.pytest_session.shouldstop = (
+                f"evomemory: {total} failed episodes reached --evomemory-max-errors"
+            )
 
     @pytest.hookimpl(wrapper=True)
     def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, None, None]:
@@ -287,6 +332,8 @@ class EvoMemorySession:
             return "terminated by SIGTERM"
         if session.exitstatus == pytest.ExitCode.INTERRUPTED:
             return "interrupted (Ctrl-C)"
+        if session.shouldfail and self.config.getoption("maxfail", 0):
+            return f"stopped early by -x/--maxfail: {session.shouldfail}"
         if session.shouldfail:
             return f"stopped early: {session.shouldfail}"
         if session.shouldstop:
@@ -294,6 +341,7 @@ class EvoMemorySession:
         return None
 
     def _finish(self, session: pytest.Session) -> None:
+        self._finishing = True
         if not self.started:
             self.run.release()
             return  # no task ran: an earlier run's results stay as they were
@@ -301,9 +349,8 @@ class EvoMemorySession:
         result = self.run.finish(min_overall=self.min_overall, min_streams=self.min_streams)
         self.result = result
         self.summary = result.summary
-        failed = (
-            not result.summary["passed"]
-            and (result.thresholds or result.summary["failed_episodes"] or result.write_failure)
+        failed = result.write_failure or (
+            not result.summary["passed"] and (result.thresholds or result.summary["failed_episodes"])
         )
         if failed and session.exitstatus == pytest.ExitCode.OK:
             session.exitstatus = pytest.ExitCode.TESTS_FAILED

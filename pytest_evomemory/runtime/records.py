@@ -179,7 +179,7 @@ class ResultCollector:
     def failed_episodes(self) -> list[dict[str, Any]]:
         task_failures = [
             {"stream": s["stream"], "task_id": s["task_id"], "position": s["position"],
-             "phase": "task", "reason": s["error"]}
+             "phase": "task", "reason": s["error"], **({"traceback": s["traceback"]} if s.get("traceback") else {})}
             for s in self.scores if s.get("error")
         ]
         return task_failures + [dict(failure) for failure in self.failures]

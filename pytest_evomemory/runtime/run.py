@@ -322,6 +322,9 @@ class Run:
                 if self.collector.ran:  # what actually ran, known once streams opened
                     self.writer.write_run({**self.document, "ran": dict(self.collector.ran)})
                 self.writer.finalize_scores(self.collector.scores, self.benchmark.stream_order)
+                if self.writer.failure is not None:
+                    # results are missing from the directory: the run cannot pass
+                    summary = {**summary, "passed": False, "write_failure": self.writer.failure}
                 self.writer.write_summary(summary)
                 if report and self.writer.failure is None:
                     report_error = _write_report(self.run_dir)
@@ -344,6 +347,10 @@ def _write_report(run_dir: Path) -> str | None:
         write_html_report(run_dir)
     except ReportError as error:
         return str(error)
+    except (OSError, ValueError) as error:
+        # The results are written; a report that cannot be rendered (a full disk,
+        # text HTML cannot hold) must not end the run with a traceback.
+        return f"{type(error).__name__}: {error}; the results in {run_dir} are complete"
     return None
 
 
@@ -449,8 +456,10 @@ def execute(
                     record(stream_error_record(stream.name, f"stream teardown failed: {error}"))
             if run.stop_reason:
                 break
-    except KeyboardInterrupt:
-        run.stop_reason = run.stop_reason or "interrupted (Ctrl-C or SIGTERM)"
+    except KeyboardInterrupt as interrupt:
+        # the entry point's SIGTERM handler raises KeyboardInterrupt("SIGTERM")
+        sigterm = interrupt.args == ("SIGTERM",)
+        run.stop_reason = run.stop_reason or ("terminated by SIGTERM" if sigterm else "interrupted (Ctrl-C)")
     return run.finish(
         min_overall=min_overall, min_streams=min_streams,
         extra={"wall_seconds": round(time.perf_counter() - wall, 6)},

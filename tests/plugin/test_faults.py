@@ -76,6 +76,13 @@ def test_a_model_fault_past_the_retries_fails_only_that_episode(
     summary = json.loads((pytester.path / "evomemory-results" / "faults" / "summary.json").read_text())
     assert summary["overall"]["tasks"] == 4 and summary["overall"]["errors"] == 1
     assert summary["failed_episodes"][0]["task_id"] == "f03"
+    # the endpoint is down after its retries: f03's feedback is skipped, and recorded
+    # as skipped; every other task got its feedback
+    run_dir = pytester.path / "evomemory-results" / "faults"
+    events = [json.loads(line) for line in (run_dir / "events.jsonl").read_text().splitlines()]
+    assert [(e["type"], e["skipped"]["task_id"]) for e in events] == [("feedback_skipped", "f03")]
+    feedback = [json.loads(line) for line in (run_dir / "responses.jsonl").read_text().splitlines()]
+    assert [r["task_id"] for r in feedback if r["kind"] == "feedback"] == ["f01", "f02", "f04"]
 
 
 def test_a_memory_backend_failing_mid_stream_fails_the_rest_of_the_stream_clearly(
