@@ -95,6 +95,12 @@ def text_system_prompt(custom: str | None, strategy: str, tools: Sequence[ToolSp
     return base + "\n\n" + textproto.instructions(tools, acknowledgement=FEEDBACK_ACKNOWLEDGEMENT)
 
 
+def text_fallback(tools: Sequence[ToolSpec], *, feedback: bool) -> str:
+    """What ``protocol: auto`` says when it falls back: the format, for this turn's kind."""
+    acknowledgement = FEEDBACK_ACKNOWLEDGEMENT if feedback else None
+    return "Reply in plain text. " + textproto.instructions(tools, acknowledgement=acknowledgement)
+
+
 def feedback_tools(tools: Sequence[ToolSpec]) -> list[ToolSpec]:
     """The turn's tools with ``final_answer`` narrowed to the acknowledgement."""
     return [ACKNOWLEDGEMENT_TOOL if spec == FINAL_ANSWER_TOOL else spec for spec in tools]

@@ -104,8 +104,9 @@ def parse_reply(text: str, specs: Sequence[ToolSpec]) -> TextReply:
     return TextReply(tuple(calls), final)
 
 
-def instructions(specs: Sequence[ToolSpec], *, acknowledgement: str) -> str:
-    """The format, as the system prompt's text-protocol section states it."""
+def instructions(specs: Sequence[ToolSpec], *, acknowledgement: str | None) -> str:
+    """The format, as the system prompt's text-protocol section states it; the
+    feedback line is left out when ``acknowledgement`` is ``None``."""
     tools = text_tools(specs)
     lines = [
         "Answer in plain text, in this format:",
@@ -120,5 +121,6 @@ def instructions(specs: Sequence[ToolSpec], *, acknowledgement: str) -> str:
             )
             + ". Write no Final Answer in a reply that recalls: its results come back first."
         )
-    lines.append(f"When you are given feedback, end with: Final Answer: {acknowledgement}")
+    if acknowledgement is not None:
+        lines.append(f"When you are given feedback, end with: Final Answer: {acknowledgement}")
     return "\n".join(lines)

@@ -147,7 +147,7 @@ class TinyAgent:
         if self.mode == "tools":
             return prompts.FEEDBACK_NUDGE if feedback else prompts.NUDGE
         if fell_back:  # the model has not been told the text format yet
-            return prompts.text_system_prompt(self.config.system_prompt, self.strategy, turn.tools)
+            return prompts.text_fallback(turn.tools, feedback=feedback)
         return prompts.TEXT_FEEDBACK_NUDGE if feedback else prompts.TEXT_NUDGE
 
     def _give_up_message(self) -> str:
