@@ -47,7 +47,7 @@ TEXT_TOOL_USE_ADDENDUM = (
     "would help you next time (the task and the correct answer)."
 )
 
-TEXT_NUDGE = "Your reply had no 'Final Answer:' line. Reply again, ending with 'Final Answer: <answer>'."
+TEXT_NUDGE = "Your reply was empty. Reply again, ending with 'Final Answer: <answer>'."
 
 TEXT_FEEDBACK_NUDGE = f"Reply with exactly: Final Answer: {FEEDBACK_ACKNOWLEDGEMENT}"
 

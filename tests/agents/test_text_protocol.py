@@ -152,12 +152,22 @@ def test_text_tool_use_runs_recall_and_retain_through_the_turn(
     assert "RECALL: <query> to call recall" in system and "RETAIN: <content> to call retain" in system
 
 
-def test_text_reply_without_final_answer_is_nudged_once_then_fails(
+def test_a_reply_without_the_label_is_the_answer_as_a_whole(
     scripted_openai_server: ServerFactory, make_stream: StreamFactory
 ) -> None:
-    server = scripted_openai_server(Script([text("teal, I think"), text("still teal")], then=None))
+    server = scripted_openai_server(Script([text("  teal\n")], then=text_policy()))
     run = make_stream(server, "none", protocol="text")
-    with pytest.raises(EpisodeError, match="no 'Final Answer:' line again"):
+    outcome = run.run_task(TASK_A)
+    assert outcome.scored.score.correct and outcome.response.final_answer == "teal"
+    assert outcome.response.agent_turns == 1
+
+
+def test_an_empty_reply_is_nudged_once_then_fails(
+    scripted_openai_server: ServerFactory, make_stream: StreamFactory
+) -> None:
+    server = scripted_openai_server(Script([text(""), text(" \n")], then=None))
+    run = make_stream(server, "none", protocol="text")
+    with pytest.raises(EpisodeError, match="reply was empty again"):
         run.run_task(TASK_A)
     assert task_text(server.chat_requests[1]) == prompts.TEXT_NUDGE
 
@@ -184,7 +194,7 @@ def test_auto_falls_back_to_text_when_the_server_returns_no_tool_calls(
 def test_auto_teaches_the_format_when_the_fallback_reply_has_none(
     scripted_openai_server: ServerFactory, make_stream: StreamFactory
 ) -> None:
-    server = scripted_openai_server(Script([text("The post boxes are teal.")], then=text_policy()))
+    server = scripted_openai_server(Script([text("")], then=text_policy()))
     run = make_stream(server, "none", protocol="auto")
     outcomes = list(run_stream(run, [TASK_A]))
     assert outcomes[0].scored.score.correct
