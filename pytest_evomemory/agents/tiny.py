@@ -31,8 +31,8 @@ from ..config import AgentConfig
 from ..errors import ConfigError, EpisodeError
 from ..memory.base import MemorySystem
 from ..models.base import ChatCompletion, ChatModel, ModelToolCall
-from ..tools import FINAL_ANSWER_TOOL
 from ..text import normalize
+from ..tools import FINAL_ANSWER_TOOL
 from ..types import FEEDBACK_ACKNOWLEDGEMENT, Stimulus, TaskView, ToolSpec, UserStimulus
 from . import prompts, textproto
 from .base import Turn
