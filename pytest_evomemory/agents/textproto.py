@@ -17,7 +17,7 @@ unlabelled lines after it) as its one required string argument. Only tools the
 turn offers and that take exactly one required string argument are recognised, so
 the same text means nothing in a turn without memory tools. ``Final Answer:`` is
 the ``final_answer`` call: the text after the last such label, up to the next
-labelled line; a reply with neither a label nor an operation is the answer as
+labelled line; a reply with neither a final answer nor an operation is the answer as
 a whole (the paper scores a single-turn response whole, and the evaluators read
 the answer at its end), so a model that ignores the format is scored, not
 failed. This module only parses; the agent runs the calls through its
