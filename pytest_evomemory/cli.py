@@ -16,8 +16,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from . import datacmd, runcmd
-from .reporting.html import REPORT_NAME, ReportError, write_comparison_report, write_html_report
+from . import __version__, datacmd, initcmd, runcmd
+from .reporting.html import REPORT_NAME, ReportError, write_comparison, write_html_report
+from .reporting.terminal import format_comparison
 
 PROG = "evomemory"
 DEFAULT_COMPARE_OUTPUT = "evomemory-compare.html"
@@ -33,6 +34,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(prog=PROG, description="Run the Evo-Memory benchmark and report on its run directories.")
+    parser.add_argument("--version", action="version", version=f"{PROG} {__version__}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     runcmd.add_parser(commands)
 
@@ -54,8 +56,10 @@ def build_parser() -> argparse.ArgumentParser:
     compare = commands.add_parser(
         "compare",
         help="compare two or more runs on one page",
-        description="Compare runs: every run's learning curve on one plot per stream, tables side by side. "
-        "The first run is the baseline of the difference columns.",
+        description="Compare runs: accuracy with 95% intervals, the paired difference from the first run "
+        "(the baseline) with its interval and exact McNemar p-value, every run's learning curve on one "
+        "plot per stream, the config diff and the tasks that flipped. Writes the page and, beside it, "
+        "compare.json (same name, .json); prints the comparison, then both paths.",
     )
     compare.add_argument(
         "run_dirs", metavar="RUN_DIR", type=Path, nargs="+", help="two or more run directories"
@@ -75,6 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="comma-separated legend labels, one per run (default: the run names)",
     )
     datacmd.add_parser(commands)
+    initcmd.add_parser(commands)
     return parser
 
 
@@ -98,15 +103,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         return runcmd.main(args)
     if args.command == "data":
         return datacmd.run(args)
+    if args.command == "init":
+        return initcmd.main(args)
     try:
         if args.command == "report":
             written = write_html_report(args.run_dir, args.output)
         else:
             if len(args.run_dirs) < 2:
                 parser.error("compare needs at least two run directories")
-            written = write_comparison_report(
-                args.run_dirs, args.output, _labels(args.labels, len(args.run_dirs))
-            )
+            files = write_comparison(args.run_dirs, args.output, _labels(args.labels, len(args.run_dirs)))
+            for line in format_comparison(files.document):
+                print(line)
+            print(files.html)
+            print(files.json)
+            return 0
     except ReportError as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return USAGE_ERROR

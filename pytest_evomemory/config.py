@@ -18,9 +18,10 @@ from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from .errors import ConfigError
+from .validation import MAX_INT_DIGITS, MAX_NESTING_DEPTH, path_problem, resolve_path
 
 MemoryStrategy = Literal["none", "deterministic_recall", "tool_use"]
 
@@ -28,10 +29,25 @@ MemoryStrategy = Literal["none", "deterministic_recall", "tool_use"]
 MAX_CONFIG_BYTES = 1_000_000
 
 _FACTORY_REF = re.compile(r"^[A-Za-z_][\w.]*:[A-Za-z_]\w*$")
+_ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Control characters: no URL may hold them.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+#: Defaults of ``model.max_request_bytes`` / ``model.max_reply_bytes`` (4 MiB each:
+#: about a million tokens, past every context window).
+DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
+DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True, str_strip_whitespace=False)
+    """Unknown keys are errors, and no value is coerced: ``limit: true`` is not 1,
+    ``limit: "5"`` is not 5 and ``temperature: yes`` is not 1.0 (pydantic's lax mode
+    would take all three). An integer is still accepted where a number is wanted;
+    ``.nan`` and ``.inf`` are not numbers any setting can use."""
+
+    model_config = ConfigDict(
+        extra="forbid", frozen=True, str_strip_whitespace=False, strict=True, allow_inf_nan=False
+    )
 
 
 def _check_kind(value: str, builtin: Sequence[str], what: str) -> str:
@@ -78,9 +94,52 @@ class BenchmarkConfig(_Strict):
     @field_validator("streams")
     @classmethod
     def _no_duplicate_streams(cls, value: list[str] | None) -> list[str] | None:
+        if value is not None and not value:
+            raise ValueError("an empty list would run nothing; list at least one stream, or remove the key to run them all")
         if value is not None and len(set(value)) != len(value):
             raise ValueError("a stream is listed twice")
         return value
+
+    @field_validator("files")
+    @classmethod
+    def _unique_file_names(cls, value: list[StreamFile]) -> list[StreamFile]:
+        seen: set[str] = set()
+        for entry in value:
+            if entry.name in seen:
+                raise ValueError(f"two entries are named {entry.name!r}; give each stream its own name")
+            seen.add(entry.name)
+        return value
+
+    @field_validator("thresholds")
+    @classmethod
+    def _thresholds_name_file_streams(cls, value: Thresholds, info: ValidationInfo) -> Thresholds:
+        """For ``benchmark: files`` the stream names are known here; other benchmarks
+        are checked by :func:`check_threshold_streams` once their source is known."""
+        files: list[StreamFile] = info.data.get("files") or []
+        if info.data.get("benchmark") == "files" and files:
+            unknown = sorted(set(value.streams) - {entry.name for entry in files})
+            if unknown:
+                raise ValueError(
+                    f"unknown stream(s) {', '.join(map(repr, unknown))} in 'streams'; "
+                    f"the streams under 'files' are: {', '.join(entry.name for entry in files)}"
+                )
+        return value
+
+
+def check_threshold_streams(config: BenchmarkConfig, available: Sequence[str], source: str) -> None:
+    """Refuse a per-stream threshold for a stream the benchmark does not have.
+
+    Called when the benchmark's stream names are known (at load, before any model
+    call): a typo in ``thresholds.streams`` would otherwise only show after the
+    whole paid run, as a missed threshold with no accuracy.
+    """
+    unknown = [name for name in config.thresholds.streams if name not in available]
+    if unknown:
+        raise ConfigError(
+            f"{source}: key 'thresholds.streams': unknown stream(s) {', '.join(map(repr, unknown))} "
+            f"for benchmark {config.benchmark!r}; available: {', '.join(available)}",
+            source=source, key="thresholds.streams",
+        )
 
 
 # --------------------------------------------------------------------------- agent
@@ -111,24 +170,52 @@ class ModelConfig(_Strict):
     #: Local GGUF file for ``provider: local``; default: the bundled model.
     model_path: str | None = None
     n_ctx: Annotated[int, Field(ge=256)] = 4096
+    #: A request body (the whole conversation so far) larger than this is refused
+    #: before it is sent: a 100 MB prompt is a mistake, and a paid one.
+    max_request_bytes: Annotated[int, Field(ge=1024)] = DEFAULT_MAX_REQUEST_BYTES
+    #: A reply body larger than this ends the turn with a ModelError (no real chat
+    #: completion comes near it; a runaway or hostile server can).
+    max_reply_bytes: Annotated[int, Field(ge=1024)] = DEFAULT_MAX_REPLY_BYTES
 
     @property
     def cache_enabled(self) -> bool:
         return self.temperature == 0.0 if self.cache is None else self.cache
 
+    @field_validator("api_key_env")
+    @classmethod
+    def _variable_name(cls, value: str | None) -> str | None:
+        if value is not None and not _ENV_NAME.match(value):
+            raise ValueError(
+                f"{value!r} is not an environment variable name; name the variable that holds "
+                "the key (e.g. OPENAI_API_KEY), or write null for a server that needs no key"
+            )
+        return value
+
     @field_validator("base_url")
     @classmethod
     def _http_url(cls, value: str | None) -> str | None:
         """``localhost:8000/v1`` is the usual slip; caught here, not after retries."""
-        if value is None:
-            return value
-        parsed = urlsplit(value)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ValueError(
-                f"{value!r} is not an http:// or https:// URL with a host; "
-                "write the API root, e.g. http://127.0.0.1:8000/v1"
-            )
+        problem = None if value is None else http_url_problem(value)
+        if problem:
+            raise ValueError(problem)
         return value
+
+
+def http_url_problem(value: str) -> str | None:
+    """Why ``value`` is not a usable API root (an http(s) URL with a host), or ``None``.
+
+    Shared by ``model.base_url`` and the ``OPENAI_BASE_URL`` environment check."""
+    try:
+        parsed = urlsplit(value)
+        parsed.port  # noqa: B018 - raises ValueError for a port out of range
+    except ValueError:
+        parsed = None
+    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.hostname or _CONTROL.search(value):
+        return (
+            f"{value!r} is not an http:// or https:// URL with a host; "
+            "write the API root, e.g. http://127.0.0.1:8000/v1"
+        )
+    return None
 
 
 class BaselineOptions(_Strict):
@@ -204,6 +291,9 @@ class MemoryConfig(_Strict):
     embedder: Literal["hashing", "sentence-transformers"] | None = None
     embedder_model: str | None = None
     embedding_dim: Annotated[int, Field(ge=8, le=8192)] = 256
+    #: Seconds a stream's memory may take to open before the stream fails, naming
+    #: the factory (a server that accepts and never answers must not hang a run).
+    open_timeout_s: Annotated[float, Field(gt=0, le=86_400)] = 120.0
     sqlite: SqliteOptions = Field(default_factory=SqliteOptions)
     postgres: PostgresOptions = Field(default_factory=PostgresOptions)
     options: dict[str, Any] = Field(default_factory=dict)
@@ -228,6 +318,8 @@ class RunConfig:
     memory: MemoryConfig
     output_dir: str | None
     sources: Mapping[str, str]
+    #: The ``--evomemory-set KEY=VALUE`` settings applied on top of the files.
+    overrides: tuple[str, ...] = ()
 
     @property
     def base_dir(self) -> Path:
@@ -258,6 +350,7 @@ class RunConfig:
             "benchmark": self.benchmark.model_dump(mode="json"),
             "agent": self.agent.model_dump(mode="json"),
             "memory": self.memory.model_dump(mode="json"),
+            "overrides": list(self.overrides),
         }
 
 
@@ -269,9 +362,20 @@ class _RunFile(_Strict):
     output_dir: str | None = None
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """Safe YAML without anchors/aliases: configs never need them, and alias
-    expansion is the classic way to make a tiny file explode in memory."""
+class _ConfigLoader(yaml.SafeLoader):
+    """Safe YAML, stricter where a silent choice would change what is measured.
+
+    * no anchors/aliases: configs never need them, and alias expansion is the
+      classic way to make a tiny file explode in memory;
+    * no duplicate key at any level: YAML says keys are unique, PyYAML keeps the
+      last one silently (a ``thresholds`` block written twice would drop a gate);
+    * nesting at most ``MAX_NESTING_DEPTH`` deep (the composer recurses per level);
+    * integers of at most ``MAX_INT_DIGITS`` digits (Python refuses longer ones).
+
+    Each refusal is a ``ConfigError`` with the line; the caller adds the file.
+    """
+
+    _depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -280,37 +384,103 @@ class _NoAliasLoader(yaml.SafeLoader):
                 f"YAML aliases are not allowed in config files (alias at line "
                 f"{event.start_mark.line + 1}); write the value out in full"
             )
-        return super().compose_node(parent, index)
+        self._depth += 1
+        try:
+            if self._depth > MAX_NESTING_DEPTH:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
+                raise ConfigError(
+                    f"nested more than {MAX_NESTING_DEPTH} levels deep at line {mark.line + 1}; "
+                    "a config is never that deep: check the brackets or indentation"
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> Any:
+        if isinstance(node, yaml.MappingNode):
+            first_line: dict[Any, int] = {}
+            for key_node, _ in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    continue
+                key = self.construct_object(key_node)
+                try:
+                    hash(key)
+                except TypeError:
+                    continue
+                line = key_node.start_mark.line + 1
+                if key in first_line:
+                    raise ConfigError(
+                        f"duplicate key {key!r} at line {line} (first at line {first_line[key]}); "
+                        "YAML would silently keep only the last value: remove one",
+                        key=str(key),
+                    )
+                first_line[key] = line
+        return super().construct_mapping(node, deep=deep)
+
+
+
+def _construct_bounded_int(loader: _ConfigLoader, node: yaml.ScalarNode) -> Any:
+    digits = sum(character.isdigit() for character in str(node.value))
+    if digits > MAX_INT_DIGITS:
+        raise ConfigError(
+            f"an integer of {digits:,} digits at line {node.start_mark.line + 1} "
+            f"(limit {MAX_INT_DIGITS}); write a sensible number, or quote it as a string"
+        )
+    return loader.construct_yaml_int(node)
+
+
+_ConfigLoader.add_constructor("tag:yaml.org,2002:int", _construct_bounded_int)
+
+_YAML_HINT = (
+    "fix the syntax there (values holding ': ' or ' #' need quotes; indent with spaces, not tabs)"
+)
 
 
 def read_yaml_mapping(path: Path) -> dict[str, Any]:
     """Read a YAML file that must hold a mapping; every failure names the file."""
-    if not path.exists():
-        raise ConfigError(f"{path}: file not found")
-    if not path.is_file():
-        raise ConfigError(f"{path}: not a regular file")
+    problem = path_problem(path)
+    if problem == "does not exist":
+        raise ConfigError(
+            f"{path}: file not found; check the path (a relative path is resolved from "
+            "the directory pytest runs in, or the referencing file's directory)",
+            source=str(path),
+        )
+    if problem is not None:
+        raise ConfigError(f"{path}: {problem}", source=str(path))
     size = path.stat().st_size
     if size > MAX_CONFIG_BYTES:
-        raise ConfigError(f"{path}: {size} bytes is too large for a config file (limit 1 MB)")
+        raise ConfigError(
+            f"{path}: {size} bytes is too large for a config file (limit 1 MB); "
+            "put data in a data file, not in the config",
+            source=str(path),
+        )
     try:
         text = path.read_bytes().decode("utf-8")
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot be read ({error.strerror or error})", source=str(path)) from None
     except UnicodeDecodeError as error:
         raise ConfigError(
-            f"{path}: not UTF-8 text (byte {error.start}); save the file as UTF-8"
+            f"{path}: not UTF-8 text (byte {error.start}); save the file as UTF-8", source=str(path)
         ) from None
     try:
-        data = yaml.load(text, Loader=_NoAliasLoader)
+        data = yaml.load(text, Loader=_ConfigLoader)
     except ConfigError as error:
-        raise ConfigError(f"{path}: {error}") from None
+        raise ConfigError(f"{path}: {error}", source=str(path), key=error.key) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-        problem = getattr(error, "problem", None) or str(error)
-        raise ConfigError(f"{path}: invalid YAML{where}: {problem}") from None
+        problem = getattr(error, "problem", None) or str(error).splitlines()[0]
+        raise ConfigError(f"{path}: invalid YAML{where}: {problem}; {_YAML_HINT}", source=str(path)) from None
+    except (RecursionError, ValueError) as error:  # pragma: no cover - the loader refuses these first
+        raise ConfigError(f"{path}: cannot be read as YAML ({type(error).__name__}); simplify the file", source=str(path)) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping of keys to values, got {type(data).__name__}")
+        raise ConfigError(
+            f"{path}: expected a mapping of keys to values, got {type(data).__name__}; "
+            "write 'key: value' lines at the top level",
+            source=str(path),
+        )
     return data
 
 
@@ -322,11 +492,14 @@ def validate_mapping(model: type[_Model], data: Mapping[str, Any], source: str) 
     try:
         return model.model_validate(data)
     except ValidationError as error:
-        raise ConfigError(format_validation_error(error, source)) from None
+        problems = error.errors()
+        key = ".".join(str(part) for part in problems[0]["loc"]) if problems else None
+        raise ConfigError(format_validation_error(error, source), source=source, key=key or None) from None
 
 
 def format_validation_error(error: ValidationError, source: str) -> str:
-    lines = [f"{source}: invalid configuration"]
+    """One line: the source, then each bad key and what is wrong with it."""
+    lines = []
     for problem in error.errors():
         location = ".".join(str(part) for part in problem["loc"]) or "(top level)"
         kind = problem["type"]
@@ -335,8 +508,12 @@ def format_validation_error(error: ValidationError, source: str) -> str:
             message = "unknown key; check the spelling against docs/configuration.md"
         elif kind == "missing":
             message = "required key is missing"
-        lines.append(f"  key '{location}': {message}")
-    return "\n".join(lines)
+        elif kind.endswith("_type") and isinstance(problem.get("input"), bool):
+            message = f"{message} (true/false is not a number here; write the number)"
+        elif kind == "value_error":
+            message = message.removeprefix("Value error, ")
+        lines.append(f"key '{location}': {message}")
+    return f"{source}: " + "; ".join(lines)
 
 
 def _resolve_part(
@@ -350,18 +527,35 @@ def _resolve_part(
             f"{run_path}: key '{key}' must name a .yaml/.yml file or be an inline mapping, "
             f"got {value!r}"
         )
-    path = reference if reference.is_absolute() else (base_dir / reference)
-    path = path.resolve()
-    if not path.is_file():
-        raise ConfigError(f"{run_path}: key '{key}' names {value!r}, but {path} does not exist")
+    path = resolve_path(reference if reference.is_absolute() else (base_dir / reference))
+    problem = path_problem(path)
+    if problem is not None:
+        hint = "; check the path (it is relative to the run config's directory)" if problem == "does not exist" else ""
+        raise ConfigError(
+            f"{run_path}: key '{key}' names {value!r}, but {path} {problem}{hint}",
+            source=str(run_path), key=key,
+        )
     return read_yaml_mapping(path), str(path)
 
 
-def load_run_config(path: str | Path) -> RunConfig:
-    """Load a run config and the benchmark, agent and memory configs it names."""
-    run_path = Path(path).expanduser().resolve()
+def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig:
+    """Load a run config and the benchmark, agent and memory configs it names;
+    ``settings`` are ``--evomemory-set KEY=VALUE`` overrides (:mod:`.settings`)."""
+    from .settings import apply_settings, parse_settings
+
+    parsed = parse_settings(settings)
+    suffix = f" (with --evomemory-set {' '.join(settings)})" if settings else ""
+    run_path = resolve_path(Path(path).expanduser())
     raw = read_yaml_mapping(run_path)
-    run = validate_mapping(_RunFile, raw, str(run_path))
+    raw.update({s.part: s.value for s in parsed if len(s.path) == 1})
+    run = validate_mapping(_RunFile, raw, f"{run_path}{suffix}")
+    if run.name is not None:
+        from .rundir import check_run_name  # the one rule for run names; here it can name the file
+
+        try:
+            check_run_name(run.name)
+        except ConfigError as error:
+            raise ConfigError(f"{run_path}: {error}", source=str(run_path), key="name") from None
     base = run_path.parent
     parts: dict[str, Any] = {}
     sources: dict[str, str] = {"run": str(run_path)}
@@ -371,11 +565,15 @@ def load_run_config(path: str | Path) -> RunConfig:
         ("memory", MemoryConfig),
     ):
         data, source = _resolve_part(getattr(run, key), base, key, run_path)
-        parts[key] = validate_mapping(model, data, source)
+        parts[key] = validate_mapping(model, apply_settings(data, parsed, key), f"{source}{suffix}")
         sources[key] = source
     agent: AgentConfig = parts["agent"]
     if agent.kind == "tiny" and agent.model is None:
-        raise ConfigError(f"{sources['agent']}: key 'model': required for kind 'tiny'")
+        raise ConfigError(
+            f"{sources['agent']}: key 'model': required for kind 'tiny'; add a 'model:' section "
+            "(see docs/configuration.md)",
+            source=sources["agent"], key="model",
+        )
     return RunConfig(
         name=run.name or run_path.stem,
         path=run_path,
@@ -384,4 +582,5 @@ def load_run_config(path: str | Path) -> RunConfig:
         memory=parts["memory"],
         output_dir=run.output_dir,
         sources=sources,
+        overrides=tuple(settings),
     )

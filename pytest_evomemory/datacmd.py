@@ -84,6 +84,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _selection(args: argparse.Namespace) -> tuple[Path, list[HubStream]]:
     from .config import load_run_config
+    from .configs import resolve_run_config
     from .streams import get_source
     from .streams.evomemory import HubBenchmark
     from .streams.evomemory.materialize import resolve_data_dir
@@ -93,7 +94,7 @@ def _selection(args: argparse.Namespace) -> tuple[Path, list[HubStream]]:
     benchmark = "evomemory_single_turn"
     selected: list[str] | None = args.stream
     if args.config is not None:
-        config = load_run_config(args.config)
+        config = load_run_config(resolve_run_config(str(args.config), Path.cwd()))
         configured, base_dir = config.benchmark.data_dir, config.base_dir
         benchmark = config.benchmark.benchmark
         if selected is None:

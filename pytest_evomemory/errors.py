@@ -3,6 +3,11 @@
 Deep exceptions (YAML, pydantic, parquet, HTTP) are translated into these at the
 layer that knows the file, key, stream or task involved, so that pytest can print
 one clear line instead of a traceback.
+
+Like httpx's exceptions, the errors also carry that context as attributes
+(``ConfigError.source``/``.key``, ``ModelError.endpoint``/``.status``/``.attempts``),
+so callers and reports can act on it without parsing the message. Every attribute
+is keyword-only and optional: ``ConfigError("message")`` keeps working everywhere.
 """
 
 from __future__ import annotations
@@ -23,13 +28,44 @@ class EvoMemoryError(Exception):
 
     response: AgentResponse | None = None
 
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
+
 
 class ConfigError(EvoMemoryError):
-    """A configuration file or option is invalid; raised before any test runs."""
+    """A configuration file or option is invalid; raised before any test runs.
+
+    ``source`` is the file (or option) at fault, ``key`` the dotted key path in it.
+    """
+
+    def __init__(self, message: str = "", *, source: str | None = None, key: str | None = None) -> None:
+        super().__init__(message)
+        self.source = source
+        self.key = key
 
 
 class DataError(EvoMemoryError):
-    """A stream could not be materialized, loaded or converted."""
+    """A stream could not be materialized, loaded or converted.
+
+    ``source`` is the data file, ``line`` the 1-based line, ``task`` the task id.
+    """
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        source: str | None = None,
+        line: int | None = None,
+        task: str | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.source = source
+        self.line = line
+        self.task = task
 
 
 class MemoryBackendError(EvoMemoryError):
@@ -37,7 +73,25 @@ class MemoryBackendError(EvoMemoryError):
 
 
 class ModelError(EvoMemoryError):
-    """The model could not be reached or kept failing after the configured retries."""
+    """The model could not be reached, kept failing after the configured retries,
+    or sent a reply that cannot be used.
+
+    ``endpoint`` is the API root (never with credentials), ``status`` the last HTTP
+    status (``None`` when no reply came), ``attempts`` the attempts made.
+    """
+
+    def __init__(
+        self,
+        message: str = "",
+        *,
+        endpoint: str | None = None,
+        status: int | None = None,
+        attempts: int | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.endpoint = endpoint
+        self.status = status
+        self.attempts = attempts
 
 
 class EpisodeError(EvoMemoryError):

@@ -1,12 +1,21 @@
-"""Resolve ``package.module:factory`` references from configs, with useful errors."""
+"""Resolve ``package.module:factory`` references from configs, and call user
+factories, with useful errors.
+
+The user's own code (an agent factory, a memory factory, a memory module) runs
+inside the plugin; when it fails, the user needs *their* frames and one line that
+says what to fix, once, not the plugin's internals (with locals) once per task.
+"""
 
 from __future__ import annotations
 
 import importlib
+import inspect
+import traceback
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
+from .errors import ConfigError, EvoMemoryError
 
 
 def load_factory(reference: str, what: str) -> Callable[..., Any]:
@@ -19,9 +28,63 @@ def load_factory(reference: str, what: str) -> Callable[..., Any]:
             f"{what} factory {reference!r}: cannot import module {module_name!r} ({error}); "
             "is it installed or on sys.path (e.g. in your repository's root)?"
         ) from None
+    except Exception as error:  # the user's module raised while being imported
+        raise ConfigError(
+            f"{what} factory {reference!r}: importing {module_name!r} raised "
+            f"{type(error).__name__}: {_flat(error)}{user_frames(error)}; fix the module"
+        ) from None
     factory = getattr(module, attribute, None)
     if factory is None or not callable(factory):
         raise ConfigError(
             f"{what} factory {reference!r}: module {module_name!r} has no callable {attribute!r}"
         )
     return factory  # type: ignore[no-any-return]
+
+
+_PACKAGE_DIR = str(Path(__file__).resolve().parent)
+
+
+def user_frames(error: BaseException, limit: int = 3) -> str:
+    """`` (at file:line in function, ...)``: the innermost frames of ``error`` that are
+    not the plugin's own or the standard library's, for a one-line message."""
+    frames = [
+        frame for frame in traceback.extract_tb(error.__traceback__)
+        if not frame.filename.startswith(_PACKAGE_DIR)
+        and "importlib" not in frame.filename and "<frozen" not in frame.filename
+    ]
+    if not frames:
+        return ""
+    shown = ", ".join(f"{frame.filename}:{frame.lineno} in {frame.name}" for frame in frames[-limit:])
+    return f" (at {shown})"
+
+
+def call_factory(factory: Callable[..., Any], args: tuple[Any, ...], what: str) -> Any:
+    """Call a user factory with ``args``; a wrong signature, an exception or a
+    ``None`` result becomes one :class:`ConfigError` naming the factory, the user's
+    frames and what to fix. Call it once per stream start: a failure refuses the
+    stream once instead of failing every task with a traceback."""
+    name = getattr(factory, "__qualname__", None) or repr(factory)
+    try:
+        inspect.signature(factory).bind(*args)
+    except TypeError as error:
+        raise ConfigError(
+            f"{what} factory {name}: cannot be called with {len(args)} argument(s) ({_flat(error)}); "
+            f"it must accept {len(args)} positional argument(s)"
+        ) from None
+    except ValueError:  # no signature available (a builtin): just call it
+        pass
+    try:
+        result = factory(*args)
+    except EvoMemoryError:
+        raise  # already one clear line (a backend that could not open, a bad config)
+    except Exception as error:
+        raise ConfigError(
+            f"{what} factory {name} raised {type(error).__name__}: {_flat(error)}{user_frames(error)}; fix the factory"
+        ) from None
+    if result is None:
+        raise ConfigError(f"{what} factory {name} returned None; it must return the {what}")
+    return result
+
+
+def _flat(error: BaseException) -> str:
+    return " ".join(str(error).split())[:300]

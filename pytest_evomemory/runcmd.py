@@ -35,7 +35,14 @@ def add_parser(commands: Any) -> None:
         help="run a benchmark without pytest (same engine, artefacts and exit codes)",
         description="Run a benchmark from a run config, serially, without pytest.",
     )
-    run.add_argument("--config", metavar="PATH", required=True, help="run config (YAML)")
+    run.add_argument(
+        "--config", metavar="PATH|NAME", required=True,
+        help="run config (YAML path, or a built-in config's name such as sample_memory)",
+    )
+    run.add_argument(
+        "--set", metavar="KEY=VALUE", action="append", default=[], dest="settings",
+        help="override one config key, e.g. agent.model.model=gpt-4o-mini (repeatable; recorded in run.json)",
+    )
     run.add_argument(
         "--output-dir", metavar="DIR", default=None,
         help="where the run's artefacts go (default: the config's output_dir, else evomemory-results/<run name>)",
@@ -56,13 +63,16 @@ def add_parser(commands: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from .config import load_run_config
+    from .configs import resolve_run_config
     from .errors import ConfigError, EvoMemoryError
     from .reporting.terminal import format_table
     from .rundir import check_output_dir, default_run_dir
     from .runtime import BenchmarkRun, execute, parse_min_accuracy
 
     try:
-        config = load_run_config(args.config).with_overrides(limit=args.limit, streams=args.stream)
+        config = load_run_config(resolve_run_config(args.config, Path.cwd()), args.settings).with_overrides(
+            limit=args.limit, streams=args.stream
+        )
         output = args.output_dir or config.output_dir
         run_dir = check_output_dir(Path(output) if output else default_run_dir(config.name, Path.cwd()))
         benchmark = BenchmarkRun(config, run_dir)

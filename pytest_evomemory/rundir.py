@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .errors import ConfigError
+from .redaction import redact_strings
 from .reporting.summary import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -49,13 +50,14 @@ EVENTS = "events.jsonl"
 SUMMARY = "summary.json"
 REPORT = "report.html"
 COMPARISON = "compare.html"
+COMPARISON_DATA = "compare.json"
 TRANSCRIPTS = "transcripts"
 HISTORY = "history"
 LOCK = ".lock"
 LOCK_OWNER = ".lock.owner"
 
 #: Files of a run, moved aside together when a new run starts in the directory.
-RUN_FILES = (RUN_DOCUMENT, RESPONSES, SCORES, EVENTS, SUMMARY, REPORT, COMPARISON)
+RUN_FILES = (RUN_DOCUMENT, RESPONSES, SCORES, EVENTS, SUMMARY, REPORT, COMPARISON, COMPARISON_DATA)
 
 DEFAULT_OUTPUT_ROOT = "evomemory-results"
 
@@ -143,12 +145,13 @@ def check_output_dir(path: Path) -> Path:
 
 
 def dumps(record: Mapping[str, Any]) -> str:
-    """One record as one line: ASCII JSON, so no character can break the line."""
-    return json.dumps(record, ensure_ascii=True, sort_keys=True, default=str)
+    """One record as one line: redacted (no secret reaches a file), ASCII JSON (no
+    character can break the line)."""
+    return json.dumps(redact_strings(record), ensure_ascii=True, sort_keys=True, default=str)
 
 
 def _document_text(document: Mapping[str, Any]) -> str:
-    return json.dumps(document, ensure_ascii=True, indent=2, sort_keys=True, default=str) + "\n"
+    return json.dumps(redact_strings(document), ensure_ascii=True, indent=2, sort_keys=True, default=str) + "\n"
 
 
 def write_json_atomically(path: Path, document: Mapping[str, Any]) -> None:
@@ -389,8 +392,6 @@ class ResumeState:
     responses: list[dict[str, Any]] = field(default_factory=list)
     scores: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
-    #: stream -> memory writes of the completed episodes, in order
-    memory_writes: dict[str, list[Mapping[str, Any]]] = field(default_factory=dict)
     #: the interrupted run's run.json
     document: dict[str, Any] = field(default_factory=dict)
 
@@ -450,8 +451,5 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream]) -> ResumeState:
             e for e in events
             if (e.get("failure") or e.get("skipped") or {}).get("stream") == stream.name
             and (e.get("failure") or e.get("skipped") or {}).get("task_id") in kept_ids
-        ]
-        state.memory_writes[stream.name] = [
-            write for response in kept_responses for write in response.get("memory_writes", [])
         ]
     return state

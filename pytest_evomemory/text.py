@@ -49,3 +49,48 @@ def cosine(left: Counter[str], right: Counter[str]) -> float:
 def similarity(left: str, right: str) -> float:
     """Bag-of-words cosine of two texts: 1.0 for the same content words."""
     return cosine(Counter(tokens(left)), Counter(tokens(right)))
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    """``text`` with what no artefact can hold replaced by U+FFFD: NUL (cut off by C
+    APIs, invalid in XML) and lone surrogates (not encodable as UTF-8, so writing
+    them would fail). Everything else, U+2028 included, is kept as given."""
+    return _UNSTORABLE.sub("\ufffd", text) if text else text
+
+
+_UNSTORABLE_ESCAPE = re.compile(r"\\u(?:[dD][89a-fA-F][0-9a-fA-F]{2}|0000)")
+
+
+def storable_json_text(text: str) -> str:
+    """JSON text (tool-call arguments) whose *decoded* strings are storable too.
+
+    ``"\\ud800"`` is a valid JSON escape for a lone surrogate (``"\\u0000"`` for NUL):
+    the text itself is plain ASCII, but the value it decodes to cannot be written as
+    UTF-8 (or shown safely). Such text
+    is re-encoded with the surrogates replaced (see :func:`storable`); any other
+    text, valid JSON or not, is returned as given.
+    """
+    text = storable(text)
+    if not _UNSTORABLE_ESCAPE.search(text):
+        return text
+    import json
+
+    try:
+        value = json.loads(text)
+    except (ValueError, RecursionError):
+        return text
+    cleaned = _storable_value(value)
+    return text if cleaned == value else json.dumps(cleaned, ensure_ascii=False)
+
+
+def _storable_value(value: object) -> object:
+    if isinstance(value, str):
+        return storable(value)
+    if isinstance(value, list):
+        return [_storable_value(item) for item in value]
+    if isinstance(value, dict):
+        return {storable(str(key)): _storable_value(item) for key, item in value.items()}
+    return value

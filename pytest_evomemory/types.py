@@ -251,9 +251,12 @@ class AgentResponse:
     memory_recalls: int
     seconds: float
     protocol_violation: str | None = None
-    #: Every record the agent stored during this stimulus, in order; a resumed run
-    #: replays these into a fresh memory system to restore the exact state.
+    #: What reached the memory during this stimulus other than recalls, in order
+    #: (a transcript; resume restores the memory's own snapshot, never these).
     memory_writes: tuple[Mapping[str, Any], ...] = ()
+    #: Every hit the stream's memory returned during this stimulus (``MemoryHit``
+    #: dicts, in order), so a report can show what was recalled into the prompt.
+    memory_recalled: tuple[Mapping[str, Any], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -270,6 +273,7 @@ class AgentResponse:
             "seconds": self.seconds,
             "protocol_violation": self.protocol_violation,
             "memory_writes": [dict(write) for write in self.memory_writes],
+            "memory_recalled": [dict(hit) for hit in self.memory_recalled],
         }
 
 

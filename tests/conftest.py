@@ -46,7 +46,7 @@ def capture_responses(run: StreamRun) -> list[AgentResponse]:
 
 
 REPO = Path(__file__).resolve().parent.parent
-CONFIGS = REPO / "configs"
+CONFIGS = REPO / "pytest_evomemory" / "configs"
 SAMPLE_MEMORY_RUN = CONFIGS / "runs" / "sample_memory.yaml"
 SAMPLE_NO_MEMORY_RUN = CONFIGS / "runs" / "sample_no_memory.yaml"
 

@@ -9,14 +9,32 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .base import MemorySystem
-from .factory import build_memory
-from .tools import memory_tools
+from .base import MemorySystem, RecordRejected
+from .factory import build_memory, open_with_timeout
+from .guard import IsolationGuard
+from .observed import ObservedMemory
+from .snapshot import ResumeRefused, SnapshotCapable, StreamSnapshots
+from .tools import MemoryTool, instrument_memory_tools, memory_tools, tool_role
 
 if TYPE_CHECKING:
     from .inprocess import InProcessMemory
 
-__all__ = ["InProcessMemory", "MemorySystem", "build_memory", "memory_tools"]
+__all__ = [
+    "InProcessMemory",
+    "IsolationGuard",
+    "MemorySystem",
+    "MemoryTool",
+    "ObservedMemory",
+    "RecordRejected",
+    "ResumeRefused",
+    "SnapshotCapable",
+    "StreamSnapshots",
+    "build_memory",
+    "instrument_memory_tools",
+    "memory_tools",
+    "open_with_timeout",
+    "tool_role",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from ..errors import MemoryBackendError
 from ..tools import Tool
 from ..types import MemoryHit
 
@@ -44,3 +45,23 @@ class MemorySystem(Protocol):
     def tools(self) -> Sequence[Tool]:
         """The tools a ``tool_use`` agent is given (at least ``retain`` and ``recall``)."""
         ...
+
+
+class RecordRejected(MemoryBackendError):
+    """This one record cannot be stored (e.g. text the database cannot hold).
+
+    The memory stays usable: a tool call that hits it is answered with a tool
+    error, and the stream goes on. Any other MemoryBackendError means the memory
+    itself is broken.
+    """
+
+
+def unstorable_reason(text: str, *, nul_allowed: bool) -> str | None:
+    """Why a database text column cannot hold ``text`` exactly, or None if it can."""
+    if not nul_allowed and "\x00" in text:
+        return "contains a NUL character (\\x00), which the database's text type cannot store"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as error:
+        return f"contains a lone surrogate ({error.object[error.start:error.end]!r}), which is not valid UTF-8"
+    return None

@@ -6,6 +6,7 @@ let one stream's experiences leak into another's score.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -72,3 +73,48 @@ def build_memory(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
             "tools, default_top_k)"
         )
     return memory
+
+
+def open_with_timeout(factory: Callable[[], MemorySystem], timeout_s: float, name: str) -> MemorySystem:
+    """Call ``factory()`` (which opens a stream's memory), giving up after ``timeout_s``.
+
+    A factory that never returns (a server that accepts connections and never
+    answers, a lock held forever) would hang the whole session; instead the
+    stream fails with a message naming the factory. The call runs in a daemon
+    thread that cannot be killed: if it returns after all, the memory it built
+    is closed, so nothing stays open for a stream that is no longer running.
+    """
+    outcome: list[MemorySystem] = []
+    failure: list[BaseException] = []
+    lock = threading.Lock()
+    abandoned = False
+
+    def run() -> None:
+        try:
+            memory = factory()
+        except BaseException as error:  # handed to the caller below
+            failure.append(error)
+            return
+        with lock:
+            if not abandoned:
+                outcome.append(memory)
+                return
+        try:
+            memory.close()
+        except Exception:
+            pass  # nobody is left to tell
+
+    worker = threading.Thread(target=run, name=f"evomemory-open-{name}", daemon=True)
+    worker.start()
+    worker.join(timeout_s)
+    with lock:
+        if not outcome and not failure:
+            abandoned = True
+            raise MemoryBackendError(
+                f"memory factory {name} did not return within {timeout_s:g} s while opening a stream's "
+                "memory; check that its server or files are reachable, or raise the memory "
+                "config's open_timeout_s"
+            )
+    if failure:
+        raise failure[0]
+    return outcome[0]

@@ -16,6 +16,7 @@ import math
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from ..errors import MemoryBackendError
 from ..text import tokens
 from ..tools import Tool
 from ..types import MemoryHit
+from .snapshot import LoggedRecord, RecordLog
 from .tools import memory_tools
 
 
@@ -64,6 +66,7 @@ class InProcessMemory:
             raise MemoryBackendError("memory top_k must be at least 1")
         self.default_top_k = default_top_k
         self._ids = itertools.count(1)
+        self._next_id = 1
         self._closed = False
         self._clear()
 
@@ -77,7 +80,14 @@ class InProcessMemory:
 
     def retain(self, content: str, metadata: Mapping[str, Any] | None = None) -> str:
         self._check_open()
-        record = _Record(f"mem-{next(self._ids)}", content, dict(metadata or {}))
+        number = next(self._ids)
+        self._next_id = number + 1
+        record = _Record(f"mem-{number}", content, dict(metadata or {}))
+        self._add(record)
+        return record.record_id
+
+    def _add(self, record: _Record) -> None:
+        content = record.content
         index = len(self._records)
         bag = Counter(tokens(content))
         word_ids = []
@@ -92,7 +102,6 @@ class InProcessMemory:
         self._counts.extend([float(count) for count in bag.values()])
         self._owners.extend([index] * len(word_ids))
         self._records.append(record)
-        return record.record_id
 
     def recall(self, query: str, top_k: int | None = None) -> list[MemoryHit]:
         self._check_open()
@@ -144,6 +153,37 @@ class InProcessMemory:
     def __len__(self) -> int:
         return len(self._records)
 
+    # ------------------------------------------------------------------ resume
+
+    def snapshot(self, directory: Path) -> None:
+        """Append the records stored since the last snapshot to ``directory`` (RecordLog)."""
+        self._check_open()
+
+        def records_after(last_id: int) -> list[LoggedRecord]:
+            start = len(self._records)
+            while start and _number(self._records[start - 1]) > last_id:
+                start -= 1
+            return [
+                {"id": _number(r), "content": r.content, "metadata": dict(r.metadata)}
+                for r in self._records[start:]
+            ]
+
+        RecordLog(directory, "inprocess").save(len(self._records), records_after, {"next_id": self._next_id})
+
+    def restore(self, directory: Path) -> None:
+        """Replace this memory's records with the snapshot in ``directory``."""
+        self._check_open()
+        records, state = RecordLog(directory, "inprocess").load()
+        self._clear()
+        for record in records:
+            self._add(_Record(f"mem-{record['id']}", record["content"], record["metadata"]))
+        self._next_id = int(state["next_id"])
+        self._ids = itertools.count(self._next_id)
+
     def _check_open(self) -> None:
         if self._closed:
             raise MemoryBackendError("this in-process memory was closed at stream teardown")
+
+
+def _number(record: _Record) -> int:
+    return int(record.record_id.removeprefix("mem-"))

@@ -1,7 +1,9 @@
 """The PostgreSQL backend: a shared server holds each run+stream in its own table.
 
-* Isolation: the table is ``<table_prefix>_<run>_<stream>`` (long names are cut
-  and suffixed with a hash). It is dropped and recreated when the stream opens,
+* Isolation: the table is ``<table_prefix>_<run>_<stream>_<hash>``: the readable
+  part is lower-cased and cut to fit PostgreSQL's 63 bytes, and the hash of the
+  exact prefix, run name and stream keeps names that fold together (``exp-1`` and
+  ``Exp_1``) apart. It is dropped and recreated when the stream opens,
   emptied by ``reset`` and dropped by ``close``, so two streams (or two runs with
   different names) never see each other's records.
 * Lexical recall: a stored generated ``tsvector`` column with a GIN index, ranked
@@ -26,7 +28,10 @@ import os
 import re
 import threading
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
+
+import numpy as np
 
 from ..config import MemoryConfig
 from ..errors import MemoryBackendError
@@ -39,8 +44,10 @@ from ._ranking import (
     hybrid_ranking,
     prepare_recall,
 )
+from .base import RecordRejected, unstorable_reason
 from .embedders import Embedder, build_embedder
 from .factory import MemoryContext
+from .snapshot import LoggedRecord, RecordLog
 from .tools import memory_tools
 
 #: Characters of a record that go into its tsvector (PostgreSQL's limit is 1 MB
@@ -79,11 +86,9 @@ def table_name(prefix: str, run_name: str, stream: str) -> str:
     def slug(text: str) -> str:
         return _IDENTIFIER_UNSAFE.sub("_", text.lower()).strip("_") or "x"
 
-    name = f"{prefix}_{slug(run_name)}_{slug(stream)}"
-    if len(name) <= 63:
-        return name
     digest = hashlib.sha256(f"{prefix}\0{run_name}\0{stream}".encode()).hexdigest()[:10]
-    return f"{name[:52]}_{digest}"
+    readable = f"{prefix}_{slug(run_name)}_{slug(stream)}"[:52].rstrip("_")
+    return f"{readable}_{digest}"
 
 
 class PostgresMemory:
@@ -176,6 +181,10 @@ class PostgresMemory:
         if not isinstance(content, str):
             raise MemoryBackendError(f"retain: content must be a string, got {type(content).__name__}")
         meta = json.dumps(dict(metadata or {}), ensure_ascii=False, default=str)
+        for part, text in (("content", content), ("metadata", meta.replace("\\u0000", "\x00"))):
+            reason = unstorable_reason(text, nul_allowed=False)
+            if reason:
+                raise RecordRejected(f"postgres memory: this record was not stored: its {part} {reason}")
         vector = self.embedder.embed([content])[0] if self.embedder else None
         embedding = [float(x) for x in vector] if vector is not None else None
         with self._lock:
@@ -326,6 +335,79 @@ class PostgresMemory:
     def __len__(self) -> int:
         self._check_open()
         return self._count
+
+    # ------------------------------------------------------------------ resume
+
+    def snapshot(self, directory: Path) -> None:
+        """Append the rows stored since the last snapshot to ``directory`` (RecordLog).
+
+        The table is not its own snapshot: it changes during the next episode and
+        is dropped when the stream closes (also on Ctrl-C), so the rows are copied out.
+        """
+        from psycopg import sql
+
+        self._check_open()
+
+        def records_after(last_id: int) -> list[LoggedRecord]:
+            rows = self._connection.execute(
+                sql.SQL("SELECT id, content, metadata::text, embedding FROM {} WHERE id > %s ORDER BY id").format(
+                    self._table
+                ),
+                (last_id,),
+            )
+            return [
+                {"id": int(row[0]), "content": row[1], "metadata": row[2], "embedding": row[3]} for row in rows
+            ]
+
+        with self._lock:
+            try:
+                row = self._connection.execute(
+                    sql.SQL("SELECT last_value, is_called FROM {}").format(sql.SQL(self._sequence()))
+                ).fetchone()
+                assert row is not None
+                last_issued = int(row[0]) if row[1] else 0
+                RecordLog(directory, "postgres").save(self._count, records_after, {"last_issued_id": last_issued})
+            except self._psycopg.Error as error:
+                raise MemoryBackendError(
+                    f"postgres memory {self.table!r}: snapshot failed: {str(error).strip()}"
+                ) from None
+
+    def restore(self, directory: Path) -> None:
+        """Replace this table's rows with the snapshot in ``directory`` (same ids)."""
+        from psycopg import sql
+
+        self._check_open()
+        records, state = RecordLog(directory, "postgres").load()
+        self.reset()
+        with self._lock:
+            try:
+                with self._connection.transaction():
+                    with self._connection.cursor() as cursor:
+                        cursor.executemany(
+                            sql.SQL(
+                                "INSERT INTO {} (id, content, metadata, embedding) VALUES (%s, %s, %s::jsonb, %s)"
+                            ).format(self._table),
+                            [(r["id"], r["content"], r["metadata"], r["embedding"]) for r in records],
+                        )
+                    last = int(state["last_issued_id"])
+                    self._connection.execute(
+                        "SELECT setval(%s::regclass, %s, %s)", (self._sequence(), max(last, 1), last > 0)
+                    )
+            except self._psycopg.Error as error:
+                raise MemoryBackendError(
+                    f"postgres memory {self.table!r}: restore failed: {str(error).strip()}"
+                ) from None
+            self._count = len(records)
+            self._terms.clear()
+            if self._index is not None:
+                for record in records:
+                    if record["embedding"] is not None:
+                        self._index.add(int(record["id"]), np.asarray(record["embedding"], dtype=np.float32))
+
+    def _sequence(self) -> str:
+        row = self._connection.execute("SELECT pg_get_serial_sequence(%s, 'id')", (self.table,)).fetchone()
+        assert row is not None and row[0]
+        return str(row[0])
 
     def _check_open(self) -> None:
         if self._closed:

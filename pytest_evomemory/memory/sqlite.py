@@ -9,21 +9,26 @@ be recalled; it stays in the run's output directory afterwards for inspection.
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import sqlite3
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
+
+import numpy as np
 
 from ..config import MemoryConfig
 from ..errors import MemoryBackendError
 from ..tools import Tool
 from ..types import MemoryHit
 from ._ranking import TermStatistics, VectorIndex, hybrid_ranking, prepare_recall
+from .base import RecordRejected, unstorable_reason
 from .embedders import Embedder, build_embedder
 from .factory import MemoryContext
+from .snapshot import LoggedRecord, RecordLog
 from .tools import memory_tools
 
 _SCHEMA = """
@@ -89,12 +94,16 @@ class SqliteMemory:
         self._terms = TermStatistics()
         self._count = 0
         self._closed = False
-        self._connection = self._open(path)
+        self._lock_file = _lock_exclusively(path)
+        try:
+            self._connection = self._open(path)
+        except BaseException:
+            self._lock_file.close()
+            raise
 
     def _open(self, path: Path) -> sqlite3.Connection:
         connection: sqlite3.Connection | None = None
         try:
-            path.parent.mkdir(parents=True, exist_ok=True)
             for stale in (path, Path(f"{path}-wal"), Path(f"{path}-shm"), Path(f"{path}-journal")):
                 stale.unlink(missing_ok=True)
             connection = sqlite3.connect(path, check_same_thread=False, isolation_level=None)
@@ -123,6 +132,10 @@ class SqliteMemory:
         if not isinstance(content, str):
             raise MemoryBackendError(f"retain: content must be a string, got {type(content).__name__}")
         meta = json.dumps(dict(metadata or {}), ensure_ascii=False, default=str)
+        for part, text in (("content", content), ("metadata", meta)):
+            reason = unstorable_reason(text, nul_allowed=True)
+            if reason:
+                raise RecordRejected(f"sqlite memory: this record was not stored: its {part} {reason}")
         vector = self.embedder.embed([content])[0] if self.embedder else None
         blob = vector.tobytes() if vector is not None else None
         with self._lock:
@@ -230,6 +243,7 @@ class SqliteMemory:
             if self._index is not None:
                 self._index.clear()
             self._connection.close()
+            self._lock_file.close()
 
     def tools(self) -> Sequence[Tool]:
         return memory_tools(self)
@@ -237,6 +251,67 @@ class SqliteMemory:
     def __len__(self) -> int:
         self._check_open()
         return self._count
+
+    # ------------------------------------------------------------------ resume
+
+    def snapshot(self, directory: Path) -> None:
+        """Append the records stored since the last snapshot to ``directory`` (RecordLog).
+
+        The database file itself is not the snapshot: it goes on changing during
+        the next episode, and a crash there must not leak into the resumed run.
+        """
+        self._check_open()
+
+        def records_after(last_id: int) -> list[LoggedRecord]:
+            rows = self._connection.execute(
+                "SELECT id, content, metadata, embedding FROM records WHERE id > ? ORDER BY id", (last_id,)
+            )
+            return [
+                {
+                    "id": int(row[0]), "content": row[1], "metadata": row[2],
+                    "embedding": base64.b64encode(row[3]).decode("ascii") if row[3] is not None else None,
+                }
+                for row in rows
+            ]
+
+        with self._lock:
+            try:
+                row = self._connection.execute("SELECT seq FROM sqlite_sequence WHERE name = 'records'").fetchone()
+                RecordLog(directory, "sqlite").save(
+                    self._count, records_after, {"last_issued_id": int(row[0]) if row else 0}
+                )
+            except sqlite3.Error as error:
+                raise MemoryBackendError(f"sqlite memory {str(self.path)!r}: snapshot failed: {error}") from None
+
+    def restore(self, directory: Path) -> None:
+        """Replace this memory's records with the snapshot in ``directory`` (same ids)."""
+        self._check_open()
+        records, state = RecordLog(directory, "sqlite").load()
+        self.reset()
+        with self._lock:
+            try:
+                self._connection.execute("BEGIN")
+                for record in records:
+                    blob = base64.b64decode(record["embedding"]) if record.get("embedding") else None
+                    self._connection.execute(
+                        "INSERT INTO records (id, content, metadata, embedding) VALUES (?, ?, ?, ?)",
+                        (record["id"], record["content"], record["metadata"], blob),
+                    )
+                    self._connection.execute(
+                        "INSERT INTO records_fts (rowid, content) VALUES (?, ?)", (record["id"], record["content"])
+                    )
+                    if self._index is not None and blob is not None:
+                        self._index.add(int(record["id"]), np.frombuffer(blob, dtype=np.float32))
+                self._connection.execute("DELETE FROM sqlite_sequence WHERE name = 'records'")
+                self._connection.execute(
+                    "INSERT INTO sqlite_sequence (name, seq) VALUES ('records', ?)", (state["last_issued_id"],)
+                )
+                self._connection.execute("COMMIT")
+            except sqlite3.Error as error:
+                self._rollback()
+                raise MemoryBackendError(f"sqlite memory {str(self.path)!r}: restore failed: {error}") from None
+            self._count = len(records)
+            self._terms.clear()
 
     # ------------------------------------------------------------------ helpers
 
@@ -253,6 +328,36 @@ class SqliteMemory:
                 self._connection.execute("ROLLBACK")
         except sqlite3.Error:
             pass
+
+
+def _lock_exclusively(path: Path) -> IO[bytes]:
+    """Hold ``<path>.lock`` for the memory's lifetime, or refuse to open.
+
+    The file is deleted and recreated on open, so two runs (or streams) given
+    the same path would wreck each other's records; the second one is told so.
+    """
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(f"{path}.lock", "a+b")
+    except OSError as error:
+        raise MemoryBackendError(
+            f"sqlite memory could not be opened at {str(path)!r}: {error}; "
+            "check sqlite.path and that the output directory is writable"
+        ) from None
+    try:
+        import fcntl
+    except ImportError:  # Windows: no advisory locks; SQLite's own locking is all there is
+        return handle
+    try:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise MemoryBackendError(
+            f"sqlite memory file {str(path)!r} is already in use by another run or stream; "
+            "every run needs its own file: put '{run_name}' in sqlite.path (e.g. "
+            "'memory/{run_name}-{stream}.sqlite3') or give the runs different output directories"
+        ) from None
+    return handle
 
 
 def _match_expression(terms: Sequence[str]) -> str:

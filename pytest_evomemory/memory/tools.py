@@ -1,20 +1,49 @@
-"""The standard ``retain``/``recall`` tools, built on any MemorySystem.
+"""Memory tools: the standard ``retain``/``recall`` pair, roles, and instrumentation.
 
 Backends return ``memory_tools(self)`` from ``tools()`` unless they declare their
-own; the JSON schemas here are what a ``tool_use`` model is shown.
+own; the JSON schemas here are what a ``tool_use`` model is shown. A memory that
+declares its own tools (``remember``/``search``/``forget``, ...) says what each one
+is for with :class:`MemoryTool`'s ``role``, so the runtime can count and check
+them without knowing their names. The runtime observes memory tools with
+:func:`instrument_memory_tools`, which never replaces a declared handler: the
+seed requires the memory's tools to be used exactly as declared.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal
 
 from ..tools import Tool, ToolArgumentError, require_string
 from ..types import ToolSpec
+from .base import RecordRejected
 
 if TYPE_CHECKING:
     from .base import MemorySystem
+
+#: What a memory tool does: stores, searches or deletes records.
+MemoryRole = Literal["retain", "recall", "forget"]
+
+#: Tools whose role follows from their name alone (the standard tool names).
+STANDARD_ROLES: Mapping[str, MemoryRole] = {"retain": "retain", "recall": "recall", "forget": "forget"}
+
+
+@dataclass(frozen=True)
+class MemoryTool(Tool):
+    """A memory system's tool with its declared role (``None``: something else)."""
+
+    role: MemoryRole | None = None
+
+
+def tool_role(tool: Tool) -> MemoryRole | None:
+    """The declared role of ``tool``; a plain Tool named retain/recall/forget has that role."""
+    if isinstance(tool, MemoryTool) and tool.role is not None:
+        return tool.role
+    return STANDARD_ROLES.get(tool.name)
+
 
 RETAIN_SPEC = ToolSpec(
     name="retain",
@@ -38,10 +67,7 @@ RECALL_SPEC = ToolSpec(
     ),
     parameters={
         "type": "object",
-        "properties": {
-            "query": {"type": "string", "description": "What to look for."},
-            "top_k": {"type": "integer", "minimum": 1, "maximum": 50},
-        },
+        "properties": {"query": {"type": "string", "description": "What to look for."}},
         "required": ["query"],
         "additionalProperties": False,
     },
@@ -49,22 +75,89 @@ RECALL_SPEC = ToolSpec(
 
 
 def memory_tools(memory: MemorySystem) -> list[Tool]:
-    """Wrap a memory system's retain/recall as model-callable tools."""
+    """Wrap a memory system's retain/recall as model-callable tools.
+
+    ``recall`` returns the memory config's ``top_k`` records: that number is part
+    of the memory system under test, so the model is not offered a way to change
+    it (a ``top_k`` argument it sends anyway is ignored). A record the backend
+    cannot store (:class:`RecordRejected`) is a tool error, not a broken stream.
+    """
 
     def retain(arguments: Mapping[str, Any]) -> str:
         content = require_string(arguments, "content", "retain")
-        record_id = memory.retain(content)
+        try:
+            record_id = memory.retain(content)
+        except RecordRejected as error:
+            raise ToolArgumentError(str(error)) from None
         return json.dumps({"stored": True, "id": record_id})
 
     def recall(arguments: Mapping[str, Any]) -> str:
         query = require_string(arguments, "query", "recall")
-        top_k = arguments.get("top_k")
-        if top_k is not None and (not isinstance(top_k, int) or top_k < 1):
-            raise ToolArgumentError("recall's 'top_k' must be a positive integer")
-        hits = memory.recall(query, top_k)
+        hits = memory.recall(query)
         return json.dumps(
-            [{"content": hit.content, "score": round(hit.score, 4)} for hit in hits],
+            [{"id": hit.record_id, "content": hit.content, "score": round(hit.score, 4)} for hit in hits],
             ensure_ascii=False,
         )
 
-    return [Tool(RETAIN_SPEC, retain), Tool(RECALL_SPEC, recall)]
+    return [MemoryTool(RETAIN_SPEC, retain, "retain"), MemoryTool(RECALL_SPEC, recall, "recall")]
+
+
+# --------------------------------------------------------------------------- instrumentation
+
+
+@dataclass(frozen=True)
+class MemoryToolCall:
+    """One call of a memory tool as the runtime saw it (for counts and transcripts)."""
+
+    tool: str
+    role: MemoryRole | None
+    arguments: Mapping[str, Any]
+    result: str | None
+    error: str | None
+    seconds: float
+
+
+MemoryToolObserver = Callable[[MemoryToolCall], None]
+
+
+def instrument_memory_tools(tools: Sequence[Tool], observe: MemoryToolObserver) -> list[Tool]:
+    """The same tools, each reporting its calls to ``observe``.
+
+    Spec, role and handler stay the memory's own: the wrapper calls the declared
+    handler with the model's arguments and returns its result (or lets its
+    exception through) untouched, and only reports what happened.
+    """
+    return [_observed(tool, observe) for tool in tools]
+
+
+def _observed(tool: Tool, observe: MemoryToolObserver) -> Tool:
+    role = tool_role(tool)
+    declared = tool.handler
+
+    def handler(arguments: Mapping[str, Any]) -> str:
+        started = time.perf_counter()
+        try:
+            result = declared(arguments)
+        except Exception as error:
+            observe(MemoryToolCall(tool.name, role, dict(arguments), None, str(error), time.perf_counter() - started))
+            raise
+        observe(MemoryToolCall(tool.name, role, dict(arguments), result, None, time.perf_counter() - started))
+        return result
+
+    return MemoryTool(tool.spec, handler, role)
+
+
+@dataclass
+class MemoryToolLog:
+    """A ready-made observer: counts calls by role and keeps them in order."""
+
+    calls: list[MemoryToolCall] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def __call__(self, call: MemoryToolCall) -> None:
+        self.calls.append(call)
+        key = call.role or "other"
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+    def count(self, role: MemoryRole) -> int:
+        return self.counts.get(role, 0)

@@ -74,7 +74,8 @@ class CachedChatModel:
             "tools": [dict(tool) for tool in tools],
         }
         encoded = json.dumps(material, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
-        return hashlib.sha256(encoded.encode("utf-8")).hexdigest()
+        # surrogatepass: a prompt holding a lone surrogate still gets a key (never a crash)
+        return hashlib.sha256(encoded.encode("utf-8", errors="surrogatepass")).hexdigest()
 
     def path_for(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"

@@ -11,7 +11,7 @@ import importlib
 from pathlib import Path
 from typing import Any
 
-from ..config import ModelConfig
+from ..config import AgentConfig, ModelConfig
 from ..errors import ConfigError
 from .base import ChatModel
 from .cache import CachedChatModel, cache_identity, default_cache_dir
@@ -51,3 +51,18 @@ def build_chat_model(
         return model
     directory = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir(config)
     return CachedChatModel(model, cache_identity(config, endpoint), directory)
+
+
+def check_agent_environment(agent: AgentConfig) -> None:
+    """Refuse, once and before collection, an environment the agent's model cannot
+    work in (see :func:`.openai_compat.check_model_environment`): the API-key
+    variable, ``OPENAI_BASE_URL`` and the proxy variables. The model-free
+    ``recall_baseline`` never calls a model, so nothing is checked for it.
+
+    Raises :class:`~pytest_evomemory.errors.ConfigError` naming the variable.
+    """
+    if agent.kind == "recall_baseline" or agent.model is None or agent.model.provider != "openai":
+        return
+    from .openai_compat import check_model_environment
+
+    check_model_environment(agent.model)

@@ -21,12 +21,16 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx2
 
-from ..config import ModelConfig
+from ..config import ModelConfig, http_url_problem
 from ..errors import ConfigError, ModelError
+from ..redaction import redact, register_secret
+from ..text import storable, storable_json_text
 from ..types import Usage
 from .base import ChatCompletion, ModelToolCall
 
@@ -74,16 +78,54 @@ def shared_client(endpoint: str, timeout_s: float) -> httpx2.Client:
     with _CLIENTS_LOCK:
         client = _CLIENTS.get(key)
         if client is None:
-            client = _CLIENTS[key] = httpx2.Client(
-                base_url=endpoint,
-                timeout=httpx2.Timeout(timeout_s),
-                verify=_tls_for(endpoint),
-                headers={"User-Agent": "pytest-evomemory", "Accept": "application/json"},
-            )
+            problem = proxy_problem()
+            if problem:
+                raise ConfigError(problem)
+            try:
+                client = httpx2.Client(
+                    base_url=endpoint,
+                    timeout=httpx2.Timeout(timeout_s),
+                    verify=_tls_for(endpoint),
+                    headers={"User-Agent": "pytest-evomemory", "Accept": "application/json"},
+                )
+            except (httpx2.InvalidURL, ValueError) as error:
+                raise ConfigError(
+                    f"cannot build an HTTP client for {endpoint} ({redact(str(error))}); "
+                    "check HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY"
+                ) from None
+            _CLIENTS[key] = client
         return client
 
 
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
+_PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
+
+
+def proxy_problem() -> str | None:
+    """The first proxy variable httpx would refuse or could never connect through,
+    in words naming it and what to write, or ``None``.
+
+    httpx reads every proxy variable when a client is built; a bare host name or a
+    bad port there would otherwise fail every task of every stream with a
+    traceback from inside the HTTP library.
+    """
+    for lower in _PROXY_VARIABLES:
+        for name in (lower.upper(), lower):
+            value = os.environ.get(name)
+            if not value:
+                continue
+            try:
+                parsed = urlsplit(value)
+                parsed.port  # noqa: B018 - raises ValueError for a bad port
+                valid = parsed.scheme in _PROXY_SCHEMES and bool(parsed.hostname)
+            except ValueError:
+                valid = False
+            if not valid:
+                return (
+                    f"the environment variable {name}={redact(value)!r} is not a proxy URL; "
+                    f"write {name}=http://host:port (or unset it)"
+                )
+    return None
 
 
 def _tls_for(endpoint: str) -> ssl.SSLContext | bool:
@@ -122,9 +164,51 @@ def resolve_api_key(config: ModelConfig) -> str:
         raise ConfigError(
             f"model {config.model!r}: the API key is read from the environment variable "
             f"{name}, which is not set; export {name}=... (or set 'api_key_env: null' in the "
-            "agent config's 'model' section for a local server that needs no key)"
+            "agent config's 'model' section for a local server that needs no key)",
+            key="model.api_key_env",
         )
+    if not value.isascii() or any(ord(character) < 32 or ord(character) == 127 for character in value):
+        raise ConfigError(
+            f"model {config.model!r}: the environment variable {name} holds a control or non-ASCII "
+            f"character, which cannot go into an HTTP header; export {name} again without it",
+            key="model.api_key_env",
+        )
+    register_secret(value)
     return value
+
+
+def resolve_endpoint(config: ModelConfig) -> str:
+    """The API root: ``model.base_url``, else ``$OPENAI_BASE_URL``, else OpenAI's.
+
+    ``model.base_url`` is checked when the config is read; the environment variable
+    is checked here, with the same rule, naming the variable."""
+    if config.base_url:
+        return config.base_url.rstrip("/")
+    from_env = os.environ.get("OPENAI_BASE_URL")
+    if from_env:
+        problem = http_url_problem(from_env)
+        if problem:
+            raise ConfigError(f"the environment variable OPENAI_BASE_URL: {problem}", key="OPENAI_BASE_URL")
+        return from_env.rstrip("/")
+    return DEFAULT_BASE_URL
+
+
+def check_model_environment(config: ModelConfig | None) -> None:
+    """Everything the environment must provide for ``config``, checked once.
+
+    The API-key variable, ``OPENAI_BASE_URL`` and the proxy variables are known
+    before the first task; checking them here (at plugin activation, before
+    collection) refuses the run once with a ``ConfigError`` naming the variable,
+    instead of failing every task of every stream. It also registers the key with
+    :mod:`..redaction`, so this process redacts it from everything it writes.
+    """
+    if config is None or config.provider != "openai":
+        return
+    resolve_endpoint(config)
+    resolve_api_key(config)
+    problem = proxy_problem()
+    if problem:
+        raise ConfigError(problem)
 
 
 class OpenAICompatibleModel:
@@ -137,7 +221,7 @@ class OpenAICompatibleModel:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.config = config
-        self.endpoint = (config.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.endpoint = resolve_endpoint(config)
         self._api_key = resolve_api_key(config)
         self._sleep = sleep
         self._semaphore = endpoint_semaphore(self.endpoint, config.max_concurrency)
@@ -170,6 +254,14 @@ class OpenAICompatibleModel:
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
     ) -> ChatCompletion:
         content = json.dumps({**self.request_body(messages, tools), "stream": False}).encode("utf-8")
+        self.last_attempts = 0
+        self.last_status: int | None = None
+        if len(content) > self.config.max_request_bytes:
+            raise self._error(
+                f"the request is {len(content):,} bytes, over model.max_request_bytes "
+                f"({self.config.max_request_bytes:,}); shorten the prompt or tool results, or raise the limit",
+                0, not_retried="it was not sent",
+            )
         attempts_allowed = self.config.max_retries + 1
         last_problem = "no attempt made"
         for attempt in range(1, attempts_allowed + 1):
@@ -177,45 +269,96 @@ class OpenAICompatibleModel:
             retry_after: float | None = None
             try:
                 with self._semaphore:
-                    response = self._client.post("/chat/completions", content=content, headers=self._headers)
-                    raw = response.content
-            except httpx2.UnsupportedProtocol as error:
+                    status, headers, raw = self._post(content)
+            except _ReplyTooLarge as error:
+                self.last_status = error.status
+                raise self._error(
+                    f"the reply is over model.max_reply_bytes ({self.config.max_reply_bytes:,} bytes"
+                    f"{error.announced}); the server sent far more than a chat completion",
+                    attempt, not_retried=_MALFORMED,
+                ) from None
+            except (httpx2.UnsupportedProtocol, httpx2.InvalidURL) as error:
                 # Only OPENAI_BASE_URL can get here (model.base_url is validated): asking again cannot help.
-                raise ModelError(self._failure(
-                    f"the endpoint is not an http(s) URL ({error}); set OPENAI_BASE_URL or "
+                raise self._error(
+                    f"the endpoint is not a usable http(s) URL ({error}); set OPENAI_BASE_URL or "
                     "model.base_url to the API root, e.g. http://127.0.0.1:8000/v1",
                     attempt, not_retried="a wrong URL is not transient",
-                )) from None
+                ) from None
             except httpx2.TimeoutException:
                 last_problem = f"timed out after {self.config.timeout_s:g}s (model.timeout_s)"
             except httpx2.TransportError as error:
-                last_problem = f"connection error ({self._redact(f'{type(error).__name__}: {error}')})"
+                last_problem = f"connection error ({type(error).__name__}: {error})"
             else:
-                status = response.status_code
+                self.last_status = status
                 if 200 <= status < 300:
-                    return self._parse(raw, response.headers.get("content-type", ""))
-                last_problem = f"HTTP status {status}: {self._redact(_error_text(raw))}"
+                    return self._parse(raw, headers.get("content-type", ""))
+                last_problem = f"HTTP status {status}: {_error_text(raw)}"
                 if status not in RETRYABLE_STATUSES:
-                    raise ModelError(self._failure(last_problem, attempt, not_retried="the status is not transient"))
-                retry_after = _retry_after_seconds(response.headers)
+                    raise self._error(last_problem, attempt, not_retried="the status is not transient")
+                retry_after = _retry_after_seconds(headers)
             if attempt < attempts_allowed:
                 self._sleep(self._backoff(attempt, retry_after))
-        raise ModelError(self._failure(last_problem, attempts_allowed))
+        raise self._error(last_problem, attempts_allowed)
+
+    def _post(self, content: bytes) -> tuple[int, Mapping[str, str], bytes]:
+        """One POST, reading at most ``max_reply_bytes`` of the reply (a runaway
+        server must not fill this process's memory)."""
+        limit = self.config.max_reply_bytes
+        with self._client.stream("POST", "/chat/completions", content=content, headers=self._headers) as response:
+            announced = response.headers.get("content-length", "")
+            if announced.isdigit() and int(announced) > limit:
+                raise _ReplyTooLarge(response.status_code, f"; it announced {int(announced):,}")
+            chunks: list[bytes] = []
+            size = 0
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > limit:
+                    raise _ReplyTooLarge(response.status_code, "")
+                chunks.append(chunk)
+            return response.status_code, response.headers, b"".join(chunks)
 
     def _parse(self, raw: bytes, content_type: str) -> ChatCompletion:
         """The first choice of a chat.completion body; anything else is a clear error."""
         try:
-            payload = json.loads(raw)
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise self._error(
+                f"the reply is not UTF-8 (byte {error.start} of {len(raw):,}; content-type "
+                f"{content_type or 'missing'!r}): {_preview(raw)}",
+                self.last_attempts, not_retried=_MALFORMED,
+            ) from None
+        try:
+            payload = json.loads(text)
+        except RecursionError:
+            raise self._error(
+                "the reply is JSON nested too deeply to read", self.last_attempts, not_retried=_MALFORMED
+            ) from None
         except ValueError:
-            raise ModelError(self._failure(
+            raise self._error(
                 f"the reply is not JSON (content-type {content_type or 'missing'!r}): {_preview(raw)}; "
                 "is base_url the API root, usually ending in /v1?",
                 self.last_attempts, not_retried=_MALFORMED,
-            )) from None
+            ) from None
         try:
-            return completion_from_json(payload)
+            return self._scrubbed(completion_from_json(payload))
         except ModelError as error:
-            raise ModelError(self._failure(str(error), self.last_attempts, not_retried=_MALFORMED)) from None
+            raise self._error(str(error), self.last_attempts, not_retried=_MALFORMED) from None
+        except RecursionError:
+            raise self._error(
+                "the reply is JSON nested too deeply to read", self.last_attempts, not_retried=_MALFORMED
+            ) from None
+
+    def _scrubbed(self, completion: ChatCompletion) -> ChatCompletion:
+        """The completion with secrets redacted from its text: a proxy that echoes the
+        request (headers included) into the answer must not put the key into
+        transcripts, memory, the cache or reports. The key is never a right answer."""
+        content = None if completion.content is None else self._redact(completion.content)
+        calls = tuple(
+            replace(call, arguments=self._redact(call.arguments)) for call in completion.tool_calls
+        )
+        if content == completion.content and calls == completion.tool_calls:
+            return completion
+        return replace(completion, content=content, tool_calls=calls)
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:
@@ -225,22 +368,55 @@ class OpenAICompatibleModel:
             wait = base * (1.0 + 0.25 * random.random())  # jitter spreads xdist workers
         return max(0.0, min(wait, self.config.retry_backoff_max_s))
 
+    def _error(self, problem: str, attempts: int, *, not_retried: str | None = None) -> ModelError:
+        """The ModelError for ``problem``: one line, redacted, with its context."""
+        return ModelError(
+            self._failure(problem, attempts, not_retried=not_retried),
+            endpoint=self.endpoint, status=getattr(self, "last_status", None), attempts=attempts,
+        )
+
     def _failure(self, problem: str, attempts: int, *, not_retried: str | None = None) -> str:
         tail = f" (not retried: {not_retried})" if not_retried else ""
-        return (
+        quoted = _one_line(self._redact(problem), MAX_QUOTE_CHARS)  # redact first: a cut can split a key
+        return self._redact(
             f"model {self.config.model!r} at {self.endpoint} failed after {attempts} "
-            f"attempt{'s' if attempts != 1 else ''}: {problem}{tail}"
+            f"attempt{'s' if attempts != 1 else ''}: {quoted}{tail}"
         )
 
     def _redact(self, text: str) -> str:
-        if self._api_key and self._api_key != NO_KEY_PLACEHOLDER:
-            text = text.replace(self._api_key, "***")
-        return text[:500]
+        """The one redaction step (:func:`..redaction.redact`), with this model's key."""
+        secrets = (self._api_key,) if self._api_key != NO_KEY_PLACEHOLDER else ()
+        return redact(text, secrets)
+
+
+#: Parallel tool calls accepted in one reply: real models send a handful; thousands
+#: would each run (and be recorded) within one step that ``max_steps`` cannot bound.
+MAX_TOOL_CALLS_PER_REPLY = 64
+
+#: How much of a server's words an error quotes.
+MAX_QUOTE_CHARS = 500
+
+
+class _ReplyTooLarge(Exception):
+    def __init__(self, status: int, announced: str) -> None:
+        super().__init__(status)
+        self.status = status
+        self.announced = announced
+
+
+def _one_line(text: str, limit: int) -> str:
+    """Quoted server text as one line of at most ``limit`` characters."""
+    flat = " ".join(storable(text).split())
+    return flat if len(flat) <= limit else flat[:limit] + "..."
 
 
 def _preview(raw: bytes, limit: int = 200) -> str:
-    text = raw[:limit].decode("utf-8", errors="replace").strip()
-    return repr(text) + ("..." if len(raw) > limit else "") if text else "an empty body"
+    """The start of a body for an error message, redacted *before* it is cut (a cut
+    could otherwise leave the front half of a key that no pattern recognises)."""
+    text = redact(storable(raw.decode("utf-8", errors="replace"))).strip()
+    if not text:
+        return "an empty body"
+    return repr(text[:limit]) + ("..." if len(text) > limit else "")
 
 
 def _preview_json(value: Any) -> str:
@@ -284,6 +460,8 @@ def completion_from_json(payload: Any) -> ChatCompletion:
     Servers that call themselves OpenAI-compatible differ in the details; what is
     accepted here is what the API documents, plus ``content`` given as a list of
     text parts and ``arguments`` given as an object (both seen from real servers).
+    Text is kept as given except NUL and lone surrogates (``"\\ud800"`` is valid
+    JSON but no character), which become U+FFFD so that every artefact can hold it.
     """
     if not isinstance(payload, Mapping):
         raise ModelError(f"the reply is JSON but not an object: {_preview_json(payload)}")
@@ -301,6 +479,11 @@ def completion_from_json(payload: Any) -> ChatCompletion:
     raw_calls = message.get("tool_calls") or []
     if not isinstance(raw_calls, list):
         raise ModelError(f"'tool_calls' in the reply is not a list: {_preview_json(raw_calls)}")
+    if len(raw_calls) > MAX_TOOL_CALLS_PER_REPLY:
+        raise ModelError(
+            f"the reply asks for {len(raw_calls):,} tool calls at once; at most "
+            f"{MAX_TOOL_CALLS_PER_REPLY} are run per reply"
+        )
     for index, call in enumerate(raw_calls):
         function = call.get("function") if isinstance(call, Mapping) else None
         if not isinstance(function, Mapping):  # non-function tool calls (e.g. "custom") are not ours
@@ -313,12 +496,15 @@ def completion_from_json(payload: Any) -> ChatCompletion:
             arguments = ""
         elif not isinstance(arguments, str):
             arguments = json.dumps(arguments)
-        calls.append(ModelToolCall(id=str(call.get("id") or f"call_{index}"), name=name, arguments=arguments))
+        calls.append(ModelToolCall(
+            id=storable(str(call.get("id") or f"call_{index}")), name=storable(name), arguments=storable_json_text(arguments)
+        ))
     reported = payload.get("usage")
     usage: Mapping[str, Any] = reported if isinstance(reported, Mapping) else {}
     finish_reason = choice.get("finish_reason")
+    content = _content_text(message.get("content"))
     return ChatCompletion(
-        content=_content_text(message.get("content")),
+        content=None if content is None else storable(content),
         tool_calls=tuple(calls),
         usage=Usage(
             prompt_tokens=_count(usage.get("prompt_tokens")),

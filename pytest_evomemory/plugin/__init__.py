@@ -5,6 +5,10 @@ Everything that decides *what* happens lives in the engine
 cycle as DESIGN.md describes: a stream is a session-scoped parametrized fixture, a
 task is a test item, feedback and reset are the episode fixture's teardown.
 
+The benchmark is opt-in (``--evomemory``, ``--evomemory-config`` or
+``--evomemory-resume``): an ``evomemory_config`` ini option alone runs nothing, so
+plain ``pytest`` in an agent repository runs the user's tests only.
+
 pytest imports this module in every run of every project that has the package
 installed, benchmark or not, and again in every xdist worker. So it imports
 nothing of the core at module level: the session (:mod:`.session`) and the core
@@ -34,9 +38,19 @@ if TYPE_CHECKING:
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("evomemory", "Evo-Memory benchmark")
     group.addoption(
-        "--evomemory-config", metavar="PATH", default=None,
-        help="run config (YAML) naming the benchmark, agent and memory configs; "
-        "enables the benchmark",
+        "--evomemory", action="store_true", default=False,
+        help="run the benchmark with the run config of the evomemory_config ini option "
+        "(without it, an ini config alone runs nothing: plain pytest runs your own tests)",
+    )
+    group.addoption(
+        "--evomemory-config", metavar="PATH|NAME", default=None,
+        help="run config (YAML path, or a built-in config's name such as sample_memory) "
+        "naming the benchmark, agent and memory configs; enables the benchmark",
+    )
+    group.addoption(
+        "--evomemory-set", metavar="KEY=VALUE", action="append", default=[],
+        help="override one config key, e.g. agent.model.model=gpt-4o-mini (VALUE is YAML); "
+        "repeatable, validated like the config, recorded in run.json",
     )
     group.addoption(
         "--evomemory-output-dir", metavar="DIR", default=None,
@@ -67,38 +81,69 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--evomemory-compare", metavar="OTHER_RUN_DIR", default=None,
         help="also write compare.html in the run directory: OTHER_RUN_DIR (baseline) vs this run",
     )
-    parser.addini("evomemory_config", "default run config for --evomemory-config", default=None)
+    parser.addini(
+        "evomemory_config",
+        "run config used by --evomemory (a path relative to the rootdir, or a built-in config's name)",
+        default=None,
+    )
+    parser.addini(
+        "evomemory_progress_interval",
+        "seconds between a stream's progress lines (its last line always shows; 0: after every task)",
+        default=None,
+    )
 
 
 # --------------------------------------------------------------------------- configure
 
 
 def _config_path(config: pytest.Config, resume: str | None) -> str | None:
-    """The run config: the command line's, else (on resume) the interrupted run's own,
-    else the ini option's. An ini default never replaces a resumed run's config."""
+    """The run config, or ``None`` when the benchmark is off.
+
+    The benchmark is opt-in: it runs for ``--evomemory-config``, for
+    ``--evomemory-resume`` (the interrupted run's own config) and for
+    ``--evomemory`` (the ``evomemory_config`` ini option's). An ini option alone
+    turns nothing on, so plain ``pytest`` in an agent repository runs only the
+    user's tests. A value that is no file may name a built-in config.
+    """
     path = config.getoption("evomemory_config")
     if path:
-        return str(path)
+        from ..configs import resolve_run_config
+
+        return str(resolve_run_config(str(path), config.invocation_params.dir))
     if resume:
-        return _resume_config_path(config.invocation_params.dir / resume)
+        return _resume_config_path(config, config.invocation_params.dir / resume)
+    if not config.getoption("evomemory"):
+        return None
     ini = config.getini("evomemory_config")
-    if ini:
-        ini_path = Path(str(ini))
-        return str(ini_path if ini_path.is_absolute() else config.rootpath / ini_path)
-    return None
+    if not ini:
+        from ..errors import ConfigError
+
+        raise ConfigError(
+            "--evomemory needs a run config: set evomemory_config in your pytest ini "
+            "(e.g. pyproject.toml [tool.pytest.ini_options]) or pass --evomemory-config=PATH"
+        )
+    from ..configs import resolve_run_config
+
+    return str(resolve_run_config(str(ini), config.rootpath))
 
 
-def _resume_config_path(resume_dir: Path) -> str:
+def _resume_config_path(config: pytest.Config, resume_dir: Path) -> str:
+    """The interrupted run's config; its ``--evomemory-set`` overrides apply again
+    unless the command line gives its own."""
     from ..rundir import read_run_document
 
     document = read_run_document(resume_dir)
     try:
-        return str(document["run"]["path"])
+        path = str(document["run"]["path"])
     except (KeyError, TypeError):
         raise pytest.UsageError(
             f"evomemory: --evomemory-resume {resume_dir}: its run.json names no run config; "
             "pass --evomemory-config as well"
         ) from None
+    overrides = document["run"].get("overrides") or []
+    if overrides and not config.getoption("evomemory_set"):
+        config.option.evomemory_set = [str(item) for item in overrides]
+    return path
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -109,12 +154,56 @@ def pytest_configure(config: pytest.Config) -> None:
     except Exception as error:  # ConfigError from the run directory: one line, exit 4
         raise pytest.UsageError(f"evomemory: {error}") from None
     if path is None:
+        if config.getoption("evomemory_set"):
+            raise pytest.UsageError(
+                "evomemory: --evomemory-set changes a run config, but the benchmark is off; "
+                "add --evomemory (the ini config) or --evomemory-config=PATH"
+            )
         return
     heap = config.stash[STARTUP_HEAP] = StartupHeap.for_process(is_xdist_worker=is_xdist_worker(config))
     with heap.paused(settle_after=False):  # the session settles it when collection is over
         from .session import activate
 
         activate(config, path, resume)
+    _accept_task_node_ids(config)
+    if not is_xdist_worker(config):
+        from .progress import ProgressHooks
+
+        config.pluginmanager.register(ProgressHooks(config), "evomemory-progress")
+
+
+def _accept_task_node_ids(config: pytest.Config) -> None:
+    """Let a task's node id, as pytest printed it, select that task again.
+
+    The benchmark's items live in the installed package, not in the user's tree,
+    so pytest cannot resolve ``evomemory::test_task[s/t]`` as a path by itself:
+    we point it at the items module. With any task named, the other tasks are not
+    added.
+    """
+    from .items import task_argument
+    from .session import ITEMS_MODULE
+
+    module = str(ITEMS_MODULE)
+    rewritten = [
+        f"{module}::{task}" if (task := task_argument(arg)) is not None else arg for arg in config.args
+    ]
+    if rewritten != list(config.args):
+        config.args[:] = [arg for arg in rewritten if arg != module]
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+    """The benchmark's module gets the node id ``evomemory`` wherever the package
+    is installed: ids a user can copy, and a JUnit classname that is not empty."""
+    if SESSION_KEY not in parent.config.stash:
+        return None
+    from .items import NODE_PREFIX
+    from .session import ITEMS_MODULE
+
+    if module_path != ITEMS_MODULE:
+        return None
+    module: pytest.Module = pytest.Module.from_parent(parent, path=module_path, nodeid=NODE_PREFIX)
+    return module
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -15,8 +15,19 @@ import pytest
 
 from .stash import SESSION_KEY
 
-#: The node id of a benchmark item: ``...::test_task[<stream>/<task id>]``.
+#: The node id of the benchmark's module, wherever the package is installed.
+NODE_PREFIX = "evomemory"
+#: The node id of a benchmark item: ``evomemory::test_task[<stream>/<task id>]``.
 ITEM_ID = re.compile(r"::test_task\[([^/\]]+)/(.+)\]$")
+#: A command-line argument naming one task as pytest printed it (with or without
+#: the ``evomemory`` prefix, which older versions did not print).
+_TASK_ARGUMENT = re.compile(rf"^(?:{NODE_PREFIX})?::(test_task\[[^/\]]+/.+\])$")
+
+
+def task_argument(arg: str) -> str | None:
+    """``test_task[<stream>/<task>]`` when ``arg`` names one benchmark task, else None."""
+    match = _TASK_ARGUMENT.match(arg)
+    return match.group(1) if match else None
 
 
 def stream_of_nodeid(nodeid: str) -> str | None:
@@ -37,12 +48,35 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 def test_task(evomemory_episode: Any, request: pytest.FixtureRequest) -> None:
     __tracebackhide__ = True
     outcome = evomemory_episode.run_task()
-    score = outcome.scored.score
     # user_properties (not the record_property fixture) reach JUnit XML in every
-    # junit_family, and pytest-json-report's metadata.
-    request.node.user_properties.extend([
-        ("evomemory_correct", score.correct),
-        ("evomemory_extracted", score.extracted),
-        ("evomemory_target", score.target),
-        ("evomemory_match_mode", score.match_mode),
-    ])
+    # junit_family, and pytest-json-report's metadata (plugin/jsonreport.py).
+    request.node.user_properties.extend(task_properties(outcome.scored.to_dict(), outcome.response.to_dict()))
+
+
+def task_properties(scored: dict[str, Any], response: dict[str, Any]) -> list[tuple[str, Any]]:
+    """What a dashboard needs of one task, as ``evomemory_<key>`` properties.
+
+    ``cached`` is true when every model call of the task turn was replayed from
+    the response cache (then ``seconds`` is not the model's latency).
+    """
+    from .progress import cache_counts
+
+    calls, cached = cache_counts(response)
+    values = {
+        "stream": scored["stream"],
+        "task_id": scored["task_id"],
+        "position": scored["position"],
+        "correct": scored["correct"],
+        "extracted": scored["extracted"],
+        "target": scored["target"],
+        "match_mode": scored["match_mode"],
+        "reason": scored["reason"],
+        "tokens": (response.get("usage") or {}).get("total_tokens", 0),
+        "seconds": response.get("seconds"),
+        "cached": bool(calls) and cached == calls,
+        "violation": response.get("protocol_violation"),
+    }
+    return [(f"{PROPERTY_PREFIX}{key}", value) for key, value in values.items()]
+
+
+PROPERTY_PREFIX = "evomemory_"

@@ -1,4 +1,11 @@
-"""pytest-json-report integration, registered only when that plugin is active."""
+"""pytest-json-report integration, registered only when that plugin is active.
+
+Dashboards read one JSON file: each task test carries its score and costs in its
+``metadata`` (from the item's ``evomemory_*`` user properties, see
+:func:`.items.task_properties`), and the report's top-level ``evomemory`` block
+carries the run's summary with its schema version and what was benchmarked (the
+agent, its model and the memory backend), as docs/artefacts.md describes.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +14,52 @@ from typing import Any
 
 import pytest
 
+from .items import PROPERTY_PREFIX
+from .stash import SESSION_KEY
+
 
 class JsonReportHooks:
     """Per-task metadata from each item's user properties; the run's summary at the end."""
 
     def __init__(self, summary: Callable[[], dict[str, Any] | None]) -> None:
         self.summary = summary
+        self.identity: dict[str, Any] = {}
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        evomemory = session.config.stash.get(SESSION_KEY, None)
+        if evomemory is not None:
+            self.identity = run_identity(evomemory.run_config)
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo[None]) -> dict[str, Any]:
         if call.when != "call":
             return {}
-        scores = {key: value for key, value in item.user_properties if key.startswith("evomemory_")}
-        return {"evomemory": scores} if scores else {}
+        task = {
+            key[len(PROPERTY_PREFIX):]: value
+            for key, value in item.user_properties
+            if key.startswith(PROPERTY_PREFIX)
+        }
+        return {"evomemory": task} if task else {}
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:
         summary = self.summary()
         if summary is not None:
-            json_report["evomemory"] = summary
+            from ..reporting.summary import SCHEMA_VERSION
+
+            json_report["evomemory"] = {"schema_version": SCHEMA_VERSION, **summary, **self.identity}
+
+
+def run_identity(run_config: Any) -> dict[str, Any]:
+    """What was benchmarked, without secrets (configs only name key variables)."""
+    agent = run_config.agent
+    model = agent.model
+    return {
+        "agent": {"kind": agent.kind, "memory_strategy": agent.memory_strategy},
+        "model": None if model is None else {
+            "provider": model.provider, "model": model.model, "base_url": model.base_url,
+            "temperature": model.temperature,
+        },
+        "memory": {"backend": run_config.memory.backend, "top_k": getattr(run_config.memory, "top_k", None)},
+        "overrides": list(run_config.overrides),
+    }

@@ -18,8 +18,10 @@ import pytest
 
 from ..config import RunConfig, load_run_config
 from ..errors import ConfigError, DataError, EpisodeError, EvoMemoryError
+from ..memory.snapshot import supports_snapshots
+from ..redaction import redact
 from ..reporting.terminal import format_table
-from ..rundir import check_output_dir, default_run_dir, load_resume_state
+from ..rundir import check_output_dir, default_run_dir
 from ..runtime import BenchmarkRun, Episode, Run, RunResult, StreamRun, TaskOutcome, parse_min_accuracy
 from ..runtime.records import error_record, stream_error_record
 from ..types import BenchmarkSample
@@ -33,7 +35,7 @@ ITEMS_MODULE = Path(__file__).resolve().with_name("items.py")
 def activate(config: pytest.Config, path: str, resume: str | None) -> None:
     """Load the run config at ``path``, lock the run directory, register the hooks."""
     try:
-        run_config = load_run_config(path).with_overrides(
+        run_config = load_run_config(path, config.getoption("evomemory_set")).with_overrides(
             limit=config.getoption("evomemory_limit"),
             streams=config.getoption("evomemory_stream"),
         )
@@ -342,7 +344,7 @@ class EvoMemorySession:
         for failure in result.summary["failed_episodes"]:
             if failure.get("phase") != "task":
                 where = failure["stream"] + (f"/{failure['task_id']}" if failure.get("task_id") else "")
-                write(f"evomemory: {failure['phase']} failed at {where}: {failure['reason']}", red=True)
+                write(redact(f"evomemory: {failure['phase']} failed at {where}: {failure['reason']}"), red=True)
         if result.write_failure:
             write(f"evomemory: {result.write_failure}", red=True, bold=True)
         write(f"results: {self.run_dir}")
@@ -359,7 +361,7 @@ class EvoMemorySession:
         with self.config.stash[STARTUP_HEAP].paused():
             return self.benchmark.open_stream(
                 name, agent_factory=agent_factory, memory_factory=memory_factory,
-                replay=self.run.memory_replay(name),
+                snapshots=not self.config.option.collectonly,
             )
 
     def close_stream(self, run: StreamRun) -> None:
@@ -371,26 +373,32 @@ class EvoMemorySession:
             self.pending.append(stream_error_record(run.stream, f"stream teardown failed: {error}"))
 
     def episode(self, run: StreamRun, sample: BenchmarkSample) -> PytestEpisode:
-        self._recover_after_worker_crash(run, sample)
+        if not run.prepared:
+            try:
+                run.prepare_memory(self._completed_before(run, sample))
+            except EvoMemoryError as error:
+                run.broken = str(error)
+                fail_test(f"stream {sample.stream!r} cannot continue: {error}")
         return PytestEpisode(run, sample, lambda record: self.pending.append(dict(record)))
 
-    def _recover_after_worker_crash(self, run: StreamRun, sample: BenchmarkSample) -> None:
-        """Restore memory when a stream continues on a new xdist worker.
+    def _completed_before(self, run: StreamRun, sample: BenchmarkSample) -> int | None:
+        """How many episodes of the stream precede the first one this process runs.
 
-        If this process's first task of the stream is not the stream's first selected
-        task, another worker ran the earlier tasks and died. Their records are in the
-        controller's artefacts, so the memory is restored from them exactly as a
-        resume would, instead of silently continuing with an empty memory.
+        ``None`` for a stream starting from its first selected task. On resume, the
+        interrupted run's completed prefix. In an xdist worker that takes over a
+        stream whose worker died (its first task here is not the stream's first),
+        the latest memory snapshot saved at or before this task: the crashed task
+        itself is a failed episode and its memory operations are gone with it.
         """
-        if run.episodes_started or run.memory is None or not self.is_worker:
-            return
+        resumed = self.run.completed_before(sample.stream)
         first = self.first_selected_position(sample.stream)
-        if first is None or sample.position <= first:
-            return
-        stream = self.benchmark.by_name[sample.stream]
-        state = load_resume_state(self.run_dir, [stream])
-        already = len(self.run.memory_replay(sample.stream))  # replayed when a resumed stream opened
-        run.memory.replay(state.memory_writes.get(sample.stream, [])[already:])
+        taking_over = self.is_worker and first is not None and sample.position > first
+        if not taking_over:
+            return resumed
+        if run.snapshots is None or run.memory is None or not supports_snapshots(run.memory.backend):
+            return sample.position  # refused by prepare_memory: nothing to restore from
+        saved = [count for count in run.snapshots.completed_prefixes() if count <= sample.position]
+        return max(saved, default=0)
 
     def setup_failure_records(self, item: pytest.Item, call: pytest.CallInfo[None]) -> list[dict[str, Any]]:
         """The error record of a task whose setup failed (its stream could not start)."""
@@ -433,7 +441,7 @@ def fail_test(message: str) -> NoReturn:
     """Fail the test with one clear message: no traceback into our internals and no
     "during handling of the above exception" chain."""
     __tracebackhide__ = True
-    failure = pytest.fail.Exception(message, pytrace=False)
+    failure = pytest.fail.Exception(redact(message), pytrace=False)
     failure.__suppress_context__ = True
     raise failure
 

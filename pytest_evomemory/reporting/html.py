@@ -1,39 +1,50 @@
 """``report.html``: one self-contained page per run, or one page comparing runs.
 
 The page is read from the run directory's artefacts (``summary.json``, plus
-``run.json`` and ``scores.jsonl`` when present), never from live objects, so the
-same code serves the plugin at session end and the ``evomemory`` command long
-after. It must open anywhere, offline, from a CI artefact store: CSS is inline,
-the learning curves are SVG drawn here, there is no JavaScript at all, and a
-Content-Security-Policy forbids the browser from loading anything else. Every
-string that came from an artefact (task ids, answers, run names, failure reasons)
-goes through :func:`_e`, because a dataset or an agent can put markup in them.
+``run.json``, ``scores.jsonl``, ``responses.jsonl`` and ``transcripts/`` when
+present), never from live objects, so the same code serves the plugin at session
+end and the ``evomemory`` command long after. It must open anywhere, offline, from
+a CI artefact store: CSS is inline, the learning curves are SVG drawn here
+(:mod:`.chart`), there is no JavaScript at all, and a Content-Security-Policy
+forbids the browser from loading anything else. Every string that came from an
+artefact (task ids, answers, run names, failure reasons) goes through ``_e``
+(:mod:`._markup`), because a dataset or an agent can put markup in them. The
+per-task drill-down is :mod:`.drilldown`; the comparison's numbers are
+:mod:`.compare`'s.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from html import escape
 from pathlib import Path
 from typing import Any
 
 from ..errors import EvoMemoryError
 from ..rundir import read_jsonl, utc_now
+from ._markup import (
+    _NONE,
+    _api_acc,
+    _ci,
+    _decimal,
+    _e,
+    _int,
+    _mapping,
+    _number,
+    _percent,
+    _position,
+    _seconds,
+    _tokens,
+)
+from .chart import LegendEntry, Series, curve_svg, legend_layout
+from .compare import OVERALL, build_comparison, stream_names
+from .drilldown import task_tables
 from .summary import SCHEMA_VERSION
 
 REPORT_NAME = "report.html"
 
-# Okabe-Ito colours plus dash patterns: curves stay apart for colour-blind readers
-# and on black-and-white printouts.
-_PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
-_DASHES = ("", "6 3", "2 3", "8 3 2 3", "1 2", "10 4")
-
-_Y_INSET = 6
-_NONE = "\u2013"  # en dash: shown where a metric has no value (no tasks, no stimuli)
 _CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
 
 
@@ -50,6 +61,10 @@ class RunData:
     summary: Mapping[str, Any]
     run: Mapping[str, Any] = field(default_factory=dict)
     scores: Sequence[Mapping[str, Any]] = ()
+    #: responses.jsonl: every agent response, task and feedback turns.
+    responses: Sequence[Mapping[str, Any]] = ()
+    #: transcripts/<stream>.jsonl, by stream.
+    transcripts: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
 
     @property
     def streams(self) -> dict[str, Mapping[str, Any]]:
@@ -117,8 +132,18 @@ def load_run(run_dir: Path | str, label: str | None = None) -> RunData:
         raise ReportError(f"{summary_path} has no 'streams' object; it is not an evomemory summary")
     run = _read_json(directory / "run.json") if (directory / "run.json").is_file() else {}
     scores = list(read_jsonl(directory / "scores.jsonl"))
+    responses = list(read_jsonl(directory / "responses.jsonl"))
+    transcripts_dir = directory / "transcripts"
+    transcripts = (
+        {path.stem: read_jsonl(path) for path in sorted(transcripts_dir.glob("*.jsonl"))}
+        if transcripts_dir.is_dir()
+        else {}
+    )
     name = label if label is not None else _run_name(summary, run, directory)
-    return RunData(run_dir=directory, label=name, summary=summary, run=run, scores=scores)
+    return RunData(
+        run_dir=directory, label=name, summary=summary, run=run, scores=scores,
+        responses=responses, transcripts=transcripts,
+    )
 
 
 def _run_name(summary: Mapping[str, Any], run: Mapping[str, Any], directory: Path) -> str:
@@ -150,52 +175,13 @@ def load_runs(run_dirs: Sequence[Path | str], labels: Sequence[str] | None = Non
 
 
 def _relabel(run: RunData, label: str) -> RunData:
-    return RunData(run_dir=run.run_dir, label=label, summary=run.summary, run=run.run, scores=run.scores)
+    return RunData(
+        run_dir=run.run_dir, label=label, summary=run.summary, run=run.run, scores=run.scores,
+        responses=run.responses, transcripts=run.transcripts,
+    )
 
 
 # --------------------------------------------------------------------------- formatting
-
-
-def _e(value: object) -> str:
-    """Escape for both element text and quoted attribute values."""
-    return escape("" if value is None else str(value), quote=True)
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    number = float(value)
-    return number if math.isfinite(number) else None
-
-
-def _int(value: object) -> str:
-    number = _number(value)
-    return _NONE if number is None else f"{int(number):,}"
-
-
-def _percent(value: object) -> str:
-    number = _number(value)
-    return _NONE if number is None else f"{number:.1%}"
-
-
-def _decimal(value: object, digits: int = 2) -> str:
-    number = _number(value)
-    return _NONE if number is None else f"{number:,.{digits}f}"
-
-
-def _seconds(value: object) -> str:
-    number = _number(value)
-    if number is None:
-        return _NONE
-    return f"{number * 1000:.2f} ms" if number < 1 else f"{number:.2f} s"
-
-
-def _tokens(metrics: Mapping[str, Any]) -> object:
-    total = metrics.get("total_tokens")
-    if total is None:
-        prompt, completion = _number(metrics.get("prompt_tokens")), _number(metrics.get("completion_tokens"))
-        total = None if prompt is None or completion is None else prompt + completion
-    return total
 
 
 def _per(metrics: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -216,11 +202,23 @@ _METRIC_COLUMNS: tuple[tuple[str, str, Any], ...] = (
     ("correct", "tasks answered correctly", lambda m: _int(m.get("correct"))),
     ("errors", "episodes that could not complete; counted as wrong", lambda m: _int(m.get("errors"))),
     ("accuracy", "correct / tasks", lambda m: _percent(m.get("accuracy"))),
+    ("95% CI", "95 % Wilson score interval of the accuracy, in percent", lambda m: _ci(m.get("accuracy_ci"))),
+    (
+        "API / Acc.",
+        "ToolBench as the paper reports it: share of tasks whose answer names the right API / accuracy",
+        _api_acc,
+    ),
     ("stimuli", "task and feedback turns delivered", lambda m: _int(m.get("stimuli"))),
     ("agent turns", "model turns of the agent, feedback included", lambda m: _int(m.get("agent_turns"))),
     ("tool calls", "tool calls, feedback included", lambda m: _int(m.get("tool_calls"))),
     ("retains", "memory writes", lambda m: _int(m.get("memory_retains"))),
     ("recalls", "memory reads", lambda m: _int(m.get("memory_recalls"))),
+    ("violations", "responses that broke the episode protocol", lambda m: _int(m.get("protocol_violations"))),
+    (
+        "cached",
+        "responses served from the response cache (their time is not the model's)",
+        lambda m: _int(m.get("cached_responses")),
+    ),
     ("tokens", "prompt + completion tokens", lambda m: _int(_tokens(m))),
     ("tokens / stimulus", "per-stimulus efficiency", lambda m: _decimal(_per(m).get("tokens"), 1)),
     ("turns / stimulus", "per-stimulus efficiency", lambda m: _decimal(_per(m).get("agent_turns"), 2)),
@@ -241,102 +239,6 @@ def _metric_cells(metrics: Mapping[str, Any]) -> str:
 
 
 # --------------------------------------------------------------------------- the chart
-
-
-@dataclass(frozen=True)
-class Series:
-    label: str
-    values: Sequence[float]
-
-
-def _ticks(maximum: int, most: int = 10) -> list[int]:
-    """Integer positions 1..maximum at a 1-2-5 step, so labels never crowd."""
-    step = 1
-    while math.ceil(maximum / step) > most:
-        for factor in (2, 5, 10):
-            if math.ceil(maximum / (step * factor)) <= most or factor == 10:
-                step *= factor
-                break
-    ticks = [1, *range(step, maximum + 1, step)] if step > 1 else list(range(1, maximum + 1))
-    return sorted(set(ticks))
-
-
-def curve_svg(stream: str, series: Sequence[Series], *, width: int = 560, height: int = 300) -> str:
-    """Cumulative accuracy against task position, one line per run, as inline SVG."""
-    left, right, top, bottom = 56, 16, 16, 72
-    plot_w, plot_h = width - left - right, height - top - bottom
-    longest = max((len(s.values) for s in series), default=0)
-    x_max = max(longest, 2)
-
-    def x(position: int) -> float:
-        return left + (position - 1) / (x_max - 1) * plot_w
-
-    def y(value: float) -> float:
-        # Inset so a curve at exactly 0 or 1 is not hidden under the axis or the frame edge.
-        return top + _Y_INSET + (1.0 - value) * (plot_h - 2 * _Y_INSET)
-
-    parts = [
-        f'<svg class="curve" data-stream="{_e(stream)}" xmlns="http://www.w3.org/2000/svg" '
-        f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-        f'aria-label="{_e(f"Cumulative accuracy along stream {stream}")}">',
-        f"<title>{_e(f'Cumulative accuracy along {stream}')}</title>",
-        f'<rect class="frame" x="{left}" y="{top}" width="{plot_w}" height="{plot_h}"/>',
-    ]
-    for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
-        ty = y(tick)
-        parts.append(f'<line class="grid" x1="{left}" y1="{ty:.1f}" x2="{left + plot_w}" y2="{ty:.1f}"/>')
-        parts.append(
-            f'<text class="tick" x="{left - 6}" y="{ty + 4:.1f}" text-anchor="end">{tick:.2f}</text>'
-        )
-    if longest:
-        for tick_x in _ticks(x_max if longest > 1 else 1):
-            tx = x(tick_x)
-            parts.append(
-                f'<line class="axis" x1="{tx:.1f}" y1="{top + plot_h}" x2="{tx:.1f}" y2="{top + plot_h + 5}"/>'
-            )
-            parts.append(
-                f'<text class="tick" x="{tx:.1f}" y="{top + plot_h + 18}" text-anchor="middle">{tick_x}</text>'
-            )
-    parts += [
-        f'<line class="axis" x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}"/>',
-        f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}"/>',
-        f'<text class="axis-label" x="{left + plot_w / 2:.1f}" y="{top + plot_h + 36}" text-anchor="middle">task position in stream</text>',
-        f'<text class="axis-label" transform="translate(14 {top + plot_h / 2:.1f}) rotate(-90)" text-anchor="middle">cumulative accuracy</text>',
-    ]
-    if not longest:
-        parts.append(
-            f'<text class="empty" x="{left + plot_w / 2:.1f}" y="{top + plot_h / 2:.1f}" text-anchor="middle">no scored tasks</text>'
-        )
-    for index, line in enumerate(series):
-        colour, dash = _PALETTE[index % len(_PALETTE)], _DASHES[index % len(_DASHES)]
-        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
-        points = " ".join(f"{x(i + 1):.1f},{y(v):.1f}" for i, v in enumerate(line.values))
-        parts.append(f'<g class="series" data-run="{_e(line.label)}">')
-        if line.values:
-            parts.append(f'<polyline class="line" points="{points}" stroke="{colour}"{dash_attr}/>')
-        if len(line.values) <= 60:
-            for i, v in enumerate(line.values):
-                parts.append(
-                    f'<circle cx="{x(i + 1):.1f}" cy="{y(v):.1f}" r="2.5" fill="{colour}">'
-                    f"<title>{_e(f'{line.label}: task {i + 1}, cumulative accuracy {v:.3f}')}</title></circle>"
-                )
-        parts.append("</g>")
-    legend_y = height - 14
-    legend_x = float(left)
-    parts.append('<g class="legend">')
-    for index, line in enumerate(series):
-        colour, dash = _PALETTE[index % len(_PALETTE)], _DASHES[index % len(_DASHES)]
-        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
-        final = f" ({line.values[-1]:.1%})" if line.values else " (no tasks)"
-        text = f"{line.label}{final}"
-        parts.append(
-            f'<line x1="{legend_x:.1f}" y1="{legend_y - 4}" x2="{legend_x + 24:.1f}" y2="{legend_y - 4}" '
-            f'stroke="{colour}" stroke-width="2.5"{dash_attr}/>'
-            f'<text class="legend-label" x="{legend_x + 30:.1f}" y="{legend_y}">{_e(text)}</text>'
-        )
-        legend_x += 30 + 7.2 * len(text) + 24
-    parts.append("</g></svg>")
-    return "".join(parts)
 
 
 # --------------------------------------------------------------------------- the page
@@ -363,6 +265,16 @@ svg .axis { stroke: #57606a; } svg .tick { fill: #57606a; } svg .axis-label { fi
 svg .line { fill: none; stroke-width: 2; stroke-linejoin: round; } svg .empty { fill: #8c959f; }
 details { margin: 6px 0; } summary { cursor: pointer; }
 code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; word-break: break-all; }
+.scroll { max-width: 100%; overflow-x: auto; }
+td.num { white-space: nowrap; } table.config-diff th code { white-space: nowrap; word-break: normal; }
+.warning { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: 6px 10px; }
+pre { white-space: pre-wrap; word-break: break-word; background: #f6f8fa; border: 1px solid #eaeef2;
+      border-radius: 4px; padding: 6px 8px; margin: 4px 0; font-size: 12px; max-height: 28em; overflow: auto; }
+.task { border-left: 3px solid #d0d7de; padding-left: 8px; }
+.task > summary .verdict { margin-left: 8px; }
+dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; margin: 6px 0; }
+dl.facts dt { font-weight: 600; color: #57606a; } dl.facts dd { margin: 0; }
+.message { margin: 4px 0; } .message .role { font-weight: 600; color: #57606a; }
 footer { color: #8c959f; margin-top: 32px; font-size: 12px; }
 """
 
@@ -382,17 +294,7 @@ def _page(title: str, body: Iterable[str]) -> str:
 
 
 def _stream_names(runs: Sequence[RunData]) -> list[str]:
-    """Streams in run order, first run first, so a compare page keeps the benchmark's order."""
-    names: list[str] = []
-    for run in runs:
-        for name in run.streams:
-            if name not in names:
-                names.append(name)
-    return names
-
-
-def _mapping(value: object) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
+    return stream_names(runs)
 
 
 def _run_meta(run: RunData) -> str:
@@ -446,13 +348,15 @@ def _failed_episodes(run: RunData) -> str:
     if not isinstance(failed, list) or not failed:
         return ""
     rows = "".join(
-        f"<tr><td>{_e(f.get('stream'))}</td><td><code>{_e(f.get('task_id'))}</code></td><td>{_e(f.get('reason'))}</td></tr>"
+        f"<tr><td>{_e(f.get('stream'))}</td><td class=\"num\">{_e(_position(f.get('position')))}</td>"
+        f"<td><code>{_e(f.get('task_id'))}</code></td><td>{_e(f.get('phase'))}</td><td>{_e(f.get('reason'))}</td></tr>"
         for f in failed
         if isinstance(f, Mapping)
     )
     return (
-        f'<h2>Failed episodes ({len(failed)})</h2><table class="failed"><thead><tr><th>stream</th>'
-        f"<th>task</th><th>reason</th></tr></thead><tbody>{rows}</tbody></table>"
+        f'<h2>Failed episodes ({len(failed)})</h2><div class="scroll"><table class="failed"><thead><tr><th>stream</th>'
+        f'<th class="num">position</th><th>task</th><th>turn</th><th>reason</th></tr></thead>'
+        f"<tbody>{rows}</tbody></table></div>"
     )
 
 
@@ -461,33 +365,43 @@ def _stream_table(run: RunData) -> str:
         f"<tr><th>{_e(name)}</th>{_metric_cells(metrics)}</tr>" for name, metrics in run.streams.items()
     )
     return (
-        f'<table class="streams"><thead><tr><th>stream</th>{_metric_headers()}</tr></thead>'
-        f"<tbody>{rows}</tbody><tfoot><tr><th>overall</th>{_metric_cells(run.overall)}</tr></tfoot></table>"
+        f'<div class="scroll"><table class="streams"><thead><tr><th>stream</th>{_metric_headers()}</tr></thead>'
+        f"<tbody>{rows}</tbody><tfoot><tr><th>overall</th>{_metric_cells(run.overall)}</tr></tfoot></table></div>"
+        + _cache_note(run.overall)
     )
 
 
-def _task_tables(run: RunData) -> str:
-    if not run.scores:
+def _cache_note(overall: Mapping[str, Any]) -> str:
+    cached, stimuli = _number(overall.get("cached_responses")), _number(overall.get("stimuli"))
+    if not cached:
         return ""
-    by_stream: dict[str, list[Mapping[str, Any]]] = {}
-    for scored in run.scores:
-        by_stream.setdefault(str(scored.get("stream")), []).append(scored)
-    parts = ["<h2>Tasks</h2>"]
-    for stream, scored_items in by_stream.items():
-        correct = sum(bool(s.get("correct")) for s in scored_items)
+    return (
+        f'<p class="warning">{_int(cached)} of {_int(stimuli)} responses came from the response cache: '
+        "their time and tokens are the cache's, not the model's.</p>"
+    )
+
+
+def _group_tables(run: RunData) -> str:
+    """Accuracy per group (e.g. MMLU-Pro category) of every stream that has groups."""
+    parts = []
+    for name, metrics in run.streams.items():
+        groups = metrics.get("groups")
+        if not isinstance(groups, Mapping) or not groups:
+            continue
         rows = "".join(
-            f'<tr><td class="num">{_e(_int(s.get("position")))}</td><td><code>{_e(s.get("task_id"))}</code></td>'
-            f'<td class="{"pass" if s.get("correct") else "fail"}">{"yes" if s.get("correct") else "no"}</td>'
-            f"<td><code>{_e(s.get('extracted'))}</code></td><td><code>{_e(s.get('target'))}</code></td>"
-            f"<td>{_e(s.get('match_mode'))}</td></tr>"
-            for s in scored_items
+            f'<tr><th>{_e(group)}</th><td class="num">{_int(g.get("tasks"))}</td>'
+            f'<td class="num">{_int(g.get("correct"))}</td><td class="num">{_percent(g.get("accuracy"))}</td>'
+            f'<td class="num">{_ci(g.get("accuracy_ci"))}</td></tr>'
+            for group, g in groups.items()
+            if isinstance(g, Mapping)
         )
         parts.append(
-            f"<details><summary>{_e(stream)}: {correct} of {len(scored_items)} correct</summary>"
-            f'<table class="tasks"><thead><tr><th class="num">position</th><th>task</th><th>correct</th>'
-            f"<th>answer (extracted)</th><th>target</th><th>match</th></tr></thead><tbody>{rows}</tbody></table></details>"
+            f"<h3>{_e(name)}</h3>"
+            f'<table class="groups" data-stream="{_e(name)}"><thead><tr><th>group</th><th class="num">tasks</th>'
+            '<th class="num">correct</th><th class="num">accuracy</th><th class="num">95% CI</th></tr></thead>'
+            f"<tbody>{rows}</tbody></table>"
         )
-    return "".join(parts)
+    return "<h2>Per group</h2>" + "".join(parts) if parts else ""
 
 
 def _plots(runs: Sequence[RunData]) -> str:
@@ -506,48 +420,138 @@ def render_report(run: RunData) -> str:
         _verdict(run),
         "<h2>Per stream</h2>",
         _stream_table(run),
+        '<p class="meta">95% CI: Wilson score interval of the accuracy. API / Acc.: ToolBench as the paper '
+        "reports it, the share of tasks whose answer names the right API, then the accuracy.</p>",
+        _group_tables(run),
         "<h2>Learning curves</h2>",
         '<p class="meta">Cumulative accuracy after each task of the stream, in stream order.</p>',
         _plots([run]),
         _failed_episodes(run),
-        _task_tables(run),
+        task_tables(run.scores, run.responses, run.transcripts),
     ]
     return _page(f"evomemory: {run.label}", body)
 
 
-def _delta(value: float | None, base: float | None) -> str:
-    if value is None or base is None:
-        return f'<td class="num">{_NONE}</td>'
-    diff = value - base
-    css = "better" if diff > 1e-12 else "worse" if diff < -1e-12 else ""
-    return f'<td class="num {css}">{diff * 100:+.1f} pp</td>'
+def _pp(value: object) -> str:
+    number = _number(value)
+    return _NONE if number is None else f"{number * 100:+.1f} pp"
 
 
-def _accuracy_table(runs: Sequence[RunData]) -> str:
-    base = runs[0]
-    head = "".join(f'<th class="num">{_e(run.label)}</th>' for run in runs)
-    head += "".join(f'<th class="num">{_e(f"Δ {run.label} vs {base.label}")}</th>' for run in runs[1:])
+def _pp_interval(low: object, high: object) -> str:
+    low_n, high_n = _number(low), _number(high)
+    return _NONE if low_n is None or high_n is None else f"[{low_n * 100:+.1f}, {high_n * 100:+.1f}]"
 
-    def cell(metrics: Mapping[str, Any] | None) -> str:
-        if metrics is None:
-            return f'<td class="num">{_NONE}</td>'
-        counts = f"{_int(metrics.get('correct'))}/{_int(metrics.get('tasks'))}"
-        return f'<td class="num">{_e(_percent(metrics.get("accuracy")))} <small>({_e(counts)})</small></td>'
 
-    def row(name: str, pick: Any) -> str:
-        metrics: list[Mapping[str, Any] | None] = [pick(run) for run in runs]
-        first = _number(metrics[0].get("accuracy")) if metrics[0] is not None else None
-        cells = "".join(cell(m) for m in metrics)
-        cells += "".join(
-            _delta(_number(m.get("accuracy")) if m is not None else None, first) for m in metrics[1:]
-        )
-        return f"<tr><th>{_e(name)}</th>{cells}</tr>"
+def _p_value(value: object) -> str:
+    number = _number(value)
+    if number is None:
+        return _NONE
+    return "< 0.001" if number < 0.001 else f"{number:.3f}"
 
-    body = "".join(row(name, lambda r, n=name: r.streams.get(n)) for name in _stream_names(runs))
-    foot = row("overall", lambda r: r.overall)
+
+def _accuracy_cell(entry: Mapping[str, Any]) -> str:
+    if not entry.get("present"):
+        return f'<td class="num">{_NONE}</td><td class="num">{_NONE}</td><td class="num">{_NONE}</td>'
+    counts = f"{_int(entry.get('correct'))}/{_int(entry.get('tasks'))}"
+    api = _number(entry.get("api_accuracy"))
+    api_text = _NONE if api is None else f"{api:.1%} / {_percent(entry.get('accuracy'))}"
     return (
-        f'<table class="compare-accuracy"><thead><tr><th>stream</th>{head}</tr></thead>'
-        f"<tbody>{body}</tbody><tfoot>{foot}</tfoot></table>"
+        f'<td class="num">{_e(_percent(entry.get("accuracy")))} <small>({_e(counts)})</small></td>'
+        f'<td class="num">{_e(_ci([entry.get("ci_low"), entry.get("ci_high")]))}</td>'
+        f'<td class="num">{_e(api_text)}</td>'
+    )
+
+
+def _versus_cells(versus: Mapping[str, Any] | None) -> str:
+    if versus is None:
+        return f'<td class="num">baseline</td><td class="num">{_NONE}</td><td class="num">{_NONE}</td><td class="num">{_NONE}</td>'
+    difference = _number(versus.get("difference"))
+    css = "" if difference is None else "better" if difference > 1e-12 else "worse" if difference < -1e-12 else ""
+    paired = f"{_int(versus.get('paired_tasks'))}"
+    if not versus.get("same_tasks"):
+        paired += " \u26a0"
+    return (
+        f'<td class="num {css}">{_e(_pp(difference))}</td>'
+        f'<td class="num">{_e(_pp_interval(versus.get("ci_low"), versus.get("ci_high")))}</td>'
+        f'<td class="num">{_e(_p_value(versus.get("mcnemar_p")))}</td><td class="num">{_e(paired)}</td>'
+    )
+
+
+def _accuracy_table(comparison: Mapping[str, Any]) -> str:
+    """One row per scope and run: a long table whose width does not grow with runs."""
+    rows = []
+    scopes = [*comparison["streams"].items(), (OVERALL, comparison[OVERALL])]
+    for name, scope in scopes:
+        entries, versus = scope["runs"], [None, *scope["vs_baseline"]]
+        for index, (entry, against) in enumerate(zip(entries, versus, strict=True)):
+            head = f'<th rowspan="{len(entries)}">{_e(name)}</th>' if index == 0 else ""
+            rows.append(
+                f'<tr class="{"overall" if name == OVERALL else ""}" data-scope="{_e(name)}">{head}'
+                f'<td class="run">{_e(entry["label"])}</td>{_accuracy_cell(entry)}'
+                f"{_versus_cells(against)}</tr>"
+            )
+    return (
+        '<div class="scroll"><table class="compare-accuracy"><thead><tr><th>stream</th><th>run</th>'
+        '<th class="num">accuracy</th><th class="num">95% CI</th><th class="num">API / Acc.</th>'
+        f'<th class="num" title="paired, on the tasks both ran">\u0394 vs {_e(comparison["baseline"])}</th>'
+        '<th class="num">95% CI of \u0394</th><th class="num">McNemar p</th>'
+        '<th class="num" title="tasks both this run and the baseline ran">paired tasks</th>'
+        f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+        '<p class="meta">Accuracy: 95% Wilson interval. \u0394: this run minus the baseline on the tasks both '
+        "ran, with Newcombe's paired 95% interval (method 10) and the exact McNemar p-value; "
+        "\u26a0 marks runs whose tasks differ from the baseline's.</p>"
+    )
+
+
+def _warnings(comparison: Mapping[str, Any]) -> str:
+    warnings = comparison.get("warnings") or []
+    if not warnings:
+        return ""
+    items = "".join(f"<li>{_e(w)}</li>" for w in warnings)
+    return (
+        '<div class="warning compare-warnings"><b>The runs are not fully comparable.</b> '
+        "No difference below mixes unlike tasks: each is computed on the tasks both runs ran."
+        f"<ul>{items}</ul></div>"
+    )
+
+
+def _config_diff(runs: Sequence[RunData], comparison: Mapping[str, Any]) -> str:
+    rows = comparison.get("config_diff") or []
+    if not rows:
+        return '<p class="meta">The runs have the same configuration (apart from where their files were).</p>'
+    head = "".join(f"<th>{_e(run.label)}</th>" for run in runs)
+    body = "".join(
+        f"<tr><th><code>{_e(row['key'])}</code></th>"
+        + "".join(f"<td><code>{_e(json.dumps(value, default=str))}</code></td>" for value in row["values"])
+        + "</tr>"
+        for row in rows
+    )
+    return (
+        f'<div class="scroll"><table class="config-diff"><thead><tr><th>key</th>{head}</tr></thead>'
+        f"<tbody>{body}</tbody></table></div>"
+    )
+
+
+def _flips(runs: Sequence[RunData], comparison: Mapping[str, Any]) -> str:
+    flips = comparison.get("flips") or []
+    if not flips:
+        return '<p class="meta">No task was answered correctly by one run and wrongly by another.</p>'
+    head = "".join(f"<th>{_e(run.label)}</th>" for run in runs)
+
+    def mark(value: object) -> str:
+        if value is None:
+            return f"<td>{_NONE}</td>"
+        return '<td class="pass">right</td>' if value else '<td class="fail">wrong</td>'
+
+    body = "".join(
+        f'<tr><td>{_e(flip["stream"])}</td><td class="num">{_e(flip["position"] if flip["position"] is not None else _NONE)}</td>'
+        f"<td><code>{_e(flip['task_id'])}</code></td>{''.join(mark(v) for v in flip['correct'])}</tr>"
+        for flip in flips
+    )
+    return (
+        f'<p class="meta">{len(flips)} task(s) on which the runs disagree.</p>'
+        '<div class="scroll"><table class="flips"><thead><tr><th>stream</th><th class="num">position</th>'
+        f"<th>task</th>{head}</tr></thead><tbody>{body}</tbody></table></div>"
     )
 
 
@@ -564,25 +568,32 @@ def _side_by_side(runs: Sequence[RunData]) -> str:
             )
             rows.append(f'<tr>{stream_cell}<td class="run">{_e(run.label)}</td>{cells}</tr>')
     return (
-        f'<table class="compare-streams"><thead><tr><th>stream</th><th>run</th>{_metric_headers()}</tr></thead>'
-        f"<tbody>{''.join(rows)}</tbody></table>"
+        f'<div class="scroll"><table class="compare-streams"><thead><tr><th>stream</th><th>run</th>'
+        f"{_metric_headers()}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
 
 
-def render_comparison(runs: Sequence[RunData]) -> str:
-    """One page, every run's curve on one plot per stream, tables side by side."""
+def render_comparison(runs: Sequence[RunData], comparison: Mapping[str, Any] | None = None) -> str:
+    """One page: accuracies with intervals and paired statistics, every run's curve
+    on one plot per stream, the config diff, the tasks that flipped, tables side by side."""
     if len(runs) < 2:
         raise ReportError("a comparison needs at least two runs")
+    comparison = comparison if comparison is not None else build_comparison(runs)
     labels = " vs ".join(run.label for run in runs)
     runs_list = "".join(f"<li><b>{_e(run.label)}</b>{_run_meta(run)}</li>" for run in runs)
     body = [
         f"<h1>Evo-Memory comparison: {_e(labels)}</h1>",
         f'<ul class="runs">{runs_list}</ul>',
+        _warnings(comparison),
         "<h2>Accuracy</h2>",
-        _accuracy_table(runs),
+        _accuracy_table(comparison),
         "<h2>Learning curves</h2>",
         '<p class="meta">Cumulative accuracy after each task of the stream; one line per run.</p>',
         _plots(runs),
+        "<h2>Configuration differences</h2>",
+        _config_diff(runs, comparison),
+        "<h2>Tasks that flipped</h2>",
+        _flips(runs, comparison),
         "<h2>Per stream, side by side</h2>",
         _side_by_side(runs),
     ]
@@ -610,25 +621,60 @@ def write_html_report(run_dir: Path | str, output: Path | str | None = None) -> 
     return _write(Path(output) if output is not None else run.run_dir / REPORT_NAME, render_report(run))
 
 
+def comparison_json_path(output: Path | str) -> Path:
+    """compare.json sits next to the page: ``compare.html`` -> ``compare.json``."""
+    return Path(output).with_suffix(".json")
+
+
+@dataclass(frozen=True)
+class ComparisonFiles:
+    """What a comparison wrote: the page, compare.json beside it, and the document."""
+
+    html: Path
+    json: Path
+    document: Mapping[str, Any]
+
+
+def write_comparison(
+    run_dirs: Sequence[Path | str], output: Path | str, labels: Sequence[str] | None = None
+) -> ComparisonFiles:
+    """Write one page comparing the runs (the first is the baseline of the Δ columns)
+    and its statistics as JSON next to it (:func:`comparison_json_path`)."""
+    if len(run_dirs) < 2:
+        raise ReportError("a comparison needs at least two run directories")
+    runs = load_runs(run_dirs, labels)
+    comparison = build_comparison(runs)
+    path = Path(output)
+    json_path = comparison_json_path(path)
+    if json_path == path:
+        raise ReportError(f"{path}: give the comparison page an .html name, so compare.json can sit beside it")
+    document = {**comparison, "generated": utc_now()}
+    _write(json_path, json.dumps(document, indent=2) + "\n")
+    return ComparisonFiles(_write(path, render_comparison(runs, comparison)), json_path, document)
+
+
 def write_comparison_report(
     run_dirs: Sequence[Path | str], output: Path | str, labels: Sequence[str] | None = None
 ) -> Path:
-    """Write one page comparing the runs (the first is the baseline for the Δ columns)."""
-    if len(run_dirs) < 2:
-        raise ReportError("a comparison needs at least two run directories")
-    return _write(Path(output), render_comparison(load_runs(run_dirs, labels)))
+    """:func:`write_comparison`, returning the page's path."""
+    return write_comparison(run_dirs, output, labels).html
 
 
 __all__ = [
     "REPORT_NAME",
+    "ComparisonFiles",
+    "LegendEntry",
     "ReportError",
     "RunData",
     "Series",
+    "comparison_json_path",
     "curve_svg",
+    "legend_layout",
     "load_run",
     "load_runs",
     "render_comparison",
     "render_report",
+    "write_comparison",
     "write_comparison_report",
     "write_html_report",
 ]

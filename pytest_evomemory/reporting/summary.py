@@ -3,6 +3,13 @@
 Accuracy counts only original task turns; a task whose episode failed counts as
 wrong (it is in the denominator), so an unreachable model can never raise a score.
 Stimulus, turn, token and memory counts include the feedback turns.
+
+Every accuracy carries its 95 % Wilson interval (:mod:`.stats`): streams of 12 to
+30 tasks make a bare percentage misleading. A stream whose scorer reports
+``details["api_match"]`` (ToolBench) also gets the "API" figure the paper prints
+beside "Acc."; scored items with a ``group`` (MMLU-Pro's category) get a per-group
+breakdown. Responses served from the response cache are counted (:func:`is_cached`),
+so a fast re-run is never mistaken for the model's speed.
 """
 
 from __future__ import annotations
@@ -11,7 +18,46 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .stats import Proportion
+
 SCHEMA_VERSION = 1
+
+
+def is_cached(response: Mapping[str, Any], messages: Sequence[Any] | None = None) -> bool:
+    """Whether a response was served from the response cache.
+
+    A response may say so itself (``"cached": true``); otherwise it is cached when
+    it made model calls and every one was replayed: the cache marks each replayed
+    assistant message ``"cached": true``. ``messages`` defaults to the response's
+    own (responses.jsonl omits them; pass the transcript's).
+    """
+    if response.get("cached"):
+        return True
+    listed = response.get("messages") if messages is None else messages
+    calls = [m for m in listed or () if isinstance(m, Mapping) and m.get("role") == "assistant"]
+    return bool(calls) and all(m.get("cached") for m in calls)
+
+
+def _interval(proportion: Proportion) -> list[float] | None:
+    interval = proportion.interval
+    return None if interval is None else [round(interval[0], 6), round(interval[1], 6)]
+
+
+@dataclass
+class GroupMetrics:
+    """Accuracy of the tasks of one group (e.g. one MMLU-Pro category) in a stream."""
+
+    tasks: int = 0
+    correct: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        proportion = Proportion(self.correct, self.tasks)
+        return {
+            "tasks": self.tasks,
+            "correct": self.correct,
+            "accuracy": proportion.estimate,
+            "accuracy_ci": _interval(proportion),
+        }
 
 
 @dataclass
@@ -29,6 +75,11 @@ class StreamMetrics:
     memory_retains: int = 0
     memory_recalls: int = 0
     protocol_violations: int = 0
+    cached_responses: int = 0
+    #: Tasks whose scorer judged the API (``details["api_match"]``); None when no
+    #: scored item of the stream carries the figure.
+    api_matches: int | None = None
+    groups: dict[str, GroupMetrics] = field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
@@ -37,6 +88,39 @@ class StreamMetrics:
     @property
     def accuracy(self) -> float | None:
         return self.correct / self.tasks if self.tasks else None
+
+    @property
+    def accuracy_ci(self) -> tuple[float, float] | None:
+        """95 % Wilson interval of :attr:`accuracy`."""
+        return Proportion(self.correct, self.tasks).interval
+
+    @property
+    def api_accuracy(self) -> float | None:
+        """ToolBench's "API" figure: tasks whose answer named the right API / tasks."""
+        return None if self.api_matches is None or not self.tasks else self.api_matches / self.tasks
+
+    @property
+    def api_accuracy_ci(self) -> tuple[float, float] | None:
+        if self.api_matches is None:
+            return None
+        return Proportion(self.api_matches, self.tasks).interval
+
+    def add_outcome(self, outcome: Mapping[str, Any], *, with_groups: bool = True) -> None:
+        """Count one scored item; a failed episode is a wrong answer and no API match."""
+        self.tasks += 1
+        correct = not outcome.get("error") and bool(outcome.get("correct"))
+        if outcome.get("error"):
+            self.errors += 1
+        elif correct:
+            self.correct += 1
+        details = outcome.get("details")
+        if isinstance(details, Mapping) and "api_match" in details:
+            self.api_matches = (self.api_matches or 0) + bool(details["api_match"])
+        group = outcome.get("group")
+        if with_groups and group is not None:
+            counts = self.groups.setdefault(str(group), GroupMetrics())
+            counts.tasks += 1
+            counts.correct += correct
 
     def add_response(self, response: Mapping[str, Any]) -> None:
         self.stimuli += 1
@@ -47,6 +131,7 @@ class StreamMetrics:
         self.memory_retains += int(response["memory_retains"])
         self.memory_recalls += int(response["memory_recalls"])
         self.protocol_violations += 1 if response.get("protocol_violation") else 0
+        self.cached_responses += 1 if is_cached(response) else 0
         usage = response["usage"]
         self.prompt_tokens += int(usage["prompt_tokens"])
         self.completion_tokens += int(usage["completion_tokens"])
@@ -61,6 +146,13 @@ class StreamMetrics:
             "correct": self.correct,
             "errors": self.errors,
             "accuracy": self.accuracy,
+            "accuracy_ci": _interval(Proportion(self.correct, self.tasks)),
+            "api_matches": self.api_matches,
+            "api_accuracy": self.api_accuracy,
+            "api_accuracy_ci": (
+                None if self.api_matches is None else _interval(Proportion(self.api_matches, self.tasks))
+            ),
+            "groups": {name: group.to_dict() for name, group in self.groups.items()},
             "stimuli": self.stimuli,
             "feedback_turns": self.feedback_turns,
             "agent_turns": self.agent_turns,
@@ -68,6 +160,7 @@ class StreamMetrics:
             "memory_retains": self.memory_retains,
             "memory_recalls": self.memory_recalls,
             "protocol_violations": self.protocol_violations,
+            "cached_responses": self.cached_responses,
             "prompt_tokens": self.prompt_tokens,
             "completion_tokens": self.completion_tokens,
             "total_tokens": total_tokens,
@@ -98,18 +191,19 @@ def summarize(
     )
     for outcome in ordered:
         stream = metrics.setdefault(outcome["stream"], StreamMetrics(outcome["stream"]))
-        for target in (stream, overall):
-            target.tasks += 1
-            if outcome.get("error"):
-                target.errors += 1
-            elif outcome["correct"]:
-                target.correct += 1
+        stream.add_outcome(outcome)
+        # Groups belong to their stream (a category is not comparable across streams),
+        # and the API figure to the streams that have one: overall has neither.
+        overall.add_outcome(outcome, with_groups=False)
         stream.curve.append(round(stream.correct / stream.tasks, 6))
     for response in responses:
         stream = metrics.setdefault(response["stream"], StreamMetrics(response["stream"]))
         stream.add_response(response)
         overall.add_response(response)
+    for stream_metrics in metrics.values():
+        stream_metrics.groups = dict(sorted(stream_metrics.groups.items()))
     overall.curve = []
+    overall.api_matches = None
     metrics["overall"] = overall
     return metrics
 

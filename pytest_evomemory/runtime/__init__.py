@@ -8,7 +8,7 @@ episode (task, feedback, reset). The pytest plugin, :func:`run_benchmark` and th
 
 from __future__ import annotations
 
-from .memory import InstrumentedMemory
+from .memory import ObservedMemory
 from .records import ResultCollector
 from .run import (
     AgentFactoryFn,
@@ -29,8 +29,8 @@ __all__ = [
     "AgentFactoryFn",
     "BenchmarkRun",
     "Episode",
-    "InstrumentedMemory",
     "MemoryFactoryFn",
+    "ObservedMemory",
     "ResultCollector",
     "Run",
     "RunResult",

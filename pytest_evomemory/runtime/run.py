@@ -24,9 +24,11 @@ from ..config import AgentConfig, MemoryConfig, RunConfig
 from ..errors import ConfigError, DataError, EvoMemoryError
 from ..evaluation import scorer_identity
 from ..evaluation.evomemory import EvoMemoryEvaluator
-from ..factories import load_factory
+from ..factories import call_factory, load_factory
 from ..memory.base import MemorySystem
-from ..memory.factory import MemoryContext, build_memory
+from ..memory.factory import MemoryContext, build_memory, open_with_timeout
+from ..memory.snapshot import StreamSnapshots
+from ..models import check_agent_environment
 from ..reporting.summary import StreamMetrics, ThresholdResult, check_thresholds
 from ..rundir import (
     ResumeState,
@@ -39,8 +41,8 @@ from ..rundir import (
     utc_now,
 )
 from ..streams import Stream, load_benchmark
-from .memory import InstrumentedMemory
-from .records import ResultCollector, stream_error_record
+from .memory import IsolationGuard, ObservedMemory, observe
+from .records import ResultCollector, error_record, stream_error_record
 from .stream import StreamRun, run_episode
 
 AgentFactoryFn = Callable[[AgentConfig, MemorySystem | None], Agent]
@@ -62,6 +64,7 @@ class BenchmarkRun:
         self.config = config
         self.run_dir = run_dir
         _check_factory_references(config)
+        check_agent_environment(config.agent)  # once, before any stream or model call
         source = config.sources.get("benchmark", "benchmark config")
         try:
             self.streams: list[Stream] = load_benchmark(config.benchmark, config.base_dir, source)
@@ -70,6 +73,8 @@ class BenchmarkRun:
                 raise
             raise type(error)(f"{source}: {error}") from error
         self.by_name = {stream.name: stream for stream in self.streams}
+        #: Sees every stream this run opens in this process (see runtime/memory.py).
+        self.isolation_guard = IsolationGuard()
 
     @property
     def stream_order(self) -> list[str]:
@@ -92,22 +97,30 @@ class BenchmarkRun:
         *,
         agent_factory: AgentFactoryFn | None = None,
         memory_factory: MemoryFactoryFn | None = None,
-        replay: Sequence[Mapping[str, Any]] = (),
+        snapshots: bool = True,
     ) -> StreamRun:
         """A fresh memory system and agent for stream ``name``.
 
-        ``replay`` holds the memory writes of already completed episodes (resume).
+        With ``snapshots``, the memory is saved into the run directory after every
+        completed episode (when it offers snapshot/restore), which is what resume
+        and xdist crash recovery restore from (:meth:`StreamRun.prepare_memory`).
         """
         context = MemoryContext(stream=name, run_dir=self.run_dir, run_name=self.config.name)
         strategy = self.memory_strategy
-        memory: InstrumentedMemory | None = None
+        memory: ObservedMemory | None = None
         if strategy != "none":
-            backend = (memory_factory or build_memory)(self.config.memory, context)
-            memory = InstrumentedMemory(backend, name)
-            memory.replay(replay)
+            factory = memory_factory or build_memory
+            backend = open_with_timeout(
+                lambda: call_factory(factory, (self.config.memory, context), "memory system"),
+                self.config.memory.open_timeout_s,
+                _factory_name(factory, self.config.memory.backend),
+            )
+            memory = observe(backend, name, self.isolation_guard)
         try:
-            agent = (agent_factory or build_agent)(
-                self.config.agent, memory if strategy == "deterministic_recall" else None
+            agent = call_factory(
+                agent_factory or build_agent,
+                (self.config.agent, memory if strategy == "deterministic_recall" else None),
+                "agent",
             )
         except BaseException:
             if memory is not None:
@@ -120,6 +133,7 @@ class BenchmarkRun:
             evaluator=EvoMemoryEvaluator(),
             memory_strategy=strategy,
             max_steps=self.config.agent.max_steps,
+            snapshots=StreamSnapshots.for_stream(self.run_dir, name) if snapshots and memory is not None else None,
         )
 
     def run_document(self, started: str, argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -142,6 +156,13 @@ class BenchmarkRun:
     @property
     def planned_tasks(self) -> int:
         return sum(len(stream) for stream in self.streams)
+
+
+def _factory_name(factory: Any, backend: str) -> str:
+    if factory is build_memory:
+        return f"memory backend {backend!r}"
+    module = getattr(factory, "__module__", None) or "?"
+    return f"memory factory {module}:{getattr(factory, '__qualname__', repr(factory))}"
 
 
 def _check_factory_references(config: RunConfig) -> None:
@@ -251,8 +272,9 @@ class Run:
         if self.writer is not None:
             self.writer.write_run(document)
 
-    def memory_replay(self, stream: str) -> list[Mapping[str, Any]]:
-        return list(self.resume.memory_writes.get(stream, [])) if self.resume else []
+    def completed_before(self, stream: str) -> int | None:
+        """Episodes of ``stream`` an interrupted run completed (resume), else None."""
+        return self.resume.done.get(stream, 0) if self.resume is not None else None
 
     def record(self, record: Mapping[str, Any]) -> None:
         self.collector.add_record(record)
@@ -387,16 +409,27 @@ def execute(
             pending = [s for s in stream.samples if run.resume is None or not run.resume.is_done(s.stream, s.position)]
             if not pending:
                 continue
-            live = benchmark.open_stream(
-                stream.name, agent_factory=agent_factory, memory_factory=memory_factory,
-                replay=run.memory_replay(stream.name),
-            )
             try:
+                live = benchmark.open_stream(
+                    stream.name, agent_factory=agent_factory, memory_factory=memory_factory,
+                    snapshots=write_artefacts,
+                )
+            except EvoMemoryError as error:
+                for sample in pending:  # as under pytest: every task of the stream fails once
+                    record(error_record(sample, f"stream {stream.name!r} could not start: {error}"))
+                continue
+            try:
+                live.prepare_memory(run.completed_before(stream.name))
                 for sample in pending:
                     run_episode(live, sample, record)
                     if max_errors is not None and run.errors >= max_errors:
                         run.stop_reason = f"--evomemory-max-errors: {run.errors} failed episodes"
                         break
+            except EvoMemoryError as error:
+                done = {(s["stream"], s["task_id"]) for s in run.collector.scores}
+                for sample in pending:
+                    if (sample.stream, sample.task_id) not in done:
+                        record(error_record(sample, f"stream {stream.name!r} could not continue: {error}"))
             finally:
                 try:
                     live.close()

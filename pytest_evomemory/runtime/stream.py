@@ -25,6 +25,8 @@ from ..agents.base import Agent
 from ..errors import EpisodeError, EvoMemoryError, MemoryBackendError, ModelError, ProtocolViolation
 from ..evaluation.evomemory import EvoMemoryEvaluator
 from ..feedback import render_feedback
+from ..memory.base import RecordRejected
+from ..memory.snapshot import ResumeRefused, StreamSnapshots
 from ..tools import Tool
 from ..types import (
     FEEDBACK_ACKNOWLEDGEMENT,
@@ -33,7 +35,7 @@ from ..types import (
     ScoredItem,
     Stimulus,
 )
-from .memory import InstrumentedMemory, operation_counts
+from .memory import ObservedMemory, operation_counts
 from .records import (
     error_record,
     feedback_error_record,
@@ -63,7 +65,7 @@ class StreamRun:
 
     stream: str
     agent: Agent
-    memory: InstrumentedMemory | None
+    memory: ObservedMemory | None
     evaluator: EvoMemoryEvaluator
     memory_strategy: str
     max_steps: int
@@ -72,6 +74,10 @@ class StreamRun:
     #: instead of running episodes against a memory in an unknown state.
     broken: str | None = None
     episodes_started: int = 0
+    #: Where the memory is saved after each completed episode (resume), if anywhere.
+    snapshots: StreamSnapshots | None = None
+    #: Set by :meth:`prepare_memory`, before the first episode this process runs.
+    prepared: bool = False
 
     def _turn_tools(self) -> list[Tool]:
         if self.memory_strategy == "tool_use" and self.memory is not None:
@@ -124,8 +130,11 @@ class StreamRun:
             seconds=seconds,
             protocol_violation=violation,
             memory_writes=tuple(self.memory.writes[before.writes:after.writes]) if self.memory else (),
+            memory_recalled=(
+                tuple(self.memory.recalled[before.recalled:after.recalled]) if self.memory else ()
+            ),
         )
-        if isinstance(failure, MemoryBackendError):
+        if isinstance(failure, MemoryBackendError) and not isinstance(failure, RecordRejected):
             self.broken = f"the memory backend failed at {stimulus.kind} {task_id}: {failure}"
         if isinstance(failure, EpisodeError | MemoryBackendError):
             failure.response = response
@@ -161,6 +170,36 @@ class StreamRun:
     def reset_agent(self) -> None:
         """Clear the agent's conversation. No model call, no record, no memory access."""
         self.agent.reset()
+
+    def prepare_memory(self, completed: int | None) -> None:
+        """Before the first episode this process runs in the stream.
+
+        ``None``: the stream starts from its first task, so snapshots an earlier run
+        left in the directory are removed. A number: continue after that many
+        completed episodes, restoring the memory's own snapshot of that moment
+        (resume, or an xdist worker taking over a crashed worker's stream); a memory
+        that cannot be restored exactly refuses (ResumeRefused), it is never rebuilt
+        by calling its tools on the agent's behalf.
+        """
+        self.prepared = True
+        if self.memory is None or self.snapshots is None:
+            if completed and self.memory is not None:
+                raise ResumeRefused(
+                    f"stream {self.stream!r}: {completed} episode(s) were completed, but this run keeps "
+                    "no memory snapshots; run again without --evomemory-resume"
+                )
+            return
+        if completed is None or completed == 0:
+            self.snapshots.clear()
+            return
+        self.snapshots.restore(self.memory.backend, completed)
+        self.memory.restored()
+
+    def episode_completed(self, sample: BenchmarkSample) -> None:
+        """Save the memory as it is after this episode, so a resume can continue
+        from exactly here (the memory's own snapshot; nothing is replayed)."""
+        if self.snapshots is not None and self.memory is not None and self.broken is None:
+            self.snapshots.save(self.memory.backend, sample.position + 1)
 
     def close(self) -> None:
         """Stream teardown: empty and close the memory system."""
@@ -236,7 +275,10 @@ class Episode:
         __tracebackhide__ = True
         try:
             if self._task_ended:
-                self._give_feedback()
+                try:
+                    self._give_feedback()
+                finally:
+                    self.run.episode_completed(self.sample)
         finally:
             self.run.reset_agent()
 

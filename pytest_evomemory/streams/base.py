@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..config import BenchmarkConfig
+from ..config import BenchmarkConfig, check_threshold_streams
 from ..errors import ConfigError
 from ..types import BenchmarkSample
 
@@ -54,6 +54,7 @@ class BenchmarkSource(Protocol):
 
 def select_streams(config: BenchmarkConfig, available: Sequence[str], source: str) -> list[str]:
     """The configured stream subset, in canonical order; unknown names are refused."""
+    check_threshold_streams(config, available, source)
     if config.streams is None:
         return list(available)
     unknown = [name for name in config.streams if name not in available]

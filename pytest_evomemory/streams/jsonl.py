@@ -10,7 +10,6 @@ One JSON object per line::
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,7 @@ from typing import Any
 from ..config import BenchmarkConfig
 from ..errors import ConfigError, DataError
 from ..types import BenchmarkSample
+from ..validation import check_sample, decode_json_line, path_problem, resolve_path
 from .base import Stream, apply_limit
 
 MAX_STREAM_FILE_BYTES = 512 * 1024 * 1024
@@ -28,8 +28,11 @@ def read_jsonl_stream(
     path: Path, name: str, match_mode: str, limit: int | None = None, description: str = ""
 ) -> Stream:
     """Read and validate a JSONL stream file; every problem names file and line."""
-    if not path.is_file():
-        raise DataError(f"stream {name!r}: data file {path} not found")
+    problem = path_problem(path)
+    if problem == "does not exist":
+        raise DataError(f"stream {name!r}: data file {path} not found; check 'path' under 'files' (relative to the benchmark config)")
+    if problem is not None:
+        raise DataError(f"stream {name!r}: data file {path} {problem}")
     if path.stat().st_size > MAX_STREAM_FILE_BYTES:
         raise DataError(f"stream {name!r}: {path} is larger than 512 MiB")
     samples: list[BenchmarkSample] = []
@@ -41,13 +44,9 @@ def read_jsonl_stream(
             if not raw.strip():
                 continue
             where = f"stream {name!r}: {path}, line {line_number}"
-            try:
-                record = json.loads(raw.decode("utf-8"))
-            except UnicodeDecodeError:
-                raise DataError(f"{where}: not UTF-8 text") from None
-            except json.JSONDecodeError as error:
-                raise DataError(f"{where}: invalid JSON ({error.msg})") from None
+            record = decode_json_line(raw, where, first_line=line_number == 1)
             sample = _to_sample(record, name, len(samples), match_mode, where)
+            check_sample(sample, where)
             if sample.task_id in seen:
                 raise DataError(f"{where}: duplicate task id {sample.task_id!r}")
             seen.add(sample.task_id)
@@ -150,5 +149,5 @@ class FilesBenchmark:
                     f"key 'files': stream {name!r} path {entry.path!r} must be a .jsonl file"
                 )
             resolved = path if path.is_absolute() else base_dir / path
-            streams.append(read_jsonl_stream(resolved.resolve(), name, entry.match_mode, config.limit))
+            streams.append(read_jsonl_stream(resolve_path(resolved), name, entry.match_mode, config.limit))
         return streams

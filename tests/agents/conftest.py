@@ -12,7 +12,7 @@ from pytest_evomemory.agents.tiny import TinyAgent
 from pytest_evomemory.config import AgentConfig
 from pytest_evomemory.evaluation.evomemory import EvoMemoryEvaluator
 from pytest_evomemory.memory.inprocess import InProcessMemory
-from pytest_evomemory.runtime import InstrumentedMemory, StreamRun
+from pytest_evomemory.runtime import ObservedMemory, StreamRun
 from pytest_evomemory.testing.fixtures import scripted_openai_server
 from pytest_evomemory.testing.scripted_server import ScriptedServer, scripted_model_config
 
@@ -54,7 +54,7 @@ def make_stream() -> Iterator[StreamFactory]:
             model=scripted_model_config(server, **model_overrides),
         )
         memory = (
-            None if strategy == "none" else InstrumentedMemory(InProcessMemory(default_top_k=top_k), "facts")
+            None if strategy == "none" else ObservedMemory(InProcessMemory(default_top_k=top_k), "facts")
         )
         agent = TinyAgent(config, memory if strategy == "deterministic_recall" else None)  # type: ignore[arg-type]
         run = StreamRun(

@@ -272,7 +272,7 @@ def find_answer(stimulus: Any) -> str | None:
 
 
 def test_an_agent_that_reads_the_target_no_longer_scores_everything(tmp_path: Path) -> None:
-    config = load_run_config(PACKAGE.parent / "configs" / "runs" / "sample_no_memory.yaml")
+    config = load_run_config(PACKAGE / "configs" / "runs" / "sample_no_memory.yaml")
     samples = _sample_samples(tmp_path)
     assert all(find_answer(sample) == sample.target for sample in samples)  # given the sample, it would
     summary = run_benchmark(config, tmp_path / "out", agent_factory=lambda c, m: Cheater(), write_artefacts=False)
@@ -309,7 +309,7 @@ def test_a_cheating_agent_through_the_plugin_scores_nothing(pytester: pytest.Pyt
             return lambda config, memory: Cheater()
         """
     )
-    config = PACKAGE.parent / "configs" / "runs" / "sample_no_memory.yaml"
+    config = PACKAGE / "configs" / "runs" / "sample_no_memory.yaml"
     result = pytester.runpytest(f"--evomemory-config={config}", "--evomemory-min-accuracy=0.5")
     output = result.stdout.str()
     assert result.ret == 1, output  # the threshold gate fails the run

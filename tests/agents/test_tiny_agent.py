@@ -330,7 +330,7 @@ def test_task_without_final_answer_is_a_protocol_violation_not_a_hang(
         run.run_task(TASK_A)
 
 
-CONFIG_DIR = Path(__file__).resolve().parents[2] / "configs" / "agents"
+CONFIG_DIR = Path(__file__).resolve().parents[2] / "pytest_evomemory" / "configs" / "agents"
 
 
 @pytest.mark.parametrize(

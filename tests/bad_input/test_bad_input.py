@@ -49,12 +49,45 @@ EXPECTED = {
     "memory_factory_not_callable.yaml": "has no callable '__doc__'",
     "choices_not_strings.yaml": "'choices' must be a list of strings",
     "output_dir_wrong_type.yaml": "key 'output_dir'",
+    # silent acceptance that would change what is measured or gated
+    "duplicate_top_level_key.yaml": "duplicate key 'benchmark' at line 4 (first at line 2)",
+    "duplicate_nested_key.yaml": "duplicate key 'overall' at line 5 (first at line 4)",
+    "limit_bool.yaml": "key 'limit': Input should be a valid integer (true/false is not a number",
+    "max_steps_bool.yaml": "key 'max_steps': Input should be a valid integer (true/false",
+    "threshold_bool.yaml": "key 'thresholds.overall': Input should be a valid number (true/false",
+    "limit_numeric_string.yaml": "key 'limit': Input should be a valid integer",
+    "streams_empty.yaml": "key 'streams': an empty list would run nothing",
+    "files_duplicate_name.yaml": "key 'files': two entries are named 'mine'",
+    "threshold_unknown_stream.yaml": "key 'thresholds.streams': unknown stream(s) 'sample_trivia'",
+    "threshold_unknown_file_stream.yaml": "key 'thresholds': unknown stream(s) 'mien'",
+    "choice_target_outside.yaml": "task 'q1': the target 'C' is neither a letter in A-B",
+    "choice_too_many_options.yaml": "27 choices, but at most 26",
+    "choice_empty_target.yaml": "choice_empty_target.jsonl, line 1: task 'q1': the target is empty; give the correct option's letter",
+    "stream_file_duplicate_key.yaml": "duplicate_key.jsonl, line 1: the key 'target' appears twice in one object",
+    "stream_file_empty_prompt.yaml": "empty_prompt.jsonl, line 1: task 't1': the prompt is empty",
+    "stream_file_empty_target.yaml": "empty_target.jsonl, line 1: task 't1': the target is empty; give the expected answer",
+    "threshold_nan.yaml": "key 'thresholds.overall'",
+    "model_timeout_inf.yaml": "key 'model.timeout_s'",
+    "choice_mode_bad_letter.yaml": "the target 'Z' is neither a letter in A-J",
+    "stream_file_nan.yaml": "nan.jsonl, line 1: NaN is not valid JSON",
+    # paths that are not files; names that cannot be directories
+    "stream_file_is_directory.yaml": "folder.jsonl is a directory, not a file",
+    "part_is_directory.yaml": "key 'agent' names 'data/dir.yaml', but",
+    "run_name_nul.yaml": "key 'name': run name 'bad\\x00name' contains a NUL character",
+    "run_name_traversal.yaml": "key 'name': run name '../../escape' contains a path separator",
+    "output_dir_nul.yaml": "out\\x00dir' contains a NUL character",
+    # model settings known wrong before any call
+    "api_key_env_empty.yaml": "key 'model.api_key_env': '' is not an environment variable name",
+    "model_base_url_ftp.yaml": "key 'model.base_url': 'ftp://x/v1' is not an http",
+    "model_request_limit_zero.yaml": "key 'model.max_request_bytes'",
+    # hints: say what to do
+    "yaml_tab_indent.yaml": "indent with spaces, not tabs",
 }
 
 
 def test_every_corpus_file_has_an_expectation() -> None:
     assert sorted(p.name for p in CORPUS.glob("*.yaml")) == sorted(EXPECTED)
-    assert len(EXPECTED) >= 30
+    assert len(EXPECTED) >= 60
 
 
 def _assert_refused(pytester: pytest.Pytester, config: Path, expected: str) -> None:
@@ -62,6 +95,8 @@ def _assert_refused(pytester: pytest.Pytester, config: Path, expected: str) -> N
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     error = result.stderr.str()
     assert expected in error
+    assert len(error.strip().splitlines()) == 1, error  # one line, naming file and key
+    assert "INTERNALERROR" not in error + result.stdout.str()
     assert config.name in error or config.parent.name in error or "data" in error
     assert "Traceback" not in error and "Traceback" not in result.stdout.str()
     assert "collected" not in result.stdout.str()  # refused before collection: no task, no model call
@@ -82,4 +117,4 @@ def test_huge_config_is_refused_without_parsing(pytester: pytest.Pytester) -> No
 def test_config_that_is_a_directory(pytester: pytest.Pytester) -> None:
     folder = pytester.path / "folder.yaml"
     folder.mkdir()
-    _assert_refused(pytester, folder, "not a regular file")
+    _assert_refused(pytester, folder, "is a directory")

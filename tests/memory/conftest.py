@@ -28,6 +28,8 @@ from pytest_evomemory.memory.factory import MemoryContext
 
 #: The worked example of a third-party adapter (docs/memory.md) passes the suite too.
 EXAMPLE_ADAPTER = "tests.memory.example_adapter:create"
+#: A realistic one (consolidates, forgets, its own tool names, snapshot/restore).
+CONSOLIDATING_ADAPTER = "tests.memory.consolidating_adapter:create"
 
 BACKENDS = [
     "inprocess",
@@ -37,6 +39,7 @@ BACKENDS = [
     "postgres+hashing",
     "sqlite+sentence-transformers",
     EXAMPLE_ADAPTER,
+    CONSOLIDATING_ADAPTER,
 ]
 
 #: The conformance suite's default top_k: not the config default, so that a

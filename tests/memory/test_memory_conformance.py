@@ -12,8 +12,9 @@ import random
 import pytest
 
 from pytest_evomemory.errors import MemoryBackendError
-from pytest_evomemory.memory import MemorySystem
-from pytest_evomemory.runtime import InstrumentedMemory
+from pytest_evomemory.memory import IsolationGuard, MemorySystem, ObservedMemory
+from pytest_evomemory.memory.tools import tool_role
+from pytest_evomemory.tools import Tool
 
 from .conftest import CONFORMANCE_TOP_K, OpenMemory
 
@@ -122,9 +123,10 @@ def test_a_stream_opened_again_starts_empty(open_memory: OpenMemory) -> None:
     assert again.recall("harbor pilot schedule") == []
 
 
-def test_instrumented_memory_sees_no_leak_across_streams(open_memory: OpenMemory) -> None:
+def test_observed_memory_sees_no_leak_across_streams(open_memory: OpenMemory) -> None:
+    guard = IsolationGuard()
     for stream in ("stream_a", "stream_b"):
-        memory = InstrumentedMemory(open_memory(stream), stream)
+        memory = ObservedMemory(open_memory(stream), stream, guard)
         for index in range(4):
             memory.retain(f"{stream} fact {index}: glacier melt rate")
         assert len(memory.recall("glacier melt rate", top_k=10)) == 4
@@ -212,14 +214,19 @@ def test_a_closed_store_fails_clearly(open_memory: OpenMemory) -> None:
 
 
 def test_tools_are_working_retain_and_recall_tools(open_memory: OpenMemory) -> None:
+    """A tool for each of the roles retain and recall (by declared role, whatever its name)."""
     memory = open_memory()
-    tools = {tool.name: tool for tool in memory.tools()}
+    tools = {tool_role(tool): tool for tool in memory.tools()}
     assert {"retain", "recall"} <= tools.keys()
-    stored = json.loads(tools["retain"].handler({"content": "The ferry leaves at 7:15 from pier 4."}))
-    assert stored["stored"] is True
-    found = json.loads(tools["recall"].handler({"query": "when does the ferry leave", "top_k": 2}))
+
+    def call(tool: Tool, text: str) -> str:
+        (argument,) = tool.spec.parameters["required"]
+        return tool.handler({argument: text})
+
+    stored = json.loads(call(tools["retain"], "The ferry leaves at 7:15 from pier 4."))
+    found = json.loads(call(tools["recall"], "when does the ferry leave"))
     assert found[0]["content"] == "The ferry leaves at 7:15 from pier 4."
-    assert memory.recall("ferry pier")[0].record_id == stored["id"]
+    assert memory.recall("ferry pier")[0].record_id in stored.values()
 
 
 def test_words_in_every_record_neither_drown_rare_ones_nor_empty_the_result(open_memory: OpenMemory) -> None:

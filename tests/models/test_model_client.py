@@ -14,7 +14,11 @@ from pytest_evomemory.config import ModelConfig
 from pytest_evomemory.errors import ConfigError, ModelError
 from pytest_evomemory.models import build_chat_model
 from pytest_evomemory.models.cache import CachedChatModel, default_cache_dir
-from pytest_evomemory.models.openai_compat import OpenAICompatibleModel, completion_from_json
+from pytest_evomemory.models.openai_compat import (
+    OpenAICompatibleModel,
+    check_model_environment,
+    completion_from_json,
+)
 from pytest_evomemory.testing.fixtures import ServerFactory
 from pytest_evomemory.testing.scripted_server import (
     Fault,
@@ -364,10 +368,90 @@ def test_tls_is_verified_wherever_it_can_happen(monkeypatch: pytest.MonkeyPatch)
     assert _tls_for("http://127.0.0.1:8000/v1") is verifying
 
 
-def test_a_non_http_endpoint_from_the_environment_fails_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_non_http_endpoint_from_the_environment_is_refused_before_any_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", "localhost:8000/v1")
-    waits: list[float] = []
-    model = OpenAICompatibleModel(ModelConfig(api_key_env=None, cache=False, max_retries=3), sleep=waits.append)
-    with pytest.raises(ModelError, match=r"1 attempt: the endpoint is not an http\(s\) URL .*OPENAI_BASE_URL"):
+    config = ModelConfig(api_key_env=None, cache=False, max_retries=3)
+    with pytest.raises(ConfigError, match=r"OPENAI_BASE_URL: 'localhost:8000/v1' is not an http") as caught:
+        check_model_environment(config)
+    assert caught.value.key == "OPENAI_BASE_URL"
+    with pytest.raises(ConfigError, match="OPENAI_BASE_URL"):
+        OpenAICompatibleModel(config)
+
+
+def test_model_errors_carry_endpoint_status_and_attempts(scripted_openai_server: ServerFactory) -> None:
+    server = scripted_openai_server(Script([Fault(503), Fault(503), Fault(503)], then=None))
+    model = OpenAICompatibleModel(scripted_model_config(server), sleep=lambda _: None)
+    with pytest.raises(ModelError) as caught:
         model.complete(MESSAGES, TOOLS)
-    assert waits == []  # not retried
+    error = caught.value
+    assert (error.endpoint, error.status, error.attempts) == (server.base_url, 503, 3)
+    assert "\n" not in str(error) and str(error).startswith("model 'scripted-model' at ")
+
+
+def test_a_request_over_the_limit_is_not_sent(scripted_openai_server: ServerFactory) -> None:
+    server = scripted_openai_server()
+    model = OpenAICompatibleModel(scripted_model_config(server, max_request_bytes=2048))
+    with pytest.raises(ModelError, match=r"over model.max_request_bytes \(2,048\).*not retried: it was not sent") as caught:
+        model.complete([{"role": "user", "content": "z" * 5000}], TOOLS)
+    assert server.requests == [] and caught.value.attempts == 0
+
+
+def test_a_reply_over_the_limit_is_not_read(scripted_openai_server: ServerFactory) -> None:
+    body = json.dumps(text("w" * 50_000)).encode()
+    reply = Fault(200, raw=body)
+    server = scripted_openai_server(Script([reply], then=None))
+    model = OpenAICompatibleModel(scripted_model_config(server, max_reply_bytes=4096, max_retries=2))
+    with pytest.raises(ModelError, match=r"over model.max_reply_bytes \(4,096 bytes.*not retried") as caught:
+        model.complete(MESSAGES, TOOLS)
+    assert len(server.requests) == 1 and caught.value.status == 200
+
+
+def test_a_reply_that_is_not_utf8_is_one_clear_error(scripted_openai_server: ServerFactory) -> None:
+    server = scripted_openai_server(Script([Fault(200, raw=b'{"choices": "\xff"}')], then=None))
+    model = OpenAICompatibleModel(scripted_model_config(server))
+    with pytest.raises(ModelError, match=r"the reply is not UTF-8 \(byte 13 of 16"):
+        model.complete(MESSAGES, TOOLS)
+
+
+def test_a_key_echoed_in_a_truncated_error_body_is_redacted(
+    scripted_openai_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    server = scripted_openai_server(Script([Fault(400, raw=b"you sent Authorization: Bearer " + SECRET[:-9].encode())], then=None))
+    monkeypatch.setenv("EVOMEMORY_TEST_KEY", SECRET)
+    model = OpenAICompatibleModel(scripted_model_config(server, api_key_env="EVOMEMORY_TEST_KEY"))
+    with pytest.raises(ModelError) as caught:
+        model.complete(MESSAGES, TOOLS)
+    assert SECRET[:10] not in str(caught.value) and "***" in str(caught.value)
+
+
+def test_an_unannounced_endless_reply_is_cut_at_the_limit() -> None:
+    """No Content-Length: the body is counted as it streams in, and reading stops."""
+    import socket
+
+    listener = socket.create_server(("127.0.0.1", 0))
+    sent: list[int] = []
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(65536)
+            connection.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nConnection: close\r\n\r\n")
+            try:
+                for _ in range(2000):  # up to ~128 MB, far past the limit
+                    connection.sendall(b"x" * 65536)
+                    sent.append(1)
+            except OSError:
+                pass  # the client stopped reading and closed
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    port = listener.getsockname()[1]
+    config = ModelConfig(base_url=f"http://127.0.0.1:{port}/v1", api_key_env=None, cache=False, max_retries=0,
+                         max_reply_bytes=1024 * 1024, timeout_s=10)
+    with pytest.raises(ModelError, match=r"over model.max_reply_bytes \(1,048,576 bytes\)"):
+        OpenAICompatibleModel(config).complete(MESSAGES, TOOLS)
+    thread.join(timeout=10)
+    listener.close()
+    assert len(sent) < 2000

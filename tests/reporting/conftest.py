@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from pytest_evomemory.reporting.stats import wilson_interval
+
 from ._browser import Browser, find_chromium, launch
 
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
@@ -35,7 +37,8 @@ def stream_metrics(name: str, outcomes: Sequence[bool | None]) -> dict[str, Any]
         "stream": name, "tasks": tasks, "correct": correct, "errors": errors,
         "accuracy": correct / tasks if tasks else None, "stimuli": stimuli, "feedback_turns": tasks - errors,
         "agent_turns": stimuli * 2, "tool_calls": stimuli, "memory_retains": tasks, "memory_recalls": tasks,
-        "protocol_violations": 0, "prompt_tokens": 100 * stimuli, "completion_tokens": 10 * stimuli,
+        "accuracy_ci": list(wilson_interval(correct, tasks)) if tasks else None,
+        "protocol_violations": 0, "cached_responses": 0, "prompt_tokens": 100 * stimuli, "completion_tokens": 10 * stimuli,
         "total_tokens": 110 * stimuli, "seconds": 0.5 * stimuli,
         "per_stimulus": {"tokens": 110.0, "agent_turns": 2.0, "seconds": 0.5} if stimuli else
         {"tokens": None, "agent_turns": None, "seconds": None},
@@ -43,15 +46,23 @@ def stream_metrics(name: str, outcomes: Sequence[bool | None]) -> dict[str, Any]
     }
 
 
-def write_run_dir(directory: Path, name: str, streams: dict[str, Sequence[bool | None]], *, task_id: str = "t") -> Path:
-    """A run directory with summary.json, run.json and scores.jsonl consistent with ``streams``."""
+def write_run_dir(
+    directory: Path, name: str, streams: dict[str, Sequence[bool | None]], *, task_id: str = "t",
+    config: dict[str, Any] | None = None, cached: bool = False,
+) -> Path:
+    """A run directory consistent with ``streams``: summary.json, run.json, scores.jsonl,
+    responses.jsonl and transcripts/, shaped as the plugin writes them (a failed
+    episode is a wrong score with ``error`` set, and has no feedback turn)."""
     directory.mkdir(parents=True, exist_ok=True)
     metrics = {stream: stream_metrics(stream, outcomes) for stream, outcomes in streams.items()}
     everything = [o for outcomes in streams.values() for o in outcomes]
     overall = stream_metrics("overall", everything)
     overall["learning_curve"] = []
+    if cached:
+        for scope in (*metrics.values(), overall):
+            scope["cached_responses"] = scope["stimuli"]
     failed = [
-        {"stream": s, "task_id": f"{task_id}{i}", "reason": f"model unreachable for {task_id}{i}"}
+        {"stream": s, "task_id": f"{task_id}{i}", "position": i, "phase": "task", "reason": f"model unreachable for {task_id}{i}"}
         for s, outcomes in streams.items() for i, o in enumerate(outcomes) if o is None
     ]
     summary = {
@@ -62,18 +73,46 @@ def write_run_dir(directory: Path, name: str, streams: dict[str, Sequence[bool |
     }
     run = {
         "schema_version": 1,
-        "run": {"name": name, "agent": {"kind": "recall_baseline", "memory_strategy": "deterministic_recall", "model": None},
-                "memory": {"backend": "inprocess"}},
+        "run": config or {"name": name, "agent": {"kind": "recall_baseline", "memory_strategy": "deterministic_recall", "model": None},
+                          "memory": {"backend": "inprocess"}},
         "streams": [{"name": stream, "tasks": len(outcomes)} for stream, outcomes in streams.items()],
     }
     scores = [
         {"stream": s, "task_id": f"{task_id}{i}", "position": i, "correct": bool(o), "extracted": f"answer {i}",
-         "target": f"target {i}", "match_mode": "exact"}
-        for s, outcomes in streams.items() for i, o in enumerate(outcomes) if o is not None
+         "raw_answer": f"Final Answer: answer {i}", "target": f"target {i}", "match_mode": "exact",
+         "reason": f"reason {i}", "details": {}, "group": None, **({"error": "model unreachable"} if o is None else {})}
+        for s, outcomes in streams.items() for i, o in enumerate(outcomes)
     ]
+    responses, transcripts = [], {}
+    for s, outcomes in streams.items():
+        records = []
+        for i, o in enumerate(outcomes):
+            for kind in ("task", "feedback") if o is not None else ("task",):
+                answer = f"answer {i}" if kind == "task" else "Feedback recorded"
+                prompt = f"Question {i} of {s}?" if kind == "task" else f"The correct answer: target {i}"
+                responses.append({
+                    "stream": s, "task_id": f"{task_id}{i}", "kind": kind, "final_answer": answer, "agent_turns": 2,
+                    "tool_calls": [{"name": "final_answer", "arguments": {"answer": answer}, "result": "answer recorded", "error": False}],
+                    "usage": {"prompt_tokens": 100, "completion_tokens": 10, "total_tokens": 110},
+                    "memory_retains": int(kind == "feedback"), "memory_recalls": int(kind == "task"), "seconds": 0.5,
+                    "protocol_violation": None, "memory_writes": [], **({"cached": True} if cached else {}),
+                })
+                records.append({"task_id": f"{task_id}{i}", "kind": kind, "tool_calls": [], "messages": [
+                    {"role": "system", "content": "You are a careful problem solver."},
+                    {"role": "user", "content": prompt},
+                    {"role": "assistant", "content": answer},
+                ]})
+        transcripts[s] = records
     (directory / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
     (directory / "run.json").write_text(json.dumps(run), encoding="utf-8")
     (directory / "scores.jsonl").write_text("".join(json.dumps(s) + "\n" for s in scores), encoding="utf-8")
+    (directory / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in responses), encoding="utf-8")
+    (directory / "transcripts").mkdir(exist_ok=True)
+    for s, records in transcripts.items():
+        if "/" not in s and "\0" not in s:
+            (directory / "transcripts" / f"{s}.jsonl").write_text(
+                "".join(json.dumps(r) + "\n" for r in records), encoding="utf-8"
+            )
     return directory
 
 

@@ -109,3 +109,85 @@ def test_markup_in_artefacts_is_text_in_the_browser(browser: Browser, make_run: 
     assert load.facts["pwned"] == "undefined"
     assert load.facts["scripts"] == 0 and load.facts["images"] == 0
     assert "<script>window.__pwned = 1</script>" in load.facts["text"]
+
+
+DRILL_FACTS = {
+    "tasks": "document.querySelectorAll('details.task').length",
+    "opened": "(() => { document.querySelectorAll('details').forEach(d => d.open = true); return document.querySelectorAll('details[open]').length; })()",
+    "first_task": "document.querySelector('details.task').innerText",
+    "positions": "[...document.querySelectorAll('details.task')].map(d => d.dataset.position)",
+    "task_rows": "[...document.querySelectorAll('table.tasks tbody tr')].map(r => r.cells[0].innerText)",
+    "overflow": "document.documentElement.scrollWidth",
+    "text": "document.body.innerText",
+}
+
+
+def test_every_task_can_be_drilled_into(browser: Browser, make_run: MakeRun, tmp_path: Path) -> None:
+    run_dir = make_run("drill", {"facts": [True, False, None]}, cached=True)
+    load = browser.load(write_html_report(run_dir), DRILL_FACTS)
+    screenshot(load, tmp_path, "drill-down")
+    assert load.errors == [], load.errors
+    only_the_page_was_requested(load)
+    facts = load.facts
+    assert facts["tasks"] == 3 and facts["opened"] > 3
+    assert facts["positions"] == ["1", "2", "3"] and facts["task_rows"] == ["1", "2", "3"]
+    first = facts["first_task"]
+    for expected in (
+        "prompt the agent saw", "Question 0 of facts?", "memories recalled", "1 recall(s)", "answer",
+        "Final Answer: answer 0", "extracted", "why", "reason 0", "task turn", "feedback turn",
+        "tokens 110", "latency 500.00 ms", "cached", "no protocol violation",
+        "task turn transcript", "You are a careful problem solver.", "The correct answer: target 0",
+    ):
+        assert expected in first, expected
+    assert "responses came from the response cache" in facts["text"]
+    assert facts["overflow"] <= 1280
+
+
+SIX_FACTS = {
+    "legend_outside": """[...document.querySelectorAll('svg.curve')].flatMap(svg => {
+        const box = svg.viewBox.baseVal;
+        return [...svg.querySelectorAll('g.legend text')].filter(t => {
+            const b = t.getBBox();
+            return b.x < box.x || b.y < box.y || b.x + b.width > box.x + box.width || b.y + b.height > box.y + box.height;
+        }).map(t => t.textContent);
+    })""",
+    "legend_entries": "[...document.querySelectorAll('svg.curve')].map(svg => svg.querySelectorAll('g.legend text').length)",
+    "legend_overlaps": """[...document.querySelectorAll('svg.curve')].map(svg => {
+        const boxes = [...svg.querySelectorAll('g.legend text')].map(t => t.getBBox());
+        let overlaps = 0;
+        boxes.forEach((a, i) => boxes.slice(i + 1).forEach(b => {
+            if (a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height) overlaps++;
+        }));
+        return overlaps;
+    })""",
+    "page_width": "document.documentElement.scrollWidth",
+    "tables_fit": "[...document.querySelectorAll('table')].every(t => t.closest('.scroll') || t.getBoundingClientRect().right <= 1280)",
+    "flip_rows": "document.querySelectorAll('table.flips tbody tr').length",
+    "diff_rows": "document.querySelectorAll('table.config-diff tbody tr').length",
+    "warnings": "document.querySelectorAll('.compare-warnings li').length",
+    "text": "document.body.innerText",
+}
+
+
+def test_six_runs_stay_readable(browser: Browser, make_run: MakeRun, tmp_path: Path) -> None:
+    runs = []
+    for index in range(6):
+        outcomes = [(task + index) % 3 != 0 for task in range(12)]
+        streams = {"sample_facts": outcomes, "sample_choice": outcomes[: 12 - index]}
+        config = {"name": f"arm-{index}", "agent": {"kind": "tiny", "memory_strategy": "none" if index == 0 else "deterministic_recall",
+                                                    "model": {"model": f"model-with-a-long-name-{index}"}}}
+        runs.append(make_run(f"a_rather_long_run_name_number_{index}", streams, config=config))
+    page = write_comparison_report(runs, tmp_path / "compare.html")
+    load = browser.load(page, SIX_FACTS)
+    screenshot(load, tmp_path, "compare-six")
+    assert load.errors == [], load.errors
+    only_the_page_was_requested(load)
+    facts = load.facts
+    assert facts["legend_entries"] == [6, 6]
+    assert facts["legend_outside"] == []
+    assert facts["legend_overlaps"] == [0, 0]
+    assert facts["page_width"] <= 1280 and facts["tables_fit"]
+    assert facts["flip_rows"] > 0 and facts["diff_rows"] >= 2  # agent.memory_strategy, agent.model.model, streams
+    assert facts["warnings"] >= 5  # sample_choice: runs 2-6 ran fewer tasks than the baseline
+    assert "McNemar p" in facts["text"] and "a_rather_long_run_name_number_5" in facts["text"]
+    assert (tmp_path / "compare.json").is_file()

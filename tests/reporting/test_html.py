@@ -9,17 +9,19 @@ from pathlib import Path
 
 import pytest
 
+from pytest_evomemory.reporting.chart import _ticks
 from pytest_evomemory.reporting.html import (
     ReportError,
     Series,
-    _ticks,
     curve_svg,
+    legend_layout,
     load_run,
     load_runs,
     render_report,
     write_comparison_report,
     write_html_report,
 )
+from pytest_evomemory.reporting.stats import wilson_interval
 
 from .conftest import HOSTILE, Element, parse_html
 
@@ -27,8 +29,9 @@ MakeRun = Callable[..., Path]
 
 STREAMS: dict[str, list[bool | None]] = {"facts": [False, True, True, None], "choice": [True, False, True]}
 TABLE_HEADERS = [
-    "stream", "tasks", "correct", "errors", "accuracy", "stimuli", "agent turns", "tool calls", "retains",
-    "recalls", "tokens", "tokens / stimulus", "turns / stimulus", "time / stimulus",
+    "stream", "tasks", "correct", "errors", "accuracy", "95% CI", "API / Acc.", "stimuli", "agent turns",
+    "tool calls", "retains", "recalls", "violations", "cached", "tokens", "tokens / stimulus", "turns / stimulus",
+    "time / stimulus",
 ]
 
 
@@ -49,9 +52,10 @@ def test_report_is_written_into_the_run_directory_with_table_and_one_curve_per_s
     table = tree.find_all("table", "streams")[0]
     body = rows(table)
     assert body[0] == TABLE_HEADERS
-    assert body[1][:5] == ["facts", "4", "2", "1", "50.0%"]
-    assert body[1][5:11] == ["7", "14", "7", "4", "4", "770"]
-    assert body[1][11:] == ["110.0", "2.00", "500.00 ms"]
+    low, high = wilson_interval(2, 4)
+    assert body[1][:7] == ["facts", "4", "2", "1", "50.0%", f"[{low * 100:.1f}, {high * 100:.1f}]", "\u2013"]
+    assert body[1][7:15] == ["7", "14", "7", "4", "4", "0", "0", "770"]
+    assert body[1][15:] == ["110.0", "2.00", "500.00 ms"]
     assert body[2][:5] == ["choice", "3", "2", "0", "66.7%"]
     assert body[3][:5] == ["overall", "7", "4", "1", "57.1%"]
     curves = tree.find_all("svg", "curve")
@@ -137,9 +141,14 @@ def test_comparison_has_every_run_on_each_plot_and_a_side_by_side_table(make_run
     legend = curves["facts"].find_all("g", "legend")[0].all_text()
     assert "no memory (0.0%)" in legend and "memory (75.0%)" in legend
     accuracy = rows(tree.find_all("table", "compare-accuracy")[0])
-    assert accuracy[0] == ["stream", "no memory", "memory", "\u0394 memory vs no memory"]
-    assert accuracy[1] == ["facts", "0.0% (0/4)", "75.0% (3/4)", "+75.0 pp"]
-    assert accuracy[2][3] == "\u2013" and accuracy[3][1] == "\u2013"
+    assert accuracy[0] == [
+        "stream", "run", "accuracy", "95% CI", "API / Acc.", "\u0394 vs no memory", "95% CI of \u0394",
+        "McNemar p", "paired tasks",
+    ]
+    assert accuracy[1][:3] == ["facts", "no memory", "0.0% (0/4)"] and accuracy[1][5] == "baseline"
+    assert accuracy[2][:2] == ["memory", "75.0% (3/4)"]
+    assert accuracy[2][4:] == ["+75.0 pp", "[+8.5, +95.4]", "0.250", "4"]
+    assert accuracy[4][:2] == ["memory", "\u2013"]  # choice: not in the second run
     side = rows(tree.find_all("table", "compare-streams")[0])
     assert side[0] == [TABLE_HEADERS[0], "run", *TABLE_HEADERS[1:]]
     assert side[1][:3] == ["facts", "no memory", "4"] and side[2][:2] == ["memory", "4"]
@@ -201,3 +210,88 @@ def test_streams_keep_the_run_order_although_summary_json_sorts_its_keys(make_ru
     assert list(load_run(run_dir).streams) == ["zeta", "alpha", "mid"]
     (run_dir / "run.json").unlink()  # then scores.jsonl, in stream order, decides
     assert list(load_run(run_dir).streams) == ["zeta", "alpha", "mid"]
+
+
+def test_report_shows_api_acc_groups_and_what_memory_returned(make_run: MakeRun) -> None:
+    run_dir = make_run("tools", {"toolbench": [True, False, False], "mmlu_pro": [True, False, True]})
+    summary = json.loads((run_dir / "summary.json").read_text())
+    summary["streams"]["toolbench"].update(api_matches=2, api_accuracy=2 / 3)
+    summary["streams"]["mmlu_pro"]["groups"] = {
+        "Economics": {"tasks": 2, "correct": 2, "accuracy": 1.0, "accuracy_ci": list(wilson_interval(2, 2))},
+        "Philosophy": {"tasks": 1, "correct": 0, "accuracy": 0.0, "accuracy_ci": list(wilson_interval(0, 1))},
+    }
+    (run_dir / "summary.json").write_text(json.dumps(summary))
+    responses = [json.loads(line) for line in (run_dir / "responses.jsonl").read_text().splitlines()]
+    responses[0]["memory_recalled"] = [{"content": "Task: earlier <b>task</b>\nCorrect answer: x", "score": 0.75}]
+    responses[0]["tool_calls"].insert(0, {"name": "recall", "arguments": {"query": "q"}, "result": '[{"content": "hit"}]', "error": False})
+    responses[0]["protocol_violation"] = "ended without final_answer"
+    (run_dir / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in responses))
+    _, tree = read(write_html_report(run_dir))
+    body = rows(tree.find_all("table", "streams")[0])
+    assert body[1][0] == "toolbench" and body[1][6] == "66.7% / 33.3%"
+    assert body[2][0] == "mmlu_pro" and body[2][6] == "\u2013"
+    (groups,) = tree.find_all("table", "groups")
+    assert groups.attrs["data-stream"] == "mmlu_pro"
+    low, high = wilson_interval(0, 1)
+    assert rows(groups)[2] == ["Philosophy", "1", "0", "0.0%", f"[{low * 100:.1f}, {high * 100:.1f}]"]
+    first = tree.find_all("details", "task")[0]
+    text = first.all_text()
+    assert "Task: earlier <b>task</b>" in text and "score 0.750" in text
+    assert "recall(q)" not in text  # the same hits, listed once
+    responses[0]["memory_recalled"] = []
+    (run_dir / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in responses))
+    _, tree = read(write_html_report(run_dir))
+    text = tree.find_all("details", "task")[0].all_text()
+    assert 'recall(q) returned[{"content": "hit"}]' in text  # a recall tool's result, when hits are not listed
+    assert "protocol violation: ended without final_answer" in text
+    assert first.attrs["data-position"] == "1"
+
+
+def test_legend_wraps_inside_the_picture_and_shortens_what_cannot_fit() -> None:
+    entries = legend_layout(["a" * 20] * 6 + ["b" * 200], 56, 488)
+    assert max(e.row for e in entries) >= 2
+    for entry in entries:
+        assert entry.x >= 56 and entry.x + 30 + 7.5 * len(entry.text) <= 56 + 488
+    assert entries[-1].text.endswith("\u2026") and entries[-1].full == "b" * 200
+    svg = curve_svg("s", [Series(f"run number {i} with a long label", [0.5, 1.0]) for i in range(6)])
+    height = int(re.search(r'viewBox="0 0 560 (\d+)"', svg).group(1))  # type: ignore[union-attr]
+    assert height > 300
+    ys = [float(y) for y in re.findall(r'class="legend-label" x="[\d.]+" y="([\d.]+)"', svg)]
+    assert len(ys) == 6 and max(ys) <= height - 4
+
+
+def test_compare_json_sits_beside_the_page_with_paired_statistics(make_run: MakeRun, tmp_path: Path) -> None:
+    base = make_run("base", {"facts": [False, False, True, False], "choice": [True, True]})
+    other = make_run("other", {"facts": [True, True, True, False]})
+    write_comparison_report([base, other], tmp_path / "c.html")
+    document = json.loads((tmp_path / "c.json").read_text())
+    facts = document["streams"]["facts"]
+    assert [r["accuracy"] for r in facts["runs"]] == [0.25, 0.75]
+    assert (facts["runs"][0]["ci_low"], facts["runs"][0]["ci_high"]) == pytest.approx(wilson_interval(1, 4))
+    versus = facts["vs_baseline"][0]
+    assert versus["difference"] == 0.5 and versus["paired_tasks"] == 4 and versus["mcnemar_p"] == 0.5
+    assert facts["task_sets_differ"] is False
+    assert document["streams"]["choice"]["runs"][1] == {"label": "other", "present": False}
+    assert document["overall"]["task_sets_differ"] is True
+    assert any("other did not run this stream" in w for w in document["warnings"])
+    assert any(w.startswith("overall: other and base ran different tasks") for w in document["warnings"])
+    # A task only one run ran is no flip: 1-based positions of the two that changed.
+    assert [(f["stream"], f["position"], f["correct"]) for f in document["flips"]] == [
+        ("facts", 1, [False, True]), ("facts", 2, [False, True]),
+    ]
+    assert any(row["key"] == "name" and row["values"] == ["base", "other"] for row in document["config_diff"])
+
+
+def test_cached_is_read_from_the_transcript_when_the_response_does_not_say(make_run: MakeRun) -> None:
+    run_dir = make_run("replay", {"facts": [True, False]})
+    path = run_dir / "transcripts" / "facts.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    for message in records[0]["messages"]:  # t0's task turn: its one model call was replayed
+        if message["role"] == "assistant":
+            message["cached"] = True
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    _, tree = read(write_html_report(run_dir))
+    table = rows(tree.find_all("table", "tasks")[0])
+    assert [row[9] for row in table[1:]] == ["yes", "no"]
+    details = tree.find_all("details", "task")
+    assert "(cached)" in details[0].all_text() and "(cached)" not in details[1].all_text()

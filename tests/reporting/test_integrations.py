@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from pytest_evomemory.reporting.stats import mcnemar_exact
+
 from ..conftest import SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN, read_jsonl
 from .conftest import parse_html
 from .test_cli import console_script
@@ -105,7 +107,13 @@ def test_compare_memory_against_no_memory_draws_two_curves_per_stream(pytester: 
         capture_output=True, text=True, timeout=120,
     )
     assert result.returncode == 0, result.stderr
-    assert result.stdout.strip() == str(output)
+    lines = result.stdout.strip().splitlines()
+    assert lines[-2:] == [str(output), str(output.with_suffix(".json"))]
+    assert any(line.startswith("sample_facts") and "baseline" in line for line in lines)
+    document = json.loads(output.with_suffix(".json").read_text(encoding="utf-8"))
+    facts = document["streams"]["sample_facts"]["vs_baseline"][0]
+    assert facts["paired_tasks"] == 12 and round(facts["difference"], 4) == round(7 / 12, 4)
+    assert facts["mcnemar_p"] == mcnemar_exact(0, 7) and document["warnings"] == []
     tree = parse_html(output.read_text(encoding="utf-8"))
     curves = tree.find_all("svg", "curve")
     assert [svg.attrs["data-stream"] for svg in curves] == STREAMS
@@ -119,7 +127,18 @@ def test_compare_memory_against_no_memory_draws_two_curves_per_stream(pytester: 
 
 def test_a_pytest_run_leaves_report_html_in_the_run_directory(pytester: pytest.Pytester) -> None:
     run_dir = run_sample(pytester, SAMPLE_MEMORY_RUN, "out")
-    assert len(parse_html((run_dir / "report.html").read_text(encoding="utf-8")).find_all("svg", "curve")) == 2
+    tree = parse_html((run_dir / "report.html").read_text(encoding="utf-8"))
+    assert len(tree.find_all("svg", "curve")) == 2
+    # The drill-down shows what memory returned into each task turn, as the runtime recorded it.
+    tasks = [r for r in read_jsonl(run_dir / "responses.jsonl") if r["kind"] == "task"]
+    recalled = [r for r in tasks if r["memory_recalled"]]
+    assert recalled and all(hit["content"].startswith("Task:") for r in recalled for hit in r["memory_recalled"])
+    assert all(r["memory_recalled"] == [] for r in tasks if r["memory_recalls"] == 0)
+    details = {d.attrs["data-task"]: d for d in tree.find_all("details", "task")}
+    first = recalled[0]
+    shown = details[first["task_id"]].find_all("ol", "recalled")[0].all_text()
+    assert first["memory_recalled"][0]["content"] in shown
+    assert [d.attrs["data-position"] for d in tree.find_all("details", "task")][:3] == ["1", "2", "3"]
 
 
 def test_evomemory_compare_option_writes_the_comparison_after_the_run(pytester: pytest.Pytester) -> None:

@@ -23,7 +23,7 @@ from pytest_evomemory.errors import EpisodeError
 from pytest_evomemory.evaluation import EvoMemoryEvaluator, TaskQAEvaluator
 from pytest_evomemory.feedback import render_feedback
 from pytest_evomemory.memory import InProcessMemory, memory_tools
-from pytest_evomemory.runtime import InstrumentedMemory, StreamRun, run_stream
+from pytest_evomemory.runtime import ObservedMemory, StreamRun, run_stream
 from pytest_evomemory.tools import Tool
 from pytest_evomemory.types import AgentResponse, Score, Stimulus, TaskView, Usage
 
@@ -100,7 +100,7 @@ class SpyEvaluator(EvoMemoryEvaluator):
 
 
 def make_run(log: list[str], agent: Any, memory: Any = None, strategy: str = "deterministic_recall", stream: str = "s") -> StreamRun:
-    wrapped = InstrumentedMemory(memory, stream) if memory is not None else None
+    wrapped = ObservedMemory(memory, stream) if memory is not None else None
     return StreamRun(stream, agent, wrapped, SpyEvaluator(log), strategy, max_steps=4)
 
 

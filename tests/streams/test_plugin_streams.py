@@ -69,16 +69,16 @@ def test_a_failing_stream_aborts_before_any_task(
 
 
 def test_shipped_configs_resolve(hub: FakeHub, pytester: pytest.Pytester) -> None:
-    medium = load_run_config(REPO / "configs/runs/testing/evomemory_single_turn_medium.yaml")
-    full = load_run_config(REPO / "configs/runs/evomemory_single_turn_full.yaml")
+    medium = load_run_config(REPO / "pytest_evomemory/configs/runs/testing/evomemory_single_turn_medium.yaml")
+    full = load_run_config(REPO / "pytest_evomemory/configs/runs/evomemory_single_turn_full.yaml")
     assert medium.benchmark.limit == 10 and full.benchmark.limit is None
     for config in (medium, full):
         assert config.benchmark.benchmark == "evomemory_single_turn" and config.benchmark.streams is None
-        data_dir = (config.base_dir / str(config.benchmark.data_dir)).resolve()
-        assert data_dir == REPO / "datasets" / "evomemory" / "single_turn"
+        # Shipped inside the package: no data_dir that would point into the installation.
+        assert config.benchmark.data_dir is None
     # The medium run end to end against the stand-in (EVOMEMORY_DATA_DIR points at tmp).
     result = pytester.runpytest(
-        f"--evomemory-config={REPO / 'configs/runs/testing/evomemory_single_turn_medium.yaml'}",
+        f"--evomemory-config={REPO / 'pytest_evomemory/configs/runs/testing/evomemory_single_turn_medium.yaml'}",
         "--collect-only",
         "-q",
     )

@@ -1,0 +1,57 @@
+"""The run configs that ship inside the package, and how a user names one.
+
+A run config is given as a path (``--evomemory-config=configs/runs/x.yaml``) or,
+for the configs shipped here, by name from any directory
+(``--evomemory-config=sample_memory`` or ``builtin:sample_memory``). This module
+is the one place that decides which of the two a value means, so the plugin, the
+ini option and ``evomemory run`` agree. ``evomemory init`` copies these files into
+a user's repository as editable starters (:mod:`pytest_evomemory.initcmd`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ConfigError
+
+#: The directory of the shipped configs: ``runs/``, ``agents/``, ``benchmarks/``, ``memory/``.
+BUILTIN_DIR = Path(__file__).resolve().parent
+RUNS_DIR = BUILTIN_DIR / "runs"
+PREFIX = "builtin:"
+_SUFFIXES = (".yaml", ".yml")
+
+
+def builtin_names() -> list[str]:
+    """Every shipped run config's name (``testing/...`` for the test-suite ones)."""
+    return sorted(path.relative_to(RUNS_DIR).with_suffix("").as_posix() for path in RUNS_DIR.rglob("*.yaml"))
+
+
+def builtin_path(name: str) -> Path:
+    """The shipped run config called ``name``; a clear error naming the choices otherwise."""
+    stem = name[: -len(Path(name).suffix)] if name.endswith(_SUFFIXES) else name
+    path = (RUNS_DIR / f"{stem}.yaml").resolve()
+    if RUNS_DIR not in path.parents or not path.is_file():
+        raise ConfigError(
+            f"no built-in run config named {name!r}; built-in configs: {', '.join(builtin_names())}"
+        )
+    return path
+
+
+def resolve_run_config(value: str, base: Path) -> Path:
+    """What ``--evomemory-config=value`` names, relative paths being relative to ``base``.
+
+    ``builtin:NAME`` is always a shipped config. Anything else is a path when that
+    file exists; a bare word that is not a file (no directory, no ``.yaml``) is a
+    shipped config's name. A path that does not exist is returned as it is, so the
+    loader reports "file not found" with the full path.
+    """
+    if value.startswith(PREFIX):
+        return builtin_path(value[len(PREFIX):])
+    path = Path(value).expanduser()
+    path = path if path.is_absolute() else base / path
+    if path.exists():
+        return path
+    bare = "/" not in value and "\\" not in value and not value.endswith(_SUFFIXES)
+    if bare:
+        return builtin_path(value)
+    return path

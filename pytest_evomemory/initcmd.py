@@ -1,0 +1,66 @@
+"""``evomemory init [DIR]``: copy the shipped configs into a repository to edit.
+
+The built-in configs run by name from anywhere, but a user's own run needs files
+they can change (their model, their memory backend, their thresholds). ``init``
+writes the shipped run, agent, benchmark and memory configs into ``DIR``
+(default ``configs``) with the same layout, so the relative references between
+them keep working, and never overwrites a file that is already there.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+from pathlib import Path
+from typing import Any
+
+from .configs import BUILTIN_DIR
+
+DEFAULT_DIR = "configs"
+#: Shipped for the package's own test suite, not as starters.
+_SKIPPED_PARTS = {"testing", "__pycache__"}
+EXIT_OK = 0
+EXIT_EXISTS = 1
+
+
+def add_parser(commands: Any) -> None:
+    init = commands.add_parser(
+        "init",
+        help="write editable starter configs into a directory",
+        description="Copy the built-in run, agent, benchmark and memory configs into DIR "
+        "(default: ./configs) to edit; existing files are left alone.",
+    )
+    init.add_argument("directory", metavar="DIR", nargs="?", default=DEFAULT_DIR, help="target directory")
+    init.add_argument("--force", action="store_true", help="overwrite files that already exist")
+
+
+def starter_files() -> list[Path]:
+    """The shipped config files ``init`` copies, relative to the built-in directory."""
+    return sorted(
+        path.relative_to(BUILTIN_DIR)
+        for path in BUILTIN_DIR.rglob("*.yaml")
+        if not _SKIPPED_PARTS & set(path.relative_to(BUILTIN_DIR).parts)
+    )
+
+
+def main(args: argparse.Namespace) -> int:
+    target = Path(args.directory)
+    starters = starter_files()
+    existing = [name for name in starters if (target / name).exists()]
+    if existing and not args.force:
+        print(
+            f"evomemory: error: {target / existing[0]} already exists ({len(existing)} of "
+            f"{len(starters)} starter files do); pass --force to overwrite them",
+            file=sys.stderr,
+        )
+        return EXIT_EXISTS
+    for name in starters:
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(BUILTIN_DIR / name, target / name)
+    example = target / "runs" / "sample_memory.yaml"
+    print(f"wrote {len(starters)} config files under {target}/")
+    print(f"try:  pytest --evomemory-config={example.as_posix()}")
+    print(f"or add to pyproject.toml:  [tool.pytest.ini_options] evomemory_config = \"{example.as_posix()}\"")
+    print("      and run the benchmark with:  pytest --evomemory")
+    return EXIT_OK

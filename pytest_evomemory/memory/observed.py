@@ -1,0 +1,133 @@
+"""The runtime's view of a stream's memory: counted, guarded, never altered.
+
+:class:`ObservedMemory` is what the episode runner hands to agents in place of
+the memory system: it forwards every call unchanged, counts operations by role,
+keeps a transcript of what was written, and feeds the :class:`IsolationGuard`.
+For ``tool_use`` agents it offers the memory's *declared* tools, with their own
+specs and handlers (see :func:`instrument_memory_tools`). It never replays,
+retains or recalls anything itself; resume goes through
+:class:`~pytest_evomemory.memory.snapshot.StreamSnapshots` on :attr:`backend`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ..errors import MemoryBackendError, ProtocolViolation
+from ..tools import Tool, ToolArgumentError
+from ..types import MemoryHit
+from .base import MemorySystem
+from .guard import IsolationGuard, records_in_tool_result
+from .tools import MemoryTool, MemoryToolCall, instrument_memory_tools
+
+_T = TypeVar("_T")
+
+
+@dataclass
+class OperationCounts:
+    """Memory operations so far in the stream, by role (direct calls and tools)."""
+
+    retains: int = 0
+    recalls: int = 0
+    forgets: int = 0
+    other: int = 0
+
+
+class ObservedMemory:
+    """A MemorySystem wrapper for one stream: counts, transcript, isolation guard."""
+
+    def __init__(self, backend: MemorySystem, stream: str, guard: IsolationGuard | None = None) -> None:
+        self.backend = backend
+        self.stream = stream
+        self.guard = guard if guard is not None else IsolationGuard()
+        self.guard.start_stream(stream)
+        self.counts = OperationCounts()
+        #: what reached the memory other than recalls, in order (for transcripts)
+        self.writes: list[dict[str, Any]] = []
+        #: what recalls returned, in order (for the report's "recalled into the prompt")
+        self.recalled: list[dict[str, Any]] = []
+
+    @property
+    def default_top_k(self) -> int:
+        return self.backend.default_top_k
+
+    def retain(self, content: str, metadata: Mapping[str, Any] | None = None) -> str:
+        self.counts.retains += 1
+        record_id = self._forward(lambda: self.backend.retain(content, metadata), "retain")
+        self.guard.note_write((str(record_id), content))
+        self.writes.append({"content": content, "metadata": dict(metadata or {}), "id": str(record_id)})
+        return record_id
+
+    def recall(self, query: str, top_k: int | None = None) -> list[MemoryHit]:
+        self.counts.recalls += 1
+        hits = self._forward(lambda: self.backend.recall(query, top_k), "recall")
+        self._check((str(hit.record_id), hit.content) for hit in hits)
+        self.recalled.extend(hit.to_dict() for hit in hits)
+        return hits
+
+    def restored(self) -> None:
+        """The backend was just restored from a snapshot (resume): it is not empty."""
+        self.guard.note_write()
+
+    def reset(self) -> None:
+        self._forward(self.backend.reset, "reset")
+
+    def close(self) -> None:
+        try:
+            self._forward(self.backend.close, "close")
+        finally:
+            self.guard.end_stream()
+
+    def tools(self) -> Sequence[Tool]:
+        """The memory's declared tools, observed; handlers and specs are its own."""
+        return [self._failing_clearly(tool) for tool in instrument_memory_tools(self.backend.tools(), self._observe)]
+
+    # ------------------------------------------------------------------ internals
+
+    def _observe(self, call: MemoryToolCall) -> None:
+        if call.role == "recall":
+            self.counts.recalls += 1
+            records = records_in_tool_result(call.result) if call.result is not None else None
+            if records is not None:
+                self._check(records)
+                self.recalled.extend({"record_id": record_id, "content": content} for record_id, content in records)
+            return
+        if call.role == "retain":
+            self.counts.retains += 1
+        elif call.role == "forget":
+            self.counts.forgets += 1
+        else:
+            self.counts.other += 1
+        self.guard.note_write()
+        self.writes.append(
+            {"tool": call.tool, "role": call.role, "arguments": dict(call.arguments), "error": call.error is not None}
+        )
+
+    def _check(self, records: Any) -> None:
+        message = self.guard.check_recall(records)
+        if message is not None:
+            raise ProtocolViolation(message)
+
+    def _failing_clearly(self, tool: Tool) -> Tool:
+        """A declared handler's unexpected exception becomes a MemoryBackendError
+        naming the tool and stream; tool errors and violations pass unchanged."""
+        handler = tool.handler
+
+        def call(arguments: Mapping[str, Any]) -> str:
+            return self._forward(lambda: handler(arguments), f"tool {tool.name!r}")
+
+        role = tool.role if isinstance(tool, MemoryTool) else None
+        return MemoryTool(tool.spec, call, role)
+
+    def _forward(self, operation: Callable[[], _T], name: str) -> _T:
+        try:
+            return operation()
+        except (ProtocolViolation, MemoryBackendError, ToolArgumentError):
+            raise
+        except Exception as error:
+            raise MemoryBackendError(
+                f"memory backend failed during {name} in stream {self.stream!r}: "
+                f"{type(error).__name__}: {error}"
+            ) from error

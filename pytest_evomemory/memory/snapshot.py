@@ -1,0 +1,280 @@
+"""Snapshot and restore: how a stream's memory survives an interrupted run.
+
+Resume and xdist crash recovery must give every stream exactly the memory the
+uninterrupted run would have had, and the framework never retains or recalls on
+the agent's behalf — so it cannot rebuild a memory by replaying writes. Instead a
+memory system that can save and load its own state says so by implementing
+:class:`SnapshotCapable`; the runtime saves it after every completed episode
+(:class:`StreamSnapshots`) and loads the snapshot of the completed prefix into a
+fresh instance on resume. A memory without the capability makes resume of a
+partly run stream refuse (:class:`ResumeRefused`), because any other answer
+would silently score the rest of the stream against the wrong memory.
+
+:class:`RecordLog` is the built-in backends' implementation: they only ever
+append records (or empty the store), so a snapshot is an append-only log plus a
+manifest, and saving after each episode costs only the new records.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from ..errors import MemoryBackendError
+
+_UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+@runtime_checkable
+class SnapshotCapable(Protocol):
+    """Optional MemorySystem capability: save and load the whole memory state.
+
+    ``snapshot(directory)`` makes ``directory`` hold this memory's current state;
+    the same directory is passed again later, so an implementation may update it
+    incrementally, but it must stay loadable if the process is killed at any
+    instant (write new files, then atomically replace a manifest). ``restore``
+    is called once, on a freshly opened memory of the same stream and config,
+    before the agent touches it, and must leave it exactly as it was when the
+    snapshot was taken: same records, same ids, same next recalls.
+    """
+
+    def snapshot(self, directory: Path) -> None: ...
+
+    def restore(self, directory: Path) -> None: ...
+
+
+class ResumeRefused(MemoryBackendError):
+    """A partly run stream cannot be resumed with the memory it had."""
+
+
+def supports_snapshots(memory: object) -> bool:
+    """Whether ``memory`` (a MemorySystem) implements :class:`SnapshotCapable`."""
+    return isinstance(memory, SnapshotCapable)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` so that a reader sees the old or the new file, never half."""
+    partial = path.with_name(path.name + ".partial")
+    with open(partial, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    # No fsync: a killed process loses nothing the kernel already holds, and an
+    # fsync per episode would cost more than the rest of the harness together.
+    os.replace(partial, path)
+
+
+# --------------------------------------------------------------------------- runtime side
+
+
+@dataclass(frozen=True)
+class StreamSnapshots:
+    """The snapshots of one stream's memory, labelled by completed episodes.
+
+    Two slots are used in turn (``slot-0``, ``slot-1``), each with a label
+    written only after the memory's own snapshot returned. A slot is handed to
+    the memory again (to update incrementally) only if its label says it holds
+    the state of two episodes earlier; otherwise it is emptied first. Whichever moment the
+    process is killed at — inside the memory's snapshot, between the snapshot
+    and the result journal, or after both — the slot labelled with the number of
+    episodes the journal says are complete is intact: the one being written has
+    no label, and the other one is the previous episode's.
+    """
+
+    directory: Path
+    stream: str
+
+    @classmethod
+    def for_stream(cls, run_dir: Path, stream: str) -> StreamSnapshots:
+        """``<run_dir>/memory/<stream>/``; a stream name unfit for a file name is
+        replaced by a safe one plus a hash, so two streams never share a directory."""
+        safe = _UNSAFE_FILENAME.sub("_", stream)
+        if safe != stream or not safe.strip("."):
+            safe = f"{safe}-{hashlib.sha256(stream.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+        return cls(run_dir / "memory" / safe, stream)
+
+    def clear(self) -> None:
+        """Remove every snapshot (a stream starting from its first task): a stale
+        slot of an earlier run in the same output directory must never be restored."""
+        shutil.rmtree(self.directory, ignore_errors=True)
+
+    def save(self, memory: object, completed: int) -> None:
+        """Snapshot ``memory`` as it is after ``completed`` episodes (task + feedback)."""
+        if not isinstance(memory, SnapshotCapable):
+            return
+        slot = self.directory / f"slot-{completed % 2}"
+        label = slot / "episodes.json"
+        slot.mkdir(parents=True, exist_ok=True)
+        previous = _read_label(label)
+        label.unlink(missing_ok=True)
+        if previous is None or previous.get("stream") != self.stream or previous["episodes"] != completed - 2:
+            # Not this run's state two episodes ago (an interrupted save, or a save a
+            # killed run made before the episode was re-run): a memory updating
+            # incrementally must not build on it.
+            shutil.rmtree(slot / "state", ignore_errors=True)
+        (slot / "state").mkdir(exist_ok=True)
+        memory.snapshot(slot / "state")
+        write_atomically(
+            label,
+            json.dumps({"stream": self.stream, "episodes": completed, "memory": type(memory).__qualname__}),
+        )
+
+    def completed_prefixes(self) -> list[int]:
+        """Episode counts that a saved snapshot is available for."""
+        found = []
+        for slot in sorted(self.directory.glob("slot-*")):
+            label = _read_label(slot / "episodes.json")
+            if label is not None and label.get("stream") == self.stream:
+                found.append(int(label["episodes"]))
+        return sorted(found)
+
+    def restore(self, memory: object, completed: int) -> None:
+        """Load the state after ``completed`` episodes into a fresh ``memory``, or refuse.
+
+        ``completed == 0`` needs nothing: a stream starts with an empty memory.
+        """
+        if completed == 0:
+            return
+        name = type(memory).__qualname__
+        if not isinstance(memory, SnapshotCapable):
+            raise ResumeRefused(
+                f"stream {self.stream!r}: {completed} episode(s) were completed, but memory system "
+                f"{name} cannot be resumed: it does not implement snapshot(directory) and "
+                "restore(directory) (docs/memory.md, 'What a memory system must offer for resume'); "
+                "add them, or run again without --evomemory-resume"
+            )
+        for slot in sorted(self.directory.glob("slot-*")):
+            label = _read_label(slot / "episodes.json")
+            if label is not None and label.get("stream") == self.stream and label.get("episodes") == completed:
+                memory.restore(slot / "state")
+                return
+        available = ", ".join(map(str, self.completed_prefixes())) or "none"
+        raise ResumeRefused(
+            f"stream {self.stream!r}: {completed} episode(s) were completed, but {self.directory} "
+            f"holds no memory snapshot taken after episode {completed} (snapshots for: {available}); "
+            "the remaining tasks would see the wrong memory, so this stream cannot be resumed; "
+            "run again without --evomemory-resume"
+        )
+
+
+def _read_label(path: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return value if isinstance(value, dict) and isinstance(value.get("episodes"), int) else None
+
+
+# --------------------------------------------------------------------------- backend side
+
+#: One stored record as the built-in backends snapshot it.
+LoggedRecord = dict[str, Any]
+
+
+class RecordLog:
+    """An incremental snapshot of an append-only record store.
+
+    ``records.jsonl`` holds one JSON object per record (``id`` an increasing
+    integer, ``content``, ``metadata``, optionally ``embedding``), written
+    ASCII-escaped so that NUL bytes and lone surrogates survive; ``manifest.json``
+    says how many of its bytes and records are valid. A save appends only the
+    records after the manifest's last id — unless the store was emptied since,
+    which the record count gives away, and then the log is written anew.
+    """
+
+    FORMAT = 1
+
+    def __init__(self, directory: Path, kind: str) -> None:
+        self.directory = directory
+        self.kind = kind
+        self._log = directory / "records.jsonl"
+        self._manifest = directory / "manifest.json"
+
+    def manifest(self) -> dict[str, Any] | None:
+        try:
+            value = json.loads(self._manifest.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError) as error:
+            raise MemoryBackendError(f"memory snapshot {self._manifest} is unreadable: {error}") from None
+        if not isinstance(value, dict) or value.get("format") != self.FORMAT or value.get("kind") != self.kind:
+            raise MemoryBackendError(
+                f"memory snapshot {self._manifest} was not written by a {self.kind} memory "
+                f"(format {self.FORMAT}); it cannot be restored into one"
+            )
+        return value
+
+    def save(
+        self,
+        count: int,
+        records_after: Callable[[int], Iterable[LoggedRecord]],
+        state: Mapping[str, Any],
+        *,
+        _anew: bool = False,
+    ) -> None:
+        """Bring the snapshot up to date with a store of ``count`` records.
+
+        ``records_after(last_id)`` yields, in id order, the records whose id is
+        greater than ``last_id``; ``state`` is whatever else the backend needs
+        (for instance the next id it will hand out).
+        """
+        self.directory.mkdir(parents=True, exist_ok=True)
+        previous = self.manifest()
+        last_id, logged, size = 0, 0, 0
+        if previous is not None and previous["count"] <= count and not _anew:
+            last_id, logged, size = previous["last_id"], previous["count"], previous["bytes"]
+        elif previous is not None:
+            self._manifest.unlink()  # the log is about to be rewritten: never pair it with this manifest
+        with open(self._log, "ab") as handle:
+            handle.truncate(size)  # drop a tail a killed save left behind
+            handle.seek(size)
+            for record in records_after(last_id):
+                line = (json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str) + "\n").encode("ascii")
+                handle.write(line)
+                size += len(line)
+                logged += 1
+                last_id = int(record["id"])
+            handle.flush()
+        if logged != count:
+            if _anew:
+                raise MemoryBackendError(
+                    f"{self.kind} memory snapshot: the store reports {count} records but yielded {logged}"
+                )
+            # emptied (reset) since the last save: write the log anew
+            self.save(count, records_after, state, _anew=True)
+            return
+        manifest = {
+            "format": self.FORMAT, "kind": self.kind, "count": logged, "last_id": last_id,
+            "bytes": size, "state": dict(state),
+        }
+        write_atomically(self._manifest, json.dumps(manifest))
+
+    def load(self) -> tuple[list[LoggedRecord], dict[str, Any]]:
+        """The records and backend state of the last completed save."""
+        manifest = self.manifest()
+        if manifest is None:
+            raise MemoryBackendError(f"no memory snapshot in {self.directory} (manifest.json is missing)")
+        with open(self._log, "rb") as handle:
+            data = handle.read(manifest["bytes"])
+        records = [json.loads(line) for line in data.decode("ascii").splitlines()]
+        if len(records) != manifest["count"] or len(data) != manifest["bytes"]:
+            raise MemoryBackendError(
+                f"memory snapshot {self.directory} is damaged: the manifest lists {manifest['count']} "
+                f"records, the log holds {len(records)}"
+            )
+        return records, dict(manifest["state"])
+
+
+__all__ = [
+    "RecordLog",
+    "ResumeRefused",
+    "SnapshotCapable",
+    "StreamSnapshots",
+    "supports_snapshots",
+    "write_atomically",
+]

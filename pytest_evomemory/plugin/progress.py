@@ -1,0 +1,200 @@
+"""Live progress on the terminal while a benchmark runs, and a verdict per task.
+
+A full run is thousands of model calls, so a dot per task says too little: a
+wrong answer is a passed test (only a failed episode fails). This plugin, on the
+process that prints (the controller under xdist, which receives every task's
+records on its reports), shows
+
+* per task, a letter and word of its own: ``.``/``CORRECT`` and ``w``/``WRONG``
+  through ``pytest_report_teststatus``, the outcome staying "passed";
+* per stream, a compact line at most every ``evomemory_progress_interval``
+  seconds and when the stream's last task is in: tasks done of total, running
+  accuracy, failed episodes, protocol violations, tokens, the share of model
+  calls served from the response cache, and an ETA from the agent's own time per
+  task. ``-q`` keeps only the final line of each stream, ``-qq`` none.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from .items import stream_of_nodeid
+
+DEFAULT_INTERVAL = 10.0
+
+
+def cache_counts(response: Mapping[str, Any]) -> tuple[int, int]:
+    """(model calls, of which served from the response cache) of one response record.
+
+    The response cache marks each replayed assistant message ``"cached": true``
+    (:mod:`pytest_evomemory.models.cache`, via TinyAgent); agents that call no
+    model, or mark nothing, count as zero calls.
+    """
+    calls = [m for m in response.get("messages") or () if isinstance(m, Mapping) and m.get("role") == "assistant"]
+    return len(calls), sum(1 for m in calls if m.get("cached"))
+
+
+def task_verdict(report: pytest.TestReport) -> bool | None:
+    """True/False for a scored task's call report, None for anything else."""
+    if report.when != "call" or not report.passed:
+        return None
+    for record in getattr(report, "evomemory_records", None) or ():
+        scored = record.get("scored")
+        if scored is not None and not scored.get("error"):
+            return bool(scored.get("correct"))
+    return None
+
+
+@dataclass
+class StreamProgress:
+    """The running totals of one stream in this session."""
+
+    name: str
+    total: int
+    done: int = 0
+    correct: int = 0
+    errors: int = 0
+    violations: int = 0
+    tokens: int = 0
+    model_calls: int = 0
+    cached_calls: int = 0
+    agent_seconds: float = 0.0
+    last_shown: float = 0.0
+
+    def add(self, record: Mapping[str, Any]) -> None:
+        scored = record.get("scored")
+        if scored is not None:
+            self.done += 1
+            self.correct += bool(scored.get("correct"))
+            self.errors += bool(scored.get("error"))
+        response = record.get("response")
+        if response is not None:
+            self.violations += bool(response.get("protocol_violation"))
+            self.tokens += int((response.get("usage") or {}).get("total_tokens") or 0)
+            calls, cached = cache_counts(response)
+            self.model_calls += calls
+            self.cached_calls += cached
+            self.agent_seconds += float(response.get("seconds") or 0.0)
+
+    @property
+    def finished(self) -> bool:
+        return self.done >= self.total
+
+    def line(self) -> str:
+        accuracy = f"{self.correct / self.done:.1%}" if self.done else "-"
+        cached = f"{self.cached_calls / self.model_calls:.0%}" if self.model_calls else "-"
+        if self.finished:
+            eta = "done"
+        elif self.done:
+            eta = _duration(self.agent_seconds / self.done * (self.total - self.done))
+        else:
+            eta = "?"
+        return (
+            f"evomemory {self.name}: {self.done}/{self.total}  acc {accuracy}  errors {self.errors}  "
+            f"violations {self.violations}  tokens {_count(self.tokens)}  cached {cached}  eta {eta}"
+        )
+
+
+def _count(value: int) -> str:
+    return f"{value / 1000:.1f}k" if value >= 10_000 else str(value)
+
+
+def _duration(value: float) -> str:
+    seconds = round(value)
+    if seconds < 60:
+        return f"{seconds}s"
+    if seconds < 3600:
+        return f"{seconds // 60}m{seconds % 60:02d}s"
+    return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
+
+
+class ProgressHooks:
+    """Registered by the plugin on the controller (or the only process) when the
+    benchmark is on."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.interval = _interval(config)
+        self.streams: dict[str, StreamProgress] = {}
+        self.pending: list[str] = []
+
+    # ----- totals: what this session will run, per stream
+
+    def _set_totals(self, nodeids: Sequence[str]) -> None:
+        counts: dict[str, int] = {}
+        for nodeid in nodeids:
+            stream = stream_of_nodeid(nodeid)
+            if stream is not None:
+                counts[stream] = counts.get(stream, 0) + 1
+        self.streams = {name: StreamProgress(name, total) for name, total in counts.items()}
+
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self._set_totals([item.nodeid for item in session.items])
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:
+        if not self.streams:
+            self._set_totals(ids)
+
+    # ----- per task
+
+    def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:
+        verdict = task_verdict(report)
+        if verdict is None:
+            return None
+        if verdict:
+            return "passed", ".", ("CORRECT", {"green": True})
+        return "passed", "w", ("WRONG", {"yellow": True})
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        touched: set[str] = set()
+        for record in getattr(report, "evomemory_records", None) or ():
+            where = record.get("scored") or record.get("response") or {}
+            progress = self.streams.get(str(where.get("stream")))
+            if progress is not None:
+                progress.add(record)
+                touched.add(progress.name)
+        for name in touched:
+            self._maybe_show(self.streams[name], final_only=report.when != "teardown")
+
+    def _maybe_show(self, progress: StreamProgress, final_only: bool) -> None:
+        """At teardown the task's feedback is in too, so that is when lines are shown."""
+        verbosity = self.config.get_verbosity()
+        if verbosity <= -2 or final_only:
+            return
+        now = time.monotonic()
+        due = verbosity >= 0 and now - progress.last_shown >= self.interval
+        if not (progress.finished or due):
+            return
+        progress.last_shown = now
+        self.pending.append(progress.line())
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logfinish(self, nodeid: str) -> None:
+        """Lines go out after pytest's own output for the task (its ``[ 50%]``)."""
+        reporter = self.config.pluginmanager.get_plugin("terminalreporter")
+        lines, self.pending = self.pending, []
+        if reporter is None or not lines:
+            return
+        reporter.ensure_newline()
+        writer = getattr(reporter, "_tw", None)  # under xdist the letters run on without a path prefix
+        if writer is not None and writer.width_of_current_line:
+            writer.line()
+        for line in lines:
+            reporter.write_line(line)
+
+
+def _interval(config: pytest.Config) -> float:
+    raw = config.getini("evomemory_progress_interval")
+    try:
+        value = float(raw) if raw not in (None, "") else DEFAULT_INTERVAL
+    except (TypeError, ValueError):
+        raise pytest.UsageError(
+            f"evomemory: ini option evomemory_progress_interval must be a number of seconds, got {raw!r}"
+        ) from None
+    return max(value, 0.0)

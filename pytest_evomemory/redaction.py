@@ -1,0 +1,167 @@
+"""The one redaction step every quote of a server reply, error and artefact passes.
+
+A model server, or a proxy in front of it, may echo what it was sent: a debug page
+that lists the request headers, a JSON error that quotes the ``Authorization``
+header, a gateway's HTML page. Anything we quote from such a reply (into a
+``ModelError``, a response record, ``scores.jsonl``, ``report.html``, JUnit XML,
+the terminal) must not carry the API key. So there is exactly one function that
+removes secrets, :func:`redact`, and everything that writes text a user or a CI
+log will see calls it (or :func:`redact_record` for a whole record).
+
+It removes, in any text shape (JSON, HTML, headers, a truncated body):
+
+* every secret value registered with :func:`register_secret` (the model client
+  registers the API key it reads from the environment), and the values of the
+  environment variables named in :data:`SECRET_VARIABLES`;
+* the value after ``Authorization:``, ``Bearer``, ``Basic``, ``api-key``,
+  ``x-api-key``, ``Proxy-Authorization`` (as a header, a JSON key or a query
+  parameter);
+* anything shaped like an OpenAI-style key (``sk-...``), whoever it belongs to;
+* credentials in URLs (``https://user:password@host``).
+
+Secret values shorter than :data:`MIN_SECRET_LENGTH` are not registered: replacing
+every ``"no"`` in a record would destroy it and protect nothing.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from .text import storable
+
+#: What a removed secret is replaced with.
+MASK = "***"
+
+#: Shorter values are too common to redact by value (patterns still apply).
+MIN_SECRET_LENGTH = 6
+
+#: Environment variables whose values are secrets wherever they are set.
+SECRET_VARIABLES = ("OPENAI_API_KEY", "PGPASSWORD")
+
+_SECRETS: set[str] = set()
+_LOCK = threading.Lock()
+
+_HEADER_NAMES = r"(?:proxy-)?authorization|x-api-key|api[-_]?key|openai[-_]api[-_]key|access[-_]token"
+#: ``Authorization: Bearer X``, ``"authorization": "Bearer X"``, ``api_key=X``, ``<td>api-key</td><td>X</td>``
+_NAMED_VALUE = re.compile(
+    rf"""(?ix)
+    (?P<name>["']?\b(?:{_HEADER_NAMES})\b["']?)
+    (?P<sep>\s*(?:[:=]|</t[dh]>\s*<t[dh][^>]*>)\s*["']?\s*)
+    (?:(?:bearer|basic|token)\s+)?
+    (?P<value>[^\s"'<>,;&]+)
+    """
+)
+#: A bare ``Bearer X`` anywhere (a header line echoed in a body, a log line); the token
+#: must hold a digit or ``=`` so that prose ("basic understanding") is left alone.
+_BEARER = re.compile(r"(?i)\b(?P<scheme>bearer|basic)\s+(?P<value>(?=[A-Za-z._~+/=-]*[0-9=])[A-Za-z0-9._~+/=-]{8,})")
+#: OpenAI-style keys: ``sk-``, ``sk-proj-``, ``sk-svcacct-``... followed by a long token.
+_KEY_SHAPED = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
+#: ``scheme://user:password@host``
+_URL_CREDENTIALS = re.compile(r"(?i)\b(?P<scheme>[a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@")
+
+
+def register_secret(value: str | None) -> None:
+    """Remember ``value`` as a secret to remove from every later :func:`redact`."""
+    if value and len(value.strip()) >= MIN_SECRET_LENGTH:
+        with _LOCK:
+            _SECRETS.add(value)
+            _SECRETS.add(value.strip())
+
+
+def known_secrets() -> list[str]:
+    """Registered secrets and those in :data:`SECRET_VARIABLES`, longest first (so a
+    key that contains another is replaced whole)."""
+    with _LOCK:
+        values = set(_SECRETS)
+    for name in SECRET_VARIABLES:
+        value = os.environ.get(name, "")
+        if len(value.strip()) >= MIN_SECRET_LENGTH:
+            values.add(value)
+            values.add(value.strip())
+    return sorted(values, key=len, reverse=True)
+
+
+def redact(text: str, secrets: Iterable[str] = ()) -> str:
+    """``text`` without any secret (known values, header values, key-shaped tokens)."""
+    return _redact(text, _secret_values(secrets))
+
+
+def _secret_values(secrets: Iterable[str]) -> list[str]:
+    return sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH} | set(known_secrets()), key=len, reverse=True)
+
+
+#: Every pattern above needs one of these characters (or a known value) to match:
+#: a string without them is returned as it is, which is most of a transcript.
+_PATTERN_HINTS = re.compile(r"(?i)bearer|basic|sk-|://|authori|api|token")
+
+
+def _redact(text: str, values: list[str]) -> str:
+    if not text:
+        return text
+    for value in values:
+        if value in text:
+            text = text.replace(value, MASK)
+        text = _mask_cut_secret(text, value)
+    if _PATTERN_HINTS.search(text) is None:
+        return text
+    text = _NAMED_VALUE.sub(_mask_value, text)
+    text = _BEARER.sub(lambda match: f"{match.group('scheme')} {MASK}", text)
+    text = _KEY_SHAPED.sub(MASK, text)
+    return _URL_CREDENTIALS.sub(lambda match: f"{match.group('scheme')}{MASK}@", text)
+
+
+def _mask_cut_secret(text: str, secret: str) -> str:
+    """Mask the front part of ``secret`` where ``text`` ends with it: a server that
+    truncates its body (or an error preview) can cut a key in half."""
+    for length in range(len(secret) - 1, MIN_SECRET_LENGTH - 1, -1):
+        if text.endswith(secret[:length]):
+            return text[:-length] + MASK
+    return text
+
+
+def _mask_value(match: re.Match[str]) -> str:
+    if match.group("value") == MASK:
+        return match.group(0)
+    start, end = match.span("value")
+    whole = match.group(0)
+    offset = match.start()
+    return whole[: start - offset] + MASK + whole[end - offset :]
+
+
+def redact_strings(record: Any, secrets: Iterable[str] = ()) -> Any:
+    """A copy of a JSON-like record with every string value redacted and nothing
+    else changed: the run directory escapes what cannot be stored (ASCII JSON), so
+    its records stay lossless (NUL and lone surrogates included)."""
+    return _redact_walk(record, _secret_values(secrets))
+
+
+def _redact_walk(record: Any, values: list[str]) -> Any:
+    if isinstance(record, str):
+        return _redact(record, values)
+    if isinstance(record, Mapping):
+        return {key: _redact_walk(value, values) for key, value in record.items()}
+    if isinstance(record, list | tuple):
+        return [_redact_walk(value, values) for value in record]
+    return record
+
+
+def redact_record(record: Any, secrets: Iterable[str] = ()) -> Any:
+    """A copy of a JSON-like record that is safe to write: every string redacted and
+    made storable (NUL and lone surrogates become U+FFFD, see :func:`..text.storable`).
+
+    Keys are kept as field names (made storable), values are redacted at any depth;
+    the artefact writer passes every record through this before writing it, so an
+    agent's answer holding a lone surrogate cannot make a write fail either.
+    """
+    values = tuple(secrets)
+    if isinstance(record, str):
+        return redact(storable(record), values)
+    if isinstance(record, Mapping):
+        return {storable(str(key)) if isinstance(key, str) else key: redact_record(value, values) for key, value in record.items()}
+    if isinstance(record, list | tuple):
+        return [redact_record(value, values) for value in record]
+    return record

@@ -1,0 +1,203 @@
+"""What a comparison of runs says, as data: the one place its numbers are decided.
+
+``compare.json``, ``compare.html`` and the terminal comparison all render the
+document :func:`build_comparison` returns, so they cannot disagree. Per stream
+and overall it holds each run's accuracy with its 95 % Wilson interval and, for
+every run after the first (the baseline), the paired difference on the tasks both
+ran with Newcombe's interval and the exact McNemar p-value (:mod:`.stats`).
+
+Runs are only comparable task by task: when two runs cover different streams or
+different tasks (another ``limit``, another category filter), the difference is
+still computed, but only over the tasks both ran, and the document says so in
+``warnings`` and ``task_sets_differ`` instead of silently putting unlike numbers
+side by side. A task is identified by ``(stream, task_id)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .stats import Proportion, compare_paired
+from .summary import SCHEMA_VERSION
+
+if TYPE_CHECKING:
+    from .html import RunData
+
+OVERALL = "overall"
+
+#: run.json keys left out of the config diff: where files were, not what ran.
+_NOT_CONFIG = ("sources", "path")
+
+TaskKey = tuple[str, str]
+
+
+def outcomes(run: RunData, stream: str | None = None) -> dict[TaskKey, bool]:
+    """Each scored task's outcome (a failed episode is wrong), optionally of one stream."""
+    result: dict[TaskKey, bool] = {}
+    for scored in run.scores:
+        name = str(scored.get("stream"))
+        if stream is not None and name != stream:
+            continue
+        result[(name, str(scored.get("task_id")))] = bool(scored.get("correct")) and not scored.get("error")
+    return result
+
+
+def stream_names(runs: Sequence[RunData]) -> list[str]:
+    """Streams in run order, first run first, so a comparison keeps the benchmark's order."""
+    names: list[str] = []
+    for run in runs:
+        for name in run.streams:
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _run_entry(run: RunData, metrics: Mapping[str, Any] | None) -> dict[str, Any]:
+    if metrics is None:
+        return {"label": run.label, "present": False}
+    correct, tasks = int(_number(metrics.get("correct")) or 0), int(_number(metrics.get("tasks")) or 0)
+    entry: dict[str, Any] = {"label": run.label, "present": True, **Proportion(correct, tasks).to_dict()}
+    api = metrics.get("api_matches")
+    if isinstance(api, int) and not isinstance(api, bool):
+        api_share = Proportion(api, tasks)
+        interval = api_share.interval
+        entry["api_accuracy"] = api_share.estimate
+        entry["api_ci_low"], entry["api_ci_high"] = interval if interval else (None, None)
+    for key in ("protocol_violations", "cached_responses", "errors"):
+        entry[key] = metrics.get(key)
+    return entry
+
+
+def _scope(runs: Sequence[RunData], stream: str | None) -> dict[str, Any]:
+    picked = [run.overall if stream is None else run.streams.get(stream) for run in runs]
+    entries = [_run_entry(run, metrics) for run, metrics in zip(runs, picked, strict=True)]
+    base = outcomes(runs[0], stream)
+    versus = []
+    differ = False
+    for run, metrics in zip(runs[1:], picked[1:], strict=True):
+        mine = outcomes(run, stream)
+        same = set(mine) == set(base)
+        differ = differ or not same or (metrics is None) != (picked[0] is None)
+        paired = compare_paired(base, mine).to_dict()
+        paired.update({
+            "label": run.label,
+            "same_tasks": same and bool(base),
+            "only_in_baseline": len(set(base) - set(mine)),
+            "only_in_this_run": len(set(mine) - set(base)),
+        })
+        versus.append(paired)
+    return {"runs": entries, "vs_baseline": versus, "task_sets_differ": differ}
+
+
+def _flips(runs: Sequence[RunData]) -> list[dict[str, Any]]:
+    """Tasks on which the runs disagree (one right, another wrong), in stream order."""
+    per_run = [outcomes(run) for run in runs]
+    positions: dict[TaskKey, int] = {}
+    for run in runs:
+        for scored in run.scores:
+            key = (str(scored.get("stream")), str(scored.get("task_id")))
+            position = _number(scored.get("position"))
+            if position is not None:
+                positions.setdefault(key, int(position))
+    order = {name: index for index, name in enumerate(stream_names(runs))}
+    keys = {key for results in per_run for key in results}
+    flips = []
+    for key in sorted(keys, key=lambda k: (order.get(k[0], len(order)), positions.get(k, 0), k[1])):
+        seen = [results.get(key) for results in per_run]
+        known = {value for value in seen if value is not None}
+        if len(known) > 1:
+            position = positions.get(key)
+            flips.append({
+                "stream": key[0], "task_id": key[1],
+                "position": None if position is None else position + 1,
+                "correct": seen,
+            })
+    return flips
+
+
+def _flatten(value: object, prefix: str = "") -> dict[str, Any]:
+    if isinstance(value, Mapping):
+        flat: dict[str, Any] = {}
+        for key, item in value.items():
+            if not prefix and key in _NOT_CONFIG:
+                continue
+            flat.update(_flatten(item, f"{prefix}{key}."))
+        return flat
+    return {prefix[:-1]: value}
+
+
+def config_diff(runs: Sequence[RunData]) -> list[dict[str, Any]]:
+    """Config keys (run.json's resolved configs and stream list) whose values differ."""
+    flats = []
+    for run in runs:
+        flat = _flatten(run.run.get("run") or {})
+        listed = run.run.get("streams")
+        for stream in listed if isinstance(listed, list) else []:
+            if isinstance(stream, Mapping):
+                for key, item in stream.items():
+                    if key not in ("name", "description"):
+                        flat[f"streams.{stream.get('name')}.{key}"] = item
+        flats.append(flat)
+    keys = sorted({key for flat in flats for key in flat})
+    missing = object()
+    rows = []
+    for key in keys:
+        values = [flat.get(key, missing) for flat in flats]
+        if any(value != values[0] for value in values[1:]):
+            rows.append({"key": key, "values": [None if v is missing else v for v in values]})
+    return rows
+
+
+def _warnings(runs: Sequence[RunData], document: Mapping[str, Any]) -> list[str]:
+    base = runs[0].label
+    warnings = []
+    for run in runs:
+        if not run.scores:
+            warnings.append(
+                f"{run.label}: no scores.jsonl in {run.run_dir}; its paired statistics cannot be computed"
+            )
+    for name, scope in [*document["streams"].items(), (OVERALL, document[OVERALL])]:
+        for entry, versus in zip(scope["runs"][1:], scope["vs_baseline"], strict=True):
+            if not entry["present"]:
+                warnings.append(f"{name}: {entry['label']} did not run this stream")
+            elif not scope["runs"][0]["present"]:
+                warnings.append(f"{name}: the baseline {base} did not run this stream")
+            elif versus["only_in_baseline"] or versus["only_in_this_run"]:
+                warnings.append(
+                    f"{name}: {entry['label']} and {base} ran different tasks "
+                    f"({versus['only_in_baseline']} only in {base}, {versus['only_in_this_run']} only in "
+                    f"{entry['label']}); the difference and p-value use the {versus['paired_tasks']} tasks both ran"
+                )
+    return warnings
+
+
+def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
+    """The comparison document (written as compare.json); ``runs[0]`` is the baseline."""
+    streams = {name: _scope(runs, name) for name in stream_names(runs)}
+    document: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "baseline": runs[0].label,
+        "confidence": 0.95,
+        "methods": {
+            "accuracy_ci": "Wilson score interval",
+            "difference_ci": "Newcombe (1998) method 10, paired, on the tasks both runs ran",
+            "p_value": "exact McNemar (two-sided binomial test on the discordant tasks)",
+        },
+        "runs": [
+            {"label": run.label, "run_dir": str(run.run_dir), "run": run.summary.get("run")} for run in runs
+        ],
+        "streams": streams,
+        OVERALL: _scope(runs, None),
+        "config_diff": config_diff(runs),
+        "flips": _flips(runs),
+    }
+    document["warnings"] = _warnings(runs, document)
+    return document
+
+
+__all__ = ["OVERALL", "build_comparison", "config_diff", "outcomes", "stream_names"]

@@ -1,0 +1,80 @@
+"""``--evomemory-set KEY=VALUE``: change one config key from the command line.
+
+``KEY`` is dotted from the run config down (``agent.model.model``,
+``benchmark.limit``, ``memory.top_k``, ``name``); ``VALUE`` is read as YAML, so
+``3`` is a number, ``null`` is null and ``[a, b]`` a list. A setting is applied to
+the config's raw mapping *before* validation (:func:`~.config.load_run_config`),
+so an overridden config is checked exactly like a written one: an unknown key is
+the same one-line error naming it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from .errors import ConfigError
+
+#: The run config's own keys, and the three parts a setting can reach into.
+RUN_KEYS = ("name", "output_dir")
+PARTS = ("benchmark", "agent", "memory")
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One ``--evomemory-set`` value: where it goes and what it holds."""
+
+    text: str
+    path: tuple[str, ...]
+    value: Any
+
+    @property
+    def part(self) -> str:
+        return self.path[0]
+
+
+def parse_setting(text: str) -> Setting:
+    key, sep, raw = text.partition("=")
+    path = tuple(key.strip().split("."))
+    if not sep or not all(path):
+        raise ConfigError(f"--evomemory-set {text!r}: expected KEY=VALUE with a dotted KEY, e.g. agent.model.model=gpt-4o-mini")
+    if path[0] not in (*PARTS, *RUN_KEYS) or (path[0] in RUN_KEYS and len(path) > 1):
+        raise ConfigError(
+            f"--evomemory-set {text!r}: unknown key {key.strip()!r}; a key starts with one of "
+            f"{', '.join(PARTS)} (then the part's keys) or is one of {', '.join(RUN_KEYS)}"
+        )
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw  # not YAML: the plain string, as a shell user would expect
+    return Setting(text, path, value)
+
+
+def parse_settings(texts: Sequence[str]) -> list[Setting]:
+    return [parse_setting(text) for text in texts]
+
+
+def apply_settings(data: Mapping[str, Any], settings: Sequence[Setting], part: str) -> dict[str, Any]:
+    """``data`` (the raw mapping of ``part``) with every setting for ``part`` applied."""
+    result = _deep_copy(data)
+    for setting in settings:
+        if setting.part != part or len(setting.path) < 2:
+            continue
+        target = result
+        for index, key in enumerate(setting.path[1:-1], start=1):
+            child = target.setdefault(key, {})
+            if child is None:
+                child = target[key] = {}
+            if not isinstance(child, dict):
+                where = ".".join(setting.path[: index + 1])
+                raise ConfigError(f"--evomemory-set {setting.text!r}: {where!r} is not a mapping, so it has no keys")
+            target = child
+        target[setting.path[-1]] = setting.value
+    return result
+
+
+def _deep_copy(data: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: _deep_copy(value) if isinstance(value, Mapping) else value for key, value in data.items()}

@@ -1,0 +1,221 @@
+"""Checks shared by every door input comes through: files, JSON lines, task records.
+
+Config files (:mod:`.config`) and data files (:mod:`.benchmarks.jsonl`) are read by
+different modules but fail in the same ways: a path that is a directory, a
+symbolic-link loop, a byte-order mark, an integer of 5,000 digits, 40,000 nested
+brackets, a record of 100 MB. Each such case is decided here once, and turned
+into one line naming the file (and line, and task) and saying what to do, instead
+of a ``RecursionError`` or ``ValueError`` traceback from deep inside a parser.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import re
+import stat
+from pathlib import Path
+from typing import Any
+
+from .errors import DataError
+from .types import BenchmarkSample
+
+#: Nesting deeper than this in a config or a task record is refused: no real config
+#: or task needs it, and parsers recurse per level.
+MAX_NESTING_DEPTH = 100
+
+#: Python refuses to convert integers longer than this (``sys.int_info``); we say so.
+MAX_INT_DIGITS = 4300
+
+#: A single task record (one JSONL line) larger than this is refused at load, so a
+#: 100 MB prompt never reaches a model. Raise it with ``EVOMEMORY_MAX_RECORD_BYTES``.
+DEFAULT_MAX_RECORD_BYTES = 4 * 1024 * 1024
+MAX_RECORD_BYTES_ENV = "EVOMEMORY_MAX_RECORD_BYTES"
+
+#: Choice letters run A..Z; a 27th option could not be named by a letter.
+MAX_CHOICES = 26
+
+_BOM = b"\xef\xbb\xbf"
+
+
+def path_problem(path: Path) -> str | None:
+    """Why ``path`` cannot be read as a file, in words, or ``None`` if it can.
+
+    ``Path.exists()`` says ``False`` for a symbolic-link loop and ``True`` for a
+    directory; both would then be reported wrongly ("does not exist", or a read
+    error later), so this asks the operating system directly.
+    """
+    try:
+        info = os.stat(path)
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            return "is a symbolic link loop; point the link at a real file"
+        if error.errno == errno.ENAMETOOLONG:
+            return "has a name too long for the file system"
+        if error.errno in (errno.ENOENT, errno.ENOTDIR):
+            if path.is_symlink():
+                return f"is a symbolic link to {os.readlink(path)!r}, which does not exist"
+            return "does not exist"
+        if error.errno == errno.EACCES:
+            return "cannot be read (permission denied); check its permissions"
+        return f"cannot be read ({error.strerror or error})"
+    except ValueError:  # an embedded NUL byte
+        return "is not a valid path (it contains a NUL character)"
+    if stat.S_ISDIR(info.st_mode):
+        return "is a directory, not a file; name the file inside it"
+    if not stat.S_ISREG(info.st_mode):
+        return "is not a regular file"
+    return None
+
+
+def resolve_path(path: Path) -> Path:
+    """``path`` made absolute with symbolic links resolved where possible.
+
+    ``Path.resolve`` raises ``RuntimeError`` on a symbolic-link loop; the loop is
+    reported by :func:`path_problem` instead, on the unresolved absolute path.
+    """
+    try:
+        return path.resolve()
+    except (RuntimeError, OSError, ValueError):
+        return Path(os.path.abspath(path))
+
+
+def max_record_bytes() -> int:
+    """The per-record size limit: ``$EVOMEMORY_MAX_RECORD_BYTES`` or the default."""
+    raw = os.environ.get(MAX_RECORD_BYTES_ENV, "").strip()
+    if raw.isdigit() and int(raw) > 0:
+        return int(raw)
+    return DEFAULT_MAX_RECORD_BYTES
+
+
+def decode_json_line(raw: bytes, where: str, *, first_line: bool = False) -> Any:
+    """One JSONL record, or a :class:`DataError` that names ``where`` and the problem.
+
+    A UTF-8 byte-order mark on the first line is accepted (as YAML configs accept
+    it). Oversized records, over-long integers and deep nesting are refused
+    before or instead of the parser's own ``ValueError``/``RecursionError``.
+    """
+    if first_line and raw.startswith(_BOM):
+        raw = raw[len(_BOM):]
+    limit = max_record_bytes()
+    if len(raw) > limit:
+        raise DataError(
+            f"{where}: the record is {len(raw):,} bytes, over the limit of {limit:,}; "
+            f"shorten it or raise {MAX_RECORD_BYTES_ENV}"
+        )
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise DataError(f"{where}: not UTF-8 text (byte {error.start}); save the file as UTF-8") from None
+    depth = nesting_depth(text)
+    if depth > MAX_NESTING_DEPTH:
+        raise DataError(f"{where}: nested {depth} levels deep (limit {MAX_NESTING_DEPTH}); flatten the record")
+    try:
+        record = json.loads(
+            text, parse_int=_bounded_int, parse_constant=_no_constant, object_pairs_hook=_unique_keys
+        )
+    except json.JSONDecodeError as error:
+        raise DataError(f"{where}: invalid JSON ({error.msg} at column {error.colno}); fix or remove the line") from None
+    except ValueError as error:
+        raise DataError(f"{where}: {error}") from None
+    except RecursionError:  # pragma: no cover - nesting_depth refuses this first
+        raise DataError(f"{where}: nested too deeply; flatten the record") from None
+    if _SURROGATE_ESCAPE.search(text) and _has_lone_surrogate(record):
+        raise DataError(
+            f"{where}: a string holds an unpaired surrogate escape (such as \\ud800), which is "
+            "no character and cannot be written to the results; fix the escape"
+        )
+    return record
+
+
+_SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _has_lone_surrogate(value: Any) -> bool:
+    if isinstance(value, str):
+        return _LONE_SURROGATE.search(value) is not None
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(item) for item in value)
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(key) or _has_lone_surrogate(item) for key, item in value.items())
+    return False
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """JSON objects with a key written twice are refused: ``json`` keeps the last
+    one silently, so ``{"target": "A", "target": "B"}`` would change what is scored."""
+    record: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in record:
+            raise ValueError(f"the key {key!r} appears twice in one object; keep one")
+        record[key] = value
+    return record
+
+
+def _bounded_int(text: str) -> int:
+    if len(text.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer of {len(text):,} digits (limit {MAX_INT_DIGITS}); write it as a string")
+    return int(text)
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON; write it as a string or null")
+
+
+def nesting_depth(text: str) -> int:
+    """The deepest bracket nesting of a JSON text (brackets inside strings ignored)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > deepest:
+                deepest = depth
+                if deepest > MAX_NESTING_DEPTH:
+                    return deepest
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def check_sample(sample: BenchmarkSample, where: str) -> None:
+    """Refuse a task that could never be scored meaningfully.
+
+    Every task needs a non-empty prompt and a non-empty target. A task with ``choices`` (or in ``choice`` mode) must have at most 26 options
+    (letters A-Z), no empty option, and a non-empty target that the choice scorer
+    itself reads as one of its letters (a letter, or one option's text); otherwise
+    every answer would be scored wrong and the stream's accuracy would silently
+    measure nothing. The scorer's own reading is used, so the two cannot disagree.
+    """
+    from .evaluation.choice import DEFAULT_OPTION_COUNT, _target_letter
+
+    if not sample.prompt.strip():
+        raise DataError(f"{where}: task {sample.task_id!r}: the prompt is empty; write the question")
+    choices = sample.choices
+    is_choice = bool(choices) or sample.match_mode == "choice"
+    if not sample.target.strip():
+        hint = "give the correct option's letter (e.g. 'B')" if is_choice else "give the expected answer"
+        raise DataError(f"{where}: task {sample.task_id!r}: the target is empty; {hint}")
+    if not is_choice:
+        return
+    if len(choices) > MAX_CHOICES:
+        raise DataError(f"{where}: {len(choices)} choices, but at most {MAX_CHOICES} can be lettered A-Z; drop some")
+    if any(not option.strip() for option in choices):
+        raise DataError(f"{where}: an option in 'choices' is empty; remove it or give its text")
+    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[: len(choices) or DEFAULT_OPTION_COUNT]
+    if _target_letter(sample, letters) is None:
+        raise DataError(
+            f"{where}: task {sample.task_id!r}: the target {sample.target!r} is neither a letter in "
+            f"A-{letters[-1]} nor exactly one option's text; give the correct option's letter"
+        )

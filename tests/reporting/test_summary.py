@@ -1,0 +1,93 @@
+"""summary.json's metrics and the terminal table: intervals, API / Acc., groups, cache, violations."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pytest_evomemory.reporting.stats import wilson_interval
+from pytest_evomemory.reporting.summary import is_cached, summarize
+from pytest_evomemory.reporting.terminal import format_table
+
+
+def response(stream: str, *, cached: bool = False, violation: str | None = None, kind: str = "task") -> dict[str, Any]:
+    return {
+        "stream": stream, "task_id": "t", "kind": kind, "agent_turns": 1, "tool_calls": [], "memory_retains": 0,
+        "memory_recalls": 0, "usage": {"prompt_tokens": 10, "completion_tokens": 5}, "seconds": 0.5,
+        "protocol_violation": violation, **({"cached": True} if cached else {}),
+    }
+
+
+def outcomes() -> list[dict[str, Any]]:
+    mmlu = [
+        {"stream": "mmlu_pro", "position": i, "correct": correct, "group": group}
+        for i, (correct, group) in enumerate([
+            (True, "Philosophy"), (True, "Economics"), (False, "Economics"), (True, "Engineering"),
+            (False, "Philosophy"), (True, "Economics"),
+        ])
+    ]
+    tool = [
+        {"stream": "toolbench", "position": i, "correct": i < 2, "details": {"api_match": i < 3, "call_match": i < 2}}
+        for i in range(4)
+    ]
+    tool.append({"stream": "toolbench", "position": 4, "correct": False, "error": "boom", "details": {}, "group": None})
+    return mmlu + tool
+
+
+def test_accuracy_interval_api_figure_groups_and_counts() -> None:
+    responses = [response("mmlu_pro", cached=True), response("mmlu_pro", cached=True, kind="feedback"),
+                 response("toolbench", violation="no final_answer"), response("toolbench")]
+    metrics = summarize(["mmlu_pro", "toolbench"], outcomes(), responses)
+    mmlu, tool, overall = (metrics[n].to_dict() for n in ("mmlu_pro", "toolbench", "overall"))
+    assert mmlu["accuracy"] == 4 / 6 and mmlu["accuracy_ci"] == [round(b, 6) for b in wilson_interval(4, 6)]
+    assert mmlu["api_accuracy"] is None and mmlu["api_matches"] is None
+    assert list(mmlu["groups"]) == ["Economics", "Engineering", "Philosophy"]
+    assert mmlu["groups"]["Economics"] == {
+        "tasks": 3, "correct": 2, "accuracy": 2 / 3, "accuracy_ci": [round(b, 6) for b in wilson_interval(2, 3)],
+    }
+    # A failed episode counts as a wrong answer and as no API match: 3 of 5, 2 of 5.
+    assert (tool["api_matches"], tool["api_accuracy"], tool["accuracy"]) == (3, 3 / 5, 2 / 5)
+    assert tool["groups"] == {}
+    assert (mmlu["cached_responses"], tool["cached_responses"], overall["cached_responses"]) == (2, 0, 2)
+    assert (tool["protocol_violations"], overall["protocol_violations"]) == (1, 1)
+    assert overall["groups"] == {} and overall["api_accuracy"] is None
+    assert overall["accuracy_ci"] == [round(b, 6) for b in wilson_interval(6, 11)]
+
+
+def test_no_tasks_means_no_interval() -> None:
+    metrics = summarize(["empty"], [], [])
+    assert metrics["empty"].to_dict()["accuracy_ci"] is None
+
+
+def test_terminal_table_shows_interval_api_acc_groups_violations_and_cache() -> None:
+    responses = [response("mmlu_pro", cached=True), response("toolbench", violation="v")]
+    lines = format_table(summarize(["mmlu_pro", "toolbench"], outcomes(), responses))
+    header = lines[0].split("  ")
+    for column in ("accuracy", "95% CI", "API / Acc.", "violations", "cached"):
+        assert column in [cell.strip() for cell in header if cell.strip()], column
+    mmlu_row = next(line for line in lines if line.startswith("mmlu_pro"))
+    low, high = wilson_interval(4, 6)
+    assert f"[{low * 100:.1f}, {high * 100:.1f}]" in mmlu_row
+    tool_row = next(line for line in lines if line.startswith("toolbench"))
+    assert "60.0% / 40.0%" in tool_row
+    group_rows = [line.split()[0] for line in lines if line.startswith("  ")]
+    assert group_rows == ["Economics", "Engineering", "Philosophy"]
+    assert any("1 of 2 responses came from the response cache" in line for line in lines)
+
+
+def test_terminal_table_without_api_streams_has_no_api_column() -> None:
+    lines = format_table(summarize(["a"], [{"stream": "a", "position": 0, "correct": True}], []))
+    assert "API" not in lines[0]
+    assert not any("response cache" in line for line in lines)
+
+
+def test_a_response_is_cached_when_it_says_so_or_every_model_call_was_replayed() -> None:
+    replayed = {"role": "assistant", "content": "x", "cached": True}
+    fresh = {"role": "assistant", "content": "y"}
+    user = {"role": "user", "content": "q"}
+    assert is_cached({"cached": True})
+    assert is_cached({"messages": [user, replayed, replayed]})
+    assert not is_cached({"messages": [user, replayed, fresh]})
+    assert not is_cached({"messages": [user]})  # no model call (a model-free agent)
+    assert is_cached({}, [user, replayed])  # responses.jsonl has no messages: the transcript's
+    metrics = summarize(["s"], [], [{**response("s"), "messages": [user, replayed]}, {**response("s"), "messages": [fresh]}])
+    assert metrics["s"].cached_responses == 1
