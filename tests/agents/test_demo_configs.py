@@ -7,9 +7,9 @@ import re
 from pathlib import Path
 
 from pytest_evomemory.config import load_run_config
+from pytest_evomemory.configs import RUNS_DIR as RUNS
 
 ROOT = Path(__file__).resolve().parents[2]
-RUNS = ROOT / "configs" / "runs"
 
 
 def test_the_control_arm_is_the_memory_arm_without_memory() -> None:
@@ -35,4 +35,4 @@ def test_scripts_demo_runs_the_three_arms_then_compares_them() -> None:
         assert (RUNS / f"{name}.yaml").is_file(), name
     assert "evomemory\" compare" in script
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    assert all(f"configs/runs/{name}.yaml" in readme for name in names)
+    assert all(f"`{name}`" in readme for name in names)
