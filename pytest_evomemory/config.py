@@ -235,6 +235,13 @@ class AgentConfig(_Strict):
     #: Model calls allowed per stimulus before the episode fails.
     max_steps: Annotated[int, Field(ge=1, le=100)] = 8
     system_prompt: str | None = None
+    #: How TinyAgent talks to its model: native tool calls, the paper's text format
+    #: ("Rationale: ... / Final Answer: ..."), or tools with a fallback to text when
+    #: the server answers without tool calls (docs/agents.md).
+    protocol: Literal["tools", "text", "auto"] = "tools"
+    #: What TinyAgent's ExpRAG experience holds: the task, its own answer and the
+    #: correct one (``full``), or only the task and the correct answer.
+    experience_format: Literal["full", "answer_only"] = "full"
     baseline: BaselineOptions = Field(default_factory=BaselineOptions)
     model: ModelConfig | None = None
     #: Free-form settings passed to a ``module:factory`` agent.

@@ -11,21 +11,30 @@ memory strategies are the three DESIGN.md names:
 * ``tool_use``: the model is offered exactly the turn's tools (the memory
   system's, registered by the runtime) and decides itself when to use them.
 
+It speaks one of three protocols (agent config key ``protocol``): ``tools``
+(native tool calls), ``text`` (the paper's "Rationale: ... / Final Answer: ..."
+format with memory operations as labelled lines, see :mod:`.textproto`) for
+servers and models without tool calling, and ``auto``, which offers tools and
+switches to text for good at the first reply that comes back without a tool call.
+
 Every message sent or received, tool call and token count goes through the
-:class:`~pytest_evomemory.agents.base.Turn`, so the transcript is the runtime's.
+:class:`~pytest_evomemory.agents.base.Turn`, so the transcript is the runtime's;
+text-protocol operations are run through ``Turn.call_tool`` like native calls.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..config import AgentConfig
 from ..errors import ConfigError, EpisodeError
 from ..memory.base import MemorySystem
 from ..models.base import ChatCompletion, ChatModel, ModelToolCall
+from ..text import normalize
 from ..tools import FINAL_ANSWER_TOOL
-from ..types import Stimulus, TaskView, UserStimulus
-from . import prompts
+from ..types import FEEDBACK_ACKNOWLEDGEMENT, Stimulus, TaskView, ToolSpec, UserStimulus
+from . import prompts, textproto
 from .base import Turn
 
 
@@ -52,22 +61,36 @@ class TinyAgent:
             assert config.model is not None
             model = build_chat_model(config.model)
         self.model = model
-        self.system_prompt = prompts.system_prompt(config.system_prompt, self.strategy)
+        self.protocol = config.protocol
+        #: The protocol in use now: ``auto`` starts with tools and may fall back.
+        self.mode: str = "text" if config.protocol == "text" else "tools"
         self._conversation: list[dict[str, Any]] = []
         self._task: TaskView | None = None
 
+    @property
+    def system_prompt(self) -> str:
+        """The tools protocol's system prompt (the text one depends on the turn's tools)."""
+        return prompts.system_prompt(self.config.system_prompt, self.strategy)
+
     def respond(self, stimulus: Stimulus, turn: Turn) -> None:
+        feedback = isinstance(stimulus, UserStimulus)
+        offered = prompts.feedback_tools(turn.tools) if feedback else list(turn.tools)
         if isinstance(stimulus, TaskView):
             self._start_task(stimulus, turn)
         else:
             self._start_feedback(stimulus, turn)
-        self._tool_loop(turn, feedback=isinstance(stimulus, UserStimulus))
+        self._loop(turn, offered, feedback=feedback)
 
     def reset(self) -> None:
         self._conversation = []
         self._task = None
 
     # ------------------------------------------------------------------ stimuli
+
+    def _system(self, turn: Turn) -> str:
+        if self.mode == "text":
+            return prompts.text_system_prompt(self.config.system_prompt, self.strategy, turn.tools)
+        return self.system_prompt
 
     def _start_task(self, task: TaskView, turn: Turn) -> None:
         self._conversation = []
@@ -76,41 +99,68 @@ class TinyAgent:
         if self.memory is not None:
             # No top_k: the memory config owns how many experiences come back.
             prompt = prompts.with_memories(prompt, self.memory.recall(task.prompt))
-        self._append({"role": "system", "content": self.system_prompt}, turn)
+        self._append({"role": "system", "content": self._system(turn)}, turn)
         self._append({"role": "user", "content": prompt}, turn)
 
     def _start_feedback(self, feedback: UserStimulus, turn: Turn) -> None:
         if self.memory is not None and self._task is not None:
             experience = prompts.experience_text(
-                self._task.prompt, feedback.submitted_answer, feedback.target
+                self._task.prompt,
+                feedback.submitted_answer,
+                feedback.target,
+                self.config.experience_format,
             )
             self.memory.retain(experience, {"task_id": feedback.task_id, "stream": feedback.stream})
         if not self._conversation:  # feedback without its task (a reset in between)
-            self._append({"role": "system", "content": self.system_prompt}, turn)
-        self._append({"role": "user", "content": feedback.content}, turn)
+            self._append({"role": "system", "content": self._system(turn)}, turn)
+        content = feedback.content
+        if self.mode == "text":
+            content += "\n" + prompts.TEXT_FEEDBACK_REMINDER
+        self._append({"role": "user", "content": content}, turn)
 
     # ------------------------------------------------------------------ the loop
 
-    def _tool_loop(self, turn: Turn, *, feedback: bool) -> None:
-        tools = [spec.to_openai() for spec in turn.tools]
+    def _loop(self, turn: Turn, offered: list[ToolSpec], *, feedback: bool) -> None:
         nudged = False
         while not turn.finished:
             turn.begin_step()  # raises EpisodeError past max_steps
+            tools = [] if self.mode == "text" else [spec.to_openai() for spec in offered]
             completion = self.model.complete(self._conversation, tools)
             turn.record_usage(completion.usage)
             self._append(completion.to_message(), turn, cached=completion.cached)
             if completion.tool_calls:
                 self._run_tools(completion, turn)
                 continue
+            fell_back = self.protocol == "auto" and self.mode == "tools"
+            if fell_back:
+                # The server answered without a tool call: it may have no tool
+                # calling at all, so the rest of this stream speaks text.
+                self.mode = "text"
+            if self.mode == "text" and self._run_text(completion.content or "", offered, turn, feedback=feedback):
+                continue
             if nudged:
-                raise EpisodeError(
-                    "the model answered in plain text again after being asked to call "
-                    "final_answer; it must end every turn with a final_answer tool call"
-                )
+                raise EpisodeError(self._give_up_message())
             nudged = True
-            self._append(
-                {"role": "user", "content": prompts.FEEDBACK_NUDGE if feedback else prompts.NUDGE}, turn
+            self._append({"role": "user", "content": self._nudge(turn, feedback, fell_back)}, turn)
+
+    def _nudge(self, turn: Turn, feedback: bool, fell_back: bool) -> str:
+        if self.mode == "tools":
+            return prompts.FEEDBACK_NUDGE if feedback else prompts.NUDGE
+        if fell_back:  # the model has not been told the text format yet
+            return prompts.text_fallback(turn.tools, feedback=feedback)
+        return prompts.TEXT_FEEDBACK_NUDGE if feedback else prompts.TEXT_NUDGE
+
+    def _give_up_message(self) -> str:
+        if self.mode == "text":
+            return (
+                "the model's reply was empty again after being asked for 'Final Answer: <answer>'; "
+                f"with agent protocol {self.protocol!r} every turn must end with a non-empty reply"
             )
+        return (
+            "the model answered in plain text again after being asked to call "
+            "final_answer; it must end every turn with a final_answer tool call "
+            "(for a server without tool calling, set the agent config key 'protocol' to 'text' or 'auto')"
+        )
 
     def _run_tools(self, completion: ChatCompletion, turn: Turn) -> None:
         # final_answer last: a model that emits [final_answer, retain] in one message
@@ -121,9 +171,43 @@ class TinyAgent:
         for call in completion.tool_calls:
             self._append(_tool_message(call, results[id(call)]), turn)
 
+    def _run_text(self, text: str, offered: list[ToolSpec], turn: Turn, *, feedback: bool) -> bool:
+        """Run what a text reply says; False only for an empty reply.
+
+        Memory operations run first, in order, then the final answer, as with
+        native calls. A reply with operations and no ``Final Answer:`` goes on:
+        the results go back as one user message.
+        """
+        reply = textproto.parse_reply(text, offered)
+        results = [(call.name, turn.call_tool(call.name, call.arguments)) for call in reply.calls]
+        final = reply.final_answer
+        if final is None and not results and text.strip():
+            # No label: the reply as a whole is the answer, as the paper scores a
+            # single-turn response (its evaluators read the answer at the end).
+            final = text.strip()
+        if final is not None:
+            turn.call_tool(FINAL_ANSWER_TOOL.name, {"answer": _answer(final, feedback=feedback)})
+        elif results:
+            shown = "\n".join(f"Result of {name}: {result}" for name, result in results)
+            self._append({"role": "user", "content": shown}, turn)
+        return final is not None or bool(results)
+
     def _append(self, message: dict[str, Any], turn: Turn, *, cached: bool = False) -> None:
         self._conversation.append(message)
         turn.add_message({**message, "cached": True} if cached else message)
+
+
+def _answer(text: str, *, feedback: bool) -> str:
+    """A text final answer; in a feedback turn the acknowledgement is recognised
+    through case, quotes and a trailing period (the tools protocol's schema admits
+    only the exact text; a text reply cannot be constrained)."""
+    if feedback and _words(text) == _words(FEEDBACK_ACKNOWLEDGEMENT):
+        return FEEDBACK_ACKNOWLEDGEMENT
+    return text
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[^\W_]+", normalize(text))
 
 
 def _tool_message(call: ModelToolCall, result: str) -> dict[str, Any]:

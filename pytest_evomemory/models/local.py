@@ -325,11 +325,23 @@ def describe_tools(functions: Sequence[Mapping[str, Any]]) -> str:
     for function in functions:
         parameters = function.get("parameters") or {}
         properties = parameters.get("properties") or {}
-        arguments = ", ".join(f"{key}: {value.get('type', 'value')}" for key, value in properties.items())
+        arguments = ", ".join(f"{key}: {_argument_shape(value)}" for key, value in properties.items())
         description = str(function.get("description", "")).strip()
         lines.append(f"- {function['name']}({arguments}): {description}")
     lines.append('Reply with one JSON object: {"name": "<tool>", "arguments": {<arguments>}}')
     return "\n".join(lines)
+
+
+def _argument_shape(schema: Mapping[str, Any]) -> str:
+    """An argument as the tool list shows it: its type, or the values it admits
+    (the feedback turn's final_answer admits only the acknowledgement, and the
+    grammar built from the same schema enforces it)."""
+    if "const" in schema:
+        return json.dumps(schema["const"], ensure_ascii=False)
+    values = schema.get("enum")
+    if isinstance(values, list) and values:
+        return " | ".join(json.dumps(value, ensure_ascii=False) for value in values)
+    return str(schema.get("type", "value"))
 
 
 def render_chatml(messages: Sequence[Mapping[str, Any]], functions: Sequence[Mapping[str, Any]]) -> list[str]:

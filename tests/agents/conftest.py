@@ -41,12 +41,16 @@ def make_stream() -> Iterator[StreamFactory]:
         *,
         max_steps: int = 4,
         top_k: int = 4,
+        protocol: str = "tools",
+        experience_format: str = "full",
         **model_overrides: Any,
     ) -> StreamRun:
         config = AgentConfig(
             kind="tiny",
             memory_strategy=strategy,  # type: ignore[arg-type]
             max_steps=max_steps,
+            protocol=protocol,  # type: ignore[arg-type]
+            experience_format=experience_format,  # type: ignore[arg-type]
             model=scripted_model_config(server, **model_overrides),
         )
         memory = (

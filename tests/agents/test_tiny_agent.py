@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from pytest_evomemory.agents.prompts import ACKNOWLEDGEMENT_TOOL
 from pytest_evomemory.agents.tiny import TinyAgent
 from pytest_evomemory.config import AgentConfig, read_yaml_mapping, validate_mapping
 from pytest_evomemory.errors import ConfigError, EpisodeError, ProtocolViolation
@@ -100,7 +101,12 @@ def test_tool_use_sends_exactly_the_turn_tools(
     responses = capture_responses(run)
     list(run_stream(run, [TASK_A, TASK_B]))
     expected = [spec.to_openai() for spec in _turn_specs(run)]
-    assert all(body["tools"] == expected for body in server.chat_requests)
+    # Task turns get the turn's tools verbatim; feedback turns the same tools with
+    # final_answer narrowed to the acknowledgement.
+    acknowledging = [ACKNOWLEDGEMENT_TOOL.to_openai(), *expected[1:]]
+    for body in server.chat_requests:
+        assert body["tools"] == (acknowledging if is_feedback(body) else expected)
+    assert sum(is_feedback(body) for body in server.chat_requests) >= 2
     assert tool_names(server.chat_requests[0]) == ["final_answer", "retain", "recall"]
     task_a, feedback_a, task_b, _ = responses
     assert [call.name for call in task_a.tool_calls] == ["recall", "final_answer"]

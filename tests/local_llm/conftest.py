@@ -90,6 +90,44 @@ def _wait_until_ready(server: ModelServer, timeout_s: float) -> None:
     raise RuntimeError(f"the model server did not answer {url} within {timeout_s:g}s:\n{server.log_tail()}")
 
 
+def _start(command: list[str], log: Path) -> ModelServer:
+    """Start a server command (its port is the last argument) and wait until it answers."""
+    port = command[-1]
+    with log.open("wb") as sink:
+        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+    server = ModelServer(f"http://127.0.0.1:{port}/v1", SERVER_MODEL_NAME, log, process)
+    try:
+        _wait_until_ready(server, SERVER_START_TIMEOUT_S)
+    except BaseException:
+        _stop(server)
+        raise
+    return server
+
+
+def _stop(server: ModelServer) -> None:
+    server.process.terminate()
+    try:
+        server.process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        server.process.kill()
+        server.process.wait(timeout=15)
+
+
+def _server_options(gguf_path: Path) -> list[str]:
+    from pytest_evomemory.models.local import available_cores
+
+    return [
+        "--model", str(gguf_path),
+        "--model_alias", SERVER_MODEL_NAME,
+        "--n_ctx", "2048",
+        "--n_threads", str(available_cores()),
+        "--n_threads_batch", str(available_cores()),
+        "--verbose", "False",
+        "--host", "127.0.0.1",
+        "--port", str(free_port()),
+    ]  # fmt: skip
+
+
 @pytest.fixture(scope="session")
 def model_server(gguf_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelServer]:
     """llama-cpp-python's OpenAI-compatible server on a free port, for the session.
@@ -99,32 +137,25 @@ def model_server(gguf_path: Path, tmp_path_factory: pytest.TempPathFactory) -> I
     chat format: the built-in ``chatml-function-calling`` format ignores tools
     unless the request sets ``tool_choice``, and drops tool results from the prompt.
     """
-    from pytest_evomemory.models.local import CHAT_FORMAT, available_cores
+    from pytest_evomemory.models.local import CHAT_FORMAT
 
-    port = free_port()
     log = tmp_path_factory.mktemp("model_server") / "server.log"
-    command = [
-        sys.executable, "-m", "pytest_evomemory.models.local",
-        "--model", str(gguf_path),
-        "--model_alias", SERVER_MODEL_NAME,
-        "--chat_format", CHAT_FORMAT,
-        "--host", "127.0.0.1",
-        "--port", str(port),
-        "--n_ctx", "2048",
-        "--n_threads", str(available_cores()),
-        "--n_threads_batch", str(available_cores()),
-        "--verbose", "False",
-    ]  # fmt: skip
-    with log.open("wb") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-    server = ModelServer(f"http://127.0.0.1:{port}/v1", SERVER_MODEL_NAME, log, process)
+    command = [sys.executable, "-m", "pytest_evomemory.models.local", "--chat_format", CHAT_FORMAT]
+    server = _start([*command, *_server_options(gguf_path)], log)
     try:
-        _wait_until_ready(server, SERVER_START_TIMEOUT_S)
         yield server
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait(timeout=15)
+        _stop(server)
+
+
+@pytest.fixture(scope="session")
+def plain_model_server(gguf_path: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[ModelServer]:
+    """``python -m llama_cpp.server`` exactly as a user starts it: no chat format
+    given, so the model's own chat template is used and tools are never called
+    (SmolLM2's template knows none). The server for ``protocol: text | auto``."""
+    log = tmp_path_factory.mktemp("plain_model_server") / "server.log"
+    server = _start([sys.executable, "-m", "llama_cpp.server", *_server_options(gguf_path)], log)
+    try:
+        yield server
+    finally:
+        _stop(server)

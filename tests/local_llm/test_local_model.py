@@ -200,3 +200,28 @@ def test_tool_results_are_shown_to_the_model_under_the_tool_name() -> None:
     assert "final_answer" in blocks[0] and "recall" in blocks[0]
     assert '{"name": "recall", "arguments": {"query": "q"}}' in blocks[2]
     assert "Result of recall: [remembered]" in blocks[3]
+
+
+def test_the_feedback_schema_admits_only_the_acknowledgement(gguf_path: Path) -> None:
+    """The grammar built from the feedback turn's final_answer schema leaves the
+    model no other answer, even when the conversation invites one."""
+    from pytest_evomemory.agents.prompts import ACKNOWLEDGEMENT_TOOL
+    from pytest_evomemory.types import FEEDBACK_ACKNOWLEDGEMENT
+
+    model = make_model(gguf_path)
+    conversation = [
+        *TASK,
+        {"role": "assistant", "content": "A"},
+        {"role": "user", "content": "The correct answer: A. Repeat your answer by calling final_answer."},
+    ]
+    completion = model.complete(conversation, [ACKNOWLEDGEMENT_TOOL.to_openai()])
+    assert [call.name for call in completion.tool_calls] == ["final_answer"]
+    assert json.loads(completion.tool_calls[0].arguments) == {"answer": FEEDBACK_ACKNOWLEDGEMENT}
+
+
+def test_the_tool_list_shows_the_values_an_argument_admits() -> None:
+    from pytest_evomemory.agents.prompts import ACKNOWLEDGEMENT_TOOL
+
+    described = local.describe_tools([ACKNOWLEDGEMENT_TOOL.to_openai()["function"], RECALL_SPEC.to_openai()["function"]])
+    assert '- final_answer(answer: "Feedback recorded"):' in described
+    assert "- recall(query: string" in described
