@@ -24,7 +24,7 @@ from typing import Any
 
 from ..errors import EvoMemoryError
 from ..identity import describe_model, describe_ran
-from ..rundir import read_jsonl, utc_now
+from ..rundir import RESPONSES, RUN_DOCUMENT, SCORES, SUMMARY, TRANSCRIPTS, read_jsonl, utc_now
 from ._markup import (
     _NONE,
     _api_acc,
@@ -116,7 +116,7 @@ def load_run(run_dir: Path | str, label: str | None = None) -> RunData:
         raise ReportError(
             f"{directory} is not a directory; pass a run directory such as evomemory-results/<run name>"
         )
-    summary_path = directory / "summary.json"
+    summary_path = directory / SUMMARY
     if not summary_path.is_file():
         raise ReportError(
             f"{directory} has no summary.json; it is not a finished evomemory run "
@@ -131,10 +131,10 @@ def load_run(run_dir: Path | str, label: str | None = None) -> RunData:
         )
     if not isinstance(summary.get("streams"), Mapping):
         raise ReportError(f"{summary_path} has no 'streams' object; it is not an evomemory summary")
-    run = _read_json(directory / "run.json") if (directory / "run.json").is_file() else {}
-    scores = list(read_jsonl(directory / "scores.jsonl"))
-    responses = list(read_jsonl(directory / "responses.jsonl"))
-    transcripts_dir = directory / "transcripts"
+    run = _read_json(directory / RUN_DOCUMENT) if (directory / RUN_DOCUMENT).is_file() else {}
+    scores = list(read_jsonl(directory / SCORES))
+    responses = list(read_jsonl(directory / RESPONSES))
+    transcripts_dir = directory / TRANSCRIPTS
     transcripts = (
         {path.stem: read_jsonl(path) for path in sorted(transcripts_dir.glob("*.jsonl"))}
         if transcripts_dir.is_dir()

@@ -9,29 +9,31 @@ shows up in a later one is caught.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..memory.base import MemorySystem
 from ..memory.guard import IsolationGuard
-from ..memory.observed import ObservedMemory
+from ..memory.observed import ObservedMemory, OperationCounts
 
 
 def observe(backend: MemorySystem, stream: str, guard: IsolationGuard) -> ObservedMemory:
     return ObservedMemory(backend, stream, guard)
 
 
-@dataclass
-class OperationCounts:
-    retains: int = 0
-    recalls: int = 0
-    writes: int = 0
-    recalled: int = 0
+@dataclass(frozen=True)
+class Mark:
+    """Where a stream's memory stood when a turn began (or ended): the difference of
+    two marks is what the turn did to it."""
+
+    counts: OperationCounts
+    writes: int
+    recalled: int
 
 
-def operation_counts(memory: ObservedMemory | None) -> OperationCounts:
+def mark(memory: ObservedMemory | None) -> Mark:
     if memory is None:
-        return OperationCounts()
-    return OperationCounts(memory.counts.retains, memory.counts.recalls, len(memory.writes), len(memory.recalled))
+        return Mark(OperationCounts(), 0, 0)
+    return Mark(replace(memory.counts), len(memory.writes), len(memory.recalled))
 
 
-__all__ = ["IsolationGuard", "ObservedMemory", "OperationCounts", "observe", "operation_counts"]
+__all__ = ["IsolationGuard", "Mark", "ObservedMemory", "mark", "observe"]

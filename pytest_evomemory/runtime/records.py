@@ -62,12 +62,7 @@ def error_record(
         "error": reason,
         "group": sample.group,
     }
-    if traceback:
-        scored["traceback"] = traceback
-    record: dict[str, Any] = {"type": "error", "scored": scored}
-    if response is not None:
-        record["response"] = dict(response)
-    return record
+    return _failed("error", "scored", scored, response, traceback)
 
 
 def feedback_error_record(
@@ -77,9 +72,16 @@ def feedback_error_record(
     traceback: str | None = None,
 ) -> dict[str, Any]:
     failure: dict[str, Any] = {**_where(sample), "phase": "feedback", "reason": reason}
+    return _failed("feedback_error", "failure", failure, response, traceback)
+
+
+def _failed(
+    kind: str, key: str, what: dict[str, Any], response: Mapping[str, Any] | None, traceback: str | None
+) -> dict[str, Any]:
+    """A failed turn's record: the user's traceback kept, the turn's response if any."""
     if traceback:
-        failure["traceback"] = traceback
-    record: dict[str, Any] = {"type": "feedback_error", "failure": failure}
+        what["traceback"] = traceback
+    record: dict[str, Any] = {"type": kind, key: what}
     if response is not None:
         record["response"] = dict(response)
     return record

@@ -35,7 +35,7 @@ from ..types import (
     ScoredItem,
     Stimulus,
 )
-from .memory import ObservedMemory, operation_counts
+from .memory import ObservedMemory, mark
 from .records import (
     error_record,
     feedback_error_record,
@@ -95,7 +95,7 @@ class StreamRun:
         if self.broken is not None:
             raise MemoryBackendError(f"stream {self.stream!r} stopped: {self.broken}")
         turn = RuntimeTurn(self._turn_tools(), self.max_steps)
-        before = operation_counts(self.memory)
+        before = mark(self.memory)
         started = time.perf_counter()
         failure: BaseException | None = None
         try:
@@ -103,7 +103,7 @@ class StreamRun:
         except BaseException as error:  # recorded below, then re-raised
             failure = error
         seconds = time.perf_counter() - started
-        after = operation_counts(self.memory)
+        after = mark(self.memory)
         violation: str | None = None
         if failure is None and not turn.finished:
             violation = "the agent ended its turn without calling final_answer"
@@ -127,8 +127,8 @@ class StreamRun:
             tool_calls=tuple(turn.tool_calls),
             messages=tuple(turn.messages),
             usage=turn.usage,
-            memory_retains=after.retains - before.retains,
-            memory_recalls=after.recalls - before.recalls,
+            memory_retains=after.counts.retains - before.counts.retains,
+            memory_recalls=after.counts.recalls - before.counts.recalls,
             seconds=seconds,
             protocol_violation=violation,
             memory_writes=tuple(self.memory.writes[before.writes:after.writes]) if self.memory else (),

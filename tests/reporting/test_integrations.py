@@ -49,13 +49,12 @@ def test_json_report_gives_each_task_its_score_as_metadata(pytester: pytest.Pyte
     assert len(tasks) == 24
     for test in tasks:
         scored = scores[task_id_of(test["nodeid"])]
-        assert test["metadata"]["evomemory"] == {
-            "evomemory_correct": scored["correct"],
-            "evomemory_extracted": scored["extracted"],
-            "evomemory_target": scored["target"],
-            "evomemory_match_mode": scored["match_mode"],
+        metadata = test["metadata"]["evomemory"]
+        assert {key: metadata[key] for key in ("correct", "extracted", "target", "match_mode", "position", "reason")} == {
+            key: scored[key] for key in ("correct", "extracted", "target", "match_mode", "position", "reason")
         }
-    assert sum(t["metadata"]["evomemory"]["evomemory_correct"] for t in tasks) == 14
+        assert metadata["stream"] == scored["stream"] and metadata["cached"] is False and metadata["violation"] is None
+    assert sum(t["metadata"]["evomemory"]["correct"] for t in tasks) == 14
 
 
 def test_json_report_has_an_evomemory_section_with_the_summary(pytester: pytest.Pytester) -> None:
@@ -88,12 +87,8 @@ def test_junit_xml_carries_each_task_score_as_properties(pytester: pytest.Pytest
         scored = scores[task_id_of(case.get("name", ""))]
         properties = {p.get("name"): p.get("value") for p in case.iter("property")}
         # JUnit XML holds strings: pytest writes str(value), so a missing answer is "None".
-        assert properties == {
-            "evomemory_correct": str(scored["correct"]),
-            "evomemory_extracted": str(scored["extracted"]),
-            "evomemory_target": str(scored["target"]),
-            "evomemory_match_mode": str(scored["match_mode"]),
-        }
+        for key in ("correct", "extracted", "target", "match_mode", "position"):
+            assert properties[f"evomemory_{key}"] == str(scored[key])
     correct = [p for p in root.iter("property") if p.get("name") == "evomemory_correct" and p.get("value") == "True"]
     assert len(correct) == sum(s["correct"] for s in scores.values()) > 0
 
