@@ -22,7 +22,7 @@ from .stats import Proportion, compare_paired
 from .summary import SCHEMA_VERSION
 
 if TYPE_CHECKING:
-    from .html import RunData
+    from .rundata import RunData
 
 OVERALL = "overall"
 
