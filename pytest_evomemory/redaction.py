@@ -25,6 +25,7 @@ every ``"no"`` in a record would destroy it and protect nothing.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import threading
@@ -100,8 +101,8 @@ _PATTERN_HINTS = re.compile(r"(?i)bearer|basic|sk-|://|authori|api|token")
 
 
 def _redact(text: str, values: list[str]) -> str:
-    if not text:
-        return text
+    if len(text) < MIN_SECRET_LENGTH:
+        return text  # too short to hold a secret or any of the patterns
     for value in values:
         if value in text:
             text = text.replace(value, MASK)
@@ -117,6 +118,9 @@ def _redact(text: str, values: list[str]) -> str:
 def _mask_cut_secret(text: str, secret: str) -> str:
     """Mask the front part of ``secret`` where ``text`` ends with it: a server that
     truncates its body (or an error preview) can cut a key in half."""
+    start = max(0, len(text) - len(secret) + 1)
+    if text.find(secret[:MIN_SECRET_LENGTH], start) < 0:
+        return text  # the tail holds no start of the secret (the usual case, found in one pass)
     for length in range(len(secret) - 1, MIN_SECRET_LENGTH - 1, -1):
         if text.endswith(secret[:length]):
             return text[:-length] + MASK
@@ -130,6 +134,12 @@ def _mask_value(match: re.Match[str]) -> str:
     whole = match.group(0)
     offset = match.start()
     return whole[: start - offset] + MASK + whole[end - offset :]
+
+
+def dumps_redacted(record: Any, **options: Any) -> str:
+    """``json.dumps(record, **options)`` with every string value redacted (the one
+    step every artefact the run directory writes goes through)."""
+    return json.dumps(_redact_walk(record, _secret_values(())), **options)
 
 
 def redact_strings(record: Any, secrets: Iterable[str] = ()) -> Any:

@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
 from .errors import ConfigError
-from .redaction import redact_strings
+from .redaction import dumps_redacted
 from .reporting.summary import SCHEMA_VERSION
 
 if TYPE_CHECKING:
@@ -148,11 +148,11 @@ def check_output_dir(path: Path) -> Path:
 def dumps(record: Mapping[str, Any]) -> str:
     """One record as one line: redacted (no secret reaches a file), ASCII JSON (no
     character can break the line)."""
-    return json.dumps(redact_strings(record), ensure_ascii=True, sort_keys=True, default=str)
+    return dumps_redacted(record, ensure_ascii=True, sort_keys=True, default=str)
 
 
 def _document_text(document: Mapping[str, Any]) -> str:
-    return json.dumps(redact_strings(document), ensure_ascii=True, indent=2, sort_keys=True, default=str) + "\n"
+    return dumps_redacted(document, ensure_ascii=True, indent=2, sort_keys=True, default=str) + "\n"
 
 
 def write_json_atomically(path: Path, document: Mapping[str, Any]) -> None:

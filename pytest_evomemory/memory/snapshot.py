@@ -23,7 +23,7 @@ import os
 import re
 import shutil
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -59,6 +59,32 @@ def supports_snapshots(memory: object) -> bool:
     return isinstance(memory, SnapshotCapable)
 
 
+def write_within_slot(path: Path, text: str) -> None:
+    """Write a label or manifest inside a slot whose label was removed first.
+
+    No rename is needed there: until the slot's label is written again the slot
+    counts as empty, and a torn file is unreadable JSON, which reads as "no
+    snapshot" (the other slot still holds the previous episode's state).
+    """
+    data = text.encode("utf-8")
+    # In place, padded with spaces over a longer old text (JSON ignores them):
+    # truncating or re-creating a file costs a hundred times a small write on some
+    # file systems, and this happens twice per episode. One small pwrite is never
+    # half done when a process is killed.
+    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(descriptor).st_size
+        os.pwrite(descriptor, data + b" " * max(0, size - len(data)), 0)
+    finally:
+        os.close(descriptor)
+
+
+def invalidate_label(path: Path) -> None:
+    """Mark a slot as holding no complete snapshot (cheaper than removing the label)."""
+    if path.exists():
+        write_within_slot(path, "{}")
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` so that a reader sees the old or the new file, never half."""
     partial = path.with_name(path.name + ".partial")
@@ -88,6 +114,8 @@ class StreamSnapshots:
 
     directory: Path
     stream: str
+    #: slot -> episodes its label says, for the slots this process wrote (None: unlabelled)
+    _labels: dict[int, int | None] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def for_stream(cls, run_dir: Path, stream: str) -> StreamSnapshots:
@@ -102,27 +130,35 @@ class StreamSnapshots:
         """Remove every snapshot (a stream starting from its first task): a stale
         slot of an earlier run in the same output directory must never be restored."""
         shutil.rmtree(self.directory, ignore_errors=True)
+        self._labels.clear()
 
     def save(self, memory: object, completed: int) -> None:
         """Snapshot ``memory`` as it is after ``completed`` episodes (task + feedback)."""
         if not isinstance(memory, SnapshotCapable):
             return
-        slot = self.directory / f"slot-{completed % 2}"
+        index = completed % 2
+        slot = self.directory / f"slot-{index}"
         label = slot / "episodes.json"
-        slot.mkdir(parents=True, exist_ok=True)
-        previous = _read_label(label)
-        label.unlink(missing_ok=True)
-        if previous is None or previous.get("stream") != self.stream or previous["episodes"] != completed - 2:
+        if index in self._labels:  # this process wrote the slot's label: no need to read it
+            episodes = self._labels[index]
+        else:
+            slot.mkdir(parents=True, exist_ok=True)
+            previous = _read_label(label)
+            episodes = previous["episodes"] if previous is not None and previous.get("stream") == self.stream else None
+        invalidate_label(label)
+        self._labels[index] = None
+        if episodes != completed - 2:
             # Not this run's state two episodes ago (an interrupted save, or a save a
             # killed run made before the episode was re-run): a memory updating
             # incrementally must not build on it.
             shutil.rmtree(slot / "state", ignore_errors=True)
-        (slot / "state").mkdir(exist_ok=True)
+            (slot / "state").mkdir(parents=True)
         memory.snapshot(slot / "state")
-        write_atomically(
+        write_within_slot(
             label,
             json.dumps({"stream": self.stream, "episodes": completed, "memory": type(memory).__qualname__}),
         )
+        self._labels[index] = completed
 
     def completed_prefixes(self) -> list[int]:
         """Episode counts that a saved snapshot is available for."""
@@ -231,7 +267,8 @@ class RecordLog:
         elif previous is not None:
             self._manifest.unlink()  # the log is about to be rewritten: never pair it with this manifest
         with open(self._log, "ab") as handle:
-            handle.truncate(size)  # drop a tail a killed save left behind
+            if os.fstat(handle.fileno()).st_size != size:
+                handle.truncate(size)  # drop a tail a killed save left behind
             handle.seek(size)
             for record in records_after(last_id):
                 line = (json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str) + "\n").encode("ascii")
@@ -252,7 +289,7 @@ class RecordLog:
             "format": self.FORMAT, "kind": self.kind, "count": logged, "last_id": last_id,
             "bytes": size, "state": dict(state),
         }
-        write_atomically(self._manifest, json.dumps(manifest))
+        write_within_slot(self._manifest, json.dumps(manifest))
 
     def load(self) -> tuple[list[LoggedRecord], dict[str, Any]]:
         """The records and backend state of the last completed save."""
