@@ -45,7 +45,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -161,7 +160,7 @@ class MatrixAgent:
         turn.call_tool(name, {argument: f"the latest answer is {stimulus.target}"})
         if os.environ.get("KILL_AT") == here:
             kill_the_run(stimulus)
-        turn.call_tool("final_answer", {"answer": "noted"})
+        turn.call_tool("final_answer", {"answer": "Feedback recorded"})
 
 
 @pytest.fixture(scope="session")
@@ -208,11 +207,20 @@ class Outcome:
         self.scores = sorted(
             (s["stream"], s["task_id"], s["correct"], s["extracted"]) for s in read_jsonl(run_dir / "scores.jsonl")
         )
-        self.memories = {stream.name: final_state(stream) for stream in sorted((run_dir / "memory").glob("sample_*")) if stream.is_dir()}
+        streams = sorted(path for path in (run_dir / "memory").glob("sample_*") if path.is_dir())
+        self.memories = {stream.name: final_state(stream) for stream in streams}
+        self.forgotten = sum(
+            write["role"] == "forget" for r in read_jsonl(run_dir / "responses.jsonl") for write in r["memory_writes"]
+        )
         # the last recall logged for a task: a task killed mid-episode is run again
-        self.recalls: dict[tuple[str, str], str] = {}
-        for stream, task, result in read_jsonl(recall_log) if recall_log.exists() else []:  # type: ignore[misc]
-            self.recalls[(stream, task)] = result
+        self.recalls = {(stream, task): result for stream, task, result in logged_recalls(recall_log)}
+
+
+def logged_recalls(path: Path) -> list[tuple[str, str, str]]:
+    """The agent's recall log: (stream, task id, the recall tool's result) per task turn."""
+    if not path.exists():
+        return []
+    return [tuple(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
 def final_state(stream_dir: Path) -> dict[str, str]:
@@ -236,7 +244,9 @@ _REFERENCES: dict[str, Outcome] = {}
 
 
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "no:randomly", "-p", "no:cacheprovider", *args)
+    # plugins the agent repository does not use cost half of each run's start-up
+    quiet = ("no:randomly", "no:cacheprovider", "no:hypothesispytest", "no:anyio")
+    return pytester.runpytest_subprocess(*(arg for plugin in quiet for arg in ("-p", plugin)), *args)
 
 
 def reference(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, memory: str) -> Outcome:
@@ -303,8 +313,12 @@ def test_a_killed_run_resumes_to_the_uninterrupted_memory_or_is_refused(
     assert got.memories == expected.memories
     assert set(got.memories) == {"sample_facts", "sample_choice"}
     assert got.recalls == expected.recalls
+    if memory in ("forgetful", "consolidating"):  # the agent did forget records
+        assert expected.forgotten > 0
+    if memory == "consolidating":  # and recalled derived records with ids retain never returned
+        assert any("(earlier: " in result for result in expected.recalls.values())
     # every resumed run started after the kill and recalled what the reference recalled
-    lines = read_jsonl(log)
+    recalled = logged_recalls(log)
     for start in resumed_from[1:]:
-        stream, task, result = lines[start]
+        stream, task, result = recalled[start]
         assert expected.recalls[(stream, task)] == result
