@@ -36,6 +36,14 @@ Serially the streams run one after the other (sample_facts, then sample_choice),
 so the kill points of one run follow that order; under ``-n 2`` the two streams
 race, so the three kills of one run are all in one stream.
 
+Under ``-n 2`` the controller writes the result journal from the workers' reports,
+so a kill -9 of the whole run can leave the journal several episodes behind the
+snapshots a worker already saved; only the last two are kept, and resume then
+refuses the stream ("holds no memory snapshot taken after episode N"). The
+matrix kills once the controller has caught up (the agent stops the other
+worker, waits, then kills); the last test kills without waiting and accepts an
+exact resume or that clean refusal.
+
 The uninterrupted reference is run once per memory (serially; the streams are
 independent, so ``-n 2`` must score the same) and shared by both modes.
 """
@@ -116,7 +124,7 @@ def kill_the_run(stimulus):
                 if ppid == parent:
                     siblings.append(int(entry))
                     os.kill(int(entry), signal.SIGSTOP)
-        deadline = time.monotonic() + 20
+        deadline = time.monotonic() + (0 if os.environ.get("NO_CATCH_UP") else 20)
         while not caught_up(os.environ["OUT_DIR"], stimulus.stream, stimulus.task_id) and time.monotonic() < deadline:
             time.sleep(0.02)
         os.kill(parent, signal.SIGKILL)
@@ -322,3 +330,30 @@ def test_a_killed_run_resumes_to_the_uninterrupted_memory_or_is_refused(
     for start in resumed_from[1:]:
         stream, task, result = recalled[start]
         assert expected.recalls[(stream, task)] == result
+
+
+def test_an_xdist_run_killed_before_its_journal_caught_up_resumes_exactly_or_refuses_cleanly(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeconftest(CONFTEST)
+    (pytester.path / "run.yaml").write_text(RUN.format(backend="inprocess"), encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(pytester.path), str(REPO)]))
+    monkeypatch.setenv("MATRIX_MEMORY", "consolidating")
+    monkeypatch.setenv("OUT_DIR", str(pytester.path / "out"))
+    monkeypatch.delenv("KILL_AT", raising=False)
+    expected = reference(pytester, monkeypatch, "consolidating")
+    monkeypatch.setenv("RECALL_LOG", str(pytester.path / "recalls.log"))
+    monkeypatch.setenv("NO_CATCH_UP", "1")
+    monkeypatch.setenv("KILL_AT", "f09/feedback")
+    killed = run(pytester, "--evomemory-config=run.yaml", "--evomemory-output-dir=out", "-n", "2")
+    assert killed.ret != 0
+    monkeypatch.delenv("KILL_AT")
+    final = run(pytester, "--evomemory-resume=out", "-n", "2")
+    output = final.stdout.str() + final.stderr.str()
+    assert "Traceback" not in output
+    if final.ret == 0:
+        got = Outcome(pytester.path / "out", pytester.path / "recalls.log")
+        assert (got.scores, got.memories, got.recalls) == (expected.scores, expected.memories, expected.recalls)
+        return
+    refusals = [line for line in output.splitlines() if "holds no memory snapshot taken after episode" in line]
+    assert refusals or "no readable run.json" in output, output
