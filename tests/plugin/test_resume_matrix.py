@@ -1,0 +1,359 @@
+"""The resume matrix of issue 16 §1, run through the plugin as a user runs it.
+
+A temp agent repository whose conftest.py overrides ``evomemory_agent_factory``
+(a model-free ``tool_use`` agent that calls the memory's declared tools by role:
+it recalls with the prompt, answers from the first recalled "Q/A" record, and in
+the feedback turn forgets the record that misled it, where the memory has a
+``forget`` tool, and retains the Q/A plus a fact that a consolidating memory
+merges) and ``evomemory_memory_factory`` (the memory under test). The run is
+killed with SIGKILL from inside the agent — the whole run: under ``-n 2`` the
+worker kills its sibling worker and the controller first — and resumed with
+``--evomemory-resume``.
+
+After the last resume, the scores (``correct``/``extracted`` per task), every
+stream's memory at its end (the state files of the snapshot taken after its
+last episode) and the recalls of every task run after a resume equal those of
+an uninterrupted run; a memory without snapshots is refused with the one-line
+message, a non-zero exit and no traceback.
+
+Memories: built-in ``inprocess`` and ``sqlite``; ``renamed`` (tools
+``note``/``lookup``); ``forgetful`` (a ``forget`` tool the agent uses);
+``consolidating`` (tests/memory/consolidating_adapter.py: ``remember``/``search``/
+``forget``, derived records with new ids); ``nosnap`` (no snapshot support).
+Modes: serial and ``-n 2``. Kills: at a task turn, at a feedback turn, and
+three kills in one run. Selection (each memory once in each mode; each kill
+kind and three kills in each mode; 12 cases instead of 36):
+
+    memory         serial            -n 2
+    inprocess      task              task
+    sqlite         feedback          task
+    renamed        three kills       feedback
+    forgetful      feedback          feedback
+    consolidating  feedback          three kills
+    nosnap         task (refused)    feedback (refused)
+
+Serially the streams run one after the other (sample_facts, then sample_choice),
+so the kill points of one run follow that order; under ``-n 2`` the two streams
+race, so the three kills of one run are all in one stream.
+
+Under ``-n 2`` the controller writes the result journal from the workers' reports,
+so a kill -9 of the whole run can leave the journal several episodes behind the
+snapshots a worker already saved; only the last two are kept, and resume then
+refuses the stream ("holds no memory snapshot taken after episode N"). The
+matrix kills once the controller has caught up (the agent stops the other
+worker, waits, then kills); the last test kills without waiting and accepts an
+exact resume or that clean refusal.
+
+The uninterrupted reference is run once per memory (serially; the streams are
+independent, so ``-n 2`` must score the same) and shared by both modes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from ..conftest import read_jsonl
+
+REPO = Path(__file__).resolve().parents[2]
+
+CONFTEST = '''
+import glob, json, os, signal, time
+import pytest
+
+ROLES = {"recall": "recall", "lookup": "recall", "search": "recall",
+         "retain": "retain", "note": "retain", "remember": "retain", "forget": "forget"}
+FACTORIES = {
+    "renamed": "tests.plugin.resume_matrix_memories:renamed",
+    "forgetful": "tests.plugin.resume_matrix_memories:forgetful",
+    "nosnap": "tests.plugin.resume_matrix_memories:nosnap",
+    "consolidating": "tests.memory.consolidating_adapter:create",
+}
+
+
+def scored(out):
+    """stream -> task ids in the run's result journal (the controller's, under xdist)."""
+    done = {}
+    try:
+        with open(os.path.join(out, "scores.jsonl")) as journal:
+            for line in journal:
+                if line.strip():
+                    record = json.loads(line)
+                    done.setdefault(record["stream"], set()).add(record["task_id"])
+    except OSError:
+        pass
+    return done
+
+
+def caught_up(out, stream, task_id):
+    """Whether the journal holds this stream's previous task and is at most one
+    episode behind every stream's latest memory snapshot."""
+    done = scored(out)
+    number = int(task_id[1:])
+    if number > 1 and f"{task_id[0]}{number - 1:02d}" not in done.get(stream, ()):
+        return False
+    for label in glob.glob(os.path.join(out, "memory", "*", "slot-*", "episodes.json")):
+        try:
+            with open(label) as handle:
+                saved = json.load(handle)
+        except (OSError, ValueError):
+            continue
+        if saved["episodes"] - len(done.get(saved["stream"], ())) > 1:
+            return False
+    return True
+
+
+def kill_the_run(stimulus):
+    """kill -9 of the whole run. Under xdist the other workers are stopped first and
+    the controller is given time to journal the results it already received: the
+    matrix tests resume from a journal as up to date as the snapshots (a journal
+    lagging further behind is refused, see the module docstring)."""
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        parent = os.getppid()
+        siblings = []
+        for entry in os.listdir("/proc"):
+            if entry.isdigit() and int(entry) != os.getpid():
+                try:
+                    with open(f"/proc/{entry}/stat") as stat:
+                        ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
+                except OSError:
+                    continue
+                if ppid == parent:
+                    siblings.append(int(entry))
+                    os.kill(int(entry), signal.SIGSTOP)
+        deadline = time.monotonic() + (0 if os.environ.get("NO_CATCH_UP") else 20)
+        while not caught_up(os.environ["OUT_DIR"], stimulus.stream, stimulus.task_id) and time.monotonic() < deadline:
+            time.sleep(0.02)
+        os.kill(parent, signal.SIGKILL)
+        for pid in siblings:
+            os.kill(pid, signal.SIGKILL)
+    os.kill(os.getpid(), signal.SIGKILL)
+
+
+class MatrixAgent:
+    def __init__(self):
+        self._prompt = ""
+        self._used = None
+
+    def reset(self):
+        pass
+
+    def respond(self, stimulus, turn):
+        tools = {ROLES[spec.name]: (spec.name, spec.parameters["required"][0])
+                 for spec in turn.tools if spec.name in ROLES}
+        here = f"{stimulus.task_id}/{stimulus.kind}"
+        if stimulus.kind == "task":
+            self._prompt, self._used = stimulus.prompt, None
+            name, argument = tools["recall"]
+            result = turn.call_tool(name, {argument: stimulus.prompt})
+            with open(os.environ["RECALL_LOG"], "a") as log:
+                log.write(json.dumps([stimulus.stream, stimulus.task_id, result]) + "\\n")
+            answer = "unknown"
+            for hit in json.loads(result):
+                if "\\nA: " in hit["content"]:
+                    answer, self._used = hit["content"].split("\\nA: ", 1)[1], hit["id"]
+                    break
+            if os.environ.get("KILL_AT") == here:
+                kill_the_run(stimulus)
+            turn.call_tool("final_answer", {"answer": answer})
+            return
+        if stimulus.submitted_answer != stimulus.target and self._used and "forget" in tools:
+            name, argument = tools["forget"]
+            turn.call_tool(name, {argument: self._used})
+        name, argument = tools["retain"]
+        turn.call_tool(name, {argument: f"Q: {self._prompt}\\nA: {stimulus.target}"})
+        turn.call_tool(name, {argument: f"the latest answer is {stimulus.target}"})
+        if os.environ.get("KILL_AT") == here:
+            kill_the_run(stimulus)
+        turn.call_tool("final_answer", {"answer": "Feedback recorded"})
+
+
+@pytest.fixture(scope="session")
+def evomemory_agent_factory():
+    return lambda config, memory: MatrixAgent()
+
+
+@pytest.fixture(scope="session")
+def evomemory_memory_factory():
+    reference = FACTORIES.get(os.environ["MATRIX_MEMORY"])
+    if reference is None:
+        return None  # a built-in backend, named in run.yaml
+    module, name = reference.split(":")
+    return getattr(__import__(module, fromlist=[name]), name)
+'''
+
+RUN = """
+name: matrix
+benchmark: {{benchmark: sample}}
+agent: {{kind: recall_baseline, memory_strategy: tool_use}}
+memory: {{backend: {backend}, top_k: 4}}
+"""
+
+#: memory -> (serial kills, ``-n 2`` kills); each run of a case is killed at the next point
+KILLS: dict[str, tuple[list[str], list[str]]] = {
+    "inprocess": (["f06/task"], ["c04/task"]),
+    "sqlite": (["f06/feedback"], ["f03/task"]),
+    "renamed": (["f03/task", "f08/feedback", "c06/task"], ["c06/feedback"]),
+    "forgetful": (["c05/feedback"], ["f06/feedback"]),
+    "consolidating": (["f02/feedback"], ["f03/task", "f06/feedback", "f10/task"]),
+    "nosnap": (["f06/task"], ["c05/feedback"]),
+}
+CASES = [
+    pytest.param(memory, mode, kills, id=f"{memory}-{mode}")
+    for memory, (serial, xdist) in KILLS.items()
+    for mode, kills in (("serial", serial), ("xdist", xdist))
+]
+
+
+class Outcome:
+    """What an uninterrupted or resumed run produced that resume must keep equal."""
+
+    def __init__(self, run_dir: Path, recall_log: Path) -> None:
+        self.scores = sorted(
+            (s["stream"], s["task_id"], s["correct"], s["extracted"]) for s in read_jsonl(run_dir / "scores.jsonl")
+        )
+        streams = sorted(path for path in (run_dir / "memory").glob("sample_*") if path.is_dir())
+        self.memories = {stream.name: final_state(stream) for stream in streams}
+        self.forgotten = sum(
+            write["role"] == "forget" for r in read_jsonl(run_dir / "responses.jsonl") for write in r["memory_writes"]
+        )
+        # the last recall logged for a task: a task killed mid-episode is run again
+        self.recalls = {(stream, task): result for stream, task, result in logged_recalls(recall_log)}
+
+
+def logged_recalls(path: Path) -> list[tuple[str, str, str]]:
+    """The agent's recall log: (stream, task id, the recall tool's result) per task turn."""
+    if not path.exists():
+        return []
+    return [tuple(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
+
+
+def final_state(stream_dir: Path) -> dict[str, str]:
+    """The state files of the snapshot taken after the stream's last (12th) episode."""
+    for slot in stream_dir.glob("slot-*"):
+        label = json.loads((slot / "episodes.json").read_text(encoding="utf-8"))
+        if label["episodes"] == 12:
+            files = {}
+            for path in sorted((slot / "state").iterdir()):
+                if path.suffix == ".partial":
+                    continue
+                files[path.name] = path.read_text(encoding="utf-8")
+            if "manifest.json" in files:  # RecordLog: only the bytes the manifest vouches for count
+                size = json.loads(files["manifest.json"])["bytes"]
+                files["records.jsonl"] = files["records.jsonl"].encode()[:size].decode()
+            return files
+    raise AssertionError(f"{stream_dir}: no snapshot after the 12th episode")
+
+
+_REFERENCES: dict[str, Outcome] = {}
+
+
+def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    # plugins the agent repository does not use cost half of each run's start-up
+    quiet = ("no:randomly", "no:cacheprovider", "no:hypothesispytest", "no:anyio")
+    return pytester.runpytest_subprocess(*(arg for plugin in quiet for arg in ("-p", plugin)), *args)
+
+
+def reference(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, memory: str) -> Outcome:
+    if memory not in _REFERENCES:
+        monkeypatch.setenv("RECALL_LOG", str(pytester.path / "reference-recalls.log"))
+        result = run(pytester, "--evomemory-config=run.yaml", "--evomemory-output-dir=reference")
+        assert result.ret == 0, result.stdout.str()
+        _REFERENCES[memory] = Outcome(pytester.path / "reference", pytester.path / "reference-recalls.log")
+    return _REFERENCES[memory]
+
+
+@pytest.mark.parametrize(("memory", "mode", "kills"), CASES)
+def test_a_killed_run_resumes_to_the_uninterrupted_memory_or_is_refused(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, memory: str, mode: str, kills: list[str]
+) -> None:
+    pytester.makeconftest(CONFTEST)
+    backend = memory if memory in ("inprocess", "sqlite") else "inprocess"
+    (pytester.path / "run.yaml").write_text(RUN.format(backend=backend), encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(pytester.path), str(REPO)]))
+    monkeypatch.setenv("MATRIX_MEMORY", memory)
+    monkeypatch.delenv("KILL_AT", raising=False)
+    monkeypatch.setenv("OUT_DIR", str(pytester.path / "out"))
+    refused = memory == "nosnap"
+    expected = None if refused else reference(pytester, monkeypatch, memory)
+
+    xdist = ["-n", "2"] if mode == "xdist" else []
+    log = pytester.path / "recalls.log"
+    monkeypatch.setenv("RECALL_LOG", str(log))
+    first = True
+    resumed_from: list[int] = []
+    for kill_at in kills:
+        monkeypatch.setenv("KILL_AT", kill_at)
+        resumed_from.append(len(log.read_text().splitlines()) if log.exists() else 0)
+        args = ["--evomemory-config=run.yaml", "--evomemory-output-dir=out"] if first else ["--evomemory-resume=out"]
+        killed = run(pytester, *args, *xdist)
+        assert killed.ret != 0, killed.stdout.str()
+        first = False
+        if refused:
+            break
+    monkeypatch.delenv("KILL_AT")
+    resumed_from.append(len(log.read_text().splitlines()))
+    final = run(pytester, "--evomemory-resume=out", *xdist)
+    output = final.stdout.str() + final.stderr.str()
+
+    if refused:
+        assert final.ret != 0
+        assert "Traceback" not in output
+        message = "cannot be resumed: it does not implement snapshot(directory) and restore(directory)"
+        lines = [line for line in output.splitlines() if message in line]
+        assert lines, output
+        killed_stream = "sample_facts" if kills[0].startswith("f") else "sample_choice"
+        assert any(f"stream '{killed_stream}'" in line for line in lines), lines
+        if mode == "serial":  # the stream the kill never reached starts empty and runs
+            other = "sample_choice" if killed_stream == "sample_facts" else "sample_facts"
+            assert not any(f"stream '{other}'" in line for line in lines), lines
+            scored = [s for s in read_jsonl(pytester.path / "out" / "scores.jsonl") if s["stream"] == other]
+            assert len(scored) == 12
+        return
+
+    assert final.ret == 0, output
+    got = Outcome(pytester.path / "out", log)
+    assert expected is not None
+    assert got.scores == expected.scores
+    assert got.memories == expected.memories
+    assert set(got.memories) == {"sample_facts", "sample_choice"}
+    assert got.recalls == expected.recalls
+    if memory in ("forgetful", "consolidating"):  # the agent did forget records
+        assert expected.forgotten > 0
+    if memory == "consolidating":  # and recalled derived records with ids retain never returned
+        assert any("(earlier: " in result for result in expected.recalls.values())
+    # every resumed run started after the kill and recalled what the reference recalled
+    recalled = logged_recalls(log)
+    for start in resumed_from[1:]:
+        stream, task, result = recalled[start]
+        assert expected.recalls[(stream, task)] == result
+
+
+def test_an_xdist_run_killed_before_its_journal_caught_up_resumes_exactly_or_refuses_cleanly(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makeconftest(CONFTEST)
+    (pytester.path / "run.yaml").write_text(RUN.format(backend="inprocess"), encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(pytester.path), str(REPO)]))
+    monkeypatch.setenv("MATRIX_MEMORY", "consolidating")
+    monkeypatch.setenv("OUT_DIR", str(pytester.path / "out"))
+    monkeypatch.delenv("KILL_AT", raising=False)
+    expected = reference(pytester, monkeypatch, "consolidating")
+    monkeypatch.setenv("RECALL_LOG", str(pytester.path / "recalls.log"))
+    monkeypatch.setenv("NO_CATCH_UP", "1")
+    monkeypatch.setenv("KILL_AT", "f09/feedback")
+    killed = run(pytester, "--evomemory-config=run.yaml", "--evomemory-output-dir=out", "-n", "2")
+    assert killed.ret != 0
+    monkeypatch.delenv("KILL_AT")
+    final = run(pytester, "--evomemory-resume=out", "-n", "2")
+    output = final.stdout.str() + final.stderr.str()
+    assert "Traceback" not in output
+    if final.ret == 0:
+        got = Outcome(pytester.path / "out", pytester.path / "recalls.log")
+        assert (got.scores, got.memories, got.recalls) == (expected.scores, expected.memories, expected.recalls)
+        return
+    refusals = [line for line in output.splitlines() if "holds no memory snapshot taken after episode" in line]
+    assert refusals or "no readable run.json" in output, output
