@@ -98,14 +98,21 @@ def write_atomically(path: Path, text: str) -> None:
 # --------------------------------------------------------------------------- runtime side
 
 
+#: Snapshots kept per stream, one slot each, used in turn. More than two, because
+#: under xdist the results journal (written by the controller from the workers'
+#: reports) can be a few episodes behind the snapshots a worker already saved when
+#: a whole run is killed; resume needs the snapshot that matches the journal.
+SNAPSHOT_SLOTS = 8
+
+
 @dataclass(frozen=True)
 class StreamSnapshots:
     """The snapshots of one stream's memory, labelled by completed episodes.
 
-    Two slots are used in turn (``slot-0``, ``slot-1``), each with a label
+    :data:`SNAPSHOT_SLOTS` slots are used in turn (``slot-0``, ``slot-1``, ...), each with a label
     written only after the memory's own snapshot returned. A slot is handed to
     the memory again (to update incrementally) only if its label says it holds
-    the state of two episodes earlier; otherwise it is emptied first. Whichever moment the
+    the state of SNAPSHOT_SLOTS episodes earlier; otherwise it is emptied first. Whichever moment the
     process is killed at — inside the memory's snapshot, between the snapshot
     and the result journal, or after both — the slot labelled with the number of
     episodes the journal says are complete is intact: the one being written has
@@ -136,7 +143,7 @@ class StreamSnapshots:
         """Snapshot ``memory`` as it is after ``completed`` episodes (task + feedback)."""
         if not isinstance(memory, SnapshotCapable):
             return
-        index = completed % 2
+        index = completed % SNAPSHOT_SLOTS
         slot = self.directory / f"slot-{index}"
         label = slot / "episodes.json"
         if index in self._labels:  # this process wrote the slot's label: no need to read it
@@ -147,7 +154,7 @@ class StreamSnapshots:
             episodes = previous["episodes"] if previous is not None and previous.get("stream") == self.stream else None
         invalidate_label(label)
         self._labels[index] = None
-        if episodes != completed - 2:
+        if episodes != completed - SNAPSHOT_SLOTS:
             # Not this run's state two episodes ago (an interrupted save, or a save a
             # killed run made before the episode was re-run): a memory updating
             # incrementally must not build on it.
@@ -308,6 +315,7 @@ class RecordLog:
 
 
 __all__ = [
+    "SNAPSHOT_SLOTS",
     "RecordLog",
     "ResumeRefused",
     "SnapshotCapable",

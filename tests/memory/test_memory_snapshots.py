@@ -15,7 +15,13 @@ import pytest
 
 from pytest_evomemory.errors import MemoryBackendError
 from pytest_evomemory.memory import MemorySystem
-from pytest_evomemory.memory.snapshot import RecordLog, ResumeRefused, SnapshotCapable, StreamSnapshots
+from pytest_evomemory.memory.snapshot import (
+    SNAPSHOT_SLOTS,
+    RecordLog,
+    ResumeRefused,
+    SnapshotCapable,
+    StreamSnapshots,
+)
 from tests.memory.example_adapter import KeywordNotebook
 
 from .conftest import OpenMemory
@@ -109,21 +115,23 @@ def test_stream_snapshots_keep_the_completed_prefix_whenever_the_process_dies(tm
     for episode in range(1, 4):
         memory.retain(f"episode {episode} lesson about falcons")
         snapshots.save(memory, episode)
-    assert snapshots.completed_prefixes() == [2, 3]
+    assert snapshots.completed_prefixes() == [1, 2, 3]
 
-    # killed inside the memory's snapshot of episode 4: its slot lost its label
+    # killed inside the memory's snapshot of episode 4, which reuses the slot of
+    # episode 4 - SNAPSHOT_SLOTS: the slot lost its label
     memory.retain("episode 4 lesson about falcons")
-    slot = tmp_path / "memory" / "s1" / "slot-0"
-    (slot / "episodes.json").unlink()
-    assert snapshots.completed_prefixes() == [3]
+    slot = tmp_path / "memory" / "s1" / f"slot-{4 % SNAPSHOT_SLOTS}"
+    slot.mkdir(parents=True, exist_ok=True)
+    (slot / "episodes.json").write_text("{}")
+    assert snapshots.completed_prefixes() == [1, 2, 3]
 
     for completed, expected in ((3, 3), (0, 0)):
         fresh = InProcessMemory()
         snapshots.restore(fresh, completed)
         assert len(fresh) == expected
-    with pytest.raises(ResumeRefused, match=r"no memory snapshot taken after episode 4 \(snapshots for: 3\)"):
+    with pytest.raises(ResumeRefused, match=r"no memory snapshot taken after episode 4 \(snapshots for: 1, 2, 3\)"):
         snapshots.restore(InProcessMemory(), 4)
-    label = json.loads((tmp_path / "memory" / "s1" / "slot-1" / "episodes.json").read_text())
+    label = json.loads((tmp_path / "memory" / "s1" / "slot-3" / "episodes.json").read_text())
     assert label == {"stream": "s1", "episodes": 3, "memory": "InProcessMemory"}
     snapshots.clear()  # a fresh run into the same output directory
     assert snapshots.completed_prefixes() == []

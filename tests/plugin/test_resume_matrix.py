@@ -251,6 +251,14 @@ def final_state(stream_dir: Path) -> dict[str, str]:
 _REFERENCES: dict[str, Outcome] = {}
 
 
+@pytest.fixture(autouse=True)
+def inner_runs_are_not_xdist_workers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """When this suite itself runs under xdist, its worker's variables would reach the
+    inner runs, and a serial inner run would take itself for an xdist worker."""
+    for name in ("PYTEST_XDIST_WORKER", "PYTEST_XDIST_WORKER_COUNT", "PYTEST_XDIST_TESTRUNUID"):
+        monkeypatch.delenv(name, raising=False)
+
+
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     # plugins the agent repository does not use cost half of each run's start-up
     quiet = ("no:randomly", "no:cacheprovider", "no:hypothesispytest", "no:anyio")
