@@ -6,6 +6,7 @@ import math
 import re
 import unicodedata
 from collections import Counter
+from collections.abc import Iterator
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
 
@@ -94,3 +95,28 @@ def _storable_value(value: object) -> object:
     if isinstance(value, dict):
         return {storable(str(key)): _storable_value(item) for key, item in value.items()}
     return value
+
+
+class JsonScan:
+    """Walks a JSON text and yields its brackets outside strings, remembering whether
+    the text ended inside a string (and right after a backslash there): the one scan
+    that both the nesting limit of data files and the repair of a cut-off tool-call
+    prefix need."""
+
+    def __init__(self) -> None:
+        self.in_string = False
+        self.escaped = False
+
+    def brackets(self, text: str) -> Iterator[str]:
+        for char in text:
+            if self.in_string:
+                if self.escaped:
+                    self.escaped = False
+                elif char == "\\":
+                    self.escaped = True
+                elif char == '"':
+                    self.in_string = False
+            elif char == '"':
+                self.in_string = True
+            elif char in "[]{}":
+                yield char

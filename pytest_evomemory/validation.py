@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DataError
+from .text import JsonScan
 from .types import BenchmarkSample
 
 #: Nesting deeper than this in a config or a task record is refused: no real config
@@ -167,24 +168,14 @@ def _no_constant(name: str) -> Any:
 def nesting_depth(text: str) -> int:
     """The deepest bracket nesting of a JSON text (brackets inside strings ignored)."""
     depth = deepest = 0
-    in_string = escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
+    for char in JsonScan().brackets(text):
+        if char in "[{":
             depth += 1
             if depth > deepest:
                 deepest = depth
                 if deepest > MAX_NESTING_DEPTH:
                     return deepest
-        elif char in "]}":
+        else:
             depth -= 1
     return deepest
 

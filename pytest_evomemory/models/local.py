@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, ModelError
+from ..text import JsonScan
 from ..types import Usage
 from .base import ChatCompletion, ModelToolCall
 
@@ -438,24 +439,14 @@ def _parse_tool_call(text: str, names: set[str]) -> tuple[str, str] | None:
 def close_json(text: str) -> str:
     """Close the strings, arrays and objects that a JSON prefix left open."""
     stack: list[str] = []
-    in_string = False
-    escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "{[":
+    scan = JsonScan()
+    for char in scan.brackets(text):
+        if char in "{[":
             stack.append("}" if char == "{" else "]")
-        elif char in "}]" and stack:
+        elif stack:
             stack.pop()
-    if in_string:
-        if escaped:
+    if scan.in_string:
+        if scan.escaped:
             text = text[:-1]
         text += '"'
     text = text.rstrip()
