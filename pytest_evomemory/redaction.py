@@ -105,9 +105,7 @@ def _redact(text: str, values: list[str]) -> str:
         return text  # too short to hold a secret or any of the patterns
     for value in values:
         if value in text:
-            # whole tokens only: a secret that is also a word (a password "evomemory")
-            # must not rewrite paths and names that merely contain it
-            text = re.sub(rf"(?<![A-Za-z0-9_]){re.escape(value)}(?![A-Za-z0-9_])", MASK, text)
+            text = text.replace(value, MASK)
         text = _mask_cut_secret(text, value)
     if _PATTERN_HINTS.search(text) is None:
         return text

@@ -74,10 +74,3 @@ def test_redact_record_walks_every_value_and_makes_text_storable() -> None:
 def test_short_values_are_not_registered() -> None:
     register_secret("no")
     assert redact("no, not now") == "no, not now"
-
-
-def test_a_secret_that_is_also_a_word_is_masked_as_a_token_not_inside_names() -> None:
-    from pytest_evomemory.redaction import redact
-
-    assert redact("/ci/p/pytest_evomemory/configs/run.yaml", ["evomemory"]) == "/ci/p/pytest_evomemory/configs/run.yaml"
-    assert redact("password=evomemory; user evomemory.", ["evomemory"]) == "password=***; user ***."
