@@ -11,13 +11,16 @@
 #
 # Settings (environment): EVOMEMORY_PG_DATA (data dir, default /tmp/evomemory-pg),
 # EVOMEMORY_PG_PORT (default 55432, so a developer's own server on 5432 is left
-# alone), EVOMEMORY_PG_PASSWORD (default evomemory).
+# alone), EVOMEMORY_PG_PASSWORD (default: a random one made when the cluster is
+# created and kept in $EVOMEMORY_PG_DATA.password). The password must not be a word:
+# the plugin masks PGPASSWORD's value wherever it appears in its output, so a
+# password "evomemory" would mask the project's own name in every artefact.
 set -euo pipefail
 
 DATA="${EVOMEMORY_PG_DATA:-/tmp/evomemory-pg}"
 PORT="${EVOMEMORY_PG_PORT:-55432}"
-PASSWORD="${EVOMEMORY_PG_PASSWORD:-evomemory}"
 LOG="$DATA.log"
+PASSWORD_FILE="$DATA.password"
 
 log() { echo "start-postgres: $*" >&2; }
 
@@ -45,6 +48,21 @@ id postgres >/dev/null 2>&1 || useradd --system --home-dir /var/lib/postgresql -
 as_postgres() {
     if [ "$(id -un)" = postgres ]; then "$@"; else runuser -u postgres -- "$@"; fi
 }
+
+if [ -n "${EVOMEMORY_PG_PASSWORD:-}" ]; then
+    PASSWORD="$EVOMEMORY_PG_PASSWORD"
+elif [ -s "$PASSWORD_FILE" ]; then
+    PASSWORD="$(cat "$PASSWORD_FILE")"
+else
+    # a cluster made before passwords were random (or by hand): its password is unknown
+    if [ -s "$DATA/PG_VERSION" ]; then
+        log "recreating $DATA: its password is not recorded in $PASSWORD_FILE"
+        as_postgres "$BINDIR/pg_ctl" -D "$DATA" -m immediate stop >&2 2>/dev/null || true
+        rm -rf "$DATA"
+    fi
+    PASSWORD="ci-$(head -c 12 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+    (umask 077 && printf '%s\n' "$PASSWORD" > "$PASSWORD_FILE")
+fi
 
 if [ ! -s "$DATA/PG_VERSION" ]; then
     log "creating cluster in $DATA"

@@ -74,3 +74,12 @@ def test_redact_record_walks_every_value_and_makes_text_storable() -> None:
 def test_short_values_are_not_registered() -> None:
     register_secret("no")
     assert redact("no, not now") == "no, not now"
+
+
+def test_a_secret_is_masked_inside_a_longer_token_too() -> None:
+    """A proxy that URL-encodes the header it echoes puts a digit right before the key
+    (``%20<key>``): matching whole tokens only would leak it."""
+    secret = "k3y-abcdef0123456789"
+    register_secret(secret)
+    assert secret not in redact(f"authz%20{secret}%0D%0A")
+    assert secret not in redact(f"x{secret}y")

@@ -80,9 +80,11 @@ def scored(out):
     try:
         with open(os.path.join(out, "scores.jsonl")) as journal:
             for line in journal:
-                if line.strip():
+                try:
                     record = json.loads(line)
-                    done.setdefault(record["stream"], set()).add(record["task_id"])
+                except ValueError:  # blank, or the line the controller is writing now
+                    continue
+                done.setdefault(record["stream"], set()).add(record["task_id"])
     except OSError:
         pass
     return done
@@ -101,6 +103,8 @@ def caught_up(out, stream, task_id):
                 saved = json.load(handle)
         except (OSError, ValueError):
             continue
+        if not isinstance(saved, dict) or "episodes" not in saved:
+            continue  # a label being rewritten in place
         if saved["episodes"] - len(done.get(saved["stream"], ())) > 1:
             return False
     return True
@@ -124,12 +128,15 @@ def kill_the_run(stimulus):
                 if ppid == parent:
                     siblings.append(int(entry))
                     os.kill(int(entry), signal.SIGSTOP)
-        deadline = time.monotonic() + (0 if os.environ.get("NO_CATCH_UP") else 20)
-        while not caught_up(os.environ["OUT_DIR"], stimulus.stream, stimulus.task_id) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        os.kill(parent, signal.SIGKILL)
-        for pid in siblings:
-            os.kill(pid, signal.SIGKILL)
+        try:  # whatever happens while waiting, nothing is left stopped
+            deadline = time.monotonic() + (0 if os.environ.get("NO_CATCH_UP") else 20)
+            while time.monotonic() < deadline and not caught_up(os.environ["OUT_DIR"], stimulus.stream, stimulus.task_id):
+                time.sleep(0.02)
+        finally:
+            os.kill(parent, signal.SIGKILL)
+            for pid in siblings:
+                os.kill(pid, signal.SIGKILL)
+            os.kill(os.getpid(), signal.SIGKILL)
     os.kill(os.getpid(), signal.SIGKILL)
 
 
@@ -262,7 +269,8 @@ def inner_runs_are_not_xdist_workers(monkeypatch: pytest.MonkeyPatch) -> None:
 def run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
     # plugins the agent repository does not use cost half of each run's start-up
     quiet = ("no:randomly", "no:cacheprovider", "no:hypothesispytest", "no:anyio")
-    return pytester.runpytest_subprocess(*(arg for plugin in quiet for arg in ("-p", plugin)), *args)
+    # a bound, so that a kill sequence gone wrong fails this test instead of hanging CI
+    return pytester.runpytest_subprocess(*(arg for plugin in quiet for arg in ("-p", plugin)), *args, timeout=240)
 
 
 def reference(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, memory: str) -> Outcome:
