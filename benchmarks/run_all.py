@@ -3,9 +3,13 @@
     python benchmarks/run_all.py                      # every benchmarks/bench_*.py, defaults
     python benchmarks/run_all.py --only harness,parallel
     python benchmarks/run_all.py --args "bench_harness=--tasks 100 --skip peer"
+    python benchmarks/run_all.py --full               # long scripts at full size too
 
 Scripts are found by name (``bench_*.py``), so a new benchmark joins the suite by
-being added here, with no list to keep up to date. Each runs in its own process
+being added here, with no list to keep up to date. A script whose full size takes
+many minutes (``QUICK``: the full-size two-arm comparison, 8-9 minutes) runs shrunk
+by default, so that the whole suite stays a matter of minutes; ``--full``, or
+``--args`` for that script, runs it as asked. Each runs in its own process
 with this interpreter: a crash or a missed budget in one does not hide the others'
 tables. Progress goes to stderr; each script's table is printed as it comes and
 again, all together, at the end. Exit status 1 if any script failed.
@@ -23,6 +27,10 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 
+#: script -> arguments it gets by default: a quick check of a benchmark whose full
+#: size takes many minutes (dropped by ``--full`` or by ``--args`` for the script)
+QUICK = {"bench_two_arms": ["--scale", "0.05"]}
+
 
 def discover(only: set[str]) -> list[Path]:
     scripts = sorted(HERE.glob("bench_*.py"))
@@ -37,6 +45,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--args", action="append", default=[], metavar="SCRIPT=ARGS",
         help="extra arguments for one script, e.g. 'bench_parallel=--tasks 10'; repeatable",
+    )
+    parser.add_argument(
+        "--full", action="store_true",
+        help=f"run the long scripts ({', '.join(sorted(QUICK))}) at full size instead of their quick check",
     )
     args = parser.parse_args(argv)
     only = {name.strip() for name in args.only.split(",") if name.strip()}
@@ -53,7 +65,8 @@ def main(argv: list[str] | None = None) -> int:
     env.pop("PYTEST_ADDOPTS", None)
     results: list[tuple[str, int, float, str]] = []
     for script in scripts:
-        command = [sys.executable, str(script), *extra.get(script.stem, [])]
+        default = [] if args.full else QUICK.get(script.stem, [])
+        command = [sys.executable, str(script), *extra.get(script.stem, default)]
         print(f"\n===== {script.name} {' '.join(command[2:])}".rstrip(), flush=True)
         started = time.perf_counter()
         # stdout (the table) is captured to be reprinted at the end; stderr (progress)

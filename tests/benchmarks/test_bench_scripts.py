@@ -97,3 +97,21 @@ def test_bench_control_arm_prints_its_ratio_and_checks_the_scores() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "ratio wall(-n 2) / wall(serial) = " in result.stdout
     assert "scores identical to the serial run: True" in result.stdout
+
+
+def test_bench_two_arms_prints_its_ratio_and_checks_both_arms(tmp_path: Path) -> None:
+    result = run_script(
+        str(BENCHMARKS / "bench_two_arms.py"), "--scale", "0.01", "--latency", "0.01", "--workers", "2",
+        "--keep", str(tmp_path),
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "ratio wall / model s = " in out
+    # the floor is the memory arm's mmlu_pro stream (23 tasks at scale 0.01), measured by its server
+    floor = next(line for line in out.splitlines() if line.startswith("longest memory stream: "))
+    assert floor.startswith("longest memory stream: mmlu_pro (23 tasks)")
+    assert float(floor.split("server: ")[1].split()[0]) >= 2 * 23 * 0.01
+    assert "control arm results: 28/28 tasks scored, 28 correct, 0 duplicates, complete=True: OK" in out
+    assert "memory arm results: 28/28 tasks scored, 28 correct, 0 duplicates, complete=True: OK" in out
+    # each arm's server saw only its arm: task + feedback call per task
+    assert "control arm: 56 requests served" in out and "memory arm: 56 requests served" in out
