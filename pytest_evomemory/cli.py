@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 from . import __version__, datacmd, initcmd, runcmd
+from .errors import ConfigError
+from .reporting.gain import GainThreshold, check_gains, parse_min_gain
 from .reporting.html import REPORT_NAME, ReportError, write_comparison, write_html_report
 from .reporting.terminal import format_comparison
 
@@ -78,6 +80,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=None,
         help="comma-separated legend labels, one per run (default: the run names)",
     )
+    compare.add_argument(
+        "--min-gain",
+        metavar="[STREAM=]POINTS",
+        action="append",
+        default=[],
+        help="exit 1 if a run's accuracy does not beat the baseline's by POINTS percentage points "
+        "overall (or on STREAM), paired on the tasks both ran; repeatable",
+    )
     datacmd.add_parser(commands)
     initcmd.add_parser(commands)
     return parser
@@ -96,6 +106,14 @@ def _labels(value: str | None, count: int) -> list[str] | None:
     return labels
 
 
+def _gate(document: Mapping[str, Any], gates: Sequence[GainThreshold]) -> bool:
+    """Print each gain gate's verdict; True when one is missed."""
+    results = check_gains(document, gates)
+    for result in results:
+        print(result.describe())
+    return any(not result.met for result in results)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -112,12 +130,14 @@ def main(argv: Sequence[str] | None = None) -> int:
             if len(args.run_dirs) < 2:
                 parser.error("compare needs at least two run directories")
             files = write_comparison(args.run_dirs, args.output, _labels(args.labels, len(args.run_dirs)))
+            gates = parse_min_gain(args.min_gain, list(files.document["streams"]), option="--min-gain")
             for line in format_comparison(files.document):
                 print(line)
+            missed = _gate(files.document, gates)
             print(files.html)
             print(files.json)
-            return 0
-    except ReportError as error:
+            return 1 if missed else 0
+    except (ReportError, ConfigError) as error:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return USAGE_ERROR
     print(written)

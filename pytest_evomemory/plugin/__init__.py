@@ -43,9 +43,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "(without it, an ini config alone runs nothing: plain pytest runs your own tests)",
     )
     group.addoption(
-        "--evomemory-config", metavar="PATH|NAME", default=None,
+        "--evomemory-config", metavar="PATH|NAME", action="append", default=[],
         help="run config (YAML path, or a built-in config's name such as sample_memory) "
-        "naming the benchmark, agent and memory configs; enables the benchmark",
+        "naming the benchmark, agent and memory configs; enables the benchmark. Repeat it to "
+        "run several arms in one session, the first being the baseline of their comparison",
     )
     group.addoption(
         "--evomemory-set", metavar="KEY=VALUE", action="append", default=[],
@@ -67,6 +68,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--evomemory-min-accuracy", metavar="[STREAM=]FRACTION", action="append", default=[],
         help="fail the session if overall (or STREAM's) accuracy is below FRACTION; repeatable",
+    )
+    group.addoption(
+        "--evomemory-min-gain", metavar="[STREAM=]POINTS", action="append", default=[],
+        help="with several arms: fail the session if an arm's accuracy does not beat the baseline's "
+        "by POINTS percentage points overall (or on STREAM), paired on the tasks both ran; repeatable",
     )
     group.addoption(
         "--evomemory-resume", metavar="RUN_DIR", default=None,
@@ -96,22 +102,27 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # --------------------------------------------------------------------------- configure
 
 
-def _config_path(config: pytest.Config, resume: str | None) -> str | None:
-    """The run config, or ``None`` when the benchmark is off.
+def _config_paths(config: pytest.Config, resume: str | None) -> list[str] | None:
+    """The run configs, one per arm, or ``None`` when the benchmark is off.
 
-    The benchmark is opt-in: it runs for ``--evomemory-config``, for
-    ``--evomemory-resume`` (the interrupted run's own config) and for
-    ``--evomemory`` (the ``evomemory_config`` ini option's). An ini option alone
-    turns nothing on, so plain ``pytest`` in an agent repository runs only the
-    user's tests. A value that is no file may name a built-in config.
+    The benchmark is opt-in: it runs for ``--evomemory-config`` (repeatable: one
+    arm each), for ``--evomemory-resume`` (the interrupted run's own config) and
+    for ``--evomemory`` (the ``evomemory_config`` ini option's). An ini option
+    alone turns nothing on, so plain ``pytest`` in an agent repository runs only
+    the user's tests. A value that is no file may name a built-in config.
     """
-    path = config.getoption("evomemory_config")
-    if path:
+    paths = [str(path) for path in config.getoption("evomemory_config") or []]
+    if paths:
         from ..configs import resolve_run_config
 
-        return str(resolve_run_config(str(path), config.invocation_params.dir))
+        if resume and len(paths) > 1:
+            raise pytest.UsageError(
+                "evomemory: --evomemory-resume continues one run; resume each arm's directory on its own "
+                "(--evomemory-resume=DIR/<arm>), then compare them with `evomemory compare`"
+            )
+        return [str(resolve_run_config(path, config.invocation_params.dir)) for path in paths]
     if resume:
-        return _resume_config_path(config, config.invocation_params.dir / resume)
+        return [_resume_config_path(config, config.invocation_params.dir / resume)]
     if not config.getoption("evomemory"):
         return None
     ini = config.getini("evomemory_config")
@@ -124,7 +135,7 @@ def _config_path(config: pytest.Config, resume: str | None) -> str | None:
         )
     from ..configs import resolve_run_config
 
-    return str(resolve_run_config(str(ini), config.rootpath))
+    return [str(resolve_run_config(str(ini), config.rootpath))]
 
 
 def _resume_config_path(config: pytest.Config, resume_dir: Path) -> str:
@@ -150,10 +161,17 @@ def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "evomemory: a task of an Evo-Memory benchmark stream")
     resume = config.getoption("evomemory_resume")
     try:
-        path = _config_path(config, resume)
+        paths = _config_paths(config, resume)
+    except pytest.UsageError:
+        raise
     except Exception as error:  # ConfigError from the run directory: one line, exit 4
         raise pytest.UsageError(f"evomemory: {error}") from None
-    if path is None:
+    if paths is None:
+        if config.getoption("evomemory_min_gain"):
+            raise pytest.UsageError(
+                "evomemory: --evomemory-min-gain gates a comparison of arms, but the benchmark is off; "
+                "give --evomemory-config=CONTROL.yaml --evomemory-config=MEMORY.yaml"
+            )
         if config.getoption("evomemory_set"):
             raise pytest.UsageError(
                 "evomemory: --evomemory-set changes a run config, but the benchmark is off; "
@@ -164,7 +182,7 @@ def pytest_configure(config: pytest.Config) -> None:
     with heap.paused(settle_after=False):  # the session settles it when collection is over
         from .session import activate
 
-        activate(config, path, resume)
+        activate(config, paths, resume)
     _accept_task_node_ids(config)
     if not is_xdist_worker(config):
         from .progress import ProgressHooks
@@ -264,7 +282,8 @@ def evomemory_memory_factory() -> MemoryFactoryFn | None:
 
 @pytest.fixture(scope="session")
 def evomemory_run(pytestconfig: pytest.Config) -> BenchmarkRun:
-    """The loaded benchmark: configs, streams and output directory."""
+    """The loaded benchmark: configs, streams and output directory (the baseline
+    arm's, when several ``--evomemory-config`` arms run in one session)."""
     return get_session(pytestconfig).benchmark
 
 
@@ -319,15 +338,21 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     from ..identity import describe_model
     from ..streams.provenance import provenance_line
 
-    streams = ", ".join(f"{s.name} ({len(s)})" for s in session.benchmark.streams)
-    agent = session.run_config.agent
-    return [
-        f"evomemory: run {session.run_config.name!r} from {session.run_config.path}",
-        f"evomemory: streams {streams}",
-        *(f"evomemory: data {provenance_line(s)}" for s in session.benchmark.streams if s.provenance.get("repository")),
-        f"evomemory: agent {agent.kind} ({agent.memory_strategy}), memory {session.run_config.memory.backend} "
-        "(as configured; a conftest fixture may override them: the summary says what ran)",
-        f"evomemory: model {describe_model(agent.model.model_dump(mode='json') if agent.model else None)}",
-        f"evomemory: results -> {session.run_dir}",
-    ]
-
+    several = len(session.arms) > 1
+    lines = []
+    if several:
+        lines.append(f"evomemory: {len(session.arms)} arms, baseline {session.baseline.name!r}")
+    for arm in session.arms:
+        prefix = f"evomemory: [{arm.name}] " if several else "evomemory: "
+        streams = ", ".join(f"{s.name} ({len(s)})" for s in arm.benchmark.streams)
+        agent = arm.run_config.agent
+        lines += [
+            f"{prefix}run {arm.run_config.name!r} from {arm.run_config.path}",
+            f"{prefix}streams {streams}",
+            *(f"{prefix}data {provenance_line(s)}" for s in arm.benchmark.streams if s.provenance.get("repository")),
+            f"{prefix}agent {agent.kind} ({agent.memory_strategy}), memory {arm.run_config.memory.backend} "
+            "(as configured; a conftest fixture may override them: the summary says what ran)",
+            f"{prefix}model {describe_model(agent.model.model_dump(mode='json') if agent.model else None)}",
+            f"{prefix}results -> {arm.run_dir}",
+        ]
+    return lines

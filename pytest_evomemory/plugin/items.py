@@ -1,7 +1,8 @@
 """The benchmark's test items. The plugin adds this module to pytest's arguments
 when the benchmark is on, so no user test file is needed.
 
-Each item is one task (id ``<stream>/<task-id>``); its body runs and scores the
+Each item is one task (id ``<stream>/<task-id>``, or ``<arm>:<stream>/<task-id>``
+when several arms run in one session); its body runs and scores the
 task turn. Feedback and reset happen in the ``evomemory_episode`` fixture's
 teardown, so they run after the score is recorded and before the next task.
 """
@@ -17,7 +18,8 @@ from .stash import SESSION_KEY
 
 #: The node id of the benchmark's module, wherever the package is installed.
 NODE_PREFIX = "evomemory"
-#: The node id of a benchmark item: ``evomemory::test_task[<stream>/<task id>]``.
+#: The node id of a benchmark item: ``evomemory::test_task[<stream>/<task id>]``; with
+#: several arms the first part is ``<arm>:<stream>`` (one stream key, see arm.py).
 ITEM_ID = re.compile(r"::test_task\[([^/\]]+)/(.+)\]$")
 #: A command-line argument naming one task as pytest printed it (with or without
 #: the ``evomemory`` prefix, which older versions did not print).
@@ -50,19 +52,22 @@ def test_task(evomemory_episode: Any, request: pytest.FixtureRequest) -> None:
     outcome = evomemory_episode.run_task()
     # user_properties (not the record_property fixture) reach JUnit XML in every
     # junit_family, and pytest-json-report's metadata (plugin/jsonreport.py).
-    request.node.user_properties.extend(task_properties(outcome.scored.to_dict(), outcome.response.to_dict()))
+    arm = request.config.stash[SESSION_KEY].arm_label(request.node.callspec.params["evomemory_stream"])
+    request.node.user_properties.extend(task_properties(outcome.scored.to_dict(), outcome.response.to_dict(), arm))
 
 
-def task_properties(scored: dict[str, Any], response: dict[str, Any]) -> list[tuple[str, Any]]:
+def task_properties(scored: dict[str, Any], response: dict[str, Any], arm: str | None = None) -> list[tuple[str, Any]]:
     """What a dashboard needs of one task, as ``evomemory_<key>`` properties.
 
     ``cached`` is true when every model call of the task turn was replayed from
-    the response cache (then ``seconds`` is not the model's latency).
+    the response cache (then ``seconds`` is not the model's latency). ``arm``
+    is there only when several arms run in one session.
     """
     from .progress import cache_counts
 
     calls, cached = cache_counts(response)
     values = {
+        **({"arm": arm} if arm is not None else {}),
         "stream": scored["stream"],
         "task_id": scored["task_id"],
         "position": scored["position"],

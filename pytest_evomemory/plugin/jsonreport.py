@@ -15,20 +15,18 @@ from typing import Any
 import pytest
 
 from .items import PROPERTY_PREFIX
-from .stash import SESSION_KEY
 
 
 class JsonReportHooks:
-    """Per-task metadata from each item's user properties; the run's summary at the end."""
+    """Per-task metadata from each item's user properties; the run's summary at the end.
 
-    def __init__(self, summary: Callable[[], dict[str, Any] | None]) -> None:
-        self.summary = summary
-        self.identity: dict[str, Any] = {}
+    ``block`` returns the report's ``evomemory`` block once the run is summarized
+    (the session decides its shape: one run's summary, or every arm's and their
+    comparison), ``None`` before.
+    """
 
-    def pytest_sessionstart(self, session: pytest.Session) -> None:
-        evomemory = session.config.stash.get(SESSION_KEY, None)
-        if evomemory is not None:
-            self.identity = run_identity(evomemory.run_config)
+    def __init__(self, block: Callable[[], dict[str, Any] | None]) -> None:
+        self.block = block
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo[None]) -> dict[str, Any]:
@@ -43,11 +41,11 @@ class JsonReportHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:
-        summary = self.summary()
-        if summary is not None:
+        block = self.block()
+        if block is not None:
             from ..reporting.summary import SCHEMA_VERSION
 
-            json_report["evomemory"] = {"schema_version": SCHEMA_VERSION, **summary, **self.identity}
+            json_report["evomemory"] = {"schema_version": SCHEMA_VERSION, **block}
 
 
 def run_identity(run_config: Any) -> dict[str, Any]:

@@ -152,15 +152,16 @@ class ProgressHooks:
         return "passed", "w", ("WRONG", {"yellow": True})
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        touched: set[str] = set()
-        for record in getattr(report, "evomemory_records", None) or ():
-            where = record.get("scored") or record.get("response") or {}
-            progress = self.streams.get(str(where.get("stream")))
-            if progress is not None:
-                progress.add(record)
-                touched.add(progress.name)
-        for name in touched:
-            self._maybe_show(self.streams[name], final_only=report.when != "teardown")
+        """A report's scored and response records are its own task's, so its node id
+        names their stream (and arm, when several arms run)."""
+        key = stream_of_nodeid(report.nodeid)
+        progress = self.streams.get(key) if key is not None else None
+        records = getattr(report, "evomemory_records", None) or ()
+        if progress is None or not records:
+            return
+        for record in records:
+            progress.add(record)
+        self._maybe_show(progress, final_only=report.when != "teardown")
 
     def _maybe_show(self, progress: StreamProgress, final_only: bool) -> None:
         """At teardown the task's feedback is in too, so that is when lines are shown."""

@@ -18,14 +18,13 @@ import pytest
 
 from ..config import RunConfig, load_run_config
 from ..errors import ConfigError, DataError, EpisodeError, EvoMemoryError
-from ..identity import describe_ran
 from ..memory.snapshot import supports_snapshots
 from ..redaction import redact
-from ..reporting.terminal import format_table
-from ..rundir import SharedErrorCount, check_output_dir, default_run_dir
-from ..runtime import BenchmarkRun, Episode, Run, RunResult, StreamRun, TaskOutcome, parse_min_accuracy
+from ..rundir import DEFAULT_OUTPUT_ROOT, SharedErrorCount, check_output_dir, default_run_dir
+from ..runtime import BenchmarkRun, Episode, Run, StreamRun, TaskOutcome
 from ..runtime.records import error_record, stream_error_record, stream_started_record
 from ..types import BenchmarkSample
+from .arm import ARM_FIELD, Arm, check_arm_names
 from .items import task_of_nodeid
 from .stash import SESSION_KEY, STARTUP_HEAP, is_xdist_worker
 
@@ -33,24 +32,30 @@ PLUGIN_NAME = "evomemory-session"
 ITEMS_MODULE = Path(__file__).resolve().with_name("items.py")
 
 
-def activate(config: pytest.Config, path: str, resume: str | None) -> None:
-    """Load the run config at ``path``, lock the run directory, register the hooks."""
+def activate(config: pytest.Config, paths: list[str], resume: str | None) -> None:
+    """Load the run configs at ``paths`` (one per arm), lock their run directories,
+    register the hooks."""
     try:
-        run_config = load_run_config(path, config.getoption("evomemory_set")).with_overrides(
-            limit=config.getoption("evomemory_limit"),
-            streams=config.getoption("evomemory_stream"),
-        )
-        session = EvoMemorySession(config, run_config, _run_dir(config, run_config, resume))
+        run_configs = [
+            load_run_config(path, config.getoption("evomemory_set")).with_overrides(
+                limit=config.getoption("evomemory_limit"),
+                streams=config.getoption("evomemory_stream"),
+            )
+            for path in paths
+        ]
+        if len(run_configs) > 1:
+            check_arm_names(run_configs)
+        session = EvoMemorySession(config, run_configs, _run_dirs(config, run_configs, resume))
     except EvoMemoryError as error:
         raise pytest.UsageError(f"evomemory: {_describe(error)}") from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, PLUGIN_NAME)
     _add_benchmark_module_to_args(config)
-    _register_xdist_scheduling(config, session.benchmark.independent_streams)
+    _register_xdist_scheduling(config, session.independent_streams)
     if config.pluginmanager.hasplugin("pytest_jsonreport"):
         from .jsonreport import JsonReportHooks
 
-        config.pluginmanager.register(JsonReportHooks(lambda: session.summary), "evomemory-jsonreport")
+        config.pluginmanager.register(JsonReportHooks(session.json_report), "evomemory-jsonreport")
 
 
 def _describe(error: EvoMemoryError) -> str:
@@ -59,13 +64,41 @@ def _describe(error: EvoMemoryError) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def _run_dir(config: pytest.Config, run_config: RunConfig, resume: str | None) -> Path:
+def _run_dirs(config: pytest.Config, run_configs: list[RunConfig], resume: str | None) -> list[Path]:
+    """One run directory per arm.
+
+    A single run goes where it always went (``--evomemory-output-dir``, the run
+    config's ``output_dir``, or ``evomemory-results/<name>``). With several arms
+    ``--evomemory-output-dir`` is the directory that holds them (each arm in
+    ``<dir>/<name>`` unless its config sets ``output_dir``) and the comparison.
+    """
     invocation_dir = config.invocation_params.dir
-    output = resume or config.getoption("evomemory_output_dir") or run_config.output_dir
-    run_dir = (invocation_dir / output) if output else default_run_dir(run_config.name, invocation_dir)
+    option = config.getoption("evomemory_output_dir")
+    if len(run_configs) == 1:
+        run_config = run_configs[0]
+        output = resume or option or run_config.output_dir
+        run_dirs = [(invocation_dir / output) if output else default_run_dir(run_config.name, invocation_dir)]
+    else:
+        parent = invocation_dir / (option or DEFAULT_OUTPUT_ROOT)
+        run_dirs = [
+            (invocation_dir / run_config.output_dir) if run_config.output_dir else parent / run_config.name
+            for run_config in run_configs
+        ]
+        resolved = [run_dir.resolve() for run_dir in run_dirs]
+        for index, run_dir in enumerate(resolved):
+            if run_dir in resolved[:index]:
+                raise ConfigError(
+                    f"arms {run_configs[resolved.index(run_dir)].name!r} and {run_configs[index].name!r} would both "
+                    f"write to {run_dir}; remove `output_dir` from their run configs or give each its own"
+                )
     if is_xdist_worker(config):
-        return run_dir.resolve()
-    return check_output_dir(run_dir)
+        return [run_dir.resolve() for run_dir in run_dirs]
+    return [check_output_dir(run_dir) for run_dir in run_dirs]
+
+
+def comparison_dir(config: pytest.Config) -> Path:
+    """Where a session with several arms writes compare.html and compare.json."""
+    return (config.invocation_params.dir / (config.getoption("evomemory_output_dir") or DEFAULT_OUTPUT_ROOT)).resolve()
 
 
 def _add_benchmark_module_to_args(config: pytest.Config) -> None:
@@ -95,55 +128,131 @@ def _register_xdist_scheduling(config: pytest.Config, independent: frozenset[str
 
 
 class EvoMemorySession:
-    """Run-wide state, registered as a plugin so its hooks see the run.
+    """Session-wide state, registered as a plugin so its hooks see the run(s).
 
-    The controller (or the only process) owns the :class:`Run`: it locks the run
-    directory at once, starts writing when the first task's records arrive (so a
-    session that runs no task leaves an earlier run's results as they were), and
-    finishes the run at session end. An xdist worker only runs episodes; its records
-    travel to the controller on the test reports.
+    The session runs one :class:`~.arm.Arm` per run config (one, usually; the
+    first is the baseline when there are several). The controller (or the only
+    process) owns each arm's :class:`Run`: it locks the run directory at once,
+    starts writing when the arm's first records arrive (so a session that runs no
+    task leaves an earlier run's results as they were), and finishes the run at
+    session end. An xdist worker only runs episodes; its records travel to the
+    controller on the test reports, tagged with their arm.
     """
 
-    def __init__(self, config: pytest.Config, run_config: RunConfig, run_dir: Path) -> None:
+    def __init__(self, config: pytest.Config, run_configs: list[RunConfig], run_dirs: list[Path]) -> None:
         self.config = config
-        self.run_config = run_config
-        self.run_dir = run_dir
         self.is_worker = is_xdist_worker(config)
-        self.benchmark = BenchmarkRun(run_config, run_dir)
-        self.min_overall, self.min_streams = parse_min_accuracy(
-            config.getoption("evomemory_min_accuracy"), self.benchmark.stream_order
-        )
+        resume = bool(config.getoption("evomemory_resume"))
+        command = [str(arg) for arg in config.invocation_params.args]
+        labelled = len(run_configs) > 1
+        self.arms = [
+            Arm(
+                run_config, run_dir, labelled=labelled, is_worker=self.is_worker, resume=resume,
+                command=command, min_accuracy=config.getoption("evomemory_min_accuracy"),
+            )
+            for run_config, run_dir in zip(run_configs, run_dirs, strict=True)
+        ]
+        self.by_name = {arm.name: arm for arm in self.arms}
+        #: stream key (``<stream>``, or ``<arm>:<stream>`` with several arms) -> (arm, stream)
+        self.streams_by_key = {
+            arm.key(name): (arm, name) for arm in self.arms for name in arm.benchmark.stream_order
+        }
         self.max_errors: int | None = config.getoption("evomemory_max_errors")
         if self.max_errors is not None and self.max_errors < 1:
             raise ConfigError(f"--evomemory-max-errors must be at least 1, got {self.max_errors}")
         self.compare_dir = self._compare_dir(config.getoption("evomemory_compare"))
-        command = [str(arg) for arg in config.invocation_params.args]
-        if config.getoption("evomemory_resume"):
-            self.run = Run.resuming(self.benchmark, run_dir, command)
-        else:
-            self.run = Run(self.benchmark, run_dir, command=command, write=not self.is_worker)
+        self.gains = self._gains(config.getoption("evomemory_min_gain"))
         if not self.is_worker and not config.option.collectonly:
-            self.run.lock()
-        self.shared_errors = SharedErrorCount(run_dir) if self.max_errors is not None else None
+            for arm in self.arms:
+                arm.run.lock()
+        self.shared_errors = SharedErrorCount(self.run_dir) if self.max_errors is not None else None
         if self.shared_errors is not None and not self.is_worker and not config.option.collectonly:
             self.shared_errors.clear()  # before any worker starts
-        self._failed_here: set[tuple[str, str]] = set()
+        self._failed_here: set[tuple[str, str, str]] = set()
+        self._arm_of_stream: dict[int, Arm] = {}
         #: Records of the phase in progress, moved onto its report (see plugin/__init__.py).
         self.pending: list[dict[str, Any]] = []
         self.first_positions: dict[str, int] = {}
         self.pytest_session: pytest.Session | None = None
-        self.result: RunResult | None = None
-        self.summary: dict[str, Any] | None = None
-        self.started = False
+        self.comparison: dict[str, Any] | None = None
+        self.comparison_files: tuple[Path, Path] | None = None
+        self.comparison_error: str | None = None
+        self.gain_results: list[Any] = []
+        self.stop_reason: str | None = None
         self.terminated = False
         self._previous_sigterm: Any = None
         self._recording = False
         self._deferred_sigterm = False
         self._finishing = False
 
+    # ----- the baseline arm, for what reads one run (fixtures, a single-run session)
+
+    @property
+    def baseline(self) -> Arm:
+        return self.arms[0]
+
+    @property
+    def benchmark(self) -> BenchmarkRun:
+        return self.baseline.benchmark
+
+    @property
+    def run_config(self) -> RunConfig:
+        return self.baseline.run_config
+
+    @property
+    def run_dir(self) -> Path:
+        return self.baseline.run_dir
+
+    @property
+    def run(self) -> Run:
+        return self.baseline.run
+
+    @property
+    def summary(self) -> dict[str, Any] | None:
+        return self.baseline.summary
+
+    @property
+    def started(self) -> bool:
+        return any(arm.started for arm in self.arms)
+
+    @property
+    def independent_streams(self) -> frozenset[str]:
+        """Stream keys whose tasks may run on any worker (no memory between tasks)."""
+        return frozenset(arm.key(name) for arm in self.arms for name in arm.benchmark.independent_streams)
+
+    def arm_label(self, key: str) -> str | None:
+        """The arm of stream ``key`` when the session has several, else ``None``."""
+        if len(self.arms) == 1 or key not in self.streams_by_key:
+            return None
+        return self.streams_by_key[key][0].name
+
+    def json_report(self) -> dict[str, Any] | None:
+        """The ``evomemory`` block of pytest-json-report's file (see jsonreport.py)."""
+        from .jsonreport import run_identity
+
+        if len(self.arms) == 1:
+            summary = self.baseline.summary
+            return None if summary is None else {**summary, **run_identity(self.run_config)}
+        if not self.started:
+            return None
+        return {
+            "baseline": self.baseline.name,
+            "arms": {
+                arm.name: {"run_dir": str(arm.run_dir), **(arm.summary or {}), **run_identity(arm.run_config)}
+                for arm in self.arms
+            },
+            "comparison": self.comparison,
+            "gains": [result.to_dict() for result in self.gain_results],
+        }
+
     def _compare_dir(self, other: str | None) -> Path | None:
         if not other:
             return None
+        if len(self.arms) > 1:
+            raise ConfigError(
+                "--evomemory-compare compares this run with an earlier one; a session with several "
+                "--evomemory-config arms compares them by itself (compare.html beside the arms)"
+            )
         compare_dir = (self.config.invocation_params.dir / other).resolve()
         if compare_dir == self.run_dir.resolve():
             raise ConfigError("--evomemory-compare must name another run's directory")
@@ -155,12 +264,27 @@ class EvoMemorySession:
             raise ConfigError(f"--evomemory-compare: {error}") from None
         return compare_dir
 
+    def _gains(self, values: list[str]) -> list[Any]:
+        if not values:
+            return []
+        if len(self.arms) < 2:
+            raise ConfigError(
+                "--evomemory-min-gain gates the gain of an arm over the baseline: give two run configs, "
+                "e.g. --evomemory-config=CONTROL.yaml --evomemory-config=MEMORY.yaml (the first is the baseline)"
+            )
+        from ..reporting.gain import parse_min_gain
+
+        streams = list(dict.fromkeys(name for arm in self.arms for name in arm.benchmark.stream_order))
+        return parse_min_gain(values, streams)
+
     # ----- collection
 
     def parametrize(self, metafunc: pytest.Metafunc) -> None:
         params = [
-            pytest.param(stream.name, sample, id=sample.test_id, marks=[pytest.mark.evomemory])
-            for stream in self.benchmark.streams
+            pytest.param(arm.key(stream.name), sample, id=f"{arm.key(stream.name)}/{sample.task_id}",
+                         marks=[pytest.mark.evomemory])
+            for arm in self.arms
+            for stream in arm.benchmark.streams
             for sample in stream.samples
         ]
         metafunc.parametrize(
@@ -173,19 +297,21 @@ class EvoMemorySession:
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_collection_modifyitems(self, items: list[pytest.Item]) -> Generator[None, None, None]:
-        """Put benchmark items back in stream order, whatever reordered them.
+        """Put benchmark items back in arm and stream order, whatever reordered them.
 
         A wrapper around every other implementation (``--ff``, ``--nf``,
         pytest-randomly, ...): a stream is only a stream if its tasks run in source
         order, so ours go back into the slots they hold after all of them ran.
         """
         result = yield
-        slots = [index for index, item in enumerate(items) if _sample_of(item) is not None]
-        order = {name: index for index, name in enumerate(self.benchmark.stream_order)}
-        ours = sorted(
-            (items[index] for index in slots),
-            key=lambda item: (order[_sample_of(item).stream], _sample_of(item).position),  # type: ignore[union-attr]
-        )
+        slots = [index for index, item in enumerate(items) if _key_of(item) is not None]
+        order = {key: index for index, key in enumerate(self.streams_by_key)}
+
+        def place(item: pytest.Item) -> tuple[int, int]:
+            sample = _sample_of(item)
+            return order[_key_of(item) or ""], sample.position if sample is not None else 0
+
+        ours = sorted((items[index] for index in slots), key=place)
         for index, item in zip(slots, ours, strict=True):
             items[index] = item
         resume = self.run.resume
@@ -199,30 +325,35 @@ class EvoMemorySession:
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         last: dict[str, int] = {}
         for item in session.items:
-            sample = _sample_of(item)
-            if sample is None:
+            key, sample = _key_of(item), _sample_of(item)
+            if key is None or sample is None:
                 continue
-            self.first_positions.setdefault(sample.stream, sample.position)
-            if sample.position <= last.get(sample.stream, -1):
+            self.first_positions.setdefault(key, sample.position)
+            if sample.position <= last.get(key, -1):
                 raise pytest.UsageError(
-                    f"evomemory: the tasks of stream {sample.stream!r} are out of order after "
+                    f"evomemory: the tasks of stream {key!r} are out of order after "
                     "collection (a plugin reordered them); run without that plugin's reordering"
                 )
-            last[sample.stream] = sample.position
+            last[key] = sample.position
         self.config.stash[STARTUP_HEAP].settle()
 
-    def first_selected_position(self, stream: str) -> int | None:
-        """Position of the first task of ``stream`` this session runs (after -k/-m/resume)."""
-        return self.first_positions.get(stream)
+    def first_selected_position(self, key: str) -> int | None:
+        """Position of the first task of stream ``key`` this session runs (after -k/-m/resume)."""
+        return self.first_positions.get(key)
+
+    def task_for_nodeid(self, nodeid: str) -> tuple[Arm, BenchmarkSample] | None:
+        found = task_of_nodeid(nodeid)
+        if found is None or found[0] not in self.streams_by_key:
+            return None
+        arm, stream = self.streams_by_key[found[0]]
+        for sample in arm.benchmark.by_name[stream].samples:
+            if sample.task_id == found[1]:
+                return arm, sample
+        return None
 
     def sample_for_nodeid(self, nodeid: str) -> BenchmarkSample | None:
-        found = task_of_nodeid(nodeid)
-        if found is None or found[0] not in self.benchmark.by_name:
-            return None
-        for sample in self.benchmark.by_name[found[0]].samples:
-            if sample.task_id == found[1]:
-                return sample
-        return None
+        found = self.task_for_nodeid(nodeid)
+        return None if found is None else found[1]
 
     # ----- running
 
@@ -259,30 +390,37 @@ class EvoMemorySession:
             signal.signal(signal.SIGTERM, self._previous_sigterm)
         if self.shared_errors is not None and not self.is_worker and not config.option.collectonly:
             self.shared_errors.clear()
-        self.run.release()
+        for arm in self.arms:
+            arm.run.release()
+
+    @property
+    def errors(self) -> int:
+        return sum(arm.run.errors for arm in self.arms)
 
     def add_records(self, records: list[dict[str, Any]]) -> None:
         if not records:
             return
         self._recording = True
         try:
-            if not self.started:
-                self.started = True
-                self.run.start()
-            for record in records:
-                self.run.record(record)
+            for arm in self.arms:
+                arm.add([r for r in records if self._arm_of_record(r) is arm])
         finally:
             self._recording = False
         if self._deferred_sigterm:
             self._deferred_sigterm = False
             raise KeyboardInterrupt("SIGTERM")
-        if self.max_errors is not None and self.run.errors >= self.max_errors and self.pytest_session:
-            reason = f"evomemory: {self.run.errors} failed episodes reached --evomemory-max-errors"
-            self.run.stop_reason = f"--evomemory-max-errors ({self.run.errors} failed episodes)"
+        errors = self.errors
+        if self.max_errors is not None and errors >= self.max_errors and self.pytest_session:
+            reason = f"evomemory: {errors} failed episodes reached --evomemory-max-errors"
+            self.stop_reason = f"--evomemory-max-errors ({errors} failed episodes)"
             self.pytest_session.shouldstop = reason
             dsession = self.config.pluginmanager.getplugin("dsession")
             if dsession is not None:
                 dsession.shouldstop = reason
+
+    def _arm_of_record(self, record: dict[str, Any]) -> Arm:
+        name = record.get(ARM_FIELD)
+        return self.by_name.get(str(name), self.baseline) if name is not None else self.baseline
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if self.is_worker:
@@ -291,9 +429,10 @@ class EvoMemorySession:
         records = list(getattr(report, "evomemory_records", None) or [])
         if not records and report.failed and report.when not in ("setup", "teardown"):
             # No records at all: the process running the task died (xdist worker crash).
-            sample = self.sample_for_nodeid(report.nodeid)
-            if sample is not None:
-                records = [error_record(sample, f"the test process crashed: {_last_line(report.longreprtext)}")]
+            found = self.task_for_nodeid(report.nodeid)
+            if found is not None:
+                arm, sample = found
+                records = [arm.tag(error_record(sample, f"the test process crashed: {_last_line(report.longreprtext)}"))]
         self.add_records(records)
 
     def _stop_worker_at_max_errors(self, report: pytest.TestReport) -> None:
@@ -303,7 +442,7 @@ class EvoMemorySession:
         if self.shared_errors is None or self.pytest_session is None:
             return
         failed = {
-            (str(f["stream"]), str(f["task_id"]))
+            (str(r.get(ARM_FIELD, "")), str(f["stream"]), str(f["task_id"]))
             for r in getattr(report, "evomemory_records", None) or []
             for f in [r.get("failure") or ((r.get("scored") or {}) if (r.get("scored") or {}).get("error") else {})]
             if f and f.get("task_id") is not None
@@ -326,8 +465,8 @@ class EvoMemorySession:
         return (yield)
 
     def _stop_reason(self, session: pytest.Session) -> str | None:
-        if self.run.stop_reason:
-            return self.run.stop_reason
+        if self.stop_reason:
+            return self.stop_reason
         if self.terminated:
             return "terminated by SIGTERM"
         if session.exitstatus == pytest.ExitCode.INTERRUPTED:
@@ -342,98 +481,118 @@ class EvoMemorySession:
 
     def _finish(self, session: pytest.Session) -> None:
         self._finishing = True
-        if not self.started:
-            self.run.release()
-            return  # no task ran: an earlier run's results stay as they were
-        self.run.stop_reason = self._stop_reason(session)
-        result = self.run.finish(min_overall=self.min_overall, min_streams=self.min_streams)
-        self.result = result
-        self.summary = result.summary
-        failed = result.write_failure or (
-            not result.summary["passed"] and (result.thresholds or result.summary["failed_episodes"])
-        )
-        if failed and session.exitstatus == pytest.ExitCode.OK:
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        if self.compare_dir is not None and result.write_failure is None:
+        stop_reason = self._stop_reason(session)
+        for arm in self.arms:
+            arm.finish(stop_reason)
+        failed = any(arm.failed for arm in self.arms)
+        result = self.baseline.result
+        if self.compare_dir is not None and result is not None and result.write_failure is None:
             from ..reporting.html import ReportError, write_comparison_report
 
             try:
                 write_comparison_report([self.compare_dir, self.run_dir], self.run_dir / "compare.html")
             except ReportError as error:
                 result.report_error = str(error)
+        if len(self.arms) > 1 and self.started:
+            failed = self._compare_arms() or failed
+        if failed and session.exitstatus == pytest.ExitCode.OK:
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+    def _compare_arms(self) -> bool:
+        """Write the arms' comparison and judge the gain gates; True when the session fails."""
+        from ..reporting.gain import check_gains
+        from ..reporting.html import ReportError, write_comparison
+
+        ran = [arm for arm in self.arms if arm.result is not None and arm.result.write_failure is None]
+        if len(ran) < len(self.arms):
+            missing = ", ".join(arm.name for arm in self.arms if arm not in ran)
+            self.comparison_error = f"no comparison: arm(s) {missing} ran no task or could not write their results"
+            return bool(self.gains)
+        target = comparison_dir(self.config)
+        try:
+            files = write_comparison([arm.run_dir for arm in ran], target / "compare.html", [arm.name for arm in ran])
+        except (ReportError, OSError) as error:
+            self.comparison_error = f"the comparison could not be written: {error}"
+            return True
+        self.comparison = dict(files.document)
+        self.comparison_files = (files.html, files.json)
+        complete = all(arm.result is not None and arm.result.complete for arm in ran)
+        self.gain_results = check_gains(files.document, self.gains, complete=complete)
+        return any(not result.met for result in self.gain_results)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        result = self.result
-        if result is None:
-            if not self.is_worker and not self.started and not self.config.option.collectonly:
-                terminalreporter.write_line(
-                    f"evomemory: no benchmark task ran; {self.run_dir} was left as it was"
-                )
+        if self.is_worker or self.config.option.collectonly:
             return
         write = terminalreporter.write_line
-        terminalreporter.section(f"evomemory: {self.run_config.name}", sep="=")
-        for line in format_table(result.metrics):
+        for arm in self.arms:
+            if arm.result is None:
+                if not arm.started:
+                    which = "" if len(self.arms) == 1 else f" of arm {arm.name!r}"
+                    write(f"evomemory: no benchmark task{which} ran; {arm.run_dir} was left as it was")
+                continue
+            terminalreporter.section(f"evomemory: {arm.name}", sep="=")
+            arm.report(write, self.compare_dir)
+        if len(self.arms) > 1 and self.started:
+            self._report_comparison(terminalreporter)
+
+    def _report_comparison(self, terminalreporter: Any) -> None:
+        from ..reporting.terminal import format_comparison
+
+        write = terminalreporter.write_line
+        terminalreporter.section(f"evomemory: {' vs '.join(arm.name for arm in self.arms)}", sep="=")
+        if self.comparison is None:
+            write(f"evomemory: {self.comparison_error}", red=True, bold=True)
+            if self.gains:
+                write("evomemory: the --evomemory-min-gain gate is not passed without a comparison; the session fails",
+                      red=True, bold=True)
+            return
+        for line in format_comparison(self.comparison):
             write(line)
-        for line in describe_ran(result.summary.get("ran", {})):
-            write(f"ran: {line}")
-        completion = result.summary["completion"]
-        if not completion["complete"]:
-            write(
-                f"evomemory: the run is incomplete ({completion['reason']}): "
-                f"{completion['tasks_run']} of {completion['tasks_planned']} tasks ran; "
-                "thresholds are not passed by an incomplete run",
-                yellow=True, bold=True,
-            )
-        for threshold in result.thresholds:
-            write(threshold.describe(), red=not threshold.met, green=threshold.met)
-        missed = sum(not t.met for t in result.thresholds)
-        if missed:
-            write(f"evomemory: {missed} accuracy threshold(s) missed; the session fails", red=True, bold=True)
-        elif result.thresholds and not result.summary["thresholds_met"]:
-            write("evomemory: thresholds are not passed by an incomplete run; the session fails", red=True, bold=True)
-        for failure in result.summary["failed_episodes"]:
-            if failure.get("phase") != "task":
-                where = failure["stream"] + (f"/{failure['task_id']}" if failure.get("task_id") else "")
-                write(redact(f"evomemory: {failure['phase']} failed at {where}: {failure['reason']}"), red=True)
-        if result.write_failure:
-            write(f"evomemory: {result.write_failure}", red=True, bold=True)
-        write(f"results: {self.run_dir}")
-        if result.report_error:
-            write(f"evomemory: the HTML report could not be written: {result.report_error}", red=True)
-        elif result.write_failure is None:
-            write(f"report: {self.run_dir / 'report.html'}")
-            if self.compare_dir is not None:
-                write(f"comparison: {self.run_dir / 'compare.html'} ({self.compare_dir} vs this run)")
+        for result in self.gain_results:
+            write(result.describe(), red=not result.met, green=result.met)
+        if any(not result.complete for result in self.gain_results):
+            write("evomemory: gain gates are not passed by an incomplete run; the session fails", red=True, bold=True)
+        elif any(not result.met for result in self.gain_results):
+            write(f"evomemory: {sum(not r.met for r in self.gain_results)} gain gate(s) missed; the session fails",
+                  red=True, bold=True)
+        if self.comparison_files is not None:
+            html, json_path = self.comparison_files
+            write(f"comparison: {html}")
+            write(f"comparison data: {json_path}")
 
     # ----- streams and episodes (called from the plugin's fixtures)
 
-    def open_stream(self, name: str, agent_factory: Any, memory_factory: Any) -> StreamRun:
+    def open_stream(self, key: str, agent_factory: Any, memory_factory: Any) -> StreamRun:
+        arm, name = self.streams_by_key[key]
         with self.config.stash[STARTUP_HEAP].paused():
-            run = self.benchmark.open_stream(
+            run = arm.benchmark.open_stream(
                 name, agent_factory=agent_factory, memory_factory=memory_factory,
                 snapshots=not self.config.option.collectonly,
             )
-        self.pending.append(stream_started_record(name, run.identity))
+        self._arm_of_stream[id(run)] = arm
+        self.pending.append(arm.tag(stream_started_record(name, run.identity)))
         return run
 
     def close_stream(self, run: StreamRun) -> None:
-        """Stream teardown; a failure is charged to this stream, not to whichever
-        task happens to be running when pytest tears the fixture down."""
+        """Stream teardown; a failure is charged to this stream (and arm), not to
+        whichever task happens to be running when pytest tears the fixture down."""
+        arm = self._arm_of_stream.pop(id(run), self.baseline)
         try:
             run.close()
         except EvoMemoryError as error:
-            self.pending.append(stream_error_record(run.stream, f"stream teardown failed: {error}"))
+            self.pending.append(arm.tag(stream_error_record(run.stream, f"stream teardown failed: {error}")))
 
     def episode(self, run: StreamRun, sample: BenchmarkSample) -> PytestEpisode:
+        arm = self._arm_of_stream.get(id(run), self.baseline)
         if not run.prepared:
             try:
-                run.prepare_memory(self._completed_before(run, sample))
+                run.prepare_memory(self._completed_before(arm, run, sample))
             except EvoMemoryError as error:
                 run.broken = str(error)
                 fail_test(f"stream {sample.stream!r} cannot continue: {error}")
-        return PytestEpisode(run, sample, lambda record: self.pending.append(dict(record)))
+        return PytestEpisode(run, sample, lambda record: self.pending.append(arm.tag(record)))
 
-    def _completed_before(self, run: StreamRun, sample: BenchmarkSample) -> int | None:
+    def _completed_before(self, arm: Arm, run: StreamRun, sample: BenchmarkSample) -> int | None:
         """How many episodes of the stream precede the first one this process runs.
 
         ``None`` for a stream starting from its first selected task. On resume, the
@@ -442,8 +601,8 @@ class EvoMemorySession:
         the latest memory snapshot saved at or before this task: the crashed task
         itself is a failed episode and its memory operations are gone with it.
         """
-        resumed = self.run.completed_before(sample.stream)
-        first = self.first_selected_position(sample.stream)
+        resumed = arm.run.completed_before(sample.stream)
+        first = self.first_selected_position(arm.key(sample.stream))
         taking_over = self.is_worker and first is not None and sample.position > first
         if not taking_over:
             return resumed
@@ -454,11 +613,12 @@ class EvoMemorySession:
 
     def setup_failure_records(self, item: pytest.Item, call: pytest.CallInfo[None]) -> list[dict[str, Any]]:
         """The error record of a task whose setup failed (its stream could not start)."""
-        sample = _sample_of(item)
-        if sample is None or call.excinfo is None:
+        sample, key = _sample_of(item), _key_of(item)
+        if sample is None or key is None or call.excinfo is None:
             return []
         reason = str(call.excinfo.value).strip() or call.excinfo.typename
-        return [error_record(sample, reason)]
+        arm = self.streams_by_key[key][0] if key in self.streams_by_key else self.baseline
+        return [arm.tag(error_record(sample, reason))]
 
 
 class PytestEpisode(Episode):
@@ -501,6 +661,15 @@ def fail_test(message: str) -> NoReturn:
 def _done(resume: Any, item: pytest.Item) -> bool:
     sample = _sample_of(item)
     return sample is not None and bool(resume.is_done(sample.stream, sample.position))
+
+
+def _key_of(item: pytest.Item) -> str | None:
+    """The item's stream key (``<stream>``, or ``<arm>:<stream>`` with several arms)."""
+    callspec = getattr(item, "callspec", None)
+    if callspec is None or _sample_of(item) is None:
+        return None
+    key = callspec.params.get("evomemory_stream")
+    return key if isinstance(key, str) else None
 
 
 def _sample_of(item: pytest.Item) -> BenchmarkSample | None:

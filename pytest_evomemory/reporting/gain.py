@@ -1,0 +1,119 @@
+"""The gain gate: does each arm beat the baseline by at least the stated margin?
+
+``--evomemory-min-gain [STREAM=]POINTS`` (pytest, several arms in one session) and
+``evomemory compare --min-gain`` (existing run directories) both read the margin
+here and judge it on the comparison document (:func:`.compare.build_comparison`),
+so the gate, ``compare.json`` and the terminal table use one difference: the
+paired one, on the tasks both runs ran, in percentage points.
+
+A gate is judged on the point estimate of the difference, not on its interval:
+"memory must add 5 points" is what a user writes; whether that is significant is
+the McNemar p-value beside it. A scope neither run covered, or covered without a
+task in common, misses the gate (nothing shows a gain).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import ConfigError
+from .compare import OVERALL
+
+
+@dataclass(frozen=True)
+class GainThreshold:
+    """One gate: ``scope`` (a stream or ``overall``) must gain ``points`` or more."""
+
+    scope: str
+    points: float
+
+
+@dataclass(frozen=True)
+class GainResult:
+    """One arm's verdict on one gate."""
+
+    threshold: GainThreshold
+    label: str
+    baseline: str
+    difference: float | None
+    paired_tasks: int
+    p_value: float | None
+    complete: bool = True
+
+    @property
+    def met(self) -> bool:
+        """Never for an incomplete comparison: the tasks that did not run might have
+        told another story."""
+        reached = self.difference is not None and self.difference * 100 >= self.threshold.points - 1e-9
+        return self.complete and reached
+
+    def describe(self) -> str:
+        if self.difference is None:
+            shown = "n/a (no task both ran)"
+        else:
+            p = "" if self.p_value is None else f", McNemar p={self.p_value:.3g}"
+            shown = f"{self.difference * 100:+.1f} points over {self.paired_tasks} paired tasks{p}"
+        verdict = "met" if self.met else "MISSED" if self.complete else "MISSED (incomplete run)"
+        return (
+            f"{verdict}: {self.threshold.scope} gain of {self.label} over {self.baseline} {shown}, "
+            f"minimum {self.threshold.points:+.1f} points"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "scope": self.threshold.scope, "label": self.label, "baseline": self.baseline,
+            "minimum_points": self.threshold.points,
+            "difference_points": None if self.difference is None else self.difference * 100,
+            "paired_tasks": self.paired_tasks, "mcnemar_p": self.p_value, "complete": self.complete,
+            "met": self.met,
+        }
+
+
+def parse_min_gain(values: Sequence[str], streams: Sequence[str], option: str = "--evomemory-min-gain") -> list[GainThreshold]:
+    """``[STREAM=]POINTS`` margins (percentage points, e.g. ``5`` or ``sample_facts=10``)."""
+    thresholds: dict[str, GainThreshold] = {}
+    for value in values:
+        name, _, number = str(value).rpartition("=")
+        try:
+            points = float(number)
+        except ValueError:
+            raise ConfigError(
+                f"{option} {value!r}: expected [STREAM=]POINTS in percentage points, such as 5 or sample_facts=10",
+                source=option,
+            ) from None
+        if not -100.0 <= points <= 100.0 or points != points:
+            raise ConfigError(f"{option} {value!r}: the margin must be between -100 and 100 percentage points", source=option)
+        if name and name not in streams:
+            raise ConfigError(f"{option} {value!r}: unknown stream {name!r}; streams: {', '.join(streams)}", source=option)
+        scope = name or OVERALL
+        thresholds[scope] = GainThreshold(scope, points)
+    return list(thresholds.values())
+
+
+def check_gains(
+    document: Mapping[str, Any], thresholds: Sequence[GainThreshold], *, complete: bool = True
+) -> list[GainResult]:
+    """Every arm after the baseline against every gate, streams first, then overall.
+
+    ``complete`` is false when a run stopped before its planned tasks ran: then no
+    gate is met, whatever the difference on the tasks that did run.
+    """
+    results = []
+    ordered = sorted(thresholds, key=lambda threshold: threshold.scope == OVERALL)
+    for threshold in ordered:
+        scope = document[OVERALL] if threshold.scope == OVERALL else document["streams"].get(threshold.scope)
+        labels = [run["label"] for run in document["runs"][1:]]
+        versus: list[Mapping[str, Any]] = list(scope["vs_baseline"]) if scope is not None else [{} for _ in labels]
+        for label, paired in zip(labels, versus, strict=True):
+            tasks = int(paired.get("paired_tasks") or 0)
+            difference = paired.get("difference") if tasks else None
+            results.append(GainResult(
+                threshold, label, str(document["baseline"]),
+                None if difference is None else float(difference), tasks, paired.get("mcnemar_p"), complete,
+            ))
+    return results
+
+
+__all__ = ["GainResult", "GainThreshold", "check_gains", "parse_min_gain"]

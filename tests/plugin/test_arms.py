@@ -1,0 +1,213 @@
+"""Arms in one session: ``--evomemory-config`` repeated runs every arm (the first is
+the baseline), each as the run it would be alone, then compares them and gates the
+gain. Through pytester, as a user runs it, serial and under xdist."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..conftest import CONFIGS, SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN, read_jsonl
+
+CONTROL = f"--evomemory-config={SAMPLE_NO_MEMORY_RUN}"
+MEMORY = f"--evomemory-config={SAMPLE_MEMORY_RUN}"
+
+
+def _scores(run_dir: Path) -> list[tuple[str, str, int, bool, str | None]]:
+    return [
+        (s["stream"], s["task_id"], s["position"], s["correct"], s["extracted"])
+        for s in read_jsonl(run_dir / "scores.jsonl")
+    ]
+
+
+def _comparison(path: Path) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads((path / "compare.json").read_text(encoding="utf-8"))
+    return document
+
+
+def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess("-p", "no:randomly", *args)
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_two_arms_run_as_they_would_alone_and_are_compared(pytester: pytest.Pytester, workers: list[str]) -> None:
+    alone_control = _run(pytester, CONTROL, "--evomemory-output-dir=alone/control")
+    alone_memory = _run(pytester, MEMORY, "--evomemory-output-dir=alone/memory")
+    assert alone_control.ret == 0 and alone_memory.ret == 0
+
+    result = _run(pytester, CONTROL, MEMORY, "--evomemory-output-dir=arms", "-v", *workers)
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=48)
+    output = result.stdout.str()
+    # items are identified by arm, stream and task
+    assert "test_task[sample_no_memory:sample_facts/f01]" in output
+    assert "test_task[sample_memory:sample_choice/c12]" in output
+    arms = pytester.path / "arms"
+    # each arm is its own run: its own directory, with what the config alone produced
+    assert _scores(arms / "sample_no_memory") == _scores(pytester.path / "alone" / "control")
+    assert _scores(arms / "sample_memory") == _scores(pytester.path / "alone" / "memory")
+    for name in ("sample_no_memory", "sample_memory"):
+        summary = json.loads((arms / name / "summary.json").read_text(encoding="utf-8"))
+        assert summary["completion"]["complete"] is True
+        assert summary["run"] == name
+    # the comparison: files beside the arms, and the terminal
+    document = _comparison(arms)
+    assert document["baseline"] == "sample_no_memory"
+    assert [run["label"] for run in document["runs"]] == ["sample_no_memory", "sample_memory"]
+    overall = document["overall"]
+    assert [entry["correct"] for entry in overall["runs"]] == [0, 14]
+    versus = overall["vs_baseline"][0]
+    assert versus["paired_tasks"] == 24
+    assert versus["difference"] == pytest.approx(14 / 24)
+    assert versus["mcnemar_p"] == pytest.approx(2 / 2**14)  # 14 discordant tasks, all one way
+    assert (arms / "compare.html").is_file()
+    assert "evomemory: sample_no_memory vs sample_memory" in output
+    assert "+58.3 pp" in output
+    assert f"comparison data: {arms.resolve() / 'compare.json'}" in output
+
+
+def test_each_arm_has_its_own_memory(pytester: pytest.Pytester) -> None:
+    """Two memory arms with the same agent and memory score alike: the second arm's
+    streams start empty, not with what the first arm retained."""
+    twin = pytester.path / "twin.yaml"
+    twin.write_text(
+        "name: sample_memory_twin\n"
+        f"benchmark: {CONFIGS / 'benchmarks' / 'sample.yaml'}\n"
+        f"agent: {CONFIGS / 'agents' / 'recall_baseline.yaml'}\n"
+        f"memory: {CONFIGS / 'memory' / 'inprocess.yaml'}\n",
+        encoding="utf-8",
+    )
+    result = _run(pytester, MEMORY, f"--evomemory-config={twin}", "--evomemory-output-dir=arms")
+    assert result.ret == 0, result.stdout.str()
+    arms = pytester.path / "arms"
+    assert _scores(arms / "sample_memory") == _scores(arms / "sample_memory_twin")
+    versus = _comparison(arms)["overall"]["vs_baseline"][0]
+    assert (versus["difference"], versus["only_baseline_correct"], versus["only_this_correct"]) == (0.0, 0, 0)
+
+
+def test_the_gain_gate_passes_and_fails_the_session(pytester: pytest.Pytester) -> None:
+    met = _run(pytester, CONTROL, MEMORY, "--evomemory-min-gain=50", "--evomemory-min-gain=sample_facts=20")
+    assert met.ret == 0, met.stdout.str()
+    met.stdout.fnmatch_lines([
+        "met: sample_facts gain of sample_memory over sample_no_memory +58.3 points over 12 paired tasks*minimum +20.0 points",
+        "met: overall gain of sample_memory over sample_no_memory +58.3 points over 24 paired tasks*",
+    ])
+    missed = _run(pytester, CONTROL, MEMORY, "--evomemory-min-gain=sample_choice=60", "--json-report",
+                  "--json-report-file=report.json")
+    assert missed.ret == 1
+    missed.stdout.fnmatch_lines([
+        "MISSED: sample_choice gain of sample_memory over sample_no_memory +58.3 points*minimum +60.0 points",
+        "evomemory: 1 gain gate(s) missed; the session fails",
+    ])
+    block = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))["evomemory"]
+    assert block["baseline"] == "sample_no_memory"
+    assert set(block["arms"]) == {"sample_no_memory", "sample_memory"}
+    assert block["arms"]["sample_memory"]["overall"]["correct"] == 14
+    assert [(g["scope"], g["met"]) for g in block["gains"]] == [("sample_choice", False)]
+    assert block["comparison"]["baseline"] == "sample_no_memory"
+
+
+FAILING_MEMORY_ARM = """
+import pytest
+from pytest_evomemory.agents.factory import build_agent
+
+
+class Failing:
+    def __init__(self, agent):
+        self.agent = agent
+
+    def reset(self):
+        self.agent.reset()
+
+    def respond(self, stimulus, turn):
+        if stimulus.kind == "task" and stimulus.task_id == "f03":
+            raise RuntimeError("agent crashed on f03")
+        return self.agent.respond(stimulus, turn)
+
+
+@pytest.fixture(scope="session")
+def evomemory_agent_factory():
+    def build(config, memory):
+        agent = build_agent(config, memory)
+        return agent if config.memory_strategy == "none" else Failing(agent)
+    return build
+"""
+
+
+def test_a_gain_gate_is_not_passed_by_an_incomplete_run(pytester: pytest.Pytester) -> None:
+    """The memory arm stops at its first failed episode: whatever the difference on
+    the tasks that ran, the gate does not pass."""
+    pytester.makeconftest(FAILING_MEMORY_ARM)
+    result = _run(pytester, CONTROL, MEMORY, "--evomemory-min-gain=-100", "--evomemory-max-errors=1")
+    assert result.ret == pytest.ExitCode.INTERRUPTED, result.stdout.str()  # stopped by --evomemory-max-errors
+    result.stdout.fnmatch_lines([
+        "MISSED (incomplete run): overall gain of sample_memory over sample_no_memory +0.0 points over 3 paired*",
+        "evomemory: gain gates are not passed by an incomplete run; the session fails",
+    ])
+    summary = json.loads(
+        (pytester.path / "evomemory-results" / "sample_memory" / "summary.json").read_text(encoding="utf-8")
+    )
+    assert summary["completion"]["complete"] is False
+    # the failed episode is the memory arm's; the control, which ran all its tasks first, is complete
+    control = json.loads(
+        (pytester.path / "evomemory-results" / "sample_no_memory" / "summary.json").read_text(encoding="utf-8")
+    )
+    assert control["failed_episodes"] == []
+    assert control["completion"]["complete"] is True
+    assert [(f["stream"], f["task_id"]) for f in summary["failed_episodes"]] == [("sample_facts", "f03")]
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        ([MEMORY, "--evomemory-min-gain=5"], "--evomemory-min-gain gates the gain of an arm over the baseline"),
+        ([CONTROL, MEMORY, "--evomemory-min-gain=nope=5"], "unknown stream 'nope'"),
+        ([CONTROL, MEMORY, "--evomemory-min-gain=lots"], "expected [STREAM=]POINTS"),
+        ([MEMORY, MEMORY], "two arms are named 'sample_memory'"),
+        ([CONTROL, MEMORY, "--evomemory-resume=out"], "--evomemory-resume continues one run"),
+        ([CONTROL, MEMORY, "--evomemory-compare=elsewhere"], "compares them by itself"),
+        (["--evomemory-min-gain=5"], "the benchmark is off"),
+    ],
+    ids=["one-arm", "unknown-stream", "not-a-number", "same-name", "resume", "compare", "off"],
+)
+def test_bad_arm_options_are_refused_before_any_task(
+    pytester: pytest.Pytester, args: list[str], message: str
+) -> None:
+    result = _run(pytester, *args)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str() + result.stderr.str()
+    assert message in result.stderr.str()
+    assert "Traceback" not in result.stderr.str() + result.stdout.str()
+    assert not (pytester.path / "evomemory-results").exists()
+
+
+def test_a_task_of_one_arm_is_rerun_by_its_node_id(pytester: pytest.Pytester) -> None:
+    result = _run(pytester, CONTROL, MEMORY, "evomemory::test_task[sample_memory:sample_facts/f03]", "-v")
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=1)
+    # only the memory arm ran: the control arm's directory holds no results, no comparison
+    assert not (pytester.path / "evomemory-results" / "sample_no_memory" / "scores.jsonl").exists()
+    assert (pytester.path / "evomemory-results" / "sample_memory" / "scores.jsonl").is_file()
+    assert "no benchmark task of arm 'sample_no_memory' ran" in result.stdout.str()
+    assert not (pytester.path / "evomemory-results" / "compare.json").exists()
+
+
+def test_compare_command_gates_the_gain_of_existing_runs(pytester: pytest.Pytester) -> None:
+    assert _run(pytester, CONTROL, MEMORY, "--evomemory-output-dir=arms").ret == 0
+    arms = pytester.path / "arms"
+    met = pytester.run(sys.executable, "-m", "pytest_evomemory.cli", "compare", str(arms / "sample_no_memory"), str(arms / "sample_memory"),
+                       "--min-gain", "50", "-o", str(pytester.path / "c.html"))
+    assert met.ret == 0
+    met.stdout.fnmatch_lines(["met: overall gain of sample_memory over sample_no_memory +58.3 points*"])
+    missed = pytester.run(sys.executable, "-m", "pytest_evomemory.cli", "compare", str(arms / "sample_no_memory"), str(arms / "sample_memory"),
+                          "--min-gain", "sample_facts=59", "-o", str(pytester.path / "c.html"))
+    assert missed.ret == 1
+    missed.stdout.fnmatch_lines(["MISSED: sample_facts gain*"])
+    bad = pytester.run(sys.executable, "-m", "pytest_evomemory.cli", "compare", str(arms / "sample_no_memory"), str(arms / "sample_memory"),
+                       "--min-gain", "nope=1", "-o", str(pytester.path / "c.html"))
+    assert bad.ret == 2
+    assert "unknown stream 'nope'" in bad.stderr.str()
+    assert "sample_facts" not in bad.stdout.str()  # refused before the table is printed
