@@ -7,9 +7,11 @@ Two arms of the same TinyAgent (cache off) on the same four ``files`` streams of
 30, 198, 2,312 and 186 tasks (the sizes of aime_2024, gpqa_diamond, mmlu_pro and
 toolbench in the medium benchmark; tasks generated here, never upstream data):
 the control arm with ``memory_strategy: none``, the memory arm with
-``deterministic_recall``. Both run with ``pytest -n 8`` against ScriptedServers
-that take 100 ms per model call, one server per arm so that each request is
-charged to its arm (both arms send the same prompts: the tasks are paired).
+``deterministic_recall``. Both run in one session, as a user runs them
+(``pytest --evomemory-config=control/run.yaml --evomemory-config=memory/run.yaml
+-n 8 --evomemory-output-dir=results``), against ScriptedServers that take 100 ms
+per model call, one server per arm so that each request is charged to its arm
+(both arms send the same prompts: the tasks are paired).
 
 The memory arm's mmlu_pro stream is a serial chain (each task is a task call then a
 feedback call, on one worker, in order), so its model time -- the sum, over its
@@ -24,7 +26,8 @@ and after (a full-size run takes 8-9 minutes on a machine that others share),
 where the chain's time went (its start, its span, the harness's time per chain
 task beside the model's, the tail after its last call), and whether both arms'
 results are complete (every task scored once) and correct (the echo policy
-answers every generated task right, so anything below 100 % is a broken run).
+answers every generated task right, so anything below 100 % is a broken run), and
+whether compare.json pairs every task of the two arms.
 ``--scale 0.05`` shrinks every stream for a quick check.
 """
 
@@ -89,7 +92,8 @@ def arm_commands(runs: dict[str, Path], output_dir: Path, workers: str) -> list[
 
     The one place that decides how the arms are launched.
     """
-    return [pytest_command(run, "-n", workers, f"--evomemory-output-dir={output_dir / arm}") for arm, run in runs.items()]
+    first, *others = runs.values()
+    return [pytest_command(first, *(f"--evomemory-config={run}" for run in others), "-n", workers, f"--evomemory-output-dir={output_dir}")]
 
 
 @dataclass
@@ -121,6 +125,20 @@ def check_arm(results: Path, arm: str, sizes: dict[str, int]) -> ArmCheck:
     complete = bool(summary.get("completion", {}).get("complete")) and seen == expected
     correct = sum(1 for record in records if record["correct"] and (record["stream"], record["task_id"]) in expected)
     return ArmCheck(arm, planned, len(seen), correct, len(keys) - len(set(keys)), complete)
+
+
+def compare_line(path: Path, planned: int) -> str:
+    """The session's comparison: every task paired between the arms, and the difference."""
+    try:
+        overall = json.loads(path.read_text(encoding="utf-8"))["overall"]
+        row = overall["vs_baseline"][0]
+    except (OSError, ValueError, KeyError, IndexError) as error:
+        return f"compare.json: unreadable or absent ({error}): BROKEN"
+    ok = row["paired_tasks"] == planned and row["same_tasks"]
+    return (
+        f"compare.json: {row['label']} vs baseline on {row['paired_tasks']}/{planned} paired tasks, difference "
+        f"{100 * row['difference']:+.1f} points, McNemar p {row['mcnemar_p']:.3g}: {'OK' if ok else 'BROKEN'}"
+    )
 
 
 def chain_report(
@@ -163,9 +181,11 @@ def main(argv: list[str] | None = None) -> int:
         for arm, strategy in ARMS.items():
             directory = workdir / "configs" / arm
             directory.mkdir(parents=True, exist_ok=True)
-            runs[arm] = write_run_config(
-                directory, streams, tiny_agent_yaml(servers[arm].base_url, strategy), name=arm
-            )
+            run = write_run_config(directory, streams, tiny_agent_yaml(servers[arm].base_url, strategy), name=arm)
+            # each arm's results go to <output dir>/<arm>, which an output_dir of its own would override
+            text = run.read_text(encoding="utf-8")
+            run.write_text("".join(line for line in text.splitlines(True) if not line.startswith("output_dir:")))
+            runs[arm] = run
         env = clean_env(EVOMEMORY_CACHE_DIR=str(workdir / "cache"))
         commands = arm_commands(runs, output_dir, args.workers)
         print(
@@ -220,13 +240,13 @@ def main(argv: list[str] | None = None) -> int:
             f"{check.arm} arm results: {check.scored}/{check.planned} tasks scored, {check.correct} correct, "
             f"{check.duplicates} duplicates, complete={check.complete}: {'OK' if check.ok else 'BROKEN'}"
         )
-    compare = output_dir / "compare.json"
-    print(f"compare.json: {'written' if compare.exists() else 'absent'}")
+    compared = compare_line(output_dir / "compare.json", sum(sizes.values()))
+    print(compared)
     for failure in failures:
         print(f"pytest failed, {failure}")
     if args.keep is None:
         shutil.rmtree(workdir, ignore_errors=True)
-    broken = bool(failures) or not all(check.ok for check in checks)
+    broken = bool(failures) or not all(check.ok for check in checks) or not compared.endswith(": OK")
     return 1 if broken or (args.strict and not met) else 0
 
 

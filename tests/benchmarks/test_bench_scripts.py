@@ -115,3 +115,6 @@ def test_bench_two_arms_prints_its_ratio_and_checks_both_arms(tmp_path: Path) ->
     assert "memory arm results: 28/28 tasks scored, 28 correct, 0 duplicates, complete=True: OK" in out
     # each arm's server saw only its arm: task + feedback call per task
     assert "control arm: 56 requests served" in out and "memory arm: 56 requests served" in out
+    # both arms ran in one session, whose comparison pairs every task
+    assert "command(s): 1 (one session)" in out
+    assert "compare.json: memory vs baseline on 28/28 paired tasks, difference +0.0 points" in out
