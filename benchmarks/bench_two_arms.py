@@ -87,13 +87,16 @@ def write_streams(workdir: Path, sizes: dict[str, int]) -> dict[str, Path]:
 
 
 def arm_commands(runs: dict[str, Path], output_dir: Path, workers: str) -> list[list[str]]:
-    """The command lines that run every arm, in order; one command when the plugin
-    runs the arms in one session (each arm's results in ``output_dir/<arm>/``).
+    """The command lines that run every arm: one session, as a user runs it, the first
+    arm the baseline, each arm's results in ``output_dir/<arm>/`` and the comparison
+    in ``output_dir``. A list so that arms run one after the other (one command each)
+    remain a one-line change, for comparing the two ways of running them.
 
     The one place that decides how the arms are launched.
     """
     first, *others = runs.values()
-    return [pytest_command(first, *(f"--evomemory-config={run}" for run in others), "-n", workers, f"--evomemory-output-dir={output_dir}")]
+    arms = [f"--evomemory-config={run}" for run in others]
+    return [pytest_command(first, *arms, "-n", workers, f"--evomemory-output-dir={output_dir}")]
 
 
 @dataclass
