@@ -184,11 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         for arm, strategy in ARMS.items():
             directory = workdir / "configs" / arm
             directory.mkdir(parents=True, exist_ok=True)
-            run = write_run_config(directory, streams, tiny_agent_yaml(servers[arm].base_url, strategy), name=arm)
-            # each arm's results go to <output dir>/<arm>, which an output_dir of its own would override
-            text = run.read_text(encoding="utf-8")
-            run.write_text("".join(line for line in text.splitlines(True) if not line.startswith("output_dir:")))
-            runs[arm] = run
+            # --evomemory-output-dir puts each arm's results in <output dir>/<arm>
+            runs[arm] = write_run_config(directory, streams, tiny_agent_yaml(servers[arm].base_url, strategy), name=arm)
         env = clean_env(EVOMEMORY_CACHE_DIR=str(workdir / "cache"))
         commands = arm_commands(runs, output_dir, args.workers)
         print(

@@ -69,8 +69,10 @@ def _run_dirs(config: pytest.Config, run_configs: list[RunConfig], resume: str |
 
     A single run goes where it always went (``--evomemory-output-dir``, the run
     config's ``output_dir``, or ``evomemory-results/<name>``). With several arms
-    ``--evomemory-output-dir`` is the directory that holds them (each arm in
-    ``<dir>/<name>`` unless its config sets ``output_dir``) and the comparison.
+    ``--evomemory-output-dir`` is the directory that holds them, each in
+    ``<dir>/<name>``, and the comparison; without it an arm goes to its config's
+    ``output_dir`` or ``evomemory-results/<name>``. The command line wins over a
+    config, as it does for a single run.
     """
     invocation_dir = config.invocation_params.dir
     option = config.getoption("evomemory_output_dir")
@@ -81,7 +83,8 @@ def _run_dirs(config: pytest.Config, run_configs: list[RunConfig], resume: str |
     else:
         parent = invocation_dir / (option or DEFAULT_OUTPUT_ROOT)
         run_dirs = [
-            (invocation_dir / run_config.output_dir) if run_config.output_dir else parent / run_config.name
+            (invocation_dir / run_config.output_dir) if run_config.output_dir and not option
+            else parent / run_config.name
             for run_config in run_configs
         ]
         resolved = [run_dir.resolve() for run_dir in run_dirs]

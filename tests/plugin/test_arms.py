@@ -211,3 +211,21 @@ def test_compare_command_gates_the_gain_of_existing_runs(pytester: pytest.Pytest
     assert bad.ret == 2
     assert "unknown stream 'nope'" in bad.stderr.str()
     assert "sample_facts" not in bad.stdout.str()  # refused before the table is printed
+
+
+def test_the_output_dir_option_places_every_arm_whatever_their_configs_say(pytester: pytest.Pytester) -> None:
+    configs = []
+    for name, source in (("control", SAMPLE_NO_MEMORY_RUN), ("memory", SAMPLE_MEMORY_RUN)):
+        path = pytester.path / f"{name}.yaml"
+        text = source.read_text(encoding="utf-8").replace("../", f"{source.parent.parent}/")
+        path.write_text(text.replace(f"name: {source.stem}", f"name: {name}") + "output_dir: same-place\n",
+                        encoding="utf-8")
+        configs.append(f"--evomemory-config={path}")
+    clash = _run(pytester, *configs)
+    assert clash.ret == pytest.ExitCode.USAGE_ERROR
+    assert "would both write to" in clash.stderr.str()
+    placed = _run(pytester, *configs, "--evomemory-output-dir=arms")
+    assert placed.ret == 0, placed.stdout.str()
+    assert (pytester.path / "arms" / "control" / "scores.jsonl").is_file()
+    assert (pytester.path / "arms" / "memory" / "scores.jsonl").is_file()
+    assert not (pytester.path / "same-place").exists()
