@@ -63,4 +63,9 @@ def main(args: argparse.Namespace) -> int:
     print(f"try:  pytest --evomemory-config={example.as_posix()}")
     print(f"or add to pyproject.toml:  [tool.pytest.ini_options] evomemory_config = \"{example.as_posix()}\"")
     print("      and run the benchmark with:  pytest --evomemory")
+    control = target / "runs" / "sample_no_memory.yaml"
+    print(
+        f"does memory help?  pytest --evomemory-config={control.as_posix()} "
+        f"--evomemory-config={example.as_posix()}   (control first)"
+    )
     return EXIT_OK

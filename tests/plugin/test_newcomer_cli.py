@@ -108,8 +108,16 @@ def test_init_writes_editable_configs_that_run(pytester: pytest.Pytester, capsys
     assert written == starter_files() and Path("runs/sample_memory.yaml") in written
     # the documented command's config is among them
     assert (pytester.path / "configs" / "runs" / "testing" / "evomemory_single_turn_medium.yaml").is_file()
-    assert "pytest --evomemory-config=" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "pytest --evomemory-config=" in printed
     pytester.runpytest("--evomemory-config=configs/runs/sample_memory.yaml", "--evomemory-limit=1").assert_outcomes(passed=2)
+    # the printed comparison command runs both arms
+    compare = next(line for line in printed.splitlines() if line.startswith("does memory help?"))
+    arms = [word for word in compare.split() if word.startswith("--evomemory-config=")]
+    assert len(arms) == 2
+    result = pytester.runpytest(*arms, "--evomemory-limit=1")
+    result.assert_outcomes(passed=4)
+    assert (pytester.path / "evomemory-results" / "compare.json").is_file()
     assert main(["init", str(pytester.path / "configs")]) == 1
     assert "already exists" in capsys.readouterr().err
     assert main(["init", "--force", str(pytester.path / "configs")]) == 0
