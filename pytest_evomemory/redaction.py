@@ -45,6 +45,11 @@ SECRET_VARIABLES = ("OPENAI_API_KEY", "PGPASSWORD")
 
 _SECRETS: set[str] = set()
 _LOCK = threading.Lock()
+#: Bumped by every :func:`register_secret`; with the environment's values it keys
+#: the cached, sorted secret list (:func:`_secret_values`), which every record of
+#: the run directory needs and which only changes when a secret is registered.
+_GENERATION = 0
+_CACHED: tuple[tuple[int, tuple[str, ...]], tuple[str, ...]] | None = None
 
 _HEADER_NAMES = r"(?:proxy-)?authorization|x-api-key|api[-_]?key|openai[-_]api[-_]key|access[-_]token"
 #: ``Authorization: Bearer X``, ``"authorization": "Bearer X"``, ``api_key=X``, ``<td>api-key</td><td>X</td>``
@@ -67,23 +72,39 @@ _URL_CREDENTIALS = re.compile(r"(?i)\b(?P<scheme>[a-z][a-z0-9+.-]*://)[^/\s:@]+:
 
 def register_secret(value: str | None) -> None:
     """Remember ``value`` as a secret to remove from every later :func:`redact`."""
+    global _GENERATION
     if value and len(value.strip()) >= MIN_SECRET_LENGTH:
         with _LOCK:
             _SECRETS.add(value)
             _SECRETS.add(value.strip())
+            _GENERATION += 1
 
 
 def known_secrets() -> list[str]:
     """Registered secrets and those in :data:`SECRET_VARIABLES`, longest first (so a
     key that contains another is replaced whole)."""
+    return list(_known_secrets())
+
+
+def _known_secrets() -> tuple[str, ...]:
+    """:func:`known_secrets`, cached until a secret is registered or a variable of
+    :data:`SECRET_VARIABLES` changes (both are part of the cache key, read on every
+    call, so a secret set a moment ago is never missed)."""
+    global _CACHED
+    key = (_GENERATION, tuple(os.environ.get(name, "") for name in SECRET_VARIABLES))
+    cached = _CACHED
+    if cached is not None and cached[0] == key:
+        return cached[1]
     with _LOCK:
+        key = (_GENERATION, key[1])
         values = set(_SECRETS)
-    for name in SECRET_VARIABLES:
-        value = os.environ.get(name, "")
+    for value in key[1]:
         if len(value.strip()) >= MIN_SECRET_LENGTH:
             values.add(value)
             values.add(value.strip())
-    return sorted(values, key=len, reverse=True)
+    result = tuple(sorted(values, key=len, reverse=True))
+    _CACHED = (key, result)
+    return result
 
 
 def redact(text: str, secrets: Iterable[str] = ()) -> str:
@@ -91,28 +112,66 @@ def redact(text: str, secrets: Iterable[str] = ()) -> str:
     return _redact(text, _secret_values(secrets))
 
 
-def _secret_values(secrets: Iterable[str]) -> list[str]:
-    return sorted({s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH} | set(known_secrets()), key=len, reverse=True)
+def _secret_values(secrets: Iterable[str]) -> tuple[str, ...]:
+    known = _known_secrets()
+    extra = {s for s in secrets if s and len(s) >= MIN_SECRET_LENGTH}
+    if not extra or extra <= set(known):
+        return known
+    return tuple(sorted(extra | set(known), key=len, reverse=True))
 
 
 #: Every pattern above needs one of these characters (or a known value) to match:
 #: a string without them is returned as it is, which is most of a transcript.
 _PATTERN_HINTS = re.compile(r"(?i)bearer|basic|sk-|://|authori|api|token")
 
+#: The same hints for an ASCII text that was lower-cased first: for ASCII, matching
+#: case-insensitively is matching the lower-cased text, and a plain search is ten
+#: times faster than an ``(?i)`` one. (For other text ``(?i)`` also folds characters
+#: such as the dotless i or the long s, so :data:`_PATTERN_HINTS` itself is used.)
+_LOWER_HINTS = re.compile(r"bearer|basic|sk-|://|authori|api|token")
 
-def _redact(text: str, values: list[str]) -> str:
+
+def _redact(text: str, values: tuple[str, ...] | list[str]) -> str:
     if len(text) < MIN_SECRET_LENGTH:
         return text  # too short to hold a secret or any of the patterns
     for value in values:
         if value in text:
             text = text.replace(value, MASK)
         text = _mask_cut_secret(text, value)
-    if _PATTERN_HINTS.search(text) is None:
+    if not text.isascii():
+        if _PATTERN_HINTS.search(text) is None:
+            return text
+        return _redact_patterns(text)
+    lower = text.lower()
+    if _LOWER_HINTS.search(lower) is None:
         return text
+    # Each pattern runs only where its own literal occurs (in an ASCII text, which a
+    # mask never makes non-ASCII, and a mask never creates a literal), so a text
+    # that merely says "basic" is not searched for headers and URLs as well.
+    if "authori" in lower or "api" in lower or "token" in lower:
+        text = _NAMED_VALUE.sub(_mask_value, text)
+    if "bearer" in lower or "basic" in lower:
+        text = _BEARER.sub(_mask_scheme, text)
+    if "sk-" in text:
+        text = _KEY_SHAPED.sub(MASK, text)
+    if "://" in text:
+        text = _URL_CREDENTIALS.sub(_mask_credentials, text)
+    return text
+
+
+def _redact_patterns(text: str) -> str:
     text = _NAMED_VALUE.sub(_mask_value, text)
-    text = _BEARER.sub(lambda match: f"{match.group('scheme')} {MASK}", text)
+    text = _BEARER.sub(_mask_scheme, text)
     text = _KEY_SHAPED.sub(MASK, text)
-    return _URL_CREDENTIALS.sub(lambda match: f"{match.group('scheme')}{MASK}@", text)
+    return _URL_CREDENTIALS.sub(_mask_credentials, text)
+
+
+def _mask_scheme(match: re.Match[str]) -> str:
+    return f"{match.group('scheme')} {MASK}"
+
+
+def _mask_credentials(match: re.Match[str]) -> str:
+    return f"{match.group('scheme')}{MASK}@"
 
 
 def _mask_cut_secret(text: str, secret: str) -> str:
@@ -149,7 +208,18 @@ def redact_strings(record: Any, secrets: Iterable[str] = ()) -> Any:
     return _redact_walk(record, _secret_values(secrets))
 
 
-def _redact_walk(record: Any, values: list[str]) -> Any:
+def _redact_walk(record: Any, values: tuple[str, ...]) -> Any:
+    # Exact types first: an ABC isinstance check per value costs more than the
+    # redaction of most strings, and records are plain dicts, lists and strings.
+    kind = type(record)
+    if kind is str:
+        return _redact(record, values)
+    if kind is dict:
+        return {key: _redact_walk(value, values) for key, value in record.items()}
+    if kind is list or kind is tuple:
+        return [_redact_walk(value, values) for value in record]
+    if kind is int or kind is float or kind is bool or record is None:
+        return record
     if isinstance(record, str):
         return _redact(record, values)
     if isinstance(record, Mapping):
