@@ -91,7 +91,8 @@ def _known_secrets() -> tuple[str, ...]:
     :data:`SECRET_VARIABLES` changes (both are part of the cache key, read on every
     call, so a secret set a moment ago is never missed)."""
     global _CACHED
-    key = (_GENERATION, tuple(os.environ.get(name, "") for name in SECRET_VARIABLES))
+    environ = os.environ
+    key = (_GENERATION, tuple([environ.get(name, "") for name in SECRET_VARIABLES]))
     cached = _CACHED
     if cached is not None and cached[0] == key:
         return cached[1]
@@ -197,8 +198,106 @@ def _mask_value(match: re.Match[str]) -> str:
 
 def dumps_redacted(record: Any, **options: Any) -> str:
     """``json.dumps(record, **options)`` with every string value redacted (the one
-    step every artefact the run directory writes goes through)."""
-    return json.dumps(_redact_walk(record, _secret_values(())), **options)
+    step every artefact the run directory writes goes through).
+
+    Most records hold nothing to redact, and proving that on their JSON text (see
+    :func:`_dump_if_clean`) costs a fraction of walking them string by string; a
+    record that may hold something is walked, so the result is always exactly the
+    walk's.
+    """
+    values = _secret_values(())
+    encoder = _fast_encoder(options)
+    if encoder is not None:
+        text = _dump_if_clean(record, encoder, values)
+        if text is not None:
+            return text
+    return json.dumps(_redact_walk(record, values), **options)
+
+
+#: The literals the patterns need (lower case, as :data:`_LOWER_HINTS`).
+_HINT_LITERALS = ("bearer", "basic", "sk-", "://", "authori", "api", "token")
+#: From a character boundary inside a JSON string token to its closing quote.
+_STRING_REST = re.compile(r'(?:[^"\\]|\\.)*"')
+#: Characters that an ASCII JSON encoder writes as themselves inside a string.
+_JSON_PLAIN = frozenset(map(chr, range(0x20, 0x7F))) - {'"', "\\"}
+#: ``json.dumps`` options under which :func:`_dump_if_clean` may answer.
+_FAST_OPTIONS = frozenset({"ensure_ascii", "sort_keys", "default", "indent"})
+
+
+class _DefaultCalled(threading.local):
+    """Set when the encoder met a value that is not plain JSON (this thread)."""
+
+    called = False
+
+
+_DEFAULT_CALLED = _DefaultCalled()
+_ENCODERS: dict[tuple[tuple[str, Any], ...], json.JSONEncoder] = {}
+
+
+def _fast_encoder(options: Mapping[str, Any]) -> json.JSONEncoder | None:
+    """An encoder equal to ``json.dumps(**options)`` that notes every call of its
+    ``default``; None for options the clean-text proof does not cover (it needs
+    ASCII output with the standard separators)."""
+    if not _FAST_OPTIONS.issuperset(options) or options.get("ensure_ascii", True) is not True:
+        return None
+    try:
+        key = tuple(sorted(options.items()))
+        encoder = _ENCODERS.get(key)
+    except TypeError:  # an unhashable option value
+        return None
+    if encoder is None:
+        fallback = options.get("default")
+
+        def default(value: Any) -> Any:
+            _DEFAULT_CALLED.called = True
+            if fallback is None:
+                raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+            return fallback(value)
+
+        settings = {name: value for name, value in options.items() if name != "default"}
+        encoder = _ENCODERS[key] = json.JSONEncoder(**settings, default=default)
+    return encoder
+
+
+def _dump_if_clean(record: Any, encoder: json.JSONEncoder, values: tuple[str, ...]) -> str | None:
+    """The record's JSON text if redaction would change none of its string values,
+    else None (the caller then walks the record).
+
+    Sound because the text is ASCII JSON in which every character a secret's start
+    or a pattern's literal is made of stands as itself: a string value that holds
+    one puts it in the text. So the text is returned only when no secret's first
+    :data:`MIN_SECRET_LENGTH` characters occur in it (every secret rule needs them)
+    and every pattern literal it holds (ASCII, so case-folding is lower-casing)
+    lies in a key, which redaction never changes. Non-ASCII text (``\\u`` escapes,
+    which ``(?i)`` may fold into a literal), a value the encoder had to pass to
+    ``default`` (its text is not a string value of the record), or a secret with
+    characters that JSON escapes, all send the record to the walk.
+    """
+    _DEFAULT_CALLED.called = False
+    try:
+        text = encoder.encode(record)
+    except (TypeError, ValueError, RecursionError):
+        return None  # the walk and json.dumps report it as they always did
+    if _DEFAULT_CALLED.called or "\\u" in text:
+        return None
+    for value in values:
+        start = value[:MIN_SECRET_LENGTH]
+        if start in text or not _JSON_PLAIN.issuperset(start):
+            return None
+    lower = text.lower()
+    for literal in _HINT_LITERALS:
+        position = lower.find(literal)
+        while position >= 0:
+            # Every literal is inside a string token (outside strings JSON has no
+            # such letters), and its end is a character boundary: there is no
+            # ``\\u`` escape here, and the character before a literal's last is
+            # part of the literal, never a backslash. So the token ends at the
+            # first unescaped quote after it.
+            rest = _STRING_REST.match(text, position + len(literal))
+            if rest is None or not text.startswith(":", rest.end()):
+                return None  # in a string value (a key is followed by its colon)
+            position = lower.find(literal, position + 1)
+    return text
 
 
 def redact_strings(record: Any, secrets: Iterable[str] = ()) -> Any:

@@ -307,14 +307,21 @@ class RecordLog:
     FORMAT = 1
 
     def __init__(self, directory: Path, kind: str) -> None:
+        # A backend builds one per save: plain strings, not pathlib joins.
         self.directory = directory
         self.kind = kind
-        self._log = directory / "records.jsonl"
-        self._manifest = directory / "manifest.json"
+        folder = os.fspath(directory)
+        self._log_path = os.path.join(folder, "records.jsonl")
+        self._manifest_path = os.path.join(folder, "manifest.json")
+
+    @property
+    def _manifest(self) -> Path:
+        return Path(self._manifest_path)
 
     def manifest(self) -> dict[str, Any] | None:
         try:
-            data = self._manifest.read_bytes()
+            with open(self._manifest_path, "rb") as handle:
+                data = handle.read()
         except FileNotFoundError:
             return None
         except OSError as error:
@@ -361,7 +368,7 @@ class RecordLog:
         after the manifest's last id (it was emptied since), so the log must be
         written anew. The manifest is opened once, read and rewritten in place;
         the log once, cut back to the manifest's length and appended to."""
-        manifest_path, log_path = os.fspath(self._manifest), os.fspath(self._log)
+        manifest_path, log_path = self._manifest_path, self._log_path
         try:
             manifest: int | None = os.open(manifest_path, os.O_RDWR)
         except FileNotFoundError:
@@ -423,7 +430,7 @@ class RecordLog:
         manifest = self.manifest()
         if manifest is None:
             raise MemoryBackendError(f"no memory snapshot in {self.directory} (manifest.json is missing)")
-        with open(self._log, "rb") as handle:
+        with open(self._log_path, "rb") as handle:
             data = handle.read(manifest["bytes"])
         records = [json.loads(line) for line in data.decode("ascii").splitlines()]
         if len(records) != manifest["count"] or len(data) != manifest["bytes"]:
