@@ -211,6 +211,14 @@ def dumps_redacted(record: Any, **options: Any) -> str:
         text = _dump_if_clean(record, encoder, values)
         if text is not None:
             return text
+    fallback = options.get("default")
+    if fallback is not None:
+        # What ``default`` makes of a value JSON cannot encode (``str`` of an
+        # exception or a path) is text in the artefact too: redact it as well.
+        def default(value: Any) -> Any:
+            return _redact_walk(fallback(value), values)
+
+        options = {**options, "default": default}
     return json.dumps(_redact_walk(record, values), **options)
 
 
