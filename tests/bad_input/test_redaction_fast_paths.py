@@ -67,9 +67,9 @@ def reference_dumps(record: Any, **options: Any) -> str:
 # text: pattern literals in both cases, the long s / dotless i / Kelvin sign that
 # (?i) folds into s, i and k, escapes, quotes, colons, non-ASCII, the secret's parts.
 FRAGMENTS = [
-    "Bearer ", "BASIC ", "basic", "baſic ", "apı_key=", "ApI-KeY: ", "x-api-key", "token", "TOKEN=",
+    "Bearer ", "BASIC ", "basic", "ba\u017fic ", "ap\u0131_key=", "ApI-KeY: ", "x-api-key", "token", "TOKEN=",
     "access_token", "Authorization: ", "authorization", "sk-", "sk-proj-AbCdEfGh123456", "SK-abcdefgh12",
-    "https://", "://", "user:pw@", "@host", "abc123XYZ=", "K", "\\", '"', "\\u0061", "\n", "\t", "\x00",
+    "https://", "://", "user:pw@", "@host", "abc123XYZ=", "\u212a", "\\", '"', "\\u0061", "\n", "\t", "\x00",
     "\ud800", "é", "東京", ": ", ",", "}", "{", " ", "0123456789", "=", SECRET, SECRET[:8], SECRET[:-3],
     SECRET.lower(), "Zq7-fa", "\u2028",
 ]
@@ -85,12 +85,12 @@ records = st.recursive(
 #: Each rule fired alone (so a shortcut that skips it shows), in ASCII and in the
 #: characters (?i) folds into ASCII letters.
 RULE_CASES = [
-    "ApI-KeY: abc123XYZ=", "x-api-key=abcdef1", "OPENAI_API_KEY=zzz999", "apı_key=abcdef1", "apı-key: K12345",
+    "ApI-KeY: abc123XYZ=", "x-api-key=abcdef1", "OPENAI_API_KEY=zzz999", "ap\u0131_key=abcdef1", "ap\u0131-key: K12345",
     "Access_Token: abcdef1", "proxy-authorization: Basic dXNlcjpwYXNz", "<td>api-key</td><td>abcdef1</td>",
-    "say Bearer abc123XYZ= now", "BASIC dXNlcjpwYXNz1", "baſic dXNlcjpwYXNz1", "bearer ſk-abcdefgh12",
+    "say Bearer abc123XYZ= now", "BASIC dXNlcjpwYXNz1", "ba\u017fic dXNlcjpwYXNz1", "bearer \u017fk-abcdefgh12",
     "leaked sk-proj-AbCdEfGh12345678", "SK-abcdefgh12 stays", "at http://alice:s3cret@proxy:3128",
-    "HTTPS://bob:pw@host", "ſsh://u:p@h", f"cut off {SECRET[:-4]}", f"whole {SECRET} key", "a basic question",
-    "the api key is required", "token 12345678", "\u0061pi_key=abcdef1", "K-api-key=abcdef1",
+    "HTTPS://bob:pw@host", "\u017fsh://u:p@h", f"cut off {SECRET[:-4]}", f"whole {SECRET} key", "a basic question",
+    "the api key is required", "token 12345678", r"\u0061pi_key=abcdef1", "\u212a-api-key=abcdef1", "to\u212aen=abcdef1",
 ]
 
 
