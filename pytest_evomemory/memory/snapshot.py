@@ -73,13 +73,16 @@ def supports_snapshots(memory: object) -> TypeGuard[SnapshotCapable]:
     return True
 
 
-def _overwrite(descriptor: int, data: bytes) -> None:
+def _overwrite(descriptor: int, data: bytes, size: int | None = None) -> int:
     """Write ``data`` at the start of an open file, padded with spaces over a longer
     old content (JSON ignores them), in one ``pwrite``: truncating or re-creating a
     file costs far more than a small write on some file systems, and one small
-    ``pwrite`` is never half done when a process is killed."""
-    size = os.fstat(descriptor).st_size
+    ``pwrite`` is never half done when a process is killed. ``size`` is the file's
+    current size when the caller knows it; the new size is returned."""
+    if size is None:
+        size = os.fstat(descriptor).st_size
     _pwrite_all(descriptor, data + b" " * max(0, size - len(data)), 0)
+    return max(size, len(data))
 
 
 def _pwrite_all(descriptor: int, data: bytes, offset: int) -> None:
@@ -89,17 +92,21 @@ def _pwrite_all(descriptor: int, data: bytes, offset: int) -> None:
         view, offset = view[written:], offset + written
 
 
+#: A label or manifest is far smaller: one read gets it whole.
+_SMALL_READ = 1 << 16
+
+
 def _read_all(descriptor: int) -> bytes:
     """The whole content of an open regular file (read from offset 0): a read that
     returns less than it asked for has reached the end of the file."""
-    chunks, offset = [], 0
+    chunks, offset, wanted = [], 0, _SMALL_READ
     while True:
-        wanted = max(4096, os.fstat(descriptor).st_size - offset + 1)
         chunk = os.pread(descriptor, wanted, offset)
         chunks.append(chunk)
         offset += len(chunk)
         if len(chunk) < wanted:
             return b"".join(chunks)
+        wanted = max(_SMALL_READ, os.fstat(descriptor).st_size - offset + 1)
 
 
 def write_within_slot(path: Path, text: str) -> None:
@@ -198,11 +205,12 @@ class StreamSnapshots:
             descriptor, known = os.open(label, os.O_RDWR | os.O_CREAT, 0o644), False
         try:
             if known:
-                episodes = self._labels[index]
+                episodes, size = self._labels[index], None
             else:
-                previous = _parse_label(_read_all(descriptor))
+                data = _read_all(descriptor)
+                previous, size = _parse_label(data), len(data)
                 episodes = previous["episodes"] if previous is not None and previous.get("stream") == self.stream else None
-            _overwrite(descriptor, b"{}")
+            size = _overwrite(descriptor, b"{}", size)
             self._labels[index] = None
             if episodes != completed - SNAPSHOT_SLOTS:
                 # Not this run's state SNAPSHOT_SLOTS episodes ago (an interrupted save, or
@@ -212,7 +220,7 @@ class StreamSnapshots:
                 state.mkdir(parents=True)
             memory.snapshot(state)
             text = json.dumps({"stream": self.stream, "episodes": completed, "memory": type(memory).__qualname__})
-            _overwrite(descriptor, text.encode("utf-8"))
+            _overwrite(descriptor, text.encode("utf-8"), size)
             self._labels[index] = completed
         finally:
             os.close(descriptor)
@@ -376,7 +384,11 @@ class RecordLog:
         except OSError as error:
             raise MemoryBackendError(f"memory snapshot {self._manifest} is unreadable: {error}") from None
         try:
-            previous = self._parse_manifest(_read_all(manifest)) if manifest is not None else None
+            size_of_manifest: int | None = None
+            previous = None
+            if manifest is not None:
+                data = _read_all(manifest)
+                previous, size_of_manifest = self._parse_manifest(data), len(data)
             last_id, logged, size = 0, 0, 0
             if previous is not None and previous["count"] <= count and not anew:
                 last_id, logged, size = previous["last_id"], previous["count"], previous["bytes"]
@@ -418,8 +430,8 @@ class RecordLog:
                 "bytes": size, "state": dict(state),
             })
             if manifest is None:
-                manifest = os.open(manifest_path, os.O_RDWR | os.O_CREAT, 0o644)
-            _overwrite(manifest, text.encode("utf-8"))
+                manifest, size_of_manifest = os.open(manifest_path, os.O_RDWR | os.O_CREAT, 0o644), None
+            _overwrite(manifest, text.encode("utf-8"), size_of_manifest)
             return True
         finally:
             if manifest is not None:
