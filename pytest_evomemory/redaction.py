@@ -225,7 +225,7 @@ def dumps_redacted(record: Any, **options: Any) -> str:
 #: The literals the patterns need (lower case, as :data:`_LOWER_HINTS`).
 _HINT_LITERALS = ("bearer", "basic", "sk-", "://", "authori", "api", "token")
 #: From a character boundary inside a JSON string token to its closing quote.
-_STRING_REST = re.compile(r'(?:[^"\\]|\\.)*"')
+_STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"')  # "unrolled": one charset run at a time
 #: Characters that an ASCII JSON encoder writes as themselves inside a string.
 _JSON_PLAIN = frozenset(map(chr, range(0x20, 0x7F))) - {'"', "\\"}
 #: ``json.dumps`` options under which :func:`_dump_if_clean` may answer.
