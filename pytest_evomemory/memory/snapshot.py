@@ -25,7 +25,7 @@ import shutil
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from ..errors import MemoryBackendError
 
@@ -54,9 +54,59 @@ class ResumeRefused(MemoryBackendError):
     """A partly run stream cannot be resumed with the memory it had."""
 
 
-def supports_snapshots(memory: object) -> bool:
+#: Classes already known to implement :class:`SnapshotCapable`: a runtime protocol
+#: check walks the class's attributes each time (tens of microseconds), and the
+#: runtime asks once per episode. Only classes that offer both methods themselves
+#: are remembered, for which the protocol check is a check of the class alone.
+_CAPABLE_TYPES: set[type] = set()
+
+
+def supports_snapshots(memory: object) -> TypeGuard[SnapshotCapable]:
     """Whether ``memory`` (a MemorySystem) implements :class:`SnapshotCapable`."""
-    return isinstance(memory, SnapshotCapable)
+    kind = type(memory)
+    if kind in _CAPABLE_TYPES:
+        return True
+    if not isinstance(memory, SnapshotCapable):
+        return False
+    if all(callable(getattr(kind, name, None)) for name in ("snapshot", "restore")):
+        _CAPABLE_TYPES.add(kind)
+    return True
+
+
+def _overwrite(descriptor: int, data: bytes, size: int | None = None) -> int:
+    """Write ``data`` at the start of an open file, padded with spaces over a longer
+    old content (JSON ignores them), in one ``pwrite``: truncating or re-creating a
+    file costs far more than a small write on some file systems, and one small
+    ``pwrite`` is never half done when a process is killed. ``size`` is the file's
+    current size when the caller knows it; the new size is returned."""
+    if size is None:
+        size = os.fstat(descriptor).st_size
+    _pwrite_all(descriptor, data + b" " * max(0, size - len(data)), 0)
+    return max(size, len(data))
+
+
+def _pwrite_all(descriptor: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(descriptor, view, offset)
+        view, offset = view[written:], offset + written
+
+
+#: A label or manifest is far smaller: one read gets it whole.
+_SMALL_READ = 1 << 16
+
+
+def _read_all(descriptor: int) -> bytes:
+    """The whole content of an open regular file (read from offset 0): a read that
+    returns less than it asked for has reached the end of the file."""
+    chunks, offset, wanted = [], 0, _SMALL_READ
+    while True:
+        chunk = os.pread(descriptor, wanted, offset)
+        chunks.append(chunk)
+        offset += len(chunk)
+        if len(chunk) < wanted:
+            return b"".join(chunks)
+        wanted = max(_SMALL_READ, os.fstat(descriptor).st_size - offset + 1)
 
 
 def write_within_slot(path: Path, text: str) -> None:
@@ -66,15 +116,9 @@ def write_within_slot(path: Path, text: str) -> None:
     counts as empty, and a torn file is unreadable JSON, which reads as "no
     snapshot" (the other slot still holds the previous episode's state).
     """
-    data = text.encode("utf-8")
-    # In place, padded with spaces over a longer old text (JSON ignores them):
-    # truncating or re-creating a file costs a hundred times a small write on some
-    # file systems, and this happens twice per episode. One small pwrite is never
-    # half done when a process is killed.
-    descriptor = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
-        size = os.fstat(descriptor).st_size
-        os.pwrite(descriptor, data + b" " * max(0, size - len(data)), 0)
+        _overwrite(descriptor, text.encode("utf-8"))
     finally:
         os.close(descriptor)
 
@@ -123,6 +167,8 @@ class StreamSnapshots:
     stream: str
     #: slot -> episodes its label says, for the slots this process wrote (None: unlabelled)
     _labels: dict[int, int | None] = field(default_factory=dict, compare=False, repr=False)
+    #: slot -> its paths, built once (see :meth:`_slot`)
+    _paths: dict[int, tuple[str, str, Path]] = field(default_factory=dict, compare=False, repr=False)
 
     @classmethod
     def for_stream(cls, run_dir: Path, stream: str) -> StreamSnapshots:
@@ -140,32 +186,52 @@ class StreamSnapshots:
         self._labels.clear()
 
     def save(self, memory: object, completed: int) -> None:
-        """Snapshot ``memory`` as it is after ``completed`` episodes (task + feedback)."""
-        if not isinstance(memory, SnapshotCapable):
+        """Snapshot ``memory`` as it is after ``completed`` episodes (task + feedback).
+
+        The label is opened once and rewritten in place twice: "no snapshot"
+        before the memory touches the slot's state, the episode count after.
+        """
+        if not supports_snapshots(memory):
             return
         index = completed % SNAPSHOT_SLOTS
-        slot = self.directory / f"slot-{index}"
-        label = slot / "episodes.json"
-        if index in self._labels:  # this process wrote the slot's label: no need to read it
-            episodes = self._labels[index]
-        else:
-            slot.mkdir(parents=True, exist_ok=True)
-            previous = _read_label(label)
-            episodes = previous["episodes"] if previous is not None and previous.get("stream") == self.stream else None
-        invalidate_label(label)
-        self._labels[index] = None
-        if episodes != completed - SNAPSHOT_SLOTS:
-            # Not this run's state two episodes ago (an interrupted save, or a save a
-            # killed run made before the episode was re-run): a memory updating
-            # incrementally must not build on it.
-            shutil.rmtree(slot / "state", ignore_errors=True)
-            (slot / "state").mkdir(parents=True)
-        memory.snapshot(slot / "state")
-        write_within_slot(
-            label,
-            json.dumps({"stream": self.stream, "episodes": completed, "memory": type(memory).__qualname__}),
-        )
-        self._labels[index] = completed
+        slot, label, state = self._slot(index)
+        known = index in self._labels  # this process wrote the slot's label: no need to read it
+        if not known:
+            os.makedirs(slot, exist_ok=True)
+        try:
+            descriptor = os.open(label, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:  # the slot was removed behind this process's back
+            os.makedirs(slot, exist_ok=True)
+            descriptor, known = os.open(label, os.O_RDWR | os.O_CREAT, 0o644), False
+        try:
+            if known:
+                episodes, size = self._labels[index], None
+            else:
+                data = _read_all(descriptor)
+                previous, size = _parse_label(data), len(data)
+                episodes = previous["episodes"] if previous is not None and previous.get("stream") == self.stream else None
+            size = _overwrite(descriptor, b"{}", size)
+            self._labels[index] = None
+            if episodes != completed - SNAPSHOT_SLOTS:
+                # Not this run's state SNAPSHOT_SLOTS episodes ago (an interrupted save, or
+                # a save a killed run made before the episode was re-run): a memory
+                # updating incrementally must not build on it.
+                shutil.rmtree(state, ignore_errors=True)
+                state.mkdir(parents=True)
+            memory.snapshot(state)
+            text = json.dumps({"stream": self.stream, "episodes": completed, "memory": type(memory).__qualname__})
+            _overwrite(descriptor, text.encode("utf-8"), size)
+            self._labels[index] = completed
+        finally:
+            os.close(descriptor)
+
+    def _slot(self, index: int) -> tuple[str, str, Path]:
+        """The slot's directory, its label (as strings for ``os``) and its state directory."""
+        paths = self._paths.get(index)
+        if paths is None:
+            slot = self.directory / f"slot-{index}"
+            paths = self._paths[index] = (os.fspath(slot), os.fspath(slot / "episodes.json"), slot / "state")
+        return paths
 
     def completed_prefixes(self) -> list[int]:
         """Episode counts that a saved snapshot is available for."""
@@ -207,8 +273,17 @@ class StreamSnapshots:
 
 def _read_label(path: Path) -> dict[str, Any] | None:
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return _parse_label(data)
+
+
+def _parse_label(data: bytes) -> dict[str, Any] | None:
+    """A slot's label, or None for an invalidated, torn or foreign one (no snapshot)."""
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except ValueError:
         return None
     return value if isinstance(value, dict) and isinstance(value.get("episodes"), int) else None
 
@@ -217,6 +292,13 @@ def _read_label(path: Path) -> dict[str, Any] | None:
 
 #: One stored record as the built-in backends snapshot it.
 LoggedRecord = dict[str, Any]
+
+#: ``json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str)``,
+#: built once: ``json.dumps`` with options builds a new encoder on every call.
+_LOG_LINE = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), default=str)
+
+#: Log bytes gathered before one write (a first save of a large store).
+_WRITE_CHUNK = 1 << 20
 
 
 class RecordLog:
@@ -233,17 +315,31 @@ class RecordLog:
     FORMAT = 1
 
     def __init__(self, directory: Path, kind: str) -> None:
+        # A backend builds one per save: plain strings, not pathlib joins.
         self.directory = directory
         self.kind = kind
-        self._log = directory / "records.jsonl"
-        self._manifest = directory / "manifest.json"
+        folder = os.fspath(directory)
+        self._log_path = os.path.join(folder, "records.jsonl")
+        self._manifest_path = os.path.join(folder, "manifest.json")
+
+    @property
+    def _manifest(self) -> Path:
+        return Path(self._manifest_path)
 
     def manifest(self) -> dict[str, Any] | None:
         try:
-            value = json.loads(self._manifest.read_text(encoding="utf-8"))
+            with open(self._manifest_path, "rb") as handle:
+                data = handle.read()
         except FileNotFoundError:
             return None
-        except (OSError, ValueError) as error:
+        except OSError as error:
+            raise MemoryBackendError(f"memory snapshot {self._manifest} is unreadable: {error}") from None
+        return self._parse_manifest(data)
+
+    def _parse_manifest(self, data: bytes) -> dict[str, Any]:
+        try:
+            value = json.loads(data.decode("utf-8"))
+        except ValueError as error:
             raise MemoryBackendError(f"memory snapshot {self._manifest} is unreadable: {error}") from None
         if not isinstance(value, dict) or value.get("format") != self.FORMAT or value.get("kind") != self.kind:
             raise MemoryBackendError(
@@ -257,8 +353,6 @@ class RecordLog:
         count: int,
         records_after: Callable[[int], Iterable[LoggedRecord]],
         state: Mapping[str, Any],
-        *,
-        _anew: bool = False,
     ) -> None:
         """Bring the snapshot up to date with a store of ``count`` records.
 
@@ -266,44 +360,89 @@ class RecordLog:
         greater than ``last_id``; ``state`` is whatever else the backend needs
         (for instance the next id it will hand out).
         """
-        self.directory.mkdir(parents=True, exist_ok=True)
-        previous = self.manifest()
-        last_id, logged, size = 0, 0, 0
-        if previous is not None and previous["count"] <= count and not _anew:
-            last_id, logged, size = previous["last_id"], previous["count"], previous["bytes"]
-        elif previous is not None:
-            self._manifest.unlink()  # the log is about to be rewritten: never pair it with this manifest
-        with open(self._log, "ab") as handle:
-            if os.fstat(handle.fileno()).st_size != size:
-                handle.truncate(size)  # drop a tail a killed save left behind
-            handle.seek(size)
-            for record in records_after(last_id):
-                line = (json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str) + "\n").encode("ascii")
-                handle.write(line)
-                size += len(line)
-                logged += 1
-                last_id = int(record["id"])
-            handle.flush()
-        if logged != count:
-            if _anew:
-                raise MemoryBackendError(
-                    f"{self.kind} memory snapshot: the store reports {count} records but yielded {logged}"
-                )
+        if not self._save(count, records_after, state, anew=False):
             # emptied (reset) since the last save: write the log anew
-            self.save(count, records_after, state, _anew=True)
-            return
-        manifest = {
-            "format": self.FORMAT, "kind": self.kind, "count": logged, "last_id": last_id,
-            "bytes": size, "state": dict(state),
-        }
-        write_within_slot(self._manifest, json.dumps(manifest))
+            self._save(count, records_after, state, anew=True)
+
+    def _save(
+        self,
+        count: int,
+        records_after: Callable[[int], Iterable[LoggedRecord]],
+        state: Mapping[str, Any],
+        *,
+        anew: bool,
+    ) -> bool:
+        """One attempt; False when the store yielded fewer records than ``count``
+        after the manifest's last id (it was emptied since), so the log must be
+        written anew. The manifest is opened once, read and rewritten in place;
+        the log once, cut back to the manifest's length and appended to."""
+        manifest_path, log_path = self._manifest_path, self._log_path
+        try:
+            manifest: int | None = os.open(manifest_path, os.O_RDWR)
+        except FileNotFoundError:
+            manifest = None
+        except OSError as error:
+            raise MemoryBackendError(f"memory snapshot {self._manifest} is unreadable: {error}") from None
+        try:
+            size_of_manifest: int | None = None
+            previous = None
+            if manifest is not None:
+                data = _read_all(manifest)
+                previous, size_of_manifest = self._parse_manifest(data), len(data)
+            last_id, logged, size = 0, 0, 0
+            if previous is not None and previous["count"] <= count and not anew:
+                last_id, logged, size = previous["last_id"], previous["count"], previous["bytes"]
+            elif manifest is not None:
+                # the log is about to be rewritten: never pair it with this manifest
+                os.close(manifest)
+                manifest = None
+                os.unlink(manifest_path)
+            if manifest is None:
+                os.makedirs(self.directory, exist_ok=True)
+            log = os.open(log_path, os.O_WRONLY | os.O_CREAT, 0o644)
+            try:
+                if os.fstat(log).st_size != size:
+                    os.ftruncate(log, size)  # drop a tail a killed save left behind
+                lines: list[bytes] = []
+                pending = 0
+                for record in records_after(last_id):
+                    line = (_LOG_LINE.encode(record) + "\n").encode("ascii")
+                    lines.append(line)
+                    pending += len(line)
+                    logged += 1
+                    last_id = int(record["id"])
+                    if pending >= _WRITE_CHUNK:
+                        _pwrite_all(log, b"".join(lines), size)
+                        size, lines, pending = size + pending, [], 0
+                if lines:
+                    _pwrite_all(log, b"".join(lines), size)
+                    size += pending
+            finally:
+                os.close(log)
+            if logged != count:
+                if anew:
+                    raise MemoryBackendError(
+                        f"{self.kind} memory snapshot: the store reports {count} records but yielded {logged}"
+                    )
+                return False
+            text = json.dumps({
+                "format": self.FORMAT, "kind": self.kind, "count": logged, "last_id": last_id,
+                "bytes": size, "state": dict(state),
+            })
+            if manifest is None:
+                manifest, size_of_manifest = os.open(manifest_path, os.O_RDWR | os.O_CREAT, 0o644), None
+            _overwrite(manifest, text.encode("utf-8"), size_of_manifest)
+            return True
+        finally:
+            if manifest is not None:
+                os.close(manifest)
 
     def load(self) -> tuple[list[LoggedRecord], dict[str, Any]]:
         """The records and backend state of the last completed save."""
         manifest = self.manifest()
         if manifest is None:
             raise MemoryBackendError(f"no memory snapshot in {self.directory} (manifest.json is missing)")
-        with open(self._log, "rb") as handle:
+        with open(self._log_path, "rb") as handle:
             data = handle.read(manifest["bytes"])
         records = [json.loads(line) for line in data.decode("ascii").splitlines()]
         if len(records) != manifest["count"] or len(data) != manifest["bytes"]:

@@ -1,0 +1,154 @@
+"""How a snapshot save touches the disk: few files, in place, and still exact.
+
+The runtime saves every stream's memory after every episode, so a save is on the
+per-task profile (docs/performance.md). These tests pin what keeps it cheap (one
+open per file, no pathlib, no re-created files) together with what must not be
+traded for it: a shorter manifest or label over a longer one still reads back,
+a torn tail is still cut, a slot removed behind the process's back is rebuilt.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_evomemory.memory import snapshot as snapshot_module
+from pytest_evomemory.memory.inprocess import InProcessMemory
+from pytest_evomemory.memory.snapshot import (
+    SNAPSHOT_SLOTS,
+    RecordLog,
+    StreamSnapshots,
+    supports_snapshots,
+)
+
+
+def records(count: int, start: int = 1) -> list[dict[str, Any]]:
+    return [{"id": i, "content": f"lesson {i}", "metadata": {"n": i}} for i in range(start, start + count)]
+
+
+def test_a_shorter_manifest_over_a_longer_one_reads_back(tmp_path: Path) -> None:
+    log = RecordLog(tmp_path, "inprocess")
+    stored = records(3)
+    log.save(3, lambda last: [r for r in stored if r["id"] > last], {"next_id": 4, "note": "x" * 500})
+    log.save(3, lambda last: [r for r in stored if r["id"] > last], {"next_id": 4})
+    assert log.load() == (stored, {"next_id": 4})
+    text = (tmp_path / "manifest.json").read_text()
+    assert text.endswith(" ") and json.loads(text)["state"] == {"next_id": 4}  # padded in place
+
+
+def test_an_emptied_store_is_written_anew_with_a_fresh_manifest(tmp_path: Path) -> None:
+    log = RecordLog(tmp_path, "inprocess")
+    before = records(5)
+    log.save(5, lambda last: [r for r in before if r["id"] > last], {"next_id": 6})
+    after = records(2, start=6)  # reset, then two new records (ids go on)
+    log.save(2, lambda last: [r for r in after if r["id"] > last], {"next_id": 8})
+    assert log.load() == (after, {"next_id": 8})
+    refilled = records(7, start=6)  # reset and refilled past the old count: only the count gives it away
+    log.save(7, lambda last: [r for r in refilled if r["id"] > last], {"next_id": 13})
+    assert log.load() == (refilled, {"next_id": 13})
+
+
+def test_a_large_first_save_is_written_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(snapshot_module, "_WRITE_CHUNK", 64)  # several writes
+    log = RecordLog(tmp_path, "inprocess")
+    stored = records(40)
+    log.save(40, lambda last: [r for r in stored if r["id"] > last], {"next_id": 41})
+    assert log.load() == (stored, {"next_id": 41})
+
+
+def test_a_store_that_yields_too_few_records_is_an_error(tmp_path: Path) -> None:
+    from pytest_evomemory.errors import MemoryBackendError
+
+    with pytest.raises(MemoryBackendError, match="reports 3 records but yielded 2"):
+        RecordLog(tmp_path, "inprocess").save(3, lambda last: records(2), {})
+
+
+def test_an_unreadable_manifest_stops_the_save(tmp_path: Path) -> None:
+    from pytest_evomemory.errors import MemoryBackendError
+
+    (tmp_path / "manifest.json").write_text("{not json")
+    with pytest.raises(MemoryBackendError, match=r"manifest\.json is unreadable"):
+        RecordLog(tmp_path, "inprocess").save(1, lambda last: records(1), {})
+
+
+def count_opens(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    opened: list[str] = []
+    real_open = os.open
+
+    def spy(path: Any, flags: int, mode: int = 0o777, **kwargs: Any) -> int:
+        opened.append(os.path.basename(os.fspath(path)))
+        return real_open(path, flags, mode, **kwargs)
+
+    monkeypatch.setattr(snapshot_module.os, "open", spy)
+    return opened
+
+
+def test_a_steady_state_save_opens_each_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Label, manifest and log: one open each, every file rewritten in place (an open
+    or a re-created file costs a hundred small writes on some file systems)."""
+    snapshots = StreamSnapshots(tmp_path, "s1")
+    memory = InProcessMemory()
+    for episode in range(1, SNAPSHOT_SLOTS + 2):
+        memory.retain(f"episode {episode} lesson")
+        snapshots.save(memory, episode)
+    opened = count_opens(monkeypatch)
+    memory.retain("one more lesson")
+    snapshots.save(memory, SNAPSHOT_SLOTS + 2)
+    assert sorted(opened) == ["episodes.json", "manifest.json", "records.jsonl"]
+    restored = InProcessMemory()
+    snapshots.restore(restored, SNAPSHOT_SLOTS + 2)
+    assert len(restored) == SNAPSHOT_SLOTS + 2
+
+
+def test_a_slot_removed_behind_the_process_is_rebuilt(tmp_path: Path) -> None:
+    snapshots = StreamSnapshots(tmp_path, "s1")
+    memory = InProcessMemory()
+    for episode in range(1, SNAPSHOT_SLOTS + 1):
+        memory.retain(f"episode {episode} lesson")
+        snapshots.save(memory, episode)
+    import shutil
+
+    shutil.rmtree(tmp_path / "slot-1")  # the slot episode SNAPSHOT_SLOTS + 1 reuses
+    memory.retain("the next lesson")
+    snapshots.save(memory, SNAPSHOT_SLOTS + 1)
+    restored = InProcessMemory()
+    snapshots.restore(restored, SNAPSHOT_SLOTS + 1)
+    assert len(restored) == SNAPSHOT_SLOTS + 1  # whole, not appended to a missing log
+
+
+def test_a_label_left_longer_by_another_stream_is_overwritten_cleanly(tmp_path: Path) -> None:
+    slot = tmp_path / "slot-1"
+    slot.mkdir()
+    (slot / "episodes.json").write_text(json.dumps({"stream": "a-much-longer-stream-name" * 4, "episodes": 9}))
+    snapshots = StreamSnapshots(tmp_path, "s1")
+    memory = InProcessMemory()
+    memory.retain("lesson one")
+    snapshots.save(memory, 1)
+    label = json.loads((slot / "episodes.json").read_text())
+    assert label == {"stream": "s1", "episodes": 1, "memory": "InProcessMemory"}
+    assert snapshots.completed_prefixes() == [1]
+
+
+class Capable:
+    def snapshot(self, directory: Path) -> None: ...
+
+    def restore(self, directory: Path) -> None: ...
+
+
+class Bare:
+    pass
+
+
+def test_the_capability_check_remembers_only_classes_that_offer_both_methods() -> None:
+    assert supports_snapshots(Capable()) and supports_snapshots(Capable())
+    assert Capable in snapshot_module._CAPABLE_TYPES
+    dressed = Bare()
+    dressed.snapshot = lambda directory: None  # type: ignore[attr-defined]
+    dressed.restore = lambda directory: None  # type: ignore[attr-defined]
+    assert supports_snapshots(dressed)
+    assert Bare not in snapshot_module._CAPABLE_TYPES
+    assert not supports_snapshots(Bare())
