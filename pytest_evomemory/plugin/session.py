@@ -405,15 +405,20 @@ class EvoMemorySession:
             return
         self._recording = True
         try:
-            for arm in self.arms:
-                arm.add([r for r in records if self._arm_of_record(r) is arm])
+            if len(self.arms) == 1:
+                self.baseline.add(records)
+            else:
+                for arm in self.arms:
+                    arm.add([r for r in records if self._arm_of_record(r) is arm])
         finally:
             self._recording = False
         if self._deferred_sigterm:
             self._deferred_sigterm = False
             raise KeyboardInterrupt("SIGTERM")
+        if self.max_errors is None:
+            return
         errors = self.errors
-        if self.max_errors is not None and errors >= self.max_errors and self.pytest_session:
+        if errors >= self.max_errors and self.pytest_session:
             reason = f"evomemory: {errors} failed episodes reached --evomemory-max-errors"
             self.stop_reason = f"--evomemory-max-errors ({errors} failed episodes)"
             self.pytest_session.shouldstop = reason

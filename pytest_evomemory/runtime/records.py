@@ -122,6 +122,9 @@ class ResultCollector:
     #: stream -> what ran for it (agent, memory, model), from ``stream_started`` records
     ran: dict[str, dict[str, Any]] = field(default_factory=dict)
     _scored: set[tuple[str, str]] = field(default_factory=set)
+    #: (stream, task id) of every failed episode so far, kept as records arrive: a run
+    #: checks it after every record (--evomemory-max-errors), so it must not rescan
+    _failed: set[tuple[str, str | None]] = field(default_factory=set)
 
     def add_record(self, record: Mapping[str, Any]) -> None:
         if "started" in record:
@@ -148,10 +151,15 @@ class ResultCollector:
                 self.writer.add_response(record["response"])
         if "scored" in record:
             self.scores.append(dict(record["scored"]))
+            if record["scored"].get("error"):
+                self._failed.add((str(record["scored"]["stream"]), str(record["scored"]["task_id"])))
             if self.writer:
                 self.writer.add_score(record["scored"])
         if "failure" in record:
-            self.failures.append(dict(record["failure"]))
+            failure = record["failure"]
+            task = failure.get("task_id")
+            self._failed.add((str(failure.get("stream")), None if task is None else str(task)))
+            self.failures.append(dict(failure))
             if self.writer:
                 self.writer.add_event(record)
         if "skipped" in record:
@@ -176,6 +184,11 @@ class ResultCollector:
                 self.add_record(event)
         finally:
             self.writer = writer
+
+    @property
+    def failed_episode_count(self) -> int:
+        """Failed episodes (a task whose task and feedback turns both failed is one)."""
+        return len(self._failed)
 
     @property
     def failed_episodes(self) -> list[dict[str, Any]]:

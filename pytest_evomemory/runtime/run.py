@@ -291,7 +291,7 @@ class Run:
     @property
     def errors(self) -> int:
         """Failed episodes (a task whose task and feedback turns both failed is one)."""
-        return len({(f["stream"], f["task_id"]) for f in self.collector.failed_episodes})
+        return self.collector.failed_episode_count
 
     def completion(self) -> dict[str, Any]:
         planned = self.benchmark.planned_tasks
