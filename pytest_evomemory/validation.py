@@ -180,7 +180,7 @@ def nesting_depth(text: str) -> int:
     return deepest
 
 
-def check_sample(sample: BenchmarkSample, where: str) -> None:
+def check_sample(sample: BenchmarkSample, where: str, *, empty_options: bool = False) -> None:
     """Refuse a task that could never be scored meaningfully.
 
     Every task needs a non-empty prompt and a non-empty target. A task with ``choices`` (or in ``choice`` mode) must have at most 26 options
@@ -188,6 +188,8 @@ def check_sample(sample: BenchmarkSample, where: str) -> None:
     itself reads as one of its letters (a letter, or one option's text); otherwise
     every answer would be scored wrong and the stream's accuracy would silently
     measure nothing. The scorer's own reading is used, so the two cannot disagree.
+    ``empty_options`` lets an empty option through: a converter of an upstream file
+    keeps that file's options as they are (the option is shown as an empty line).
     """
     from .evaluation.choice import DEFAULT_OPTION_COUNT, _target_letter
 
@@ -202,7 +204,7 @@ def check_sample(sample: BenchmarkSample, where: str) -> None:
         return
     if len(choices) > MAX_CHOICES:
         raise DataError(f"{where}: {len(choices)} choices, but at most {MAX_CHOICES} can be lettered A-Z; drop some")
-    if any(not option.strip() for option in choices):
+    if not empty_options and any(not option.strip() for option in choices):
         raise DataError(f"{where}: an option in 'choices' is empty; remove it or give its text")
     letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[: len(choices) or DEFAULT_OPTION_COUNT]
     if _target_letter(sample, letters) is None:

@@ -174,3 +174,17 @@ def test_limit_is_first_n_and_order_is_stable(hub: FakeHub, tmp_path: Path) -> N
 def test_bad_record_names_stream_and_field(hub: FakeHub, tmp_path: Path) -> None:
     with pytest.raises(DataError, match=r"stream 'aime_2024': record 0: field 'problem'"):
         STREAMS["aime_2024"].convert([dict(AIME_RECORDS[0], problem="")], ConvertOptions())
+
+
+def test_a_converted_choice_task_is_checked_as_a_jsonl_one() -> None:
+    """More options than letters would make targets past Z that no answer can match:
+    refused like a JSONL task with 27 options, naming the stream and task. An empty
+    option of an upstream file is kept as the file has it."""
+    everything = ConvertOptions(mmlu_pro_categories="all")
+    options = [f"option {i}" for i in range(27)]
+    too_many = dict(MMLU_RECORDS[0], options=options, answer="A", answer_index=0)
+    with pytest.raises(DataError, match=r"stream 'mmlu_pro': task '.+': 27 choices, but at most 26"):
+        STREAMS["mmlu_pro"].convert([too_many], everything)
+    with_empty = dict(MMLU_RECORDS[0], options=["x", "", "y", "z"], answer="C", answer_index=2)
+    (sample,) = STREAMS["mmlu_pro"].convert([with_empty], everything)
+    assert sample.choices == ("x", "", "y", "z") and sample.target == "C"

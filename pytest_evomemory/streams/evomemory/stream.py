@@ -20,6 +20,7 @@ from typing import Any
 
 from ...errors import DataError
 from ...types import BenchmarkSample
+from ...validation import check_sample
 from .readers import Record
 from .sources import HubFile
 
@@ -111,5 +112,8 @@ class Converting:
             metadata={"source": self.stream.source.repo_id, **(metadata or {})},
             group=group,
         )
+        # the same refusal as a JSONL task's: a target no answer could match, or more
+        # options than letters, would silently score the whole stream as wrong
+        check_sample(sample, f"stream {self.name!r}: task {task_id!r}", empty_options=True)
         self.samples.append(sample)
         return sample
