@@ -33,6 +33,8 @@ def test_scripts_demo_runs_the_three_arms_then_compares_them() -> None:
     assert names == ["sample_tinyagent_local_no_memory", "sample_tinyagent_local", "sample_memory"]
     for name in names:
         assert (RUNS / f"{name}.yaml").is_file(), name
-    assert "evomemory\" compare" in script
+    # one pytest session with every arm (the first is the baseline): the session compares them
+    command = [line for line in script.splitlines() if "-m pytest" in line and "ARMS" in line]
+    assert command and '"${ARMS[@]/#/--evomemory-config=}"' in command[0]
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert all(f"`{name}`" in readme for name in names)
