@@ -229,3 +229,54 @@ def test_the_output_dir_option_places_every_arm_whatever_their_configs_say(pytes
     assert (pytester.path / "arms" / "control" / "scores.jsonl").is_file()
     assert (pytester.path / "arms" / "memory" / "scores.jsonl").is_file()
     assert not (pytester.path / "same-place").exists()
+
+
+CRASHING_MEMORY_ARM = """
+import os, signal
+from pytest_evomemory.agents.baseline import RecallBaselineAgent
+
+
+class Crashing(RecallBaselineAgent):
+    def respond(self, stimulus, turn):
+        if os.environ.get("KILL_AT") == f"{stimulus.task_id}/{stimulus.kind}":
+            os.kill(os.getpid(), signal.SIGKILL)
+        return super().respond(stimulus, turn)
+
+
+def create(config, memory):
+    agent_class = RecallBaselineAgent if config.memory_strategy == "none" else Crashing
+    return agent_class(config, memory)
+"""
+
+ARM_RUN = """
+name: {name}
+benchmark: {{benchmark: sample}}
+agent: {{kind: "crashing_agent:create", memory_strategy: {strategy}}}
+memory: {{backend: inprocess}}
+"""
+
+
+def test_a_worker_crash_in_one_arm_is_charged_to_that_arm_and_its_memory_restored(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pytester.makepyfile(crashing_agent=CRASHING_MEMORY_ARM)
+    for name, strategy in (("control", "none"), ("memory", "deterministic_recall")):
+        (pytester.path / f"{name}.yaml").write_text(ARM_RUN.format(name=name, strategy=strategy), encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(pytester.path))
+    arms = ("--evomemory-config=control.yaml", "--evomemory-config=memory.yaml")
+    assert _run(pytester, *arms, "--evomemory-output-dir=reference").ret == 0
+    monkeypatch.setenv("KILL_AT", "f06/task")
+    crashed = _run(pytester, *arms, "--evomemory-output-dir=crashed", "-n", "2")
+    crashed.stdout.fnmatch_lines(["*worker*crashed*"])
+    crashed.assert_outcomes(passed=47, failed=1)
+    reference, result = pytester.path / "reference", pytester.path / "crashed"
+    assert _scores(result / "control") == _scores(reference / "control")
+    got = {(s[0], s[1]): s for s in _scores(result / "memory")}
+    expected = {(s[0], s[1]): s for s in _scores(reference / "memory")}
+    assert got.pop(("sample_facts", "f06"))[3] is False
+    expected.pop(("sample_facts", "f06"))
+    assert got == expected  # the rest of the stream ran on with its memory restored
+    memory = json.loads((result / "memory" / "summary.json").read_text(encoding="utf-8"))
+    control = json.loads((result / "control" / "summary.json").read_text(encoding="utf-8"))
+    assert [(f["stream"], f["task_id"]) for f in memory["failed_episodes"]] == [("sample_facts", "f06")]
+    assert control["failed_episodes"] == []
