@@ -66,8 +66,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run only this stream (repeatable); default: every stream of the benchmark",
     )
     group.addoption(
-        "--evomemory-min-accuracy", metavar="[STREAM=]FRACTION", action="append", default=[],
-        help="fail the session if overall (or STREAM's) accuracy is below FRACTION; repeatable",
+        "--evomemory-min-accuracy", metavar="[ARM:][STREAM=]FRACTION", action="append", default=[],
+        help="fail the session if overall (or STREAM's) accuracy is below FRACTION; repeatable; "
+        "with several arms it applies to each, or to ARM alone",
     )
     group.addoption(
         "--evomemory-min-gain", metavar="[STREAM=]POINTS", action="append", default=[],

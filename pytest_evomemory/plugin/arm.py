@@ -62,6 +62,28 @@ def check_arm_names(run_configs: Sequence[RunConfig]) -> list[str]:
     return names
 
 
+def thresholds_for_arms(values: Sequence[str], names: Sequence[str]) -> dict[str, list[str]]:
+    """``--evomemory-min-accuracy`` values per arm: ``[ARM:][STREAM=]FRACTION``, where a
+    value without an arm applies to every arm."""
+    per_arm: dict[str, list[str]] = {name: [] for name in names}
+    for value in values:
+        text = str(value)
+        if ARM_SEPARATOR not in text.partition("=")[0]:  # no arm named before the stream
+            for name in names:
+                per_arm[name].append(text)
+            continue
+        arm, _, rest = text.partition(ARM_SEPARATOR)
+        if arm in per_arm:
+            per_arm[arm].append(rest)
+        else:
+            raise ConfigError(
+                f"--evomemory-min-accuracy {value!r}: unknown arm {arm!r}; arms: {', '.join(names)} "
+                "(the form is [ARM:][STREAM=]FRACTION)",
+                source="--evomemory-min-accuracy",
+            )
+    return per_arm
+
+
 class Arm:
     """The run of one run config in this session."""
 
@@ -173,4 +195,4 @@ class Arm:
                 write(f"comparison: {self.run_dir / 'compare.html'} ({compare_dir} vs this run)")
 
 
-__all__ = ["ARM_FIELD", "ARM_SEPARATOR", "Arm", "check_arm_names", "stream_key"]
+__all__ = ["ARM_FIELD", "ARM_SEPARATOR", "Arm", "check_arm_names", "stream_key", "thresholds_for_arms"]

@@ -24,7 +24,7 @@ from ..rundir import DEFAULT_OUTPUT_ROOT, SharedErrorCount, check_output_dir, de
 from ..runtime import BenchmarkRun, Episode, Run, StreamRun, TaskOutcome
 from ..runtime.records import error_record, stream_error_record, stream_started_record
 from ..types import BenchmarkSample
-from .arm import ARM_FIELD, Arm, check_arm_names
+from .arm import ARM_FIELD, Arm, check_arm_names, thresholds_for_arms
 from .items import task_of_nodeid
 from .stash import SESSION_KEY, STARTUP_HEAP, is_xdist_worker
 
@@ -148,10 +148,13 @@ class EvoMemorySession:
         resume = bool(config.getoption("evomemory_resume"))
         command = [str(arg) for arg in config.invocation_params.args]
         labelled = len(run_configs) > 1
+        minimums = thresholds_for_arms(
+            config.getoption("evomemory_min_accuracy"), [run_config.name for run_config in run_configs]
+        )
         self.arms = [
             Arm(
                 run_config, run_dir, labelled=labelled, is_worker=self.is_worker, resume=resume,
-                command=command, min_accuracy=config.getoption("evomemory_min_accuracy"),
+                command=command, min_accuracy=minimums[run_config.name],
             )
             for run_config, run_dir in zip(run_configs, run_dirs, strict=True)
         ]

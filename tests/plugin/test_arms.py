@@ -171,8 +171,9 @@ def test_a_gain_gate_is_not_passed_by_an_incomplete_run(pytester: pytest.Pyteste
         ([CONTROL, MEMORY, "--evomemory-resume=out"], "--evomemory-resume continues one run"),
         ([CONTROL, MEMORY, "--evomemory-compare=elsewhere"], "compares them by itself"),
         (["--evomemory-min-gain=5"], "the benchmark is off"),
+        ([CONTROL, MEMORY, "--evomemory-min-accuracy=memory:0.5"], "unknown arm 'memory'"),
     ],
-    ids=["one-arm", "unknown-stream", "not-a-number", "same-name", "resume", "compare", "off"],
+    ids=["one-arm", "unknown-stream", "not-a-number", "same-name", "resume", "compare", "off", "unknown-arm"],
 )
 def test_bad_arm_options_are_refused_before_any_task(
     pytester: pytest.Pytester, args: list[str], message: str
@@ -280,3 +281,13 @@ def test_a_worker_crash_in_one_arm_is_charged_to_that_arm_and_its_memory_restore
     control = json.loads((result / "control" / "summary.json").read_text(encoding="utf-8"))
     assert [(f["stream"], f["task_id"]) for f in memory["failed_episodes"]] == [("sample_facts", "f06")]
     assert control["failed_episodes"] == []
+
+
+def test_an_accuracy_threshold_applies_to_every_arm_or_to_the_one_it_names(pytester: pytest.Pytester) -> None:
+    every = _run(pytester, CONTROL, MEMORY, "--evomemory-min-accuracy=0.5")
+    assert every.ret == 1  # the control arm's 0 % misses it
+    every.stdout.fnmatch_lines(["MISSED: overall accuracy 0.0%, minimum 50.0%", "met: overall accuracy 58.3%, minimum 50.0%"])
+    named = _run(pytester, CONTROL, MEMORY, "--evomemory-min-accuracy=sample_memory:sample_facts=0.5")
+    assert named.ret == 0, named.stdout.str()
+    named.stdout.fnmatch_lines(["met: sample_facts accuracy 58.3%, minimum 50.0%"])
+    assert "MISSED" not in named.stdout.str()
