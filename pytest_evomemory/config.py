@@ -523,9 +523,16 @@ def _resolve_part(
         return dict(value), f"{run_path} (inline '{key}')"
     reference = Path(value)
     if reference.suffix not in {".yaml", ".yml"}:
+        from .configs import builtin_part, builtin_part_names
+
+        bare = "/" not in value and "\\" not in value
+        shipped = builtin_part(key, value) if bare and value else None
+        if shipped is not None:  # a shipped config by name, as --evomemory-config takes one
+            return read_yaml_mapping(shipped), str(shipped)
         raise ConfigError(
-            f"{run_path}: key '{key}' must name a .yaml/.yml file or be an inline mapping, "
-            f"got {value!r}"
+            f"{run_path}: key '{key}' must name a .yaml/.yml file, a built-in {key} config "
+            f"({', '.join(builtin_part_names(key))}) or be an inline mapping, got {value!r}",
+            source=str(run_path), key=key,
         )
     path = resolve_path(reference if reference.is_absolute() else (base_dir / reference))
     problem = path_problem(path)

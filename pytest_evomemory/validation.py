@@ -105,6 +105,9 @@ def decode_json_line(raw: bytes, where: str, *, first_line: bool = False) -> Any
             f"{where}: the record is {len(raw):,} bytes, over the limit of {limit:,}; "
             f"shorten it or raise {MAX_RECORD_BYTES_ENV}"
         )
+    kind = _binary_kind(raw) if first_line else None
+    if kind is not None:
+        raise DataError(f"{where}: this is a {kind} file, not JSON lines; {_BINARY_HINTS[kind]}")
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
@@ -178,6 +181,26 @@ def nesting_depth(text: str) -> int:
         else:
             depth -= 1
     return deepest
+
+
+#: Leading bytes of files a user may hand over as JSON lines by mistake.
+_MAGIC = {b"\x1f\x8b": "gzip", b"PAR1": "Parquet", b"PK\x03\x04": "zip", b"BZh": "bzip2",
+          b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd"}
+_BINARY_HINTS = {
+    "gzip": "decompress it (gunzip) and name the .jsonl file",
+    "Parquet": "convert it to JSON lines (e.g. pandas.read_parquet(path).to_json(out, orient='records', lines=True))",
+    "zip": "extract the .jsonl file from the archive and name that",
+    "bzip2": "decompress it (bunzip2) and name the .jsonl file",
+    "xz": "decompress it (unxz) and name the .jsonl file",
+    "zstd": "decompress it (unzstd) and name the .jsonl file",
+}
+
+
+def _binary_kind(raw: bytes) -> str | None:
+    for magic, kind in _MAGIC.items():
+        if raw.startswith(magic):
+            return kind
+    return None
 
 
 def check_sample(sample: BenchmarkSample, where: str, *, empty_options: bool = False) -> None:

@@ -37,6 +37,22 @@ def builtin_path(name: str) -> Path:
     return path
 
 
+#: The run config key of each part -> its folder of shipped configs.
+PART_DIRS = {"benchmark": "benchmarks", "agent": "agents", "memory": "memory"}
+
+
+def builtin_part_names(key: str) -> list[str]:
+    """The shipped configs a run config's ``key`` (benchmark, agent, memory) may name."""
+    return sorted(path.stem for path in (BUILTIN_DIR / PART_DIRS[key]).glob("*.yaml"))
+
+
+def builtin_part(key: str, name: str) -> Path | None:
+    """The shipped ``key`` config called ``name`` (``agent: recall_baseline``), if any."""
+    folder = BUILTIN_DIR / PART_DIRS[key]
+    path = (folder / f"{name}.yaml").resolve()
+    return path if path.parent == folder.resolve() and path.is_file() else None
+
+
 def resolve_run_config(value: str, base: Path) -> Path:
     """What ``--evomemory-config=value`` names, relative paths being relative to ``base``.
 

@@ -183,3 +183,41 @@ def test_a_memory_module_that_raises_on_import(
     )
     assert "importlib" not in error
     assert requests == []
+
+
+@pytest.mark.parametrize(
+    ("data", "expected"),
+    [
+        (b"\x1f\x8b\x08\x00" + bytes(range(40)), "this is a gzip file, not JSON lines; decompress it"),
+        (b"PAR1\x15\x04\x15" + bytes(30), "this is a Parquet file, not JSON lines; convert it"),
+        (b"PK\x03\x04" + bytes(30), "this is a zip file, not JSON lines; extract"),
+    ],
+    ids=["gzip", "parquet", "zip"],
+)
+def test_a_compressed_or_binary_data_file_says_what_it_is(
+    pytester: pytest.Pytester, run_with_server: tuple[Path, list[object]], data: bytes, expected: str
+) -> None:
+    run, requests = run_with_server
+    (pytester.path / "tasks.jsonl").write_bytes(data + b"\n")
+    _refused(pytester, run, "tasks.jsonl, line 1", expected)
+    assert requests == []
+
+
+@pytest.mark.parametrize(("key", "name"), [("agent", "recall_baseline"), ("memory", "sqlite"), ("benchmark", "sample")])
+def test_a_part_may_name_a_built_in_config(pytester: pytest.Pytester, key: str, name: str) -> None:
+    """As --evomemory-config takes a built-in run config's name, a run config's part
+    may name a shipped part config; an unknown name lists the choices."""
+    parts = {"benchmark": "sample", "agent": "recall_baseline", "memory": "inprocess"}
+    parts[key] = name
+    run = pytester.path / "run.yaml"
+    run.write_text("name: named\noutput_dir: results\n" + "".join(f"{k}: {v}\n" for k, v in parts.items()),
+                   encoding="utf-8")
+    result = pytester.runpytest(f"--evomemory-config={run}", "-p", "no:randomly", "-p", "no:cacheprovider",
+                                "--evomemory-limit=1")
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    document = json.loads((pytester.path / "results" / "run.json").read_text(encoding="utf-8"))
+    assert document["run"]["sources"][key].endswith(f"{name}.yaml")
+    parts[key] = "no_such_config"
+    run.write_text("name: named\n" + "".join(f"{k}: {v}\n" for k, v in parts.items()), encoding="utf-8")
+    error = _refused(pytester, run, f"key '{key}' must name a .yaml/.yml file, a built-in {key} config (")
+    assert name in error
