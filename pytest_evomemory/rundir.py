@@ -56,6 +56,8 @@ HISTORY = "history"
 LOCK = ".lock"
 LOCK_OWNER = ".lock.owner"
 ERROR_COUNT = ".errors"
+#: In the directory holding a session's arms: which arms, where, from which configs.
+ARMS_MANIFEST = "arms.json"
 
 #: Files of a run, moved aside together when a new run starts in the directory.
 RUN_FILES = (RUN_DOCUMENT, RESPONSES, SCORES, EVENTS, SUMMARY, REPORT, COMPARISON, COMPARISON_DATA)
@@ -439,6 +441,58 @@ class ResumeState:
     @property
     def completed_tasks(self) -> int:
         return sum(self.done.values())
+
+
+@dataclass(frozen=True)
+class ArmEntry:
+    """One arm of a session, as its manifest records it."""
+
+    name: str
+    run_dir: Path
+    config: str
+
+
+def write_arms_manifest(directory: Path, entries: Sequence[ArmEntry], overrides: Sequence[str]) -> None:
+    """Record a session's arms (first = baseline) beside them, so that
+    ``--evomemory-resume=DIRECTORY`` can continue every arm of an interrupted session.
+    Arm directories inside ``directory`` are stored relative to it (the whole tree
+    may move); others as absolute paths."""
+    directory.mkdir(parents=True, exist_ok=True)
+    base = directory.resolve()
+
+    def where(run_dir: Path) -> str:
+        resolved = run_dir.resolve()
+        return str(resolved.relative_to(base)) if base in resolved.parents else str(resolved)
+
+    write_json_atomically(directory / ARMS_MANIFEST, {
+        "schema_version": 1,
+        "baseline": entries[0].name,
+        "overrides": list(overrides),
+        "arms": [{"name": e.name, "run_dir": where(e.run_dir), "config": e.config} for e in entries],
+    })
+
+
+def read_arms_manifest(directory: Path) -> tuple[list[ArmEntry], list[str]] | None:
+    """The arms (and ``--evomemory-set`` overrides) of the session that wrote
+    ``directory``, or None when it holds no manifest (a single run's directory)."""
+    path = directory / ARMS_MANIFEST
+    if not path.exists():
+        return None
+    document = read_json(path)
+    arms = document.get("arms") if document is not None else None
+    try:
+        entries = [
+            ArmEntry(str(arm["name"]), directory / str(arm["run_dir"]), str(arm["config"])) for arm in arms or ()
+        ]
+    except (KeyError, TypeError):
+        entries = []
+    if document is None or len(entries) < 2:
+        raise RunDirError(
+            f"--evomemory-resume {directory}: {path} is not a readable arms manifest; resume each arm's "
+            "directory on its own (--evomemory-resume=DIR/<arm>)"
+        )
+    overrides = document.get("overrides")
+    return entries, [str(item) for item in overrides] if isinstance(overrides, list) else []
 
 
 def read_run_document(run_dir: Path, purpose: str = "--evomemory-resume") -> dict[str, Any]:

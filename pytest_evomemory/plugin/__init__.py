@@ -77,7 +77,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--evomemory-resume", metavar="RUN_DIR", default=None,
-        help="continue the interrupted run whose output directory is RUN_DIR: completed "
+        help="continue the interrupted run whose output directory is RUN_DIR (or every arm of an "
+        "interrupted session of arms, given the directory holding its arms.json): completed "
         "tasks are not run again and each stream's memory is restored",
     )
     group.addoption(
@@ -118,12 +119,14 @@ def _config_paths(config: pytest.Config, resume: str | None) -> list[str] | None
 
         if resume and len(paths) > 1:
             raise pytest.UsageError(
-                "evomemory: --evomemory-resume continues one run; resume each arm's directory on its own "
-                "(--evomemory-resume=DIR/<arm>), then compare them with `evomemory compare`"
+                "evomemory: --evomemory-resume=DIR continues an interrupted session as it was: a session "
+                "of several arms reads them from DIR/arms.json, so give --evomemory-resume alone"
             )
         return [str(resolve_run_config(path, config.invocation_params.dir)) for path in paths]
     if resume:
-        return [_resume_config_path(config, config.invocation_params.dir / resume)]
+        resume_dir = config.invocation_params.dir / resume
+        arms = _resume_arm_configs(config, resume_dir)
+        return arms if arms is not None else [_resume_config_path(config, resume_dir)]
     if not config.getoption("evomemory"):
         return None
     ini = config.getini("evomemory_config")
@@ -137,6 +140,21 @@ def _config_paths(config: pytest.Config, resume: str | None) -> list[str] | None
     from ..configs import resolve_run_config
 
     return [str(resolve_run_config(str(ini), config.rootpath))]
+
+
+def _resume_arm_configs(config: pytest.Config, resume_dir: Path) -> list[str] | None:
+    """The arms' run configs of an interrupted session of several arms (its
+    ``arms.json``); ``None`` for a single run's directory. The session's
+    ``--evomemory-set`` overrides apply again unless the command line gives its own."""
+    from ..rundir import read_arms_manifest
+
+    manifest = read_arms_manifest(resume_dir)
+    if manifest is None:
+        return None
+    entries, overrides = manifest
+    if overrides and not config.getoption("evomemory_set"):
+        config.option.evomemory_set = overrides
+    return [entry.config for entry in entries]
 
 
 def _resume_config_path(config: pytest.Config, resume_dir: Path) -> str:

@@ -136,6 +136,13 @@ class Arm:
 
     def finish(self, stop_reason: str | None) -> RunResult | None:
         """Summary, thresholds and report of this arm; ``None`` when none of its tasks ran."""
+        resumed = self.run.resume
+        if not self.started and resumed is not None and resumed.completed_tasks and self.prefix is not None:
+            # An arm the interrupted session had finished runs nothing now, but its
+            # summary may never have been written (the session died in another arm),
+            # and the comparison needs it.
+            self.started = True
+            self.run.start()
         if not self.started:
             self.run.release()
             return None  # no task ran: an earlier run's results stay as they were

@@ -20,7 +20,16 @@ from ..config import RunConfig, load_run_config
 from ..errors import ConfigError, DataError, EpisodeError, EvoMemoryError
 from ..memory.snapshot import supports_snapshots
 from ..redaction import redact
-from ..rundir import DEFAULT_OUTPUT_ROOT, SharedErrorCount, check_output_dir, default_run_dir
+from ..rundir import (
+    DEFAULT_OUTPUT_ROOT,
+    RUN_DOCUMENT,
+    ArmEntry,
+    SharedErrorCount,
+    check_output_dir,
+    default_run_dir,
+    read_arms_manifest,
+    write_arms_manifest,
+)
 from ..runtime import BenchmarkRun, Episode, Run, StreamRun, TaskOutcome
 from ..runtime.records import error_record, stream_error_record, stream_started_record
 from ..types import BenchmarkSample
@@ -76,7 +85,10 @@ def _run_dirs(config: pytest.Config, run_configs: list[RunConfig], resume: str |
     """
     invocation_dir = config.invocation_params.dir
     option = config.getoption("evomemory_output_dir")
-    if len(run_configs) == 1:
+    manifest = read_arms_manifest(invocation_dir / resume) if resume and len(run_configs) > 1 else None
+    if manifest is not None:  # an interrupted session of several arms: where they were
+        run_dirs = [entry.run_dir for entry in manifest[0]]
+    elif len(run_configs) == 1:
         run_config = run_configs[0]
         output = resume or option or run_config.output_dir
         run_dirs = [(invocation_dir / output) if output else default_run_dir(run_config.name, invocation_dir)]
@@ -100,8 +112,12 @@ def _run_dirs(config: pytest.Config, run_configs: list[RunConfig], resume: str |
 
 
 def comparison_dir(config: pytest.Config) -> Path:
-    """Where a session with several arms writes compare.html and compare.json."""
-    return (config.invocation_params.dir / (config.getoption("evomemory_output_dir") or DEFAULT_OUTPUT_ROOT)).resolve()
+    """Where a session with several arms writes compare.html, compare.json and its
+    arms manifest (a resumed session: where the interrupted one wrote them)."""
+    where = (
+        config.getoption("evomemory_resume") or config.getoption("evomemory_output_dir") or DEFAULT_OUTPUT_ROOT
+    )
+    return (config.invocation_params.dir / where).resolve()
 
 
 def _add_benchmark_module_to_args(config: pytest.Config) -> None:
@@ -153,11 +169,14 @@ class EvoMemorySession:
         )
         self.arms = [
             Arm(
-                run_config, run_dir, labelled=labelled, is_worker=self.is_worker, resume=resume,
+                run_config, run_dir, labelled=labelled, is_worker=self.is_worker,
+                # an arm the interrupted session never started begins afresh
+                resume=resume and (len(run_configs) == 1 or (run_dir / RUN_DOCUMENT).exists()),
                 command=command, min_accuracy=minimums[run_config.name],
             )
             for run_config, run_dir in zip(run_configs, run_dirs, strict=True)
         ]
+        self._manifest_written = False
         self.by_name = {arm.name: arm for arm in self.arms}
         #: stream key (``<stream>``, or ``<arm>:<stream>`` with several arms) -> (arm, stream)
         self.streams_by_key = {
@@ -320,13 +339,21 @@ class EvoMemorySession:
         ours = sorted((items[index] for index in slots), key=place)
         for index, item in zip(slots, ours, strict=True):
             items[index] = item
-        resume = self.run.resume
-        if resume is not None:
-            done = [item for item in items if _done(resume, item)]
+        if any(arm.run.resume is not None for arm in self.arms):
+            done = [item for item in items if self._done(item)]
             if done:
                 self.config.hook.pytest_deselected(items=done)
-                items[:] = [item for item in items if not _done(resume, item)]
+                finished = set(map(id, done))
+                items[:] = [item for item in items if id(item) not in finished]
         return result
+
+    def _done(self, item: pytest.Item) -> bool:
+        """Whether an interrupted run of the item's arm completed its episode."""
+        key, sample = _key_of(item), _sample_of(item)
+        if key is None or sample is None or key not in self.streams_by_key:
+            return False
+        resume = self.streams_by_key[key][0].run.resume
+        return resume is not None and resume.is_done(sample.stream, sample.position)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         last: dict[str, int] = {}
@@ -408,6 +435,8 @@ class EvoMemorySession:
             return
         self._recording = True
         try:
+            if not self._manifest_written and len(self.arms) > 1:
+                self._write_manifest()
             if len(self.arms) == 1:
                 self.baseline.add(records)
             else:
@@ -428,6 +457,12 @@ class EvoMemorySession:
             dsession = self.config.pluginmanager.getplugin("dsession")
             if dsession is not None:
                 dsession.shouldstop = reason
+
+    def _write_manifest(self) -> None:
+        """Before the first record: an interrupted session can then be resumed whole."""
+        self._manifest_written = True
+        entries = [ArmEntry(arm.name, arm.run_dir, str(arm.run_config.path)) for arm in self.arms]
+        write_arms_manifest(comparison_dir(self.config), entries, self.config.getoption("evomemory_set"))
 
     def _arm_of_record(self, record: dict[str, Any]) -> Arm:
         name = record.get(ARM_FIELD)
@@ -667,11 +702,6 @@ def fail_test(message: str) -> NoReturn:
     failure = pytest.fail.Exception(redact(message), pytrace=False)
     failure.__suppress_context__ = True
     raise failure
-
-
-def _done(resume: Any, item: pytest.Item) -> bool:
-    sample = _sample_of(item)
-    return sample is not None and bool(resume.is_done(sample.stream, sample.position))
 
 
 def _key_of(item: pytest.Item) -> str | None:

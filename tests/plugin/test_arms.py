@@ -168,7 +168,7 @@ def test_a_gain_gate_is_not_passed_by_an_incomplete_run(pytester: pytest.Pyteste
         ([CONTROL, MEMORY, "--evomemory-min-gain=nope=5"], "unknown stream 'nope'"),
         ([CONTROL, MEMORY, "--evomemory-min-gain=lots"], "expected [STREAM=]POINTS"),
         ([MEMORY, MEMORY], "two arms are named 'sample_memory'"),
-        ([CONTROL, MEMORY, "--evomemory-resume=out"], "--evomemory-resume continues one run"),
+        ([CONTROL, MEMORY, "--evomemory-resume=out"], "reads them from DIR/arms.json"),
         ([CONTROL, MEMORY, "--evomemory-compare=elsewhere"], "compares them by itself"),
         (["--evomemory-min-gain=5"], "the benchmark is off"),
         ([CONTROL, MEMORY, "--evomemory-min-accuracy=memory:0.5"], "unknown arm 'memory'"),
@@ -291,3 +291,39 @@ def test_an_accuracy_threshold_applies_to_every_arm_or_to_the_one_it_names(pytes
     assert named.ret == 0, named.stdout.str()
     named.stdout.fnmatch_lines(["met: sample_facts accuracy 58.3%, minimum 50.0%"])
     assert "MISSED" not in named.stdout.str()
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_an_interrupted_session_of_arms_resumes_whole(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: list[str]
+) -> None:
+    """kill -9 in the memory arm's first stream: --evomemory-resume on the session's
+    directory finishes both arms (the memory arm from its snapshot) and compares
+    them; the scores equal an uninterrupted session's."""
+    pytester.makepyfile(crashing_agent=CRASHING_MEMORY_ARM)
+    for name, strategy in (("control", "none"), ("memory", "deterministic_recall")):
+        (pytester.path / f"{name}.yaml").write_text(ARM_RUN.format(name=name, strategy=strategy), encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(pytester.path))
+    arms = ("--evomemory-config=control.yaml", "--evomemory-config=memory.yaml")
+    assert _run(pytester, *arms, "--evomemory-output-dir=reference").ret == 0
+    monkeypatch.setenv("KILL_AT", "f06/feedback")
+    killed = _run(pytester, *arms, "--evomemory-output-dir=session")
+    assert killed.ret != 0
+    session = pytester.path / "session"
+    manifest = json.loads((session / "arms.json").read_text(encoding="utf-8"))
+    assert [(arm["name"], arm["run_dir"]) for arm in manifest["arms"]] == [("control", "control"), ("memory", "memory")]
+    monkeypatch.delenv("KILL_AT")
+    resumed = _run(pytester, "--evomemory-resume=session", "-v", *workers)
+    assert resumed.ret == 0, resumed.stdout.str()
+    output = resumed.stdout.str()
+    assert "test_task[control:" not in output  # the control arm had finished: nothing of it runs again
+    assert "test_task[memory:sample_facts/f01]" not in output
+    assert "test_task[memory:sample_facts/f06]" in output  # the killed episode runs again
+    reference = pytester.path / "reference"
+    for name in ("control", "memory"):
+        assert _scores(session / name) == _scores(reference / name)
+    assert _comparison(session)["overall"]["vs_baseline"][0]["paired_tasks"] == 24
+    # a manifest cannot be combined with configs of the command line
+    both = _run(pytester, "--evomemory-resume=session", *arms)
+    assert both.ret == pytest.ExitCode.USAGE_ERROR
+    assert "reads them from DIR/arms.json" in both.stderr.str()
