@@ -137,10 +137,10 @@ class Arm:
     def finish(self, stop_reason: str | None) -> RunResult | None:
         """Summary, thresholds and report of this arm; ``None`` when none of its tasks ran."""
         resumed = self.run.resume
-        if not self.started and resumed is not None and resumed.completed_tasks and self.prefix is not None:
-            # An arm the interrupted session had finished runs nothing now, but its
-            # summary may never have been written (the session died in another arm),
-            # and the comparison needs it.
+        if not self.started and resumed is not None and resumed.completed_tasks:
+            # A resumed run with nothing left to run still gets its summary: the
+            # interrupted session may have died before writing it (after its last
+            # episode, or in another arm), and a comparison needs it.
             self.started = True
             self.run.start()
         if not self.started:

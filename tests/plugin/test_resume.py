@@ -147,3 +147,22 @@ def test_an_xdist_worker_crash_loses_no_other_streams_results_and_restores_memor
     summary = json.loads((project.path / "crashed" / "summary.json").read_text())
     assert summary["failed_episodes"][0]["task_id"] == "f06"
     assert "crashed" in summary["failed_episodes"][0]["reason"]
+
+
+def test_a_run_killed_after_its_last_episode_gets_its_summary_on_resume(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every episode completed, the summary never written: resuming runs no task and
+    writes the summary of the recorded results."""
+    monkeypatch.syspath_prepend(project.path)
+    project.runpytest("--evomemory-config=run.yaml", "--evomemory-output-dir=out").assert_outcomes(passed=24)
+    out = project.path / "out"
+    expected = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    for name in ("summary.json", "report.html"):
+        (out / name).unlink()
+    resumed = project.runpytest("--evomemory-resume=out")
+    resumed.assert_outcomes(deselected=24)
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    assert summary["overall"] == expected["overall"]
+    assert summary["completion"]["complete"] is True
+    assert (out / "report.html").is_file()
