@@ -257,15 +257,22 @@ memory: {{backend: inprocess}}
 """
 
 
-def test_a_worker_crash_in_one_arm_is_charged_to_that_arm_and_its_memory_restored(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _crashing_arms_with_reference(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """A control and a memory arm whose memory agent dies at $KILL_AT, and their
+    uninterrupted session in ``reference/``; the two --evomemory-config options."""
     pytester.makepyfile(crashing_agent=CRASHING_MEMORY_ARM)
     for name, strategy in (("control", "none"), ("memory", "deterministic_recall")):
         (pytester.path / f"{name}.yaml").write_text(ARM_RUN.format(name=name, strategy=strategy), encoding="utf-8")
     monkeypatch.setenv("PYTHONPATH", str(pytester.path))
     arms = ("--evomemory-config=control.yaml", "--evomemory-config=memory.yaml")
     assert _run(pytester, *arms, "--evomemory-output-dir=reference").ret == 0
+    return arms
+
+
+def test_a_worker_crash_in_one_arm_is_charged_to_that_arm_and_its_memory_restored(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    arms = _crashing_arms_with_reference(pytester, monkeypatch)
     monkeypatch.setenv("KILL_AT", "f06/task")
     crashed = _run(pytester, *arms, "--evomemory-output-dir=crashed", "-n", "2")
     crashed.stdout.fnmatch_lines(["*worker*crashed*"])
@@ -300,12 +307,7 @@ def test_an_interrupted_session_of_arms_resumes_whole(
     """kill -9 in the memory arm's first stream: --evomemory-resume on the session's
     directory finishes both arms (the memory arm from its snapshot) and compares
     them; the scores equal an uninterrupted session's."""
-    pytester.makepyfile(crashing_agent=CRASHING_MEMORY_ARM)
-    for name, strategy in (("control", "none"), ("memory", "deterministic_recall")):
-        (pytester.path / f"{name}.yaml").write_text(ARM_RUN.format(name=name, strategy=strategy), encoding="utf-8")
-    monkeypatch.setenv("PYTHONPATH", str(pytester.path))
-    arms = ("--evomemory-config=control.yaml", "--evomemory-config=memory.yaml")
-    assert _run(pytester, *arms, "--evomemory-output-dir=reference").ret == 0
+    arms = _crashing_arms_with_reference(pytester, monkeypatch)
     monkeypatch.setenv("KILL_AT", "f06/feedback")
     killed = _run(pytester, *arms, "--evomemory-output-dir=session")
     assert killed.ret != 0
