@@ -525,8 +525,7 @@ def _resolve_part(
     if reference.suffix not in {".yaml", ".yml"}:
         from .configs import builtin_part, builtin_part_names
 
-        bare = "/" not in value and "\\" not in value
-        shipped = builtin_part(key, value) if bare and value else None
+        shipped = builtin_part(key, value)
         if shipped is not None:  # a shipped config by name, as --evomemory-config takes one
             return read_yaml_mapping(shipped), str(shipped)
         raise ConfigError(

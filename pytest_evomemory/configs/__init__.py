@@ -47,7 +47,8 @@ def builtin_part_names(key: str) -> list[str]:
 
 
 def builtin_part(key: str, name: str) -> Path | None:
-    """The shipped ``key`` config called ``name`` (``agent: recall_baseline``), if any."""
+    """The shipped ``key`` config called ``name`` (``agent: recall_baseline``), if any;
+    a name that would lead out of the folder (``../x``, ``a/b``) names none."""
     folder = BUILTIN_DIR / PART_DIRS[key]
     path = (folder / f"{name}.yaml").resolve()
     return path if path.parent == folder.resolve() and path.is_file() else None

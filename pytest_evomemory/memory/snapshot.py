@@ -109,26 +109,6 @@ def _read_all(descriptor: int) -> bytes:
         wanted = max(_SMALL_READ, os.fstat(descriptor).st_size - offset + 1)
 
 
-def write_within_slot(path: Path, text: str) -> None:
-    """Write a label or manifest inside a slot whose label was removed first.
-
-    No rename is needed there: until the slot's label is written again the slot
-    counts as empty, and a torn file is unreadable JSON, which reads as "no
-    snapshot" (the other slot still holds the previous episode's state).
-    """
-    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        _overwrite(descriptor, text.encode("utf-8"))
-    finally:
-        os.close(descriptor)
-
-
-def invalidate_label(path: Path) -> None:
-    """Mark a slot as holding no complete snapshot (cheaper than removing the label)."""
-    if path.exists():
-        write_within_slot(path, "{}")
-
-
 def write_atomically(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` so that a reader sees the old or the new file, never half."""
     partial = path.with_name(path.name + ".partial")

@@ -125,12 +125,15 @@ class Arm:
             tagged[ARM_FIELD] = self.name
         return tagged
 
-    def add(self, records: Sequence[Mapping[str, Any]]) -> None:
-        if not records:
-            return
+    def _start(self) -> None:
         if not self.started:
             self.started = True
             self.run.start()
+
+    def add(self, records: Sequence[Mapping[str, Any]]) -> None:
+        if not records:
+            return
+        self._start()
         for record in records:
             self.run.record({key: value for key, value in record.items() if key != ARM_FIELD})
 
@@ -141,15 +144,13 @@ class Arm:
             # A resumed run with nothing left to run still gets its summary: the
             # interrupted session may have died before writing it (after its last
             # episode, or in another arm), and a comparison needs it.
-            self.started = True
-            self.run.start()
+            self._start()
         if not self.started:
             self.run.release()
             return None  # no task ran: an earlier run's results stay as they were
         # The session's stop (max-errors, Ctrl-C, -x) cuts short the arms still running;
         # an arm whose every planned task ran before it stays complete.
-        cut_short = self.prefix is None or len(self.run.collector.scores) < self.benchmark.planned_tasks
-        if cut_short:
+        if self.prefix is None or not self.run.completion()["complete"]:
             self.run.stop_reason = self.run.stop_reason or stop_reason
         self.result = self.run.finish(min_overall=self.min_overall, min_streams=self.min_streams)
         return self.result

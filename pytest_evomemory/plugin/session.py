@@ -30,7 +30,7 @@ from ..rundir import (
     read_arms_manifest,
     write_arms_manifest,
 )
-from ..runtime import BenchmarkRun, Episode, Run, StreamRun, TaskOutcome
+from ..runtime import BenchmarkRun, Episode, StreamRun, TaskOutcome
 from ..runtime.records import error_record, stream_error_record, stream_started_record
 from ..types import BenchmarkSample
 from .arm import ARM_FIELD, Arm, check_arm_names, thresholds_for_arms
@@ -229,14 +229,6 @@ class EvoMemorySession:
         return self.baseline.run_dir
 
     @property
-    def run(self) -> Run:
-        return self.baseline.run
-
-    @property
-    def summary(self) -> dict[str, Any] | None:
-        return self.baseline.summary
-
-    @property
     def started(self) -> bool:
         return any(arm.started for arm in self.arms)
 
@@ -383,10 +375,6 @@ class EvoMemorySession:
             if sample.task_id == found[1]:
                 return arm, sample
         return None
-
-    def sample_for_nodeid(self, nodeid: str) -> BenchmarkSample | None:
-        found = self.task_for_nodeid(nodeid)
-        return None if found is None else found[1]
 
     # ----- running
 
