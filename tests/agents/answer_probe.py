@@ -18,6 +18,7 @@ import dataclasses
 import gc
 import json
 import pickle
+import re
 import types
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -31,6 +32,10 @@ MAX_OBJECTS = 200_000
 _SCALARS = (str, bytes, bytearray, int, float, complex, bool, type(None))
 _STOP = (type, types.ModuleType, types.CodeType, types.FrameType, types.TracebackType)
 
+#: Object addresses in default reprs (``<Foo object at 0x7ff422486dd0>``) say nothing
+#: about a task, yet a three-digit AIME answer turns up in one by chance now and then.
+_ADDRESS = re.compile(r"\b0x[0-9a-fA-F]{6,}\b")
+
 
 @dataclass
 class Findings:
@@ -42,7 +47,7 @@ class Findings:
     truncated: bool = False
 
     def blob(self) -> str:
-        return "\x00".join(self.texts)
+        return _ADDRESS.sub("0x?", "\x00".join(self.texts))
 
 
 def _text(value: Any) -> str:

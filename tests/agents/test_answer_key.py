@@ -198,6 +198,12 @@ def test_the_probe_finds_an_answer_key_hidden_anywhere_it_looks() -> None:
     assert "target" not in answer_probe.inspect_everything(sample.task_view()).names
 
 
+def test_the_probe_ignores_object_addresses_that_happen_to_hold_an_answer() -> None:
+    """A default repr's address (``at 0x7ff422486dd0``) once held AIME's ``486`` by chance."""
+    findings = answer_probe.Findings(texts=["<Thing object at 0x7ff422486dd0>", "answer 486"])
+    assert findings.blob().count("486") == 1
+
+
 def _evomemory_samples(tmp_path: Path) -> list[BenchmarkSample]:
     config = BenchmarkConfig(benchmark="evomemory_single_turn")
     return [sample for stream in load_benchmark(config, tmp_path) for sample in stream.samples]
