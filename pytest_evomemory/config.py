@@ -18,7 +18,7 @@ from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from .errors import ConfigError
 from .validation import MAX_INT_DIGITS, MAX_NESTING_DEPTH, path_problem, resolve_path
@@ -37,6 +37,17 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 #: about a million tokens, past every context window).
 DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("is empty; write a value, or remove the key to use the default")
+    return value
+
+
+#: A name, path or URL: an empty one is never meant (``model: ""`` would be sent to
+#: the server on every task, ``cache_dir: ""`` would cache into the working directory).
+Text = Annotated[str, AfterValidator(_not_blank)]
 
 
 class _Strict(BaseModel):
@@ -73,7 +84,7 @@ class StreamFile(_Strict):
     """A user-defined stream read from a JSONL file of generic task records."""
 
     name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$", max_length=100)]
-    path: str
+    path: Text
     match_mode: str = "exact"
 
 
@@ -83,7 +94,7 @@ class BenchmarkConfig(_Strict):
     benchmark: str = "evomemory_single_turn"
     streams: list[str] | None = None
     limit: Annotated[int, Field(ge=1)] | None = None
-    data_dir: str | None = None
+    data_dir: Text | None = None
     seed: int = 0
     #: evomemory_single_turn only: MMLU-Pro categories to keep; ``None`` means the
     #: paper's (economics, engineering, philosophy), ``"all"`` turns the filter off.
@@ -149,7 +160,7 @@ class ModelConfig(_Strict):
     """Chat-completions model settings for TinyAgent (OpenAI-compatible or local)."""
 
     provider: Literal["openai", "local"] = "openai"
-    model: str = "gpt-4o-mini"
+    model: Text = "gpt-4o-mini"
     base_url: str | None = None
     #: Name of the environment variable holding the API key; the key itself never
     #: appears in a config, artefact or log.
@@ -166,9 +177,9 @@ class ModelConfig(_Strict):
     max_concurrency: Annotated[int, Field(ge=1, le=256)] = 4
     #: Replay identical requests from disk; ``None`` means on for temperature 0.
     cache: bool | None = None
-    cache_dir: str | None = None
+    cache_dir: Text | None = None
     #: Local GGUF file for ``provider: local``; default: the bundled model.
-    model_path: str | None = None
+    model_path: Text | None = None
     n_ctx: Annotated[int, Field(ge=256)] = 4096
     #: A request body (the whole conversation so far) larger than this is refused
     #: before it is sent: a 100 MB prompt is a mistake, and a paid one.
@@ -184,12 +195,7 @@ class ModelConfig(_Strict):
     @field_validator("api_key_env")
     @classmethod
     def _variable_name(cls, value: str | None) -> str | None:
-        if value is not None and not _ENV_NAME.match(value):
-            raise ValueError(
-                f"{value!r} is not an environment variable name; name the variable that holds "
-                "the key (e.g. OPENAI_API_KEY), or write null for a server that needs no key"
-            )
-        return value
+        return _variable_name(value, "the key (e.g. OPENAI_API_KEY)", "a server that needs no key")
 
     @field_validator("base_url")
     @classmethod
@@ -199,6 +205,17 @@ class ModelConfig(_Strict):
         if problem:
             raise ValueError(problem)
         return value
+
+
+def _variable_name(value: str | None, holds: str, without: str) -> str | None:
+    """A setting that names an environment variable holding a secret (never the
+    secret itself) must be a variable name."""
+    if value is not None and not _ENV_NAME.match(value):
+        raise ValueError(
+            f"{value!r} is not an environment variable name; name the variable that holds "
+            f"{holds}, or write null for {without}"
+        )
+    return value
 
 
 def http_url_problem(value: str) -> str | None:
@@ -257,17 +274,22 @@ class AgentConfig(_Strict):
 
 
 class SqliteOptions(_Strict):
-    path: str | None = None
+    path: Text | None = None
 
 
 class PostgresOptions(_Strict):
-    host: str = "127.0.0.1"
+    host: Text = "127.0.0.1"
     port: Annotated[int, Field(ge=1, le=65535)] = 5432
-    user: str = "postgres"
-    dbname: str = "postgres"
+    user: Text = "postgres"
+    dbname: Text = "postgres"
     password_env: str | None = "PGPASSWORD"
     table_prefix: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]{0,30}$")] = "evomemory"
     connect_timeout_s: Annotated[float, Field(gt=0)] = 5.0
+
+    @field_validator("password_env")
+    @classmethod
+    def _variable_name(cls, value: str | None) -> str | None:
+        return _variable_name(value, "the password (e.g. PGPASSWORD)", "a server that needs no password")
 
     @classmethod
     def from_environment(cls) -> PostgresOptions:
@@ -289,7 +311,7 @@ class MemoryConfig(_Strict):
     backend: str = "inprocess"
     top_k: Annotated[int, Field(ge=1, le=1000)] = 4
     embedder: Literal["hashing", "sentence-transformers"] | None = None
-    embedder_model: str | None = None
+    embedder_model: Text | None = None
     embedding_dim: Annotated[int, Field(ge=8, le=8192)] = 256
     #: Seconds a stream's memory may take to open before the stream fails, naming
     #: the factory (a server that accepts and never answers must not hang a run).
@@ -359,7 +381,7 @@ class _RunFile(_Strict):
     benchmark: str | dict[str, Any]
     agent: str | dict[str, Any]
     memory: str | dict[str, Any] = Field(default_factory=dict)
-    output_dir: str | None = None
+    output_dir: Text | None = None
 
 
 class _ConfigLoader(yaml.SafeLoader):
@@ -436,6 +458,27 @@ _YAML_HINT = (
 )
 
 
+def parse_yaml(text: str) -> Any:
+    """``text`` read as YAML by the strict config loader: the one parser of every
+    config value, whether it comes from a file or from ``--evomemory-set``.
+
+    Raises ``yaml.YAMLError`` for bad syntax (the caller names the file or the
+    setting), and ``ConfigError`` for what the loader refuses or a value a
+    constructor cannot build (a timestamp like ``2024-13-45``, bad ``!!binary``).
+    """
+    try:
+        return yaml.load(text, Loader=_ConfigLoader)
+    except (ConfigError, yaml.YAMLError):
+        raise
+    except RecursionError:  # pragma: no cover - the loader's depth limit refuses this first
+        raise ConfigError("nested too deeply; simplify the value") from None
+    except (ValueError, TypeError, OverflowError) as error:
+        raise ConfigError(
+            f"a value cannot be read ({type(error).__name__}: {str(error)[:200]}); "
+            "quote it to make it a plain string"
+        ) from None
+
+
 def read_yaml_mapping(path: Path) -> dict[str, Any]:
     """Read a YAML file that must hold a mapping; every failure names the file."""
     problem = path_problem(path)
@@ -463,7 +506,7 @@ def read_yaml_mapping(path: Path) -> dict[str, Any]:
             f"{path}: not UTF-8 text (byte {error.start}); save the file as UTF-8", source=str(path)
         ) from None
     try:
-        data = yaml.load(text, Loader=_ConfigLoader)
+        data = parse_yaml(text)
     except ConfigError as error:
         raise ConfigError(f"{path}: {error}", source=str(path), key=error.key) from None
     except yaml.YAMLError as error:
@@ -471,8 +514,6 @@ def read_yaml_mapping(path: Path) -> dict[str, Any]:
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         raise ConfigError(f"{path}: invalid YAML{where}: {problem}; {_YAML_HINT}", source=str(path)) from None
-    except (RecursionError, ValueError) as error:  # pragma: no cover - the loader refuses these first
-        raise ConfigError(f"{path}: cannot be read as YAML ({type(error).__name__}); simplify the file", source=str(path)) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -497,22 +538,68 @@ def validate_mapping(model: type[_Model], data: Mapping[str, Any], source: str) 
         raise ConfigError(format_validation_error(error, source), source=source, key=key or None) from None
 
 
+_NUMBER_HINT = "write a whole number, e.g. 5"
+_RANGE_HINT = "write a value within that range"
+_MAPPING_HINT = "write a mapping of 'key: value' entries"
+#: What to do, by pydantic error type: every refusal says how to fix it.
+_HINTS = {
+    "int_type": _NUMBER_HINT, "int_parsing": _NUMBER_HINT, "int_from_float": _NUMBER_HINT,
+    "float_type": "write a number, e.g. 0.5", "float_parsing": "write a number, e.g. 0.5",
+    "finite_number": "write a finite number (.nan and .inf are no setting's value)",
+    "string_type": "write text (quote it if YAML would read a number, date or true/false)",
+    "bool_type": "write true or false", "bool_parsing": "write true or false",
+    "dict_type": _MAPPING_HINT, "model_type": _MAPPING_HINT, "model_attributes_type": _MAPPING_HINT,
+    "list_type": "write a list, e.g. [a, b]",
+    "literal_error": "use one of those values",
+    "greater_than": _RANGE_HINT, "greater_than_equal": _RANGE_HINT,
+    "less_than": _RANGE_HINT, "less_than_equal": _RANGE_HINT,
+    "string_pattern_mismatch": "use only the characters the pattern allows",
+    "string_too_long": "shorten it", "string_too_short": "lengthen it",
+    "too_long": "shorten it", "too_short": "add entries",
+}
+_UNION_PREFIX = "\0union:"
+#: Union branches pydantic adds to a location (``benchmark.str``): not keys.
+_UNION_BRANCH = re.compile(r"^(str|int|float|bool|none|(list|dict|function-\w+|literal)\[.*\])$")
+
+
 def format_validation_error(error: ValidationError, source: str) -> str:
-    """One line: the source, then each bad key and what is wrong with it."""
-    lines = []
+    """One line: the source, then each bad key, what is wrong with it and what to
+    write instead (a key that may take several shapes is named once)."""
+    by_location: dict[str, list[str]] = {}
     for problem in error.errors():
-        location = ".".join(str(part) for part in problem["loc"]) or "(top level)"
+        parts = [str(part) for part in problem["loc"]]
+        union = bool(parts) and _UNION_BRANCH.match(parts[-1]) is not None
+        location = ".".join(part for part in parts if not _UNION_BRANCH.match(part)) or "(top level)"
         kind = problem["type"]
         message = problem["msg"]
         if kind == "extra_forbidden":
             message = "unknown key; check the spelling against docs/configuration.md"
         elif kind == "missing":
-            message = "required key is missing"
-        elif kind.endswith("_type") and isinstance(problem.get("input"), bool):
-            message = f"{message} (true/false is not a number here; write the number)"
+            message = "required key is missing; add it (see docs/configuration.md)"
         elif kind == "value_error":
             message = message.removeprefix("Value error, ")
-        lines.append(f"key '{location}': {message}")
+        elif union:
+            message = _UNION_PREFIX + message.removeprefix("Input should be ")
+        else:
+            message = re.sub(r" or instance of \w+$", "", message)
+            if kind.endswith("_type") and isinstance(problem.get("input"), bool):
+                message = f"{message} (true/false is not a number here; write the number)"
+            elif kind in _HINTS:
+                message = f"{message}; {_HINTS[kind]}"
+            elif ";" not in message:
+                message = f"{message}; see docs/configuration.md for this key"
+        by_location.setdefault(location, []).append(message)
+    lines = []
+    for location, messages in by_location.items():
+        shapes = [m.removeprefix(_UNION_PREFIX) for m in messages if m.startswith(_UNION_PREFIX)]
+        if shapes:
+            hint = (
+                "name a config file or write an inline mapping"
+                if shapes == ["a valid string", "a valid dictionary"] else "see docs/configuration.md for this key"
+            )
+            messages = [m for m in messages if not m.startswith(_UNION_PREFIX)]
+            messages.append(f"expected {' or '.join(shapes)}; {hint}")
+        lines.extend(f"key '{location}': {message}" for message in messages)
     return f"{source}: " + "; ".join(lines)
 
 

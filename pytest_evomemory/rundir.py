@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -92,6 +93,13 @@ def package_versions() -> dict[str, str | None]:
 # --------------------------------------------------------------------------- names
 
 
+#: Control characters (C0, DEL, C1) and the Unicode line/paragraph separators: in a
+#: directory name they break the one-line messages and reports that quote it.
+_NAME_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+#: The longest file name most file systems take (NAME_MAX).
+_MAX_NAME_BYTES = 255
+
+
 def check_run_name(name: str) -> str:
     """A run name is one path component inside the output root, nothing else."""
     problem = None
@@ -99,6 +107,10 @@ def check_run_name(name: str) -> str:
         problem = "is empty"
     elif "\0" in name:
         problem = "contains a NUL character"
+    elif _NAME_CONTROL.search(name):
+        problem = "contains a control character (a line break, tab or escape) or an unpaired surrogate"
+    elif len(name.encode("utf-8")) > _MAX_NAME_BYTES:
+        problem = f"is {len(name.encode('utf-8'))} bytes long, over the file system's limit of {_MAX_NAME_BYTES}"
     elif "/" in name or "\\" in name or os.sep in name or (os.altsep and os.altsep in name):
         problem = "contains a path separator"
     elif name in (".", ".."):
