@@ -108,7 +108,7 @@ class BenchmarkConfig(_Strict):
         if value is not None and not value:
             raise ValueError("an empty list would run nothing; list at least one stream, or remove the key to run them all")
         if value is not None and len(set(value)) != len(value):
-            raise ValueError("a stream is listed twice")
+            raise ValueError("a stream is listed twice; list each stream once")
         return value
 
     @field_validator("files")
@@ -227,10 +227,19 @@ def http_url_problem(value: str) -> str | None:
         parsed.port  # noqa: B018 - raises ValueError for a port out of range
     except ValueError:
         parsed = None
-    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.hostname or _CONTROL.search(value):
+    if (
+        parsed is None or parsed.scheme not in ("http", "https") or not parsed.hostname
+        or _CONTROL.search(value) or any(character.isspace() for character in value)
+    ):
         return (
             f"{value!r} is not an http:// or https:// URL with a host; "
             "write the API root, e.g. http://127.0.0.1:8000/v1"
+        )
+    if parsed.username is not None or parsed.password is not None:
+        # A password in the URL would be written to run.json and quoted in errors.
+        return (
+            "the URL holds a user name or password (user:password@host); remove it and put "
+            "the key in the variable that model.api_key_env names"
         )
     return None
 

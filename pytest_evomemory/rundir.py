@@ -135,6 +135,11 @@ def check_output_dir(path: Path) -> Path:
     text = str(path)
     if "\0" in text:
         raise RunDirError(f"output directory {text!r} contains a NUL character; give a plain directory path")
+    if _NAME_CONTROL.search(text):
+        raise RunDirError(
+            f"output directory {text!r} contains a control character (a line break, tab or escape) "
+            "or an unpaired surrogate; give a plain directory path"
+        )
     try:
         resolved = path.resolve()
     except (OSError, RuntimeError) as error:
@@ -524,9 +529,11 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream]) -> ResumeState:
     a score and either a feedback response, a failed feedback turn or a skipped one.
     """
     document = read_run_document(run_dir)
-    responses = read_jsonl(run_dir / RESPONSES)
-    scores = read_jsonl(run_dir / SCORES)
-    events = read_jsonl(run_dir / EVENTS)
+    # A record edited or damaged by hand (a task id that is a list, a failure that is
+    # a string) is treated like a torn line: its task simply runs again.
+    responses = [r for r in read_jsonl(run_dir / RESPONSES) if _names_a_task(r)]
+    scores = [s for s in read_jsonl(run_dir / SCORES) if _names_a_task(s)]
+    events = [e for e in read_jsonl(run_dir / EVENTS) if _names_a_task(_event_task(e))]
     state = ResumeState(document=document)
     for stream in streams:
         position_of = {sample.task_id: sample.position for sample in stream.samples}
@@ -535,9 +542,9 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream]) -> ResumeState:
             r["task_id"] for r in responses if r.get("stream") == stream.name and r.get("kind") == "feedback"
         }
         ended = {
-            (e.get("failure") or e.get("skipped") or {}).get("task_id")
+            _event_task(e).get("task_id")
             for e in events
-            if (e.get("failure") or e.get("skipped") or {}).get("stream") == stream.name
+            if _event_task(e).get("stream") == stream.name
         }
         done = 0
         for sample in stream.samples:
@@ -553,7 +560,16 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream]) -> ResumeState:
         state.scores += [scored[task_id] for task_id in sorted(kept_ids, key=position_of.__getitem__)]
         state.events += [
             e for e in events
-            if (e.get("failure") or e.get("skipped") or {}).get("stream") == stream.name
-            and (e.get("failure") or e.get("skipped") or {}).get("task_id") in kept_ids
+            if _event_task(e).get("stream") == stream.name and _event_task(e).get("task_id") in kept_ids
         ]
     return state
+
+
+def _names_a_task(record: Mapping[str, Any]) -> bool:
+    return isinstance(record.get("stream"), str) and isinstance(record.get("task_id"), str)
+
+
+def _event_task(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The task an event ended (a failure or a skip), or an empty mapping."""
+    task = event.get("failure") or event.get("skipped")
+    return task if isinstance(task, Mapping) else {}

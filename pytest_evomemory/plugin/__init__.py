@@ -176,8 +176,28 @@ def _resume_config_path(config: pytest.Config, resume_dir: Path) -> str:
     return path
 
 
+#: Options whose value is a path, a name or a threshold: an empty one (``--evomemory-resume=``,
+#: a shell variable that was never set) would silently mean "not given".
+_VALUED_OPTIONS = (
+    "evomemory_config", "evomemory_set", "evomemory_output_dir", "evomemory_stream",
+    "evomemory_min_accuracy", "evomemory_min_gain", "evomemory_resume", "evomemory_compare",
+)
+
+
+def _refuse_blank_options(config: pytest.Config) -> None:
+    for name in _VALUED_OPTIONS:
+        value = config.getoption(name)
+        values = value if isinstance(value, list) else [value]
+        if any(item is not None and not str(item).strip() for item in values):
+            raise pytest.UsageError(
+                f"evomemory: --{name.replace('_', '-')} is given an empty value; give one "
+                "(an unset shell variable?), or leave the option out"
+            )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "evomemory: a task of an Evo-Memory benchmark stream")
+    _refuse_blank_options(config)
     resume = config.getoption("evomemory_resume")
     try:
         paths = _config_paths(config, resume)

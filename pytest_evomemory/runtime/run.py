@@ -379,7 +379,17 @@ def parse_min_accuracy(values: Sequence[str], streams: Sequence[str]) -> tuple[f
     overall: float | None = None
     per_stream: dict[str, float] = {}
     for value in values:
-        name, _, number = value.rpartition("=")
+        name, equals, number = value.rpartition("=")
+        if equals and not name.strip():
+            raise ConfigError(
+                f"--evomemory-min-accuracy {value!r}: no stream name before '='; "
+                "write STREAM=FRACTION, or FRACTION alone for the overall accuracy"
+            )
+        if (overall is not None and not name) or name in per_stream:
+            raise ConfigError(
+                f"--evomemory-min-accuracy {value!r}: a threshold for {name or 'the overall accuracy'} "
+                "is given twice (only one would count); give it once"
+            )
         try:
             fraction = float(number)
         except ValueError:

@@ -80,6 +80,25 @@ EXPECTED = {
     "api_key_env_empty.yaml": "key 'model.api_key_env': '' is not an environment variable name",
     "model_base_url_ftp.yaml": "key 'model.base_url': 'ftp://x/v1' is not an http",
     "model_request_limit_zero.yaml": "key 'model.max_request_bytes'",
+    # names that reach a directory name, a report header and every one-line message
+    "run_name_newline.yaml": "key 'name': run name 'bad\\nname' contains a control character",
+    "run_name_escape_sequence.yaml": "contains a control character (a line break, tab or escape)",
+    "run_name_too_long.yaml": "is 300 bytes long, over the file system's limit of 255",
+    "run_name_lone_surrogate.yaml": "or an unpaired surrogate",
+    # a blank name, path or URL is never meant; a password never belongs in a URL
+    "model_name_empty.yaml": "key 'model.model': is empty; write a value",
+    "model_cache_dir_blank.yaml": "key 'model.cache_dir': is empty; write a value",
+    "output_dir_empty.yaml": "key 'output_dir': is empty; write a value",
+    "stream_file_path_empty.yaml": "key 'files.0.path': is empty; write a value",
+    "sqlite_path_empty.yaml": "key 'sqlite.path': is empty; write a value",
+    "postgres_password_env_bad.yaml": "key 'postgres.password_env': 'my password' is not an environment variable name",
+    "model_base_url_credentials.yaml": "key 'model.base_url': the URL holds a user name or password",
+    "model_base_url_space.yaml": "key 'model.base_url': 'http://exa mple.com/v1' is not an http",
+    # a value of the wrong shape says which shapes are allowed
+    "part_is_a_number.yaml": "key 'benchmark': expected a valid string or a valid dictionary; name a config file",
+    "options_is_a_list.yaml": "key 'options': Input should be a valid dictionary; write a mapping",
+    "mmlu_categories_string.yaml": "key 'mmlu_pro_categories': expected a valid list or 'all'",
+    "files_benchmark_without_files.yaml": "key 'files': benchmark 'files' needs at least one entry; add one",
     # hints: say what to do
     "yaml_tab_indent.yaml": "indent with spaces, not tabs",
 }
