@@ -191,6 +191,11 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         text = path.read_bytes().decode("utf-8", errors="surrogateescape")
     except FileNotFoundError:
         return []
+    except OSError as error:  # a directory, a link loop, no permission: not a torn line
+        from .validation import path_problem
+
+        problem = path_problem(path) or f"cannot be read ({error.strerror or error})"
+        raise RunDirError(f"{path} {problem}; it is not a run's record file: remove it, or give another run directory") from None
     records = []
     for line in text.split("\n"):
         if not line.strip():
@@ -518,6 +523,13 @@ def read_run_document(run_dir: Path, purpose: str = "--evomemory-resume") -> dic
         raise RunDirError(
             f"{purpose} {run_dir}: no readable {RUN_DOCUMENT} there; pass the output directory "
             "of the interrupted run (and, if its run config moved, pass --evomemory-config as well)"
+        )
+    version = document.get("schema_version", SCHEMA_VERSION)
+    if not isinstance(version, int) or isinstance(version, bool) or version > SCHEMA_VERSION:
+        # A newer plugin's records may mean something else: continuing would mix them.
+        raise RunDirError(
+            f"{purpose} {run_dir}: {run_dir / RUN_DOCUMENT} has schema version {version!r}, which this "
+            f"pytest-evomemory (schema {SCHEMA_VERSION}) cannot continue; upgrade pytest-evomemory, or start a new run"
         )
     return document
 

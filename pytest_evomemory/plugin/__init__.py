@@ -171,8 +171,13 @@ def _resume_config_path(config: pytest.Config, resume_dir: Path) -> str:
             "pass --evomemory-config as well"
         ) from None
     overrides = document["run"].get("overrides") or []
+    if not isinstance(overrides, list) or not all(isinstance(item, str) for item in overrides):
+        raise pytest.UsageError(
+            f"evomemory: --evomemory-resume {resume_dir}: its run.json key 'run.overrides' is not a list of "
+            "KEY=VALUE strings (the file was edited or damaged); fix it, or give --evomemory-set yourself"
+        )
     if overrides and not config.getoption("evomemory_set"):
-        config.option.evomemory_set = [str(item) for item in overrides]
+        config.option.evomemory_set = list(overrides)
     return path
 
 
