@@ -203,6 +203,31 @@ def _binary_kind(raw: bytes) -> str | None:
     return None
 
 
+#: A task id names a test item (``evomemory::test_task[stream/id]``), a JUnit case,
+#: a ``-k`` selection and a row of every report: it must stay short and printable.
+MAX_TASK_ID_CHARS = 200
+#: Control characters, unpaired surrogates, line/paragraph separators and the
+#: bidirectional overrides that make text display as something else.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def check_task_id(task_id: str, where: str) -> None:
+    """Refuse a task id that is blank, huge or holds characters no id should."""
+    shown = task_id if len(task_id) <= 60 else task_id[:50] + "..."
+    problem = None
+    if not task_id.strip():
+        problem = "is blank"
+    elif len(task_id) > MAX_TASK_ID_CHARS:
+        problem = f"is {len(task_id):,} characters long (limit {MAX_TASK_ID_CHARS})"
+    elif _UNPRINTABLE.search(task_id):
+        problem = "holds a control, line-break or text-direction character"
+    if problem:
+        raise DataError(
+            f"{where}: task id {shown!r} {problem}; it names the test item and every report row, "
+            "so give a short id of printable characters (e.g. 't1')"
+        )
+
+
 def check_sample(sample: BenchmarkSample, where: str, *, empty_options: bool = False) -> None:
     """Refuse a task that could never be scored meaningfully.
 
@@ -216,6 +241,7 @@ def check_sample(sample: BenchmarkSample, where: str, *, empty_options: bool = F
     """
     from .evaluation.choice import DEFAULT_OPTION_COUNT, _target_letter
 
+    check_task_id(sample.task_id, where)
     if not sample.prompt.strip():
         raise DataError(f"{where}: task {sample.task_id!r}: the prompt is empty; write the question")
     choices = sample.choices

@@ -99,6 +99,11 @@ EXPECTED = {
     "options_is_a_list.yaml": "key 'options': Input should be a valid dictionary; write a mapping",
     "mmlu_categories_string.yaml": "key 'mmlu_pro_categories': expected a valid list or 'all'",
     "files_benchmark_without_files.yaml": "key 'files': benchmark 'files' needs at least one entry; add one",
+    # task ids name test items and report rows: short and printable
+    "stream_file_id_newline.yaml": "id_newline.jsonl, line 1: task id 't\\n1' holds a control, line-break or text-direction",
+    "stream_file_id_too_long.yaml": "is 5,000 characters long (limit 200)",
+    "stream_file_id_blank.yaml": "task id '   ' is blank; it names the test item",
+    "stream_file_id_bidi.yaml": "id_bidi.jsonl, line 1: task id 't1\\u202egnp.exe' holds a control",
     # hints: say what to do
     "yaml_tab_indent.yaml": "indent with spaces, not tabs",
 }
