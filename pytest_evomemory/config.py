@@ -462,6 +462,7 @@ def _construct_bounded_int(loader: _ConfigLoader, node: yaml.ScalarNode) -> Any:
 
 _ConfigLoader.add_constructor("tag:yaml.org,2002:int", _construct_bounded_int)
 
+_TAG_HINT = "YAML tags (!!python/..., !name) are not allowed in a config file; write a plain value"
 _YAML_HINT = (
     "fix the syntax there (values holding ': ' or ' #' need quotes; indent with spaces, not tabs)"
 )
@@ -522,16 +523,23 @@ def read_yaml_mapping(path: Path) -> dict[str, Any]:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise ConfigError(f"{path}: invalid YAML{where}: {problem}; {_YAML_HINT}", source=str(path)) from None
+        hint = _TAG_HINT if isinstance(error, yaml.constructor.ConstructorError) else _YAML_HINT
+        raise ConfigError(f"{path}: invalid YAML{where}: {problem}; {hint}", source=str(path)) from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(
-            f"{path}: expected a mapping of keys to values, got {type(data).__name__}; "
+            f"{path}: expected a mapping of keys to values, got {_yaml_kind(data)}; "
             "write 'key: value' lines at the top level",
             source=str(path),
         )
     return data
+
+
+def _yaml_kind(value: Any) -> str:
+    """What YAML would call ``value`` (a Python type name means nothing to a config author)."""
+    kinds = {str: "a string", int: "a number", float: "a number", bool: "true/false", list: "a list"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 _Model = TypeVar("_Model", bound=BaseModel)
@@ -578,10 +586,17 @@ def format_validation_error(error: ValidationError, source: str) -> str:
     for problem in error.errors():
         parts = [str(part) for part in problem["loc"]]
         union = bool(parts) and _UNION_BRANCH.match(parts[-1]) is not None
+        if parts[-1:] == ["[key]"] or problem["msg"] == "Keys should be strings":
+            parts = parts[:-2] if parts[-1:] == ["[key]"] else parts[:-1]  # name the mapping, not the bad key
         location = ".".join(part for part in parts if not _UNION_BRANCH.match(part)) or "(top level)"
         kind = problem["type"]
         message = problem["msg"]
-        if kind == "extra_forbidden":
+        if problem["loc"][-1:] == ("[key]",) or message == "Keys should be strings":
+            message = (
+                f"the key {problem.get('input')!r} is not text (YAML reads yes/no/on/off as true/false, "
+                "~ as null and digits as a number); quote it"
+            )
+        elif kind == "extra_forbidden":
             message = "unknown key; check the spelling against docs/configuration.md"
         elif kind == "missing":
             message = "required key is missing; add it (see docs/configuration.md)"
@@ -591,7 +606,7 @@ def format_validation_error(error: ValidationError, source: str) -> str:
             message = _UNION_PREFIX + message.removeprefix("Input should be ")
         else:
             message = re.sub(r" or instance of \w+$", "", message)
-            if kind.endswith("_type") and isinstance(problem.get("input"), bool):
+            if kind in ("int_type", "float_type") and isinstance(problem.get("input"), bool):
                 message = f"{message} (true/false is not a number here; write the number)"
             elif kind in _HINTS:
                 message = f"{message}; {_HINTS[kind]}"
@@ -601,6 +616,10 @@ def format_validation_error(error: ValidationError, source: str) -> str:
     lines = []
     for location, messages in by_location.items():
         shapes = [m.removeprefix(_UNION_PREFIX) for m in messages if m.startswith(_UNION_PREFIX)]
+        deeper = any(other.startswith(f"{location}.") for other in by_location)
+        if deeper or len(shapes) < len(messages):
+            shapes = []  # a shape matched and failed deeper down: that error is the one to fix
+            messages = [m for m in messages if not m.startswith(_UNION_PREFIX)]
         if shapes:
             hint = (
                 "name a config file or write an inline mapping"

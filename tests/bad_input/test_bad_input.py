@@ -104,6 +104,11 @@ EXPECTED = {
     "stream_file_id_too_long.yaml": "is 5,000 characters long (limit 200)",
     "stream_file_id_blank.yaml": "task id '   ' is blank; it names the test item",
     "stream_file_id_bidi.yaml": "id_bidi.jsonl, line 1: task id 't1\\u202egnp.exe' holds a control",
+    # YAML tags build objects (or run code): never in a config
+    "yaml_python_tag.yaml": "could not determine a constructor for the tag 'tag:yaml.org,2002:python/object/apply:os.system'; YAML tags",
+    "yaml_custom_tag.yaml": "the tag '!include'; YAML tags (!!python/..., !name) are not allowed in a config file; write a plain value",
+    "config_is_a_number.yaml": "expected a mapping of keys to values, got a number; write 'key: value' lines",
+    "yaml_key_read_as_bool.yaml": "key 'thresholds.streams': the key True is not text (YAML reads yes/no/on/off as true/false",
     # hints: say what to do
     "yaml_tab_indent.yaml": "indent with spaces, not tabs",
 }
