@@ -18,7 +18,16 @@ from typing import Annotated, Any, Literal, TypeVar
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from .errors import ConfigError
 from .validation import MAX_INT_DIGITS, MAX_NESTING_DEPTH, path_problem, resolve_path
@@ -135,6 +144,27 @@ class BenchmarkConfig(_Strict):
                     f"the streams under 'files' are: {', '.join(entry.name for entry in files)}"
                 )
         return value
+
+
+    @model_validator(mode="after")
+    def _keys_the_benchmark_reads(self) -> BenchmarkConfig:
+        """A key the chosen built-in benchmark never reads is refused, not ignored:
+        ``files`` under ``benchmark: sample`` would run the sample, not the user's file.
+        (A ``module:factory`` benchmark may read any key.)"""
+        readers = {"files": {"files"}, "data_dir": _HUB_BENCHMARKS, "mmlu_pro_categories": _HUB_BENCHMARKS}
+        if ":" in self.benchmark:
+            return self
+        for key, benchmarks in readers.items():
+            if key in self.model_fields_set and getattr(self, key) and self.benchmark not in benchmarks:
+                raise ValueError(
+                    f"key '{key}' is read only by benchmark {' or '.join(sorted(benchmarks))}, not by "
+                    f"{self.benchmark!r}; remove it, or set 'benchmark' to the one that reads it"
+                )
+        return self
+
+
+#: Benchmarks that read upstream data (``data_dir``, ``mmlu_pro_categories``).
+_HUB_BENCHMARKS = frozenset({"evomemory_single_turn"})
 
 
 def check_threshold_streams(config: BenchmarkConfig, available: Sequence[str], source: str) -> None:
@@ -627,7 +657,10 @@ def format_validation_error(error: ValidationError, source: str) -> str:
             )
             messages = [m for m in messages if not m.startswith(_UNION_PREFIX)]
             messages.append(f"expected {' or '.join(shapes)}; {hint}")
-        lines.extend(f"key '{location}': {message}" for message in messages)
+        lines.extend(
+            message if location == "(top level)" and message.startswith("key '") else f"key '{location}': {message}"
+            for message in messages
+        )
     return f"{source}: " + "; ".join(lines)
 
 

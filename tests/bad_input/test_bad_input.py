@@ -109,6 +109,8 @@ EXPECTED = {
     "yaml_custom_tag.yaml": "the tag '!include'; YAML tags (!!python/..., !name) are not allowed in a config file; write a plain value",
     "config_is_a_number.yaml": "expected a mapping of keys to values, got a number; write 'key: value' lines",
     "yaml_key_read_as_bool.yaml": "key 'thresholds.streams': the key True is not text (YAML reads yes/no/on/off as true/false",
+    "files_under_another_benchmark.yaml": "key 'files' is read only by benchmark files, not by 'sample'; remove it",
+    "data_dir_under_files_benchmark.yaml": "key 'data_dir' is read only by benchmark evomemory_single_turn, not by 'files'",
     # hints: say what to do
     "yaml_tab_indent.yaml": "indent with spaces, not tabs",
 }
