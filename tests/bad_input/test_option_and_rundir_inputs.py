@@ -199,3 +199,21 @@ def test_a_damaged_run_directory_is_refused_before_any_model_call(
     if damage != "scores_is_a_directory":
         (results / "run.json").write_text(json.dumps(document), encoding="utf-8")
     _refused(pytester, server, "--evomemory-resume=results", expected=(expected,))
+
+
+# --------------------------------------------------------------------------- upstream data
+
+
+def test_a_data_dir_that_is_a_file_is_one_line_for_every_stream(
+    pytester: pytest.Pytester, server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("EVOMEMORY_DATA_DIR", raising=False)
+    (pytester.path / "not-a-dir").write_text("x", encoding="utf-8")
+    run = pytester.path / "run.yaml"
+    run.write_text("benchmark: {benchmark: evomemory_single_turn, data_dir: not-a-dir}\nagent: {}\n", encoding="utf-8")
+    error = _refused(pytester, server, f"--evomemory-config={run}", expected=(
+        "run.yaml (inline 'benchmark'): all 4 evomemory_single_turn streams are required",
+        "streams 'aime_2024', 'gpqa_diamond', 'mmlu_pro', 'toolbench': cannot create the data directory",
+        "set EVOMEMORY_DATA_DIR or 'data_dir'",
+    ))
+    assert error.count("cannot create") == 1
