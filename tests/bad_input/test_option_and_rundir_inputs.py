@@ -217,3 +217,36 @@ def test_a_data_dir_that_is_a_file_is_one_line_for_every_stream(
         "set EVOMEMORY_DATA_DIR or 'data_dir'",
     ))
     assert error.count("cannot create") == 1
+
+
+# --------------------------------------------------------------------------- the response cache
+
+
+@pytest.mark.parametrize(
+    "damage",
+    ["{truncated", "[]", '{"format": 99}', "DEEP", "CONTENT_NOT_TEXT", "TOOL_CALLS_NOT_A_LIST", ""],
+)
+def test_a_damaged_response_cache_entry_is_a_miss(
+    pytester: pytest.Pytester, server: ScriptedServer, isolated_cache: Path, damage: str
+) -> None:
+    run = tiny_run_config(pytester.path, server.base_url, model={"cache": True})
+    first = pytester.runpytest(f"--evomemory-config={run}", *_PLAIN)
+    assert first.ret == 0, first.stdout.str()
+    entries = sorted(isolated_cache.rglob("*.json"))
+    assert entries
+    for entry in entries:
+        document = json.loads(entry.read_text(encoding="utf-8"))
+        if damage == "DEEP":
+            text = '{"format": ' + json.dumps(document["format"]) + ', "content": ' + "[" * 100_000 + "]" * 100_000 + "}"
+        elif damage == "CONTENT_NOT_TEXT":
+            text = json.dumps({**document, "content": {"answer": 4}})
+        elif damage == "TOOL_CALLS_NOT_A_LIST":
+            text = json.dumps({**document, "tool_calls": 7})
+        else:
+            text = damage
+        entry.write_text(text, encoding="utf-8")
+    before = len(server.requests)
+    second = pytester.runpytest(f"--evomemory-config={run}", "--evomemory-output-dir=again", *_PLAIN)
+    assert_no_internal_error(second)
+    assert second.ret == 0, second.stdout.str()
+    assert len(server.requests) - before == before  # every call was made again, none replayed from damage
