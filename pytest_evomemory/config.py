@@ -196,8 +196,10 @@ class ModelConfig(_Strict):
     #: appears in a config, artefact or log.
     api_key_env: str | None = "OPENAI_API_KEY"
     temperature: Annotated[float, Field(ge=0.0, le=2.0)] = 0.0
-    max_tokens: Annotated[int, Field(ge=1)] | None = 1024
-    seed: int | None = 0
+    #: Bounded: a value no model can write (or a 40-digit one no server can parse)
+    #: would fail every task at the server instead of once here.
+    max_tokens: Annotated[int, Field(ge=1, le=10_000_000)] | None = 1024
+    seed: Annotated[int, Field(ge=-(2**63), lt=2**63)] | None = 0
     timeout_s: Annotated[float, Field(gt=0)] = 60.0
     max_retries: Annotated[int, Field(ge=0, le=20)] = 3
     #: First retry wait; it doubles per attempt. A server's Retry-After wins, but
@@ -210,7 +212,7 @@ class ModelConfig(_Strict):
     cache_dir: Text | None = None
     #: Local GGUF file for ``provider: local``; default: the bundled model.
     model_path: Text | None = None
-    n_ctx: Annotated[int, Field(ge=256)] = 4096
+    n_ctx: Annotated[int, Field(ge=256, le=1_048_576)] = 4096
     #: A request body (the whole conversation so far) larger than this is refused
     #: before it is sent: a 100 MB prompt is a mistake, and a paid one.
     max_request_bytes: Annotated[int, Field(ge=1024)] = DEFAULT_MAX_REQUEST_BYTES

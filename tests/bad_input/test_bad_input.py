@@ -111,6 +111,8 @@ EXPECTED = {
     "yaml_key_read_as_bool.yaml": "key 'thresholds.streams': the key True is not text (YAML reads yes/no/on/off as true/false",
     "files_under_another_benchmark.yaml": "key 'files' is read only by benchmark files, not by 'sample'; remove it",
     "data_dir_under_files_benchmark.yaml": "key 'data_dir' is read only by benchmark evomemory_single_turn, not by 'files'",
+    "model_max_tokens_huge.yaml": "key 'model.max_tokens': Input should be less than or equal to 10000000; write a value within",
+    "model_seed_huge.yaml": "key 'model.seed': Input should be less than 9223372036854775808",
     # hints: say what to do
     "yaml_tab_indent.yaml": "indent with spaces, not tabs",
 }
