@@ -489,7 +489,17 @@ def _construct_bounded_int(loader: _ConfigLoader, node: yaml.ScalarNode) -> Any:
             f"an integer of {digits:,} digits at line {node.start_mark.line + 1} "
             f"(limit {MAX_INT_DIGITS}); write a sensible number, or quote it as a string"
         )
+    if not _DECIMAL_INT.match(str(node.value)):
+        # YAML 1.1 reads 010 as 8, 1:30 as 90 and 0x10 as 16: never what a limit meant.
+        raise ConfigError(
+            f"the number {node.value!r} at line {node.start_mark.line + 1} is not plain decimal, and YAML "
+            "would read it as octal, hexadecimal, binary or base 60 (010 is 8, 1:30 is 90); write it as a "
+            "decimal number without leading zeros, or quote it as a string"
+        )
     return loader.construct_yaml_int(node)
+
+
+_DECIMAL_INT = re.compile(r"^[-+]?(0|[1-9][0-9_]*)$")
 
 
 _ConfigLoader.add_constructor("tag:yaml.org,2002:int", _construct_bounded_int)

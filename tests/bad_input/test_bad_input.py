@@ -113,6 +113,9 @@ EXPECTED = {
     "data_dir_under_files_benchmark.yaml": "key 'data_dir' is read only by benchmark evomemory_single_turn, not by 'files'",
     "model_max_tokens_huge.yaml": "key 'model.max_tokens': Input should be less than or equal to 10000000; write a value within",
     "model_seed_huge.yaml": "key 'model.seed': Input should be less than 9223372036854775808",
+    # YAML 1.1 integer forms that silently mean another number
+    "yaml_octal_limit.yaml": "the number '010' at line 1 is not plain decimal",
+    "yaml_base60_integer.yaml": "the number '1:30' at line 3 is not plain decimal, and YAML would read it as octal",
     # hints: say what to do
     "yaml_tab_indent.yaml": "indent with spaces, not tabs",
 }
