@@ -58,7 +58,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="where the run's artefacts go (default: evomemory-results/<run name>)",
     )
     group.addoption(
-        "--evomemory-limit", metavar="N", type=int, default=None,
+        "--evomemory-limit", metavar="N", type=_raw, default=None,
         help="run only the first N tasks of each stream (overrides the benchmark config)",
     )
     group.addoption(
@@ -82,7 +82,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "tasks are not run again and each stream's memory is restored",
     )
     group.addoption(
-        "--evomemory-max-errors", metavar="N", type=int, default=None,
+        "--evomemory-max-errors", metavar="N", type=_raw, default=None,
         help="stop the session after N failed episodes (default: never)",
     )
     group.addoption(
@@ -189,6 +189,32 @@ _VALUED_OPTIONS = (
 )
 
 
+def _raw(value: str) -> str:
+    """An option's text as given: :func:`_count_options` checks it, so that a bad
+    value is one line naming the option and what to write (argparse's own error
+    is a usage block)."""
+    return value
+
+
+#: Options that count something: a whole number, at least 1.
+_COUNT_OPTIONS = {"evomemory_limit": "tasks per stream", "evomemory_max_errors": "failed episodes"}
+
+
+def _count_options(config: pytest.Config) -> None:
+    for name, what in _COUNT_OPTIONS.items():
+        value = config.getoption(name)
+        if value is None or isinstance(value, int):
+            continue
+        text = str(value).strip()
+        count = int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else 0
+        if count < 1:
+            raise pytest.UsageError(
+                f"evomemory: --{name.replace('_', '-')} must be at least 1 (a whole number of {what}), "
+                f"got {str(value)[:40]!r}; write e.g. --{name.replace('_', '-')}=5"
+            )
+        setattr(config.option, name, count)
+
+
 def _refuse_blank_options(config: pytest.Config) -> None:
     for name in _VALUED_OPTIONS:
         value = config.getoption(name)
@@ -203,6 +229,7 @@ def _refuse_blank_options(config: pytest.Config) -> None:
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "evomemory: a task of an Evo-Memory benchmark stream")
     _refuse_blank_options(config)
+    _count_options(config)
     resume = config.getoption("evomemory_resume")
     try:
         paths = _config_paths(config, resume)

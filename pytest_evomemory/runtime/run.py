@@ -395,7 +395,7 @@ def parse_min_accuracy(values: Sequence[str], streams: Sequence[str]) -> tuple[f
         except ValueError:
             raise ConfigError(f"--evomemory-min-accuracy {value!r}: expected [STREAM=]FRACTION such as 0.5") from None
         if not 0.0 <= fraction <= 1.0:
-            raise ConfigError(f"--evomemory-min-accuracy {value!r}: the fraction must be between 0 and 1")
+            raise ConfigError(f"--evomemory-min-accuracy {value!r}: the fraction must be between 0 and 1; write e.g. 0.8 for 80%")
         if not name:
             overall = fraction
         elif name not in streams:

@@ -250,3 +250,19 @@ def test_a_damaged_response_cache_entry_is_a_miss(
     assert_no_internal_error(second)
     assert second.ret == 0, second.stdout.str()
     assert len(server.requests) - before == before  # every call was made again, none replayed from damage
+
+
+@pytest.mark.parametrize("option", ["--evomemory-limit", "--evomemory-max-errors"])
+@pytest.mark.parametrize("value", ["abc", "-1", "0", "2.5", "9" * 5000, "٣"])
+def test_a_count_option_that_is_no_count_is_one_line(
+    pytester: pytest.Pytester, server: ScriptedServer, run: Path, option: str, value: str
+) -> None:
+    error = _refused(pytester, server, f"--evomemory-config={run}", f"{option}={value}",
+                     expected=(f"{option} must be at least 1 (a whole number of", f"write e.g. {option}=5"))
+    assert len(error) < 300
+
+
+def test_a_count_option_still_counts(pytester: pytest.Pytester, server: ScriptedServer, run: Path) -> None:
+    result = pytester.runpytest(f"--evomemory-config={run}", "--evomemory-limit= 1", "--evomemory-max-errors=3", *_PLAIN)
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["*1 passed*"])
