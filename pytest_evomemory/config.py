@@ -625,7 +625,8 @@ def format_validation_error(error: ValidationError, source: str) -> str:
     """One line: the source, then each bad key, what is wrong with it and what to
     write instead (a key that may take several shapes is named once)."""
     by_location: dict[str, list[str]] = {}
-    for problem in error.errors():
+    problems = error.errors()
+    for problem in problems[:_MAX_PROBLEMS_SHOWN]:
         parts = [str(part) for part in problem["loc"]]
         union = bool(parts) and _UNION_BRANCH.match(parts[-1]) is not None
         if parts[-1:] == ["[key]"] or problem["msg"] == "Keys should be strings":
@@ -658,8 +659,7 @@ def format_validation_error(error: ValidationError, source: str) -> str:
     lines = []
     for location, messages in by_location.items():
         shapes = [m.removeprefix(_UNION_PREFIX) for m in messages if m.startswith(_UNION_PREFIX)]
-        deeper = any(other.startswith(f"{location}.") for other in by_location)
-        if deeper or len(shapes) < len(messages):
+        if shapes and (len(shapes) < len(messages) or any(other.startswith(f"{location}.") for other in by_location)):
             shapes = []  # a shape matched and failed deeper down: that error is the one to fix
             messages = [m for m in messages if not m.startswith(_UNION_PREFIX)]
         if shapes:
@@ -673,7 +673,13 @@ def format_validation_error(error: ValidationError, source: str) -> str:
             message if location == "(top level)" and message.startswith("key '") else f"key '{location}': {message}"
             for message in messages
         )
+    if len(problems) > _MAX_PROBLEMS_SHOWN:
+        lines.append(f"and {len(problems) - _MAX_PROBLEMS_SHOWN:,} more problem(s): fix these first")
     return f"{source}: " + "; ".join(lines)
+
+
+#: A config with 30,000 unknown keys gets a readable line, not a 2 MB one.
+_MAX_PROBLEMS_SHOWN = 10
 
 
 def _resolve_part(

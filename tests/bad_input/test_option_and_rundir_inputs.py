@@ -266,3 +266,15 @@ def test_a_count_option_still_counts(pytester: pytest.Pytester, server: Scripted
     result = pytester.runpytest(f"--evomemory-config={run}", "--evomemory-limit= 1", "--evomemory-max-errors=3", *_PLAIN)
     assert result.ret == 0, result.stdout.str() + result.stderr.str()
     result.stdout.fnmatch_lines(["*1 passed*"])
+
+
+def test_a_config_with_thousands_of_unknown_keys_is_one_short_line(
+    pytester: pytest.Pytester, server: ScriptedServer, run: Path
+) -> None:
+    """Every problem used to be listed: 30,000 unknown keys made a 2 MB line (and
+    took minutes to format)."""
+    with run.open("a", encoding="utf-8") as handle:
+        handle.write("".join(f"k{i}: {i}\n" for i in range(30_000)))
+    error = _refused(pytester, server, f"--evomemory-config={run}",
+                     expected=("key 'k0': unknown key", "and 29,990 more problem(s): fix these first"))
+    assert len(error) < 2000
