@@ -531,8 +531,12 @@ def parse_yaml(text: str) -> Any:
         ) from None
 
 
-def read_yaml_mapping(path: Path) -> dict[str, Any]:
-    """Read a YAML file that must hold a mapping; every failure names the file."""
+def read_yaml_mapping(path: Path, *, empty: str | None = None) -> dict[str, Any]:
+    """Read a YAML file that must hold a mapping; every failure names the file.
+
+    An empty file (nothing, or only comments) reads as ``{}`` unless ``empty`` says
+    what it should hold: a referenced part that is empty (a truncated copy, a wrong
+    file) would otherwise silently run every default, another benchmark included."""
     problem = path_problem(path)
     if problem == "does not exist":
         raise ConfigError(
@@ -567,6 +571,11 @@ def read_yaml_mapping(path: Path) -> dict[str, Any]:
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
         hint = _TAG_HINT if isinstance(error, yaml.constructor.ConstructorError) else _YAML_HINT
         raise ConfigError(f"{path}: invalid YAML{where}: {problem}; {hint}", source=str(path)) from None
+    if data is None and empty is not None:
+        raise ConfigError(
+            f"{path}: the file is empty; write {empty} in it, or write {{}} to use every default",
+            source=str(path),
+        )
     if data is None:
         return {}
     if not isinstance(data, dict):
@@ -707,7 +716,7 @@ def _resolve_part(
             f"{run_path}: key '{key}' names {value!r}, but {path} {problem}{hint}",
             source=str(run_path), key=key,
         )
-    return read_yaml_mapping(path), str(path)
+    return read_yaml_mapping(path, empty=f"the {key} config"), str(path)
 
 
 def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig:
