@@ -665,7 +665,7 @@ def format_validation_error(error: ValidationError, source: str) -> str:
             elif ";" not in message:
                 message = f"{message}; see docs/configuration.md for this key"
         by_location.setdefault(location, []).append(message)
-    lines = []
+    lines: list[str] = []
     for location, messages in by_location.items():
         shapes = [m.removeprefix(_UNION_PREFIX) for m in messages if m.startswith(_UNION_PREFIX)]
         if shapes and (len(shapes) < len(messages) or any(other.startswith(f"{location}.") for other in by_location)):
