@@ -85,9 +85,15 @@ def resolve_path(path: Path) -> Path:
 def max_record_bytes() -> int:
     """The per-record size limit: ``$EVOMEMORY_MAX_RECORD_BYTES`` or the default."""
     raw = os.environ.get(MAX_RECORD_BYTES_ENV, "").strip()
-    if raw.isdigit() and int(raw) > 0:
+    if not raw:
+        return DEFAULT_MAX_RECORD_BYTES
+    if raw.isascii() and raw.isdigit() and len(raw) <= 18 and int(raw) > 0:
         return int(raw)
-    return DEFAULT_MAX_RECORD_BYTES
+    # Ignoring it would refuse a big record while the user believes the limit was raised.
+    raise DataError(
+        f"the environment variable {MAX_RECORD_BYTES_ENV}={raw[:40]!r} is not a whole number of bytes "
+        f"above 0; write e.g. {MAX_RECORD_BYTES_ENV}={2 * DEFAULT_MAX_RECORD_BYTES}, or unset it"
+    )
 
 
 def decode_json_line(raw: bytes, where: str, *, first_line: bool = False) -> Any:
