@@ -92,7 +92,8 @@ class Thresholds(_Strict):
 class StreamFile(_Strict):
     """A user-defined stream read from a JSONL file of generic task records."""
 
-    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$", max_length=100)]
+    #: Starts with a letter or digit: "..", "." and "-x" would be a path or an option.
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)]
     path: Text
     match_mode: str = "exact"
 
