@@ -118,6 +118,7 @@ EXPECTED = {
     "yaml_base60_integer.yaml": "the number '1:30' at line 3 is not plain decimal, and YAML would read it as octal",
     "part_is_empty.yaml": "empty_part.yaml: the file is empty; write the benchmark config in it, or write {} to use every default",
     "stream_name_dotdot.yaml": "key 'files.0.name': String should match pattern '^[A-Za-z0-9][A-Za-z0-9_.-]*$'",
+    "stream_file_task_match_mode.yaml": "stream 'mine' uses unknown match mode 'fuzzy' (task 't1' sets it); known modes: aime",
     # hints: say what to do
     "yaml_tab_indent.yaml": "indent with spaces, not tabs",
 }
