@@ -30,7 +30,7 @@ from pydantic import (
 )
 
 from .errors import ConfigError
-from .validation import MAX_INT_DIGITS, MAX_NESTING_DEPTH, path_problem, resolve_path
+from .validation import MAX_INT_DIGITS, MAX_NESTING_DEPTH, not_utf8, path_problem, resolve_path
 
 MemoryStrategy = Literal["none", "deterministic_recall", "tool_use"]
 
@@ -555,13 +555,12 @@ def read_yaml_mapping(path: Path, *, empty: str | None = None) -> dict[str, Any]
             source=str(path),
         )
     try:
-        text = path.read_bytes().decode("utf-8")
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
     except OSError as error:
         raise ConfigError(f"{path}: cannot be read ({error.strerror or error})", source=str(path)) from None
     except UnicodeDecodeError as error:
-        raise ConfigError(
-            f"{path}: not UTF-8 text (byte {error.start}); save the file as UTF-8", source=str(path)
-        ) from None
+        raise ConfigError(f"{path}: {not_utf8(raw, error)}", source=str(path)) from None
     try:
         data = parse_yaml(text)
     except ConfigError as error:

@@ -82,6 +82,17 @@ def resolve_path(path: Path) -> Path:
         return Path(os.path.abspath(path))
 
 
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def not_utf8(raw: bytes, error: UnicodeDecodeError) -> str:
+    """Why ``raw`` is no UTF-8 text and what to do, naming UTF-16 (what Windows
+    editors and PowerShell's ``>`` write) when it is that."""
+    if raw.startswith(_UTF16_BOMS) or (len(raw) > 1 and (raw[1:2] == b"\0" or raw[:1] == b"\0")):
+        return "this is UTF-16 text, not UTF-8; save the file as UTF-8 (e.g. iconv -f UTF-16 -t UTF-8)"
+    return f"not UTF-8 text (byte {error.start}); save the file as UTF-8"
+
+
 def max_record_bytes() -> int:
     """The per-record size limit: ``$EVOMEMORY_MAX_RECORD_BYTES`` or the default."""
     raw = os.environ.get(MAX_RECORD_BYTES_ENV, "").strip()
@@ -117,7 +128,7 @@ def decode_json_line(raw: bytes, where: str, *, first_line: bool = False) -> Any
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise DataError(f"{where}: not UTF-8 text (byte {error.start}); save the file as UTF-8") from None
+        raise DataError(f"{where}: {not_utf8(raw, error)}") from None
     depth = nesting_depth(text)
     if depth > MAX_NESTING_DEPTH:
         raise DataError(f"{where}: nested {depth} levels deep (limit {MAX_NESTING_DEPTH}); flatten the record")

@@ -119,6 +119,8 @@ EXPECTED = {
     "part_is_empty.yaml": "empty_part.yaml: the file is empty; write the benchmark config in it, or write {} to use every default",
     "stream_name_dotdot.yaml": "key 'files.0.name': String should match pattern '^[A-Za-z0-9][A-Za-z0-9_.-]*$'",
     "stream_file_task_match_mode.yaml": "stream 'mine' uses unknown match mode 'fuzzy' (task 't1' sets it); known modes: aime",
+    "config_utf16.yaml": "config_utf16.yaml: this is UTF-16 text, not UTF-8; save the file as UTF-8",
+    "stream_file_utf16.yaml": "utf16.jsonl, line 1: this is UTF-16 text, not UTF-8; save the file as UTF-8",
     # hints: say what to do
     "yaml_tab_indent.yaml": "indent with spaces, not tabs",
 }
