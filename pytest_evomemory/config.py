@@ -243,12 +243,29 @@ class ModelConfig(_Strict):
 def _variable_name(value: str | None, holds: str, without: str) -> str | None:
     """A setting that names an environment variable holding a secret (never the
     secret itself) must be a variable name."""
+    if value is not None and _looks_like_a_secret(value):
+        # Never quoted: this is the secret itself, and the message reaches the terminal and CI logs.
+        raise ValueError(
+            "holds what looks like the secret itself, not the name of the environment variable that "
+            f"holds it; export the secret in a variable and write that variable's name here (e.g. {holds.split('e.g. ')[-1].rstrip(')')})"
+        )
     if value is not None and not _ENV_NAME.match(value):
         raise ValueError(
             f"{value!r} is not an environment variable name; name the variable that holds "
             f"{holds}, or write null for {without}"
         )
     return value
+
+
+def _looks_like_a_secret(value: str) -> bool:
+    """An API key pasted where a variable *name* belongs: a provider's key prefix, or a
+    long mixed-case string with digits (variable names are short, and upper case)."""
+    if value.startswith(("sk-", "sk_", "sk-proj", "Bearer ")):
+        return True
+    return (
+        len(value) >= 32 and any(c.isdigit() for c in value)
+        and any(c.islower() for c in value) and any(c.isupper() for c in value)
+    )
 
 
 def http_url_problem(value: str) -> str | None:
@@ -725,7 +742,11 @@ def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig
     from .settings import apply_settings, parse_settings
 
     parsed = parse_settings(settings)
-    suffix = f" (with --evomemory-set {' '.join(settings)})" if settings else ""
+    shown = [
+        f"{text.partition('=')[0]}=***" if _looks_like_a_secret(text.partition("=")[2].strip()) else text
+        for text in settings
+    ]
+    suffix = f" (with --evomemory-set {' '.join(shown)})" if settings else ""
     run_path = resolve_path(Path(path).expanduser())
     raw = read_yaml_mapping(run_path)
     raw.update({s.part: s.value for s in parsed if len(s.path) == 1})

@@ -236,7 +236,9 @@ def pytest_configure(config: pytest.Config) -> None:
     except pytest.UsageError:
         raise
     except Exception as error:  # ConfigError from the run directory: one line, exit 4
-        raise pytest.UsageError(f"evomemory: {error}") from None
+        from ..redaction import redact
+
+        raise pytest.UsageError(redact(f"evomemory: {error}")) from None
     if paths is None:
         if config.getoption("evomemory_min_gain"):
             raise pytest.UsageError(

@@ -56,7 +56,7 @@ def activate(config: pytest.Config, paths: list[str], resume: str | None) -> Non
             check_arm_names(run_configs)
         session = EvoMemorySession(config, run_configs, _run_dirs(config, run_configs, resume))
     except EvoMemoryError as error:
-        raise pytest.UsageError(f"evomemory: {_describe(error)}") from None
+        raise pytest.UsageError(redact(f"evomemory: {_describe(error)}")) from None  # a refusal may quote a value
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, PLUGIN_NAME)
     _add_benchmark_module_to_args(config)

@@ -13,7 +13,7 @@ import pytest
 from pytest_evomemory.testing.fixtures import ServerFactory
 from pytest_evomemory.testing.scripted_server import ScriptedServer
 
-from .conftest import KEY_VARIABLE, SECRET, assert_no_internal_error, tiny_run_config
+from .conftest import KEY_VARIABLE, SECRET, assert_no_internal_error, everything_written, tiny_run_config
 
 _PLAIN = ("-p", "no:randomly", "-p", "no:cacheprovider")
 
@@ -278,3 +278,36 @@ def test_a_config_with_thousands_of_unknown_keys_is_one_short_line(
     error = _refused(pytester, server, f"--evomemory-config={run}",
                      expected=("key 'k0': unknown key", "and 29,990 more problem(s): fix these first"))
     assert len(error) < 2000
+
+
+# --------------------------------------------------------------------------- a secret where its variable's name belongs
+
+
+_PASTED_KEYS = ["sk-proj-AbCdEf0123456789AbCdEf0123456789", "sk_live_AbCdEf0123456789AbCdEf0123456789",
+                "AbCdEf0123456789AbCdEf0123456789xyzQ"]
+
+
+@pytest.mark.parametrize("key", _PASTED_KEYS)
+@pytest.mark.parametrize("where", ["config", "setting"])
+def test_a_key_pasted_as_the_variable_name_is_refused_and_never_printed(
+    pytester: pytest.Pytester, server: ScriptedServer, run: Path, key: str, where: str
+) -> None:
+    if where == "config":
+        run.write_text(run.read_text().replace(f'api_key_env: "{KEY_VARIABLE}"', f'api_key_env: "{key}"'), encoding="utf-8")
+        assert key in run.read_text()
+        args = [f"--evomemory-config={run}"]
+    else:
+        args = [f"--evomemory-config={run}", f"--evomemory-set=agent.model.api_key_env={key}"]
+    _refused(pytester, server, *args, expected=(
+        "key 'model.api_key_env': holds what looks like the secret itself", "export the secret in a variable"))
+    result = pytester.runpytest(*args, *_PLAIN)
+    written = everything_written(pytester, result)
+    leaks = [name for name, text in written.items() if key in text and not name.endswith("run.yaml")]
+    assert leaks == []
+
+
+def test_a_postgres_password_pasted_as_the_variable_name(pytester: pytest.Pytester, server: ScriptedServer, run: Path) -> None:
+    error = _refused(pytester, server, f"--evomemory-config={run}",
+                     "--evomemory-set=memory.postgres.password_env=Hunter2Hunter2Hunter2Hunter2Hunter2x9",
+                     expected=("key 'postgres.password_env': holds what looks like the secret itself", "PGPASSWORD"))
+    assert "Hunter2" not in error
