@@ -335,6 +335,31 @@ class AgentConfig(_Strict):
 class SqliteOptions(_Strict):
     path: Text | None = None
 
+    @field_validator("path")
+    @classmethod
+    def _one_file_per_stream(cls, value: str | None) -> str | None:
+        problem = None if value is None else sqlite_path_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+
+def sqlite_path_problem(template: str) -> str | None:
+    """Why ``sqlite.path`` cannot name one database per stream, or ``None``.
+
+    Checked when the config is read (so the run is refused once, up front) and
+    again by the backend when it fills the template in."""
+    if "{stream}" not in template:
+        return (
+            f"{template!r} must contain '{{stream}}': every stream needs its own file, or one "
+            "stream's records would be recalled in another; write e.g. memory/{stream}.sqlite3"
+        )
+    try:
+        template.format(stream="s", run_name="r")
+    except (KeyError, IndexError, ValueError, AttributeError) as error:
+        return f"{template!r}: only {{stream}} and {{run_name}} may be used ({error}); remove the others"
+    return None
+
 
 class PostgresOptions(_Strict):
     host: Text = "127.0.0.1"

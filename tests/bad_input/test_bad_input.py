@@ -121,6 +121,8 @@ EXPECTED = {
     "stream_file_task_match_mode.yaml": "stream 'mine' uses unknown match mode 'fuzzy' (task 't1' sets it); known modes: aime",
     "config_utf16.yaml": "config_utf16.yaml: this is UTF-16 text, not UTF-8; save the file as UTF-8",
     "stream_file_utf16.yaml": "utf16.jsonl, line 1: this is UTF-16 text, not UTF-8; save the file as UTF-8",
+    "sqlite_path_one_file_for_all_streams.yaml": "key 'sqlite.path': 'one.db' must contain '{stream}'",
+    "sqlite_path_unknown_placeholder.yaml": "only {stream} and {run_name} may be used ('user'); remove the others",
     # hints: say what to do
     "yaml_tab_indent.yaml": "indent with spaces, not tabs",
 }
