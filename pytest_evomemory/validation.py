@@ -137,6 +137,11 @@ def decode_json_line(raw: bytes, where: str, *, first_line: bool = False) -> Any
             text, parse_int=_bounded_int, parse_constant=_no_constant, object_pairs_hook=_unique_keys
         )
     except json.JSONDecodeError as error:
+        if first_line and text.strip() in ("[", "{"):
+            raise DataError(
+                f"{where}: this is a pretty-printed JSON document, not JSON lines; write one object per "
+                f"line (e.g. {JQ_HINT})"
+            ) from None
         raise DataError(f"{where}: invalid JSON ({error.msg} at column {error.colno}); fix or remove the line") from None
     except ValueError as error:
         raise DataError(f"{where}: {error}") from None
@@ -149,6 +154,9 @@ def decode_json_line(raw: bytes, where: str, *, first_line: bool = False) -> Any
         )
     return record
 
+
+#: How to turn a JSON array file into JSON lines.
+JQ_HINT = "jq -c '.[]' tasks.json > tasks.jsonl"
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -17,7 +17,7 @@ from typing import Any
 from ..config import BenchmarkConfig
 from ..errors import ConfigError, DataError
 from ..types import BenchmarkSample
-from ..validation import check_sample, decode_json_line, path_problem, resolve_path
+from ..validation import JQ_HINT, check_sample, decode_json_line, path_problem, resolve_path
 from .base import Stream, apply_limit
 
 MAX_STREAM_FILE_BYTES = 512 * 1024 * 1024
@@ -89,6 +89,8 @@ def local_provenance(path: Path, tasks: int) -> dict[str, Any]:
 
 
 def _to_sample(record: Any, stream: str, position: int, match_mode: str, where: str) -> BenchmarkSample:
+    if isinstance(record, list) and record and all(isinstance(item, dict) for item in record):
+        raise DataError(f"{where}: this line is a JSON array of objects; write one object per line (e.g. {JQ_HINT})")
     if not isinstance(record, dict):
         raise DataError(
             f"{where}: expected a JSON object, got {_json_kind(record)}; write one "

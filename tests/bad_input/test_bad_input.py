@@ -123,6 +123,8 @@ EXPECTED = {
     "stream_file_utf16.yaml": "utf16.jsonl, line 1: this is UTF-16 text, not UTF-8; save the file as UTF-8",
     "sqlite_path_one_file_for_all_streams.yaml": "key 'sqlite.path': 'one.db' must contain '{stream}'",
     "sqlite_path_unknown_placeholder.yaml": "only {stream} and {run_name} may be used ('user'); remove the others",
+    "stream_file_pretty_json.yaml": "pretty.json, line 1: this is a pretty-printed JSON document, not JSON lines; write one object per line (e.g. jq -c",
+    "stream_file_array_of_objects.yaml": "array_of_objects.jsonl, line 1: this line is a JSON array of objects; write one object per line",
     # hints: say what to do
     "yaml_tab_indent.yaml": "indent with spaces, not tabs",
 }
