@@ -547,6 +547,25 @@ _DECIMAL_INT = re.compile(r"^[-+]?(0|[1-9][0-9_]*)$")
 
 _ConfigLoader.add_constructor("tag:yaml.org,2002:int", _construct_bounded_int)
 
+
+#: ``${NAME}`` or a whole value ``$NAME``: shell syntax that configs do not expand.
+_UNEXPANDED = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}|^\$[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _construct_plain_str(loader: _ConfigLoader, node: yaml.ScalarNode) -> Any:
+    value = loader.construct_yaml_str(node)
+    match = _UNEXPANDED.search(value) if isinstance(value, str) else None
+    if match:
+        # It would be used as written: a model named "${MODEL}", a URL "$BASE_URL".
+        raise ConfigError(
+            f"{match.group(0)!r} at line {node.start_mark.line + 1}: config files do not expand environment "
+            "variables; write the value, or pass it with --evomemory-set KEY=\"$VARIABLE\" from your shell"
+        )
+    return value
+
+
+_ConfigLoader.add_constructor("tag:yaml.org,2002:str", _construct_plain_str)
+
 _TAG_HINT = "YAML tags (!!python/..., !name) are not allowed in a config file; write a plain value"
 _YAML_HINT = (
     "fix the syntax there (values holding ': ' or ' #' need quotes; indent with spaces, not tabs)"

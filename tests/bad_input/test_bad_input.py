@@ -125,6 +125,7 @@ EXPECTED = {
     "sqlite_path_unknown_placeholder.yaml": "only {stream} and {run_name} may be used ('user'); remove the others",
     "stream_file_pretty_json.yaml": "pretty.json, line 1: this is a pretty-printed JSON document, not JSON lines; write one object per line (e.g. jq -c",
     "stream_file_array_of_objects.yaml": "array_of_objects.jsonl, line 1: this line is a JSON array of objects; write one object per line",
+    "env_variable_not_expanded.yaml": "'${EVOMEMORY_MODEL}' at line 4: config files do not expand environment variables",
     # hints: say what to do
     "yaml_tab_indent.yaml": "indent with spaces, not tabs",
 }
