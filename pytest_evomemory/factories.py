@@ -42,6 +42,22 @@ def load_factory(reference: str, what: str) -> Callable[..., Any]:
     return factory  # type: ignore[no-any-return]
 
 
+def check_signature(factory: Callable[..., Any], parameters: tuple[str, ...], what: str) -> None:
+    """Refuse, before any task, a factory that cannot be called with ``parameters``
+    (positionally): otherwise every stream fails at its start, after the run began."""
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):  # no signature available (a builtin): it is called as is
+        return
+    try:
+        signature.bind(*parameters)
+    except TypeError as error:
+        raise ConfigError(
+            f"{what}: its signature {signature} cannot take ({', '.join(parameters)}) ({_flat(error)}); "
+            f"it must accept {len(parameters)} positional argument(s): {', '.join(parameters)}"
+        ) from None
+
+
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
 
 

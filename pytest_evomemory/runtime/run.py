@@ -24,7 +24,7 @@ from ..config import AgentConfig, MemoryConfig, RunConfig
 from ..errors import ConfigError, DataError, EvoMemoryError
 from ..evaluation import scorer_identity
 from ..evaluation.evomemory import EvoMemoryEvaluator
-from ..factories import call_factory, load_factory
+from ..factories import call_factory, check_signature, load_factory
 from ..identity import component, model_identity
 from ..memory.base import MemorySystem
 from ..memory.factory import MemoryContext, build_memory, open_with_timeout
@@ -176,9 +176,13 @@ def _check_factory_references(config: RunConfig) -> None:
     """Import ``module:factory`` agents and backends now, so a typo stops the run
     before any task instead of failing every task of every stream."""
     if ":" in config.agent.kind:
-        load_factory(config.agent.kind, f"{config.sources.get('agent', 'agent config')}: key 'kind': agent")
+        where = f"{config.sources.get('agent', 'agent config')}: key 'kind': agent"
+        check_signature(load_factory(config.agent.kind, where), ("agent_config", "memory"),
+                        f"{where} factory {config.agent.kind!r}")
     if ":" in config.memory.backend:
-        load_factory(config.memory.backend, f"{config.sources.get('memory', 'memory config')}: key 'backend': memory")
+        where = f"{config.sources.get('memory', 'memory config')}: key 'backend': memory"
+        check_signature(load_factory(config.memory.backend, where), ("memory_config", "context"),
+                        f"{where} factory {config.memory.backend!r}")
 
 
 def evaluate_thresholds(

@@ -311,3 +311,32 @@ def test_a_postgres_password_pasted_as_the_variable_name(pytester: pytest.Pytest
                      "--evomemory-set=memory.postgres.password_env=Hunter2Hunter2Hunter2Hunter2Hunter2x9",
                      expected=("key 'postgres.password_env': holds what looks like the secret itself", "PGPASSWORD"))
     assert "Hunter2" not in error
+
+
+# --------------------------------------------------------------------------- user factories
+
+
+@pytest.mark.parametrize(
+    ("key", "source", "expected"),
+    [
+        ("agent", "def build(config):\n    return None\n", "cannot take (agent_config, memory)"),
+        ("agent", "def build(*, config, memory):\n    return None\n", "2 positional argument(s): agent_config, memory"),
+        ("memory", "def build(config, context, extra):\n    return None\n", "2 positional argument(s): memory_config, context"),
+        ("memory", "class build:\n    def __init__(self):\n        pass\n", "cannot take (memory_config, context)"),
+    ],
+    ids=["agent_one_argument", "agent_keyword_only", "memory_three_arguments", "memory_class_without_arguments"],
+)
+def test_a_factory_with_the_wrong_signature_is_refused_before_any_task(
+    pytester: pytest.Pytester, server: ScriptedServer, run: Path, monkeypatch: pytest.MonkeyPatch,
+    key: str, source: str, expected: str,
+) -> None:
+    pytester.makepyfile(user_factory=source)
+    monkeypatch.syspath_prepend(str(pytester.path))
+    text = run.read_text(encoding="utf-8")
+    if key == "agent":
+        text = text.replace("  kind: tiny\n", "  kind: 'user_factory:build'\n")
+    else:
+        text = text.replace("memory: {backend: inprocess}", "memory: {backend: 'user_factory:build'}")
+    run.write_text(text, encoding="utf-8")
+    _refused(pytester, server, f"--evomemory-config={run}",
+             expected=(f"key '{'kind' if key == 'agent' else 'backend'}'", "factory 'user_factory:build': its signature", expected))
