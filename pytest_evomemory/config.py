@@ -142,7 +142,7 @@ class BenchmarkConfig(_Strict):
             if unknown:
                 raise ValueError(
                     f"unknown stream(s) {', '.join(map(repr, unknown))} in 'streams'; "
-                    f"the streams under 'files' are: {', '.join(entry.name for entry in files)}"
+                    f"the streams under 'files' are: {', '.join(entry.name for entry in files)}; use one of those names"
                 )
         return value
 
@@ -179,7 +179,7 @@ def check_threshold_streams(config: BenchmarkConfig, available: Sequence[str], s
     if unknown:
         raise ConfigError(
             f"{source}: key 'thresholds.streams': unknown stream(s) {', '.join(map(repr, unknown))} "
-            f"for benchmark {config.benchmark!r}; available: {', '.join(available)}",
+            f"for benchmark {config.benchmark!r}; available: {', '.join(available)}; use one of those names",
             source=source, key="thresholds.streams",
         )
 
@@ -766,7 +766,7 @@ def _resolve_part(
             return read_yaml_mapping(shipped), str(shipped)
         raise ConfigError(
             f"{run_path}: key '{key}' must name a .yaml/.yml file, a built-in {key} config "
-            f"({', '.join(builtin_part_names(key))}) or be an inline mapping, got {value!r}",
+            f"({', '.join(builtin_part_names(key))}) or be an inline mapping, got {value!r}; write one of those",
             source=str(run_path), key=key,
         )
     path = resolve_path(reference if reference.is_absolute() else (base_dir / reference))

@@ -54,7 +54,7 @@ def check_signature(factory: Callable[..., Any], parameters: tuple[str, ...], wh
     except TypeError as error:
         raise ConfigError(
             f"{what}: its signature {signature} cannot take ({', '.join(parameters)}) ({_flat(error)}); "
-            f"it must accept {len(parameters)} positional argument(s): {', '.join(parameters)}"
+            f"change it to accept {len(parameters)} positional argument(s): {', '.join(parameters)}"
         ) from None
 
 

@@ -169,7 +169,8 @@ class FilesBenchmark:
             path = Path(entry.path)
             if path.suffix not in {".jsonl", ".json"}:
                 raise ConfigError(
-                    f"key 'files': stream {name!r} path {entry.path!r} must be a .jsonl file"
+                    f"key 'files': stream {name!r} path {entry.path!r} must be a .jsonl file; name a file of tasks, "
+                    "one JSON object per line"
                 )
             resolved = path if path.is_absolute() else base_dir / path
             streams.append(read_jsonl_stream(resolve_path(resolved), name, entry.match_mode, config.limit))

@@ -3,6 +3,7 @@ model call, with a message naming the file and the problem, and no traceback."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -136,11 +137,21 @@ def test_every_corpus_file_has_an_expectation() -> None:
     assert len(EXPECTED) >= 60
 
 
+#: A refusal says what to do: an instruction after the problem ("...; write ...").
+SAYS_WHAT_TO_DO = re.compile(
+    r"(; |, so |\(|: )(write|use|give|add|remove|check|fix|save|shorten|name|quote|export|point|decompress|"
+    r"convert|extract|keep|drop|indent|flatten|simplify|pass|rename|see|list|put|raise|set|upgrade|change|unset|"
+    r"is it installed)",
+    re.IGNORECASE,
+)
+
+
 def _assert_refused(pytester: pytest.Pytester, config: Path, expected: str) -> None:
     result = pytester.runpytest(f"--evomemory-config={config}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     error = result.stderr.str()
     assert expected in error
+    assert SAYS_WHAT_TO_DO.search(error), f"the refusal does not say what to do: {error}"
     assert len(error.strip().splitlines()) == 1, error  # one line, naming file and key
     assert "INTERNALERROR" not in error + result.stdout.str()
     assert config.name in error or config.parent.name in error or "data" in error

@@ -14,6 +14,7 @@ from pytest_evomemory.testing.fixtures import ServerFactory
 from pytest_evomemory.testing.scripted_server import ScriptedServer
 
 from .conftest import KEY_VARIABLE, SECRET, assert_no_internal_error, everything_written, tiny_run_config
+from .test_bad_input import SAYS_WHAT_TO_DO
 
 _PLAIN = ("-p", "no:randomly", "-p", "no:cacheprovider")
 
@@ -37,6 +38,7 @@ def _refused(pytester: pytest.Pytester, server: ScriptedServer, *args: str, expe
     assert len(error.splitlines()) == 1, error
     for piece in expected:
         assert piece in error, error
+    assert SAYS_WHAT_TO_DO.search(error), f"the refusal does not say what to do: {error}"
     assert_no_internal_error(result)
     assert "collected" not in result.stdout.str()
     assert server.requests == []
@@ -320,8 +322,8 @@ def test_a_postgres_password_pasted_as_the_variable_name(pytester: pytest.Pytest
     ("key", "source", "expected"),
     [
         ("agent", "def build(config):\n    return None\n", "cannot take (agent_config, memory)"),
-        ("agent", "def build(*, config, memory):\n    return None\n", "2 positional argument(s): agent_config, memory"),
-        ("memory", "def build(config, context, extra):\n    return None\n", "2 positional argument(s): memory_config, context"),
+        ("agent", "def build(*, config, memory):\n    return None\n", "accept 2 positional argument(s): agent_config, memory"),
+        ("memory", "def build(config, context, extra):\n    return None\n", "accept 2 positional argument(s): memory_config, context"),
         ("memory", "class build:\n    def __init__(self):\n        pass\n", "cannot take (memory_config, context)"),
     ],
     ids=["agent_one_argument", "agent_keyword_only", "memory_three_arguments", "memory_class_without_arguments"],
