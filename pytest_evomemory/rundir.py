@@ -144,8 +144,20 @@ def check_output_dir(path: Path) -> Path:
         resolved = path.resolve()
     except (OSError, RuntimeError) as error:
         raise RunDirError(f"output directory {text}: cannot resolve it ({error}); give another directory") from None
+    too_long = next((part for part in resolved.parts if len(part.encode("utf-8", "surrogatepass")) > _MAX_NAME_BYTES), None)
+    if too_long is not None:
+        raise RunDirError(
+            f"output directory {text[:80]!r}...: a name in it is {len(too_long.encode('utf-8', 'surrogatepass'))} "
+            f"bytes long, over the file system's limit of {_MAX_NAME_BYTES}; give a shorter directory"
+        )
     for parent in (resolved, *resolved.parents):
-        if not parent.exists():
+        try:
+            exists = parent.exists()
+        except OSError as error:  # a path too long for the system, an I/O error
+            raise RunDirError(
+                f"output directory {text[:200]!r}: cannot be checked ({error.strerror or error}); give another directory"
+            ) from None
+        if not exists:
             continue
         if not parent.is_dir():
             raise RunDirError(

@@ -342,3 +342,27 @@ def test_a_factory_with_the_wrong_signature_is_refused_before_any_task(
     run.write_text(text, encoding="utf-8")
     _refused(pytester, server, f"--evomemory-config={run}",
              expected=(f"key '{'kind' if key == 'agent' else 'backend'}'", "factory 'user_factory:build': its signature", expected))
+
+
+@pytest.mark.parametrize("where", ["option", "config"])
+def test_an_output_dir_name_too_long_for_the_file_system(
+    pytester: pytest.Pytester, server: ScriptedServer, run: Path, where: str
+) -> None:
+    name = "x" * 300
+    if where == "option":
+        args = [f"--evomemory-config={run}", f"--evomemory-output-dir=out/{name}"]
+    else:
+        run.write_text(run.read_text().replace("output_dir: results", f"output_dir: out/{name}"), encoding="utf-8")
+        args = [f"--evomemory-config={run}"]
+    error = _refused(pytester, server, *args,
+                     expected=("a name in it is 300 bytes long, over the file system's limit of 255", "give a shorter directory"))
+    assert len(error) < 400
+
+
+@pytest.mark.parametrize("option", ["--evomemory-compare", "--evomemory-resume"])
+def test_a_path_option_too_long_for_the_file_system(
+    pytester: pytest.Pytester, server: ScriptedServer, run: Path, option: str
+) -> None:
+    _refused(pytester, server, f"--evomemory-config={run}", f"{option}={'y' * 300}",
+             expected=("File name too long", "check the paths given in the options") if option.endswith("compare")
+             else ("over the file system's limit of 255",))
