@@ -30,7 +30,6 @@ answers, so we use linear-time equivalents that give the same results.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -148,9 +147,24 @@ def labelled_option(text: str, choices: tuple[str, ...], letters: str) -> str | 
     return letter if rest == normalize_answer(choices[index]) else None
 
 
+#: Full-width forms (``Ｃ``, ``（``) are ASCII in another width, and Unicode spaces
+#: (no-break, narrow no-break, ideographic) are spaces: both are read as ASCII. Not
+#: NFKC: it also turns ``℃`` into ``°C`` and ``𝐀`` into ``A``, letters that stand
+#: alone where the official script sees none.
+_AS_ASCII = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)} | dict.fromkeys(
+    (0x00A0, 0x1680, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000), " "
+)
+
+
+def as_ascii(text: str) -> str:
+    """``text`` with full-width forms and Unicode spaces as their ASCII equivalents."""
+    return text.translate(_AS_ASCII)
+
+
 def prepare(text: str) -> str:
-    """NFKC (full-width letters) and no markdown bold, which hides the official patterns."""
-    return unicodedata.normalize("NFKC", text).replace("**", "")
+    """ASCII letters and spaces (see :func:`as_ascii`) and no markdown bold, which
+    hides the official patterns (later revisions of the official script remove it)."""
+    return as_ascii(text).replace("**", "")
 
 
 def read_statements(text: str, count: int) -> tuple[str | None, str]:
