@@ -187,7 +187,22 @@ def _exact_integer(parsed: list[Any], sympy: Any) -> tuple[int | None, str]:
     return nearest, "math-verify"
 
 
+def _without_group_braces(candidate: str) -> str:
+    """``{892}`` (``\\boxed{{892}}``) is 892: a brace group around the whole is no set."""
+    stripped = candidate.strip()
+    while len(stripped) > 2 and stripped[0] == "{" and stripped[-1] == "}":
+        inner = stripped[1:-1]
+        depth = 0
+        for char in inner:
+            depth += (char == "{") - (char == "}")
+            if depth < 0:
+                return stripped  # "{a}+{b}": the braces are two groups
+        stripped = inner.strip()
+    return stripped
+
+
 def _read(candidate: str, method: str) -> _Reading:
+    candidate = _without_group_braces(candidate)
     value = _fast_integer(candidate)
     if value is not None:
         return _Reading(value, candidate, method, "integer")

@@ -35,7 +35,7 @@ WHOLE_OPTION = "answer states one option whole; the reference reads a later stra
 BEYOND_OPTIONS = "standalone letter beyond the question's options"
 LOWER_CASE = "lower-case letter after 'Answer:'"
 WIDE_OR_SPACED = "answer stated in full-width letters or with Unicode spaces"
-MV_SET = "several \\boxed{} (math-verify joins them into a set or one number)"
+MV_SET = "several stated values (boxes, `$a$ or $b$`), which math-verify joins into a set or one number"
 MV_UNPARSED = "a number math-verify cannot parse (`943**`, `\\boxed{70.}`): it falls back to another number"
 MV_TEXT = "number inside \\text{}/\\textbf{}: math-verify reads a symbol, equal only when spelt alike"
 MV_FBOX = "\\fbox{N}: math-verify does not read \\fbox and takes a number from the rationale"
@@ -187,7 +187,9 @@ def aime_tally(items: list[corpus.CorpusItem]) -> tuple[Tally, list[corpus.Corpu
         elif isinstance(parsed[0], sympy.Integer) or isinstance(parsed[0], int):
             cls = AGREE if ours_value == int(parsed[0]) else UNDOCUMENTED
         elif isinstance(parsed[0], sympy.FiniteSet):
-            cls = AGREE if score.correct == verified else MV_SET
+            # {892} (from \boxed{{892}}) verifies as 892: only a set of several values is the class
+            several = len(parsed[0].args) >= 2
+            cls = AGREE if score.correct == verified else MV_SET if several else UNDOCUMENTED
         elif score.correct == verified:
             cls = AGREE
         elif isinstance(parsed[0], sympy.Symbol) and parsed[0].name.isdigit():

@@ -399,13 +399,19 @@ def fuzz_tallies() -> dict[str, tuple[agreement.Tally, list[CorpusItem]]]:
 
 
 def main() -> None:  # pragma: no cover - a report for people
-    for mode, (tally, undocumented) in fuzz_tallies().items():
+    tallies = fuzz_tallies()
+    print("| mode | items | reference reads | raw agreement | after documented deviations | ours accuracy | reference accuracy |")
+    print("|---|---|---|---|---|---|---|")
+    for tally, _ in tallies.values():
         print(tally.row())
-        print(f"  classes: {dict(tally.classes)}")
+    for mode, (tally, undocumented) in tallies.items():
+        print(f"\n{mode}:")
+        for cls, count in tally.classes.most_common():
+            print(f"  {cls}: {count} (effect {tally.effect[cls] / tally.items:+.2%}) e.g. {tally.examples[cls][-100:]!r}")
         by_statement = Counter(item.kind.split("+")[1] if "+" in item.kind else item.kind for item in undocumented)
         for statement, count in by_statement.most_common():
             example = next(item for item in undocumented if statement in item.kind)
-            print(f"  UNDOCUMENTED {mode} {statement}: {count} e.g. {example.answer[-200:]!r} target {example.sample.target}")
+            print(f"  UNDOCUMENTED {statement}: {count} e.g. {example.answer[-200:]!r} target {example.sample.target}")
 
 
 if __name__ == "__main__":  # pragma: no cover
