@@ -217,9 +217,16 @@ def _accept_task_node_ids(config: pytest.Config) -> None:
     we point it at the items module. With any task named, the other tasks are not
     added.
     """
-    from .items import task_argument
+    from .items import task_argument, task_id_of_argument
     from .session import ITEMS_MODULE
 
+    known = get_session(config).task_ids()
+    unknown = [arg for arg in config.args if (task := task_id_of_argument(arg)) is not None and task not in known]
+    if unknown:
+        raise pytest.UsageError(
+            f"evomemory: no task {unknown[0]!r} in this run (its streams and limit decide which tasks exist); "
+            "add --collect-only -q to the same command to list the tasks' ids"
+        )
     module = str(ITEMS_MODULE)
     rewritten = [
         f"{module}::{task}" if (task := task_argument(arg)) is not None else arg for arg in config.args

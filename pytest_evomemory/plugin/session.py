@@ -9,7 +9,7 @@ session: collection, records from reports (xdist or not), and the end of the run
 from __future__ import annotations
 
 import signal
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
@@ -296,13 +296,21 @@ class EvoMemorySession:
 
     # ----- collection
 
+    def _tasks(self) -> Iterator[tuple[str, BenchmarkSample, str]]:
+        """(stream key, sample, item id) of every task, in arm and stream order."""
+        for arm in self.arms:
+            for stream in arm.benchmark.streams:
+                for sample in stream.samples:
+                    yield arm.key(stream.name), sample, f"{arm.key(stream.name)}/{sample.task_id}"
+
+    def task_ids(self) -> set[str]:
+        """The item ids (``<stream>/<task>``, with arms ``<arm>:<stream>/<task>``) this session has."""
+        return {task_id for _, _, task_id in self._tasks()}
+
     def parametrize(self, metafunc: pytest.Metafunc) -> None:
         params = [
-            pytest.param(arm.key(stream.name), sample, id=f"{arm.key(stream.name)}/{sample.task_id}",
-                         marks=[pytest.mark.evomemory])
-            for arm in self.arms
-            for stream in arm.benchmark.streams
-            for sample in stream.samples
+            pytest.param(key, sample, id=task_id, marks=[pytest.mark.evomemory])
+            for key, sample, task_id in self._tasks()
         ]
         metafunc.parametrize(
             ["evomemory_stream", "evomemory_sample"], params,
