@@ -576,6 +576,17 @@ class EvoMemorySession:
             arm.report(write, self.compare_dir)
         if len(self.arms) > 1 and self.started:
             self._report_comparison(terminalreporter)
+        if any(arm.cut_short for arm in self.arms):
+            where = comparison_dir(self.config) if len(self.arms) > 1 else self.arms[0].run_dir
+            write(f"evomemory: to continue where it stopped: pytest --evomemory-resume={self._shown(where)}",
+                  yellow=True, bold=True)
+
+    def _shown(self, path: Path) -> str:
+        """``path`` as the user would type it: relative to where pytest was started, if inside."""
+        try:
+            return str(path.relative_to(self.config.invocation_params.dir.resolve()))
+        except ValueError:
+            return str(path)
 
     def _report_comparison(self, terminalreporter: Any) -> None:
         from ..reporting.terminal import format_comparison
