@@ -19,6 +19,7 @@ import os
 import re
 import subprocess
 import sys
+import textwrap
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,11 @@ from ..conftest import REPO
 PAGES = sorted([REPO / "README.md", *(REPO / "docs").glob("*.md")])
 STRICT = {REPO / "README.md", REPO / "docs" / "configuration.md", REPO / "docs" / "local-model.md"}
 KINDS = {"run", "file", "network", "slow", "manual"}
-_BLOCK = re.compile(r"(?:<!-- doc-snippet: (?P<kind>\w+)(?P<arg>[^>]*?)-->\n)?```(?P<lang>\w*)\n(?P<body>.*?)^```", re.S | re.M)
+# A fence may be indented (a block inside a list item); it closes at the same indentation.
+_BLOCK = re.compile(
+    r"(?:<!-- doc-snippet: (?P<kind>\w+)(?P<arg>[^>]*?)-->\n)?^(?P<indent>[ ]*)```(?P<lang>\w*)\n(?P<body>.*?)^(?P=indent)```",
+    re.S | re.M,
+)
 _LINK = re.compile(r"\]\((?!https?://|#|mailto:)([^)\s]+)\)")
 
 
@@ -48,7 +53,7 @@ def snippets(page: Path) -> list[Snippet]:
     text = page.read_text(encoding="utf-8")
     return [
         Snippet(page, text.count("\n", 0, m.start()) + 1, m.group("kind"), (m.group("arg") or "").strip(),
-                m.group("lang"), m.group("body"))
+                m.group("lang"), textwrap.dedent(m.group("body")))
         for m in _BLOCK.finditer(text)
     ]
 
@@ -180,8 +185,11 @@ def test_every_builtin_config_the_pages_name_exists() -> None:
     assert not unlisted, f"docs/configuration.md does not list the built-in configs {unlisted}"
 
 
-#: Files the pages tell the user to write themselves (not shipped, not in this repository).
-USER_FILES = {"my_run.yaml", "notebook.yaml", "my_agent.py", "my_memory.py", "mine.yaml"}
+#: Files the pages tell the user to write themselves (not shipped, not in this repository):
+#: those a ``file`` snippet writes, and the ones prose only names.
+USER_FILES = {"my_run.yaml", "notebook.yaml"} | {
+    Path(snippet.arg).name for page in PAGES for snippet in snippets(page) if snippet.kind == "file"
+}
 
 
 def test_every_path_the_pages_name_exists() -> None:
