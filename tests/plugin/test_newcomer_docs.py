@@ -231,7 +231,7 @@ def _model_keys_problems(model: type[Any], data: Any, prefix: str) -> list[str]:
 def _config_model_for(keys: set[str]) -> tuple[type[Any], str] | None:
     from pytest_evomemory.config import AgentConfig, BenchmarkConfig, MemoryConfig, _RunFile
 
-    if {"agent", "memory"} & keys and "benchmark" in keys or "name" in keys:
+    if ({"agent", "memory"} & keys and "benchmark" in keys) or "name" in keys:
         return _RunFile, "run"
     if {"kind", "memory_strategy", "model", "protocol"} & keys:
         return AgentConfig, "agent"
