@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
+from typing import Annotated, Any, Literal, TypeVar, get_args
 from urllib.parse import urlsplit
 
 import yaml
@@ -664,7 +664,19 @@ def validate_mapping(model: type[_Model], data: Mapping[str, Any], source: str) 
     except ValidationError as error:
         problems = error.errors()
         key = ".".join(str(part) for part in problems[0]["loc"]) if problems else None
-        raise ConfigError(format_validation_error(error, source), source=source, key=key or None) from None
+        raise ConfigError(format_validation_error(error, source, model), source=source, key=key or None) from None
+
+
+def _keys_at(model: type[BaseModel] | None, location: Sequence[Any]) -> list[str]:
+    """The keys the config model accepts at ``location`` (its parent's fields), or []."""
+    for part in location:
+        field = model.model_fields.get(str(part)) if model is not None else None
+        nested = [] if field is None else [
+            arg for arg in (field.annotation, *get_args(field.annotation))
+            if isinstance(arg, type) and issubclass(arg, BaseModel)
+        ]
+        model = nested[0] if nested else None
+    return list(model.model_fields) if model is not None else []
 
 
 _NUMBER_HINT = "write a whole number, e.g. 5"
@@ -691,9 +703,10 @@ _UNION_PREFIX = "\0union:"
 _UNION_BRANCH = re.compile(r"^(str|int|float|bool|none|(list|dict|function-\w+|literal)\[.*\])$")
 
 
-def format_validation_error(error: ValidationError, source: str) -> str:
+def format_validation_error(error: ValidationError, source: str, model: type[BaseModel] | None = None) -> str:
     """One line: the source, then each bad key, what is wrong with it and what to
-    write instead (a key that may take several shapes is named once)."""
+    write instead (a key that may take several shapes is named once; for an unknown
+    key, the keys allowed there: a user with only the wheel has no docs/)."""
     by_location: dict[str, list[str]] = {}
     problems = error.errors()
     for problem in problems[:_MAX_PROBLEMS_SHOWN]:
@@ -710,7 +723,10 @@ def format_validation_error(error: ValidationError, source: str) -> str:
                 "~ as null and digits as a number); quote it"
             )
         elif kind == "extra_forbidden":
-            message = "unknown key; check the spelling against docs/configuration.md"
+            allowed = _keys_at(model, problem["loc"][:-1])
+            message = "unknown key; " + (
+                f"the keys here are: {', '.join(allowed)}" if allowed else "check the spelling against docs/configuration.md"
+            )
         elif kind == "missing":
             message = "required key is missing; add it (see docs/configuration.md)"
         elif kind == "value_error":

@@ -58,6 +58,9 @@ _MAX_POWERS = 1  # (a^b)^c with three-digit literals already takes seconds
 _NUMBER = re.compile(
     r"(?<![\w.{^_/])(?<!\d,)(?<!\d:)[+-]?(?:\d{1,3}(?:,\d{3})+(?!\d)|\d+)(?:\.\d+)?(?![\w}/^!]|[.,]\d)"
 )
+_DECIMAL = re.compile(r"[+-]?\d+\.\d+")
+#: ``_Reading.via`` for a number that math-verify reads exactly and that is no integer.
+NOT_AN_INTEGER = "not an integer"
 _THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
 _LATEX_SIGNS = re.compile(r"[\\^/*]|\d\s*[-+]\s*\d")
 # Formatting commands keep their content: \boxed{\mathbf{459}} states 459.
@@ -171,9 +174,9 @@ def _exact_integer(parsed: list[Any], sympy: Any) -> tuple[int | None, str]:
     if value.is_Integer:
         return int(value), "math-verify"
     if value.is_Float:
-        return (int(value), "math-verify") if value == int(value) else (None, "not an integer")
+        return (int(value), "math-verify") if value == int(value) else (None, NOT_AN_INTEGER)
     if value.is_Rational:
-        return None, "not an integer"
+        return None, NOT_AN_INTEGER
     # sqrt(5329), 2^6+9 ...: find the nearest integer numerically, then prove it exactly.
     approx = value.evalf(50)
     if not approx.is_real or abs(approx) > 10**30:
@@ -184,7 +187,22 @@ def _exact_integer(parsed: list[Any], sympy: Any) -> tuple[int | None, str]:
     return nearest, "math-verify"
 
 
+def _without_group_braces(candidate: str) -> str:
+    """``{892}`` (``\\boxed{{892}}``) is 892: a brace group around the whole is no set."""
+    stripped = candidate.strip()
+    while len(stripped) > 2 and stripped[0] == "{" and stripped[-1] == "}":
+        inner = stripped[1:-1]
+        depth = 0
+        for char in inner:
+            depth += (char == "{") - (char == "}")
+            if depth < 0:
+                return stripped  # "{a}+{b}": the braces are two groups
+        stripped = inner.strip()
+    return stripped
+
+
 def _read(candidate: str, method: str) -> _Reading:
+    candidate = _without_group_braces(candidate)
     value = _fast_integer(candidate)
     if value is not None:
         return _Reading(value, candidate, method, "integer")
@@ -264,15 +282,16 @@ def read_aime_answer(text: str) -> _Reading:
     anchored = _after_anchor(text)
     if anchored is not None:
         reading = _read(anchored, "'answer is N'")
-        if reading.value is not None:
-            return reading
+        if reading.value is not None or reading.via == NOT_AN_INTEGER:
+            return reading  # "the answer is 29/30": math-verify reads the fraction
         failed = reading
         # "the answer is clearly 204, which uses 3 colors": the first number soon after
         # the anchor, as math-verify's ``answer.{0,50}?<number>`` reads it.
         first = _NUMBER.search(anchored[:ANCHOR_REACH])
         if first is not None:
             reading = _read(first.group(0), "first number after 'answer is'")
-            if reading.value is not None:
+            if reading.value is not None or _DECIMAL.fullmatch(first.group(0)):
+                # "the answer is 4.5. Check: 3": 4.5 is the answer, not an integer
                 return reading
     stripped = text.strip()
     if len(stripped) <= MAX_MATH_VERIFY_CHARS and not _WORD.search(_COMMAND.sub(" ", stripped)):

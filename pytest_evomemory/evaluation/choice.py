@@ -15,6 +15,8 @@ an example and its measured effect:
   ``C. Vitamin D`` as D;
 * that last resort only considers the sample's own option letters (a stray "I" on
   a four-option question is no answer);
+* full-width letters and Unicode spaces are read as ASCII, so "The answer is (E)"
+  (a full-width E) is E where the official ASCII patterns miss it and read a stray letter;
 * when nothing is found the official script scores a seeded random guess; we
   score 0 and say so in the reason, so accuracy never contains luck.
 
@@ -30,7 +32,6 @@ answers, so we use linear-time equivalents that give the same results.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -148,9 +149,25 @@ def labelled_option(text: str, choices: tuple[str, ...], letters: str) -> str | 
     return letter if rest == normalize_answer(choices[index]) else None
 
 
+#: Full-width forms (U+FF01-FF5E, a full-width C) are ASCII in another width, and
+#: Unicode spaces (no-break, narrow no-break, ideographic) are spaces: both are read
+#: as ASCII. Not NFKC: it also turns the degree-Celsius sign U+2103 into a degree
+#: sign and C, and a mathematical bold A into A, letters that stand alone where the
+#: official script sees none.
+_AS_ASCII = {code: code - 0xFEE0 for code in range(0xFF01, 0xFF5F)} | dict.fromkeys(
+    (0x00A0, 0x1680, *range(0x2000, 0x200B), 0x202F, 0x205F, 0x3000), " "
+)
+
+
+def as_ascii(text: str) -> str:
+    """``text`` with full-width forms and Unicode spaces as their ASCII equivalents."""
+    return text.translate(_AS_ASCII)
+
+
 def prepare(text: str) -> str:
-    """NFKC (full-width letters) and no markdown bold, which hides the official patterns."""
-    return unicodedata.normalize("NFKC", text).replace("**", "")
+    """ASCII letters and spaces (see :func:`as_ascii`) and no markdown bold, which
+    hides the official patterns (later revisions of the official script remove it)."""
+    return as_ascii(text).replace("**", "")
 
 
 def read_statements(text: str, count: int) -> tuple[str | None, str]:

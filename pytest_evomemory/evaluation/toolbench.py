@@ -211,7 +211,8 @@ def parse_call(text: str, callee: str | None = None) -> ParsedCall | None:
 
     With ``callee``, the **last** call to it (then the last whose name ends the same
     way, ``hub.load``, then the first call of any name), as Gorilla's evaluator reads
-    the last ``torch.hub.load`` of an answer; without, the first call.
+    the last ``torch.hub.load`` of an answer; without, the first call. A closed call
+    is preferred; an unclosed one is read to the end of ``text``.
     """
     found = [(re.sub(r"\s+", "", m.group(1)), m.start(), m.end()) for m in _CALLEE.finditer(text)]
     groups = [found]
@@ -226,18 +227,60 @@ def parse_call(text: str, callee: str | None = None) -> ParsedCall | None:
         for name, start, open_end in group[:MAX_CALLS_TRIED]:
             close = _matching_paren(text, open_end - 1)
             if close >= 0:
-                arguments, variables = bind_arguments(name, _split_top_level(text[open_end:close]))
-                return ParsedCall(name, arguments, text[start : close + 1], variables)
-    return None
+                return _parsed(text, name, start, open_end, close)
+    # Only unclosed calls (an answer cut off mid-call): the preferred one runs to the
+    # end of the text, as a parser's error recovery closes it (Gorilla reads it so).
+    preferred = next((group[0] for group in groups if group), None)
+    if preferred is None:
+        return None
+    name, start, open_end = preferred
+    return _parsed(text, name, start, open_end, min(len(text), open_end + MAX_CALL_CHARS))
+
+
+def _parsed(text: str, name: str, start: int, open_end: int, close: int) -> ParsedCall:
+    arguments, variables = bind_arguments(name, _split_top_level(text[open_end:close]))
+    return ParsedCall(name, arguments, text[start : close + 1], variables)
 
 
 def _answer_region(answer: str) -> str:
-    """Gorilla-style outputs label the call (``<<<api_call>>>: ...``); prefer that part."""
+    """Gorilla-style outputs label the call (``<<<api_call>>>: ...``); prefer that part.
+
+    The labelled part is code, as Gorilla parses it: a call in a ``#`` comment
+    (``model = torch.hub.load(...)  # or: torch.hub.load(...)``) is no call.
+    """
     label = _API_CALL_LABEL.search(answer)
     if label is None:
         return answer
     region = answer[label.end() :]
-    return re.split(r"api_provider", region, maxsplit=1, flags=re.IGNORECASE)[0]
+    return blank_comments(re.split(r"api_provider", region, maxsplit=1, flags=re.IGNORECASE)[0])
+
+
+def blank_comments(code: str) -> str:
+    """``code`` with each ``#`` comment (outside string literals) replaced by spaces."""
+    if "#" not in code:
+        return code
+    chars = list(code)
+    quote = ""
+    index = 0
+    while index < len(chars):
+        char = chars[index]
+        if char == "\n":
+            quote = ""  # a one-line string literal cannot run past its line
+        elif quote:
+            if char == "\\":
+                index += 1
+            elif char == quote:
+                quote = ""
+        elif char in "'\"":
+            quote = char
+        elif char == "#":
+            end = code.find("\n", index)
+            end = len(code) if end < 0 else end
+            chars[index:end] = " " * (end - index)
+            index = end
+            continue
+        index += 1
+    return "".join(chars)
 
 
 _ESCAPED_QUOTE = re.compile(r"\\+(['\"])")

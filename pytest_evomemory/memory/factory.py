@@ -13,7 +13,7 @@ from pathlib import Path
 
 from ..config import MemoryConfig
 from ..errors import EvoMemoryError, MemoryBackendError
-from ..factories import load_factory
+from ..factories import load_factory, user_frames
 from .base import MemorySystem
 
 
@@ -64,7 +64,7 @@ def build_memory(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
     except Exception as error:  # a third-party backend failing to open
         raise MemoryBackendError(
             f"memory backend {config.backend!r} could not be opened for stream "
-            f"{context.stream!r}: {type(error).__name__}: {error}"
+            f"{context.stream!r}: {type(error).__name__}: {error}{user_frames(error)}"
         ) from error
     if not isinstance(memory, MemorySystem):
         raise MemoryBackendError(

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from ..errors import MemoryBackendError, ProtocolViolation
+from ..factories import user_frames
 from ..tools import Tool, ToolArgumentError
 from ..types import MemoryHit
 from .base import MemorySystem
@@ -129,5 +130,5 @@ class ObservedMemory:
         except Exception as error:
             raise MemoryBackendError(
                 f"memory backend failed during {name} in stream {self.stream!r}: "
-                f"{type(error).__name__}: {error}"
+                f"{type(error).__name__}: {error}{user_frames(error)}"
             ) from error

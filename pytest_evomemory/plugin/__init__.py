@@ -17,9 +17,10 @@ load when a run config turns the benchmark on.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Generator, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import pytest
 
@@ -154,7 +155,38 @@ def _resume_arm_configs(config: pytest.Config, resume_dir: Path) -> list[str] | 
     entries, overrides = manifest
     if overrides and not config.getoption("evomemory_set"):
         config.option.evomemory_set = overrides
+    from ..rundir import RUN_DOCUMENT, read_run_document
+
+    _reapply_recorded_selection(
+        config, [read_run_document(entry.run_dir) for entry in entries if (entry.run_dir / RUN_DOCUMENT).exists()]
+    )
     return [entry.config for entry in entries]
+
+
+def _reapply_recorded_selection(config: pytest.Config, documents: list[dict[str, Any]]) -> None:
+    """Resume with the interrupted run's ``--evomemory-limit`` and ``--evomemory-stream``
+    unless the command line gives them again: they are part of the run's config (a
+    resume continues the same run), and a user who stopped ``--evomemory-limit=50``
+    with Ctrl-C types ``--evomemory-resume=DIR``, not the whole command again. The
+    recorded benchmark settings are the interrupted run's, whichever way they were set;
+    arms whose recorded values differ keep their own files' (no one option fits them)."""
+    benchmarks = [_mapping(_mapping(document.get("run")).get("benchmark")) for document in documents]
+    if not benchmarks:
+        return
+    limits = {json.dumps(benchmark.get("limit")) for benchmark in benchmarks}
+    if config.getoption("evomemory_limit") is None and len(limits) == 1:
+        limit = benchmarks[0].get("limit")
+        if isinstance(limit, int) and not isinstance(limit, bool):
+            config.option.evomemory_limit = limit
+    streams = {json.dumps(benchmark.get("streams")) for benchmark in benchmarks}
+    if not config.getoption("evomemory_stream") and len(streams) == 1:
+        names = benchmarks[0].get("streams")
+        if isinstance(names, list) and names and all(isinstance(name, str) for name in names):
+            config.option.evomemory_stream = list(names)
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
 
 
 def _resume_config_path(config: pytest.Config, resume_dir: Path) -> str:
@@ -178,6 +210,7 @@ def _resume_config_path(config: pytest.Config, resume_dir: Path) -> str:
         )
     if overrides and not config.getoption("evomemory_set"):
         config.option.evomemory_set = list(overrides)
+    _reapply_recorded_selection(config, [document])
     return path
 
 
@@ -271,9 +304,16 @@ def _accept_task_node_ids(config: pytest.Config) -> None:
     we point it at the items module. With any task named, the other tasks are not
     added.
     """
-    from .items import task_argument
+    from .items import task_argument, task_id_of_argument
     from .session import ITEMS_MODULE
 
+    known = get_session(config).task_ids()
+    unknown = [arg for arg in config.args if (task := task_id_of_argument(arg)) is not None and task not in known]
+    if unknown:
+        raise pytest.UsageError(
+            f"evomemory: no task {unknown[0]!r} in this run (its streams and limit decide which tasks exist); "
+            "add --collect-only -q to the same command to list the tasks' ids"
+        )
     module = str(ITEMS_MODULE)
     rewritten = [
         f"{module}::{task}" if (task := task_argument(arg)) is not None else arg for arg in config.args

@@ -156,6 +156,12 @@ class Arm:
         return self.result
 
     @property
+    def cut_short(self) -> bool:
+        """Whether something stopped this arm's run before its planned tasks ran
+        (Ctrl-C, SIGTERM, -x, --evomemory-max-errors), so that resuming continues it."""
+        return self.result is not None and bool(self.run.stop_reason) and not self.run.completion()["complete"]
+
+    @property
     def failed(self) -> bool:
         result = self.result
         if result is None:
@@ -175,9 +181,11 @@ class Arm:
             write(f"ran: {line}")
         completion = result.summary["completion"]
         if not completion["complete"]:
+            # the reason is the shortfall itself unless something stopped the run
+            why = f" ({self.run.stop_reason})" if self.run.stop_reason else ""
             write(
-                f"evomemory: the run is incomplete ({completion['reason']}): "
-                f"{completion['tasks_run']} of {completion['tasks_planned']} tasks ran; "
+                f"evomemory: the run is incomplete: {completion['tasks_run']} of "
+                f"{completion['tasks_planned']} planned tasks ran{why}; "
                 "thresholds are not passed by an incomplete run",
                 yellow=True, bold=True,
             )

@@ -22,14 +22,21 @@ NODE_PREFIX = "evomemory"
 #: several arms the first part is ``<arm>:<stream>`` (one stream key, see arm.py).
 ITEM_ID = re.compile(r"::test_task\[([^/\]]+)/(.+)\]$")
 #: A command-line argument naming one task as pytest printed it (with or without
-#: the ``evomemory`` prefix, which older versions did not print).
-_TASK_ARGUMENT = re.compile(rf"^(?:{NODE_PREFIX})?::(test_task\[[^/\]]+/.+\])$")
+#: the ``evomemory`` prefix, which older versions did not print; ``-v`` and the
+#: short summary print it, a JUnit report's name has no ``::``).
+_TASK_ARGUMENT = re.compile(rf"^(?:(?:{NODE_PREFIX})?::)?(test_task\[([^/\]]+/.+)\])$")
 
 
 def task_argument(arg: str) -> str | None:
     """``test_task[<stream>/<task>]`` when ``arg`` names one benchmark task, else None."""
     match = _TASK_ARGUMENT.match(arg)
     return match.group(1) if match else None
+
+
+def task_id_of_argument(arg: str) -> str | None:
+    """The item id (``<stream>/<task>``) an argument names, else None."""
+    match = _TASK_ARGUMENT.match(arg)
+    return match.group(2) if match else None
 
 
 def stream_of_nodeid(nodeid: str) -> str | None:

@@ -9,7 +9,7 @@ session: collection, records from reports (xdist or not), and the end of the run
 from __future__ import annotations
 
 import signal
-from collections.abc import Generator
+from collections.abc import Generator, Iterator
 from pathlib import Path
 from types import FrameType
 from typing import Any, NoReturn
@@ -302,13 +302,21 @@ class EvoMemorySession:
 
     # ----- collection
 
+    def _tasks(self) -> Iterator[tuple[str, BenchmarkSample, str]]:
+        """(stream key, sample, item id) of every task, in arm and stream order."""
+        for arm in self.arms:
+            for stream in arm.benchmark.streams:
+                for sample in stream.samples:
+                    yield arm.key(stream.name), sample, f"{arm.key(stream.name)}/{sample.task_id}"
+
+    def task_ids(self) -> set[str]:
+        """The item ids (``<stream>/<task>``, with arms ``<arm>:<stream>/<task>``) this session has."""
+        return {task_id for _, _, task_id in self._tasks()}
+
     def parametrize(self, metafunc: pytest.Metafunc) -> None:
         params = [
-            pytest.param(arm.key(stream.name), sample, id=f"{arm.key(stream.name)}/{sample.task_id}",
-                         marks=[pytest.mark.evomemory])
-            for arm in self.arms
-            for stream in arm.benchmark.streams
-            for sample in stream.samples
+            pytest.param(key, sample, id=task_id, marks=[pytest.mark.evomemory])
+            for key, sample, task_id in self._tasks()
         ]
         metafunc.parametrize(
             ["evomemory_stream", "evomemory_sample"], params,
@@ -574,6 +582,17 @@ class EvoMemorySession:
             arm.report(write, self.compare_dir)
         if len(self.arms) > 1 and self.started:
             self._report_comparison(terminalreporter)
+        if any(arm.cut_short for arm in self.arms):
+            where = comparison_dir(self.config) if len(self.arms) > 1 else self.arms[0].run_dir
+            write(f"evomemory: to continue where it stopped: pytest --evomemory-resume={self._shown(where)}",
+                  yellow=True, bold=True)
+
+    def _shown(self, path: Path) -> str:
+        """``path`` as the user would type it: relative to where pytest was started, if inside."""
+        try:
+            return str(path.relative_to(self.config.invocation_params.dir.resolve()))
+        except ValueError:
+            return str(path)
 
     def _report_comparison(self, terminalreporter: Any) -> None:
         from ..reporting.terminal import format_comparison

@@ -39,6 +39,12 @@ def _transcript(record: Mapping[str, Any] | None) -> str:
         return f"<p>{_NONE} (no transcript recorded)</p>"
     messages = record.get("messages")
     if not isinstance(messages, list) or not messages:
+        calls = record.get("tool_calls")
+        if isinstance(calls, list) and calls:  # an agent of your own that records no messages
+            return "<p>no messages recorded (an agent records them with turn.add_message); its tool calls:</p>" + "".join(
+                f'<div class="message" data-role="tool-call"><span class="role">tool call</span>{_pre(_call_text(_mapping(call)))}</div>'
+                for call in calls
+            )
         return f"<p>{_NONE} (empty transcript)</p>"
     items = []
     for message in messages:
@@ -50,6 +56,31 @@ def _transcript(record: Mapping[str, Any] | None) -> str:
             f"{_e(message.get('role'))}{cached}</span>{_pre(_message_text(message))}</div>"
         )
     return "".join(items)
+
+
+def _call_text(call: Mapping[str, Any]) -> str:
+    arguments = call.get("arguments")
+    shown = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
+    return f"\u2192 {call.get('name')}({shown}) = {call.get('result')}"
+
+
+def _unread_results(response: Mapping[str, Any]) -> bool:
+    """Whether a tool call other than final_answer and the memory's writes returned
+    something that is no JSON list: a recall tool answering free text, whose records
+    the run cannot list (a JSON list, empty or not, was read into ``memory_recalled``)."""
+    writes = {_mapping(write).get("tool") for write in response.get("memory_writes") or ()}
+    calls = response.get("tool_calls")
+    for call in calls if isinstance(calls, list) else []:
+        call_map = _mapping(call)
+        if call_map.get("name") == "final_answer" or call_map.get("name") in writes:
+            continue
+        try:
+            result = json.loads(str(call_map.get("result")))
+        except ValueError:
+            return True
+        if not isinstance(result, list):
+            return True
+    return False
 
 
 def _prompt(record: Mapping[str, Any] | None) -> str | None:
@@ -87,6 +118,8 @@ def _recalled(response: Mapping[str, Any] | None) -> str:
     if items:
         return f'<ol class="recalled">{"".join(items)}</ol>'
     count = _number(response.get("memory_recalls")) or 0
+    if count and isinstance(hits, list) and not _unread_results(response):
+        return f"<p>{int(count)} recall(s), no record returned</p>"
     if count:
         return (
             f"<p>{int(count)} recall(s); the run did not record what they returned "

@@ -58,6 +58,26 @@ def config_fingerprint(config: RunConfig) -> str:
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
+def config_differences(was: Mapping[str, Any], now: Mapping[str, Any], prefix: str = "") -> list[str]:
+    """``key (was X, now Y)`` for each setting that differs, dotted, in key order; the
+    keys :func:`config_fingerprint` ignores are left out. Says what a refused resume changed."""
+    changes: list[str] = []
+    for key in sorted(set(was) | set(now)):
+        if not prefix and key in ("path", "sources"):
+            continue
+        old, new = was.get(key), now.get(key)
+        if isinstance(old, Mapping) and isinstance(new, Mapping):
+            changes += config_differences(old, new, f"{prefix}{key}.")
+        elif json.dumps(old, sort_keys=True, default=str) != json.dumps(new, sort_keys=True, default=str):
+            changes.append(f"{prefix}{key} (was {_shown(old)}, now {_shown(new)})")
+    return changes
+
+
+def _shown(value: Any, width: int = 60) -> str:
+    text = json.dumps(value, sort_keys=True, default=str)
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 class BenchmarkRun:
     """The loaded streams of a run and the means to open each of them."""
 
@@ -244,8 +264,11 @@ class Run:
         state = load_resume_state(run_dir, benchmark.streams)
         recorded = state.document.get("config_fingerprint")
         if recorded is not None and recorded != config_fingerprint(benchmark.config):
+            was = state.document.get("run")
+            changed = config_differences(was if isinstance(was, dict) else {}, benchmark.config.to_dict())
+            where = f" at {'; '.join(changed[:3])}{' ...' if len(changed) > 3 else ''}" if changed else ""
             raise RunDirError(
-                f"--evomemory-resume {run_dir}: the run config differs from the interrupted run's "
+                f"--evomemory-resume {run_dir}: the run config differs from the interrupted run's{where} "
                 f"({state.document.get('run', {}).get('path', 'its run.json')}); resume with the same "
                 "config and options, or start a new run in another output directory"
             )

@@ -24,6 +24,7 @@ from typing import Any
 from ..agents.base import Agent
 from ..errors import EpisodeError, EvoMemoryError, MemoryBackendError, ModelError, ProtocolViolation
 from ..evaluation.evomemory import EvoMemoryEvaluator
+from ..factories import user_frames
 from ..feedback import render_feedback
 from ..memory.base import RecordRejected
 from ..memory.snapshot import ResumeRefused, StreamSnapshots
@@ -143,7 +144,8 @@ class StreamRun:
             raise failure
         if isinstance(failure, Exception):
             raise EpisodeError(
-                f"{stimulus.kind} turn of {self.stream}/{task_id} failed: {type(failure).__name__}: {failure}",
+                f"{stimulus.kind} turn of {self.stream}/{task_id} failed: "
+                f"{type(failure).__name__}: {failure}{user_frames(failure)}",
                 response=response,
             ) from failure
         if failure is not None:

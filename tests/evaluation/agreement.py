@@ -17,6 +17,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from pytest_evomemory.evaluation import TaskQAEvaluator
+from pytest_evomemory.evaluation.choice import as_ascii
 from pytest_evomemory.evaluation.toolbench import parse_call, read_call, same_api
 from pytest_evomemory.types import Score
 
@@ -33,7 +34,9 @@ WORD_LETTER = "letter inside a word after 'answer is' / 'Answer:'"
 WHOLE_OPTION = "answer states one option whole; the reference reads a later stray letter"
 BEYOND_OPTIONS = "standalone letter beyond the question's options"
 LOWER_CASE = "lower-case letter after 'Answer:'"
-MV_SET = "several \\boxed{} (math-verify reads a set)"
+WIDE_OR_SPACED = "answer stated in full-width letters or with Unicode spaces"
+MV_SET = "several stated values (boxes, `$a$ or $b$`), which math-verify joins into a set or one number"
+MV_UNPARSED = "a number math-verify cannot parse (`943**`, `\\boxed{70.}`): it falls back to another number"
 MV_TEXT = "number inside \\text{}/\\textbf{}: math-verify reads a symbol, equal only when spelt alike"
 MV_FBOX = "\\fbox{N}: math-verify does not read \\fbox and takes a number from the rationale"
 GORILLA_SUBSTRING = "Gorilla finds the API's argument strings anywhere in the call, not as its parameters"
@@ -99,6 +102,24 @@ def classify_mmlu_pro(answer: str, score: Score, letters: str) -> str:
         return NOTHING
     if _read(score) == reference:
         return AGREE
+    cls = _mmlu_pro_disagreement(answer, reference, score, letters)
+    ascii_answer = as_ascii(answer)
+    if cls == UNDOCUMENTED and ascii_answer != answer:
+        # The official patterns are ASCII: a statement in full-width letters or with a
+        # no-break space is invisible to them. Read as ASCII, the answer must agree
+        # (or differ only in a documented class).
+        ascii_reference = references.mmlu_pro_extract(ascii_answer)
+        if ascii_reference != reference and (
+            ascii_reference == _read(score)
+            or _mmlu_pro_disagreement(ascii_answer, ascii_reference, score, letters) != UNDOCUMENTED
+        ):
+            return WIDE_OR_SPACED
+    return cls
+
+
+def _mmlu_pro_disagreement(answer: str, reference: str | None, score: Score, letters: str) -> str:
+    if reference is None:
+        return NOTHING
     text = answer.replace("**", "")
     for pattern in (r"answer is \(?([A-J])\)?", r".*[aA]nswer:\s*([A-J])"):
         match = re.search(pattern, text)
@@ -166,7 +187,9 @@ def aime_tally(items: list[corpus.CorpusItem]) -> tuple[Tally, list[corpus.Corpu
         elif isinstance(parsed[0], sympy.Integer) or isinstance(parsed[0], int):
             cls = AGREE if ours_value == int(parsed[0]) else UNDOCUMENTED
         elif isinstance(parsed[0], sympy.FiniteSet):
-            cls = AGREE if score.correct == verified else MV_SET
+            # {892} (from \boxed{{892}}) verifies as 892: only a set of several values is the class
+            several = len(parsed[0].args) >= 2
+            cls = AGREE if score.correct == verified else MV_SET if several else UNDOCUMENTED
         elif score.correct == verified:
             cls = AGREE
         elif isinstance(parsed[0], sympy.Symbol) and parsed[0].name.isdigit():
@@ -175,10 +198,35 @@ def aime_tally(items: list[corpus.CorpusItem]) -> tuple[Tally, list[corpus.Corpu
             cls = UNDOCUMENTED
         if cls == UNDOCUMENTED and "\\fbox" in item.answer and "\\boxed" not in item.answer:
             cls = MV_FBOX if score.details.get("method") == "last \\boxed{...}" else cls
+        if cls == UNDOCUMENTED:
+            cls = _math_verify_fault(item.answer, parsed, score)
         tally.add(cls, score.correct, float(verified), item.answer)
         if cls == UNDOCUMENTED:
             undocumented.append(item)
     return tally, undocumented
+
+
+# "943**" (markdown bold read as a Python power) or "70." (a box's trailing period).
+_UNPARSED_NUMBER = re.compile(r"\s*[-+]?(\d+)(?:\*\*|\.)[\s.,;:!?*]*")
+
+
+def _math_verify_fault(answer: str, parsed: list[object], score: Score) -> str:
+    """The documented math-verify faults that explain a disagreement, if any.
+
+    ``parsed[-1]`` is the first text math-verify tried (its fallback string).
+    """
+    tried = parsed[-1] if isinstance(parsed[-1], str) else ""
+    ours = score.details.get("value")
+    if (
+        answer.count("\\boxed") >= 2
+        and score.details.get("method") == "last \\boxed{...}"
+        and "," in tried
+    ):
+        return MV_SET  # "\boxed{20} ... \boxed{241}" is read as "20,241"
+    unparsed = _UNPARSED_NUMBER.fullmatch(tried)
+    if unparsed is not None and int(unparsed.group(1)) == ours:
+        return MV_UNPARSED  # "**Answer: 943**" tried as the power "943**"
+    return UNDOCUMENTED
 
 
 def gorilla_database() -> list[references.GorillaApi]:

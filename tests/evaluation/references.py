@@ -91,7 +91,7 @@ def gorilla_api_call_region(text: str) -> str | None:
     return output[start + 2 : end + 1]
 
 
-def _closing(text: str, open_at: int) -> int:
+def _find_closing(text: str, open_at: int) -> int | None:
     depth, quote = 0, ""
     for index in range(open_at, len(text)):
         char = text[index]
@@ -107,7 +107,13 @@ def _closing(text: str, open_at: int) -> int:
             depth -= 1
             if depth == 0:
                 return index
-    return len(text) - 1  # tree-sitter closes an unbalanced call at the end
+    return None
+
+
+def _closing(text: str, open_at: int) -> int:
+    closing = _find_closing(text, open_at)
+    # tree-sitter's error recovery closes an unbalanced call at the end
+    return len(text) - 1 if closing is None else closing
 
 
 def gorilla_get_args(api_call: str) -> list[str]:
@@ -148,15 +154,25 @@ def gorilla_candidate_call(region: str) -> str | None:
     """The ``torch.hub.load`` call ``ast_check`` compares against.
 
     ``get_all_sub_trees`` walks the tree with a stack, so later statements come
-    first: the last ``torch.hub.load(`` call of the region is found. (When there is
+    first: the last ``torch.hub.load(`` call of the region is found. An unclosed
+    call (a cut-off answer) becomes an ERROR node holding the rest of the region;
+    tree-sitter (checked with tree-sitter-python 0.25) then still finds an earlier
+    closed call first, and reads a lone unclosed one whole. (When there is
     none, ``ast_check`` goes on with whatever subtree its loop variable was left at;
     we read that as no call, which only differs for answers naming no hub call.)
     """
-    starts = [match.start() for match in re.finditer(r"torch\.hub\.load\(", region)]
+    code = re.sub(r"#[^\n]*", lambda m: " " * len(m.group(0)), region) if "#" in region else region
+    # (a call in a comment is no call; a '#' inside a string literal is not met in APIBench calls)
+    starts = [match.start() for match in re.finditer(r"torch\.hub\.load\(", code)]
     if not starts:
         return None
-    start = starts[-1]
-    return region[start : _closing(region, region.index("(", start)) + 1]
+    calls = [region[start : _closing(region, region.index("(", start)) + 1] for start in starts]
+    closed = [call for call in calls if _balanced(call)]
+    return (closed or calls)[-1]
+
+
+def _balanced(call: str) -> bool:
+    return _find_closing(call, call.index("(")) is not None
 
 
 def gorilla_match(text: str, database: list[GorillaApi]) -> int | None:

@@ -130,9 +130,24 @@ def test_calls_compare_by_parameter(reference: str, answer: str, api: bool, acc:
 
 
 def test_the_last_hub_call_of_an_answer_is_read_as_gorilla_reads_it() -> None:
-    answer = "api_call: torch.hub.load('pytorch/vision', 'resnet18') # better: torch.hub.load('pytorch/vision', 'resnet50', pretrained=True)"
+    answer = "api_call: torch.hub.load('pytorch/vision', 'resnet18'); torch.hub.load('pytorch/vision', 'resnet50', pretrained=True)"
     score = toolbench(answer, _sample("torch.hub.load(repo_or_dir='pytorch/vision', model='resnet50', pretrained=True)"))
     assert score.correct and re.search("resnet50", str(score.extracted))
+
+
+def test_a_call_in_a_comment_of_the_api_call_is_no_call() -> None:
+    # Gorilla parses the api_call part as Python: the call after '#' is a comment.
+    answer = "api_call: torch.hub.load('pytorch/vision', 'resnet18') # better: torch.hub.load('pytorch/vision', 'resnet50', pretrained=True)"
+    score = toolbench(answer, _sample("torch.hub.load(repo_or_dir='pytorch/vision', model='resnet50', pretrained=True)"))
+    assert not score.details["api_match"] and "resnet18" in str(score.extracted)
+
+
+def test_an_answer_cut_off_mid_call_is_read_to_its_end() -> None:
+    reference = "torch.hub.load(repo_or_dir='pytorch/vision', model='resnet50', pretrained=True)"
+    score = toolbench("api_call: torch.hub.load('pytorch/vision', 'resnet50', pretrained=Tr", _sample(reference))
+    assert score.details["api_match"] and not score.details["call_match"]
+    closed_first = "api_call: torch.hub.load('pytorch/vision', 'resnet18'); torch.hub.load('pytorch/vision', 'resnet50'"
+    assert not toolbench(closed_first, _sample(reference)).details["api_match"]  # the closed call wins
 
 
 def test_escaped_quotes_of_a_dict_formatted_answer_are_quotes() -> None:

@@ -47,6 +47,11 @@ def test_evomemory_flag_runs_the_ini_config_beside_the_users_tests(pytester: pyt
     assert (results(pytester) / "sample_memory" / "summary.json").is_file()
 
 
+def test_evomemory_flag_alone_runs_the_benchmark_alone(pytester: pytest.Pytester) -> None:
+    agent_repo(pytester)
+    pytester.runpytest("--evomemory").assert_outcomes(passed=24)
+
+
 def test_deselecting_every_task_neither_fails_a_threshold_nor_touches_results(pytester: pytest.Pytester) -> None:
     agent_repo(pytester)
     result = pytester.runpytest("--evomemory", "--evomemory-min-accuracy=0.99", "-m", "not evomemory", "tests/")
@@ -101,6 +106,25 @@ def test_a_copied_node_id_reruns_that_one_task(pytester: pytest.Pytester) -> Non
     result = pytester.runpytest("--evomemory-config=sample_memory", "-v", ids[4], "::test_task[sample_choice/c02]")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines(["evomemory::test_task[[]sample_facts/f05] *", "evomemory::test_task[[]sample_choice/c02] *"])
+
+
+def test_a_task_id_without_the_module_part_also_selects_it(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--evomemory-config=sample_memory", "-v", "test_task[sample_choice/c02]")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines(["evomemory::test_task[[]sample_choice/c02] *"])
+
+
+def test_a_node_id_of_no_task_is_one_usage_error_naming_it(pytester: pytest.Pytester) -> None:
+    """Not pytest's "not found: .../site-packages/.../items.py::test_task (no match in any of
+    [<Module items.py>])": a task past --evomemory-limit, or a misspelt id, says what to do."""
+    result = pytester.runpytest("--evomemory-config=sample_memory", "--evomemory-limit=2",
+                                "evomemory::test_task[sample_facts/f03]")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([
+        "ERROR: evomemory: no task 'evomemory::test_task[[]sample_facts/f03]' in this run (*); "
+        "add --collect-only -q to the same command to list the tasks' ids"
+    ])
+    assert "items.py" not in result.stderr.str()
 
 
 def test_junit_classname_is_not_empty_and_properties_carry_the_score(pytester: pytest.Pytester) -> None:

@@ -67,7 +67,7 @@ def test_set_reaches_into_a_part_that_is_not_set_yet(pytester: pytest.Pytester) 
 @pytest.mark.parametrize(
     ("setting", "message"),
     [
-        ("agent.modle.model=x", "*key 'modle': unknown key*"),
+        ("agent.modle.model=x", "*key 'modle': unknown key; the keys here are: kind, memory_strategy, max_steps, *model, options"),
         ("agnt.kind=x", "*--evomemory-set 'agnt.kind=x': unknown key 'agnt.kind'; a key starts with one of benchmark, agent, memory*"),
         ("agent.max_steps=lots", "*key 'max_steps': *integer*"),
         ("agent.kind", "*expected KEY=VALUE*"),

@@ -266,7 +266,7 @@ def test_a_stream_that_cannot_start_counts_its_tasks_as_failed_episodes(pytester
     result.assert_outcomes(errors=4)
     result.stdout.fnmatch_lines([
         "*stream 'sample_facts' could not start: memory backend 'down_memory:create' could not be opened "
-        "for stream 'sample_facts': ConnectionError: connection refused by 127.0.0.1:1*"
+        "for stream 'sample_facts': ConnectionError: connection refused by 127.0.0.1:1 (at *down_memory.py:2 in create)*"
     ])
     summary = summary_of(pytester.path / "evomemory-results" / "test_run")
     assert summary["overall"]["tasks"] == 4 and summary["overall"]["errors"] == 4

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -166,3 +167,42 @@ def test_a_run_killed_after_its_last_episode_gets_its_summary_on_resume(
     assert summary["overall"] == expected["overall"]
     assert summary["completion"]["complete"] is True
     assert (out / "report.html").is_file()
+
+
+def test_ctrl_c_says_how_to_continue_and_resume_keeps_the_runs_limit(
+    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A user stops `--evomemory-limit=4` with Ctrl-C and types what the terminal says:
+    the limit is part of the run, so the resume continues with it; a resume that
+    changes it is refused naming the setting that differs."""
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(project.path), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.setenv("KILL_AT", "f03/task")
+    monkeypatch.setenv("KILL_SIGNAL", "SIGINT")
+    killed = project.runpytest_subprocess("--evomemory-config=run.yaml", "--evomemory-limit=4",
+                                          "--evomemory-output-dir=interrupted")
+    assert killed.ret != 0
+    killed.stdout.fnmatch_lines([
+        "evomemory: the run is incomplete: 2 of 8 planned tasks ran (interrupted (Ctrl-C)); *",
+        "evomemory: to continue where it stopped: pytest --evomemory-resume=interrupted",
+    ])
+    monkeypatch.delenv("KILL_AT")
+
+    changed = project.runpytest_subprocess("--evomemory-resume=interrupted", "--evomemory-limit=3")
+    assert changed.ret == pytest.ExitCode.USAGE_ERROR
+    changed.stderr.fnmatch_lines(["*the run config differs from the interrupted run's at benchmark.limit (was 4, now 3)*"])
+
+    resumed = project.runpytest_subprocess("--evomemory-resume=interrupted")
+    assert resumed.ret == 0, resumed.stdout.str()
+    resumed.assert_outcomes(passed=6, deselected=2)
+    summary = json.loads((project.path / "interrupted" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["completion"]["complete"] and summary["overall"]["tasks"] == 8
+    assert "to continue where it stopped" not in resumed.stdout.str()
+
+
+def test_a_selection_of_tasks_is_incomplete_without_a_resume_hint(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest("--evomemory-config=sample_memory", "evomemory::test_task[sample_facts/f02]")
+    result.assert_outcomes(passed=1)
+    result.stdout.fnmatch_lines([
+        "evomemory: the run is incomplete: 1 of 24 planned tasks ran; thresholds are not passed by an incomplete run"
+    ])
+    assert "--evomemory-resume" not in result.stdout.str()

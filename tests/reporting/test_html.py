@@ -295,3 +295,28 @@ def test_cached_is_read_from_the_transcript_when_the_response_does_not_say(make_
     assert [row[9] for row in table[1:]] == ["yes", "no"]
     details = tree.find_all("details", "task")
     assert "(cached)" in details[0].all_text() and "(cached)" not in details[1].all_text()
+
+
+def test_an_own_agents_tool_calls_and_an_empty_recall_read_as_what_happened(make_run: MakeRun) -> None:
+    """An agent of your own with a memory whose recall tool is `lookup`: it records no
+    messages, so its transcript shows its tool calls; a recall that returned an empty
+    list says so, and only a recall that answered free text 'did not record'."""
+    run_dir = make_run("own", {"facts": [False, True]})
+    lookup = {"name": "lookup", "arguments": {"question": "q"}, "result": "[]", "error": False}
+    answer = {"name": "final_answer", "arguments": {"answer": "x"}, "result": "answer recorded", "error": False}
+    responses = [json.loads(line) for line in (run_dir / "responses.jsonl").read_text().splitlines()]
+    task = next(r for r in responses if r["kind"] == "task")
+    task.update(memory_recalled=[], memory_recalls=1, tool_calls=[lookup, answer])
+    second = [r for r in responses if r["kind"] == "task"][1]
+    second.update(memory_recalled=[], memory_recalls=1,
+                  tool_calls=[{**lookup, "result": "I found nothing like that"}, answer])
+    (run_dir / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in responses))
+    path = run_dir / "transcripts" / "facts.jsonl"
+    records = [json.loads(line) for line in path.read_text().splitlines()]
+    records[0].update(messages=[], tool_calls=[lookup, answer])
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    _, tree = read(write_html_report(run_dir))
+    first, other = (detail.all_text() for detail in tree.find_all("details", "task"))
+    assert "1 recall(s), no record returned" in first and "did not record" not in first
+    assert '\u2192 lookup({"question": "q"}) = []' in first and "(empty transcript)" not in first.split("feedback turn transcript")[0]
+    assert "1 recall(s); the run did not record what they returned" in other
