@@ -18,10 +18,19 @@ from typing import Annotated, Any, Literal, TypeVar, get_args
 from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from .errors import ConfigError
-from .validation import MAX_INT_DIGITS, MAX_NESTING_DEPTH, path_problem, resolve_path
+from .validation import MAX_INT_DIGITS, MAX_NESTING_DEPTH, not_utf8, path_problem, resolve_path
 
 MemoryStrategy = Literal["none", "deterministic_recall", "tool_use"]
 
@@ -37,6 +46,17 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 #: about a million tokens, past every context window).
 DEFAULT_MAX_REQUEST_BYTES = 4 * 1024 * 1024
 DEFAULT_MAX_REPLY_BYTES = 4 * 1024 * 1024
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("is empty; write a value, or remove the key to use the default")
+    return value
+
+
+#: A name, path or URL: an empty one is never meant (``model: ""`` would be sent to
+#: the server on every task, ``cache_dir: ""`` would cache into the working directory).
+Text = Annotated[str, AfterValidator(_not_blank)]
 
 
 class _Strict(BaseModel):
@@ -72,8 +92,9 @@ class Thresholds(_Strict):
 class StreamFile(_Strict):
     """A user-defined stream read from a JSONL file of generic task records."""
 
-    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$", max_length=100)]
-    path: str
+    #: Starts with a letter or digit: "..", "." and "-x" would be a path or an option.
+    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)]
+    path: Text
     match_mode: str = "exact"
 
 
@@ -83,7 +104,7 @@ class BenchmarkConfig(_Strict):
     benchmark: str = "evomemory_single_turn"
     streams: list[str] | None = None
     limit: Annotated[int, Field(ge=1)] | None = None
-    data_dir: str | None = None
+    data_dir: Text | None = None
     seed: int = 0
     #: evomemory_single_turn only: MMLU-Pro categories to keep; ``None`` means the
     #: paper's (economics, engineering, philosophy), ``"all"`` turns the filter off.
@@ -97,7 +118,7 @@ class BenchmarkConfig(_Strict):
         if value is not None and not value:
             raise ValueError("an empty list would run nothing; list at least one stream, or remove the key to run them all")
         if value is not None and len(set(value)) != len(value):
-            raise ValueError("a stream is listed twice")
+            raise ValueError("a stream is listed twice; list each stream once")
         return value
 
     @field_validator("files")
@@ -121,9 +142,30 @@ class BenchmarkConfig(_Strict):
             if unknown:
                 raise ValueError(
                     f"unknown stream(s) {', '.join(map(repr, unknown))} in 'streams'; "
-                    f"the streams under 'files' are: {', '.join(entry.name for entry in files)}"
+                    f"the streams under 'files' are: {', '.join(entry.name for entry in files)}; use one of those names"
                 )
         return value
+
+
+    @model_validator(mode="after")
+    def _keys_the_benchmark_reads(self) -> BenchmarkConfig:
+        """A key the chosen built-in benchmark never reads is refused, not ignored:
+        ``files`` under ``benchmark: sample`` would run the sample, not the user's file.
+        (A ``module:factory`` benchmark may read any key.)"""
+        readers = {"files": {"files"}, "data_dir": _HUB_BENCHMARKS, "mmlu_pro_categories": _HUB_BENCHMARKS}
+        if ":" in self.benchmark:
+            return self
+        for key, benchmarks in readers.items():
+            if key in self.model_fields_set and getattr(self, key) and self.benchmark not in benchmarks:
+                raise ValueError(
+                    f"key '{key}' is read only by benchmark {' or '.join(sorted(benchmarks))}, not by "
+                    f"{self.benchmark!r}; remove it, or set 'benchmark' to the one that reads it"
+                )
+        return self
+
+
+#: Benchmarks that read upstream data (``data_dir``, ``mmlu_pro_categories``).
+_HUB_BENCHMARKS = frozenset({"evomemory_single_turn"})
 
 
 def check_threshold_streams(config: BenchmarkConfig, available: Sequence[str], source: str) -> None:
@@ -137,7 +179,7 @@ def check_threshold_streams(config: BenchmarkConfig, available: Sequence[str], s
     if unknown:
         raise ConfigError(
             f"{source}: key 'thresholds.streams': unknown stream(s) {', '.join(map(repr, unknown))} "
-            f"for benchmark {config.benchmark!r}; available: {', '.join(available)}",
+            f"for benchmark {config.benchmark!r}; available: {', '.join(available)}; use one of those names",
             source=source, key="thresholds.streams",
         )
 
@@ -149,14 +191,16 @@ class ModelConfig(_Strict):
     """Chat-completions model settings for TinyAgent (OpenAI-compatible or local)."""
 
     provider: Literal["openai", "local"] = "openai"
-    model: str = "gpt-4o-mini"
+    model: Text = "gpt-4o-mini"
     base_url: str | None = None
     #: Name of the environment variable holding the API key; the key itself never
     #: appears in a config, artefact or log.
     api_key_env: str | None = "OPENAI_API_KEY"
     temperature: Annotated[float, Field(ge=0.0, le=2.0)] = 0.0
-    max_tokens: Annotated[int, Field(ge=1)] | None = 1024
-    seed: int | None = 0
+    #: Bounded: a value no model can write (or a 40-digit one no server can parse)
+    #: would fail every task at the server instead of once here.
+    max_tokens: Annotated[int, Field(ge=1, le=10_000_000)] | None = 1024
+    seed: Annotated[int, Field(ge=-(2**63), lt=2**63)] | None = 0
     timeout_s: Annotated[float, Field(gt=0)] = 60.0
     max_retries: Annotated[int, Field(ge=0, le=20)] = 3
     #: First retry wait; it doubles per attempt. A server's Retry-After wins, but
@@ -166,10 +210,10 @@ class ModelConfig(_Strict):
     max_concurrency: Annotated[int, Field(ge=1, le=256)] = 4
     #: Replay identical requests from disk; ``None`` means on for temperature 0.
     cache: bool | None = None
-    cache_dir: str | None = None
+    cache_dir: Text | None = None
     #: Local GGUF file for ``provider: local``; default: the bundled model.
-    model_path: str | None = None
-    n_ctx: Annotated[int, Field(ge=256)] = 4096
+    model_path: Text | None = None
+    n_ctx: Annotated[int, Field(ge=256, le=1_048_576)] = 4096
     #: A request body (the whole conversation so far) larger than this is refused
     #: before it is sent: a 100 MB prompt is a mistake, and a paid one.
     max_request_bytes: Annotated[int, Field(ge=1024)] = DEFAULT_MAX_REQUEST_BYTES
@@ -184,12 +228,7 @@ class ModelConfig(_Strict):
     @field_validator("api_key_env")
     @classmethod
     def _variable_name(cls, value: str | None) -> str | None:
-        if value is not None and not _ENV_NAME.match(value):
-            raise ValueError(
-                f"{value!r} is not an environment variable name; name the variable that holds "
-                "the key (e.g. OPENAI_API_KEY), or write null for a server that needs no key"
-            )
-        return value
+        return _variable_name(value, "the key (e.g. OPENAI_API_KEY)", "a server that needs no key")
 
     @field_validator("base_url")
     @classmethod
@@ -201,6 +240,34 @@ class ModelConfig(_Strict):
         return value
 
 
+def _variable_name(value: str | None, holds: str, without: str) -> str | None:
+    """A setting that names an environment variable holding a secret (never the
+    secret itself) must be a variable name."""
+    if value is not None and _looks_like_a_secret(value):
+        # Never quoted: this is the secret itself, and the message reaches the terminal and CI logs.
+        raise ValueError(
+            "holds what looks like the secret itself, not the name of the environment variable that "
+            f"holds it; export the secret in a variable and write that variable's name here (e.g. {holds.split('e.g. ')[-1].rstrip(')')})"
+        )
+    if value is not None and not _ENV_NAME.match(value):
+        raise ValueError(
+            f"{value!r} is not an environment variable name; name the variable that holds "
+            f"{holds}, or write null for {without}"
+        )
+    return value
+
+
+def _looks_like_a_secret(value: str) -> bool:
+    """An API key pasted where a variable *name* belongs: a provider's key prefix, or a
+    long mixed-case string with digits (variable names are short, and upper case)."""
+    if value.startswith(("sk-", "sk_", "sk-proj", "Bearer ")):
+        return True
+    return (
+        len(value) >= 32 and any(c.isdigit() for c in value)
+        and any(c.islower() for c in value) and any(c.isupper() for c in value)
+    )
+
+
 def http_url_problem(value: str) -> str | None:
     """Why ``value`` is not a usable API root (an http(s) URL with a host), or ``None``.
 
@@ -210,10 +277,19 @@ def http_url_problem(value: str) -> str | None:
         parsed.port  # noqa: B018 - raises ValueError for a port out of range
     except ValueError:
         parsed = None
-    if parsed is None or parsed.scheme not in ("http", "https") or not parsed.hostname or _CONTROL.search(value):
+    if (
+        parsed is None or parsed.scheme not in ("http", "https") or not parsed.hostname
+        or _CONTROL.search(value) or any(character.isspace() for character in value)
+    ):
         return (
             f"{value!r} is not an http:// or https:// URL with a host; "
             "write the API root, e.g. http://127.0.0.1:8000/v1"
+        )
+    if parsed.username is not None or parsed.password is not None:
+        # A password in the URL would be written to run.json and quoted in errors.
+        return (
+            "the URL holds a user name or password (user:password@host); remove it and put "
+            "the key in the variable that model.api_key_env names"
         )
     return None
 
@@ -257,17 +333,47 @@ class AgentConfig(_Strict):
 
 
 class SqliteOptions(_Strict):
-    path: str | None = None
+    path: Text | None = None
+
+    @field_validator("path")
+    @classmethod
+    def _one_file_per_stream(cls, value: str | None) -> str | None:
+        problem = None if value is None else sqlite_path_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+
+def sqlite_path_problem(template: str) -> str | None:
+    """Why ``sqlite.path`` cannot name one database per stream, or ``None``.
+
+    Checked when the config is read (so the run is refused once, up front) and
+    again by the backend when it fills the template in."""
+    if "{stream}" not in template:
+        return (
+            f"{template!r} must contain '{{stream}}': every stream needs its own file, or one "
+            "stream's records would be recalled in another; write e.g. memory/{stream}.sqlite3"
+        )
+    try:
+        template.format(stream="s", run_name="r")
+    except (KeyError, IndexError, ValueError, AttributeError) as error:
+        return f"{template!r}: only {{stream}} and {{run_name}} may be used ({error}); remove the others"
+    return None
 
 
 class PostgresOptions(_Strict):
-    host: str = "127.0.0.1"
+    host: Text = "127.0.0.1"
     port: Annotated[int, Field(ge=1, le=65535)] = 5432
-    user: str = "postgres"
-    dbname: str = "postgres"
+    user: Text = "postgres"
+    dbname: Text = "postgres"
     password_env: str | None = "PGPASSWORD"
     table_prefix: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]{0,30}$")] = "evomemory"
     connect_timeout_s: Annotated[float, Field(gt=0)] = 5.0
+
+    @field_validator("password_env")
+    @classmethod
+    def _variable_name(cls, value: str | None) -> str | None:
+        return _variable_name(value, "the password (e.g. PGPASSWORD)", "a server that needs no password")
 
     @classmethod
     def from_environment(cls) -> PostgresOptions:
@@ -289,7 +395,7 @@ class MemoryConfig(_Strict):
     backend: str = "inprocess"
     top_k: Annotated[int, Field(ge=1, le=1000)] = 4
     embedder: Literal["hashing", "sentence-transformers"] | None = None
-    embedder_model: str | None = None
+    embedder_model: Text | None = None
     embedding_dim: Annotated[int, Field(ge=8, le=8192)] = 256
     #: Seconds a stream's memory may take to open before the stream fails, naming
     #: the factory (a server that accepts and never answers must not hang a run).
@@ -359,7 +465,7 @@ class _RunFile(_Strict):
     benchmark: str | dict[str, Any]
     agent: str | dict[str, Any]
     memory: str | dict[str, Any] = Field(default_factory=dict)
-    output_dir: str | None = None
+    output_dir: Text | None = None
 
 
 class _ConfigLoader(yaml.SafeLoader):
@@ -426,18 +532,73 @@ def _construct_bounded_int(loader: _ConfigLoader, node: yaml.ScalarNode) -> Any:
             f"an integer of {digits:,} digits at line {node.start_mark.line + 1} "
             f"(limit {MAX_INT_DIGITS}); write a sensible number, or quote it as a string"
         )
+    if not _DECIMAL_INT.match(str(node.value)):
+        # YAML 1.1 reads 010 as 8, 1:30 as 90 and 0x10 as 16: never what a limit meant.
+        raise ConfigError(
+            f"the number {node.value!r} at line {node.start_mark.line + 1} is not plain decimal, and YAML "
+            "would read it as octal, hexadecimal, binary or base 60 (010 is 8, 1:30 is 90); write it as a "
+            "decimal number without leading zeros, or quote it as a string"
+        )
     return loader.construct_yaml_int(node)
+
+
+_DECIMAL_INT = re.compile(r"^[-+]?(0|[1-9][0-9_]*)$")
 
 
 _ConfigLoader.add_constructor("tag:yaml.org,2002:int", _construct_bounded_int)
 
+
+#: ``${NAME}`` or a whole value ``$NAME``: shell syntax that configs do not expand.
+_UNEXPANDED = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}|^\$[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def _construct_plain_str(loader: _ConfigLoader, node: yaml.ScalarNode) -> Any:
+    value = loader.construct_yaml_str(node)
+    match = _UNEXPANDED.search(value) if isinstance(value, str) else None
+    if match:
+        # It would be used as written: a model named "${MODEL}", a URL "$BASE_URL".
+        raise ConfigError(
+            f"{match.group(0)!r} at line {node.start_mark.line + 1}: config files do not expand environment "
+            "variables; write the value, or pass it with --evomemory-set KEY=\"$VARIABLE\" from your shell"
+        )
+    return value
+
+
+_ConfigLoader.add_constructor("tag:yaml.org,2002:str", _construct_plain_str)
+
+_TAG_HINT = "YAML tags (!!python/..., !name) are not allowed in a config file; write a plain value"
 _YAML_HINT = (
     "fix the syntax there (values holding ': ' or ' #' need quotes; indent with spaces, not tabs)"
 )
 
 
-def read_yaml_mapping(path: Path) -> dict[str, Any]:
-    """Read a YAML file that must hold a mapping; every failure names the file."""
+def parse_yaml(text: str) -> Any:
+    """``text`` read as YAML by the strict config loader: the one parser of every
+    config value, whether it comes from a file or from ``--evomemory-set``.
+
+    Raises ``yaml.YAMLError`` for bad syntax (the caller names the file or the
+    setting), and ``ConfigError`` for what the loader refuses or a value a
+    constructor cannot build (a timestamp like ``2024-13-45``, bad ``!!binary``).
+    """
+    try:
+        return yaml.load(text, Loader=_ConfigLoader)
+    except (ConfigError, yaml.YAMLError):
+        raise
+    except RecursionError:  # pragma: no cover - the loader's depth limit refuses this first
+        raise ConfigError("nested too deeply; simplify the value") from None
+    except (ValueError, TypeError, OverflowError) as error:
+        raise ConfigError(
+            f"a value cannot be read ({type(error).__name__}: {str(error)[:200]}); "
+            "quote it to make it a plain string"
+        ) from None
+
+
+def read_yaml_mapping(path: Path, *, empty: str | None = None) -> dict[str, Any]:
+    """Read a YAML file that must hold a mapping; every failure names the file.
+
+    An empty file (nothing, or only comments) reads as ``{}`` unless ``empty`` says
+    what it should hold: a referenced part that is empty (a truncated copy, a wrong
+    file) would otherwise silently run every default, another benchmark included."""
     problem = path_problem(path)
     if problem == "does not exist":
         raise ConfigError(
@@ -455,33 +616,42 @@ def read_yaml_mapping(path: Path) -> dict[str, Any]:
             source=str(path),
         )
     try:
-        text = path.read_bytes().decode("utf-8")
+        raw = path.read_bytes()
+        text = raw.decode("utf-8")
     except OSError as error:
         raise ConfigError(f"{path}: cannot be read ({error.strerror or error})", source=str(path)) from None
     except UnicodeDecodeError as error:
-        raise ConfigError(
-            f"{path}: not UTF-8 text (byte {error.start}); save the file as UTF-8", source=str(path)
-        ) from None
+        raise ConfigError(f"{path}: {not_utf8(raw, error)}", source=str(path)) from None
     try:
-        data = yaml.load(text, Loader=_ConfigLoader)
+        data = parse_yaml(text)
     except ConfigError as error:
         raise ConfigError(f"{path}: {error}", source=str(path), key=error.key) from None
     except yaml.YAMLError as error:
         mark = getattr(error, "problem_mark", None)
         where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
         problem = getattr(error, "problem", None) or str(error).splitlines()[0]
-        raise ConfigError(f"{path}: invalid YAML{where}: {problem}; {_YAML_HINT}", source=str(path)) from None
-    except (RecursionError, ValueError) as error:  # pragma: no cover - the loader refuses these first
-        raise ConfigError(f"{path}: cannot be read as YAML ({type(error).__name__}); simplify the file", source=str(path)) from None
+        hint = _TAG_HINT if isinstance(error, yaml.constructor.ConstructorError) else _YAML_HINT
+        raise ConfigError(f"{path}: invalid YAML{where}: {problem}; {hint}", source=str(path)) from None
+    if data is None and empty is not None:
+        raise ConfigError(
+            f"{path}: the file is empty; write {empty} in it, or write {{}} to use every default",
+            source=str(path),
+        )
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise ConfigError(
-            f"{path}: expected a mapping of keys to values, got {type(data).__name__}; "
+            f"{path}: expected a mapping of keys to values, got {_yaml_kind(data)}; "
             "write 'key: value' lines at the top level",
             source=str(path),
         )
     return data
+
+
+def _yaml_kind(value: Any) -> str:
+    """What YAML would call ``value`` (a Python type name means nothing to a config author)."""
+    kinds = {str: "a string", int: "a number", float: "a number", bool: "true/false", list: "a list"}
+    return kinds.get(type(value), type(value).__name__)
 
 
 _Model = TypeVar("_Model", bound=BaseModel)
@@ -509,27 +679,93 @@ def _keys_at(model: type[BaseModel] | None, location: Sequence[Any]) -> list[str
     return list(model.model_fields) if model is not None else []
 
 
+_NUMBER_HINT = "write a whole number, e.g. 5"
+_RANGE_HINT = "write a value within that range"
+_MAPPING_HINT = "write a mapping of 'key: value' entries"
+#: What to do, by pydantic error type: every refusal says how to fix it.
+_HINTS = {
+    "int_type": _NUMBER_HINT, "int_parsing": _NUMBER_HINT, "int_from_float": _NUMBER_HINT,
+    "float_type": "write a number, e.g. 0.5", "float_parsing": "write a number, e.g. 0.5",
+    "finite_number": "write a finite number (.nan and .inf are no setting's value)",
+    "string_type": "write text (quote it if YAML would read a number, date or true/false)",
+    "bool_type": "write true or false", "bool_parsing": "write true or false",
+    "dict_type": _MAPPING_HINT, "model_type": _MAPPING_HINT, "model_attributes_type": _MAPPING_HINT,
+    "list_type": "write a list, e.g. [a, b]",
+    "literal_error": "use one of those values",
+    "greater_than": _RANGE_HINT, "greater_than_equal": _RANGE_HINT,
+    "less_than": _RANGE_HINT, "less_than_equal": _RANGE_HINT,
+    "string_pattern_mismatch": "use only the characters the pattern allows",
+    "string_too_long": "shorten it", "string_too_short": "lengthen it",
+    "too_long": "shorten it", "too_short": "add entries",
+}
+_UNION_PREFIX = "\0union:"
+#: Union branches pydantic adds to a location (``benchmark.str``): not keys.
+_UNION_BRANCH = re.compile(r"^(str|int|float|bool|none|(list|dict|function-\w+|literal)\[.*\])$")
+
+
 def format_validation_error(error: ValidationError, source: str, model: type[BaseModel] | None = None) -> str:
-    """One line: the source, then each bad key and what is wrong with it (for an
-    unknown key, the keys allowed there: a user with only the wheel has no docs/)."""
-    lines = []
-    for problem in error.errors():
-        location = ".".join(str(part) for part in problem["loc"]) or "(top level)"
+    """One line: the source, then each bad key, what is wrong with it and what to
+    write instead (a key that may take several shapes is named once; for an unknown
+    key, the keys allowed there: a user with only the wheel has no docs/)."""
+    by_location: dict[str, list[str]] = {}
+    problems = error.errors()
+    for problem in problems[:_MAX_PROBLEMS_SHOWN]:
+        parts = [str(part) for part in problem["loc"]]
+        union = bool(parts) and _UNION_BRANCH.match(parts[-1]) is not None
+        if parts[-1:] == ["[key]"] or problem["msg"] == "Keys should be strings":
+            parts = parts[:-2] if parts[-1:] == ["[key]"] else parts[:-1]  # name the mapping, not the bad key
+        location = ".".join(part for part in parts if not _UNION_BRANCH.match(part)) or "(top level)"
         kind = problem["type"]
         message = problem["msg"]
-        if kind == "extra_forbidden":
+        if problem["loc"][-1:] == ("[key]",) or message == "Keys should be strings":
+            message = (
+                f"the key {problem.get('input')!r} is not text (YAML reads yes/no/on/off as true/false, "
+                "~ as null and digits as a number); quote it"
+            )
+        elif kind == "extra_forbidden":
             allowed = _keys_at(model, problem["loc"][:-1])
             message = "unknown key; " + (
                 f"the keys here are: {', '.join(allowed)}" if allowed else "check the spelling against docs/configuration.md"
             )
         elif kind == "missing":
-            message = "required key is missing"
-        elif kind.endswith("_type") and isinstance(problem.get("input"), bool):
-            message = f"{message} (true/false is not a number here; write the number)"
+            message = "required key is missing; add it (see docs/configuration.md)"
         elif kind == "value_error":
             message = message.removeprefix("Value error, ")
-        lines.append(f"key '{location}': {message}")
+        elif union:
+            message = _UNION_PREFIX + message.removeprefix("Input should be ")
+        else:
+            message = re.sub(r" or instance of \w+$", "", message)
+            if kind in ("int_type", "float_type") and isinstance(problem.get("input"), bool):
+                message = f"{message} (true/false is not a number here; write the number)"
+            elif kind in _HINTS:
+                message = f"{message}; {_HINTS[kind]}"
+            elif ";" not in message:
+                message = f"{message}; see docs/configuration.md for this key"
+        by_location.setdefault(location, []).append(message)
+    lines: list[str] = []
+    for location, messages in by_location.items():
+        shapes = [m.removeprefix(_UNION_PREFIX) for m in messages if m.startswith(_UNION_PREFIX)]
+        if shapes and (len(shapes) < len(messages) or any(other.startswith(f"{location}.") for other in by_location)):
+            shapes = []  # a shape matched and failed deeper down: that error is the one to fix
+            messages = [m for m in messages if not m.startswith(_UNION_PREFIX)]
+        if shapes:
+            hint = (
+                "name a config file or write an inline mapping"
+                if shapes == ["a valid string", "a valid dictionary"] else "see docs/configuration.md for this key"
+            )
+            messages = [m for m in messages if not m.startswith(_UNION_PREFIX)]
+            messages.append(f"expected {' or '.join(shapes)}; {hint}")
+        lines.extend(
+            message if location == "(top level)" and message.startswith("key '") else f"key '{location}': {message}"
+            for message in messages
+        )
+    if len(problems) > _MAX_PROBLEMS_SHOWN:
+        lines.append(f"and {len(problems) - _MAX_PROBLEMS_SHOWN:,} more problem(s): fix these first")
     return f"{source}: " + "; ".join(lines)
+
+
+#: A config with 30,000 unknown keys gets a readable line, not a 2 MB one.
+_MAX_PROBLEMS_SHOWN = 10
 
 
 def _resolve_part(
@@ -546,7 +782,7 @@ def _resolve_part(
             return read_yaml_mapping(shipped), str(shipped)
         raise ConfigError(
             f"{run_path}: key '{key}' must name a .yaml/.yml file, a built-in {key} config "
-            f"({', '.join(builtin_part_names(key))}) or be an inline mapping, got {value!r}",
+            f"({', '.join(builtin_part_names(key))}) or be an inline mapping, got {value!r}; write one of those",
             source=str(run_path), key=key,
         )
     path = resolve_path(reference if reference.is_absolute() else (base_dir / reference))
@@ -557,7 +793,7 @@ def _resolve_part(
             f"{run_path}: key '{key}' names {value!r}, but {path} {problem}{hint}",
             source=str(run_path), key=key,
         )
-    return read_yaml_mapping(path), str(path)
+    return read_yaml_mapping(path, empty=f"the {key} config"), str(path)
 
 
 def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig:
@@ -566,7 +802,11 @@ def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig
     from .settings import apply_settings, parse_settings
 
     parsed = parse_settings(settings)
-    suffix = f" (with --evomemory-set {' '.join(settings)})" if settings else ""
+    shown = [
+        f"{text.partition('=')[0]}=***" if _looks_like_a_secret(text.partition("=")[2].strip()) else text
+        for text in settings
+    ]
+    suffix = f" (with --evomemory-set {' '.join(shown)})" if settings else ""
     run_path = resolve_path(Path(path).expanduser())
     raw = read_yaml_mapping(run_path)
     raw.update({s.part: s.value for s in parsed if len(s.path) == 1})

@@ -28,7 +28,7 @@ def load_factory(reference: str, what: str) -> Callable[..., Any]:
             f"{what} factory {reference!r}: cannot import module {module_name!r} ({error}); "
             "is it installed or on sys.path (e.g. in your repository's root)?"
         ) from None
-    except Exception as error:  # the user's module raised while being imported
+    except (Exception, SystemExit) as error:  # the user's module raised (or exited) while being imported
         raise ConfigError(
             f"{what} factory {reference!r}: importing {module_name!r} raised "
             f"{type(error).__name__}: {_flat(error)}{user_frames(error)}; fix the module"
@@ -36,9 +36,26 @@ def load_factory(reference: str, what: str) -> Callable[..., Any]:
     factory = getattr(module, attribute, None)
     if factory is None or not callable(factory):
         raise ConfigError(
-            f"{what} factory {reference!r}: module {module_name!r} has no callable {attribute!r}"
+            f"{what} factory {reference!r}: module {module_name!r} has no callable {attribute!r}; "
+            "name a function or class defined in that module"
         )
     return factory  # type: ignore[no-any-return]
+
+
+def check_signature(factory: Callable[..., Any], parameters: tuple[str, ...], what: str) -> None:
+    """Refuse, before any task, a factory that cannot be called with ``parameters``
+    (positionally): otherwise every stream fails at its start, after the run began."""
+    try:
+        signature = inspect.signature(factory)
+    except (TypeError, ValueError):  # no signature available (a builtin): it is called as is
+        return
+    try:
+        signature.bind(*parameters)
+    except TypeError as error:
+        raise ConfigError(
+            f"{what}: its signature {signature} cannot take ({', '.join(parameters)}) ({_flat(error)}); "
+            f"change it to accept {len(parameters)} positional argument(s): {', '.join(parameters)}"
+        ) from None
 
 
 _PACKAGE_DIR = str(Path(__file__).resolve().parent)
@@ -77,7 +94,7 @@ def call_factory(factory: Callable[..., Any], args: tuple[Any, ...], what: str) 
         result = factory(*args)
     except EvoMemoryError:
         raise  # already one clear line (a backend that could not open, a bad config)
-    except Exception as error:
+    except (Exception, SystemExit) as error:
         raise ConfigError(
             f"{what} factory {name} raised {type(error).__name__}: {_flat(error)}{user_frames(error)}; fix the factory"
         ) from None

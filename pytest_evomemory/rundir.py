@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -92,6 +93,13 @@ def package_versions() -> dict[str, str | None]:
 # --------------------------------------------------------------------------- names
 
 
+#: Control characters (C0, DEL, C1) and the Unicode line/paragraph separators: in a
+#: directory name they break the one-line messages and reports that quote it.
+_NAME_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+#: The longest file name most file systems take (NAME_MAX).
+_MAX_NAME_BYTES = 255
+
+
 def check_run_name(name: str) -> str:
     """A run name is one path component inside the output root, nothing else."""
     problem = None
@@ -99,6 +107,10 @@ def check_run_name(name: str) -> str:
         problem = "is empty"
     elif "\0" in name:
         problem = "contains a NUL character"
+    elif _NAME_CONTROL.search(name):
+        problem = "contains a control character (a line break, tab or escape) or an unpaired surrogate"
+    elif len(name.encode("utf-8")) > _MAX_NAME_BYTES:
+        problem = f"is {len(name.encode('utf-8'))} bytes long, over the file system's limit of {_MAX_NAME_BYTES}"
     elif "/" in name or "\\" in name or os.sep in name or (os.altsep and os.altsep in name):
         problem = "contains a path separator"
     elif name in (".", ".."):
@@ -123,12 +135,29 @@ def check_output_dir(path: Path) -> Path:
     text = str(path)
     if "\0" in text:
         raise RunDirError(f"output directory {text!r} contains a NUL character; give a plain directory path")
+    if _NAME_CONTROL.search(text):
+        raise RunDirError(
+            f"output directory {text!r} contains a control character (a line break, tab or escape) "
+            "or an unpaired surrogate; give a plain directory path"
+        )
     try:
         resolved = path.resolve()
     except (OSError, RuntimeError) as error:
         raise RunDirError(f"output directory {text}: cannot resolve it ({error}); give another directory") from None
+    too_long = next((part for part in resolved.parts if len(part.encode("utf-8", "surrogatepass")) > _MAX_NAME_BYTES), None)
+    if too_long is not None:
+        raise RunDirError(
+            f"output directory {text[:80]!r}...: a name in it is {len(too_long.encode('utf-8', 'surrogatepass'))} "
+            f"bytes long, over the file system's limit of {_MAX_NAME_BYTES}; give a shorter directory"
+        )
     for parent in (resolved, *resolved.parents):
-        if not parent.exists():
+        try:
+            exists = parent.exists()
+        except OSError as error:  # a path too long for the system, an I/O error
+            raise RunDirError(
+                f"output directory {text[:200]!r}: cannot be checked ({error.strerror or error}); give another directory"
+            ) from None
+        if not exists:
             continue
         if not parent.is_dir():
             raise RunDirError(
@@ -174,6 +203,11 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         text = path.read_bytes().decode("utf-8", errors="surrogateescape")
     except FileNotFoundError:
         return []
+    except OSError as error:  # a directory, a link loop, no permission: not a torn line
+        from .validation import path_problem
+
+        problem = path_problem(path) or f"cannot be read ({error.strerror or error})"
+        raise RunDirError(f"{path} {problem}; it is not a run's record file: remove it, or give another run directory") from None
     records = []
     for line in text.split("\n"):
         if not line.strip():
@@ -502,6 +536,13 @@ def read_run_document(run_dir: Path, purpose: str = "--evomemory-resume") -> dic
             f"{purpose} {run_dir}: no readable {RUN_DOCUMENT} there; pass the output directory "
             "of the interrupted run (and, if its run config moved, pass --evomemory-config as well)"
         )
+    version = document.get("schema_version", SCHEMA_VERSION)
+    if not isinstance(version, int) or isinstance(version, bool) or version > SCHEMA_VERSION:
+        # A newer plugin's records may mean something else: continuing would mix them.
+        raise RunDirError(
+            f"{purpose} {run_dir}: {run_dir / RUN_DOCUMENT} has schema version {version!r}, which this "
+            f"pytest-evomemory (schema {SCHEMA_VERSION}) cannot continue; upgrade pytest-evomemory, or start a new run"
+        )
     return document
 
 
@@ -512,9 +553,11 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream]) -> ResumeState:
     a score and either a feedback response, a failed feedback turn or a skipped one.
     """
     document = read_run_document(run_dir)
-    responses = read_jsonl(run_dir / RESPONSES)
-    scores = read_jsonl(run_dir / SCORES)
-    events = read_jsonl(run_dir / EVENTS)
+    # A record edited or damaged by hand (a task id that is a list, a failure that is
+    # a string) is treated like a torn line: its task simply runs again.
+    responses = [r for r in read_jsonl(run_dir / RESPONSES) if _names_a_task(r)]
+    scores = [s for s in read_jsonl(run_dir / SCORES) if _names_a_task(s)]
+    events = [e for e in read_jsonl(run_dir / EVENTS) if _names_a_task(_event_task(e))]
     state = ResumeState(document=document)
     for stream in streams:
         position_of = {sample.task_id: sample.position for sample in stream.samples}
@@ -523,9 +566,9 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream]) -> ResumeState:
             r["task_id"] for r in responses if r.get("stream") == stream.name and r.get("kind") == "feedback"
         }
         ended = {
-            (e.get("failure") or e.get("skipped") or {}).get("task_id")
+            _event_task(e).get("task_id")
             for e in events
-            if (e.get("failure") or e.get("skipped") or {}).get("stream") == stream.name
+            if _event_task(e).get("stream") == stream.name
         }
         done = 0
         for sample in stream.samples:
@@ -541,7 +584,16 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream]) -> ResumeState:
         state.scores += [scored[task_id] for task_id in sorted(kept_ids, key=position_of.__getitem__)]
         state.events += [
             e for e in events
-            if (e.get("failure") or e.get("skipped") or {}).get("stream") == stream.name
-            and (e.get("failure") or e.get("skipped") or {}).get("task_id") in kept_ids
+            if _event_task(e).get("stream") == stream.name and _event_task(e).get("task_id") in kept_ids
         ]
     return state
+
+
+def _names_a_task(record: Mapping[str, Any]) -> bool:
+    return isinstance(record.get("stream"), str) and isinstance(record.get("task_id"), str)
+
+
+def _event_task(event: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The task an event ended (a failure or a skip), or an empty mapping."""
+    task = event.get("failure") or event.get("skipped")
+    return task if isinstance(task, Mapping) else {}

@@ -40,17 +40,26 @@ def parse_setting(text: str) -> Setting:
     key, sep, raw = text.partition("=")
     path = tuple(key.strip().split("."))
     if not sep or not all(path):
-        raise ConfigError(f"--evomemory-set {text!r}: expected KEY=VALUE with a dotted KEY, e.g. agent.model.model=gpt-4o-mini")
+        raise ConfigError(f"--evomemory-set {_shown(text)}: expected KEY=VALUE with a dotted KEY, e.g. agent.model.model=gpt-4o-mini")
     if path[0] not in (*PARTS, *RUN_KEYS) or (path[0] in RUN_KEYS and len(path) > 1):
         raise ConfigError(
-            f"--evomemory-set {text!r}: unknown key {key.strip()!r}; a key starts with one of "
+            f"--evomemory-set {_shown(text)}: unknown key {key.strip()!r}; a key starts with one of "
             f"{', '.join(PARTS)} (then the part's keys) or is one of {', '.join(RUN_KEYS)}"
         )
+    from .config import parse_yaml  # the same strict YAML rules as a config file
+
     try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
+        value = parse_yaml(raw) if raw.strip() else ""
     except yaml.YAMLError:
         value = raw  # not YAML: the plain string, as a shell user would expect
+    except ConfigError as error:
+        raise ConfigError(f"--evomemory-set {_shown(text)}: {error}", key=".".join(path)) from None
     return Setting(text, path, value)
+
+
+def _shown(text: str) -> str:
+    """The setting as quoted in an error: long values cut, so the error stays one line."""
+    return repr(text if len(text) <= 120 else text[:100] + "...")
 
 
 def parse_settings(texts: Sequence[str]) -> list[Setting]:
@@ -70,7 +79,7 @@ def apply_settings(data: Mapping[str, Any], settings: Sequence[Setting], part: s
                 child = target[key] = {}
             if not isinstance(child, dict):
                 where = ".".join(setting.path[: index + 1])
-                raise ConfigError(f"--evomemory-set {setting.text!r}: {where!r} is not a mapping, so it has no keys")
+                raise ConfigError(f"--evomemory-set {_shown(setting.text)}: {where!r} is not a mapping, so it has no keys")
             target = child
         target[setting.path[-1]] = setting.value
     return result

@@ -82,12 +82,29 @@ def resolve_path(path: Path) -> Path:
         return Path(os.path.abspath(path))
 
 
+_UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def not_utf8(raw: bytes, error: UnicodeDecodeError) -> str:
+    """Why ``raw`` is no UTF-8 text and what to do, naming UTF-16 (what Windows
+    editors and PowerShell's ``>`` write) when it is that."""
+    if raw.startswith(_UTF16_BOMS) or (len(raw) > 1 and (raw[1:2] == b"\0" or raw[:1] == b"\0")):
+        return "this is UTF-16 text, not UTF-8; save the file as UTF-8 (e.g. iconv -f UTF-16 -t UTF-8)"
+    return f"not UTF-8 text (byte {error.start}); save the file as UTF-8"
+
+
 def max_record_bytes() -> int:
     """The per-record size limit: ``$EVOMEMORY_MAX_RECORD_BYTES`` or the default."""
     raw = os.environ.get(MAX_RECORD_BYTES_ENV, "").strip()
-    if raw.isdigit() and int(raw) > 0:
+    if not raw:
+        return DEFAULT_MAX_RECORD_BYTES
+    if raw.isascii() and raw.isdigit() and len(raw) <= 18 and int(raw) > 0:
         return int(raw)
-    return DEFAULT_MAX_RECORD_BYTES
+    # Ignoring it would refuse a big record while the user believes the limit was raised.
+    raise DataError(
+        f"the environment variable {MAX_RECORD_BYTES_ENV}={raw[:40]!r} is not a whole number of bytes "
+        f"above 0; write e.g. {MAX_RECORD_BYTES_ENV}={2 * DEFAULT_MAX_RECORD_BYTES}, or unset it"
+    )
 
 
 def decode_json_line(raw: bytes, where: str, *, first_line: bool = False) -> Any:
@@ -111,7 +128,7 @@ def decode_json_line(raw: bytes, where: str, *, first_line: bool = False) -> Any
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise DataError(f"{where}: not UTF-8 text (byte {error.start}); save the file as UTF-8") from None
+        raise DataError(f"{where}: {not_utf8(raw, error)}") from None
     depth = nesting_depth(text)
     if depth > MAX_NESTING_DEPTH:
         raise DataError(f"{where}: nested {depth} levels deep (limit {MAX_NESTING_DEPTH}); flatten the record")
@@ -120,6 +137,11 @@ def decode_json_line(raw: bytes, where: str, *, first_line: bool = False) -> Any
             text, parse_int=_bounded_int, parse_constant=_no_constant, object_pairs_hook=_unique_keys
         )
     except json.JSONDecodeError as error:
+        if first_line and text.strip() in ("[", "{"):
+            raise DataError(
+                f"{where}: this is a pretty-printed JSON document, not JSON lines; write one object per "
+                f"line (e.g. {JQ_HINT})"
+            ) from None
         raise DataError(f"{where}: invalid JSON ({error.msg} at column {error.colno}); fix or remove the line") from None
     except ValueError as error:
         raise DataError(f"{where}: {error}") from None
@@ -132,6 +154,9 @@ def decode_json_line(raw: bytes, where: str, *, first_line: bool = False) -> Any
         )
     return record
 
+
+#: How to turn a JSON array file into JSON lines.
+JQ_HINT = "jq -c '.[]' tasks.json > tasks.jsonl"
 
 _SURROGATE_ESCAPE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}")
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -203,6 +228,31 @@ def _binary_kind(raw: bytes) -> str | None:
     return None
 
 
+#: A task id names a test item (``evomemory::test_task[stream/id]``), a JUnit case,
+#: a ``-k`` selection and a row of every report: it must stay short and printable.
+MAX_TASK_ID_CHARS = 200
+#: Control characters, unpaired surrogates, line/paragraph separators and the
+#: bidirectional overrides that make text display as something else.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def check_task_id(task_id: str, where: str) -> None:
+    """Refuse a task id that is blank, huge or holds characters no id should."""
+    shown = task_id if len(task_id) <= 60 else task_id[:50] + "..."
+    problem = None
+    if not task_id.strip():
+        problem = "is blank"
+    elif len(task_id) > MAX_TASK_ID_CHARS:
+        problem = f"is {len(task_id):,} characters long (limit {MAX_TASK_ID_CHARS})"
+    elif _UNPRINTABLE.search(task_id):
+        problem = "holds a control, line-break or text-direction character"
+    if problem:
+        raise DataError(
+            f"{where}: task id {shown!r} {problem}; it names the test item and every report row, "
+            "so give a short id of printable characters (e.g. 't1')"
+        )
+
+
 def check_sample(sample: BenchmarkSample, where: str, *, empty_options: bool = False) -> None:
     """Refuse a task that could never be scored meaningfully.
 
@@ -216,6 +266,7 @@ def check_sample(sample: BenchmarkSample, where: str, *, empty_options: bool = F
     """
     from .evaluation.choice import DEFAULT_OPTION_COUNT, _target_letter
 
+    check_task_id(sample.task_id, where)
     if not sample.prompt.strip():
         raise DataError(f"{where}: task {sample.task_id!r}: the prompt is empty; write the question")
     choices = sample.choices

@@ -20,7 +20,7 @@ from typing import IO, Any
 
 import numpy as np
 
-from ..config import MemoryConfig
+from ..config import MemoryConfig, sqlite_path_problem
 from ..errors import MemoryBackendError
 from ..tools import Tool
 from ..types import MemoryHit
@@ -65,17 +65,10 @@ def stream_database_path(config: MemoryConfig, context: MemoryContext) -> Path:
     template = config.sqlite.path
     if template is None:
         return context.run_dir / "memory" / f"{stream}.sqlite3"
-    if "{stream}" not in template:
-        raise MemoryBackendError(
-            f"sqlite.path {template!r} must contain '{{stream}}': every stream needs its own "
-            "file, or one stream's records would be recalled in another"
-        )
-    try:
-        filled = template.format(stream=stream, run_name=_UNSAFE_FILENAME.sub("_", context.run_name))
-    except (KeyError, IndexError, ValueError) as error:
-        raise MemoryBackendError(
-            f"sqlite.path {template!r}: only {{stream}} and {{run_name}} may be used ({error})"
-        ) from None
+    problem = sqlite_path_problem(template)
+    if problem:
+        raise MemoryBackendError(f"sqlite.path {problem}")
+    filled = template.format(stream=stream, run_name=_UNSAFE_FILENAME.sub("_", context.run_name))
     path = Path(filled).expanduser()
     return path if path.is_absolute() else context.run_dir / path
 

@@ -101,18 +101,21 @@ def _read_entry(path: Path) -> ChatCompletion | None:
         data = json.loads(path.read_text(encoding="utf-8"))
         if data.get("format") != CACHE_FORMAT:
             return None
+        content, finish_reason = data.get("content"), data.get("finish_reason")
+        if not isinstance(content, str | None) or not isinstance(finish_reason, str | None):
+            return None  # edited or damaged: replaying it would hand the agent a non-text reply
         usage = data.get("usage") or {}
         return ChatCompletion(
-            content=data.get("content"),
+            content=content,
             tool_calls=tuple(
                 ModelToolCall(str(call["id"]), str(call["name"]), str(call["arguments"]))
                 for call in data.get("tool_calls", [])
             ),
             usage=Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
-            finish_reason=data.get("finish_reason"),
+            finish_reason=finish_reason,
             cached=True,
         )
-    except (OSError, ValueError, TypeError, KeyError, AttributeError):
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return None
 
 

@@ -59,7 +59,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="where the run's artefacts go (default: evomemory-results/<run name>)",
     )
     group.addoption(
-        "--evomemory-limit", metavar="N", type=int, default=None,
+        "--evomemory-limit", metavar="N", type=_raw, default=None,
         help="run only the first N tasks of each stream (overrides the benchmark config)",
     )
     group.addoption(
@@ -83,7 +83,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "tasks are not run again and each stream's memory is restored",
     )
     group.addoption(
-        "--evomemory-max-errors", metavar="N", type=int, default=None,
+        "--evomemory-max-errors", metavar="N", type=_raw, default=None,
         help="stop the session after N failed episodes (default: never)",
     )
     group.addoption(
@@ -203,21 +203,75 @@ def _resume_config_path(config: pytest.Config, resume_dir: Path) -> str:
             "pass --evomemory-config as well"
         ) from None
     overrides = document["run"].get("overrides") or []
+    if not isinstance(overrides, list) or not all(isinstance(item, str) for item in overrides):
+        raise pytest.UsageError(
+            f"evomemory: --evomemory-resume {resume_dir}: its run.json key 'run.overrides' is not a list of "
+            "KEY=VALUE strings (the file was edited or damaged); fix it, or give --evomemory-set yourself"
+        )
     if overrides and not config.getoption("evomemory_set"):
-        config.option.evomemory_set = [str(item) for item in overrides]
+        config.option.evomemory_set = list(overrides)
     _reapply_recorded_selection(config, [document])
     return path
 
 
+#: Options whose value is a path, a name or a threshold: an empty one (``--evomemory-resume=``,
+#: a shell variable that was never set) would silently mean "not given".
+_VALUED_OPTIONS = (
+    "evomemory_config", "evomemory_set", "evomemory_output_dir", "evomemory_stream",
+    "evomemory_min_accuracy", "evomemory_min_gain", "evomemory_resume", "evomemory_compare",
+)
+
+
+def _raw(value: str) -> str:
+    """An option's text as given: :func:`_count_options` checks it, so that a bad
+    value is one line naming the option and what to write (argparse's own error
+    is a usage block)."""
+    return value
+
+
+#: Options that count something: a whole number, at least 1.
+_COUNT_OPTIONS = {"evomemory_limit": "tasks per stream", "evomemory_max_errors": "failed episodes"}
+
+
+def _count_options(config: pytest.Config) -> None:
+    for name, what in _COUNT_OPTIONS.items():
+        value = config.getoption(name)
+        if value is None or isinstance(value, int):
+            continue
+        text = str(value).strip()
+        count = int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else 0
+        if count < 1:
+            raise pytest.UsageError(
+                f"evomemory: --{name.replace('_', '-')} must be at least 1 (a whole number of {what}), "
+                f"got {str(value)[:40]!r}; write e.g. --{name.replace('_', '-')}=5"
+            )
+        setattr(config.option, name, count)
+
+
+def _refuse_blank_options(config: pytest.Config) -> None:
+    for name in _VALUED_OPTIONS:
+        value = config.getoption(name)
+        values = value if isinstance(value, list) else [value]
+        if any(item is not None and not str(item).strip() for item in values):
+            raise pytest.UsageError(
+                f"evomemory: --{name.replace('_', '-')} is given an empty value; give one "
+                "(an unset shell variable?), or leave the option out"
+            )
+
+
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line("markers", "evomemory: a task of an Evo-Memory benchmark stream")
+    _refuse_blank_options(config)
+    _count_options(config)
     resume = config.getoption("evomemory_resume")
     try:
         paths = _config_paths(config, resume)
     except pytest.UsageError:
         raise
     except Exception as error:  # ConfigError from the run directory: one line, exit 4
-        raise pytest.UsageError(f"evomemory: {error}") from None
+        from ..redaction import redact
+
+        raise pytest.UsageError(redact(f"evomemory: {error}")) from None
     if paths is None:
         if config.getoption("evomemory_min_gain"):
             raise pytest.UsageError(

@@ -16,6 +16,7 @@ records on its reports), shows
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -195,7 +196,10 @@ def _interval(config: pytest.Config) -> float:
     try:
         value = float(raw) if raw not in (None, "") else DEFAULT_INTERVAL
     except (TypeError, ValueError):
+        value = math.nan
+    if not 0.0 <= value < math.inf:
         raise pytest.UsageError(
-            f"evomemory: ini option evomemory_progress_interval must be a number of seconds, got {raw!r}"
-        ) from None
-    return max(value, 0.0)
+            f"evomemory: ini option evomemory_progress_interval must be a number of seconds (0 or more), "
+            f"got {raw!r}; write e.g. evomemory_progress_interval = 10"
+        )
+    return value

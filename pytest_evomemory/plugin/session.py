@@ -56,7 +56,13 @@ def activate(config: pytest.Config, paths: list[str], resume: str | None) -> Non
             check_arm_names(run_configs)
         session = EvoMemorySession(config, run_configs, _run_dirs(config, run_configs, resume))
     except EvoMemoryError as error:
-        raise pytest.UsageError(f"evomemory: {_describe(error)}") from None
+        raise pytest.UsageError(redact(f"evomemory: {_describe(error)}")) from None  # a refusal may quote a value
+    except OSError as error:  # a path the system refuses (too long, I/O error) in an option or a config
+        where = str(error.filename)[:200] if error.filename else "a path of the run"
+        raise pytest.UsageError(redact(
+            f"evomemory: {where!r}: {error.strerror or error}; check the paths given in the options "
+            "and the run config (output directory, --evomemory-compare, --evomemory-resume)"
+        )) from None
     config.stash[SESSION_KEY] = session
     config.pluginmanager.register(session, PLUGIN_NAME)
     _add_benchmark_module_to_args(config)

@@ -24,7 +24,7 @@ from ..config import AgentConfig, MemoryConfig, RunConfig
 from ..errors import ConfigError, DataError, EvoMemoryError
 from ..evaluation import scorer_identity
 from ..evaluation.evomemory import EvoMemoryEvaluator
-from ..factories import call_factory, load_factory
+from ..factories import call_factory, check_signature, load_factory
 from ..identity import component, model_identity
 from ..memory.base import MemorySystem
 from ..memory.factory import MemoryContext, build_memory, open_with_timeout
@@ -196,9 +196,13 @@ def _check_factory_references(config: RunConfig) -> None:
     """Import ``module:factory`` agents and backends now, so a typo stops the run
     before any task instead of failing every task of every stream."""
     if ":" in config.agent.kind:
-        load_factory(config.agent.kind, f"{config.sources.get('agent', 'agent config')}: key 'kind': agent")
+        where = f"{config.sources.get('agent', 'agent config')}: key 'kind': agent"
+        check_signature(load_factory(config.agent.kind, where), ("agent_config", "memory"),
+                        f"{where} factory {config.agent.kind!r}")
     if ":" in config.memory.backend:
-        load_factory(config.memory.backend, f"{config.sources.get('memory', 'memory config')}: key 'backend': memory")
+        where = f"{config.sources.get('memory', 'memory config')}: key 'backend': memory"
+        check_signature(load_factory(config.memory.backend, where), ("memory_config", "context"),
+                        f"{where} factory {config.memory.backend!r}")
 
 
 def evaluate_thresholds(
@@ -402,13 +406,23 @@ def parse_min_accuracy(values: Sequence[str], streams: Sequence[str]) -> tuple[f
     overall: float | None = None
     per_stream: dict[str, float] = {}
     for value in values:
-        name, _, number = value.rpartition("=")
+        name, equals, number = value.rpartition("=")
+        if equals and not name.strip():
+            raise ConfigError(
+                f"--evomemory-min-accuracy {value!r}: no stream name before '='; "
+                "write STREAM=FRACTION, or FRACTION alone for the overall accuracy"
+            )
+        if (overall is not None and not name) or name in per_stream:
+            raise ConfigError(
+                f"--evomemory-min-accuracy {value!r}: a threshold for {name or 'the overall accuracy'} "
+                "is given twice (only one would count); give it once"
+            )
         try:
             fraction = float(number)
         except ValueError:
             raise ConfigError(f"--evomemory-min-accuracy {value!r}: expected [STREAM=]FRACTION such as 0.5") from None
         if not 0.0 <= fraction <= 1.0:
-            raise ConfigError(f"--evomemory-min-accuracy {value!r}: the fraction must be between 0 and 1")
+            raise ConfigError(f"--evomemory-min-accuracy {value!r}: the fraction must be between 0 and 1; write e.g. 0.8 for 80%")
         if not name:
             overall = fraction
         elif name not in streams:

@@ -62,12 +62,14 @@ def _check_match_modes(streams: list[Stream]) -> None:
     from ..evaluation import MATCH_MODES
 
     for stream in streams:
-        for mode in sorted({sample.match_mode for sample in stream.samples}):
-            if mode not in MATCH_MODES:
+        for sample in stream.samples:
+            if sample.match_mode not in MATCH_MODES:
+                where = stream.provenance.get("file") if stream.match_mode == sample.match_mode else None
+                task = "" if stream.match_mode == sample.match_mode else f" (task {sample.task_id!r} sets it)"
                 raise ConfigError(
-                    f"stream {stream.name!r} uses unknown match mode {mode!r}; known modes: "
-                    f"{', '.join(sorted(MATCH_MODES))} (register your own with "
-                    "pytest_evomemory.register_match_mode)"
+                    f"stream {stream.name!r}{f' ({where})' if where else ''} uses unknown match mode "
+                    f"{sample.match_mode!r}{task}; known modes: {', '.join(sorted(MATCH_MODES))}; use one of "
+                    "them, or register your own with pytest_evomemory.register_match_mode"
                 )
 
 

@@ -61,7 +61,7 @@ def select_streams(config: BenchmarkConfig, available: Sequence[str], source: st
     if unknown:
         raise ConfigError(
             f"{source}: key 'streams': unknown stream(s) {', '.join(map(repr, unknown))} for "
-            f"benchmark {config.benchmark!r}; available: {', '.join(available)}"
+            f"benchmark {config.benchmark!r}; available: {', '.join(available)}; use one of those names"
         )
     return [name for name in available if name in config.streams]
 

@@ -17,7 +17,7 @@ from typing import Any
 from ..config import BenchmarkConfig
 from ..errors import ConfigError, DataError
 from ..types import BenchmarkSample
-from ..validation import check_sample, decode_json_line, path_problem, resolve_path
+from ..validation import JQ_HINT, check_sample, decode_json_line, path_problem, resolve_path
 from .base import Stream, apply_limit
 
 MAX_STREAM_FILE_BYTES = 512 * 1024 * 1024
@@ -48,11 +48,14 @@ def read_jsonl_stream(
             sample = _to_sample(record, name, len(samples), match_mode, where)
             check_sample(sample, where)
             if sample.task_id in seen:
-                raise DataError(f"{where}: duplicate task id {sample.task_id!r}")
+                raise DataError(f"{where}: duplicate task id {sample.task_id!r}; give each task its own id")
             seen.add(sample.task_id)
             samples.append(sample)
     if not samples:
-        raise DataError(f"stream {name!r}: {path} holds no tasks")
+        raise DataError(
+            f"stream {name!r}: {path} holds no tasks; write one JSON object per line, "
+            'e.g. {"id": "t1", "prompt": "...", "target": "..."}'
+        )
     return Stream(
         name,
         apply_limit(samples, limit),
@@ -86,28 +89,36 @@ def local_provenance(path: Path, tasks: int) -> dict[str, Any]:
 
 
 def _to_sample(record: Any, stream: str, position: int, match_mode: str, where: str) -> BenchmarkSample:
+    if isinstance(record, list) and record and all(isinstance(item, dict) for item in record):
+        raise DataError(f"{where}: this line is a JSON array of objects; write one object per line (e.g. {JQ_HINT})")
     if not isinstance(record, dict):
-        raise DataError(f"{where}: expected a JSON object")
+        raise DataError(
+            f"{where}: expected a JSON object, got {_json_kind(record)}; write one "
+            '{"id": ..., "prompt": ..., "target": ...} object per line'
+        )
     unknown = set(record) - _ALLOWED_KEYS
     if unknown:
-        raise DataError(f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_ALLOWED_KEYS)}")
+        raise DataError(
+            f"{where}: unknown key(s) {sorted(unknown)}; allowed: {sorted(_ALLOWED_KEYS)}; "
+            "remove it or move it under 'metadata'"
+        )
     for key in ("id", "prompt", "target"):
         if key not in record:
-            raise DataError(f"{where}: required key {key!r} is missing")
+            raise DataError(f"{where}: required key {key!r} is missing; add it")
     task_id = record["id"]
     if not isinstance(task_id, str | int) or isinstance(task_id, bool) or str(task_id) == "":
-        raise DataError(f"{where}: 'id' must be a non-empty string or integer")
+        raise DataError(f"{where}: 'id' must be a non-empty string or integer; write e.g. \"id\": \"t1\"")
     if not isinstance(record["prompt"], str) or not isinstance(record["target"], str):
-        raise DataError(f"{where}: 'prompt' and 'target' must be strings")
+        raise DataError(f"{where}: 'prompt' and 'target' must be strings; write them in double quotes")
     choices = record.get("choices", [])
     if not isinstance(choices, list) or not all(isinstance(c, str) for c in choices):
-        raise DataError(f"{where}: 'choices' must be a list of strings")
+        raise DataError(f"{where}: 'choices' must be a list of strings; write e.g. \"choices\": [\"4\", \"5\"]")
     metadata = record.get("metadata", {})
     if not isinstance(metadata, dict):
-        raise DataError(f"{where}: 'metadata' must be an object")
+        raise DataError(f"{where}: 'metadata' must be an object; write e.g. \"metadata\": {{}}")
     mode = record.get("match_mode", match_mode)
     if not isinstance(mode, str):
-        raise DataError(f"{where}: 'match_mode' must be a string")
+        raise DataError(f"{where}: 'match_mode' must be a string; write e.g. \"match_mode\": \"exact\"")
     prompt = record["prompt"]
     if choices and "\nA. " not in prompt:
         prompt = render_choices(prompt, choices)
@@ -120,6 +131,15 @@ def _to_sample(record: Any, stream: str, position: int, match_mode: str, where: 
         match_mode=mode,
         choices=tuple(choices),
         metadata=metadata,
+    )
+
+
+def _json_kind(value: Any) -> str:
+    """How JSON would call ``value`` (a Python type name means nothing to a data author)."""
+    if value is None:
+        return "null"
+    return {bool: "true/false", str: "a string", list: "an array", int: "a number", float: "a number"}.get(
+        type(value), type(value).__name__
     )
 
 
@@ -138,7 +158,10 @@ class FilesBenchmark:
 
     def load(self, config: BenchmarkConfig, base_dir: Path, names: Sequence[str]) -> list[Stream]:
         if not config.files:
-            raise ConfigError("benchmark 'files' needs at least one entry under 'files'")
+            raise ConfigError(
+                "key 'files': benchmark 'files' needs at least one entry; add one, e.g. "
+                "files: [{name: mine, path: tasks.jsonl}]", key="files",
+            )
         entries = {entry.name: entry for entry in config.files}
         streams = []
         for name in names:
@@ -146,7 +169,8 @@ class FilesBenchmark:
             path = Path(entry.path)
             if path.suffix not in {".jsonl", ".json"}:
                 raise ConfigError(
-                    f"key 'files': stream {name!r} path {entry.path!r} must be a .jsonl file"
+                    f"key 'files': stream {name!r} path {entry.path!r} must be a .jsonl file; name a file of tasks, "
+                    "one JSON object per line"
                 )
             resolved = path if path.is_absolute() else base_dir / path
             streams.append(read_jsonl_stream(resolve_path(resolved), name, entry.match_mode, config.limit))

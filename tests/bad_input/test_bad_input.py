@@ -3,6 +3,7 @@ model call, with a message naming the file and the problem, and no traceback."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -80,6 +81,52 @@ EXPECTED = {
     "api_key_env_empty.yaml": "key 'model.api_key_env': '' is not an environment variable name",
     "model_base_url_ftp.yaml": "key 'model.base_url': 'ftp://x/v1' is not an http",
     "model_request_limit_zero.yaml": "key 'model.max_request_bytes'",
+    # names that reach a directory name, a report header and every one-line message
+    "run_name_newline.yaml": "key 'name': run name 'bad\\nname' contains a control character",
+    "run_name_escape_sequence.yaml": "contains a control character (a line break, tab or escape)",
+    "run_name_too_long.yaml": "is 300 bytes long, over the file system's limit of 255",
+    "run_name_lone_surrogate.yaml": "or an unpaired surrogate",
+    # a blank name, path or URL is never meant; a password never belongs in a URL
+    "model_name_empty.yaml": "key 'model.model': is empty; write a value",
+    "model_cache_dir_blank.yaml": "key 'model.cache_dir': is empty; write a value",
+    "output_dir_empty.yaml": "key 'output_dir': is empty; write a value",
+    "stream_file_path_empty.yaml": "key 'files.0.path': is empty; write a value",
+    "sqlite_path_empty.yaml": "key 'sqlite.path': is empty; write a value",
+    "postgres_password_env_bad.yaml": "key 'postgres.password_env': 'my password' is not an environment variable name",
+    "model_base_url_credentials.yaml": "key 'model.base_url': the URL holds a user name or password",
+    "model_base_url_space.yaml": "key 'model.base_url': 'http://exa mple.com/v1' is not an http",
+    # a value of the wrong shape says which shapes are allowed
+    "part_is_a_number.yaml": "key 'benchmark': expected a valid string or a valid dictionary; name a config file",
+    "options_is_a_list.yaml": "key 'options': Input should be a valid dictionary; write a mapping",
+    "mmlu_categories_string.yaml": "key 'mmlu_pro_categories': expected a valid list or 'all'",
+    "files_benchmark_without_files.yaml": "key 'files': benchmark 'files' needs at least one entry; add one",
+    # task ids name test items and report rows: short and printable
+    "stream_file_id_newline.yaml": "id_newline.jsonl, line 1: task id 't\\n1' holds a control, line-break or text-direction",
+    "stream_file_id_too_long.yaml": "is 5,000 characters long (limit 200)",
+    "stream_file_id_blank.yaml": "task id '   ' is blank; it names the test item",
+    "stream_file_id_bidi.yaml": "id_bidi.jsonl, line 1: task id 't1\\u202egnp.exe' holds a control",
+    # YAML tags build objects (or run code): never in a config
+    "yaml_python_tag.yaml": "could not determine a constructor for the tag 'tag:yaml.org,2002:python/object/apply:os.system'; YAML tags",
+    "yaml_custom_tag.yaml": "the tag '!include'; YAML tags (!!python/..., !name) are not allowed in a config file; write a plain value",
+    "config_is_a_number.yaml": "expected a mapping of keys to values, got a number; write 'key: value' lines",
+    "yaml_key_read_as_bool.yaml": "key 'thresholds.streams': the key True is not text (YAML reads yes/no/on/off as true/false",
+    "files_under_another_benchmark.yaml": "key 'files' is read only by benchmark files, not by 'sample'; remove it",
+    "data_dir_under_files_benchmark.yaml": "key 'data_dir' is read only by benchmark evomemory_single_turn, not by 'files'",
+    "model_max_tokens_huge.yaml": "key 'model.max_tokens': Input should be less than or equal to 10000000; write a value within",
+    "model_seed_huge.yaml": "key 'model.seed': Input should be less than 9223372036854775808",
+    # YAML 1.1 integer forms that silently mean another number
+    "yaml_octal_limit.yaml": "the number '010' at line 1 is not plain decimal",
+    "yaml_base60_integer.yaml": "the number '1:30' at line 3 is not plain decimal, and YAML would read it as octal",
+    "part_is_empty.yaml": "empty_part.yaml: the file is empty; write the benchmark config in it, or write {} to use every default",
+    "stream_name_dotdot.yaml": "key 'files.0.name': String should match pattern '^[A-Za-z0-9][A-Za-z0-9_.-]*$'",
+    "stream_file_task_match_mode.yaml": "stream 'mine' uses unknown match mode 'fuzzy' (task 't1' sets it); known modes: aime",
+    "config_utf16.yaml": "config_utf16.yaml: this is UTF-16 text, not UTF-8; save the file as UTF-8",
+    "stream_file_utf16.yaml": "utf16.jsonl, line 1: this is UTF-16 text, not UTF-8; save the file as UTF-8",
+    "sqlite_path_one_file_for_all_streams.yaml": "key 'sqlite.path': 'one.db' must contain '{stream}'",
+    "sqlite_path_unknown_placeholder.yaml": "only {stream} and {run_name} may be used ('user'); remove the others",
+    "stream_file_pretty_json.yaml": "pretty.json, line 1: this is a pretty-printed JSON document, not JSON lines; write one object per line (e.g. jq -c",
+    "stream_file_array_of_objects.yaml": "array_of_objects.jsonl, line 1: this line is a JSON array of objects; write one object per line",
+    "env_variable_not_expanded.yaml": "'${EVOMEMORY_MODEL}' at line 4: config files do not expand environment variables",
     # hints: say what to do
     "yaml_tab_indent.yaml": "indent with spaces, not tabs",
 }
@@ -90,11 +137,21 @@ def test_every_corpus_file_has_an_expectation() -> None:
     assert len(EXPECTED) >= 60
 
 
+#: A refusal says what to do: an instruction after the problem ("...; write ...").
+SAYS_WHAT_TO_DO = re.compile(
+    r"(; |, so |\(|: )(write|use|give|add|remove|check|fix|save|shorten|name|quote|export|point|decompress|"
+    r"convert|extract|keep|drop|indent|flatten|simplify|pass|rename|see|list|put|raise|set|upgrade|change|unset|"
+    r"the keys here are|is it installed)",
+    re.IGNORECASE,
+)
+
+
 def _assert_refused(pytester: pytest.Pytester, config: Path, expected: str) -> None:
     result = pytester.runpytest(f"--evomemory-config={config}")
     assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()
     error = result.stderr.str()
     assert expected in error
+    assert SAYS_WHAT_TO_DO.search(error), f"the refusal does not say what to do: {error}"
     assert len(error.strip().splitlines()) == 1, error  # one line, naming file and key
     assert "INTERNALERROR" not in error + result.stdout.str()
     assert config.name in error or config.parent.name in error or "data" in error

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_evomemory.errors import DataError
 from pytest_evomemory.testing.fixtures import ServerFactory
 
 from .conftest import KEY_VARIABLE, SECRET, tiny_run_config
@@ -121,8 +122,19 @@ def test_record_limit_can_be_raised(pytester: pytest.Pytester, monkeypatch: pyte
     assert max_record_bytes() == DEFAULT_MAX_RECORD_BYTES
     monkeypatch.setenv(MAX_RECORD_BYTES_ENV, "100")
     assert max_record_bytes() == 100
-    monkeypatch.setenv(MAX_RECORD_BYTES_ENV, "lots")
-    assert max_record_bytes() == DEFAULT_MAX_RECORD_BYTES
+    for garbage in ("lots", "0", "-5", "1e9"):
+        monkeypatch.setenv(MAX_RECORD_BYTES_ENV, garbage)
+        with pytest.raises(DataError, match=f"{MAX_RECORD_BYTES_ENV}='{garbage}' is not a whole number of bytes"):
+            max_record_bytes()
+
+
+def test_a_record_limit_that_is_no_number_is_refused_before_any_model_call(
+    pytester: pytest.Pytester, run_with_server: tuple[Path, list[object]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    run, requests = run_with_server
+    monkeypatch.setenv("EVOMEMORY_MAX_RECORD_BYTES", "8MB")
+    _refused(pytester, run, "EVOMEMORY_MAX_RECORD_BYTES='8MB' is not a whole number of bytes", "or unset it")
+    assert requests == []
 
 
 # --------------------------------------------------------------------------- byte-order marks

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_evomemory.config import MemoryConfig, SqliteOptions
 from pytest_evomemory.errors import MemoryBackendError
 from pytest_evomemory.memory import build_memory
 from pytest_evomemory.memory.factory import MemoryContext
@@ -54,8 +55,11 @@ def test_sqlite_path_template_fills_stream_and_run_name(tmp_path: Path) -> None:
 
 
 def test_sqlite_path_without_stream_placeholder_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(MemoryBackendError, match=r"must contain '\{stream\}'"):
-        build_memory(memory_config("sqlite", sqlite={"path": str(tmp_path / "one.db")}), context(tmp_path))
+    with pytest.raises(ValueError, match=r"must contain '\{stream\}'"):  # when the config is read
+        memory_config("sqlite", sqlite={"path": str(tmp_path / "one.db")})
+    unchecked = MemoryConfig.model_construct(backend="sqlite", sqlite=SqliteOptions.model_construct(path=str(tmp_path / "one.db")))
+    with pytest.raises(MemoryBackendError, match=r"must contain '\{stream\}'"):  # and by the backend itself
+        build_memory(unchecked, context(tmp_path))
 
 
 def test_sqlite_stale_file_from_an_earlier_run_is_replaced(tmp_path: Path) -> None:

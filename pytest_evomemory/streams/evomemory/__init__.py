@@ -10,6 +10,7 @@ run never starts with one of them missing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -60,9 +61,24 @@ class HubBenchmark:
         if failures:
             raise DataError(
                 f"all {len(self.streams)} {self.name} streams are required and "
-                f"{len(failures)} could not be loaded (data dir {data_dir}):\n  " + "\n  ".join(failures)
+                f"{len(failures)} could not be loaded (data dir {data_dir}): {_one_line(failures)}"
             )
         return streams
+
+
+def _one_line(failures: Sequence[str]) -> str:
+    """The streams' failures as one line (an error the user sees is one line): a
+    cause shared by every stream (an unwritable data directory, no network) once,
+    naming the streams; different causes one after another."""
+    prefix = re.compile(r"^stream '([^']*)': ")
+    causes: dict[str, list[str]] = {}
+    for failure in failures:
+        match = prefix.match(failure)
+        cause = " ".join((failure[match.end():] if match else failure).split())
+        causes.setdefault(cause, []).append(match.group(1) if match else "?")
+    return " | ".join(
+        f"stream{'s' if len(names) > 1 else ''} {', '.join(map(repr, names))}: {cause}" for cause, names in causes.items()
+    )
 
 
 #: ``benchmark: evomemory_single_turn``.
