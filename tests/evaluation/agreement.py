@@ -264,14 +264,24 @@ def toolbench_tally(items: list[corpus.CorpusItem]) -> tuple[Tally, list[corpus.
     return tally, undocumented, gorilla_credit / len(items)
 
 
-def all_tallies() -> dict[str, tuple[Tally, list[corpus.CorpusItem]]]:
-    tool, tool_undocumented, _ = toolbench_tally(corpus.toolbench_corpus())
+def tallies(
+    mmlu_pro: list[corpus.CorpusItem],
+    gpqa: list[corpus.CorpusItem],
+    aime: list[corpus.CorpusItem],
+    toolbench: list[corpus.CorpusItem],
+) -> dict[str, tuple[Tally, list[corpus.CorpusItem]]]:
+    """Each mode's tally and undocumented items, for any corpus (this one, the fuzz one)."""
+    tool, tool_undocumented, _ = toolbench_tally(toolbench)
     return {
-        "choice": choice_tally("choice", corpus.mmlu_pro_corpus()),
-        "gpqa": choice_tally("gpqa", corpus.gpqa_corpus()),
-        "aime": aime_tally(corpus.aime_corpus()),
+        "choice": choice_tally("choice", mmlu_pro),
+        "gpqa": choice_tally("gpqa", gpqa),
+        "aime": aime_tally(aime),
         "toolbench": (tool, tool_undocumented),
     }
+
+
+def all_tallies() -> dict[str, tuple[Tally, list[corpus.CorpusItem]]]:
+    return tallies(corpus.mmlu_pro_corpus(), corpus.gpqa_corpus(), corpus.aime_corpus(), corpus.toolbench_corpus())
 
 
 def main() -> None:  # pragma: no cover - prints the docs table

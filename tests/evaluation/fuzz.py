@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from collections.abc import Callable
 
 from pytest_evomemory.types import BenchmarkSample
 
@@ -385,17 +384,9 @@ def toolbench_fuzz(seed: int = 1919, size: int = 340) -> list[CorpusItem]:
 
 # ------------------------------------------------------------------------ report
 
-Tallier = Callable[[list[CorpusItem]], tuple[agreement.Tally, list[CorpusItem]]]
-
 
 def fuzz_tallies() -> dict[str, tuple[agreement.Tally, list[CorpusItem]]]:
-    tool, tool_undocumented, _ = agreement.toolbench_tally(toolbench_fuzz())
-    return {
-        "choice": agreement.choice_tally("choice", mmlu_pro_fuzz()),
-        "gpqa": agreement.choice_tally("gpqa", gpqa_fuzz()),
-        "aime": agreement.aime_tally(aime_fuzz()),
-        "toolbench": (tool, tool_undocumented),
-    }
+    return agreement.tallies(mmlu_pro_fuzz(), gpqa_fuzz(), aime_fuzz(), toolbench_fuzz())
 
 
 def main() -> None:  # pragma: no cover - a report for people
