@@ -303,6 +303,10 @@ class BaselineOptions(_Strict):
     fallback_answer: str = "unknown"
 
 
+#: The agents this package builds itself; any other kind is a ``module:factory``.
+BUILTIN_AGENT_KINDS = ("recall_baseline", "tiny")
+
+
 class AgentConfig(_Strict):
     """The agent under test and how it uses memory (it owns ``memory_strategy``)."""
 
@@ -326,7 +330,7 @@ class AgentConfig(_Strict):
     @field_validator("kind")
     @classmethod
     def _known_kind(cls, value: str) -> str:
-        return _check_kind(value, ("recall_baseline", "tiny"), "agent kind")
+        return _check_kind(value, BUILTIN_AGENT_KINDS, "agent kind")
 
 
 # --------------------------------------------------------------------------- memory
@@ -389,6 +393,15 @@ class PostgresOptions(_Strict):
         )
 
 
+#: The memory backends this package opens itself, each with the ``options`` keys it
+#: reads; any other backend is a ``module:factory``.
+BUILTIN_MEMORY_OPTIONS: dict[str, frozenset[str]] = {
+    "inprocess": frozenset(),
+    "sqlite": frozenset(),
+    "postgres": frozenset({"text_search_config"}),
+}
+
+
 class MemoryConfig(_Strict):
     """The memory system under test: backend and its settings (it owns ``top_k``)."""
 
@@ -407,7 +420,7 @@ class MemoryConfig(_Strict):
     @field_validator("backend")
     @classmethod
     def _known_backend(cls, value: str) -> str:
-        return _check_kind(value, ("inprocess", "sqlite", "postgres"), "memory backend")
+        return _check_kind(value, tuple(BUILTIN_MEMORY_OPTIONS), "memory backend")
 
 
 # --------------------------------------------------------------------------- run
@@ -845,4 +858,33 @@ def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig
         output_dir=run.output_dir,
         sources=sources,
         overrides=tuple(settings),
+    )
+
+
+def unread_agent_options(agent: AgentConfig) -> str | None:
+    """Why ``agent.options`` would go unread, or None.
+
+    A built-in agent reads no free-form option: a ``temperature`` there would be
+    silently ignored while the user believes it shapes what is measured. Only the
+    built-in factory decides this; a conftest factory may read any option.
+    """
+    if agent.kind not in BUILTIN_AGENT_KINDS or not agent.options:
+        return None
+    return (
+        f"agent.options {sorted(agent.options)} are read by no built-in agent (kind {agent.kind!r}); "
+        "remove them, or set what they mean with the agent's own keys (agent.system_prompt, "
+        "agent.max_steps, agent.model.temperature, ...), or name a module:factory agent that reads them"
+    )
+
+
+def unread_memory_options(memory: MemoryConfig) -> str | None:
+    """Why some of ``memory.options`` would go unread by a built-in backend, or None."""
+    read = BUILTIN_MEMORY_OPTIONS.get(memory.backend)
+    unread = sorted(set(memory.options) - read) if read is not None else []
+    if not unread:
+        return None
+    return (
+        f"memory.options {unread} are read by no built-in backend (backend {memory.backend!r} reads "
+        f"{sorted(read or ()) or 'none'}); remove them, or set what they mean with the memory's own keys "
+        "(memory.top_k, memory.sqlite, ...), or name a module:factory backend that reads them"
     )

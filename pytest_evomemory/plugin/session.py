@@ -32,6 +32,7 @@ from ..rundir import (
 )
 from ..runtime import BenchmarkRun, Episode, StreamRun, TaskOutcome
 from ..runtime.records import error_record, stream_error_record, stream_started_record
+from ..runtime.run import check_unread_options
 from ..types import BenchmarkSample
 from .arm import ARM_FIELD, Arm, check_arm_names, thresholds_for_arms
 from .items import task_of_nodeid
@@ -392,14 +393,26 @@ class EvoMemorySession:
 
     # ----- running
 
+    @pytest.hookimpl(trylast=True)  # after the fixture manager, which knows the conftest factories, starts
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.pytest_session = session
         if self.is_worker:
-            return
+            return  # the xdist controller has refused for its workers
+        self._refuse_unread_options(session)
         if self.config.pluginmanager.hasplugin("dsession"):
             # The xdist controller collects nothing: its start-up ends here.
             self.config.stash[STARTUP_HEAP].settle()
         self._catch_sigterm()
+
+    def _refuse_unread_options(self, session: pytest.Session) -> None:
+        """Options only a user's factory could read, given to the built-in agent or
+        memory, are refused before collection (they would be silently ignored)."""
+        builtin_agent, builtin_memory = _builtin_factories(session)
+        for arm in self.arms:
+            try:
+                check_unread_options(arm.run_config, builtin_agent=builtin_agent, builtin_memory=builtin_memory)
+            except ConfigError as error:
+                raise pytest.UsageError(redact(f"evomemory: {error}")) from None
 
     def _catch_sigterm(self) -> None:
         """A CI timeout sends SIGTERM: end the session as Ctrl-C does, so the summary
@@ -715,6 +728,24 @@ def fail_test(message: str) -> NoReturn:
     failure = pytest.fail.Exception(redact(message), pytrace=False)
     failure.__suppress_context__ = True
     raise failure
+
+
+#: Where the default factory fixtures live (plugin/__init__.py): a fixture of that
+#: name defined anywhere else is the user's own.
+_PLUGIN_MODULE = __name__.rpartition(".")[0]
+
+
+def _builtin_factories(session: pytest.Session) -> tuple[bool, bool]:
+    """Whether the agent and the memory are built by the plugin's own factory
+    fixtures, not by a conftest's (which may read any option). The benchmark's
+    items sit directly under the session, so the session's view is theirs."""
+    manager = getattr(session, "_fixturemanager", None)
+
+    def builtin(name: str) -> bool:
+        chain = manager.getfixturedefs(name, session) if manager is not None else None
+        return not chain or getattr(chain[-1].func, "__module__", None) == _PLUGIN_MODULE
+
+    return builtin("evomemory_agent_factory"), builtin("evomemory_memory_factory")
 
 
 def _key_of(item: pytest.Item) -> str | None:

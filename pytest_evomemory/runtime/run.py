@@ -20,7 +20,7 @@ from typing import Any
 
 from ..agents.base import Agent
 from ..agents.factory import build_agent
-from ..config import AgentConfig, MemoryConfig, RunConfig
+from ..config import AgentConfig, MemoryConfig, RunConfig, unread_agent_options, unread_memory_options
 from ..errors import ConfigError, DataError, EvoMemoryError
 from ..evaluation import scorer_identity
 from ..evaluation.evomemory import EvoMemoryEvaluator
@@ -190,6 +190,24 @@ def _factory_name(factory: Any, backend: str) -> str:
         return f"memory backend {backend!r}"
     module = getattr(factory, "__module__", None) or "?"
     return f"memory factory {module}:{getattr(factory, '__qualname__', repr(factory))}"
+
+
+def check_unread_options(config: RunConfig, *, builtin_agent: bool, builtin_memory: bool) -> None:
+    """Refuse, before any stream starts, options that the built-in agent or memory
+    would silently ignore (``builtin_*``: the run builds that part itself, with no
+    factory of the user's that might read them)."""
+    problems = [
+        (part, problem)
+        for part, problem in (
+            ("agent", unread_agent_options(config.agent) if builtin_agent else None),
+            ("memory", unread_memory_options(config.memory)
+             if builtin_memory and config.agent.memory_strategy != "none" else None),
+        )
+        if problem is not None
+    ]
+    if problems:
+        part, problem = problems[0]
+        raise ConfigError(f"{config.sources.get(part, f'{part} config')}: key 'options': {problem}")
 
 
 def _check_factory_references(config: RunConfig) -> None:
@@ -446,6 +464,7 @@ def execute(
     progress: Callable[[Mapping[str, Any]], None] | None = None,
 ) -> RunResult:
     """The loop every non-pytest entry point runs: streams in order, episodes in order."""
+    check_unread_options(benchmark.config, builtin_agent=agent_factory is None, builtin_memory=memory_factory is None)
     run_dir = benchmark.run_dir
     run = (
         Run.resuming(benchmark, run_dir, command) if resume

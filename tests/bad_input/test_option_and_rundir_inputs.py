@@ -366,3 +366,66 @@ def test_a_path_option_too_long_for_the_file_system(
     _refused(pytester, server, f"--evomemory-config={run}", f"{option}={'y' * 300}",
              expected=("File name too long", "check the paths given in the options") if option.endswith("compare")
              else ("over the file system's limit of 255",))
+
+
+# --------------------------------------------------------------------------- options nobody reads
+
+
+@pytest.mark.parametrize("workers", [(), ("-n", "2")], ids=["serial", "xdist"])
+@pytest.mark.parametrize(
+    ("settings", "expected"),
+    [
+        (("agent.options={temperature: 0.2}",), ("key 'options'", "agent.options ['temperature']", "'tiny'")),
+        (
+            ("agent.memory_strategy=tool_use", "memory.options={decay: 0.5}"),
+            ("key 'options'", "memory.options ['decay']", "'inprocess' reads none"),
+        ),
+    ],
+    ids=["agent", "memory"],
+)
+def test_options_the_built_in_agent_or_memory_would_ignore_are_refused(
+    pytester: pytest.Pytester, server: ScriptedServer, run: Path,
+    settings: tuple[str, ...], expected: tuple[str, ...], workers: tuple[str, ...],
+) -> None:
+    """A temperature under agent.options of ``kind: tiny`` was silently ignored: the
+    user believed it shaped what was measured."""
+    _refused(pytester, server, f"--evomemory-config={run}", *workers,
+             *(f"--evomemory-set={setting}" for setting in settings), expected=expected)
+
+
+def test_options_are_left_to_a_conftest_factory_that_reads_them(
+    pytester: pytest.Pytester, server: ScriptedServer, run: Path
+) -> None:
+    """A user's own factory fixture may read any option of a built-in kind."""
+    pytester.makeconftest("""
+        import pytest
+        from pytest_evomemory.agents import build_agent
+
+        SEEN = []
+
+        @pytest.fixture(scope="session")
+        def evomemory_agent_factory():
+            def create(config, memory):
+                SEEN.append(config.options)
+                return build_agent(config.model_copy(update={"options": {}}), memory)
+            return create
+
+        def pytest_sessionfinish(session):
+            assert SEEN and SEEN[0] == {"temperature": 0.2}, SEEN
+    """)
+    result = pytester.runpytest(f"--evomemory-config={run}", "--evomemory-set=agent.options={temperature: 0.2}", *_PLAIN)
+    assert result.ret == 0, result.stdout.str() + result.stderr.str()
+    result.stdout.fnmatch_lines(["*2 passed*"])
+    assert_no_internal_error(result)
+
+
+def test_run_benchmark_refuses_options_its_built_in_agent_would_ignore(tmp_path: Path) -> None:
+    from pytest_evomemory import run_benchmark
+    from pytest_evomemory.config import load_run_config
+    from pytest_evomemory.errors import ConfigError
+
+    config_file = tmp_path / "run.yaml"
+    config_file.write_text("name: core\nbenchmark: {benchmark: sample, limit: 1}\nagent: {options: {top_p: 0.9}}\n")
+    with pytest.raises(ConfigError, match=r"key 'options': agent.options \['top_p'\].*'recall_baseline'"):
+        run_benchmark(load_run_config(config_file), tmp_path / "out")
+    assert not (tmp_path / "out").exists()  # refused before the run directory was made
