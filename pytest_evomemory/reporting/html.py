@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import urllib.parse
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -438,14 +439,26 @@ def _side_by_side(runs: Sequence[RunData]) -> str:
     )
 
 
-def render_comparison(runs: Sequence[RunData], comparison: Mapping[str, Any] | None = None) -> str:
+def render_comparison(
+    runs: Sequence[RunData], comparison: Mapping[str, Any] | None = None, reports: Sequence[str | None] = ()
+) -> str:
     """One page: accuracies with intervals and paired statistics, every run's curve
-    on one plot per stream, the config diff, the tasks that flipped, tables side by side."""
+    on one plot per stream, the config diff, the tasks that flipped, tables side by side.
+
+    ``reports``: per run, a relative link to its report.html (None: no link), so a
+    reader goes from a difference to the tasks behind it.
+    """
     if len(runs) < 2:
         raise ReportError("a comparison needs at least two runs")
     comparison = comparison if comparison is not None else build_comparison(runs)
     labels = " vs ".join(run.label for run in runs)
-    runs_list = "".join(f"<li><b>{_e(run.label)}</b>{_run_meta(run)}</li>" for run in runs)
+    links = [*reports, *[None] * (len(runs) - len(reports))]
+    runs_list = "".join(
+        f"<li><b>{_e(run.label)}</b>"
+        + (f' <a href="{_e(link)}">report</a>' if link else "")
+        + f"{_run_meta(run)}</li>"
+        for run, link in zip(runs, links, strict=True)
+    )
     body = [
         f"<h1>Evo-Memory comparison: {_e(labels)}</h1>",
         f'<ul class="runs">{runs_list}</ul>',
@@ -515,7 +528,20 @@ def write_comparison(
         raise ReportError(f"{path}: give the comparison page an .html name, so compare.json can sit beside it")
     document = {**comparison, "generated": utc_now()}
     _write(json_path, json.dumps(document, indent=2) + "\n")
-    return ComparisonFiles(_write(path, render_comparison(runs, comparison)), json_path, document)
+    reports = [_relative_link(run.run_dir / REPORT_NAME, path.parent) for run in runs]
+    return ComparisonFiles(_write(path, render_comparison(runs, comparison, reports)), json_path, document)
+
+
+def _relative_link(target: Path, start: Path) -> str | None:
+    """A relative URL from ``start`` to ``target`` when it exists: the pages move
+    together (a CI artefact, a copied results folder), absolute paths would not."""
+    if not target.is_file():
+        return None
+    try:
+        relative = os.path.relpath(target.resolve(), start.resolve())
+    except (OSError, ValueError):  # another drive, an unreadable path: no link
+        return None
+    return urllib.parse.quote(Path(relative).as_posix())
 
 
 def write_comparison_report(

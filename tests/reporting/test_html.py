@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import urllib.parse
 from collections.abc import Callable
 from pathlib import Path
 
@@ -121,10 +123,26 @@ def test_page_is_self_contained(make_run: MakeRun, tmp_path: Path) -> None:
     for path in (write_html_report(run_dir), write_comparison_report([run_dir, other], tmp_path / "c.html")):
         text, tree = read(path)
         assert not tree.find_all("script")
-        assert not re.search(r"(?:src|href)\s*=\s*[\"'](?!data:|#)", text), "no external resources"
+        # nothing fetched from anywhere; the only links are relative ones to the runs' own reports
+        assert not re.search(r"src\s*=\s*[\"'](?!data:)", text), "no external resources"
+        assert not re.search(r"href\s*=\s*[\"'](?!#|data:|(?:\.\./|[\w%.-]+/)*report\.html[\"'])", text), "no external links"
         assert not re.search(r"@import|url\(", text)
         (csp,) = [m for m in tree.find_all("meta") if m.attrs.get("http-equiv") == "Content-Security-Policy"]
         assert "default-src 'none'" in csp.attrs["content"]
+
+
+def test_comparison_links_each_run_to_its_report_by_a_relative_path(make_run: MakeRun, tmp_path: Path) -> None:
+    """From a difference to the tasks behind it: the links survive moving the folder."""
+    first, second = make_run("a b%", STREAMS), make_run("b", STREAMS)
+    write_html_report(first)  # the second run has no report.html: no link for it
+    page = write_comparison_report([first, second], tmp_path / "out" / "c.html")
+    moved = tmp_path / "moved"
+    for name in ("a b%", "b", "out"):
+        shutil.copytree(tmp_path / name, moved / name)
+    _, tree = read(moved / "out" / page.name)
+    links = [a.attrs["href"] for a in tree.find_all("a") if not a.attrs.get("href", "#").startswith("#")]
+    assert links == ["../a%20b%25/report.html"]
+    assert (moved / "out" / urllib.parse.unquote(links[0])).resolve() == (moved / "a b%" / "report.html").resolve()
 
 
 def test_comparison_has_every_run_on_each_plot_and_a_side_by_side_table(make_run: MakeRun, tmp_path: Path) -> None:
