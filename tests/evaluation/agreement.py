@@ -284,12 +284,17 @@ def all_tallies() -> dict[str, tuple[Tally, list[corpus.CorpusItem]]]:
     return tallies(corpus.mmlu_pro_corpus(), corpus.gpqa_corpus(), corpus.aime_corpus(), corpus.toolbench_corpus())
 
 
-def main() -> None:  # pragma: no cover - prints the docs table
-    tallies = all_tallies()
+def print_table(tallies: dict[str, tuple[Tally, list[corpus.CorpusItem]]]) -> None:  # pragma: no cover
+    """The docs/scoring.md table of these tallies."""
     print("| mode | items | reference reads | raw agreement | after documented deviations | ours accuracy | reference accuracy |")
     print("|---|---|---|---|---|---|---|")
     for tally, _ in tallies.values():
         print(tally.row())
+
+
+def main() -> None:  # pragma: no cover - prints the docs table
+    tallies = all_tallies()
+    print_table(tallies)
     for tally, undocumented in tallies.values():
         print(f"\n{tally.mode}:")
         for cls, count in tally.classes.most_common():

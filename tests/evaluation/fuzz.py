@@ -391,10 +391,7 @@ def fuzz_tallies() -> dict[str, tuple[agreement.Tally, list[CorpusItem]]]:
 
 def main() -> None:  # pragma: no cover - a report for people
     tallies = fuzz_tallies()
-    print("| mode | items | reference reads | raw agreement | after documented deviations | ours accuracy | reference accuracy |")
-    print("|---|---|---|---|---|---|---|")
-    for tally, _ in tallies.values():
-        print(tally.row())
+    agreement.print_table(tallies)
     for mode, (tally, undocumented) in tallies.items():
         print(f"\n{mode}:")
         for cls, count in tally.classes.most_common():
