@@ -228,7 +228,7 @@ class ModelConfig(_Strict):
     @field_validator("api_key_env")
     @classmethod
     def _variable_name(cls, value: str | None) -> str | None:
-        return _variable_name(value, "the key (e.g. OPENAI_API_KEY)", "a server that needs no key")
+        return _variable_name(value, "the key", "OPENAI_API_KEY", "a server that needs no key")
 
     @field_validator("base_url")
     @classmethod
@@ -240,19 +240,19 @@ class ModelConfig(_Strict):
         return value
 
 
-def _variable_name(value: str | None, holds: str, without: str) -> str | None:
+def _variable_name(value: str | None, holds: str, example: str, without: str) -> str | None:
     """A setting that names an environment variable holding a secret (never the
     secret itself) must be a variable name."""
     if value is not None and _looks_like_a_secret(value):
         # Never quoted: this is the secret itself, and the message reaches the terminal and CI logs.
         raise ValueError(
             "holds what looks like the secret itself, not the name of the environment variable that "
-            f"holds it; export the secret in a variable and write that variable's name here (e.g. {holds.split('e.g. ')[-1].rstrip(')')})"
+            f"holds it; export the secret in a variable and write that variable's name here (e.g. {example})"
         )
     if value is not None and not _ENV_NAME.match(value):
         raise ValueError(
             f"{value!r} is not an environment variable name; name the variable that holds "
-            f"{holds}, or write null for {without}"
+            f"{holds} (e.g. {example}), or write null for {without}"
         )
     return value
 
@@ -377,7 +377,7 @@ class PostgresOptions(_Strict):
     @field_validator("password_env")
     @classmethod
     def _variable_name(cls, value: str | None) -> str | None:
-        return _variable_name(value, "the password (e.g. PGPASSWORD)", "a server that needs no password")
+        return _variable_name(value, "the password", "PGPASSWORD", "a server that needs no password")
 
     @classmethod
     def from_environment(cls) -> PostgresOptions:
@@ -725,12 +725,13 @@ def format_validation_error(error: ValidationError, source: str, model: type[Bas
     for problem in problems[:_MAX_PROBLEMS_SHOWN]:
         parts = [str(part) for part in problem["loc"]]
         union = bool(parts) and _UNION_BRANCH.match(parts[-1]) is not None
-        if parts[-1:] == ["[key]"] or problem["msg"] == "Keys should be strings":
+        bad_key = parts[-1:] == ["[key]"] or problem["msg"] == "Keys should be strings"
+        if bad_key:
             parts = parts[:-2] if parts[-1:] == ["[key]"] else parts[:-1]  # name the mapping, not the bad key
         location = ".".join(part for part in parts if not _UNION_BRANCH.match(part)) or "(top level)"
         kind = problem["type"]
         message = problem["msg"]
-        if problem["loc"][-1:] == ("[key]",) or message == "Keys should be strings":
+        if bad_key:
             message = (
                 f"the key {problem.get('input')!r} is not text (YAML reads yes/no/on/off as true/false, "
                 "~ as null and digits as a number); quote it"

@@ -40,6 +40,7 @@ from typing import IO, TYPE_CHECKING, Any
 from .errors import ConfigError
 from .redaction import dumps_redacted
 from .reporting.summary import SCHEMA_VERSION
+from .validation import CONTROL_CHARACTERS, path_problem
 
 if TYPE_CHECKING:
     from .streams import Stream
@@ -93,9 +94,8 @@ def package_versions() -> dict[str, str | None]:
 # --------------------------------------------------------------------------- names
 
 
-#: Control characters (C0, DEL, C1) and the Unicode line/paragraph separators: in a
-#: directory name they break the one-line messages and reports that quote it.
-_NAME_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+#: In a directory name, these break the one-line messages and reports that quote it.
+_NAME_CONTROL = re.compile(f"[{CONTROL_CHARACTERS}]")
 #: The longest file name most file systems take (NAME_MAX).
 _MAX_NAME_BYTES = 255
 
@@ -204,8 +204,6 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     except FileNotFoundError:
         return []
     except OSError as error:  # a directory, a link loop, no permission: not a torn line
-        from .validation import path_problem
-
         problem = path_problem(path) or f"cannot be read ({error.strerror or error})"
         raise RunDirError(f"{path} {problem}; it is not a run's record file: remove it, or give another run directory") from None
     records = []

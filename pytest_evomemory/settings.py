@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from .errors import ConfigError
+from .text import shorten
 
 #: The run config's own keys, and the three parts a setting can reach into.
 RUN_KEYS = ("name", "output_dir")
@@ -59,7 +60,7 @@ def parse_setting(text: str) -> Setting:
 
 def _shown(text: str) -> str:
     """The setting as quoted in an error: long values cut, so the error stays one line."""
-    return repr(text if len(text) <= 120 else text[:100] + "...")
+    return repr(shorten(text, 120))
 
 
 def parse_settings(texts: Sequence[str]) -> list[Setting]:

@@ -1,4 +1,4 @@
-"""Small, dependency-free text helpers shared by the in-process memory and baselines."""
+"""Small, dependency-free text helpers shared by the in-process memory, the baselines and messages."""
 
 from __future__ import annotations
 
@@ -15,6 +15,12 @@ STOPWORDS = frozenset(
     "a an and are as at be by can do does for from has have how in is it its of on or "
     "that the this to was what when where which who why will with you your".split()
 )
+
+
+def shorten(text: str, limit: int) -> str:
+    """``text`` cut to ``limit`` characters (ending in "...") when longer: a value
+    quoted in a one-line message or reason must not make that line unreadable."""
+    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def normalize(text: str) -> str:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import DataError
-from .text import JsonScan
+from .text import JsonScan, shorten
 from .types import BenchmarkSample
 
 #: Nesting deeper than this in a config or a task record is refused: no real config
@@ -231,14 +231,17 @@ def _binary_kind(raw: bytes) -> str | None:
 #: A task id names a test item (``evomemory::test_task[stream/id]``), a JUnit case,
 #: a ``-k`` selection and a row of every report: it must stay short and printable.
 MAX_TASK_ID_CHARS = 200
-#: Control characters, unpaired surrogates, line/paragraph separators and the
-#: bidirectional overrides that make text display as something else.
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: Control characters (C0, DEL, C1), unpaired surrogates and the Unicode line and
+#: paragraph separators, as a character-class body: in a name quoted by one-line
+#: messages and reports they break the line (or the encoding).
+CONTROL_CHARACTERS = "\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029"
+#: Those, and the bidirectional overrides that make text display as something else.
+_UNPRINTABLE = re.compile(f"[{CONTROL_CHARACTERS}\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def check_task_id(task_id: str, where: str) -> None:
     """Refuse a task id that is blank, huge or holds characters no id should."""
-    shown = task_id if len(task_id) <= 60 else task_id[:50] + "..."
+    shown = shorten(task_id, 60)
     problem = None
     if not task_id.strip():
         problem = "is blank"

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..config import AgentConfig, unread_agent_options
+from ..config import AgentConfig
 from ..errors import ConfigError
 from ..factories import load_factory
 from ..memory.base import MemorySystem
@@ -16,9 +16,6 @@ def build_agent(config: AgentConfig, memory: MemorySystem | None) -> Agent:
     through the tools registered in each turn.
     """
     given = memory if config.memory_strategy == "deterministic_recall" else None
-    problem = unread_agent_options(config)
-    if problem is not None:
-        raise ConfigError(problem)
     if config.kind == "recall_baseline":
         from .baseline import RecallBaselineAgent
 

@@ -19,6 +19,7 @@ import unicodedata
 from collections.abc import Callable, Iterator, MutableMapping
 
 from ..errors import ConfigError
+from ..text import shorten
 from ..types import BenchmarkSample, Score
 
 MatchMode = Callable[[str, BenchmarkSample], Score]
@@ -178,8 +179,8 @@ def exact(answer: str, sample: BenchmarkSample) -> Score:
     return Score(correct, answer, extracted, sample.target, "exact", reason, details=details)
 
 
-def _short(text: str, limit: int = 120) -> str:
-    return text if len(text) <= limit else text[: limit - 3] + "..."
+def _short(text: str) -> str:
+    return shorten(text, 120)
 
 
 #: Packages whose version decides what a built-in mode reads, beside our own.

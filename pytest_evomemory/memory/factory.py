@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import MemoryConfig, unread_memory_options
-from ..errors import ConfigError, EvoMemoryError, MemoryBackendError
+from ..config import MemoryConfig
+from ..errors import EvoMemoryError, MemoryBackendError
 from ..factories import load_factory, user_frames
 from .base import MemorySystem
 
@@ -56,9 +56,6 @@ BUILTIN_BACKENDS: dict[str, MemoryFactory] = {
 
 def build_memory(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
     """Open the configured backend for ``context.stream``; failures name the backend."""
-    problem = unread_memory_options(config)
-    if problem is not None:
-        raise ConfigError(problem)
     factory = BUILTIN_BACKENDS.get(config.backend) or load_factory(config.backend, "memory")
     try:
         memory = factory(config, context)

@@ -59,7 +59,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="where the run's artefacts go (default: evomemory-results/<run name>)",
     )
     group.addoption(
-        "--evomemory-limit", metavar="N", type=_raw, default=None,
+        # kept as text: _count_options checks it, so that a bad value is one line naming
+        # the option and what to write (argparse's own error is a usage block)
+        "--evomemory-limit", metavar="N", default=None,
         help="run only the first N tasks of each stream (overrides the benchmark config)",
     )
     group.addoption(
@@ -83,7 +85,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "tasks are not run again and each stream's memory is restored",
     )
     group.addoption(
-        "--evomemory-max-errors", metavar="N", type=_raw, default=None,
+        "--evomemory-max-errors", metavar="N", default=None,  # text, as --evomemory-limit
         help="stop the session after N failed episodes (default: never)",
     )
     group.addoption(
@@ -220,13 +222,6 @@ _VALUED_OPTIONS = (
     "evomemory_config", "evomemory_set", "evomemory_output_dir", "evomemory_stream",
     "evomemory_min_accuracy", "evomemory_min_gain", "evomemory_resume", "evomemory_compare",
 )
-
-
-def _raw(value: str) -> str:
-    """An option's text as given: :func:`_count_options` checks it, so that a bad
-    value is one line naming the option and what to write (argparse's own error
-    is a usage block)."""
-    return value
 
 
 #: Options that count something: a whole number, at least 1.

@@ -42,6 +42,7 @@ from ..rundir import (
     utc_now,
 )
 from ..streams import Stream, load_benchmark
+from ..text import shorten
 from .memory import IsolationGuard, ObservedMemory, observe
 from .records import ResultCollector, error_record, stream_error_record, stream_started_record
 from .stream import StreamRun, run_episode
@@ -50,10 +51,14 @@ AgentFactoryFn = Callable[[AgentConfig, MemorySystem | None], Agent]
 MemoryFactoryFn = Callable[[MemoryConfig, MemoryContext], MemorySystem]
 
 
+#: Where a run's config files were, not what they set: a moved checkout may resume.
+_LOCATION_KEYS = ("path", "sources")
+
+
 def config_fingerprint(config: RunConfig) -> str:
     """What must be equal for a resume to continue the same run: every resolved
-    setting, but not where the files were (a moved checkout may resume)."""
-    document = {key: value for key, value in config.to_dict().items() if key not in ("path", "sources")}
+    setting, but not where the files were (:data:`_LOCATION_KEYS`)."""
+    document = {key: value for key, value in config.to_dict().items() if key not in _LOCATION_KEYS}
     text = json.dumps(document, sort_keys=True, ensure_ascii=True, default=str)
     return hashlib.sha256(text.encode("ascii")).hexdigest()
 
@@ -63,7 +68,7 @@ def config_differences(was: Mapping[str, Any], now: Mapping[str, Any], prefix: s
     keys :func:`config_fingerprint` ignores are left out. Says what a refused resume changed."""
     changes: list[str] = []
     for key in sorted(set(was) | set(now)):
-        if not prefix and key in ("path", "sources"):
+        if not prefix and key in _LOCATION_KEYS:
             continue
         old, new = was.get(key), now.get(key)
         if isinstance(old, Mapping) and isinstance(new, Mapping):
@@ -73,9 +78,8 @@ def config_differences(was: Mapping[str, Any], now: Mapping[str, Any], prefix: s
     return changes
 
 
-def _shown(value: Any, width: int = 60) -> str:
-    text = json.dumps(value, sort_keys=True, default=str)
-    return text if len(text) <= width else text[: width - 3] + "..."
+def _shown(value: Any) -> str:
+    return shorten(json.dumps(value, sort_keys=True, default=str), 60)
 
 
 class BenchmarkRun:
@@ -196,18 +200,11 @@ def check_unread_options(config: RunConfig, *, builtin_agent: bool, builtin_memo
     """Refuse, before any stream starts, options that the built-in agent or memory
     would silently ignore (``builtin_*``: the run builds that part itself, with no
     factory of the user's that might read them)."""
-    problems = [
-        (part, problem)
-        for part, problem in (
-            ("agent", unread_agent_options(config.agent) if builtin_agent else None),
-            ("memory", unread_memory_options(config.memory)
-             if builtin_memory and config.agent.memory_strategy != "none" else None),
-        )
-        if problem is not None
-    ]
-    if problems:
-        part, problem = problems[0]
-        raise ConfigError(f"{config.sources.get(part, f'{part} config')}: key 'options': {problem}")
+    if builtin_agent and (problem := unread_agent_options(config.agent)):
+        raise ConfigError(f"{config.sources.get('agent', 'agent config')}: key 'options': {problem}")
+    uses_memory = config.agent.memory_strategy != "none"
+    if builtin_memory and uses_memory and (problem := unread_memory_options(config.memory)):
+        raise ConfigError(f"{config.sources.get('memory', 'memory config')}: key 'options': {problem}")
 
 
 def _check_factory_references(config: RunConfig) -> None:

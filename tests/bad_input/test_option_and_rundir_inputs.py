@@ -407,7 +407,7 @@ def test_options_are_left_to_a_conftest_factory_that_reads_them(
         def evomemory_agent_factory():
             def create(config, memory):
                 SEEN.append(config.options)
-                return build_agent(config.model_copy(update={"options": {}}), memory)
+                return build_agent(config, memory)  # the built-in agent, wrapped by the user's factory
             return create
 
         def pytest_sessionfinish(session):
