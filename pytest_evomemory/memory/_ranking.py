@@ -49,6 +49,13 @@ def query_terms(query: str, limit: int = MAX_QUERY_TERMS) -> list[str]:
 COMMON_TERM_SHARE = 0.5
 
 
+#: Up to this many records, TermStatistics counts document frequencies exactly on
+#: every recall, so a restored memory ranks exactly as the uninterrupted one; above
+#: it, cached estimates keep recall fast (and near-ties may rank differently after a
+#: resume).
+EXACT_COUNT_RECORDS = 1000
+
+
 #: PostgreSQL only: candidates are first gathered with the terms in at most this
 #: share of the records (ts_rank_cd must read every candidate's tsvector).
 RARE_TERM_SHARE = 0.05
@@ -90,6 +97,11 @@ class TermStatistics:
         """
         if total < 8:
             return list(terms)
+        if total <= EXACT_COUNT_RECORDS:
+            # Counted afresh: the estimate depends on when a term was last counted, so a
+            # memory restored on resume (empty cache) would rank near-ties differently
+            # from the uninterrupted run. Below this size counting costs next to nothing.
+            return [term for term, n in zip(terms, count(terms), strict=True) if int(n) <= total * share]
         with self._lock:
             known = {term: self._frequencies.get(term) for term in terms}
         stale = [term for term, seen in known.items() if seen is None or total > seen[1] * 1.25 + 8]

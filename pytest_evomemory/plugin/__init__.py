@@ -58,9 +58,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--evomemory-output-dir", metavar="DIR", default=None,
         help="where the run's artefacts go (default: evomemory-results/<run name>)",
     )
+    # --evomemory-limit and --evomemory-max-errors are kept as text: _count_options checks
+    # them, so that a bad value is one line naming the option and what to write
+    # (argparse's own error is a usage block)
     group.addoption(
-        # kept as text: _count_options checks it, so that a bad value is one line naming
-        # the option and what to write (argparse's own error is a usage block)
         "--evomemory-limit", metavar="N", default=None,
         help="run only the first N tasks of each stream (overrides the benchmark config)",
     )
@@ -85,7 +86,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "tasks are not run again and each stream's memory is restored",
     )
     group.addoption(
-        "--evomemory-max-errors", metavar="N", default=None,  # text, as --evomemory-limit
+        "--evomemory-max-errors", metavar="N", default=None,
         help="stop the session after N failed episodes (default: never)",
     )
     group.addoption(

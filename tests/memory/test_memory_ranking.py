@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from pytest_evomemory.memory._ranking import (
+    EXACT_COUNT_RECORDS,
     MAX_QUERY_TERMS,
     RRF_K,
     TermStatistics,
@@ -49,7 +50,8 @@ def test_vector_index_exact_search_grows_and_clears() -> None:
 
 
 def test_term_statistics_drop_common_terms_and_count_each_term_once_per_growth() -> None:
-    counts = {"answer": 90, "zebra": 2}
+    big = EXACT_COUNT_RECORDS * 10  # large stores: cached estimates
+    counts = {"answer": big * 9 // 10, "zebra": 2}
     asked: list[str] = []
 
     def count(terms: Sequence[str]) -> list[int]:
@@ -57,9 +59,28 @@ def test_term_statistics_drop_common_terms_and_count_each_term_once_per_growth()
         return [counts[term] for term in terms]
 
     stats = TermStatistics()
-    assert stats.informative(["answer", "zebra"], 100, count) == ["zebra"]
-    assert stats.informative(["answer", "zebra"], 110, count) == ["zebra"]
+    assert stats.informative(["answer", "zebra"], big, count) == ["zebra"]
+    assert stats.informative(["answer", "zebra"], big * 11 // 10, count) == ["zebra"]
     assert asked == ["answer", "zebra"]  # cached while the store grew by < 25%
-    stats.informative(["zebra"], 200, count)
+    stats.informative(["zebra"], big * 2, count)
     assert asked[-1] == "zebra"
     assert stats.informative(["answer"], 4, count) == ["answer"]  # tiny stores: no pruning
+
+
+def test_term_statistics_count_small_stores_afresh_so_a_restored_memory_ranks_the_same() -> None:
+    """A memory restored on resume starts with an empty cache: below the exact-count
+    size, the informative terms must not depend on what an earlier recall counted."""
+    counts = {"answer": 10, "zebra": 2}
+    asked: list[str] = []
+
+    def count(terms: Sequence[str]) -> list[int]:
+        asked.extend(terms)
+        return [counts[term] for term in terms]
+
+    warm = TermStatistics()
+    assert warm.informative(["answer", "zebra"], 100, count) == ["answer", "zebra"]
+    counts["answer"] = 60  # the store's contents changed: 60 of 110 records hold "answer"
+    restored = TermStatistics()
+    assert warm.informative(["answer", "zebra"], 110, count) == restored.informative(["answer", "zebra"], 110, count)
+    assert warm.informative(["answer", "zebra"], 110, count) == ["zebra"]
+    assert asked.count("answer") == 4  # counted on every call, no cached estimate
