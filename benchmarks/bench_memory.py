@@ -25,10 +25,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from pytest_evomemory.config import MemoryConfig, PostgresOptions
+
+from pytest_evomemory.config import MemoryConfig
 from pytest_evomemory.errors import MemoryBackendError
 from pytest_evomemory.memory import MemorySystem, build_memory
 from pytest_evomemory.memory.factory import MemoryContext
+from pytest_evomemory.memory.postgres import PostgresOptions
 
 TARGET_RECORDS = 10_000
 TARGET_P99_MS = 10.0
@@ -76,7 +78,11 @@ def open_backend(backend_id: str, run_dir: Path, top_k: int) -> MemorySystem:
     if embedder:
         document["embedder"] = embedder
     if backend == "postgres":
-        document["postgres"] = PostgresOptions.from_environment().model_dump()
+        defaults = PostgresOptions()
+        document["postgres"] = PostgresOptions(
+            host=os.environ.get("PGHOST", defaults.host), port=int(os.environ.get("PGPORT", defaults.port)),
+            user=os.environ.get("PGUSER", defaults.user), dbname=os.environ.get("PGDATABASE", defaults.dbname),
+        ).model_dump()
     config = MemoryConfig.model_validate(document)
     return build_memory(config, MemoryContext("bench", run_dir, f"bench_{os.getpid()}"))
 

@@ -16,7 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .agents.base import Agent, AgentFactory, Turn
-    from .config import AgentConfig, BenchmarkConfig, MemoryConfig, RunConfig, load_run_config
+    from .config import AgentConfig, BenchmarkConfig, MemoryConfig, RunConfig
+    from .configload import load_run_config
     from .errors import (
         ConfigError,
         DataError,
@@ -27,10 +28,18 @@ if TYPE_CHECKING:
         ProtocolViolation,
     )
     from .evaluation import Evaluator, EvoMemoryEvaluator, TaskQAEvaluator, register_match_mode
-    from .memory.base import MemorySystem
-    from .memory.factory import MemoryContext
+    from .memory.base import MemoryContext, MemorySystem
     from .memory.tools import memory_tools
-    from .runtime import BenchmarkRun, Episode, Run, StreamRun, run_benchmark, run_episode, run_stream
+    from .runtime import (
+        BenchmarkRun,
+        Episode,
+        Run,
+        Session,
+        StreamRun,
+        run_benchmark,
+        run_episode,
+        run_stream,
+    )
     from .tools import Tool
     from .types import (
         FEEDBACK_ACKNOWLEDGEMENT,
@@ -68,7 +77,7 @@ _EXPORTS: dict[str, str] = {
     "FEEDBACK_ACKNOWLEDGEMENT": ".types",
     "MemoryBackendError": ".errors",
     "MemoryConfig": ".config",
-    "MemoryContext": ".memory.factory",
+    "MemoryContext": ".memory.base",
     "MemoryHit": ".types",
     "MemorySystem": ".memory.base",
     "ModelError": ".errors",
@@ -76,6 +85,7 @@ _EXPORTS: dict[str, str] = {
     "RunConfig": ".config",
     "Score": ".types",
     "ScoredItem": ".types",
+    "Session": ".runtime",
     "StreamRun": ".runtime",
     "TaskQAEvaluator": ".evaluation",
     "TaskView": ".types",
@@ -85,7 +95,7 @@ _EXPORTS: dict[str, str] = {
     "Turn": ".agents.base",
     "Usage": ".types",
     "UserStimulus": ".types",
-    "load_run_config": ".config",
+    "load_run_config": ".configload",
     "memory_tools": ".memory.tools",
     "register_match_mode": ".evaluation",
     "run_benchmark": ".runtime",
@@ -119,6 +129,7 @@ __all__ = [
     "RunConfig",
     "Score",
     "ScoredItem",
+    "Session",
     "StreamRun",
     "TaskQAEvaluator",
     "TaskView",

@@ -30,8 +30,11 @@ USAGE_ERROR = 2
 class _Parser(argparse.ArgumentParser):
     """argparse prints usage plus a message; we want the message alone, on one line."""
 
+    #: exit status of a usage error (``evomemory run`` says 4, as pytest does)
+    usage_status = USAGE_ERROR
+
     def error(self, message: str) -> NoReturn:
-        self.exit(USAGE_ERROR, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        self.exit(self.usage_status, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -116,7 +119,10 @@ def _gate(document: Mapping[str, Any], gates: Sequence[GainThreshold]) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, extra = parser.parse_known_args(argv)
+    if extra:
+        status = runcmd.EXIT_USAGE if args.command == "run" else USAGE_ERROR
+        parser.exit(status, f"{PROG}: error: unrecognized arguments: {' '.join(extra)} (see '{PROG} --help')\n")
     if args.command == "run":
         return runcmd.main(args)
     if args.command == "data":

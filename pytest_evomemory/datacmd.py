@@ -83,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _selection(args: argparse.Namespace) -> tuple[Path, list[HubStream]]:
-    from .config import load_run_config
+    from .configload import load_run_config
     from .configs import resolve_run_config
     from .streams import get_source
     from .streams.evomemory import HubBenchmark

@@ -77,3 +77,29 @@ def describe_ran(ran: Mapping[str, Mapping[str, Any]]) -> list[str]:
         )
         lines.setdefault(line, []).append(stream)
     return [f"{line} [{', '.join(streams)}]" for line, streams in lines.items()]
+
+
+def run_identity(run_config: Any, ran: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
+    """What was benchmarked, without secrets (configs only name key variables).
+
+    ``ran`` (the summary's: what each stream's process built) wins over the config:
+    a conftest factory may have replaced the configured agent or memory.
+    """
+    agent = run_config.agent
+    built = next(iter(ran.values()), {}) if ran else {}
+    configured_model = agent.model.model_dump(mode="json") if agent.model is not None else None
+    return {
+        "agent": {
+            "kind": agent.kind,
+            "memory_strategy": agent.memory_strategy,
+            "options": dict(agent.options),
+            **({"class": built["agent"].get("class")} if isinstance(built.get("agent"), Mapping) else {}),
+        },
+        "model": built.get("model") if "model" in built else model_identity(configured_model),
+        "memory": {
+            "backend": run_config.memory.backend,
+            "top_k": run_config.memory.top_k,
+            **({"class": built["memory"].get("class")} if isinstance(built.get("memory"), Mapping) else {}),
+        },
+        "overrides": list(run_config.overrides),
+    }

@@ -39,11 +39,14 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .errors import ConfigError
 from .redaction import dumps_redacted
-from .reporting.summary import SCHEMA_VERSION
-from .validation import CONTROL_CHARACTERS, path_problem
+from .validation import CONTROL_CHARACTERS, MAX_NAME_BYTES, path_problem, run_name_problem
 
 if TYPE_CHECKING:
     from .streams import Stream
+
+#: The version of every JSON document this module writes (run.json, summary.json,
+#: compare.json, the JSON report's block): a reader refuses a newer one.
+SCHEMA_VERSION = 2
 
 RUN_DOCUMENT = "run.json"
 RESPONSES = "responses.jsonl"
@@ -63,6 +66,13 @@ ARMS_MANIFEST = "arms.json"
 
 #: Files of a run, moved aside together when a new run starts in the directory.
 RUN_FILES = (RUN_DOCUMENT, RESPONSES, SCORES, EVENTS, SUMMARY, REPORT, COMPARISON, COMPARISON_DATA)
+#: Where a stream's memory snapshots go (``memory/<stream>/``).
+MEMORY = "memory"
+#: Names no arm may take: the files and folders written beside the arms or in a run
+#: directory (an arm named ``compare.json`` would be overwritten by the comparison).
+RESERVED_NAMES = frozenset(
+    name.lower() for name in (*RUN_FILES, ARMS_MANIFEST, TRANSCRIPTS, HISTORY, MEMORY, LOCK, LOCK_OWNER, ERROR_COUNT)
+)
 
 DEFAULT_OUTPUT_ROOT = "evomemory-results"
 
@@ -97,31 +107,17 @@ def package_versions() -> dict[str, str | None]:
 #: In a directory name, these break the one-line messages and reports that quote it.
 _NAME_CONTROL = re.compile(f"[{CONTROL_CHARACTERS}]")
 #: The longest file name most file systems take (NAME_MAX).
-_MAX_NAME_BYTES = 255
+_MAX_NAME_BYTES = MAX_NAME_BYTES
 
 
 def check_run_name(name: str) -> str:
     """A run name is one path component inside the output root, nothing else."""
-    problem = None
-    if not name or not name.strip():
-        problem = "is empty"
-    elif "\0" in name:
-        problem = "contains a NUL character"
-    elif _NAME_CONTROL.search(name):
-        problem = "contains a control character (a line break, tab or escape) or an unpaired surrogate"
-    elif len(name.encode("utf-8")) > _MAX_NAME_BYTES:
-        problem = f"is {len(name.encode('utf-8'))} bytes long, over the file system's limit of {_MAX_NAME_BYTES}"
-    elif "/" in name or "\\" in name or os.sep in name or (os.altsep and os.altsep in name):
-        problem = "contains a path separator"
-    elif name in (".", ".."):
-        problem = f"is {name!r}"
-    elif Path(name).is_absolute() or (len(name) > 1 and name[1] == ":"):
-        problem = "is an absolute path"
+    problem = run_name_problem(name)
     if problem:
         raise RunDirError(
             f"run config: key 'name': run name {name!r} {problem}; the run name becomes one "
             "directory under the output root, so use letters, digits, '-', '_' or '.' "
-            "(or give --evomemory-output-dir)"
+            "(or give the output directory option)"
         )
     return name
 
@@ -474,21 +470,50 @@ class ResumeState:
     def completed_tasks(self) -> int:
         return sum(self.done.values())
 
+    def truncate(self, stream: str, done: int, positions: Mapping[str, int]) -> None:
+        """Keep only the first ``done`` completed episodes of ``stream`` (``positions``:
+        task id -> position): the episodes after them run again, their records replaced."""
+        if done >= self.done.get(stream, 0):
+            return
+        self.done[stream] = done
+
+        def kept(record: Mapping[str, Any]) -> bool:
+            task = _event_task(record) if ("failure" in record or "skipped" in record) else record
+            if task.get("stream") != stream:
+                return True
+            return positions.get(str(task.get("task_id")), done) < done
+
+        self.responses = [r for r in self.responses if kept(r)]
+        self.scores = [s for s in self.scores if kept(s)]
+        self.events = [e for e in self.events if kept(e)]
+
 
 @dataclass(frozen=True)
 class ArmEntry:
-    """One arm of a session, as its manifest records it."""
+    """One arm of a session, as its manifest records it. ``run_dir`` is relative to
+    the manifest's directory when the arm lives inside it (it always does when the
+    session was given an output directory), else where the arm's config put it."""
 
     name: str
-    run_dir: Path
+    run_dir: str
     config: str
 
 
-def write_arms_manifest(directory: Path, entries: Sequence[ArmEntry], overrides: Sequence[str]) -> None:
-    """Record a session's arms (first = baseline) beside them, so that
-    ``--evomemory-resume=DIRECTORY`` can continue every arm of an interrupted session.
-    Arm directories inside ``directory`` are stored relative to it (the whole tree
-    may move); others as absolute paths."""
+@dataclass(frozen=True)
+class ArmsManifest:
+    """Which arms a session ran (first = baseline), from which configs, with which
+    ``set`` overrides, and the session's id (each arm's run.json records it too)."""
+
+    entries: tuple[ArmEntry, ...]
+    overrides: tuple[str, ...]
+    session: str | None
+
+
+def write_arms_manifest(
+    directory: Path, arms: Sequence[tuple[str, Path, str]], overrides: Sequence[str], session: str
+) -> None:
+    """Record a session's arms ``(name, run directory, config)`` beside them, so that
+    resuming the directory can continue every arm of an interrupted session."""
     directory.mkdir(parents=True, exist_ok=True)
     base = directory.resolve()
 
@@ -498,36 +523,42 @@ def write_arms_manifest(directory: Path, entries: Sequence[ArmEntry], overrides:
 
     write_json_atomically(directory / ARMS_MANIFEST, {
         "schema_version": 1,
-        "baseline": entries[0].name,
+        "session": session,
+        "baseline": arms[0][0],
         "overrides": list(overrides),
-        "arms": [{"name": e.name, "run_dir": where(e.run_dir), "config": e.config} for e in entries],
+        "arms": [{"name": name, "run_dir": where(run_dir), "config": config} for name, run_dir, config in arms],
     })
 
 
-def read_arms_manifest(directory: Path) -> tuple[list[ArmEntry], list[str]] | None:
-    """The arms (and ``--evomemory-set`` overrides) of the session that wrote
-    ``directory``, or None when it holds no manifest (a single run's directory)."""
+def read_arms_manifest(directory: Path, flag: str) -> ArmsManifest | None:
+    """The arms of the session that wrote ``directory``, or None when it holds no
+    manifest (a single run's directory). ``flag`` names the resume option in errors."""
     path = directory / ARMS_MANIFEST
     if not path.exists():
         return None
     document = read_json(path)
     arms = document.get("arms") if document is not None else None
     try:
-        entries = [
-            ArmEntry(str(arm["name"]), directory / str(arm["run_dir"]), str(arm["config"])) for arm in arms or ()
-        ]
+        entries = tuple(
+            ArmEntry(str(arm["name"]), str(arm["run_dir"]), str(arm["config"])) for arm in arms or ()
+        )
     except (KeyError, TypeError):
-        entries = []
+        entries = ()
     if document is None or len(entries) < 2:
         raise RunDirError(
-            f"--evomemory-resume {directory}: {path} is not a readable arms manifest; resume each arm's "
-            "directory on its own (--evomemory-resume=DIR/<arm>)"
+            f"{flag} {directory}: {path} is not a readable arms manifest; resume each arm's "
+            f"directory on its own ({flag}=DIR/<arm>)"
         )
     overrides = document.get("overrides")
-    return entries, [str(item) for item in overrides] if isinstance(overrides, list) else []
+    session = document.get("session")
+    return ArmsManifest(
+        entries,
+        tuple(str(item) for item in overrides) if isinstance(overrides, list) else (),
+        session if isinstance(session, str) else None,
+    )
 
 
-def read_run_document(run_dir: Path, purpose: str = "--evomemory-resume") -> dict[str, Any]:
+def read_run_document(run_dir: Path, purpose: str) -> dict[str, Any]:
     document = read_json(run_dir / RUN_DOCUMENT)
     if document is None:
         raise RunDirError(
@@ -544,13 +575,13 @@ def read_run_document(run_dir: Path, purpose: str = "--evomemory-resume") -> dic
     return document
 
 
-def load_resume_state(run_dir: Path, streams: Sequence[Stream]) -> ResumeState:
+def load_resume_state(run_dir: Path, streams: Sequence[Stream], flag: str) -> ResumeState:
     """Read an interrupted run's artefacts; a torn last line (SIGKILL) is ignored.
 
     Per stream, the completed episodes are the longest prefix of tasks that each have
     a score and either a feedback response, a failed feedback turn or a skipped one.
     """
-    document = read_run_document(run_dir)
+    document = read_run_document(run_dir, flag)
     # A record edited or damaged by hand (a task id that is a list, a failure that is
     # a string) is treated like a torn line: its task simply runs again.
     responses = [r for r in read_jsonl(run_dir / RESPONSES) if _names_a_task(r)]

@@ -31,31 +31,33 @@ class Setting:
     text: str
     path: tuple[str, ...]
     value: Any
+    #: the option it came with, as the user typed it (``--evomemory-set`` or ``--set``)
+    flag: str = "--evomemory-set"
 
     @property
     def part(self) -> str:
         return self.path[0]
 
 
-def parse_setting(text: str) -> Setting:
+def parse_setting(text: str, flag: str = "--evomemory-set") -> Setting:
     key, sep, raw = text.partition("=")
     path = tuple(key.strip().split("."))
     if not sep or not all(path):
-        raise ConfigError(f"--evomemory-set {_shown(text)}: expected KEY=VALUE with a dotted KEY, e.g. agent.model.model=gpt-4o-mini")
+        raise ConfigError(f"{flag} {_shown(text)}: expected KEY=VALUE with a dotted KEY, e.g. agent.model.model=gpt-4o-mini")
     if path[0] not in (*PARTS, *RUN_KEYS) or (path[0] in RUN_KEYS and len(path) > 1):
         raise ConfigError(
-            f"--evomemory-set {_shown(text)}: unknown key {key.strip()!r}; a key starts with one of "
+            f"{flag} {_shown(text)}: unknown key {key.strip()!r}; a key starts with one of "
             f"{', '.join(PARTS)} (then the part's keys) or is one of {', '.join(RUN_KEYS)}"
         )
-    from .config import parse_yaml  # the same strict YAML rules as a config file
+    from .yamlio import parse_yaml  # the same strict YAML rules as a config file
 
     try:
         value = parse_yaml(raw) if raw.strip() else ""
     except yaml.YAMLError:
         value = raw  # not YAML: the plain string, as a shell user would expect
     except ConfigError as error:
-        raise ConfigError(f"--evomemory-set {_shown(text)}: {error}", key=".".join(path)) from None
-    return Setting(text, path, value)
+        raise ConfigError(f"{flag} {_shown(text)}: {error}", key=".".join(path)) from None
+    return Setting(text, path, value, flag)
 
 
 def _shown(text: str) -> str:
@@ -63,8 +65,8 @@ def _shown(text: str) -> str:
     return repr(shorten(text, 120))
 
 
-def parse_settings(texts: Sequence[str]) -> list[Setting]:
-    return [parse_setting(text) for text in texts]
+def parse_settings(texts: Sequence[str], flag: str = "--evomemory-set") -> list[Setting]:
+    return [parse_setting(text, flag) for text in texts]
 
 
 def apply_settings(data: Mapping[str, Any], settings: Sequence[Setting], part: str) -> dict[str, Any]:
@@ -80,7 +82,7 @@ def apply_settings(data: Mapping[str, Any], settings: Sequence[Setting], part: s
                 child = target[key] = {}
             if not isinstance(child, dict):
                 where = ".".join(setting.path[: index + 1])
-                raise ConfigError(f"--evomemory-set {_shown(setting.text)}: {where!r} is not a mapping, so it has no keys")
+                raise ConfigError(f"{setting.flag} {_shown(setting.text)}: {where!r} is not a mapping, so it has no keys")
             target = child
         target[setting.path[-1]] = setting.value
     return result

@@ -126,3 +126,15 @@ class JsonScan:
                 self.in_string = True
             elif char in "[]{}":
                 yield char
+
+
+#: Characters a terminal obeys instead of showing: C0 and C1 controls (ESC starts
+#: colour, title, hyperlink and clipboard sequences), DEL, and the bidirectional
+#: overrides that reorder what is shown.
+_TERMINAL_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def inert(text: str) -> str:
+    """``text`` safe to print: every character a terminal would obey is shown as its
+    escape (``\\x1b``, ``\\u202e``) instead. Line breaks and tabs stay."""
+    return _TERMINAL_CONTROL.sub(lambda match: match.group(0).encode("unicode_escape").decode("ascii"), text)

@@ -20,7 +20,6 @@ from typing import Any
 
 from .errors import DataError
 from .text import JsonScan, shorten
-from .types import BenchmarkSample
 
 #: Nesting deeper than this in a config or a task record is refused: no real config
 #: or task needs it, and parsers recurse per level.
@@ -256,36 +255,27 @@ def check_task_id(task_id: str, where: str) -> None:
         )
 
 
-def check_sample(sample: BenchmarkSample, where: str, *, empty_options: bool = False) -> None:
-    """Refuse a task that could never be scored meaningfully.
+#: The longest file name most file systems take (NAME_MAX).
+MAX_NAME_BYTES = 255
 
-    Every task needs a non-empty prompt and a non-empty target. A task with ``choices`` (or in ``choice`` mode) must have at most 26 options
-    (letters A-Z), no empty option, and a non-empty target that the choice scorer
-    itself reads as one of its letters (a letter, or one option's text); otherwise
-    every answer would be scored wrong and the stream's accuracy would silently
-    measure nothing. The scorer's own reading is used, so the two cannot disagree.
-    ``empty_options`` lets an empty option through: a converter of an upstream file
-    keeps that file's options as they are (the option is shown as an empty line).
-    """
-    from .evaluation.choice import DEFAULT_OPTION_COUNT, _target_letter
 
-    check_task_id(sample.task_id, where)
-    if not sample.prompt.strip():
-        raise DataError(f"{where}: task {sample.task_id!r}: the prompt is empty; write the question")
-    choices = sample.choices
-    is_choice = bool(choices) or sample.match_mode == "choice"
-    if not sample.target.strip():
-        hint = "give the correct option's letter (e.g. 'B')" if is_choice else "give the expected answer"
-        raise DataError(f"{where}: task {sample.task_id!r}: the target is empty; {hint}")
-    if not is_choice:
-        return
-    if len(choices) > MAX_CHOICES:
-        raise DataError(f"{where}: {len(choices)} choices, but at most {MAX_CHOICES} can be lettered A-Z; drop some")
-    if not empty_options and any(not option.strip() for option in choices):
-        raise DataError(f"{where}: an option in 'choices' is empty; remove it or give its text")
-    letters = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"[: len(choices) or DEFAULT_OPTION_COUNT]
-    if _target_letter(sample, letters) is None:
-        raise DataError(
-            f"{where}: task {sample.task_id!r}: the target {sample.target!r} is neither a letter in "
-            f"A-{letters[-1]} nor exactly one option's text; give the correct option's letter"
-        )
+def run_name_problem(name: str) -> str | None:
+    """Why ``name`` cannot be one directory under the output root, in words, or None.
+
+    The one rule for run (and arm) names: a config is refused with it when read,
+    and the run directory applies it again before making the directory."""
+    if not name or not name.strip():
+        return "is empty"
+    if "\0" in name:
+        return "contains a NUL character"
+    if re.search(f"[{CONTROL_CHARACTERS}]", name):
+        return "contains a control character (a line break, tab or escape) or an unpaired surrogate"
+    if len(name.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES:
+        return f"is {len(name.encode('utf-8', 'surrogatepass'))} bytes long, over the file system's limit of {MAX_NAME_BYTES}"
+    if "/" in name or "\\" in name or os.sep in name or (os.altsep and os.altsep in name):
+        return "contains a path separator"
+    if name in (".", ".."):
+        return f"is {name!r}"
+    if Path(name).is_absolute() or (len(name) > 1 and name[1] == ":"):
+        return "is an absolute path"
+    return None

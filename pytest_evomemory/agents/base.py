@@ -14,6 +14,7 @@ The agent never holds the answer key while it answers: a task turn gives it a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..types import Stimulus, ToolSpec, Usage
@@ -80,3 +81,19 @@ class Agent(Protocol):
 #: ``deterministic_recall`` agents, and ``None`` for ``none`` and ``tool_use``
 #: agents (a ``tool_use`` agent reaches memory only through its turn's tools).
 AgentFactory = Callable[["AgentConfig", "MemorySystem | None"], Agent]
+
+
+@dataclass(frozen=True)
+class AgentKind:
+    """An agent as configs name it (``agent: {kind: NAME}``), registered in
+    :data:`pytest_evomemory.agents.factory.AGENTS`.
+
+    ``build`` makes the agent for one stream; ``needs_model``: the agent config must
+    have a ``model:`` section; ``reads_options``: the keys of the free-form
+    ``agent.options`` it reads (any other is refused up front, never ignored).
+    """
+
+    name: str
+    build: AgentFactory
+    needs_model: bool = False
+    reads_options: frozenset[str] = frozenset()

@@ -1,4 +1,4 @@
-"""Pick and build the configured agent for one stream."""
+"""The agents a config can name, and the building of one stream's agent."""
 
 from __future__ import annotations
 
@@ -6,7 +6,26 @@ from ..config import AgentConfig
 from ..errors import ConfigError
 from ..factories import load_factory
 from ..memory.base import MemorySystem
-from .base import Agent
+from ..registry import Registry, is_reference, lazy
+from .base import Agent, AgentKind
+
+#: Every agent kind an agent config may name besides a ``module:factory`` reference.
+#: Built-in agents load on first use (TinyAgent brings the model clients).
+AGENTS: Registry[AgentKind] = Registry("agent kind")
+AGENTS.builtin(
+    "recall_baseline",
+    AgentKind("recall_baseline", lazy("pytest_evomemory.agents.baseline:RecallBaselineAgent")),  # type: ignore[arg-type]
+    owner=__name__,
+)
+AGENTS.builtin(
+    "tiny", AgentKind("tiny", lazy("pytest_evomemory.agents.tiny:TinyAgent"), needs_model=True),  # type: ignore[arg-type]
+    owner=__name__,
+)
+
+
+def agent_kind(name: str) -> AgentKind | None:
+    """The registered kind called ``name``; ``None`` for a ``module:factory`` reference."""
+    return None if is_reference(name) else AGENTS.get(name)
 
 
 def build_agent(config: AgentConfig, memory: MemorySystem | None) -> Agent:
@@ -16,19 +35,15 @@ def build_agent(config: AgentConfig, memory: MemorySystem | None) -> Agent:
     through the tools registered in each turn.
     """
     given = memory if config.memory_strategy == "deterministic_recall" else None
-    if config.kind == "recall_baseline":
-        from .baseline import RecallBaselineAgent
-
-        agent: object = RecallBaselineAgent(config, given)
-    elif config.kind == "tiny":
-        from .tiny import TinyAgent
-
-        agent = TinyAgent(config, given)
-    else:
-        agent = load_factory(config.kind, "agent")(config, given)
+    kind = agent_kind(config.kind)
+    factory = kind.build if kind is not None else load_factory(config.kind, "agent")
+    agent: object = factory(config, given)
     if not isinstance(agent, Agent):
         raise ConfigError(
             f"agent factory {config.kind!r} returned {type(agent).__name__}, which does not "
             "implement the Agent protocol (respond(stimulus, turn) and reset())"
         )
     return agent
+
+
+__all__ = ["AGENTS", "agent_kind", "build_agent"]

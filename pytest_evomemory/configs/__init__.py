@@ -27,14 +27,19 @@ def builtin_names() -> list[str]:
 
 
 def builtin_path(name: str) -> Path:
-    """The shipped run config called ``name``; a clear error naming the choices otherwise."""
+    """The shipped run config called ``name`` (``testing/evomemory_single_turn_medium``,
+    or its last part alone when no other shipped config has it); a clear error naming
+    the choices otherwise."""
     stem = name[: -len(Path(name).suffix)] if name.endswith(_SUFFIXES) else name
     path = (RUNS_DIR / f"{stem}.yaml").resolve()
-    if RUNS_DIR not in path.parents or not path.is_file():
-        raise ConfigError(
-            f"no built-in run config named {name!r}; built-in configs: {', '.join(builtin_names())}"
-        )
-    return path
+    if RUNS_DIR in path.parents and path.is_file():
+        return path
+    same_stem = [found for found in builtin_names() if found.rsplit("/", 1)[-1] == stem]
+    if len(same_stem) == 1:
+        return (RUNS_DIR / f"{same_stem[0]}.yaml").resolve()
+    raise ConfigError(
+        f"no built-in run config named {name!r}; built-in configs: {', '.join(builtin_names())}"
+    )
 
 
 #: The run config key of each part -> its folder of shipped configs.
@@ -58,8 +63,9 @@ def resolve_run_config(value: str, base: Path) -> Path:
     """What ``--evomemory-config=value`` names, relative paths being relative to ``base``.
 
     ``builtin:NAME`` is always a shipped config. Anything else is a path when that
-    file exists; a bare word that is not a file (no directory, no ``.yaml``) is a
-    shipped config's name. A path that does not exist is returned as it is, so the
+    file exists; a name without ``.yaml`` that is not a file is a shipped config's
+    name (with its folder, ``testing/evomemory_single_turn_medium``, or without it
+    when no other shipped config has that name). A path that does not exist is returned as it is, so the
     loader reports "file not found" with the full path.
     """
     if value.startswith(PREFIX):
@@ -68,9 +74,10 @@ def resolve_run_config(value: str, base: Path) -> Path:
     path = path if path.is_absolute() else base / path
     if path.exists():
         return path
-    bare = "/" not in value and "\\" not in value and not value.endswith(_SUFFIXES)
-    if bare:
-        return builtin_path(value)
+    if not value.endswith(_SUFFIXES) and "\\" not in value:
+        # a name: ``sample_memory``, or with its folder ``testing/evomemory_single_turn_medium``
+        if "/" not in value or (RUNS_DIR / f"{value}.yaml").resolve().is_file():
+            return builtin_path(value)
     shipped = _shipped_layout(value)
     if shipped is not None:
         return shipped

@@ -240,7 +240,7 @@ def score_letter(
     count = min(len(sample.choices) or DEFAULT_OPTION_COUNT, len(_ALPHABET))
     letters = _ALPHABET[:count]
     span = f"{letters[0]}-{letters[-1]}"
-    target = _target_letter(sample, letters)
+    target = target_letter(sample, letters)
     details: dict[str, object] = {"letters": span, "options": len(sample.choices)}
     if target is None:
         return Score(
@@ -275,11 +275,24 @@ def score_letter(
     )
 
 
-def _target_letter(sample: BenchmarkSample, letters: str) -> str | None:
+def target_letter(sample: BenchmarkSample, letters: str) -> str | None:
+    """The option letter a task's target names (a letter, or one option's exact text)."""
     target = sample.target.strip().strip("()[]. ").upper()
     if len(target) == 1 and target in letters:
         return target
     return option_by_text(sample.target, sample.choices, letters)
+
+
+def target_problem(sample: BenchmarkSample) -> str | None:
+    """Why the scorer could never read a task's target as one of its letters, or None:
+    the scorer's own reading, so the check and the scoring cannot disagree."""
+    letters = _ALPHABET[: min(len(sample.choices) or DEFAULT_OPTION_COUNT, len(_ALPHABET))]
+    if target_letter(sample, letters) is not None:
+        return None
+    return (
+        f"task {sample.task_id!r}: the target {sample.target!r} is neither a letter in "
+        f"A-{letters[-1]} nor exactly one option's text; give the correct option's letter"
+    )
 
 
 
@@ -289,7 +302,7 @@ _TRIED = (
 )
 
 
-@register_match_mode("choice")
+@register_match_mode("choice", check_target=target_problem)
 def choice(answer: str, sample: BenchmarkSample) -> Score:
     """A multiple-choice answer, read with the MMLU-Pro official extraction chain."""
     return score_letter(answer, sample, "choice", extract_choice, _TRIED)

@@ -7,8 +7,6 @@ caller does, rather than relying on every caller to filter.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-
 from ..errors import ProtocolViolation
 from ..types import AgentResponse, BenchmarkSample, ScoredItem
 from .taskqa import TaskQAEvaluator
@@ -33,15 +31,3 @@ class EvoMemoryEvaluator:
             )
         score = self.taskqa.score(sample, response.final_answer)
         return ScoredItem(sample.stream, sample.task_id, sample.position, score, group=sample.group)
-
-    def score_run(
-        self,
-        samples: Mapping[tuple[str, str], BenchmarkSample],
-        responses: Iterable[AgentResponse],
-    ) -> list[ScoredItem]:
-        """Score every task response of a run (feedback responses are skipped)."""
-        return [
-            self.score_response(samples[(response.stream, response.task_id)], response)
-            for response in responses
-            if response.kind == "task"
-        ]

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 
 from ..types import BenchmarkSample, Score
-from .choice import extract_choice, score_letter
+from .choice import extract_choice, score_letter, target_problem
 from .modes import register_match_mode
 
 #: openai/simple-evals common.py, verbatim.
@@ -52,7 +52,7 @@ def extract_gpqa(text: str, choices: tuple[str, ...], count: int) -> tuple[str |
     return extract_choice(text, choices, count)
 
 
-@register_match_mode("gpqa")
+@register_match_mode("gpqa", check_target=target_problem)
 def gpqa(answer: str, sample: BenchmarkSample) -> Score:
     """A GPQA answer: simple-evals' ``Answer: X`` first, then the MMLU-Pro chain."""
     return score_letter(

@@ -11,87 +11,69 @@ because user-defined streams default to it.
 
 from __future__ import annotations
 
-import importlib
 import importlib.metadata
 import re
 import sys
 import unicodedata
-from collections.abc import Callable, Iterator, MutableMapping
+from collections.abc import Callable
+from dataclasses import dataclass
 
-from ..errors import ConfigError
+from ..registry import Registry
 from ..text import shorten
 from ..types import BenchmarkSample, Score
 
 MatchMode = Callable[[str, BenchmarkSample], Score]
 
 
-class MatchModeRegistry(MutableMapping[str, MatchMode]):
-    """Mode name -> mode. Built-in modes in other modules are imported on first lookup.
+@dataclass(frozen=True)
+class Metric:
+    """A figure a mode's scores carry beyond accuracy: the share of tasks whose
+    score has ``details[detail]`` true (ToolBench's "API" beside "Acc.").
 
-    Their modules compile a few dozen regular expressions (about 20 ms), and every
-    process of a run loaded them although a stream uses one mode: the controller
-    and each xdist worker paid it at start-up, before the first model call.
+    The summary reports it as ``<name>_matches``, ``<name>_accuracy`` and
+    ``<name>_accuracy_ci``; tables show it as ``<label> / Acc.``.
     """
 
-    def __init__(self, lazy: dict[str, str]) -> None:
-        self._modes: dict[str, MatchMode] = {}
-        self._lazy = dict(lazy)  # name -> module that registers it when imported
-        # Every built-in mode, loaded or not: a stream owns its mode, so nothing else
-        # may take the name (a conftest silently rescoring GPQA would void the figure).
-        self.builtin = {name: _absolute(module) for name, module in lazy.items()}
-
-    def __getitem__(self, name: str) -> MatchMode:
-        if name not in self._modes and name in self._lazy:
-            importlib.import_module(self._lazy[name], __package__)
-        return self._modes[name]
-
-    def __setitem__(self, name: str, mode: MatchMode) -> None:
-        __tracebackhide__ = True  # pytest shows the user's conftest line, not ours
-        owner = self.builtin.get(name)
-        if owner is not None and getattr(mode, "__module__", None) != owner:
-            where = getattr(mode, "__module__", None) or repr(mode)
-            raise ConfigError(
-                f"match mode {name!r} is built in ({owner}) and scores the streams that "
-                f"name it; {where} may not replace it. Register your mode under a new "
-                "name and set that name as your stream's match_mode"
-            )
-        self._lazy.pop(name, None)
-        self._modes[name] = mode
-
-    def __delitem__(self, name: str) -> None:
-        if name in self.builtin:
-            raise ConfigError(f"match mode {name!r} is built in and cannot be removed")
-        if self._lazy.pop(name, None) is None:
-            del self._modes[name]
-        else:
-            self._modes.pop(name, None)
-
-    def __contains__(self, name: object) -> bool:
-        return name in self._modes or name in self._lazy
-
-    def __iter__(self) -> Iterator[str]:
-        return iter([*self._modes, *(name for name in self._lazy if name not in self._modes)])
-
-    def __len__(self) -> int:
-        return len(set(self._modes) | set(self._lazy))
+    name: str
+    detail: str
+    label: str
+    description: str = ""
 
 
-def _absolute(module: str) -> str:
-    return f"{__package__}{module}" if module.startswith(".") else module
+@dataclass(frozen=True)
+class MatchModeSpec:
+    """A match mode as streams name it (``match_mode: NAME``).
+
+    ``score`` judges one answer; ``metrics`` are the figures its scores support
+    beyond accuracy; ``check_target`` says why a task's target could never be
+    matched (``None`` when it can), so such a task is refused when the stream loads.
+    """
+
+    name: str
+    score: MatchMode
+    metrics: tuple[Metric, ...] = ()
+    check_target: Callable[[BenchmarkSample], str | None] | None = None
 
 
-MATCH_MODES = MatchModeRegistry(
-    {
-        "exact": __name__,
-        "choice": ".choice",
-        "gpqa": ".gpqa",
-        "aime": ".aime",
-        "toolbench": ".toolbench",
-    }
-)
+#: Mode name -> spec. Built-in modes in other modules are imported on first lookup:
+#: their modules compile a few dozen regular expressions (about 20 ms), and every
+#: process of a run would otherwise pay it at start-up, before the first model call.
+#: A built-in name belongs to its module: a conftest silently rescoring GPQA would
+#: void the figure, so nothing else may take it.
+MATCH_MODES: Registry[MatchModeSpec] = Registry("match mode")
+for _name, _module in (
+    ("exact", __name__), ("choice", f"{__package__}.choice"), ("gpqa", f"{__package__}.gpqa"),
+    ("aime", f"{__package__}.aime"), ("toolbench", f"{__package__}.toolbench"),
+):
+    MATCH_MODES.builtin(_name, f"{_module}:{_name}")
 
 
-def register_match_mode(name: str) -> Callable[[MatchMode], MatchMode]:
+def register_match_mode(
+    name: str,
+    *,
+    metrics: tuple[Metric, ...] = (),
+    check_target: Callable[[BenchmarkSample], str | None] | None = None,
+) -> Callable[[MatchMode], MatchMode]:
     """Register a mode under ``name`` (used by built-in and user-defined streams).
 
     A built-in name (``exact``, ``choice``, ``gpqa``, ``aime``, ``toolbench``) is
@@ -99,11 +81,17 @@ def register_match_mode(name: str) -> Callable[[MatchMode], MatchMode]:
     """
 
     def decorate(mode: MatchMode) -> MatchMode:
-        __tracebackhide__ = True
-        MATCH_MODES[name] = mode
+        __tracebackhide__ = True  # pytest shows the user's conftest line, not ours
+        owner = getattr(mode, "__module__", None)
+        MATCH_MODES.register(name, MatchModeSpec(name, mode, metrics, check_target), owner=owner)
         return mode
 
     return decorate
+
+
+def match_mode(name: str) -> MatchModeSpec:
+    """The spec of mode ``name`` (ConfigError naming the known modes otherwise)."""
+    return MATCH_MODES.get(name)
 
 
 # Zero-width and format characters survive NFKC and make two visually identical
@@ -198,9 +186,9 @@ def scorer_identity(name: str) -> dict[str, object]:
     """Which code scores a mode: module, function, package and version.
 
     run.json records it per stream, so two results can be compared only when the
-    same scorer produced them. Raises ``KeyError`` for an unknown mode.
+    same scorer produced them. Raises ``ConfigError`` for an unknown mode.
     """
-    mode = MATCH_MODES[name]
+    mode = MATCH_MODES.get(name).score
     module = getattr(mode, "__module__", None) or ""
     top = module.split(".", 1)[0]
     if top == __package__.split(".", 1)[0]:
@@ -218,7 +206,7 @@ def scorer_identity(name: str) -> dict[str, object]:
         "function": getattr(mode, "__qualname__", repr(mode)),
         "package": package,
         "version": version,
-        "builtin": name in MATCH_MODES.builtin,
+        "builtin": MATCH_MODES.is_builtin(name),
     }
     dependencies = {dep: _distribution_version(dep) for dep in _MODE_DEPENDENCIES.get(name, ())}
     if dependencies:

@@ -36,13 +36,13 @@ class TaskQAEvaluator:
 
     def score(self, sample: BenchmarkSample, answer: object) -> Score:
         mode_name = sample.match_mode or self.default_mode
-        mode = MATCH_MODES.get(mode_name)
-        if mode is None:
+        if mode_name not in MATCH_MODES:
             # A config error, not a bad answer: every task of the stream would score 0.
             raise ConfigError(
                 f"stream {sample.stream!r} uses unknown match mode {mode_name!r}; "
                 f"known modes: {', '.join(sorted(MATCH_MODES))}"
             )
+        mode = MATCH_MODES.get(mode_name).score
 
         def zero(reason: str, raw: str | None, **details: object) -> Score:
             return Score(False, raw, None, sample.target, mode_name, reason, details=details)

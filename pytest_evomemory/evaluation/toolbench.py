@@ -31,7 +31,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from ..types import BenchmarkSample, Score
-from .modes import register_match_mode
+from .modes import Metric, register_match_mode
 
 #: Named parameters that positional arguments fill, in order, per function; further
 #: positionals are ``*0``, ``*1``... (``torch.hub.load`` passes them to the entry point).
@@ -324,7 +324,14 @@ def same_api(reference: ParsedCall, candidate: ParsedCall) -> bool:
     )
 
 
-@register_match_mode("toolbench")
+#: The paper's "API" figure beside "Acc." (Table 1's ToolBench columns).
+API_METRIC = Metric(
+    "api", "api_match", "API",
+    "share of tasks whose answer names the right API (ToolBench as the paper reports it)",
+)
+
+
+@register_match_mode("toolbench", metrics=(API_METRIC,))
 def toolbench(answer: str, sample: BenchmarkSample) -> Score:
     """API match and full-call match against the source's ``api_call`` (see module doc)."""
     reference = parse_call(sample.target)

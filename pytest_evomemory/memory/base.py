@@ -9,12 +9,17 @@ system declares (``tool_use``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol, runtime_checkable
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..errors import MemoryBackendError
 from ..tools import Tool
 from ..types import MemoryHit
+
+if TYPE_CHECKING:
+    from ..config import BackendOptions, MemoryConfig
 
 
 @runtime_checkable
@@ -65,3 +70,40 @@ def unstorable_reason(text: str, *, nul_allowed: bool) -> str | None:
     except UnicodeEncodeError as error:
         return f"contains a lone surrogate ({error.object[error.start:error.end]!r}), which is not valid UTF-8"
     return None
+
+
+@dataclass(frozen=True)
+class MemoryContext:
+    """Where a memory system lives: its stream and the run's output directory."""
+
+    stream: str
+    run_dir: Path
+    run_name: str
+
+
+MemoryOpener = Callable[["MemoryConfig", MemoryContext], MemorySystem]
+
+
+@dataclass(frozen=True)
+class MemoryBackend:
+    """A memory backend as configs name it (``memory: {backend: NAME}``).
+
+    Declared once, beside the backend's code, and registered in
+    :data:`pytest_evomemory.memory.factory.MEMORY_BACKENDS`: how to open it for a
+    stream, the settings model of its own section (``sqlite: {...}``), the keys of
+    the free-form ``memory.options`` it reads (any other is refused, never ignored),
+    and the optional extra that provides its library (checked before any task).
+    """
+
+    name: str
+    open: MemoryOpener
+    options: type[BackendOptions] | None = None
+    reads_options: frozenset[str] = frozenset()
+    #: ``pip install 'pytest-evomemory[EXTRA]'`` provides it; ``requires`` are the
+    #: modules that extra installs (their absence is one clear error up front).
+    extra: str | None = None
+    requires: tuple[str, ...] = ()
+    #: Where a stream's state lives (files, tables), when the backend keeps it outside
+    #: the process: two streams (or arms) naming one location would share a memory,
+    #: so the session refuses that before any task.
+    locations: Callable[[MemoryConfig, MemoryContext], Sequence[str]] | None = None

@@ -1,4 +1,4 @@
-"""Build the memory system for one stream from the memory config.
+"""The memory backends a config can name, and the opening of one stream's memory.
 
 Each stream gets its own, fresh memory system: persistence across streams would
 let one stream's experiences leak into another's score.
@@ -6,57 +6,48 @@ let one stream's experiences leak into another's score.
 
 from __future__ import annotations
 
+import importlib.util
 import threading
 from collections.abc import Callable
-from dataclasses import dataclass
-from pathlib import Path
 
 from ..config import MemoryConfig
-from ..errors import EvoMemoryError, MemoryBackendError
+from ..errors import ConfigError, EvoMemoryError, MemoryBackendError
 from ..factories import load_factory, user_frames
-from .base import MemorySystem
+from ..registry import Registry, is_reference
+from .base import MemoryBackend, MemoryContext, MemorySystem
 
-
-@dataclass(frozen=True)
-class MemoryContext:
-    """Where a memory system lives: its stream and the run's output directory."""
-
-    stream: str
-    run_dir: Path
-    run_name: str
-
+#: Every backend a memory config may name besides a ``module:factory`` reference.
+#: A backend module declares its :class:`MemoryBackend` as ``BACKEND``.
+MEMORY_BACKENDS: Registry[MemoryBackend] = Registry("memory backend")
+MEMORY_BACKENDS.builtin("inprocess", "pytest_evomemory.memory.inprocess:BACKEND")
+MEMORY_BACKENDS.builtin("sqlite", "pytest_evomemory.memory.sqlite:BACKEND")
+MEMORY_BACKENDS.builtin("postgres", "pytest_evomemory.memory.postgres:BACKEND")
 
 MemoryFactory = Callable[[MemoryConfig, MemoryContext], MemorySystem]
 
 
-def _inprocess(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
-    from .inprocess import InProcessMemory  # numpy: imported by the processes that use it
-
-    return InProcessMemory(default_top_k=config.top_k)
-
-
-def _sqlite(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
-    from .sqlite import open_sqlite_memory
-
-    return open_sqlite_memory(config, context)
+def backend_spec(name: str) -> MemoryBackend | None:
+    """The registered backend called ``name``; ``None`` for a ``module:factory`` reference."""
+    return None if is_reference(name) else MEMORY_BACKENDS.get(name)
 
 
-def _postgres(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
-    from .postgres import open_postgres_memory
-
-    return open_postgres_memory(config, context)
-
-
-BUILTIN_BACKENDS: dict[str, MemoryFactory] = {
-    "inprocess": _inprocess,
-    "sqlite": _sqlite,
-    "postgres": _postgres,
-}
+def missing_extra(spec: MemoryBackend) -> str | None:
+    """Why the backend's optional library is not installed, or ``None``."""
+    absent = [module for module in spec.requires if importlib.util.find_spec(module) is None]
+    if not absent:
+        return None
+    return (
+        f"memory backend {spec.name!r} needs {', '.join(absent)}, which is not installed; "
+        f"install it with: pip install 'pytest-evomemory[{spec.extra or spec.name}]'"
+    )
 
 
 def build_memory(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
     """Open the configured backend for ``context.stream``; failures name the backend."""
-    factory = BUILTIN_BACKENDS.get(config.backend) or load_factory(config.backend, "memory")
+    spec = backend_spec(config.backend)
+    if spec is not None and (problem := missing_extra(spec)):
+        raise ConfigError(problem)
+    factory = spec.open if spec is not None else load_factory(config.backend, "memory")
     try:
         memory = factory(config, context)
     except EvoMemoryError:
@@ -118,3 +109,14 @@ def open_with_timeout(factory: Callable[[], MemorySystem], timeout_s: float, nam
     if failure:
         raise failure[0]
     return outcome[0]
+
+
+__all__ = [
+    "MEMORY_BACKENDS",
+    "MemoryContext",
+    "MemoryFactory",
+    "backend_spec",
+    "build_memory",
+    "missing_extra",
+    "open_with_timeout",
+]

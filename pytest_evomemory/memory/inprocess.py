@@ -22,10 +22,12 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from ..config import MemoryConfig
 from ..errors import MemoryBackendError
 from ..text import tokens
 from ..tools import Tool
 from ..types import MemoryHit
+from .base import MemoryBackend, MemoryContext
 from .snapshot import LoggedRecord, RecordLog
 from .tools import memory_tools
 
@@ -187,3 +189,11 @@ class InProcessMemory:
 
 def _number(record: _Record) -> int:
     return int(record.record_id.removeprefix("mem-"))
+
+
+def open_inprocess_memory(config: MemoryConfig, context: MemoryContext) -> InProcessMemory:
+    """The ``inprocess`` backend for one stream: nothing to configure but ``top_k``."""
+    return InProcessMemory(default_top_k=config.top_k)
+
+
+BACKEND = MemoryBackend("inprocess", open=open_inprocess_memory)

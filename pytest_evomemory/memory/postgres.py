@@ -29,11 +29,12 @@ import re
 import threading
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 import numpy as np
+from pydantic import Field, field_validator
 
-from ..config import MemoryConfig
+from ..config import BackendOptions, MemoryConfig, Text, env_variable_name
 from ..errors import MemoryBackendError
 from ..tools import Tool
 from ..types import MemoryHit
@@ -44,9 +45,8 @@ from ._ranking import (
     hybrid_ranking,
     prepare_recall,
 )
-from .base import RecordRejected, unstorable_reason
+from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
 from .embedders import Embedder, build_embedder
-from .factory import MemoryContext
 from .snapshot import LoggedRecord, RecordLog
 from .tools import memory_tools
 
@@ -58,9 +58,28 @@ _IDENTIFIER_UNSAFE = re.compile(r"[^a-z0-9_]+")
 _TEXT_SEARCH_CONFIG = re.compile(r"^[a-z_][a-z0-9_]*$")
 
 
+class PostgresOptions(BackendOptions):
+    """``memory.postgres``: the server (libpq settings; the password stays in a variable)."""
+
+    SECTION = "postgres"
+
+    host: Text = "127.0.0.1"
+    port: Annotated[int, Field(ge=1, le=65535)] = 5432
+    user: Text = "postgres"
+    dbname: Text = "postgres"
+    password_env: str | None = "PGPASSWORD"
+    table_prefix: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_]{0,30}$")] = "evomemory"
+    connect_timeout_s: Annotated[float, Field(gt=0)] = 5.0
+
+    @field_validator("password_env")
+    @classmethod
+    def _variable_name(cls, value: str | None) -> str | None:
+        return env_variable_name(value, "the password", "PGPASSWORD", "a server that needs no password")
+
+
 def open_postgres_memory(config: MemoryConfig, context: MemoryContext) -> PostgresMemory:
     """The ``postgres`` backend for one stream (the factory's entry point)."""
-    settings = config.postgres
+    settings = config.section(PostgresOptions)
     password = os.environ.get(settings.password_env) if settings.password_env else None
     text_search_config = str(config.options.get("text_search_config", "english"))
     return PostgresMemory(
@@ -423,4 +442,13 @@ def _tsquery(terms: Sequence[str]) -> str:
     return " | ".join(f"'{term}'" for term in terms)
 
 
-__all__ = ["PostgresMemory", "open_postgres_memory", "table_name"]
+
+
+
+BACKEND = MemoryBackend(
+    "postgres", open=open_postgres_memory, options=PostgresOptions,
+    reads_options=frozenset({"text_search_config"}), extra="postgres", requires=("psycopg",),
+)
+
+
+__all__ = ["BACKEND", "PostgresMemory", "PostgresOptions", "open_postgres_memory", "table_name"]

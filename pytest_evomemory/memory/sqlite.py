@@ -19,15 +19,15 @@ from pathlib import Path
 from typing import IO, Any
 
 import numpy as np
+from pydantic import field_validator
 
-from ..config import MemoryConfig, sqlite_path_problem
+from ..config import BackendOptions, MemoryConfig, Text
 from ..errors import MemoryBackendError
 from ..tools import Tool
 from ..types import MemoryHit
 from ._ranking import TermStatistics, VectorIndex, hybrid_ranking, prepare_recall
-from .base import RecordRejected, unstorable_reason
+from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
 from .embedders import Embedder, build_embedder
-from .factory import MemoryContext
 from .snapshot import LoggedRecord, RecordLog
 from .tools import memory_tools
 
@@ -48,6 +48,39 @@ CREATE VIRTUAL TABLE records_fts USING fts5(
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 
 
+class SqliteOptions(BackendOptions):
+    """``memory.sqlite``: where each stream's database file goes."""
+
+    SECTION = "sqlite"
+
+    path: Text | None = None
+
+    @field_validator("path")
+    @classmethod
+    def _one_file_per_stream(cls, value: str | None) -> str | None:
+        problem = None if value is None else sqlite_path_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+
+def sqlite_path_problem(template: str) -> str | None:
+    """Why ``sqlite.path`` cannot name one database per stream, or ``None``.
+
+    Checked when the config is read (so the run is refused once, up front) and
+    again by the backend when it fills the template in."""
+    if "{stream}" not in template:
+        return (
+            f"{template!r} must contain '{{stream}}': every stream needs its own file, or one "
+            "stream's records would be recalled in another; write e.g. memory/{stream}.sqlite3"
+        )
+    try:
+        template.format(stream="s", run_name="r")
+    except (KeyError, IndexError, ValueError, AttributeError) as error:
+        return f"{template!r}: only {{stream}} and {{run_name}} may be used ({error}); remove the others"
+    return None
+
+
 def open_sqlite_memory(config: MemoryConfig, context: MemoryContext) -> SqliteMemory:
     """The ``sqlite`` backend for one stream (the factory's entry point)."""
     return SqliteMemory(
@@ -62,7 +95,7 @@ def stream_database_path(config: MemoryConfig, context: MemoryContext) -> Path:
     (and optionally ``{run_name}``) filled in; a relative path is taken from the
     run's output directory."""
     stream = _UNSAFE_FILENAME.sub("_", context.stream)
-    template = config.sqlite.path
+    template = config.section(SqliteOptions).path
     if template is None:
         return context.run_dir / "memory" / f"{stream}.sqlite3"
     problem = sqlite_path_problem(template)
@@ -363,4 +396,14 @@ def _hit(record_id: int, content: str, metadata: str, score: float) -> MemoryHit
     return MemoryHit(str(record_id), content, score, json.loads(metadata))
 
 
-__all__ = ["SqliteMemory", "open_sqlite_memory", "stream_database_path"]
+
+
+
+def _database_files(config: MemoryConfig, context: MemoryContext) -> list[str]:
+    return [str(stream_database_path(config, context).resolve())]
+
+
+BACKEND = MemoryBackend("sqlite", open=open_sqlite_memory, options=SqliteOptions, locations=_database_files)
+
+
+__all__ = ["BACKEND", "SqliteMemory", "SqliteOptions", "open_sqlite_memory", "stream_database_path"]

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..tools import Tool, ToolArgumentError, require_string
@@ -146,18 +146,3 @@ def _observed(tool: Tool, observe: MemoryToolObserver) -> Tool:
 
     return MemoryTool(tool.spec, handler, role)
 
-
-@dataclass
-class MemoryToolLog:
-    """A ready-made observer: counts calls by role and keeps them in order."""
-
-    calls: list[MemoryToolCall] = field(default_factory=list)
-    counts: dict[str, int] = field(default_factory=dict)
-
-    def __call__(self, call: MemoryToolCall) -> None:
-        self.calls.append(call)
-        key = call.role or "other"
-        self.counts[key] = self.counts.get(key, 0) + 1
-
-    def count(self, role: MemoryRole) -> int:
-        return self.counts.get(role, 0)

@@ -10,11 +10,16 @@ teardown, so they run after the score is recorded and before the next task.
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from .stash import SESSION_KEY
+from ..reporting.summary import cache_counts
+from .stash import get_session
+
+#: This module: the plugin adds it to pytest's arguments when the benchmark is on.
+ITEMS_MODULE = Path(__file__).resolve()
 
 #: The node id of the benchmark's module, wherever the package is installed.
 NODE_PREFIX = "evomemory"
@@ -50,8 +55,19 @@ def task_of_nodeid(nodeid: str) -> tuple[str, str] | None:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    if "evomemory_sample" in metafunc.fixturenames:
-        metafunc.config.stash[SESSION_KEY].parametrize(metafunc)
+    if "evomemory_sample" not in metafunc.fixturenames:
+        return
+    params = [
+        pytest.param(task.key, task.sample, id=task.item_id, marks=[pytest.mark.evomemory])
+        for task in get_session(metafunc.config).tasks()
+    ]
+    metafunc.parametrize(
+        ["evomemory_stream", "evomemory_sample"], params,
+        indirect=True,
+        # Session scope keeps the stream fixture alive across its tasks; the
+        # sample fixture is function-scoped and only hands out request.param.
+        scope="session",
+    )
 
 
 def test_task(evomemory_episode: Any, request: pytest.FixtureRequest) -> None:
@@ -59,7 +75,7 @@ def test_task(evomemory_episode: Any, request: pytest.FixtureRequest) -> None:
     outcome = evomemory_episode.run_task()
     # user_properties (not the record_property fixture) reach JUnit XML in every
     # junit_family, and pytest-json-report's metadata (plugin/jsonreport.py).
-    arm = request.config.stash[SESSION_KEY].arm_label(request.node.callspec.params["evomemory_stream"])
+    arm = get_session(request.config).arm_label(request.node.callspec.params["evomemory_stream"])
     request.node.user_properties.extend(task_properties(outcome.scored.to_dict(), outcome.response.to_dict(), arm))
 
 
@@ -68,10 +84,8 @@ def task_properties(scored: dict[str, Any], response: dict[str, Any], arm: str |
 
     ``cached`` is true when every model call of the task turn was replayed from
     the response cache (then ``seconds`` is not the model's latency). ``arm``
-    is there only when several arms run in one session.
+    names the task's arm (the run's name with one arm): one shape for every session.
     """
-    from .progress import cache_counts
-
     calls, cached = cache_counts(response)
     values = {
         **({"arm": arm} if arm is not None else {}),

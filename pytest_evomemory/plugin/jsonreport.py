@@ -43,21 +43,4 @@ class JsonReportHooks:
     def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:
         block = self.block()
         if block is not None:
-            from ..reporting.summary import SCHEMA_VERSION
-
-            json_report["evomemory"] = {"schema_version": SCHEMA_VERSION, **block}
-
-
-def run_identity(run_config: Any) -> dict[str, Any]:
-    """What was benchmarked, without secrets (configs only name key variables)."""
-    agent = run_config.agent
-    model = agent.model
-    return {
-        "agent": {"kind": agent.kind, "memory_strategy": agent.memory_strategy},
-        "model": None if model is None else {
-            "provider": model.provider, "model": model.model, "base_url": model.base_url,
-            "temperature": model.temperature,
-        },
-        "memory": {"backend": run_config.memory.backend, "top_k": getattr(run_config.memory, "top_k", None)},
-        "overrides": list(run_config.overrides),
-    }
+            json_report["evomemory"] = block

@@ -24,20 +24,11 @@ from typing import Any
 
 import pytest
 
+from ..reporting.summary import cache_counts
+from ..runtime.session import Session
 from .items import stream_of_nodeid
 
 DEFAULT_INTERVAL = 10.0
-
-
-def cache_counts(response: Mapping[str, Any]) -> tuple[int, int]:
-    """(model calls, of which served from the response cache) of one response record.
-
-    The response cache marks each replayed assistant message ``"cached": true``
-    (:mod:`pytest_evomemory.models.cache`, via TinyAgent); agents that call no
-    model, or mark nothing, count as zero calls.
-    """
-    calls = [m for m in response.get("messages") or () if isinstance(m, Mapping) and m.get("role") == "assistant"]
-    return len(calls), sum(1 for m in calls if m.get("cached"))
 
 
 def task_verdict(report: pytest.TestReport) -> bool | None:
@@ -118,8 +109,9 @@ class ProgressHooks:
     """Registered by the plugin on the controller (or the only process) when the
     benchmark is on."""
 
-    def __init__(self, config: pytest.Config) -> None:
+    def __init__(self, config: pytest.Config, session: Session) -> None:
         self.config = config
+        self.session = session
         self.interval = _interval(config)
         self.streams: dict[str, StreamProgress] = {}
         self.pending: list[str] = []
@@ -132,7 +124,21 @@ class ProgressHooks:
             stream = stream_of_nodeid(nodeid)
             if stream is not None:
                 counts[stream] = counts.get(stream, 0) + 1
-        self.streams = {name: StreamProgress(name, total) for name, total in counts.items()}
+        self.streams = {name: self._resumed(StreamProgress(name, total)) for name, total in counts.items()}
+
+    def _resumed(self, progress: StreamProgress) -> StreamProgress:
+        """A resumed stream's line counts the interrupted run's completed tasks too, so
+        it says what the table at the end will say."""
+        found = self.session.streams_by_key.get(progress.name)
+        resume = found[0].run.resume if found is not None else None
+        if resume is None or found is None:
+            return progress
+        stream = found[1]
+        for scored in resume.scores:
+            if scored.get("stream") == stream:
+                progress.total += 1
+                progress.add({"scored": scored})
+        return progress
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self._set_totals([item.nodeid for item in session.items])
@@ -176,19 +182,27 @@ class ProgressHooks:
         progress.last_shown = now
         self.pending.append(progress.line())
 
-    @pytest.hookimpl(trylast=True)
-    def pytest_runtest_logfinish(self, nodeid: str) -> None:
-        """Lines go out after pytest's own output for the task (its ``[ 50%]``)."""
+    def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        """Lines go out before the next task's letter, so pytest's own line of letters
+        (and its ``[100%]`` at the end) stays whole."""
+        self._flush()
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        self._flush()
+
+    def _flush(self) -> None:
         reporter = self.config.pluginmanager.get_plugin("terminalreporter")
         lines, self.pending = self.pending, []
         if reporter is None or not lines:
             return
-        reporter.ensure_newline()
-        writer = getattr(reporter, "_tw", None)  # under xdist the letters run on without a path prefix
-        if writer is not None and writer.width_of_current_line:
-            writer.line()
-        for line in lines:
-            reporter.write_line(line)
+        # Written as plain text, not with write_line: pytest then goes on with its line
+        # of letters below ours, instead of starting a new one with the module's name.
+        writer = getattr(reporter, "_tw", None)  # pytest's terminal writer knows its column
+        width = getattr(writer, "width_of_current_line", None)
+        mid_line = bool(width) if isinstance(width, int) else reporter.currentfspath is not None
+        text = "\n".join(lines) + "\n"
+        reporter.write(("\n" if mid_line else "") + text)
 
 
 def _interval(config: pytest.Config) -> float:

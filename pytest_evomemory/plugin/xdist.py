@@ -21,7 +21,7 @@ from xdist.scheduler import LoadScopeScheduling
 
 from .items import stream_of_nodeid
 
-_LOAD_MODES = {"load", "loadscope", "loadfile", "loadgroup", "worksteal"}
+LOAD_MODES = {"load", "loadscope", "loadfile", "loadgroup", "worksteal"}
 
 
 class StreamScheduling(LoadScopeScheduling):  # type: ignore[misc]
@@ -62,20 +62,3 @@ class StreamScheduling(LoadScopeScheduling):  # type: ignore[misc]
         for other in self.assigned_work:
             self._reschedule(other)
         return crashitem
-
-
-class XdistHooks:
-    """Registered on the controller only, when xdist is installed.
-
-    ``independent`` names the streams whose tasks may run on any worker in any
-    order (no memory carries anything from one task to the next).
-    """
-
-    def __init__(self, independent: frozenset[str] = frozenset()) -> None:
-        self.independent = independent
-
-    @pytest.hookimpl(tryfirst=True)
-    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
-        if config.getvalue("dist") in _LOAD_MODES:
-            return StreamScheduling(config, log, self.independent)
-        return None

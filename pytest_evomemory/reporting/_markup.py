@@ -50,12 +50,6 @@ def _ci(value: object) -> str:
     return _NONE if low is None or high is None else f"[{low * 100:.1f}, {high * 100:.1f}]"
 
 
-def _api_acc(metrics: Mapping[str, Any]) -> str:
-    """The paper's ToolBench figure pair "API / Acc."; a dash for other streams."""
-    api = _number(metrics.get("api_accuracy"))
-    return _NONE if api is None else f"{api:.1%} / {_percent(metrics.get('accuracy'))}"
-
-
 def _position(value: object) -> str:
     """Positions are stored 0-based; people count from 1."""
     number = _number(value)

@@ -18,8 +18,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..rundir import SCHEMA_VERSION
+from .columns import figures_of
 from .stats import Proportion, compare_paired
-from .summary import SCHEMA_VERSION
 
 if TYPE_CHECKING:
     from .rundata import RunData
@@ -62,12 +63,13 @@ def _run_entry(run: RunData, metrics: Mapping[str, Any] | None) -> dict[str, Any
         return {"label": run.label, "present": False}
     correct, tasks = int(_number(metrics.get("correct")) or 0), int(_number(metrics.get("tasks")) or 0)
     entry: dict[str, Any] = {"label": run.label, "present": True, **Proportion(correct, tasks).to_dict()}
-    api = metrics.get("api_matches")
-    if isinstance(api, int) and not isinstance(api, bool):
-        api_share = Proportion(api, tasks)
-        interval = api_share.interval
-        entry["api_accuracy"] = api_share.estimate
-        entry["api_ci_low"], entry["api_ci_high"] = interval if interval else (None, None)
+    for name in figures_of(metrics):
+        matches = metrics.get(f"{name}_matches")
+        if isinstance(matches, int) and not isinstance(matches, bool):
+            share = Proportion(matches, tasks)
+            interval = share.interval
+            entry[f"{name}_accuracy"] = share.estimate
+            entry[f"{name}_ci_low"], entry[f"{name}_ci_high"] = interval if interval else (None, None)
     for key in ("protocol_violations", "cached_responses", "errors"):
         entry[key] = metrics.get(key)
     return entry
@@ -176,6 +178,15 @@ def _warnings(runs: Sequence[RunData], document: Mapping[str, Any]) -> list[str]
     return warnings
 
 
+def _figures(runs: Sequence[RunData]) -> dict[str, str]:
+    """Every figure beyond accuracy any run's stream carries: name -> label."""
+    found: dict[str, str] = {}
+    for run in runs:
+        for metrics in run.streams.values():
+            found.update(figures_of(metrics))
+    return found
+
+
 def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
     """The comparison document (written as compare.json); ``runs[0]`` is the baseline."""
     streams = {name: _scope(runs, name) for name in stream_names(runs)}
@@ -193,6 +204,7 @@ def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
         ],
         "streams": streams,
         OVERALL: _scope(runs, None),
+        "figures": _figures(runs),
         "config_diff": config_diff(runs),
         "flips": _flips(runs),
     }

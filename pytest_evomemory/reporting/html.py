@@ -27,19 +27,16 @@ from ..identity import describe_model, describe_ran
 from ..rundir import utc_now
 from ._markup import (
     _NONE,
-    _api_acc,
     _ci,
-    _decimal,
     _e,
     _int,
     _mapping,
     _number,
     _percent,
     _position,
-    _seconds,
-    _tokens,
 )
 from .chart import LegendEntry, Series, curve_svg, legend_layout
+from .columns import Column, figure_column, stream_columns
 from .compare import OVERALL, build_comparison, stream_names
 from .drilldown import task_tables
 from .rundata import ReportError, RunData, load_run, load_runs
@@ -61,46 +58,17 @@ def _curve(metrics: Mapping[str, Any]) -> list[float]:
     return [min(1.0, max(0.0, n)) for n in (_number(v) for v in curve) if n is not None]
 
 
-# (header, tooltip, cell) — the per-stream table, shared by single and compare pages.
-_METRIC_COLUMNS: tuple[tuple[str, str, Any], ...] = (
-    ("tasks", "original tasks scored (feedback turns excluded)", lambda m: _int(m.get("tasks"))),
-    ("correct", "tasks answered correctly", lambda m: _int(m.get("correct"))),
-    ("errors", "episodes that could not complete; counted as wrong", lambda m: _int(m.get("errors"))),
-    ("accuracy", "correct / tasks", lambda m: _percent(m.get("accuracy"))),
-    ("95% CI", "95 % Wilson score interval of the accuracy, in percent", lambda m: _ci(m.get("accuracy_ci"))),
-    (
-        "API / Acc.",
-        "ToolBench as the paper reports it: share of tasks whose answer names the right API / accuracy",
-        _api_acc,
-    ),
-    ("stimuli", "task and feedback turns delivered", lambda m: _int(m.get("stimuli"))),
-    ("agent turns", "model turns of the agent, feedback included", lambda m: _int(m.get("agent_turns"))),
-    ("tool calls", "tool calls, feedback included", lambda m: _int(m.get("tool_calls"))),
-    ("retains", "memory writes", lambda m: _int(m.get("memory_retains"))),
-    ("recalls", "memory reads", lambda m: _int(m.get("memory_recalls"))),
-    ("violations", "responses that broke the episode protocol", lambda m: _int(m.get("protocol_violations"))),
-    (
-        "cached",
-        "responses served from the response cache (their time is not the model's)",
-        lambda m: _int(m.get("cached_responses")),
-    ),
-    ("tokens", "prompt + completion tokens", lambda m: _int(_tokens(m))),
-    ("tokens / stimulus", "per-stimulus efficiency", lambda m: _decimal(_per(m).get("tokens"), 1)),
-    ("turns / stimulus", "per-stimulus efficiency", lambda m: _decimal(_per(m).get("agent_turns"), 2)),
-    (
-        "time / stimulus",
-        "per-stimulus efficiency (wall time of the agent)",
-        lambda m: _seconds(_per(m).get("seconds")),
-    ),
-)
+def _table_columns(streams: Sequence[Mapping[str, Any]]) -> list[Column]:
+    """The per-stream table's columns (:mod:`.columns`), shared by single and compare pages."""
+    return stream_columns(streams, "html")
 
 
-def _metric_headers() -> str:
-    return "".join(f'<th class="num" title="{_e(tip)}">{_e(name)}</th>' for name, tip, _ in _METRIC_COLUMNS)
+def _metric_headers(columns: Sequence[Column]) -> str:
+    return "".join(f'<th class="num" title="{_e(column.tooltip)}">{_e(column.header)}</th>' for column in columns)
 
 
-def _metric_cells(metrics: Mapping[str, Any]) -> str:
-    return "".join(f'<td class="num">{_e(cell(metrics))}</td>' for _, _, cell in _METRIC_COLUMNS)
+def _metric_cells(columns: Sequence[Column], metrics: Mapping[str, Any]) -> str:
+    return "".join(f'<td class="num">{_e(column.cell(metrics) or _NONE)}</td>' for column in columns)
 
 
 # --------------------------------------------------------------------------- the chart
@@ -227,12 +195,13 @@ def _failed_episodes(run: RunData) -> str:
 
 
 def _stream_table(run: RunData) -> str:
+    columns = _table_columns(list(run.streams.values()))
     rows = "".join(
-        f"<tr><th>{_e(name)}</th>{_metric_cells(metrics)}</tr>" for name, metrics in run.streams.items()
+        f"<tr><th>{_e(name)}</th>{_metric_cells(columns, metrics)}</tr>" for name, metrics in run.streams.items()
     )
     return (
-        f'<div class="scroll"><table class="streams"><thead><tr><th>stream</th>{_metric_headers()}</tr></thead>'
-        f"<tbody>{rows}</tbody><tfoot><tr><th>overall</th>{_metric_cells(run.overall)}</tr></tfoot></table></div>"
+        f'<div class="scroll"><table class="streams"><thead><tr><th>stream</th>{_metric_headers(columns)}</tr></thead>'
+        f"<tbody>{rows}</tbody><tfoot><tr><th>overall</th>{_metric_cells(columns, run.overall)}</tr></tfoot></table></div>"
         + _cache_note(run.overall)
     )
 
@@ -315,16 +284,14 @@ def _p_value(value: object) -> str:
     return "< 0.001" if number < 0.001 else f"{number:.3f}"
 
 
-def _accuracy_cell(entry: Mapping[str, Any]) -> str:
+def _accuracy_cell(entry: Mapping[str, Any], figures: Sequence[Column]) -> str:
     if not entry.get("present"):
-        return f'<td class="num">{_NONE}</td><td class="num">{_NONE}</td><td class="num">{_NONE}</td>'
+        return "".join(f'<td class="num">{_NONE}</td>' for _ in range(2 + len(figures)))
     counts = f"{_int(entry.get('correct'))}/{_int(entry.get('tasks'))}"
-    api = _number(entry.get("api_accuracy"))
-    api_text = _NONE if api is None else f"{api:.1%} / {_percent(entry.get('accuracy'))}"
     return (
         f'<td class="num">{_e(_percent(entry.get("accuracy")))} <small>({_e(counts)})</small></td>'
         f'<td class="num">{_e(_ci([entry.get("ci_low"), entry.get("ci_high")]))}</td>'
-        f'<td class="num">{_e(api_text)}</td>'
+        + "".join(f'<td class="num">{_e(column.cell(entry) or _NONE)}</td>' for column in figures)
     )
 
 
@@ -345,6 +312,11 @@ def _versus_cells(versus: Mapping[str, Any] | None) -> str:
 
 def _accuracy_table(comparison: Mapping[str, Any]) -> str:
     """One row per scope and run: a long table whose width does not grow with runs."""
+    figures_found = comparison.get("figures")
+    figures = [
+        figure_column(str(name), str(label))
+        for name, label in (figures_found.items() if isinstance(figures_found, Mapping) else ())
+    ]
     rows = []
     scopes = [*comparison["streams"].items(), (OVERALL, comparison[OVERALL])]
     for name, scope in scopes:
@@ -353,13 +325,14 @@ def _accuracy_table(comparison: Mapping[str, Any]) -> str:
             head = f'<th rowspan="{len(entries)}">{_e(name)}</th>' if index == 0 else ""
             rows.append(
                 f'<tr class="{"overall" if name == OVERALL else ""}" data-scope="{_e(name)}">{head}'
-                f'<td class="run">{_e(entry["label"])}</td>{_accuracy_cell(entry)}'
+                f'<td class="run">{_e(entry["label"])}</td>{_accuracy_cell(entry, figures)}'
                 f"{_versus_cells(against)}</tr>"
             )
     return (
         '<div class="scroll"><table class="compare-accuracy"><thead><tr><th>stream</th><th>run</th>'
-        '<th class="num">accuracy</th><th class="num">95% CI</th><th class="num">API / Acc.</th>'
-        f'<th class="num" title="paired, on the tasks both ran">\u0394 vs {_e(comparison["baseline"])}</th>'
+        '<th class="num">accuracy</th><th class="num">95% CI</th>'
+        + "".join(f'<th class="num" title="{_e(column.tooltip)}">{_e(column.header)}</th>' for column in figures)
+        + f'<th class="num" title="paired, on the tasks both ran">\u0394 vs {_e(comparison["baseline"])}</th>'
         '<th class="num">95% CI of \u0394</th><th class="num">McNemar p</th>'
         '<th class="num" title="tasks both this run and the baseline ran">paired tasks</th>'
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
@@ -422,20 +395,21 @@ def _flips(runs: Sequence[RunData], comparison: Mapping[str, Any]) -> str:
 
 
 def _side_by_side(runs: Sequence[RunData]) -> str:
+    columns = _table_columns([metrics for run in runs for metrics in run.streams.values()])
     rows = []
     for name in [*_stream_names(runs), "overall"]:
         for index, run in enumerate(runs):
             metrics = run.overall if name == "overall" else run.streams.get(name)
             stream_cell = f'<th rowspan="{len(runs)}">{_e(name)}</th>' if index == 0 else ""
             cells = (
-                _metric_cells(metrics)
+                _metric_cells(columns, metrics)
                 if metrics is not None
-                else f'<td colspan="{len(_METRIC_COLUMNS)}">not in this run</td>'
+                else f'<td colspan="{len(columns)}">not in this run</td>'
             )
             rows.append(f'<tr>{stream_cell}<td class="run">{_e(run.label)}</td>{cells}</tr>')
     return (
         f'<div class="scroll"><table class="compare-streams"><thead><tr><th>stream</th><th>run</th>'
-        f"{_metric_headers()}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+        f"{_metric_headers(columns)}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
     )
 
 

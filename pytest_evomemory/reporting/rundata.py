@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EvoMemoryError
-from ..rundir import RESPONSES, RUN_DOCUMENT, SCORES, SUMMARY, TRANSCRIPTS, read_jsonl
-from .summary import SCHEMA_VERSION
+from ..rundir import RESPONSES, RUN_DOCUMENT, SCHEMA_VERSION, SCORES, SUMMARY, TRANSCRIPTS, read_jsonl
 
 
 class ReportError(EvoMemoryError):

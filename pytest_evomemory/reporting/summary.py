@@ -6,8 +6,8 @@ Stimulus, turn, token and memory counts include the feedback turns.
 
 Every accuracy carries its 95 % Wilson interval (:mod:`.stats`): streams of 12 to
 30 tasks make a bare percentage misleading. A stream whose scorer reports
-``details["api_match"]`` (ToolBench) also gets the "API" figure the paper prints
-beside "Acc."; scored items with a ``group`` (MMLU-Pro's category) get a per-group
+a figure its match mode declares (ToolBench's "API", the paper's column beside
+"Acc.") reports it too; scored items with a ``group`` (MMLU-Pro's category) get a per-group
 breakdown. Responses served from the response cache are counted (:func:`is_cached`),
 so a fast re-run is never mistaken for the model's speed.
 """
@@ -18,9 +18,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..evaluation.modes import MATCH_MODES, Metric
 from .stats import Proportion
-
-SCHEMA_VERSION = 1
 
 
 def is_cached(response: Mapping[str, Any], messages: Sequence[Any] | None = None) -> bool:
@@ -36,6 +35,17 @@ def is_cached(response: Mapping[str, Any], messages: Sequence[Any] | None = None
     listed = response.get("messages") if messages is None else messages
     calls = [m for m in listed or () if isinstance(m, Mapping) and m.get("role") == "assistant"]
     return bool(calls) and all(m.get("cached") for m in calls)
+
+
+def cache_counts(response: Mapping[str, Any]) -> tuple[int, int]:
+    """(model calls, of which served from the response cache) of one response record.
+
+    The response cache marks each replayed assistant message ``"cached": true``
+    (:mod:`pytest_evomemory.models.cache`, via TinyAgent); agents that call no
+    model, or mark nothing, count as zero calls.
+    """
+    calls = [m for m in response.get("messages") or () if isinstance(m, Mapping) and m.get("role") == "assistant"]
+    return len(calls), sum(1 for m in calls if m.get("cached"))
 
 
 def _interval(proportion: Proportion) -> list[float] | None:
@@ -76,9 +86,11 @@ class StreamMetrics:
     memory_recalls: int = 0
     protocol_violations: int = 0
     cached_responses: int = 0
-    #: Tasks whose scorer judged the API (``details["api_match"]``); None when no
-    #: scored item of the stream carries the figure.
-    api_matches: int | None = None
+    #: Figures the streams' match modes declare beyond accuracy (ToolBench's "API"):
+    #: name -> tasks whose score has the figure's detail true (see
+    #: :class:`pytest_evomemory.evaluation.modes.Metric`), and name -> its label.
+    figures: dict[str, int] = field(default_factory=dict)
+    figure_labels: dict[str, str] = field(default_factory=dict)
     groups: dict[str, GroupMetrics] = field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0
@@ -94,16 +106,10 @@ class StreamMetrics:
         """95 % Wilson interval of :attr:`accuracy`."""
         return Proportion(self.correct, self.tasks).interval
 
-    @property
-    def api_accuracy(self) -> float | None:
-        """ToolBench's "API" figure: tasks whose answer named the right API / tasks."""
-        return None if self.api_matches is None or not self.tasks else self.api_matches / self.tasks
-
-    @property
-    def api_accuracy_ci(self) -> tuple[float, float] | None:
-        if self.api_matches is None:
-            return None
-        return Proportion(self.api_matches, self.tasks).interval
+    def figure(self, name: str) -> float | None:
+        """The share of tasks with figure ``name`` (None when no task carries it)."""
+        matches = self.figures.get(name)
+        return None if matches is None or not self.tasks else matches / self.tasks
 
     def add_outcome(self, outcome: Mapping[str, Any], *, with_groups: bool = True) -> None:
         """Count one scored item; a failed episode is a wrong answer and no API match."""
@@ -114,8 +120,11 @@ class StreamMetrics:
         elif correct:
             self.correct += 1
         details = outcome.get("details")
-        if isinstance(details, Mapping) and "api_match" in details:
-            self.api_matches = (self.api_matches or 0) + bool(details["api_match"])
+        if isinstance(details, Mapping):
+            for metric in _declared_metrics(outcome.get("match_mode")):
+                if metric.detail in details:
+                    self.figures[metric.name] = self.figures.get(metric.name, 0) + bool(details[metric.detail])
+                    self.figure_labels[metric.name] = metric.label
         group = outcome.get("group")
         if with_groups and group is not None:
             counts = self.groups.setdefault(str(group), GroupMetrics())
@@ -147,11 +156,7 @@ class StreamMetrics:
             "errors": self.errors,
             "accuracy": self.accuracy,
             "accuracy_ci": _interval(Proportion(self.correct, self.tasks)),
-            "api_matches": self.api_matches,
-            "api_accuracy": self.api_accuracy,
-            "api_accuracy_ci": (
-                None if self.api_matches is None else _interval(Proportion(self.api_matches, self.tasks))
-            ),
+            **self._figure_fields(),
             "groups": {name: group.to_dict() for name, group in self.groups.items()},
             "stimuli": self.stimuli,
             "feedback_turns": self.feedback_turns,
@@ -173,6 +178,23 @@ class StreamMetrics:
             "learning_curve": self.curve,
         }
 
+    def _figure_fields(self) -> dict[str, Any]:
+        """``<name>_matches``, ``<name>_accuracy``, ``<name>_accuracy_ci`` per figure, and
+        ``figures``: name -> label, for tables that show them (``API / Acc.``)."""
+        fields: dict[str, Any] = {"figures": dict(self.figure_labels)}
+        for name, matches in self.figures.items():
+            fields[f"{name}_matches"] = matches
+            fields[f"{name}_accuracy"] = self.figure(name)
+            fields[f"{name}_accuracy_ci"] = _interval(Proportion(matches, self.tasks))
+        return fields
+
+
+def _declared_metrics(mode: object) -> tuple[Metric, ...]:
+    """The figures the scored item's match mode declares (none for an unknown mode)."""
+    if not isinstance(mode, str) or mode not in MATCH_MODES:
+        return ()
+    return MATCH_MODES.get(mode).metrics
+
 
 def summarize(
     stream_order: Sequence[str],
@@ -193,7 +215,7 @@ def summarize(
         stream = metrics.setdefault(outcome["stream"], StreamMetrics(outcome["stream"]))
         stream.add_outcome(outcome)
         # Groups belong to their stream (a category is not comparable across streams),
-        # and the API figure to the streams that have one: overall has neither.
+        # and a figure such as ToolBench's API to the streams that have one: overall has neither.
         overall.add_outcome(outcome, with_groups=False)
         stream.curve.append(round(stream.correct / stream.tasks, 6))
     for response in responses:
@@ -203,7 +225,7 @@ def summarize(
     for stream_metrics in metrics.values():
         stream_metrics.groups = dict(sorted(stream_metrics.groups.items()))
     overall.curve = []
-    overall.api_matches = None
+    overall.figures, overall.figure_labels = {}, {}
     metrics["overall"] = overall
     return metrics
 

@@ -1,7 +1,7 @@
 """The per-stream table printed at the end of pytest's terminal summary.
 
-Accuracy comes with its 95 % interval; ToolBench-like streams show "API / Acc."
-as the paper does; protocol violations and responses served from the cache are
+Accuracy comes with its 95 % interval; a figure a stream's match mode declares
+(ToolBench's "API / Acc.", as the paper prints it) gets its column; protocol violations and responses served from the cache are
 columns, so neither hides behind a good accuracy; a stream with groups (MMLU-Pro
 categories) gets one indented row per group under its own row.
 """
@@ -11,18 +11,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .stats import Proportion
+from . import columns
+from .columns import Column
 from .summary import StreamMetrics
-
-_BASE_COLUMNS = (
-    ("stream", "<"), ("tasks", ">"), ("correct", ">"), ("errors", ">"), ("accuracy", ">"),
-    ("95% CI", ">"),
-)
-_API_COLUMN = (("API / Acc.", ">"),)
-_TAIL_COLUMNS = (
-    ("stimuli", ">"), ("agent turns", ">"), ("tool calls", ">"), ("retains", ">"),
-    ("recalls", ">"), ("violations", ">"), ("cached", ">"), ("tokens", ">"),
-)
 
 
 def percent(value: float | None) -> str:
@@ -34,54 +25,40 @@ def interval(bounds: tuple[float, float] | None) -> str:
     return "-" if bounds is None else f"[{bounds[0] * 100:.1f}, {bounds[1] * 100:.1f}]"
 
 
-def api_and_accuracy(metrics: StreamMetrics) -> str:
-    """The paper's "API / Acc." cell, "-" for streams without an API figure."""
-    if metrics.api_accuracy is None:
-        return "-"
-    return f"{percent(metrics.api_accuracy)} / {percent(metrics.accuracy)}"
+def _cells(columns: Sequence[Column], metrics: Mapping[str, Any], first: str) -> list[str]:
+    return [first, *(column.cell(metrics) or "-" for column in columns)]
 
 
-def _row(metrics: StreamMetrics, with_api: bool) -> list[str]:
-    cells = [
-        metrics.stream, str(metrics.tasks), str(metrics.correct), str(metrics.errors),
-        percent(metrics.accuracy), interval(metrics.accuracy_ci),
-    ]
-    if with_api:
-        cells.append(api_and_accuracy(metrics))
-    return [
-        *cells, str(metrics.stimuli), str(metrics.agent_turns), str(metrics.tool_calls),
-        str(metrics.memory_retains), str(metrics.memory_recalls), str(metrics.protocol_violations),
-        str(metrics.cached_responses), str(metrics.prompt_tokens + metrics.completion_tokens),
-    ]
-
-
-def _group_rows(metrics: StreamMetrics, width: int) -> list[list[str]]:
+def _group_rows(name: str, metrics: Mapping[str, Any], width: int) -> list[list[str]]:
     rows = []
-    for name, group in metrics.groups.items():
-        proportion = Proportion(group.correct, group.tasks)
-        cells = [f"  {name}", str(group.tasks), str(group.correct), "", percent(proportion.estimate),
-                 interval(proportion.interval)]
+    groups = metrics.get("groups")
+    for group, counts in (groups.items() if isinstance(groups, Mapping) else ()):
+        if not isinstance(counts, Mapping):
+            continue
+        cells = [f"  {group}", columns.count(counts.get("tasks")) or "-", columns.count(counts.get("correct")) or "-",
+                 "", columns.percent(counts.get("accuracy")) or "-", columns.interval(counts.get("accuracy_ci")) or "-"]
         rows.append(cells + [""] * (width - len(cells)))
     return rows
 
 
 def format_table(metrics: Mapping[str, StreamMetrics]) -> list[str]:
     """Aligned lines: one per stream (and its groups), then a rule and the overall row."""
-    streams = [m for name, m in metrics.items() if name != "overall"]
-    with_api = any(m.api_accuracy is not None for m in streams)
-    columns = _BASE_COLUMNS + (_API_COLUMN if with_api else ()) + _TAIL_COLUMNS
+    documents = {name: m.to_dict() for name, m in metrics.items()}
+    streams = {name: document for name, document in documents.items() if name != "overall"}
+    table = columns.stream_columns(list(streams.values()), "terminal")
+    header = ["stream", *(column.header for column in table)]
     rows: list[list[str]] = []
-    for stream in streams:
-        rows.append(_row(stream, with_api))
-        rows += _group_rows(stream, len(columns))
-    footer = _row(metrics["overall"], with_api)
-    header = [name for name, _ in columns]
+    for name, document in streams.items():
+        rows.append(_cells(table, document, name))
+        rows += _group_rows(name, document, len(header))
+    footer = _cells(table, documents["overall"], "overall")
     widths = [max(len(r[i]) for r in [header, footer, *rows]) for i in range(len(header))]
+    numeric = [False, *(column.numeric for column in table)]
 
     def line(cells: list[str]) -> str:
         return "  ".join(
-            cell.ljust(width) if align == "<" else cell.rjust(width)
-            for cell, width, (_, align) in zip(cells, widths, columns, strict=True)
+            cell.rjust(width) if right else cell.ljust(width)
+            for cell, width, right in zip(cells, widths, numeric, strict=True)
         ).rstrip()
 
     rule = "-" * len(line(header))
@@ -118,8 +95,9 @@ def format_comparison(document: Mapping[str, Any]) -> list[str]:
     every run after the baseline, the paired difference with its interval, the
     exact McNemar p-value and how many tasks both ran; then any warnings.
     """
-    header = ["stream", "run", "accuracy", "95% CI", "API / Acc.", f"diff vs {document['baseline']}",
-              "95% CI of diff", "McNemar p", "paired"]
+    figures = dict(document.get("figures") or {}) if isinstance(document.get("figures"), Mapping) else {}
+    header = ["stream", "run", "accuracy", "95% CI", *(f"{label} / Acc." for label in figures.values()),
+              f"diff vs {document['baseline']}", "95% CI of diff", "McNemar p", "paired"]
     rows: list[list[str]] = [header]
     scopes = [*document["streams"].items(), ("overall", document["overall"])]
     for name, scope in scopes:
@@ -127,10 +105,9 @@ def format_comparison(document: Mapping[str, Any]) -> list[str]:
         for index, (entry, against) in enumerate(zip(scope["runs"], versus, strict=True)):
             present = entry.get("present")
             bounds = (entry["ci_low"], entry["ci_high"]) if present and entry.get("ci_low") is not None else None
-            api = entry.get("api_accuracy")
             row = [name if index == 0 else "", str(entry["label"]),
-                   percent(entry.get("accuracy")) if present else "not run",
-                   interval(bounds), "-" if api is None else f"{percent(api)} / {percent(entry.get('accuracy'))}"]
+                   percent(entry.get("accuracy")) if present else "not run", interval(bounds),
+                   *(columns.figure_column(figure, label).cell(entry) or "-" for figure, label in figures.items())]
             if against is None:
                 row += ["baseline", "", "", ""]
             else:
@@ -143,10 +120,7 @@ def format_comparison(document: Mapping[str, Any]) -> list[str]:
                     str(against.get("paired_tasks")),
                 ]
             rows.append(row)
-    right = [False, False, True, True, True, True, True, True, True]
-    if all(row[4] == "-" for row in rows[1:]):  # no stream with an API figure
-        rows = [row[:4] + row[5:] for row in rows]
-        right = right[:-1]
+    right = [False, False, *([True] * (len(header) - 2))]
     lines = _aligned(rows, right)
     lines.insert(1, "-" * max(len(line) for line in lines))
     lines += [f"warning: {warning}" for warning in document.get("warnings") or []]

@@ -1,15 +1,16 @@
-"""The engine of a run, usable without pytest.
+"""The engine of a benchmark session, usable without pytest.
 
-:class:`BenchmarkRun` loads a benchmark and opens its streams, :class:`Run` owns one
-run into one run directory (start, record, finish), :class:`Episode` drives every
-episode (task, feedback, reset). The pytest plugin, :func:`run_benchmark` and the
-``evomemory run`` command are thin drivers of these.
+:class:`Session` owns everything a session decides (arms, resume, gates, records,
+the end); :class:`BenchmarkRun` loads one run config's streams and opens them,
+:class:`Run` owns one run directory, :class:`Episode` drives every episode (task,
+feedback, reset). The pytest plugin and the ``evomemory run`` command are thin
+drivers of these; :func:`run_session` is the serial one.
 """
 
 from __future__ import annotations
 
 from .memory import ObservedMemory
-from .records import ResultCollector
+from .records import Record, ResultCollector
 from .run import (
     AgentFactoryFn,
     BenchmarkRun,
@@ -18,10 +19,9 @@ from .run import (
     RunResult,
     config_fingerprint,
     evaluate_thresholds,
-    execute,
-    parse_min_accuracy,
-    run_benchmark,
 )
+from .serial import run_benchmark, run_session
+from .session import Outcome, Session, SessionSetup
 from .stream import Episode, StreamRun, TaskOutcome, run_episode, run_stream
 from .turn import RuntimeTurn
 
@@ -31,17 +31,20 @@ __all__ = [
     "Episode",
     "MemoryFactoryFn",
     "ObservedMemory",
+    "Outcome",
+    "Record",
     "ResultCollector",
     "Run",
     "RunResult",
     "RuntimeTurn",
+    "Session",
+    "SessionSetup",
     "StreamRun",
     "TaskOutcome",
     "config_fingerprint",
     "evaluate_thresholds",
-    "execute",
-    "parse_min_accuracy",
     "run_benchmark",
     "run_episode",
+    "run_session",
     "run_stream",
 ]

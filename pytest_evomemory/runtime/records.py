@@ -1,17 +1,22 @@
 """The records an episode produces, and the collector that turns them into results.
 
-A record is a plain JSON-able mapping, because it travels: from an xdist worker to
-the controller on a test report, and from the controller into the run directory.
-Its ``type`` says what happened:
+A record says one thing that happened, by its class:
 
-* ``task``: a task turn ended with an answer (``response`` and ``scored``);
-* ``error``: a task turn failed (``scored`` is wrong with ``error`` set; ``response``
-  when the turn produced one);
-* ``feedback``: a feedback turn (``response``);
-* ``feedback_error``: a feedback turn failed (``failure``; ``response`` if any);
-* ``feedback_skipped``: no feedback turn was possible (``skipped``);
-* ``stream_error``: a stream failed outside any episode, e.g. in its teardown
-  (``failure``), charged to that stream.
+* :class:`TaskRecord`: a task turn ended with an answer (``response`` and ``scored``);
+* :class:`ErrorRecord`: a task turn failed (``scored`` is wrong with ``error`` set;
+  ``response`` when the turn produced one);
+* :class:`FeedbackRecord`: a feedback turn (``response``);
+* :class:`FeedbackErrorRecord`: a feedback turn failed (``failure``; ``response`` if any);
+* :class:`FeedbackSkippedRecord`: no feedback turn was possible (``skipped``);
+* :class:`StreamStartedRecord`: what a stream's process built (agent, memory, model);
+* :class:`StreamErrorRecord`: a stream failed outside any episode, e.g. at its start
+  or in its teardown (``failure``), charged to that stream.
+
+Records travel: from an xdist worker to the controller on a test report, and from
+the controller into the run directory. On the way they are plain JSON mappings
+(:meth:`Record.to_wire`, with a ``type`` field and, in a session of several arms,
+the ``arm``); :func:`from_wire` makes the typed record again. Their payloads
+(``response``, ``scored``, ``failure``) are the artefacts' own JSON documents.
 
 A failed episode is a scored item too (wrong, with ``error`` set), so the scores
 alone say every task's outcome.
@@ -20,8 +25,8 @@ alone say every task's outcome.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..reporting.summary import StreamMetrics, ThresholdResult, summarize
 from ..types import BenchmarkSample
@@ -29,16 +34,188 @@ from ..types import BenchmarkSample
 if TYPE_CHECKING:
     from ..rundir import RunWriter
 
+#: A record's arm while it travels from the process that ran it to the controller.
+ARM_FIELD = "evomemory_arm"
 
-def task_record(response: Mapping[str, Any], scored: Mapping[str, Any]) -> dict[str, Any]:
-    return {"type": "task", "response": dict(response), "scored": dict(scored)}
-
-
-def feedback_record(response: Mapping[str, Any]) -> dict[str, Any]:
-    return {"type": "feedback", "response": dict(response)}
+Document = dict[str, Any]
 
 
-def _where(sample: BenchmarkSample) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Record:
+    """Something that happened in a stream; ``arm`` names its arm in a session of several."""
+
+    TYPE: ClassVar[str] = ""
+    #: payload fields, in the order they appear on the wire
+    FIELDS: ClassVar[tuple[str, ...]] = ()
+
+    arm: str | None = field(default=None, kw_only=True)
+
+    def to_wire(self) -> Document:
+        wire: Document = {"type": self.TYPE}
+        for name in self.FIELDS:
+            value = getattr(self, name)
+            if value is not None:
+                wire[name] = value
+        if self.arm is not None:
+            wire[ARM_FIELD] = self.arm
+        return wire
+
+    def for_arm(self, arm: str | None) -> Record:
+        return self if arm == self.arm else replace(self, arm=arm)
+
+    @property
+    def stream(self) -> str:
+        """The stream the record belongs to."""
+        raise NotImplementedError
+
+    @property
+    def failed_episode(self) -> tuple[str, str | None] | None:
+        """``(stream, task id)`` when this record says an episode (or a stream) failed."""
+        return None
+
+
+@dataclass(frozen=True)
+class TaskRecord(Record):
+    TYPE = "task"
+    FIELDS = ("response", "scored")
+
+    response: Document
+    scored: Document
+
+    @property
+    def stream(self) -> str:
+        return str(self.scored["stream"])
+
+
+@dataclass(frozen=True)
+class ErrorRecord(Record):
+    """A task whose episode failed: scored as wrong, with the failure as the reason."""
+
+    TYPE = "error"
+    FIELDS = ("scored", "response")
+
+    scored: Document
+    response: Document | None = None
+
+    @property
+    def stream(self) -> str:
+        return str(self.scored["stream"])
+
+    @property
+    def failed_episode(self) -> tuple[str, str | None]:
+        return str(self.scored["stream"]), str(self.scored["task_id"])
+
+
+@dataclass(frozen=True)
+class FeedbackRecord(Record):
+    TYPE = "feedback"
+    FIELDS = ("response",)
+
+    response: Document
+
+    @property
+    def stream(self) -> str:
+        return str(self.response["stream"])
+
+
+@dataclass(frozen=True)
+class FeedbackErrorRecord(Record):
+    TYPE = "feedback_error"
+    FIELDS = ("failure", "response")
+
+    failure: Document
+    response: Document | None = None
+
+    @property
+    def stream(self) -> str:
+        return str(self.failure["stream"])
+
+    @property
+    def failed_episode(self) -> tuple[str, str | None]:
+        task = self.failure.get("task_id")
+        return str(self.failure["stream"]), None if task is None else str(task)
+
+
+@dataclass(frozen=True)
+class FeedbackSkippedRecord(Record):
+    TYPE = "feedback_skipped"
+    FIELDS = ("skipped",)
+
+    skipped: Document
+
+    @property
+    def stream(self) -> str:
+        return str(self.skipped["stream"])
+
+
+@dataclass(frozen=True)
+class StreamStartedRecord(Record):
+    """What a stream's process built (agent, memory, model): run.json says what ran."""
+
+    TYPE = "stream_started"
+    FIELDS = ("started",)
+
+    started: Document
+
+    @property
+    def stream(self) -> str:
+        return str(self.started["stream"])
+
+
+@dataclass(frozen=True)
+class StreamErrorRecord(Record):
+    """A stream that failed outside any episode (at its start, in its teardown)."""
+
+    TYPE = "stream_error"
+    FIELDS = ("failure",)
+
+    failure: Document
+
+    @property
+    def stream(self) -> str:
+        return str(self.failure["stream"])
+
+    @property
+    def failed_episode(self) -> tuple[str, str | None]:
+        return str(self.failure["stream"]), None
+
+
+_TYPES: dict[str, type[Record]] = {
+    kind.TYPE: kind
+    for kind in (
+        TaskRecord, ErrorRecord, FeedbackRecord, FeedbackErrorRecord, FeedbackSkippedRecord,
+        StreamStartedRecord, StreamErrorRecord,
+    )
+}
+
+
+class RecordError(ValueError):
+    """A wire record that is not one of ours (a damaged report, another version)."""
+
+
+def from_wire(wire: Mapping[str, Any]) -> Record:
+    """The typed record a wire mapping (:meth:`Record.to_wire`) holds."""
+    kind = _TYPES.get(str(wire.get("type")))
+    if kind is None:
+        raise RecordError(f"unknown record type {wire.get('type')!r}")
+    arm = wire.get(ARM_FIELD)
+    values = {name: wire.get(name) for name in kind.FIELDS}
+    if any(not isinstance(value, dict) for name, value in values.items() if name in _REQUIRED[kind]):
+        raise RecordError(f"a {kind.TYPE} record without its {', '.join(_REQUIRED[kind])}")
+    return kind(**values, arm=None if arm is None else str(arm))
+
+
+_REQUIRED: dict[type[Record], tuple[str, ...]] = {
+    TaskRecord: ("response", "scored"), ErrorRecord: ("scored",), FeedbackRecord: ("response",),
+    FeedbackErrorRecord: ("failure",), FeedbackSkippedRecord: ("skipped",), StreamStartedRecord: ("started",),
+    StreamErrorRecord: ("failure",),
+}
+
+
+# --------------------------------------------------------------------------- making records
+
+
+def _where(sample: BenchmarkSample) -> Document:
     return {"stream": sample.stream, "task_id": sample.task_id, "position": sample.position}
 
 
@@ -47,9 +224,9 @@ def error_record(
     reason: str,
     response: Mapping[str, Any] | None = None,
     traceback: str | None = None,
-) -> dict[str, Any]:
+) -> ErrorRecord:
     """A task whose episode failed: scored as wrong, with the failure as the reason."""
-    scored = {
+    scored: Document = {
         **_where(sample),
         "correct": False,
         "value": 0.0,
@@ -62,7 +239,9 @@ def error_record(
         "error": reason,
         "group": sample.group,
     }
-    return _failed("error", "scored", scored, response, traceback)
+    if traceback:
+        scored["traceback"] = traceback
+    return ErrorRecord(scored, None if response is None else dict(response))
 
 
 def feedback_error_record(
@@ -70,38 +249,27 @@ def feedback_error_record(
     reason: str,
     response: Mapping[str, Any] | None = None,
     traceback: str | None = None,
-) -> dict[str, Any]:
-    failure: dict[str, Any] = {**_where(sample), "phase": "feedback", "reason": reason}
-    return _failed("feedback_error", "failure", failure, response, traceback)
-
-
-def _failed(
-    kind: str, key: str, what: dict[str, Any], response: Mapping[str, Any] | None, traceback: str | None
-) -> dict[str, Any]:
-    """A failed turn's record: the user's traceback kept, the turn's response if any."""
+) -> FeedbackErrorRecord:
+    failure: Document = {**_where(sample), "phase": "feedback", "reason": reason}
     if traceback:
-        what["traceback"] = traceback
-    record: dict[str, Any] = {"type": kind, key: what}
-    if response is not None:
-        record["response"] = dict(response)
-    return record
+        failure["traceback"] = traceback
+    return FeedbackErrorRecord(failure, None if response is None else dict(response))
 
 
-def feedback_skipped_record(sample: BenchmarkSample, reason: str) -> dict[str, Any]:
-    return {"type": "feedback_skipped", "skipped": {**_where(sample), "reason": reason}}
+def feedback_skipped_record(sample: BenchmarkSample, reason: str) -> FeedbackSkippedRecord:
+    return FeedbackSkippedRecord({**_where(sample), "reason": reason})
 
 
-def stream_started_record(stream: str, identity: Mapping[str, Any]) -> dict[str, Any]:
-    """What a stream's process built (agent, memory, model): run.json says what ran."""
-    return {"type": "stream_started", "started": {"stream": stream, **dict(identity)}}
+def stream_started_record(stream: str, identity: Mapping[str, Any]) -> StreamStartedRecord:
+    return StreamStartedRecord({"stream": stream, **dict(identity)})
 
 
-def stream_error_record(stream: str, reason: str) -> dict[str, Any]:
-    """A stream that failed outside any episode (its teardown): charged to the stream."""
-    return {
-        "type": "stream_error",
-        "failure": {"stream": stream, "task_id": None, "position": None, "phase": "teardown", "reason": reason},
-    }
+def stream_error_record(stream: str, reason: str, phase: str = "teardown") -> StreamErrorRecord:
+    """A stream that failed outside any episode (``phase``: ``start`` or ``teardown``)."""
+    return StreamErrorRecord({"stream": stream, "task_id": None, "position": None, "phase": phase, "reason": reason})
+
+
+# --------------------------------------------------------------------------- collecting
 
 
 @dataclass
@@ -115,57 +283,55 @@ class ResultCollector:
 
     stream_order: list[str]
     writer: RunWriter | None = None
-    responses: list[dict[str, Any]] = field(default_factory=list)
-    scores: list[dict[str, Any]] = field(default_factory=list)
-    failures: list[dict[str, Any]] = field(default_factory=list)
-    feedback_skipped: list[dict[str, Any]] = field(default_factory=list)
-    #: stream -> what ran for it (agent, memory, model), from ``stream_started`` records
-    ran: dict[str, dict[str, Any]] = field(default_factory=dict)
+    responses: list[Document] = field(default_factory=list)
+    scores: list[Document] = field(default_factory=list)
+    failures: list[Document] = field(default_factory=list)
+    feedback_skipped: list[Document] = field(default_factory=list)
+    #: stream -> what ran for it (agent, memory, model), from stream-started records
+    ran: dict[str, Document] = field(default_factory=dict)
     _scored: set[tuple[str, str]] = field(default_factory=set)
     #: (stream, task id) of every failed episode so far, kept as records arrive: a run
-    #: checks it after every record (--evomemory-max-errors), so it must not rescan
+    #: checks it after every record (max errors), so it must not rescan
     _failed: set[tuple[str, str | None]] = field(default_factory=set)
 
-    def add_record(self, record: Mapping[str, Any]) -> None:
-        if "started" in record:
-            started = dict(record["started"])
+    def add(self, record: Record) -> None:
+        if isinstance(record, StreamStartedRecord):
+            started = dict(record.started)
             self.ran.setdefault(str(started.pop("stream")), started)
             return
-        if "scored" in record:
-            scored = record["scored"]
-            key = (str(scored["stream"]), str(scored["task_id"]))
+        if isinstance(record, TaskRecord | ErrorRecord):
+            key = (str(record.scored["stream"]), str(record.scored["task_id"]))
             if key in self._scored:
-                self.add_record({
-                    "type": "feedback_error",
-                    "failure": {
-                        "stream": scored["stream"], "task_id": scored["task_id"],
-                        "position": scored["position"], "phase": "feedback",
-                        "reason": str(scored.get("error") or "the episode failed after its task was scored"),
-                    },
-                })
+                self.add(FeedbackErrorRecord({
+                    "stream": record.scored["stream"], "task_id": record.scored["task_id"],
+                    "position": record.scored["position"], "phase": "feedback",
+                    "reason": str(record.scored.get("error") or "the episode failed after its task was scored"),
+                }))
                 return
             self._scored.add(key)
-        if "response" in record:
-            self.responses.append(dict(record["response"]))
+        response = getattr(record, "response", None)
+        if response is not None:
+            self._add_response(response)
+        if isinstance(record, TaskRecord | ErrorRecord):
+            self.scores.append(dict(record.scored))
+            if record.failed_episode is not None:
+                self._failed.add(record.failed_episode)
             if self.writer:
-                self.writer.add_response(record["response"])
-        if "scored" in record:
-            self.scores.append(dict(record["scored"]))
-            if record["scored"].get("error"):
-                self._failed.add((str(record["scored"]["stream"]), str(record["scored"]["task_id"])))
+                self.writer.add_score(record.scored)
+        elif isinstance(record, FeedbackErrorRecord | StreamErrorRecord):
+            self._failed.add(record.failed_episode)
+            self.failures.append(dict(record.failure))
             if self.writer:
-                self.writer.add_score(record["scored"])
-        if "failure" in record:
-            failure = record["failure"]
-            task = failure.get("task_id")
-            self._failed.add((str(failure.get("stream")), None if task is None else str(task)))
-            self.failures.append(dict(failure))
+                self.writer.add_event(record.to_wire())
+        elif isinstance(record, FeedbackSkippedRecord):
+            self.feedback_skipped.append(dict(record.skipped))
             if self.writer:
-                self.writer.add_event(record)
-        if "skipped" in record:
-            self.feedback_skipped.append(dict(record["skipped"]))
-            if self.writer:
-                self.writer.add_event(record)
+                self.writer.add_event(record.to_wire())
+
+    def _add_response(self, response: Mapping[str, Any]) -> None:
+        self.responses.append(dict(response))
+        if self.writer:
+            self.writer.add_response(response)
 
     def preload(
         self,
@@ -177,11 +343,16 @@ class ResultCollector:
         writer, self.writer = self.writer, None
         try:
             for scored in scores:
-                self.add_record({"scored": scored})
-            for response in responses:
-                self.add_record({"response": response})
+                self._scored.add((str(scored["stream"]), str(scored["task_id"])))
+                self.scores.append(dict(scored))
+                if scored.get("error"):
+                    self._failed.add((str(scored["stream"]), str(scored["task_id"])))
+            self.responses.extend(dict(response) for response in responses)
             for event in events:
-                self.add_record(event)
+                try:
+                    self.add(from_wire(event))
+                except RecordError:
+                    continue
         finally:
             self.writer = writer
 
@@ -191,7 +362,7 @@ class ResultCollector:
         return len(self._failed)
 
     @property
-    def failed_episodes(self) -> list[dict[str, Any]]:
+    def failed_episodes(self) -> list[Document]:
         task_failures = [
             {"stream": s["stream"], "task_id": s["task_id"], "position": s["position"],
              "phase": "task", "reason": s["error"], **({"traceback": s["traceback"]} if s.get("traceback") else {})}
@@ -209,7 +380,7 @@ class ResultCollector:
         finished: str,
         completion: Mapping[str, Any],
         extra: Mapping[str, Any] | None = None,
-    ) -> dict[str, Any]:
+    ) -> Document:
         """The summary document: metrics, thresholds, failures, and whether the run is
         complete. ``passed`` needs every threshold met, no failed episode and a
         complete run: a run that did not run its tasks never passes."""
@@ -233,12 +404,21 @@ class ResultCollector:
 
 
 __all__ = [
+    "ARM_FIELD",
+    "ErrorRecord",
+    "FeedbackErrorRecord",
+    "FeedbackRecord",
+    "FeedbackSkippedRecord",
+    "Record",
+    "RecordError",
     "ResultCollector",
+    "StreamErrorRecord",
+    "StreamStartedRecord",
+    "TaskRecord",
     "error_record",
     "feedback_error_record",
-    "feedback_record",
     "feedback_skipped_record",
+    "from_wire",
     "stream_error_record",
     "stream_started_record",
-    "task_record",
 ]

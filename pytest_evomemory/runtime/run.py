@@ -1,10 +1,10 @@
-"""A whole benchmark run, without pytest: the engine every entry point drives.
+"""One run config's run: the loaded benchmark and its run directory.
 
 :class:`BenchmarkRun` is the loaded benchmark (configs and streams) and opens each
 stream; :class:`Run` is one run of it into one run directory, with a life cycle of
-start (fresh or resume), record, finish (summary, thresholds, report). The pytest
-plugin, :func:`run_benchmark` and ``evomemory run`` all drive these two objects,
-and :class:`~pytest_evomemory.runtime.stream.Episode` drives every episode.
+start (fresh or resume), record, finish (summary, thresholds, report). A
+:class:`~pytest_evomemory.runtime.session.Session` owns one of each per arm, and
+:class:`~pytest_evomemory.runtime.stream.Episode` drives every episode.
 """
 
 from __future__ import annotations
@@ -12,7 +12,6 @@ from __future__ import annotations
 import hashlib
 import json
 import sys
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,14 +19,15 @@ from typing import Any
 
 from ..agents.base import Agent
 from ..agents.factory import build_agent
-from ..config import AgentConfig, MemoryConfig, RunConfig, unread_agent_options, unread_memory_options
-from ..errors import ConfigError, DataError, EvoMemoryError
+from ..config import AgentConfig, MemoryConfig, RunConfig
+from ..configload import unread_agent_options, unread_memory_options
+from ..errors import ConfigError, DataError
 from ..evaluation import scorer_identity
 from ..evaluation.evomemory import EvoMemoryEvaluator
 from ..factories import call_factory, check_signature, load_factory
 from ..identity import component, model_identity
-from ..memory.base import MemorySystem
-from ..memory.factory import MemoryContext, build_memory, open_with_timeout
+from ..memory.base import MemoryContext, MemorySystem
+from ..memory.factory import backend_spec, build_memory, missing_extra, open_with_timeout
 from ..memory.snapshot import StreamSnapshots
 from ..models import check_agent_environment
 from ..reporting.summary import StreamMetrics, ThresholdResult, check_thresholds
@@ -36,7 +36,6 @@ from ..rundir import (
     RunDirError,
     RunLock,
     RunWriter,
-    load_resume_state,
     move_previous_run_aside,
     package_versions,
     utc_now,
@@ -44,8 +43,8 @@ from ..rundir import (
 from ..streams import Stream, load_benchmark
 from ..text import shorten
 from .memory import IsolationGuard, ObservedMemory, observe
-from .records import ResultCollector, error_record, stream_error_record, stream_started_record
-from .stream import StreamRun, run_episode
+from .records import Record, ResultCollector
+from .stream import StreamRun
 
 AgentFactoryFn = Callable[[AgentConfig, MemorySystem | None], Agent]
 MemoryFactoryFn = Callable[[MemoryConfig, MemoryContext], MemorySystem]
@@ -165,6 +164,7 @@ class BenchmarkRun:
             memory_strategy=strategy,
             max_steps=self.config.agent.max_steps,
             snapshots=StreamSnapshots.for_stream(self.run_dir, name) if snapshots and memory is not None else None,
+            quote_answer=self.by_name[name].quote_answer,
         )
 
     def run_document(self, started: str, argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -196,15 +196,21 @@ def _factory_name(factory: Any, backend: str) -> str:
     return f"memory factory {module}:{getattr(factory, '__qualname__', repr(factory))}"
 
 
-def check_unread_options(config: RunConfig, *, builtin_agent: bool, builtin_memory: bool) -> None:
-    """Refuse, before any stream starts, options that the built-in agent or memory
-    would silently ignore (``builtin_*``: the run builds that part itself, with no
-    factory of the user's that might read them)."""
+def check_builtin_parts(config: RunConfig, *, builtin_agent: bool, builtin_memory: bool) -> None:
+    """Refuse, before any stream starts, what the built-in agent or memory would
+    fail on or silently ignore (``builtin_*``: the run builds that part itself, with
+    no factory of the user's): options it never reads, a backend whose optional
+    library is not installed."""
     if builtin_agent and (problem := unread_agent_options(config.agent)):
         raise ConfigError(f"{config.sources.get('agent', 'agent config')}: key 'options': {problem}")
-    uses_memory = config.agent.memory_strategy != "none"
-    if builtin_memory and uses_memory and (problem := unread_memory_options(config.memory)):
-        raise ConfigError(f"{config.sources.get('memory', 'memory config')}: key 'options': {problem}")
+    if not builtin_memory or config.agent.memory_strategy == "none":
+        return
+    where = config.sources.get("memory", "memory config")
+    if problem := unread_memory_options(config.memory):
+        raise ConfigError(f"{where}: key 'options': {problem}")
+    spec = backend_spec(config.memory.backend)
+    if spec is not None and (problem := missing_extra(spec)):
+        raise ConfigError(f"{where}: key 'backend': {problem}")
 
 
 def _check_factory_references(config: RunConfig) -> None:
@@ -263,10 +269,15 @@ class Run:
     resume: ResumeState | None = None
     command: Sequence[str] = ()
     write: bool = True
+    #: The session this run belongs to (run.json and arms.json record it, so a
+    #: resumed session never adopts an arm's results from another session).
+    session_id: str | None = None
     started: str = field(default_factory=utc_now)
     collector: ResultCollector = field(init=False)
     writer: RunWriter | None = field(default=None, init=False)
     stop_reason: str | None = None
+    #: further summary fields the driver knows (e.g. the serial driver's wall time)
+    extra: dict[str, Any] = field(default_factory=dict, init=False)
     document: dict[str, Any] = field(default_factory=dict, init=False)
     _lock: RunLock | None = field(default=None, init=False)
 
@@ -274,20 +285,24 @@ class Run:
         self.collector = ResultCollector(self.benchmark.stream_order)
 
     @classmethod
-    def resuming(cls, benchmark: BenchmarkRun, run_dir: Path, command: Sequence[str] = ()) -> Run:
-        """A run that continues the interrupted run in ``run_dir`` with the same config."""
-        state = load_resume_state(run_dir, benchmark.streams)
+    def resuming(
+        cls, benchmark: BenchmarkRun, state: ResumeState, run_dir: Path, *, flag: str, command: Sequence[str] = (),
+        session_id: str | None = None,
+    ) -> Run:
+        """A run that continues the interrupted run in ``run_dir`` (its ``state``) with
+        the same config; ``flag`` is the resume option as the user typed it."""
         recorded = state.document.get("config_fingerprint")
         if recorded is not None and recorded != config_fingerprint(benchmark.config):
             was = state.document.get("run")
             changed = config_differences(was if isinstance(was, dict) else {}, benchmark.config.to_dict())
             where = f" at {'; '.join(changed[:3])}{' ...' if len(changed) > 3 else ''}" if changed else ""
+            path = was.get("path") if isinstance(was, dict) and isinstance(was.get("path"), str) else "its run.json"
             raise RunDirError(
-                f"--evomemory-resume {run_dir}: the run config differs from the interrupted run's{where} "
-                f"({state.document.get('run', {}).get('path', 'its run.json')}); resume with the same "
-                "config and options, or start a new run in another output directory"
+                f"{flag} {run_dir}: the run config differs from the interrupted run's{where} "
+                f"({path}); resume with the same config and options, or start a new run in another "
+                "output directory"
             )
-        return cls(benchmark, run_dir, resume=state, command=command)
+        return cls(benchmark, run_dir, resume=state, command=command, session_id=session_id)
 
     def lock(self) -> None:
         if self.write and self._lock is None:
@@ -308,16 +323,20 @@ class Run:
             self.writer = RunWriter(self.run_dir)
             self.collector.writer = self.writer
         document = self.benchmark.run_document(self.started, self.command or None)
+        document["session"] = self.session_id
         if self.resume is not None:
             if self.writer is not None:
                 self.writer.restart_from(self.resume)
             self.collector.preload(self.resume.responses, self.resume.scores, self.resume.events)
-            document["started"] = self.resume.document.get("started", self.started)
+            # the run is the interrupted one, continued: its start and command stay its own
+            earlier = self.resume.document
+            document["started"] = _text(earlier.get("started")) or self.started
+            document["command_line"] = earlier.get("command_line", document["command_line"])
+            resumed = earlier.get("resumed")
             document["resumed"] = [
-                *self.resume.document.get("resumed", []),
-                {"at": self.started, "completed_tasks": dict(self.resume.done)},
-            ] if isinstance(self.resume.document.get("resumed", []), list) else [
-                {"at": self.started, "completed_tasks": dict(self.resume.done)}
+                *(resumed if isinstance(resumed, list) else []),
+                {"at": self.started, "completed_tasks": dict(self.resume.done),
+                 "command_line": list(self.command or sys.argv)},
             ]
         self.document = document
         if self.writer is not None:
@@ -327,8 +346,8 @@ class Run:
         """Episodes of ``stream`` an interrupted run completed (resume), else None."""
         return self.resume.done.get(stream, 0) if self.resume is not None else None
 
-    def record(self, record: Mapping[str, Any]) -> None:
-        self.collector.add_record(record)
+    def record(self, record: Record) -> None:
+        self.collector.add(record)
 
     @property
     def errors(self) -> int:
@@ -357,7 +376,8 @@ class Run:
             thresholds = evaluate_thresholds(self.benchmark.config, metrics, min_overall, min_streams)
             completion = self.completion()
             summary = self.collector.summary(
-                thresholds, self.started, utc_now(), completion, {"run": self.benchmark.config.name, **(extra or {})}
+                thresholds, self.started, utc_now(), completion,
+                {"run": self.benchmark.config.name, **self.extra, **(extra or {})},
             )
             report_error: str | None = None
             if self.writer is not None:
@@ -382,6 +402,10 @@ class Run:
             self.release()
 
 
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
 def _write_report(run_dir: Path) -> str | None:
     from ..reporting.html import ReportError, write_html_report
 
@@ -396,138 +420,14 @@ def _write_report(run_dir: Path) -> str | None:
     return None
 
 
-def run_benchmark(
-    config: RunConfig,
-    run_dir: Path,
-    *,
-    agent_factory: AgentFactoryFn | None = None,
-    memory_factory: MemoryFactoryFn | None = None,
-    write_artefacts: bool = True,
-    resume: bool = False,
-    command: Sequence[str] = (),
-) -> dict[str, Any]:
-    """Run every selected stream in order, serially, and return the summary.
-
-    Episodes that fail are recorded as errors and the stream goes on, as under pytest.
-    """
-    return execute(
-        BenchmarkRun(config, run_dir), agent_factory=agent_factory, memory_factory=memory_factory,
-        write_artefacts=write_artefacts, resume=resume, command=command,
-    ).summary
-
-
-def parse_min_accuracy(values: Sequence[str], streams: Sequence[str]) -> tuple[float | None, dict[str, float]]:
-    """``[STREAM=]FRACTION`` thresholds from the command line, checked against the streams."""
-    overall: float | None = None
-    per_stream: dict[str, float] = {}
-    for value in values:
-        name, equals, number = value.rpartition("=")
-        if equals and not name.strip():
-            raise ConfigError(
-                f"--evomemory-min-accuracy {value!r}: no stream name before '='; "
-                "write STREAM=FRACTION, or FRACTION alone for the overall accuracy"
-            )
-        if (overall is not None and not name) or name in per_stream:
-            raise ConfigError(
-                f"--evomemory-min-accuracy {value!r}: a threshold for {name or 'the overall accuracy'} "
-                "is given twice (only one would count); give it once"
-            )
-        try:
-            fraction = float(number)
-        except ValueError:
-            raise ConfigError(f"--evomemory-min-accuracy {value!r}: expected [STREAM=]FRACTION such as 0.5") from None
-        if not 0.0 <= fraction <= 1.0:
-            raise ConfigError(f"--evomemory-min-accuracy {value!r}: the fraction must be between 0 and 1; write e.g. 0.8 for 80%")
-        if not name:
-            overall = fraction
-        elif name not in streams:
-            raise ConfigError(f"--evomemory-min-accuracy {value!r}: unknown stream {name!r}; streams: {', '.join(streams)}")
-        else:
-            per_stream[name] = fraction
-    return overall, per_stream
-
-
-def execute(
-    benchmark: BenchmarkRun,
-    *,
-    agent_factory: AgentFactoryFn | None = None,
-    memory_factory: MemoryFactoryFn | None = None,
-    write_artefacts: bool = True,
-    resume: bool = False,
-    command: Sequence[str] = (),
-    min_overall: float | None = None,
-    min_streams: Mapping[str, float] | None = None,
-    max_errors: int | None = None,
-    progress: Callable[[Mapping[str, Any]], None] | None = None,
-) -> RunResult:
-    """The loop every non-pytest entry point runs: streams in order, episodes in order."""
-    check_unread_options(benchmark.config, builtin_agent=agent_factory is None, builtin_memory=memory_factory is None)
-    run_dir = benchmark.run_dir
-    run = (
-        Run.resuming(benchmark, run_dir, command) if resume
-        else Run(benchmark, run_dir, command=command, write=write_artefacts)
-    )
-    run.start()
-    wall = time.perf_counter()
-
-    def record(entry: Mapping[str, Any]) -> None:
-        run.record(entry)
-        if progress is not None:
-            progress(entry)
-
-    try:
-        for stream in benchmark.streams:
-            pending = [s for s in stream.samples if run.resume is None or not run.resume.is_done(s.stream, s.position)]
-            if not pending:
-                continue
-            try:
-                live = benchmark.open_stream(
-                    stream.name, agent_factory=agent_factory, memory_factory=memory_factory,
-                    snapshots=write_artefacts,
-                )
-            except EvoMemoryError as error:
-                for sample in pending:  # as under pytest: every task of the stream fails once
-                    record(error_record(sample, f"stream {stream.name!r} could not start: {error}"))
-                continue
-            record(stream_started_record(stream.name, live.identity))
-            try:
-                live.prepare_memory(run.completed_before(stream.name))
-                for sample in pending:
-                    run_episode(live, sample, record)
-                    if max_errors is not None and run.errors >= max_errors:
-                        run.stop_reason = f"--evomemory-max-errors: {run.errors} failed episodes"
-                        break
-            except EvoMemoryError as error:
-                done = {(s["stream"], s["task_id"]) for s in run.collector.scores}
-                for sample in pending:
-                    if (sample.stream, sample.task_id) not in done:
-                        record(error_record(sample, f"stream {stream.name!r} could not continue: {error}"))
-            finally:
-                try:
-                    live.close()
-                except EvoMemoryError as error:
-                    record(stream_error_record(stream.name, f"stream teardown failed: {error}"))
-            if run.stop_reason:
-                break
-    except KeyboardInterrupt as interrupt:
-        # the entry point's SIGTERM handler raises KeyboardInterrupt("SIGTERM")
-        sigterm = interrupt.args == ("SIGTERM",)
-        run.stop_reason = run.stop_reason or ("terminated by SIGTERM" if sigterm else "interrupted (Ctrl-C)")
-    return run.finish(
-        min_overall=min_overall, min_streams=min_streams,
-        extra={"wall_seconds": round(time.perf_counter() - wall, 6)},
-    )
-
-
 __all__ = [
     "AgentFactoryFn",
     "BenchmarkRun",
     "MemoryFactoryFn",
     "Run",
     "RunResult",
+    "check_builtin_parts",
+    "config_differences",
     "config_fingerprint",
     "evaluate_thresholds",
-    "execute",
-    "parse_min_accuracy",
-    "run_benchmark",
 ]

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import time
 import traceback
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,7 @@ from ..agents.base import Agent
 from ..errors import EpisodeError, EvoMemoryError, MemoryBackendError, ModelError, ProtocolViolation
 from ..evaluation.evomemory import EvoMemoryEvaluator
 from ..factories import user_frames
-from ..feedback import render_feedback
+from ..feedback import QuoteAnswer, render_feedback
 from ..memory.base import RecordRejected
 from ..memory.snapshot import ResumeRefused, StreamSnapshots
 from ..tools import Tool
@@ -38,11 +38,12 @@ from ..types import (
 )
 from .memory import ObservedMemory, mark
 from .records import (
+    FeedbackRecord,
+    Record,
+    TaskRecord,
     error_record,
     feedback_error_record,
-    feedback_record,
     feedback_skipped_record,
-    task_record,
 )
 from .turn import RuntimeTurn
 
@@ -74,13 +75,14 @@ class StreamRun:
     #: Set after the memory backend failed: the rest of the stream fails at once
     #: instead of running episodes against a memory in an unknown state.
     broken: str | None = None
-    episodes_started: int = 0
     #: Where the memory is saved after each completed episode (resume), if anywhere.
     snapshots: StreamSnapshots | None = None
     #: Set by :meth:`prepare_memory`, before the first episode this process runs.
     prepared: bool = False
     #: What was built for this stream (see :mod:`pytest_evomemory.identity`).
     identity: dict[str, Any] = field(default_factory=dict)
+    #: How the feedback quotes the source's own answer (the stream declares it).
+    quote_answer: QuoteAnswer | None = None
 
     def _turn_tools(self) -> list[Tool]:
         if self.memory_strategy == "tool_use" and self.memory is not None:
@@ -157,7 +159,6 @@ class StreamRun:
     def run_task(self, sample: BenchmarkSample) -> TaskOutcome:
         """Deliver the task, then score its ``final_answer`` (the only scored item)."""
         __tracebackhide__ = True
-        self.episodes_started += 1
         response = self.deliver(sample.task_view(), sample.task_id)
         try:
             scored = self.evaluator.score_response(sample, response)
@@ -169,7 +170,7 @@ class StreamRun:
     def give_feedback(self, sample: BenchmarkSample, submitted: str | None) -> AgentResponse:
         """Deliver the unscored corrective feedback in the same conversation."""
         __tracebackhide__ = True
-        return self.deliver(render_feedback(sample, submitted), sample.task_id)
+        return self.deliver(render_feedback(sample, submitted, self.quote_answer), sample.task_id)
 
     def reset_agent(self) -> None:
         """Clear the agent's conversation. No model call, no record, no memory access."""
@@ -217,7 +218,7 @@ class StreamRun:
                 self.memory.close()
 
 
-RecordSink = Callable[[Mapping[str, Any]], None]
+RecordSink = Callable[[Record], None]
 
 
 def user_traceback(error: BaseException) -> str | None:
@@ -271,7 +272,7 @@ class Episode:
             self.record(error_record(self.sample, str(error), response, user_traceback(error)))
             raise
         self._task_ended = True
-        self.record(task_record(self.outcome.response.to_dict(), self.outcome.scored.to_dict()))
+        self.record(TaskRecord(self.outcome.response.to_dict(), self.outcome.scored.to_dict()))
         return self.outcome
 
     def finish(self) -> None:
@@ -300,12 +301,16 @@ class Episode:
             failed = error.response.to_dict() if error.response is not None else None
             self.record(feedback_error_record(self.sample, str(error), failed, user_traceback(error)))
             raise
-        self.record(feedback_record(response.to_dict()))
+        self.record(FeedbackRecord(response.to_dict()))
 
 
 def run_episode(run: StreamRun, sample: BenchmarkSample, record: RecordSink) -> TaskOutcome | None:
     """Drive one whole episode outside pytest; failures are recorded, not raised."""
-    episode = Episode(run, sample, record)
+    return drive(Episode(run, sample, record))
+
+
+def drive(episode: Episode) -> TaskOutcome | None:
+    """Task, then feedback and reset, back to back; failures are recorded, not raised."""
     try:
         episode.run_task()
     except EvoMemoryError:

@@ -2,50 +2,60 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 from ..config import BenchmarkConfig
 from ..errors import ConfigError
+from ..evaluation import MATCH_MODES
 from ..factories import load_factory
-from .base import BenchmarkSource, Stream, select_streams
+from ..registry import Registry, is_reference, lazy
+from .base import BenchmarkSource, BenchmarkSpec, Stream, select_streams
 
-
-def _sample() -> BenchmarkSource:
-    from .sample import SampleBenchmark
-
-    return SampleBenchmark()
-
-
-def _files() -> BenchmarkSource:
-    from .jsonl import FilesBenchmark
-
-    return FilesBenchmark()
-
-
-def _evomemory_single_turn() -> BenchmarkSource:
-    from .evomemory import EvoMemorySingleTurn
-
-    return EvoMemorySingleTurn()
-
-
-BENCHMARKS: dict[str, Callable[[], BenchmarkSource]] = {
-    "sample": _sample,
-    "files": _files,
-    "evomemory_single_turn": _evomemory_single_turn,
-}
+#: Every benchmark a benchmark config may name besides a ``module:factory`` reference.
+BENCHMARKS: Registry[BenchmarkSpec] = Registry("benchmark")
+BENCHMARKS.builtin(
+    "sample", BenchmarkSpec("sample", lazy("pytest_evomemory.streams.sample:SampleBenchmark")),  # type: ignore[arg-type]
+    owner=__name__,
+)
+BENCHMARKS.builtin(
+    "files",
+    BenchmarkSpec("files", lazy("pytest_evomemory.streams.jsonl:FilesBenchmark"), reads=frozenset({"files"})),  # type: ignore[arg-type]
+    owner=__name__,
+)
+BENCHMARKS.builtin(
+    "evomemory_single_turn",
+    BenchmarkSpec(
+        "evomemory_single_turn",
+        lazy("pytest_evomemory.streams.evomemory:EvoMemorySingleTurn"),  # type: ignore[arg-type]
+        reads=frozenset({"data_dir", "mmlu_pro_categories"}),
+    ),
+    owner=__name__,
+)
 
 
 def get_source(name: str) -> BenchmarkSource:
-    if name in BENCHMARKS:
-        return BENCHMARKS[name]()
-    if ":" in name:
+    if is_reference(name):
         source = load_factory(name, "benchmark")()
         return source  # type: ignore[no-any-return]
-    raise ConfigError(
-        f"unknown benchmark {name!r}; use one of {', '.join(BENCHMARKS)} or a "
-        "'package.module:factory' reference"
-    )
+    return BENCHMARKS.get(name).source()
+
+
+def unread_benchmark_keys(config: BenchmarkConfig) -> str | None:
+    """Why a key the chosen built-in benchmark never reads was given, or None: ``files``
+    under ``benchmark: sample`` would run the sample, not the user's file. (A
+    ``module:factory`` benchmark may read any key.)"""
+    if is_reference(config.benchmark) or config.benchmark not in BENCHMARKS:
+        return None
+    reads = BENCHMARKS.get(config.benchmark).reads
+    for name in BENCHMARKS.names():
+        for key in sorted(BENCHMARKS.get(name).reads - reads):
+            if key in config.model_fields_set and getattr(config, key):
+                readers = sorted(other for other in BENCHMARKS.names() if key in BENCHMARKS.get(other).reads)
+                return (
+                    f"key '{key}' is read only by benchmark {' or '.join(readers)}, not by "
+                    f"{config.benchmark!r}; remove it, or set 'benchmark' to the one that reads it"
+                )
+    return None
 
 
 def load_benchmark(config: BenchmarkConfig, base_dir: Path, source_file: str = "benchmark config") -> list[Stream]:
@@ -58,9 +68,8 @@ def load_benchmark(config: BenchmarkConfig, base_dir: Path, source_file: str = "
 
 
 def _check_match_modes(streams: list[Stream]) -> None:
-    """Refuse a stream whose match mode no evaluator knows, before any task runs."""
-    from ..evaluation import MATCH_MODES
-
+    """Refuse, before any task runs, a stream whose match mode no evaluator knows,
+    and a task whose target its match mode could never match."""
     for stream in streams:
         for sample in stream.samples:
             if sample.match_mode not in MATCH_MODES:
@@ -73,4 +82,4 @@ def _check_match_modes(streams: list[Stream]) -> None:
                 )
 
 
-__all__ = ["BENCHMARKS", "BenchmarkSource", "Stream", "get_source", "load_benchmark"]
+__all__ = ["BENCHMARKS", "BenchmarkSource", "BenchmarkSpec", "Stream", "get_source", "load_benchmark"]

@@ -6,7 +6,7 @@ the selected ones all-or-nothing: a run never starts with a stream missing.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -14,6 +14,8 @@ from typing import Any, Protocol
 from ..config import BenchmarkConfig, check_threshold_streams
 from ..errors import ConfigError
 from ..types import BenchmarkSample
+
+QuoteAnswer = Callable[[BenchmarkSample], Mapping[str, str]]
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,10 @@ class Stream:
     #: The record field whose value is each task's ``group`` (reports break the
     #: stream's accuracy down by it); ``None``: no breakdown.
     breakdown: str | None = None
+    #: The answer in the source dataset's own fields, verbatim, for the feedback turn
+    #: where it differs from the scored target (a choice letter in this task's
+    #: order); ``None``: the target is the source's own answer field.
+    quote_answer: QuoteAnswer | None = None
 
     def __len__(self) -> int:
         return len(self.samples)
@@ -50,6 +56,21 @@ class BenchmarkSource(Protocol):
         cause if any one of them cannot be materialized or loaded.
         """
         ...
+
+
+@dataclass(frozen=True)
+class BenchmarkSpec:
+    """A benchmark as configs name it (``benchmark: NAME``), registered in
+    :data:`pytest_evomemory.streams.BENCHMARKS`.
+
+    ``source`` makes its :class:`BenchmarkSource`; ``reads`` are the benchmark
+    config keys only some benchmarks read (``files``, ``data_dir``, ...): such a key
+    given to a benchmark that does not read it is refused, never ignored.
+    """
+
+    name: str
+    source: Callable[[], BenchmarkSource]
+    reads: frozenset[str] = frozenset()
 
 
 def select_streams(config: BenchmarkConfig, available: Sequence[str], source: str) -> list[str]:

@@ -17,8 +17,9 @@ from typing import Any
 from ..config import BenchmarkConfig
 from ..errors import ConfigError, DataError
 from ..types import BenchmarkSample
-from ..validation import JQ_HINT, check_sample, decode_json_line, path_problem, resolve_path
+from ..validation import JQ_HINT, decode_json_line, path_problem, resolve_path
 from .base import Stream, apply_limit
+from .checks import check_sample
 
 MAX_STREAM_FILE_BYTES = 512 * 1024 * 1024
 _ALLOWED_KEYS = {"id", "prompt", "target", "choices", "metadata", "match_mode"}

@@ -19,10 +19,13 @@ from typing import Any
 import pytest
 
 from pytest_evomemory import FEEDBACK_ACKNOWLEDGEMENT, BenchmarkSample, TaskView, run_benchmark
-from pytest_evomemory.config import BenchmarkConfig, load_run_config
-from pytest_evomemory.feedback import MMLU_PRO_OPTION_FIELD, render_feedback
+from pytest_evomemory.config import BenchmarkConfig
+from pytest_evomemory.configload import load_run_config
+from pytest_evomemory.feedback import render_feedback
 from pytest_evomemory.streams import load_benchmark
 from pytest_evomemory.streams.evomemory import catalog
+from pytest_evomemory.streams.evomemory.catalog import GPQA_DIAMOND, MMLU_PRO
+from pytest_evomemory.streams.evomemory.converters import MMLU_PRO_OPTION_FIELD
 from pytest_evomemory.types import TASK_METADATA_KEYS
 
 from ..streams.conftest import (
@@ -340,7 +343,7 @@ def test_gpqa_feedback_quotes_the_correct_answer_text_verbatim_beside_this_tasks
 ) -> None:
     for record in GPQA_RECORDS:
         sample = evomemory_samples[("gpqa_diamond", record["Record ID"])]
-        feedback = render_feedback(sample, "A")
+        feedback = render_feedback(sample, "A", GPQA_DIAMOND.quote_answer)  # as the stream declares it
         letter = "ABCD"[sample.choices.index(record["Correct Answer"].strip())]
         assert feedback.target == sample.target == letter  # the scored target, unchanged
         assert feedback.source_answer == {"Correct Answer": record["Correct Answer"]}  # byte for byte
@@ -357,7 +360,7 @@ def test_mmlu_pro_feedback_quotes_the_source_answer_letter_and_its_option_text(
         sample = evomemory_samples.get(("mmlu_pro", str(record["question_id"])))
         if sample is None:  # outside the default categories
             continue
-        feedback = render_feedback(sample, None)
+        feedback = render_feedback(sample, None, MMLU_PRO.quote_answer)
         option = record["options"][record["answer_index"]]
         assert feedback.target == sample.target
         assert feedback.source_answer == {"answer": record["answer"], MMLU_PRO_OPTION_FIELD: option}

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pytest_evomemory.config import load_run_config
+from pytest_evomemory.configload import load_run_config
 from pytest_evomemory.configs import RUNS_DIR as RUNS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -12,7 +12,7 @@ import pytest
 
 from pytest_evomemory.agents.prompts import ACKNOWLEDGEMENT_TOOL
 from pytest_evomemory.agents.tiny import TinyAgent
-from pytest_evomemory.config import AgentConfig, read_yaml_mapping, validate_mapping
+from pytest_evomemory.config import AgentConfig, validate_mapping
 from pytest_evomemory.errors import ConfigError, EpisodeError, ProtocolViolation
 from pytest_evomemory.runtime import StreamRun, run_stream
 from pytest_evomemory.testing.fixtures import ServerFactory
@@ -28,6 +28,7 @@ from pytest_evomemory.testing.scripted_server import (
     tool_calls,
 )
 from pytest_evomemory.types import BenchmarkSample
+from pytest_evomemory.yamlio import read_yaml_mapping
 
 from ..conftest import capture_responses
 

@@ -81,7 +81,7 @@ def test_feedback_turns_are_never_passed_to_the_evaluator() -> None:
     )
     outcomes = list(run_stream(run, samples(3), records.append))
 
-    delivered = [record["response"]["kind"] for record in records]
+    delivered = [record.to_wire()["response"]["kind"] for record in records]
     assert delivered == ["task", "feedback"] * 3  # feedback turns did happen ...
     assert evaluator.kinds == ["task"] * 3  # ... but only task turns were scored
     assert taskqa.seen == [(f"q{i}", "The answer is (B)") for i in range(3)]
@@ -119,7 +119,7 @@ def test_score_response_refuses_a_response_of_another_task() -> None:
         EvoMemoryEvaluator().score_response(samples(2)[1], _response("task", "B", task_id="q0"))
 
 
-def test_score_run_skips_feedback_and_uses_each_stream_mode() -> None:
+def test_each_task_is_scored_by_its_own_streams_mode_and_feedback_never() -> None:
     taskqa = SpyTaskQA()
     choice = samples(1)[0]
     aime = BenchmarkSample("a1", "aime_2024", 0, "Find n.", "73", "aime")
@@ -128,12 +128,11 @@ def test_score_run_skips_feedback_and_uses_each_stream_mode() -> None:
         stream="aime_2024", task_id="a1", kind="task", final_answer="\\boxed{073}", agent_turns=1,
         tool_calls=(), messages=(), usage=Usage(), memory_retains=0, memory_recalls=0, seconds=0.0,
     )
-    responses = [
-        _response("task", "Answer: B"),
-        _response("feedback", FEEDBACK_ACKNOWLEDGEMENT),
-        aime_response,
-    ]
-    items = EvoMemoryEvaluator(taskqa).score_run(lookup, responses)
+    evaluator = EvoMemoryEvaluator(taskqa)
+    with pytest.raises(ProtocolViolation, match="only original task turns are scored"):
+        evaluator.score_response(choice, _response("feedback", FEEDBACK_ACKNOWLEDGEMENT))
+    responses = [_response("task", "Answer: B"), aime_response]
+    items = [evaluator.score_response(lookup[(r.stream, r.task_id)], r) for r in responses]
     assert [(item.task_id, item.score.match_mode, item.score.correct) for item in items] == [
         ("q0", "choice", True),
         ("a1", "aime", True),

@@ -134,7 +134,7 @@ def test_a_failing_mode_gives_zero_not_an_exception() -> None:
     try:
         score = EVALUATOR.score(sample("_test_broken"), "anything")
     finally:
-        del MATCH_MODES["_test_broken"]
+        MATCH_MODES.unregister("_test_broken")
     assert not score.correct
     assert "failed on this answer: RuntimeError: boom" in score.reason
 
@@ -152,24 +152,23 @@ def test_built_in_modes_load_on_first_lookup_and_cannot_be_replaced() -> None:
 import sys
 from pytest_evomemory.errors import ConfigError
 from pytest_evomemory.evaluation import MATCH_MODES
-from pytest_evomemory.evaluation.modes import MatchModeRegistry
+from pytest_evomemory.evaluation.modes import register_match_mode
 loaded = lambda: sorted(m.rsplit(".", 1)[1] for m in sys.modules if m.startswith("pytest_evomemory.evaluation.")
                         and m.rsplit(".", 1)[1] in ("aime", "choice", "gpqa", "toolbench"))
 assert loaded() == [], loaded()
-assert sorted(MATCH_MODES) == ["aime", "choice", "exact", "gpqa", "toolbench"] and len(MATCH_MODES) == 5
+assert sorted(MATCH_MODES) == ["aime", "choice", "exact", "gpqa", "toolbench"]
 assert loaded() == []
-assert MATCH_MODES["aime"].__name__ == "aime" and loaded() == ["aime"]
-registry = MatchModeRegistry({"choice": ".choice"})
+assert MATCH_MODES.get("aime").score.__name__ == "aime" and loaded() == ["aime"]
 try:
-    registry["choice"] = len
+    register_match_mode("choice")(len)
 except ConfigError as error:
     assert "'choice' is built in" in str(error) and "under a new name" in str(error), error
 else:
     raise AssertionError("a built-in mode was replaced")
-registry["mine"] = len
-assert registry["mine"] is len and sorted(registry) == ["choice", "mine"]
-del registry["mine"]
-assert "mine" not in registry and len(registry) == 1
+register_match_mode("mine")(len)
+assert MATCH_MODES.get("mine").score is len and "mine" in MATCH_MODES
+MATCH_MODES.unregister("mine")
+assert "mine" not in MATCH_MODES
 """
     subprocess.run([sys.executable, "-c", code], check=True)
 
@@ -179,7 +178,7 @@ def test_public_names_and_built_in_modes() -> None:
     assert isinstance(TaskQAEvaluator(), Evaluator)
     assert pytest_evomemory.TaskQAEvaluator is TaskQAEvaluator
     assert pytest_evomemory.EvoMemoryEvaluator is EvoMemoryEvaluator
-    mode: MatchMode = MATCH_MODES["exact"]
+    mode: MatchMode = MATCH_MODES.get("exact").score
     assert mode("Paris", sample()).correct
 
 

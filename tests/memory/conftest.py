@@ -22,9 +22,11 @@ import pytest
 # sys.modules afterwards, and numpy's C extension cannot be imported twice.
 import pytest_evomemory.memory.postgres
 import pytest_evomemory.memory.sqlite  # noqa: F401
-from pytest_evomemory.config import MemoryConfig, PostgresOptions
+from pytest_evomemory.config import MemoryConfig
+from pytest_evomemory.configload import validate_memory
 from pytest_evomemory.memory import MemorySystem, build_memory
 from pytest_evomemory.memory.factory import MemoryContext
+from pytest_evomemory.memory.postgres import PostgresOptions
 
 #: The worked example of a third-party adapter (docs/memory.md) passes the suite too.
 EXAMPLE_ADAPTER = "tests.memory.example_adapter:create"
@@ -57,7 +59,16 @@ NO_EMBEDDINGS_REASON = (
 
 
 def postgres_env() -> dict[str, Any]:
-    return PostgresOptions.from_environment().model_dump()
+    """Settings from libpq's own variables (PGHOST, PGPORT, PGUSER, PGDATABASE), so the
+    tests reach whatever server ``.ci/start-postgres.sh`` (or the shell) points at; the
+    password stays in PGPASSWORD."""
+    defaults = PostgresOptions()
+    return PostgresOptions(
+        host=os.environ.get("PGHOST", defaults.host),
+        port=int(os.environ.get("PGPORT", defaults.port)),
+        user=os.environ.get("PGUSER", defaults.user),
+        dbname=os.environ.get("PGDATABASE", defaults.dbname),
+    ).model_dump()
 
 
 @pytest.fixture(scope="session")
@@ -97,7 +108,7 @@ def memory_config(backend_id: str, postgres: dict[str, Any] | None = None, **ove
     if backend == "postgres" and postgres is not None:
         document["postgres"] = postgres
     document.update(overrides)
-    return MemoryConfig.model_validate(document)
+    return validate_memory(document, "test memory config")
 
 
 OpenMemory = Callable[..., MemorySystem]

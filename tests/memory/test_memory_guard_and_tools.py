@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
@@ -12,8 +13,9 @@ from pytest_evomemory.errors import ProtocolViolation
 from pytest_evomemory.memory.guard import IsolationGuard, records_in_tool_result
 from pytest_evomemory.memory.tools import (
     RECALL_SPEC,
+    MemoryRole,
     MemoryTool,
-    MemoryToolLog,
+    MemoryToolCall,
     instrument_memory_tools,
     memory_tools,
     tool_role,
@@ -23,6 +25,22 @@ from pytest_evomemory.types import ToolSpec
 from tests.memory.consolidating_adapter import FactMemory
 
 from .conftest import OpenMemory
+
+
+@dataclass
+class MemoryToolLog:
+    """A ready-made observer: counts calls by role and keeps them in order."""
+
+    calls: list[MemoryToolCall] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+    def __call__(self, call: MemoryToolCall) -> None:
+        self.calls.append(call)
+        key = call.role or "other"
+        self.counts[key] = self.counts.get(key, 0) + 1
+
+    def count(self, role: MemoryRole) -> int:
+        return self.counts.get(role, 0)
 
 # --------------------------------------------------------------------------- isolation guard
 

@@ -76,6 +76,6 @@ def test_a_wrong_password_is_not_echoed_in_the_error(
     monkeypatch.setenv("EVOMEMORY_SCAN_PASSWORD", wrong)
     config = run_config(pytester.path, postgres_settings, "EVOMEMORY_SCAN_PASSWORD")
     result = pytester.runpytest_subprocess(f"--evomemory-config={config}", "-p", "no:randomly")
-    result.assert_outcomes(errors=6)
+    result.assert_outcomes(errors=2, skipped=4)  # one failure per stream that cannot start
     result.stdout.fnmatch_lines(["*could not start*could not connect*"])
     assert not [text for text in everything_written(pytester, result) if wrong in text]

@@ -11,12 +11,12 @@ from typing import Any
 
 import pytest
 
-from pytest_evomemory.config import MemoryConfig, SqliteOptions
-from pytest_evomemory.errors import MemoryBackendError
+from pytest_evomemory.config import MemoryConfig
+from pytest_evomemory.errors import ConfigError, MemoryBackendError
 from pytest_evomemory.memory import build_memory
 from pytest_evomemory.memory.factory import MemoryContext
 from pytest_evomemory.memory.postgres import PostgresMemory, table_name
-from pytest_evomemory.memory.sqlite import SqliteMemory
+from pytest_evomemory.memory.sqlite import SqliteMemory, SqliteOptions
 
 from .conftest import memory_config
 
@@ -55,9 +55,10 @@ def test_sqlite_path_template_fills_stream_and_run_name(tmp_path: Path) -> None:
 
 
 def test_sqlite_path_without_stream_placeholder_is_refused(tmp_path: Path) -> None:
-    with pytest.raises(ValueError, match=r"must contain '\{stream\}'"):  # when the config is read
+    with pytest.raises(ConfigError, match=r"must contain '\{stream\}'"):  # when the config is read
         memory_config("sqlite", sqlite={"path": str(tmp_path / "one.db")})
-    unchecked = MemoryConfig.model_construct(backend="sqlite", sqlite=SqliteOptions.model_construct(path=str(tmp_path / "one.db")))
+    unchecked = MemoryConfig.model_validate({"backend": "sqlite", "sqlite": {"path": str(tmp_path / "one.db")}})
+    assert SqliteOptions.SECTION == "sqlite"
     with pytest.raises(MemoryBackendError, match=r"must contain '\{stream\}'"):  # and by the backend itself
         build_memory(unchecked, context(tmp_path))
 

@@ -105,8 +105,9 @@ def test_the_gain_gate_passes_and_fails_the_session(pytester: pytest.Pytester) -
     ])
     block = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))["evomemory"]
     assert block["baseline"] == "sample_no_memory"
-    assert set(block["arms"]) == {"sample_no_memory", "sample_memory"}
-    assert block["arms"]["sample_memory"]["overall"]["correct"] == 14
+    arms = {arm["name"]: arm for arm in block["arms"]}
+    assert list(arms) == ["sample_no_memory", "sample_memory"]
+    assert arms["sample_memory"]["summary"]["overall"]["correct"] == 14
     assert [(g["scope"], g["met"]) for g in block["gains"]] == [("sample_choice", False)]
     assert block["comparison"]["baseline"] == "sample_no_memory"
 

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.configs import builtin_names
+from pytest_evomemory.rundir import SCHEMA_VERSION
 
 USER_TEST = """
 def test_unit():
@@ -218,8 +219,12 @@ def test_json_report_carries_each_tasks_metadata_and_the_runs_identity(pytester:
                          "seconds", "cached", "violation"}
     assert (task["stream"], task["position"], task["correct"], task["target"]) == ("sample_facts", 0, False, "teal")
     assert task["cached"] is False and task["violation"] is None and task["seconds"] >= 0
-    run = report["evomemory"]
-    assert run["schema_version"] == 1 and run["run"] == "sample_memory"
-    assert run["agent"] == {"kind": "recall_baseline", "memory_strategy": "deterministic_recall"}
-    assert run["model"] is None and run["memory"]["backend"] == "inprocess"
-    assert run["overall"]["tasks"] == 4
+    block = report["evomemory"]
+    assert block["schema_version"] == SCHEMA_VERSION and [arm["name"] for arm in block["arms"]] == ["sample_memory"]
+    identity, summary = block["arms"][0]["identity"], block["arms"][0]["summary"]
+    assert summary["run"] == "sample_memory"
+    assert identity["agent"]["kind"] == "recall_baseline" and identity["agent"]["memory_strategy"] == "deterministic_recall"
+    assert identity["agent"]["class"] == "pytest_evomemory.agents.baseline:RecallBaselineAgent"
+    assert identity["model"] is None and identity["memory"]["backend"] == "inprocess"
+    assert summary["overall"]["tasks"] == 4
+    assert task["arm"] == "sample_memory"  # one shape for one arm and for several

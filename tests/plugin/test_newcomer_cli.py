@@ -50,7 +50,7 @@ def test_set_reaches_into_a_part_that_is_not_set_yet(pytester: pytest.Pytester) 
         "--evomemory-config=sample_memory", "--evomemory-set", "agent.model.model=my-model", "--collect-only", "-q",
     )
     assert result.ret == 0
-    from pytest_evomemory.config import load_run_config
+    from pytest_evomemory.configload import load_run_config
     from pytest_evomemory.configs import builtin_path
 
     config = load_run_config(builtin_path("sample_memory"), ["agent.model.model=my-model", "memory.top_k=2"])

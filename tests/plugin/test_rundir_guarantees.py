@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.cli import main as evomemory
-from pytest_evomemory.plugin.session import ITEMS_MODULE
+from pytest_evomemory.plugin.items import ITEMS_MODULE
 
 from ..conftest import read_jsonl
 from .guarantee_project import calls, make_project, start_pytest, wait_for

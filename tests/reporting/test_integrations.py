@@ -60,7 +60,9 @@ def test_json_report_gives_each_task_its_score_as_metadata(pytester: pytest.Pyte
 def test_json_report_has_an_evomemory_section_with_the_summary(pytester: pytest.Pytester) -> None:
     report, run_dir = json_report_run(pytester, limit=4)
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
-    section = report["evomemory"]
+    block = report["evomemory"]
+    assert [arm["name"] for arm in block["arms"]] == ["sample_memory"] and block["baseline"] == "sample_memory"
+    section = block["arms"][0]["summary"]
     assert set(section["streams"]) == set(STREAMS)
     assert section["overall"]["tasks"] == 8
     assert section["overall"]["accuracy"] == pytest.approx(summary["overall"]["accuracy"])

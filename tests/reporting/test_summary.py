@@ -26,10 +26,12 @@ def outcomes() -> list[dict[str, Any]]:
         ])
     ]
     tool = [
-        {"stream": "toolbench", "position": i, "correct": i < 2, "details": {"api_match": i < 3, "call_match": i < 2}}
+        {"stream": "toolbench", "position": i, "correct": i < 2, "match_mode": "toolbench",
+         "details": {"api_match": i < 3, "call_match": i < 2}}
         for i in range(4)
     ]
-    tool.append({"stream": "toolbench", "position": 4, "correct": False, "error": "boom", "details": {}, "group": None})
+    tool.append({"stream": "toolbench", "position": 4, "correct": False, "error": "boom", "details": {}, "group": None,
+                 "match_mode": "toolbench"})
     return mmlu + tool
 
 
@@ -39,7 +41,8 @@ def test_accuracy_interval_api_figure_groups_and_counts() -> None:
     metrics = summarize(["mmlu_pro", "toolbench"], outcomes(), responses)
     mmlu, tool, overall = (metrics[n].to_dict() for n in ("mmlu_pro", "toolbench", "overall"))
     assert mmlu["accuracy"] == 4 / 6 and mmlu["accuracy_ci"] == [round(b, 6) for b in wilson_interval(4, 6)]
-    assert mmlu["api_accuracy"] is None and mmlu["api_matches"] is None
+    # a figure is reported where the stream's match mode declares it (toolbench's API)
+    assert "api_accuracy" not in mmlu and mmlu["figures"] == {} and tool["figures"] == {"api": "API"}
     assert list(mmlu["groups"]) == ["Economics", "Engineering", "Philosophy"]
     assert mmlu["groups"]["Economics"] == {
         "tasks": 3, "correct": 2, "accuracy": 2 / 3, "accuracy_ci": [round(b, 6) for b in wilson_interval(2, 3)],
@@ -49,7 +52,7 @@ def test_accuracy_interval_api_figure_groups_and_counts() -> None:
     assert tool["groups"] == {}
     assert (mmlu["cached_responses"], tool["cached_responses"], overall["cached_responses"]) == (2, 0, 2)
     assert (tool["protocol_violations"], overall["protocol_violations"]) == (1, 1)
-    assert overall["groups"] == {} and overall["api_accuracy"] is None
+    assert overall["groups"] == {} and "api_accuracy" not in overall
     assert overall["accuracy_ci"] == [round(b, 6) for b in wilson_interval(6, 11)]
 
 

@@ -24,6 +24,7 @@ from pytest_evomemory.evaluation import EvoMemoryEvaluator, TaskQAEvaluator
 from pytest_evomemory.feedback import render_feedback
 from pytest_evomemory.memory import InProcessMemory, memory_tools
 from pytest_evomemory.runtime import ObservedMemory, StreamRun, run_stream
+from pytest_evomemory.runtime.records import FeedbackRecord, Record, TaskRecord
 from pytest_evomemory.tools import Tool
 from pytest_evomemory.types import AgentResponse, Score, Stimulus, TaskView, Usage
 
@@ -128,14 +129,15 @@ def test_feedback_carries_the_target_exactly_as_the_source_supplies_it() -> None
 
 def test_feedback_responses_are_never_scored_and_reset_leaves_no_trace() -> None:
     log: list[str] = []
-    records: list[Mapping[str, Any]] = []
+    records: list[Record] = []
     run = make_run(log, ScriptedAgent(log))
     list(run_stream(run, [sample("t1", "q", "42"), sample("t2", "q2", "42", position=1)], records.append))
     assert [line for line in log if line.startswith("score:")] == ["score:task:t1", "score:task:t2"]
     # two responses per task (task, feedback): the reset produced none
-    responses = [record["response"] for record in records]
+    responses = [record.to_wire()["response"] for record in records]
     assert [(r["kind"], r["task_id"]) for r in responses] == [("task", "t1"), ("feedback", "t1"), ("task", "t2"), ("feedback", "t2")]
-    assert [record["type"] for record in records] == ["task", "feedback", "task", "feedback"]
+    assert [record.TYPE for record in records] == ["task", "feedback", "task", "feedback"]
+    assert all(isinstance(record, TaskRecord | FeedbackRecord) for record in records)
     feedback = AgentResponse(**{**responses[1], "tool_calls": (), "messages": (), "usage": Usage(), "memory_writes": ()})
     with pytest.raises(ProtocolViolation, match="only original task turns are scored"):
         EvoMemoryEvaluator().score_response(sample("t1", "q", "42"), feedback)

@@ -97,6 +97,7 @@ def load_stream(spec: HubStream, data_dir: Path, options: ConvertOptions, limit:
         spec.description,
         provenance=hub_provenance(spec, local, len(records), len(samples), len(selected), options),
         breakdown=spec.breakdown,
+        quote_answer=spec.quote_answer,
     )
 
 

@@ -16,6 +16,8 @@ from .converters import (
     convert_toolbench,
     gpqa_settings,
     mmlu_pro_settings,
+    quote_gpqa_answer,
+    quote_mmlu_pro_answer,
 )
 from .sources import HubFile
 from .stream import HubStream
@@ -58,6 +60,7 @@ GPQA_DIAMOND = HubStream(
     ),
     converter=convert_gpqa,
     settings=gpqa_settings,
+    quote_answer=quote_gpqa_answer,
     match_mode="gpqa",
     description="GPQA Diamond: 198 graduate-level 4-option science questions",
 )
@@ -77,6 +80,7 @@ MMLU_PRO = HubStream(
     fields=("question_id", "question", "options", "answer", "answer_index", "category", "src"),
     converter=convert_mmlu_pro,
     settings=mmlu_pro_settings,
+    quote_answer=quote_mmlu_pro_answer,
     breakdown="category",
     match_mode="choice",
     description="MMLU-Pro test split: 3-10-option questions in 14 categories (12,032 rows)",

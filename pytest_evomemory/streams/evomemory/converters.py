@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...errors import ConfigError, DataError
+from ...types import BenchmarkSample
 from ..jsonl import render_choices
 from .readers import Record
 from .stream import Converting, ConvertOptions
@@ -221,3 +222,30 @@ def convert_toolbench(records: Sequence[Record], out: Converting) -> None:
                 "api_name": _scalar(api_data.get("api_name")),
             },
         )
+
+
+# --------------------------------------------------------------------------- feedback quotes
+
+#: Label of MMLU-Pro's option text in the feedback's source answer.
+MMLU_PRO_OPTION_FIELD = "options[answer_index]"
+
+
+def quote_gpqa_answer(sample: BenchmarkSample) -> dict[str, str]:
+    """GPQA's "Correct Answer" text, verbatim (the options are shuffled per task)."""
+    text = sample.metadata.get("correct_answer")
+    return {"Correct Answer": text} if isinstance(text, str) else {}
+
+
+def quote_mmlu_pro_answer(sample: BenchmarkSample) -> dict[str, str]:
+    """MMLU-Pro's ``answer`` letter and that option's text, verbatim.
+
+    The converter letters the options after dropping "N/A" padding, so the scored
+    target indexes ``choices``; the option it names is the source's answer option.
+    """
+    letter = sample.metadata.get("answer")
+    if not isinstance(letter, str):
+        return {}
+    index = ord(sample.target) - ord("A") if len(sample.target) == 1 else -1
+    if not 0 <= index < len(sample.choices):
+        return {"answer": letter}
+    return {"answer": letter, MMLU_PRO_OPTION_FIELD: sample.choices[index]}

@@ -20,7 +20,8 @@ from typing import Any
 
 from ...errors import DataError
 from ...types import BenchmarkSample
-from ...validation import check_sample
+from ..base import QuoteAnswer
+from ..checks import check_sample
 from .readers import Record
 from .sources import HubFile
 
@@ -62,6 +63,8 @@ class HubStream:
     settings: SettingsOf = no_settings
     #: Further columns kept when the file has them (parquet reads only named columns).
     optional_fields: tuple[str, ...] = ()
+    #: How the feedback quotes the source's own answer (see :class:`..base.Stream`).
+    quote_answer: QuoteAnswer | None = None
 
     def convert(self, records: Sequence[Record], options: ConvertOptions) -> list[BenchmarkSample]:
         """The stream's tasks in source order (limit not applied)."""

@@ -1,0 +1,267 @@
+"""Load a run config: the run file, the three parts it names, the settings on top.
+
+:mod:`.config` holds the models every layer reads; this module reads files and
+decides what a registered component accepts, so it sits above the registries
+(benchmarks, agents, memory backends) and below the session. Every problem is one
+:class:`~pytest_evomemory.errors.ConfigError` naming the file and the key, and all
+the problems of a run's files are reported at once: a user who mistyped a key in
+the agent config and another in the memory config fixes both after one run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, Field
+
+from .agents.factory import AGENTS, agent_kind
+from .config import (
+    AgentConfig,
+    BackendOptions,
+    BenchmarkConfig,
+    MemoryConfig,
+    RunConfig,
+    StrictModel,
+    Text,
+    looks_like_a_secret,
+    validate_mapping,
+)
+from .configs import builtin_part, builtin_part_names
+from .errors import ConfigError
+from .memory.factory import MEMORY_BACKENDS, backend_spec
+from .registry import is_reference
+from .settings import Setting, apply_settings, parse_settings
+from .streams import BENCHMARKS, unread_benchmark_keys
+from .validation import path_problem, resolve_path, run_name_problem
+from .yamlio import read_yaml_mapping
+
+#: The option that sets a key from the command line, as pytest spells it; the CLI
+#: passes its own spelling (``--set``) so messages name the flag the user typed.
+SET_FLAG = "--evomemory-set"
+
+
+class _RunFile(StrictModel):
+    name: str | None = None
+    benchmark: str | dict[str, Any]
+    agent: str | dict[str, Any]
+    memory: str | dict[str, Any] = Field(default_factory=dict)
+    output_dir: Text | None = None
+
+
+def _resolve_part(
+    value: str | Mapping[str, Any], base_dir: Path, key: str, run_path: Path
+) -> tuple[dict[str, Any], str]:
+    if isinstance(value, Mapping):
+        return dict(value), f"{run_path} (inline '{key}')"
+    reference = Path(value)
+    if reference.suffix not in {".yaml", ".yml"}:
+        shipped = builtin_part(key, value)
+        if shipped is not None:  # a shipped config by name, as --evomemory-config takes one
+            return read_yaml_mapping(shipped), str(shipped)
+        raise ConfigError(
+            f"{run_path}: key '{key}' must name a .yaml/.yml file, a built-in {key} config "
+            f"({', '.join(builtin_part_names(key))}) or be an inline mapping, got {value!r}; write one of those",
+            source=str(run_path), key=key,
+        )
+    path = resolve_path(reference if reference.is_absolute() else (base_dir / reference))
+    problem = path_problem(path)
+    if problem is not None:
+        hint = "; check the path (it is relative to the run config's directory)" if problem == "does not exist" else ""
+        raise ConfigError(
+            f"{run_path}: key '{key}' names {value!r}, but {path} {problem}{hint}",
+            source=str(run_path), key=key,
+        )
+    return read_yaml_mapping(path, empty=f"the {key} config"), str(path)
+
+
+def load_run_config(path: str | Path, settings: Sequence[str] = (), *, set_flag: str = SET_FLAG) -> RunConfig:
+    """Load a run config and the benchmark, agent and memory configs it names;
+    ``settings`` are ``KEY=VALUE`` overrides (:mod:`.settings`) given with ``set_flag``."""
+    parsed = parse_settings(settings, flag=set_flag)
+    shown = [
+        f"{text.partition('=')[0]}=***" if looks_like_a_secret(text.partition("=")[2].strip()) else text
+        for text in settings
+    ]
+    suffix = f" (with {set_flag} {' '.join(shown)})" if settings else ""
+    run_path = resolve_path(Path(path).expanduser())
+    raw = read_yaml_mapping(run_path)
+    raw.update({s.part: s.value for s in parsed if len(s.path) == 1})
+    run = validate_mapping(_RunFile, raw, f"{run_path}{suffix}")
+    if run.name is not None and (problem := run_name_problem(run.name)):
+        raise ConfigError(
+            f"{run_path}: key 'name': run name {run.name!r} {problem}; the run name becomes one "
+            "directory under the output root, so use letters, digits, '-', '_' or '.'",
+            source=str(run_path), key="name",
+        )
+    base = run_path.parent
+    parts: dict[str, Any] = {}
+    sources: dict[str, str] = {"run": str(run_path)}
+    problems: list[ConfigError] = []
+    for key, model in (("benchmark", BenchmarkConfig), ("agent", AgentConfig), ("memory", MemoryConfig)):
+        data, source = _resolve_part(getattr(run, key), base, key, run_path)
+        sources[key] = source
+        try:
+            parts[key] = _validate_part(key, model, apply_settings(data, parsed, key), f"{source}{suffix}")
+        except ConfigError as error:
+            problems.append(error)
+    if problems:
+        raise _together(problems)
+    return RunConfig(
+        name=run.name or run_path.stem,
+        path=run_path,
+        benchmark=parts["benchmark"],
+        agent=parts["agent"],
+        memory=parts["memory"],
+        output_dir=run.output_dir,
+        sources=sources,
+        overrides=tuple(settings),
+    )
+
+
+def _together(problems: list[ConfigError]) -> ConfigError:
+    """One error for the problems of several files (each already names its file)."""
+    if len(problems) == 1:
+        return problems[0]
+    first = problems[0]
+    return ConfigError(" | ".join(str(problem) for problem in problems), source=first.source, key=first.key)
+
+
+def _validate_part(key: str, model: type[BaseModel], data: dict[str, Any], source: str) -> Any:
+    """The part's model, then what its registered component accepts."""
+    if key == "memory":
+        return validate_memory(data, source)
+    part = validate_mapping(model, data, source)
+    if isinstance(part, AgentConfig):
+        _check_agent(part, source)
+    elif isinstance(part, BenchmarkConfig):
+        _check_benchmark(part, source)
+    return part
+
+
+def _check_agent(agent: AgentConfig, source: str) -> None:
+    if agent.kind not in AGENTS and not is_reference(agent.kind):
+        raise ConfigError(f"{source}: key 'kind': {AGENTS.unknown(agent.kind)}", source=source, key="kind")
+    kind = agent_kind(agent.kind)
+    if kind is not None and kind.needs_model and agent.model is None:
+        raise ConfigError(
+            f"{source}: key 'model': required for kind {agent.kind!r}; add a 'model:' section "
+            "(see docs/configuration.md)",
+            source=source, key="model",
+        )
+
+
+def _check_benchmark(benchmark: BenchmarkConfig, source: str) -> None:
+    if benchmark.benchmark not in BENCHMARKS and not is_reference(benchmark.benchmark):
+        raise ConfigError(
+            f"{source}: key 'benchmark': {BENCHMARKS.unknown(benchmark.benchmark)}", source=source, key="benchmark"
+        )
+    problem = unread_benchmark_keys(benchmark)
+    if problem:
+        raise ConfigError(f"{source}: {problem}", source=source)
+
+
+def validate_memory(data: Mapping[str, Any], source: str) -> MemoryConfig:
+    """The memory config; each backend section validated by its backend's own model.
+
+    A section is a key named after a registered backend (``sqlite:``); a section of a
+    backend other than the chosen one is never read, so it is refused like any key a
+    component ignores. The chosen backend's section is recorded with its defaults, so
+    run.json says every setting the backend used.
+    """
+    fields = set(MemoryConfig.model_fields)
+    sections = {name: MEMORY_BACKENDS.get(name).options for name in MEMORY_BACKENDS.names()}
+    section_keys = {options.SECTION: name for name, options in sections.items() if options is not None}
+    common = {key: value for key, value in data.items() if key in fields}
+    unknown = [key for key in data if key not in fields and key not in section_keys]
+    if unknown:
+        allowed = [*MemoryConfig.model_fields, *section_keys]
+        raise ConfigError(
+            f"{source}: " + "; ".join(f"key '{key}': unknown key; the keys here are: {', '.join(allowed)}" for key in unknown),
+            source=source, key=unknown[0],
+        )
+    memory = validate_mapping(MemoryConfig, common, source)
+    if memory.backend not in MEMORY_BACKENDS and not is_reference(memory.backend):
+        raise ConfigError(f"{source}: key 'backend': {MEMORY_BACKENDS.unknown(memory.backend)}", source=source, key="backend")
+    spec = backend_spec(memory.backend)
+    validated: dict[str, Any] = {}
+    for key, value in data.items():
+        if key not in section_keys:
+            continue
+        owner = section_keys[key]
+        if owner != memory.backend:
+            raise ConfigError(
+                f"{source}: key '{key}' is read only by memory backend {owner!r}, not by {memory.backend!r}; "
+                f"remove it, or set 'backend: {owner}'",
+                source=source, key=key,
+            )
+        validated[key] = _section(sections[owner], value, source)
+    if spec is not None and spec.options is not None and spec.options.SECTION not in validated:
+        validated[spec.options.SECTION] = _section(spec.options, {}, source)
+    return memory.model_copy(update=validated) if validated else memory
+
+
+def _section(options: type[BackendOptions] | None, value: Any, source: str) -> dict[str, Any]:
+    assert options is not None
+    if not isinstance(value, Mapping):
+        raise ConfigError(
+            f"{source}: key '{options.SECTION}': expected a mapping of 'key: value' entries", source=source,
+            key=options.SECTION,
+        )
+    nested = validate_mapping(_Wrapped.of(options), {options.SECTION: dict(value)}, source)
+    section: BaseModel = getattr(nested, options.SECTION)
+    return section.model_dump(mode="json")
+
+
+class _Wrapped:
+    """A model holding one section under its key, so errors say ``key 'sqlite.path'``."""
+
+    _made: ClassVar[dict[type[BackendOptions], type[BaseModel]]] = {}
+
+    @classmethod
+    def of(cls, options: type[BackendOptions]) -> type[BaseModel]:
+        made = cls._made.get(options)
+        if made is None:
+            from pydantic import create_model
+
+            made = cls._made[options] = create_model(  # type: ignore[call-overload]
+                f"MemorySection_{options.SECTION}", __base__=StrictModel, **{options.SECTION: (options, ...)}
+            )
+        return made
+
+
+def unread_agent_options(agent: AgentConfig) -> str | None:
+    """Why some of ``agent.options`` would go unread, or None.
+
+    A built-in agent reads only the free-form options its kind declares: a
+    ``temperature`` there would be silently ignored while the user believes it
+    shapes what is measured. A conftest factory may read any option, so the caller
+    asks only when the built-in factory builds the agent.
+    """
+    kind = agent_kind(agent.kind)
+    unread = sorted(set(agent.options) - kind.reads_options) if kind is not None else []
+    if not unread:
+        return None
+    return (
+        f"agent.options {unread} are read by no built-in agent (kind {agent.kind!r}); "
+        "remove them, or set what they mean with the agent's own keys (agent.system_prompt, "
+        "agent.max_steps, agent.model.temperature, ...), or name a module:factory agent that reads them"
+    )
+
+
+def unread_memory_options(memory: MemoryConfig) -> str | None:
+    """Why some of ``memory.options`` would go unread by a built-in backend, or None."""
+    spec = backend_spec(memory.backend)
+    unread = sorted(set(memory.options) - spec.reads_options) if spec is not None else []
+    if not unread:
+        return None
+    assert spec is not None
+    return (
+        f"memory.options {unread} are read by no built-in backend (backend {memory.backend!r} reads "
+        f"{sorted(spec.reads_options) or 'none'}); remove them, or set what they mean with the memory's own keys "
+        "(memory.top_k, memory.sqlite, ...), or name a module:factory backend that reads them"
+    )
+
+
+__all__ = ["SET_FLAG", "Setting", "load_run_config", "unread_agent_options", "unread_memory_options", "validate_memory"]

@@ -1,0 +1,208 @@
+"""Every option of a benchmark session, declared once for both entry points.
+
+``pytest --evomemory-limit=5`` and ``evomemory run --limit 5`` are the same option:
+its help, metavar and check live here, and each entry point adds it with its own
+spelling (:func:`add_options`, as pytest-benchmark declares its display options
+once for its plugin and its CLI). A value is checked here too, and an error names
+the flag as the user typed it (:class:`Flags`), so the CLI never answers in the
+plugin's words. :func:`read_options` turns either entry point's parsed values into
+one :class:`SessionOptions`, the only thing a :class:`~.runtime.session.Session`
+is told about the command line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from .errors import ConfigError
+
+Kind = Literal["flag", "text", "list", "count"]
+Entry = Literal["pytest", "cli"]
+
+
+@dataclass(frozen=True)
+class Option:
+    """One option: ``name`` is its spelling after the entry point's prefix."""
+
+    name: str
+    help: str
+    kind: Kind = "text"
+    metavar: str | None = None
+    #: the entry points that offer it (the CLI has no ini file; pytest has its own -q)
+    entries: tuple[Entry, ...] = ("pytest", "cli")
+    #: what a count counts, for its error message
+    counts: str = ""
+
+    @property
+    def dest(self) -> str:
+        return self.name.replace("-", "_")
+
+
+OPTIONS: tuple[Option, ...] = (
+    Option(
+        "config", metavar="PATH|NAME", kind="list",
+        help="run config (YAML path, or a built-in config's name such as sample_memory) naming the "
+        "benchmark, agent and memory configs. Repeat it to run several arms in one session, the first "
+        "being the baseline of their comparison",
+    ),
+    Option(
+        "set", metavar="KEY=VALUE", kind="list",
+        help="override one config key, e.g. agent.model.model=gpt-4o-mini (VALUE is YAML); "
+        "repeatable, validated like the config, recorded in run.json",
+    ),
+    Option("output-dir", metavar="DIR", help="where the run's artefacts go (default: evomemory-results/<run name>; "
+           "with several arms, the directory holding one directory per arm and their comparison)"),
+    Option("limit", metavar="N", kind="count", counts="tasks per stream",
+           help="run only the first N tasks of each stream (overrides the benchmark config)"),
+    Option("stream", metavar="NAME", kind="list",
+           help="run only this stream (repeatable); default: every stream of the benchmark"),
+    Option(
+        "min-accuracy", metavar="[ARM:][STREAM=]FRACTION", kind="list",
+        help="fail if overall (or STREAM's) accuracy is below FRACTION; repeatable; with several arms "
+        "it applies to each, or to ARM alone",
+    ),
+    Option(
+        "min-gain", metavar="[STREAM=]POINTS", kind="list",
+        help="with several arms: fail if an arm's accuracy does not beat the baseline's by POINTS "
+        "percentage points overall (or on STREAM), paired on the tasks both ran; repeatable",
+    ),
+    Option(
+        "resume", metavar="RUN_DIR",
+        help="continue the interrupted run whose output directory is RUN_DIR (or every arm of an "
+        "interrupted session of arms, given the directory holding its arms.json): completed tasks are "
+        "not run again and each stream's memory is restored",
+    ),
+    Option("max-errors", metavar="N", kind="count", counts="failed episodes",
+           help="stop the session after N failed episodes (default: never)"),
+    Option("compare", metavar="OTHER_RUN_DIR",
+           help="also write compare.html in the run directory: OTHER_RUN_DIR (baseline) vs this run"),
+)
+
+BY_NAME = {option.name: option for option in OPTIONS}
+
+
+@dataclass(frozen=True)
+class Flags:
+    """How one entry point spells the options: ``--evomemory-limit`` or ``--limit``."""
+
+    prefix: str
+    entry: Entry
+
+    def __call__(self, name: str) -> str:
+        return f"{self.prefix}{name}"
+
+
+PYTEST_FLAGS = Flags("--evomemory-", "pytest")
+CLI_FLAGS = Flags("--", "cli")
+
+
+def add_options(addoption: Callable[..., Any], flags: Flags) -> None:
+    """Declare every option of ``flags.entry`` through that entry point's ``addoption``
+    (pytest's ``group.addoption`` or argparse's ``add_argument``).
+
+    Counts are taken as text and checked by :func:`read_options`, so a bad value is one
+    line naming the option and what to write (argparse's own error is a usage block).
+    """
+    for option in OPTIONS:
+        if flags.entry not in option.entries:
+            continue
+        dest = f"evomemory_{option.dest}" if flags.entry == "pytest" else option.dest
+        arguments: dict[str, Any] = {"dest": dest, "help": option.help}
+        if option.kind == "flag":
+            arguments.update(action="store_true", default=False)
+        elif option.kind == "list":
+            arguments.update(action="append", default=[], metavar=option.metavar)
+        else:
+            arguments.update(default=None, metavar=option.metavar)
+        addoption(flags(option.name), **arguments)
+
+
+@dataclass(frozen=True)
+class SessionOptions:
+    """The command line of a session, whichever entry point it came from."""
+
+    configs: tuple[str, ...] = ()
+    settings: tuple[str, ...] = ()
+    output_dir: str | None = None
+    limit: int | None = None
+    streams: tuple[str, ...] = ()
+    min_accuracy: tuple[str, ...] = ()
+    min_gain: tuple[str, ...] = ()
+    resume: str | None = None
+    max_errors: int | None = None
+    compare: str | None = None
+    #: which options the user gave (a resume re-applies the recorded ones only when not)
+    given: frozenset[str] = field(default_factory=frozenset)
+
+
+def read_options(values: Mapping[str, Any], flags: Flags) -> SessionOptions:
+    """Check and gather the parsed values (keys: option dests, without any prefix).
+
+    An option given an empty value (``--resume=``, an unset shell variable) is refused:
+    it would silently mean "not given". A count must be a whole number, at least 1.
+    """
+    gathered: dict[str, Any] = {}
+    given: set[str] = set()
+    for option in OPTIONS:
+        value = values.get(option.dest)
+        if value is None or value == [] or value is False:
+            continue
+        given.add(option.dest)
+        items = value if isinstance(value, list | tuple) else [value]
+        if option.kind != "flag" and any(not str(item).strip() for item in items):
+            raise ConfigError(
+                f"{flags(option.name)} is given an empty value; give one (an unset shell variable?), "
+                "or leave the option out"
+            )
+        if option.kind == "count":
+            gathered[option.dest] = _count(value, option, flags)
+        elif option.kind == "list":
+            gathered[option.dest] = tuple(str(item) for item in items)
+        else:
+            gathered[option.dest] = str(value)
+    return SessionOptions(
+        configs=gathered.get("config", ()),
+        settings=gathered.get("set", ()),
+        output_dir=gathered.get("output_dir"),
+        limit=gathered.get("limit"),
+        streams=gathered.get("stream", ()),
+        min_accuracy=gathered.get("min_accuracy", ()),
+        min_gain=gathered.get("min_gain", ()),
+        resume=gathered.get("resume"),
+        max_errors=gathered.get("max_errors"),
+        compare=gathered.get("compare"),
+        given=frozenset(given),
+    )
+
+
+def _count(value: object, option: Option, flags: Flags) -> int:
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
+        return value
+    text = str(value).strip()
+    count = int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else 0
+    if count < 1:
+        raise ConfigError(
+            f"{flags(option.name)} must be at least 1 (a whole number of {option.counts}), got "
+            f"{str(value)[:40]!r}; write e.g. {flags(option.name)}=5"
+        )
+    return count
+
+
+def option_values(options: SessionOptions) -> Sequence[str]:
+    """The options as ``NAME=VALUE`` words (for messages that list what was given)."""
+    return sorted(options.given)
+
+
+__all__ = [
+    "BY_NAME",
+    "CLI_FLAGS",
+    "OPTIONS",
+    "PYTEST_FLAGS",
+    "Flags",
+    "Option",
+    "SessionOptions",
+    "add_options",
+    "read_options",
+]

@@ -1,0 +1,104 @@
+"""Turning the benchmark on in a pytest process: the session, the plugins, the items.
+
+Loaded by :func:`pytest_evomemory.plugin.pytest_configure` only when a run config
+switched the benchmark on. It opens the :class:`~..runtime.session.Session` (every
+refusal is a pytest usage error: one line, exit 4, nothing run), registers the
+controller plugin in the process that writes results and the worker plugin in the
+process that runs tasks, and points pytest at the benchmark's items.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ..errors import ConfigError, DataError, EvoMemoryError
+from ..options import PYTEST_FLAGS, read_options
+from ..redaction import redact
+from ..runtime.session import Session, SessionSetup
+from .items import ITEMS_MODULE, task_argument, task_id_of_argument
+from .stash import SESSION_KEY, distributes, is_xdist_worker
+
+
+def activate(config: pytest.Config, ini_configs: Callable[[pytest.Config], list[str] | None]) -> None:
+    worker = is_xdist_worker(config)
+    writes = not worker and not config.option.collectonly
+    try:
+        options = read_options(
+            {option.removeprefix("evomemory_"): value for option, value in vars(config.option).items()
+             if option.startswith("evomemory_")},
+            PYTEST_FLAGS,
+        )
+        setup = SessionSetup(
+            options, PYTEST_FLAGS, config.invocation_params.dir,
+            tuple(str(arg) for arg in config.invocation_params.args), writes=writes, worker=worker,
+        )
+        session = Session.open(setup, ini_configs(config) or [])
+    except EvoMemoryError as error:
+        raise pytest.UsageError(redact(f"evomemory: {_describe(error)}")) from None
+    except OSError as error:  # a path the system refuses (too long, I/O error) in an option or a config
+        where = str(error.filename)[:200] if error.filename else "a path of the run"
+        raise pytest.UsageError(redact(
+            f"evomemory: {where!r}: {error.strerror or error}; check the paths given in the options "
+            "and the run config (output directory, --evomemory-compare, --evomemory-resume)"
+        )) from None
+    config.stash[SESSION_KEY] = session
+    from .collection import CollectionHooks
+
+    config.pluginmanager.register(CollectionHooks(session), "evomemory-collection")
+    if not worker:
+        from .controller import ControllerPlugin
+
+        config.pluginmanager.register(ControllerPlugin(config, session), "evomemory-controller")
+    if not distributes(config):
+        from .worker import WorkerPlugin
+
+        config.pluginmanager.register(WorkerPlugin(config, session), "evomemory-worker")
+    _add_benchmark_module_to_args(config)
+    _accept_task_node_ids(config, session)
+
+
+def _describe(error: EvoMemoryError) -> str:
+    if isinstance(error, ConfigError | DataError):
+        return str(error)
+    return f"{type(error).__name__}: {error}"
+
+
+def _add_benchmark_module_to_args(config: pytest.Config) -> None:
+    """Collect the benchmark without a user test file; alone when no paths were given."""
+    module = str(ITEMS_MODULE)
+    if config.args_source == pytest.Config.ArgsSource.ARGS:
+        # A node id of ours (``.../items.py::test_task[stream/task]``) selects tasks:
+        # adding the whole module beside it would run every task again.
+        if not any(str(Path(arg.split("::")[0]).resolve()) == module for arg in config.args):
+            config.args.append(module)
+    else:
+        config.args[:] = [module]
+
+
+def _accept_task_node_ids(config: pytest.Config, session: Session) -> None:
+    """Let a task's node id, as pytest printed it, select that task again.
+
+    The benchmark's items live in the installed package, not in the user's tree,
+    so pytest cannot resolve ``evomemory::test_task[s/t]`` as a path by itself:
+    we point it at the items module. With any task named, the other tasks are not
+    added.
+    """
+    known = session.task_ids()
+    unknown = [arg for arg in config.args if (task := task_id_of_argument(arg)) is not None and task not in known]
+    if unknown:
+        raise pytest.UsageError(
+            f"evomemory: no task {unknown[0]!r} in this run (its streams and limit decide which tasks exist); "
+            "add --collect-only -q to the same command to list the tasks' ids"
+        )
+    module = str(ITEMS_MODULE)
+    rewritten = [
+        f"{module}::{task}" if (task := task_argument(arg)) is not None else arg for arg in config.args
+    ]
+    if rewritten != list(config.args):
+        config.args[:] = [arg for arg in rewritten if arg != module]
+
+
+__all__ = ["activate"]

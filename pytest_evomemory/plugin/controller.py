@@ -1,0 +1,165 @@
+"""The side of a pytest session that writes the results: the xdist controller, or
+the only process.
+
+As pytest-xdist registers its ``DSession`` on the controller only, this plugin is
+registered only where results are written: it refuses what the session refuses
+before any task, hands every record arriving on a test report to the
+:class:`~..runtime.session.Session`, turns the session's stop reasons into pytest's
+``shouldstop``, finishes the session before other plugins' ``sessionfinish`` (so
+JUnit and JSON reports carry its verdict), and prints the session's lines.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator
+from typing import Any
+
+import pytest
+
+from ..errors import EvoMemoryError
+from ..redaction import redact
+from ..runtime.records import Record, RecordError, from_wire
+from ..runtime.session import Session
+from .collection import key_of, sample_of
+from .items import task_of_nodeid
+from .stash import STARTUP_HEAP, distributes
+
+#: Where the default factory fixtures live: a fixture of that name defined in any
+#: other registered plugin (a conftest) is the user's own.
+_DEFAULT_FIXTURES = "pytest_evomemory.plugin"
+
+
+class ControllerPlugin:
+    def __init__(self, config: pytest.Config, session: Session) -> None:
+        self.config = config
+        self.session = session
+        self.pytest_session: pytest.Session | None = None
+        if distributes(config) and config.getvalue("dist") == "each":
+            # Every worker would run every stream: each task scored several times over.
+            raise pytest.UsageError(
+                "evomemory: --dist each would run every stream on every worker; use -n N alone "
+                "(each stream then runs whole, on one worker)"
+            )
+        if config.pluginmanager.hasplugin("pytest_jsonreport"):
+            from .jsonreport import JsonReportHooks
+
+            config.pluginmanager.register(JsonReportHooks(session.json_report), "evomemory-jsonreport")
+        from .progress import ProgressHooks
+
+        config.pluginmanager.register(ProgressHooks(config, session), "evomemory-progress")
+
+    # ----- before any task
+
+    @pytest.hookimpl(trylast=True)  # after the conftests that may override the factories are loaded
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.pytest_session = session
+        try:
+            self.session.preflight(
+                builtin_agent=not self._overridden("evomemory_agent_factory"),
+                builtin_memory=not self._overridden("evomemory_memory_factory"),
+            )
+        except EvoMemoryError as error:
+            raise pytest.UsageError(redact(f"evomemory: {error}")) from None
+        if distributes(self.config):
+            # The xdist controller collects nothing: its start-up ends here.
+            self.config.stash[STARTUP_HEAP].settle()
+        self.session.termination.install()
+
+    def _overridden(self, fixture: str) -> bool:
+        """Whether a conftest (or another plugin) defines the factory fixture ``fixture``."""
+        for plugin in self.config.pluginmanager.get_plugins():
+            if getattr(plugin, "__name__", None) == _DEFAULT_FIXTURES:
+                continue
+            try:
+                defined = getattr(plugin, fixture, None) is not None
+            except Exception:  # an odd plugin object
+                defined = False
+            if defined:
+                return True
+        return False
+
+    @pytest.hookimpl(tryfirst=True, optionalhook=True)
+    def pytest_xdist_make_scheduler(self, config: pytest.Config, log: Any) -> Any:
+        from .xdist import LOAD_MODES, StreamScheduling
+
+        if config.getvalue("dist") in LOAD_MODES:
+            return StreamScheduling(config, log, self.session.independent_streams)
+        return None
+
+    # ----- records
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        records = self._records(report)
+        if not records and report.failed and report.when not in ("setup", "teardown"):
+            # No records at all: the process running the task died (xdist worker crash).
+            found = task_of_nodeid(report.nodeid)
+            task = self.session.sample_of(*found) if found is not None else None
+            if task is not None and found is not None:
+                records = [self.session.failed_task(
+                    found[0], task[1], f"the test process crashed: {_last_line(report.longreprtext)}"
+                )]
+        stop = self.session.add_records(records)
+        if stop is not None and self.pytest_session is not None:
+            reason = f"evomemory: {stop}"
+            self.pytest_session.shouldstop = reason
+            dsession = self.config.pluginmanager.getplugin("dsession")
+            if dsession is not None:
+                dsession.shouldstop = reason
+
+    @staticmethod
+    def _records(report: pytest.TestReport) -> list[Record]:
+        records = []
+        for wire in getattr(report, "evomemory_records", None) or ():
+            try:
+                records.append(from_wire(wire))
+            except RecordError:
+                continue
+        return records
+
+    # ----- the end
+
+    @pytest.hookimpl(wrapper=True)
+    def pytest_sessionfinish(self, session: pytest.Session) -> Generator[None, None, None]:
+        """Finish before other plugins' sessionfinish (pytest-json-report's is
+        ``tryfirst``), so their reports carry the summary and the gated exit status."""
+        if not self.config.option.collectonly:
+            self._finish(session)
+        return (yield)
+
+    def _finish(self, session: pytest.Session) -> None:
+        interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED or self.session.termination.terminated
+        if not interrupted:
+            if session.shouldfail and self.config.getoption("maxfail", 0):
+                self.session.stop(f"stopped early by -x/--maxfail: {session.shouldfail}")
+            elif session.shouldfail:
+                self.session.stop(f"stopped early: {session.shouldfail}")
+            elif session.shouldstop:
+                self.session.stop(f"stopped early: {session.shouldstop}")
+        outcome = self.session.finish(interrupted=interrupted)
+        if outcome.failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
+            session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        elif session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and self.session.resuming and outcome.ran:
+            # a resume with nothing left to run completes its run: it exits as that run
+            session.exitstatus = pytest.ExitCode.OK
+
+    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
+        if self.config.option.collectonly:
+            return
+        for line in self.session.report(resume_command="pytest"):
+            if line.section:
+                terminalreporter.section(line.text, sep="=")
+            else:
+                style = {line.style: True} if line.style != "plain" else {}
+                terminalreporter.write_line(line.text, bold=line.bold, **style)
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.session.termination.uninstall()
+        self.session.release()
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "no details"
+
+
+__all__ = ["ControllerPlugin", "key_of", "sample_of"]

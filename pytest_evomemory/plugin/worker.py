@@ -1,0 +1,174 @@
+"""The side of a pytest session that runs tasks: an xdist worker, or the only process.
+
+As pytest-xdist keeps its worker code in ``remote.py``, this module holds what runs
+episodes: opening and closing a stream for the stream fixture, the episode for the
+episode fixture, and the records of each phase, which travel on the phase's test
+report to the controller (:mod:`.controller`). It writes nothing itself.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NoReturn
+
+import pytest
+
+from ..errors import EpisodeError, EvoMemoryError
+from ..redaction import redact
+from ..runtime import Episode, StreamRun, TaskOutcome
+from ..runtime.records import Record
+from ..runtime.session import Session
+from ..text import inert
+from ..types import BenchmarkSample
+from .collection import CollectionHooks, key_of, sample_of
+from .stash import STARTUP_HEAP, get_session, is_xdist_worker
+
+
+@dataclass
+class FailedStream:
+    """A stream that could not start: its first task fails with ``reason``, the rest are not run."""
+
+    key: str
+    reason: str
+    reported: bool = False
+
+
+LiveStream = StreamRun | FailedStream
+
+
+class WorkerPlugin:
+    """Registered in the process that runs tasks."""
+
+    def __init__(self, config: pytest.Config, session: Session) -> None:
+        self.config = config
+        self.session = session
+        self.is_worker = is_xdist_worker(config)
+        #: records of the phase in progress, moved onto its report
+        self.pending: list[Record] = []
+        self.pytest_session: pytest.Session | None = None
+
+    def sink(self, record: Record) -> None:
+        self.pending.append(record)
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.pytest_session = session
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        """An xdist worker runs its whole stream before the controller's stop could
+        reach it, so each worker adds its failed episodes to the session's shared
+        count and stops itself once the total reaches the max errors."""
+        if not self.is_worker or self.pytest_session is None:
+            return
+        from ..runtime.records import from_wire
+
+        records = [from_wire(wire) for wire in getattr(report, "evomemory_records", None) or ()]
+        if self.session.count_failures_here(records):
+            self.pytest_session.shouldstop = f"evomemory: failed episodes reached {self.session.flags('max-errors')}"
+
+    def first_position(self, key: str) -> int | None:
+        hooks = self.config.pluginmanager.get_plugin("evomemory-collection")
+        return hooks.first_positions.get(key) if isinstance(hooks, CollectionHooks) else None
+
+
+def _plugin(config: pytest.Config) -> WorkerPlugin:
+    plugin = config.pluginmanager.get_plugin("evomemory-worker")
+    assert isinstance(plugin, WorkerPlugin)
+    return plugin
+
+
+def open_stream(config: pytest.Config, key: str, agent_factory: Any, memory_factory: Any) -> LiveStream:
+    """The stream fixture's setup: a fresh memory and agent, or a failed stream."""
+    plugin = _plugin(config)
+    try:
+        with config.stash[STARTUP_HEAP].paused():
+            return get_session(config).open_stream(
+                key, plugin.sink, agent_factory=agent_factory, memory_factory=memory_factory
+            )
+    except EvoMemoryError as error:
+        return FailedStream(key, f"stream could not start: {error}")
+
+
+def close_stream(config: pytest.Config, live: LiveStream) -> None:
+    if isinstance(live, StreamRun):
+        get_session(config).close_stream(live, _plugin(config).sink)
+
+
+def begin_episode(config: pytest.Config, key: str, live: LiveStream, sample: BenchmarkSample) -> PytestEpisode:
+    """The episode fixture's setup. The first task of a stream that could not start
+    (or continue) fails with the reason; its other tasks are not run."""
+    __tracebackhide__ = True
+    session = get_session(config)
+    plugin = _plugin(config)
+    if isinstance(live, FailedStream):
+        if not live.reported:
+            live.reported = True
+            fail_test(live.reason)
+        pytest.skip(f"not run: stream {sample.stream!r} could not start (see its first task)")
+    if key in session.failed_streams:
+        pytest.skip(f"not run: stream {sample.stream!r} stopped (see the task where it did)")
+    try:
+        episode = session.episode(live, sample, plugin.sink, plugin.first_position(key))
+    except EvoMemoryError as error:
+        fail_test(str(error))
+    return PytestEpisode(episode)
+
+
+class PytestEpisode:
+    """The episode as a test sees it: a failure of ours is one clear test failure;
+    an exception raised in the user's agent or memory code is shown as itself,
+    with the user's frames (pytest honours ``--tb``)."""
+
+    def __init__(self, episode: Episode) -> None:
+        self.episode = episode
+
+    def run_task(self) -> TaskOutcome:
+        __tracebackhide__ = True
+        try:
+            return self.episode.run_task()
+        except EvoMemoryError as error:
+            _raise_for_test(error, "")
+
+    def finish(self) -> None:
+        __tracebackhide__ = True
+        try:
+            self.episode.finish()
+        except EvoMemoryError as error:
+            _raise_for_test(error, "feedback turn failed: ")
+
+
+def _raise_for_test(error: EvoMemoryError, prefix: str) -> NoReturn:
+    __tracebackhide__ = True
+    cause = error.__cause__
+    if isinstance(error, EpisodeError) and cause is not None and not isinstance(cause, EvoMemoryError):
+        raise cause from None
+    fail_test(f"{prefix}{type(error).__name__}: {error}")
+
+
+def fail_test(message: str) -> NoReturn:
+    """Fail the test with one clear message: no traceback into our internals, no
+    "during handling of the above exception" chain, nothing a terminal would obey."""
+    __tracebackhide__ = True
+    failure = pytest.fail.Exception(inert(redact(message)), pytrace=False)
+    failure.__suppress_context__ = True
+    raise failure
+
+
+def attach_records(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport) -> None:
+    """Move this phase's records onto its report (xdist carries them to the controller)."""
+    plugin = item.config.pluginmanager.get_plugin("evomemory-worker")
+    if not isinstance(plugin, WorkerPlugin):
+        return
+    records, plugin.pending = plugin.pending, []
+    key, sample = key_of(item), sample_of(item)
+    if (
+        report.when == "setup" and report.failed and sample is not None and key is not None
+        and not any(getattr(record, "scored", None) is not None or record.failed_episode for record in records)
+    ):
+        # a setup failure of ours produced no record (a user fixture failed): the task is a failed episode
+        reason = str(call.excinfo.value).strip() if call.excinfo is not None else "its setup failed"
+        records.append(plugin.session.failed_task(key, sample, reason or "its setup failed"))
+    if records:
+        report.evomemory_records = [record.to_wire() for record in records]  # type: ignore[attr-defined]
+
+
+__all__ = ["FailedStream", "LiveStream", "PytestEpisode", "WorkerPlugin", "attach_records", "fail_test"]

@@ -1,0 +1,156 @@
+"""The columns of a per-stream table, declared once for the terminal, the HTML pages
+and the live progress line.
+
+A column reads a stream's metrics in their summary form (``summary.json``'s
+``streams.<name>``, :meth:`~.summary.StreamMetrics.to_dict`) and gives its cell as
+text, or ``None`` where the stream has no value (each renderer shows its own
+blank: ``-`` on the terminal, an en dash on a page). Adding a figure to the
+reports is one :class:`Column` here. Figures a match mode declares (ToolBench's
+"API", :class:`~pytest_evomemory.evaluation.modes.Metric`) get a column of their
+own wherever a stream carries them.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+Metrics = Mapping[str, Any]
+Where = Literal["terminal", "html"]
+
+
+def number(value: object) -> float | None:
+    """A finite number read from an artefact, or None (a damaged value is no value)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    result = float(value)
+    return result if math.isfinite(result) else None
+
+
+def count(value: object) -> str | None:
+    found = number(value)
+    return None if found is None else f"{int(found):,}"
+
+
+def percent(value: object) -> str | None:
+    found = number(value)
+    return None if found is None else f"{found:.1%}"
+
+
+def interval(value: object) -> str | None:
+    """``[31.9, 80.7]``: a 95 % interval stored as fractions, shown in percent."""
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        return None
+    low, high = number(value[0]), number(value[1])
+    return None if low is None or high is None else f"[{low * 100:.1f}, {high * 100:.1f}]"
+
+
+def decimal(value: object, digits: int = 2) -> str | None:
+    found = number(value)
+    return None if found is None else f"{found:,.{digits}f}"
+
+
+def seconds(value: object) -> str | None:
+    found = number(value)
+    if found is None:
+        return None
+    return f"{found * 1000:.2f} ms" if found < 1 else f"{found:.2f} s"
+
+
+def tokens(metrics: Metrics) -> object:
+    total = metrics.get("total_tokens")
+    if total is None:
+        prompt, completion = number(metrics.get("prompt_tokens")), number(metrics.get("completion_tokens"))
+        total = None if prompt is None or completion is None else prompt + completion
+    return total
+
+
+def _per(metrics: Metrics) -> Metrics:
+    per = metrics.get("per_stimulus")
+    return per if isinstance(per, Mapping) else {}
+
+
+@dataclass(frozen=True)
+class Column:
+    header: str
+    tooltip: str
+    cell: Callable[[Metrics], str | None]
+    #: where the column is shown
+    where: tuple[Where, ...] = ("terminal", "html")
+    #: numbers are right-aligned
+    numeric: bool = True
+
+
+def figures_of(metrics: Metrics) -> dict[str, str]:
+    """The figures a stream carries beyond accuracy: name -> label (``api`` -> ``API``).
+
+    Summaries written before figures were declared carry ``api_matches`` alone."""
+    declared = metrics.get("figures")
+    if isinstance(declared, Mapping):
+        return {str(name): str(label) for name, label in declared.items()}
+    return {"api": "API"} if number(metrics.get("api_matches")) is not None else {}
+
+
+def figure_column(name: str, label: str) -> Column:
+    """``API / Acc.``: the figure beside the accuracy, as the paper prints ToolBench's."""
+
+    def cell(metrics: Metrics) -> str | None:
+        share = percent(metrics.get(f"{name}_accuracy"))
+        return None if share is None else f"{share} / {percent(metrics.get('accuracy')) or '-'}"
+
+    return Column(f"{label} / Acc.", f"share of tasks with the right {label}, then the accuracy", cell)
+
+
+_HEAD = (
+    Column("tasks", "original tasks scored (feedback turns excluded)", lambda m: count(m.get("tasks"))),
+    Column("correct", "tasks answered correctly", lambda m: count(m.get("correct"))),
+    Column("errors", "episodes that could not complete; counted as wrong", lambda m: count(m.get("errors"))),
+    Column("accuracy", "correct / tasks", lambda m: percent(m.get("accuracy"))),
+    Column("95% CI", "95 % Wilson score interval of the accuracy, in percent", lambda m: interval(m.get("accuracy_ci"))),
+)
+_TAIL = (
+    Column("stimuli", "task and feedback turns delivered", lambda m: count(m.get("stimuli"))),
+    Column("agent turns", "model turns of the agent, feedback included", lambda m: count(m.get("agent_turns"))),
+    Column("tool calls", "tool calls, feedback included", lambda m: count(m.get("tool_calls"))),
+    Column("retains", "memory writes", lambda m: count(m.get("memory_retains"))),
+    Column("recalls", "memory reads", lambda m: count(m.get("memory_recalls"))),
+    Column("violations", "responses that broke the episode protocol", lambda m: count(m.get("protocol_violations"))),
+    Column(
+        "cached", "responses served from the response cache (their time is not the model's)",
+        lambda m: count(m.get("cached_responses")),
+    ),
+    Column("tokens", "prompt + completion tokens", lambda m: count(tokens(m))),
+    Column("tokens / stimulus", "per-stimulus efficiency", lambda m: decimal(_per(m).get("tokens"), 1), ("html",)),
+    Column("turns / stimulus", "per-stimulus efficiency", lambda m: decimal(_per(m).get("agent_turns"), 2), ("html",)),
+    Column(
+        "time / stimulus", "per-stimulus efficiency (wall time of the agent)",
+        lambda m: seconds(_per(m).get("seconds")), ("html",),
+    ),
+)
+
+
+def stream_columns(streams: Sequence[Metrics], where: Where) -> list[Column]:
+    """The per-stream table's columns for ``where``; a figure's column appears only
+    when one of ``streams`` carries it."""
+    figures: dict[str, str] = {}
+    for metrics in streams:
+        figures.update(figures_of(metrics))
+    columns = [*_HEAD, *(figure_column(name, label) for name, label in figures.items()), *_TAIL]
+    return [column for column in columns if where in column.where]
+
+
+__all__ = [
+    "Column",
+    "count",
+    "decimal",
+    "figure_column",
+    "figures_of",
+    "interval",
+    "number",
+    "percent",
+    "seconds",
+    "stream_columns",
+    "tokens",
+]

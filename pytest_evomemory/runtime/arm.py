@@ -1,0 +1,187 @@
+"""One arm of a session: one run config, its own run directory and :class:`Run`.
+
+``--evomemory-config=CONTROL.yaml --evomemory-config=MEMORY.yaml`` (or
+``evomemory run --config ... --config ...``) runs every arm in one session, the
+first being the baseline of the comparison. Each arm is a complete run of its own
+(directory, memory per stream, summary, thresholds): what an arm writes is exactly
+what running its config alone would write, so ``evomemory compare``, resume and
+the report read it as any run.
+
+With one config the session has one arm and nothing about the single-run layout
+changes (item ids ``<stream>/<task>``, the run directory as before). With several,
+an item's stream part becomes ``<arm>:<stream>`` (see :meth:`Arm.key`), which is
+also the unit xdist schedules: each arm's stream keeps its own memory on one
+worker, and a stream without memory spreads task by task.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from ..config import RunConfig
+from ..errors import ConfigError
+from ..identity import describe_ran
+from ..reporting.terminal import format_table
+from ..rundir import RESERVED_NAMES
+from .gates import ARM_SEPARATOR, parse_min_accuracy
+from .lines import Line
+from .records import Record
+from .run import BenchmarkRun, Run, RunResult
+
+#: Arm names end up in node ids, directory names and table headers.
+_ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+
+
+def check_arm_names(run_configs: Sequence[RunConfig]) -> list[str]:
+    """Arm names are the run configs' names: unique, usable in a node id, and never
+    the name of a file the session writes beside the arms (``compare.html``...)."""
+    names: list[str] = []
+    for run_config in run_configs:
+        name = run_config.name
+        problem = None
+        if not _ARM_NAME.match(name):
+            problem = (
+                f"run name {name!r} cannot name an arm (letters, digits, '.', '_', '+', '-'; "
+                "it becomes part of each task's node id)"
+            )
+        elif name.lower() in RESERVED_NAMES:
+            problem = (
+                f"run name {name!r} is the name of a file or folder the session writes beside its arms "
+                f"({', '.join(sorted(RESERVED_NAMES))})"
+            )
+        elif name in names:
+            problem = f"two arms are named {name!r}; each arm is one run with its own directory"
+        if problem:
+            raise ConfigError(
+                f"{run_config.path}: {problem}; set another `name:` in that run config",
+                source=str(run_config.path), key="name",
+            )
+        names.append(name)
+    return names
+
+
+class Arm:
+    """The run of one run config in this session."""
+
+    def __init__(
+        self,
+        run_config: RunConfig,
+        run_dir: Path,
+        run: Run,
+        benchmark: BenchmarkRun,
+        *,
+        labelled: bool,
+        min_accuracy: Sequence[str],
+        min_accuracy_flag: str,
+    ) -> None:
+        self.name = run_config.name
+        self.prefix: str | None = self.name if labelled else None
+        self.run_config = run_config
+        self.run_dir = run_dir
+        self.benchmark = benchmark
+        self.run = run
+        self.min_overall, self.min_streams = parse_min_accuracy(
+            min_accuracy, benchmark.stream_order, min_accuracy_flag
+        )
+        self.started = False
+        self.result: RunResult | None = None
+
+    def key(self, stream: str) -> str:
+        """The stream as items and the xdist scheduler name it (the arm's prefix only
+        when the session has several arms)."""
+        return stream if self.prefix is None else f"{self.prefix}{ARM_SEPARATOR}{stream}"
+
+    @property
+    def summary(self) -> dict[str, Any] | None:
+        return None if self.result is None else self.result.summary
+
+    def _start(self) -> None:
+        if not self.started:
+            self.started = True
+            self.run.start()
+
+    def add(self, records: Sequence[Record]) -> None:
+        if not records:
+            return
+        self._start()
+        for record in records:
+            self.run.record(record)
+
+    def finish(self, stop_reason: str | None) -> RunResult | None:
+        """Summary, thresholds and report of this arm; ``None`` when none of its tasks ran."""
+        resumed = self.run.resume
+        if not self.started and resumed is not None and resumed.completed_tasks:
+            # A resumed run with nothing left to run still gets its summary: the
+            # interrupted session may have died before writing it (after its last
+            # episode, or in another arm), and a comparison needs it.
+            self._start()
+        if not self.started:
+            self.run.release()
+            return None  # no task ran: an earlier run's results stay as they were
+        # The session's stop (max-errors, Ctrl-C, -x) cuts short the arms still running;
+        # an arm whose every planned task ran before it stays complete.
+        if self.prefix is None or not self.run.completion()["complete"]:
+            self.run.stop_reason = self.run.stop_reason or stop_reason
+        self.result = self.run.finish(min_overall=self.min_overall, min_streams=self.min_streams)
+        return self.result
+
+    @property
+    def cut_short(self) -> bool:
+        """Whether something stopped this arm's run before its planned tasks ran
+        (Ctrl-C, SIGTERM, -x, max errors), so that resuming continues it."""
+        return self.result is not None and bool(self.run.stop_reason) and not self.run.completion()["complete"]
+
+    @property
+    def failed(self) -> bool:
+        result = self.result
+        if result is None:
+            return False
+        return bool(result.write_failure) or bool(result.report_error) or (
+            not result.summary["passed"] and bool(result.thresholds or result.summary["failed_episodes"])
+        )
+
+    def report(self, compare_dir: Path | None = None) -> list[Line]:
+        """This arm's table, thresholds, failures and paths, as the terminal shows them."""
+        result = self.result
+        if result is None:
+            return []
+        lines = [Line.of(line) for line in format_table(result.metrics)]
+        lines += [Line.of(f"ran: {line}") for line in describe_ran(result.summary.get("ran", {}))]
+        completion = result.summary["completion"]
+        if not completion["complete"]:
+            # the reason is the shortfall itself unless something stopped the run
+            why = f" ({self.run.stop_reason})" if self.run.stop_reason else ""
+            lines.append(Line.of(
+                f"evomemory: the run is incomplete: {completion['tasks_run']} of "
+                f"{completion['tasks_planned']} planned tasks ran{why}; "
+                "thresholds are not passed by an incomplete run",
+                "yellow", bold=True,
+            ))
+        for threshold in result.thresholds:
+            lines.append(Line.of(threshold.describe(), "green" if threshold.met else "red"))
+        missed = sum(not t.met for t in result.thresholds)
+        if missed:
+            lines.append(Line(f"evomemory: {missed} accuracy threshold(s) missed; the session fails", "red", bold=True))
+        elif result.thresholds and not result.summary["thresholds_met"]:
+            lines.append(Line("evomemory: thresholds are not passed by an incomplete run; the session fails",
+                              "red", bold=True))
+        for failure in result.summary["failed_episodes"]:
+            if failure.get("phase") != "task":
+                where = failure["stream"] + (f"/{failure['task_id']}" if failure.get("task_id") else "")
+                lines.append(Line.of(f"evomemory: {failure['phase']} failed at {where}: {failure['reason']}", "red"))
+        if result.write_failure:
+            lines.append(Line.of(f"evomemory: {result.write_failure}", "red", bold=True))
+        lines.append(Line.of(f"results: {self.run_dir}"))
+        if result.report_error:
+            lines.append(Line.of(f"evomemory: the HTML report could not be written: {result.report_error}", "red"))
+        elif result.write_failure is None:
+            lines.append(Line.of(f"report: {self.run_dir / 'report.html'}"))
+            if compare_dir is not None:
+                lines.append(Line.of(f"comparison: {self.run_dir / 'compare.html'} ({compare_dir} vs this run)"))
+        return lines
+
+
+__all__ = ["Arm", "check_arm_names"]

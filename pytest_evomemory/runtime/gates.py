@@ -1,0 +1,72 @@
+"""The accuracy gates a command line sets: ``min-accuracy`` per arm and stream.
+
+(The gain gates of a comparison are :mod:`pytest_evomemory.reporting.gain`'s.)
+Messages name the option as the user typed it (``flag``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..errors import ConfigError
+
+#: What separates the arm from the stream in a gate (``memory:sample_facts=0.5``)
+#: and in an item's id (``memory:sample_facts/f01``).
+ARM_SEPARATOR = ":"
+
+
+def thresholds_for_arms(values: Sequence[str], names: Sequence[str], flag: str) -> dict[str, list[str]]:
+    """``[ARM:][STREAM=]FRACTION`` values per arm; a value without an arm applies to every arm."""
+    per_arm: dict[str, list[str]] = {name: [] for name in names}
+    for value in values:
+        text = str(value)
+        if ARM_SEPARATOR not in text.partition("=")[0]:  # no arm named before the stream
+            for name in names:
+                per_arm[name].append(text)
+            continue
+        arm, _, rest = text.partition(ARM_SEPARATOR)
+        if arm in per_arm:
+            per_arm[arm].append(rest)
+        else:
+            raise ConfigError(
+                f"{flag} {value!r}: unknown arm {arm!r}; arms: {', '.join(names)} "
+                "(the form is [ARM:][STREAM=]FRACTION)",
+                source=flag,
+            )
+    return per_arm
+
+
+def parse_min_accuracy(
+    values: Sequence[str], streams: Sequence[str], flag: str
+) -> tuple[float | None, dict[str, float]]:
+    """``[STREAM=]FRACTION`` thresholds, checked against the streams."""
+    overall: float | None = None
+    per_stream: dict[str, float] = {}
+    for value in values:
+        name, equals, number = value.rpartition("=")
+        if equals and not name.strip():
+            raise ConfigError(
+                f"{flag} {value!r}: no stream name before '='; "
+                "write STREAM=FRACTION, or FRACTION alone for the overall accuracy"
+            )
+        if (overall is not None and not name) or name in per_stream:
+            raise ConfigError(
+                f"{flag} {value!r}: a threshold for {name or 'the overall accuracy'} "
+                "is given twice (only one would count); give it once"
+            )
+        try:
+            fraction = float(number)
+        except ValueError:
+            raise ConfigError(f"{flag} {value!r}: expected [STREAM=]FRACTION such as 0.5") from None
+        if not 0.0 <= fraction <= 1.0:
+            raise ConfigError(f"{flag} {value!r}: the fraction must be between 0 and 1; write e.g. 0.8 for 80%")
+        if not name:
+            overall = fraction
+        elif name not in streams:
+            raise ConfigError(f"{flag} {value!r}: unknown stream {name!r}; streams: {', '.join(streams)}")
+        else:
+            per_stream[name] = fraction
+    return overall, per_stream
+
+
+__all__ = ["ARM_SEPARATOR", "parse_min_accuracy", "thresholds_for_arms"]

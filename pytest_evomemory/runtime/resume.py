@@ -1,0 +1,125 @@
+"""Resuming an interrupted session: what it was, read once from its directory.
+
+A resume continues exactly the session that was interrupted, or refuses: the same
+run configs (each arm's fingerprint is checked against its run.json), the same
+``set`` overrides, limit and stream selection (re-applied unless the command line
+gives them again), the same arms, and only the arms that session itself started
+(an arm whose run.json another session wrote is started afresh, never adopted).
+
+Nothing read here is used as a path to write to: an arm's directory is the one the
+session derives from its own config and options, which the manifest is checked
+against; the manifest's run directory entries only say whether an arm lived inside
+the session's directory.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..rundir import RUN_DOCUMENT, ArmsManifest, RunDirError, read_arms_manifest, read_run_document
+
+
+@dataclass(frozen=True)
+class ResumeSource:
+    """The interrupted session in ``directory``: its configs (one per arm) and what
+    its command line selected."""
+
+    directory: Path
+    configs: tuple[str, ...]
+    overrides: tuple[str, ...]
+    limit: int | None
+    streams: tuple[str, ...]
+    #: the arms' manifest (several arms), else None (one run's directory)
+    manifest: ArmsManifest | None
+
+    @property
+    def session(self) -> str | None:
+        return self.manifest.session if self.manifest is not None else None
+
+
+def read_resume_source(directory: Path, flag: str) -> ResumeSource:
+    """What ``flag=directory`` resumes; :class:`RunDirError` naming what is missing."""
+    manifest = read_arms_manifest(directory, flag)
+    if manifest is not None:
+        documents = [
+            read_run_document(directory / entry.run_dir, flag)
+            for entry in manifest.entries
+            if _inside(directory, entry.run_dir) and (directory / entry.run_dir / RUN_DOCUMENT).exists()
+        ]
+        limit, streams = _recorded_selection(documents)
+        return ResumeSource(
+            directory, tuple(entry.config for entry in manifest.entries), manifest.overrides, limit, streams, manifest
+        )
+    document = read_run_document(directory, flag)
+    run = document.get("run")
+    path = run.get("path") if isinstance(run, Mapping) else None
+    if not isinstance(path, str) or not path:
+        raise RunDirError(
+            f"{flag} {directory}: its run.json names no run config; give the run config as well"
+        )
+    overrides = run.get("overrides") if isinstance(run, Mapping) else None
+    if overrides is None:
+        overrides = []
+    if not isinstance(overrides, list) or not all(isinstance(item, str) for item in overrides):
+        raise RunDirError(
+            f"{flag} {directory}: its run.json key 'run.overrides' is not a list of KEY=VALUE strings "
+            "(the file was edited or damaged); fix it, or give the overrides yourself"
+        )
+    limit, streams = _recorded_selection([document])
+    return ResumeSource(directory, (path,), tuple(overrides), limit, streams, None)
+
+
+def _inside(directory: Path, relative: str) -> bool:
+    """Whether a manifest's run directory entry names a folder inside ``directory``."""
+    if Path(relative).is_absolute():
+        return False
+    base = directory.resolve()
+    target = (directory / relative).resolve()
+    return base in target.parents
+
+
+def arm_dir_recorded(manifest: ArmsManifest, name: str, directory: Path) -> Path | None:
+    """Where the manifest says arm ``name`` lived, resolved, or None if it names none."""
+    for entry in manifest.entries:
+        if entry.name == name:
+            if _inside(directory, entry.run_dir):
+                return (directory / entry.run_dir).resolve()
+            return Path(entry.run_dir).resolve() if Path(entry.run_dir).is_absolute() else None
+    return None
+
+
+def _recorded_selection(documents: list[dict[str, Any]]) -> tuple[int | None, tuple[str, ...]]:
+    """The limit and streams the interrupted run's benchmark had, when every arm
+    agrees on them (arms whose recorded values differ keep their own files')."""
+    benchmarks = [_mapping(_mapping(document.get("run")).get("benchmark")) for document in documents]
+    if not benchmarks:
+        return None, ()
+    limit: int | None = None
+    if len({json.dumps(benchmark.get("limit")) for benchmark in benchmarks}) == 1:
+        value = benchmarks[0].get("limit")
+        if isinstance(value, int) and not isinstance(value, bool):
+            limit = value
+    streams: tuple[str, ...] = ()
+    if len({json.dumps(benchmark.get("streams")) for benchmark in benchmarks}) == 1:
+        names = benchmarks[0].get("streams")
+        if isinstance(names, list) and names and all(isinstance(name, str) for name in names):
+            streams = tuple(names)
+    return limit, streams
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def started_by(run_dir: Path, flag: str) -> str | None:
+    """The session that wrote the run directory's run.json (None: none recorded)."""
+    document = read_run_document(run_dir, flag)
+    session = document.get("session")
+    return session if isinstance(session, str) else None
+
+
+__all__ = ["ResumeSource", "arm_dir_recorded", "read_resume_source", "started_by"]

@@ -1,0 +1,112 @@
+"""The session's serial driver: every arm, stream and episode in order, in this process.
+
+``evomemory run`` and :func:`run_benchmark` use it; pytest drives the same
+:class:`~.session.Session` through its own life cycle (items, fixtures, xdist).
+Records go straight to the session, as a pytest controller receives them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from ..config import RunConfig
+from ..errors import EvoMemoryError
+from ..options import CLI_FLAGS, SessionOptions
+from .records import Record
+from .run import AgentFactoryFn, MemoryFactoryFn
+from .session import Outcome, Session, SessionSetup
+from .stream import drive
+
+Progress = Callable[[Record], None]
+
+
+def run_session(
+    session: Session,
+    *,
+    agent_factory: AgentFactoryFn | None = None,
+    memory_factory: MemoryFactoryFn | None = None,
+    progress: Progress | None = None,
+) -> Outcome:
+    """Run every task the session has, stream by stream; SIGTERM and Ctrl-C end it
+    as interrupted (summarized, resumable)."""
+    session.preflight(builtin_agent=agent_factory is None, builtin_memory=memory_factory is None)
+    wall = time.perf_counter()
+    interrupted = False
+
+    def sink(record: Record) -> None:
+        session.add_records([record])  # a reason to stop is kept as the session's
+        if progress is not None:
+            progress(record)
+
+    session.termination.install()
+    try:
+        for arm in session.arms:
+            for stream in arm.benchmark.streams:
+                if session.stop_reason:
+                    break
+                _run_stream(session, arm.key(stream.name), sink, agent_factory, memory_factory)
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        session.termination.uninstall()
+    for arm in session.arms:
+        arm.run.extra["wall_seconds"] = round(time.perf_counter() - wall, 6)
+    return session.finish(interrupted=interrupted)
+
+
+def _run_stream(
+    session: Session, key: str, sink: Callable[[Record], None],
+    agent_factory: AgentFactoryFn | None, memory_factory: MemoryFactoryFn | None,
+) -> None:
+    arm, name = session.streams_by_key[key]
+    pending = [sample for sample in arm.benchmark.by_name[name].samples if not session.is_done(key, sample)]
+    if not pending:
+        return
+    try:
+        run = session.open_stream(key, sink, agent_factory=agent_factory, memory_factory=memory_factory)
+    except EvoMemoryError:
+        return  # recorded once as the stream's failure; its tasks do not run
+    try:
+        for sample in pending:
+            try:
+                episode = session.episode(run, sample, sink)
+            except EvoMemoryError:
+                return  # the stream cannot continue (recorded)
+            drive(episode)
+            if session.stop_reason:
+                return
+    finally:
+        session.close_stream(run, sink)
+
+
+def run_benchmark(
+    config: RunConfig,
+    run_dir: Path,
+    *,
+    agent_factory: AgentFactoryFn | None = None,
+    memory_factory: MemoryFactoryFn | None = None,
+    write_artefacts: bool = True,
+    resume: bool = False,
+    command: tuple[str, ...] = (),
+) -> dict[str, object]:
+    """Run every selected stream of ``config`` into ``run_dir``, serially, and return
+    the summary (failed episodes are recorded and the stream goes on, as under pytest)."""
+    options = SessionOptions(resume=str(run_dir) if resume else None)
+    setup = SessionSetup(options, CLI_FLAGS, Path.cwd(), command, writes=write_artefacts)
+    source = None
+    if resume:
+        from .resume import read_resume_source
+
+        source = read_resume_source(run_dir, CLI_FLAGS("resume"))
+    session = Session(setup, [config], [run_dir], source)
+    try:
+        run_session(session, agent_factory=agent_factory, memory_factory=memory_factory)
+    finally:
+        session.release()
+    summary = session.baseline.summary
+    return dict(summary) if summary is not None else {}
+
+
+__all__ = ["run_benchmark", "run_session"]

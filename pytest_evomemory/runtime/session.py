@@ -1,0 +1,741 @@
+"""The benchmark session: everything a session decides, for every entry point.
+
+``pytest --evomemory-config ...`` and ``evomemory run --config ...`` are two
+drivers of one :class:`Session`; they behave alike, flag for flag, because every
+decision is made here:
+
+* which arms run (one per run config; a resumed session's own), from which
+  configs, with which overrides, into which run directories;
+* the resume plan (what each arm's interrupted run completed, and the memory
+  snapshot each resumed stream continues from);
+* what is refused before the first task (exit 4, nothing written): unknown arms,
+  options nothing reads, a missing optional library, two arms sharing one memory
+  store, a resume of another config;
+* where each record goes (its arm's run), the max-errors stop, a write failure's
+  stop, and how the session ended: each arm's summary, thresholds and report, the
+  comparison of the arms and its gain gates, the terminal lines, the JSON block a
+  dashboard reads and the exit status.
+
+The pytest plugin maps this onto pytest's life cycle (items, fixtures, reports,
+xdist); :mod:`.serial` runs it in one process. The session never imports pytest.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..config import RunConfig
+from ..configload import load_run_config
+from ..configs import resolve_run_config
+from ..errors import ConfigError, EvoMemoryError
+from ..memory.base import MemoryContext
+from ..memory.factory import backend_spec
+from ..memory.snapshot import StreamSnapshots, supports_snapshots
+from ..options import Flags, SessionOptions
+from ..reporting.gain import GainResult, GainThreshold, parse_min_gain
+from ..rundir import (
+    DEFAULT_OUTPUT_ROOT,
+    RUN_DOCUMENT,
+    ResumeState,
+    RunDirError,
+    SharedErrorCount,
+    check_output_dir,
+    default_run_dir,
+    load_resume_state,
+    write_arms_manifest,
+)
+from ..types import BenchmarkSample
+from .arm import Arm, check_arm_names
+from .lines import Line
+from .records import Record, StreamErrorRecord, error_record, stream_error_record, stream_started_record
+from .resume import ResumeSource, arm_dir_recorded, read_resume_source, started_by
+from .run import (
+    AgentFactoryFn,
+    BenchmarkRun,
+    MemoryFactoryFn,
+    Run,
+    check_builtin_parts,
+)
+from .signals import Termination
+from .stream import Episode, StreamRun
+
+RecordSink = Callable[[Record], None]
+
+#: Exit statuses, pytest's: the CLI returns them and the plugin leaves pytest's own.
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_INTERRUPTED = 2
+EXIT_USAGE = 4
+
+
+@dataclass(frozen=True)
+class SessionSetup:
+    """What a driver tells a session about itself."""
+
+    options: SessionOptions
+    flags: Flags
+    #: relative paths on the command line are relative to this directory
+    invocation_dir: Path
+    command: tuple[str, ...] = ()
+    #: the process that writes the run directories (not an xdist worker, not --collect-only)
+    writes: bool = True
+    #: an xdist worker: runs episodes of streams a controller hands it
+    worker: bool = False
+
+
+@dataclass(frozen=True)
+class Task:
+    """One task of the session: its arm, its sample and the stream key items use."""
+
+    arm: Arm
+    sample: BenchmarkSample
+    key: str
+
+    @property
+    def item_id(self) -> str:
+        return f"{self.key}/{self.sample.task_id}"
+
+
+@dataclass
+class Outcome:
+    """How a session ended, for the driver's exit status."""
+
+    failed: bool = False
+    interrupted: bool = False
+    stopped: str | None = None
+    ran: bool = False
+
+
+class Session:
+    """One benchmark session (see the module docstring). Build it with :meth:`open`."""
+
+    def __init__(
+        self,
+        setup: SessionSetup,
+        run_configs: Sequence[RunConfig],
+        run_dirs: Sequence[Path],
+        resume: ResumeSource | None = None,
+    ) -> None:
+        self.setup = setup
+        self.flags = setup.flags
+        self.options = setup.options
+        self.resume_source = resume
+        self.session_id = (resume.session if resume is not None else None) or uuid.uuid4().hex
+        labelled = len(run_configs) > 1
+        if labelled:
+            check_arm_names(run_configs)
+        from .gates import thresholds_for_arms
+
+        minimums = thresholds_for_arms(
+            self.options.min_accuracy, [config.name for config in run_configs], self.flags("min-accuracy")
+        )
+        self.arms: list[Arm] = []
+        for run_config, run_dir in zip(run_configs, run_dirs, strict=True):
+            benchmark = BenchmarkRun(run_config, run_dir)
+            self.arms.append(Arm(
+                run_config, run_dir, self._run(benchmark, run_dir, labelled), benchmark,
+                labelled=labelled, min_accuracy=minimums[run_config.name],
+                min_accuracy_flag=self.flags("min-accuracy"),
+            ))
+        self.by_name = {arm.name: arm for arm in self.arms}
+        #: stream key (``<stream>``, or ``<arm>:<stream>`` with several arms) -> (arm, stream)
+        self.streams_by_key = {arm.key(name): (arm, name) for arm in self.arms for name in arm.benchmark.stream_order}
+        self.max_errors = self.options.max_errors
+        self.compare_dir = self._compare_dir(self.options.compare)
+        self.gains = self._gains(self.options.min_gain)
+        self.termination = Termination()
+        self.stop_reason: str | None = None
+        self.comparison: dict[str, Any] | None = None
+        self.comparison_files: tuple[Path, Path] | None = None
+        self.comparison_error: str | None = None
+        self.gain_results: list[GainResult] = []
+        self._manifest_written = False
+        self._arm_of_stream: dict[int, Arm] = {}
+        #: stream keys that could not start: their remaining tasks are not run
+        self.failed_streams: dict[str, str] = {}
+        self.shared_errors = SharedErrorCount(self.run_dir) if self.max_errors is not None else None
+        self._failed_here: set[tuple[str, str, str | None]] = set()
+        if setup.writes:
+            for arm in self.arms:
+                arm.run.lock()
+            if self.shared_errors is not None:
+                self.shared_errors.clear()  # before any worker starts
+
+    # ----- opening
+
+    @classmethod
+    def open(cls, setup: SessionSetup, configs: Sequence[str] = ()) -> Session:
+        """Resolve, load and check everything the command line names.
+
+        ``configs`` are run configs a driver adds itself (pytest's ini option), used
+        when the options name none. Raises :class:`ConfigError` for anything the user
+        must fix (one line naming the file, key or option), before anything is written.
+        """
+        options, flags, here = setup.options, setup.flags, setup.invocation_dir
+        resume = None
+        if options.resume:
+            if len(options.configs) > 1:
+                raise ConfigError(
+                    f"{flags('resume')}=DIR continues an interrupted session as it was: a session of several "
+                    f"arms reads them from DIR/arms.json, so give {flags('resume')} alone"
+                )
+            resume = read_resume_source(here / options.resume, flags("resume"))
+            options = _with_recorded(options, resume)
+            setup = SessionSetup(options, flags, here, setup.command, setup.writes, setup.worker)
+        paths = [str(resolve_run_config(path, here)) for path in options.configs] if options.configs else (
+            list(resume.configs) if resume is not None else list(configs)
+        )
+        if not paths:
+            raise ConfigError(f"no run config: give {flags('config')}=PATH (or a built-in config's name)")
+        run_configs = [
+            load_run_config(path, options.settings, set_flag=flags("set")).with_overrides(
+                limit=options.limit, streams=options.streams
+            )
+            for path in paths
+        ]
+        run_dirs = _run_dirs(setup, run_configs, resume)
+        return cls(setup, run_configs, run_dirs, resume)
+
+    def _run(self, benchmark: BenchmarkRun, run_dir: Path, labelled: bool) -> Run:
+        """A fresh run, or the continuation of the one this session was interrupted in."""
+        resume = self.resume_source
+        command = self.setup.command
+        writes = self.setup.writes
+        if resume is None or not (run_dir / RUN_DOCUMENT).exists():
+            return Run(benchmark, run_dir, command=command, write=writes, session_id=self.session_id)
+        if labelled and started_by(run_dir, self.flags("resume")) != resume.session:
+            # another session's results (the same arms run again, interrupted in an
+            # earlier arm): this session never started the arm, so it starts afresh
+            return Run(benchmark, run_dir, command=command, write=writes, session_id=self.session_id)
+        state = load_resume_state(run_dir, benchmark.streams, self.flags("resume"))
+        _fall_back_to_snapshots(state, benchmark, run_dir)
+        return Run.resuming(
+            benchmark, state, run_dir, flag=self.flags("resume"), command=command, session_id=self.session_id
+        )
+
+    def _compare_dir(self, other: str | None) -> Path | None:
+        if not other:
+            return None
+        flag = self.flags("compare")
+        if len(self.arms) > 1:
+            raise ConfigError(
+                f"{flag} compares this run with an earlier one; a session with several arms compares them "
+                "by itself (compare.html beside the arms)"
+            )
+        compare_dir = (self.setup.invocation_dir / other).resolve()
+        if compare_dir == self.run_dir.resolve():
+            raise ConfigError(f"{flag} must name another run's directory")
+        from ..reporting.html import ReportError, load_run
+
+        try:
+            load_run(compare_dir)
+        except ReportError as error:
+            raise ConfigError(f"{flag}: {error}") from None
+        return compare_dir
+
+    def _gains(self, values: Sequence[str]) -> list[GainThreshold]:
+        if not values:
+            return []
+        flag = self.flags("min-gain")
+        if len(self.arms) < 2:
+            raise ConfigError(
+                f"{flag} gates the gain of an arm over the baseline: give two run configs, e.g. "
+                f"{self.flags('config')}=CONTROL.yaml {self.flags('config')}=MEMORY.yaml (the first is the baseline)"
+            )
+        streams = list(dict.fromkeys(name for arm in self.arms for name in arm.benchmark.stream_order))
+        return parse_min_gain(values, streams, option=flag)
+
+    def preflight(self, *, builtin_agent: bool = True, builtin_memory: bool = True) -> None:
+        """Refuse, before any task, what would fail every stream or be silently
+        ignored: options the built-in agent or memory never read, a backend whose
+        optional library is missing, two arms (or streams) sharing one memory store.
+        ``builtin_*``: whether the built-in factory builds that part (a user's own
+        factory may read any option and put its state anywhere)."""
+        for arm in self.arms:
+            check_builtin_parts(arm.run_config, builtin_agent=builtin_agent, builtin_memory=builtin_memory)
+        if builtin_memory:
+            self._check_shared_stores()
+
+    def _check_shared_stores(self) -> None:
+        owners: dict[str, str] = {}
+        for arm in self.arms:
+            if arm.benchmark.memory_strategy == "none":
+                continue
+            spec = backend_spec(arm.run_config.memory.backend)
+            if spec is None or spec.locations is None:
+                continue
+            for stream in arm.benchmark.stream_order:
+                context = MemoryContext(stream=stream, run_dir=arm.run_dir, run_name=arm.run_config.name)
+                for location in spec.locations(arm.run_config.memory, context):
+                    where = f"arm {arm.name!r}, stream {stream!r}" if len(self.arms) > 1 else f"stream {stream!r}"
+                    if location in owners:
+                        raise ConfigError(
+                            f"{arm.run_config.sources.get('memory', 'memory config')}: {where} would keep its memory "
+                            f"in {location}, which {owners[location]} uses too (one stream's records would be "
+                            "recalled in another); give each arm its own location (e.g. a path with {run_name})",
+                            key="memory",
+                        )
+                    owners[location] = where
+
+    # ----- the baseline arm, for what reads one run (fixtures, a single-run session)
+
+    @property
+    def baseline(self) -> Arm:
+        return self.arms[0]
+
+    @property
+    def run_dir(self) -> Path:
+        return self.baseline.run_dir
+
+    @property
+    def started(self) -> bool:
+        return any(arm.started for arm in self.arms)
+
+    @property
+    def several(self) -> bool:
+        return len(self.arms) > 1
+
+    @property
+    def comparison_dir(self) -> Path:
+        """Where a session of several arms writes compare.html, compare.json and its
+        arms manifest (a resumed session: where the interrupted one wrote them)."""
+        where = self.options.resume or self.options.output_dir or DEFAULT_OUTPUT_ROOT
+        return (self.setup.invocation_dir / where).resolve()
+
+    # ----- tasks
+
+    def tasks(self) -> Iterator[Task]:
+        """Every task, in arm and stream order."""
+        for arm in self.arms:
+            for stream in arm.benchmark.streams:
+                key = arm.key(stream.name)
+                for sample in stream.samples:
+                    yield Task(arm, sample, key)
+
+    def task_ids(self) -> set[str]:
+        return {task.item_id for task in self.tasks()}
+
+    @property
+    def independent_streams(self) -> frozenset[str]:
+        """Stream keys whose tasks may run anywhere, in any order (no memory between them)."""
+        return frozenset(arm.key(name) for arm in self.arms for name in arm.benchmark.independent_streams)
+
+    def is_done(self, key: str, sample: BenchmarkSample) -> bool:
+        """Whether the interrupted run of the stream's arm completed this episode."""
+        found = self.streams_by_key.get(key)
+        resume = found[0].run.resume if found is not None else None
+        return resume is not None and resume.is_done(sample.stream, sample.position)
+
+    @property
+    def resuming(self) -> bool:
+        return any(arm.run.resume is not None for arm in self.arms)
+
+    def arm_label(self, key: str) -> str | None:
+        """The arm of stream ``key`` (None for a key the session does not have)."""
+        found = self.streams_by_key.get(key)
+        return found[0].name if found is not None else None
+
+    def sample_of(self, key: str, task_id: str) -> tuple[Arm, BenchmarkSample] | None:
+        found = self.streams_by_key.get(key)
+        if found is None:
+            return None
+        arm, stream = found
+        for sample in arm.benchmark.by_name[stream].samples:
+            if sample.task_id == task_id:
+                return arm, sample
+        return None
+
+    # ----- running a stream (the process that runs episodes)
+
+    def open_stream(
+        self, key: str, sink: RecordSink, *,
+        agent_factory: AgentFactoryFn | None = None, memory_factory: MemoryFactoryFn | None = None,
+    ) -> StreamRun:
+        """A stream's fresh memory and agent. A stream that cannot start is one
+        stream failure (recorded once); its tasks are not run."""
+        arm, name = self.streams_by_key[key]
+        try:
+            run = arm.benchmark.open_stream(
+                name, agent_factory=agent_factory, memory_factory=memory_factory, snapshots=self.setup.writes
+                or self.setup.worker,
+            )
+        except EvoMemoryError as error:
+            reason = f"stream {name!r} could not start: {error}"
+            self.failed_streams[key] = reason
+            sink(stream_error_record(name, reason, phase="start").for_arm(arm.prefix))
+            raise
+        self._arm_of_stream[id(run)] = arm
+        sink(stream_started_record(name, run.identity).for_arm(arm.prefix))
+        return run
+
+    def close_stream(self, run: StreamRun, sink: RecordSink) -> None:
+        """Stream teardown; a failure is charged to this stream (and arm), not to
+        whichever task happens to be running when the stream is torn down."""
+        arm = self._arm_of_stream.pop(id(run), self.baseline)
+        try:
+            run.close()
+        except EvoMemoryError as error:
+            sink(stream_error_record(run.stream, f"stream teardown failed: {error}").for_arm(arm.prefix))
+
+    def episode(
+        self, run: StreamRun, sample: BenchmarkSample, sink: RecordSink, first_position: int | None = None
+    ) -> Episode:
+        """The episode of ``sample``; before the first one this process runs in the
+        stream, the memory is prepared (emptied, or restored for a resumed or
+        taken-over stream). A memory that cannot be prepared stops the stream."""
+        arm = self._arm_of_stream.get(id(run), self.baseline)
+        if not run.prepared:
+            try:
+                run.prepare_memory(self._completed_before(arm, run, sample, first_position))
+            except EvoMemoryError as error:
+                run.broken = str(error)
+                reason = f"stream {sample.stream!r} cannot continue: {error}"
+                self.failed_streams[arm.key(sample.stream)] = reason
+                sink(stream_error_record(sample.stream, reason, phase="start").for_arm(arm.prefix))
+                raise
+        return Episode(run, sample, lambda record: sink(record.for_arm(arm.prefix)))
+
+    def _completed_before(
+        self, arm: Arm, run: StreamRun, sample: BenchmarkSample, first_position: int | None
+    ) -> int | None:
+        """How many episodes of the stream precede the first one this process runs.
+
+        ``None`` for a stream starting from its first selected task. On resume, the
+        interrupted run's completed prefix. In an xdist worker that takes over a
+        stream whose worker died (its first task here is not the stream's first),
+        the latest memory snapshot saved at or before this task: the crashed task
+        itself is a failed episode and its memory operations are gone with it.
+        """
+        resumed = arm.run.completed_before(sample.stream)
+        taking_over = self.setup.worker and first_position is not None and sample.position > first_position
+        if not taking_over:
+            return resumed
+        if run.snapshots is None or run.memory is None or not supports_snapshots(run.memory.backend):
+            return sample.position  # refused by prepare_memory: nothing to restore from
+        saved = [count for count in run.snapshots.completed_prefixes() if count <= sample.position]
+        return max(saved, default=0)
+
+    def failed_task(self, key: str, sample: BenchmarkSample, reason: str) -> Record:
+        """The record of a task whose process died (an xdist worker crash)."""
+        found = self.streams_by_key.get(key)
+        arm = found[0] if found is not None else self.baseline
+        return error_record(sample, reason).for_arm(arm.prefix)
+
+    # ----- records (the process that writes)
+
+    def add_records(self, records: Sequence[Record]) -> str | None:
+        """Route records to their arms' runs; the reason to stop the session, if any
+        (max errors reached, a run directory that can no longer be written)."""
+        if not records:
+            return None
+        with self.termination.critical():
+            if not self._manifest_written and self.several:
+                self._write_manifest()
+            for arm in self.arms:
+                mine = [record for record in records if (record.arm or self.baseline.name) == arm.name
+                        or (record.arm is None and arm is self.baseline)]
+                arm.add(mine)
+        return self._check_stop()
+
+    def _check_stop(self) -> str | None:
+        for arm in self.arms:
+            writer = arm.run.writer
+            if writer is not None and writer.failure is not None:
+                self.stop_reason = self.stop_reason or f"the results could not be written: {writer.failure}"
+                return self.stop_reason
+        if self.max_errors is None:
+            return None
+        errors = sum(arm.run.errors for arm in self.arms)
+        if errors >= self.max_errors:
+            self.stop_reason = f"{self.flags('max-errors')} ({errors} failed episodes)"
+            return self.stop_reason
+        return None
+
+    def count_failures_here(self, records: Sequence[Record]) -> bool:
+        """In a worker: add this process's new failed episodes to the session's shared
+        count; True once the total reaches the max errors (the worker stops itself,
+        since the controller's stop reaches it only after its whole stream ran)."""
+        if self.shared_errors is None or self.max_errors is None:
+            return False
+        failed = {
+            (record.arm or "", *episode) for record in records
+            if (episode := record.failed_episode) is not None and episode[1] is not None
+        } - self._failed_here
+        self._failed_here |= failed
+        total = self.shared_errors.add(len(failed)) if failed else self.shared_errors.read()
+        return total >= self.max_errors
+
+    def _write_manifest(self) -> None:
+        """Before the first record: an interrupted session can then be resumed whole."""
+        self._manifest_written = True
+        write_arms_manifest(
+            self.comparison_dir,
+            [(arm.name, arm.run_dir, str(arm.run_config.path)) for arm in self.arms],
+            self.options.settings,
+            self.session_id,
+        )
+
+    def stop(self, reason: str) -> None:
+        self.stop_reason = self.stop_reason or reason
+
+    # ----- the end
+
+    def finish(self, *, interrupted: bool = False) -> Outcome:
+        """Every arm's summary, thresholds and report, the comparison and its gates."""
+        self.termination.finishing = True
+        stop_reason = self.stop_reason
+        if interrupted and stop_reason is None:
+            stop_reason = "terminated by SIGTERM" if self.termination.terminated else "interrupted (Ctrl-C)"
+        for arm in self.arms:
+            arm.finish(stop_reason)
+        failed = any(arm.failed for arm in self.arms)
+        result = self.baseline.result
+        if self.compare_dir is not None and result is not None and result.write_failure is None:
+            from ..reporting.html import ReportError, write_comparison_report
+
+            try:
+                write_comparison_report([self.compare_dir, self.run_dir], self.run_dir / "compare.html")
+            except ReportError as error:
+                result.report_error = str(error)
+                failed = True
+        if self.several and self.started:
+            failed = self._compare_arms() or failed
+        if self.shared_errors is not None and self.setup.writes:
+            self.shared_errors.clear()
+        return Outcome(
+            failed=failed or any(arm.cut_short for arm in self.arms),
+            interrupted=interrupted,
+            stopped=stop_reason,
+            ran=self.started,
+        )
+
+    def _compare_arms(self) -> bool:
+        """Write the arms' comparison and judge the gain gates; True when the session fails."""
+        from ..reporting.gain import check_gains
+        from ..reporting.html import ReportError, write_comparison
+
+        ran = [arm for arm in self.arms if arm.result is not None and arm.result.write_failure is None]
+        if len(ran) < len(self.arms):
+            missing = ", ".join(arm.name for arm in self.arms if arm not in ran)
+            self.comparison_error = f"no comparison: arm(s) {missing} ran no task or could not write their results"
+            return bool(self.gains)
+        try:
+            files = write_comparison(
+                [arm.run_dir for arm in ran], self.comparison_dir / "compare.html", [arm.name for arm in ran]
+            )
+        except (ReportError, OSError) as error:
+            self.comparison_error = f"the comparison could not be written: {error}"
+            return True
+        self.comparison = dict(files.document)
+        self.comparison_files = (files.html, files.json)
+        complete = all(arm.result is not None and arm.result.complete for arm in ran)
+        self.gain_results = check_gains(files.document, self.gains, complete=complete)
+        return any(not result.met for result in self.gain_results)
+
+    def release(self) -> None:
+        """Unlock every run directory (the end of the process's part in the session)."""
+        for arm in self.arms:
+            arm.run.release()
+
+    # ----- what the terminal shows
+
+    def header(self) -> list[str]:
+        """What the session is about to run (pytest prints it in its header)."""
+        from ..identity import describe_model
+        from ..streams.provenance import provenance_line
+
+        lines = []
+        if self.several:
+            lines.append(f"evomemory: {len(self.arms)} arms, baseline {self.baseline.name!r}")
+        for arm in self.arms:
+            prefix = f"evomemory: [{arm.name}] " if self.several else "evomemory: "
+            streams = ", ".join(f"{s.name} ({len(s)})" for s in arm.benchmark.streams)
+            agent = arm.run_config.agent
+            lines += [
+                f"{prefix}run {arm.run_config.name!r} from {arm.run_config.path}",
+                f"{prefix}streams {streams}",
+                *(f"{prefix}data {provenance_line(s)}" for s in arm.benchmark.streams if s.provenance.get("repository")),
+                f"{prefix}agent {agent.kind} ({agent.memory_strategy}), memory {arm.run_config.memory.backend} "
+                "(as configured; a conftest fixture may override them: the summary says what ran)",
+                f"{prefix}model {describe_model(agent.model.model_dump(mode='json') if agent.model else None)}",
+                f"{prefix}results -> {arm.run_dir}",
+            ]
+        return lines
+
+    def report(self, resume_command: str) -> list[Line]:
+        """The end-of-session lines: each arm's, the comparison's, what to do next.
+        ``resume_command`` is how this entry point continues (``pytest``, ``evomemory run``)."""
+        lines: list[Line] = []
+        for arm in self.arms:
+            if arm.result is None:
+                if not arm.started:
+                    which = "" if not self.several else f" of arm {arm.name!r}"
+                    lines.append(Line.of(f"evomemory: no benchmark task{which} ran; {arm.run_dir} was left as it was"))
+                continue
+            lines.append(Line(f"evomemory: {arm.name}", section=True))
+            lines += arm.report(self.compare_dir)
+        if self.several and self.started:
+            lines += self._comparison_lines()
+        if any(arm.cut_short for arm in self.arms):
+            where = self.comparison_dir if self.several else self.baseline.run_dir
+            lines.append(Line(
+                f"evomemory: to continue where it stopped: {resume_command} {self.flags('resume')}={self.shown(where)}",
+                "yellow", bold=True,
+            ))
+        return lines
+
+    def shown(self, path: Path) -> str:
+        """``path`` as the user would type it: relative to where the session started, if inside."""
+        try:
+            return str(path.relative_to(self.setup.invocation_dir.resolve()))
+        except ValueError:
+            return str(path)
+
+    def _comparison_lines(self) -> list[Line]:
+        from ..reporting.terminal import format_comparison
+
+        lines = [Line(f"evomemory: {' vs '.join(arm.name for arm in self.arms)}", section=True)]
+        if self.comparison is None:
+            lines.append(Line.of(f"evomemory: {self.comparison_error}", "red", bold=True))
+            if self.gains:
+                lines.append(Line(
+                    f"evomemory: the {self.flags('min-gain')} gate is not passed without a comparison; the session fails",
+                    "red", bold=True,
+                ))
+            return lines
+        lines += [Line.of(line) for line in format_comparison(self.comparison)]
+        for result in self.gain_results:
+            lines.append(Line.of(result.describe(), "red" if not result.met else "green"))
+        if any(not result.complete for result in self.gain_results):
+            lines.append(Line("evomemory: gain gates are not passed by an incomplete run; the session fails",
+                              "red", bold=True))
+        elif any(not result.met for result in self.gain_results):
+            lines.append(Line(
+                f"evomemory: {sum(not r.met for r in self.gain_results)} gain gate(s) missed; the session fails",
+                "red", bold=True,
+            ))
+        if self.comparison_files is not None:
+            html, json_path = self.comparison_files
+            lines += [Line.of(f"comparison: {html}"), Line.of(f"comparison data: {json_path}")]
+        return lines
+
+    def json_report(self) -> dict[str, Any] | None:
+        """The block a dashboard reads (pytest-json-report's ``evomemory`` key): one
+        shape for one arm and for several (docs/artefacts.md)."""
+        from ..identity import run_identity
+        from ..rundir import SCHEMA_VERSION
+
+        if not self.started:
+            return None
+        return {
+            "schema_version": SCHEMA_VERSION,
+            "baseline": self.baseline.name,
+            "arms": [
+                {
+                    "name": arm.name,
+                    "run_dir": str(arm.run_dir),
+                    "identity": run_identity(arm.run_config, (arm.summary or {}).get("ran")),
+                    "summary": arm.summary,
+                }
+                for arm in self.arms
+            ],
+            "comparison": self.comparison,
+            "gains": [result.to_dict() for result in self.gain_results],
+        }
+
+
+def _with_recorded(options: SessionOptions, resume: ResumeSource) -> SessionOptions:
+    """The resumed session's options: what it recorded, unless given again."""
+    from dataclasses import replace
+
+    return replace(
+        options,
+        settings=options.settings if "set" in options.given else resume.overrides,
+        limit=options.limit if "limit" in options.given else resume.limit,
+        streams=options.streams if "stream" in options.given else resume.streams,
+    )
+
+
+def _run_dirs(setup: SessionSetup, run_configs: Sequence[RunConfig], resume: ResumeSource | None) -> list[Path]:
+    """One run directory per arm, as the options and configs place it.
+
+    A single run goes to the output directory option (or the resumed directory), the
+    run config's ``output_dir``, or ``evomemory-results/<name>``. With several arms the
+    output directory option is the directory that holds them, each in
+    ``<dir>/<name>``, and the comparison; without it an arm goes to its config's
+    ``output_dir`` or ``evomemory-results/<name>``. A resumed session of arms is
+    placed the same way under the resumed directory, and the arms' manifest must
+    agree (nothing read from it is used as a path).
+    """
+    here = setup.invocation_dir
+    option = setup.options.output_dir
+    if len(run_configs) == 1:
+        run_config = run_configs[0]
+        output = setup.options.resume or option or run_config.output_dir
+        run_dirs = [(here / output) if output else default_run_dir(run_config.name, here)]
+    else:
+        parent = here / (option or setup.options.resume or DEFAULT_OUTPUT_ROOT)
+        run_dirs = [
+            (here / run_config.output_dir) if run_config.output_dir and not option and not setup.options.resume
+            else parent / run_config.name
+            for run_config in run_configs
+        ]
+        if resume is not None and resume.manifest is not None:
+            for run_config, run_dir in zip(run_configs, run_dirs, strict=True):
+                recorded = arm_dir_recorded(resume.manifest, run_config.name, resume.directory)
+                if recorded is not None and recorded != run_dir.resolve():
+                    raise RunDirError(
+                        f"{setup.flags('resume')} {resume.directory}: its arms.json puts arm {run_config.name!r} in "
+                        f"{recorded}, but this session would write it to {run_dir.resolve()}; resume that arm on its "
+                        f"own ({setup.flags('resume')}={recorded})"
+                    )
+        resolved = [run_dir.resolve() for run_dir in run_dirs]
+        for index, run_dir in enumerate(resolved):
+            if run_dir in resolved[:index]:
+                raise ConfigError(
+                    f"arms {run_configs[resolved.index(run_dir)].name!r} and {run_configs[index].name!r} would both "
+                    f"write to {run_dir}; remove `output_dir` from their run configs or give each its own"
+                )
+    if not setup.writes:
+        return [run_dir.resolve() for run_dir in run_dirs]
+    return [check_output_dir(run_dir) for run_dir in run_dirs]
+
+
+def _fall_back_to_snapshots(state: ResumeState, benchmark: BenchmarkRun, run_dir: Path) -> None:
+    """Resume each stream from the newest memory snapshot the interrupted run left
+    at or before its completed prefix: the episodes after it run again (their
+    records replaced), so the rest of the stream never sees a memory other than
+    the one its scores came from. A stream without memory needs none."""
+    if benchmark.memory_strategy == "none":
+        return
+    for stream in benchmark.streams:
+        done = state.done.get(stream.name, 0)
+        if not done:
+            continue
+        snapshots = StreamSnapshots.for_stream(run_dir, stream.name)
+        available = [count for count in snapshots.completed_prefixes() if count <= done]
+        newest = max(available, default=0)
+        if newest < done:
+            state.truncate(stream.name, newest, {sample.task_id: sample.position for sample in stream.samples})
+
+
+def stream_start_failure(record: Record) -> bool:
+    """Whether ``record`` says a stream could not start."""
+    return isinstance(record, StreamErrorRecord) and record.failure.get("phase") == "start"
+
+
+__all__ = [
+    "EXIT_FAILED",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_USAGE",
+    "Outcome",
+    "RecordSink",
+    "Session",
+    "SessionSetup",
+    "Task",
+]

@@ -1,0 +1,74 @@
+"""SIGTERM, the one way: a CI timeout ends a session as Ctrl-C does.
+
+A CI runner that times out sends SIGTERM; without a handler the process dies with
+nothing summarized. With :class:`Termination` installed, SIGTERM raises
+``KeyboardInterrupt("SIGTERM")`` (the drivers end the session as interrupted, the
+run marked incomplete and resumable), except inside a critical section — while
+records are being written, or the session is finishing — where it is deferred to
+the section's end (recording) or ignored (finishing: a repeated SIGTERM must not
+interrupt the summary being written).
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+#: What a KeyboardInterrupt raised for SIGTERM carries.
+SIGTERM_ARGS = ("SIGTERM",)
+
+
+def is_sigterm(interrupt: BaseException) -> bool:
+    return isinstance(interrupt, KeyboardInterrupt) and interrupt.args == SIGTERM_ARGS
+
+
+class Termination:
+    def __init__(self) -> None:
+        self.terminated = False
+        self.finishing = False
+        self._depth = 0
+        self._deferred = False
+        self._previous: Any = None
+        self._installed = False
+
+    def install(self, *, only_if_default: bool = True) -> None:
+        """Handle SIGTERM in this (main) thread; leave a handler someone else set alone."""
+        try:
+            if only_if_default and signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+                return
+            self._previous = signal.signal(signal.SIGTERM, self._on_sigterm)
+            self._installed = True
+        except ValueError:  # not the main thread
+            pass
+
+    def uninstall(self) -> None:
+        if self._installed:
+            signal.signal(signal.SIGTERM, self._previous)
+            self._installed = False
+
+    def _on_sigterm(self, signum: int, frame: FrameType | None) -> None:
+        self.terminated = True
+        if self.finishing:
+            return
+        if self._depth:
+            self._deferred = True  # raised once the section is over
+            return
+        raise KeyboardInterrupt(*SIGTERM_ARGS)
+
+    @contextmanager
+    def critical(self) -> Iterator[None]:
+        """A section SIGTERM must not cut in half (records being written)."""
+        self._depth += 1
+        try:
+            yield
+        finally:
+            self._depth -= 1
+        if not self._depth and self._deferred and not self.finishing:
+            self._deferred = False
+            raise KeyboardInterrupt(*SIGTERM_ARGS)
+
+
+__all__ = ["SIGTERM_ARGS", "Termination", "is_sigterm"]

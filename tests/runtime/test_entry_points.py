@@ -1,0 +1,119 @@
+"""pytest and ``evomemory run`` are two drivers of one Session: for the same input they
+write the same artefacts, exit with the same status and refuse with the same words,
+each naming the flag as its user typed it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.plugin.guarantee_project import AGENT, RUN
+
+#: Each entry point's spelling of an option.
+FLAGS = {"pytest": "--evomemory-", "cli": "--"}
+
+
+def run(entry: str, project: Path, *options: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """``pytest --evomemory-NAME=...`` or ``evomemory run --NAME=...`` in ``project``."""
+    words = [option.replace("--@", FLAGS[entry]) for option in options]
+    if entry == "pytest":
+        command = [sys.executable, "-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-q", *words]
+    else:
+        command = [sys.executable, "-m", "pytest_evomemory.cli", "run", "-q", *words]
+    environment = {**os.environ, "PROJECT": str(project), **(env or {})}
+    environment.pop("PYTHONPATH", None)  # the project's pytest settings decide, as for a user
+    environment.pop("PYTEST_ADDOPTS", None)
+    return subprocess.run(command, cwd=project, env=environment, capture_output=True, text=True, timeout=240)
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A user's repository: its agent under ``src/``, importable through the
+    ``pythonpath`` ini setting only (as the README tells users to set it up)."""
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "scripted_agent.py").write_text(AGENT, encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text('[tool.pytest.ini_options]\npythonpath = ["src"]\n', encoding="utf-8")
+    (tmp_path / "run.yaml").write_text(RUN.format(name="g"), encoding="utf-8")
+    return tmp_path
+
+
+ENTRIES = pytest.mark.parametrize("entry", ["pytest", "cli"])
+
+
+def _stable(summary: dict[str, Any]) -> dict[str, Any]:
+    for block in [summary["overall"], *summary["streams"].values()]:
+        block.pop("seconds")
+        block["per_stimulus"].pop("seconds")
+    return {k: v for k, v in summary.items() if k not in ("started", "finished", "wall_seconds")}
+
+
+def test_both_write_the_same_artefacts_with_a_factory_found_through_pythonpath(project: Path) -> None:
+    plugin = run("pytest", project, "--@config=run.yaml", "--@output-dir=by-pytest")
+    cli = run("cli", project, "--@config=run.yaml", "--@output-dir=by-cli")
+    assert (plugin.returncode, cli.returncode) == (0, 0), plugin.stdout + plugin.stderr + cli.stdout + cli.stderr
+    first, second = project / "by-pytest", project / "by-cli"
+    assert (first / "scores.jsonl").read_text() == (second / "scores.jsonl").read_text()
+    assert _stable(json.loads((first / "summary.json").read_text())) == _stable(
+        json.loads((second / "summary.json").read_text())
+    )
+    assert sorted(p.name for p in first.iterdir()) == sorted(p.name for p in second.iterdir())
+
+
+@ENTRIES
+@pytest.mark.parametrize(
+    ("options", "says"),
+    [
+        (["--@limit=0"], "--@limit must be at least 1 (a whole number of tasks per stream), got '0'"),
+        (["--@limit=x"], "--@limit must be at least 1"),
+        (["--@max-errors=-1"], "--@max-errors must be at least 1"),
+        (["--@min-accuracy=lots"], "--@min-accuracy 'lots': expected [STREAM=]FRACTION"),
+        (["--@min-gain=10"], "--@min-gain gates the gain of an arm over the baseline"),
+        (["--@set=agent.kind=nope"], "unknown agent kind 'nope'"),
+        (["--@stream=sample_trivia"], "unknown stream(s) 'sample_trivia'"),
+        (["--@output-dir="], "--@output-dir is given an empty value"),
+    ],
+)
+def test_a_refusal_is_one_line_exit_4_naming_the_flag_as_typed(
+    entry: str, project: Path, options: list[str], says: str
+) -> None:
+    result = run(entry, project, "--@config=run.yaml", *options)
+    output = result.stdout + result.stderr
+    assert result.returncode == 4, output
+    assert says.replace("--@", FLAGS[entry]) in output
+    other = "--evomemory-" if entry == "cli" else None
+    if other is not None:
+        assert other not in output, output  # the CLI never answers in the plugin's words
+    assert "Traceback" not in output
+    assert not (project / "evomemory-results").exists()  # nothing was written
+
+
+@ENTRIES
+def test_a_missed_gate_and_a_failed_episode_exit_1(entry: str, project: Path) -> None:
+    assert run(entry, project, "--@config=run.yaml", "--@min-accuracy=0.99").returncode == 1
+    failed = run(entry, project, "--@config=run.yaml", env={"ACTIONS": json.dumps({"f02/task": "raise"})})
+    assert failed.returncode == 1
+    summary = json.loads((project / "evomemory-results" / "g" / "summary.json").read_text())
+    assert [f["task_id"] for f in summary["failed_episodes"]] == ["f02"]
+
+
+@ENTRIES
+def test_a_resume_reapplies_the_limit_and_with_nothing_left_exits_as_the_run(entry: str, project: Path) -> None:
+    stopped = run(
+        entry, project, "--@config=run.yaml", "--@limit=2", "--@max-errors=1",
+        env={"ACTIONS": json.dumps({"f02/task": "raise"})},
+    )
+    assert stopped.returncode == 2, stopped.stdout + stopped.stderr  # stopped early, resumable
+    run_dir = project / "evomemory-results" / "g"
+    assert json.loads((run_dir / "summary.json").read_text())["completion"]["complete"] is False
+    resumed = run(entry, project, f"--@resume={run_dir}")
+    assert resumed.returncode == 1, resumed.stdout + resumed.stderr  # f02 stays a failed episode
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert summary["completion"] == {"complete": True, "tasks_planned": 4, "tasks_run": 4, "reason": None}
+    again = run(entry, project, f"--@resume={run_dir}")  # nothing left to run: not pytest's exit 5
+    assert again.returncode == 1, again.stdout + again.stderr

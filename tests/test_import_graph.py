@@ -1,0 +1,145 @@
+"""The package has no import circles: not between modules, not between its parts.
+
+Every import counts: at module level, inside a function (a lazy import hides a
+circle, it does not remove it) and under ``TYPE_CHECKING``. A circle means a
+helper sits in the wrong module; the layers are listed in docs/design.md.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "pytest_evomemory"
+NAME = PACKAGE.name
+
+
+def _modules() -> dict[str, tuple[Path, bool]]:
+    modules = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+        is_package = parts[-1] == "__init__"
+        if is_package:
+            parts = parts[:-1]
+        modules[".".join(parts)] = (path, is_package)
+    return modules
+
+
+def import_graph() -> dict[str, set[str]]:
+    """module -> the package's modules it imports, anywhere in its code."""
+    modules = _modules()
+    graph: dict[str, set[str]] = {name: set() for name in modules}
+    for name, (path, is_package) in modules.items():
+        base = name.split(".") if is_package else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            for target in _targets(node, base, modules):
+                if target != name:
+                    graph[name].add(target)
+    return graph
+
+
+def _targets(node: ast.AST, base: list[str], modules: dict[str, tuple[Path, bool]]) -> Iterator[str]:
+    if isinstance(node, ast.Import):
+        yield from (alias.name for alias in node.names if alias.name in modules)
+    elif isinstance(node, ast.ImportFrom):
+        if node.level:
+            parent = base[: len(base) - (node.level - 1)]
+            module = ".".join([*parent, *([node.module] if node.module else [])])
+        else:
+            module = node.module or ""
+        if not module.startswith(NAME):
+            return
+        for alias in node.names:
+            submodule = f"{module}.{alias.name}"
+            found = submodule if submodule in modules else module
+            if found in modules:
+                yield found
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    counter = [0]
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = counter[0]
+        counter[0] += 1
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph.get(node, ())):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                other = stack.pop()
+                on_stack.discard(other)
+                component.append(other)
+                if other == node:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def part_of(module: str) -> str:
+    """``pytest_evomemory.memory.sqlite`` -> ``pytest_evomemory.memory``."""
+    return ".".join(module.split(".")[:2])
+
+
+def _explain(graph: dict[str, set[str]], component: list[str]) -> str:
+    inside = set(component)
+    return "; ".join(f"{node} -> {sorted(graph[node] & inside)}" for node in component)
+
+
+def test_no_module_imports_itself_through_others() -> None:
+    graph = import_graph()
+    found = cycles(graph)
+    assert not found, "import circles: " + " | ".join(_explain(graph, component) for component in found)
+
+
+def test_no_part_of_the_package_imports_itself_through_others() -> None:
+    graph = import_graph()
+    parts: dict[str, set[str]] = {}
+    why: dict[tuple[str, str], str] = {}
+    for module, imported in graph.items():
+        for other in imported:
+            source, target = part_of(module), part_of(other)
+            if source != target:
+                parts.setdefault(source, set()).add(target)
+                why.setdefault((source, target), f"{module} -> {other}")
+    found = cycles(parts)
+    explained = [
+        "; ".join(why[(a, b)] for a in component for b in component if (a, b) in why) for component in found
+    ]
+    assert not found, "circles between parts of the package: " + " | ".join(explained)
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "from .b import x\n",  # a module-level import
+        "def f():\n    from .b import x\n",  # a lazy one hides a circle, it does not remove it
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .b import x\n",
+    ],
+)
+def test_the_check_sees_every_kind_of_import(source: str) -> None:
+    base = [NAME, "pkg"]
+    modules = {f"{NAME}.pkg.a": (Path("a.py"), False), f"{NAME}.pkg.b": (Path("b.py"), False)}
+    targets = {target for node in ast.walk(ast.parse(source)) for target in _targets(node, base, modules)}
+    assert targets == {f"{NAME}.pkg.b"}
+    assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
