@@ -65,6 +65,7 @@ def main(args: argparse.Namespace) -> int:
     from .config import load_run_config
     from .configs import resolve_run_config
     from .errors import ConfigError, EvoMemoryError
+    from .redaction import shown
     from .reporting.terminal import format_table
     from .rundir import check_output_dir, default_run_dir
     from .runtime import BenchmarkRun, execute, parse_min_accuracy
@@ -80,7 +81,7 @@ def main(args: argparse.Namespace) -> int:
         if args.max_errors is not None and args.max_errors < 1:
             raise ConfigError(f"--max-errors must be at least 1, got {args.max_errors}")
     except EvoMemoryError as error:
-        print(f"evomemory: error: {error}", file=sys.stderr)
+        print(shown(f"evomemory: error: {error}"), file=sys.stderr)
         return EXIT_USAGE
     previous = _catch_sigterm()
     try:
@@ -90,7 +91,7 @@ def main(args: argparse.Namespace) -> int:
             progress=None if args.quiet else _progress,
         )
     except EvoMemoryError as error:
-        print(f"evomemory: error: {error}", file=sys.stderr)
+        print(shown(f"evomemory: error: {error}"), file=sys.stderr)
         return EXIT_USAGE
     except KeyboardInterrupt:  # before the first task started: nothing to summarize
         print("evomemory: interrupted before any task ran", file=sys.stderr)
@@ -101,12 +102,12 @@ def main(args: argparse.Namespace) -> int:
         print(line)
     completion = result.summary["completion"]
     for threshold in result.thresholds:
-        print(threshold.describe())
+        print(shown(threshold.describe()))
     if result.write_failure:
-        print(f"evomemory: {result.write_failure}", file=sys.stderr)
+        print(shown(f"evomemory: {result.write_failure}"), file=sys.stderr)
     print(f"results: {run_dir}")
     if not completion["complete"]:  # every planned task runs unless the run was stopped
-        print(f"evomemory: the run is incomplete ({completion['reason']})", file=sys.stderr)
+        print(shown(f"evomemory: the run is incomplete ({completion['reason']})"), file=sys.stderr)
         return EXIT_INTERRUPTED
     return EXIT_OK if result.summary["passed"] and not result.write_failure else EXIT_FAILED
 

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ModelConfig
+from ..redaction import dumps_redacted
 from ..types import Usage
 from .base import ChatCompletion, ChatModel, ModelToolCall
 
@@ -136,11 +137,11 @@ def _write_entry(path: Path, completion: ChatCompletion) -> None:
         descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-                json.dump(entry, handle, ensure_ascii=False)
+                handle.write(dumps_redacted(entry, ensure_ascii=False))  # as every artefact: strict JSON
             os.replace(temporary, path)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
-    except OSError:
-        # A read-only or full cache directory must not fail the benchmark.
+    except (OSError, ValueError):
+        # A read-only or full cache directory, or text UTF-8 cannot hold, must not fail the benchmark.
         return

@@ -265,9 +265,9 @@ def pytest_configure(config: pytest.Config) -> None:
     except pytest.UsageError:
         raise
     except Exception as error:  # ConfigError from the run directory: one line, exit 4
-        from ..redaction import redact
+        from ..redaction import shown
 
-        raise pytest.UsageError(redact(f"evomemory: {error}")) from None
+        raise pytest.UsageError(shown(f"evomemory: {error}")) from None
     if paths is None:
         if config.getoption("evomemory_min_gain"):
             raise pytest.UsageError(
@@ -349,13 +349,18 @@ def get_session(config: pytest.Config) -> EvoMemorySession:
 # --------------------------------------------------------------------------- reports
 
 
-@pytest.hookimpl(wrapper=True)
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: sees the report as every other wrapper left it
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Move this phase's records onto its report, where xdist carries them home."""
+    """Move this phase's records onto its report, where xdist carries them home; a
+    task's report is redacted and made inert before any reporter sees it."""
     report = yield
     session = item.config.stash.get(SESSION_KEY, None)
     if session is None:
         return report
+    if "evomemory_sample" in getattr(item, "fixturenames", ()):
+        from .reportsafety import clean_report
+
+        clean_report(report)
     records = list(session.pending)
     session.pending.clear()
     if report.when == "setup" and report.failed and not any(r.get("scored") for r in records):
@@ -464,4 +469,6 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
             f"{prefix}model {describe_model(agent.model.model_dump(mode='json') if agent.model else None)}",
             f"{prefix}results -> {arm.run_dir}",
         ]
-    return lines
+    from ..text import inert
+
+    return [inert(line) for line in lines]  # data provenance and names come from files

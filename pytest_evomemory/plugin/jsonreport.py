@@ -43,9 +43,11 @@ class JsonReportHooks:
     def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:
         block = self.block()
         if block is not None:
+            from ..redaction import redact_strings
             from ..reporting.summary import SCHEMA_VERSION
 
-            json_report["evomemory"] = {"schema_version": SCHEMA_VERSION, **block}
+            # the summary as the run directory writes it: redacted, strict JSON
+            json_report["evomemory"] = redact_strings({"schema_version": SCHEMA_VERSION, **block})
 
 
 def run_identity(run_config: Any) -> dict[str, Any]:

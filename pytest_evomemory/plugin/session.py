@@ -19,7 +19,7 @@ import pytest
 from ..config import RunConfig, load_run_config
 from ..errors import ConfigError, DataError, EpisodeError, EvoMemoryError
 from ..memory.snapshot import supports_snapshots
-from ..redaction import redact
+from ..redaction import shown
 from ..rundir import (
     DEFAULT_OUTPUT_ROOT,
     RUN_DOCUMENT,
@@ -57,10 +57,10 @@ def activate(config: pytest.Config, paths: list[str], resume: str | None) -> Non
             check_arm_names(run_configs)
         session = EvoMemorySession(config, run_configs, _run_dirs(config, run_configs, resume))
     except EvoMemoryError as error:
-        raise pytest.UsageError(redact(f"evomemory: {_describe(error)}")) from None  # a refusal may quote a value
+        raise pytest.UsageError(shown(f"evomemory: {_describe(error)}")) from None  # a refusal may quote a value
     except OSError as error:  # a path the system refuses (too long, I/O error) in an option or a config
         where = str(error.filename)[:200] if error.filename else "a path of the run"
-        raise pytest.UsageError(redact(
+        raise pytest.UsageError(shown(
             f"evomemory: {where!r}: {error.strerror or error}; check the paths given in the options "
             "and the run config (output directory, --evomemory-compare, --evomemory-resume)"
         )) from None
@@ -412,7 +412,7 @@ class EvoMemorySession:
             try:
                 check_unread_options(arm.run_config, builtin_agent=builtin_agent, builtin_memory=builtin_memory)
             except ConfigError as error:
-                raise pytest.UsageError(redact(f"evomemory: {error}")) from None
+                raise pytest.UsageError(shown(f"evomemory: {error}")) from None
 
     def _catch_sigterm(self) -> None:
         """A CI timeout sends SIGTERM: end the session as Ctrl-C does, so the summary
@@ -584,7 +584,7 @@ class EvoMemorySession:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.is_worker or self.config.option.collectonly:
             return
-        write = terminalreporter.write_line
+        write = _shown_writer(terminalreporter)
         for arm in self.arms:
             if arm.result is None:
                 if not arm.started:
@@ -610,7 +610,7 @@ class EvoMemorySession:
     def _report_comparison(self, terminalreporter: Any) -> None:
         from ..reporting.terminal import format_comparison
 
-        write = terminalreporter.write_line
+        write = _shown_writer(terminalreporter)
         terminalreporter.section(f"evomemory: {' vs '.join(arm.name for arm in self.arms)}", sep="=")
         if self.comparison is None:
             write(f"evomemory: {self.comparison_error}", red=True, bold=True)
@@ -721,11 +721,21 @@ def _raise_for_test(error: EvoMemoryError, prefix: str) -> NoReturn:
     fail_test(f"{prefix}{type(error).__name__}: {error}")
 
 
+def _shown_writer(terminalreporter: Any) -> Any:
+    """``terminalreporter.write_line`` for lines that may quote a server, a model or
+    an artefact: redacted and inert (see :func:`..redaction.shown`)."""
+
+    def write(line: str, **markup: bool) -> None:
+        terminalreporter.write_line(shown(line), **markup)
+
+    return write
+
+
 def fail_test(message: str) -> NoReturn:
     """Fail the test with one clear message: no traceback into our internals and no
     "during handling of the above exception" chain."""
     __tracebackhide__ = True
-    failure = pytest.fail.Exception(redact(message), pytrace=False)
+    failure = pytest.fail.Exception(shown(message), pytrace=False)
     failure.__suppress_context__ = True
     raise failure
 

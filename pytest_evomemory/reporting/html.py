@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..identity import describe_model, describe_ran
+from ..redaction import dumps_redacted
 from ..rundir import utc_now
 from ._markup import (
     _NONE,
@@ -527,7 +528,7 @@ def write_comparison(
     if json_path == path:
         raise ReportError(f"{path}: give the comparison page an .html name, so compare.json can sit beside it")
     document = {**comparison, "generated": utc_now()}
-    _write(json_path, json.dumps(document, indent=2) + "\n")
+    _write(json_path, dumps_redacted(document, indent=2) + "\n")  # as every artefact: redacted, strict JSON
     reports = [_relative_link(run.run_dir / REPORT_NAME, path.parent) for run in runs]
     return ComparisonFiles(_write(path, render_comparison(runs, comparison, reports)), json_path, document)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..text import inert
 from .stats import Proportion
 from .summary import StreamMetrics
 
@@ -43,7 +44,7 @@ def api_and_accuracy(metrics: StreamMetrics) -> str:
 
 def _row(metrics: StreamMetrics, with_api: bool) -> list[str]:
     cells = [
-        metrics.stream, str(metrics.tasks), str(metrics.correct), str(metrics.errors),
+        inert(metrics.stream, one_line=True), str(metrics.tasks), str(metrics.correct), str(metrics.errors),
         percent(metrics.accuracy), interval(metrics.accuracy_ci),
     ]
     if with_api:
@@ -59,7 +60,7 @@ def _group_rows(metrics: StreamMetrics, width: int) -> list[list[str]]:
     rows = []
     for name, group in metrics.groups.items():
         proportion = Proportion(group.correct, group.tasks)
-        cells = [f"  {name}", str(group.tasks), str(group.correct), "", percent(proportion.estimate),
+        cells = [f"  {inert(name, one_line=True)}", str(group.tasks), str(group.correct), "", percent(proportion.estimate),
                  interval(proportion.interval)]
         rows.append(cells + [""] * (width - len(cells)))
     return rows
@@ -97,6 +98,7 @@ def format_table(metrics: Mapping[str, StreamMetrics]) -> list[str]:
 
 
 def _aligned(rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
+    rows = [[inert(cell, one_line=True) for cell in row] for row in rows]  # names and labels come from artefacts
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return [
         "  ".join(
@@ -149,5 +151,5 @@ def format_comparison(document: Mapping[str, Any]) -> list[str]:
         right = right[:-1]
     lines = _aligned(rows, right)
     lines.insert(1, "-" * max(len(line) for line in lines))
-    lines += [f"warning: {warning}" for warning in document.get("warnings") or []]
+    lines += [f"warning: {inert(str(warning), one_line=True)}" for warning in document.get("warnings") or []]
     return lines
