@@ -319,7 +319,7 @@ def move_previous_run_aside(run_dir: Path) -> Path | None:
     if not present and not (transcripts.is_dir() and any(transcripts.iterdir())):
         return None
     previous = read_json(run_dir / RUN_DOCUMENT) or {}
-    stamp = str(previous.get("started") or utc_now()).replace(":", "").replace("+0000", "Z")
+    stamp = history_name(previous.get("started"))
     target = run_dir / HISTORY / stamp
     suffix = 1
     while target.exists():
@@ -331,6 +331,26 @@ def move_previous_run_aside(run_dir: Path) -> Path | None:
     if transcripts.is_dir():
         os.replace(transcripts, target / TRANSCRIPTS)
     return target
+
+
+#: A timestamp as run.json records it (``utc_now``): nothing else names a history entry.
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})?")
+
+
+def history_name(started: object) -> str:
+    """The name of an earlier run's directory under ``history/``: made here, never
+    taken from an artefact. The run's recorded start, when it is a strict ISO
+    timestamp, gives the time (``2026-12-02T101500Z``, in UTC); anything else
+    (``"../../x"``, an absolute path, a number) gives this moment's."""
+    moment = datetime.now(UTC)
+    if isinstance(started, str) and _TIMESTAMP.fullmatch(started):
+        try:
+            parsed = datetime.fromisoformat(started.replace("Z", "+00:00"))
+        except ValueError:
+            pass
+        else:
+            moment = parsed.astimezone(UTC) if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+    return moment.strftime("%Y-%m-%dT%H%M%SZ")
 
 
 class RunWriter:
@@ -514,7 +534,12 @@ def read_arms_manifest(directory: Path) -> tuple[list[ArmEntry], list[str]] | No
     arms = document.get("arms") if document is not None else None
     try:
         entries = [
-            ArmEntry(str(arm["name"]), directory / str(arm["run_dir"]), str(arm["config"])) for arm in arms or ()
+            ArmEntry(
+                str(arm["name"]),
+                recorded_arm_dir(directory, arm["run_dir"], path),
+                recorded_config_path(arm["config"], f"{path}: an arm's 'config'"),
+            )
+            for arm in arms or ()
         ]
     except (KeyError, TypeError):
         entries = []
@@ -525,6 +550,47 @@ def read_arms_manifest(directory: Path) -> tuple[list[ArmEntry], list[str]] | No
         )
     overrides = document.get("overrides")
     return entries, [str(item) for item in overrides] if isinstance(overrides, list) else []
+
+
+def recorded_arm_dir(directory: Path, value: object, source: Path) -> Path:
+    """An arm's directory as an arms manifest records it: a plain relative path that
+    stays inside ``directory``, or an absolute one (an arm whose run config has its
+    own ``output_dir``: the session checks it against that config, see
+    :func:`arm_dir_allowed`). A ``..``, a NUL or a control character is refused: the
+    manifest is data, and data does not choose where a run writes."""
+    text = value if isinstance(value, str) else ""
+    candidate = Path(text)
+    if (
+        not text.strip() or "\0" in text or _NAME_CONTROL.search(text)
+        or ".." in candidate.parts or (not candidate.is_absolute() and not candidate.parts)
+    ):
+        raise RunDirError(
+            f"--evomemory-resume {directory}: {source} names the arm directory {str(value)[:120]!r}, which is not a "
+            "directory inside it (the manifest was edited or damaged); resume each arm's directory on its own "
+            "(--evomemory-resume=DIR/<arm>)"
+        )
+    return candidate if candidate.is_absolute() else directory / candidate
+
+
+def arm_dir_allowed(run_dir: Path, directory: Path, own_output_dir: Path | None) -> bool:
+    """Whether a manifest's arm directory is one the session's own inputs name: inside
+    the manifest's ``directory``, or the arm's run config's ``output_dir``."""
+    resolved = run_dir.resolve()
+    base = directory.resolve()
+    return (base in resolved.parents) or (own_output_dir is not None and resolved == own_output_dir.resolve())
+
+
+def recorded_config_path(value: object, source: str) -> str:
+    """A run config's path as an artefact records it (an arms manifest, run.json's
+    ``run.path``): read, never written, but still only a ``.yaml``/``.yml`` file, so
+    a damaged artefact cannot make the resume read (and quote) another file."""
+    text = value if isinstance(value, str) else ""
+    if not text.strip() or "\0" in text or _NAME_CONTROL.search(text) or not text.endswith((".yaml", ".yml")):
+        raise RunDirError(
+            f"{source} is {str(value)[:120]!r}, which is not a run config file (.yaml/.yml); the file was edited "
+            "or damaged: pass --evomemory-config=PATH with the run's config"
+        )
+    return text
 
 
 def read_run_document(run_dir: Path, purpose: str = "--evomemory-resume") -> dict[str, Any]:

@@ -195,11 +195,11 @@ def _mapping(value: object) -> dict[str, Any]:
 def _resume_config_path(config: pytest.Config, resume_dir: Path) -> str:
     """The interrupted run's config; its ``--evomemory-set`` overrides apply again
     unless the command line gives its own."""
-    from ..rundir import read_run_document
+    from ..rundir import read_run_document, recorded_config_path
 
     document = read_run_document(resume_dir)
     try:
-        path = str(document["run"]["path"])
+        path = recorded_config_path(document["run"]["path"], f"{resume_dir / 'run.json'}: key 'run.path'")
     except (KeyError, TypeError):
         raise pytest.UsageError(
             f"evomemory: --evomemory-resume {resume_dir}: its run.json names no run config; "

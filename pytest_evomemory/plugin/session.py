@@ -25,6 +25,7 @@ from ..rundir import (
     RUN_DOCUMENT,
     ArmEntry,
     SharedErrorCount,
+    arm_dir_allowed,
     check_output_dir,
     default_run_dir,
     read_arms_manifest,
@@ -95,6 +96,7 @@ def _run_dirs(config: pytest.Config, run_configs: list[RunConfig], resume: str |
     manifest = read_arms_manifest(invocation_dir / resume) if resume and len(run_configs) > 1 else None
     if manifest is not None:  # an interrupted session of several arms: where they were
         run_dirs = [entry.run_dir for entry in manifest[0]]
+        check_manifest_dirs(invocation_dir / str(resume), run_dirs, run_configs, invocation_dir)
     elif len(run_configs) == 1:
         run_config = run_configs[0]
         output = resume or option or run_config.output_dir
@@ -116,6 +118,19 @@ def _run_dirs(config: pytest.Config, run_configs: list[RunConfig], resume: str |
     if is_xdist_worker(config):
         return [run_dir.resolve() for run_dir in run_dirs]
     return [check_output_dir(run_dir) for run_dir in run_dirs]
+
+
+def check_manifest_dirs(directory: Path, run_dirs: list[Path], run_configs: list[RunConfig], base: Path) -> None:
+    """Each arm directory an arms manifest names must be one the session's own inputs
+    name (inside the manifest's directory, or the arm's config's ``output_dir``)."""
+    for run_dir, run_config in zip(run_dirs, run_configs, strict=False):
+        own = base / run_config.output_dir if run_config.output_dir else None
+        if not arm_dir_allowed(run_dir, directory, own):
+            raise ConfigError(
+                f"--evomemory-resume {directory}: its arms.json names {run_dir} as arm {run_config.name!r}'s "
+                "directory, which is neither inside it nor that arm's output_dir (the manifest was edited or "
+                "damaged); resume each arm's directory on its own (--evomemory-resume=DIR/<arm>)"
+            )
 
 
 def comparison_dir(config: pytest.Config) -> Path:
