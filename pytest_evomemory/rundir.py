@@ -63,6 +63,11 @@ ARMS_MANIFEST = "arms.json"
 
 #: Files of a run, moved aside together when a new run starts in the directory.
 RUN_FILES = (RUN_DOCUMENT, RESPONSES, SCORES, EVENTS, SUMMARY, REPORT, COMPARISON, COMPARISON_DATA)
+#: Where a run's memory snapshots and SQLite memories live (memory/snapshot.py, memory/sqlite.py).
+MEMORY = "memory"
+#: Every name a run directory, or the directory holding a session's arms, may hold:
+#: no arm may be named one of them (its directory would be that file).
+RESERVED_NAMES = frozenset({*RUN_FILES, TRANSCRIPTS, HISTORY, LOCK, LOCK_OWNER, ERROR_COUNT, ARMS_MANIFEST, MEMORY})
 
 DEFAULT_OUTPUT_ROOT = "evomemory-results"
 

@@ -25,6 +25,7 @@ from ..errors import ConfigError
 from ..identity import describe_ran
 from ..redaction import redact
 from ..reporting.terminal import format_table
+from ..rundir import RESERVED_NAMES
 from ..runtime import BenchmarkRun, Run, RunResult, parse_min_accuracy
 
 #: What separates the arm from the stream in an item's id (``control:sample_facts/f01``).
@@ -33,6 +34,8 @@ ARM_SEPARATOR = ":"
 ARM_FIELD = "evomemory_arm"
 #: Arm names end up in node ids, directory names and table headers.
 _ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+#: What an arm's directory would collide with (case-folded: macOS and Windows file systems fold case).
+_RESERVED = frozenset(name.casefold() for name in RESERVED_NAMES)
 
 
 def stream_key(arm: str | None, stream: str) -> str:
@@ -52,7 +55,13 @@ def check_arm_names(run_configs: Sequence[RunConfig]) -> list[str]:
                 "it becomes part of each task's node id); set another `name:` in that run config",
                 source=str(run_config.path), key="name",
             )
-        if name in names:
+        if name.casefold() in _RESERVED:
+            raise ConfigError(
+                f"{run_config.path}: run name {name!r} cannot name an arm: the arms' directory holds a file or "
+                f"directory of that name ({', '.join(sorted(RESERVED_NAMES))}); set another `name:` in that run config",
+                source=str(run_config.path), key="name",
+            )
+        if name.casefold() in (other.casefold() for other in names):  # one directory where case folds
             raise ConfigError(
                 f"two arms are named {name!r} ({run_config.path}); each arm is one run with its own "
                 "directory, so give each run config its own `name:`",

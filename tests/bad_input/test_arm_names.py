@@ -1,0 +1,74 @@
+"""Arm names that are artefact names are refused before the first task.
+
+With several ``--evomemory-config`` arms, each arm's directory is ``<dir>/<arm
+name>`` beside the session's ``arms.json``, ``compare.html`` and ``compare.json``;
+an arm named like one of them (or like anything a run directory holds) would end
+the session after every paid task ran. The reserved names come from rundir.py, the
+one owner of the directory's format.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_evomemory.config import load_run_config
+from pytest_evomemory.errors import ConfigError
+from pytest_evomemory.plugin.arm import check_arm_names
+from pytest_evomemory.rundir import RESERVED_NAMES
+from pytest_evomemory.testing.fixtures import ServerFactory
+
+from .conftest import KEY_VARIABLE, SECRET, assert_no_internal_error, tiny_run_config
+
+
+def _named(directory: Path, base_url: str, name: str, file: str) -> Path:
+    run = tiny_run_config(directory, base_url)
+    path = directory / file
+    path.write_text(run.read_text().replace("name: badinput", f"name: {name!r}", 1))
+    return path
+
+
+def test_the_reserved_names_are_what_the_directories_hold() -> None:
+    assert {"arms.json", "compare.html", "compare.json", "history", "memory", "transcripts", ".lock",
+            "run.json", "summary.json", "scores.jsonl", "report.html"} <= RESERVED_NAMES
+
+
+@pytest.mark.parametrize("name", [*sorted(RESERVED_NAMES), "ARMS.JSON", "Compare.Html", "History"])
+def test_an_arm_named_like_an_artefact_is_refused(tmp_path: Path, name: str) -> None:
+    configs = [
+        load_run_config(_named(tmp_path, "http://127.0.0.1:9/v1", "control", "a.yaml")),
+        load_run_config(_named(tmp_path, "http://127.0.0.1:9/v1", name, "b.yaml")),
+    ]
+    with pytest.raises(ConfigError, match="cannot name an arm") as caught:
+        check_arm_names(configs)
+    assert caught.value.key == "name" and "\n" not in str(caught.value)
+
+
+def test_two_arms_whose_names_differ_only_in_case_are_refused(tmp_path: Path) -> None:
+    configs = [
+        load_run_config(_named(tmp_path, "http://127.0.0.1:9/v1", "Memory-Arm", "a.yaml")),
+        load_run_config(_named(tmp_path, "http://127.0.0.1:9/v1", "control", "b.yaml")),
+        load_run_config(_named(tmp_path, "http://127.0.0.1:9/v1", "MEMORY-ARM", "c.yaml")),
+    ]
+    with pytest.raises(ConfigError, match="two arms are named 'MEMORY-ARM'"):
+        check_arm_names(configs)
+
+
+@pytest.mark.parametrize("name", ["compare.json", "arms.json"])
+def test_the_session_refuses_before_any_model_call(
+    pytester: pytest.Pytester, scripted_openai_server: ServerFactory, monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    server = scripted_openai_server()
+    monkeypatch.setenv(KEY_VARIABLE, SECRET)
+    control = _named(pytester.path, server.base_url, "control", "control.yaml")
+    hostile = _named(pytester.path, server.base_url, name, "hostile.yaml")
+    result = pytester.runpytest(
+        f"--evomemory-config={control}", f"--evomemory-config={hostile}", "--evomemory-output-dir=arms",
+        "-p", "no:randomly", "-p", "no:cacheprovider",
+    )
+    assert_no_internal_error(result)
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines([f"*hostile.yaml: run name {name!r} cannot name an arm*"])
+    assert server.requests == []
+    assert not (pytester.path / "arms").exists()
