@@ -103,13 +103,13 @@ def main(args: argparse.Namespace) -> int:
     completion = result.summary["completion"]
     for threshold in result.thresholds:
         print(shown(threshold.describe()))
-    if result.write_failure:
-        print(shown(f"evomemory: {result.write_failure}"), file=sys.stderr)
+    if result.artefacts_lost:
+        print(shown(f"evomemory: {result.artefacts_lost}"), file=sys.stderr)
     print(f"results: {run_dir}")
     if not completion["complete"]:  # every planned task runs unless the run was stopped
         print(shown(f"evomemory: the run is incomplete ({completion['reason']})"), file=sys.stderr)
         return EXIT_INTERRUPTED
-    return EXIT_OK if result.summary["passed"] and not result.write_failure else EXIT_FAILED
+    return EXIT_OK if result.summary["passed"] and not result.artefacts_lost else EXIT_FAILED
 
 
 def _progress(record: Mapping[str, Any]) -> None:

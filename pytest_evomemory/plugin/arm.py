@@ -175,7 +175,7 @@ class Arm:
         result = self.result
         if result is None:
             return False
-        return bool(result.write_failure) or (
+        return bool(result.artefacts_lost) or (
             not result.summary["passed"] and bool(result.thresholds or result.summary["failed_episodes"])
         )
 
@@ -213,7 +213,11 @@ class Arm:
             write(f"evomemory: {result.write_failure}", red=True, bold=True)
         write(f"results: {self.run_dir}")
         if result.report_error:
-            write(f"evomemory: the HTML report could not be written: {result.report_error}", red=True)
+            write(
+                f"evomemory: the HTML report could not be written: {result.report_error}; the session fails "
+                f"(the results are written: 'evomemory report {self.run_dir}' renders it again)",
+                red=True, bold=True,
+            )
         elif result.write_failure is None:
             write(f"report: {self.run_dir / 'report.html'}")
             if compare_dir is not None:

@@ -26,6 +26,7 @@ from typing import Any
 from ..identity import describe_model, describe_ran
 from ..redaction import dumps_redacted
 from ..rundir import utc_now
+from ..text import storable
 from ._markup import (
     _NONE,
     _api_acc,
@@ -487,7 +488,8 @@ def _write(path: Path, text: str) -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(text, encoding="utf-8")
+        # an artefact keeps lone surrogates (escaped, lossless); a page cannot hold them
+        temporary.write_text(storable(text), encoding="utf-8")
         os.replace(temporary, path)
     except OSError as error:
         raise ReportError(f"cannot write {path}: {error.strerror or error}") from None

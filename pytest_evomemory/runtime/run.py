@@ -247,6 +247,14 @@ class RunResult:
     def thresholds_met(self) -> bool:
         return bool(self.summary.get("thresholds_met"))
 
+    @property
+    def artefacts_lost(self) -> str | None:
+        """Why an artefact of the run is missing (a write failed, or report.html could
+        not be written), else None: a lost result fails the run, it never exits 0."""
+        return self.write_failure or (
+            f"the HTML report could not be written: {self.report_error}" if self.report_error else None
+        )
+
 
 @dataclass
 class Run:
