@@ -37,6 +37,7 @@ from ..runtime.run import check_unread_options
 from ..types import BenchmarkSample
 from .arm import ARM_FIELD, Arm, check_arm_names, thresholds_for_arms
 from .items import task_of_nodeid
+from .notices import memory_wait_notice
 from .stash import SESSION_KEY, STARTUP_HEAP, is_xdist_worker
 
 PLUGIN_NAME = "evomemory-session"
@@ -655,6 +656,7 @@ class EvoMemorySession:
             run = arm.benchmark.open_stream(
                 name, agent_factory=agent_factory, memory_factory=memory_factory,
                 snapshots=not self.config.option.collectonly,
+                on_wait=memory_wait_notice(self.config, key, arm.run_config.memory.open_timeout_s),
             )
         self._arm_of_stream[id(run)] = arm
         self.pending.append(arm.tag(stream_started_record(name, run.identity)))
