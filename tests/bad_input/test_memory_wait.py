@@ -40,7 +40,7 @@ def test_a_fast_factory_is_not_announced_and_a_hung_one_still_times_out() -> Non
     assert open_with_timeout(lambda: memory, 5, "f", on_wait=lambda s, n: heard.append(s)) is memory
     assert heard == []
     release = threading.Event()
-    with pytest.raises(MemoryBackendError, match="memory factory hung did not return within 0.4 s"):
+    with pytest.raises(MemoryBackendError, match=r"memory factory hung did not return within 0\.4 s"):
         open_with_timeout(lambda: (release.wait(5), memory)[1], 0.4, "hung", on_wait=lambda s, n: heard.append(s))
     release.set()
     assert len(heard) == 3 and heard == sorted(heard) and heard[-1] < 0.4
