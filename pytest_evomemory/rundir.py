@@ -63,6 +63,9 @@ ARMS_MANIFEST = "arms.json"
 
 #: Files of a run, moved aside together when a new run starts in the directory.
 RUN_FILES = (RUN_DOCUMENT, RESPONSES, SCORES, EVENTS, SUMMARY, REPORT, COMPARISON, COMPARISON_DATA)
+#: What the directory holding a session's arms holds beside them (by default the
+#: output root, where single runs' directories live too).
+ARMS_DIRECTORY_FILES = (ARMS_MANIFEST, COMPARISON, COMPARISON_DATA)
 #: Where a run's memory snapshots and SQLite memories live (memory/snapshot.py, memory/sqlite.py).
 MEMORY = "memory"
 #: Every name a run directory, or the directory holding a session's arms, may hold:
@@ -122,6 +125,8 @@ def check_run_name(name: str) -> str:
         problem = f"is {name!r}"
     elif Path(name).is_absolute() or (len(name) > 1 and name[1] == ":"):
         problem = "is an absolute path"
+    elif name.casefold() in {file.casefold() for file in ARMS_DIRECTORY_FILES}:
+        problem = f"is the name of a file the output root holds ({', '.join(ARMS_DIRECTORY_FILES)})"
     if problem:
         raise RunDirError(
             f"run config: key 'name': run name {name!r} {problem}; the run name becomes one "
