@@ -37,6 +37,11 @@ _BACKSLASHED = '/\\"'
 #: A character written as an escape: ``\\u0041``, ``\\x41``, ``\\/`` (JSON, JavaScript, Python).
 _BACKSLASH_ESCAPE = re.compile(r'\\(?:u([0-9a-fA-F]{4})|x([0-9a-fA-F]{2})|([/\\"]))')
 
+#: A percent-encoded byte; an HTML character reference or named entity (every name
+#: of an ASCII character has two letters or more).
+_PERCENT_BYTE = re.compile(r"%[0-9A-Fa-f]{2}")
+_REFERENCE = re.compile(r"&(?:#|[A-Za-z]{2})")
+
 _NAMED_ENTITIES: dict[str, list[str]] = {}
 for _name, _value in html.entities.html5.items():
     if len(_value) == 1 and ord(_value) < 0x80:
@@ -119,14 +124,9 @@ class Spellings:
         self._spaced = any(" " in secret for secret in self.secrets)
         #: What may also stand escaped (a hex dump is not escaped further).
         self._escapable = (*self.secrets, *self.cores)
-        # Any escape that could spell a character of theirs: a percent-encoded byte,
-        # an HTML character reference or named entity, ``\\u``/``\\x`` or a backslash
-        # before one of their characters that JSON escapes. Text without one ("50% &
-        # more", LaTeX, JSON-in-JSON quotes for secrets without quotes) is not decoded.
-        backslashed = "".join(sorted({c for spelling in self._escapable for c in spelling if c in _BACKSLASHED}))
-        single = f"|[{re.escape(backslashed)}]" if backslashed else ""
-        self._escape_hint = re.compile(
-            rf"%[0-9A-Fa-f]{{2}}|&(?:#|[A-Za-z]{{2}})|\\(?:u[0-9a-fA-F]{{4}}|x[0-9a-fA-F]{{2}}{single})"
+        #: ``\\/``, ``\\"``, ``\\\\``: the backslash escapes of their own characters
+        self._backslashed = tuple(
+            "\\" + c for c in sorted({c for spelling in self._escapable for c in spelling if c in _BACKSLASHED})
         )
         self._pattern: re.Pattern[str] | None = None
 
@@ -150,19 +150,16 @@ class Spellings:
         return any(spelling in decoded for spelling in self._escapable)
 
     def _has_escape(self, text: str) -> bool:
-        introducers = text.count("%") + text.count("&") + text.count("\\")
-        if introducers == 0:
-            return False
-        if introducers > 8:  # a regular expression search costs microseconds: only when it pays
-            return self._escape_hint.search(text) is not None
-        match = self._escape_hint.match
-        for introducer in "%&\\":
-            position = text.find(introducer)
-            while position >= 0:
-                if match(text, position):
-                    return True
-                position = text.find(introducer, position + 1)
-        return False
+        """Whether ``text`` holds an escape that could spell a character of theirs
+        (what :attr:`pattern` can match besides plain characters). Each kind is
+        looked for with a substring test or a search for a literal-led pattern,
+        which run at C speed: transcripts are full of ``%``, ``&`` and backslashes
+        (LaTeX, JSON inside JSON) that escape nothing of a key."""
+        if "\\" in text and ("\\u" in text or "\\x" in text or any(s in text for s in self._backslashed)):
+            return True
+        if "%" in text and _PERCENT_BYTE.search(text) is not None:
+            return True
+        return "&" in text and _REFERENCE.search(text) is not None
 
     def holds_one(self, text: str) -> bool:
         """Whether ``text`` may hold any spelling other than the plain value."""
