@@ -68,9 +68,16 @@ RUN_FILES = (RUN_DOCUMENT, RESPONSES, SCORES, EVENTS, SUMMARY, REPORT, COMPARISO
 ARMS_DIRECTORY_FILES = (ARMS_MANIFEST, COMPARISON, COMPARISON_DATA)
 #: Where a run's memory snapshots and SQLite memories live (memory/snapshot.py, memory/sqlite.py).
 MEMORY = "memory"
-#: Every name a run directory, or the directory holding a session's arms, may hold:
-#: no arm may be named one of them (its directory would be that file).
+#: Every name a run directory, or the directory holding a session's arms, may hold.
+#: The arms directory's own files are never an arm's name (nor a run's); the rest are
+#: not when the arms directory also holds a run (:func:`holds_a_run`), whose files
+#: and directories an arm's directory of that name would be.
 RESERVED_NAMES = frozenset({*RUN_FILES, TRANSCRIPTS, HISTORY, LOCK, LOCK_OWNER, ERROR_COUNT, ARMS_MANIFEST, MEMORY})
+
+
+def holds_a_run(directory: Path) -> bool:
+    """Whether ``directory`` holds a run's own files (it is, or was, a run directory)."""
+    return any((directory / name).exists() for name in (RUN_DOCUMENT, SUMMARY, SCORES, TRANSCRIPTS, HISTORY, MEMORY))
 
 DEFAULT_OUTPUT_ROOT = "evomemory-results"
 

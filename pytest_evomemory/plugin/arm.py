@@ -25,7 +25,7 @@ from ..errors import ConfigError
 from ..identity import describe_ran
 from ..redaction import redact
 from ..reporting.terminal import format_table
-from ..rundir import RESERVED_NAMES
+from ..rundir import ARMS_DIRECTORY_FILES, RESERVED_NAMES, holds_a_run
 from ..runtime import BenchmarkRun, Run, RunResult, parse_min_accuracy
 
 #: What separates the arm from the stream in an item's id (``control:sample_facts/f01``).
@@ -36,6 +36,7 @@ ARM_FIELD = "evomemory_arm"
 _ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
 #: What an arm's directory would collide with (case-folded: macOS and Windows file systems fold case).
 _RESERVED = frozenset(name.casefold() for name in RESERVED_NAMES)
+_ALWAYS_RESERVED = frozenset(name.casefold() for name in ARMS_DIRECTORY_FILES)
 
 
 def stream_key(arm: str | None, stream: str) -> str:
@@ -44,8 +45,14 @@ def stream_key(arm: str | None, stream: str) -> str:
     return stream if arm is None else f"{arm}{ARM_SEPARATOR}{stream}"
 
 
-def check_arm_names(run_configs: Sequence[RunConfig]) -> list[str]:
-    """Arm names are the run configs' names: unique and usable in a node id."""
+def check_arm_names(run_configs: Sequence[RunConfig], arms_dir: Path | None = None) -> list[str]:
+    """Arm names are the run configs' names: unique, usable in a node id, and not the
+    name of what the arms directory ``arms_dir`` holds (``arms.json``,
+    ``compare.html``, ``compare.json``; when it also holds a run, any name a run
+    directory holds: see :data:`..rundir.RESERVED_NAMES`)."""
+    reserved, what = _ALWAYS_RESERVED, ", ".join(ARMS_DIRECTORY_FILES)
+    if arms_dir is not None and holds_a_run(arms_dir):
+        reserved, what = _RESERVED, f"{arms_dir} holds a run: {', '.join(sorted(RESERVED_NAMES))}"
     names: list[str] = []
     for run_config in run_configs:
         name = run_config.name
@@ -55,10 +62,11 @@ def check_arm_names(run_configs: Sequence[RunConfig]) -> list[str]:
                 "it becomes part of each task's node id); set another `name:` in that run config",
                 source=str(run_config.path), key="name",
             )
-        if name.casefold() in _RESERVED:
+        if name.casefold() in reserved:
             raise ConfigError(
                 f"{run_config.path}: run name {name!r} cannot name an arm: the arms' directory holds a file or "
-                f"directory of that name ({', '.join(sorted(RESERVED_NAMES))}); set another `name:` in that run config",
+                f"directory of that name ({what}); set another `name:` in that run config, or give the arms "
+                "another --evomemory-output-dir",
                 source=str(run_config.path), key="name",
             )
         if name.casefold() in (other.casefold() for other in names):  # one directory where case folds

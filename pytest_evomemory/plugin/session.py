@@ -56,7 +56,7 @@ def activate(config: pytest.Config, paths: list[str], resume: str | None) -> Non
             for path in paths
         ]
         if len(run_configs) > 1:
-            check_arm_names(run_configs)
+            check_arm_names(run_configs, comparison_dir(config))
         session = EvoMemorySession(config, run_configs, _run_dirs(config, run_configs, resume))
     except EvoMemoryError as error:
         raise pytest.UsageError(shown(f"evomemory: {_describe(error)}")) from None  # a refusal may quote a value

@@ -16,7 +16,7 @@ import pytest
 from pytest_evomemory.config import load_run_config
 from pytest_evomemory.errors import ConfigError
 from pytest_evomemory.plugin.arm import check_arm_names
-from pytest_evomemory.rundir import RESERVED_NAMES
+from pytest_evomemory.rundir import ARMS_DIRECTORY_FILES, RESERVED_NAMES
 from pytest_evomemory.testing.fixtures import ServerFactory
 
 from .conftest import KEY_VARIABLE, SECRET, assert_no_internal_error, tiny_run_config
@@ -30,22 +30,37 @@ def _named(directory: Path, base_url: str, name: str, file: str) -> Path:
 
 
 def test_the_reserved_names_are_what_the_directories_hold() -> None:
-    assert {"arms.json", "compare.html", "compare.json", "history", "memory", "transcripts", ".lock",
-            "run.json", "summary.json", "scores.jsonl", "report.html"} <= RESERVED_NAMES
+    assert set(ARMS_DIRECTORY_FILES) == {"arms.json", "compare.html", "compare.json"}
+    assert {"history", "memory", "transcripts", ".lock", "run.json", "summary.json", "scores.jsonl",
+            "report.html", *ARMS_DIRECTORY_FILES} <= RESERVED_NAMES
 
 
-@pytest.mark.parametrize("name", [*sorted(RESERVED_NAMES), "ARMS.JSON", "Compare.Html", "History"])
-def test_an_arm_named_like_an_artefact_is_refused(tmp_path: Path, name: str) -> None:
-    """The arms directory's own files cannot even name a run (its directory would sit
-    beside them in the output root); the rest cannot name an arm."""
-    with pytest.raises(ConfigError, match=r"cannot name an arm|is the name of a file the output root holds") as caught:
-        configs = [
-            load_run_config(_named(tmp_path, "http://127.0.0.1:9/v1", "control", "a.yaml")),
-            load_run_config(_named(tmp_path, "http://127.0.0.1:9/v1", name, "b.yaml")),
-        ]
-        check_arm_names(configs)
+@pytest.mark.parametrize("name", [*ARMS_DIRECTORY_FILES, "ARMS.JSON", "Compare.Html"])
+def test_the_arms_directorys_own_files_never_name_an_arm(tmp_path: Path, name: str) -> None:
+    """They cannot even name a run: its directory would sit beside them in the output root."""
+    with pytest.raises(ConfigError, match=r"is the name of a file the output root holds") as caught:
+        load_run_config(_named(tmp_path, "http://127.0.0.1:9/v1", name, "b.yaml"))
     assert caught.value.key == "name" and "\n" not in str(caught.value)
-    assert ("output root" in str(caught.value)) == (name.casefold() in {"arms.json", "compare.html", "compare.json"})
+
+
+RUN_ENTRIES = sorted(RESERVED_NAMES - set(ARMS_DIRECTORY_FILES) - {".lock", ".lock.owner", ".errors"})
+
+
+@pytest.mark.parametrize("name", [*RUN_ENTRIES, "History", "MEMORY"])
+def test_a_run_entry_cannot_name_an_arm_where_the_arms_directory_holds_a_run(tmp_path: Path, name: str) -> None:
+    configs = [
+        load_run_config(_named(tmp_path, "http://127.0.0.1:9/v1", "control", "a.yaml")),
+        load_run_config(_named(tmp_path, "http://127.0.0.1:9/v1", name, "b.yaml")),
+    ]
+    fresh, former_run = tmp_path / "fresh", tmp_path / "former-run"
+    fresh.mkdir()
+    (former_run / "transcripts").mkdir(parents=True)
+    (former_run / "run.json").write_text("{}", encoding="utf-8")
+    assert check_arm_names(configs, fresh) == ["control", name]  # nothing there to collide with
+    assert check_arm_names(configs) == ["control", name]
+    with pytest.raises(ConfigError, match=rf"run name {name!r} cannot name an arm: .*former-run holds a run") as caught:
+        check_arm_names(configs, former_run)
+    assert caught.value.key == "name" and "\n" not in str(caught.value)
 
 
 def test_two_arms_whose_names_differ_only_in_case_are_refused(tmp_path: Path) -> None:
@@ -62,8 +77,12 @@ def test_two_arms_whose_names_differ_only_in_case_are_refused(tmp_path: Path) ->
 def test_the_session_refuses_before_any_model_call(
     pytester: pytest.Pytester, scripted_openai_server: ServerFactory, monkeypatch: pytest.MonkeyPatch, name: str
 ) -> None:
+    """``arms`` held a single run before (``--evomemory-output-dir=arms``): an arm named
+    ``transcripts`` would be that run's transcripts directory."""
     server = scripted_openai_server()
     monkeypatch.setenv(KEY_VARIABLE, SECRET)
+    (pytester.path / "arms" / "transcripts").mkdir(parents=True)
+    (pytester.path / "arms" / "run.json").write_text("{}", encoding="utf-8")
     control = _named(pytester.path, server.base_url, "control", "control.yaml")
     hostile = _named(pytester.path, server.base_url, name, "hostile.yaml")
     result = pytester.runpytest(
@@ -74,4 +93,4 @@ def test_the_session_refuses_before_any_model_call(
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*hostile.yaml: *run name {name!r} *"])
     assert server.requests == []
-    assert not (pytester.path / "arms").exists()
+    assert sorted(path.name for path in (pytester.path / "arms").iterdir()) == ["run.json", "transcripts"]
