@@ -76,8 +76,9 @@ RESERVED_NAMES = frozenset({*RUN_FILES, TRANSCRIPTS, HISTORY, LOCK, LOCK_OWNER, 
 
 
 def holds_a_run(directory: Path) -> bool:
-    """Whether ``directory`` holds a run's own files (it is, or was, a run directory)."""
-    return any((directory / name).exists() for name in (RUN_DOCUMENT, SUMMARY, SCORES, TRANSCRIPTS, HISTORY, MEMORY))
+    """Whether ``directory`` holds a run's own files (it is, or was, a run directory;
+    an arms directory holds directories named like its arms, which may be anything)."""
+    return any((directory / name).is_file() for name in (RUN_DOCUMENT, SUMMARY, SCORES, RESPONSES))
 
 DEFAULT_OUTPUT_ROOT = "evomemory-results"
 
