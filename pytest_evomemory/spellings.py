@@ -10,10 +10,12 @@ blob, in the standard or the URL-safe alphabet, padded or not), or a hex dump.
 :class:`Spellings` finds and masks all of them, for a given set of secret values;
 :mod:`.redaction` applies it after the plain value and the header patterns.
 
-Cost: a text holds none of the escape introducers (``%``, ``\\``, ``&``) and none
-of the few exact spellings (base64 cores, hex) in the common case, and that is
-decided with ``in`` tests; only a text that may hold an escaped secret is decoded,
-and only a text whose decoding holds one is searched with the full pattern.
+Cost: a text holds none of the few exact spellings (base64 cores, hex) and no
+escape that could spell a character of the key (a percent-encoded byte, a
+character reference, ``\\u``, ``\\x``, a backslash before one of its characters)
+in the common case, and that is decided with substring tests and literal-led
+searches; only a text that may hold an escaped secret is decoded, and only a text
+whose decoding holds one is searched with the full pattern.
 """
 
 from __future__ import annotations
