@@ -17,7 +17,7 @@ from dataclasses import replace
 
 from ..redaction import redact
 from ..text import storable, storable_json_text
-from ..types import Usage
+from ..types import MAX_TOKEN_COUNT, Usage
 from .base import ChatCompletion
 
 #: Parallel tool calls a reply may carry (openai_compat.py refuses more, with its own
@@ -51,7 +51,9 @@ def clean_completion(completion: ChatCompletion, secrets: Sequence[str] = ()) ->
 
 def _count(value: object) -> int:
     """A token count as a server should report it; anything else counts as 0."""
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+    if isinstance(value, bool) or not isinstance(value, int):
+        return 0
+    return value if 0 <= value <= MAX_TOKEN_COUNT else 0
 
 
 __all__ = ["MAX_TOOL_CALLS_PER_REPLY", "clean_completion"]

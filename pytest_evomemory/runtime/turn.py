@@ -14,7 +14,7 @@ from typing import Any
 
 from ..errors import EpisodeError, ProtocolViolation
 from ..tools import FINAL_ANSWER_TOOL, Tool, ToolArgumentError
-from ..types import ToolCall, ToolSpec, Usage
+from ..types import MAX_TOKEN_COUNT, ToolCall, ToolSpec, Usage
 
 #: Largest tool-call argument payload accepted from a model, in characters.
 MAX_TOOL_ARGUMENT_CHARS = 2_000_000
@@ -67,7 +67,8 @@ class RuntimeTurn:
             raise ProtocolViolation(
                 f"{where}the agent recorded token usage prompt_tokens={getattr(usage, 'prompt_tokens', None)!r}, "
                 f"completion_tokens={getattr(usage, 'completion_tokens', None)!r}; token counts must be whole "
-                "numbers of at least 0 (check what your agent passes to turn.record_usage)"
+                f"numbers of at least 0 and at most {MAX_TOKEN_COUNT:,} (check what your agent passes to "
+                "turn.record_usage)"
             )
         self.usage = self.usage + Usage(prompt, completion)
 
@@ -122,7 +123,7 @@ def _token_count(usage: object, name: str) -> int | None:
         return None
     if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
         return None
-    return int(value) if value >= 0 else None
+    return int(value) if 0 <= value <= MAX_TOKEN_COUNT else None
 
 
 def _parse_arguments(arguments: Mapping[str, Any] | str) -> tuple[dict[str, Any] | None, str | None]:

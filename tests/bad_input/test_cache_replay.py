@@ -37,6 +37,7 @@ POISONS: dict[str, dict[str, Any]] = {
     "echoed_key_content": {"content": f"debug: Bearer {ECHOED}"},
     "echoed_key_arguments": {"tool_calls": [{"id": "c1", "name": "final_answer", "arguments": f'{{"answer": "{ECHOED}"}}'}]},
     "negative_usage": {"usage": {"prompt_tokens": -5, "completion_tokens": 3}},
+    "absurd_usage": {"usage": {"prompt_tokens": 10**30, "completion_tokens": 3}},
 }
 
 

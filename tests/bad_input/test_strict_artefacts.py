@@ -95,8 +95,9 @@ def test_a_float_subclass_is_spelled_too() -> None:
         Usage(True, 0),
         Usage("12", 0),  # type: ignore[arg-type]
         Usage(None, 0),  # type: ignore[arg-type]
+        Usage(10**30, 0),
     ],
-    ids=["nan", "inf", "negative", "fraction", "bool", "string", "none"],
+    ids=["nan", "inf", "negative", "fraction", "bool", "string", "none", "absurd"],
 )
 def test_a_usage_that_is_not_whole_numbers_is_a_protocol_violation_naming_the_task(usage: Usage) -> None:
     turn = RuntimeTurn([], max_steps=3, task="mine/t7")
