@@ -32,10 +32,9 @@ from .configs import builtin_part, builtin_part_names
 from .errors import ConfigError
 from .memory.factory import MEMORY_BACKENDS, backend_spec
 from .registry import is_reference
-from .rundir import run_name_refusal
 from .settings import Setting, apply_settings, parse_settings
 from .streams import BENCHMARKS, unread_benchmark_keys
-from .validation import path_problem, resolve_path
+from .validation import path_problem, resolve_path, run_name_problem
 from .yamlio import read_yaml_mapping
 
 #: The option that sets a key from the command line, as pytest spells it; the CLI
@@ -90,7 +89,7 @@ def load_run_config(path: str | Path, settings: Sequence[str] = (), *, set_flag:
     raw = read_yaml_mapping(run_path)
     raw.update({s.part: s.value for s in parsed if len(s.path) == 1})
     run = validate_mapping(_RunFile, raw, f"{run_path}{suffix}")
-    if run.name is not None and (problem := run_name_refusal(run.name)):
+    if run.name is not None and (problem := run_name_problem(run.name)):
         raise ConfigError(
             f"{run_path}: key 'name': run name {run.name!r} {problem}; the run name becomes one "
             "directory under the output root, so use letters, digits, '-', '_' or '.'",

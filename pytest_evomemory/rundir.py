@@ -69,7 +69,8 @@ RUN_FILES = (RUN_DOCUMENT, RESPONSES, SCORES, EVENTS, SUMMARY, REPORT, COMPARISO
 #: Where a stream's memory snapshots go (``memory/<stream>/``).
 MEMORY = "memory"
 #: What the directory holding a session's arms holds beside them (by default the
-#: output root, where single runs' directories live too): never an arm's name, nor a run's.
+#: output root, where single runs' directories live too): never an arm's name, nor a
+#: run's (validation.OUTPUT_ROOT_FILES, which the run name rule reads, is this list).
 ARMS_DIRECTORY_FILES = (ARMS_MANIFEST, COMPARISON, COMPARISON_DATA)
 #: Every name a run directory, or the directory holding a session's arms, may hold
 #: (lower case; compared case-folded: macOS and Windows file systems fold case).
@@ -123,19 +124,9 @@ _NAME_CONTROL = re.compile(f"[{CONTROL_CHARACTERS}]")
 _MAX_NAME_BYTES = MAX_NAME_BYTES
 
 
-def run_name_refusal(name: str) -> str | None:
-    """Why ``name`` cannot name a run, in words, or None: one directory under the
-    output root (:func:`..validation.run_name_problem`), and not a file the output
-    root holds beside the runs (an arms directory's ``compare.json``...)."""
-    problem = run_name_problem(name)
-    if problem is None and name.casefold() in {file.casefold() for file in ARMS_DIRECTORY_FILES}:
-        problem = f"is the name of a file the output root holds ({', '.join(ARMS_DIRECTORY_FILES)})"
-    return problem
-
-
 def check_run_name(name: str) -> str:
     """A run name is one path component inside the output root, nothing else."""
-    problem = run_name_refusal(name)
+    problem = run_name_problem(name)
     if problem:
         raise RunDirError(
             f"run config: key 'name': run name {name!r} {problem}; the run name becomes one "

@@ -259,6 +259,12 @@ def check_task_id(task_id: str, where: str) -> None:
 MAX_NAME_BYTES = 255
 
 
+#: What the directory holding runs (the output root, a session's arms directory) holds
+#: beside them: its arms manifest and the comparison (rundir.ARMS_DIRECTORY_FILES, the
+#: owner of the run directory's format, names the same files). No run is named so.
+OUTPUT_ROOT_FILES = ("arms.json", "compare.html", "compare.json")
+
+
 def run_name_problem(name: str) -> str | None:
     """Why ``name`` cannot be one directory under the output root, in words, or None.
 
@@ -278,4 +284,6 @@ def run_name_problem(name: str) -> str | None:
         return f"is {name!r}"
     if Path(name).is_absolute() or (len(name) > 1 and name[1] == ":"):
         return "is an absolute path"
+    if name.casefold() in OUTPUT_ROOT_FILES:  # case-folded: macOS and Windows file systems fold case
+        return f"is the name of a file the output root holds ({', '.join(OUTPUT_ROOT_FILES)})"
     return None

@@ -198,6 +198,8 @@ class Session:
             )
             for path in paths
         ]
+        if len(run_configs) > 1:  # before placing the arms: a clash of names says so, not a clash of directories
+            check_arm_names(run_configs, _arms_dir(setup))
         run_dirs = _run_dirs(setup, run_configs, resume)
         return cls(setup, run_configs, run_dirs, resume)
 
@@ -304,8 +306,7 @@ class Session:
     def comparison_dir(self) -> Path:
         """Where a session of several arms writes compare.html, compare.json and its
         arms manifest (a resumed session: where the interrupted one wrote them)."""
-        where = self.options.resume or self.options.output_dir or DEFAULT_OUTPUT_ROOT
-        return (self.setup.invocation_dir / where).resolve()
+        return _arms_dir(self.setup)
 
     # ----- tasks
 
@@ -650,6 +651,12 @@ class Session:
             "comparison": self.comparison,
             "gains": [result.to_dict() for result in self.gain_results],
         }
+
+
+def _arms_dir(setup: SessionSetup) -> Path:
+    """The directory holding a session's arms (see :attr:`Session.comparison_dir`)."""
+    where = setup.options.resume or setup.options.output_dir or DEFAULT_OUTPUT_ROOT
+    return (setup.invocation_dir / where).resolve()
 
 
 def _with_recorded(options: SessionOptions, resume: ResumeSource) -> SessionOptions:

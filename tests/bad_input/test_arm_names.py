@@ -18,6 +18,7 @@ from pytest_evomemory.errors import ConfigError
 from pytest_evomemory.rundir import ARMS_DIRECTORY_FILES, RESERVED_NAMES
 from pytest_evomemory.runtime.arm import check_arm_names
 from pytest_evomemory.testing.fixtures import ServerFactory
+from pytest_evomemory.validation import OUTPUT_ROOT_FILES
 
 from .conftest import KEY_VARIABLE, SECRET, assert_no_internal_error, tiny_run_config
 
@@ -30,7 +31,7 @@ def _named(directory: Path, base_url: str, name: str, file: str) -> Path:
 
 
 def test_the_reserved_names_are_what_the_directories_hold() -> None:
-    assert set(ARMS_DIRECTORY_FILES) == {"arms.json", "compare.html", "compare.json"}
+    assert set(ARMS_DIRECTORY_FILES) == {"arms.json", "compare.html", "compare.json"} == set(OUTPUT_ROOT_FILES)
     assert {"history", "memory", "transcripts", ".lock", "run.json", "summary.json", "scores.jsonl",
             "report.html", *ARMS_DIRECTORY_FILES} <= RESERVED_NAMES
 

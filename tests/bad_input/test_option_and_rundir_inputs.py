@@ -170,14 +170,14 @@ def test_a_damaged_failure_event_is_ignored(pytester: pytest.Pytester, server: S
         handle.write(json.dumps({"failure": "not an object"}) + "\n" + json.dumps({"skipped": [1]}) + "\n")
     result = pytester.runpytest("--evomemory-resume=results", *_PLAIN)
     assert_no_internal_error(result)
-    assert result.ret == pytest.ExitCode.NO_TESTS_COLLECTED  # both tasks were complete
+    assert result.ret == pytest.ExitCode.OK  # both tasks were complete: the resume completes the run (issue 23)
 
 
 @pytest.mark.parametrize(
     ("damage", "expected"),
     [
         ("scores_is_a_directory", "scores.jsonl is a directory, not a file"),
-        ("newer_schema", "has schema version 99, which this pytest-evomemory (schema 1) cannot continue; upgrade"),
+        ("newer_schema", "has schema version 99, which this pytest-evomemory (schema 2) cannot continue; upgrade"),
         ("schema_not_a_number", "has schema version 'one'"),
         ("overrides_not_a_list", "key 'run.overrides' is not a list of KEY=VALUE strings"),
     ],
