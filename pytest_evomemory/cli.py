@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 
 from . import __version__, datacmd, initcmd, runcmd
 from .errors import ConfigError
+from .redaction import shown
 from .reporting.gain import GainThreshold, check_gains, parse_min_gain
 from .reporting.html import REPORT_NAME, ReportError, write_comparison, write_html_report
 from .reporting.terminal import format_comparison
@@ -113,7 +114,7 @@ def _gate(document: Mapping[str, Any], gates: Sequence[GainThreshold]) -> bool:
     """Print each gain gate's verdict; True when one is missed."""
     results = check_gains(document, gates)
     for result in results:
-        print(result.describe())
+        print(shown(result.describe()))
     return any(not result.met for result in results)
 
 
@@ -144,7 +145,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(files.json)
             return 1 if missed else 0
     except (ReportError, ConfigError) as error:
-        print(f"{PROG}: error: {error}", file=sys.stderr)
+        print(shown(f"{PROG}: error: {error}", one_line=True), file=sys.stderr)  # may quote an artefact
         return USAGE_ERROR
     print(written)
     return 0

@@ -143,4 +143,6 @@ def _check(data_dir: Path, streams: list[HubStream], download: bool) -> int:
 
 
 def _error(message: str) -> None:
-    print(f"{PROG}: error: {message}", file=sys.stderr)
+    from .redaction import shown
+
+    print(shown(f"{PROG}: error: {message}"), file=sys.stderr)  # may quote a download server or a data file

@@ -17,7 +17,10 @@ It removes, in any text shape (JSON, HTML, headers, a truncated body):
   ``x-api-key``, ``Proxy-Authorization`` (as a header, a JSON key or a query
   parameter);
 * anything shaped like an OpenAI-style key (``sk-...``), whoever it belongs to;
-* credentials in URLs (``https://user:password@host``).
+* credentials in URLs (``https://user:password@host``);
+* a known secret in every spelling a server or proxy plausibly echoes it in:
+  percent-encoded, JSON- or HTML-escaped, base64 (alone or inside a longer blob
+  such as a ``Basic`` header's ``user:KEY``) or hex (:mod:`.spellings`).
 
 Secret values shorter than :data:`MIN_SECRET_LENGTH` are not registered: replacing
 every ``"no"`` in a record would destroy it and protect nothing.
@@ -26,13 +29,15 @@ every ``"no"`` in a record would destroy it and protect nothing.
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .text import storable
+from .spellings import spellings_of
+from .text import inert, storable
 
 #: What a removed secret is replaced with.
 MASK = "***"
@@ -140,6 +145,8 @@ def _redact(text: str, values: tuple[str, ...] | list[str]) -> str:
         if value in text:
             text = text.replace(value, MASK)
         text = _mask_cut_secret(text, value)
+    if values:
+        text = spellings_of(tuple(values)).masked(text, MASK)
     if not text.isascii():
         if _PATTERN_HINTS.search(text) is None:
             return text
@@ -199,7 +206,10 @@ def _mask_value(match: re.Match[str]) -> str:
 
 def dumps_redacted(record: Any, **options: Any) -> str:
     """``json.dumps(record, **options)`` with every string value redacted (the one
-    step every artefact the run directory writes goes through).
+    step every artefact the run directory writes goes through), and strict: a float
+    JSON cannot hold (NaN, infinities, which a model's tool arguments may carry)
+    is written as the string ``"NaN"``, ``"Infinity"`` or ``"-Infinity"``
+    (:func:`strict_number`), so ``jq`` and browsers read every artefact.
 
     Most records hold nothing to redact, and proving that on their JSON text (see
     :func:`_dump_if_clean`) costs a fraction of walking them string by string; a
@@ -220,7 +230,18 @@ def dumps_redacted(record: Any, **options: Any) -> str:
             return _redact_walk(fallback(value), values)
 
         options = {**options, "default": default}
-    return json.dumps(_redact_walk(record, values), **options)
+    return json.dumps(_redact_walk(record, values), **{"allow_nan": False, **options})
+
+
+def strict_number(value: float) -> float | str:
+    """``value``, or how a strict JSON artefact spells it when JSON has no number for
+    it: ``"NaN"``, ``"Infinity"``, ``"-Infinity"`` (the spellings of JavaScript and
+    of Python's own lenient JSON, now as strings; see docs/artefacts.md)."""
+    if math.isfinite(value):
+        return value
+    if value != value:
+        return "NaN"
+    return "Infinity" if value > 0 else "-Infinity"
 
 
 #: From a character boundary inside a JSON string token to its closing quote.
@@ -262,7 +283,8 @@ def _fast_encoder(options: Mapping[str, Any]) -> json.JSONEncoder | None:
             return fallback(value)
 
         settings = {name: value for name, value in options.items() if name != "default"}
-        encoder = _ENCODERS[key] = json.JSONEncoder(**settings, default=default)
+        # a non-finite float raises ValueError: the record then goes through the walk
+        encoder = _ENCODERS[key] = json.JSONEncoder(**settings, default=default, allow_nan=False)
     return encoder
 
 
@@ -291,6 +313,11 @@ def _dump_if_clean(record: Any, encoder: json.JSONEncoder, values: tuple[str, ..
         start = value[:MIN_SECRET_LENGTH]
         if start in text or not _JSON_PLAIN.issuperset(start):
             return None
+    # Another spelling of a secret (see spellings.py) stands in the text as it stands
+    # in its string value, except that a value's backslash is doubled: undone here,
+    # the check sees what the walk would see.
+    if values and spellings_of(values).holds_one(text.replace("\\\\", "\\")):
+        return None
     lower = text.lower()
     for literal in _HINT_LITERALS:
         position = lower.find(literal)
@@ -308,9 +335,11 @@ def _dump_if_clean(record: Any, encoder: json.JSONEncoder, values: tuple[str, ..
 
 
 def redact_strings(record: Any, secrets: Iterable[str] = ()) -> Any:
-    """A copy of a JSON-like record with every string value redacted and nothing
-    else changed: the run directory escapes what cannot be stored (ASCII JSON), so
-    its records stay lossless (NUL and lone surrogates included)."""
+    """A copy of a JSON-like record with every string value redacted and every
+    non-finite float spelled as strict JSON spells it (:func:`strict_number`), and
+    nothing else changed: for JSON that another library writes (pytest-json-report's
+    file). The run directory escapes what cannot be stored (ASCII JSON), so its
+    records stay lossless (NUL and lone surrogates included)."""
     return _redact_walk(record, _secret_values(secrets))
 
 
@@ -324,10 +353,14 @@ def _redact_walk(record: Any, values: tuple[str, ...]) -> Any:
         return {key: _redact_walk(value, values) for key, value in record.items()}
     if kind is list or kind is tuple:
         return [_redact_walk(value, values) for value in record]
-    if kind is int or kind is float or kind is bool or record is None:
+    if kind is float:
+        return record if math.isfinite(record) else strict_number(record)
+    if kind is int or kind is bool or record is None:
         return record
     if isinstance(record, str):
         return _redact(record, values)
+    if isinstance(record, float):  # a subclass (numpy's float64)
+        return strict_number(float(record))
     if isinstance(record, Mapping):
         return {key: _redact_walk(value, values) for key, value in record.items()}
     if isinstance(record, list | tuple):
@@ -351,3 +384,9 @@ def redact_record(record: Any, secrets: Iterable[str] = ()) -> Any:
     if isinstance(record, list | tuple):
         return [redact_record(value, values) for value in record]
     return record
+
+
+def shown(text: str, *, one_line: bool = False) -> str:
+    """``text`` on its way to a terminal: redacted, then made inert (control and
+    bidirectional characters shown, not obeyed; see :func:`..text.inert`)."""
+    return inert(redact(text), one_line=one_line)

@@ -27,7 +27,7 @@ from typing import Any
 
 from .errors import EvoMemoryError
 from .options import CLI_FLAGS, add_options, read_options
-from .redaction import redact
+from .redaction import shown
 from .runtime.lines import Line
 from .runtime.records import Record, TaskRecord
 from .runtime.session import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Session, SessionSetup
@@ -68,7 +68,7 @@ def main(args: argparse.Namespace) -> int:
         _error(f"evomemory: error: {error}")
         return EXIT_USAGE
     try:
-        outcome = run_session(session, progress=None if args.quiet else _progress)
+        outcome = run_session(session, progress=None if args.quiet else _progress, notice=_notice)
     except EvoMemoryError as error:  # refused before any task (preflight)
         _error(f"evomemory: error: {error}")
         session.release()
@@ -95,7 +95,12 @@ def _print(line: Line) -> None:
         print(line.text, file=sys.stderr if line.style == "red" else sys.stdout)
 
 
+def _notice(text: str) -> None:
+    """A line while something is waited for (already redacted and inert)."""
+    print(text, file=sys.stderr, flush=True)
+
+
 def _error(text: str) -> None:
-    print(inert(redact(text)), file=sys.stderr)
+    print(shown(text), file=sys.stderr)
 
 

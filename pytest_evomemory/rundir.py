@@ -68,13 +68,25 @@ ARMS_MANIFEST = "arms.json"
 RUN_FILES = (RUN_DOCUMENT, RESPONSES, SCORES, EVENTS, SUMMARY, REPORT, COMPARISON, COMPARISON_DATA)
 #: Where a stream's memory snapshots go (``memory/<stream>/``).
 MEMORY = "memory"
-#: Names no arm may take: what a session writes beside its arms (an arm named
-#: ``compare.json`` would be overwritten by the comparison). A run directory's own
-#: entries (``memory``, ``history``...) are ordinary arm names: each arm is a directory
-#: of its own below the arms directory.
+#: What the directory holding a session's arms holds beside them (by default the
+#: output root, where single runs' directories live too): never an arm's name, nor a
+#: run's (validation.OUTPUT_ROOT_FILES, which the run name rule reads, is this list).
+ARMS_DIRECTORY_FILES = (ARMS_MANIFEST, COMPARISON, COMPARISON_DATA)
+#: Every name a run directory, or the directory holding a session's arms, may hold
+#: (lower case; compared case-folded: macOS and Windows file systems fold case).
+#: The arms directory's own files are never an arm's name; the rest are not when the
+#: arms directory also holds a run (:func:`holds_a_run`), whose files and folders an
+#: arm's directory of that name would be.
 RESERVED_NAMES = frozenset(
-    name.lower() for name in (ARMS_MANIFEST, COMPARISON, COMPARISON_DATA, REPORT, LOCK, LOCK_OWNER, ERROR_COUNT)
+    name.lower() for name in (*RUN_FILES, ARMS_MANIFEST, TRANSCRIPTS, HISTORY, MEMORY, LOCK, LOCK_OWNER, ERROR_COUNT)
 )
+
+
+def holds_a_run(directory: Path) -> bool:
+    """Whether ``directory`` holds a run's own files (it is, or was, a run directory;
+    an arms directory holds directories named like its arms, which may be anything)."""
+    return any((directory / name).is_file() for name in (RUN_DOCUMENT, SUMMARY, SCORES, RESPONSES))
+
 
 DEFAULT_OUTPUT_ROOT = "evomemory-results"
 
@@ -207,7 +219,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
             continue
         try:
             value = json.loads(line)
-        except (json.JSONDecodeError, RecursionError):
+        except (ValueError, RecursionError):  # a torn line, an integer of 5,000 digits, 40,000 brackets
             continue
         if isinstance(value, dict):
             records.append(value)
@@ -314,7 +326,7 @@ def move_previous_run_aside(run_dir: Path) -> Path | None:
     if not present and not (transcripts.is_dir() and any(transcripts.iterdir())):
         return None
     previous = read_json(run_dir / RUN_DOCUMENT) or {}
-    stamp = str(previous.get("started") or utc_now()).replace(":", "").replace("+0000", "Z")
+    stamp = history_name(previous.get("started"))
     target = run_dir / HISTORY / stamp
     suffix = 1
     while target.exists():
@@ -326,6 +338,26 @@ def move_previous_run_aside(run_dir: Path) -> Path | None:
     if transcripts.is_dir():
         os.replace(transcripts, target / TRANSCRIPTS)
     return target
+
+
+#: A timestamp as run.json records it (``utc_now``): nothing else names a history entry.
+_TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,6})?(?:Z|[+-]\d{2}:\d{2})?")
+
+
+def history_name(started: object) -> str:
+    """The name of an earlier run's directory under ``history/``: made here, never
+    taken from an artefact. The run's recorded start, when it is a strict ISO
+    timestamp, gives the time (``2026-12-02T101500Z``, in UTC); anything else
+    (``"../../x"``, an absolute path, a number) gives this moment's."""
+    moment = datetime.now(UTC)
+    if isinstance(started, str) and _TIMESTAMP.fullmatch(started):
+        try:
+            parsed = datetime.fromisoformat(started.replace("Z", "+00:00"))
+        except ValueError:
+            pass
+        else:
+            moment = parsed.astimezone(UTC) if parsed.tzinfo is not None else parsed.replace(tzinfo=UTC)
+    return moment.strftime("%Y-%m-%dT%H%M%SZ")
 
 
 class RunWriter:
@@ -545,7 +577,12 @@ def read_arms_manifest(directory: Path, flag: str) -> ArmsManifest | None:
     arms = document.get("arms") if document is not None else None
     try:
         entries = tuple(
-            ArmEntry(str(arm["name"]), str(arm["run_dir"]), str(arm["config"])) for arm in arms or ()
+            ArmEntry(
+                str(arm["name"]),
+                recorded_arm_dir(directory, arm["run_dir"], path, flag),
+                recorded_config_path(arm["config"], f"{path}: an arm's 'config'"),
+            )
+            for arm in arms or ()
         )
     except (KeyError, TypeError):
         entries = ()
@@ -561,6 +598,47 @@ def read_arms_manifest(directory: Path, flag: str) -> ArmsManifest | None:
         tuple(str(item) for item in overrides) if isinstance(overrides, list) else (),
         session if isinstance(session, str) else None,
     )
+
+
+def recorded_arm_dir(directory: Path, value: object, source: Path, flag: str) -> str:
+    """An arm's directory as an arms manifest records it: a plain relative path (inside
+    ``directory``) or an absolute one (an arm whose run config has its own
+    ``output_dir``: the session checks it against that config, see
+    :func:`arm_dir_allowed`). A ``..``, a NUL or a control character is refused: the
+    manifest is data, and data does not choose where a run writes."""
+    text = value if isinstance(value, str) else ""
+    candidate = Path(text)
+    if (
+        not text.strip() or "\0" in text or _NAME_CONTROL.search(text)
+        or ".." in candidate.parts or (not candidate.is_absolute() and not candidate.parts)
+    ):
+        raise RunDirError(
+            f"{flag} {directory}: {source} names the arm directory {str(value)[:120]!r}, which is not a "
+            "directory inside it (the manifest was edited or damaged); resume each arm's directory on its own "
+            f"({flag}=DIR/<arm>)"
+        )
+    return text
+
+
+def arm_dir_allowed(run_dir: Path, directory: Path, own_output_dir: Path | None) -> bool:
+    """Whether a manifest's arm directory is one the session's own inputs name: inside
+    the manifest's ``directory``, or the arm's run config's ``output_dir``."""
+    resolved = run_dir.resolve()
+    base = directory.resolve()
+    return (base in resolved.parents) or (own_output_dir is not None and resolved == own_output_dir.resolve())
+
+
+def recorded_config_path(value: object, source: str) -> str:
+    """A run config's path as an artefact records it (an arms manifest, run.json's
+    ``run.path``): read, never written, but still only a ``.yaml``/``.yml`` file, so
+    a damaged artefact cannot make the resume read (and quote) another file."""
+    text = value if isinstance(value, str) else ""
+    if not text.strip() or "\0" in text or _NAME_CONTROL.search(text) or not text.endswith((".yaml", ".yml")):
+        raise RunDirError(
+            f"{source} is {str(value)[:120]!r}, which is not a run config file (.yaml/.yml); the file was edited "
+            "or damaged: give the run's config as well"
+        )
+    return text
 
 
 def read_run_document(run_dir: Path, purpose: str) -> dict[str, Any]:

@@ -128,13 +128,33 @@ class JsonScan:
                 yield char
 
 
-#: Characters a terminal obeys instead of showing: C0 and C1 controls (ESC starts
-#: colour, title, hyperlink and clipboard sequences), DEL, and the bidirectional
-#: overrides that reorder what is shown.
-_TERMINAL_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: What a terminal obeys, or draws as something it is not, instead of showing it:
+#: C0 controls (ESC starts every escape sequence: title, clear screen, OSC 8 links,
+#: OSC 52 clipboard writes; BEL ends an OSC; CR overwrites the line), DEL, C1
+#: controls (0x9b is a one-character CSI, 0x9d an OSC), the line and paragraph
+#: separators, the bidirectional controls that reorder what is shown (Trojan
+#: Source), and lone surrogates (which no terminal encoding can write).
+_OBEYED = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069\ud800-\udfff"
+_NOT_INERT = re.compile(f"[{_OBEYED}]")
+_NOT_INERT_LINE = re.compile(f"[\t\n{_OBEYED}]")
 
 
-def inert(text: str) -> str:
-    """``text`` safe to print: every character a terminal would obey is shown as its
-    escape (``\\x1b``, ``\\u202e``) instead. Line breaks and tabs stay."""
-    return _TERMINAL_CONTROL.sub(lambda match: match.group(0).encode("unicode_escape").decode("ascii"), text)
+def _visible(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def inert(text: str, *, one_line: bool = False) -> str:
+    """``text`` as a terminal shows it without obeying it: every control character,
+    bidirectional override and lone surrogate written out visibly (``\\x1b``,
+    ``\\u202e``), everything else as given. Newlines and tabs stay unless
+    ``one_line`` (a table cell, a one-line message). Idempotent: what it writes is
+    printable ASCII.
+
+    Everything the plugin prints that came from a model, a server, a data file or
+    an artefact passes here on its way to a terminal (see docs/artefacts.md).
+    """
+    pattern = _NOT_INERT_LINE if one_line else _NOT_INERT
+    if pattern.search(text) is None:
+        return text
+    return pattern.sub(_visible, text)

@@ -188,6 +188,11 @@ class ToolCall:
         }
 
 
+#: More tokens than any model call uses: a count above it is no count (a server's or
+#: an agent's bug) and would break every total and report built on it.
+MAX_TOKEN_COUNT = 10**12
+
+
 @dataclass(frozen=True)
 class Usage:
     """Token counts as reported by the model server (zero for model-free agents)."""

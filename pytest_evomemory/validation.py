@@ -274,6 +274,12 @@ def long_name_problem(path: Path) -> str | None:
     )
 
 
+#: What the directory holding runs (the output root, a session's arms directory) holds
+#: beside them: its arms manifest and the comparison (rundir.ARMS_DIRECTORY_FILES, the
+#: owner of the run directory's format, names the same files). No run is named so.
+OUTPUT_ROOT_FILES = ("arms.json", "compare.html", "compare.json")
+
+
 def run_name_problem(name: str) -> str | None:
     """Why ``name`` cannot be one directory under the output root, in words, or None.
 
@@ -293,4 +299,6 @@ def run_name_problem(name: str) -> str | None:
         return f"is {name!r}"
     if Path(name).is_absolute() or (len(name) > 1 and name[1] == ":"):
         return "is an absolute path"
+    if name.casefold() in OUTPUT_ROOT_FILES:  # case-folded: macOS and Windows file systems fold case
+        return f"is the name of a file the output root holds ({', '.join(OUTPUT_ROOT_FILES)})"
     return None

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import importlib.util
 import threading
+import time
 from collections.abc import Callable
 
 from ..config import MemoryConfig
@@ -66,14 +67,28 @@ def build_memory(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
     return memory
 
 
-def open_with_timeout(factory: Callable[[], MemorySystem], timeout_s: float, name: str) -> MemorySystem:
+#: While a factory has not returned, :func:`open_with_timeout` says so this often
+#: (seconds; a quarter of the timeout when that is shorter).
+WAIT_NOTICE_EVERY_S = 10.0
+
+#: Told, while a memory factory has not returned, how long it has been waiting and for
+#: which factory: ``on_wait(elapsed_s, name)``.
+WaitNotice = Callable[[float, str], None]
+
+
+def open_with_timeout(
+    factory: Callable[[], MemorySystem], timeout_s: float, name: str, on_wait: WaitNotice | None = None
+) -> MemorySystem:
     """Call ``factory()`` (which opens a stream's memory), giving up after ``timeout_s``.
 
     A factory that never returns (a server that accepts connections and never
     answers, a lock held forever) would hang the whole session; instead the
-    stream fails with a message naming the factory. The call runs in a daemon
-    thread that cannot be killed: if it returns after all, the memory it built
-    is closed, so nothing stays open for a stream that is no longer running.
+    stream fails with a message naming the factory. Meanwhile ``on_wait`` is called
+    every :data:`WAIT_NOTICE_EVERY_S` seconds (a quarter of ``timeout_s`` when that
+    is shorter), so a screen says what is being waited for instead of nothing for
+    two minutes. The call runs in a daemon thread that cannot be killed: if it
+    returns after all, the memory it built is closed, so nothing stays open for a
+    stream that is no longer running.
     """
     outcome: list[MemorySystem] = []
     failure: list[BaseException] = []
@@ -96,8 +111,16 @@ def open_with_timeout(factory: Callable[[], MemorySystem], timeout_s: float, nam
             pass  # nobody is left to tell
 
     worker = threading.Thread(target=run, name=f"evomemory-open-{name}", daemon=True)
+    started = time.monotonic()
     worker.start()
-    worker.join(timeout_s)
+    every = min(WAIT_NOTICE_EVERY_S, timeout_s / 4)
+    while (remaining := timeout_s - (time.monotonic() - started)) > 0:
+        worker.join(min(every, remaining))
+        if not worker.is_alive():
+            break
+        elapsed = time.monotonic() - started
+        if on_wait is not None and elapsed < timeout_s:
+            on_wait(elapsed, name)
     with lock:
         if not outcome and not failure:
             abandoned = True

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ModelConfig
+from ..redaction import dumps_redacted
 from ..types import Usage
 from .base import ChatCompletion, ChatModel, ModelToolCall
+from .cleaning import MAX_TOOL_CALLS_PER_REPLY, clean_completion
 
 CACHE_DIR_ENV = "EVOMEMORY_CACHE_DIR"
 #: Bump when the entry format or the key material changes.
@@ -105,18 +107,21 @@ def _read_entry(path: Path) -> ChatCompletion | None:
         if not isinstance(content, str | None) or not isinstance(finish_reason, str | None):
             return None  # edited or damaged: replaying it would hand the agent a non-text reply
         usage = data.get("usage") or {}
-        return ChatCompletion(
+        calls = data.get("tool_calls", [])
+        if not isinstance(calls, list) or len(calls) > MAX_TOOL_CALLS_PER_REPLY:
+            return None  # no live reply has this shape: not ours to replay
+        replayed = ChatCompletion(
             content=content,
             tool_calls=tuple(
-                ModelToolCall(str(call["id"]), str(call["name"]), str(call["arguments"]))
-                for call in data.get("tool_calls", [])
+                ModelToolCall(str(call["id"]), str(call["name"]), str(call["arguments"])) for call in calls
             ),
-            usage=Usage(int(usage.get("prompt_tokens", 0)), int(usage.get("completion_tokens", 0))),
+            usage=Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)),
             finish_reason=finish_reason,
             cached=True,
         )
     except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return None
+    return clean_completion(replayed)  # what a live reply gets: storable text, no secret, whole counts
 
 
 def _write_entry(path: Path, completion: ChatCompletion) -> None:
@@ -136,11 +141,11 @@ def _write_entry(path: Path, completion: ChatCompletion) -> None:
         descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
         try:
             with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-                json.dump(entry, handle, ensure_ascii=False)
+                handle.write(dumps_redacted(entry, ensure_ascii=False))  # as every artefact: strict JSON
             os.replace(temporary, path)
         except BaseException:
             Path(temporary).unlink(missing_ok=True)
             raise
-    except OSError:
-        # A read-only or full cache directory must not fail the benchmark.
+    except (OSError, ValueError):
+        # A read-only or full cache directory, or text UTF-8 cannot hold, must not fail the benchmark.
         return

@@ -21,7 +21,6 @@ import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -33,6 +32,7 @@ from ..redaction import redact, register_secret
 from ..text import storable, storable_json_text
 from ..types import Usage
 from .base import ChatCompletion, ModelToolCall
+from .cleaning import clean_completion
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -351,14 +351,9 @@ class OpenAICompatibleModel:
     def _scrubbed(self, completion: ChatCompletion) -> ChatCompletion:
         """The completion with secrets redacted from its text: a proxy that echoes the
         request (headers included) into the answer must not put the key into
-        transcripts, memory, the cache or reports. The key is never a right answer."""
-        content = None if completion.content is None else self._redact(completion.content)
-        calls = tuple(
-            replace(call, arguments=self._redact(call.arguments)) for call in completion.tool_calls
-        )
-        if content == completion.content and calls == completion.tool_calls:
-            return completion
-        return replace(completion, content=content, tool_calls=calls)
+        transcripts, memory, the cache or reports. The key is never a right answer.
+        The one cleaning a replayed reply gets too (:mod:`.cleaning`)."""
+        return clean_completion(completion, (self._api_key,) if self._api_key != NO_KEY_PLACEHOLDER else ())
 
     def _backoff(self, attempt: int, retry_after: float | None) -> float:
         if retry_after is not None:

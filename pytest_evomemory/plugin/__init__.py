@@ -124,14 +124,20 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         heap.resume()  # a session that never finished collecting must not leave it paused
 
 
-@pytest.hookimpl(wrapper=True)
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: sees the report as every other wrapper left it
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
     """Move this phase's records onto its report, where xdist carries them home,
-    and keep what pytest reports of our items free of secrets and terminal control."""
+    and keep what pytest reports of our items free of secrets and terminal control:
+    a task's report is redacted and made inert before any reporter (terminal, JUnit
+    XML, pytest-json-report) or xdist's serialization sees it."""
     report = yield
     worker = item.config.stash.get(SESSION_KEY, None)
     if worker is None:
         return report
+    if "evomemory_sample" in getattr(item, "fixturenames", ()):
+        from .reportsafety import clean_report
+
+        clean_report(report)
     from .worker import attach_records
 
     attach_records(item, call, report)

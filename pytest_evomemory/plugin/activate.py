@@ -16,7 +16,7 @@ import pytest
 
 from ..errors import ConfigError, DataError, EvoMemoryError
 from ..options import PYTEST_FLAGS, read_options
-from ..redaction import redact
+from ..redaction import shown
 from ..runtime.session import Session, SessionSetup
 from .items import ITEMS_MODULE, task_argument, task_id_of_argument
 from .stash import SESSION_KEY, distributes, is_xdist_worker
@@ -37,10 +37,10 @@ def activate(config: pytest.Config, ini_configs: Callable[[pytest.Config], list[
         )
         session = Session.open(setup, ini_configs(config) or [])
     except EvoMemoryError as error:
-        raise pytest.UsageError(redact(f"evomemory: {_describe(error)}")) from None
+        raise pytest.UsageError(shown(f"evomemory: {_describe(error)}")) from None
     except OSError as error:  # a path the system refuses (too long, I/O error) in an option or a config
         where = str(error.filename)[:200] if error.filename else "a path of the run"
-        raise pytest.UsageError(redact(
+        raise pytest.UsageError(shown(
             f"evomemory: {where!r}: {error.strerror or error}; check the paths given in the options "
             "and the run config (output directory, --evomemory-compare, --evomemory-resume)"
         )) from None

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from ..errors import EvoMemoryError
-from ..redaction import redact
+from ..redaction import shown
 from ..runtime.records import Record, RecordError, from_wire
 from ..runtime.session import Session
 from .collection import key_of, sample_of
@@ -59,7 +59,7 @@ class ControllerPlugin:
                 builtin_memory=not self._overridden("evomemory_memory_factory"),
             )
         except EvoMemoryError as error:
-            raise pytest.UsageError(redact(f"evomemory: {error}")) from None
+            raise pytest.UsageError(shown(f"evomemory: {error}")) from None
         if distributes(self.config):
             # The xdist controller collects nothing: its start-up ends here.
             self.config.stash[STARTUP_HEAP].settle()

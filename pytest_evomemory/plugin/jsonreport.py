@@ -43,4 +43,7 @@ class JsonReportHooks:
     def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:
         block = self.block()
         if block is not None:
-            json_report["evomemory"] = block
+            from ..redaction import redact_strings
+
+            # as the run directory writes it: redacted, strict JSON (no bare NaN)
+            json_report["evomemory"] = redact_strings(block)

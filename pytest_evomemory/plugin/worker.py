@@ -14,13 +14,13 @@ from typing import Any, NoReturn
 import pytest
 
 from ..errors import EpisodeError, EvoMemoryError
-from ..redaction import redact
+from ..redaction import shown
 from ..runtime import Episode, StreamRun, TaskOutcome
 from ..runtime.records import Record
 from ..runtime.session import Session
-from ..text import inert
 from ..types import BenchmarkSample
 from .collection import CollectionHooks, key_of, sample_of
+from .notices import memory_wait_notice
 from .stash import STARTUP_HEAP, get_session, is_xdist_worker
 
 
@@ -79,10 +79,13 @@ def _plugin(config: pytest.Config) -> WorkerPlugin:
 def open_stream(config: pytest.Config, key: str, agent_factory: Any, memory_factory: Any) -> LiveStream:
     """The stream fixture's setup: a fresh memory and agent, or a failed stream."""
     plugin = _plugin(config)
+    session = get_session(config)
+    timeout_s = session.streams_by_key[key][0].run_config.memory.open_timeout_s
     try:
         with config.stash[STARTUP_HEAP].paused():
-            return get_session(config).open_stream(
-                key, plugin.sink, agent_factory=agent_factory, memory_factory=memory_factory
+            return session.open_stream(
+                key, plugin.sink, agent_factory=agent_factory, memory_factory=memory_factory,
+                on_wait=memory_wait_notice(config, key, timeout_s),
             )
     except EvoMemoryError as error:
         return FailedStream(key, f"stream could not start: {error}")
@@ -148,7 +151,7 @@ def fail_test(message: str) -> NoReturn:
     """Fail the test with one clear message: no traceback into our internals, no
     "during handling of the above exception" chain, nothing a terminal would obey."""
     __tracebackhide__ = True
-    failure = pytest.fail.Exception(inert(redact(message)), pytrace=False)
+    failure = pytest.fail.Exception(shown(message), pytrace=False)
     failure.__suppress_context__ = True
     raise failure
 

@@ -76,7 +76,7 @@ def _unread_results(response: Mapping[str, Any]) -> bool:
             continue
         try:
             result = json.loads(str(call_map.get("result")))
-        except ValueError:
+        except (ValueError, RecursionError):
             return True
         if not isinstance(result, list):
             return True

@@ -24,7 +24,9 @@ from pathlib import Path
 from typing import Any
 
 from ..identity import describe_model, describe_ran
+from ..redaction import dumps_redacted
 from ..rundir import utc_now
+from ..text import storable
 from ._markup import (
     _NONE,
     _ci,
@@ -460,7 +462,8 @@ def _write(path: Path, text: str) -> Path:
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        temporary.write_text(text, encoding="utf-8")
+        # an artefact keeps lone surrogates (escaped, lossless); a page cannot hold them
+        temporary.write_text(storable(text), encoding="utf-8")
         os.replace(temporary, path)
     except OSError as error:
         raise ReportError(f"cannot write {path}: {error.strerror or error}") from None
@@ -501,7 +504,7 @@ def write_comparison(
     if json_path == path:
         raise ReportError(f"{path}: give the comparison page an .html name, so compare.json can sit beside it")
     document = {**comparison, "generated": utc_now()}
-    _write(json_path, json.dumps(document, indent=2) + "\n")
+    _write(json_path, dumps_redacted(document, indent=2) + "\n")  # as every artefact: redacted, strict JSON
     reports = [_relative_link(run.run_dir / REPORT_NAME, path.parent) for run in runs]
     return ComparisonFiles(_write(path, render_comparison(runs, comparison, reports)), json_path, document)
 

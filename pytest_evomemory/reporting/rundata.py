@@ -15,6 +15,8 @@ from typing import Any
 
 from ..errors import EvoMemoryError
 from ..rundir import RESPONSES, RUN_DOCUMENT, SCHEMA_VERSION, SCORES, SUMMARY, TRANSCRIPTS, read_jsonl
+from ..text import shorten
+from . import artefactcheck as read
 
 
 class ReportError(EvoMemoryError):
@@ -68,9 +70,10 @@ def _read_json(path: Path) -> dict[str, Any]:
         document = json.loads(path.read_text(encoding="utf-8"))
     except OSError as error:
         raise ReportError(f"cannot read {path}: {error.strerror or error}") from None
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+    except (ValueError, RecursionError) as error:  # invalid JSON, not UTF-8, an integer of 5,000 digits
         raise ReportError(
-            f"{path} is not valid JSON ({error}); was the run interrupted while writing it?"
+            f"{path} is not valid JSON ({shorten(str(error), 120) if str(error) else 'nested too deeply'}); "
+            "was the run interrupted while writing it?"
         ) from None
     if not isinstance(document, dict):
         raise ReportError(f"{path} does not hold a JSON object")
@@ -108,6 +111,19 @@ def load_run(run_dir: Path | str, label: str | None = None) -> RunData:
         if transcripts_dir.is_dir()
         else {}
     )
+    problem = (
+        read.damaged(summary_path, summary, read.SUMMARY)
+        or read.damaged(directory / RUN_DOCUMENT, run, read.RUN_DOCUMENT)
+        or read.damaged_record(directory / SCORES, scores, read.SCORE)
+        or read.damaged_record(directory / RESPONSES, responses, read.RESPONSE)
+        or next(
+            (found for stream, records in transcripts.items()
+             if (found := read.damaged_record(transcripts_dir / f"{stream}.jsonl", records, read.TRANSCRIPT))),
+            None,
+        )
+    )
+    if problem is not None:
+        raise ReportError(problem)
     name = label if label is not None else _run_name(summary, run, directory)
     return RunData(
         run_dir=directory, label=name, summary=summary, run=run, scores=scores,

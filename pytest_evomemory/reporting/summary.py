@@ -14,6 +14,7 @@ so a fast re-run is never mistaken for the model's speed.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -135,16 +136,17 @@ class StreamMetrics:
         self.stimuli += 1
         if response["kind"] == "feedback":
             self.feedback_turns += 1
-        self.agent_turns += int(response["agent_turns"])
+        self.agent_turns += _whole(response["agent_turns"])
         self.tool_calls += len(response["tool_calls"])
-        self.memory_retains += int(response["memory_retains"])
-        self.memory_recalls += int(response["memory_recalls"])
+        self.memory_retains += _whole(response["memory_retains"])
+        self.memory_recalls += _whole(response["memory_recalls"])
         self.protocol_violations += 1 if response.get("protocol_violation") else 0
         self.cached_responses += 1 if is_cached(response) else 0
         usage = response["usage"]
-        self.prompt_tokens += int(usage["prompt_tokens"])
-        self.completion_tokens += int(usage["completion_tokens"])
-        self.seconds += float(response["seconds"])
+        self.prompt_tokens += _whole(usage["prompt_tokens"])
+        self.completion_tokens += _whole(usage["completion_tokens"])
+        seconds = response["seconds"]
+        self.seconds += float(seconds) if isinstance(seconds, int | float) and math.isfinite(seconds) else 0.0
 
     def to_dict(self) -> dict[str, Any]:
         total_tokens = self.prompt_tokens + self.completion_tokens
@@ -194,6 +196,14 @@ def _declared_metrics(mode: object) -> tuple[Metric, ...]:
     if not isinstance(mode, str) or mode not in MATCH_MODES:
         return ()
     return MATCH_MODES.get(mode).metrics
+
+
+def _whole(value: object) -> int:
+    """A count as a whole number; 0 for one that is not a finite number (a record an
+    agent, or a hand, damaged: the totals stay numbers and the run still ends)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return 0
+    return int(value) if math.isfinite(value) else 0
 
 
 def summarize(

@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..text import inert
 from . import columns
 from .columns import Column
 from .summary import StreamMetrics
@@ -52,6 +53,7 @@ def format_table(metrics: Mapping[str, StreamMetrics]) -> list[str]:
         rows.append(_cells(table, document, name))
         rows += _group_rows(name, document, len(header))
     footer = _cells(table, documents["overall"], "overall")
+    rows = [[inert(cell, one_line=True) for cell in row] for row in rows]  # stream and group names come from data
     widths = [max(len(r[i]) for r in [header, footer, *rows]) for i in range(len(header))]
     numeric = [False, *(column.numeric for column in table)]
 
@@ -74,6 +76,7 @@ def format_table(metrics: Mapping[str, StreamMetrics]) -> list[str]:
 
 
 def _aligned(rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
+    rows = [[inert(cell, one_line=True) for cell in row] for row in rows]  # names and labels come from artefacts
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
     return [
         "  ".join(
@@ -123,5 +126,5 @@ def format_comparison(document: Mapping[str, Any]) -> list[str]:
     right = [False, False, *([True] * (len(header) - 2))]
     lines = _aligned(rows, right)
     lines.insert(1, "-" * max(len(line) for line in lines))
-    lines += [f"warning: {warning}" for warning in document.get("warnings") or []]
+    lines += [f"warning: {inert(str(warning), one_line=True)}" for warning in document.get("warnings") or []]
     return lines

@@ -25,7 +25,7 @@ from ..config import RunConfig
 from ..errors import ConfigError
 from ..identity import describe_ran
 from ..reporting.terminal import format_table
-from ..rundir import RESERVED_NAMES
+from ..rundir import ARMS_DIRECTORY_FILES, RESERVED_NAMES, holds_a_run
 from .gates import ARM_SEPARATOR, parse_min_accuracy
 from .lines import Line
 from .records import Record
@@ -33,30 +33,41 @@ from .run import BenchmarkRun, Run, RunResult
 
 #: Arm names end up in node ids, directory names and table headers.
 _ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
+#: What an arm's directory would always collide with (case-folded).
+_ALWAYS_RESERVED = frozenset(name.casefold() for name in ARMS_DIRECTORY_FILES)
 
 
-def check_arm_names(run_configs: Sequence[RunConfig]) -> list[str]:
-    """Arm names are the run configs' names: unique, usable in a node id, and never
-    the name of a file the session writes beside the arms (``compare.html``...)."""
+def check_arm_names(run_configs: Sequence[RunConfig], arms_dir: Path | None = None) -> list[str]:
+    """Arm names are the run configs' names: unique (case-folded: one directory where
+    the file system folds case), usable in a node id, and not the name of what the
+    arms directory ``arms_dir`` holds: ``arms.json``, ``compare.html``,
+    ``compare.json`` always; when it also holds a run (an earlier single run in the
+    same output directory), any name a run directory holds
+    (:data:`..rundir.RESERVED_NAMES`). Elsewhere an arm named ``memory`` or
+    ``history`` collides with nothing."""
+    reserved, what = _ALWAYS_RESERVED, ", ".join(ARMS_DIRECTORY_FILES)
+    if arms_dir is not None and holds_a_run(arms_dir):
+        reserved, what = RESERVED_NAMES, f"{arms_dir} holds a run: {', '.join(sorted(RESERVED_NAMES))}"
     names: list[str] = []
     for run_config in run_configs:
         name = run_config.name
-        problem = None
+        problem, advice = None, "set another `name:` in that run config"
         if not _ARM_NAME.match(name):
             problem = (
                 f"run name {name!r} cannot name an arm (letters, digits, '.', '_', '+', '-'; "
                 "it becomes part of each task's node id)"
             )
-        elif name.lower() in RESERVED_NAMES:
+        elif name.casefold() in reserved:
             problem = (
-                f"run name {name!r} is the name of a file or folder the session writes beside its arms "
-                f"({', '.join(sorted(RESERVED_NAMES))})"
+                f"run name {name!r} cannot name an arm: the arms' directory holds a file or folder of that name "
+                f"({what})"
             )
-        elif name in names:
+            advice += ", or give the arms another output directory"
+        elif name.casefold() in (other.casefold() for other in names):
             problem = f"two arms are named {name!r}; each arm is one run with its own directory"
         if problem:
             raise ConfigError(
-                f"{run_config.path}: {problem}; set another `name:` in that run config",
+                f"{run_config.path}: {problem}; {advice}",
                 source=str(run_config.path), key="name",
             )
         names.append(name)
@@ -139,7 +150,7 @@ class Arm:
         result = self.result
         if result is None:
             return False
-        return bool(result.write_failure) or bool(result.report_error) or (
+        return bool(result.artefacts_lost) or (
             not result.summary["passed"] and bool(result.thresholds or result.summary["failed_episodes"])
         )
 
@@ -176,7 +187,11 @@ class Arm:
             lines.append(Line.of(f"evomemory: {result.write_failure}", "red", bold=True))
         lines.append(Line.of(f"results: {self.run_dir}"))
         if result.report_error:
-            lines.append(Line.of(f"evomemory: the HTML report could not be written: {result.report_error}", "red"))
+            lines.append(Line.of(
+                f"evomemory: the HTML report could not be written: {result.report_error}; the session fails "
+                f"(the results are written: 'evomemory report {self.run_dir}' renders it again)",
+                "red", bold=True,
+            ))
         elif result.write_failure is None:
             lines.append(Line.of(f"report: {self.run_dir / 'report.html'}"))
             if compare_dir is not None:

@@ -11,8 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..redaction import redact
-from ..text import inert
+from ..redaction import shown
 
 Style = Literal["plain", "red", "green", "yellow"]
 
@@ -28,7 +27,17 @@ class Line:
     @classmethod
     def of(cls, text: str, style: Style = "plain", *, bold: bool = False) -> Line:
         """A line of text that may quote what a model, server or file said."""
-        return cls(inert(redact(text)), style, bold)
+        return cls(shown(text), style, bold)
 
 
-__all__ = ["Line", "Style"]
+def memory_wait_line(stream: str, elapsed_s: float, factory: str, timeout_s: float) -> str:
+    """What a driver shows while stream ``stream``'s memory factory has not returned
+    (:func:`..memory.factory.open_with_timeout`'s ``on_wait``)."""
+    return shown(
+        f"evomemory: stream {stream!r}: still waiting for {factory} to open its memory ({elapsed_s:.0f} s; "
+        f"given up at {timeout_s:g} s, the memory config's open_timeout_s)",
+        one_line=True,
+    )
+
+
+__all__ = ["Line", "Style", "memory_wait_line"]

@@ -15,12 +15,21 @@ the session's directory.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..rundir import RUN_DOCUMENT, ArmsManifest, RunDirError, read_arms_manifest, read_run_document
+from ..config import RunConfig
+from ..rundir import (
+    RUN_DOCUMENT,
+    ArmsManifest,
+    RunDirError,
+    arm_dir_allowed,
+    read_arms_manifest,
+    read_run_document,
+    recorded_config_path,
+)
 from ..validation import long_name_problem
 
 
@@ -61,10 +70,11 @@ def read_resume_source(directory: Path, flag: str) -> ResumeSource:
     document = read_run_document(directory, flag)
     run = document.get("run")
     path = run.get("path") if isinstance(run, Mapping) else None
-    if not isinstance(path, str) or not path:
+    if path is None or path == "":
         raise RunDirError(
             f"{flag} {directory}: its run.json names no run config; give the run config as well"
         )
+    path = recorded_config_path(path, f"{flag} {directory}: {directory / RUN_DOCUMENT}: key 'run.path'")
     overrides = run.get("overrides") if isinstance(run, Mapping) else None
     if overrides is None:
         overrides = []
@@ -94,6 +104,24 @@ def arm_dir_recorded(manifest: ArmsManifest, name: str, directory: Path) -> Path
                 return (directory / entry.run_dir).resolve()
             return Path(entry.run_dir).resolve() if Path(entry.run_dir).is_absolute() else None
     return None
+
+
+def check_manifest_dirs(resume: ResumeSource, run_configs: Sequence[RunConfig], here: Path, flag: str) -> None:
+    """Each arm directory the arms manifest names must be one the session's own inputs
+    name: inside the manifest's directory, or the arm's config's ``output_dir``."""
+    if resume.manifest is None:
+        return
+    directory = resume.directory
+    for entry, run_config in zip(resume.manifest.entries, run_configs, strict=False):
+        recorded = Path(entry.run_dir)
+        run_dir = recorded if recorded.is_absolute() else directory / recorded
+        own = here / run_config.output_dir if run_config.output_dir else None
+        if not arm_dir_allowed(run_dir, directory, own):
+            raise RunDirError(
+                f"{flag} {directory}: its arms.json names {run_dir} as arm {entry.name!r}'s directory, which is "
+                "neither inside it nor that arm's output_dir (the manifest was edited or damaged); resume each "
+                f"arm's directory on its own ({flag}=DIR/<arm>)"
+            )
 
 
 def _recorded_selection(documents: list[dict[str, Any]]) -> tuple[int | None, tuple[str, ...]]:
@@ -127,4 +155,4 @@ def started_by(run_dir: Path, flag: str) -> str | None:
     return session if isinstance(session, str) else None
 
 
-__all__ = ["ResumeSource", "arm_dir_recorded", "read_resume_source", "started_by"]
+__all__ = ["ResumeSource", "arm_dir_recorded", "check_manifest_dirs", "read_resume_source", "started_by"]

@@ -27,7 +27,7 @@ from ..evaluation.evomemory import EvoMemoryEvaluator
 from ..factories import call_factory, check_signature, load_factory
 from ..identity import component, model_identity
 from ..memory.base import MemoryContext, MemorySystem
-from ..memory.factory import backend_spec, build_memory, missing_extra, open_with_timeout
+from ..memory.factory import WaitNotice, backend_spec, build_memory, missing_extra, open_with_timeout
 from ..memory.snapshot import StreamSnapshots
 from ..models import check_agent_environment
 from ..reporting.summary import StreamMetrics, ThresholdResult, check_thresholds
@@ -124,12 +124,15 @@ class BenchmarkRun:
         agent_factory: AgentFactoryFn | None = None,
         memory_factory: MemoryFactoryFn | None = None,
         snapshots: bool = True,
+        on_wait: WaitNotice | None = None,
     ) -> StreamRun:
         """A fresh memory system and agent for stream ``name``.
 
         With ``snapshots``, the memory is saved into the run directory after every
         completed episode (when it offers snapshot/restore), which is what resume
         and xdist crash recovery restore from (:meth:`StreamRun.prepare_memory`).
+        ``on_wait`` hears, every few seconds, that the memory factory has not
+        returned yet (:func:`..memory.factory.open_with_timeout`).
         """
         context = MemoryContext(stream=name, run_dir=self.run_dir, run_name=self.config.name)
         strategy = self.memory_strategy
@@ -140,6 +143,7 @@ class BenchmarkRun:
                 lambda: call_factory(factory, (self.config.memory, context), "memory system"),
                 self.config.memory.open_timeout_s,
                 _factory_name(factory, self.config.memory.backend),
+                on_wait,
             )
             memory = observe(backend, name, self.isolation_guard)
         try:
@@ -254,6 +258,14 @@ class RunResult:
     @property
     def thresholds_met(self) -> bool:
         return bool(self.summary.get("thresholds_met"))
+
+    @property
+    def artefacts_lost(self) -> str | None:
+        """Why an artefact of the run is missing (a write failed, or report.html could
+        not be written), else None: a lost result fails the run, it never exits 0."""
+        return self.write_failure or (
+            f"the HTML report could not be written: {self.report_error}" if self.report_error else None
+        )
 
 
 @dataclass

@@ -14,6 +14,7 @@ from pathlib import Path
 from ..config import RunConfig
 from ..errors import EvoMemoryError
 from ..options import CLI_FLAGS, SessionOptions
+from .lines import memory_wait_line
 from .records import Record
 from .resume import read_resume_source
 from .run import AgentFactoryFn, MemoryFactoryFn
@@ -29,9 +30,11 @@ def run_session(
     agent_factory: AgentFactoryFn | None = None,
     memory_factory: MemoryFactoryFn | None = None,
     progress: Progress | None = None,
+    notice: Callable[[str], None] | None = None,
 ) -> Outcome:
     """Run every task the session has, stream by stream; SIGTERM and Ctrl-C end it
-    as interrupted (summarized, resumable)."""
+    as interrupted (summarized, resumable). ``notice`` shows a line while something
+    is being waited for (a memory factory that has not returned)."""
     session.preflight(builtin_agent=agent_factory is None, builtin_memory=memory_factory is None)
     wall = time.perf_counter()
     interrupted = False
@@ -47,7 +50,7 @@ def run_session(
             for stream in arm.benchmark.streams:
                 if session.stop_reason:
                     break
-                _run_stream(session, arm.key(stream.name), sink, agent_factory, memory_factory)
+                _run_stream(session, arm.key(stream.name), sink, agent_factory, memory_factory, notice)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -60,13 +63,22 @@ def run_session(
 def _run_stream(
     session: Session, key: str, sink: Callable[[Record], None],
     agent_factory: AgentFactoryFn | None, memory_factory: MemoryFactoryFn | None,
+    notice: Callable[[str], None] | None = None,
 ) -> None:
     arm, name = session.streams_by_key[key]
     pending = [sample for sample in arm.benchmark.by_name[name].samples if not session.is_done(key, sample)]
     if not pending:
         return
+    timeout_s = arm.run_config.memory.open_timeout_s
+
+    def on_wait(elapsed_s: float, factory: str) -> None:
+        if notice is not None:
+            notice(memory_wait_line(key, elapsed_s, factory, timeout_s))
+
     try:
-        run = session.open_stream(key, sink, agent_factory=agent_factory, memory_factory=memory_factory)
+        run = session.open_stream(
+            key, sink, agent_factory=agent_factory, memory_factory=memory_factory, on_wait=on_wait
+        )
     except EvoMemoryError:
         return  # recorded once as the stream's failure; its tasks do not run
     try:

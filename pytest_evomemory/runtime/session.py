@@ -33,7 +33,7 @@ from ..configload import load_run_config
 from ..configs import resolve_run_config
 from ..errors import ConfigError, EvoMemoryError
 from ..memory.base import MemoryContext
-from ..memory.factory import backend_spec
+from ..memory.factory import WaitNotice, backend_spec
 from ..memory.snapshot import StreamSnapshots, supports_snapshots
 from ..options import Flags, SessionOptions
 from ..reporting.gain import GainResult, GainThreshold, parse_min_gain
@@ -48,12 +48,13 @@ from ..rundir import (
     load_resume_state,
     write_arms_manifest,
 )
+from ..text import inert
 from ..types import BenchmarkSample
 from .arm import Arm, check_arm_names
 from .gates import thresholds_for_arms
 from .lines import Line
 from .records import Record, StreamErrorRecord, error_record, stream_error_record, stream_started_record
-from .resume import ResumeSource, arm_dir_recorded, read_resume_source, started_by
+from .resume import ResumeSource, arm_dir_recorded, check_manifest_dirs, read_resume_source, started_by
 from .run import (
     AgentFactoryFn,
     BenchmarkRun,
@@ -128,7 +129,7 @@ class Session:
         self.session_id = (resume.session if resume is not None else None) or uuid.uuid4().hex
         labelled = len(run_configs) > 1
         if labelled:
-            check_arm_names(run_configs)
+            check_arm_names(run_configs, self.comparison_dir)
         minimums = thresholds_for_arms(
             self.options.min_accuracy, [config.name for config in run_configs], self.flags("min-accuracy")
         )
@@ -191,8 +192,8 @@ class Session:
             )
             for path in paths
         ]
-        if len(run_configs) > 1:
-            check_arm_names(run_configs)  # before their directories are derived from the names
+        if len(run_configs) > 1:  # before placing the arms: a clash of names says so, not a clash of directories
+            check_arm_names(run_configs, _arms_dir(setup))
         run_dirs = _run_dirs(setup, run_configs, resume)
         return cls(setup, run_configs, run_dirs, resume)
 
@@ -310,8 +311,7 @@ class Session:
     def comparison_dir(self) -> Path:
         """Where a session of several arms writes compare.html, compare.json and its
         arms manifest (a resumed session: where the interrupted one wrote them)."""
-        where = self.options.resume or self.options.output_dir or DEFAULT_OUTPUT_ROOT
-        return (self.setup.invocation_dir / where).resolve()
+        return _arms_dir(self.setup)
 
     # ----- tasks
 
@@ -361,14 +361,17 @@ class Session:
     def open_stream(
         self, key: str, sink: RecordSink, *,
         agent_factory: AgentFactoryFn | None = None, memory_factory: MemoryFactoryFn | None = None,
+        on_wait: WaitNotice | None = None,
     ) -> StreamRun:
         """A stream's fresh memory and agent. A stream that cannot start is one
-        stream failure (recorded once); its tasks are not run."""
+        stream failure (recorded once); its tasks are not run. ``on_wait`` hears, every
+        few seconds, that the memory factory has not returned yet, and which one
+        (:func:`..memory.factory.open_with_timeout`): a driver says so on the screen."""
         arm, name = self.streams_by_key[key]
         try:
             run = arm.benchmark.open_stream(
                 name, agent_factory=agent_factory, memory_factory=memory_factory, snapshots=self.setup.writes
-                or self.setup.worker,
+                or self.setup.worker, on_wait=on_wait,
             )
         except EvoMemoryError as error:
             reason = f"stream {name!r} could not start: {error}"
@@ -571,7 +574,7 @@ class Session:
                 f"{prefix}model {describe_model(agent.model.model_dump(mode='json') if agent.model else None)}",
                 f"{prefix}results -> {arm.run_dir}",
             ]
-        return lines
+        return [inert(line) for line in lines]  # names and data provenance come from files
 
     def report(self, resume_command: str) -> list[Line]:
         """The end-of-session lines: each arm's, the comparison's, what to do next.
@@ -655,6 +658,12 @@ class Session:
         }
 
 
+def _arms_dir(setup: SessionSetup) -> Path:
+    """The directory holding a session's arms (see :attr:`Session.comparison_dir`)."""
+    where = setup.options.resume or setup.options.output_dir or DEFAULT_OUTPUT_ROOT
+    return (setup.invocation_dir / where).resolve()
+
+
 def _with_recorded(options: SessionOptions, resume: ResumeSource) -> SessionOptions:
     """The resumed session's options: what it recorded, unless given again."""
     from dataclasses import replace
@@ -692,6 +701,7 @@ def _run_dirs(setup: SessionSetup, run_configs: Sequence[RunConfig], resume: Res
             for run_config in run_configs
         ]
         if resume is not None and resume.manifest is not None:
+            check_manifest_dirs(resume, run_configs, here, setup.flags("resume"))
             for run_config, run_dir in zip(run_configs, run_dirs, strict=True):
                 recorded = arm_dir_recorded(resume.manifest, run_config.name, resume.directory)
                 if recorded is not None and recorded != run_dir.resolve():

@@ -99,7 +99,7 @@ class StreamRun:
             raise EpisodeError(f"stream {self.stream!r} was already torn down")
         if self.broken is not None:
             raise MemoryBackendError(f"stream {self.stream!r} stopped: {self.broken}")
-        turn = RuntimeTurn(self._turn_tools(), self.max_steps)
+        turn = RuntimeTurn(self._turn_tools(), self.max_steps, task=f"{self.stream}/{task_id}")
         before = mark(self.memory)
         started = time.perf_counter()
         failure: BaseException | None = None

@@ -8,12 +8,13 @@ actually happened, not what the agent reports.
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..errors import EpisodeError
+from ..errors import EpisodeError, ProtocolViolation
 from ..tools import FINAL_ANSWER_TOOL, Tool, ToolArgumentError
-from ..types import ToolCall, ToolSpec, Usage
+from ..types import MAX_TOKEN_COUNT, ToolCall, ToolSpec, Usage
 
 #: Largest tool-call argument payload accepted from a model, in characters.
 MAX_TOOL_ARGUMENT_CHARS = 2_000_000
@@ -22,7 +23,9 @@ MAX_TOOL_ARGUMENT_CHARS = 2_000_000
 class RuntimeTurn:
     """The runtime's implementation of :class:`~pytest_evomemory.agents.base.Turn`."""
 
-    def __init__(self, tools: Sequence[Tool], max_steps: int) -> None:
+    def __init__(self, tools: Sequence[Tool], max_steps: int, task: str | None = None) -> None:
+        #: ``<stream>/<task id>``, for messages that must name the task.
+        self.task = task
         self._tools = {FINAL_ANSWER_TOOL.name: None, **{tool.name: tool for tool in tools}}
         self._specs = [FINAL_ANSWER_TOOL, *(tool.spec for tool in tools)]
         self.max_steps = max_steps
@@ -54,7 +57,20 @@ class RuntimeTurn:
         self.steps += 1
 
     def record_usage(self, usage: Usage) -> None:
-        self.usage = self.usage + usage
+        """Add a model call's token counts; counts that are not whole numbers of at
+        least 0 (NaN, infinity, negative, a fraction, not a number) are the agent's
+        protocol violation, refused here: summed, they would make every total and
+        accuracy table of the run meaningless."""
+        prompt, completion = _token_count(usage, "prompt_tokens"), _token_count(usage, "completion_tokens")
+        if prompt is None or completion is None:
+            where = f"{self.task}: " if self.task else ""
+            raise ProtocolViolation(
+                f"{where}the agent recorded token usage prompt_tokens={getattr(usage, 'prompt_tokens', None)!r}, "
+                f"completion_tokens={getattr(usage, 'completion_tokens', None)!r}; token counts must be whole "
+                f"numbers of at least 0 and at most {MAX_TOKEN_COUNT:,} (check what your agent passes to "
+                "turn.record_usage)"
+            )
+        self.usage = self.usage + Usage(prompt, completion)
 
     def add_message(self, message: Mapping[str, Any]) -> None:
         self.messages.append(dict(message))
@@ -98,6 +114,16 @@ class RuntimeTurn:
     def _record(self, name: str, arguments: Mapping[str, Any], result: str, *, error: bool = False) -> str:
         self.tool_calls.append(ToolCall(name, dict(arguments), result, error))
         return result
+
+
+def _token_count(usage: object, name: str) -> int | None:
+    """A token count as a whole number, or None when it is not one."""
+    value = getattr(usage, name, None)
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return None
+    return int(value) if 0 <= value <= MAX_TOKEN_COUNT else None
 
 
 def _parse_arguments(arguments: Mapping[str, Any] | str) -> tuple[dict[str, Any] | None, str | None]:

@@ -129,6 +129,9 @@ EXPECTED = {
     "env_variable_not_expanded.yaml": "'${EVOMEMORY_MODEL}' at line 4: config files do not expand environment variables",
     # hints: say what to do
     "yaml_tab_indent.yaml": "indent with spaces, not tabs",
+    # issue 23: a run name that is an artefact's name; a non-finite time limit
+    "run_name_comparison_file.yaml": "key 'name': run name 'compare.json' is the name of a file the output root holds",
+    "memory_open_timeout_nan.yaml": "key 'open_timeout_s': Input should be a finite number",
 }
 
 

@@ -10,8 +10,10 @@ string rules of the previous release, every pattern applied to every string, and
 
 from __future__ import annotations
 
+import base64
 import json
 import re
+import urllib.parse
 from typing import Any
 
 import pytest
@@ -34,6 +36,7 @@ from pytest_evomemory.redaction import (
     redact,
     register_secret,
 )
+from pytest_evomemory.spellings import spellings_of
 
 SECRET = "Zq7-fastpath-Secret-91"
 LINE = {"ensure_ascii": True, "sort_keys": True, "default": str}  # rundir.dumps
@@ -46,13 +49,16 @@ def registered() -> None:
 
 
 def reference_redact(text: str) -> str:
-    """The string rules with no shortcut: every known value, then every pattern."""
+    """The string rules with no shortcut: every known value, every spelling of them
+    (searched whether or not the text holds an escape), then every pattern."""
     if len(text) < MIN_SECRET_LENGTH:
         return text
-    for value in _secret_values(()):
+    values = _secret_values(())
+    for value in values:
         if value in text:
             text = text.replace(value, MASK)
         text = _mask_cut_secret(text, value)
+    text = spellings_of(values).masked_without_shortcuts(text, MASK)
     text = _NAMED_VALUE.sub(_mask_value, text)
     text = _BEARER.sub(lambda match: f"{match.group('scheme')} {MASK}", text)
     text = _KEY_SHAPED.sub(MASK, text)
@@ -72,6 +78,11 @@ FRAGMENTS = [
     "https://", "://", "user:pw@", "@host", "abc123XYZ=", "\u212a", "\\", '"', "\\u0061", "\n", "\t", "\x00",
     "\ud800", "é", "東京", ": ", ",", "}", "{", " ", "0123456789", "=", SECRET, SECRET[:8], SECRET[:-3],
     SECRET.lower(), "Zq7-fa", "\u2028",
+    # the secret's other spellings, whole and in part: percent-encoded, escaped, base64, hex
+    urllib.parse.quote(SECRET, safe=""), SECRET.replace("-", "%2d"), SECRET.replace("-", "%252D"),
+    SECRET.replace("q", "\\u0071"), SECRET.replace("-", "&#45;"), SECRET.replace("-", "&#x2D"), "%", "&#", "&am",
+    base64.b64encode(SECRET.encode()).decode(), base64.b64encode(b"u:" + SECRET.encode()).decode()[:-3],
+    SECRET.encode().hex(), "\\x5a", "\\/",
 ]
 texts = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=6), max_size=8).map("".join)
 keys = st.sampled_from(["content", "api_key", "token", "prompt_tokens", "Bearer x", "sk-abcdefgh12", "a:b", "k"]) | texts
@@ -91,6 +102,8 @@ RULE_CASES = [
     "leaked sk-proj-AbCdEfGh12345678", "SK-abcdefgh12 stays", "at http://alice:s3cret@proxy:3128",
     "HTTPS://bob:pw@host", "\u017fsh://u:p@h", f"cut off {SECRET[:-4]}", f"whole {SECRET} key", "a basic question",
     "the api key is required", "token 12345678", r"\u0061pi_key=abcdef1", "\u212a-api-key=abcdef1", "to\u212aen=abcdef1",
+    f"quoted {urllib.parse.quote(SECRET, safe='')} here", f"basic {base64.b64encode(b'me:' + SECRET.encode()).decode()}",
+    f"hex {SECRET.encode().hex().upper()}", "".join(f"&#{ord(c)};" for c in SECRET), "50% & \\frac{1}{2}",
 ]
 
 

@@ -118,3 +118,10 @@ def test_bench_two_arms_prints_its_ratio_and_checks_both_arms(tmp_path: Path) ->
     # both arms ran in one session, whose comparison pairs every task
     assert "command(s): 1 (one session)" in out
     assert "compare.json: memory vs baseline on 28/28 paired tasks, difference +0.0 points" in out
+
+
+def test_bench_redaction_prints_its_table() -> None:
+    result = run_script(str(BENCHMARKS / "bench_redaction.py"), "--records", "5", "--repeat", "1")
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "records written (rundir.dumps), per task" in result.stdout
+    assert "redact: the key URL-encoded" in result.stdout
