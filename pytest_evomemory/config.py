@@ -214,6 +214,11 @@ class ModelConfig(_Strict):
     #: Local GGUF file for ``provider: local``; default: the bundled model.
     model_path: Text | None = None
     n_ctx: Annotated[int, Field(ge=256, le=1_048_576)] = 4096
+    #: llama.cpp threads per process for ``provider: local`` (generation and prompt
+    #: evaluation). One: threads that share a core wait for each other at every
+    #: layer, so more threads are faster only on cores nothing else uses; the
+    #: answers are the same for any count (docs/local-model.md).
+    n_threads: Annotated[int, Field(ge=1, le=512)] = 1
     #: A request body (the whole conversation so far) larger than this is refused
     #: before it is sent: a 100 MB prompt is a mistake, and a paid one.
     max_request_bytes: Annotated[int, Field(ge=1024)] = DEFAULT_MAX_REQUEST_BYTES
