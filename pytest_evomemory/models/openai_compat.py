@@ -17,6 +17,7 @@ import atexit
 import json
 import os
 import random
+import socket
 import ssl
 import threading
 import time
@@ -33,6 +34,7 @@ from ..redaction import redact, register_secret
 from ..text import storable, storable_json_text
 from ..types import Usage
 from .base import ChatCompletion, ModelToolCall
+from .deadline import Attempt, DeadlineExceeded, call_within
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -269,7 +271,11 @@ class OpenAICompatibleModel:
             retry_after: float | None = None
             try:
                 with self._semaphore:
-                    status, headers, raw = self._post(content)
+                    status, headers, raw = call_within(
+                        self.config.timeout_s, lambda attempt: self._post(content, attempt)
+                    )
+            except DeadlineExceeded as error:
+                last_problem = _deadline_problem(error)
             except _ReplyTooLarge as error:
                 self.last_status = error.status
                 raise self._error(
@@ -284,8 +290,8 @@ class OpenAICompatibleModel:
                     "model.base_url to the API root, e.g. http://127.0.0.1:8000/v1",
                     attempt, not_retried="a wrong URL is not transient",
                 ) from None
-            except httpx2.TimeoutException:
-                last_problem = f"timed out after {self.config.timeout_s:g}s (model.timeout_s)"
+            except httpx2.TimeoutException:  # one network operation; the deadline above covers the whole attempt
+                last_problem = _deadline_problem(DeadlineExceeded(self.config.timeout_s, "waiting for the server", 0))
             except httpx2.TransportError as error:
                 last_problem = f"connection error ({type(error).__name__}: {error})"
             else:
@@ -300,17 +306,25 @@ class OpenAICompatibleModel:
                 self._sleep(self._backoff(attempt, retry_after))
         raise self._error(last_problem, attempts_allowed)
 
-    def _post(self, content: bytes) -> tuple[int, Mapping[str, str], bytes]:
+    def _post(self, content: bytes, attempt: Attempt) -> tuple[int, Mapping[str, str], bytes]:
         """One POST, reading at most ``max_reply_bytes`` of the reply (a runaway
-        server must not fill this process's memory)."""
+        server must not fill this process's memory).
+
+        The transport seam: whatever client sends the request reports each chunk
+        of the body to ``attempt`` (which stops an attempt the caller gave up on,
+        see :mod:`.deadline`) and may register a way to abort a blocked read.
+        """
         limit = self.config.max_reply_bytes
         with self._client.stream("POST", "/chat/completions", content=content, headers=self._headers) as response:
+            attempt.on_cancel(lambda: _shut_down(response))
             announced = response.headers.get("content-length", "")
             if announced.isdigit() and int(announced) > limit:
                 raise _ReplyTooLarge(response.status_code, f"; it announced {int(announced):,}")
             chunks: list[bytes] = []
             size = 0
+            attempt.reading(0)
             for chunk in response.iter_bytes():
+                attempt.reading(len(chunk))
                 size += len(chunk)
                 if size > limit:
                     raise _ReplyTooLarge(response.status_code, "")
@@ -395,6 +409,25 @@ MAX_TOOL_CALLS_PER_REPLY = 64
 
 #: How much of a server's words an error quotes.
 MAX_QUOTE_CHARS = 500
+
+
+def _deadline_problem(error: DeadlineExceeded) -> str:
+    """What a missed deadline says: the deadline, what was still going on, what to do."""
+    return (
+        f"timed out after {error.seconds:g}s (model.timeout_s, the deadline of one attempt: connecting, "
+        f"sending and reading the whole reply) while {error.phase}"
+        + (f", {error.received:,} bytes of the reply received" if error.received else "")
+        + "; check that the server is up and not overloaded, or raise model.timeout_s in the agent config"
+    )
+
+
+def _shut_down(response: httpx2.Response) -> None:
+    """Abort a read blocked on an abandoned attempt's socket (closing it from
+    another thread would not wake the read; shutting it down does)."""
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if sock is not None:
+        sock.shutdown(socket.SHUT_RDWR)
 
 
 class _ReplyTooLarge(Exception):
