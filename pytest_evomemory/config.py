@@ -30,6 +30,7 @@ from pydantic import (
 )
 
 from .errors import ConfigError
+from .pricing import Pricing, PricingFileError, resolve_pricing
 from .validation import MAX_INT_DIGITS, MAX_NESTING_DEPTH, not_utf8, path_problem, resolve_path
 
 MemoryStrategy = Literal["none", "deterministic_recall", "tool_use"]
@@ -208,6 +209,9 @@ class ModelConfig(_Strict):
     retry_backoff_s: Annotated[float, Field(ge=0.0, le=60.0)] = 0.5
     retry_backoff_max_s: Annotated[float, Field(ge=0.0, le=600.0)] = 20.0
     max_concurrency: Annotated[int, Field(ge=1, le=256)] = 4
+    #: Concurrent requests to this endpoint across every process of the session
+    #: (all pytest-xdist workers together); ``None``: only ``max_concurrency`` per process.
+    max_connections: Annotated[int, Field(ge=1, le=4096)] | None = None
     #: Replay identical requests from disk; ``None`` means on for temperature 0.
     cache: bool | None = None
     cache_dir: Text | None = None
@@ -225,6 +229,10 @@ class ModelConfig(_Strict):
     #: A reply body larger than this ends the turn with a ModelError (no real chat
     #: completion comes near it; a runaway or hostile server can).
     max_reply_bytes: Annotated[int, Field(ge=1024)] = DEFAULT_MAX_REPLY_BYTES
+    #: US dollars per million input / output tokens, or the path of a pricing file
+    #: (relative to the agent config's directory), read when the config is loaded:
+    #: every cost in the artefacts and ``--evomemory-max-cost`` come from it.
+    pricing: Pricing | Text | None = None
 
     @property
     def cache_enabled(self) -> bool:
@@ -848,7 +856,7 @@ def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig
         data, source = _resolve_part(getattr(run, key), base, key, run_path)
         parts[key] = validate_mapping(model, apply_settings(data, parsed, key), f"{source}{suffix}")
         sources[key] = source
-    agent: AgentConfig = parts["agent"]
+    agent: AgentConfig = _with_pricing_resolved(parts["agent"], sources["agent"], base)
     if agent.kind == "tiny" and agent.model is None:
         raise ConfigError(
             f"{sources['agent']}: key 'model': required for kind 'tiny'; add a 'model:' section "
@@ -865,6 +873,21 @@ def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig
         sources=sources,
         overrides=tuple(settings),
     )
+
+
+def _with_pricing_resolved(agent: AgentConfig, source: str, run_dir: Path) -> AgentConfig:
+    """``model.pricing`` given as a file: its prices for this model, read now, so the
+    run records the prices it used and a bad file stops the run before any task."""
+    model = agent.model
+    if model is None or not isinstance(model.pricing, str):
+        return agent
+    source_path = Path(source)
+    base = source_path.parent if source_path.is_file() else run_dir  # an inline agent: the run config's directory
+    try:
+        pricing = resolve_pricing(model.pricing, model.model, base)
+    except PricingFileError as error:
+        raise ConfigError(f"{source}: key 'model.pricing': {error}", source=source, key="model.pricing") from None
+    return agent.model_copy(update={"model": model.model_copy(update={"pricing": pricing})})
 
 
 def unread_agent_options(agent: AgentConfig) -> str | None:

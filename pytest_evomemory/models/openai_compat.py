@@ -35,6 +35,7 @@ from ..text import storable, storable_json_text
 from ..types import Usage
 from .base import ChatCompletion, ModelToolCall
 from .deadline import Attempt, DeadlineExceeded, call_within
+from .limits import endpoint_limiter
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -227,6 +228,9 @@ class OpenAICompatibleModel:
         self._api_key = resolve_api_key(config)
         self._sleep = sleep
         self._semaphore = endpoint_semaphore(self.endpoint, config.max_concurrency)
+        #: Slots (model.max_connections) and 429 backoff shared with the session's other processes.
+        self._limiter = endpoint_limiter(self.endpoint, config.max_connections)
+        self._waited = threading.local()
         self._client = shared_client(self.endpoint, config.timeout_s)
         self._headers = {"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json"}
         #: Attempts made by the most recent ``complete`` call (for tests and logs).
@@ -269,10 +273,12 @@ class OpenAICompatibleModel:
         for attempt in range(1, attempts_allowed + 1):
             self.last_attempts = attempt
             retry_after: float | None = None
+            rate_limited = False
+            self._wait_for_shared_backoff()
             try:
-                with self._semaphore:
+                with self._semaphore, self._limiter.slot():
                     status, headers, raw = call_within(
-                        self.config.timeout_s, lambda attempt: self._post(content, attempt)
+                        self.config.timeout_s, lambda control: self._post(content, control)
                     )
             except DeadlineExceeded as error:
                 last_problem = _deadline_problem(error)
@@ -302,9 +308,24 @@ class OpenAICompatibleModel:
                 if status not in RETRYABLE_STATUSES:
                     raise self._error(last_problem, attempt, not_retried="the status is not transient")
                 retry_after = _retry_after_seconds(headers)
+                rate_limited = status == 429 or retry_after is not None
+            wait = self._backoff(attempt, retry_after)
+            if rate_limited:
+                # The endpoint asked to be left alone: every process of the session waits.
+                self._waited.until = self._limiter.block_for(wait)
             if attempt < attempts_allowed:
-                self._sleep(self._backoff(attempt, retry_after))
+                self._sleep(wait)
         raise self._error(last_problem, attempts_allowed)
+
+    def _wait_for_shared_backoff(self) -> None:
+        """Wait out a backoff another process (or thread) published for this
+        endpoint; one this thread published itself it has already slept through."""
+        until = self._limiter.blocked_until()
+        if until <= getattr(self._waited, "until", 0.0):
+            return
+        remaining = min(until - time.time(), self.config.retry_backoff_max_s)
+        if remaining > 0:
+            self._sleep(remaining)
 
     def _post(self, content: bytes, attempt: Attempt) -> tuple[int, Mapping[str, str], bytes]:
         """One POST, reading at most ``max_reply_bytes`` of the reply (a runaway

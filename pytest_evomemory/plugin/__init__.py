@@ -90,6 +90,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="stop the session after N failed episodes (default: never)",
     )
     group.addoption(
+        "--evomemory-max-cost", metavar="USD", default=None,
+        help="stop the session before a model call could take its spend past USD US dollars (across "
+        "xdist workers; needs model.pricing); completed tasks are kept and --evomemory-resume goes on",
+    )
+    group.addoption(
         "--evomemory-compare", metavar="OTHER_RUN_DIR", default=None,
         help="also write compare.html in the run directory: OTHER_RUN_DIR (baseline) vs this run",
     )
@@ -222,6 +227,7 @@ def _resume_config_path(config: pytest.Config, resume_dir: Path) -> str:
 _VALUED_OPTIONS = (
     "evomemory_config", "evomemory_set", "evomemory_output_dir", "evomemory_stream",
     "evomemory_min_accuracy", "evomemory_min_gain", "evomemory_resume", "evomemory_compare",
+    "evomemory_max_cost",
 )
 
 
@@ -286,6 +292,13 @@ def pytest_configure(config: pytest.Config) -> None:
 
         activate(config, paths, resume)
     _accept_task_node_ids(config)
+    from .model_side import ModelSideHooks
+
+    arms = get_session(config).arms
+    config.pluginmanager.register(ModelSideHooks(
+        config, is_worker=is_xdist_worker(config),
+        model_configs=[(arm.name, arm.run_config.agent.model) for arm in arms],
+    ), "evomemory-model-side")
     if not is_xdist_worker(config):
         from .progress import ProgressHooks
 

@@ -17,7 +17,7 @@ from typing import Any, NoReturn
 import pytest
 
 from ..config import RunConfig, load_run_config
-from ..errors import ConfigError, DataError, EpisodeError, EvoMemoryError
+from ..errors import BudgetExhausted, ConfigError, DataError, EpisodeError, EvoMemoryError
 from ..memory.snapshot import supports_snapshots
 from ..redaction import redact
 from ..rundir import (
@@ -715,6 +715,8 @@ class PytestEpisode(Episode):
 
 def _raise_for_test(error: EvoMemoryError, prefix: str) -> NoReturn:
     __tracebackhide__ = True
+    if isinstance(error, BudgetExhausted):  # the session stops here; the task runs on resume
+        pytest.skip(redact(str(error)))
     cause = error.__cause__
     if isinstance(error, EpisodeError) and cause is not None and not isinstance(cause, EvoMemoryError):
         raise cause from None
