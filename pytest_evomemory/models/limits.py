@@ -50,9 +50,11 @@ class EndpointLimiter:
     process that uses the same ``directory``.
 
     ``max_connections=None`` leaves concurrency alone (only the backoff is shared).
-    Several limiters of one process may share an endpoint: each request opens its
-    own slot file, and ``flock`` locks belong to the open file, so threads exclude
-    each other exactly as processes do.
+    Each slot file is opened once per limiter and held under ``flock`` (which
+    excludes other processes) and a lock of this process (which excludes its other
+    threads: they share the open file, and ``flock`` belongs to the open file).
+    Limiters of one process for the same endpoint are one object
+    (:func:`endpoint_limiter`).
     """
 
     def __init__(
@@ -70,6 +72,32 @@ class EndpointLimiter:
         self.directory = Path(directory) / f"endpoint-{hashlib.sha256(url.encode()).hexdigest()[:16]}"
         self.directory.mkdir(parents=True, exist_ok=True)
         self._sleep = sleep
+        self._slots: list[int | None] = [None] * (max_connections or 0)
+        self._slot_locks = [threading.Lock() for _ in self._slots]
+        # Read before every request: kept open, so a look is one pread (a few µs).
+        self._blocked: int | None = None
+        self._blocked_lock = threading.Lock()
+
+    def _blocked_file(self) -> int:
+        descriptor = self._blocked
+        if descriptor is None:
+            descriptor = self._blocked = os.open(self.directory / _BLOCKED_UNTIL, os.O_RDWR | os.O_CREAT, 0o600)
+        return descriptor
+
+    def close(self) -> None:
+        """Close the files no request holds now (they are opened again when needed)."""
+        for index, lock in enumerate(self._slot_locks):
+            if lock.acquire(blocking=False):
+                try:
+                    descriptor, self._slots[index] = self._slots[index], None
+                    if descriptor is not None:
+                        os.close(descriptor)
+                finally:
+                    lock.release()
+        with self._blocked_lock:
+            descriptor, self._blocked = self._blocked, None
+            if descriptor is not None:
+                os.close(descriptor)
 
     # ------------------------------------------------------------------ slots
 
@@ -79,44 +107,54 @@ class EndpointLimiter:
         if self.max_connections is None:
             yield
             return
-        descriptor = self._acquire()
+        index = self._acquire()
         try:
             yield
         finally:
-            os.close(descriptor)  # releases the flock
+            descriptor = self._slots[index]
+            if descriptor is not None:
+                fcntl.flock(descriptor, fcntl.LOCK_UN)
+            self._slot_locks[index].release()
 
     def _acquire(self) -> int:
-        count = self.max_connections or 1
+        count = len(self._slots)
         poll = FIRST_POLL_S
         while True:
             start = random.randrange(count)  # waiters spread over the slots
             for offset in range(count):
-                descriptor = self._try_slot((start + offset) % count)
-                if descriptor is not None:
-                    return descriptor
+                index = (start + offset) % count
+                if self._try_slot(index):
+                    return index
             self._sleep(poll * (0.5 + random.random()))
             poll = min(poll * 2, MAX_POLL_S)
 
-    def _try_slot(self, index: int) -> int | None:
-        descriptor = os.open(self.directory / f"slot-{index}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    def _try_slot(self, index: int) -> bool:
+        """Take slot ``index`` if no thread of this process and no other process holds it."""
+        if not self._slot_locks[index].acquire(blocking=False):
+            return False
         try:
+            descriptor = self._slots[index]
+            if descriptor is None:
+                descriptor = self._slots[index] = os.open(
+                    self.directory / f"slot-{index}.lock", os.O_RDWR | os.O_CREAT, 0o600
+                )
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            os.close(descriptor)
-            return None
+            self._slot_locks[index].release()
+            return False
         except BaseException:
-            os.close(descriptor)
+            self._slot_locks[index].release()
             raise
-        return descriptor
+        return True
 
     # ------------------------------------------------------------------ backoff
 
     def blocked_until(self) -> float:
         """The wall-clock time (``time.time()``) before which no request should go out."""
         try:
-            text = (self.directory / _BLOCKED_UNTIL).read_text(encoding="ascii").strip()
+            text = os.pread(self._blocked_file(), 64, 0).decode("ascii").strip()
             return float(text) if text else 0.0
-        except (OSError, ValueError):
+        except (OSError, ValueError):  # closed, or caught between another writer's truncate and write
             return 0.0
 
     def block_for(self, seconds: float) -> float:
@@ -126,17 +164,15 @@ class EndpointLimiter:
         if seconds <= 0:
             return until
         try:
-            with open(self.directory / _BLOCKED_UNTIL, "a+", encoding="ascii") as handle:
-                fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-                handle.seek(0)
+            with self._blocked_lock:
+                descriptor = self._blocked_file()
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
                 try:
-                    current = float(handle.read().strip() or 0.0)
-                except ValueError:
-                    current = 0.0
-                if until > current:
-                    handle.seek(0)
-                    handle.truncate()
-                    handle.write(f"{until:.6f}")
+                    if until > self.blocked_until():
+                        os.ftruncate(descriptor, 0)
+                        os.pwrite(descriptor, f"{until:.6f}".encode("ascii"), 0)
+                finally:
+                    fcntl.flock(descriptor, fcntl.LOCK_UN)
         except OSError:
             pass  # the backoff is then this process's own, as before
         return until
@@ -197,15 +233,20 @@ def close_session_directory(path: Path, created: bool) -> None:
 _LIMITERS: dict[tuple[Path, str, int | None], EndpointLimiter] = {}
 _LIMITERS_LOCK = threading.Lock()
 
+#: Limiters whose files stay open; past this many endpoints in one process (a test
+#: suite's scripted servers) the least recently built closes its idle files.
+MAX_OPEN_LIMITERS = 64
+
 
 def endpoint_limiter(url: str, max_connections: int | None) -> EndpointLimiter:
     """The limiter of ``url`` in this session's directory (one object per process)."""
     directory = session_directory()
     key = (directory, url, max_connections)
     with _LIMITERS_LOCK:
-        limiter = _LIMITERS.get(key)
-        if limiter is None:
-            limiter = _LIMITERS[key] = EndpointLimiter(directory, url, max_connections)
+        limiter = _LIMITERS.pop(key, None) or EndpointLimiter(directory, url, max_connections)
+        _LIMITERS[key] = limiter  # the most recent last
+        if len(_LIMITERS) > MAX_OPEN_LIMITERS:
+            _LIMITERS.pop(next(iter(_LIMITERS))).close()
         return limiter
 
 

@@ -124,7 +124,7 @@ def test_a_holder_that_dies_frees_its_slot(tmp_path: Path) -> None:
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
         limiter = EndpointLimiter(tmp_path, URL, 1)
-        assert limiter._try_slot(0) is None  # taken while the holder lives
+        assert not limiter._try_slot(0)  # taken while the holder lives
         os.kill(holder.pid, signal.SIGKILL)
         holder.wait(timeout=10)
         started = time.monotonic()
@@ -209,3 +209,16 @@ def test_the_cap_holds_across_xdist_workers(
     result.assert_outcomes(passed=9)
     assert len(server.requests) == 18  # a task and a feedback turn each
     assert server.in_flight_max == 1
+
+
+def test_a_closed_limiter_opens_its_files_again_when_used(tmp_path: Path) -> None:
+    """A process with many endpoints closes the idle files of the oldest limiters."""
+    limiter = EndpointLimiter(tmp_path, URL, 1)
+    with limiter.slot():
+        limiter.close()  # the held slot stays held
+        assert not EndpointLimiter(tmp_path, URL, 1)._try_slot(0)
+    limiter.close()
+    limiter.block_for(5.0)
+    assert limiter.blocked_until() > time.time() + 4
+    with limiter.slot():
+        pass
