@@ -30,7 +30,7 @@ def test_a_trickling_reply_fails_at_the_deadline_of_each_attempt(scripted_openai
     with pytest.raises(ModelError) as caught:
         model.complete(MESSAGES, [])
     elapsed = time.monotonic() - started
-    assert 1.9 <= elapsed < 3.0  # two attempts of 1 s, not the 40 s the body would take
+    assert 1.9 <= elapsed < 5.0  # two attempts of 1 s, not the 40 s the body would take
     message = str(caught.value)
     assert server.base_url in message and "after 2 attempts" in message
     assert "timed out after 1s (model.timeout_s" in message and "while reading the reply" in message
@@ -65,7 +65,7 @@ def test_a_server_that_never_answers_fails_at_the_deadline(scripted_openai_serve
     started = time.monotonic()
     with pytest.raises(ModelError, match=r"timed out after 0\.4s .* while (connecting|waiting)"):
         model.complete(MESSAGES, [])
-    assert time.monotonic() - started < 1.5
+    assert time.monotonic() - started < 3.0  # not the 5 s the server takes
 
 
 def test_call_within_returns_raises_or_gives_up() -> None:
@@ -89,7 +89,7 @@ def test_call_within_returns_raises_or_gives_up() -> None:
     started = time.monotonic()
     with pytest.raises(DeadlineExceeded) as caught:
         call_within(0.2, slow)
-    assert time.monotonic() - started < 0.6
+    assert time.monotonic() - started < 2.0
     assert caught.value.phase == "reading the reply" and caught.value.received > 0
     assert aborted.is_set() and stopped.wait(1.0)
 
