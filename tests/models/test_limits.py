@@ -35,12 +35,14 @@ MESSAGES = [{"role": "user", "content": "What is 2 + 2?"}]
 class Concurrency:
     """The peak of concurrent holders, observed by the holders themselves."""
 
-    def __init__(self) -> None:
+    def __init__(self, holders: int) -> None:
         self.now = 0
         self.peak = 0
         self.lock = threading.Lock()
+        self.start = threading.Barrier(holders)  # all ask at once, however slowly threads start
 
     def hold(self, limiter: EndpointLimiter, seconds: float) -> None:
+        self.start.wait(timeout=30)
         with limiter.slot():
             with self.lock:
                 self.now += 1
@@ -52,20 +54,18 @@ class Concurrency:
 
 def test_threads_share_the_slots(tmp_path: Path) -> None:
     limiter = EndpointLimiter(tmp_path, URL, 2)
-    seen = Concurrency()
+    seen = Concurrency(6)
     threads = [threading.Thread(target=seen.hold, args=(limiter, 0.05)) for _ in range(6)]
-    started = time.monotonic()
     for thread in threads:
         thread.start()
     for thread in threads:
         thread.join()
     assert seen.peak == 2
-    assert time.monotonic() - started >= 0.15  # 6 holds of 0.05 s, 2 at a time
 
 
 def test_no_cap_means_no_waiting(tmp_path: Path) -> None:
     limiter = EndpointLimiter(tmp_path, URL, None)
-    seen = Concurrency()
+    seen = Concurrency(4)
     threads = [threading.Thread(target=seen.hold, args=(limiter, 0.1)) for _ in range(4)]
     for thread in threads:
         thread.start()
