@@ -96,6 +96,8 @@ class StreamMetrics:
     completion_tokens: int = 0
     seconds: float = 0.0
     curve: list[float] = field(default_factory=list)
+    #: The responses' ``cost_usd`` summed (model.pricing); None when none is priced.
+    cost_usd: float | None = None
 
     @property
     def accuracy(self) -> float | None:
@@ -145,6 +147,9 @@ class StreamMetrics:
         self.prompt_tokens += int(usage["prompt_tokens"])
         self.completion_tokens += int(usage["completion_tokens"])
         self.seconds += float(response["seconds"])
+        cost = response.get("cost_usd")
+        if isinstance(cost, int | float) and not isinstance(cost, bool):
+            self.cost_usd = (self.cost_usd or 0.0) + float(cost)
 
     def to_dict(self) -> dict[str, Any]:
         total_tokens = self.prompt_tokens + self.completion_tokens
@@ -170,6 +175,7 @@ class StreamMetrics:
             "completion_tokens": self.completion_tokens,
             "total_tokens": total_tokens,
             "seconds": round(self.seconds, 6),
+            "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6),
             "per_stimulus": {
                 "tokens": per(total_tokens),
                 "agent_turns": per(self.agent_turns),

@@ -118,3 +118,13 @@ def test_bench_two_arms_prints_its_ratio_and_checks_both_arms(tmp_path: Path) ->
     # both arms ran in one session, whose comparison pairs every task
     assert "command(s): 1 (one session)" in out
     assert "compare.json: memory vs baseline on 28/28 paired tasks, difference +0.0 points" in out
+
+
+def test_bench_connections_prints_its_table_and_holds_the_cap() -> None:
+    result = subprocess.run([
+        sys.executable, str(BENCHMARKS / "bench_connections.py"), "--latency", "0.02", "--seconds", "0.5",
+        "--cap", "2", "--processes", "1",
+    ], capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "calls/s" in result.stdout and "capped" in result.stdout
+    assert "peak 2 <= cap 2: yes" in result.stdout or "peak 1 <= cap 2: yes" in result.stdout
