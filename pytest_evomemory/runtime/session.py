@@ -11,6 +11,8 @@ decision is made here:
 * what is refused before the first task (exit 4, nothing written): unknown arms,
   options nothing reads, a missing optional library, two arms sharing one memory
   store, a resume of another config;
+* the model side every process shares: the session directory of the endpoints'
+  connection slots and 429 backoff, and the cost cap (``max-cost``) with its stop;
 * where each record goes (its arm's run), the max-errors stop, a write failure's
   stop, and how the session ended: each arm's summary, thresholds and report, the
   comparison of the arms and its gain gates, the terminal lines, the JSON block a
@@ -484,7 +486,8 @@ class Session:
 
     def add_records(self, records: Sequence[Record]) -> str | None:
         """Route records to their arms' runs; the reason to stop the session, if any
-        (max errors reached, a run directory that can no longer be written)."""
+        (max errors reached, a run directory that can no longer be written, the cost
+        cap reached by any process of the session)."""
         if records:
             with self.termination.critical():
                 if not self._manifest_written and self.several:

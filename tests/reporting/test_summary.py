@@ -94,3 +94,20 @@ def test_a_response_is_cached_when_it_says_so_or_every_model_call_was_replayed()
     assert is_cached({}, [user, replayed])  # responses.jsonl has no messages: the transcript's
     metrics = summarize(["s"], [], [{**response("s"), "messages": [user, replayed]}, {**response("s"), "messages": [fresh]}])
     assert metrics["s"].cached_responses == 1
+
+
+def test_a_priced_run_gets_a_cost_column_and_an_unpriced_one_none() -> None:
+    """The cost is one column of reporting/columns.py: shown where a stream's model is
+    priced (model.pricing), absent rather than $0 where it is not."""
+    from pytest_evomemory.reporting.columns import stream_columns
+
+    priced = [{**response("a"), "cost_usd": 0.0125}, {**response("a", kind="feedback"), "cost_usd": 0.0025}]
+    metrics = summarize(["a"], [{"stream": "a", "position": 0, "correct": True}], priced)
+    assert metrics["a"].to_dict()["cost_usd"] == metrics["overall"].to_dict()["cost_usd"] == 0.015
+    lines = format_table(metrics)
+    assert lines[0].rstrip().endswith("cost")
+    assert lines[2].rstrip().endswith("$0.0150") and lines[-2].rstrip().endswith("$0.0150")  # stream, overall
+    assert "cost" in [column.header for column in stream_columns([metrics["a"].to_dict()], "html")]
+    unpriced = summarize(["a"], [{"stream": "a", "position": 0, "correct": True}], [response("a")])
+    assert unpriced["a"].to_dict()["cost_usd"] is None
+    assert "cost" not in format_table(unpriced)[0]
