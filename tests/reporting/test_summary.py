@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from pytest_evomemory.reporting.stats import wilson_interval
@@ -111,3 +113,20 @@ def test_a_priced_run_gets_a_cost_column_and_an_unpriced_one_none() -> None:
     unpriced = summarize(["a"], [{"stream": "a", "position": 0, "correct": True}], [response("a")])
     assert unpriced["a"].to_dict()["cost_usd"] is None
     assert "cost" not in format_table(unpriced)[0]
+
+
+def test_compare_json_carries_each_arms_cost(tmp_path: Path) -> None:
+    from pytest_evomemory.reporting.compare import build_comparison
+    from pytest_evomemory.reporting.rundata import load_runs
+
+    from .conftest import write_run_dir
+
+    priced = write_run_dir(tmp_path / "priced", "priced", {"s": [True, False]})
+    summary = json.loads((priced / "summary.json").read_text())
+    for scope in (summary["streams"]["s"], summary["overall"]):
+        scope["cost_usd"] = 0.02
+    (priced / "summary.json").write_text(json.dumps(summary))
+    unpriced = write_run_dir(tmp_path / "unpriced", "unpriced", {"s": [True, True]})
+    document = build_comparison(load_runs([unpriced, priced]))
+    assert [entry.get("cost_usd") for entry in document["overall"]["runs"]] == [None, 0.02]
+    assert [entry.get("cost_usd") for entry in document["streams"]["s"]["runs"]] == [None, 0.02]
