@@ -29,6 +29,7 @@ from pydantic import (
 )
 
 from .errors import ConfigError
+from .pricing import Pricing
 
 MemoryStrategy = Literal["none", "deterministic_recall", "tool_use"]
 
@@ -172,18 +173,30 @@ class ModelConfig(StrictModel):
     retry_backoff_s: Annotated[float, Field(ge=0.0, le=60.0)] = 0.5
     retry_backoff_max_s: Annotated[float, Field(ge=0.0, le=600.0)] = 20.0
     max_concurrency: Annotated[int, Field(ge=1, le=256)] = 4
+    #: Concurrent requests to this endpoint across every process of the session
+    #: (all pytest-xdist workers together); ``None``: only ``max_concurrency`` per process.
+    max_connections: Annotated[int, Field(ge=1, le=4096)] | None = None
     #: Replay identical requests from disk; ``None`` means on for temperature 0.
     cache: bool | None = None
     cache_dir: Text | None = None
     #: Local GGUF file for ``provider: local``; default: the bundled model.
     model_path: Text | None = None
     n_ctx: Annotated[int, Field(ge=256, le=1_048_576)] = 4096
+    #: llama.cpp threads per process for ``provider: local`` (generation and prompt
+    #: evaluation). One: threads that share a core wait for each other at every
+    #: layer, so more threads are faster only on cores nothing else uses; the
+    #: answers are the same for any count (docs/local-model.md).
+    n_threads: Annotated[int, Field(ge=1, le=512)] = 1
     #: A request body (the whole conversation so far) larger than this is refused
     #: before it is sent: a 100 MB prompt is a mistake, and a paid one.
     max_request_bytes: Annotated[int, Field(ge=1024)] = DEFAULT_MAX_REQUEST_BYTES
     #: A reply body larger than this ends the turn with a ModelError (no real chat
     #: completion comes near it; a runaway or hostile server can).
     max_reply_bytes: Annotated[int, Field(ge=1024)] = DEFAULT_MAX_REPLY_BYTES
+    #: US dollars per million input / output tokens, or the path of a pricing file
+    #: (relative to the agent config's directory), read when the config is loaded:
+    #: every cost in the artefacts and ``--evomemory-max-cost`` come from it.
+    pricing: Pricing | Text | None = None
 
     @property
     def cache_enabled(self) -> bool:

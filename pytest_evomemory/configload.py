@@ -31,6 +31,7 @@ from .config import (
 from .configs import builtin_part, builtin_part_names
 from .errors import ConfigError
 from .memory.factory import MEMORY_BACKENDS, backend_spec
+from .pricing import PricingFileError, resolve_pricing
 from .registry import is_reference
 from .settings import Setting, apply_settings, parse_settings
 from .streams import BENCHMARKS, unread_benchmark_keys
@@ -104,6 +105,8 @@ def load_run_config(path: str | Path, settings: Sequence[str] = (), *, set_flag:
         sources[key] = source
         try:
             parts[key] = _validate_part(key, model, apply_settings(data, parsed, key), f"{source}{suffix}")
+            if key == "agent":
+                parts[key] = _with_pricing_resolved(parts[key], source, base)
         except ConfigError as error:
             problems.append(error)
     if problems:
@@ -150,6 +153,21 @@ def _check_agent(agent: AgentConfig, source: str) -> None:
             "(see docs/configuration.md)",
             source=source, key="model",
         )
+
+
+def _with_pricing_resolved(agent: AgentConfig, source: str, run_dir: Path) -> AgentConfig:
+    """``model.pricing`` given as a file: its prices for this model, read now, so the
+    run records the prices it used and a bad file stops the run before any task."""
+    model = agent.model
+    if model is None or not isinstance(model.pricing, str):
+        return agent
+    source_path = Path(source)
+    base = source_path.parent if source_path.is_file() else run_dir  # an inline agent: the run config's directory
+    try:
+        pricing = resolve_pricing(model.pricing, model.model, base)
+    except PricingFileError as error:
+        raise ConfigError(f"{source}: key 'model.pricing': {error}", source=source, key="model.pricing") from None
+    return agent.model_copy(update={"model": model.model_copy(update={"pricing": pricing})})
 
 
 def _check_benchmark(benchmark: BenchmarkConfig, source: str) -> None:

@@ -94,6 +94,20 @@ class ModelError(EvoMemoryError):
         self.attempts = attempts
 
 
+class BudgetExhausted(EvoMemoryError):
+    """The next model call could take the session past ``--evomemory-max-cost``.
+
+    Not a failure of the task: the session stops before the call, the task is left
+    unrun (no record), and a resume runs it. ``spent_usd`` is the session's spend
+    so far, ``cap_usd`` the cap.
+    """
+
+    def __init__(self, message: str = "", *, spent_usd: float = 0.0, cap_usd: float = 0.0) -> None:
+        super().__init__(message)
+        self.spent_usd = spent_usd
+        self.cap_usd = cap_usd
+
+
 class EpisodeError(EvoMemoryError):
     """A task episode could not complete (the test fails with this reason)."""
 

@@ -12,13 +12,14 @@ is told about the command line.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import ConfigError
 
-Kind = Literal["flag", "text", "list", "count"]
+Kind = Literal["flag", "text", "list", "count", "dollars"]
 Entry = Literal["pytest", "cli"]
 
 
@@ -76,6 +77,11 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("max-errors", metavar="N", kind="count", counts="failed episodes",
            help="stop the session after N failed episodes (default: never)"),
+    Option(
+        "max-cost", metavar="USD", kind="dollars",
+        help="stop the session before a model call could take its spend past USD US dollars (across "
+        "xdist workers; needs model.pricing); completed tasks are kept and a resume goes on",
+    ),
     Option("compare", metavar="OTHER_RUN_DIR",
            help="also write compare.html in the run directory: OTHER_RUN_DIR (baseline) vs this run"),
 )
@@ -132,6 +138,8 @@ class SessionOptions:
     min_gain: tuple[str, ...] = ()
     resume: str | None = None
     max_errors: int | None = None
+    #: ``max-cost``: the session's spend cap in US dollars (:mod:`.models.budget`)
+    max_cost: float | None = None
     compare: str | None = None
     #: which options the user gave (a resume re-applies the recorded ones only when not)
     given: frozenset[str] = field(default_factory=frozenset)
@@ -158,6 +166,8 @@ def read_options(values: Mapping[str, Any], flags: Flags) -> SessionOptions:
             )
         if option.kind == "count":
             gathered[option.dest] = _count(value, option, flags)
+        elif option.kind == "dollars":
+            gathered[option.dest] = _dollars(value, option, flags)
         elif option.kind == "list":
             gathered[option.dest] = tuple(str(item) for item in items)
         else:
@@ -172,6 +182,7 @@ def read_options(values: Mapping[str, Any], flags: Flags) -> SessionOptions:
         min_gain=gathered.get("min_gain", ()),
         resume=gathered.get("resume"),
         max_errors=gathered.get("max_errors"),
+        max_cost=gathered.get("max_cost"),
         compare=gathered.get("compare"),
         given=frozenset(given),
     )
@@ -188,6 +199,21 @@ def _count(value: object, option: Option, flags: Flags) -> int:
             f"{str(value)[:40]!r}; write e.g. {flags(option.name)}=5"
         )
     return count
+
+
+def _dollars(value: object, option: Option, flags: Flags) -> float:
+    """A positive, finite amount of US dollars (``5``, ``0.25``, ``$5``)."""
+    text = str(value).strip().removeprefix("$")
+    try:
+        amount = float(text) if len(text) <= 40 else math.nan
+    except ValueError:
+        amount = math.nan
+    if not 0 < amount < math.inf:
+        raise ConfigError(
+            f"{flags(option.name)} must be a positive number of US dollars, got {str(value)[:40]!r}; "
+            f"write e.g. {flags(option.name)}=5"
+        )
+    return amount
 
 
 def option_values(options: SessionOptions) -> Sequence[str]:

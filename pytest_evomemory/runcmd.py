@@ -71,8 +71,9 @@ def main(args: argparse.Namespace) -> int:
         outcome = run_session(session, progress=None if args.quiet else _progress, notice=_notice)
     except EvoMemoryError as error:  # refused before any task (preflight)
         _error(f"evomemory: error: {error}")
-        session.release()
         return EXIT_USAGE
+    finally:
+        session.release()
     for line in session.report(resume_command="evomemory run"):
         _print(line)
     if outcome.interrupted or outcome.stopped:

@@ -262,6 +262,9 @@ class AgentResponse:
     #: Every hit the stream's memory returned during this stimulus (``MemoryHit``
     #: dicts, in order), so a report can show what was recalled into the prompt.
     memory_recalled: tuple[Mapping[str, Any], ...] = ()
+    #: ``usage`` priced by the model's ``pricing`` (:mod:`pytest_evomemory.pricing`),
+    #: ``None`` when it has none.
+    cost_usd: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -279,6 +282,7 @@ class AgentResponse:
             "protocol_violation": self.protocol_violation,
             "memory_writes": [dict(write) for write in self.memory_writes],
             "memory_recalled": [dict(hit) for hit in self.memory_recalled],
+            "cost_usd": self.cost_usd,
         }
 
 

@@ -13,7 +13,9 @@ from typing import Any
 
 from ..config import AgentConfig, ModelConfig
 from ..errors import ConfigError
+from ..pricing import Pricing, PricingFileError, resolve_pricing
 from .base import ChatModel
+from .budget import guarded
 from .cache import CachedChatModel, cache_identity, default_cache_dir
 
 
@@ -46,11 +48,21 @@ def build_chat_model(
         model, endpoint = local.LocalChatModel(config, **provider_options), None
     else:  # pragma: no cover - the config validator allows only the two above
         raise ConfigError(f"unknown model provider {config.provider!r}; use 'openai' or 'local'")
+    model = guarded(model, model_pricing(config), config.max_tokens, f"model {config.model!r}")
     use_cache = config.cache_enabled if cache is None else cache
     if not use_cache:
         return model
     directory = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir(config)
     return CachedChatModel(model, cache_identity(config, endpoint), directory)
+
+
+def model_pricing(config: ModelConfig) -> Pricing | None:
+    """``model.pricing`` as prices (a file is read relative to the working directory
+    here; a loaded config has read it already, relative to its agent config)."""
+    try:
+        return resolve_pricing(config.pricing, config.model, Path.cwd())
+    except PricingFileError as error:
+        raise ConfigError(f"model.pricing: {error}", key="model.pricing") from None
 
 
 def check_agent_environment(agent: AgentConfig) -> None:

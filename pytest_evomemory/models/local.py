@@ -24,7 +24,6 @@ import contextlib
 import importlib.util
 import itertools
 import json
-import os
 import threading
 import time
 import uuid
@@ -98,12 +97,14 @@ def resolve_model_path(model_path: str | None, base_dir: Path | None = None) -> 
     return path
 
 
-def available_cores() -> int:
-    """Cores this process may run on (a CI container's quota, not the host's count)."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not on Linux
-        return max(1, os.cpu_count() or 1)
+#: llama.cpp's logical and physical batch sizes, fixed rather than left to the
+#: library's defaults: a prompt is evaluated in chunks of this many tokens, and how
+#: a prompt is cut into batches is one of the things a logit depends on.
+BATCH_TOKENS = 512
+
+#: The seed the context is created with. Sampling gets the config's ``seed`` on
+#: every call; this one only makes the context itself the same in every process.
+CONTEXT_SEED = 0
 
 
 @dataclass
@@ -120,7 +121,7 @@ class _LoadedModel:
     n_ctx: int
 
 
-_MODELS: dict[tuple[Path, int], _LoadedModel] = {}
+_MODELS: dict[tuple[Path, int, int], _LoadedModel] = {}
 _MODELS_LOCK = threading.Lock()
 
 
@@ -135,9 +136,16 @@ def _close_models() -> None:
         _MODELS.clear()
 
 
-def load_model(path: Path, n_ctx: int) -> _LoadedModel:
-    """Load ``path`` once per process: every stream and agent shares the weights."""
-    key = (path, n_ctx)
+def load_model(path: Path, n_ctx: int, n_threads: int = 1) -> _LoadedModel:
+    """Load ``path`` once per process: every stream and agent shares the weights.
+
+    ``n_threads`` threads both generate and evaluate prompts (docs/local-model.md:
+    one thread per process is the default because llama.cpp's threads wait for
+    each other at every layer, so a process whose threads share cores with other
+    work slows down far more than the load suggests; the results do not depend on
+    the thread count).
+    """
+    key = (path, n_ctx, n_threads)
     with _MODELS_LOCK:
         loaded = _MODELS.get(key)
         if loaded is not None:
@@ -153,8 +161,11 @@ def load_model(path: Path, n_ctx: int) -> _LoadedModel:
             llama = llama_cpp.Llama(
                 model_path=str(path),
                 n_ctx=n_ctx,
-                n_threads=available_cores(),
-                n_threads_batch=available_cores(),
+                n_threads=n_threads,
+                n_threads_batch=n_threads,
+                n_batch=BATCH_TOKENS,
+                n_ubatch=BATCH_TOKENS,
+                seed=CONTEXT_SEED,
                 verbose=False,
             )
         except Exception as error:
@@ -172,7 +183,7 @@ class LocalChatModel:
     def __init__(self, config: ModelConfig, *, base_dir: Path | None = None) -> None:
         self.config = config
         self.path = resolve_model_path(config.model_path, base_dir)
-        self._model = load_model(self.path, config.n_ctx)
+        self._model = load_model(self.path, config.n_ctx, config.n_threads)
         self._call_ids = itertools.count(1)
 
     @property
@@ -180,7 +191,7 @@ class LocalChatModel:
         return self.path.name
 
     def __repr__(self) -> str:
-        return f"LocalChatModel(path={str(self.path)!r}, n_ctx={self.config.n_ctx})"
+        return f"LocalChatModel(path={str(self.path)!r}, n_ctx={self.config.n_ctx}, n_threads={self.config.n_threads})"
 
     def complete(
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
@@ -249,9 +260,10 @@ def generate(
         else:
             schema = _tool_call_schema(functions)
         grammar = LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
-    prompt = fit_prompt(llama, messages, functions, max_tokens or _DEFAULT_REPLY_BUDGET)
+    prompt = fit_prompt(llama, messages, functions, max_tokens or _DEFAULT_REPLY_BUDGET) + prefix
+    start_unless_continued(llama, prompt)
     response = llama.create_completion(
-        prompt=prompt + prefix,
+        prompt=prompt,
         max_tokens=max_tokens,
         temperature=temperature,
         seed=seed,
@@ -271,6 +283,29 @@ def generate(
     if call is not None and finish_reason == "stop":
         finish_reason = "tool_calls"
     return Generation(text, call, finish_reason, usage)
+
+
+def start_unless_continued(llama: Any, prompt: str) -> None:
+    """Empty the context's KV cache unless ``prompt`` continues what it holds.
+
+    llama-cpp-python reuses the longest common prefix of the previous prompt, and
+    a logit depends on how the tokens before it were evaluated (in which batch,
+    of what size: llama.cpp's matrix kernels differ by batch shape). Reusing a
+    *partial* prefix (say the system prompt a previous task shared) makes a reply
+    depend on which call ran before it in this process: on the order of streams
+    and arms, on the xdist worker a stream landed on, on a resume. So the cache is
+    kept only when it holds a whole earlier step of this same conversation (the
+    feedback turn after its task turn, the next tool step), which is the same call
+    in every run; anything else starts from an empty cache, and each reply is a
+    function of its prompt alone.
+    """
+    held = int(getattr(llama, "n_tokens", 0))
+    if held == 0:
+        return
+    tokens = llama.tokenize(prompt.encode("utf-8"), add_bos=True, special=True)
+    if held < len(tokens) and [int(token) for token in llama.input_ids[:held]] == tokens[:held]:
+        return
+    llama.reset()
 
 
 def fit_prompt(
@@ -540,6 +575,12 @@ def serve(argv: Sequence[str] | None = None) -> None:
         args += ["--model", str(default_model_path())]
     if not any(arg == "--chat_format" or arg.startswith("--chat_format=") for arg in args):
         args += ["--chat_format", CHAT_FORMAT]
+    # The library's defaults depend on the machine (half the cores, all cores for
+    # prompts); one thread each is what the in-process model uses (see load_model).
+    for option, value in (("--n_threads", "1"), ("--n_threads_batch", "1"),
+                          ("--n_batch", str(BATCH_TOKENS)), ("--n_ubatch", str(BATCH_TOKENS))):
+        if not any(arg == option or arg.startswith(f"{option}=") for arg in args):
+            args += [option, value]
     sys.argv = [sys.argv[0], *args]
     run: Any = server_main.main
     run()

@@ -17,6 +17,7 @@ import atexit
 import json
 import os
 import random
+import socket
 import ssl
 import threading
 import time
@@ -33,6 +34,8 @@ from ..text import storable, storable_json_text
 from ..types import Usage
 from .base import ChatCompletion, ModelToolCall
 from .cleaning import clean_completion
+from .deadline import Attempt, DeadlineExceeded, call_within
+from .limits import endpoint_limiter
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -225,6 +228,9 @@ class OpenAICompatibleModel:
         self._api_key = resolve_api_key(config)
         self._sleep = sleep
         self._semaphore = endpoint_semaphore(self.endpoint, config.max_concurrency)
+        #: Slots (model.max_connections) and 429 backoff shared with the session's other processes.
+        self._limiter = endpoint_limiter(self.endpoint, config.max_connections)
+        self._waited = threading.local()
         self._client = shared_client(self.endpoint, config.timeout_s)
         self._headers = {"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json"}
         #: Attempts made by the most recent ``complete`` call (for tests and logs).
@@ -267,9 +273,15 @@ class OpenAICompatibleModel:
         for attempt in range(1, attempts_allowed + 1):
             self.last_attempts = attempt
             retry_after: float | None = None
+            rate_limited = False
+            self._wait_for_shared_backoff()
             try:
-                with self._semaphore:
-                    status, headers, raw = self._post(content)
+                with self._semaphore, self._limiter.slot():
+                    status, headers, raw = call_within(
+                        self.config.timeout_s, lambda control: self._post(content, control)
+                    )
+            except DeadlineExceeded as error:
+                last_problem = _deadline_problem(error)
             except _ReplyTooLarge as error:
                 self.last_status = error.status
                 raise self._error(
@@ -284,8 +296,8 @@ class OpenAICompatibleModel:
                     "model.base_url to the API root, e.g. http://127.0.0.1:8000/v1",
                     attempt, not_retried="a wrong URL is not transient",
                 ) from None
-            except httpx2.TimeoutException:
-                last_problem = f"timed out after {self.config.timeout_s:g}s (model.timeout_s)"
+            except httpx2.TimeoutException:  # one network operation; the deadline above covers the whole attempt
+                last_problem = _deadline_problem(DeadlineExceeded(self.config.timeout_s, "waiting for the server", 0))
             except httpx2.TransportError as error:
                 last_problem = f"connection error ({type(error).__name__}: {error})"
             else:
@@ -296,21 +308,44 @@ class OpenAICompatibleModel:
                 if status not in RETRYABLE_STATUSES:
                     raise self._error(last_problem, attempt, not_retried="the status is not transient")
                 retry_after = _retry_after_seconds(headers)
+                rate_limited = status == 429 or retry_after is not None
+            wait = self._backoff(attempt, retry_after)
+            if rate_limited:
+                # The endpoint asked to be left alone: every process of the session waits.
+                self._waited.until = self._limiter.block_for(wait)
             if attempt < attempts_allowed:
-                self._sleep(self._backoff(attempt, retry_after))
+                self._sleep(wait)
         raise self._error(last_problem, attempts_allowed)
 
-    def _post(self, content: bytes) -> tuple[int, Mapping[str, str], bytes]:
+    def _wait_for_shared_backoff(self) -> None:
+        """Wait out a backoff another process (or thread) published for this
+        endpoint; one this thread published itself it has already slept through."""
+        until = self._limiter.blocked_until()
+        if until <= getattr(self._waited, "until", 0.0):
+            return
+        remaining = min(until - time.time(), self.config.retry_backoff_max_s)
+        if remaining > 0:
+            self._sleep(remaining)
+
+    def _post(self, content: bytes, attempt: Attempt) -> tuple[int, Mapping[str, str], bytes]:
         """One POST, reading at most ``max_reply_bytes`` of the reply (a runaway
-        server must not fill this process's memory)."""
+        server must not fill this process's memory).
+
+        The transport seam: whatever client sends the request reports each chunk
+        of the body to ``attempt`` (which stops an attempt the caller gave up on,
+        see :mod:`.deadline`) and may register a way to abort a blocked read.
+        """
         limit = self.config.max_reply_bytes
         with self._client.stream("POST", "/chat/completions", content=content, headers=self._headers) as response:
+            attempt.on_cancel(lambda: _shut_down(response))
             announced = response.headers.get("content-length", "")
             if announced.isdigit() and int(announced) > limit:
                 raise _ReplyTooLarge(response.status_code, f"; it announced {int(announced):,}")
             chunks: list[bytes] = []
             size = 0
+            attempt.reading(0)
             for chunk in response.iter_bytes():
+                attempt.reading(len(chunk))
                 size += len(chunk)
                 if size > limit:
                     raise _ReplyTooLarge(response.status_code, "")
@@ -390,6 +425,25 @@ MAX_TOOL_CALLS_PER_REPLY = 64
 
 #: How much of a server's words an error quotes.
 MAX_QUOTE_CHARS = 500
+
+
+def _deadline_problem(error: DeadlineExceeded) -> str:
+    """What a missed deadline says: the deadline, what was still going on, what to do."""
+    return (
+        f"timed out after {error.seconds:g}s (model.timeout_s, the deadline of one attempt: connecting, "
+        f"sending and reading the whole reply) while {error.phase}"
+        + (f", {error.received:,} bytes of the reply received" if error.received else "")
+        + "; check that the server is up and not overloaded, or raise model.timeout_s in the agent config"
+    )
+
+
+def _shut_down(response: httpx2.Response) -> None:
+    """Abort a read blocked on an abandoned attempt's socket (closing it from
+    another thread would not wake the read; shutting it down does)."""
+    stream = response.extensions.get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if sock is not None:
+        sock.shutdown(socket.SHUT_RDWR)
 
 
 class _ReplyTooLarge(Exception):

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from ..reporting.columns import dollars, number
 from ..reporting.summary import cache_counts
 from ..runtime.session import Session
 from .items import stream_of_nodeid
@@ -57,6 +58,8 @@ class StreamProgress:
     cached_calls: int = 0
     agent_seconds: float = 0.0
     last_shown: float = 0.0
+    #: Priced responses' ``cost_usd`` summed (None: nothing priced)
+    cost_usd: float | None = None
 
     def add(self, record: Mapping[str, Any]) -> None:
         scored = record.get("scored")
@@ -72,12 +75,15 @@ class StreamProgress:
             self.model_calls += calls
             self.cached_calls += cached
             self.agent_seconds += float(response.get("seconds") or 0.0)
+            cost = number(response.get("cost_usd"))
+            if cost is not None:
+                self.cost_usd = (self.cost_usd or 0.0) + cost
 
     @property
     def finished(self) -> bool:
         return self.done >= self.total
 
-    def line(self) -> str:
+    def line(self, cost: str = "") -> str:
         accuracy = f"{self.correct / self.done:.1%}" if self.done else "-"
         cached = f"{self.cached_calls / self.model_calls:.0%}" if self.model_calls else "-"
         if self.finished:
@@ -88,8 +94,22 @@ class StreamProgress:
             eta = "?"
         return (
             f"evomemory {self.name}: {self.done}/{self.total}  acc {accuracy}  errors {self.errors}  "
-            f"violations {self.violations}  tokens {_count(self.tokens)}  cached {cached}  eta {eta}"
+            f"violations {self.violations}  tokens {_count(self.tokens)}  cached {cached}  eta {eta}{cost}"
         )
+
+
+def cost_text(streams: Sequence[StreamProgress]) -> str:
+    """The cost part of a progress line: this session's spend so far and, while
+    tasks are left, the estimate for the rest (spend / tasks done x tasks left);
+    empty when no response is priced (``model.pricing``)."""
+    priced = [stream.cost_usd for stream in streams if stream.cost_usd is not None]
+    if not priced:
+        return ""
+    spent = sum(priced)
+    done = sum(stream.done for stream in streams)
+    left = sum(max(0, stream.total - stream.done) for stream in streams)
+    rest = f" (~{dollars(spent / done * left)} more)" if done and left else ""
+    return f"  cost {dollars(spent)}{rest}"
 
 
 def _count(value: int) -> str:
@@ -184,7 +204,7 @@ class ProgressHooks:
         if not (progress.finished or due):
             return
         progress.last_shown = now
-        self.pending.append(progress.line())
+        self.pending.append(progress.line(cost_text(list(self.streams.values()))))
 
     @pytest.hookimpl(tryfirst=True)  # before the terminal reporter starts the task's line
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:

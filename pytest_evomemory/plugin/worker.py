@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from ..errors import EpisodeError, EvoMemoryError
+from ..errors import BudgetExhausted, EpisodeError, EvoMemoryError
 from ..redaction import shown
 from ..runtime import Episode, StreamRun, TaskOutcome
 from ..runtime.records import Record
@@ -64,6 +64,12 @@ class WorkerPlugin:
         records = [from_wire(wire) for wire in getattr(report, "evomemory_records", None) or ()]
         if self.session.count_failures_here(records):
             self.pytest_session.shouldstop = f"evomemory: failed episodes reached {self.session.flags('max-errors')}"
+        elif report.when == "teardown" and (reason := self.session.cost_stop()) is not None:
+            self.pytest_session.shouldstop = f"evomemory: {reason}"  # any process refused a call: stop here too
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        if self.is_worker:  # the controller (or the only process) releases the session itself
+            self.session.release()
 
     def first_position(self, key: str) -> int | None:
         hooks = self.config.pluginmanager.get_plugin("evomemory-collection")
@@ -141,6 +147,8 @@ class PytestEpisode:
 
 def _raise_for_test(error: EvoMemoryError, prefix: str) -> NoReturn:
     __tracebackhide__ = True
+    if isinstance(error, BudgetExhausted):  # the session stops here; the task runs on resume
+        pytest.skip(shown(str(error)))
     cause = error.__cause__
     if isinstance(error, EpisodeError) and cause is not None and not isinstance(cause, EvoMemoryError):
         raise cause from None

@@ -59,6 +59,13 @@ def seconds(value: object) -> str | None:
     return f"{found * 1000:.2f} ms" if found < 1 else f"{found:.2f} s"
 
 
+def dollars(value: object) -> str | None:
+    """``$0.0123``: a cost in US dollars (four decimals: a task on a small model costs
+    fractions of a cent)."""
+    found = number(value)
+    return None if found is None else f"${found:,.4f}"
+
+
 def tokens(metrics: Metrics) -> object:
     total = metrics.get("total_tokens")
     if total is None:
@@ -131,25 +138,44 @@ _TAIL = (
 )
 
 
+#: What the stream's responses cost (``model.pricing``, :mod:`pytest_evomemory.pricing`);
+#: shown only for runs whose model is priced, as an unpriced run's cost is unknown, not 0.
+COST = Column(
+    "cost", "US dollars the model's responses cost (model.pricing), feedback turns included",
+    lambda m: dollars(m.get("cost_usd")),
+)
+
+
+def priced(streams: Sequence[Metrics]) -> bool:
+    """Whether any of ``streams`` carries a cost (its model has prices)."""
+    return any(number(metrics.get("cost_usd")) is not None for metrics in streams)
+
+
 def stream_columns(streams: Sequence[Metrics], where: Where) -> list[Column]:
     """The per-stream table's columns for ``where``; a figure's column appears only
-    when one of ``streams`` carries it."""
+    when one of ``streams`` carries it, the cost only when one is priced."""
     figures: dict[str, str] = {}
     for metrics in streams:
         figures.update(figures_of(metrics))
-    columns = [*_HEAD, *(figure_column(name, label) for name, label in figures.items()), *_TAIL]
+    columns = [
+        *_HEAD, *(figure_column(name, label) for name, label in figures.items()), *_TAIL,
+        *((COST,) if priced(streams) else ()),
+    ]
     return [column for column in columns if where in column.where]
 
 
 __all__ = [
+    "COST",
     "Column",
     "count",
     "decimal",
+    "dollars",
     "figure_column",
     "figures_of",
     "interval",
     "number",
     "percent",
+    "priced",
     "seconds",
     "stream_columns",
     "tokens",

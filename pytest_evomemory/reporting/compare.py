@@ -70,7 +70,7 @@ def _run_entry(run: RunData, metrics: Mapping[str, Any] | None) -> dict[str, Any
             interval = share.interval
             entry[f"{name}_accuracy"] = share.estimate
             entry[f"{name}_ci_low"], entry[f"{name}_ci_high"] = interval if interval else (None, None)
-    for key in ("protocol_violations", "cached_responses", "errors"):
+    for key in ("protocol_violations", "cached_responses", "errors", "cost_usd"):
         entry[key] = metrics.get(key)
     return entry
 

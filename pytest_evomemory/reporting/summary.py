@@ -97,6 +97,8 @@ class StreamMetrics:
     completion_tokens: int = 0
     seconds: float = 0.0
     curve: list[float] = field(default_factory=list)
+    #: The responses' ``cost_usd`` summed (model.pricing); None when none is priced.
+    cost_usd: float | None = None
 
     @property
     def accuracy(self) -> float | None:
@@ -147,6 +149,9 @@ class StreamMetrics:
         self.completion_tokens += _whole(usage["completion_tokens"])
         seconds = response["seconds"]
         self.seconds += float(seconds) if isinstance(seconds, int | float) and math.isfinite(seconds) else 0.0
+        cost = response.get("cost_usd")
+        if isinstance(cost, int | float) and not isinstance(cost, bool):
+            self.cost_usd = (self.cost_usd or 0.0) + float(cost)
 
     def to_dict(self) -> dict[str, Any]:
         total_tokens = self.prompt_tokens + self.completion_tokens
@@ -172,6 +177,7 @@ class StreamMetrics:
             "completion_tokens": self.completion_tokens,
             "total_tokens": total_tokens,
             "seconds": round(self.seconds, 6),
+            "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6),
             "per_stimulus": {
                 "tokens": per(total_tokens),
                 "agent_turns": per(self.agent_turns),

@@ -30,6 +30,7 @@ from ..memory.base import MemoryContext, MemorySystem
 from ..memory.factory import WaitNotice, backend_spec, build_memory, missing_extra, open_with_timeout
 from ..memory.snapshot import StreamSnapshots
 from ..models import check_agent_environment
+from ..pricing import Pricing
 from ..reporting.summary import StreamMetrics, ThresholdResult, check_thresholds
 from ..rundir import (
     ResumeState,
@@ -171,6 +172,7 @@ class BenchmarkRun:
             max_steps=self.config.agent.max_steps,
             snapshots=StreamSnapshots.for_stream(self.run_dir, name) if snapshots and memory is not None else None,
             quote_answer=self.by_name[name].quote_answer,
+            pricing=_pricing(self.config.agent),
         )
 
     def run_document(self, started: str, argv: Sequence[str] | None = None) -> dict[str, Any]:
@@ -193,6 +195,12 @@ class BenchmarkRun:
     @property
     def planned_tasks(self) -> int:
         return sum(len(stream) for stream in self.streams)
+
+
+def _pricing(agent: AgentConfig) -> Pricing | None:
+    """The agent's model prices (a loaded config has read a pricing file already)."""
+    pricing = agent.model.pricing if agent.model is not None else None
+    return pricing if isinstance(pricing, Pricing) else None
 
 
 def _factory_name(factory: Any, backend: str) -> str:

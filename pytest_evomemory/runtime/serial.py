@@ -88,7 +88,7 @@ def _run_stream(
             except EvoMemoryError:
                 return  # the stream cannot continue (recorded)
             drive(episode)
-            if session.stop_reason:
+            if session.stop_reason or session.cost_stop():  # a call refused for the cost cap records nothing
                 return
     finally:
         session.close_stream(run, sink)

@@ -11,6 +11,8 @@ decision is made here:
 * what is refused before the first task (exit 4, nothing written): unknown arms,
   options nothing reads, a missing optional library, two arms sharing one memory
   store, a resume of another config;
+* the model side every process shares: the session directory of the endpoints'
+  connection slots and 429 backoff, and the cost cap (``max-cost``) with its stop;
 * where each record goes (its arm's run), the max-errors stop, a write failure's
   stop, and how the session ended: each arm's summary, thresholds and report, the
   comparison of the arms and its gain gates, the terminal lines, the JSON block a
@@ -35,6 +37,8 @@ from ..errors import ConfigError, EvoMemoryError
 from ..memory.base import MemoryContext
 from ..memory.factory import WaitNotice, backend_spec
 from ..memory.snapshot import StreamSnapshots, supports_snapshots
+from ..models.budget import SPEND_FILE, CostGuard, activate_cost_guard, active_cost_guard
+from ..models.limits import close_session_directory, open_session_directory, session_directory
 from ..options import Flags, SessionOptions
 from ..reporting.gain import GainResult, GainThreshold, parse_min_gain
 from ..rundir import (
@@ -159,6 +163,59 @@ class Session:
         self.failed_streams: dict[str, str] = {}
         self.shared_errors = SharedErrorCount(self.run_dir) if self.max_errors is not None else None
         self._failed_here: set[tuple[str, str, str | None]] = set()
+        self.max_cost = self.options.max_cost
+        if self.max_cost is not None:
+            self._check_priced()
+        self._open_model_side()
+
+    # ----- the model side: what every process of the session shares about its endpoints
+
+    def _check_priced(self) -> None:
+        """A cost cap needs the price of every model it caps: refused before any task."""
+        unpriced = [arm.name for arm in self.arms
+                    if (model := arm.run_config.agent.model) is not None and model.pricing is None]
+        if unpriced:
+            raise ConfigError(
+                f"{self.flags('max-cost')} needs the price of every model it caps; the agent config of "
+                f"{', '.join(map(repr, unpriced))} has no 'model.pricing': add pricing: "
+                "{input_per_million: ..., output_per_million: ...} (0 and 0 for a model that costs nothing)",
+                key="model.pricing",
+            )
+
+    def _open_model_side(self) -> None:
+        """The session's shared directory and its cost cap, in this process.
+
+        The driver (the only process, the CLI, or the xdist controller before it starts
+        its workers, which inherit :data:`~..models.limits.SESSION_DIR_ENV`) opens the
+        directory where every process keeps the endpoints' connection slots and 429
+        backoff (:mod:`..models.limits`) and the spend of the cost cap
+        (:mod:`..models.budget`); a worker uses the one it inherited. With a cap, every
+        model client built in this process consults the shared guard."""
+        self._shared_dir: Path | None = None
+        if not self.setup.worker:
+            directory, created = open_session_directory()
+            self._shared_dir = directory if created else None
+        self.cost_guard: CostGuard | None = None
+        if self.max_cost is not None:
+            self.cost_guard = CostGuard(session_directory() / SPEND_FILE, self.max_cost, flag=self.flags("max-cost"))
+            activate_cost_guard(self.cost_guard)
+
+    def _close_model_side(self) -> None:
+        if self.cost_guard is not None and active_cost_guard() is self.cost_guard:
+            activate_cost_guard(None)
+        if self._shared_dir is not None:
+            close_session_directory(self._shared_dir, True)
+            self._shared_dir = None
+
+    def cost_stop(self) -> str | None:
+        """Once any process of the session refused a model call for the cost cap, why
+        (kept as the session's stop reason: the run ends incomplete and resumable)."""
+        if self.cost_guard is None:
+            return None
+        reason = self.cost_guard.stop_reason
+        if reason is not None:
+            self.stop(reason)
+        return reason
 
     # ----- opening
 
@@ -439,17 +496,18 @@ class Session:
 
     def add_records(self, records: Sequence[Record]) -> str | None:
         """Route records to their arms' runs; the reason to stop the session, if any
-        (max errors reached, a run directory that can no longer be written)."""
-        if not records:
-            return None
-        with self.termination.critical():
-            if not self._manifest_written and self.several:
-                self._write_manifest()
-            for arm in self.arms:
-                mine = [record for record in records if (record.arm or self.baseline.name) == arm.name
-                        or (record.arm is None and arm is self.baseline)]
-                arm.add(mine)
-        return self._check_stop()
+        (max errors reached, a run directory that can no longer be written, the cost
+        cap reached by any process of the session)."""
+        if records:
+            with self.termination.critical():
+                if not self._manifest_written and self.several:
+                    self._write_manifest()
+                for arm in self.arms:
+                    mine = [record for record in records if (record.arm or self.baseline.name) == arm.name
+                            or (record.arm is None and arm is self.baseline)]
+                    arm.add(mine)
+        # a call refused for the cost cap leaves no record (its task runs on resume)
+        return self._check_stop() if records else self.cost_stop()
 
     def _check_stop(self) -> str | None:
         for arm in self.arms:
@@ -457,6 +515,8 @@ class Session:
             if writer is not None and writer.failure is not None:
                 self.stop_reason = self.stop_reason or f"the results could not be written: {writer.failure}"
                 return self.stop_reason
+        if self.cost_stop() is not None:
+            return self.stop_reason
         if self.max_errors is None:
             return None
         errors = sum(arm.run.errors for arm in self.arms)
@@ -547,9 +607,11 @@ class Session:
         return any(not result.met for result in self.gain_results)
 
     def release(self) -> None:
-        """Unlock every run directory (the end of the process's part in the session)."""
+        """Unlock every run directory and close the shared directory and cost cap
+        this process opened (the end of the process's part in the session)."""
         for arm in self.arms:
             arm.run.release()
+        self._close_model_side()
 
     # ----- what the terminal shows
 

@@ -22,12 +22,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..agents.base import Agent
-from ..errors import EpisodeError, EvoMemoryError, MemoryBackendError, ModelError, ProtocolViolation
+from ..errors import (
+    BudgetExhausted,
+    EpisodeError,
+    EvoMemoryError,
+    MemoryBackendError,
+    ModelError,
+    ProtocolViolation,
+)
 from ..evaluation.evomemory import EvoMemoryEvaluator
 from ..factories import user_frames
 from ..feedback import QuoteAnswer, render_feedback
 from ..memory.base import RecordRejected
 from ..memory.snapshot import ResumeRefused, StreamSnapshots
+from ..pricing import Pricing, cost_of
 from ..tools import Tool
 from ..types import (
     FEEDBACK_ACKNOWLEDGEMENT,
@@ -85,6 +93,8 @@ class StreamRun:
     identity: dict[str, Any] = field(default_factory=dict)
     #: How the feedback quotes the source's own answer (the stream declares it).
     quote_answer: QuoteAnswer | None = None
+    #: The model's prices: each response's ``cost_usd`` (None: not priced).
+    pricing: Pricing | None = None
 
     def _turn_tools(self) -> list[Tool]:
         if self.memory_strategy == "tool_use" and self.memory is not None:
@@ -140,7 +150,10 @@ class StreamRun:
             memory_recalled=(
                 tuple(self.memory.recalled[before.recalled:after.recalled]) if self.memory else ()
             ),
+            cost_usd=cost_of(turn.usage, self.pricing),
         )
+        if isinstance(failure, BudgetExhausted):
+            raise failure  # the session stops before the call: not a failure of this turn
         if isinstance(failure, MemoryBackendError) and not isinstance(failure, RecordRejected):
             self.broken = f"the memory backend failed at {stimulus.kind} {task_id}: {failure}"
         if isinstance(failure, EpisodeError | MemoryBackendError):
@@ -276,6 +289,8 @@ class Episode:
         __tracebackhide__ = True
         try:
             self.outcome = self.run.run_task(self.sample)
+        except BudgetExhausted:
+            raise  # the task did not end: nothing is recorded, a resume runs it
         except EvoMemoryError as error:
             self.failure = error
             self._task_ended = True
@@ -310,6 +325,8 @@ class Episode:
         submitted = self.outcome.response.final_answer if self.outcome is not None else None
         try:
             response = self.run.give_feedback(self.sample, submitted)
+        except BudgetExhausted:
+            raise  # no feedback recorded: the episode is not complete, a resume runs it again
         except EvoMemoryError as error:
             failed = error.response.to_dict() if error.response is not None else None
             self.record(feedback_error_record(self.sample, str(error), failed, user_traceback(error)))

@@ -36,6 +36,8 @@ class Fault:
     ``status=200`` with a ``delay_s`` past the client's timeout simulates a hang;
     ``drop=True`` closes the connection without any reply; ``raw`` is sent as the
     body verbatim (an HTML error page, truncated JSON), with ``content_type``.
+    ``trickle_s`` sends the body one byte every ``trickle_s`` seconds after headers
+    that announce its whole length: every read is quick, the reply never ends.
     """
 
     status: int = 500
@@ -46,6 +48,7 @@ class Fault:
     drop: bool = False
     raw: bytes | None = None
     content_type: str = "application/json"
+    trickle_s: float | None = None
 
 
 Reply = Mapping[str, Any] | Fault
@@ -226,6 +229,8 @@ class ReceivedRequest:
     headers: dict[str, str]
     status: int = 0
     usage: dict[str, int] = field(default_factory=dict)
+    #: Seconds between the bytes of the reply's body (a :class:`Fault`'s ``trickle_s``).
+    trickle_s: float | None = None
 
 
 class ScriptedServer:
@@ -245,6 +250,7 @@ class ScriptedServer:
         self._in_flight = 0
         self._lock = threading.Lock()
         self._ids = itertools.count(1)
+        self._stopping = threading.Event()
         self._httpd = ThreadingHTTPServer((host, 0), self._handler_class())
         self._httpd.daemon_threads = True
         self._httpd.block_on_close = False
@@ -269,6 +275,7 @@ class ScriptedServer:
         return self
 
     def stop(self) -> None:
+        self._stopping.set()  # ends a trickling reply
         if self._thread is not None:
             self._httpd.shutdown()
             self._thread.join(timeout=5)
@@ -282,6 +289,12 @@ class ScriptedServer:
         self.stop()
 
     # -- observations
+
+    @property
+    def in_flight(self) -> int:
+        """Requests being answered right now (a trickling reply counts until it ends)."""
+        with self._lock:
+            return self._in_flight
 
     @property
     def chat_requests(self) -> list[dict[str, Any]]:
@@ -308,6 +321,7 @@ class ScriptedServer:
         headers: dict[str, str] = {}
         if isinstance(reply, Fault):
             delay += reply.delay_s
+            request.trickle_s = reply.trickle_s
             if reply.drop:
                 return -1, {}, None, delay
             if reply.retry_after is not None:
@@ -369,12 +383,14 @@ class ScriptedServer:
                     if payload is None:
                         self.close_connection = True
                         return
-                    self._send(status, headers, payload)
+                    self._send(status, headers, payload, received.trickle_s)
                 finally:
                     with server._lock:
                         server._in_flight -= 1
 
-            def _send(self, status: int, headers: Mapping[str, str], payload: bytes) -> None:
+            def _send(
+                self, status: int, headers: Mapping[str, str], payload: bytes, trickle_s: float | None = None
+            ) -> None:
                 try:
                     self.send_response(status)
                     self.send_header("Content-Type", headers.get("Content-Type", "application/json"))
@@ -383,7 +399,13 @@ class ScriptedServer:
                         if name != "Content-Type":
                             self.send_header(name, value)
                     self.end_headers()
-                    self.wfile.write(payload)
+                    if trickle_s is None:
+                        self.wfile.write(payload)
+                    for index in range(len(payload) if trickle_s is not None else 0):
+                        self.wfile.write(payload[index:index + 1])
+                        self.wfile.flush()
+                        if server._stopping.wait(trickle_s):
+                            break
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout)
                     self.close_connection = True
 

@@ -125,3 +125,13 @@ def test_bench_redaction_prints_its_table() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
     assert "records written (rundir.dumps), per task" in result.stdout
     assert "redact: the key URL-encoded" in result.stdout
+
+
+def test_bench_connections_prints_its_table_and_holds_the_cap() -> None:
+    result = subprocess.run([
+        sys.executable, str(BENCHMARKS / "bench_connections.py"), "--latency", "0.02", "--seconds", "0.5",
+        "--cap", "2", "--processes", "1",
+    ], capture_output=True, text=True, timeout=300, check=False)
+    assert result.returncode == 0, result.stderr
+    assert "calls/s" in result.stdout and "capped" in result.stdout
+    assert "peak 2 <= cap 2: yes" in result.stdout or "peak 1 <= cap 2: yes" in result.stdout

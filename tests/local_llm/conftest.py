@@ -114,14 +114,14 @@ def _stop(server: ModelServer) -> None:
 
 
 def _server_options(gguf_path: Path) -> list[str]:
-    from pytest_evomemory.models.local import available_cores
-
+    # One thread each, as the embedded model runs (docs/local-model.md): the tests
+    # share the cores with whatever else runs, and the answers do not depend on it.
     return [
         "--model", str(gguf_path),
         "--model_alias", SERVER_MODEL_NAME,
         "--n_ctx", "2048",
-        "--n_threads", str(available_cores()),
-        "--n_threads_batch", str(available_cores()),
+        "--n_threads", "1",
+        "--n_threads_batch", "1",
         "--verbose", "False",
         "--host", "127.0.0.1",
         "--port", str(free_port()),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from pytest_evomemory.reporting.stats import wilson_interval
@@ -94,3 +96,37 @@ def test_a_response_is_cached_when_it_says_so_or_every_model_call_was_replayed()
     assert is_cached({}, [user, replayed])  # responses.jsonl has no messages: the transcript's
     metrics = summarize(["s"], [], [{**response("s"), "messages": [user, replayed]}, {**response("s"), "messages": [fresh]}])
     assert metrics["s"].cached_responses == 1
+
+
+def test_a_priced_run_gets_a_cost_column_and_an_unpriced_one_none() -> None:
+    """The cost is one column of reporting/columns.py: shown where a stream's model is
+    priced (model.pricing), absent rather than $0 where it is not."""
+    from pytest_evomemory.reporting.columns import stream_columns
+
+    priced = [{**response("a"), "cost_usd": 0.0125}, {**response("a", kind="feedback"), "cost_usd": 0.0025}]
+    metrics = summarize(["a"], [{"stream": "a", "position": 0, "correct": True}], priced)
+    assert metrics["a"].to_dict()["cost_usd"] == metrics["overall"].to_dict()["cost_usd"] == 0.015
+    lines = format_table(metrics)
+    assert lines[0].rstrip().endswith("cost")
+    assert lines[2].rstrip().endswith("$0.0150") and lines[-2].rstrip().endswith("$0.0150")  # stream, overall
+    assert "cost" in [column.header for column in stream_columns([metrics["a"].to_dict()], "html")]
+    unpriced = summarize(["a"], [{"stream": "a", "position": 0, "correct": True}], [response("a")])
+    assert unpriced["a"].to_dict()["cost_usd"] is None
+    assert "cost" not in format_table(unpriced)[0]
+
+
+def test_compare_json_carries_each_arms_cost(tmp_path: Path) -> None:
+    from pytest_evomemory.reporting.compare import build_comparison
+    from pytest_evomemory.reporting.rundata import load_runs
+
+    from .conftest import write_run_dir
+
+    priced = write_run_dir(tmp_path / "priced", "priced", {"s": [True, False]})
+    summary = json.loads((priced / "summary.json").read_text())
+    for scope in (summary["streams"]["s"], summary["overall"]):
+        scope["cost_usd"] = 0.02
+    (priced / "summary.json").write_text(json.dumps(summary))
+    unpriced = write_run_dir(tmp_path / "unpriced", "unpriced", {"s": [True, True]})
+    document = build_comparison(load_runs([unpriced, priced]))
+    assert [entry.get("cost_usd") for entry in document["overall"]["runs"]] == [None, 0.02]
+    assert [entry.get("cost_usd") for entry in document["streams"]["s"]["runs"]] == [None, 0.02]

@@ -1,0 +1,261 @@
+"""Limits on one model endpoint shared by every process of a session.
+
+``model.max_concurrency`` bounds the requests of one process; under pytest-xdist
+each worker is a process, so ``-n 8`` against a rate-limited API sent eight times
+as many. :class:`EndpointLimiter` shares two things through files in a
+session-wide directory, one subdirectory per endpoint URL:
+
+* **connection slots** (``model.max_connections``): ``slot-<i>.lock`` files, a
+  request holds one under ``flock`` while it is sent and read. The kernel frees a
+  slot when its holder dies, so a crashed worker never leaks one.
+* **backoff** (429 and ``Retry-After``): a worker told to wait writes "blocked
+  until T" (``blocked-until``); every worker waits for T before its next request
+  to that endpoint, instead of each finding out with a 429 of its own.
+
+The directory is the session's (:func:`session_directory`): the engine's
+:class:`~pytest_evomemory.runtime.session.Session` creates it in the process that
+drives the session (``evomemory run``, or the pytest controller before xdist starts
+its workers), names it in :data:`SESSION_DIR_ENV`, and pytest-xdist workers inherit
+the variable. Without one, a private directory serves this process alone.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import fcntl
+import hashlib
+import os
+import random
+import shutil
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+#: The environment variable naming the session's shared directory.
+SESSION_DIR_ENV = "EVOMEMORY_SESSION_DIR"
+
+#: How long a request waiting for a free slot sleeps between looks, at first and
+#: at most: short enough that a slot freed by a 100 ms call is taken within a few
+#: per cent of its time, long enough that eight waiting workers cost no CPU to speak of.
+FIRST_POLL_S = 0.0005
+MAX_POLL_S = 0.01
+
+_BLOCKED_UNTIL = "blocked-until"
+
+
+class EndpointLimiter:
+    """Connection slots and shared backoff for requests to ``url``, across every
+    process that uses the same ``directory``.
+
+    ``max_connections=None`` leaves concurrency alone (only the backoff is shared).
+    Each slot file is opened once per limiter and held under ``flock`` (which
+    excludes other processes) and a lock of this process (which excludes its other
+    threads: they share the open file, and ``flock`` belongs to the open file).
+    Limiters of one process for the same endpoint are one object
+    (:func:`endpoint_limiter`).
+    """
+
+    def __init__(
+        self,
+        directory: Path,
+        url: str,
+        max_connections: int | None,
+        *,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        if max_connections is not None and max_connections < 1:
+            raise ValueError(f"max_connections must be at least 1, got {max_connections}")
+        self.url = url
+        self.max_connections = max_connections
+        self.directory = Path(directory) / f"endpoint-{hashlib.sha256(url.encode()).hexdigest()[:16]}"
+        self.directory.mkdir(parents=True, exist_ok=True)
+        self._sleep = sleep
+        self._slots: list[int | None] = [None] * (max_connections or 0)
+        self._slot_locks = [threading.Lock() for _ in self._slots]
+        # Read before every request: kept open, so a look is one pread (a few µs).
+        self._blocked: int | None = None
+        self._blocked_lock = threading.Lock()
+
+    def _blocked_file(self) -> int:
+        descriptor = self._blocked
+        if descriptor is None:
+            descriptor = self._blocked = os.open(self.directory / _BLOCKED_UNTIL, os.O_RDWR | os.O_CREAT, 0o600)
+        return descriptor
+
+    def close(self) -> None:
+        """Close the files no request holds now (they are opened again when needed)."""
+        for index, lock in enumerate(self._slot_locks):
+            if lock.acquire(blocking=False):
+                try:
+                    descriptor, self._slots[index] = self._slots[index], None
+                    if descriptor is not None:
+                        os.close(descriptor)
+                finally:
+                    lock.release()
+        with self._blocked_lock:
+            descriptor, self._blocked = self._blocked, None
+            if descriptor is not None:
+                os.close(descriptor)
+
+    # ------------------------------------------------------------------ slots
+
+    @contextlib.contextmanager
+    def slot(self) -> Iterator[None]:
+        """Hold one of the endpoint's ``max_connections`` slots for the ``with`` body."""
+        if self.max_connections is None:
+            yield
+            return
+        index = self._acquire()
+        try:
+            yield
+        finally:
+            descriptor = self._slots[index]
+            if descriptor is not None:
+                fcntl.flock(descriptor, fcntl.LOCK_UN)
+            self._slot_locks[index].release()
+
+    def _acquire(self) -> int:
+        count = len(self._slots)
+        poll = FIRST_POLL_S
+        while True:
+            start = random.randrange(count)  # waiters spread over the slots
+            for offset in range(count):
+                index = (start + offset) % count
+                if self._try_slot(index):
+                    return index
+            self._sleep(poll * (0.5 + random.random()))
+            poll = min(poll * 2, MAX_POLL_S)
+
+    def _try_slot(self, index: int) -> bool:
+        """Take slot ``index`` if no thread of this process and no other process holds it."""
+        if not self._slot_locks[index].acquire(blocking=False):
+            return False
+        try:
+            descriptor = self._slots[index]
+            if descriptor is None:
+                descriptor = self._slots[index] = os.open(
+                    self.directory / f"slot-{index}.lock", os.O_RDWR | os.O_CREAT, 0o600
+                )
+            fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            self._slot_locks[index].release()
+            return False
+        except BaseException:
+            self._slot_locks[index].release()
+            raise
+        return True
+
+    # ------------------------------------------------------------------ backoff
+
+    def blocked_until(self) -> float:
+        """The wall-clock time (``time.time()``) before which no request should go out."""
+        try:
+            text = os.pread(self._blocked_file(), 64, 0).decode("ascii").strip()
+            return float(text) if text else 0.0
+        except (OSError, ValueError):  # closed, or caught between another writer's truncate and write
+            return 0.0
+
+    def block_for(self, seconds: float) -> float:
+        """Tell every process to wait ``seconds`` from now (a later block already
+        published stays); returns the end of this block."""
+        until = round(time.time() + seconds, 6)  # as written, so that a reader compares equal
+        if seconds <= 0:
+            return until
+        try:
+            with self._blocked_lock:
+                descriptor = self._blocked_file()
+                fcntl.flock(descriptor, fcntl.LOCK_EX)
+                try:
+                    if until > self.blocked_until():
+                        os.ftruncate(descriptor, 0)
+                        os.pwrite(descriptor, f"{until:.6f}".encode("ascii"), 0)
+                finally:
+                    fcntl.flock(descriptor, fcntl.LOCK_UN)
+        except OSError:
+            pass  # the backoff is then this process's own, as before
+        return until
+
+    def wait_if_blocked(self, longest_s: float) -> float:
+        """Sleep until the published block ends (at most ``longest_s``); the seconds slept."""
+        remaining = min(self.blocked_until() - time.time(), longest_s)
+        if remaining <= 0:
+            return 0.0
+        self._sleep(remaining)
+        return remaining
+
+
+# --------------------------------------------------------------------------- the session directory
+
+_PRIVATE: Path | None = None
+_PRIVATE_LOCK = threading.Lock()
+
+
+def session_directory() -> Path:
+    """The directory the processes of this session share (:data:`SESSION_DIR_ENV`),
+    else one private to this process, removed when it exits."""
+    named = os.environ.get(SESSION_DIR_ENV)
+    if named:
+        path = Path(named)
+        with contextlib.suppress(OSError):
+            path.mkdir(parents=True, exist_ok=True)
+            return path
+    global _PRIVATE
+    with _PRIVATE_LOCK:
+        if _PRIVATE is None:
+            _PRIVATE = Path(tempfile.mkdtemp(prefix="evomemory-process-"))
+            atexit.register(shutil.rmtree, _PRIVATE, True)
+        return _PRIVATE
+
+
+def open_session_directory() -> tuple[Path, bool]:
+    """For a driver starting a session: the directory its processes will share,
+    named in :data:`SESSION_DIR_ENV` for the processes it starts (xdist workers
+    inherit it), and whether it was created here (then :func:`close_session_directory`
+    removes it). An inherited one (a driver above this one set it) is reused."""
+    named = os.environ.get(SESSION_DIR_ENV)
+    if named and Path(named).is_dir():
+        return Path(named), False
+    path = Path(tempfile.mkdtemp(prefix="evomemory-session-"))
+    os.environ[SESSION_DIR_ENV] = str(path)
+    return path, True
+
+
+def close_session_directory(path: Path, created: bool) -> None:
+    if not created:
+        return
+    if os.environ.get(SESSION_DIR_ENV) == str(path):
+        del os.environ[SESSION_DIR_ENV]
+    shutil.rmtree(path, ignore_errors=True)
+
+
+_LIMITERS: dict[tuple[Path, str, int | None], EndpointLimiter] = {}
+_LIMITERS_LOCK = threading.Lock()
+
+#: Limiters whose files stay open; past this many endpoints in one process (a test
+#: suite's scripted servers) the least recently built closes its idle files.
+MAX_OPEN_LIMITERS = 64
+
+
+def endpoint_limiter(url: str, max_connections: int | None) -> EndpointLimiter:
+    """The limiter of ``url`` in this session's directory (one object per process)."""
+    directory = session_directory()
+    key = (directory, url, max_connections)
+    with _LIMITERS_LOCK:
+        limiter = _LIMITERS.pop(key, None) or EndpointLimiter(directory, url, max_connections)
+        _LIMITERS[key] = limiter  # the most recent last
+        if len(_LIMITERS) > MAX_OPEN_LIMITERS:
+            _LIMITERS.pop(next(iter(_LIMITERS))).close()
+        return limiter
+
+
+__all__ = [
+    "SESSION_DIR_ENV",
+    "EndpointLimiter",
+    "close_session_directory",
+    "endpoint_limiter",
+    "open_session_directory",
+    "session_directory",
+]
