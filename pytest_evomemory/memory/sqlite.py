@@ -5,6 +5,13 @@ optionally fused with exact cosine search over embeddings when the memory config
 names an embedder (see :mod:`._ranking` for the fusion). The file is deleted and
 recreated when the stream opens it, so nothing from an earlier stream or run can
 be recalled; it stays in the run's output directory afterwards for inspection.
+
+Recall reads a bounded part of the index whatever the store's size (see
+:func:`._ranking.plan_gathering`): it needs each query word's document
+frequency, which this memory keeps exactly as records are stored — each record
+is tokenized once by FTS5's own tokenizer in a scratch table (``temp``, never in
+the file) — instead of counting matches on every recall. A restored memory
+recounts them from the index, so it ranks exactly as the uninterrupted one.
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from ..config import MemoryConfig, sqlite_path_problem
 from ..errors import MemoryBackendError
 from ..tools import Tool
 from ..types import MemoryHit
-from ._ranking import TermStatistics, VectorIndex, hybrid_ranking, prepare_recall
+from ._ranking import VectorIndex, gathered_ranking, hybrid_ranking, plan_gathering, prepare_recall
 from .base import RecordRejected, unstorable_reason
 from .embedders import Embedder, build_embedder
 from .factory import MemoryContext
@@ -44,6 +51,24 @@ CREATE VIRTUAL TABLE records_fts USING fts5(
     tokenize='porter unicode61 remove_diacritics 2'
 );
 """
+
+#: Scratch tables (in ``temp``, never in the file) that run FTS5's tokenizer:
+#: what tokens a record holds (document frequencies) and what token each query
+#: word is (its document frequency), exactly as records_fts indexes and matches them.
+_TOKENIZERS = """
+CREATE VIRTUAL TABLE temp.record_tokens USING fts5(
+    content, content='', detail=none, tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE temp.record_tokens_vocab USING fts5vocab(temp, record_tokens, 'row');
+CREATE VIRTUAL TABLE temp.word_tokens USING fts5(
+    word, content='', tokenize='porter unicode61 remove_diacritics 2'
+);
+CREATE VIRTUAL TABLE temp.word_tokens_vocab USING fts5vocab(temp, word_tokens, 'instance');
+CREATE VIRTUAL TABLE temp.records_vocab USING fts5vocab(main, records_fts, 'row');
+"""
+
+#: Query words whose tokens are remembered (a deterministic function of the word).
+_WORD_CACHE = 65_536
 
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -84,7 +109,10 @@ class SqliteMemory:
         self.embedder = embedder
         self._lock = threading.RLock()
         self._index = VectorIndex(embedder.dim) if embedder else None
-        self._terms = TermStatistics()
+        #: token -> records holding it, kept exactly as records are stored
+        self._frequencies: dict[str, int] = {}
+        #: query word -> the FTS5 tokens it is (usually one)
+        self._word_tokens: dict[str, tuple[str, ...]] = {}
         self._count = 0
         self._closed = False
         self._lock_file = _lock_exclusively(path)
@@ -104,6 +132,7 @@ class SqliteMemory:
             # The file is rebuilt for every stream, so a crash loses nothing worth an fsync.
             connection.execute("PRAGMA synchronous=OFF")
             connection.executescript(_SCHEMA)
+            connection.executescript(_TOKENIZERS)
             connection.execute(
                 "INSERT INTO meta VALUES ('embedder', ?)",
                 (self.embedder.name if self.embedder else "none",),
@@ -143,12 +172,16 @@ class SqliteMemory:
                 self._connection.execute(
                     "INSERT INTO records_fts (rowid, content) VALUES (?, ?)", (record_id, content)
                 )
+                held = self._record_tokens(content)
                 self._connection.execute("COMMIT")
             except sqlite3.Error as error:
                 self._rollback()
                 raise MemoryBackendError(
                     f"sqlite memory {str(self.path)!r}: retain failed: {error}"
                 ) from None
+            frequencies = self._frequencies
+            for token in held:
+                frequencies[token] = frequencies.get(token, 0) + 1
             self._count += 1
             if self._index is not None and vector is not None:
                 self._index.add(record_id, vector)
@@ -184,16 +217,13 @@ class SqliteMemory:
             if record_id in found
         ]
 
-    def _lexical(self, terms: Sequence[str], depth: int, enough: int) -> list[tuple[int, float]]:
-        """BM25 ranking (higher is better), informative terms first (TermStatistics)."""
-        informative = self._terms.informative(terms, self._count, self._document_frequencies)
-        if informative and len(informative) < len(terms):
-            ranked = self._match(informative, depth)
-            # Records matching only common terms carry no lexical evidence; they
-            # are worth a second, slower query only to fill the caller's top_k.
-            if len(ranked) >= enough:
-                return ranked
-        return self._match(terms, depth)
+    def _lexical(self, words: Sequence[str], depth: int, enough: int) -> list[tuple[int, float]]:
+        """BM25 ranking (higher is better) of the records holding the gathered
+        words, followed when they are fewer than ``enough`` by the newest records
+        holding another query word (``_ranking.plan_gathering``)."""
+        frequencies = [self._frequency(word) for word in words]
+        plan = plan_gathering(words, frequencies, self._count, enough, lambda taken: self._holders(taken, enough))
+        return gathered_ranking(plan, depth, enough, self._match, self._newest)
 
     def _match(self, terms: Sequence[str], depth: int) -> list[tuple[int, float]]:
         rows = self._connection.execute(
@@ -203,14 +233,61 @@ class SqliteMemory:
         )
         return [(int(row[0]), float(row[1])) for row in rows]
 
-    def _document_frequencies(self, terms: Sequence[str]) -> list[int]:
-        counts: list[int] = []
-        for term in terms:
-            row = self._connection.execute(
-                "SELECT count(*) FROM records_fts WHERE records_fts MATCH ?", (_match_expression([term]),)
-            ).fetchone()
-            counts.append(int(row[0]) if row else 0)
-        return counts
+    def _holders(self, terms: Sequence[str], enough: int) -> int:
+        """Records holding any of ``terms``, counted up to ``enough``."""
+        row = self._connection.execute(
+            "SELECT count(*) FROM (SELECT rowid FROM records_fts WHERE records_fts MATCH ? LIMIT ?)",
+            (_match_expression(terms), enough),
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def _newest(self, terms: Sequence[str], count: int) -> list[int]:
+        """Ids of the ``count`` newest records holding any of ``terms`` (FTS5 walks
+        its doclists backwards and stops there)."""
+        rows = self._connection.execute(
+            "SELECT rowid FROM records_fts WHERE records_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+            (_match_expression(terms), count),
+        )
+        return [int(row[0]) for row in rows]
+
+    def _frequency(self, word: str) -> int | None:
+        """Records holding ``word``: 0 when it is no token (FTS5 drops it), None
+        when it is several (FTS5 matches it as a phrase, which no count is kept of)."""
+        tokens = self._word_tokens.get(word)
+        if tokens is None:
+            tokens = self._tokens_of_words([word])[0]
+        if not tokens:
+            return 0
+        if len(tokens) > 1:
+            return None
+        return self._frequencies.get(tokens[0], 0)
+
+    def _tokens_of_words(self, words: Sequence[str]) -> list[tuple[str, ...]]:
+        """The FTS5 tokens of each word, in order, by the index's own tokenizer."""
+        connection = self._connection
+        connection.executemany(
+            "INSERT INTO temp.word_tokens (rowid, word) VALUES (?, ?)", list(enumerate(words, start=1))
+        )
+        found: dict[int, list[tuple[int, str]]] = {}
+        for term, doc, offset in connection.execute("SELECT term, doc, offset FROM temp.word_tokens_vocab"):
+            found.setdefault(int(doc), []).append((int(offset), str(term)))
+        connection.execute("INSERT INTO temp.word_tokens (word_tokens) VALUES ('delete-all')")
+        if len(self._word_tokens) >= _WORD_CACHE:
+            self._word_tokens.clear()
+        result = []
+        for position, word in enumerate(words, start=1):
+            tokens = tuple(term for _, term in sorted(found.get(position, [])))
+            self._word_tokens[word] = tokens
+            result.append(tokens)
+        return result
+
+    def _record_tokens(self, content: str) -> list[str]:
+        """The distinct tokens FTS5 indexes ``content`` under."""
+        connection = self._connection
+        connection.execute("INSERT INTO temp.record_tokens (rowid, content) VALUES (1, ?)", (content,))
+        tokens = [str(row[0]) for row in connection.execute("SELECT term FROM temp.record_tokens_vocab")]
+        connection.execute("INSERT INTO temp.record_tokens (record_tokens) VALUES ('delete-all')")
+        return tokens
 
     def reset(self) -> None:
         self._check_open()
@@ -224,7 +301,7 @@ class SqliteMemory:
                 self._rollback()
                 raise MemoryBackendError(f"sqlite memory {str(self.path)!r}: reset failed: {error}") from None
             self._count = 0
-            self._terms.clear()
+            self._frequencies.clear()
             if self._index is not None:
                 self._index.clear()
 
@@ -300,11 +377,16 @@ class SqliteMemory:
                     "INSERT INTO sqlite_sequence (name, seq) VALUES ('records', ?)", (state["last_issued_id"],)
                 )
                 self._connection.execute("COMMIT")
+                # the index's own count of the records holding each token: exactly
+                # what the uninterrupted memory kept up record by record
+                self._frequencies = {
+                    str(term): int(held)
+                    for term, held in self._connection.execute("SELECT term, doc FROM temp.records_vocab")
+                }
             except sqlite3.Error as error:
                 self._rollback()
                 raise MemoryBackendError(f"sqlite memory {str(self.path)!r}: restore failed: {error}") from None
             self._count = len(records)
-            self._terms.clear()
 
     # ------------------------------------------------------------------ helpers
 

@@ -20,6 +20,7 @@ from pytest_evomemory.memory.snapshot import (
     RecordLog,
     ResumeRefused,
     SnapshotCapable,
+    SnapshotDamaged,
     StreamSnapshots,
 )
 from tests.memory.example_adapter import KeywordNotebook
@@ -91,7 +92,7 @@ def test_a_save_killed_halfway_leaves_the_last_complete_snapshot(tmp_path: Path)
     log = RecordLog(tmp_path, "inprocess")
     records = [{"id": i, "content": f"r{i}", "metadata": {}} for i in range(1, 4)]
     log.save(2, lambda last: [r for r in records[:2] if r["id"] > last], {"next_id": 3})
-    with open(tmp_path / "records.jsonl", "ab") as handle:  # a torn append, no manifest update
+    with open(tmp_path / "records-1.jsonl", "ab") as handle:  # a torn append, no manifest update
         handle.write(b'{"id":3,"cont')
     assert log.load() == (records[:2], {"next_id": 3})
     log.save(3, lambda last: [r for r in records if r["id"] > last], {"next_id": 4})
@@ -129,10 +130,15 @@ def test_stream_snapshots_keep_the_completed_prefix_whenever_the_process_dies(tm
         fresh = InProcessMemory()
         snapshots.restore(fresh, completed)
         assert len(fresh) == expected
-    with pytest.raises(ResumeRefused, match=r"no memory snapshot taken after episode 4 \(snapshots for: 1, 2, 3\)"):
+    with pytest.raises(
+        SnapshotDamaged,
+        match=r"no intact memory snapshot taken after episode 4 \(snapshots for: 1, 2, 3\): slot-4: it holds no finished",
+    ):
         snapshots.restore(InProcessMemory(), 4)
     label = json.loads((tmp_path / "memory" / "s1" / "slot-3" / "episodes.json").read_text())
-    assert label == {"stream": "s1", "episodes": 3, "memory": "InProcessMemory"}
+    assert {key: label[key] for key in ("stream", "episodes", "memory")} == {
+        "stream": "s1", "episodes": 3, "memory": "InProcessMemory"
+    }
     snapshots.clear()  # a fresh run into the same output directory
     assert snapshots.completed_prefixes() == []
     with pytest.raises(ResumeRefused):
