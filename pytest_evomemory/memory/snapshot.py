@@ -295,19 +295,22 @@ class _Label:
     logs: dict[int, tuple[int, str]]
 
 
+#: The label's body, serialized one way only (its checksum is over these bytes).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
 def _label_bytes(stream: str, episodes: int, memory: str, files: Mapping[str, str],
                  logs: Mapping[int, tuple[int, str]]) -> bytes:
-    body = {
-        "format": _LABEL_FORMAT, "stream": stream, "episodes": episodes, "memory": memory,
-        "files": dict(sorted(files.items())),
-        "logs": {str(generation): [size, digest] for generation, (size, digest) in sorted(logs.items())},
-    }
-    return json.dumps({**body, "sha256": _label_digest(body)}, ensure_ascii=True).encode("ascii")
+    """The label: its canonical body, then ``"sha256"`` of that body, written last."""
+    body = _CANONICAL.encode({
+        "format": _LABEL_FORMAT, "stream": stream, "episodes": episodes, "memory": memory, "files": files,
+        "logs": {str(generation): [size, digest] for generation, (size, digest) in logs.items()},
+    }).encode("ascii")
+    return body[:-1] + b',"sha256":"' + hashlib.sha256(body).hexdigest().encode("ascii") + b'"}'
 
 
 def _label_digest(body: Mapping[str, Any]) -> str:
-    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
-    return hashlib.sha256(canonical.encode("ascii")).hexdigest()
+    return hashlib.sha256(_CANONICAL.encode(body).encode("ascii")).hexdigest()
 
 
 _HEX64 = re.compile(r"^[0-9a-f]{64}$")
@@ -355,6 +358,8 @@ class _Progress:
     #: the slot holding the last durable snapshot: kept out of the rotation
     pinned: int | None = None
     synced_at: float = -math.inf
+    #: the log directory as a string, built once
+    log_folder: str | None = None
 
 
 @dataclass(frozen=True)
@@ -396,6 +401,12 @@ class StreamSnapshots:
     @property
     def log_directory(self) -> Path:
         return self.directory / "log"
+
+    def _log_folder(self) -> str:
+        folder = self._progress.log_folder
+        if folder is None:
+            folder = self._progress.log_folder = os.fspath(self.log_directory)
+        return folder
 
     def clear(self) -> None:
         """Remove every snapshot (a stream starting from its first task): a stale
@@ -459,7 +470,7 @@ class StreamSnapshots:
                 shutil.rmtree(state, ignore_errors=True)
                 state.mkdir(parents=True)
             durable = time.monotonic() - progress.synced_at >= SYNC_INTERVAL_S
-            shared = _SharedLogs(os.fspath(self.log_directory), os.fspath(state), progress.tracker, sync=durable)
+            shared = _SharedLogs(self._log_folder(), os.fspath(state), progress.tracker, sync=durable)
             token = _SHARED.set(shared)
             try:
                 memory.snapshot(state)
@@ -714,16 +725,19 @@ class StreamSnapshots:
                     os.close(descriptor)
 
 
-def _state_files(state: Path) -> dict[str, str]:
-    """Relative ("/"-separated) name -> path of every file under a state directory."""
+def _state_files(state: Path | str) -> dict[str, str]:
+    """Relative ("/"-separated) name -> path of every file under a state directory
+    (symbolic links are not followed: a snapshot is what is inside it)."""
     found: dict[str, str] = {}
-    root = os.fspath(state)
-    if not os.path.isdir(root):
-        raise FileNotFoundError(2, "No such directory", root)
-    for folder, _, names in os.walk(root):
-        for name in names:
-            path = os.path.join(folder, name)
-            found[os.path.relpath(path, root).replace(os.sep, "/")] = path
+    pending = [(os.fspath(state), "")]
+    while pending:
+        folder, prefix = pending.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, f"{prefix}{entry.name}/"))
+                else:
+                    found[prefix + entry.name] = entry.path
     return found
 
 
@@ -749,6 +763,9 @@ LoggedRecord = dict[str, Any]
 #: ``json.dumps(record, ensure_ascii=True, separators=(",", ":"), default=str)``,
 #: built once: ``json.dumps`` with options builds a new encoder on every call.
 _LOG_LINE = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), default=str)
+
+#: The manifest's encoder, built once.
+_MANIFEST = json.JSONEncoder()
 
 #: Log bytes gathered before one write (a first save of a large store).
 _WRITE_CHUNK = 1 << 20
@@ -954,21 +971,26 @@ class RecordLog:
         return logged
 
     def _write_manifest(self, tracker: _LogTracker, state: Mapping[str, Any]) -> None:
-        text = json.dumps({
+        text = _MANIFEST.encode({
             "format": self.FORMAT, "kind": self.kind, "count": tracker.count, "last_id": tracker.last_id,
             "log": {"generation": tracker.generation, "bytes": tracker.size, "sha256": tracker.digest.hexdigest()},
             "state": dict(state),
         }).encode("utf-8")
-        os.makedirs(self.directory, exist_ok=True)
-        manifest = os.open(self._manifest_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            manifest = os.open(self._manifest_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:
+            os.makedirs(self.directory, exist_ok=True)
+            manifest = os.open(self._manifest_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             old_size = os.fstat(manifest).st_size
             size = _overwrite(manifest, text, old_size)
             if self._shared is not None:
                 if self._shared.sync:
                     _datasync(manifest)
-                name = os.path.relpath(self._manifest_path, self._shared.state).replace(os.sep, "/")
-                self._shared.reported[name] = hashlib.sha256(_padded(text, size)).hexdigest()
+                state = self._shared.state + os.sep
+                if self._manifest_path.startswith(state):
+                    name = self._manifest_path[len(state):].replace(os.sep, "/")
+                    self._shared.reported[name] = hashlib.sha256(_padded(text, size)).hexdigest()
                 self._shared.logs[tracker.generation] = (tracker.size, tracker.digest.hexdigest())
         finally:
             os.close(manifest)

@@ -8,10 +8,11 @@ be recalled; it stays in the run's output directory afterwards for inspection.
 
 Recall reads a bounded part of the index whatever the store's size (see
 :func:`._ranking.plan_gathering`): it needs each query word's document
-frequency, which this memory keeps exactly as records are stored — each record
-is tokenized once by FTS5's own tokenizer in a scratch table (``temp``, never in
-the file) — instead of counting matches on every recall. A restored memory
-recounts them from the index, so it ranks exactly as the uninterrupted one.
+frequency, which this memory counts exactly once per word and then brings up
+to date with the records stored since (a count over the index's newest rowids,
+which FTS5 seeks to), instead of counting the whole index on every recall. The
+counts are a function of the stored records alone, so a restored memory ranks
+exactly as the uninterrupted one.
 """
 
 from __future__ import annotations
@@ -52,23 +53,8 @@ CREATE VIRTUAL TABLE records_fts USING fts5(
 );
 """
 
-#: Scratch tables (in ``temp``, never in the file) that run FTS5's tokenizer:
-#: what tokens a record holds (document frequencies) and what token each query
-#: word is (its document frequency), exactly as records_fts indexes and matches them.
-_TOKENIZERS = """
-CREATE VIRTUAL TABLE temp.record_tokens USING fts5(
-    content, content='', detail=none, tokenize='porter unicode61 remove_diacritics 2'
-);
-CREATE VIRTUAL TABLE temp.record_tokens_vocab USING fts5vocab(temp, record_tokens, 'row');
-CREATE VIRTUAL TABLE temp.word_tokens USING fts5(
-    word, content='', tokenize='porter unicode61 remove_diacritics 2'
-);
-CREATE VIRTUAL TABLE temp.word_tokens_vocab USING fts5vocab(temp, word_tokens, 'instance');
-CREATE VIRTUAL TABLE temp.records_vocab USING fts5vocab(main, records_fts, 'row');
-"""
-
-#: Query words whose tokens are remembered (a deterministic function of the word).
-_WORD_CACHE = 65_536
+#: Query words whose document frequency is remembered (then only brought up to date).
+_COUNTED_WORDS = 65_536
 
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -109,10 +95,10 @@ class SqliteMemory:
         self.embedder = embedder
         self._lock = threading.RLock()
         self._index = VectorIndex(embedder.dim) if embedder else None
-        #: token -> records holding it, kept exactly as records are stored
-        self._frequencies: dict[str, int] = {}
-        #: query word -> the FTS5 tokens it is (usually one)
-        self._word_tokens: dict[str, tuple[str, ...]] = {}
+        #: query word -> (records holding it, counted over the ids up to this one)
+        self._counted: dict[str, tuple[int, int]] = {}
+        #: the largest id stored
+        self._last_id = 0
         self._count = 0
         self._closed = False
         self._lock_file = _lock_exclusively(path)
@@ -132,7 +118,6 @@ class SqliteMemory:
             # The file is rebuilt for every stream, so a crash loses nothing worth an fsync.
             connection.execute("PRAGMA synchronous=OFF")
             connection.executescript(_SCHEMA)
-            connection.executescript(_TOKENIZERS)
             connection.execute(
                 "INSERT INTO meta VALUES ('embedder', ?)",
                 (self.embedder.name if self.embedder else "none",),
@@ -172,16 +157,13 @@ class SqliteMemory:
                 self._connection.execute(
                     "INSERT INTO records_fts (rowid, content) VALUES (?, ?)", (record_id, content)
                 )
-                held = self._record_tokens(content)
                 self._connection.execute("COMMIT")
             except sqlite3.Error as error:
                 self._rollback()
                 raise MemoryBackendError(
                     f"sqlite memory {str(self.path)!r}: retain failed: {error}"
                 ) from None
-            frequencies = self._frequencies
-            for token in held:
-                frequencies[token] = frequencies.get(token, 0) + 1
+            self._last_id = record_id
             self._count += 1
             if self._index is not None and vector is not None:
                 self._index.add(record_id, vector)
@@ -221,7 +203,7 @@ class SqliteMemory:
         """BM25 ranking (higher is better) of the records holding the gathered
         words, followed when they are fewer than ``enough`` by the newest records
         holding another query word (``_ranking.plan_gathering``)."""
-        frequencies = [self._frequency(word) for word in words]
+        frequencies: list[int | None] = list(self._frequencies(words))
         plan = plan_gathering(words, frequencies, self._count, enough, lambda taken: self._holders(taken, enough))
         return gathered_ranking(plan, depth, enough, self._match, self._newest)
 
@@ -250,44 +232,27 @@ class SqliteMemory:
         )
         return [int(row[0]) for row in rows]
 
-    def _frequency(self, word: str) -> int | None:
-        """Records holding ``word``: 0 when it is no token (FTS5 drops it), None
-        when it is several (FTS5 matches it as a phrase, which no count is kept of)."""
-        tokens = self._word_tokens.get(word)
-        if tokens is None:
-            tokens = self._tokens_of_words([word])[0]
-        if not tokens:
-            return 0
-        if len(tokens) > 1:
-            return None
-        return self._frequencies.get(tokens[0], 0)
+    def _frequencies(self, words: Sequence[str]) -> list[int]:
+        """How many records hold each word, exactly as MATCH finds them.
 
-    def _tokens_of_words(self, words: Sequence[str]) -> list[tuple[str, ...]]:
-        """The FTS5 tokens of each word, in order, by the index's own tokenizer."""
-        connection = self._connection
-        connection.executemany(
-            "INSERT INTO temp.word_tokens (rowid, word) VALUES (?, ?)", list(enumerate(words, start=1))
-        )
-        found: dict[int, list[tuple[int, str]]] = {}
-        for term, doc, offset in connection.execute("SELECT term, doc, offset FROM temp.word_tokens_vocab"):
-            found.setdefault(int(doc), []).append((int(offset), str(term)))
-        connection.execute("INSERT INTO temp.word_tokens (word_tokens) VALUES ('delete-all')")
-        if len(self._word_tokens) >= _WORD_CACHE:
-            self._word_tokens.clear()
-        result = []
-        for position, word in enumerate(words, start=1):
-            tokens = tuple(term for _, term in sorted(found.get(position, [])))
-            self._word_tokens[word] = tokens
-            result.append(tokens)
-        return result
-
-    def _record_tokens(self, content: str) -> list[str]:
-        """The distinct tokens FTS5 indexes ``content`` under."""
-        connection = self._connection
-        connection.execute("INSERT INTO temp.record_tokens (rowid, content) VALUES (1, ?)", (content,))
-        tokens = [str(row[0]) for row in connection.execute("SELECT term FROM temp.record_tokens_vocab")]
-        connection.execute("INSERT INTO temp.record_tokens (record_tokens) VALUES ('delete-all')")
-        return tokens
+        A word counted before is brought up to date with a count over the ids
+        stored since (FTS5 seeks its doclists to a rowid), all of a query's words in
+        one statement; only a word never counted (or forgotten from the bounded
+        cache) is counted over the whole index, once.
+        """
+        counted, last_id = self._counted, self._last_id
+        stale = [word for word in dict.fromkeys(words) if counted.get(word, (0, -1))[1] != last_id]
+        if stale:
+            if len(counted) + len(stale) > _COUNTED_WORDS:
+                counted.clear()
+            arguments: list[object] = []
+            for word in stale:
+                arguments += [_match_expression([word]), counted.get(word, (0, 0))[1]]
+            one = "(SELECT count(*) FROM records_fts WHERE records_fts MATCH ? AND rowid > ?)"
+            row = self._connection.execute("SELECT " + ", ".join([one] * len(stale)), arguments).fetchone()
+            for word, more in zip(stale, row, strict=True):
+                counted[word] = (counted.get(word, (0, 0))[0] + int(more), last_id)
+        return [counted[word][0] for word in words]
 
     def reset(self) -> None:
         self._check_open()
@@ -301,7 +266,7 @@ class SqliteMemory:
                 self._rollback()
                 raise MemoryBackendError(f"sqlite memory {str(self.path)!r}: reset failed: {error}") from None
             self._count = 0
-            self._frequencies.clear()
+            self._counted.clear()
             if self._index is not None:
                 self._index.clear()
 
@@ -377,16 +342,12 @@ class SqliteMemory:
                     "INSERT INTO sqlite_sequence (name, seq) VALUES ('records', ?)", (state["last_issued_id"],)
                 )
                 self._connection.execute("COMMIT")
-                # the index's own count of the records holding each token: exactly
-                # what the uninterrupted memory kept up record by record
-                self._frequencies = {
-                    str(term): int(held)
-                    for term, held in self._connection.execute("SELECT term, doc FROM temp.records_vocab")
-                }
             except sqlite3.Error as error:
                 self._rollback()
                 raise MemoryBackendError(f"sqlite memory {str(self.path)!r}: restore failed: {error}") from None
             self._count = len(records)
+            self._counted.clear()
+            self._last_id = max((int(record["id"]) for record in records), default=0)
 
     # ------------------------------------------------------------------ helpers
 

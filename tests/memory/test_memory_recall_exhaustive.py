@@ -165,10 +165,7 @@ def sqlite_reference(memory: SqliteMemory, query: str, limit: int) -> list[tuple
         return int(row[0])
 
     words = query_terms(query)
-    frequencies: list[int | None] = []
-    for word in words:
-        tokens_of_word = memory._tokens_of_words([word])[0]
-        frequencies.append(None if len(tokens_of_word) > 1 else count([word]) if tokens_of_word else 0)
+    frequencies: list[int | None] = [count([word]) for word in words]
     total = int(connection.execute("SELECT count(*) FROM records").fetchone()[0])
     plan = plan_gathering(words, frequencies, total, limit, count)
 
