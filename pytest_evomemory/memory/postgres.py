@@ -60,8 +60,9 @@ from .tools import memory_tools
 #: of lexemes and positions; 256k characters of prose stays well under it).
 TSVECTOR_CHARS = 262_144
 
-#: Query words whose lexemes are remembered (a deterministic function of the word).
-_WORD_CACHE = 65_536
+#: Query words whose lexemes are remembered (a deterministic function of the word;
+#: emptied when full, so a long stream of new task words does not grow it).
+_WORD_CACHE = 4_096
 
 _IDENTIFIER_UNSAFE = re.compile(r"[^a-z0-9_]+")
 _TEXT_SEARCH_CONFIG = re.compile(r"^[a-z_][a-z0-9_]*$")

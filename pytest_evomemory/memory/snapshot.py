@@ -612,7 +612,7 @@ class StreamSnapshots:
         )
         return (
             f"stream {self.stream!r}: {completed} episode(s) were completed, but {self.directory} holds no "
-            f"intact memory snapshot taken after episode {completed} (snapshots for: {available}): "
+            f"memory snapshot taken after episode {completed} that is intact (snapshots for: {available}): "
             f"{slot.name}: {problem}; nothing was loaded from it, since the remaining tasks would see another "
             f"memory than the one their scores came from; {fallback}; run the stream again without "
             "--evomemory-resume"
@@ -987,9 +987,9 @@ class RecordLog:
             if self._shared is not None:
                 if self._shared.sync:
                     _datasync(manifest)
-                state = self._shared.state + os.sep
-                if self._manifest_path.startswith(state):
-                    name = self._manifest_path[len(state):].replace(os.sep, "/")
+                folder = self._shared.state + os.sep
+                if self._manifest_path.startswith(folder):
+                    name = self._manifest_path[len(folder):].replace(os.sep, "/")
                     self._shared.reported[name] = hashlib.sha256(_padded(text, size)).hexdigest()
                 self._shared.logs[tracker.generation] = (tracker.size, tracker.digest.hexdigest())
         finally:

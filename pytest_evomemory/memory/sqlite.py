@@ -54,7 +54,12 @@ CREATE VIRTUAL TABLE records_fts USING fts5(
 """
 
 #: Query words whose document frequency is remembered (then only brought up to date).
-_COUNTED_WORDS = 65_536
+_COUNTED_WORDS = 16_384
+
+#: A word held by fewer records is counted afresh each time (that reads no more
+#: than this many postings) instead of being remembered: a long stream of new
+#: task words would otherwise make the cache grow with every task.
+_REMEMBERED_FROM = 32
 
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -241,7 +246,14 @@ class SqliteMemory:
         cache) is counted over the whole index, once.
         """
         counted, last_id = self._counted, self._last_id
-        stale = [word for word in dict.fromkeys(words) if counted.get(word, (0, -1))[1] != last_id]
+        found: dict[str, int] = {}
+        stale = []
+        for word in dict.fromkeys(words):
+            known = counted.get(word)
+            if known is not None and known[1] == last_id:
+                found[word] = known[0]
+            else:
+                stale.append(word)
         if stale:
             if len(counted) + len(stale) > _COUNTED_WORDS:
                 counted.clear()
@@ -251,8 +263,10 @@ class SqliteMemory:
             one = "(SELECT count(*) FROM records_fts WHERE records_fts MATCH ? AND rowid > ?)"
             row = self._connection.execute("SELECT " + ", ".join([one] * len(stale)), arguments).fetchone()
             for word, more in zip(stale, row, strict=True):
-                counted[word] = (counted.get(word, (0, 0))[0] + int(more), last_id)
-        return [counted[word][0] for word in words]
+                held = found[word] = counted.get(word, (0, 0))[0] + int(more)
+                if held >= _REMEMBERED_FROM:
+                    counted[word] = (held, last_id)
+        return [found[word] for word in words]
 
     def reset(self) -> None:
         self._check_open()

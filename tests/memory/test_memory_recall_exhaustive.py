@@ -91,8 +91,12 @@ def store(request: pytest.FixtureRequest, tmp_path: Path, monkeypatch: pytest.Mo
     config = memory_config(backend, postgres, top_k=4)
     memory = build_memory(config, MemoryContext("s1", tmp_path / "run", f"exhaustive_{tmp_path.name[-20:]}"))
     contents, words = seeded_store()
-    for content in contents:
+    warm_up = seeded_queries(contents, words, seed=2)[:6]
+    for index, content in enumerate(contents):
         memory.retain(content)
+        if index % 40 == 39:  # recalls along the way: what a backend counts is then kept up incrementally
+            for query in warm_up:
+                memory.recall(query)
     yield memory, contents, words
     memory.close()
 

@@ -132,7 +132,7 @@ def test_stream_snapshots_keep_the_completed_prefix_whenever_the_process_dies(tm
         assert len(fresh) == expected
     with pytest.raises(
         SnapshotDamaged,
-        match=r"no intact memory snapshot taken after episode 4 \(snapshots for: 1, 2, 3\): slot-4: it holds no finished",
+        match=r"no memory snapshot taken after episode 4 that is intact \(snapshots for: 1, 2, 3\): slot-4: it holds no",
     ):
         snapshots.restore(InProcessMemory(), 4)
     label = json.loads((tmp_path / "memory" / "s1" / "slot-3" / "episodes.json").read_text())
