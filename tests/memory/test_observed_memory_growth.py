@@ -18,6 +18,7 @@ from pytest_evomemory.memory import InProcessMemory, ObservedMemory
 from pytest_evomemory.memory.observed import TurnLog
 from pytest_evomemory.runtime import StreamRun, run_stream
 from pytest_evomemory.runtime.memory import mark
+from pytest_evomemory.runtime.records import FeedbackRecord, Record
 from pytest_evomemory.types import FEEDBACK_ACKNOWLEDGEMENT, BenchmarkSample, Stimulus, TaskView
 
 
@@ -46,8 +47,8 @@ def test_each_turn_gets_its_own_writes_and_recalls_and_nothing_older_is_kept() -
         BenchmarkSample(task_id=f"t{n}", stream="s", position=n, prompt=f"where do falcons nest {n}", target="x")
         for n in range(300)
     ]
-    responses: list[dict[str, Any]] = []
-    for position, outcome in enumerate(run_stream(run, samples, responses.append)):
+    records: list[Record] = []
+    for position, outcome in enumerate(run_stream(run, samples, records.append)):
         task = outcome.response
         assert task.memory_writes == ()
         expected_hits = min(position, observed.default_top_k)
@@ -55,7 +56,7 @@ def test_each_turn_gets_its_own_writes_and_recalls_and_nothing_older_is_kept() -
         assert all("falcons nest" in hit["content"] for hit in task.memory_recalled)
         # what the runtime view still holds: at most the last two turns' entries
         assert len(list(observed.writes)) <= 1 and len(list(observed.recalled)) <= observed.default_top_k
-    feedback = [record["response"] for record in responses if record["type"] == "feedback"]
+    feedback = [record.response for record in records if isinstance(record, FeedbackRecord)]
     assert [[w["content"] for w in r["memory_writes"]] for r in feedback[:2]] == [
         ["lesson of t0: falcons nest on cliffs"], ["lesson of t1: falcons nest on cliffs"]
     ]
