@@ -72,6 +72,35 @@ class MemoryBackendError(EvoMemoryError):
     """The memory system could not be opened or failed during a stream."""
 
 
+class ArtefactWriteError(EvoMemoryError):
+    """A file of the run (a memory snapshot, a results file) could not be written:
+    the disk is full, the file system read-only, the directory not writable.
+
+    ``path`` is the file or directory being written. The run stops on it once: what
+    was written before it (scores, snapshots of earlier episodes) is kept and a
+    resume continues from there.
+    """
+
+    def __init__(self, message: str = "", *, path: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+    @classmethod
+    def from_os_error(cls, path: object, error: OSError) -> ArtefactWriteError:
+        """One line naming the path and the system's reason (``strerror``)."""
+        import errno
+
+        reason = error.strerror or str(error) or type(error).__name__
+        code = errno.errorcode.get(error.errno or 0)
+        where = str(path)
+        return cls(
+            f"could not write {where}: {reason}{f' ({code})' if code else ''}; the results written before "
+            "it are kept; free space or fix the permissions, then continue the run with --evomemory-resume "
+            "(evomemory run --resume)",
+            path=where,
+        )
+
+
 class ModelError(EvoMemoryError):
     """The model could not be reached, kept failing after the configured retries,
     or sent a reply that cannot be used.

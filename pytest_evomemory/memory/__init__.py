@@ -13,7 +13,7 @@ from .base import MemorySystem, RecordRejected
 from .factory import build_memory, open_with_timeout
 from .guard import IsolationGuard
 from .observed import ObservedMemory
-from .snapshot import ResumeRefused, SnapshotCapable, StreamSnapshots
+from .snapshot import ResumeRefused, SnapshotCapable, SnapshotDamaged, StreamSnapshots
 from .tools import MemoryTool, instrument_memory_tools, memory_tools, tool_role
 
 if TYPE_CHECKING:
@@ -28,6 +28,7 @@ __all__ = [
     "RecordRejected",
     "ResumeRefused",
     "SnapshotCapable",
+    "SnapshotDamaged",
     "StreamSnapshots",
     "build_memory",
     "instrument_memory_tools",

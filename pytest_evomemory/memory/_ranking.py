@@ -1,5 +1,5 @@
-"""Pieces the SQLite and PostgreSQL backends share: safe query terms, a vector
-index, and hybrid (lexical + vector) rank fusion.
+"""Pieces the built-in backends share: safe query terms, which words gather a
+recall's candidates, a vector index, and hybrid (lexical + vector) rank fusion.
 
 Hybrid ranking is reciprocal rank fusion (Cormack et al., 2009): each record's
 fused score is ``sum(1 / (RRF_K + rank))`` over the lexical and the vector
@@ -13,8 +13,9 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Hashable, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
 
 import numpy as np
 
@@ -44,73 +45,113 @@ def query_terms(query: str, limit: int = MAX_QUERY_TERMS) -> list[str]:
     return list(dict.fromkeys(content))[:limit]
 
 
-#: A term found in more than this share of the records is left out of the match
-#: expression while enough records match without it (see TermStatistics).
+#: A word found in more than this share of the records never gathers candidates:
+#: it carries no ranking signal (FTS5's BM25 clamps its IDF to ~0 once it is in
+#: half the records; ts_rank_cd, which has no IDF, would let it drown the
+#: informative words) and matching it means reading half the store.
 COMMON_TERM_SHARE = 0.5
 
+#: Below this many records no word counts as common: every word gathers.
+SMALL_STORE = 8
 
-#: Up to this many records, TermStatistics counts document frequencies exactly on
-#: every recall, so a restored memory ranks exactly as the uninterrupted one; above
-#: it, cached estimates keep recall fast (and near-ties may rank differently after a
-#: resume).
-EXACT_COUNT_RECORDS = 1000
-
-
-#: PostgreSQL only: candidates are first gathered with the terms in at most this
-#: share of the records (ts_rank_cd must read every candidate's tsvector).
-RARE_TERM_SHARE = 0.05
+#: A recall gathers its candidates from words whose records add up to at most
+#: this many (their postings), and goes beyond it only while fewer than top_k
+#: records are held by the words taken so far; a word held by more records than
+#: this never gathers. What a recall reads is bounded by it, whatever the store's
+#: size: about 2,000 postings are read in a millisecond or two.
+GATHER_POSTINGS = 2000
 
 
-class TermStatistics:
-    """Document frequencies of query terms, counted on demand and cached.
+#: A query word as a backend knows it: the word itself, or its id in a vocabulary.
+Word = TypeVar("Word", bound=Hashable)
 
-    Why: a term present in most records (``answer`` in every stored experience)
-    makes the full-text engine score nearly the whole store on every recall —
-    the dominant cost at 10k+ records. Such a term carries no ranking signal:
-    FTS5's BM25 clamps its IDF to ~0 once it is in more than half the records,
-    and PostgreSQL's ts_rank_cd (which has no IDF) would let it drown the
-    informative words. Backends therefore first match on the informative terms
-    only, and repeat with every term when that finds fewer records than asked
-    for, so small stores rank exactly as without the shortcut.
+
+@dataclass(frozen=True)
+class Gathering(Generic[Word]):
+    """Which of a query's words a recall gathers its candidates with.
+
+    ``gather``: the candidates are the records holding any of these words (the
+    rarest first: see :func:`plan_gathering`); the backend ranks them by its
+    score. ``fill``: the other words some record holds; when the candidates are
+    fewer than top_k, the newest records holding one of these follow them,
+    newest first, with score 0.
     """
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._frequencies: dict[str, tuple[int, int]] = {}
+    gather: list[Word]
+    fill: list[Word]
 
-    def clear(self) -> None:
-        with self._lock:
-            self._frequencies.clear()
 
-    def informative(
-        self,
-        terms: Sequence[str],
-        total: int,
-        count: Callable[[Sequence[str]], Sequence[int]],
-        share: float = COMMON_TERM_SHARE,
-    ) -> list[str]:
-        """The terms in at most ``share`` of ``total`` records.
+def plan_gathering(
+    words: Sequence[Word],
+    frequencies: Sequence[int | None],
+    total: int,
+    enough: int,
+    holders: Callable[[Sequence[Word]], int],
+) -> Gathering[Word]:
+    """The words a recall over ``total`` records gathers with, rarest first.
 
-        ``count(terms)`` (one call, so a server answers in one round trip) is
-        asked only about terms not seen since the store grew by a quarter:
-        document frequencies change slowly, and an estimate suffices.
-        """
-        if total < 8:
-            return list(terms)
-        if total <= EXACT_COUNT_RECORDS:
-            # Counted afresh: the estimate depends on when a term was last counted, so a
-            # memory restored on resume (empty cache) would rank near-ties differently
-            # from the uninterrupted run. Below this size counting costs next to nothing.
-            return [term for term, n in zip(terms, count(terms), strict=True) if int(n) <= total * share]
-        with self._lock:
-            known = {term: self._frequencies.get(term) for term in terms}
-        stale = [term for term, seen in known.items() if seen is None or total > seen[1] * 1.25 + 8]
-        if stale:
-            fresh = {term: (int(n), total) for term, n in zip(stale, count(stale), strict=True)}
-            with self._lock:
-                self._frequencies.update(fresh)
-            known.update(fresh)
-        return [term for term in terms if (known[term] or (0, 0))[0] <= total * share]
+    ``frequencies[i]``: how many records hold ``words[i]`` (exact, kept as records
+    are stored), or None when the index cannot say (the word is more than one
+    token to it): such a word only fills. A word no record holds is dropped.
+
+    Gatherable words — held by at most :data:`COMMON_TERM_SHARE` of the records
+    (any word in a store under :data:`SMALL_STORE` records) and by at most
+    :data:`GATHER_POSTINGS` — are taken rarest first (ties in query order) while
+    their records add up to at most GATHER_POSTINGS, and beyond that only while
+    the words taken hold fewer than ``enough`` records (``holders(words)`` counts
+    the records holding any of them, up to ``enough``). A small store therefore
+    gathers with every informative word, and a large one reads a bounded number
+    of postings whatever its size.
+    """
+    order = sorted(
+        (frequency, position, word)
+        for position, (word, frequency) in enumerate(zip(words, frequencies, strict=True))
+        if frequency is not None
+        and 0 < frequency <= GATHER_POSTINGS
+        and (total < SMALL_STORE or frequency <= total * COMMON_TERM_SHARE)
+    )
+    gather: list[Word] = []
+    postings = largest = 0
+    for frequency, _, word in order:
+        if postings + frequency > GATHER_POSTINGS:
+            held_enough = largest >= enough or (postings >= enough and holders(gather) >= enough)
+            if held_enough:
+                break
+        gather.append(word)
+        postings += frequency
+        largest = max(largest, frequency)
+    taken = set(gather)
+    fill = [
+        word for word, frequency in zip(words, frequencies, strict=True)
+        if word not in taken and (frequency is None or frequency > 0)
+    ]
+    return Gathering(gather, fill)
+
+
+def gathered_ranking(
+    plan: Gathering[str],
+    depth: int,
+    enough: int,
+    rank: Callable[[Sequence[str], int], list[tuple[int, float]]],
+    newest: Callable[[Sequence[str], int], list[int]],
+) -> list[tuple[int, float]]:
+    """The lexical ranking every built-in backend returns for ``plan``.
+
+    ``rank(words, depth)``: the backend's best ``depth`` records holding any of
+    ``words``, best first. ``newest(words, n)``: the ids of the ``n`` newest
+    records holding any of ``words``, newest first. Fill records (only when the
+    gathered candidates are fewer than ``enough``) score 0.
+    """
+    ranked = rank(plan.gather, depth) if plan.gather else []
+    if len(ranked) >= enough or not plan.fill or len(ranked) >= depth:
+        return ranked
+    seen = {record_id for record_id, _ in ranked}
+    for record_id in newest(plan.fill, depth):
+        if record_id not in seen:
+            ranked.append((record_id, 0.0))
+            if len(ranked) >= depth:
+                break
+    return ranked
 
 
 def candidate_count(top_k: int) -> int:

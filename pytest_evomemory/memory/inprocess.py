@@ -3,10 +3,14 @@
 It needs no file, server or model, so the main job runs anywhere; it lives only
 as long as its stream, which makes cross-stream leaks impossible by construction.
 
-Records are kept as flat numpy arrays (word id, count, owning record): IDF changes
-with every retain, so each recall re-weights every stored word, and doing that with
-two ``bincount`` calls instead of a Python loop over records is what keeps a
-12,000-task stream from taking hours.
+Records are kept as flat numpy arrays (word id, count; each record's words
+contiguous), with a posting list per word. IDF changes with every retain, so a
+recall weighs its candidates' words afresh; which records are candidates is
+bounded whatever the store's size (:func:`._ranking.plan_gathering`: the records
+holding the query's rarest words, then, if fewer than top_k, the newest records
+holding another of its words), so a recall costs the same at record 20,000 as at
+record 100. Candidates are scored exactly as before (TF-IDF cosine over the whole
+query), with two ``bincount`` calls instead of a Python loop over records.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ from ..errors import MemoryBackendError
 from ..text import tokens
 from ..tools import Tool
 from ..types import MemoryHit
+from ._ranking import Gathering, plan_gathering
 from .base import MemoryBackend, MemoryContext
 from .snapshot import LoggedRecord, RecordLog
 from .tools import memory_tools
@@ -78,7 +83,10 @@ class InProcessMemory:
         self._document_frequency = _GrowingArray(np.float64)
         self._word_ids = _GrowingArray(np.int64)
         self._counts = _GrowingArray(np.float64)
-        self._owners = _GrowingArray(np.int64)
+        #: where each record's words start in _word_ids/_counts
+        self._starts = _GrowingArray(np.int64)
+        #: word id -> indexes of the records holding it, in storing order
+        self._postings: list[list[int]] = []
 
     def retain(self, content: str, metadata: Mapping[str, Any] | None = None) -> str:
         self._check_open()
@@ -98,11 +106,13 @@ class InProcessMemory:
             if word_id is None:
                 word_id = self._vocabulary[word] = len(self._vocabulary)
                 self._document_frequency.extend([0.0])
+                self._postings.append([])
             self._document_frequency.values[word_id] += 1.0
+            self._postings[word_id].append(index)
             word_ids.append(word_id)
+        self._starts.extend([self._word_ids.size])
         self._word_ids.extend(word_ids)
         self._counts.extend([float(count) for count in bag.values()])
-        self._owners.extend([index] * len(word_ids))
         self._records.append(record)
 
     def recall(self, query: str, top_k: int | None = None) -> list[MemoryHit]:
@@ -113,33 +123,76 @@ class InProcessMemory:
         if not query_bag or not total:
             return []
         frequency = self._document_frequency.values
-        weights = np.log(1.0 + total / (1.0 + frequency)) + 1.0
-        query_vector = np.zeros(len(weights))
+        vocabulary = self._vocabulary
+        known_ids = np.asarray([vocabulary.get(word, -1) for word in query_bag], dtype=np.int64)
+        # the stored words' weights are computed by the same expression (see _ranked)
+        known_weights = np.log(1.0 + total / (1.0 + frequency[np.maximum(known_ids, 0)])) + 1.0
+        query_weights: dict[int, float] = {}
         query_norm_squared = 0.0
-        for word, count in query_bag.items():
-            word_id = self._vocabulary.get(word)
-            if word_id is None:  # unknown to memory: document frequency 0
+        for count, word_id, weight in zip(query_bag.values(), known_ids.tolist(), known_weights, strict=True):
+            if word_id < 0:  # unknown to memory: document frequency 0
                 value = count * (math.log(1.0 + total) + 1.0)
             else:
-                value = count * float(weights[word_id])
-                query_vector[word_id] = value
+                value = count * float(weight)
+                query_weights[word_id] = value
             query_norm_squared += value * value
-        if not query_vector.any():
+        if not query_weights:
             return []
-        word_ids, owners = self._word_ids.values, self._owners.values
-        stored = self._counts.values * weights[word_ids]
-        norms = np.sqrt(np.bincount(owners, weights=stored * stored, minlength=total))
-        dots = np.bincount(owners, weights=stored * query_vector[word_ids], minlength=total)
-        candidates = np.flatnonzero(dots > 0)
-        if candidates.size == 0:
+        known = list(query_weights)
+        plan = plan_gathering(
+            known, [int(frequency[word_id]) for word_id in known], total, limit,
+            lambda taken: len(set().union(*(self._postings[word_id] for word_id in taken))),
+        )
+        hits = self._ranked(plan, query_weights, math.sqrt(query_norm_squared), limit)
+        if len(hits) < limit and plan.fill:
+            # fewer candidates than asked for: the newest records holding another query word
+            seen = {hit.record_id for hit in hits}
+            for index in self._newest(plan.fill, limit):
+                record = self._records[index]
+                if record.record_id not in seen:
+                    hits.append(MemoryHit(record.record_id, record.content, 0.0, record.metadata))
+                    if len(hits) >= limit:
+                        break
+        return hits
+
+    def _ranked(
+        self, plan: Gathering[int], query_weights: dict[int, float], query_norm: float, limit: int
+    ) -> list[MemoryHit]:
+        """The gathered candidates by TF-IDF cosine with the whole query; ties go to the older record."""
+        if not plan.gather:
             return []
-        scores = dots[candidates] / (math.sqrt(query_norm_squared) * norms[candidates])
+        candidates = np.unique(np.concatenate([np.asarray(self._postings[word_id]) for word_id in plan.gather]))
+        total = len(self._records)
+        starts = self._starts.values
+        ends = np.where(candidates + 1 < total, starts[np.minimum(candidates + 1, total - 1)], self._word_ids.size)
+        begins = starts[candidates]
+        lengths = ends - begins
+        # every word position of every candidate, record by record
+        positions = np.repeat(begins - np.cumsum(lengths) + lengths, lengths) + np.arange(int(lengths.sum()))
+        owners = np.repeat(np.arange(len(candidates)), lengths)
+        word_ids = self._word_ids.values[positions]
+        weights = np.log(1.0 + total / (1.0 + self._document_frequency.values[word_ids])) + 1.0
+        stored = self._counts.values[positions] * weights
+        query_ids = np.asarray(sorted(query_weights), dtype=np.int64)
+        query_values = np.asarray([query_weights[word_id] for word_id in query_ids.tolist()])
+        slot = np.minimum(np.searchsorted(query_ids, word_ids), len(query_ids) - 1)
+        query_vector = np.where(query_ids[slot] == word_ids, query_values[slot], 0.0)
+        norms = np.sqrt(np.bincount(owners, weights=stored * stored, minlength=len(candidates)))
+        dots = np.bincount(owners, weights=stored * query_vector, minlength=len(candidates))
+        scores = dots / (query_norm * norms)
         order = np.lexsort((candidates, -scores))[:limit]
         hits = []
         for position in order:
             record = self._records[int(candidates[position])]
             hits.append(MemoryHit(record.record_id, record.content, float(scores[position]), record.metadata))
         return hits
+
+    def _newest(self, word_ids: list[int], count: int) -> list[int]:
+        """Indexes of the ``count`` newest records holding any of ``word_ids``, newest first."""
+        newest: set[int] = set()
+        for word_id in word_ids:
+            newest.update(self._postings[word_id][-count:])
+        return sorted(newest, reverse=True)[:count]
 
     def reset(self) -> None:
         self._check_open()

@@ -11,9 +11,9 @@ retains or recalls anything itself; resume goes through
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar, overload
 
 from ..errors import MemoryBackendError, ProtocolViolation
 from ..factories import user_frames
@@ -24,6 +24,58 @@ from .guard import IsolationGuard, records_in_tool_result
 from .tools import MemoryTool, MemoryToolCall, instrument_memory_tools
 
 _T = TypeVar("_T")
+_Item = TypeVar("_Item")
+
+
+class TurnLog(Generic[_Item]):
+    """What reached the memory, in order, for as long as a turn may still ask.
+
+    Indexes are absolute (counted from the stream's first entry): a turn's entries
+    are ``log[start:end]`` with the lengths taken when it began and ended. Entries
+    before the turn that began last are dropped when the next turn begins
+    (:meth:`ObservedMemory.mark`), so a stream of 20,000 tasks does not keep
+    20,000 tasks' writes and recalls (the records already hold them).
+    """
+
+    def __init__(self) -> None:
+        self._items: list[_Item] = []
+        self._offset = 0
+
+    def __len__(self) -> int:
+        return self._offset + len(self._items)
+
+    def __iter__(self) -> Iterator[_Item]:
+        return iter(self._items)
+
+    def append(self, item: _Item) -> None:
+        self._items.append(item)
+
+    def extend(self, items: Iterable[_Item]) -> None:
+        self._items.extend(items)
+
+    @overload
+    def __getitem__(self, key: int) -> _Item: ...
+
+    @overload
+    def __getitem__(self, key: slice) -> list[_Item]: ...
+
+    def __getitem__(self, key: int | slice) -> _Item | list[_Item]:
+        if isinstance(key, slice):
+            start, stop, step = key.indices(len(self))
+            if start < self._offset and start < stop:
+                raise IndexError(f"entries before {self._offset} were forgotten (asked from {start})")
+            return self._items[start - self._offset : stop - self._offset : step]
+        index = key + len(self) if key < 0 else key
+        if not self._offset <= index < len(self):
+            raise IndexError(f"entry {key} is not kept (kept: {self._offset} to {len(self) - 1})")
+        return self._items[index - self._offset]
+
+    def forget_before(self, index: int) -> None:
+        """Drop the entries before absolute position ``index``."""
+        drop = min(index, len(self)) - self._offset
+        if drop > 0:
+            del self._items[:drop]
+            self._offset += drop
 
 
 @dataclass
@@ -46,13 +98,27 @@ class ObservedMemory:
         self.guard.start_stream(stream)
         self.counts = OperationCounts()
         #: what reached the memory other than recalls, in order (for transcripts)
-        self.writes: list[dict[str, Any]] = []
+        self.writes: TurnLog[dict[str, Any]] = TurnLog()
         #: what recalls returned, in order (for the report's "recalled into the prompt")
-        self.recalled: list[dict[str, Any]] = []
+        self.recalled: TurnLog[dict[str, Any]] = TurnLog()
+        #: (writes, recalled) when the previous turn began or ended (see mark)
+        self._marked = (0, 0)
 
     @property
     def default_top_k(self) -> int:
         return self.backend.default_top_k
+
+    def mark(self) -> tuple[int, int]:
+        """``(len(writes), len(recalled))`` now, as a turn begins or ends.
+
+        A turn reads its entries between the marks taken at its start and end, so
+        what came before the previous mark is needed no more and is dropped.
+        """
+        now = (len(self.writes), len(self.recalled))
+        self.writes.forget_before(self._marked[0])
+        self.recalled.forget_before(self._marked[1])
+        self._marked = now
+        return now
 
     def retain(self, content: str, metadata: Mapping[str, Any] | None = None) -> str:
         self.counts.retains += 1

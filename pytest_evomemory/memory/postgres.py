@@ -11,6 +11,10 @@
   built from quoted letters-and-digits words joined by ``|`` — never from the raw
   query text — so user text cannot inject tsquery syntax, and a record matching
   any of the words can be recalled (``plainto_tsquery`` would require them all).
+  Candidates are gathered with the query's rarest words only
+  (:func:`._ranking.plan_gathering`), from document frequencies this process
+  keeps per lexeme as rows are inserted (``RETURNING`` the row's lexemes), so a
+  recall reads a bounded part of the table whatever its size.
   PostgreSQL caps a tsvector at 1 MB, so only the first ``TSVECTOR_CHARS``
   characters of a record are indexed; the whole record is stored and returned.
 * Vector recall (when an embedder is configured): pgvector is not assumed.
@@ -39,10 +43,12 @@ from ..errors import MemoryBackendError
 from ..tools import Tool
 from ..types import MemoryHit
 from ._ranking import (
-    RARE_TERM_SHARE,
-    TermStatistics,
+    COMMON_TERM_SHARE,
+    SMALL_STORE,
     VectorIndex,
+    gathered_ranking,
     hybrid_ranking,
+    plan_gathering,
     prepare_recall,
 )
 from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
@@ -53,6 +59,10 @@ from .tools import memory_tools
 #: Characters of a record that go into its tsvector (PostgreSQL's limit is 1 MB
 #: of lexemes and positions; 256k characters of prose stays well under it).
 TSVECTOR_CHARS = 262_144
+
+#: Query words whose lexemes are remembered (a deterministic function of the word;
+#: emptied when full, so a long stream of new task words does not grow it).
+_WORD_CACHE = 4_096
 
 _IDENTIFIER_UNSAFE = re.compile(r"[^a-z0-9_]+")
 _TEXT_SEARCH_CONFIG = re.compile(r"^[a-z_][a-z0-9_]*$")
@@ -142,10 +152,16 @@ class PostgresMemory:
         )
         self._lock = threading.RLock()
         self._index = VectorIndex(embedder.dim) if embedder else None
-        self._terms = TermStatistics()
+        #: lexeme -> rows holding it, kept exactly as rows are inserted
+        self._frequencies: dict[str, int] = {}
+        #: query word -> the lexemes it is (usually one)
+        self._word_lexemes: dict[str, tuple[str, ...]] = {}
+        #: the largest id handed out (ids only grow, also across reset)
+        self._last_id = 0
         self._count = 0
         self._closed = False
         self._config = sql.Literal(text_search_config)
+        self._text_search_config = text_search_config
         self._table = sql.Identifier(table)
         params = {key: value for key, value in conninfo.items() if value is not None}
         try:
@@ -211,7 +227,8 @@ class PostgresMemory:
             try:
                 row = self._connection.execute(
                     sql.SQL(
-                        "INSERT INTO {} (content, metadata, embedding) VALUES (%s, %s::jsonb, %s) RETURNING id"
+                        "INSERT INTO {} (content, metadata, embedding) VALUES (%s, %s::jsonb, %s) "
+                        "RETURNING id, tsvector_to_array(tsv)"
                     ).format(self._table),
                     (content, meta, embedding),
                 ).fetchone()
@@ -221,6 +238,10 @@ class PostgresMemory:
                 ) from None
             assert row is not None
             record_id = int(row[0])
+            frequencies = self._frequencies
+            for lexeme in row[1]:
+                frequencies[lexeme] = frequencies.get(lexeme, 0) + 1
+            self._last_id = max(self._last_id, record_id)
             self._count += 1
             if self._index is not None and vector is not None:
                 self._index.add(record_id, vector)
@@ -261,31 +282,29 @@ class PostgresMemory:
             if record_id in found
         ]
 
-    def _lexical(self, terms: Sequence[str], depth: int, enough: int) -> list[tuple[int, float]]:
-        """ts_rank_cd ranking, gathering candidates with the rarest terms first.
+    def _lexical(self, words: Sequence[str], depth: int, enough: int) -> list[tuple[int, float]]:
+        """ts_rank_cd ranking of the rows holding the gathered (rarest) words, each
+        scored against every informative query word; followed, when they are fewer
+        than ``enough``, by the newest rows holding another query word.
 
         ts_rank_cd reads the tsvector of every row that matches, so matching on a
-        word found in a tenth of a 100k-row table costs far more than ranking.
-        Candidates therefore come from the rare terms (in <= RARE_TERM_SHARE of the
-        rows), then the informative ones, then all (see ``TermStatistics``), and
-        are always scored against every informative term; a broader tier is
-        tried only when a narrower one finds fewer than ``enough`` rows.
+        word found in a tenth of a 100k-row table costs far more than ranking: the
+        rows matched are bounded (``_ranking.plan_gathering``), the words scored
+        are not (ts_rank_cd has no IDF: a common word would drown the others, so
+        only words in at most half the rows are scored).
         """
-        frequencies = self._document_frequencies
-        useful = self._terms.informative(terms, self._count, frequencies)
-        rare = self._terms.informative(useful, self._count, frequencies, RARE_TERM_SHARE)
-        tiers = [(rare, useful), (useful, useful)]
-        tried: list[Sequence[str]] = []
-        for match_terms, rank_terms in tiers:
-            if not match_terms or match_terms == terms or match_terms in tried:
-                continue
-            tried.append(match_terms)
-            ranked = self._match(match_terms, rank_terms, depth)
-            # Rows matching only common terms carry no lexical evidence; they are
-            # worth a slower, broader query only to fill the caller's top_k.
-            if len(ranked) >= enough:
-                return ranked
-        return self._match(terms, terms, depth)
+        frequencies = self._frequencies_of(words)
+        total = self._count
+        informative = [
+            word for word, held in zip(words, frequencies, strict=True)
+            if held is not None and held > 0 and (total < SMALL_STORE or held <= total * COMMON_TERM_SHARE)
+        ]
+        plan = plan_gathering(words, frequencies, total, enough, lambda taken: self._holders(taken, enough))
+
+        def rank(gathered: Sequence[str], limit: int) -> list[tuple[int, float]]:
+            return self._match(gathered, informative or gathered, limit)
+
+        return gathered_ranking(plan, depth, enough, rank, self._newest)
 
     def _match(
         self, match_terms: Sequence[str], rank_terms: Sequence[str], depth: int
@@ -302,17 +321,60 @@ class PostgresMemory:
         )
         return [(int(row[0]), float(row[1])) for row in rows]
 
-    def _document_frequencies(self, terms: Sequence[str]) -> list[int]:
+    def _holders(self, terms: Sequence[str], enough: int) -> int:
+        """Rows holding any of ``terms``, counted up to ``enough``."""
         from psycopg import sql
 
-        rows = self._connection.execute(
+        row = self._connection.execute(
             sql.SQL(
-                "SELECT (SELECT count(*) FROM {table} WHERE tsv @@ to_tsquery({config}::regconfig, t.query)) "
-                "FROM unnest(%s::text[]) WITH ORDINALITY AS t(query, position) ORDER BY t.position"
+                "SELECT count(*) FROM (SELECT 1 FROM {table} WHERE tsv @@ to_tsquery({config}::regconfig, %s) "
+                "LIMIT %s) AS held"
             ).format(table=self._table, config=self._config),
-            ([_tsquery([term]) for term in terms],),
-        ).fetchall()
-        return [int(row[0]) for row in rows]
+            (_tsquery(terms), enough),
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def _newest(self, terms: Sequence[str], count: int) -> list[int]:
+        """Ids of the ``count`` newest rows holding any of ``terms``, newest first.
+
+        Looked for among the newest rows first, in a window that grows fourfold
+        until it holds ``count`` of them or the whole table (the window is a
+        materialized CTE, so the planner reads it by the primary key instead of
+        collecting every row that matches a common word from the GIN index).
+        """
+        from psycopg import sql
+
+        query = sql.SQL(
+            "WITH recent AS MATERIALIZED (SELECT id, tsv FROM {table} WHERE id > %s) "
+            "SELECT id FROM recent WHERE tsv @@ to_tsquery({config}::regconfig, %s) ORDER BY id DESC LIMIT %s"
+        ).format(table=self._table, config=self._config)
+        window = 4 * max(count, 16)
+        while True:
+            floor = max(self._last_id - window, 0)
+            rows = [int(row[0]) for row in self._connection.execute(query, (floor, _tsquery(terms), count))]
+            if len(rows) >= count or floor == 0:
+                return rows
+            window *= 4
+
+    def _frequencies_of(self, words: Sequence[str]) -> list[int | None]:
+        """Rows holding each word: 0 when it is no lexeme (a stopword), None when it
+        is several (to_tsquery makes it a phrase, which no count is kept of)."""
+        missing = [word for word in words if word not in self._word_lexemes]
+        if missing:
+            rows = self._connection.execute(
+                "SELECT tsvector_to_array(to_tsvector(%s::regconfig, t.word)) "
+                "FROM unnest(%s::text[]) WITH ORDINALITY AS t(word, position) ORDER BY t.position",
+                (self._text_search_config, missing),
+            ).fetchall()
+            if len(self._word_lexemes) >= _WORD_CACHE:
+                self._word_lexemes.clear()
+            for word, row in zip(missing, rows, strict=True):
+                self._word_lexemes[word] = tuple(row[0])
+        found: list[int | None] = []
+        for word in words:
+            lexemes = self._word_lexemes[word]
+            found.append(0 if not lexemes else None if len(lexemes) > 1 else self._frequencies.get(lexemes[0], 0))
+        return found
 
     def reset(self) -> None:
         from psycopg import sql
@@ -326,7 +388,7 @@ class PostgresMemory:
                     f"postgres memory {self.table!r}: reset failed: {str(error).strip()}"
                 ) from None
             self._count = 0
-            self._terms.clear()
+            self._frequencies.clear()
             if self._index is not None:
                 self._index.clear()
 
@@ -412,12 +474,20 @@ class PostgresMemory:
                     self._connection.execute(
                         "SELECT setval(%s::regclass, %s, %s)", (self._sequence(), max(last, 1), last > 0)
                     )
+                # the table's own count of the rows holding each lexeme: exactly what
+                # the uninterrupted memory kept up row by row
+                counted = self._connection.execute(
+                    sql.SQL(
+                        "SELECT lexeme, count(*) FROM {}, unnest(tsvector_to_array(tsv)) AS lexeme GROUP BY lexeme"
+                    ).format(self._table)
+                ).fetchall()
             except self._psycopg.Error as error:
                 raise MemoryBackendError(
                     f"postgres memory {self.table!r}: restore failed: {str(error).strip()}"
                 ) from None
+            self._frequencies = {str(lexeme): int(held) for lexeme, held in counted}
+            self._last_id = max([last, *(int(r["id"]) for r in records)])
             self._count = len(records)
-            self._terms.clear()
             if self._index is not None:
                 for record in records:
                     if record["embedding"] is not None:

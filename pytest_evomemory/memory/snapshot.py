@@ -10,24 +10,37 @@ fresh instance on resume. A memory without the capability makes resume of a
 partly run stream refuse (:class:`ResumeRefused`), because any other answer
 would silently score the rest of the stream against the wrong memory.
 
+Every snapshot is verified before anything is loaded from it: its label carries
+a SHA-256 of each file of the state and of the shared record log prefix it
+stands on, and a checksum of itself, written last. A slot cut short by a power
+cut, edited by hand or copied from another stream is :class:`SnapshotDamaged`,
+never loaded (:meth:`StreamSnapshots.newest_intact` finds the newest one that
+verifies).
+
 :class:`RecordLog` is the built-in backends' implementation: they only ever
 append records (or empty the store), so a snapshot is an append-only log plus a
-manifest, and saving after each episode costs only the new records.
+manifest, and saving after each episode costs only the new records. Under
+:class:`StreamSnapshots` all slots of a stream share one log (each manifest
+names the prefix that is its state), so the rotating slots take about one
+store on disk, not one each.
 """
 
 from __future__ import annotations
 
+import contextvars
 import hashlib
 import json
+import math
 import os
 import re
 import shutil
+import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
-from ..errors import MemoryBackendError
+from ..errors import ArtefactWriteError, EvoMemoryError, MemoryBackendError
 
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -54,6 +67,18 @@ class ResumeRefused(MemoryBackendError):
     """A partly run stream cannot be resumed with the memory it had."""
 
 
+class SnapshotDamaged(ResumeRefused):
+    """A snapshot is missing, damaged or not this stream's: nothing was loaded from it.
+
+    ``path`` is the slot (or snapshot directory), ``problem`` what is wrong with it.
+    """
+
+    def __init__(self, message: str = "", *, path: str | None = None, problem: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.problem = problem
+
+
 #: Classes already known to implement :class:`SnapshotCapable`: a runtime protocol
 #: check walks the class's attributes each time (tens of microseconds), and the
 #: runtime asks once per episode. Only classes that offer both methods themselves
@@ -73,6 +98,9 @@ def supports_snapshots(memory: object) -> TypeGuard[SnapshotCapable]:
     return True
 
 
+# --------------------------------------------------------------------------- file helpers
+
+
 def _overwrite(descriptor: int, data: bytes, size: int | None = None) -> int:
     """Write ``data`` at the start of an open file, padded with spaces over a longer
     old content (JSON ignores them), in one ``pwrite``: truncating or re-creating a
@@ -81,8 +109,13 @@ def _overwrite(descriptor: int, data: bytes, size: int | None = None) -> int:
     current size when the caller knows it; the new size is returned."""
     if size is None:
         size = os.fstat(descriptor).st_size
-    _pwrite_all(descriptor, data + b" " * max(0, size - len(data)), 0)
+    _pwrite_all(descriptor, _padded(data, size), 0)
     return max(size, len(data))
+
+
+def _padded(data: bytes, size: int) -> bytes:
+    """What :func:`_overwrite` leaves in a file of ``size`` bytes."""
+    return data + b" " * max(0, size - len(data))
 
 
 def _pwrite_all(descriptor: int, data: bytes, offset: int) -> None:
@@ -94,6 +127,9 @@ def _pwrite_all(descriptor: int, data: bytes, offset: int) -> None:
 
 #: A label or manifest is far smaller: one read gets it whole.
 _SMALL_READ = 1 << 16
+
+#: Bytes read at a time when hashing or loading a log.
+_READ_CHUNK = 1 << 20
 
 
 def _read_all(descriptor: int) -> bytes:
@@ -109,46 +145,249 @@ def _read_all(descriptor: int) -> bytes:
         wanted = max(_SMALL_READ, os.fstat(descriptor).st_size - offset + 1)
 
 
+_datasync: Callable[[int], None] = getattr(os, "fdatasync", os.fsync)
+
+
+def _sync_path(path: str, *, directory: bool = False) -> None:
+    """Flush a file's data (or a directory's entries) to the disk.
+
+    A file system that cannot sync a directory (some network and FUSE ones say
+    EINVAL) is let be: there is nothing more this process can do about it.
+    """
+    flags = os.O_RDONLY | (getattr(os, "O_DIRECTORY", 0) if directory else 0)
+    try:
+        descriptor = os.open(path, flags)
+    except FileNotFoundError:
+        return
+    try:
+        (os.fsync if directory else _datasync)(descriptor)
+    except OSError as error:
+        if not directory or error.errno not in (22, 95):  # EINVAL, EOPNOTSUPP
+            raise
+    finally:
+        os.close(descriptor)
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` so that a reader sees the old or the new file, never half."""
     partial = path.with_name(path.name + ".partial")
     with open(partial, "w", encoding="utf-8") as handle:
         handle.write(text)
-    # No fsync: a killed process loses nothing the kernel already holds, and an
-    # fsync per episode would cost more than the rest of the harness together.
+    # No fsync here: StreamSnapshots syncs a snapshot's files itself when it makes
+    # one durable (see SYNC_INTERVAL_S), and a killed process loses nothing the
+    # kernel already holds.
     os.replace(partial, path)
+
+
+def _sha256_file(path: str) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(_READ_CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def _prefix_digests(path: str, offsets: Iterable[int]) -> dict[int, str | None]:
+    """SHA-256 of the first ``n`` bytes of a file for each ``n`` in ``offsets``, in
+    one pass (``None`` where the file is shorter)."""
+    wanted = sorted(set(offsets))
+    found: dict[int, str | None] = dict.fromkeys(wanted)
+    digest = hashlib.sha256()
+    position = 0
+    with open(path, "rb") as handle:
+        for offset in wanted:
+            while position < offset:
+                chunk = handle.read(min(_READ_CHUNK, offset - position))
+                if not chunk:
+                    return found
+                digest.update(chunk)
+                position += len(chunk)
+            found[offset] = digest.hexdigest()
+    return found
+
+
+# --------------------------------------------------------------------------- shared record logs
+
+
+#: ``records-<generation>.jsonl``: the only names a log has; a manifest or label
+#: gives the generation as a number, never a path.
+_LOG_NAME = re.compile(r"^records-([1-9][0-9]{0,17})\.jsonl$")
+
+
+def _log_name(generation: int) -> str:
+    return f"records-{generation}.jsonl"
+
+
+def _generations(directory: str) -> list[int]:
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    return sorted(int(match.group(1)) for name in names if (match := _LOG_NAME.match(name)))
+
+
+@dataclass
+class _LogTracker:
+    """Where this process stands in a record log: its valid prefix and that
+    prefix's running SHA-256, so a save hashes only the bytes it appends."""
+
+    generation: int
+    size: int
+    count: int
+    last_id: int
+    digest: Any = field(default_factory=hashlib.sha256)
+
+
+@dataclass
+class _SharedLogs:
+    """What :class:`StreamSnapshots` lends a :class:`RecordLog` during one save or
+    restore: the stream's log directory and what the log says back."""
+
+    directory: str
+    #: the state directory the memory is given (reported names are relative to it)
+    state: str
+    tracker: _LogTracker | None
+    #: make what is written durable (fdatasync) before returning
+    sync: bool = False
+    #: generation -> (bytes, sha256) of the log prefixes the snapshot stands on
+    logs: dict[int, tuple[int, str]] = field(default_factory=dict)
+    #: state file (relative name) -> sha256 of what the memory wrote into it
+    reported: dict[str, str] = field(default_factory=dict)
+    #: a new log generation was started (older ones may be unreferenced now)
+    new_generation: bool = False
+    #: RecordLog saves or loads made with it: one per snapshot (they share the tracker)
+    uses: int = 0
+
+
+_SHARED: contextvars.ContextVar[_SharedLogs | None] = contextvars.ContextVar("evomemory_shared_logs", default=None)
 
 
 # --------------------------------------------------------------------------- runtime side
 
 
 #: Snapshots kept per stream, one slot each, used in turn. More than two, because
-#: under xdist the results journal (written by the controller from the workers'
-#: reports) can be a few episodes behind the snapshots a worker already saved when
-#: a whole run is killed; resume needs the snapshot that matches the journal.
+#: under xdist the results journal (written by the controller from the workers' reports)
+#: can be a few episodes behind the snapshots a worker already saved when a whole run is
+#: killed; resume needs the snapshot that matches the journal. One more slot
+#: (``slot-<SNAPSHOT_SLOTS>``) stands in for the one holding the last durable snapshot.
 SNAPSHOT_SLOTS = 8
+
+#: A save is made durable (its files, log and label fsynced) at most this often, and
+#: always the first save of a process. An fsync costs a few milliseconds on a
+#: typical disk, as much as the rest of an episode; a kill -9 loses nothing the
+#: kernel holds, and after a power cut the slot last made durable (kept out of the
+#: rotation until the next one is) is intact: at most this long of episodes is run again.
+SYNC_INTERVAL_S = 1.0
+
+_LABEL = "episodes.json"
+_LABEL_FORMAT = 2
+_INVALID_LABEL = b"{}"
+
+
+@dataclass(frozen=True)
+class _Label:
+    stream: str
+    episodes: int
+    memory: str
+    #: state file (relative, "/"-separated) -> sha256
+    files: dict[str, str]
+    #: log generation -> (bytes, sha256)
+    logs: dict[int, tuple[int, str]]
+
+
+#: The label's body, serialized one way only (its checksum is over these bytes).
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+
+
+def _label_bytes(stream: str, episodes: int, memory: str, files: Mapping[str, str],
+                 logs: Mapping[int, tuple[int, str]]) -> bytes:
+    """The label: its canonical body, then ``"sha256"`` of that body, written last."""
+    body = _CANONICAL.encode({
+        "format": _LABEL_FORMAT, "stream": stream, "episodes": episodes, "memory": memory, "files": files,
+        "logs": {str(generation): [size, digest] for generation, (size, digest) in logs.items()},
+    }).encode("ascii")
+    return body[:-1] + b',"sha256":"' + hashlib.sha256(body).hexdigest().encode("ascii") + b'"}'
+
+
+def _label_digest(body: Mapping[str, Any]) -> str:
+    return hashlib.sha256(_CANONICAL.encode(body).encode("ascii")).hexdigest()
+
+
+_HEX64 = re.compile(r"^[0-9a-f]{64}$")
+
+
+def _parse_label(data: bytes) -> tuple[_Label | None, str]:
+    """A slot's label, or None and what is wrong with it."""
+    if not data.strip():
+        return None, f"its label {_LABEL} is empty (its save never finished)"
+    try:
+        value = json.loads(data.decode("utf-8"))
+    except ValueError:
+        return None, f"its label {_LABEL} is cut short or not JSON (a save cut off, e.g. by a power cut)"
+    if not isinstance(value, dict):
+        return None, f"its label {_LABEL} is not a JSON object"
+    if not value:
+        return None, f"it holds no finished snapshot (its label {_LABEL} was invalidated: a save was interrupted)"
+    if value.get("format") != _LABEL_FORMAT:
+        return None, (
+            f"its label {_LABEL} is in another format ({value.get('format', 1)!r}, this version writes "
+            f"{_LABEL_FORMAT}): it was written by another version of pytest-evomemory"
+        )
+    body = {key: item for key, item in value.items() if key != "sha256"}
+    if value.get("sha256") != _label_digest(body):
+        return None, f"its label {_LABEL} does not match its checksum (it was changed after it was written)"
+    try:
+        files = {str(name): str(digest) for name, digest in value["files"].items()}
+        logs = {int(generation): (int(pair[0]), str(pair[1])) for generation, pair in value["logs"].items()}
+        label = _Label(str(value["stream"]), int(value["episodes"]), str(value["memory"]), files, logs)
+    except (KeyError, TypeError, ValueError, AttributeError, IndexError):
+        return None, f"its label {_LABEL} lacks a field this version needs"
+    return label, ""
+
+
+@dataclass
+class _Progress:
+    """What one process knows about its stream's slots (StreamSnapshots is frozen)."""
+
+    #: slot -> episodes its label says, for the slots this process wrote (None: unlabelled)
+    labels: dict[int, int | None] = field(default_factory=dict)
+    #: slot -> its paths, built once (see StreamSnapshots._slot)
+    paths: dict[int, tuple[str, str, Path]] = field(default_factory=dict)
+    #: this process's place in the shared record log, if it wrote or restored one
+    tracker: _LogTracker | None = None
+    #: the slot holding the last durable snapshot: kept out of the rotation
+    pinned: int | None = None
+    synced_at: float = -math.inf
+    #: the log directory as a string, built once
+    log_folder: str | None = None
 
 
 @dataclass(frozen=True)
 class StreamSnapshots:
     """The snapshots of one stream's memory, labelled by completed episodes.
 
-    :data:`SNAPSHOT_SLOTS` slots are used in turn (``slot-0``, ``slot-1``, ...), each with a label
-    written only after the memory's own snapshot returned. A slot is handed to
-    the memory again (to update incrementally) only if its label says it holds
-    the state of SNAPSHOT_SLOTS episodes earlier; otherwise it is emptied first. Whichever moment the
-    process is killed at — inside the memory's snapshot, between the snapshot
-    and the result journal, or after both — the slot labelled with the number of
-    episodes the journal says are complete is intact: the one being written has
-    no label, and the other one is the previous episode's.
+    Layout, under ``<run_dir>/memory/<stream>/``: ``slot-0`` ... ``slot-7``, used in
+    turn (episode *k* goes to ``slot-<k mod 8>``), and ``slot-8``, used instead of the
+    slot that holds the last durable snapshot while that one is kept; each slot
+    holds the memory's ``state/`` directory and a label ``episodes.json`` written
+    only after the memory's own snapshot returned; ``log/`` holds the record logs
+    the built-in backends' slots share (:class:`RecordLog`).
+
+    A slot is handed to the memory again (to update incrementally) only if its
+    label says it holds the state of SNAPSHOT_SLOTS episodes earlier; otherwise
+    it is emptied first. Whichever moment the process is killed at — inside the
+    memory's snapshot, between the snapshot and the result journal, or after
+    both — the slot labelled with the number of episodes the journal says are
+    complete is intact: the one being written has no label, and the other one is
+    the previous episode's. The label names a SHA-256 of every state file and of
+    the log prefix the state stands on, and one of itself: a slot whose files
+    changed after the label was written (a power cut before they reached the
+    disk, an edit) does not verify and is never restored.
     """
 
     directory: Path
     stream: str
-    #: slot -> episodes its label says, for the slots this process wrote (None: unlabelled)
-    _labels: dict[int, int | None] = field(default_factory=dict, compare=False, repr=False)
-    #: slot -> its paths, built once (see :meth:`_slot`)
-    _paths: dict[int, tuple[str, str, Path]] = field(default_factory=dict, compare=False, repr=False)
+    _progress: _Progress = field(default_factory=_Progress, compare=False, repr=False)
 
     @classmethod
     def for_stream(cls, run_dir: Path, stream: str) -> StreamSnapshots:
@@ -159,23 +398,54 @@ class StreamSnapshots:
             safe = f"{safe}-{hashlib.sha256(stream.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
         return cls(run_dir / "memory" / safe, stream)
 
+    @property
+    def log_directory(self) -> Path:
+        return self.directory / "log"
+
+    def _log_folder(self) -> str:
+        folder = self._progress.log_folder
+        if folder is None:
+            folder = self._progress.log_folder = os.fspath(self.log_directory)
+        return folder
+
     def clear(self) -> None:
         """Remove every snapshot (a stream starting from its first task): a stale
-        slot of an earlier run in the same output directory must never be restored."""
+        slot of an earlier run in the same output directory must never be restored,
+        not even after a power cut, so the removal is synced."""
         shutil.rmtree(self.directory, ignore_errors=True)
-        self._labels.clear()
+        try:
+            _sync_path(os.fspath(self.directory.parent), directory=True)
+        except OSError as error:
+            raise ArtefactWriteError.from_os_error(self.directory.parent, error) from None
+        self._progress.labels.clear()
+        self._progress.tracker = None
+        self._progress.pinned = None
+        self._progress.synced_at = -math.inf
+
+    # ------------------------------------------------------------------ save
 
     def save(self, memory: object, completed: int) -> None:
         """Snapshot ``memory`` as it is after ``completed`` episodes (task + feedback).
 
         The label is opened once and rewritten in place twice: "no snapshot"
-        before the memory touches the slot's state, the episode count after.
+        before the memory touches the slot's state, the episode count (with the
+        checksums) after. Any OSError (disk full, read-only) is an
+        :class:`~pytest_evomemory.errors.ArtefactWriteError` naming the file.
         """
         if not supports_snapshots(memory):
             return
         index = completed % SNAPSHOT_SLOTS
+        if index == self._progress.pinned:
+            index = SNAPSHOT_SLOTS
         slot, label, state = self._slot(index)
-        known = index in self._labels  # this process wrote the slot's label: no need to read it
+        try:
+            self._save(memory, completed, index, slot, label, state)
+        except OSError as error:
+            raise ArtefactWriteError.from_os_error(error.filename or slot, error) from None
+
+    def _save(self, memory: SnapshotCapable, completed: int, index: int, slot: str, label: str, state: Path) -> None:
+        progress = self._progress
+        known = index in progress.labels  # this process wrote the slot's label: no need to read it
         if not known:
             os.makedirs(slot, exist_ok=True)
         try:
@@ -185,87 +455,304 @@ class StreamSnapshots:
             descriptor, known = os.open(label, os.O_RDWR | os.O_CREAT, 0o644), False
         try:
             if known:
-                episodes, size = self._labels[index], None
+                episodes, size = progress.labels[index], None
             else:
                 data = _read_all(descriptor)
-                previous, size = _parse_label(data), len(data)
-                episodes = previous["episodes"] if previous is not None and previous.get("stream") == self.stream else None
-            size = _overwrite(descriptor, b"{}", size)
-            self._labels[index] = None
+                previous, _ = _parse_label(data)
+                size = len(data)
+                episodes = previous.episodes if previous is not None and previous.stream == self.stream else None
+            size = _overwrite(descriptor, _INVALID_LABEL, size)
+            progress.labels[index] = None
             if episodes != completed - SNAPSHOT_SLOTS:
                 # Not this run's state SNAPSHOT_SLOTS episodes ago (an interrupted save, or
                 # a save a killed run made before the episode was re-run): a memory
                 # updating incrementally must not build on it.
                 shutil.rmtree(state, ignore_errors=True)
                 state.mkdir(parents=True)
-            memory.snapshot(state)
-            text = json.dumps({"stream": self.stream, "episodes": completed, "memory": type(memory).__qualname__})
-            _overwrite(descriptor, text.encode("utf-8"), size)
-            self._labels[index] = completed
+            durable = time.monotonic() - progress.synced_at >= SYNC_INTERVAL_S
+            shared = _SharedLogs(self._log_folder(), os.fspath(state), progress.tracker, sync=durable)
+            token = _SHARED.set(shared)
+            try:
+                memory.snapshot(state)
+            finally:
+                _SHARED.reset(token)
+            progress.tracker = shared.tracker
+            files = _state_digests(state, shared.reported, sync=durable)
+            text = _label_bytes(self.stream, completed, type(memory).__qualname__, files, shared.logs)
+            if durable:
+                for directory in (os.fspath(state), slot, shared.directory, os.fspath(self.directory)):
+                    _sync_path(directory, directory=True)
+                _sync_path(os.fspath(self.directory.parent), directory=True)
+            _overwrite(descriptor, text, size)
+            if durable:
+                _datasync(descriptor)
+                progress.pinned, progress.synced_at = index, time.monotonic()
+            progress.labels[index] = completed
         finally:
             os.close(descriptor)
+        if shared.new_generation:
+            self._remove_unused_logs()
 
     def _slot(self, index: int) -> tuple[str, str, Path]:
         """The slot's directory, its label (as strings for ``os``) and its state directory."""
-        paths = self._paths.get(index)
+        paths = self._progress.paths.get(index)
         if paths is None:
             slot = self.directory / f"slot-{index}"
-            paths = self._paths[index] = (os.fspath(slot), os.fspath(slot / "episodes.json"), slot / "state")
+            paths = self._progress.paths[index] = (os.fspath(slot), os.fspath(slot / _LABEL), slot / "state")
         return paths
 
-    def completed_prefixes(self) -> list[int]:
-        """Episode counts that a saved snapshot is available for."""
+    def _remove_unused_logs(self) -> None:
+        """Delete the log generations no slot's label stands on any more (after a
+        memory was emptied and its log started anew)."""
+        keep: set[int] = set()
+        for label, _ in self._labels():
+            if label is not None:
+                keep.update(label.logs)
+        if self._progress.tracker is not None:
+            keep.add(self._progress.tracker.generation)
+        directory = os.fspath(self.log_directory)
+        for generation in _generations(directory):
+            if generation not in keep:
+                try:
+                    os.unlink(os.path.join(directory, _log_name(generation)))
+                except FileNotFoundError:
+                    pass
+
+    # ------------------------------------------------------------------ read side
+
+    def _slot_directories(self) -> list[tuple[int, Path]]:
         found = []
-        for slot in sorted(self.directory.glob("slot-*")):
-            label = _read_label(slot / "episodes.json")
-            if label is not None and label.get("stream") == self.stream:
-                found.append(int(label["episodes"]))
+        try:
+            entries = os.listdir(self.directory)
+        except OSError:
+            return []
+        for name in entries:
+            number = name.removeprefix("slot-")
+            if name.startswith("slot-") and number.isdigit() and int(number) <= SNAPSHOT_SLOTS:
+                found.append((int(number), self.directory / name))
         return sorted(found)
+
+    def _labels(self) -> list[tuple[_Label | None, Path]]:
+        """Every slot's parsed label (None when missing or invalid) and its directory."""
+        labels: list[tuple[_Label | None, Path]] = []
+        for _, slot in self._slot_directories():
+            try:
+                data = (slot / _LABEL).read_bytes()
+            except OSError:
+                labels.append((None, slot))
+                continue
+            labels.append((_parse_label(data)[0], slot))
+        return labels
+
+    def completed_prefixes(self) -> list[int]:
+        """Episode counts that a labelled snapshot of this stream exists for (labels
+        only; :meth:`newest_intact` verifies the files too)."""
+        return sorted(label.episodes for label, _ in self._labels() if label is not None and label.stream == self.stream)
+
+    def newest_intact(self, at_most: int) -> int:
+        """The largest episode count <= ``at_most`` whose snapshot verifies (label,
+        state files and the log prefix it stands on), or 0 if none does."""
+        candidates = sorted(
+            ((label, slot) for label, slot in self._labels()
+             if label is not None and label.stream == self.stream and 0 < label.episodes <= at_most),
+            key=lambda item: -item[0].episodes,
+        )
+        digests = self._log_digests(label for label, _ in candidates)
+        for label, slot in candidates:
+            if not self._problem(label, slot, digests):
+                return label.episodes
+        return 0
+
+    def verify(self, completed: int) -> Path:
+        """The slot holding the verified snapshot after ``completed`` episodes, or
+        :class:`SnapshotDamaged` saying which slot and what is wrong."""
+        found: list[tuple[_Label, Path]] = []
+        others: dict[Path, str] = {}
+        for _, slot in self._slot_directories():
+            path = slot / _LABEL
+            try:
+                data = path.read_bytes()
+            except FileNotFoundError:
+                others[slot] = f"its label {_LABEL} is missing"
+                continue
+            except OSError as error:
+                others[slot] = f"its label {_LABEL} cannot be read ({error.strerror or error})"
+                continue
+            label, problem = _parse_label(data)
+            if label is None:
+                others[slot] = problem
+            elif label.stream != self.stream:
+                others[slot] = f"it belongs to stream {label.stream!r}, not {self.stream!r}"
+            elif label.episodes == completed:
+                found.append((label, slot))
+        problems = []
+        for label, slot in found:
+            problem = self._problem(label, slot, self._log_digests([label]))
+            if not problem:
+                return slot
+            problems.append((slot, problem))
+        if not problems:
+            # No label says `completed`: the slot that should hold it tells why.
+            expected = [self.directory / f"slot-{completed % SNAPSHOT_SLOTS}", self.directory / f"slot-{SNAPSHOT_SLOTS}"]
+            for slot in expected:
+                if slot in others:
+                    problems.append((slot, others[slot]))
+            if not problems:
+                problems.append((expected[0], "it does not exist" if not expected[0].exists() else
+                                 "it holds another episode's snapshot"))
+        slot, problem = problems[0]
+        raise SnapshotDamaged(self._damage_message(slot, completed, problem), path=os.fspath(slot), problem=problem)
+
+    def _damage_message(self, slot: Path, completed: int, problem: str) -> str:
+        intact = self.newest_intact(completed - 1) if completed > 1 else 0
+        available = ", ".join(map(str, self.completed_prefixes())) or "none"
+        fallback = (
+            f"the newest intact snapshot is after episode {intact} (the episodes after it would have to run again)"
+            if intact else "no earlier snapshot of this stream is intact"
+        )
+        return (
+            f"stream {self.stream!r}: {completed} episode(s) were completed, but {self.directory} holds no "
+            f"memory snapshot taken after episode {completed} that is intact (snapshots for: {available}): "
+            f"{slot.name}: {problem}; nothing was loaded from it, since the remaining tasks would see another "
+            f"memory than the one their scores came from; {fallback}; run the stream again without "
+            "--evomemory-resume"
+        )
+
+    def _log_digests(self, labels: Iterable[_Label]) -> dict[tuple[int, int], str | None]:
+        """sha256 of every log prefix the labels stand on, one pass per log."""
+        wanted: dict[int, set[int]] = {}
+        for label in labels:
+            for generation, (size, _) in label.logs.items():
+                wanted.setdefault(generation, set()).add(size)
+        digests: dict[tuple[int, int], str | None] = {}
+        for generation, sizes in wanted.items():
+            path = os.path.join(os.fspath(self.log_directory), _log_name(generation))
+            try:
+                found = _prefix_digests(path, sizes)
+            except OSError:
+                found = dict.fromkeys(sizes)
+            digests.update({(generation, size): digest for size, digest in found.items()})
+        return digests
+
+    def _problem(self, label: _Label, slot: Path, log_digests: Mapping[tuple[int, int], str | None]) -> str:
+        """What is wrong with a labelled slot, or "" when every byte it names verifies."""
+        state = slot / "state"
+        try:
+            present = _state_files(state)
+        except OSError as error:
+            return f"its state directory cannot be read ({error.strerror or error})"
+        for name in sorted(set(label.files) - set(present)):
+            return f"state/{name} is missing"
+        for name in sorted(set(present) - set(label.files)):
+            return f"state/{name} is not part of the snapshot its label describes"
+        for name, path in sorted(present.items()):
+            try:
+                digest = _sha256_file(path)
+            except OSError as error:
+                return f"state/{name} cannot be read ({error.strerror or error})"
+            if digest != label.files[name]:
+                return f"state/{name} does not match its checksum (changed or cut short after it was written)"
+        for generation, (size, expected) in sorted(label.logs.items()):
+            name = f"log/{_log_name(generation)}"
+            path = os.path.join(os.fspath(self.log_directory), _log_name(generation))
+            if not os.path.exists(path):
+                return f"{name} is missing"
+            prefix = log_digests.get((generation, size))
+            if prefix is None:
+                return f"{name} is shorter than the {size} bytes the snapshot stands on (cut short)"
+            if prefix != expected:
+                return f"{name} does not match its checksum (changed or cut short after it was written)"
+        return ""
+
+    # ------------------------------------------------------------------ restore
 
     def restore(self, memory: object, completed: int) -> None:
         """Load the state after ``completed`` episodes into a fresh ``memory``, or refuse.
 
-        ``completed == 0`` needs nothing: a stream starts with an empty memory.
+        ``completed == 0`` needs nothing: a stream starts with an empty memory. The
+        slot is verified first; a missing, damaged or foreign one raises
+        :class:`SnapshotDamaged` and nothing is loaded. Slots labelled after
+        ``completed`` belong to episodes that run again from here, and lose their label.
         """
         if completed == 0:
             return
         name = type(memory).__qualname__
-        if not isinstance(memory, SnapshotCapable):
+        if not supports_snapshots(memory):
             raise ResumeRefused(
                 f"stream {self.stream!r}: {completed} episode(s) were completed, but memory system "
                 f"{name} cannot be resumed: it does not implement snapshot(directory) and "
                 "restore(directory) (docs/memory.md, 'What a memory system must offer for resume'); "
                 "add them, or run again without --evomemory-resume"
             )
-        for slot in sorted(self.directory.glob("slot-*")):
-            label = _read_label(slot / "episodes.json")
-            if label is not None and label.get("stream") == self.stream and label.get("episodes") == completed:
-                memory.restore(slot / "state")
-                return
-        available = ", ".join(map(str, self.completed_prefixes())) or "none"
-        raise ResumeRefused(
-            f"stream {self.stream!r}: {completed} episode(s) were completed, but {self.directory} "
-            f"holds no memory snapshot taken after episode {completed} (snapshots for: {available}); "
-            "the remaining tasks would see the wrong memory, so this stream cannot be resumed; "
-            "run again without --evomemory-resume"
-        )
+        slot = self.verify(completed)
+        label, _ = _parse_label((slot / _LABEL).read_bytes())
+        if label is not None and label.memory != name:
+            problem = f"it was written by memory system {label.memory}, and this run's is {name}"
+            raise SnapshotDamaged(self._damage_message(slot, completed, problem), path=os.fspath(slot), problem=problem)
+        try:
+            self._forget_later_than(completed)
+        except OSError as error:
+            raise ArtefactWriteError.from_os_error(error.filename or self.directory, error) from None
+        shared = _SharedLogs(os.fspath(self.log_directory), os.fspath(slot / "state"), None)
+        token = _SHARED.set(shared)
+        try:
+            memory.restore(slot / "state")
+        except EvoMemoryError:
+            raise
+        except Exception as error:
+            raise ResumeRefused(
+                f"stream {self.stream!r}: memory system {name} failed to restore its snapshot "
+                f"{slot / 'state'}: {type(error).__name__}: {error}; the stream cannot continue with the "
+                "memory it had; run it again without --evomemory-resume"
+            ) from error
+        finally:
+            _SHARED.reset(token)
+        progress = self._progress
+        progress.tracker = shared.tracker
+        progress.labels.clear()
+        progress.pinned, progress.synced_at = None, -math.inf
+
+    def _forget_later_than(self, completed: int) -> None:
+        """Invalidate the labels of snapshots taken after ``completed`` episodes: the
+        episodes after it run again, and their old snapshots must never be restored."""
+        for label, slot in self._labels():
+            if label is not None and label.stream == self.stream and label.episodes > completed:
+                descriptor = os.open(slot / _LABEL, os.O_RDWR)
+                try:
+                    _overwrite(descriptor, _INVALID_LABEL)
+                    _datasync(descriptor)
+                finally:
+                    os.close(descriptor)
 
 
-def _read_label(path: Path) -> dict[str, Any] | None:
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return None
-    return _parse_label(data)
+def _state_files(state: Path | str) -> dict[str, str]:
+    """Relative ("/"-separated) name -> path of every file under a state directory
+    (symbolic links are not followed: a snapshot is what is inside it)."""
+    found: dict[str, str] = {}
+    pending = [(os.fspath(state), "")]
+    while pending:
+        folder, prefix = pending.pop()
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append((entry.path, f"{prefix}{entry.name}/"))
+                else:
+                    found[prefix + entry.name] = entry.path
+    return found
 
 
-def _parse_label(data: bytes) -> dict[str, Any] | None:
-    """A slot's label, or None for an invalidated, torn or foreign one (no snapshot)."""
-    try:
-        value = json.loads(data.decode("utf-8"))
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) and isinstance(value.get("episodes"), int) else None
+def _state_digests(state: Path, reported: Mapping[str, str], *, sync: bool) -> dict[str, str]:
+    """sha256 of every file of a snapshot's state: what the memory's RecordLog
+    reported it wrote, else read back (and synced, for a durable save)."""
+    digests = {}
+    for name, path in _state_files(state).items():
+        known = reported.get(name)
+        if known is None:
+            known = _sha256_file(path)
+            if sync:
+                _sync_path(path)
+        digests[name] = known
+    return digests
 
 
 # --------------------------------------------------------------------------- backend side
@@ -277,34 +764,56 @@ LoggedRecord = dict[str, Any]
 #: built once: ``json.dumps`` with options builds a new encoder on every call.
 _LOG_LINE = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), default=str)
 
+#: The manifest's encoder, built once.
+_MANIFEST = json.JSONEncoder()
+
 #: Log bytes gathered before one write (a first save of a large store).
 _WRITE_CHUNK = 1 << 20
+
+#: Standalone logs (a RecordLog used outside StreamSnapshots): log path -> tracker,
+#: so a save hashes only what it appends.
+_STANDALONE: dict[str, _LogTracker] = {}
 
 
 class RecordLog:
     """An incremental snapshot of an append-only record store.
 
-    ``records.jsonl`` holds one JSON object per record (``id`` an increasing
-    integer, ``content``, ``metadata``, optionally ``embedding``), written
-    ASCII-escaped so that NUL bytes and lone surrogates survive; ``manifest.json``
-    says how many of its bytes and records are valid. A save appends only the
-    records after the manifest's last id — unless the store was emptied since,
-    which the record count gives away, and then the log is written anew.
+    A log ``records-<generation>.jsonl`` holds one JSON object per record (``id``
+    an increasing integer, ``content``, ``metadata``, optionally ``embedding``),
+    written ASCII-escaped so that NUL bytes and lone surrogates survive;
+    ``manifest.json`` in the snapshot directory says which generation, how many
+    of its bytes and records are the snapshot, and their SHA-256. A save appends
+    only the records after the last id logged — unless the store was emptied since
+    (the record count gives it away): then a new generation is written.
+
+    Used by :class:`StreamSnapshots`, the log lives in the stream's ``log/``
+    directory and is shared by every slot (each manifest names its prefix);
+    used on its own, it lives in the snapshot directory itself.
     """
 
-    FORMAT = 1
+    FORMAT = 2
 
     def __init__(self, directory: Path, kind: str) -> None:
         # A backend builds one per save: plain strings, not pathlib joins.
         self.directory = directory
         self.kind = kind
         folder = os.fspath(directory)
-        self._log_path = os.path.join(folder, "records.jsonl")
         self._manifest_path = os.path.join(folder, "manifest.json")
+        self._shared = _SHARED.get()
+        self._log_directory = self._shared.directory if self._shared is not None else folder
+        if self._shared is not None:
+            self._shared.uses += 1
+            if self._shared.uses > 1:
+                raise MemoryBackendError(
+                    "a memory snapshot may use one RecordLog: two in one snapshot would share one record log"
+                )
 
     @property
     def _manifest(self) -> Path:
         return Path(self._manifest_path)
+
+    def _log_path(self, generation: int) -> str:
+        return os.path.join(self._log_directory, _log_name(generation))
 
     def manifest(self) -> dict[str, Any] | None:
         try:
@@ -313,20 +822,43 @@ class RecordLog:
         except FileNotFoundError:
             return None
         except OSError as error:
-            raise MemoryBackendError(f"memory snapshot {self._manifest} is unreadable: {error}") from None
+            raise self._damaged(f"manifest.json is unreadable: {error.strerror or error}") from None
         return self._parse_manifest(data)
+
+    def _damaged(self, problem: str) -> SnapshotDamaged:
+        return SnapshotDamaged(
+            f"memory snapshot {self.directory}: {problem}; it cannot be restored",
+            path=os.fspath(self.directory), problem=problem,
+        )
 
     def _parse_manifest(self, data: bytes) -> dict[str, Any]:
         try:
             value = json.loads(data.decode("utf-8"))
         except ValueError as error:
-            raise MemoryBackendError(f"memory snapshot {self._manifest} is unreadable: {error}") from None
-        if not isinstance(value, dict) or value.get("format") != self.FORMAT or value.get("kind") != self.kind:
-            raise MemoryBackendError(
-                f"memory snapshot {self._manifest} was not written by a {self.kind} memory "
-                f"(format {self.FORMAT}); it cannot be restored into one"
+            raise self._damaged(f"{self._manifest.name} is unreadable: {error}") from None
+        if not isinstance(value, dict) or value.get("kind") != self.kind:
+            raise self._damaged(
+                f"{self._manifest.name} was not written by a {self.kind} memory; it cannot be restored into one"
             )
+        if value.get("format") != self.FORMAT:
+            raise self._damaged(
+                f"{self._manifest.name} is in snapshot format {value.get('format')!r}, this version reads "
+                f"{self.FORMAT}: it was written by another version of pytest-evomemory"
+            )
+        log = value.get("log")
+        fields_ok = (
+            isinstance(log, dict)
+            and isinstance(log.get("generation"), int) and log["generation"] >= 1
+            and isinstance(log.get("bytes"), int) and log["bytes"] >= 0
+            and isinstance(log.get("sha256"), str) and _HEX64.match(log["sha256"])
+            and isinstance(value.get("count"), int) and isinstance(value.get("last_id"), int)
+            and isinstance(value.get("state"), dict)
+        )
+        if not fields_ok:
+            raise self._damaged(f"{self._manifest.name} lacks a field this version needs")
         return value
+
+    # ------------------------------------------------------------------ save
 
     def save(
         self,
@@ -338,106 +870,177 @@ class RecordLog:
 
         ``records_after(last_id)`` yields, in id order, the records whose id is
         greater than ``last_id``; ``state`` is whatever else the backend needs
-        (for instance the next id it will hand out).
+        (for instance the next id it will hand out). An OSError (disk full) is an
+        :class:`~pytest_evomemory.errors.ArtefactWriteError` naming the file.
         """
-        if not self._save(count, records_after, state, anew=False):
-            # emptied (reset) since the last save: write the log anew
-            self._save(count, records_after, state, anew=True)
-
-    def _save(
-        self,
-        count: int,
-        records_after: Callable[[int], Iterable[LoggedRecord]],
-        state: Mapping[str, Any],
-        *,
-        anew: bool,
-    ) -> bool:
-        """One attempt; False when the store yielded fewer records than ``count``
-        after the manifest's last id (it was emptied since), so the log must be
-        written anew. The manifest is opened once, read and rewritten in place;
-        the log once, cut back to the manifest's length and appended to."""
-        manifest_path, log_path = self._manifest_path, self._log_path
+        path = self._manifest_path
         try:
-            manifest: int | None = os.open(manifest_path, os.O_RDWR)
-        except FileNotFoundError:
-            manifest = None
-        except OSError as error:
-            raise MemoryBackendError(f"memory snapshot {self._manifest} is unreadable: {error}") from None
-        try:
-            size_of_manifest: int | None = None
-            previous = None
-            if manifest is not None:
-                data = _read_all(manifest)
-                previous, size_of_manifest = self._parse_manifest(data), len(data)
-            last_id, logged, size = 0, 0, 0
-            if previous is not None and previous["count"] <= count and not anew:
-                last_id, logged, size = previous["last_id"], previous["count"], previous["bytes"]
-            elif manifest is not None:
-                # the log is about to be rewritten: never pair it with this manifest
-                os.close(manifest)
-                manifest = None
-                os.unlink(manifest_path)
-            if manifest is None:
-                os.makedirs(self.directory, exist_ok=True)
-            log = os.open(log_path, os.O_WRONLY | os.O_CREAT, 0o644)
-            try:
-                if os.fstat(log).st_size != size:
-                    os.ftruncate(log, size)  # drop a tail a killed save left behind
-                lines: list[bytes] = []
-                pending = 0
-                for record in records_after(last_id):
-                    line = (_LOG_LINE.encode(record) + "\n").encode("ascii")
-                    lines.append(line)
-                    pending += len(line)
-                    logged += 1
-                    last_id = int(record["id"])
-                    if pending >= _WRITE_CHUNK:
-                        _pwrite_all(log, b"".join(lines), size)
-                        size, lines, pending = size + pending, [], 0
-                if lines:
-                    _pwrite_all(log, b"".join(lines), size)
-                    size += pending
-            finally:
-                os.close(log)
-            if logged != count:
-                if anew:
+            tracker = self._tracker()
+            appended = (
+                tracker is not None and tracker.count <= count and self._append(tracker, count, records_after) == count
+            )
+            if tracker is None or not appended:
+                # nothing logged yet, or the store was emptied since: a new generation
+                os.makedirs(self._log_directory, exist_ok=True)
+                generation = max(_generations(self._log_directory), default=0) + 1
+                tracker = _LogTracker(generation, 0, 0, 0)
+                path = self._log_path(generation)
+                logged = self._append(tracker, count, records_after)
+                if logged != count:
                     raise MemoryBackendError(
                         f"{self.kind} memory snapshot: the store reports {count} records but yielded {logged}"
                     )
-                return False
-            text = json.dumps({
-                "format": self.FORMAT, "kind": self.kind, "count": logged, "last_id": last_id,
-                "bytes": size, "state": dict(state),
-            })
-            if manifest is None:
-                manifest, size_of_manifest = os.open(manifest_path, os.O_RDWR | os.O_CREAT, 0o644), None
-            _overwrite(manifest, text.encode("utf-8"), size_of_manifest)
-            return True
-        finally:
-            if manifest is not None:
-                os.close(manifest)
+                if self._shared is not None:
+                    self._shared.new_generation = True
+            path = self._manifest_path
+            self._write_manifest(tracker, state)
+            if self._shared is not None:
+                self._shared.tracker = tracker
+            else:
+                _STANDALONE[self._log_path(tracker.generation)] = tracker
+                for old in _generations(self._log_directory):
+                    if old != tracker.generation:
+                        os.unlink(self._log_path(old))
+        except OSError as error:
+            raise ArtefactWriteError.from_os_error(error.filename or path, error) from None
 
-    def load(self) -> tuple[list[LoggedRecord], dict[str, Any]]:
-        """The records and backend state of the last completed save."""
+    def _tracker(self) -> _LogTracker | None:
+        """Where the log stands: the runtime's record of it, or (on its own) the manifest's."""
+        if self._shared is not None:
+            return self._shared.tracker
         manifest = self.manifest()
         if manifest is None:
-            raise MemoryBackendError(f"no memory snapshot in {self.directory} (manifest.json is missing)")
-        with open(self._log_path, "rb") as handle:
-            data = handle.read(manifest["bytes"])
-        records = [json.loads(line) for line in data.decode("ascii").splitlines()]
-        if len(records) != manifest["count"] or len(data) != manifest["bytes"]:
-            raise MemoryBackendError(
-                f"memory snapshot {self.directory} is damaged: the manifest lists {manifest['count']} "
-                f"records, the log holds {len(records)}"
+            return None
+        log = manifest["log"]
+        path = self._log_path(log["generation"])
+        known = _STANDALONE.get(path)
+        if known is not None and known.size == log["bytes"] and known.count == manifest["count"]:
+            return known
+        tracker = _LogTracker(log["generation"], log["bytes"], manifest["count"], manifest["last_id"])
+        try:
+            with open(path, "rb") as handle:
+                remaining = log["bytes"]
+                while remaining > 0 and (chunk := handle.read(min(_READ_CHUNK, remaining))):
+                    tracker.digest.update(chunk)
+                    remaining -= len(chunk)
+        except FileNotFoundError:
+            return None
+        if remaining or tracker.digest.hexdigest() != log["sha256"]:
+            return None  # the log is not what the manifest says: write a new one
+        return tracker
+
+    def _append(
+        self, tracker: _LogTracker, count: int, records_after: Callable[[int], Iterable[LoggedRecord]]
+    ) -> int:
+        """Append the records after the tracker's last id; the number of records the
+        log then holds, and the tracker moved on only if that is ``count``."""
+        path = self._log_path(tracker.generation)
+        log = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            if os.fstat(log).st_size != tracker.size:
+                # a tail a killed save left behind, or snapshots of episodes that
+                # run again after a resume: never part of a snapshot from here on
+                os.ftruncate(log, tracker.size)
+            digest = tracker.digest.copy()
+            size, logged, last_id = tracker.size, tracker.count, tracker.last_id
+            lines: list[bytes] = []
+            pending = 0
+            for record in records_after(tracker.last_id):
+                line = (_LOG_LINE.encode(record) + "\n").encode("ascii")
+                lines.append(line)
+                pending += len(line)
+                logged += 1
+                last_id = int(record["id"])
+                if pending >= _WRITE_CHUNK:
+                    chunk = b"".join(lines)
+                    _pwrite_all(log, chunk, size)
+                    digest.update(chunk)
+                    size, lines, pending = size + pending, [], 0
+            if lines:
+                chunk = b"".join(lines)
+                _pwrite_all(log, chunk, size)
+                digest.update(chunk)
+                size += pending
+            if logged != count:
+                return logged
+            if self._shared is not None and self._shared.sync:
+                _datasync(log)
+        finally:
+            os.close(log)
+        tracker.size, tracker.count, tracker.last_id, tracker.digest = size, logged, last_id, digest
+        return logged
+
+    def _write_manifest(self, tracker: _LogTracker, state: Mapping[str, Any]) -> None:
+        text = _MANIFEST.encode({
+            "format": self.FORMAT, "kind": self.kind, "count": tracker.count, "last_id": tracker.last_id,
+            "log": {"generation": tracker.generation, "bytes": tracker.size, "sha256": tracker.digest.hexdigest()},
+            "state": dict(state),
+        }).encode("utf-8")
+        try:
+            manifest = os.open(self._manifest_path, os.O_RDWR | os.O_CREAT, 0o644)
+        except FileNotFoundError:
+            os.makedirs(self.directory, exist_ok=True)
+            manifest = os.open(self._manifest_path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            old_size = os.fstat(manifest).st_size
+            size = _overwrite(manifest, text, old_size)
+            if self._shared is not None:
+                if self._shared.sync:
+                    _datasync(manifest)
+                folder = self._shared.state + os.sep
+                if self._manifest_path.startswith(folder):
+                    name = self._manifest_path[len(folder):].replace(os.sep, "/")
+                    self._shared.reported[name] = hashlib.sha256(_padded(text, size)).hexdigest()
+                self._shared.logs[tracker.generation] = (tracker.size, tracker.digest.hexdigest())
+        finally:
+            os.close(manifest)
+
+    # ------------------------------------------------------------------ load
+
+    def load(self) -> tuple[list[LoggedRecord], dict[str, Any]]:
+        """The records and backend state of the last completed save, verified
+        against the manifest's checksum (:class:`SnapshotDamaged` if they differ)."""
+        manifest = self.manifest()
+        if manifest is None:
+            raise self._damaged("manifest.json is missing")
+        log = manifest["log"]
+        generation, size = log["generation"], log["bytes"]
+        name = _log_name(generation)
+        try:
+            with open(self._log_path(generation), "rb") as handle:
+                data = handle.read(size)
+        except FileNotFoundError:
+            raise self._damaged(f"its record log {name} is missing") from None
+        except OSError as error:
+            raise self._damaged(f"its record log {name} cannot be read ({error.strerror or error})") from None
+        if len(data) != size:
+            raise self._damaged(f"its record log {name} holds {len(data)} bytes, the manifest {size} (cut short)")
+        digest = hashlib.sha256(data)
+        if digest.hexdigest() != log["sha256"]:
+            raise self._damaged(f"its record log {name} does not match its checksum (changed after it was written)")
+        try:
+            records = [json.loads(line) for line in data.decode("ascii").splitlines()]
+        except ValueError as error:
+            raise self._damaged(f"its record log {name} is not valid JSON lines: {error}") from None
+        if len(records) != manifest["count"]:
+            raise self._damaged(
+                f"the manifest lists {manifest['count']} records, its record log {name} holds {len(records)}"
             )
+        tracker = _LogTracker(generation, size, manifest["count"], manifest["last_id"], digest)
+        if self._shared is not None:
+            self._shared.tracker = tracker
+        else:
+            _STANDALONE[self._log_path(generation)] = tracker
         return records, dict(manifest["state"])
 
 
 __all__ = [
     "SNAPSHOT_SLOTS",
+    "SYNC_INTERVAL_S",
     "RecordLog",
     "ResumeRefused",
     "SnapshotCapable",
+    "SnapshotDamaged",
     "StreamSnapshots",
     "supports_snapshots",
     "write_atomically",

@@ -5,6 +5,14 @@ optionally fused with exact cosine search over embeddings when the memory config
 names an embedder (see :mod:`._ranking` for the fusion). The file is deleted and
 recreated when the stream opens it, so nothing from an earlier stream or run can
 be recalled; it stays in the run's output directory afterwards for inspection.
+
+Recall reads a bounded part of the index whatever the store's size (see
+:func:`._ranking.plan_gathering`): it needs each query word's document
+frequency, which this memory counts exactly once per word and then brings up
+to date with the records stored since (a count over the index's newest rowids,
+which FTS5 seeks to), instead of counting the whole index on every recall. The
+counts are a function of the stored records alone, so a restored memory ranks
+exactly as the uninterrupted one.
 """
 
 from __future__ import annotations
@@ -25,7 +33,7 @@ from ..config import BackendOptions, MemoryConfig, Text
 from ..errors import MemoryBackendError
 from ..tools import Tool
 from ..types import MemoryHit
-from ._ranking import TermStatistics, VectorIndex, hybrid_ranking, prepare_recall
+from ._ranking import VectorIndex, gathered_ranking, hybrid_ranking, plan_gathering, prepare_recall
 from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
 from .embedders import Embedder, build_embedder
 from .snapshot import LoggedRecord, RecordLog
@@ -44,6 +52,23 @@ CREATE VIRTUAL TABLE records_fts USING fts5(
     tokenize='porter unicode61 remove_diacritics 2'
 );
 """
+
+#: The FTS5 index is merged into one segment once this share of the records (and
+#: at least _MERGE_AFTER_RECORDS) was stored since the last merge. Every retain
+#: commits a small segment; FTS5's own incremental merging keeps dozens of them
+#: at 20,000 records, and every query reads each one (recall took 3x longer at
+#: 20,000 records than at 1,000). Merging costs about one pass over the index, so
+#: merging after a fixed share of new records keeps its cost per retain constant.
+_MERGE_SHARE = 0.25
+_MERGE_AFTER_RECORDS = 500
+
+#: Query words whose document frequency is remembered (then only brought up to date).
+_COUNTED_WORDS = 16_384
+
+#: A word held by fewer records is counted afresh each time (that reads no more
+#: than this many postings) instead of being remembered: a long stream of new
+#: task words would otherwise make the cache grow with every task.
+_REMEMBERED_FROM = 32
 
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -117,7 +142,12 @@ class SqliteMemory:
         self.embedder = embedder
         self._lock = threading.RLock()
         self._index = VectorIndex(embedder.dim) if embedder else None
-        self._terms = TermStatistics()
+        #: query word -> (records holding it, counted over the ids up to this one)
+        self._counted: dict[str, tuple[int, int]] = {}
+        #: the largest id stored
+        self._last_id = 0
+        #: records stored since the index was last merged into one segment
+        self._unmerged = 0
         self._count = 0
         self._closed = False
         self._lock_file = _lock_exclusively(path)
@@ -182,10 +212,24 @@ class SqliteMemory:
                 raise MemoryBackendError(
                     f"sqlite memory {str(self.path)!r}: retain failed: {error}"
                 ) from None
+            self._last_id = record_id
             self._count += 1
+            self._unmerged += 1
+            if self._unmerged >= max(_MERGE_AFTER_RECORDS, int(self._count * _MERGE_SHARE)):
+                self._merge_index()
             if self._index is not None and vector is not None:
                 self._index.add(record_id, vector)
         return str(record_id)
+
+    def _merge_index(self) -> None:
+        """Merge the FTS5 index into one segment (what it holds is unchanged)."""
+        try:
+            self._connection.execute("INSERT INTO records_fts (records_fts) VALUES ('optimize')")
+        except sqlite3.Error as error:
+            raise MemoryBackendError(
+                f"sqlite memory {str(self.path)!r}: merging the full-text index failed: {error}"
+            ) from None
+        self._unmerged = 0
 
     def recall(self, query: str, top_k: int | None = None) -> list[MemoryHit]:
         self._check_open()
@@ -217,16 +261,13 @@ class SqliteMemory:
             if record_id in found
         ]
 
-    def _lexical(self, terms: Sequence[str], depth: int, enough: int) -> list[tuple[int, float]]:
-        """BM25 ranking (higher is better), informative terms first (TermStatistics)."""
-        informative = self._terms.informative(terms, self._count, self._document_frequencies)
-        if informative and len(informative) < len(terms):
-            ranked = self._match(informative, depth)
-            # Records matching only common terms carry no lexical evidence; they
-            # are worth a second, slower query only to fill the caller's top_k.
-            if len(ranked) >= enough:
-                return ranked
-        return self._match(terms, depth)
+    def _lexical(self, words: Sequence[str], depth: int, enough: int) -> list[tuple[int, float]]:
+        """BM25 ranking (higher is better) of the records holding the gathered
+        words, followed when they are fewer than ``enough`` by the newest records
+        holding another query word (``_ranking.plan_gathering``)."""
+        frequencies: list[int | None] = list(self._frequencies(words))
+        plan = plan_gathering(words, frequencies, self._count, enough, lambda taken: self._holders(taken, enough))
+        return gathered_ranking(plan, depth, enough, self._match, self._newest)
 
     def _match(self, terms: Sequence[str], depth: int) -> list[tuple[int, float]]:
         rows = self._connection.execute(
@@ -236,14 +277,53 @@ class SqliteMemory:
         )
         return [(int(row[0]), float(row[1])) for row in rows]
 
-    def _document_frequencies(self, terms: Sequence[str]) -> list[int]:
-        counts: list[int] = []
-        for term in terms:
-            row = self._connection.execute(
-                "SELECT count(*) FROM records_fts WHERE records_fts MATCH ?", (_match_expression([term]),)
-            ).fetchone()
-            counts.append(int(row[0]) if row else 0)
-        return counts
+    def _holders(self, terms: Sequence[str], enough: int) -> int:
+        """Records holding any of ``terms``, counted up to ``enough``."""
+        row = self._connection.execute(
+            "SELECT count(*) FROM (SELECT rowid FROM records_fts WHERE records_fts MATCH ? LIMIT ?)",
+            (_match_expression(terms), enough),
+        ).fetchone()
+        return int(row[0]) if row else 0
+
+    def _newest(self, terms: Sequence[str], count: int) -> list[int]:
+        """Ids of the ``count`` newest records holding any of ``terms`` (FTS5 walks
+        its doclists backwards and stops there)."""
+        rows = self._connection.execute(
+            "SELECT rowid FROM records_fts WHERE records_fts MATCH ? ORDER BY rowid DESC LIMIT ?",
+            (_match_expression(terms), count),
+        )
+        return [int(row[0]) for row in rows]
+
+    def _frequencies(self, words: Sequence[str]) -> list[int]:
+        """How many records hold each word, exactly as MATCH finds them.
+
+        A word counted before is brought up to date with a count over the ids
+        stored since (FTS5 seeks its doclists to a rowid), all of a query's words in
+        one statement; only a word never counted (or forgotten from the bounded
+        cache) is counted over the whole index, once.
+        """
+        counted, last_id = self._counted, self._last_id
+        found: dict[str, int] = {}
+        stale = []
+        for word in dict.fromkeys(words):
+            known = counted.get(word)
+            if known is not None and known[1] == last_id:
+                found[word] = known[0]
+            else:
+                stale.append(word)
+        if stale:
+            if len(counted) + len(stale) > _COUNTED_WORDS:
+                counted.clear()
+            arguments: list[object] = []
+            for word in stale:
+                arguments += [_match_expression([word]), counted.get(word, (0, 0))[1]]
+            one = "(SELECT count(*) FROM records_fts WHERE records_fts MATCH ? AND rowid > ?)"
+            row = self._connection.execute("SELECT " + ", ".join([one] * len(stale)), arguments).fetchone()
+            for word, more in zip(stale, row, strict=True):
+                held = found[word] = counted.get(word, (0, 0))[0] + int(more)
+                if held >= _REMEMBERED_FROM:
+                    counted[word] = (held, last_id)
+        return [found[word] for word in words]
 
     def reset(self) -> None:
         self._check_open()
@@ -257,7 +337,8 @@ class SqliteMemory:
                 self._rollback()
                 raise MemoryBackendError(f"sqlite memory {str(self.path)!r}: reset failed: {error}") from None
             self._count = 0
-            self._terms.clear()
+            self._unmerged = 0
+            self._counted.clear()
             if self._index is not None:
                 self._index.clear()
 
@@ -337,7 +418,9 @@ class SqliteMemory:
                 self._rollback()
                 raise MemoryBackendError(f"sqlite memory {str(self.path)!r}: restore failed: {error}") from None
             self._count = len(records)
-            self._terms.clear()
+            self._unmerged = 0  # restored in one transaction: one segment
+            self._counted.clear()
+            self._last_id = max((int(record["id"]) for record in records), default=0)
 
     # ------------------------------------------------------------------ helpers
 

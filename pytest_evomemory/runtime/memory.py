@@ -31,9 +31,12 @@ class Mark:
 
 
 def mark(memory: ObservedMemory | None) -> Mark:
+    """Where the memory stands as a turn begins or ends; entries older than the
+    previous mark are dropped (a turn only reads its own: see ObservedMemory.mark)."""
     if memory is None:
         return Mark(OperationCounts(), 0, 0)
-    return Mark(replace(memory.counts), len(memory.writes), len(memory.recalled))
+    writes, recalled = memory.mark()
+    return Mark(replace(memory.counts), writes, recalled)
 
 
 __all__ = ["IsolationGuard", "Mark", "ObservedMemory", "mark", "observe"]

@@ -283,11 +283,14 @@ def stream_started_record(stream: str, identity: Mapping[str, Any]) -> StreamSta
 
 def write_failed_record(stream: str, error: BaseException) -> WriteFailedRecord:
     """What a failed write of the stream's own files (its memory snapshots) says."""
-    filename = getattr(error, "filename", None) or getattr(error, "path", None)
-    strerror = getattr(error, "strerror", None) or str(error)
+    if isinstance(error, OSError):
+        filename = error.filename
+        detail = f"{error.strerror or error}{f' ({filename})' if filename else ''}"
+    else:
+        detail = str(error)  # ArtefactWriteError: already names the path and the reason
     reason = (
-        f"writing the memory snapshot of stream {stream!r} failed: {strerror}"
-        f"{f' ({filename})' if filename else ''}; results written before this point are kept"
+        f"writing the memory snapshot of stream {stream!r} failed: {detail}; "
+        "results written before this point are kept"
     )
     return WriteFailedRecord({"stream": stream, "reason": reason})
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from ..agents.base import Agent
 from ..errors import (
+    ArtefactWriteError,
     BudgetExhausted,
     EpisodeError,
     EvoMemoryError,
@@ -225,7 +226,7 @@ class StreamRun:
         if self.snapshots is not None and self.memory is not None and self.broken is None:
             try:
                 self.snapshots.save(self.memory.backend, sample.position + 1)
-            except OSError as error:
+            except (OSError, ArtefactWriteError) as error:
                 self.snapshots = None
                 return write_failed_record(self.stream, error)
         return None

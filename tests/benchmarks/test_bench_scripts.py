@@ -135,3 +135,29 @@ def test_bench_connections_prints_its_table_and_holds_the_cap() -> None:
     assert result.returncode == 0, result.stderr
     assert "calls/s" in result.stdout and "capped" in result.stdout
     assert "peak 2 <= cap 2: yes" in result.stdout or "peak 1 <= cap 2: yes" in result.stdout
+
+
+def test_bench_growth_prints_ms_per_task_by_tenth_for_both_drivers(tmp_path: Path) -> None:
+    result = run_script(str(BENCHMARKS / "bench_growth.py"), "--sizes", "60", "--keep", str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith(("pytest ", "run "))}
+    assert set(rows) == {"pytest", "run"} and all(row[1] == "60" for row in rows.values())
+    assert out.count("ms/task by tenth:") == 2
+    for line in out.splitlines():
+        if "ms/task by tenth:" in line:
+            assert len(line.split(":")[1].split()) == 10
+    # both drivers wrote every task's score and one shared snapshot log
+    for driver in ("pytest", "run"):
+        scores = tmp_path / f"{driver}-60" / "results" / "scores.jsonl"
+        assert len(scores.read_text().splitlines()) == 60
+        assert list((tmp_path / f"{driver}-60" / "results" / "memory" / "growth" / "log").glob("records-*.jsonl"))
+    assert "peak RSS MiB" in out and "snap/1" in out and "load average" in out
+
+
+def test_bench_snapshots_prints_a_row_per_backend_and_durability() -> None:
+    result = run_script(str(BENCHMARKS / "bench_snapshots.py"), "--episodes", "30", "--backends", "inprocess")
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = [line.split() for line in result.stdout.splitlines() if line.startswith("inprocess ")]
+    assert [row[1] for row in rows] == ["never", "default", "every"]
+    assert all(float(row[2]) > 0 for row in rows)

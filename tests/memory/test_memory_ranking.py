@@ -1,17 +1,19 @@
-"""The shared ranking pieces: query terms, reciprocal rank fusion, vector index, term statistics."""
+"""The shared ranking pieces: query terms, which words gather, reciprocal rank fusion, vector index."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 import numpy as np
+import pytest
+from pytest import MonkeyPatch
 
+from pytest_evomemory.memory import _ranking as ranking
 from pytest_evomemory.memory._ranking import (
-    EXACT_COUNT_RECORDS,
     MAX_QUERY_TERMS,
     RRF_K,
-    TermStatistics,
     VectorIndex,
+    plan_gathering,
     query_terms,
     reciprocal_rank_fusion,
 )
@@ -49,38 +51,59 @@ def test_vector_index_exact_search_grows_and_clears() -> None:
     assert index.search(vectors[0], 5) == []
 
 
-def test_term_statistics_drop_common_terms_and_count_each_term_once_per_growth() -> None:
-    big = EXACT_COUNT_RECORDS * 10  # large stores: cached estimates
-    counts = {"answer": big * 9 // 10, "zebra": 2}
-    asked: list[str] = []
-
-    def count(terms: Sequence[str]) -> list[int]:
-        asked.extend(terms)
-        return [counts[term] for term in terms]
-
-    stats = TermStatistics()
-    assert stats.informative(["answer", "zebra"], big, count) == ["zebra"]
-    assert stats.informative(["answer", "zebra"], big * 11 // 10, count) == ["zebra"]
-    assert asked == ["answer", "zebra"]  # cached while the store grew by < 25%
-    stats.informative(["zebra"], big * 2, count)
-    assert asked[-1] == "zebra"
-    assert stats.informative(["answer"], 4, count) == ["answer"]  # tiny stores: no pruning
+# --------------------------------------------------------------------------- which words gather
 
 
-def test_term_statistics_count_small_stores_afresh_so_a_restored_memory_ranks_the_same() -> None:
-    """A memory restored on resume starts with an empty cache: below the exact-count
-    size, the informative terms must not depend on what an earlier recall counted."""
-    counts = {"answer": 10, "zebra": 2}
-    asked: list[str] = []
+def test_gathering_takes_the_rarest_informative_words_while_the_budget_lasts(monkeypatch: MonkeyPatch) -> None:
+    monkeypatch.setattr(ranking, "GATHER_POSTINGS", 100)
+    asked: list[list[str]] = []
 
-    def count(terms: Sequence[str]) -> list[int]:
-        asked.extend(terms)
-        return [counts[term] for term in terms]
+    def holders(words: Sequence[str]) -> int:
+        asked.append(list(words))
+        return 10
 
-    warm = TermStatistics()
-    assert warm.informative(["answer", "zebra"], 100, count) == ["answer", "zebra"]
-    counts["answer"] = 60  # the store's contents changed: 60 of 110 records hold "answer"
-    restored = TermStatistics()
-    assert warm.informative(["answer", "zebra"], 110, count) == restored.informative(["answer", "zebra"], 110, count)
-    assert warm.informative(["answer", "zebra"], 110, count) == ["zebra"]
-    assert asked.count("answer") == 4  # counted on every call, no cached estimate
+    words = ["common", "mid", "rare", "unseen", "phrase", "rarer", "big"]
+    frequencies: list[int | None] = [900, 60, 3, 0, None, 2, 150]
+    plan = plan_gathering(words, frequencies, 1000, 4, holders)
+    # rarest first; "mid" (3 + 2 + 60 <= 100) still fits; "big" is over the budget
+    # on its own, "common" is in more than half the records, "unseen" in none
+    assert plan.gather == ["rarer", "rare", "mid"]
+    assert plan.fill == ["common", "phrase", "big"]
+    assert asked == []  # everything taken fitted the budget: the index was not asked
+
+
+def test_beyond_the_budget_a_word_is_taken_only_while_too_few_records_are_held(monkeypatch: MonkeyPatch) -> None:
+    monkeypatch.setattr(ranking, "GATHER_POSTINGS", 10)
+    held = {("a", "b"): 3}
+    asked: list[tuple[str, ...]] = []
+
+    def holders(words: Sequence[str]) -> int:
+        asked.append(tuple(words))
+        return held[tuple(words)]
+
+    # a and b overlap (3 records between them): too few for top_k 5, so c is taken past
+    # the budget; c alone holds 9 >= 5 records, so d is not (and nobody counts again)
+    plan = plan_gathering(["a", "b", "c", "d"], [2, 3, 9, 10], 1000, 5, holders)
+    assert plan.gather == ["a", "b", "c"]
+    assert plan.fill == ["d"]
+    assert asked == [("a", "b")]
+    # a single word holding enough records ends the gathering without asking
+    asked.clear()
+    assert plan_gathering(["x", "y"], [6, 9], 1000, 5, holders).gather == ["x"]
+    assert asked == []
+
+
+def test_a_small_store_gathers_with_every_word_and_a_large_one_never_with_common_words() -> None:
+    never = lambda words: pytest.fail("no count needed")  # noqa: E731
+    assert plan_gathering(["w", "v"], [5, 7], 7, 3, never).gather == ["w", "v"]
+    assert plan_gathering(["w", "v"], [5, 7], 12, 3, never) == ranking.Gathering(["w"], ["v"])
+
+
+def test_gathered_ranking_fills_with_the_newest_records_only_when_too_few_were_gathered() -> None:
+    plan = ranking.Gathering(["rare"], ["common"])
+    ranked = [(7, 2.5)]
+    newest = [9, 7, 8, 6, 5]
+    result = ranking.gathered_ranking(plan, 4, 3, lambda words, depth: list(ranked), lambda words, n: newest[:n])
+    assert result == [(7, 2.5), (9, 0.0), (8, 0.0), (6, 0.0)]
+    enough = [(7, 2.5), (3, 1.0), (2, 0.5)]
+    assert ranking.gathered_ranking(plan, 4, 3, lambda w, d: list(enough), lambda w, n: newest) == enough

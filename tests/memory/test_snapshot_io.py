@@ -98,7 +98,7 @@ def test_a_steady_state_save_opens_each_file_once(tmp_path: Path, monkeypatch: p
     opened = count_opens(monkeypatch)
     memory.retain("one more lesson")
     snapshots.save(memory, SNAPSHOT_SLOTS + 2)
-    assert sorted(opened) == ["episodes.json", "manifest.json", "records.jsonl"]
+    assert sorted(opened) == ["episodes.json", "manifest.json", "records-1.jsonl"]
     restored = InProcessMemory()
     snapshots.restore(restored, SNAPSHOT_SLOTS + 2)
     assert len(restored) == SNAPSHOT_SLOTS + 2
@@ -129,7 +129,9 @@ def test_a_label_left_longer_by_another_stream_is_overwritten_cleanly(tmp_path: 
     memory.retain("lesson one")
     snapshots.save(memory, 1)
     label = json.loads((slot / "episodes.json").read_text())
-    assert label == {"stream": "s1", "episodes": 1, "memory": "InProcessMemory"}
+    assert {key: label[key] for key in ("stream", "episodes", "memory")} == {
+        "stream": "s1", "episodes": 1, "memory": "InProcessMemory"
+    }
     assert snapshots.completed_prefixes() == [1]
 
 

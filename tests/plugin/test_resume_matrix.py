@@ -248,9 +248,12 @@ def final_state(stream_dir: Path) -> dict[str, str]:
                 if path.suffix == ".partial":
                     continue
                 files[path.name] = path.read_text(encoding="utf-8")
-            if "manifest.json" in files:  # RecordLog: only the bytes the manifest vouches for count
-                size = json.loads(files["manifest.json"])["bytes"]
-                files["records.jsonl"] = files["records.jsonl"].encode()[:size].decode()
+            if "manifest.json" in files:  # RecordLog: its records are the prefix of the stream's log it names
+                manifest = json.loads(files["manifest.json"])
+                log = manifest.pop("log")
+                path = stream_dir / "log" / f"records-{log['generation']}.jsonl"
+                files["records.jsonl"] = path.read_bytes()[: log["bytes"]].decode()
+                files["manifest.json"] = json.dumps(manifest, sort_keys=True)
             return files
     raise AssertionError(f"{stream_dir}: no snapshot after the 12th episode")
 
