@@ -399,6 +399,10 @@ BUILTIN_MEMORY_OPTIONS: dict[str, frozenset[str]] = {
     "inprocess": frozenset(),
     "sqlite": frozenset(),
     "postgres": frozenset({"text_search_config"}),
+    # The memory libraries read their settings from options (validated by their
+    # own options models in memory/mem0.py and memory/langmem.py).
+    "mem0": frozenset({"infer", "llm", "embeddings", "path", "search_threshold"}),
+    "langmem": frozenset({"infer", "llm", "embeddings"}),
 }
 
 

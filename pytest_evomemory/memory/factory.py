@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..config import MemoryConfig
+from ..config import MemoryConfig, ModelConfig
 from ..errors import EvoMemoryError, MemoryBackendError
 from ..factories import load_factory, user_frames
 from .base import MemorySystem
@@ -19,11 +19,17 @@ from .base import MemorySystem
 
 @dataclass(frozen=True)
 class MemoryContext:
-    """Where a memory system lives: its stream and the run's output directory."""
+    """Where a memory system lives: its stream and the run's output directory.
+
+    ``agent_model`` is the agent's model config: a memory library that calls a
+    model of its own (Mem0's and LangMem's ``infer``) uses that endpoint unless
+    its options name another.
+    """
 
     stream: str
     run_dir: Path
     run_name: str
+    agent_model: ModelConfig | None = None
 
 
 MemoryFactory = Callable[[MemoryConfig, MemoryContext], MemorySystem]
@@ -47,11 +53,55 @@ def _postgres(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
     return open_postgres_memory(config, context)
 
 
+def _mem0(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
+    from .mem0 import open_mem0_memory
+
+    return open_mem0_memory(
+        config, stream=context.stream, run_dir=context.run_dir, run_name=context.run_name,
+        agent_model=context.agent_model,
+    )
+
+
+def _langmem(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
+    from .langmem import open_langmem_memory
+
+    return open_langmem_memory(config, stream=context.stream, agent_model=context.agent_model)
+
+
 BUILTIN_BACKENDS: dict[str, MemoryFactory] = {
     "inprocess": _inprocess,
     "sqlite": _sqlite,
     "postgres": _postgres,
+    "mem0": _mem0,
+    "langmem": _langmem,
 }
+
+
+def _check_mem0(config: MemoryConfig, agent_model: ModelConfig | None, source: str) -> None:
+    from .mem0 import check_mem0_config
+
+    check_mem0_config(config, agent_model, source)
+
+
+def _check_langmem(config: MemoryConfig, agent_model: ModelConfig | None, source: str) -> None:
+    from .langmem import check_langmem_config
+
+    check_langmem_config(config, agent_model, source)
+
+
+#: What a built-in backend checks when the run is loaded, before any stream opens:
+#: an optional extra that is missing, options, endpoints (ConfigError naming the key).
+BUILTIN_CHECKS: dict[str, Callable[[MemoryConfig, ModelConfig | None, str], None]] = {
+    "mem0": _check_mem0,
+    "langmem": _check_langmem,
+}
+
+
+def check_memory_backend(config: MemoryConfig, agent_model: ModelConfig | None, source: str) -> None:
+    """Refuse now what the configured built-in backend could not open later."""
+    check = BUILTIN_CHECKS.get(config.backend)
+    if check is not None:
+        check(config, agent_model, source)
 
 
 def build_memory(config: MemoryConfig, context: MemoryContext) -> MemorySystem:

@@ -27,7 +27,7 @@ from ..evaluation.evomemory import EvoMemoryEvaluator
 from ..factories import call_factory, check_signature, load_factory
 from ..identity import component, model_identity
 from ..memory.base import MemorySystem
-from ..memory.factory import MemoryContext, build_memory, open_with_timeout
+from ..memory.factory import MemoryContext, build_memory, check_memory_backend, open_with_timeout
 from ..memory.snapshot import StreamSnapshots
 from ..models import check_agent_environment
 from ..reporting.summary import StreamMetrics, ThresholdResult, check_thresholds
@@ -90,6 +90,8 @@ class BenchmarkRun:
         self.run_dir = run_dir
         _check_factory_references(config)
         check_agent_environment(config.agent)  # once, before any stream or model call
+        if config.agent.memory_strategy != "none":  # a missing extra, a model the memory needs
+            check_memory_backend(config.memory, config.agent.model, config.sources.get("memory", "memory config"))
         source = config.sources.get("benchmark", "benchmark config")
         try:
             self.streams: list[Stream] = load_benchmark(config.benchmark, config.base_dir, source)
@@ -130,7 +132,9 @@ class BenchmarkRun:
         completed episode (when it offers snapshot/restore), which is what resume
         and xdist crash recovery restore from (:meth:`StreamRun.prepare_memory`).
         """
-        context = MemoryContext(stream=name, run_dir=self.run_dir, run_name=self.config.name)
+        context = MemoryContext(
+            stream=name, run_dir=self.run_dir, run_name=self.config.name, agent_model=self.config.agent.model
+        )
         strategy = self.memory_strategy
         memory: ObservedMemory | None = None
         if strategy != "none":

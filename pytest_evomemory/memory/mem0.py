@@ -1,0 +1,672 @@
+"""Mem0 (the ``mem0ai`` package) as the memory under test: the library's own ``Memory``.
+
+``memory: {backend: mem0, options: {...}}`` (docs/memory.md, "Mem0") gives every
+stream its own Mem0 store — an embedded Qdrant database and Mem0's SQLite
+history database in ``<run dir>/memory/<stream>.mem0/`` — scoped to one agent id.
+What the benchmark sees is Mem0's own behaviour:
+
+* ``retain`` is ``Memory.add`` (with ``infer: true``, Mem0's LLM extracts facts
+  from the text and stores those, deduplicated, instead of the text), ``recall``
+  is ``Memory.search`` (semantic, Mem0's scoring and threshold), and a
+  ``tool_use`` agent is given Mem0's operations as tools under their own names:
+  ``add``, ``search``, ``delete``, answering with Mem0's own result dictionaries.
+* Offline by construction: Mem0's telemetry is off (``MEM0_TELEMETRY=False``),
+  its LLM and embedder clients only reach the configured endpoints, and the parts
+  that would download models at run time (fastembed's BM25 encoder, spaCy's
+  entity model) stay off, so the ranking is the same on every machine.
+* Resume: :meth:`Mem0Memory.snapshot` saves the Qdrant points exactly as stored
+  (original vectors, payloads, storage order) and the history database's rows;
+  :meth:`Mem0Memory.restore` writes them back in the same order, so the next
+  searches rank and score exactly as in the uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import pickle
+import sqlite3
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Annotated, Any
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from ..config import MemoryConfig, ModelConfig, Text
+from ..errors import ConfigError, MemoryBackendError
+from ..tools import Tool, ToolArgumentError, require_string
+from ..types import MemoryHit, ToolSpec
+from .base import RecordRejected, unstorable_reason
+from .embedders import Embedder
+from .guard import SeenRecord
+from .libraries import (
+    NO_KEY,
+    EmbeddingsEndpoint,
+    LibraryOptions,
+    ResolvedChat,
+    check_embedder,
+    claim_fresh_directory,
+    endpoint_key,
+    has_words,
+    in_process_embedder,
+    parse_options,
+    path_template_problem,
+    require_extra,
+    resolve_chat,
+    store_directory,
+)
+from .snapshot import write_atomically
+from .tools import MemoryTool
+
+BACKEND = "mem0"
+#: Each stream has a store of its own, so one scope (Mem0 needs a user, agent or run id) suffices.
+AGENT_ID = "evomemory-agent"
+COLLECTION = "evomemory"
+DEFAULT_PATH = "memory/{stream}.mem0"
+SNAPSHOT_FILE = "mem0.json"
+SNAPSHOT_FORMAT = 1
+#: Payload keys Mem0 writes itself; metadata using one would be overwritten or misread.
+RESERVED_METADATA = frozenset({
+    "data", "hash", "created_at", "updated_at", "id", "text_lemmatized", "attributed_to",
+    "user_id", "agent_id", "run_id", "actor_id", "role", "expiration_date", "memory_type",
+})
+#: Where Mem0's LLM client points when ``infer`` is off: it is never called, and an
+#: address on this host could not send anything off it if it were.
+_UNUSED_ENDPOINT = "http://127.0.0.1:9/v1"
+
+
+class Mem0Options(LibraryOptions):
+    """``memory.options`` of backend ``mem0`` (docs/memory.md)."""
+
+    #: Each stream's store directory, with ``{stream}`` (and optionally ``{run_name}``);
+    #: relative paths are taken from the run directory.
+    path: Text | None = None
+    #: Mem0's minimum similarity for a search result (its own default: 0.1).
+    search_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.1
+
+    @field_validator("path")
+    @classmethod
+    def _one_store_per_stream(cls, value: str | None) -> str | None:
+        problem = None if value is None else path_template_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+
+def check_mem0_config(memory: MemoryConfig, agent_model: ModelConfig | None, source: str) -> None:
+    """Everything knowable before a stream opens: the extra, the options, the endpoints."""
+    require_extra("mem0", BACKEND, "mem0")
+    options = parse_options(Mem0Options, memory, source)
+    check_embedder(memory, options, BACKEND, source)
+    if options.embeddings is not None:
+        endpoint_key(options.embeddings, source)
+    if options.infer:
+        resolve_chat(options.llm, agent_model, BACKEND, source)
+        if os.environ.get("OPENROUTER_API_KEY"):
+            raise ConfigError(
+                f"{source}: key 'options.infer': OPENROUTER_API_KEY is set, and Mem0 then sends its fact "
+                "extraction to OpenRouter instead of the configured endpoint; unset it for this run",
+                source=source, key="options.infer",
+            )
+
+
+def open_mem0_memory(
+    memory: MemoryConfig,
+    *,
+    stream: str,
+    run_dir: Path,
+    run_name: str,
+    agent_model: ModelConfig | None,
+    source: str = "memory config",
+) -> Mem0Memory:
+    """The ``mem0`` backend for one stream (the factory's entry point)."""
+    check_mem0_config(memory, agent_model, source)
+    options = parse_options(Mem0Options, memory, source)
+    return Mem0Memory(
+        store_directory(options.path, DEFAULT_PATH, stream, run_name, run_dir),
+        default_top_k=memory.top_k,
+        infer=options.infer,
+        search_threshold=options.search_threshold,
+        chat=resolve_chat(options.llm, agent_model, BACKEND, source) if options.infer else None,
+        embedder=in_process_embedder(memory) if options.embeddings is None else None,
+        endpoint=options.embeddings,
+        endpoint_api_key=endpoint_key(options.embeddings, source) if options.embeddings else None,
+    )
+
+
+class Mem0Memory:
+    """One stream's Mem0 ``Memory`` behind the MemorySystem protocol."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        default_top_k: int = 4,
+        infer: bool = False,
+        search_threshold: float = 0.1,
+        chat: ResolvedChat | None = None,
+        embedder: Embedder | None = None,
+        endpoint: EmbeddingsEndpoint | None = None,
+        endpoint_api_key: str | None = None,
+    ) -> None:
+        if default_top_k < 1:
+            raise MemoryBackendError("memory top_k must be at least 1")
+        if (embedder is None) == (endpoint is None):
+            raise MemoryBackendError("mem0 memory needs exactly one of an in-process embedder and an embeddings endpoint")
+        if infer and chat is None:
+            raise MemoryBackendError("mem0 memory with infer needs a chat endpoint")
+        self.default_top_k = default_top_k
+        self.infer = infer
+        self.search_threshold = search_threshold
+        self.directory = directory
+        self._chat = chat
+        self._embedder = embedder
+        self._endpoint = endpoint
+        self._endpoint_api_key = endpoint_api_key or NO_KEY
+        self._lock = threading.RLock()
+        self._closed = False
+        #: [id, deleted] of every point this store's collection was given, in order
+        #: (see :meth:`snapshot`)
+        self._slots: list[list[Any]] = []
+        self._lock_file: IO[bytes] = claim_fresh_directory(directory, BACKEND)
+        try:
+            self._mem0 = import_mem0()
+            self._dims = embedder.dim if embedder is not None else self._endpoint_dims()
+            self._memory = self._open()
+        except BaseException:
+            self._lock_file.close()
+            raise
+
+    # ------------------------------------------------------------------ opening
+
+    def _config(self) -> dict[str, Any]:
+        """Mem0's own configuration: embedded Qdrant on a local path, the history
+        database beside it, OpenAI-compatible clients for the LLM and embeddings."""
+        chat = self._chat
+        llm = {
+            "model": chat.model if chat else "unused",
+            "api_key": chat.api_key if chat else NO_KEY,
+            "openai_base_url": (chat.base_url if chat else _UNUSED_ENDPOINT),
+            "temperature": chat.temperature if chat else 0.0,
+            "max_tokens": chat.max_tokens if chat else 16,
+        }
+        if llm["openai_base_url"] is None:
+            del llm["openai_base_url"]  # the agent's own client default (OpenAI's API)
+        endpoint = self._endpoint
+        embedder = (
+            {"model": endpoint.model, "openai_base_url": endpoint.base_url, "api_key": self._endpoint_api_key}
+            if endpoint is not None
+            # Replaced by this package's embedder as soon as the Memory exists (see _open).
+            else {"model": "unused", "openai_base_url": _UNUSED_ENDPOINT, "api_key": NO_KEY}
+        )
+        # No embedding_dims for Mem0's embedder: it would ask the server for vectors of
+        # that size (the ``dimensions`` parameter), which most servers refuse.
+        return {
+            "vector_store": {
+                "provider": "qdrant",
+                "config": {
+                    "collection_name": COLLECTION,
+                    "path": str(self.directory / "qdrant"),
+                    "embedding_model_dims": self._dims,
+                },
+            },
+            "embedder": {"provider": "openai", "config": embedder},
+            "llm": {"provider": "openai", "config": llm},
+            "history_db_path": str(self.directory / "history.db"),
+        }
+
+    def _open(self) -> Any:
+        try:
+            memory = self._mem0.Memory.from_config(self._config())
+        except Exception as error:
+            raise MemoryBackendError(
+                f"mem0 memory could not be opened in {str(self.directory)!r}: {type(error).__name__}: {error}"
+            ) from None
+        if self._embedder is not None:
+            memory.embedding_model = _PackageEmbedding(self._embedder)
+        # fastembed's BM25 encoder downloads its model from the Hugging Face hub on
+        # first use: Mem0 treats False as "tried, not available" and searches semantically.
+        if hasattr(memory.vector_store, "_bm25_encoder"):
+            memory.vector_store._bm25_encoder = False
+        return memory
+
+    def _endpoint_dims(self) -> int:
+        """The embeddings endpoint's vector size: configured, or learnt from one call."""
+        endpoint = self._endpoint
+        assert endpoint is not None
+        if endpoint.dims is not None:
+            return endpoint.dims
+        from mem0.configs.embeddings.base import BaseEmbedderConfig
+        from mem0.embeddings.openai import OpenAIEmbedding
+
+        try:
+            client = OpenAIEmbedding(BaseEmbedderConfig(
+                model=endpoint.model, openai_base_url=endpoint.base_url, api_key=self._endpoint_api_key
+            ))
+            return len(client.embed("dimension probe"))
+        except Exception as error:
+            raise MemoryBackendError(
+                f"mem0 memory: the embeddings endpoint {endpoint.base_url} (model {endpoint.model!r}) did not "
+                f"answer a first request: {type(error).__name__}: {error}; check options.embeddings, or set "
+                "options.embeddings.dims"
+            ) from None
+
+    # ------------------------------------------------------------------ protocol
+
+    def retain(self, content: str, metadata: Mapping[str, Any] | None = None) -> str:
+        """``Memory.add``; the id of the first memory Mem0 added ("" when, with
+        ``infer``, it extracted nothing new)."""
+        self._check_open()
+        _check_text(content, "retain")
+        extra = dict(metadata or {})
+        clash = sorted(RESERVED_METADATA & set(extra))
+        if clash:
+            raise RecordRejected(
+                f"mem0 memory: this record was not stored: metadata key(s) {clash} are fields Mem0 writes "
+                "itself; rename them"
+            )
+        added = self._add(content, extra or None)
+        return next((str(item["id"]) for item in added["results"] if item.get("event") == "ADD"), "")
+
+    def recall(self, query: str, top_k: int | None = None) -> list[MemoryHit]:
+        """``Memory.search`` within this stream's scope, most similar first."""
+        self._check_open()
+        found = self._search(query, self.default_top_k if top_k is None else top_k)
+        return [
+            MemoryHit(str(item["id"]), str(item["memory"]), float(item.get("score") or 0.0), dict(item.get("metadata") or {}))
+            for item in found["results"]
+        ]
+
+    def reset(self) -> None:
+        self._check_open()
+        with self._lock, _quiet_resets():
+            self._memory.reset()
+            self._slots = []
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                self._release()
+            finally:
+                self._lock_file.close()
+
+    def tools(self) -> Sequence[Tool]:
+        """Mem0's operations, under their own names, answering with Mem0's own results."""
+
+        def add(arguments: Mapping[str, Any]) -> str:
+            messages = require_string(arguments, "messages", "add")
+            try:
+                _check_text(messages, "add")
+            except RecordRejected as error:
+                raise ToolArgumentError(str(error)) from None
+            return json.dumps(self._add(messages, None), ensure_ascii=False, default=str)
+
+        def search(arguments: Mapping[str, Any]) -> str:
+            query = require_string(arguments, "query", "search")
+            return json.dumps(self._search(query, self.default_top_k), ensure_ascii=False, default=str)
+
+        def delete(arguments: Mapping[str, Any]) -> str:
+            memory_id = require_string(arguments, "memory_id", "delete")
+            self._check_open()
+            try:
+                with self._lock:
+                    outcome = self._memory.delete(memory_id)
+                    self._note_deleted(memory_id)
+            except ValueError as error:  # Mem0: "Memory with id ... not found"
+                raise ToolArgumentError(f"delete: {error}") from None
+            return json.dumps(outcome, ensure_ascii=False, default=str)
+
+        return [
+            MemoryTool(ADD_SPEC, add, "retain"),
+            MemoryTool(SEARCH_SPEC, search, "recall", read_search_result),
+            MemoryTool(DELETE_SPEC, delete, "forget"),
+        ]
+
+    def __len__(self) -> int:
+        self._check_open()
+        with self._lock:
+            return int(self._memory.vector_store.client.count(COLLECTION, exact=True).count)
+
+    # ------------------------------------------------------------------ Mem0 calls
+
+    def _add(self, messages: str, metadata: dict[str, Any] | None) -> dict[str, Any]:
+        self._check_open()
+        with self._lock:
+            result: dict[str, Any] = self._memory.add(messages, agent_id=AGENT_ID, metadata=metadata, infer=self.infer)
+            self._slots.extend([str(item["id"]), False] for item in result["results"] if item.get("event") == "ADD")
+        return result
+
+    def _note_deleted(self, memory_id: str) -> None:
+        for slot in self._slots:
+            if slot[0] == memory_id and not slot[1]:
+                slot[1] = True
+                return
+
+    def _search(self, query: str, top_k: int) -> dict[str, Any]:
+        self._check_open()
+        if not has_words(query, self._embedder) or top_k < 1:
+            return {"results": []}  # Mem0 refuses a blank query; nothing is similar to "?!"
+        with self._lock:
+            result: dict[str, Any] = self._memory.search(
+                query, top_k=top_k, filters={"agent_id": AGENT_ID}, threshold=self.search_threshold
+            )
+        return result
+
+    # ------------------------------------------------------------------ resume
+
+    def snapshot(self, directory: Path) -> None:
+        """Write the store's state to ``directory/mem0.json``.
+
+        It holds every Qdrant point as stored (its original vectors — Qdrant
+        normalises cosine vectors in memory, and normalising twice is not exact —
+        and its payload), the order in which the collection was given its points,
+        deleted ones included (Qdrant keeps a deleted point's row, and scores come
+        out bit-identical only from the same rows), and the history database.
+        """
+        self._check_open()
+        with self._lock:
+            stored = {point["id"]: point for point in self._stored_points(COLLECTION)}
+            live = [slot[0] for slot in self._slots if not slot[1]]
+            if sorted(live) != sorted(stored):
+                raise MemoryBackendError(
+                    f"mem0 memory {str(self.directory)!r}: the collection holds {len(stored)} points, of which "
+                    f"{len(set(stored) - set(live))} were not written through this backend; it cannot be "
+                    "snapshotted exactly"
+                )
+            state = {
+                "format": SNAPSHOT_FORMAT,
+                "kind": BACKEND,
+                "points": [
+                    {"id": memory_id, "deleted": True} if deleted else stored[memory_id]
+                    for memory_id, deleted in self._slots
+                ],
+                "tables": self._history_tables(),
+            }
+        write_atomically(directory / SNAPSHOT_FILE, json.dumps(state, ensure_ascii=True, sort_keys=True))
+
+    def restore(self, directory: Path) -> None:
+        """Empty the store and give it the snapshot's points in their order (a deleted
+        one as a blank point, deleted again), then the history rows."""
+        self._check_open()
+        state = _read_snapshot(directory / SNAPSHOT_FILE)
+        with self._lock, _quiet_resets():
+            self._memory.reset()
+            client = self._memory.vector_store.client
+            models = _qdrant_models()
+            blank = {"": [0.0] * self._dims}
+            points = state["points"]
+            for start in range(0, len(points), 256):
+                client.upsert(COLLECTION, points=[
+                    models.PointStruct(id=point["id"], vector=blank, payload={})
+                    if point.get("deleted")
+                    else models.PointStruct(id=point["id"], vector=_decode_vectors(point["vectors"]), payload=point["payload"])
+                    for point in points[start:start + 256]
+                ])
+            deleted = [point["id"] for point in points if point.get("deleted")]
+            if deleted:
+                client.delete(COLLECTION, points_selector=models.PointIdsList(points=deleted))
+            self._slots = [[point["id"], bool(point.get("deleted"))] for point in points]
+            self._restore_history(state["tables"])
+
+    def _stored_points(self, collection: str) -> list[dict[str, Any]]:
+        """The collection's points from Qdrant's own storage file, as they were given
+        (only this store ever wrote it, in this run directory)."""
+        storage = self.directory / "qdrant" / "collection" / collection / "storage.sqlite"
+        connection = sqlite3.connect(f"file:{storage}?mode=ro", uri=True)
+        try:
+            rows = connection.execute("SELECT point FROM points ORDER BY rowid").fetchall()
+        except sqlite3.Error as error:
+            raise MemoryBackendError(f"mem0 memory: snapshot could not read {storage}: {error}") from None
+        finally:
+            connection.close()
+        points = []
+        for (blob,) in rows:
+            point = pickle.loads(blob)
+            points.append({"id": str(point.id), "vectors": _encode_vectors(point.vector), "payload": point.payload})
+        return points
+
+    def _history_tables(self) -> dict[str, dict[str, Any]]:
+        database = self._memory.db
+        tables: dict[str, dict[str, Any]] = {}
+        with database._lock:
+            for table in _HISTORY_TABLES:
+                columns = [row[1] for row in database.connection.execute(f"PRAGMA table_info({table})")]
+                if not columns:
+                    continue
+                rows = database.connection.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY rowid").fetchall()
+                tables[table] = {"columns": columns, "rows": [list(row) for row in rows]}
+        return tables
+
+    def _restore_history(self, tables: Mapping[str, Any]) -> None:
+        database = self._memory.db
+        with database._lock:
+            connection = database.connection
+            try:
+                connection.execute("BEGIN")
+                for table, content in tables.items():
+                    if table not in _HISTORY_TABLES:
+                        raise MemoryBackendError(f"mem0 memory snapshot: unknown history table {table!r}")
+                    known = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+                    columns = [column for column in content["columns"] if column in known]
+                    if len(columns) != len(content["columns"]):
+                        raise MemoryBackendError(
+                            f"mem0 memory snapshot: table {table!r} has columns this Mem0 version does not "
+                            f"({sorted(set(content['columns']) - known)}); resume with the Mem0 version that wrote it"
+                        )
+                    connection.execute(f"DELETE FROM {table}")
+                    connection.executemany(
+                        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                        content["rows"],
+                    )
+                connection.execute("COMMIT")
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+
+    # ------------------------------------------------------------------ helpers
+
+    def _release(self) -> None:
+        memory = getattr(self, "_memory", None)
+        if memory is None:
+            return
+        memory.close()
+        client = getattr(memory.vector_store, "client", None)
+        if client is not None:
+            client.close()  # releases Qdrant's lock on the directory
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise MemoryBackendError(
+                f"mem0 memory {str(self.directory)!r} is closed (stream teardown closed it); it cannot be used any more"
+            )
+
+
+_HISTORY_TABLES = ("history", "messages")
+
+ADD_SPEC = ToolSpec(
+    name="add",
+    description=(
+        "Mem0 add: store a memory for later tasks of this stream (e.g. the task, your answer and the "
+        "correct answer). Depending on the memory's configuration Mem0 stores the text as given, or its "
+        "LLM extracts the facts worth keeping from it. Returns the memories Mem0 added."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {"messages": {"type": "string", "description": "The text to remember."}},
+        "required": ["messages"],
+        "additionalProperties": False,
+    },
+)
+
+SEARCH_SPEC = ToolSpec(
+    name="search",
+    description=(
+        "Mem0 search: find the stored memories most similar to the query, most similar first, "
+        "with their ids and scores."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "What to look for."}},
+        "required": ["query"],
+        "additionalProperties": False,
+    },
+)
+
+DELETE_SPEC = ToolSpec(
+    name="delete",
+    description="Mem0 delete: remove one stored memory by its id (as search returned it), e.g. one that misled you.",
+    parameters={
+        "type": "object",
+        "properties": {"memory_id": {"type": "string", "description": "The id of the memory to delete."}},
+        "required": ["memory_id"],
+        "additionalProperties": False,
+    },
+)
+
+
+def read_search_result(result: str) -> list[SeenRecord] | None:
+    """The (id, memory) records of Mem0's ``{"results": [...]}`` (for the isolation guard)."""
+    try:
+        value = json.loads(result)
+    except (TypeError, ValueError):
+        return None
+    items = value.get("results") if isinstance(value, dict) else None
+    if not isinstance(items, list) or not all(isinstance(item, dict) and isinstance(item.get("memory"), str) for item in items):
+        return None
+    return [(None if item.get("id") is None else str(item["id"]), item["memory"]) for item in items]
+
+
+class _PackageEmbedding:
+    """Mem0's embedding-model interface (``embed``, ``embed_batch``) over this
+    package's embedder: the bundled MiniLM is loaded once per process, not once
+    per stream, and never from the network."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+
+        class _Config:
+            embedding_dims = embedder.dim
+
+        self.config = _Config()
+
+    def embed(self, text: str, memory_action: str | None = None) -> list[float]:
+        return [float(value) for value in self.embedder.embed([text])[0]]
+
+    def embed_batch(self, texts: Sequence[str], memory_action: str = "add") -> list[list[float]]:
+        return [[float(value) for value in row] for row in self.embedder.embed(list(texts))]
+
+
+def _check_text(content: Any, operation: str) -> None:
+    if not isinstance(content, str):
+        raise MemoryBackendError(f"{operation}: content must be a string, got {type(content).__name__}")
+    reason = unstorable_reason(content, nul_allowed=True)
+    if reason:
+        raise RecordRejected(f"mem0 memory: this record was not stored: its content {reason}")
+
+
+def _encode_vectors(vector: Any) -> dict[str, Any]:
+    """A point's vectors for JSON: dense ones as base64 float64 (exact), sparse ones as lists."""
+    named = vector if isinstance(vector, Mapping) else {"": vector}
+    encoded: dict[str, Any] = {}
+    for name, value in named.items():
+        if isinstance(value, list):
+            encoded[name] = {"dense": base64.b64encode(np.asarray(value, dtype=np.float64).tobytes()).decode("ascii")}
+        else:  # a sparse vector
+            encoded[name] = {"sparse": {"indices": list(value.indices), "values": list(value.values)}}
+    return encoded
+
+
+def _decode_vectors(encoded: Mapping[str, Any]) -> dict[str, Any]:
+    models = _qdrant_models()
+    decoded: dict[str, Any] = {}
+    for name, value in encoded.items():
+        if "dense" in value:
+            decoded[name] = np.frombuffer(base64.b64decode(value["dense"]), dtype=np.float64).tolist()
+        else:
+            decoded[name] = models.SparseVector(indices=value["sparse"]["indices"], values=value["sparse"]["values"])
+    return decoded
+
+
+def _read_snapshot(path: Path) -> dict[str, Any]:
+    try:
+        state = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise MemoryBackendError(f"mem0 memory snapshot {path} is unreadable: {error}") from None
+    if not isinstance(state, dict) or state.get("kind") != BACKEND or state.get("format") != SNAPSHOT_FORMAT:
+        raise MemoryBackendError(
+            f"mem0 memory snapshot {path} was not written by a mem0 memory (format {SNAPSHOT_FORMAT}); "
+            "it cannot be restored into one"
+        )
+    return state
+
+
+def _qdrant_models() -> Any:
+    from qdrant_client import models
+
+    return models
+
+
+# --------------------------------------------------------------------------- importing Mem0 offline
+
+_IMPORT_LOCK = threading.Lock()
+
+
+def import_mem0() -> Any:
+    """The ``mem0`` package with its telemetry off and no model downloads.
+
+    ``MEM0_TELEMETRY`` is read when Mem0 is imported, so it is set first (for
+    this process: a benchmark's memory must not report to anyone); a Mem0 that
+    was imported before with telemetry on is switched off as well. spaCy's
+    entity and lemma models are marked unavailable, so Mem0 never tries to
+    download ``en_core_web_sm`` mid-run, keeps no entity collection beside the
+    memories (which a snapshot would have to hold too) and ranks the same
+    whether or not spaCy happens to be installed.
+    """
+    with _IMPORT_LOCK:
+        os.environ["MEM0_TELEMETRY"] = "False"
+        try:
+            import mem0
+            import mem0.memory.main as main
+            import mem0.memory.telemetry as telemetry
+            import mem0.utils.spacy_models as spacy_models
+        except ImportError as error:
+            raise MemoryBackendError(
+                f"backend 'mem0' needs the mem0 extra: pip install 'pytest-evomemory[mem0]' ({error})"
+            ) from None
+        telemetry.MEM0_TELEMETRY = False
+        main.MEM0_TELEMETRY = False
+        spacy_models._load_failed_full = True
+        spacy_models._load_failed_lemma = True
+        return mem0
+
+
+class _DropResetNotices(logging.Filter):
+    """Mem0 logs every reset as a warning; a stream teardown is not worth one."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(("Resetting", "Deleting"))
+
+
+class _quiet_resets:
+    """While Mem0 resets a store, its "Resetting ..." warnings are dropped."""
+
+    _LOGGERS = ("mem0.memory.main", "mem0.vector_stores.qdrant")
+    _filter = _DropResetNotices()
+
+    def __enter__(self) -> None:
+        for name in self._LOGGERS:
+            logging.getLogger(name).addFilter(self._filter)
+
+    def __exit__(self, *exc_info: object) -> None:
+        for name in self._LOGGERS:
+            logging.getLogger(name).removeFilter(self._filter)
+
+
+__all__ = ["Mem0Memory", "Mem0Options", "check_mem0_config", "import_mem0", "open_mem0_memory"]
