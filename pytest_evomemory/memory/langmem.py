@@ -267,6 +267,10 @@ class LangMemMemory:
         """Empty the store and put the snapshot's items and vectors back, in order."""
         self._check_open()
         path = directory / SNAPSHOT_FILE
+        if not path.exists():
+            raise MemoryBackendError(
+                f"no langmem memory snapshot in {directory} ({SNAPSHOT_FILE} is missing); it cannot be restored"
+            )
         try:
             state = json.loads(path.read_text(encoding="utf-8"))
         except (OSError, ValueError) as error:

@@ -595,6 +595,8 @@ def _decode_vectors(encoded: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _read_snapshot(path: Path) -> dict[str, Any]:
+    if not path.exists():
+        raise MemoryBackendError(f"no mem0 memory snapshot in {path.parent} ({path.name} is missing); it cannot be restored")
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as error:
