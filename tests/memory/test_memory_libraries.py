@@ -144,7 +144,7 @@ def test_two_embedders_are_refused(library: str) -> None:
         "backend": library, "embedder": "hashing",
         "options": {"infer": False, "embeddings": {"base_url": "http://127.0.0.1:1/v1", "model": "e"}},
     })
-    with pytest.raises(ConfigError, match="both an embeddings endpoint and memory.embedder"):
+    with pytest.raises(ConfigError, match=r"both an embeddings endpoint and memory\.embedder"):
         check_memory_backend(config, None, "memory.yaml")
 
 
@@ -156,7 +156,7 @@ def test_the_agents_key_goes_only_to_the_agents_endpoint(monkeypatch: pytest.Mon
     other = resolve_chat(ChatEndpoint(base_url="http://127.0.0.1:9000/v1"), agent, "mem0", "memory.yaml")
     assert (other.base_url, other.model, other.api_key) == ("http://127.0.0.1:9000/v1", "m", NO_KEY)
     monkeypatch.delenv("AGENT_KEY")
-    with pytest.raises(ConfigError, match="AGENT_KEY .* is not set"):
+    with pytest.raises(ConfigError, match=r"AGENT_KEY .* is not set"):
         resolve_chat(None, agent, "mem0", "memory.yaml")
 
 
@@ -271,7 +271,7 @@ def test_an_embeddings_endpoint_is_used_through_the_librarys_client(library: str
         try:
             memory.retain("the lighthouse lamp burns whale oil")
             memory.retain("the bakery opens at dawn")
-            assert [hit.content for hit in memory.recall("lighthouse lamp oil")][0] == "the lighthouse lamp burns whale oil"
+            assert memory.recall("lighthouse lamp oil")[0].content == "the lighthouse lamp burns whale oil"
         finally:
             memory.close()
         assert len(server.embedding_requests) >= 4  # the probe for the vector size, two texts, one query
