@@ -20,7 +20,6 @@ import importlib.util
 import os
 import re
 import shutil
-from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Annotated, Any, TypeVar
@@ -38,7 +37,6 @@ from ..config import (
 )
 from ..errors import ConfigError, MemoryBackendError
 from ..text import tokens
-from ..types import MemoryHit
 from .embedders import BUNDLED_MODEL, Embedder, HashingEmbedder, SentenceTransformerEmbedder
 
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -247,10 +245,6 @@ def has_words(query: str, embedder: Embedder | None = None) -> bool:
     return not isinstance(embedder, HashingEmbedder) or bool(tokens(query))
 
 
-def hits_to_records(hits: Sequence[MemoryHit]) -> list[tuple[str | None, str]]:
-    return [(hit.record_id, hit.content) for hit in hits]
-
-
 # --------------------------------------------------------------------------- where state lives
 
 
@@ -310,17 +304,6 @@ def claim_fresh_directory(directory: Path, backend: str) -> IO[bytes]:
     shutil.rmtree(directory, ignore_errors=True)
     directory.mkdir(parents=True, exist_ok=True)
     return handle
-
-
-def json_value(value: Any) -> Any:
-    """``value`` if it is plain JSON data (what metadata must be for a library to store it)."""
-    if value is None or isinstance(value, (str, bool, int, float)):
-        return value
-    if isinstance(value, Mapping):
-        return {str(key): json_value(item) for key, item in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [json_value(item) for item in value]
-    return str(value)
 
 
 __all__ = [

@@ -232,6 +232,7 @@ class Mem0Memory:
         # first use: Mem0 treats False as "tried, not available" and searches semantically.
         if hasattr(memory.vector_store, "_bm25_encoder"):
             memory.vector_store._bm25_encoder = False
+        _without_fsync(memory)
         return memory
 
     def _endpoint_dims(self) -> int:
@@ -285,6 +286,7 @@ class Mem0Memory:
         self._check_open()
         with self._lock, _quiet_resets():
             self._memory.reset()
+            _without_fsync(self._memory)
             self._slots = []
 
     def close(self) -> None:
@@ -398,6 +400,7 @@ class Mem0Memory:
         state = _read_snapshot(directory / SNAPSHOT_FILE)
         with self._lock, _quiet_resets():
             self._memory.reset()
+            _without_fsync(self._memory)
             client = self._memory.vector_store.client
             models = _qdrant_models()
             blank = {"": [0.0] * self._dims}
@@ -561,6 +564,22 @@ class _PackageEmbedding:
 
     def embed_batch(self, texts: Sequence[str], memory_action: str = "add") -> list[list[float]]:
         return [[float(value) for value in row] for row in self.embedder.embed(list(texts))]
+
+
+def _without_fsync(memory: Any) -> None:
+    """No fsync per write in the store's SQLite files (Qdrant's point storage, Mem0's
+    history): the live store is emptied when a stream opens it, and resume restores
+    a snapshot, never these files, so durability buys nothing there — and two
+    fsyncs per ``add`` made it about 50 times slower. Reached through Qdrant's local
+    client internals; where they differ, the store just stays slower."""
+    connections = [getattr(memory.db, "connection", None)]
+    local = getattr(memory.vector_store.client, "_client", None)
+    for collection in (getattr(local, "collections", None) or {}).values():
+        storage = getattr(collection, "storage", None)
+        connections.append(getattr(storage, "storage", None))
+    for connection in connections:
+        if isinstance(connection, sqlite3.Connection):
+            connection.execute("PRAGMA synchronous=OFF")
 
 
 def _check_text(content: Any, operation: str) -> None:

@@ -118,3 +118,18 @@ def test_bench_two_arms_prints_its_ratio_and_checks_both_arms(tmp_path: Path) ->
     # both arms ran in one session, whose comparison pairs every task
     assert "command(s): 1 (one session)" in out
     assert "compare.json: memory vs baseline on 28/28 paired tasks, difference +0.0 points" in out
+
+
+def test_bench_memory_libraries_prints_its_tables() -> None:
+    pytest.importorskip("mem0")
+    pytest.importorskip("langmem")
+    result = run_script(
+        str(BENCHMARKS / "bench_memory_libraries.py"), "--sizes", "8", "--ops", "3", "--infer-retains", "2",
+        "--skip", "install,scores",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "per-task overhead" in out and "infer: true" in out
+    for backend in ("mem0", "langmem", "inprocess", "sqlite"):
+        assert f"\n{backend} " in out
+    assert "calls/retain" in out

@@ -244,7 +244,7 @@ KILLS: dict[str, tuple[list[str], list[str]]] = {
     "langmem": ([], ["c04/task"]),
 }
 CASES = [
-    pytest.param(memory, mode, kills, id=f"{memory}-{mode}")
+    pytest.param(memory, mode, kills, id=f"{memory}-{mode}", marks=[pytest.mark.slow] if memory in LIBRARIES else [])
     for memory, (serial, xdist) in KILLS.items()
     for mode, kills in (("serial", serial), ("xdist", xdist))
     if kills
