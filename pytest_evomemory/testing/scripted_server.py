@@ -10,6 +10,10 @@ plays a fixed sequence and then falls back to a policy.
 
     with ScriptedServer(Script([Fault(429, retry_after=0), tool_call("final_answer", {"answer": "4"})])) as server:
         config = ModelConfig(base_url=server.base_url, api_key_env=None, ...)
+
+For the memory libraries (Mem0, LangMem) it also answers ``/v1/embeddings`` with
+deterministic word-hash vectors (:func:`scripted_embedding`), and
+:func:`memory_library_policy` plays their own model calls (fact extraction).
 """
 
 from __future__ import annotations
