@@ -59,7 +59,7 @@ from .libraries import (
     resolve_chat,
     store_directory,
 )
-from .snapshot import write_atomically
+from .snapshot import RecordLog
 from .tools import MemoryTool
 
 BACKEND = "mem0"
@@ -67,8 +67,6 @@ BACKEND = "mem0"
 AGENT_ID = "evomemory-agent"
 COLLECTION = "evomemory"
 DEFAULT_PATH = "memory/{stream}.mem0"
-SNAPSHOT_FILE = "mem0.json"
-SNAPSHOT_FORMAT = 1
 #: Payload keys Mem0 writes itself; metadata using one would be overwritten or misread.
 RESERVED_METADATA = frozenset({
     "data", "hash", "created_at", "updated_at", "id", "text_lemmatized", "attributed_to",
@@ -169,9 +167,10 @@ class Mem0Memory:
         self._endpoint_api_key = endpoint_api_key or NO_KEY
         self._lock = threading.RLock()
         self._closed = False
-        #: [id, deleted] of every point this store's collection was given, in order
-        #: (see :meth:`snapshot`)
-        self._slots: list[list[Any]] = []
+        #: What was written, in order (points as stored, deletions, history rows):
+        #: what a snapshot holds (see :meth:`_journal_writes`)
+        self._journal: list[dict[str, Any]] = []
+        self._history_rowid = 0
         self._lock_file: IO[bytes] = claim_fresh_directory(directory, BACKEND)
         try:
             self._mem0 = import_mem0()
@@ -287,7 +286,7 @@ class Mem0Memory:
         with self._lock, _quiet_resets():
             self._memory.reset()
             _without_fsync(self._memory)
-            self._slots = []
+            self._journal, self._history_rowid = [], 0
 
     def close(self) -> None:
         with self._lock:
@@ -316,11 +315,8 @@ class Mem0Memory:
 
         def delete(arguments: Mapping[str, Any]) -> str:
             memory_id = require_string(arguments, "memory_id", "delete")
-            self._check_open()
             try:
-                with self._lock:
-                    outcome = self._memory.delete(memory_id)
-                    self._note_deleted(memory_id)
+                outcome = self._delete(memory_id)
             except ValueError as error:  # Mem0: "Memory with id ... not found"
                 raise ToolArgumentError(f"delete: {error}") from None
             return json.dumps(outcome, ensure_ascii=False, default=str)
@@ -342,14 +338,16 @@ class Mem0Memory:
         self._check_open()
         with self._lock:
             result: dict[str, Any] = self._memory.add(messages, agent_id=AGENT_ID, metadata=metadata, infer=self.infer)
-            self._slots.extend([str(item["id"]), False] for item in result["results"] if item.get("event") == "ADD")
+            added = [str(item["id"]) for item in result["results"] if item.get("event") == "ADD"]
+            self._journal_writes(added, None)
         return result
 
-    def _note_deleted(self, memory_id: str) -> None:
-        for slot in self._slots:
-            if slot[0] == memory_id and not slot[1]:
-                slot[1] = True
-                return
+    def _delete(self, memory_id: str) -> dict[str, Any]:
+        self._check_open()
+        with self._lock:
+            outcome: dict[str, Any] = self._memory.delete(memory_id)
+            self._journal_writes([], memory_id)
+        return outcome
 
     def _search(self, query: str, top_k: int) -> dict[str, Any]:
         self._check_open()
@@ -363,111 +361,127 @@ class Mem0Memory:
 
     # ------------------------------------------------------------------ resume
 
-    def snapshot(self, directory: Path) -> None:
-        """Write the store's state to ``directory/mem0.json``.
+    def _journal_writes(self, added: Sequence[str], deleted: str | None) -> None:
+        """Append what one add or delete did to the journal that snapshots are made of:
+        each new point as Qdrant stored it (its original vectors — Qdrant normalises
+        cosine vectors in memory, and normalising twice is not exact — and payload),
+        the deletion, and the history rows Mem0 wrote."""
+        if added:
+            points = self._stored_points(added)
+            self._journal.extend({"op": "add", "point": points[memory_id]} for memory_id in added)
+        if deleted is not None:
+            self._journal.append({"op": "delete", "id": deleted})
+        database = self._memory.db
+        with database._lock:
+            columns = [row[1] for row in database.connection.execute("PRAGMA table_info(history)")]
+            rows = database.connection.execute(
+                f"SELECT rowid, {', '.join(columns)} FROM history WHERE rowid > ? ORDER BY rowid", (self._history_rowid,)
+            ).fetchall()
+        for rowid, *values in rows:
+            self._journal.append({"op": "history", "row": dict(zip(columns, values, strict=True))})
+            self._history_rowid = rowid
 
-        It holds every Qdrant point as stored (its original vectors — Qdrant
-        normalises cosine vectors in memory, and normalising twice is not exact —
-        and its payload), the order in which the collection was given its points,
-        deleted ones included (Qdrant keeps a deleted point's row, and scores come
-        out bit-identical only from the same rows), and the history database.
+    def snapshot(self, directory: Path) -> None:
+        """Bring ``directory`` up to date with the journal (a :class:`RecordLog`: only
+        what was written since the directory's last snapshot is appended), with the
+        last few messages Mem0 keeps for its extraction prompt beside it.
+
+        Restoring the journal gives Qdrant its points in the same order, deleted ones
+        deleted again (Qdrant keeps a deleted point's row, and scores come out bit
+        for bit only from the same rows), and the history database its rows.
         """
         self._check_open()
         with self._lock:
-            stored = {point["id"]: point for point in self._stored_points(COLLECTION)}
-            live = [slot[0] for slot in self._slots if not slot[1]]
-            if sorted(live) != sorted(stored):
-                raise MemoryBackendError(
-                    f"mem0 memory {str(self.directory)!r}: the collection holds {len(stored)} points, of which "
-                    f"{len(set(stored) - set(live))} were not written through this backend; it cannot be "
-                    "snapshotted exactly"
-                )
-            state = {
-                "format": SNAPSHOT_FORMAT,
-                "kind": BACKEND,
-                "points": [
-                    {"id": memory_id, "deleted": True} if deleted else stored[memory_id]
-                    for memory_id, deleted in self._slots
-                ],
-                "tables": self._history_tables(),
-            }
-        write_atomically(directory / SNAPSHOT_FILE, json.dumps(state, ensure_ascii=True, sort_keys=True))
+            journal = self._journal
+            database = self._memory.db
+            with database._lock:
+                columns = [row[1] for row in database.connection.execute("PRAGMA table_info(messages)")]
+                messages = [
+                    dict(zip(columns, row, strict=True))
+                    for row in database.connection.execute(f"SELECT {', '.join(columns)} FROM messages ORDER BY rowid")
+                ]
+            RecordLog(directory, BACKEND).save(
+                len(journal),
+                lambda last_id: ({"id": index + 1, **journal[index]} for index in range(last_id, len(journal))),
+                {"messages": messages},
+            )
 
     def restore(self, directory: Path) -> None:
-        """Empty the store and give it the snapshot's points in their order (a deleted
-        one as a blank point, deleted again), then the history rows."""
+        """Empty the store and replay the snapshot's journal into it, in order."""
         self._check_open()
-        state = _read_snapshot(directory / SNAPSHOT_FILE)
+        if not (directory / "manifest.json").exists():
+            raise MemoryBackendError(
+                f"no mem0 memory snapshot in {directory} (manifest.json is missing); it cannot be restored"
+            )
+        events, state = RecordLog(directory, BACKEND).load()
         with self._lock, _quiet_resets():
             self._memory.reset()
             _without_fsync(self._memory)
             client = self._memory.vector_store.client
             models = _qdrant_models()
-            blank = {"": [0.0] * self._dims}
-            points = state["points"]
+            points = [event["point"] for event in events if event["op"] == "add"]
             for start in range(0, len(points), 256):
                 client.upsert(COLLECTION, points=[
-                    models.PointStruct(id=point["id"], vector=blank, payload={})
-                    if point.get("deleted")
-                    else models.PointStruct(id=point["id"], vector=_decode_vectors(point["vectors"]), payload=point["payload"])
+                    models.PointStruct(id=point["id"], vector=_decode_vectors(point["vectors"]), payload=point["payload"])
                     for point in points[start:start + 256]
                 ])
-            deleted = [point["id"] for point in points if point.get("deleted")]
+            deleted = [event["id"] for event in events if event["op"] == "delete"]
             if deleted:
                 client.delete(COLLECTION, points_selector=models.PointIdsList(points=deleted))
-            self._slots = [[point["id"], bool(point.get("deleted"))] for point in points]
-            self._restore_history(state["tables"])
+            history = [event["row"] for event in events if event["op"] == "history"]
+            self._insert_rows("history", history)
+            self._insert_rows("messages", state.get("messages") or [])
+            self._journal = [{key: value for key, value in event.items() if key != "id"} for event in events]
+            database = self._memory.db
+            with database._lock:
+                row = database.connection.execute("SELECT max(rowid) FROM history").fetchone()
+            self._history_rowid = int(row[0] or 0)
 
-    def _stored_points(self, collection: str) -> list[dict[str, Any]]:
-        """The collection's points from Qdrant's own storage file, as they were given
-        (only this store ever wrote it, in this run directory)."""
-        storage = self.directory / "qdrant" / "collection" / collection / "storage.sqlite"
+    def _stored_points(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The points with these ids as Qdrant's storage file holds them: as they were
+        given (only this store ever wrote the file, in this run directory)."""
+        from qdrant_client.local.persistence import CollectionPersistence
+        from qdrant_client.local.utils import normalize_point_id
+
+        storage = self.directory / "qdrant" / "collection" / COLLECTION / "storage.sqlite"
+        keys = {CollectionPersistence.encode_key(normalize_point_id(memory_id)): memory_id for memory_id in ids}
         connection = sqlite3.connect(f"file:{storage}?mode=ro", uri=True)
         try:
-            rows = connection.execute("SELECT point FROM points ORDER BY rowid").fetchall()
+            rows = connection.execute(
+                f"SELECT id, point FROM points WHERE id IN ({', '.join('?' * len(keys))})", list(keys)
+            ).fetchall()
         except sqlite3.Error as error:
-            raise MemoryBackendError(f"mem0 memory: snapshot could not read {storage}: {error}") from None
+            raise MemoryBackendError(f"mem0 memory: could not read Qdrant's storage {storage}: {error}") from None
         finally:
             connection.close()
-        points = []
-        for (blob,) in rows:
-            point = pickle.loads(blob)
-            points.append({"id": str(point.id), "vectors": _encode_vectors(point.vector), "payload": point.payload})
+        points = {}
+        for key, blob in rows:
+            point = pickle.loads(blob)  # Qdrant's own storage format, written by this store
+            points[keys[key]] = {"id": str(point.id), "vectors": _encode_vectors(point.vector), "payload": point.payload}
+        missing = [memory_id for memory_id in ids if memory_id not in points]
+        if missing:
+            raise MemoryBackendError(f"mem0 memory: Qdrant's storage {storage} does not hold the points Mem0 just added: {missing}")
         return points
 
-    def _history_tables(self) -> dict[str, dict[str, Any]]:
-        database = self._memory.db
-        tables: dict[str, dict[str, Any]] = {}
-        with database._lock:
-            for table in _HISTORY_TABLES:
-                columns = [row[1] for row in database.connection.execute(f"PRAGMA table_info({table})")]
-                if not columns:
-                    continue
-                rows = database.connection.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY rowid").fetchall()
-                tables[table] = {"columns": columns, "rows": [list(row) for row in rows]}
-        return tables
-
-    def _restore_history(self, tables: Mapping[str, Any]) -> None:
+    def _insert_rows(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        if not rows:
+            return
         database = self._memory.db
         with database._lock:
             connection = database.connection
+            known = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+            columns = list(rows[0])
+            if not set(columns) <= known:
+                raise MemoryBackendError(
+                    f"mem0 memory snapshot: table {table!r} has columns this Mem0 version does not "
+                    f"({sorted(set(columns) - known)}); resume with the Mem0 version that wrote it"
+                )
             try:
                 connection.execute("BEGIN")
-                for table, content in tables.items():
-                    if table not in _HISTORY_TABLES:
-                        raise MemoryBackendError(f"mem0 memory snapshot: unknown history table {table!r}")
-                    known = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
-                    columns = [column for column in content["columns"] if column in known]
-                    if len(columns) != len(content["columns"]):
-                        raise MemoryBackendError(
-                            f"mem0 memory snapshot: table {table!r} has columns this Mem0 version does not "
-                            f"({sorted(set(content['columns']) - known)}); resume with the Mem0 version that wrote it"
-                        )
-                    connection.execute(f"DELETE FROM {table}")
-                    connection.executemany(
-                        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
-                        content["rows"],
-                    )
+                connection.executemany(
+                    f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                    [[row[column] for column in columns] for row in rows],
+                )
                 connection.execute("COMMIT")
             except BaseException:
                 connection.execute("ROLLBACK")
@@ -490,8 +504,6 @@ class Mem0Memory:
                 f"mem0 memory {str(self.directory)!r} is closed (stream teardown closed it); it cannot be used any more"
             )
 
-
-_HISTORY_TABLES = ("history", "messages")
 
 ADD_SPEC = ToolSpec(
     name="add",
@@ -611,21 +623,6 @@ def _decode_vectors(encoded: Mapping[str, Any]) -> dict[str, Any]:
         else:
             decoded[name] = models.SparseVector(indices=value["sparse"]["indices"], values=value["sparse"]["values"])
     return decoded
-
-
-def _read_snapshot(path: Path) -> dict[str, Any]:
-    if not path.exists():
-        raise MemoryBackendError(f"no mem0 memory snapshot in {path.parent} ({path.name} is missing); it cannot be restored")
-    try:
-        state = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise MemoryBackendError(f"mem0 memory snapshot {path} is unreadable: {error}") from None
-    if not isinstance(state, dict) or state.get("kind") != BACKEND or state.get("format") != SNAPSHOT_FORMAT:
-        raise MemoryBackendError(
-            f"mem0 memory snapshot {path} was not written by a mem0 memory (format {SNAPSHOT_FORMAT}); "
-            "it cannot be restored into one"
-        )
-    return state
 
 
 def _qdrant_models() -> Any:
