@@ -129,7 +129,9 @@ class BenchmarkRun:
         completed episode (when it offers snapshot/restore), which is what resume
         and xdist crash recovery restore from (:meth:`StreamRun.prepare_memory`).
         """
-        context = MemoryContext(stream=name, run_dir=self.run_dir, run_name=self.config.name)
+        context = MemoryContext(
+            stream=name, run_dir=self.run_dir, run_name=self.config.name, agent_model=self.config.agent.model
+        )
         strategy = self.memory_strategy
         memory: ObservedMemory | None = None
         if strategy != "none":
@@ -211,6 +213,8 @@ def check_builtin_parts(config: RunConfig, *, builtin_agent: bool, builtin_memor
     spec = backend_spec(config.memory.backend)
     if spec is not None and (problem := missing_extra(spec)):
         raise ConfigError(f"{where}: key 'backend': {problem}")
+    if spec is not None and spec.check is not None:  # e.g. a model endpoint the memory's infer needs
+        spec.check(config.memory, config.agent.model, where)
 
 
 def _check_factory_references(config: RunConfig) -> None:
