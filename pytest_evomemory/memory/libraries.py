@@ -57,7 +57,9 @@ def _checked_url(value: str | None) -> str | None:
 
 class ChatEndpoint(StrictModel):
     """The OpenAI-compatible chat endpoint a library's own model calls go to
-    (Mem0's fact extraction, LangMem's memory manager). Unset keys are the agent's."""
+    (Mem0's fact extraction, LangMem's memory manager). Unset keys are the agent's;
+    ``api_key_env`` unset (null) is the agent's key when ``base_url`` is the agent's
+    too, and no key for another server (the agent's key never goes elsewhere)."""
 
     base_url: str | None = None
     model: Text | None = None
@@ -139,20 +141,22 @@ def resolve_chat(
             f"OpenAI-compatible endpoint (e.g. a llama.cpp or vLLM server), or set {backend}.infer: false",
             source=source, key=f"{backend}.infer",
         )
-    if "api_key_env" in endpoint.model_fields_set:
-        key_env = endpoint.api_key_env
+    # Not "was api_key_env given": the loader stores a section with its defaults, so
+    # null (the default) is what says "the agent's key, on the agent's endpoint only".
+    key_env: str | None
+    if endpoint.api_key_env is not None:
+        key_env, fix = endpoint.api_key_env, f"or set {backend}.llm.api_key_env: null for a server that needs no key"
     elif endpoint.base_url is None and agent is not None:
-        key_env = agent.api_key_env  # the agent's endpoint, so the agent's key
+        key_env, fix = agent.api_key_env, "the agent's model.api_key_env names it"  # the agent's endpoint and key
     else:
-        key_env = None  # another server: the agent's key is never sent to it
+        key_env, fix = None, ""  # another server: the agent's key is never sent to it
     key = NO_KEY
     if key_env is not None:
         value = os.environ.get(key_env)
         if not value:
             raise ConfigError(
                 f"{source}: key '{backend}.llm.api_key_env': the environment variable {key_env} that holds "
-                f"the key for backend {backend!r}'s model calls is not set; export it, or set "
-                f"{backend}.llm.api_key_env: null for a server that needs no key",
+                f"the key for backend {backend!r}'s model calls is not set; export it ({fix})",
                 source=source, key=f"{backend}.llm.api_key_env",
             )
         key = value

@@ -202,6 +202,26 @@ def test_the_agents_key_goes_only_to_the_agents_endpoint(monkeypatch: pytest.Mon
         resolve_chat(None, agent, "mem0", "memory.yaml")
 
 
+def test_the_agents_key_survives_the_loaders_section_defaults(library: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loader records a section with every default (run.json says every setting):
+    an ``llm`` naming only another model still calls the agent's endpoint with the
+    agent's key, and one naming another server gets no key unless it names one."""
+    monkeypatch.setenv("AGENT_KEY", "secret-of-the-agent")
+    monkeypatch.setenv("OTHER_KEY", "secret-of-the-other")
+    agent = ModelConfig(base_url="https://models.example/v1", model="m", api_key_env="AGENT_KEY")
+    options = MEMORY_BACKENDS.get(library).options
+    assert options is not None
+
+    def resolved(llm: dict[str, Any]) -> tuple[str | None, str, str]:
+        config = validate_memory({"backend": library, library: {"llm": llm}}, "memory.yaml")
+        chat = resolve_chat(config.section(options).llm, agent, library, "memory.yaml")  # type: ignore[attr-defined]
+        return chat.base_url, chat.model, chat.api_key
+
+    assert resolved({"model": "extractor"}) == ("https://models.example/v1", "extractor", "secret-of-the-agent")
+    assert resolved({"base_url": "http://127.0.0.1:9000/v1"}) == ("http://127.0.0.1:9000/v1", "m", NO_KEY)
+    assert resolved({"base_url": "http://127.0.0.1:9000/v1", "api_key_env": "OTHER_KEY"})[2] == "secret-of-the-other"
+
+
 def test_a_missing_extra_is_one_line_and_exit_4_before_any_task(
     write_run_config: Any, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
@@ -219,6 +239,24 @@ def test_a_missing_extra_is_one_line_and_exit_4_before_any_task(
         "install it with: pip install 'pytest-evomemory[mem0]'"
     )
     assert not (tmp_path / "out" / "scores.jsonl").exists()
+
+
+def test_two_arms_sharing_a_mem0_store_are_refused_before_any_task(
+    write_run_config: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    """Mem0 keeps its store in files (its backend's ``locations``): a ``mem0.path``
+    without ``{run_name}`` would give two arms one store, which the preflight refuses."""
+    from pytest_evomemory.cli import main
+
+    memory = {"backend": "mem0", "embedder": "hashing", "mem0": {"infer": False, "path": str(tmp_path / "mem0" / "{stream}")}}
+    arms = [
+        write_run_config(name=f"arm_{arm}", memory=memory, directory=tmp_path / arm) for arm in ("a", "b")
+    ]
+    status = main(["run", *(f"--config={arm}" for arm in arms), "--output-dir", str(tmp_path / "out")])
+    error = capsys.readouterr().err
+    assert status == 4
+    assert "arm 'arm_b', stream 'sample_facts' would keep its memory in" in error and "{run_name}" in error
+    assert not (tmp_path / "mem0").exists()
 
 
 # --------------------------------------------------------------------------- the libraries' own tools
