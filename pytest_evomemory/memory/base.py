@@ -19,7 +19,7 @@ from ..tools import Tool
 from ..types import MemoryHit
 
 if TYPE_CHECKING:
-    from ..config import BackendOptions, MemoryConfig
+    from ..config import BackendOptions, MemoryConfig, ModelConfig
 
 
 @runtime_checkable
@@ -74,14 +74,24 @@ def unstorable_reason(text: str, *, nul_allowed: bool) -> str | None:
 
 @dataclass(frozen=True)
 class MemoryContext:
-    """Where a memory system lives: its stream and the run's output directory."""
+    """Where a memory system lives: its stream and the run's output directory.
+
+    ``agent_model`` is the agent's model config: a memory library that calls a
+    model of its own (Mem0's and LangMem's ``infer``) uses that endpoint unless
+    its own settings name another.
+    """
 
     stream: str
     run_dir: Path
     run_name: str
+    agent_model: ModelConfig | None = None
 
 
 MemoryOpener = Callable[["MemoryConfig", MemoryContext], MemorySystem]
+
+#: ``check(memory_config, agent_model, source)``: raises ConfigError (naming the key)
+#: for what the backend could not open later.
+MemoryCheck = Callable[["MemoryConfig", "ModelConfig | None", str], None]
 
 
 @dataclass(frozen=True)
@@ -107,3 +117,8 @@ class MemoryBackend:
     #: the process: two streams (or arms) naming one location would share a memory,
     #: so the session refuses that before any task.
     locations: Callable[[MemoryConfig, MemoryContext], Sequence[str]] | None = None
+    #: What the backend refuses before any stream opens, beyond a missing extra: its
+    #: settings against the agent's model (an endpoint ``infer`` needs, a key in an
+    #: unset variable, an embedder that is not installed). Run once per arm by the
+    #: session's preflight, with the memory config's source for messages.
+    check: MemoryCheck | None = None

@@ -23,6 +23,10 @@ MEMORY_BACKENDS: Registry[MemoryBackend] = Registry("memory backend")
 MEMORY_BACKENDS.builtin("inprocess", "pytest_evomemory.memory.inprocess:BACKEND")
 MEMORY_BACKENDS.builtin("sqlite", "pytest_evomemory.memory.sqlite:BACKEND")
 MEMORY_BACKENDS.builtin("postgres", "pytest_evomemory.memory.postgres:BACKEND")
+# The memory libraries (optional extras): their modules import the library only
+# when a stream's memory opens.
+MEMORY_BACKENDS.builtin("mem0", "pytest_evomemory.memory.mem0:BACKEND")
+MEMORY_BACKENDS.builtin("langmem", "pytest_evomemory.memory.langmem:BACKEND")
 
 MemoryFactory = Callable[[MemoryConfig, MemoryContext], MemorySystem]
 

@@ -20,7 +20,7 @@ from ..factories import user_frames
 from ..tools import Tool, ToolArgumentError
 from ..types import MemoryHit
 from .base import MemorySystem
-from .guard import IsolationGuard, records_in_tool_result
+from .guard import IsolationGuard
 from .tools import MemoryTool, MemoryToolCall, instrument_memory_tools
 
 _T = TypeVar("_T")
@@ -156,7 +156,7 @@ class ObservedMemory:
     def _observe(self, call: MemoryToolCall) -> None:
         if call.role == "recall":
             self.counts.recalls += 1
-            records = records_in_tool_result(call.result) if call.result is not None else None
+            records = call.records
             if records is not None:
                 self._check(records)
                 self.recalled.extend({"record_id": record_id, "content": content} for record_id, content in records)
@@ -185,8 +185,9 @@ class ObservedMemory:
         def call(arguments: Mapping[str, Any]) -> str:
             return self._forward(lambda: handler(arguments), f"tool {tool.name!r}")
 
-        role = tool.role if isinstance(tool, MemoryTool) else None
-        return MemoryTool(tool.spec, call, role)
+        if isinstance(tool, MemoryTool):
+            return MemoryTool(tool.spec, call, tool.role, tool.read_records)
+        return MemoryTool(tool.spec, call, None)
 
     def _forward(self, operation: Callable[[], _T], name: str) -> _T:
         try:

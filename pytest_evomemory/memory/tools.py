@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..tools import Tool, ToolArgumentError, require_string
 from ..types import ToolSpec
 from .base import RecordRejected
+from .guard import SeenRecord, records_in_tool_result
 
 if TYPE_CHECKING:
     from .base import MemorySystem
@@ -27,15 +28,25 @@ if TYPE_CHECKING:
 #: What a memory tool does: stores, searches or deletes records.
 MemoryRole = Literal["retain", "recall", "forget"]
 
+#: Reads a recall tool's text result into the (id, content) records it lists, or
+#: None when the text is not readable.
+RecordReader = Callable[[str], list[SeenRecord] | None]
+
 #: Tools whose role follows from their name alone (the standard tool names).
 STANDARD_ROLES: Mapping[str, MemoryRole] = {"retain": "retain", "recall": "recall", "forget": "forget"}
 
 
 @dataclass(frozen=True)
 class MemoryTool(Tool):
-    """A memory system's tool with its declared role (``None``: something else)."""
+    """A memory system's tool with its declared role (``None``: something else).
+
+    ``read_records`` says how to read a recall tool's result when it is not the
+    built-in recall tool's JSON list (a library's own result format, e.g. Mem0's
+    ``{"results": [...]}``), so the isolation guard checks those recalls too.
+    """
 
     role: MemoryRole | None = None
+    read_records: RecordReader | None = None
 
 
 def tool_role(tool: Tool) -> MemoryRole | None:
@@ -115,6 +126,9 @@ class MemoryToolCall:
     result: str | None
     error: str | None
     seconds: float
+    #: What a recall tool's result lists, read with the tool's ``read_records``
+    #: (None: not a recall, failed, or not readable)
+    records: list[SeenRecord] | None = None
 
 
 MemoryToolObserver = Callable[[MemoryToolCall], None]
@@ -133,6 +147,7 @@ def instrument_memory_tools(tools: Sequence[Tool], observe: MemoryToolObserver) 
 def _observed(tool: Tool, observe: MemoryToolObserver) -> Tool:
     role = tool_role(tool)
     declared = tool.handler
+    reader = (tool.read_records if isinstance(tool, MemoryTool) else None) or records_in_tool_result
 
     def handler(arguments: Mapping[str, Any]) -> str:
         started = time.perf_counter()
@@ -141,8 +156,10 @@ def _observed(tool: Tool, observe: MemoryToolObserver) -> Tool:
         except Exception as error:
             observe(MemoryToolCall(tool.name, role, dict(arguments), None, str(error), time.perf_counter() - started))
             raise
-        observe(MemoryToolCall(tool.name, role, dict(arguments), result, None, time.perf_counter() - started))
+        seconds = time.perf_counter() - started
+        records = reader(result) if role == "recall" else None
+        observe(MemoryToolCall(tool.name, role, dict(arguments), result, None, seconds, records))
         return result
 
-    return MemoryTool(tool.spec, handler, role)
+    return MemoryTool(tool.spec, handler, role, reader)
 

@@ -135,7 +135,9 @@ class BenchmarkRun:
         ``on_wait`` hears, every few seconds, that the memory factory has not
         returned yet (:func:`..memory.factory.open_with_timeout`).
         """
-        context = MemoryContext(stream=name, run_dir=self.run_dir, run_name=self.config.name)
+        context = MemoryContext(
+            stream=name, run_dir=self.run_dir, run_name=self.config.name, agent_model=self.config.agent.model
+        )
         strategy = self.memory_strategy
         memory: ObservedMemory | None = None
         if strategy != "none":
@@ -225,6 +227,8 @@ def check_builtin_parts(config: RunConfig, *, builtin_agent: bool, builtin_memor
     spec = backend_spec(config.memory.backend)
     if spec is not None and (problem := missing_extra(spec)):
         raise ConfigError(f"{where}: key 'backend': {problem}")
+    if spec is not None and spec.check is not None:  # e.g. a model endpoint the memory's infer needs
+        spec.check(config.memory, config.agent.model, where)
 
 
 def _check_factory_references(config: RunConfig) -> None:

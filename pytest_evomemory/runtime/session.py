@@ -334,7 +334,10 @@ class Session:
             if spec is None or spec.locations is None:
                 continue
             for stream in arm.benchmark.stream_order:
-                context = MemoryContext(stream=stream, run_dir=arm.run_dir, run_name=arm.run_config.name)
+                context = MemoryContext(
+                    stream=stream, run_dir=arm.run_dir, run_name=arm.run_config.name,
+                    agent_model=arm.run_config.agent.model,
+                )
                 for location in spec.locations(arm.run_config.memory, context):
                     where = f"arm {arm.name!r}, stream {stream!r}" if len(self.arms) > 1 else f"stream {stream!r}"
                     if location in owners:

@@ -10,12 +10,21 @@ plays a fixed sequence and then falls back to a policy.
 
     with ScriptedServer(Script([Fault(429, retry_after=0), tool_call("final_answer", {"answer": "4"})])) as server:
         config = ModelConfig(base_url=server.base_url, api_key_env=None, ...)
+
+For the memory libraries (Mem0, LangMem) it also answers ``/v1/embeddings`` with
+deterministic word-hash vectors (:func:`scripted_embedding`), and
+:func:`memory_library_policy` plays their own model calls (fact extraction).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import itertools
 import json
+import math
+import re
+import struct
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -27,6 +36,7 @@ from ..config import ModelConfig
 from ..types import FEEDBACK_ACKNOWLEDGEMENT
 
 CHAT_PATH = "/v1/chat/completions"
+EMBEDDINGS_PATH = "/v1/embeddings"
 
 
 @dataclass(frozen=True)
@@ -206,6 +216,70 @@ class Script:
         return self._then(request)
 
 
+# --------------------------------------------------------------------------- memory libraries
+
+
+#: Finds the facts worth keeping in a text (the stand-in for a model's judgement).
+FactExtractor = Callable[[str], list[str]]
+
+
+def mem0_new_messages(request: Mapping[str, Any]) -> str | None:
+    """The "New Messages" section of Mem0's fact-extraction request (``infer=True``), or
+    None for any other request. Mem0 asks for a JSON object and lays its prompt out
+    in "## ..." sections."""
+    if (request.get("response_format") or {}).get("type") != "json_object":
+        return None
+    prompt = task_text(request)
+    start = prompt.find("## New Messages")
+    if start < 0:
+        return None
+    section = prompt[start + len("## New Messages"):]
+    end = section.find("\n## ")
+    return (section if end < 0 else section[:end]).strip()
+
+
+def langmem_conversation(request: Mapping[str, Any]) -> str | None:
+    """The conversation LangMem's memory manager extracts from (a request offering its
+    ``Memory`` tool, through trustcall), or None for any other request."""
+    if "Memory" not in _tool_names(request):
+        return None
+    return "\n".join(
+        str(message.get("content") or "") for message in request.get("messages") or [] if message.get("role") == "user"
+    )
+
+
+def memory_library_policy(extract: FactExtractor, then: Policy = echo_policy) -> Policy:
+    """Canned fact extraction for the memory libraries' own model calls: Mem0's
+    ``infer=True`` request gets ``{"memory": [{"text": fact}, ...]}``, LangMem's memory
+    manager one ``Memory`` tool call per fact (a plain reply when there is none);
+    every other request goes to ``then`` (the agent's turns)."""
+
+    def policy(request: Mapping[str, Any]) -> Reply:
+        messages = mem0_new_messages(request)
+        if messages is not None:
+            return text(json.dumps({"memory": [{"text": fact} for fact in extract(messages)]}))
+        conversation = langmem_conversation(request)
+        if conversation is not None:
+            facts = extract(conversation)
+            if not facts:
+                return text("Nothing new to remember.")
+            return tool_calls([("Memory", {"content": fact}) for fact in facts], call_id="memory")
+        return then(request)
+
+    return policy
+
+
+def scripted_embedding(text: str, dims: int = 64) -> list[float]:
+    """A deterministic embedding: signed hashes of the lower-cased words, L2-normalised
+    (texts sharing words are similar; no model needed)."""
+    vector = [0.0] * dims
+    for word in re.findall(r"\w+", text.lower()):
+        value = int.from_bytes(hashlib.blake2b(word.encode("utf-8"), digest_size=8).digest(), "little")
+        vector[value % dims] += 1.0 if (value >> 63) & 1 else -1.0
+    norm = math.sqrt(sum(component * component for component in vector)) or 1.0
+    return [component / norm for component in vector]
+
+
 # --------------------------------------------------------------------------- server
 
 
@@ -242,10 +316,15 @@ class ScriptedServer:
     lists what arrived; ``in_flight_max`` is the peak of concurrent requests.
     """
 
-    def __init__(self, policy: Policy = echo_policy, *, latency_s: float = 0.0, host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, policy: Policy = echo_policy, *, latency_s: float = 0.0, host: str = "127.0.0.1", embedding_dims: int = 64
+    ) -> None:
         self.policy = policy
         self.latency_s = latency_s
+        self.embedding_dims = embedding_dims
         self.requests: list[ReceivedRequest] = []
+        #: The bodies of /v1/embeddings requests (chat requests stay in ``requests``).
+        self.embedding_requests: list[dict[str, Any]] = []
         self.in_flight_max = 0
         self._in_flight = 0
         self._lock = threading.Lock()
@@ -342,6 +421,33 @@ class ScriptedServer:
         request.usage = dict(full["usage"])
         return 200, headers, json.dumps(full).encode(), delay
 
+    def _embeddings(self, raw: bytes) -> tuple[int, dict[str, str], bytes]:
+        """``/v1/embeddings``: :func:`scripted_embedding` of each input, as floats or,
+        when the client asks (the OpenAI SDK does by default), as base64 float32."""
+        try:
+            body = json.loads(raw or b"{}")
+        except ValueError:
+            return 400, {}, _error_body("request body is not JSON")
+        texts = body.get("input")
+        texts = [texts] if isinstance(texts, str) else texts
+        if not isinstance(texts, list) or not all(isinstance(item, str) for item in texts):
+            return 400, {}, _error_body("input must be a string or a list of strings")
+        with self._lock:
+            self.embedding_requests.append(body)
+        data = []
+        for index, item in enumerate(texts):
+            vector = scripted_embedding(item, self.embedding_dims)
+            encoded: Any = vector
+            if body.get("encoding_format") == "base64":
+                encoded = base64.b64encode(struct.pack(f"<{len(vector)}f", *vector)).decode("ascii")
+            data.append({"object": "embedding", "index": index, "embedding": encoded})
+        tokens = sum(len(item.split()) for item in texts)
+        reply = {
+            "object": "list", "data": data, "model": body.get("model", "scripted-embeddings"),
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+        return 200, {}, json.dumps(reply).encode()
+
     def _handler_class(self) -> type[BaseHTTPRequestHandler]:
         server = self
 
@@ -358,6 +464,9 @@ class ScriptedServer:
                 arrived = time.monotonic()
                 length = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(length)
+                if self.path.split("?")[0] == EMBEDDINGS_PATH:
+                    self._send(*server._embeddings(raw))
+                    return
                 if self.path.split("?")[0] != CHAT_PATH:
                     self._send(404, {}, _error_body(f"no route {self.path}"))
                     return

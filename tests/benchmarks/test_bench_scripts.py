@@ -161,3 +161,18 @@ def test_bench_snapshots_prints_a_row_per_backend_and_durability() -> None:
     rows = [line.split() for line in result.stdout.splitlines() if line.startswith("inprocess ")]
     assert [row[1] for row in rows] == ["never", "default", "every"]
     assert all(float(row[2]) > 0 for row in rows)
+
+
+def test_bench_memory_libraries_prints_its_tables() -> None:
+    pytest.importorskip("mem0")
+    pytest.importorskip("langmem")
+    result = run_script(
+        str(BENCHMARKS / "bench_memory_libraries.py"), "--sizes", "8", "--ops", "3", "--infer-retains", "2",
+        "--skip", "install,scores",
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "per-task overhead" in out and "infer: true" in out
+    for backend in ("mem0", "langmem", "inprocess", "sqlite"):
+        assert f"\n{backend} " in out
+    assert "calls/retain" in out

@@ -42,7 +42,23 @@ BACKENDS = [
     "sqlite+sentence-transformers",
     EXAMPLE_ADAPTER,
     CONSOLIDATING_ADAPTER,
+    # The memory libraries, storing text as given; embedded with the hashing embedder,
+    # which keeps the suite fast (their default, the bundled MiniLM, is the package's
+    # own embedder, tested above; tests/memory/test_memory_libraries.py runs it).
+    "mem0+hashing",
+    "langmem+hashing",
 ]
+
+#: The memory libraries' backends, each with the extra it needs.
+LIBRARY_EXTRAS = {"mem0": "mem0", "langmem": "langmem"}
+#: What the library backends are given in the conformance suite: ``infer`` needs a
+#: model, and an LLM rewriting what is retained cannot round-trip it (tested apart,
+#: tests/memory/test_memory_libraries.py); Mem0's search threshold (0.1) would hide
+#: the one megabyte record, whose every word is diluted by a thousand others.
+LIBRARY_OPTIONS: dict[str, dict[str, Any]] = {
+    "mem0": {"infer": False, "search_threshold": 0.0},
+    "langmem": {"infer": False},
+}
 
 #: The conformance suite's default top_k: not the config default, so that a
 #: backend ignoring the configured value is caught.
@@ -107,6 +123,8 @@ def memory_config(backend_id: str, postgres: dict[str, Any] | None = None, **ove
         document["embedding_dim"] = 512
     if backend == "postgres" and postgres is not None:
         document["postgres"] = postgres
+    if backend in LIBRARY_OPTIONS:  # the library's own section (memory.mem0, memory.langmem)
+        document[backend] = dict(LIBRARY_OPTIONS[backend])
     document.update(overrides)
     return validate_memory(document, "test memory config")
 
@@ -119,7 +137,20 @@ def backend_id(request: pytest.FixtureRequest) -> str:
     backend: str = request.param
     if backend.endswith("sentence-transformers") and not HAS_EMBEDDINGS_EXTRA:
         pytest.skip(NO_EMBEDDINGS_REASON)
+    if backend.partition("+")[0] in LIBRARY_EXTRAS:
+        skip_without_extra(backend.partition("+")[0])
     return backend
+
+
+def skip_without_extra(backend: str) -> None:
+    """Skip when a memory library is not installed, unless EVOMEMORY_LIBRARIES_AVAILABLE=1
+    says it must be (CI installs it): then fail, so a broken install is not a green run."""
+    if importlib.util.find_spec(backend) is not None:
+        return
+    message = f"the {LIBRARY_EXTRAS[backend]} extra is not installed: pip install -e '.[{LIBRARY_EXTRAS[backend]}]'"
+    if os.environ.get("EVOMEMORY_LIBRARIES_AVAILABLE") == "1":
+        pytest.fail(f"EVOMEMORY_LIBRARIES_AVAILABLE=1 but {message}", pytrace=False)
+    pytest.skip(message)
 
 
 @pytest.fixture

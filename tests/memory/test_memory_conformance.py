@@ -6,14 +6,14 @@ runner and the agents rely on.
 
 from __future__ import annotations
 
-import json
 import random
 
 import pytest
 
 from pytest_evomemory.errors import MemoryBackendError
 from pytest_evomemory.memory import IsolationGuard, MemorySystem, ObservedMemory
-from pytest_evomemory.memory.tools import tool_role
+from pytest_evomemory.memory.guard import records_in_tool_result
+from pytest_evomemory.memory.tools import MemoryTool, tool_role
 from pytest_evomemory.tools import Tool
 
 from .conftest import CONFORMANCE_TOP_K, OpenMemory
@@ -214,19 +214,27 @@ def test_a_closed_store_fails_clearly(open_memory: OpenMemory) -> None:
 
 
 def test_tools_are_working_retain_and_recall_tools(open_memory: OpenMemory) -> None:
-    """A tool for each of the roles retain and recall (by declared role, whatever its name)."""
+    """A tool for each of the roles retain and recall (by declared role, whatever its
+    name and result format: a library's own result is read as its tool declares)."""
     memory = open_memory()
     tools = {tool_role(tool): tool for tool in memory.tools()}
     assert {"retain", "recall"} <= tools.keys()
 
     def call(tool: Tool, text: str) -> str:
-        (argument,) = tool.spec.parameters["required"]
+        parameters = tool.spec.parameters
+        argument = (parameters.get("required") or list(parameters["properties"]))[0]
         return tool.handler({argument: text})
 
-    stored = json.loads(call(tools["retain"], "The ferry leaves at 7:15 from pier 4."))
-    found = json.loads(call(tools["recall"], "when does the ferry leave"))
-    assert found[0]["content"] == "The ferry leaves at 7:15 from pier 4."
-    assert memory.recall("ferry pier")[0].record_id in stored.values()
+    stored = call(tools["retain"], "The ferry leaves at 7:15 from pier 4.")
+    found = call(tools["recall"], "when does the ferry leave")
+    recall_tool = tools["recall"]
+    read = recall_tool.read_records if isinstance(recall_tool, MemoryTool) and recall_tool.read_records else records_in_tool_result
+    records = read(found)
+    assert records is not None, found
+    assert records[0][1] == "The ferry leaves at 7:15 from pier 4."
+    record_id = memory.recall("ferry pier")[0].record_id
+    assert records[0][0] == record_id
+    assert record_id in stored  # the retain tool's answer names the record it stored
 
 
 def test_words_in_every_record_neither_drown_rare_ones_nor_empty_the_result(open_memory: OpenMemory) -> None:

@@ -104,19 +104,22 @@ def test_tool_results_are_read_when_they_list_records() -> None:
 
 
 def test_guard_over_real_backends_across_streams(open_memory: OpenMemory) -> None:
-    """Every conformance backend passes; reopening a stream's store does not leak."""
+    """Every conformance backend passes; reopening a stream's store does not leak.
+    A recall tool's result is read as the tool declares (a library's own format,
+    e.g. Mem0's ``{"results": [...]}``), else as the built-in JSON list."""
     guard = IsolationGuard()
     for stream in ("stream_a", "stream_b"):
         memory = open_memory(stream)
         guard.start_stream(stream)
         recall = next(tool for tool in memory.tools() if tool_role(tool) == "recall")
         (argument,) = recall.spec.parameters["required"]
-        records = records_in_tool_result(recall.handler({argument: "glacier melt"}))
+        read = (recall.read_records if isinstance(recall, MemoryTool) else None) or records_in_tool_result
+        records = read(recall.handler({argument: "glacier melt"}))
         assert records is not None and guard.check_recall(records) is None
         for index in range(4):
             record_id = memory.retain(f"{stream} fact {index}: glacier melt rate")
             guard.note_write((record_id, f"{stream} fact {index}: glacier melt rate"))
-        records = records_in_tool_result(recall.handler({argument: "glacier melt rate"}))
+        records = read(recall.handler({argument: "glacier melt rate"}))
         assert records and guard.check_recall(records) is None
         assert guard.check_recall((h.record_id, h.content) for h in memory.recall("glacier", top_k=10)) is None
         guard.end_stream()

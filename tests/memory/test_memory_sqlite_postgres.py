@@ -17,8 +17,13 @@ from pytest_evomemory.memory import build_memory
 from pytest_evomemory.memory.factory import MemoryContext
 from pytest_evomemory.memory.postgres import PostgresMemory, table_name
 from pytest_evomemory.memory.sqlite import SqliteMemory, SqliteOptions
+from pytest_evomemory.testing.scripted_server import (
+    ScriptedServer,
+    memory_library_policy,
+    scripted_model_config,
+)
 
-from .conftest import memory_config
+from .conftest import LIBRARY_EXTRAS, NO_EMBEDDINGS_REASON, memory_config, skip_without_extra
 
 
 def context(tmp_path: Path, stream: str = "aime_2024", run_name: str = "run1") -> MemoryContext:
@@ -196,13 +201,28 @@ def test_table_names_are_valid_distinct_and_bounded() -> None:
 def test_shipped_memory_configs_are_valid_and_sqlite_ones_open(tmp_path: Path, name: str) -> None:
     import yaml
 
-    from pytest_evomemory.config import MemoryConfig
+    from pytest_evomemory.configload import validate_memory
 
     from .conftest import HAS_EMBEDDINGS_EXTRA
 
     path = Path(__file__).parents[2] / "pytest_evomemory" / "configs" / "memory" / name
-    config = MemoryConfig.model_validate(yaml.safe_load(path.read_text(encoding="utf-8")))
+    config = validate_memory(yaml.safe_load(path.read_text(encoding="utf-8")), str(path))
     if config.backend == "postgres" or (config.embedder == "sentence-transformers" and not HAS_EMBEDDINGS_EXTRA):
+        return
+    if config.backend in LIBRARY_EXTRAS:  # the memory libraries: their extra, and a model for infer
+        skip_without_extra(config.backend)
+        if not HAS_EMBEDDINGS_EXTRA:
+            pytest.skip(NO_EMBEDDINGS_REASON)
+        infer = config.sections()[config.backend]["infer"]
+        text = "Q: do configs open cleanly? A: yes" if infer else "configs open cleanly"
+        with ScriptedServer(memory_library_policy(lambda said: ["Q: do configs open cleanly? A: yes"])) as server:
+            agent = scripted_model_config(server)
+            memory = build_memory(config, MemoryContext("s1", tmp_path / "run", "r", agent))
+            try:
+                memory.retain("configs open cleanly")
+                assert memory.recall("configs open cleanly")[0].content == text
+            finally:
+                memory.close()
         return
     memory = build_memory(config, context(tmp_path))
     try:

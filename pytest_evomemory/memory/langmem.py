@@ -1,0 +1,467 @@
+"""LangMem as the memory under test: LangGraph's in-memory store with LangMem's tools.
+
+``memory: {backend: langmem, langmem: {...}}`` (docs/memory.md, "LangMem") gives
+every stream its own LangGraph ``InMemoryStore`` (a semantic index over each
+memory's ``content``) and LangMem's own operations on it:
+
+* a ``tool_use`` agent is given LangMem's tools under their own names,
+  ``manage_memory`` (create, update or delete a memory) and ``search_memory``,
+  built by ``create_manage_memory_tool`` / ``create_search_memory_tool`` and
+  answering with LangMem's own text;
+* ``recall`` is the store search those tools run; ``retain`` stores the text as
+  ``manage_memory`` would (``infer: false``, the metadata kept beside it) or
+  hands it to LangMem's memory manager (``create_memory_store_manager``), whose
+  LLM decides what to insert, update or delete (``infer: true``).
+
+The store lives in the process, so a stream's memory is gone when it closes;
+resume goes through :meth:`LangMemMemory.snapshot`, which saves the store's items
+and their vectors, and :meth:`LangMemMemory.restore`, which puts them back in
+the same order, so searches after a resume rank and score exactly as before.
+LangSmith tracing is off for every call (nothing leaves the machine).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import threading
+import uuid
+import warnings
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import numpy as np
+from pydantic import SecretStr
+
+from ..config import MemoryConfig, ModelConfig
+from ..errors import MemoryBackendError
+from ..tools import Tool, ToolArgumentError, require_string
+from ..types import MemoryHit, ToolSpec
+from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
+from .embedders import Embedder
+from .guard import SeenRecord
+from .libraries import (
+    NO_KEY,
+    EmbeddingsEndpoint,
+    LibraryOptions,
+    ResolvedChat,
+    check_embedder,
+    endpoint_key,
+    has_words,
+    in_process_embedder,
+    resolve_chat,
+)
+from .snapshot import write_atomically
+from .tools import MemoryTool
+
+NAME = "langmem"
+#: Each stream has a store of its own; one namespace in it holds the memories.
+NAMESPACE = ("memories", "evomemory")
+SNAPSHOT_FILE = "langmem.json"
+SNAPSHOT_FORMAT = 1
+#: The value fields the store's index embeds: the memory, not its metadata.
+INDEXED_FIELDS = ["content"]
+
+_T = TypeVar("_T")
+
+
+class LangMemOptions(LibraryOptions):
+    """``memory.langmem``: the settings of backend ``langmem`` (docs/memory.md)."""
+
+    SECTION = "langmem"
+
+
+def check_langmem_config(memory: MemoryConfig, agent_model: ModelConfig | None, source: str) -> None:
+    """What is knowable before a stream opens (the backend's ``check``; the extra
+    itself is checked from ``requires``): the embedder, the endpoints and their keys."""
+    options = memory.section(LangMemOptions)
+    check_embedder(memory, options, NAME, source)
+    if options.embeddings is not None:
+        endpoint_key(options.embeddings, NAME, source)
+    if options.infer:
+        resolve_chat(options.llm, agent_model, NAME, source)
+
+
+def open_langmem_memory(memory: MemoryConfig, context: MemoryContext) -> LangMemMemory:
+    """The ``langmem`` backend for one stream (the backend's opener; the store lives in the process)."""
+    source = "memory config"
+    check_langmem_config(memory, context.agent_model, source)
+    options = memory.section(LangMemOptions)
+    return LangMemMemory(
+        default_top_k=memory.top_k,
+        infer=options.infer,
+        chat=resolve_chat(options.llm, context.agent_model, NAME, source) if options.infer else None,
+        embedder=in_process_embedder(memory) if options.embeddings is None else None,
+        endpoint=options.embeddings,
+        endpoint_api_key=endpoint_key(options.embeddings, NAME, source) if options.embeddings else None,
+    )
+
+
+class LangMemMemory:
+    """One stream's LangGraph store and LangMem tools behind the MemorySystem protocol."""
+
+    def __init__(
+        self,
+        *,
+        default_top_k: int = 4,
+        infer: bool = False,
+        chat: ResolvedChat | None = None,
+        embedder: Embedder | None = None,
+        endpoint: EmbeddingsEndpoint | None = None,
+        endpoint_api_key: str | None = None,
+    ) -> None:
+        if default_top_k < 1:
+            raise MemoryBackendError("memory top_k must be at least 1")
+        if (embedder is None) == (endpoint is None):
+            raise MemoryBackendError("langmem memory needs exactly one of an in-process embedder and an embeddings endpoint")
+        if infer and chat is None:
+            raise MemoryBackendError("langmem memory with infer needs a chat endpoint")
+        self.default_top_k = default_top_k
+        self.infer = infer
+        self._lock = threading.RLock()
+        self._closed = False
+        self._libraries = import_langmem()
+        self._embedder = embedder
+        self._embeddings = _package_embeddings(embedder) if embedder is not None else _endpoint_embeddings(endpoint, endpoint_api_key)
+        self._dims = embedder.dim if embedder is not None else _endpoint_dims(endpoint, self._embeddings)
+        self._chat = chat
+        self._open_store()
+
+    def _open_store(self) -> None:
+        """A fresh store, with LangMem's tools (and, with ``infer``, its memory manager) bound to it."""
+        lib = self._libraries
+        self._store: Any = lib.InMemoryStore(index={"dims": self._dims, "embed": self._embeddings, "fields": INDEXED_FIELDS})
+        if not (isinstance(getattr(self._store, "_data", None), dict) and isinstance(getattr(self._store, "_vectors", None), dict)):
+            raise MemoryBackendError(
+                "langmem memory: this langgraph version's InMemoryStore keeps its items differently than the one "
+                "this backend was built for (langgraph 1.x); install the versions the langmem extra pins"
+            )
+        self._manage_tool = lib.create_manage_memory_tool(NAMESPACE, store=self._store)
+        self._search_tool = lib.create_search_memory_tool(NAMESPACE, store=self._store)
+        self._manager = None
+        if self.infer:
+            chat = self._chat
+            assert chat is not None
+            model = lib.ChatOpenAI(
+                model=chat.model, base_url=chat.base_url, api_key=SecretStr(chat.api_key),
+                temperature=chat.temperature, max_completion_tokens=chat.max_tokens,
+            )
+            self._manager = lib.create_memory_store_manager(model, namespace=NAMESPACE, store=self._store)
+
+    # ------------------------------------------------------------------ protocol
+
+    def retain(self, content: str, metadata: Mapping[str, Any] | None = None) -> str:
+        """Store ``content`` as ``manage_memory`` would (its key is the id), or, with
+        ``infer``, let LangMem's memory manager turn it into memories (the first
+        key it wrote; "" when it wrote none). Metadata is kept only without ``infer``."""
+        self._check_open()
+        _check_text(content, "retain")
+        if self._manager is not None:
+            with self._lock, _untraced():
+                # One worker: the manager writes in a thread pool, and the order of
+                # the writes is the store's order, which must not vary between runs.
+                written = self._manager.invoke(
+                    {"messages": [{"role": "user", "content": content}]}, config={"max_concurrency": 1}
+                )
+            return next((str(put["key"]) for put in written), "")
+        key = str(uuid.uuid4())
+        value: dict[str, Any] = {"content": content}
+        if metadata:
+            value["metadata"] = json.loads(json.dumps(dict(metadata), default=str))
+        with self._lock, _untraced():
+            self._store.put(NAMESPACE, key, value)
+        return key
+
+    def recall(self, query: str, top_k: int | None = None) -> list[MemoryHit]:
+        """The store search ``search_memory`` runs, most similar first."""
+        self._check_open()
+        limit = self.default_top_k if top_k is None else top_k
+        if not has_words(query, self._embedder) or limit < 1:
+            return []
+        with self._lock, _untraced():
+            items = self._store.search(NAMESPACE, query=query, limit=limit)
+        return [
+            MemoryHit(item.key, memory_text(item.value), float(item.score or 0.0), dict(item.value.get("metadata") or {}))
+            for item in items
+        ]
+
+    def reset(self) -> None:
+        self._check_open()
+        with self._lock:
+            self._open_store()
+
+    def close(self) -> None:
+        with self._lock:
+            self._closed = True
+            self._store = None
+            self._manager = None
+
+    def tools(self) -> Sequence[Tool]:
+        """LangMem's ``manage_memory`` and ``search_memory``, answering with LangMem's text."""
+
+        def manage(arguments: Mapping[str, Any]) -> str:
+            content = arguments.get("content")
+            if isinstance(content, str):
+                try:
+                    _check_text(content, "manage_memory")
+                except RecordRejected as error:
+                    raise ToolArgumentError(str(error)) from None
+            return self._call_tool(lambda: self._manage_tool.invoke(dict(arguments)), "manage_memory")
+
+        def search(arguments: Mapping[str, Any]) -> str:
+            query = require_string(arguments, "query", "search_memory")
+            if not has_words(query, self._embedder):
+                return "[]"
+            return self._call_tool(
+                lambda: self._search_tool.invoke({"query": query, "limit": self.default_top_k}), "search_memory"
+            )
+
+        return [
+            MemoryTool(_manage_spec(self._manage_tool), manage, "retain"),
+            MemoryTool(_search_spec(self._search_tool), search, "recall", read_search_result),
+        ]
+
+    def __len__(self) -> int:
+        self._check_open()
+        return len(self._store._data.get(NAMESPACE, {}))
+
+    def _call_tool(self, call: Callable[[], _T], name: str) -> str:
+        self._check_open()
+        try:
+            with self._lock, _untraced():
+                result = call()
+        except (ValueError, TypeError) as error:  # pydantic's ValidationError is a ValueError
+            raise ToolArgumentError(f"{name}: {error}") from None
+        return result if isinstance(result, str) else json.dumps(result, default=str)
+
+    # ------------------------------------------------------------------ resume
+
+    def snapshot(self, directory: Path) -> None:
+        """Write every item of the store (value, timestamps) and its vectors, in the
+        store's order, to ``directory/langmem.json``."""
+        self._check_open()
+        with self._lock:
+            items = self._store._data.get(NAMESPACE, {})
+            vectors = self._store._vectors.get(NAMESPACE, {})
+            state = {
+                "format": SNAPSHOT_FORMAT,
+                "kind": NAME,
+                "items": [
+                    {
+                        "key": key,
+                        "value": item.value,
+                        "created_at": item.created_at.isoformat(),
+                        "updated_at": item.updated_at.isoformat(),
+                        "vectors": {path: _encode(vector) for path, vector in vectors.get(key, {}).items()},
+                    }
+                    for key, item in items.items()
+                ],
+            }
+        write_atomically(directory / SNAPSHOT_FILE, json.dumps(state, ensure_ascii=True))
+
+    def restore(self, directory: Path) -> None:
+        """Empty the store and put the snapshot's items and vectors back, in order."""
+        self._check_open()
+        path = directory / SNAPSHOT_FILE
+        if not path.exists():
+            raise MemoryBackendError(
+                f"no langmem memory snapshot in {directory} ({SNAPSHOT_FILE} is missing); it cannot be restored"
+            )
+        try:
+            state = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as error:
+            raise MemoryBackendError(f"langmem memory snapshot {path} is unreadable: {error}") from None
+        if not isinstance(state, dict) or state.get("kind") != NAME or state.get("format") != SNAPSHOT_FORMAT:
+            raise MemoryBackendError(
+                f"langmem memory snapshot {path} was not written by a langmem memory (format {SNAPSHOT_FORMAT}); "
+                "it cannot be restored into one"
+            )
+        item_class = self._libraries.Item
+        with self._lock:
+            self._open_store()
+            data, vectors = self._store._data, self._store._vectors
+            for entry in state["items"]:
+                key = str(entry["key"])
+                data[NAMESPACE][key] = item_class(
+                    value=entry["value"], key=key, namespace=NAMESPACE,
+                    created_at=datetime.fromisoformat(entry["created_at"]),
+                    updated_at=datetime.fromisoformat(entry["updated_at"]),
+                )
+                for field, vector in entry["vectors"].items():
+                    vectors[NAMESPACE][key][field] = _decode(vector)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise MemoryBackendError(
+                "langmem memory is closed (stream teardown closed it); it cannot be used any more"
+            )
+
+
+def memory_text(value: Mapping[str, Any]) -> str:
+    """The text of a stored memory: ``manage_memory`` stores ``{"content": text}``,
+    the memory manager ``{"kind": "Memory", "content": {"content": text}}``."""
+    content = value.get("content")
+    if isinstance(content, Mapping) and isinstance(content.get("content"), str):
+        return str(content["content"])
+    if isinstance(content, str):
+        return content
+    return json.dumps(content, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def read_search_result(result: str) -> list[SeenRecord] | None:
+    """The (key, text) records of ``search_memory``'s JSON list of items (for the isolation guard)."""
+    try:
+        value = json.loads(result)
+    except (TypeError, ValueError):
+        return None
+    if not isinstance(value, list) or not all(isinstance(item, dict) and isinstance(item.get("value"), dict) for item in value):
+        return None
+    return [(None if item.get("key") is None else str(item["key"]), memory_text(item["value"])) for item in value]
+
+
+def _manage_spec(tool: Any) -> ToolSpec:
+    """``manage_memory`` as LangMem declares it (name, description, arguments)."""
+    schema = _clean_schema(tool.tool_call_schema.model_json_schema())
+    return ToolSpec(name=tool.name, description=tool.description, parameters=schema)
+
+
+def _search_spec(tool: Any) -> ToolSpec:
+    """``search_memory`` as LangMem declares it, with the query alone: how many
+    memories come back is the memory config's ``top_k``, not the model's choice."""
+    schema = _clean_schema(tool.tool_call_schema.model_json_schema())
+    query = schema["properties"]["query"]
+    parameters = {"type": "object", "properties": {"query": query}, "required": ["query"], "additionalProperties": False}
+    return ToolSpec(name=tool.name, description=tool.description, parameters=parameters)
+
+
+def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """A pydantic JSON schema as a tool's ``parameters`` (no titles, no top-level description)."""
+    def strip(node: Any) -> Any:
+        if isinstance(node, dict):
+            return {key: strip(value) for key, value in node.items() if key != "title"}
+        if isinstance(node, list):
+            return [strip(value) for value in node]
+        return node
+
+    cleaned: dict[str, Any] = strip(schema)
+    cleaned.pop("description", None)
+    return cleaned
+
+
+def _check_text(content: Any, operation: str) -> None:
+    if not isinstance(content, str):
+        raise MemoryBackendError(f"{operation}: content must be a string, got {type(content).__name__}")
+    reason = unstorable_reason(content, nul_allowed=True)
+    if reason:
+        raise RecordRejected(f"langmem memory: this record was not stored: its content {reason}")
+
+
+def _encode(vector: Sequence[float]) -> str:
+    return base64.b64encode(np.asarray(vector, dtype=np.float64).tobytes()).decode("ascii")
+
+
+def _decode(text: str) -> list[float]:
+    decoded: list[float] = np.frombuffer(base64.b64decode(text), dtype=np.float64).tolist()
+    return decoded
+
+
+def _package_embeddings(embedder: Embedder) -> Callable[[Sequence[str]], list[list[float]]]:
+    """The store's ``embed`` function over this package's embedder (loaded once per process)."""
+
+    def embed(texts: Sequence[str]) -> list[list[float]]:
+        return [[float(value) for value in row] for row in embedder.embed(list(texts))]
+
+    return embed
+
+
+def _endpoint_embeddings(endpoint: EmbeddingsEndpoint | None, api_key: str | None) -> Any:
+    """LangChain's OpenAI embeddings client for an OpenAI-compatible endpoint.
+
+    ``check_embedding_ctx_length=False`` sends the texts as they are: with the
+    check on, the client tokenises with tiktoken, which downloads its encoding
+    from the internet on first use.
+    """
+    assert endpoint is not None
+    from langchain_openai import OpenAIEmbeddings
+
+    return OpenAIEmbeddings(
+        model=endpoint.model, base_url=endpoint.base_url, api_key=SecretStr(api_key or NO_KEY),
+        check_embedding_ctx_length=False,
+    )
+
+
+def _endpoint_dims(endpoint: EmbeddingsEndpoint | None, embeddings: Any) -> int:
+    assert endpoint is not None
+    if endpoint.dims is not None:
+        return endpoint.dims
+    try:
+        return len(embeddings.embed_query("dimension probe"))
+    except Exception as error:
+        raise MemoryBackendError(
+            f"langmem memory: the embeddings endpoint {endpoint.base_url} (model {endpoint.model!r}) did not "
+            f"answer a first request: {type(error).__name__}: {error}; check langmem.embeddings, or set "
+            "langmem.embeddings.dims"
+        ) from None
+
+
+@contextmanager
+def _untraced() -> Iterator[None]:
+    """No LangSmith tracing, whatever LANGSMITH_TRACING says: runs must not leave the machine."""
+    from langsmith import tracing_context
+
+    with tracing_context(enabled=False):
+        yield
+
+
+class _Libraries:
+    """The LangChain/LangGraph/LangMem names this backend uses, imported once."""
+
+    def __init__(self) -> None:
+        try:
+            with warnings.catch_warnings():
+                # trustcall (LangMem's extraction library) imports a name LangGraph 1.x
+                # deprecated; that is for LangMem to fix, not for a benchmark run to show.
+                warnings.simplefilter("ignore", DeprecationWarning)
+                from langchain_openai import ChatOpenAI
+                from langgraph.store.base import Item
+                from langgraph.store.memory import InMemoryStore
+                from langmem import (
+                    create_manage_memory_tool,
+                    create_memory_store_manager,
+                    create_search_memory_tool,
+                )
+        except ImportError as error:
+            raise MemoryBackendError(
+                f"backend 'langmem' needs the langmem extra: pip install 'pytest-evomemory[langmem]' ({error})"
+            ) from None
+        self.ChatOpenAI = ChatOpenAI
+        self.Item = Item
+        self.InMemoryStore = InMemoryStore
+        self.create_manage_memory_tool = create_manage_memory_tool
+        self.create_memory_store_manager = create_memory_store_manager
+        self.create_search_memory_tool = create_search_memory_tool
+
+
+_LIBRARIES: list[_Libraries] = []
+_IMPORT_LOCK = threading.Lock()
+
+
+def import_langmem() -> _Libraries:
+    with _IMPORT_LOCK:
+        if not _LIBRARIES:
+            _LIBRARIES.append(_Libraries())
+        return _LIBRARIES[0]
+
+
+BACKEND = MemoryBackend(
+    NAME, open=open_langmem_memory, options=LangMemOptions, extra="langmem",
+    requires=("langmem", "langgraph", "langchain_openai"), check=check_langmem_config,
+)
+
+
+__all__ = ["BACKEND", "LangMemMemory", "LangMemOptions", "check_langmem_config", "import_langmem", "open_langmem_memory"]

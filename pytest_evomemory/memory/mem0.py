@@ -1,0 +1,700 @@
+"""Mem0 (the ``mem0ai`` package) as the memory under test: the library's own ``Memory``.
+
+``memory: {backend: mem0, mem0: {...}}`` (docs/memory.md, "Mem0") gives every
+stream its own Mem0 store — an embedded Qdrant database and Mem0's SQLite
+history database in ``<run dir>/memory/<stream>.mem0/`` — scoped to one agent id.
+What the benchmark sees is Mem0's own behaviour:
+
+* ``retain`` is ``Memory.add`` (with ``infer: true``, Mem0's LLM extracts facts
+  from the text and stores those, deduplicated, instead of the text), ``recall``
+  is ``Memory.search`` (semantic, Mem0's scoring and threshold), and a
+  ``tool_use`` agent is given Mem0's operations as tools under their own names:
+  ``add``, ``search``, ``delete``, answering with Mem0's own result dictionaries.
+* Offline by construction: Mem0's telemetry is off (``MEM0_TELEMETRY=False``),
+  its LLM and embedder clients only reach the configured endpoints, and the parts
+  that would download models at run time (fastembed's BM25 encoder, spaCy's
+  entity model) stay off, so the ranking is the same on every machine.
+* Resume: :meth:`Mem0Memory.snapshot` saves the Qdrant points exactly as stored
+  (original vectors, payloads, storage order) and the history database's rows;
+  :meth:`Mem0Memory.restore` writes them back in the same order, so the next
+  searches rank and score exactly as in the uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import os
+import pickle
+import sqlite3
+import threading
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Annotated, Any
+
+import numpy as np
+from pydantic import Field, field_validator
+
+from ..config import MemoryConfig, ModelConfig, Text
+from ..errors import ConfigError, MemoryBackendError
+from ..tools import Tool, ToolArgumentError, require_string
+from ..types import MemoryHit, ToolSpec
+from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
+from .embedders import Embedder
+from .guard import SeenRecord
+from .libraries import (
+    NO_KEY,
+    EmbeddingsEndpoint,
+    LibraryOptions,
+    ResolvedChat,
+    check_embedder,
+    claim_fresh_directory,
+    endpoint_key,
+    has_words,
+    in_process_embedder,
+    path_template_problem,
+    resolve_chat,
+    store_directory,
+)
+from .snapshot import RecordLog
+from .tools import MemoryTool
+
+NAME = "mem0"
+#: Each stream has a store of its own, so one scope (Mem0 needs a user, agent or run id) suffices.
+AGENT_ID = "evomemory-agent"
+COLLECTION = "evomemory"
+DEFAULT_PATH = "memory/{stream}.mem0"
+#: Payload keys Mem0 writes itself; metadata using one would be overwritten or misread.
+RESERVED_METADATA = frozenset({
+    "data", "hash", "created_at", "updated_at", "id", "text_lemmatized", "attributed_to",
+    "user_id", "agent_id", "run_id", "actor_id", "role", "expiration_date", "memory_type",
+})
+#: Where Mem0's LLM client points when ``infer`` is off: it is never called, and an
+#: address on this host could not send anything off it if it were.
+_UNUSED_ENDPOINT = "http://127.0.0.1:9/v1"
+
+
+class Mem0Options(LibraryOptions):
+    """``memory.mem0``: the settings of backend ``mem0`` (docs/memory.md)."""
+
+    SECTION = "mem0"
+
+    #: Each stream's store directory, with ``{stream}`` (and optionally ``{run_name}``);
+    #: relative paths are taken from the run directory.
+    path: Text | None = None
+    #: Mem0's minimum similarity for a search result (its own default: 0.1).
+    search_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.1
+
+    @field_validator("path")
+    @classmethod
+    def _one_store_per_stream(cls, value: str | None) -> str | None:
+        problem = None if value is None else path_template_problem(value)
+        if problem:
+            raise ValueError(problem)
+        return value
+
+
+def check_mem0_config(memory: MemoryConfig, agent_model: ModelConfig | None, source: str) -> None:
+    """What is knowable before a stream opens (the backend's ``check``; the extra
+    itself is checked from ``requires``): the embedder, the endpoints and their keys."""
+    options = memory.section(Mem0Options)
+    check_embedder(memory, options, NAME, source)
+    if options.embeddings is not None:
+        endpoint_key(options.embeddings, NAME, source)
+    if options.infer:
+        resolve_chat(options.llm, agent_model, NAME, source)
+        if os.environ.get("OPENROUTER_API_KEY"):
+            raise ConfigError(
+                f"{source}: key 'mem0.infer': OPENROUTER_API_KEY is set, and Mem0 then sends its fact "
+                "extraction to OpenRouter instead of the configured endpoint; unset it for this run",
+                source=source, key="mem0.infer",
+            )
+
+
+def store_path(memory: MemoryConfig, context: MemoryContext) -> Path:
+    """``<run_dir>/memory/<stream>.mem0``, or ``mem0.path`` filled in."""
+    template = memory.section(Mem0Options).path
+    return store_directory(template, DEFAULT_PATH, context.stream, context.run_name, context.run_dir)
+
+
+def open_mem0_memory(memory: MemoryConfig, context: MemoryContext) -> Mem0Memory:
+    """The ``mem0`` backend for one stream (the backend's opener)."""
+    source = "memory config"
+    check_mem0_config(memory, context.agent_model, source)
+    options = memory.section(Mem0Options)
+    return Mem0Memory(
+        store_path(memory, context),
+        default_top_k=memory.top_k,
+        infer=options.infer,
+        search_threshold=options.search_threshold,
+        chat=resolve_chat(options.llm, context.agent_model, NAME, source) if options.infer else None,
+        embedder=in_process_embedder(memory) if options.embeddings is None else None,
+        endpoint=options.embeddings,
+        endpoint_api_key=endpoint_key(options.embeddings, NAME, source) if options.embeddings else None,
+    )
+
+
+class Mem0Memory:
+    """One stream's Mem0 ``Memory`` behind the MemorySystem protocol."""
+
+    def __init__(
+        self,
+        directory: Path,
+        *,
+        default_top_k: int = 4,
+        infer: bool = False,
+        search_threshold: float = 0.1,
+        chat: ResolvedChat | None = None,
+        embedder: Embedder | None = None,
+        endpoint: EmbeddingsEndpoint | None = None,
+        endpoint_api_key: str | None = None,
+    ) -> None:
+        if default_top_k < 1:
+            raise MemoryBackendError("memory top_k must be at least 1")
+        if (embedder is None) == (endpoint is None):
+            raise MemoryBackendError("mem0 memory needs exactly one of an in-process embedder and an embeddings endpoint")
+        if infer and chat is None:
+            raise MemoryBackendError("mem0 memory with infer needs a chat endpoint")
+        self.default_top_k = default_top_k
+        self.infer = infer
+        self.search_threshold = search_threshold
+        self.directory = directory
+        self._chat = chat
+        self._embedder = embedder
+        self._endpoint = endpoint
+        self._endpoint_api_key = endpoint_api_key or NO_KEY
+        self._lock = threading.RLock()
+        self._closed = False
+        #: What was written, in order (points as stored, deletions, history rows):
+        #: what a snapshot holds (see :meth:`_journal_writes`)
+        self._journal: list[dict[str, Any]] = []
+        self._history_rowid = 0
+        self._lock_file: IO[bytes] = claim_fresh_directory(directory, NAME)
+        try:
+            self._mem0 = import_mem0()
+            self._dims = embedder.dim if embedder is not None else self._endpoint_dims()
+            self._memory = self._open()
+        except BaseException:
+            self._lock_file.close()
+            raise
+
+    # ------------------------------------------------------------------ opening
+
+    def _config(self) -> dict[str, Any]:
+        """Mem0's own configuration: embedded Qdrant on a local path, the history
+        database beside it, OpenAI-compatible clients for the LLM and embeddings."""
+        chat = self._chat
+        llm = {
+            "model": chat.model if chat else "unused",
+            "api_key": chat.api_key if chat else NO_KEY,
+            "openai_base_url": (chat.base_url if chat else _UNUSED_ENDPOINT),
+            "temperature": chat.temperature if chat else 0.0,
+            "max_tokens": chat.max_tokens if chat else 16,
+        }
+        if llm["openai_base_url"] is None:
+            del llm["openai_base_url"]  # the agent's own client default (OpenAI's API)
+        endpoint = self._endpoint
+        embedder = (
+            {"model": endpoint.model, "openai_base_url": endpoint.base_url, "api_key": self._endpoint_api_key}
+            if endpoint is not None
+            # Replaced by this package's embedder as soon as the Memory exists (see _open).
+            else {"model": "unused", "openai_base_url": _UNUSED_ENDPOINT, "api_key": NO_KEY}
+        )
+        # No embedding_dims for Mem0's embedder: it would ask the server for vectors of
+        # that size (the ``dimensions`` parameter), which most servers refuse.
+        return {
+            "vector_store": {
+                "provider": "qdrant",
+                "config": {
+                    "collection_name": COLLECTION,
+                    "path": str(self.directory / "qdrant"),
+                    "embedding_model_dims": self._dims,
+                },
+            },
+            "embedder": {"provider": "openai", "config": embedder},
+            "llm": {"provider": "openai", "config": llm},
+            "history_db_path": str(self.directory / "history.db"),
+        }
+
+    def _open(self) -> Any:
+        try:
+            memory = self._mem0.Memory.from_config(self._config())
+        except Exception as error:
+            raise MemoryBackendError(
+                f"mem0 memory could not be opened in {str(self.directory)!r}: {type(error).__name__}: {error}"
+            ) from None
+        if self._embedder is not None:
+            memory.embedding_model = _PackageEmbedding(self._embedder)
+        # fastembed's BM25 encoder downloads its model from the Hugging Face hub on
+        # first use: Mem0 treats False as "tried, not available" and searches semantically.
+        if hasattr(memory.vector_store, "_bm25_encoder"):
+            memory.vector_store._bm25_encoder = False
+        _without_fsync(memory)
+        return memory
+
+    def _endpoint_dims(self) -> int:
+        """The embeddings endpoint's vector size: configured, or learnt from one call."""
+        endpoint = self._endpoint
+        assert endpoint is not None
+        if endpoint.dims is not None:
+            return endpoint.dims
+        from mem0.configs.embeddings.base import BaseEmbedderConfig
+        from mem0.embeddings.openai import OpenAIEmbedding
+
+        try:
+            client = OpenAIEmbedding(BaseEmbedderConfig(
+                model=endpoint.model, openai_base_url=endpoint.base_url, api_key=self._endpoint_api_key
+            ))
+            return len(client.embed("dimension probe"))
+        except Exception as error:
+            raise MemoryBackendError(
+                f"mem0 memory: the embeddings endpoint {endpoint.base_url} (model {endpoint.model!r}) did not "
+                f"answer a first request: {type(error).__name__}: {error}; check mem0.embeddings, or set "
+                "mem0.embeddings.dims"
+            ) from None
+
+    # ------------------------------------------------------------------ protocol
+
+    def retain(self, content: str, metadata: Mapping[str, Any] | None = None) -> str:
+        """``Memory.add``; the id of the first memory Mem0 added ("" when, with
+        ``infer``, it extracted nothing new)."""
+        self._check_open()
+        _check_text(content, "retain")
+        extra = dict(metadata or {})
+        clash = sorted(RESERVED_METADATA & set(extra))
+        if clash:
+            raise RecordRejected(
+                f"mem0 memory: this record was not stored: metadata key(s) {clash} are fields Mem0 writes "
+                "itself; rename them"
+            )
+        added = self._add(content, extra or None)
+        return next((str(item["id"]) for item in added["results"] if item.get("event") == "ADD"), "")
+
+    def recall(self, query: str, top_k: int | None = None) -> list[MemoryHit]:
+        """``Memory.search`` within this stream's scope, most similar first."""
+        self._check_open()
+        found = self._search(query, self.default_top_k if top_k is None else top_k)
+        return [
+            MemoryHit(str(item["id"]), str(item["memory"]), float(item.get("score") or 0.0), dict(item.get("metadata") or {}))
+            for item in found["results"]
+        ]
+
+    def reset(self) -> None:
+        self._check_open()
+        with self._lock, _quiet_resets():
+            self._memory.reset()
+            _without_fsync(self._memory)
+            self._journal, self._history_rowid = [], 0
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            try:
+                self._release()
+            finally:
+                self._lock_file.close()
+
+    def tools(self) -> Sequence[Tool]:
+        """Mem0's operations, under their own names, answering with Mem0's own results."""
+
+        def add(arguments: Mapping[str, Any]) -> str:
+            messages = require_string(arguments, "messages", "add")
+            try:
+                _check_text(messages, "add")
+            except RecordRejected as error:
+                raise ToolArgumentError(str(error)) from None
+            return json.dumps(self._add(messages, None), ensure_ascii=False, default=str)
+
+        def search(arguments: Mapping[str, Any]) -> str:
+            query = require_string(arguments, "query", "search")
+            return json.dumps(self._search(query, self.default_top_k), ensure_ascii=False, default=str)
+
+        def delete(arguments: Mapping[str, Any]) -> str:
+            memory_id = require_string(arguments, "memory_id", "delete")
+            try:
+                outcome = self._delete(memory_id)
+            except ValueError as error:  # Mem0: "Memory with id ... not found"
+                raise ToolArgumentError(f"delete: {error}") from None
+            return json.dumps(outcome, ensure_ascii=False, default=str)
+
+        return [
+            MemoryTool(ADD_SPEC, add, "retain"),
+            MemoryTool(SEARCH_SPEC, search, "recall", read_search_result),
+            MemoryTool(DELETE_SPEC, delete, "forget"),
+        ]
+
+    def __len__(self) -> int:
+        self._check_open()
+        with self._lock:
+            return int(self._memory.vector_store.client.count(COLLECTION, exact=True).count)
+
+    # ------------------------------------------------------------------ Mem0 calls
+
+    def _add(self, messages: str, metadata: dict[str, Any] | None) -> dict[str, Any]:
+        self._check_open()
+        with self._lock:
+            result: dict[str, Any] = self._memory.add(messages, agent_id=AGENT_ID, metadata=metadata, infer=self.infer)
+            added = [str(item["id"]) for item in result["results"] if item.get("event") == "ADD"]
+            self._journal_writes(added, None)
+        return result
+
+    def _delete(self, memory_id: str) -> dict[str, Any]:
+        self._check_open()
+        with self._lock:
+            outcome: dict[str, Any] = self._memory.delete(memory_id)
+            self._journal_writes([], memory_id)
+        return outcome
+
+    def _search(self, query: str, top_k: int) -> dict[str, Any]:
+        self._check_open()
+        if not has_words(query, self._embedder) or top_k < 1:
+            return {"results": []}  # Mem0 refuses a blank query; nothing is similar to "?!"
+        with self._lock:
+            result: dict[str, Any] = self._memory.search(
+                query, top_k=top_k, filters={"agent_id": AGENT_ID}, threshold=self.search_threshold
+            )
+        return result
+
+    # ------------------------------------------------------------------ resume
+
+    def _journal_writes(self, added: Sequence[str], deleted: str | None) -> None:
+        """Append what one add or delete did to the journal that snapshots are made of:
+        each new point as Qdrant stored it (its original vectors — Qdrant normalises
+        cosine vectors in memory, and normalising twice is not exact — and payload),
+        the deletion, and the history rows Mem0 wrote."""
+        if added:
+            points = self._stored_points(added)
+            self._journal.extend({"op": "add", "point": points[memory_id]} for memory_id in added)
+        if deleted is not None:
+            # "memory_id", not "id": a journal entry's "id" is its place in the record log
+            self._journal.append({"op": "delete", "memory_id": deleted})
+        database = self._memory.db
+        with database._lock:
+            columns = [row[1] for row in database.connection.execute("PRAGMA table_info(history)")]
+            rows = database.connection.execute(
+                f"SELECT rowid, {', '.join(columns)} FROM history WHERE rowid > ? ORDER BY rowid", (self._history_rowid,)
+            ).fetchall()
+        for rowid, *values in rows:
+            self._journal.append({"op": "history", "row": dict(zip(columns, values, strict=True))})
+            self._history_rowid = rowid
+
+    def snapshot(self, directory: Path) -> None:
+        """Bring ``directory`` up to date with the journal (a :class:`RecordLog`: only
+        what was written since the directory's last snapshot is appended), with the
+        last few messages Mem0 keeps for its extraction prompt beside it.
+
+        Restoring the journal gives Qdrant its points in the same order, deleted ones
+        deleted again (Qdrant keeps a deleted point's row, and scores come out bit
+        for bit only from the same rows), and the history database its rows.
+        """
+        self._check_open()
+        with self._lock:
+            journal = self._journal
+            database = self._memory.db
+            with database._lock:
+                columns = [row[1] for row in database.connection.execute("PRAGMA table_info(messages)")]
+                messages = [
+                    dict(zip(columns, row, strict=True))
+                    for row in database.connection.execute(f"SELECT {', '.join(columns)} FROM messages ORDER BY rowid")
+                ]
+            RecordLog(directory, NAME).save(
+                len(journal),
+                lambda last_id: ({"id": index + 1, **journal[index]} for index in range(last_id, len(journal))),
+                {"messages": messages},
+            )
+
+    def restore(self, directory: Path) -> None:
+        """Empty the store and replay the snapshot's journal into it, in order."""
+        self._check_open()
+        if not (directory / "manifest.json").exists():
+            raise MemoryBackendError(
+                f"no mem0 memory snapshot in {directory} (manifest.json is missing); it cannot be restored"
+            )
+        events, state = RecordLog(directory, NAME).load()
+        with self._lock, _quiet_resets():
+            self._memory.reset()
+            _without_fsync(self._memory)
+            client = self._memory.vector_store.client
+            models = _qdrant_models()
+            points = [event["point"] for event in events if event["op"] == "add"]
+            for start in range(0, len(points), 256):
+                client.upsert(COLLECTION, points=[
+                    models.PointStruct(id=point["id"], vector=_decode_vectors(point["vectors"]), payload=point["payload"])
+                    for point in points[start:start + 256]
+                ])
+            deleted = [event["memory_id"] for event in events if event["op"] == "delete"]
+            if deleted:
+                client.delete(COLLECTION, points_selector=models.PointIdsList(points=deleted))
+            history = [event["row"] for event in events if event["op"] == "history"]
+            self._insert_rows("history", history)
+            self._insert_rows("messages", state.get("messages") or [])
+            self._journal = [{key: value for key, value in event.items() if key != "id"} for event in events]
+            database = self._memory.db
+            with database._lock:
+                row = database.connection.execute("SELECT max(rowid) FROM history").fetchone()
+            self._history_rowid = int(row[0] or 0)
+
+    def _stored_points(self, ids: Sequence[str]) -> dict[str, dict[str, Any]]:
+        """The points with these ids as Qdrant's storage file holds them: as they were
+        given (only this store ever wrote the file, in this run directory)."""
+        from qdrant_client.local.persistence import CollectionPersistence
+        from qdrant_client.local.utils import normalize_point_id
+
+        storage = self.directory / "qdrant" / "collection" / COLLECTION / "storage.sqlite"
+        keys = {CollectionPersistence.encode_key(normalize_point_id(memory_id)): memory_id for memory_id in ids}
+        connection = sqlite3.connect(f"file:{storage}?mode=ro", uri=True)
+        try:
+            rows = connection.execute(
+                f"SELECT id, point FROM points WHERE id IN ({', '.join('?' * len(keys))})", list(keys)
+            ).fetchall()
+        except sqlite3.Error as error:
+            raise MemoryBackendError(f"mem0 memory: could not read Qdrant's storage {storage}: {error}") from None
+        finally:
+            connection.close()
+        points = {}
+        for key, blob in rows:
+            point = pickle.loads(blob)  # Qdrant's own storage format, written by this store
+            points[keys[key]] = {"id": str(point.id), "vectors": _encode_vectors(point.vector), "payload": point.payload}
+        missing = [memory_id for memory_id in ids if memory_id not in points]
+        if missing:
+            raise MemoryBackendError(f"mem0 memory: Qdrant's storage {storage} does not hold the points Mem0 just added: {missing}")
+        return points
+
+    def _insert_rows(self, table: str, rows: Sequence[Mapping[str, Any]]) -> None:
+        if not rows:
+            return
+        database = self._memory.db
+        with database._lock:
+            connection = database.connection
+            known = {row[1] for row in connection.execute(f"PRAGMA table_info({table})")}
+            columns = list(rows[0])
+            if not set(columns) <= known:
+                raise MemoryBackendError(
+                    f"mem0 memory snapshot: table {table!r} has columns this Mem0 version does not "
+                    f"({sorted(set(columns) - known)}); resume with the Mem0 version that wrote it"
+                )
+            try:
+                connection.execute("BEGIN")
+                connection.executemany(
+                    f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                    [[row[column] for column in columns] for row in rows],
+                )
+                connection.execute("COMMIT")
+            except BaseException:
+                connection.execute("ROLLBACK")
+                raise
+
+    # ------------------------------------------------------------------ helpers
+
+    def _release(self) -> None:
+        memory = getattr(self, "_memory", None)
+        if memory is None:
+            return
+        memory.close()
+        client = getattr(memory.vector_store, "client", None)
+        if client is not None:
+            client.close()  # releases Qdrant's lock on the directory
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise MemoryBackendError(
+                f"mem0 memory {str(self.directory)!r} is closed (stream teardown closed it); it cannot be used any more"
+            )
+
+
+ADD_SPEC = ToolSpec(
+    name="add",
+    description=(
+        "Mem0 add: store a memory for later tasks of this stream (e.g. the task, your answer and the "
+        "correct answer). Depending on the memory's configuration Mem0 stores the text as given, or its "
+        "LLM extracts the facts worth keeping from it. Returns the memories Mem0 added."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {"messages": {"type": "string", "description": "The text to remember."}},
+        "required": ["messages"],
+        "additionalProperties": False,
+    },
+)
+
+SEARCH_SPEC = ToolSpec(
+    name="search",
+    description=(
+        "Mem0 search: find the stored memories most similar to the query, most similar first, "
+        "with their ids and scores."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {"query": {"type": "string", "description": "What to look for."}},
+        "required": ["query"],
+        "additionalProperties": False,
+    },
+)
+
+DELETE_SPEC = ToolSpec(
+    name="delete",
+    description="Mem0 delete: remove one stored memory by its id (as search returned it), e.g. one that misled you.",
+    parameters={
+        "type": "object",
+        "properties": {"memory_id": {"type": "string", "description": "The id of the memory to delete."}},
+        "required": ["memory_id"],
+        "additionalProperties": False,
+    },
+)
+
+
+def read_search_result(result: str) -> list[SeenRecord] | None:
+    """The (id, memory) records of Mem0's ``{"results": [...]}`` (for the isolation guard)."""
+    try:
+        value = json.loads(result)
+    except (TypeError, ValueError):
+        return None
+    items = value.get("results") if isinstance(value, dict) else None
+    if not isinstance(items, list) or not all(isinstance(item, dict) and isinstance(item.get("memory"), str) for item in items):
+        return None
+    return [(None if item.get("id") is None else str(item["id"]), item["memory"]) for item in items]
+
+
+class _PackageEmbedding:
+    """Mem0's embedding-model interface (``embed``, ``embed_batch``) over this
+    package's embedder: the bundled MiniLM is loaded once per process, not once
+    per stream, and never from the network."""
+
+    def __init__(self, embedder: Embedder) -> None:
+        self.embedder = embedder
+
+        class _Config:
+            embedding_dims = embedder.dim
+
+        self.config = _Config()
+
+    def embed(self, text: str, memory_action: str | None = None) -> list[float]:
+        return [float(value) for value in self.embedder.embed([text])[0]]
+
+    def embed_batch(self, texts: Sequence[str], memory_action: str = "add") -> list[list[float]]:
+        return [[float(value) for value in row] for row in self.embedder.embed(list(texts))]
+
+
+def _without_fsync(memory: Any) -> None:
+    """No fsync per write in the store's SQLite files (Qdrant's point storage, Mem0's
+    history): the live store is emptied when a stream opens it, and resume restores
+    a snapshot, never these files, so durability buys nothing there — and two
+    fsyncs per ``add`` made it about 50 times slower. Reached through Qdrant's local
+    client internals; where they differ, the store just stays slower."""
+    connections = [getattr(memory.db, "connection", None)]
+    local = getattr(memory.vector_store.client, "_client", None)
+    for collection in (getattr(local, "collections", None) or {}).values():
+        storage = getattr(collection, "storage", None)
+        connections.append(getattr(storage, "storage", None))
+    for connection in connections:
+        if isinstance(connection, sqlite3.Connection):
+            connection.execute("PRAGMA synchronous=OFF")
+
+
+def _check_text(content: Any, operation: str) -> None:
+    if not isinstance(content, str):
+        raise MemoryBackendError(f"{operation}: content must be a string, got {type(content).__name__}")
+    reason = unstorable_reason(content, nul_allowed=True)
+    if reason:
+        raise RecordRejected(f"mem0 memory: this record was not stored: its content {reason}")
+
+
+def _encode_vectors(vector: Any) -> dict[str, Any]:
+    """A point's vectors for JSON: dense ones as base64 float64 (exact), sparse ones as lists."""
+    named = vector if isinstance(vector, Mapping) else {"": vector}
+    encoded: dict[str, Any] = {}
+    for name, value in named.items():
+        if isinstance(value, list):
+            encoded[name] = {"dense": base64.b64encode(np.asarray(value, dtype=np.float64).tobytes()).decode("ascii")}
+        else:  # a sparse vector
+            encoded[name] = {"sparse": {"indices": list(value.indices), "values": list(value.values)}}
+    return encoded
+
+
+def _decode_vectors(encoded: Mapping[str, Any]) -> dict[str, Any]:
+    models = _qdrant_models()
+    decoded: dict[str, Any] = {}
+    for name, value in encoded.items():
+        if "dense" in value:
+            decoded[name] = np.frombuffer(base64.b64decode(value["dense"]), dtype=np.float64).tolist()
+        else:
+            decoded[name] = models.SparseVector(indices=value["sparse"]["indices"], values=value["sparse"]["values"])
+    return decoded
+
+
+def _qdrant_models() -> Any:
+    from qdrant_client import models
+
+    return models
+
+
+# --------------------------------------------------------------------------- importing Mem0 offline
+
+_IMPORT_LOCK = threading.Lock()
+
+
+def import_mem0() -> Any:
+    """The ``mem0`` package with its telemetry off and no model downloads.
+
+    ``MEM0_TELEMETRY`` is read when Mem0 is imported, so it is set first (for
+    this process: a benchmark's memory must not report to anyone); a Mem0 that
+    was imported before with telemetry on is switched off as well. spaCy's
+    entity and lemma models are marked unavailable, so Mem0 never tries to
+    download ``en_core_web_sm`` mid-run, keeps no entity collection beside the
+    memories (which a snapshot would have to hold too) and ranks the same
+    whether or not spaCy happens to be installed.
+    """
+    with _IMPORT_LOCK:
+        os.environ["MEM0_TELEMETRY"] = "False"
+        try:
+            import mem0
+            import mem0.memory.main as main
+            import mem0.memory.telemetry as telemetry
+            import mem0.utils.spacy_models as spacy_models
+        except ImportError as error:
+            raise MemoryBackendError(
+                f"backend 'mem0' needs the mem0 extra: pip install 'pytest-evomemory[mem0]' ({error})"
+            ) from None
+        telemetry.MEM0_TELEMETRY = False
+        main.MEM0_TELEMETRY = False
+        spacy_models._load_failed_full = True
+        spacy_models._load_failed_lemma = True
+        return mem0
+
+
+class _DropResetNotices(logging.Filter):
+    """Mem0 logs every reset as a warning; a stream teardown is not worth one."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not str(record.msg).startswith(("Resetting", "Deleting"))
+
+
+class _quiet_resets:
+    """While Mem0 resets a store, its "Resetting ..." warnings are dropped."""
+
+    _LOGGERS = ("mem0.memory.main", "mem0.vector_stores.qdrant")
+    _filter = _DropResetNotices()
+
+    def __enter__(self) -> None:
+        for name in self._LOGGERS:
+            logging.getLogger(name).addFilter(self._filter)
+
+    def __exit__(self, *exc_info: object) -> None:
+        for name in self._LOGGERS:
+            logging.getLogger(name).removeFilter(self._filter)
+
+
+def _store_locations(memory: MemoryConfig, context: MemoryContext) -> list[str]:
+    return [str(store_path(memory, context).resolve())]
+
+
+BACKEND = MemoryBackend(
+    NAME, open=open_mem0_memory, options=Mem0Options, extra="mem0", requires=("mem0", "qdrant_client"),
+    locations=_store_locations, check=check_mem0_config,
+)
+
+
+__all__ = ["BACKEND", "Mem0Memory", "Mem0Options", "check_mem0_config", "import_mem0", "open_mem0_memory", "store_path"]
