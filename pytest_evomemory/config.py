@@ -304,7 +304,15 @@ class BaselineOptions(_Strict):
 
 
 #: The agents this package builds itself; any other kind is a ``module:factory``.
-BUILTIN_AGENT_KINDS = ("recall_baseline", "tiny")
+#: ``exprag``, ``exprecent`` and ``remem`` are the paper's reference methods, built
+#: as TinyAgent presets (docs/reference-agents.md).
+BUILTIN_AGENT_KINDS = ("recall_baseline", "tiny", "exprag", "exprecent", "remem")
+
+#: Kinds built as a TinyAgent: they all need a ``model`` section.
+MODEL_AGENT_KINDS = frozenset({"tiny", "exprag", "exprecent", "remem"})
+
+#: The memory strategy each reference kind is (and defaults to).
+_KIND_STRATEGY: dict[str, str] = {"exprag": "deterministic_recall", "exprecent": "deterministic_recall", "remem": "tool_use"}
 
 
 class AgentConfig(_Strict):
@@ -321,7 +329,12 @@ class AgentConfig(_Strict):
     protocol: Literal["tools", "text", "auto"] = "tools"
     #: What TinyAgent's ExpRAG experience holds: the task, its own answer and the
     #: correct one (``full``), or only the task and the correct answer.
-    experience_format: Literal["full", "answer_only"] = "full"
+    #: ``labelled`` adds the agent's own verdict (correct / incorrect) read from the
+    #: feedback, as the paper's experiences carry; the default of exprag and exprecent.
+    experience_format: Literal["full", "answer_only", "labelled"] = "full"
+    #: Which experiences the agent keeps: every one, or only those of tasks it judged
+    #: (from the feedback) that it answered correctly (the paper's experience-quality study).
+    retain_policy: Literal["all", "successes_only"] = "all"
     baseline: BaselineOptions = Field(default_factory=BaselineOptions)
     model: ModelConfig | None = None
     #: Free-form settings passed to a ``module:factory`` agent.
@@ -331,6 +344,38 @@ class AgentConfig(_Strict):
     @classmethod
     def _known_kind(cls, value: str) -> str:
         return _check_kind(value, BUILTIN_AGENT_KINDS, "agent kind")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _reference_kind_defaults(cls, data: Any) -> Any:
+        """A reference kind's defaults: its memory strategy, and for exprag/exprecent
+        the paper's labelled experience (a key the file sets is kept, then checked)."""
+        if not isinstance(data, Mapping) or not isinstance(data.get("kind"), str):
+            return data
+        kind = data["kind"]
+        filled = dict(data)
+        if kind in _KIND_STRATEGY:
+            filled.setdefault("memory_strategy", _KIND_STRATEGY[kind])
+        if kind in ("exprag", "exprecent"):
+            filled.setdefault("experience_format", "labelled")
+        return filled
+
+    @model_validator(mode="after")
+    def _consistent_kind(self) -> AgentConfig:
+        wanted = _KIND_STRATEGY.get(self.kind)
+        if wanted is not None and self.memory_strategy != wanted:
+            raise ValueError(
+                f"kind {self.kind!r} is memory_strategy {wanted!r}, not {self.memory_strategy!r}; remove "
+                f"'memory_strategy' (or use kind 'tiny' for another strategy)"
+            )
+        if self.retain_policy != "all":
+            if self.kind == "recall_baseline":
+                raise ValueError(
+                    "key 'retain_policy': kind 'recall_baseline' always retains every experience; remove it"
+                )
+            if self.memory_strategy == "none":
+                raise ValueError("key 'retain_policy': memory_strategy 'none' retains nothing; remove it")
+        return self
 
 
 # --------------------------------------------------------------------------- memory
@@ -399,6 +444,7 @@ BUILTIN_MEMORY_OPTIONS: dict[str, frozenset[str]] = {
     "inprocess": frozenset(),
     "sqlite": frozenset(),
     "postgres": frozenset({"text_search_config"}),
+    "dense": frozenset(),
 }
 
 
@@ -413,6 +459,9 @@ class MemoryConfig(_Strict):
     #: Seconds a stream's memory may take to open before the stream fails, naming
     #: the factory (a server that accepts and never answers must not hang a run).
     open_timeout_s: Annotated[float, Field(gt=0, le=86_400)] = 120.0
+    #: Built-in backends: offer ``forget`` and ``update`` tools beside retain/recall to
+    #: a ``tool_use`` agent (ReMem's refine-memory operations; docs/reference-agents.md).
+    editing_tools: bool = False
     sqlite: SqliteOptions = Field(default_factory=SqliteOptions)
     postgres: PostgresOptions = Field(default_factory=PostgresOptions)
     options: dict[str, Any] = Field(default_factory=dict)
@@ -844,9 +893,9 @@ def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig
         parts[key] = validate_mapping(model, apply_settings(data, parsed, key), f"{source}{suffix}")
         sources[key] = source
     agent: AgentConfig = parts["agent"]
-    if agent.kind == "tiny" and agent.model is None:
+    if agent.kind in MODEL_AGENT_KINDS and agent.model is None:
         raise ConfigError(
-            f"{sources['agent']}: key 'model': required for kind 'tiny'; add a 'model:' section "
+            f"{sources['agent']}: key 'model': required for kind {agent.kind!r}; add a 'model:' section "
             "(see docs/configuration.md)",
             source=sources["agent"], key="model",
         )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..config import AgentConfig
+from ..config import MODEL_AGENT_KINDS, AgentConfig
 from ..errors import ConfigError
 from ..factories import load_factory
 from ..memory.base import MemorySystem
@@ -20,7 +20,7 @@ def build_agent(config: AgentConfig, memory: MemorySystem | None) -> Agent:
         from .baseline import RecallBaselineAgent
 
         agent: object = RecallBaselineAgent(config, given)
-    elif config.kind == "tiny":
+    elif config.kind in MODEL_AGENT_KINDS:  # tiny and the paper's reference presets
         from .tiny import TinyAgent
 
         agent = TinyAgent(config, given)

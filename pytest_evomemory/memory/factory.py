@@ -14,7 +14,8 @@ from pathlib import Path
 from ..config import MemoryConfig
 from ..errors import EvoMemoryError, MemoryBackendError
 from ..factories import load_factory, user_frames
-from .base import MemorySystem
+from .base import Forgetting, MemorySystem
+from .tools import EDITING_TOOLS_ATTRIBUTE
 
 
 @dataclass(frozen=True)
@@ -47,10 +48,21 @@ def _postgres(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
     return open_postgres_memory(config, context)
 
 
+def _dense(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
+    from .dense import DenseMemory
+    from .embedders import SentenceTransformerEmbedder, build_embedder
+
+    # Embeddings are the whole point of this backend: without an ``embedder`` it uses
+    # sentence-transformers (the bundled all-MiniLM-L6-v2 unless embedder_model says).
+    embedder = build_embedder(config) or SentenceTransformerEmbedder(config.embedder_model)
+    return DenseMemory(embedder, default_top_k=config.top_k)
+
+
 BUILTIN_BACKENDS: dict[str, MemoryFactory] = {
     "inprocess": _inprocess,
     "sqlite": _sqlite,
     "postgres": _postgres,
+    "dense": _dense,
 }
 
 
@@ -72,7 +84,20 @@ def build_memory(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
             "does not implement the MemorySystem protocol (retain, recall, reset, close, "
             "tools, default_top_k)"
         )
+    if config.editing_tools and config.backend in BUILTIN_BACKENDS:
+        enable_editing_tools(memory, config.backend)
     return memory
+
+
+def enable_editing_tools(memory: MemorySystem, name: str) -> None:
+    """Have a built-in backend's tools include ``forget`` and ``update`` (ReMem's
+    refine-memory operations); the backend must be able to forget records."""
+    if not isinstance(memory, Forgetting):
+        raise MemoryBackendError(
+            f"memory backend {name!r} cannot forget records, so it cannot offer editing tools; "
+            "remove 'editing_tools' from the memory config"
+        )
+    setattr(memory, EDITING_TOOLS_ATTRIBUTE, True)
 
 
 def open_with_timeout(factory: Callable[[], MemorySystem], timeout_s: float, name: str) -> MemorySystem:

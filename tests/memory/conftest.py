@@ -37,6 +37,7 @@ BACKENDS = [
     "sqlite+hashing",
     "postgres",
     "postgres+hashing",
+    "dense+hashing",
     "sqlite+sentence-transformers",
     EXAMPLE_ADAPTER,
     CONSOLIDATING_ADAPTER,
