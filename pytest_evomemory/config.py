@@ -111,6 +111,34 @@ class BenchmarkConfig(_Strict):
     mmlu_pro_categories: list[str] | Literal["all"] | None = None
     files: list[StreamFile] = Field(default_factory=list)
     thresholds: Thresholds = Field(default_factory=Thresholds)
+    #: The order of the tasks within each stream, an experimental factor (docs/
+    #: configuration.md, "Task order"): the source's, a seeded shuffle, or by difficulty.
+    order: Literal["given", "shuffle", "easy_to_hard", "hard_to_easy"] = "given"
+    #: The seed of ``order: shuffle`` (default: ``seed``, which also fixes GPQA's options).
+    order_seed: int | None = None
+    #: Finished run directories whose results give each task's difficulty (the share of
+    #: them that solved it) for easy_to_hard / hard_to_easy, relative to the run config.
+    order_from: Text | list[Text] | None = None
+
+    @field_validator("order_from")
+    @classmethod
+    def _some_reference_run(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(value, list) and not value:
+            raise ValueError("an empty list names no run; list at least one run directory, or remove the key")
+        return value
+
+    @model_validator(mode="after")
+    def _order_keys_fit_the_order(self) -> BenchmarkConfig:
+        if self.order_from is not None and self.order not in ("easy_to_hard", "hard_to_easy"):
+            raise ValueError(
+                f"key 'order_from' gives difficulties, which order {self.order!r} does not use; "
+                "set 'order' to easy_to_hard or hard_to_easy, or remove 'order_from'"
+            )
+        if self.order_seed is not None and self.order != "shuffle":
+            raise ValueError(
+                f"key 'order_seed' seeds order 'shuffle', not {self.order!r}; remove it, or set 'order: shuffle'"
+            )
+        return self
 
     @field_validator("streams")
     @classmethod

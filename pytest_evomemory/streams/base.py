@@ -31,6 +31,10 @@ class Stream:
     #: The record field whose value is each task's ``group`` (reports break the
     #: stream's accuracy down by it); ``None``: no breakdown.
     breakdown: str | None = None
+    #: The task order in use and where it came from (``benchmark.order``; set by
+    #: :func:`pytest_evomemory.runtime.order.order_streams`), recorded per stream in
+    #: run.json; empty until ordered.
+    order: Mapping[str, Any] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.samples)
