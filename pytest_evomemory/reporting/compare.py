@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .similarity import similarity_analysis
 from .stats import Proportion, compare_paired
 from .summary import SCHEMA_VERSION
 
@@ -195,6 +196,8 @@ def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
         OVERALL: _scope(runs, None),
         "config_diff": config_diff(runs),
         "flips": _flips(runs),
+        # how each memory arm's gain over the first run tracks task similarity (.similarity)
+        "similarity": similarity_analysis(runs, list(streams)),
     }
     document["warnings"] = _warnings(runs, document)
     return document
