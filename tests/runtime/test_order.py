@@ -150,7 +150,7 @@ def test_order_from_a_reference_run_puts_solved_tasks_first_and_is_recorded(tmp_
 
 def test_order_from_a_missing_or_partial_run_is_refused_before_any_task(tmp_path: Path) -> None:
     path = write_run(tmp_path, {"order": "hard_to_easy", "order_from": "nowhere"}, "bad")
-    with pytest.raises(ConfigError, match="order_from.*nowhere"):
+    with pytest.raises(ConfigError, match=r"order_from.*nowhere"):
         BenchmarkRun(load_run_config(path), tmp_path / "out")
     partial = tmp_path / "partial"
     run_benchmark(load_run_config(write_run(tmp_path, {"limit": 2}, "short")), partial)
