@@ -10,9 +10,10 @@ fresh instance on resume. A memory without the capability makes resume of a
 partly run stream refuse (:class:`ResumeRefused`), because any other answer
 would silently score the rest of the stream against the wrong memory.
 
-:class:`RecordLog` is the built-in backends' implementation: they only ever
-append records (or empty the store), so a snapshot is an append-only log plus a
-manifest, and saving after each episode costs only the new records.
+:class:`RecordLog` is the built-in backends' implementation: they append records,
+empty the store or delete one (``forget``), so a snapshot is an append-only log plus
+a manifest, and saving after each episode costs only the new records (after an
+emptying or a delete, which the record count gives away, the log is written anew).
 """
 
 from __future__ import annotations
