@@ -118,3 +118,13 @@ def test_bench_two_arms_prints_its_ratio_and_checks_both_arms(tmp_path: Path) ->
     # both arms ran in one session, whose comparison pairs every task
     assert "command(s): 1 (one session)" in out
     assert "compare.json: memory vs baseline on 28/28 paired tasks, difference +0.0 points" in out
+
+
+def test_bench_paper_tokens_prints_per_task_tokens_and_the_full_size_cost() -> None:
+    result = run_script(str(BENCHMARKS / "bench_paper_tokens.py"), "--limit", "3", "--prompt-factor", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "Per task on the sample streams (6 tasks" in out
+    for method in ("no memory", "ExpRecent", "ExpRAG", "ReMem"):
+        assert f"\n{method}" in out
+    assert "2,726 tasks" in out and "gpt-4o-mini $" in out

@@ -39,6 +39,7 @@ BACKENDS = [
     "postgres+hashing",
     "dense+hashing",
     "sqlite+sentence-transformers",
+    "dense+sentence-transformers",
     EXAMPLE_ADAPTER,
     CONSOLIDATING_ADAPTER,
 ]
