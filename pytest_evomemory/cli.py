@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__, datacmd, initcmd, runcmd
+from . import __version__, datacmd, initcmd, runcmd, tablecmd
 from .errors import ConfigError
 from .reporting.gain import GainThreshold, check_gains, parse_min_gain
 from .reporting.html import REPORT_NAME, ReportError, write_comparison, write_html_report
@@ -93,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     datacmd.add_parser(commands)
     initcmd.add_parser(commands)
+    tablecmd.add_parser(commands)
     return parser
 
 
@@ -129,6 +130,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return datacmd.run(args)
     if args.command == "init":
         return initcmd.main(args)
+    if args.command == "table":
+        return tablecmd.main(args)
     try:
         if args.command == "report":
             written = write_html_report(args.run_dir, args.output)

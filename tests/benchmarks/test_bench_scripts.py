@@ -144,3 +144,13 @@ def test_bench_snapshots_prints_a_row_per_backend_and_durability() -> None:
     rows = [line.split() for line in result.stdout.splitlines() if line.startswith("inprocess ")]
     assert [row[1] for row in rows] == ["never", "default", "every"]
     assert all(float(row[2]) > 0 for row in rows)
+
+
+def test_bench_paper_tokens_prints_per_task_tokens_and_the_full_size_cost() -> None:
+    result = run_script(str(BENCHMARKS / "bench_paper_tokens.py"), "--limit", "3", "--prompt-factor", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "Per task on the sample streams (6 tasks" in out
+    for method in ("no memory", "ExpRecent", "ExpRAG", "ReMem"):
+        assert f"\n{method}" in out
+    assert "2,726 tasks" in out and "gpt-4o-mini $" in out

@@ -39,7 +39,9 @@ BACKENDS = [
     "sqlite+hashing",
     "postgres",
     "postgres+hashing",
+    "dense+hashing",
     "sqlite+sentence-transformers",
+    "dense+sentence-transformers",
     EXAMPLE_ADAPTER,
     CONSOLIDATING_ADAPTER,
 ]

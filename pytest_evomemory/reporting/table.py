@@ -1,0 +1,274 @@
+"""A table shaped like the Evo-Memory paper's Table 1 (single-turn), from run directories.
+
+Rows are methods (one run each), columns the paper's: AIME-24, AIME-25, GPQA,
+MMLU-Pro's Economics / Engineering / Philosophy, ToolBench's API / Acc., and the
+average, so a user can paste their method's row next to the paper's. Every cell is
+read from the run's ``summary.json`` (through :mod:`.rundata`) and is exactly the
+accuracy the run's summary states: a stream's ``accuracy``, an MMLU-Pro category's
+``groups[...].accuracy``, ToolBench's ``api_accuracy`` (API) and ``accuracy``
+(Acc.); intervals are the summary's 95 % Wilson intervals.
+
+The average: the paper does not spell it out. Its printed figures fit the mean of
+the seven dataset entries with ToolBench counted once, as the mean of API and Acc.
+(Gemini 2.5 Flash, ReMem: 0.60, 0.53, 0.51, 0.85, 0.46, 0.79 and (0.85 + 0.71) / 2
+average to 0.646, printed 0.65; the mean of all eight columns would be 0.663).
+That is the average here, over the entries a run has; a row missing some says so
+in the notes, since its average is then not comparable with the paper's.
+AIME-25 is a column because the paper has it; the built-in benchmark has no
+AIME 2025 stream (a run with a stream named ``aime_2025`` fills it).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .rundata import RunData
+
+_DASH = "\u2013"
+
+
+@dataclass(frozen=True)
+class Column:
+    """One column: where its value is in a summary, and how the paper heads it."""
+
+    key: str
+    group: str
+    name: str
+    stream: str
+    #: ``accuracy``, ``api_accuracy``, or ``groups.<category>``
+    metric: str
+
+
+COLUMNS: tuple[Column, ...] = (
+    Column("aime_24", "AIME-24", "", "aime_2024", "accuracy"),
+    Column("aime_25", "AIME-25", "", "aime_2025", "accuracy"),
+    Column("gpqa", "GPQA", "", "gpqa_diamond", "accuracy"),
+    Column("mmlu_pro_eco", "MMLU-Pro", "Eco", "mmlu_pro", "groups.economics"),
+    Column("mmlu_pro_eng", "MMLU-Pro", "Eng", "mmlu_pro", "groups.engineering"),
+    Column("mmlu_pro_philo", "MMLU-Pro", "Philo", "mmlu_pro", "groups.philosophy"),
+    Column("toolbench_api", "ToolBench", "API", "toolbench", "api_accuracy"),
+    Column("toolbench_acc", "ToolBench", "Acc.", "toolbench", "accuracy"),
+)
+
+#: The entries the average is taken over: each column alone, ToolBench's two as one.
+AVERAGE_ENTRIES: tuple[tuple[str, ...], ...] = (
+    ("aime_24",), ("aime_25",), ("gpqa",), ("mmlu_pro_eco",), ("mmlu_pro_eng",), ("mmlu_pro_philo",),
+    ("toolbench_api", "toolbench_acc"),
+)
+
+
+@dataclass(frozen=True)
+class Cell:
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    tasks: int | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    method: str
+    cells: Mapping[str, Cell]
+    average: float | None
+    #: How many of the average's entries the run has (7 for the paper's).
+    entries: int
+
+
+@dataclass(frozen=True)
+class Table:
+    rows: Sequence[Row]
+    notes: Sequence[str] = field(default_factory=tuple)
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _interval(value: object) -> tuple[float | None, float | None]:
+    if isinstance(value, list | tuple) and len(value) == 2:
+        return _number(value[0]), _number(value[1])
+    return None, None
+
+
+def cell(run: RunData, column: Column) -> Cell:
+    """The value the run's summary gives for ``column`` (an empty cell when it has none)."""
+    metrics = run.streams.get(column.stream)
+    if not isinstance(metrics, Mapping):
+        return Cell(None)
+    tasks = metrics.get("tasks")
+    if column.metric.startswith("groups."):
+        groups = metrics.get("groups")
+        group = groups.get(column.metric.removeprefix("groups.")) if isinstance(groups, Mapping) else None
+        if not isinstance(group, Mapping):
+            return Cell(None)
+        return Cell(_number(group.get("accuracy")), *_interval(group.get("accuracy_ci")), _count(group.get("tasks")))
+    value = _number(metrics.get(column.metric))
+    return Cell(value, *_interval(metrics.get(f"{column.metric}_ci")), _count(tasks))
+
+
+def _count(value: object) -> int | None:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def build_table(runs: Sequence[RunData]) -> Table:
+    rows = []
+    notes = []
+    for run in runs:
+        cells = {column.key: cell(run, column) for column in COLUMNS}
+        entries = []
+        for keys in AVERAGE_ENTRIES:
+            values = [cells[key].value for key in keys]
+            present = [value for value in values if value is not None]
+            if present:
+                entries.append(sum(present) / len(present))
+        average = sum(entries) / len(entries) if entries else None
+        rows.append(Row(run.label, cells, average, len(entries)))
+        if entries and len(entries) < len(AVERAGE_ENTRIES):
+            missing = [
+                " / ".join(_heading(c) for c in COLUMNS if c.key in keys)
+                for keys in AVERAGE_ENTRIES
+                if all(cells[key].value is None for key in keys)
+            ]
+            notes.append(
+                f"{run.label}: the average is over {len(entries)} of {len(AVERAGE_ENTRIES)} entries "
+                f"(no {', '.join(missing)}), so it is not comparable with the paper's"
+            )
+    sizes: dict[str, set[int]] = {}
+    for row in rows:
+        for key, value in row.cells.items():
+            if value.tasks is not None:
+                sizes.setdefault(key, set()).add(value.tasks)
+    for column in COLUMNS:
+        if len(sizes.get(column.key, set())) > 1:
+            counts = ", ".join(f"{row.method}: {row.cells[column.key].tasks}" for row in rows if row.cells[column.key].tasks)
+            notes.append(f"{_heading(column)}: the runs scored different numbers of tasks ({counts})")
+    return Table(rows, tuple(notes))
+
+
+def _heading(column: Column) -> str:
+    return f"{column.group} {column.name}".strip()
+
+
+AVERAGE_NOTE = (
+    "Avg.: mean of the seven dataset entries, ToolBench counted once as the mean of API and Acc. "
+    "(the reading that fits the paper's printed averages); cells are the runs' summary.json accuracies"
+)
+
+
+def _shown(value: float | None, digits: int, dash: str) -> str:
+    return dash if value is None else f"{value:.{digits}f}"
+
+
+def _with_ci(cell_: Cell, digits: int, ci: bool, dash: str) -> str:
+    text = _shown(cell_.value, digits, dash)
+    if ci and cell_.value is not None and cell_.low is not None and cell_.high is not None:
+        text += f" [{cell_.low:.{digits}f}, {cell_.high:.{digits}f}]"
+    return text
+
+
+def to_markdown(table: Table, *, ci: bool = False, digits: int = 2) -> str:
+    header = ["Method", *(_heading(c) for c in COLUMNS), "Avg."]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join([":---", *(["---:"] * (len(header) - 1))]) + "|",
+    ]
+    for row in table.rows:
+        cells = [_markdown_text(row.method), *(_with_ci(row.cells[c.key], digits, ci, _DASH) for c in COLUMNS)]
+        cells.append(_shown(row.average, digits, _DASH))
+        lines.append("| " + " | ".join(cells) + " |")
+    notes = [AVERAGE_NOTE + ("; [low, high]: 95 % Wilson interval" if ci else ""), *table.notes]
+    return "\n".join(lines) + "\n\n" + "\n".join(f"* {_markdown_text(note)}" for note in notes) + "\n"
+
+
+def _markdown_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(char, char) for char in text.replace("\n", " "))
+
+
+def to_latex(table: Table, *, ci: bool = False, digits: int = 2) -> str:
+    """A booktabs tabular with the paper's two-level header (MMLU-Pro and ToolBench span)."""
+    lines = [
+        "% " + latex_escape(AVERAGE_NOTE),
+        *(f"% {latex_escape(note)}" for note in table.notes),
+        r"\begin{tabular}{l" + "c" * (len(COLUMNS) + 1) + "}",
+        r"\toprule",
+        r"Method & AIME-24 & AIME-25 & GPQA & \multicolumn{3}{c}{MMLU-Pro} & \multicolumn{2}{c}{ToolBench} & Avg. \\",
+        r"\cmidrule(lr){5-7}\cmidrule(lr){8-9}",
+        r" & & & & Eco & Eng & Philo & API & Acc. & \\",
+        r"\midrule",
+    ]
+    for row in table.rows:
+        cells = [latex_escape(row.method)]
+        for column in COLUMNS:
+            item = row.cells[column.key]
+            text = _shown(item.value, digits, "--")
+            if ci and item.value is not None and item.low is not None and item.high is not None:
+                text += rf" {{\scriptsize [{item.low:.{digits}f}, {item.high:.{digits}f}]}}"
+            cells.append(text)
+        cells.append(_shown(row.average, digits, "--"))
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(table: Table, *, ci: bool = False) -> str:
+    """Full precision, empty where a run has no value; ``--ci`` adds low/high columns."""
+    header = ["method"]
+    for column in COLUMNS:
+        header += [column.key, f"{column.key}_ci_low", f"{column.key}_ci_high"] if ci else [column.key]
+    header.append("avg")
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    for row in table.rows:
+        values: list[Any] = [row.method]
+        for column in COLUMNS:
+            item = row.cells[column.key]
+            values += [_csv(item.value), _csv(item.low), _csv(item.high)] if ci else [_csv(item.value)]
+        values.append(_csv(row.average))
+        writer.writerow(values)
+    return out.getvalue()
+
+
+def _csv(value: float | None) -> str:
+    return "" if value is None else repr(round(value, 6))
+
+
+FORMATS = ("markdown", "latex", "csv")
+
+
+def render(table: Table, form: str, *, ci: bool = False, digits: int = 2) -> str:
+    if form == "latex":
+        return to_latex(table, ci=ci, digits=digits)
+    if form == "csv":
+        return to_csv(table, ci=ci)
+    return to_markdown(table, ci=ci, digits=digits)
+
+
+__all__ = [
+    "AVERAGE_ENTRIES",
+    "COLUMNS",
+    "FORMATS",
+    "Cell",
+    "Row",
+    "Table",
+    "build_table",
+    "latex_escape",
+    "render",
+    "to_csv",
+    "to_latex",
+    "to_markdown",
+]
