@@ -13,6 +13,7 @@ import pytest
 from pytest_evomemory.agents.tiny import TinyAgent
 from pytest_evomemory.agents.verdict import judged_correct
 from pytest_evomemory.config import AgentConfig
+from pytest_evomemory.configload import validate_agent
 from pytest_evomemory.errors import ConfigError, EpisodeError
 from pytest_evomemory.evaluation.evomemory import EvoMemoryEvaluator
 from pytest_evomemory.memory.inprocess import InProcessMemory
@@ -49,8 +50,9 @@ def open_stream() -> Iterator[Any]:
     opened: list[StreamRun] = []
 
     def build(server: ScriptedServer, kind: str, *, top_k: int = 4, **keys: Any) -> StreamRun:
-        config = AgentConfig.model_validate(
-            {"kind": kind, "max_steps": keys.pop("max_steps", 6), "model": scripted_model_config(server), **keys}
+        config = validate_agent(
+            {"kind": kind, "max_steps": keys.pop("max_steps", 6), "model": scripted_model_config(server), **keys},
+            "test agent config",
         )
         backend = InProcessMemory(default_top_k=top_k)
         backend.editing_tools = True
@@ -98,21 +100,29 @@ def tool_names(request: Mapping[str, Any]) -> list[str]:
 
 
 def test_reference_kinds_set_their_strategy_and_refuse_another() -> None:
+    """The kinds' presets come from the AGENTS registry (AgentKind.memory_strategy,
+    .defaults), filled in and checked when a config is loaded."""
     model = {"model": "m", "api_key_env": None}
-    assert AgentConfig.model_validate({"kind": "exprag", "model": model}).memory_strategy == "deterministic_recall"
-    assert AgentConfig.model_validate({"kind": "exprecent", "model": model}).experience_format == "labelled"
-    assert AgentConfig.model_validate({"kind": "remem", "model": model}).memory_strategy == "tool_use"
-    explicit = AgentConfig.model_validate({"kind": "exprag", "experience_format": "answer_only", "model": model})
+
+    def load(data: dict[str, object]) -> AgentConfig:
+        return validate_agent(data, "agent.yaml")
+
+    assert load({"kind": "exprag", "model": model}).memory_strategy == "deterministic_recall"
+    assert load({"kind": "exprecent", "model": model}).experience_format == "labelled"
+    assert load({"kind": "remem", "model": model}).memory_strategy == "tool_use"
+    explicit = load({"kind": "exprag", "experience_format": "answer_only", "model": model})
     assert explicit.experience_format == "answer_only"
-    assert AgentConfig.model_validate({"kind": "tiny", "model": model}).experience_format == "full"
-    with pytest.raises(ValueError, match="kind 'remem' is memory_strategy 'tool_use'"):
-        AgentConfig.model_validate({"kind": "remem", "memory_strategy": "deterministic_recall", "model": model})
-    with pytest.raises(ValueError, match="kind 'exprecent' is memory_strategy 'deterministic_recall'"):
-        AgentConfig.model_validate({"kind": "exprecent", "memory_strategy": "none", "model": model})
-    with pytest.raises(ValueError, match="retains nothing"):
-        AgentConfig.model_validate({"kind": "tiny", "memory_strategy": "none", "retain_policy": "successes_only"})
-    with pytest.raises(ValueError, match="always retains"):
-        AgentConfig.model_validate({"kind": "recall_baseline", "retain_policy": "successes_only"})
+    assert load({"kind": "tiny", "model": model}).experience_format == "full"
+    with pytest.raises(ConfigError, match="agent.yaml: key 'memory_strategy': kind 'remem' is memory_strategy 'tool_use'"):
+        load({"kind": "remem", "memory_strategy": "deterministic_recall", "model": model})
+    with pytest.raises(ConfigError, match="kind 'exprecent' is memory_strategy 'deterministic_recall'"):
+        load({"kind": "exprecent", "memory_strategy": "none", "model": model})
+    with pytest.raises(ConfigError, match="key 'retain_policy': memory_strategy 'none' retains nothing"):
+        load({"kind": "tiny", "memory_strategy": "none", "retain_policy": "successes_only", "model": model})
+    with pytest.raises(ConfigError, match="always retains"):
+        load({"kind": "recall_baseline", "retain_policy": "successes_only"})
+    with pytest.raises(ConfigError, match="key 'model': required for kind 'exprecent'"):
+        load({"kind": "exprecent"})
 
 
 # --------------------------------------------------------------------------- verdict
@@ -163,8 +173,8 @@ def test_exprag_recalls_the_most_similar_and_retains_labelled_experiences(
         f"Task: {RIVER.prompt}\nMy answer: the Marrow\nCorrect answer: the Marrow\nOutcome: correct",
         f"Task: {CAT.prompt}\nMy answer: Whiskers\nCorrect answer: Biscuit\nOutcome: incorrect",
     ]
-    assert run.memory is not None
-    assert [w["metadata"]["correct"] for w in run.memory.writes] == [False, True, False, True]
+    writes = [w for r in responses if r.kind == "feedback" for w in r.memory_writes]
+    assert [w["metadata"]["correct"] for w in writes] == [False, True, False, True]
     # the last task sees top_k = 2 experiences, the post-box one (most similar) first
     last = task_requests(server)[-1]["messages"][1]["content"]
     assert last.startswith("Experiences from earlier tasks, most similar first")
@@ -229,9 +239,9 @@ def test_exprecent_refuses_a_memory_without_a_recency_order(scripted_openai_serv
             return []
 
     server = scripted_openai_server()
-    config = AgentConfig.model_validate({"kind": "exprecent", "model": scripted_model_config(server)})
+    config = validate_agent({"kind": "exprecent", "model": scripted_model_config(server)}, "test agent config")
     with pytest.raises(ConfigError, match="needs a memory with recent"):
-        TinyAgent(config, ObservedMemory(NoRecency(), "facts"))  # type: ignore[arg-type]
+        TinyAgent(config, ObservedMemory(NoRecency(), "facts"))
 
 
 # --------------------------------------------------------------------------- ReMem

@@ -12,6 +12,7 @@ import yaml
 
 from pytest_evomemory import load_run_config, run_benchmark
 from pytest_evomemory.config import BenchmarkConfig
+from pytest_evomemory.configload import order_keys_problem
 from pytest_evomemory.errors import ConfigError
 from pytest_evomemory.rundir import RunDirError
 from pytest_evomemory.runtime.order import check_resume_order, order_streams, task_order_digest
@@ -83,13 +84,20 @@ def test_a_stream_without_difficulty_is_refused_naming_it_and_the_way_out() -> N
         order_streams([stream("s", [1, 2]), stream("plain", [1, None, None])], config(order="easy_to_hard"), Path("."), "b.yaml")
 
 
-def test_order_keys_are_checked_against_the_order() -> None:
-    with pytest.raises(ValueError, match="order_from"):
-        config(order="shuffle", order_from="runs/ref")
-    with pytest.raises(ValueError, match="order_seed"):
-        config(order="easy_to_hard", order_seed=3)
+def test_order_keys_are_checked_against_the_order(tmp_path: Path) -> None:
+    assert order_keys_problem(config(order="shuffle", order_from="runs/ref")) is not None
+    assert "order_from" in str(order_keys_problem(config(order="shuffle", order_from="runs/ref")))
+    assert "order_seed" in str(order_keys_problem(config(order="easy_to_hard", order_seed=3)))
+    assert order_keys_problem(config(order="shuffle", order_seed=3)) is None
+    assert order_keys_problem(config(order="hard_to_easy", order_from=["a", "b"])) is None
     with pytest.raises(ValueError, match="names no run"):
         config(order="easy_to_hard", order_from=[])
+    # the loader refuses them with the file's name, before any stream is read
+    path = write_run(tmp_path, {"order": "given", "order_from": "reference"}, "mismatched")
+    with pytest.raises(ConfigError, match=r"mismatched\.yaml.*key 'order_from' gives difficulties, which order 'given'"):
+        load_run_config(path)
+    with pytest.raises(ConfigError, match=r"key 'order_seed' seeds order 'shuffle', not 'easy_to_hard'"):
+        load_run_config(path, ["benchmark.order=easy_to_hard", "benchmark.order_seed=3", "benchmark.order_from=null"])
 
 
 # --------------------------------------------------------------------------- difficulty from the source
