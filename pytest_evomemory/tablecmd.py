@@ -1,8 +1,8 @@
 """``evomemory table RUN_DIR...``: the runs as rows of a table shaped like the paper's Table 1.
 
-Kept apart from :mod:`.cli` (argparse only) and from :mod:`.reporting.table` (the
-table itself): this module only parses the command's arguments, loads the runs
-through the run-directory reader and writes the text.
+Kept apart from :mod:`.cli` (argparse only) and thin over
+:func:`.reporting.table.write_table` (the table itself): this module only parses the
+command's arguments and prints the text or the path written.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .reporting.rundata import ReportError, load_runs
-from .reporting.table import FORMATS, build_table, render
+from .reporting.rundata import ReportError
+from .reporting.table import FORMATS, write_table
 
 USAGE_ERROR = 2
 
@@ -39,20 +39,17 @@ def add_parser(commands: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     try:
-        labels = _labels(args.labels, len(args.run_dirs))
-        text = render(build_table(load_runs(args.run_dirs, labels)), args.format, ci=args.ci, digits=args.digits)
-        if args.output is None:
-            sys.stdout.write(text)
-            return 0
-        try:
-            args.output.parent.mkdir(parents=True, exist_ok=True)
-            args.output.write_text(text, encoding="utf-8")
-        except OSError as error:
-            raise ReportError(f"cannot write {args.output}: {error.strerror or error}") from None
+        text = write_table(
+            args.run_dirs, args.output, form=args.format, labels=_labels(args.labels, len(args.run_dirs)),
+            ci=args.ci, digits=args.digits,
+        )
     except ReportError as error:
         print(f"evomemory: error: {error}", file=sys.stderr)
         return USAGE_ERROR
-    print(args.output)
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        print(args.output)
     return 0
 
 
@@ -62,4 +59,6 @@ def _labels(value: str | None, count: int) -> list[str] | None:
     labels = [label.strip() for label in value.split(",")]
     if len(labels) != count:
         raise ReportError(f"--labels has {len(labels)} label(s) for {count} run directories; give one per run")
+    if any(not label for label in labels):
+        raise ReportError("--labels contains an empty label")
     return labels

@@ -5,8 +5,9 @@ MMLU-Pro's Economics / Engineering / Philosophy, ToolBench's API / Acc., and the
 average, so a user can paste their method's row next to the paper's. Every cell is
 read from the run's ``summary.json`` (through :mod:`.rundata`) and is exactly the
 accuracy the run's summary states: a stream's ``accuracy``, an MMLU-Pro category's
-``groups[...].accuracy``, ToolBench's ``api_accuracy`` (API) and ``accuracy``
-(Acc.); intervals are the summary's 95 % Wilson intervals.
+``groups[...].accuracy``, ToolBench's ``api`` figure (API: the figure its match mode
+declares, read as :mod:`.columns` reads figures) and ``accuracy`` (Acc.); intervals
+are the summary's 95 % Wilson intervals.
 
 The average: the paper does not spell it out. Its printed figures fit the mean of
 the seven dataset entries with ToolBench counted once, as the mean of API and Acc.
@@ -24,34 +25,39 @@ import csv
 import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
-from .rundata import RunData
+from .columns import number
+from .rundata import ReportError, RunData, load_runs
 
 _DASH = "\u2013"
 
 
 @dataclass(frozen=True)
-class Column:
-    """One column: where its value is in a summary, and how the paper heads it."""
+class PaperColumn:
+    """One column of the paper's table: where its value is in a stream's summary
+    metrics, and how the paper heads it. (The per-stream tables' columns are
+    :class:`.columns.Column`; this table has runs as rows and the paper's columns.)"""
 
     key: str
     group: str
     name: str
     stream: str
-    #: ``accuracy``, ``api_accuracy``, or ``groups.<category>``
+    #: ``accuracy``, ``figure.<name>`` (a match mode's figure: ``<name>_accuracy``),
+    #: or ``groups.<category>``
     metric: str
 
 
-COLUMNS: tuple[Column, ...] = (
-    Column("aime_24", "AIME-24", "", "aime_2024", "accuracy"),
-    Column("aime_25", "AIME-25", "", "aime_2025", "accuracy"),
-    Column("gpqa", "GPQA", "", "gpqa_diamond", "accuracy"),
-    Column("mmlu_pro_eco", "MMLU-Pro", "Eco", "mmlu_pro", "groups.economics"),
-    Column("mmlu_pro_eng", "MMLU-Pro", "Eng", "mmlu_pro", "groups.engineering"),
-    Column("mmlu_pro_philo", "MMLU-Pro", "Philo", "mmlu_pro", "groups.philosophy"),
-    Column("toolbench_api", "ToolBench", "API", "toolbench", "api_accuracy"),
-    Column("toolbench_acc", "ToolBench", "Acc.", "toolbench", "accuracy"),
+COLUMNS: tuple[PaperColumn, ...] = (
+    PaperColumn("aime_24", "AIME-24", "", "aime_2024", "accuracy"),
+    PaperColumn("aime_25", "AIME-25", "", "aime_2025", "accuracy"),
+    PaperColumn("gpqa", "GPQA", "", "gpqa_diamond", "accuracy"),
+    PaperColumn("mmlu_pro_eco", "MMLU-Pro", "Eco", "mmlu_pro", "groups.economics"),
+    PaperColumn("mmlu_pro_eng", "MMLU-Pro", "Eng", "mmlu_pro", "groups.engineering"),
+    PaperColumn("mmlu_pro_philo", "MMLU-Pro", "Philo", "mmlu_pro", "groups.philosophy"),
+    PaperColumn("toolbench_api", "ToolBench", "API", "toolbench", "figure.api"),
+    PaperColumn("toolbench_acc", "ToolBench", "Acc.", "toolbench", "accuracy"),
 )
 
 #: The entries the average is taken over: each column alone, ToolBench's two as one.
@@ -84,17 +90,13 @@ class Table:
     notes: Sequence[str] = field(default_factory=tuple)
 
 
-def _number(value: object) -> float | None:
-    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
-
-
 def _interval(value: object) -> tuple[float | None, float | None]:
     if isinstance(value, list | tuple) and len(value) == 2:
-        return _number(value[0]), _number(value[1])
+        return number(value[0]), number(value[1])
     return None, None
 
 
-def cell(run: RunData, column: Column) -> Cell:
+def cell(run: RunData, column: PaperColumn) -> Cell:
     """The value the run's summary gives for ``column`` (an empty cell when it has none)."""
     metrics = run.streams.get(column.stream)
     if not isinstance(metrics, Mapping):
@@ -105,9 +107,10 @@ def cell(run: RunData, column: Column) -> Cell:
         group = groups.get(column.metric.removeprefix("groups.")) if isinstance(groups, Mapping) else None
         if not isinstance(group, Mapping):
             return Cell(None)
-        return Cell(_number(group.get("accuracy")), *_interval(group.get("accuracy_ci")), _count(group.get("tasks")))
-    value = _number(metrics.get(column.metric))
-    return Cell(value, *_interval(metrics.get(f"{column.metric}_ci")), _count(tasks))
+        return Cell(number(group.get("accuracy")), *_interval(group.get("accuracy_ci")), _count(group.get("tasks")))
+    # a figure is summarised as ``<name>_accuracy`` (summary.StreamMetrics, columns.figure_column)
+    key = f"{column.metric.removeprefix('figure.')}_accuracy" if column.metric.startswith("figure.") else column.metric
+    return Cell(number(metrics.get(key)), *_interval(metrics.get(f"{key}_ci")), _count(tasks))
 
 
 def _count(value: object) -> int | None:
@@ -149,7 +152,7 @@ def build_table(runs: Sequence[RunData]) -> Table:
     return Table(rows, tuple(notes))
 
 
-def _heading(column: Column) -> str:
+def _heading(column: PaperColumn) -> str:
     return f"{column.group} {column.name}".strip()
 
 
@@ -258,11 +261,35 @@ def render(table: Table, form: str, *, ci: bool = False, digits: int = 2) -> str
     return to_markdown(table, ci=ci, digits=digits)
 
 
+def write_table(
+    run_dirs: Sequence[Path | str],
+    output: Path | str | None = None,
+    *,
+    form: str = "markdown",
+    labels: Sequence[str] | None = None,
+    ci: bool = False,
+    digits: int = 2,
+) -> str:
+    """``evomemory table``: the runs' table as text, written to ``output`` when given
+    (:class:`~.rundata.ReportError` for a run that cannot be read or a file that
+    cannot be written)."""
+    text = render(build_table(load_runs(run_dirs, labels)), form, ci=ci, digits=digits)
+    if output is not None:
+        path = Path(output)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise ReportError(f"cannot write {path}: {error.strerror or error}") from None
+    return text
+
+
 __all__ = [
     "AVERAGE_ENTRIES",
     "COLUMNS",
     "FORMATS",
     "Cell",
+    "PaperColumn",
     "Row",
     "Table",
     "build_table",
@@ -271,4 +298,5 @@ __all__ = [
     "to_csv",
     "to_latex",
     "to_markdown",
+    "write_table",
 ]

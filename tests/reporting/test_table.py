@@ -40,6 +40,7 @@ def paper_run(make_run: Callable[..., Path], name: str, outcomes: dict[str, list
         }
     if "toolbench" in outcomes:
         tools = summary["streams"]["toolbench"]
+        tools["figures"] = {"api": "API"}
         tools["api_matches"] = sum(api)
         tools["api_accuracy"] = sum(api) / len(api)
         tools["api_accuracy_ci"] = list(wilson_interval(sum(api), len(api)))
@@ -51,6 +52,8 @@ def summary_value(directory: Path, stream: str, metric: str) -> float:
     metrics: dict[str, Any] = json.loads((directory / "summary.json").read_text())["streams"][stream]
     if metric.startswith("groups."):
         return float(metrics["groups"][metric.removeprefix("groups.")]["accuracy"])
+    if metric.startswith("figure."):  # ToolBench's API: the figure's <name>_accuracy
+        return float(metrics[f"{metric.removeprefix('figure.')}_accuracy"])
     return float(metrics[metric])
 
 
