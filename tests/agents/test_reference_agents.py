@@ -113,7 +113,7 @@ def test_reference_kinds_set_their_strategy_and_refuse_another() -> None:
     explicit = load({"kind": "exprag", "experience_format": "answer_only", "model": model})
     assert explicit.experience_format == "answer_only"
     assert load({"kind": "tiny", "model": model}).experience_format == "full"
-    with pytest.raises(ConfigError, match="agent.yaml: key 'memory_strategy': kind 'remem' is memory_strategy 'tool_use'"):
+    with pytest.raises(ConfigError, match=r"agent\.yaml: key 'memory_strategy': kind 'remem' is memory_strategy 'tool_use'"):
         load({"kind": "remem", "memory_strategy": "deterministic_recall", "model": model})
     with pytest.raises(ConfigError, match="kind 'exprecent' is memory_strategy 'deterministic_recall'"):
         load({"kind": "exprecent", "memory_strategy": "none", "model": model})
