@@ -28,7 +28,15 @@ def add_parser(commands: Any) -> None:
     )
     table.add_argument("run_dirs", metavar="RUN_DIR", type=Path, nargs="+", help="finished run directories, one row each")
     table.add_argument("--format", choices=FORMATS, default="markdown", help="markdown (default), latex or csv")
-    table.add_argument("--ci", action="store_true", help="add each cell's 95%% Wilson interval")
+    table.add_argument(
+        "--ci", action="store_true",
+        help="add each cell's 95%% interval (Wilson for a run; Student-t over replicates with --replicates)",
+    )
+    table.add_argument(
+        "--replicates", action="store_true",
+        help="runs with the same label (--labels, else the run name) are replicates of one method: one row of "
+        "their means",
+    )
     table.add_argument(
         "--labels", metavar="A,B[,...]", default=None, help="comma-separated method names, one per run (default: run names)"
     )
@@ -41,7 +49,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         text = write_table(
             args.run_dirs, args.output, form=args.format, labels=_labels(args.labels, len(args.run_dirs)),
-            ci=args.ci, digits=args.digits,
+            ci=args.ci, digits=args.digits, replicates=args.replicates,
         )
     except ReportError as error:
         print(f"evomemory: error: {error}", file=sys.stderr)

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Any
 
 from .columns import number
-from .rundata import ReportError, RunData, load_runs
+from .rundata import ReportError, RunData, load_run, load_runs
+from .stats import replicate_interval
 
 _DASH = "\u2013"
 
@@ -82,6 +83,11 @@ class Row:
     average: float | None
     #: How many of the average's entries the run has (7 for the paper's).
     entries: int
+    #: Runs averaged into the row: 1, or its replicates (then every value is their
+    #: mean, and an interval the Student-t interval of that mean, see :func:`replicate_row`).
+    replicates: int = 1
+    average_low: float | None = None
+    average_high: float | None = None
 
 
 @dataclass(frozen=True)
@@ -117,27 +123,71 @@ def _count(value: object) -> int | None:
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def run_row(run: RunData, label: str | None = None) -> Row:
+    """One run's row: its summary's values, and their average (see the module docstring)."""
+    cells = {column.key: cell(run, column) for column in COLUMNS}
+    entries = []
+    for keys in AVERAGE_ENTRIES:
+        values = [cells[key].value for key in keys]
+        present = [value for value in values if value is not None]
+        if present:
+            entries.append(sum(present) / len(present))
+    average = sum(entries) / len(entries) if entries else None
+    return Row(run.label if label is None else label, cells, average, len(entries))
+
+
+def replicate_row(label: str, runs: Sequence[RunData]) -> Row:
+    """A method run several times (independent replicates): each value is the mean of
+    the replicates' values, with its 95 % Student-t interval across them
+    (:func:`.stats.replicate_interval`); a cell some replicate lacks stays empty."""
+    rows = [run_row(run) for run in runs]
+    if len(rows) == 1:
+        return run_row(runs[0], label)
+    cells: dict[str, Cell] = {}
+    for column in COLUMNS:
+        values = [row.cells[column.key].value for row in rows]
+        tasks = {row.cells[column.key].tasks for row in rows}
+        if any(value is None for value in values):
+            cells[column.key] = Cell(None)
+            continue
+        mean = replicate_interval([value for value in values if value is not None])
+        cells[column.key] = Cell(mean.mean, mean.low, mean.high, tasks.pop() if len(tasks) == 1 else None)
+    averages = [row.average for row in rows]
+    average = (
+        replicate_interval([value for value in averages if value is not None])
+        if all(value is not None for value in averages) else None
+    )
+    return Row(
+        label, cells, None if average is None else average.mean, min(row.entries for row in rows),
+        replicates=len(rows),
+        average_low=None if average is None else average.low,
+        average_high=None if average is None else average.high,
+    )
+
+
 def build_table(runs: Sequence[RunData]) -> Table:
-    rows = []
+    """One row per run."""
+    return _table([run_row(run) for run in runs])
+
+
+def build_replicate_table(groups: Sequence[tuple[str, Sequence[RunData]]]) -> Table:
+    """One row per method, each the mean over its replicate runs (:func:`replicate_row`)."""
+    return _table([replicate_row(label, runs) for label, runs in groups])
+
+
+def _table(rows: Sequence[Row]) -> Table:
     notes = []
-    for run in runs:
-        cells = {column.key: cell(run, column) for column in COLUMNS}
-        entries = []
-        for keys in AVERAGE_ENTRIES:
-            values = [cells[key].value for key in keys]
-            present = [value for value in values if value is not None]
-            if present:
-                entries.append(sum(present) / len(present))
-        average = sum(entries) / len(entries) if entries else None
-        rows.append(Row(run.label, cells, average, len(entries)))
-        if entries and len(entries) < len(AVERAGE_ENTRIES):
+    for row in rows:
+        if row.replicates > 1:
+            notes.append(f"{row.method}: the mean of {row.replicates} replicate runs")
+        if row.entries and row.entries < len(AVERAGE_ENTRIES):
             missing = [
                 " / ".join(_heading(c) for c in COLUMNS if c.key in keys)
                 for keys in AVERAGE_ENTRIES
-                if all(cells[key].value is None for key in keys)
+                if all(row.cells[key].value is None for key in keys)
             ]
             notes.append(
-                f"{run.label}: the average is over {len(entries)} of {len(AVERAGE_ENTRIES)} entries "
+                f"{row.method}: the average is over {row.entries} of {len(AVERAGE_ENTRIES)} entries "
                 f"(no {', '.join(missing)}), so it is not comparable with the paper's"
             )
     sizes: dict[str, set[int]] = {}
@@ -181,10 +231,28 @@ def to_markdown(table: Table, *, ci: bool = False, digits: int = 2) -> str:
     ]
     for row in table.rows:
         cells = [_markdown_text(row.method), *(_with_ci(row.cells[c.key], digits, ci, _DASH) for c in COLUMNS)]
-        cells.append(_shown(row.average, digits, _DASH))
+        cells.append(_with_ci(_average(row), digits, ci, _DASH))
         lines.append("| " + " | ".join(cells) + " |")
-    notes = [AVERAGE_NOTE + ("; [low, high]: 95 % Wilson interval" if ci else ""), *table.notes]
+    notes = [AVERAGE_NOTE + (f"; [low, high]: {_interval_note(table)}" if ci else ""), *table.notes]
     return "\n".join(lines) + "\n\n" + "\n".join(f"* {_markdown_text(note)}" for note in notes) + "\n"
+
+
+def _average(row: Row) -> Cell:
+    """The average as a cell: with its interval for a row of replicates (a single run's
+    average, a mean of accuracies over different task sets, has none)."""
+    return Cell(row.average, row.average_low, row.average_high)
+
+
+def _interval_note(table: Table) -> str:
+    replicated = {row.replicates > 1 for row in table.rows}
+    if replicated == {True}:
+        return "95 % Student-t interval of the mean over the method's replicate runs"
+    if True in replicated:
+        return (
+            "95 % Wilson interval for a single run, 95 % Student-t interval of the mean over the replicate "
+            "runs for a method run several times"
+        )
+    return "95 % Wilson interval"
 
 
 def _markdown_text(text: str) -> str:
@@ -204,7 +272,7 @@ def latex_escape(text: str) -> str:
 def to_latex(table: Table, *, ci: bool = False, digits: int = 2) -> str:
     """A booktabs tabular with the paper's two-level header (MMLU-Pro and ToolBench span)."""
     lines = [
-        "% " + latex_escape(AVERAGE_NOTE),
+        "% " + latex_escape(AVERAGE_NOTE + (f"; [low, high]: {_interval_note(table)}" if ci else "")),
         *(f"% {latex_escape(note)}" for note in table.notes),
         r"\begin{tabular}{l" + "c" * (len(COLUMNS) + 1) + "}",
         r"\toprule",
@@ -215,33 +283,35 @@ def to_latex(table: Table, *, ci: bool = False, digits: int = 2) -> str:
     ]
     for row in table.rows:
         cells = [latex_escape(row.method)]
-        for column in COLUMNS:
-            item = row.cells[column.key]
+        for item in [*(row.cells[column.key] for column in COLUMNS), _average(row)]:
             text = _shown(item.value, digits, "--")
             if ci and item.value is not None and item.low is not None and item.high is not None:
                 text += rf" {{\scriptsize [{item.low:.{digits}f}, {item.high:.{digits}f}]}}"
             cells.append(text)
-        cells.append(_shown(row.average, digits, "--"))
         lines.append(" & ".join(cells) + r" \\")
     lines += [r"\bottomrule", r"\end{tabular}"]
     return "\n".join(lines) + "\n"
 
 
 def to_csv(table: Table, *, ci: bool = False) -> str:
-    """Full precision, empty where a run has no value; ``--ci`` adds low/high columns."""
+    """Full precision, empty where a run has no value; ``--ci`` adds low/high columns,
+    and a table with replicate rows a ``replicates`` column."""
     header = ["method"]
     for column in COLUMNS:
         header += [column.key, f"{column.key}_ci_low", f"{column.key}_ci_high"] if ci else [column.key]
-    header.append("avg")
+    header += ["avg", "avg_ci_low", "avg_ci_high"] if ci else ["avg"]
+    replicated = any(row.replicates > 1 for row in table.rows)
+    if replicated:
+        header.append("replicates")
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(header)
     for row in table.rows:
         values: list[Any] = [row.method]
-        for column in COLUMNS:
-            item = row.cells[column.key]
+        for item in [*(row.cells[column.key] for column in COLUMNS), _average(row)]:
             values += [_csv(item.value), _csv(item.low), _csv(item.high)] if ci else [_csv(item.value)]
-        values.append(_csv(row.average))
+        if replicated:
+            values.append(row.replicates)
         writer.writerow(values)
     return out.getvalue()
 
@@ -261,6 +331,22 @@ def render(table: Table, form: str, *, ci: bool = False, digits: int = 2) -> str
     return to_markdown(table, ci=ci, digits=digits)
 
 
+def replicate_groups(
+    run_dirs: Sequence[Path | str], labels: Sequence[str] | None = None
+) -> list[tuple[str, list[RunData]]]:
+    """The runs grouped by label (the ``labels`` given, else their run names), in the
+    order each label first appears."""
+    if labels is not None and len(labels) != len(run_dirs):
+        raise ReportError(
+            f"{len(labels)} label(s) given for {len(run_dirs)} run directories; give one label per run"
+        )
+    groups: dict[str, list[RunData]] = {}
+    for index, directory in enumerate(run_dirs):
+        run = load_run(directory, labels[index] if labels is not None else None)
+        groups.setdefault(run.label, []).append(run)
+    return list(groups.items())
+
+
 def write_table(
     run_dirs: Sequence[Path | str],
     output: Path | str | None = None,
@@ -269,11 +355,17 @@ def write_table(
     labels: Sequence[str] | None = None,
     ci: bool = False,
     digits: int = 2,
+    replicates: bool = False,
 ) -> str:
     """``evomemory table``: the runs' table as text, written to ``output`` when given
     (:class:`~.rundata.ReportError` for a run that cannot be read or a file that
-    cannot be written)."""
-    text = render(build_table(load_runs(run_dirs, labels)), form, ci=ci, digits=digits)
+    cannot be written). ``replicates``: runs with the same label (the ``labels`` given,
+    else their run names) are replicates of one method, shown as one row of means."""
+    if replicates:
+        table = build_replicate_table(replicate_groups(run_dirs, labels))
+    else:
+        table = build_table(load_runs(run_dirs, labels))
+    text = render(table, form, ci=ci, digits=digits)
     if output is not None:
         path = Path(output)
         try:
@@ -292,9 +384,13 @@ __all__ = [
     "PaperColumn",
     "Row",
     "Table",
+    "build_replicate_table",
     "build_table",
     "latex_escape",
     "render",
+    "replicate_groups",
+    "replicate_row",
+    "run_row",
     "to_csv",
     "to_latex",
     "to_markdown",

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,16 @@ import pytest
 from pytest_evomemory.cli import main
 from pytest_evomemory.reporting.rundata import load_runs
 from pytest_evomemory.reporting.stats import wilson_interval
-from pytest_evomemory.reporting.table import COLUMNS, build_table, latex_escape, to_csv, to_latex, to_markdown
+from pytest_evomemory.reporting.table import (
+    COLUMNS,
+    build_replicate_table,
+    build_table,
+    latex_escape,
+    replicate_groups,
+    to_csv,
+    to_latex,
+    to_markdown,
+)
 
 OUTCOMES = {
     "aime_2024": [True, False, False, True, False],
@@ -133,3 +143,64 @@ def test_the_command_prints_and_writes_the_table(
     assert error.startswith("evomemory: error: ") and error.count("\n") == 1 and "is not a directory" in error
     assert main(["table", str(run), "--labels", "a,b"]) == 2
     assert "one per run" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- replicates
+
+
+def test_replicates_of_a_method_are_one_row_of_means_with_t_intervals(tmp_path: Path) -> None:
+    """Three replicate runs of one method (same run name, three directories) and one
+    single run: the method's cells are the replicates' mean with the Student-t interval
+    across them, checked against a hand computation."""
+    from .conftest import write_run_dir
+
+    aime = [[True, True, False, False, False], [True, True, True, False, False], [True, True, True, True, False]]
+    gpqa = [[True, False, False, False], [True, True, False, False], [True, True, False, False]]
+    replicates = [
+        write_run_dir(tmp_path / f"exprag-{index}", "exprag", {"aime_2024": a, "gpqa_diamond": g})
+        for index, (a, g) in enumerate(zip(aime, gpqa, strict=True))
+    ]
+    single = write_run_dir(tmp_path / "control", "control", {"aime_2024": [False] * 5, "gpqa_diamond": [True] * 4})
+    groups = replicate_groups([*replicates, single])
+    assert [(label, len(runs)) for label, runs in groups] == [("exprag", 3), ("control", 1)]
+    table = build_replicate_table(groups)
+    exprag, control = table.rows
+    assert (exprag.replicates, control.replicates) == (3, 1)
+    # AIME-24 by hand: 0.4, 0.6, 0.8 -> mean 0.6, sd 0.2, t(0.975, 2) = 4.302653, half 0.2 * t / sqrt(3)
+    half = 4.302653 * 0.2 / math.sqrt(3)
+    aime_cell = exprag.cells["aime_24"]
+    assert aime_cell.value == pytest.approx(0.6) and aime_cell.tasks == 5
+    assert aime_cell.low == pytest.approx(0.6 - half, abs=1e-6) and aime_cell.high == pytest.approx(0.6 + half, abs=1e-6)
+    # GPQA: 0.25, 0.5, 0.5; the average (two entries) is the mean of the replicates' averages
+    assert exprag.cells["gpqa"].value == pytest.approx(1.25 / 3)
+    averages = [(0.4 + 0.25) / 2, (0.6 + 0.5) / 2, (0.8 + 0.5) / 2]
+    mean = sum(averages) / 3
+    sd = math.sqrt(sum((a - mean) ** 2 for a in averages) / 2)
+    assert exprag.average == pytest.approx(mean)
+    assert exprag.average_low == pytest.approx(mean - 4.302653 * sd / math.sqrt(3), abs=1e-6)
+    assert exprag.cells["aime_25"].value is None
+    # the single run keeps its own values and its summary's Wilson intervals
+    assert control.cells["gpqa"].value == 1.0 and control.average_low is None
+    low, high = wilson_interval(4, 4)
+    assert control.cells["gpqa"].low == pytest.approx(low) and control.cells["gpqa"].high == pytest.approx(high)
+    markdown = to_markdown(table, ci=True)
+    assert f"| exprag | 0.60 [{0.6 - half:.2f}, {0.6 + half:.2f}] |" in markdown
+    assert "exprag: the mean of 3 replicate runs" in markdown and "Student-t interval of the mean" in markdown
+    rows = list(csv.DictReader(io.StringIO(to_csv(table, ci=True))))
+    assert [row["replicates"] for row in rows] == ["3", "1"]
+    assert float(rows[0]["avg_ci_high"]) == pytest.approx(2 * mean - exprag.average_low, abs=1e-6)  # type: ignore[operator]
+
+
+def test_the_command_groups_replicates_by_label(
+    make_run: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = make_run("a1", {"aime_2024": [True, False]})
+    second = make_run("a2", {"aime_2024": [True, True]})
+    other = make_run("b", {"aime_2024": [False, False]})
+    arguments = ["table", str(first), str(second), str(other), "--format", "csv", "--replicates", "--labels", "A,A,B"]
+    assert main(arguments) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [(row["method"], float(row["aime_24"]), row["replicates"]) for row in rows] == [("A", 0.75, "2"), ("B", 0.0, "1")]
+    # without --replicates every run is a row of its own
+    assert main(["table", str(first), str(second), "--format", "csv", "--labels", "A,A"]) == 0
+    assert [row["method"] for row in csv.DictReader(io.StringIO(capsys.readouterr().out))] == ["A", "A"]
