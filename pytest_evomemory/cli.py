@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__, datacmd, initcmd, runcmd
+from . import __version__, datacmd, initcmd, runcmd, tablecmd
 from .errors import ConfigError
 from .redaction import shown
 from .reporting.gain import GainThreshold, check_gains, parse_min_gain
@@ -94,6 +94,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     datacmd.add_parser(commands)
     initcmd.add_parser(commands)
+    tablecmd.add_parser(commands)
     return parser
 
 
@@ -130,6 +131,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return datacmd.run(args)
     if args.command == "init":
         return initcmd.main(args)
+    if args.command == "table":
+        return tablecmd.main(args)
     try:
         if args.command == "report":
             written = write_html_report(args.run_dir, args.output)

@@ -97,6 +97,22 @@ class BenchmarkConfig(StrictModel):
     mmlu_pro_categories: list[str] | Literal["all"] | None = None
     files: list[StreamFile] = Field(default_factory=list)
     thresholds: Thresholds = Field(default_factory=Thresholds)
+    #: The order of the tasks within each stream, an experimental factor (docs/
+    #: configuration.md, "Task order"): the source's, a seeded shuffle, or by difficulty.
+    #: Which keys go together is checked by :mod:`.configload`.
+    order: Literal["given", "shuffle", "easy_to_hard", "hard_to_easy"] = "given"
+    #: The seed of ``order: shuffle`` (default: ``seed``, which also fixes GPQA's options).
+    order_seed: int | None = None
+    #: Finished run directories whose results give each task's difficulty (the share of
+    #: them that solved it) for easy_to_hard / hard_to_easy, relative to the run config.
+    order_from: Text | list[Text] | None = None
+
+    @field_validator("order_from")
+    @classmethod
+    def _some_reference_run(cls, value: str | list[str] | None) -> str | list[str] | None:
+        if isinstance(value, list) and not value:
+            raise ValueError("an empty list names no run; list at least one run directory, or remove the key")
+        return value
 
     @field_validator("streams")
     @classmethod
@@ -294,7 +310,12 @@ class AgentConfig(StrictModel):
     protocol: Literal["tools", "text", "auto"] = "tools"
     #: What TinyAgent's ExpRAG experience holds: the task, its own answer and the
     #: correct one (``full``), or only the task and the correct answer.
-    experience_format: Literal["full", "answer_only"] = "full"
+    #: ``labelled`` adds the agent's own verdict (correct / incorrect) read from the
+    #: feedback, as the paper's experiences carry; the default of exprag and exprecent.
+    experience_format: Literal["full", "answer_only", "labelled"] = "full"
+    #: Which experiences the agent keeps: every one, or only those of tasks it judged
+    #: (from the feedback) that it answered correctly (the paper's experience-quality study).
+    retain_policy: Literal["all", "successes_only"] = "all"
     baseline: BaselineOptions = Field(default_factory=BaselineOptions)
     model: ModelConfig | None = None
     #: Free-form settings passed to a ``module:factory`` agent.
@@ -323,6 +344,9 @@ class MemoryConfig(StrictModel):
     #: Seconds a stream's memory may take to open before the stream fails, naming
     #: the factory (a server that accepts and never answers must not hang a run).
     open_timeout_s: Annotated[float, Field(gt=0, le=86_400)] = 120.0
+    #: Built-in backends: offer ``forget`` and ``update`` tools beside retain/recall to
+    #: a ``tool_use`` agent (ReMem's refine-memory operations; docs/reference-agents.md).
+    editing_tools: bool = False
     options: dict[str, Any] = Field(default_factory=dict)
 
     def section(self, model: type[_Section]) -> _Section:

@@ -135,12 +135,28 @@ def _validate_part(key: str, model: type[BaseModel], data: dict[str, Any], sourc
     """The part's model, then what its registered component accepts."""
     if key == "memory":
         return validate_memory(data, source)
+    if key == "agent":
+        return validate_agent(data, source)
     part = validate_mapping(model, data, source)
-    if isinstance(part, AgentConfig):
-        _check_agent(part, source)
-    elif isinstance(part, BenchmarkConfig):
+    if isinstance(part, BenchmarkConfig):
         _check_benchmark(part, source)
     return part
+
+
+def validate_agent(data: Mapping[str, Any], source: str) -> AgentConfig:
+    """The agent config, with its kind's defaults (:class:`~.agents.base.AgentKind`:
+    a preset's memory strategy and other keys, where the config sets none) and what
+    the kind accepts."""
+    kind = agent_kind(data["kind"]) if isinstance(data.get("kind"), str) and data["kind"] in AGENTS else None
+    filled = dict(data)
+    if kind is not None:
+        if kind.memory_strategy is not None:
+            filled.setdefault("memory_strategy", kind.memory_strategy)
+        for key, value in kind.defaults.items():
+            filled.setdefault(key, value)
+    agent = validate_mapping(AgentConfig, filled, source)
+    _check_agent(agent, source)
+    return agent
 
 
 def _check_agent(agent: AgentConfig, source: str) -> None:
@@ -153,6 +169,20 @@ def _check_agent(agent: AgentConfig, source: str) -> None:
             "(see docs/configuration.md)",
             source=source, key="model",
         )
+    if kind is not None and kind.memory_strategy is not None and agent.memory_strategy != kind.memory_strategy:
+        raise ConfigError(
+            f"{source}: key 'memory_strategy': kind {agent.kind!r} is memory_strategy {kind.memory_strategy!r}, "
+            f"not {agent.memory_strategy!r}; remove 'memory_strategy' (or use kind 'tiny' for another strategy)",
+            source=source, key="memory_strategy",
+        )
+    if agent.retain_policy != "all":
+        problem = None
+        if agent.kind == "recall_baseline":
+            problem = "kind 'recall_baseline' always retains every experience; remove it"
+        elif agent.memory_strategy == "none":
+            problem = "memory_strategy 'none' retains nothing; remove it"
+        if problem:
+            raise ConfigError(f"{source}: key 'retain_policy': {problem}", source=source, key="retain_policy")
 
 
 def _with_pricing_resolved(agent: AgentConfig, source: str, run_dir: Path) -> AgentConfig:
@@ -175,9 +205,25 @@ def _check_benchmark(benchmark: BenchmarkConfig, source: str) -> None:
         raise ConfigError(
             f"{source}: key 'benchmark': {BENCHMARKS.unknown(benchmark.benchmark)}", source=source, key="benchmark"
         )
-    problem = unread_benchmark_keys(benchmark)
+    problem = unread_benchmark_keys(benchmark) or order_keys_problem(benchmark)
     if problem:
         raise ConfigError(f"{source}: {problem}", source=source)
+
+
+def order_keys_problem(benchmark: BenchmarkConfig) -> str | None:
+    """Why ``order_seed`` / ``order_from`` do not fit ``order``, or None: a seed of
+    an order that draws nothing, or difficulties an order does not use, would be
+    recorded in run.json as if they shaped the run."""
+    if benchmark.order_from is not None and benchmark.order not in ("easy_to_hard", "hard_to_easy"):
+        return (
+            f"key 'order_from' gives difficulties, which order {benchmark.order!r} does not use; "
+            "set 'order' to easy_to_hard or hard_to_easy, or remove 'order_from'"
+        )
+    if benchmark.order_seed is not None and benchmark.order != "shuffle":
+        return (
+            f"key 'order_seed' seeds order 'shuffle', not {benchmark.order!r}; remove it, or set 'order: shuffle'"
+        )
+    return None
 
 
 def validate_memory(data: Mapping[str, Any], source: str) -> MemoryConfig:
@@ -203,6 +249,12 @@ def validate_memory(data: Mapping[str, Any], source: str) -> MemoryConfig:
     if memory.backend not in MEMORY_BACKENDS and not is_reference(memory.backend):
         raise ConfigError(f"{source}: key 'backend': {MEMORY_BACKENDS.unknown(memory.backend)}", source=source, key="backend")
     spec = backend_spec(memory.backend)
+    if memory.editing_tools and spec is None:
+        raise ConfigError(
+            f"{source}: key 'editing_tools': read only by the built-in backends ({', '.join(MEMORY_BACKENDS.names())}); "
+            f"a module:factory backend ({memory.backend!r}) offers the tools its memory_tools() returns: remove it",
+            source=source, key="editing_tools",
+        )
     validated: dict[str, Any] = {}
     for key, value in data.items():
         if key not in section_keys:
@@ -282,4 +334,13 @@ def unread_memory_options(memory: MemoryConfig) -> str | None:
     )
 
 
-__all__ = ["SET_FLAG", "Setting", "load_run_config", "unread_agent_options", "unread_memory_options", "validate_memory"]
+__all__ = [
+    "SET_FLAG",
+    "Setting",
+    "load_run_config",
+    "order_keys_problem",
+    "unread_agent_options",
+    "unread_memory_options",
+    "validate_agent",
+    "validate_memory",
+]

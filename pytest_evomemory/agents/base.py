@@ -14,13 +14,13 @@ The agent never holds the answer key while it answers: a task turn gives it a
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..types import Stimulus, ToolSpec, Usage
 
 if TYPE_CHECKING:
-    from ..config import AgentConfig
+    from ..config import AgentConfig, MemoryStrategy
     from ..memory.base import MemorySystem
 
 
@@ -91,9 +91,15 @@ class AgentKind:
     ``build`` makes the agent for one stream; ``needs_model``: the agent config must
     have a ``model:`` section; ``reads_options``: the keys of the free-form
     ``agent.options`` it reads (any other is refused up front, never ignored).
+    ``memory_strategy``: the one strategy the kind is (a preset such as the paper's
+    ExpRAG), the default of its configs and the only value they may set; ``None``:
+    any. ``defaults``: other agent config keys the kind sets when a config does not
+    (a key the config sets is kept, then validated like any).
     """
 
     name: str
     build: AgentFactory
     needs_model: bool = False
     reads_options: frozenset[str] = frozenset()
+    memory_strategy: MemoryStrategy | None = None
+    defaults: Mapping[str, Any] = field(default_factory=dict)

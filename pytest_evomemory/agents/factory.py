@@ -21,6 +21,32 @@ AGENTS.builtin(
     "tiny", AgentKind("tiny", lazy("pytest_evomemory.agents.tiny:TinyAgent"), needs_model=True),  # type: ignore[arg-type]
     owner=__name__,
 )
+# The Evo-Memory paper's reference methods, as TinyAgent presets (docs/reference-agents.md):
+# TinyAgent reads its preset from ``config.kind``; the kind fixes the memory strategy.
+AGENTS.builtin(
+    "exprag",
+    AgentKind(
+        "exprag", lazy("pytest_evomemory.agents.tiny:TinyAgent"), needs_model=True,  # type: ignore[arg-type]
+        memory_strategy="deterministic_recall", defaults={"experience_format": "labelled"},
+    ),
+    owner=__name__,
+)
+AGENTS.builtin(
+    "exprecent",
+    AgentKind(
+        "exprecent", lazy("pytest_evomemory.agents.tiny:TinyAgent"), needs_model=True,  # type: ignore[arg-type]
+        memory_strategy="deterministic_recall", defaults={"experience_format": "labelled"},
+    ),
+    owner=__name__,
+)
+AGENTS.builtin(
+    "remem",
+    AgentKind(
+        "remem", lazy("pytest_evomemory.agents.tiny:TinyAgent"), needs_model=True,  # type: ignore[arg-type]
+        memory_strategy="tool_use",
+    ),
+    owner=__name__,
+)
 
 
 def agent_kind(name: str) -> AgentKind | None:

@@ -25,6 +25,30 @@ TOOL_USE_ADDENDUM = (
     f'call final_answer with "{FEEDBACK_ACKNOWLEDGEMENT}".'
 )
 
+#: ReMem (the paper's think / act / refine-memory loop) under the tools protocol.
+#: Think is a reply without a tool call, Refine a memory tool call, Act final_answer.
+REMEM_ADDENDUM = (
+    " You have a long-term memory of experiences that persists across the tasks of this "
+    "stream, and you work in steps. At each step do exactly one of: THINK (reply with "
+    "your reasoning as plain text, no tool call); REFINE your memory (call recall to find "
+    "related experiences; retain to store a new one; update to rewrite a record by its id; "
+    "forget to delete a wrong, misleading or duplicate record by its id); or ACT (call "
+    "final_answer with your answer, which ends the task). Recalling before you act is usually "
+    "worth it. When you are given feedback with the correct answer, retain the experience "
+    "(the task, your answer, the correct answer, whether you were right, and the lesson), "
+    "rewrite or delete records it shows to be wrong, then call final_answer with "
+    f'"{FEEDBACK_ACKNOWLEDGEMENT}".'
+)
+
+#: After a ReMem think step (a reply without a tool call): go on.
+REMEM_CONTINUE = (
+    "Continue: refine your memory with its tools, or act by calling final_answer."
+)
+
+REMEM_FEEDBACK_CONTINUE = (
+    f'Continue: refine your memory with its tools, then call final_answer with "{FEEDBACK_ACKNOWLEDGEMENT}".'
+)
+
 NUDGE = (
     "You did not call a tool. Call final_answer now, with your answer as the "
     "'answer' argument."
@@ -45,6 +69,13 @@ TEXT_TOOL_USE_ADDENDUM = (
     "Before answering, you may look for similar earlier tasks with a RECALL line. "
     "When you are given feedback with the correct answer, write a RETAIN line with what "
     "would help you next time (the task and the correct answer)."
+)
+
+TEXT_REMEM_ADDENDUM = (
+    " You have a long-term memory of experiences that persists across the tasks of this "
+    "stream. Before answering, look for related experiences with a RECALL line. When you "
+    "are given feedback with the correct answer, store the experience and its lesson with a "
+    "RETAIN line, and delete records it shows to be wrong with FORGET lines (by their id)."
 )
 
 TEXT_NUDGE = "Your reply was empty. Reply again, ending with 'Final Answer: <answer>'."
@@ -76,22 +107,30 @@ ACKNOWLEDGEMENT_TOOL = ToolSpec(
     },
 )
 
-ExperienceFormat = Literal["full", "answer_only"]
+ExperienceFormat = Literal["full", "answer_only", "labelled"]
+
+#: Tools that store a record: left out of a feedback turn whose experience the
+#: agent will not keep (``retain_policy: successes_only`` after a judged failure).
+STORING_TOOLS = frozenset({"retain", "update"})
 
 
-def system_prompt(custom: str | None, strategy: str) -> str:
+def system_prompt(custom: str | None, strategy: str, remem: bool = False) -> str:
     """The system prompt under the tools protocol."""
     base = custom if custom is not None else SYSTEM_PROMPT
-    return base + TOOL_USE_ADDENDUM if strategy == "tool_use" and custom is None else base
+    if custom is not None or strategy != "tool_use":
+        return base
+    return base + (REMEM_ADDENDUM if remem else TOOL_USE_ADDENDUM)
 
 
-def text_system_prompt(custom: str | None, strategy: str, tools: Sequence[ToolSpec]) -> str:
+def text_system_prompt(custom: str | None, strategy: str, tools: Sequence[ToolSpec], remem: bool = False) -> str:
     """The system prompt under the text protocol: the format is always stated,
     after a custom prompt too, because the agent parses replies by it."""
     if custom is not None:
         base = custom
+    elif strategy == "tool_use":
+        base = TEXT_SYSTEM_PROMPT + (TEXT_REMEM_ADDENDUM if remem else TEXT_TOOL_USE_ADDENDUM)
     else:
-        base = TEXT_SYSTEM_PROMPT + (TEXT_TOOL_USE_ADDENDUM if strategy == "tool_use" else "")
+        base = TEXT_SYSTEM_PROMPT
     return base + "\n\n" + textproto.instructions(tools, acknowledgement=FEEDBACK_ACKNOWLEDGEMENT)
 
 
@@ -106,16 +145,23 @@ def feedback_tools(tools: Sequence[ToolSpec]) -> list[ToolSpec]:
     return [ACKNOWLEDGEMENT_TOOL if spec == FINAL_ANSWER_TOOL else spec for spec in tools]
 
 
-def experience_text(task: str, answer: str | None, target: str, form: ExperienceFormat = "full") -> str:
+def experience_text(
+    task: str, answer: str | None, target: str, form: ExperienceFormat = "full", correct: bool | None = None
+) -> str:
     """One ExpRAG experience, as retained after feedback and shown on recall.
 
     ``answer_only`` leaves out the agent's own earlier answer: a small model shown
     "My answer: <wrong>" copies it (issue 19: 10 of 14 repeated tasks with SmolLM2).
+    ``labelled`` is the paper's experience: task, answer, feedback and the correctness
+    label (``correct``, the agent's own verdict, see :mod:`.verdict`).
     """
     if form == "answer_only":
         return f"Task: {task}\nCorrect answer: {target}"
     shown = "(no answer)" if answer is None else answer
-    return f"Task: {task}\nMy answer: {shown}\nCorrect answer: {target}"
+    text = f"Task: {task}\nMy answer: {shown}\nCorrect answer: {target}"
+    if form == "labelled":
+        text += f"\nOutcome: {'correct' if correct else 'incorrect'}"
+    return text
 
 
 def with_memories(prompt: str, hits: Sequence[MemoryHit]) -> str:
@@ -126,5 +172,16 @@ def with_memories(prompt: str, hits: Sequence[MemoryHit]) -> str:
     blocks = "\n\n".join(f"[{index}] {hit.content}" for index, hit in enumerate(ordered, 1))
     return (
         "Experiences from earlier tasks, most similar first (they may or may not help):\n\n"
+        f"{blocks}\n\n---\n\nCurrent task:\n{prompt}"
+    )
+
+
+def with_recent_memories(prompt: str, hits: Sequence[MemoryHit]) -> str:
+    """The task prompt, preceded by the most recent experiences, newest first (ExpRecent)."""
+    if not hits:
+        return prompt
+    blocks = "\n\n".join(f"[{index}] {hit.content}" for index, hit in enumerate(hits, 1))
+    return (
+        "Experiences from the most recent earlier tasks, newest first (they may or may not help):\n\n"
         f"{blocks}\n\n---\n\nCurrent task:\n{prompt}"
     )

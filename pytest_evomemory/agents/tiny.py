@@ -11,6 +11,24 @@ memory strategies are the three names of docs/design.md:
 * ``tool_use``: the model is offered exactly the turn's tools (the memory
   system's, registered by the runtime) and decides itself when to use them.
 
+The paper's reference methods are presets of this one agent (``kind`` in the
+agent config; docs/reference-agents.md), because they differ only in what is
+recalled before a task, what is kept after its feedback and how the turn loops:
+
+* ``exprag``: ``deterministic_recall`` of the memory's top-k most similar
+  experiences; retains the labelled experience (task, answer, correct answer, the
+  agent's own verdict) after feedback.
+* ``exprecent``: the same, but recalls the memory's k most recently retained
+  experiences (:class:`~pytest_evomemory.memory.base.RecencyRecall`): the window
+  lives in the memory, since the agent's state is reset after every task.
+* ``remem``: ``tool_use`` with the think / act / refine-memory loop: a reply
+  without a tool call is a *think* step (the loop goes on), a memory tool call
+  (recall, retain, update, forget) *refines* memory, ``final_answer`` *acts*.
+
+``retain_policy: successes_only`` keeps only experiences whose answer the agent
+judged correct from the feedback (:mod:`.verdict`): a deterministic agent then
+retains nothing, a tool-using one is offered no storing tool in that feedback turn.
+
 It speaks one of three protocols (agent config key ``protocol``): ``tools``
 (native tool calls), ``text`` (the paper's "Rationale: ... / Final Answer: ..."
 format with memory operations as labelled lines, see :mod:`.textproto`) for
@@ -29,13 +47,14 @@ from typing import Any
 
 from ..config import AgentConfig
 from ..errors import ConfigError, EpisodeError
-from ..memory.base import MemorySystem
+from ..memory.base import MemorySystem, RecencyRecall, supports_recency
 from ..models.base import ChatCompletion, ChatModel, ModelToolCall
 from ..text import normalize
 from ..tools import FINAL_ANSWER_TOOL
 from ..types import FEEDBACK_ACKNOWLEDGEMENT, Stimulus, TaskView, ToolSpec, UserStimulus
 from . import prompts, textproto
 from .base import Turn
+from .verdict import judged_correct
 
 
 class TinyAgent:
@@ -48,13 +67,23 @@ class TinyAgent:
         model: ChatModel | None = None,
     ) -> None:
         if config.model is None and model is None:
-            raise ConfigError("agent kind 'tiny' needs a 'model' section in the agent config")
+            raise ConfigError(f"agent kind {config.kind!r} needs a 'model' section in the agent config")
         if config.memory_strategy == "deterministic_recall" and memory is None:
-            raise ConfigError("tiny with memory_strategy 'deterministic_recall' needs a memory system")
+            raise ConfigError(f"{config.kind} with memory_strategy 'deterministic_recall' needs a memory system")
         self.config = config
         self.strategy = config.memory_strategy
         # Only deterministic_recall touches memory directly; the others never see it.
         self.memory = memory if self.strategy == "deterministic_recall" else None
+        #: ExpRecent: recall the memory's most recent records instead of the most similar.
+        self.recent = config.kind == "exprecent"
+        #: ReMem: a reply without a tool call is a think step, not a protocol slip.
+        self.remem = config.kind == "remem"
+        if self.recent and self.memory is not None and not supports_recency(self.memory):
+            raise ConfigError(
+                f"agent kind 'exprecent' needs a memory with recent(limit) (the k most recently retained "
+                f"records); {type(getattr(self.memory, 'backend', self.memory)).__name__} has none: use a "
+                "built-in backend (inprocess, dense, sqlite, postgres) or add the method (docs/memory.md)"
+            )
         if model is None:
             from ..models.factory import build_chat_model
 
@@ -70,7 +99,7 @@ class TinyAgent:
     @property
     def system_prompt(self) -> str:
         """The tools protocol's system prompt (the text one depends on the turn's tools)."""
-        return prompts.system_prompt(self.config.system_prompt, self.strategy)
+        return prompts.system_prompt(self.config.system_prompt, self.strategy, self.remem)
 
     def respond(self, stimulus: Stimulus, turn: Turn) -> None:
         feedback = isinstance(stimulus, UserStimulus)
@@ -78,8 +107,20 @@ class TinyAgent:
         if isinstance(stimulus, TaskView):
             self._start_task(stimulus, turn)
         else:
+            if not self._keeps(stimulus):
+                # successes_only after a judged failure: nothing of this task is stored.
+                offered = [spec for spec in offered if spec.name not in prompts.STORING_TOOLS]
             self._start_feedback(stimulus, turn)
         self._loop(turn, offered, feedback=feedback)
+
+    def _keeps(self, feedback: UserStimulus) -> bool:
+        """Whether this task's experience is one the agent keeps (retain_policy)."""
+        return self.config.retain_policy == "all" or self._judged_correct(feedback)
+
+    def _judged_correct(self, feedback: UserStimulus) -> bool:
+        """The agent's own verdict from the feedback it sees (never the score)."""
+        choices = self._task.choices if self._task is not None else ()
+        return judged_correct(feedback.submitted_answer, feedback.target, choices)
 
     def reset(self) -> None:
         self._conversation = []
@@ -89,7 +130,7 @@ class TinyAgent:
 
     def _system(self, turn: Turn) -> str:
         if self.mode == "text":
-            return prompts.text_system_prompt(self.config.system_prompt, self.strategy, turn.tools)
+            return prompts.text_system_prompt(self.config.system_prompt, self.strategy, turn.tools, self.remem)
         return self.system_prompt
 
     def _start_task(self, task: TaskView, turn: Turn) -> None:
@@ -98,19 +139,29 @@ class TinyAgent:
         prompt = task.prompt
         if self.memory is not None:
             # No top_k: the memory config owns how many experiences come back.
-            prompt = prompts.with_memories(prompt, self.memory.recall(task.prompt))
+            prompt = self._with_experiences(task.prompt)
         self._append({"role": "system", "content": self._system(turn)}, turn)
         self._append({"role": "user", "content": prompt}, turn)
 
+    def _with_experiences(self, prompt: str) -> str:
+        assert self.memory is not None
+        if self.recent and isinstance(self.memory, RecencyRecall):  # checked in __init__
+            return prompts.with_recent_memories(prompt, self.memory.recent())
+        return prompts.with_memories(prompt, self.memory.recall(prompt))
+
     def _start_feedback(self, feedback: UserStimulus, turn: Turn) -> None:
-        if self.memory is not None and self._task is not None:
+        if self.memory is not None and self._task is not None and self._keeps(feedback):
+            correct = self._judged_correct(feedback)
             experience = prompts.experience_text(
                 self._task.prompt,
                 feedback.submitted_answer,
                 feedback.target,
                 self.config.experience_format,
+                correct,
             )
-            self.memory.retain(experience, {"task_id": feedback.task_id, "stream": feedback.stream})
+            self.memory.retain(
+                experience, {"task_id": feedback.task_id, "stream": feedback.stream, "correct": correct}
+            )
         if not self._conversation:  # feedback without its task (a reset in between)
             self._append({"role": "system", "content": self._system(turn)}, turn)
         content = feedback.content
@@ -131,6 +182,11 @@ class TinyAgent:
             if completion.tool_calls:
                 self._run_tools(completion, turn)
                 continue
+            if self.remem and self.protocol == "tools" and (completion.content or "").strip():
+                # ReMem's think step: the reasoning stays in the conversation, the loop goes on
+                # (bounded by max_steps, like every step).
+                self._append({"role": "user", "content": self._remem_continue(feedback)}, turn)
+                continue
             fell_back = self.protocol == "auto" and self.mode == "tools"
             if fell_back:
                 # The server answered without a tool call: it may have no tool
@@ -142,6 +198,10 @@ class TinyAgent:
                 raise EpisodeError(self._give_up_message())
             nudged = True
             self._append({"role": "user", "content": self._nudge(turn, feedback, fell_back)}, turn)
+
+    @staticmethod
+    def _remem_continue(feedback: bool) -> str:
+        return prompts.REMEM_FEEDBACK_CONTINUE if feedback else prompts.REMEM_CONTINUE
 
     def _nudge(self, turn: Turn, feedback: bool, fell_back: bool) -> str:
         if self.mode == "tools":

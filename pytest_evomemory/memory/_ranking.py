@@ -203,6 +203,18 @@ class VectorIndex:
             self._matrix[self._size] = vector.reshape(self.dim)
             self._size += 1
 
+    def remove(self, record_id: int) -> None:
+        """Drop one record's row (a forgotten record); the rows after it move up."""
+        with self._lock:
+            size = self._size
+            at = np.flatnonzero(self._ids[:size] == record_id)
+            if at.size == 0:
+                return
+            row = int(at[0])
+            self._ids[row : size - 1] = self._ids[row + 1 : size]
+            self._matrix[row : size - 1] = self._matrix[row + 1 : size]
+            self._size = size - 1
+
     def clear(self) -> None:
         with self._lock:
             self._ids = np.zeros(0, dtype=np.int64)

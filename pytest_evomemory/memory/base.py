@@ -52,6 +52,51 @@ class MemorySystem(Protocol):
         ...
 
 
+# --------------------------------------------------------------------------- optional capabilities
+#
+# A memory system may offer more than retain/recall. The runtime never calls these
+# itself either: an agent that needs one (ExpRecent's recency window, ReMem's
+# rewrite and delete tools) checks for it and says clearly when it is missing.
+
+
+@runtime_checkable
+class RecencyRecall(Protocol):
+    """Optional capability: the records retained last, newest first.
+
+    Why the memory and not the agent: agent state is reset after every task, and
+    only the memory persists (and is snapshotted for resume), so "the k most recent
+    experiences" must come from the store's own retain order (record ids).
+    """
+
+    def recent(self, limit: int | None = None) -> list[MemoryHit]:
+        """Up to ``limit`` (default: ``default_top_k``) records, most recently retained
+        first. ``score`` carries no similarity here (0.0)."""
+        ...
+
+
+@runtime_checkable
+class Forgetting(Protocol):
+    """Optional capability: delete one record by the id ``retain``/``recall`` gave.
+
+    With it, the standard tools can offer ``forget`` and ``update`` (a rewrite: the
+    new text is retained under a new id, then the old record is forgotten), when the
+    memory config asks for them (``editing_tools: true``).
+    """
+
+    def forget(self, record_id: str) -> bool:
+        """Delete the record; False when no record has that id (nothing changes)."""
+        ...
+
+
+def supports_recency(memory: object) -> bool:
+    """Whether ``memory`` (or the backend an observer wraps) offers ``recent``."""
+    return isinstance(getattr(memory, "backend", memory), RecencyRecall)
+
+
+def supports_forgetting(memory: object) -> bool:
+    return isinstance(getattr(memory, "backend", memory), Forgetting)
+
+
 class RecordRejected(MemoryBackendError):
     """This one record cannot be stored (e.g. text the database cannot hold).
 

@@ -15,7 +15,8 @@ from ..config import MemoryConfig
 from ..errors import ConfigError, EvoMemoryError, MemoryBackendError
 from ..factories import load_factory, user_frames
 from ..registry import Registry, is_reference
-from .base import MemoryBackend, MemoryContext, MemorySystem
+from .base import Forgetting, MemoryBackend, MemoryContext, MemorySystem
+from .tools import EDITING_TOOLS_ATTRIBUTE
 
 #: Every backend a memory config may name besides a ``module:factory`` reference.
 #: A backend module declares its :class:`MemoryBackend` as ``BACKEND``.
@@ -27,6 +28,7 @@ MEMORY_BACKENDS.builtin("postgres", "pytest_evomemory.memory.postgres:BACKEND")
 # when a stream's memory opens.
 MEMORY_BACKENDS.builtin("mem0", "pytest_evomemory.memory.mem0:BACKEND")
 MEMORY_BACKENDS.builtin("langmem", "pytest_evomemory.memory.langmem:BACKEND")
+MEMORY_BACKENDS.builtin("dense", "pytest_evomemory.memory.dense:BACKEND")
 
 MemoryFactory = Callable[[MemoryConfig, MemoryContext], MemorySystem]
 
@@ -68,7 +70,20 @@ def build_memory(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
             "does not implement the MemorySystem protocol (retain, recall, reset, close, "
             "tools, default_top_k)"
         )
+    if config.editing_tools and spec is not None:
+        enable_editing_tools(memory, config.backend)
     return memory
+
+
+def enable_editing_tools(memory: MemorySystem, name: str) -> None:
+    """Have a built-in backend's tools include ``forget`` and ``update`` (ReMem's
+    refine-memory operations, ``memory.editing_tools``); it must be able to forget."""
+    if not isinstance(memory, Forgetting):
+        raise MemoryBackendError(
+            f"memory backend {name!r} cannot forget records, so it cannot offer editing tools; "
+            "remove 'editing_tools' from the memory config"
+        )
+    setattr(memory, EDITING_TOOLS_ATTRIBUTE, True)
 
 
 #: While a factory has not returned, :func:`open_with_timeout` says so this often
@@ -144,6 +159,7 @@ __all__ = [
     "MemoryFactory",
     "backend_spec",
     "build_memory",
+    "enable_editing_tools",
     "missing_extra",
     "open_with_timeout",
 ]

@@ -198,6 +198,31 @@ class InProcessMemory:
         self._check_open()
         self._clear()
 
+    # ------------------------------------------------------------------ optional capabilities
+
+    #: Offer ``forget``/``update`` tools too (set by the factory for ``editing_tools: true``).
+    editing_tools = False
+
+    def recent(self, limit: int | None = None) -> list[MemoryHit]:
+        """The ``limit`` records retained last, newest first (:class:`~.base.RecencyRecall`)."""
+        self._check_open()
+        count = self.default_top_k if limit is None else limit
+        if count < 1:
+            raise MemoryBackendError(f"recent: limit must be at least 1, got {count}")
+        return [MemoryHit(r.record_id, r.content, 0.0, r.metadata) for r in reversed(self._records[-count:])]
+
+    def forget(self, record_id: str) -> bool:
+        """Delete one record (:class:`~.base.Forgetting`); the word arrays are rebuilt
+        without it, which costs one pass over the store: deletes are rare next to recalls."""
+        self._check_open()
+        kept = [record for record in self._records if record.record_id != record_id]
+        if len(kept) == len(self._records):
+            return False
+        self._clear()
+        for record in kept:
+            self._add(record)
+        return True
+
     def close(self) -> None:
         self._closed = True
         self._clear()

@@ -19,7 +19,7 @@ from ..errors import MemoryBackendError, ProtocolViolation
 from ..factories import user_frames
 from ..tools import Tool, ToolArgumentError
 from ..types import MemoryHit
-from .base import MemorySystem
+from .base import MemorySystem, RecencyRecall
 from .guard import IsolationGuard
 from .tools import MemoryTool, MemoryToolCall, instrument_memory_tools
 
@@ -130,6 +130,22 @@ class ObservedMemory:
     def recall(self, query: str, top_k: int | None = None) -> list[MemoryHit]:
         self.counts.recalls += 1
         hits = self._forward(lambda: self.backend.recall(query, top_k), "recall")
+        self._check((str(hit.record_id), hit.content) for hit in hits)
+        self.recalled.extend(hit.to_dict() for hit in hits)
+        return hits
+
+    def recent(self, limit: int | None = None) -> list[MemoryHit]:
+        """The backend's most recently retained records (:class:`~.base.RecencyRecall`),
+        counted and checked as a recall; a backend without it fails clearly."""
+        backend = self.backend
+        if not isinstance(backend, RecencyRecall):
+            raise MemoryBackendError(
+                f"memory system {type(backend).__name__} of stream {self.stream!r} offers no "
+                "recent(limit), which a recency window (agent kind 'exprecent') needs; use a built-in "
+                "backend (inprocess, dense, sqlite, postgres) or add the method (docs/memory.md)"
+            )
+        self.counts.recalls += 1
+        hits = self._forward(lambda: backend.recent(limit), "recent")
         self._check((str(hit.record_id), hit.content) for hit in hits)
         self.recalled.extend(hit.to_dict() for hit in hits)
         return hits

@@ -392,6 +392,67 @@ class PostgresMemory:
             if self._index is not None:
                 self._index.clear()
 
+    # ------------------------------------------------------------------ optional capabilities
+
+    #: Offer ``forget``/``update`` tools too (set by the factory for ``editing_tools: true``).
+    editing_tools = False
+
+    def recent(self, limit: int | None = None) -> list[MemoryHit]:
+        """The ``limit`` records retained last, newest first (:class:`~.base.RecencyRecall`)."""
+        from psycopg import sql
+
+        self._check_open()
+        count = self.default_top_k if limit is None else limit
+        if count < 1:
+            raise MemoryBackendError(f"recent: limit must be at least 1, got {count}")
+        try:
+            with self._lock:
+                self._check_open()
+                rows = self._connection.execute(
+                    sql.SQL("SELECT id, content, metadata FROM {} ORDER BY id DESC LIMIT %s").format(self._table),
+                    (count,),
+                ).fetchall()
+        except self._psycopg.Error as error:
+            raise MemoryBackendError(f"postgres memory {self.table!r}: recent failed: {str(error).strip()}") from None
+        return [MemoryHit(str(row[0]), row[1], 0.0, row[2]) for row in rows]
+
+    def forget(self, record_id: str) -> bool:
+        """Delete one record (:class:`~.base.Forgetting`): its row, its vector and its
+        lexemes' counts (kept exactly, as :meth:`retain` keeps them)."""
+        from psycopg import sql
+
+        self._check_open()
+        try:
+            number = int(record_id)
+        except (TypeError, ValueError):
+            return False
+        if not 0 < number < 2**63:  # not an id this store ever issued (nor one SQL can hold)
+            return False
+        with self._lock:
+            self._check_open()
+            try:
+                row = self._connection.execute(
+                    sql.SQL("DELETE FROM {} WHERE id = %s RETURNING id, tsvector_to_array(tsv)").format(self._table),
+                    (number,),
+                ).fetchone()
+            except self._psycopg.Error as error:
+                raise MemoryBackendError(
+                    f"postgres memory {self.table!r}: forget failed: {str(error).strip()}"
+                ) from None
+            if row is None:
+                return False
+            self._count -= 1
+            frequencies = self._frequencies
+            for lexeme in row[1]:
+                held = frequencies.get(lexeme, 0) - 1
+                if held > 0:
+                    frequencies[lexeme] = held
+                else:
+                    frequencies.pop(lexeme, None)
+            if self._index is not None:
+                self._index.remove(number)
+        return True
+
     def close(self) -> None:
         """Drop the stream's table (its records belong to the finished stream) and disconnect."""
         from psycopg import sql

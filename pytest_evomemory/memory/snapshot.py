@@ -17,12 +17,13 @@ cut, edited by hand or copied from another stream is :class:`SnapshotDamaged`,
 never loaded (:meth:`StreamSnapshots.newest_intact` finds the newest one that
 verifies).
 
-:class:`RecordLog` is the built-in backends' implementation: they only ever
-append records (or empty the store), so a snapshot is an append-only log plus a
-manifest, and saving after each episode costs only the new records. Under
-:class:`StreamSnapshots` all slots of a stream share one log (each manifest
-names the prefix that is its state), so the rotating slots take about one
-store on disk, not one each.
+:class:`RecordLog` is the built-in backends' implementation: they append records,
+empty the store or delete one (``forget``), so a snapshot is an append-only log plus
+a manifest, and saving after each episode costs only the new records (after an
+emptying or a delete, which the record count gives away, a new generation of the
+log is written). Under :class:`StreamSnapshots` all slots of a stream share one
+log (each manifest names the prefix that is its state), so the rotating slots take
+about one store on disk, not one each.
 """
 
 from __future__ import annotations
@@ -783,8 +784,9 @@ class RecordLog:
     written ASCII-escaped so that NUL bytes and lone surrogates survive;
     ``manifest.json`` in the snapshot directory says which generation, how many
     of its bytes and records are the snapshot, and their SHA-256. A save appends
-    only the records after the last id logged — unless the store was emptied since
-    (the record count gives it away): then a new generation is written.
+    only the records after the last id logged — unless the store was emptied or a
+    record deleted since (the record count gives it away: the store holds fewer
+    records than the log plus the new ones): then a new generation is written.
 
     Used by :class:`StreamSnapshots`, the log lives in the stream's ``log/``
     directory and is shared by every slot (each manifest names its prefix);

@@ -342,6 +342,58 @@ class SqliteMemory:
             if self._index is not None:
                 self._index.clear()
 
+    # ------------------------------------------------------------------ optional capabilities
+
+    #: Offer ``forget``/``update`` tools too (set by the factory for ``editing_tools: true``).
+    editing_tools = False
+
+    def recent(self, limit: int | None = None) -> list[MemoryHit]:
+        """The ``limit`` records retained last, newest first (:class:`~.base.RecencyRecall`)."""
+        self._check_open()
+        count = self.default_top_k if limit is None else limit
+        if count < 1:
+            raise MemoryBackendError(f"recent: limit must be at least 1, got {count}")
+        try:
+            with self._lock:
+                self._check_open()
+                rows = self._connection.execute(
+                    "SELECT id, content, metadata FROM records ORDER BY id DESC LIMIT ?", (count,)
+                ).fetchall()
+        except sqlite3.Error as error:
+            raise MemoryBackendError(f"sqlite memory {str(self.path)!r}: recent failed: {error}") from None
+        return [_hit(int(row[0]), row[1], row[2], 0.0) for row in rows]
+
+    def forget(self, record_id: str) -> bool:
+        """Delete one record (:class:`~.base.Forgetting`): row, full-text entry, vector."""
+        self._check_open()
+        try:
+            number = int(record_id)
+        except (TypeError, ValueError):
+            return False
+        if not 0 < number < 2**63:  # not an id this store ever issued (nor one SQL can hold)
+            return False
+        with self._lock:
+            self._check_open()
+            try:
+                row = self._connection.execute("SELECT content FROM records WHERE id = ?", (number,)).fetchone()
+                if row is None:
+                    return False
+                self._connection.execute("BEGIN")
+                self._connection.execute(
+                    "INSERT INTO records_fts (records_fts, rowid, content) VALUES ('delete', ?, ?)", (number, row[0])
+                )
+                self._connection.execute("DELETE FROM records WHERE id = ?", (number,))
+                self._connection.execute("COMMIT")
+            except sqlite3.Error as error:
+                self._rollback()
+                raise MemoryBackendError(f"sqlite memory {str(self.path)!r}: forget failed: {error}") from None
+            self._count -= 1
+            # the remembered document frequencies count the deleted record: count afresh
+            self._counted.clear()
+            if self._index is not None:
+                self._index.remove(number)
+        return True
+
     def close(self) -> None:
         with self._lock:
             if self._closed:
@@ -477,9 +529,6 @@ def _match_expression(terms: Sequence[str]) -> str:
 
 def _hit(record_id: int, content: str, metadata: str, score: float) -> MemoryHit:
     return MemoryHit(str(record_id), content, score, json.loads(metadata))
-
-
-
 
 
 def _database_files(config: MemoryConfig, context: MemoryContext) -> list[str]:

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..tools import Tool, ToolArgumentError, require_string
 from ..types import ToolSpec
-from .base import RecordRejected
+from .base import Forgetting, RecordRejected
 from .guard import SeenRecord, records_in_tool_result
 
 if TYPE_CHECKING:
@@ -85,6 +85,42 @@ RECALL_SPEC = ToolSpec(
 )
 
 
+FORGET_SPEC = ToolSpec(
+    name="forget",
+    description=(
+        "Delete one record from long-term memory by its id (the id retain or recall "
+        "returned), e.g. an experience that is wrong, misleading or superseded."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {"id": {"type": "string", "description": "The id of the record to delete."}},
+        "required": ["id"],
+        "additionalProperties": False,
+    },
+)
+
+UPDATE_SPEC = ToolSpec(
+    name="update",
+    description=(
+        "Rewrite one record of long-term memory: store the new text and delete the old "
+        "record (the id retain or recall returned). Returns the new record's id."
+    ),
+    parameters={
+        "type": "object",
+        "properties": {
+            "id": {"type": "string", "description": "The id of the record to rewrite."},
+            "content": {"type": "string", "description": "The record's new text."},
+        },
+        "required": ["id", "content"],
+        "additionalProperties": False,
+    },
+)
+
+#: Set on a memory system (the built-in factory does so for ``editing_tools: true``)
+#: to have :func:`memory_tools` offer ``forget`` and ``update`` beside retain/recall.
+EDITING_TOOLS_ATTRIBUTE = "editing_tools"
+
+
 def memory_tools(memory: MemorySystem) -> list[Tool]:
     """Wrap a memory system's retain/recall as model-callable tools.
 
@@ -92,6 +128,11 @@ def memory_tools(memory: MemorySystem) -> list[Tool]:
     of the memory system under test, so the model is not offered a way to change
     it (a ``top_k`` argument it sends anyway is ignored). A record the backend
     cannot store (:class:`RecordRejected`) is a tool error, not a broken stream.
+
+    A memory that can forget (:class:`~.base.Forgetting`) and has
+    ``editing_tools`` set also offers ``forget`` and ``update`` (see
+    :func:`editing_tools`); by default the list stays retain/recall, so existing
+    ``tool_use`` agents are offered exactly what they were.
     """
 
     def retain(arguments: Mapping[str, Any]) -> str:
@@ -110,7 +151,41 @@ def memory_tools(memory: MemorySystem) -> list[Tool]:
             ensure_ascii=False,
         )
 
-    return [MemoryTool(RETAIN_SPEC, retain, "retain"), MemoryTool(RECALL_SPEC, recall, "recall")]
+    tools: list[Tool] = [MemoryTool(RETAIN_SPEC, retain, "retain"), MemoryTool(RECALL_SPEC, recall, "recall")]
+    if getattr(memory, EDITING_TOOLS_ATTRIBUTE, False) and isinstance(memory, Forgetting):
+        tools += editing_tools(memory)
+    return tools
+
+
+def editing_tools(memory: MemorySystem) -> list[Tool]:
+    """``forget`` (role forget) and ``update`` (no standard role: it stores and deletes).
+
+    ``update`` retains the new text first and forgets the old record only then, so a
+    rejected text or an unknown id leaves the memory as it was (a tool error). The
+    rewritten record gets a new id; for a recency window it counts as the newest.
+    """
+    if not isinstance(memory, Forgetting):
+        raise TypeError(f"{type(memory).__name__} cannot forget records; it offers no editing tools")
+
+    def forget(arguments: Mapping[str, Any]) -> str:
+        record_id = require_string(arguments, "id", "forget")
+        if not memory.forget(record_id):
+            raise ToolArgumentError(f"forget: no record has id {record_id!r}; use an id that recall returned")
+        return json.dumps({"forgotten": True, "id": record_id})
+
+    def update(arguments: Mapping[str, Any]) -> str:
+        record_id = require_string(arguments, "id", "update")
+        content = require_string(arguments, "content", "update")
+        try:
+            new_id = str(memory.retain(content))
+        except RecordRejected as error:
+            raise ToolArgumentError(str(error)) from None
+        if not memory.forget(record_id):
+            memory.forget(new_id)
+            raise ToolArgumentError(f"update: no record has id {record_id!r}; use an id that recall returned")
+        return json.dumps({"updated": True, "old_id": record_id, "id": new_id})
+
+    return [MemoryTool(FORGET_SPEC, forget, "forget"), MemoryTool(UPDATE_SPEC, update, None)]
 
 
 # --------------------------------------------------------------------------- instrumentation

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..rundir import SCHEMA_VERSION
 from .columns import figures_of
+from .similarity import similarity_analysis
 from .stats import Proportion, compare_paired
 
 if TYPE_CHECKING:
@@ -207,6 +208,8 @@ def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
         "figures": _figures(runs),
         "config_diff": config_diff(runs),
         "flips": _flips(runs),
+        # how each memory arm's gain over the first run tracks task similarity (.similarity)
+        "similarity": similarity_analysis(runs, list(streams)),
     }
     document["warnings"] = _warnings(runs, document)
     return document

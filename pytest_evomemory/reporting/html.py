@@ -30,6 +30,7 @@ from ..text import storable
 from ._markup import (
     _NONE,
     _ci,
+    _decimal,
     _e,
     _int,
     _mapping,
@@ -42,6 +43,7 @@ from .columns import Column, figure_column, stream_columns
 from .compare import OVERALL, build_comparison, stream_names
 from .drilldown import task_tables
 from .rundata import ReportError, RunData, load_run, load_runs
+from .scatter import similarity_svg
 
 REPORT_NAME = "report.html"
 
@@ -415,6 +417,34 @@ def _side_by_side(runs: Sequence[RunData]) -> str:
     )
 
 
+def _similarity(comparison: Mapping[str, Any]) -> str:
+    """Per stream, one plot per memory arm: its gain over the first run against how
+    similar each task was to what it recalled, with the correlation (.similarity)."""
+    analysis = _mapping(comparison.get("similarity"))
+    figures = []
+    for stream, entries in _mapping(analysis.get("streams")).items():
+        for entry in entries if isinstance(entries, list) else []:
+            if not entry.get("tasks") and not entry.get("tasks_without_similarity"):
+                continue
+            r, low, high = entry.get("pearson_r"), entry.get("pearson_ci_low"), entry.get("pearson_ci_high")
+            stats = (
+                f"r = {_decimal(r)} [{_decimal(low)}, {_decimal(high)}], \u03c1 = {_decimal(entry.get('spearman_rho'))}, "
+                f"n = {_int(entry.get('tasks'))}"
+            )
+            caption = f"{_e(stream)}: {_e(entry.get('label'))}<br>{_e(stats)}"
+            svg = similarity_svg(str(stream), str(entry.get("label")), entry.get("points") or [], entry.get("bins") or [])
+            figures.append(f"<figure><figcaption>{caption}</figcaption>{svg}</figure>")
+    if not figures:
+        return '<p class="meta">No run after the first recalled anything in a task turn, so there is nothing to correlate.</p>'
+    return (
+        f'<p class="meta">Each dot is a task: how similar it was to what the run recalled for it ({_e(analysis.get("method"))}), '
+        f"against the run's gain over {_e(analysis.get('control'))} on it (+1 only this run right, "
+        "\u22121 only the control right); squares are the mean gain per similarity bin. r: Pearson with its 95 % "
+        "interval (Fisher z), \u03c1: Spearman.</p>"
+        f'<div class="plots">{"".join(figures)}</div>'
+    )
+
+
 def render_comparison(
     runs: Sequence[RunData], comparison: Mapping[str, Any] | None = None, reports: Sequence[str | None] = ()
 ) -> str:
@@ -444,6 +474,8 @@ def render_comparison(
         "<h2>Learning curves</h2>",
         '<p class="meta">Cumulative accuracy after each task of the stream; one line per run.</p>',
         _plots(runs),
+        "<h2>Gain versus similarity</h2>",
+        _similarity(comparison),
         "<h2>Configuration differences</h2>",
         _config_diff(runs, comparison),
         "<h2>Tasks that flipped</h2>",

@@ -26,7 +26,7 @@ Choices, and why:
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -198,15 +198,141 @@ def compare_paired(first: Mapping[_Key, bool], second: Mapping[_Key, bool]) -> P
     return PairedComparison(pair(first, second))
 
 
+# --------------------------------------------------------------------------- replicates
+#
+# A replicate is one whole run of an arm (same config, another seed or order draw).
+# Its accuracy is one number; across N replicates the report gives their mean with a
+# Student-t interval (N is small: 3 to 10), and two arms or two orders of one arm are
+# compared by the mean of their per-replicate differences (paired by replicate: the
+# same seed) with the same interval. Within one replicate, tasks pair: two orders of
+# one stream hold the same tasks, so :func:`order_difference` is the paired
+# Newcombe/McNemar comparison above, task by task.
+
+
+@dataclass(frozen=True)
+class MeanInterval:
+    """The mean of a few numbers with its two-sided 95 % Student-t interval."""
+
+    n: int
+    mean: float | None
+    sd: float | None
+    low: float | None
+    high: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n": self.n, "mean": self.mean, "sd": self.sd, "ci_low": self.low, "ci_high": self.high}
+
+
+def replicate_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> MeanInterval:
+    """Mean, sample standard deviation (n - 1) and the t interval of ``values``
+    (mean +/- t(0.975, n - 1) * sd / sqrt(n) at 95 %). One value has a mean and no interval."""
+    n = len(values)
+    if n == 0:
+        return MeanInterval(0, None, None, None, None)
+    mean = math.fsum(values) / n
+    if n == 1:
+        return MeanInterval(1, mean, None, None, None)
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
+    half = student_t_quantile(1 - (1 - confidence) / 2, n - 1) * sd / math.sqrt(n)
+    return MeanInterval(n, mean, sd, mean - half, mean + half)
+
+
+def paired_replicate_difference(
+    first: Sequence[float], second: Sequence[float], confidence: float = CONFIDENCE
+) -> MeanInterval:
+    """``second - first`` replicate by replicate (paired t): the i-th replicates of the
+    two arms (or orders) share their seed, so their difference removes what the seed
+    did to both."""
+    if len(first) != len(second):
+        raise ValueError(f"paired replicates need as many of each, got {len(first)} and {len(second)}")
+    return replicate_interval([b - a for a, b in zip(first, second, strict=True)], confidence)
+
+
+def order_difference(first: Mapping[_Key, bool], second: Mapping[_Key, bool]) -> PairedComparison:
+    """Sequence robustness within one replicate: the same arm's outcomes in two orders
+    of one stream, paired by task (``second - first``: Newcombe interval, McNemar p)."""
+    return compare_paired(first, second)
+
+
+def student_t_cdf(t: float, df: float) -> float:
+    """P(T <= t) for Student's t with ``df`` degrees of freedom (via the regularized
+    incomplete beta function: no scipy)."""
+    if df <= 0:
+        raise ValueError(f"degrees of freedom must be positive, got {df}")
+    x = df / (df + t * t)
+    tail = 0.5 * _regularized_beta(x, df / 2, 0.5)
+    return 1 - tail if t > 0 else tail
+
+
+def student_t_quantile(p: float, df: float) -> float:
+    """The ``p`` quantile of Student's t (bisection on :func:`student_t_cdf`, to 1e-12)."""
+    if not 0 < p < 1:
+        raise ValueError(f"p must be in (0, 1), got {p}")
+    if p == 0.5:
+        return 0.0
+    if p < 0.5:
+        return -student_t_quantile(1 - p, df)
+    low, high = 0.0, 1.0
+    while student_t_cdf(high, df) < p:
+        high *= 2
+    for _ in range(200):
+        middle = (low + high) / 2
+        if student_t_cdf(middle, df) < p:
+            low = middle
+        else:
+            high = middle
+        if high - low < 1e-12:
+            break
+    return (low + high) / 2
+
+
+def _regularized_beta(x: float, a: float, b: float) -> float:
+    """I_x(a, b) by its continued fraction (Lentz), using the symmetry for convergence."""
+    if x <= 0:
+        return 0.0
+    if x >= 1:
+        return 1.0
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x))
+    if x < (a + 1) / (a + b + 2):
+        return front * _beta_fraction(x, a, b) / a
+    return 1 - front * _beta_fraction(1 - x, b, a) / b
+
+
+def _beta_fraction(x: float, a: float, b: float) -> float:
+    tiny = 1e-300
+    c, d = 1.0, 1 - (a + b) * x / (a + 1)
+    d = 1 / (d if abs(d) > tiny else tiny)
+    result = d
+    for m in range(1, 500):
+        for numerator in (
+            m * (b - m) * x / ((a + 2 * m - 1) * (a + 2 * m)),
+            -(a + m) * (a + b + m) * x / ((a + 2 * m) * (a + 2 * m + 1)),
+        ):
+            d = 1 + numerator * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + numerator / c
+            c = c if abs(c) > tiny else tiny
+            result *= c * d
+        if abs(c * d - 1) < 1e-15:
+            break
+    return result
+
+
 __all__ = [
     "CONFIDENCE",
     "Z95",
+    "MeanInterval",
     "PairedComparison",
     "PairedTable",
     "Proportion",
     "compare_paired",
     "mcnemar_exact",
     "newcombe_paired_interval",
+    "order_difference",
     "pair",
+    "paired_replicate_difference",
+    "replicate_interval",
+    "student_t_cdf",
+    "student_t_quantile",
     "wilson_interval",
 ]

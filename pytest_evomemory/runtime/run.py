@@ -44,6 +44,7 @@ from ..rundir import (
 from ..streams import Stream, load_benchmark
 from ..text import shorten
 from .memory import IsolationGuard, ObservedMemory, observe
+from .order import check_resume_order, order_streams
 from .records import Record, ResultCollector
 from .stream import StreamRun
 
@@ -94,7 +95,9 @@ class BenchmarkRun:
         check_agent_environment(config.agent)  # once, before any stream or model call
         source = config.sources.get("benchmark", "benchmark config")
         try:
-            self.streams: list[Stream] = load_benchmark(config.benchmark, config.base_dir, source)
+            self.streams: list[Stream] = order_streams(
+                load_benchmark(config.benchmark, config.base_dir, source), config.benchmark, config.base_dir, source
+            )
         except (ConfigError, DataError) as error:
             if source in str(error):
                 raise
@@ -184,7 +187,7 @@ class BenchmarkRun:
             "streams": [
                 {
                     "name": s.name, "tasks": len(s), "match_mode": s.match_mode, "description": s.description,
-                    "breakdown": s.breakdown, "provenance": dict(s.provenance),
+                    "breakdown": s.breakdown, "provenance": dict(s.provenance), "order": dict(s.order),
                     "scorers": [scorer_identity(mode) for mode in sorted({x.match_mode for x in s.samples})],
                 }
                 for s in self.streams
@@ -328,6 +331,7 @@ class Run:
                 f"({path}); resume with the same config and options, or start a new run in another "
                 "output directory"
             )
+        check_resume_order(state.document, benchmark.streams, run_dir, flag)
         return cls(benchmark, run_dir, resume=state, command=command, session_id=session_id)
 
     def lock(self) -> None:

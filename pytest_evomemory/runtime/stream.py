@@ -37,6 +37,7 @@ from ..feedback import QuoteAnswer, render_feedback
 from ..memory.base import RecordRejected
 from ..memory.snapshot import ResumeRefused, StreamSnapshots
 from ..pricing import Pricing, cost_of
+from ..reporting.similarity import SIMILARITY_KEY, recall_similarity
 from ..tools import Tool
 from ..types import (
     FEEDBACK_ACKNOWLEDGEMENT,
@@ -299,8 +300,18 @@ class Episode:
             self.record(error_record(self.sample, str(error), response, user_traceback(error)))
             raise
         self._task_ended = True
-        self.record(TaskRecord(self.outcome.response.to_dict(), self.outcome.scored.to_dict()))
+        self.record(TaskRecord(self.outcome.response.to_dict(), self._scored(self.outcome)))
         return self.outcome
+
+    def _scored(self, outcome: TaskOutcome) -> dict[str, Any]:
+        """The score, and how similar the task was to what its recalls returned
+        (reporting/similarity.py: the gain-versus-similarity analysis reads it)."""
+        scored = outcome.scored.to_dict()
+        response = outcome.response
+        closeness = recall_similarity(self.sample.prompt, response.memory_recalled, response.memory_recalls)
+        if closeness is not None:
+            scored[SIMILARITY_KEY] = closeness
+        return scored
 
     def finish(self) -> None:
         """Feedback, then reset; a task turn that never ended (Ctrl-C) gets no feedback."""

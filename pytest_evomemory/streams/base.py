@@ -37,6 +37,10 @@ class Stream:
     #: where it differs from the scored target (a choice letter in this task's
     #: order); ``None``: the target is the source's own answer field.
     quote_answer: QuoteAnswer | None = None
+    #: The task order in use and where it came from (``benchmark.order``; set by
+    #: :func:`pytest_evomemory.runtime.order.order_streams`), recorded per stream in
+    #: run.json; empty until ordered.
+    order: Mapping[str, Any] = field(default_factory=dict)
 
     def __len__(self) -> int:
         return len(self.samples)

@@ -176,3 +176,13 @@ def test_bench_memory_libraries_prints_its_tables() -> None:
     for backend in ("mem0", "langmem", "inprocess", "sqlite"):
         assert f"\n{backend} " in out
     assert "calls/retain" in out
+
+
+def test_bench_paper_tokens_prints_per_task_tokens_and_the_full_size_cost() -> None:
+    result = run_script(str(BENCHMARKS / "bench_paper_tokens.py"), "--limit", "3", "--prompt-factor", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "Per task on the sample streams (6 tasks" in out
+    for method in ("no memory", "ExpRecent", "ExpRAG", "ReMem"):
+        assert f"\n{method}" in out
+    assert "2,726 tasks" in out and "gpt-4o-mini $" in out

@@ -11,6 +11,7 @@ order, MMLU-Pro's category filter, and what a ToolBench answer is compared with.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -66,6 +67,9 @@ def convert_aime(records: Sequence[Record], out: Converting) -> None:
         for key in ("year", "url"):
             if key in record:
                 metadata[key] = _scalar(record[key])
+        number = aime_problem_number(record.get("url"))
+        if number is not None:
+            metadata["difficulty"] = number
         out.add(
             record,
             task_id=str(task_id),
@@ -75,7 +79,42 @@ def convert_aime(records: Sequence[Record], out: Converting) -> None:
         )
 
 
+#: ``.../2024_AIME_I_Problems/Problem_7``: the problem's number in its exam.
+_AIME_PROBLEM = re.compile(r"Problem_(\d{1,2})/?$")
+
+
+def aime_problem_number(url: object) -> int | None:
+    """An AIME problem's number (1-15) from its AoPS ``url``: AIME problems are set
+    in rising difficulty, so the number is the source's own difficulty order."""
+    match = _AIME_PROBLEM.search(url) if isinstance(url, str) else None
+    return int(match.group(1)) if match else None
+
+
 # --------------------------------------------------------------------------- GPQA
+
+#: GPQA's difficulty fields: the question writer's estimate and the two expert
+#: validators' (each one of four levels, named by the start of its text).
+GPQA_DIFFICULTY_FIELDS = ("Writer's Difficulty Estimate", "Question Difficulty_EV_1", "Question Difficulty_EV_2")
+GPQA_DIFFICULTY_LEVELS = (
+    ("easy undergraduate", 1),
+    ("hard undergraduate", 2),
+    ("hard graduate", 3),
+    ("post-graduate", 4),
+)
+
+
+def gpqa_difficulty(record: Record) -> float | None:
+    """The mean of the estimates GPQA records for a question (1 easy undergraduate ..
+    4 post-graduate), or None when it records none."""
+    levels = []
+    for key in GPQA_DIFFICULTY_FIELDS:
+        value = record.get(key)
+        text = value.strip().casefold() if isinstance(value, str) else ""
+        level = next((number for prefix, number in GPQA_DIFFICULTY_LEVELS if text.startswith(prefix)), None)
+        if level is not None:
+            levels.append(level)
+    return round(sum(levels) / len(levels), 6) if levels else None
+
 
 
 def gpqa_permutations(count: int, seed: int) -> list[list[int]]:
@@ -99,19 +138,23 @@ def convert_gpqa(records: Sequence[Record], out: Converting) -> None:
         source_options = [_text(record, key, where) for key in fields]
         choices = tuple(source_options[i].strip() for i in permutation)
         question = _text(record, "Question", where).strip()
+        metadata: dict[str, Any] = {
+            "correct_answer": record["Correct Answer"],
+            "permutation": list(permutation),
+            "seed": seed,
+            "high_level_domain": _scalar(record.get("High-level domain")),
+            "subdomain": _scalar(record.get("Subdomain")),
+        }
+        difficulty = gpqa_difficulty(record)
+        if difficulty is not None:
+            metadata["difficulty"] = difficulty
         out.add(
             record,
             task_id=_text(record, "Record ID", where).strip(),
             prompt=render_choices(question, choices),
             target=chr(ord("A") + permutation.index(0)),
             choices=choices,
-            metadata={
-                "correct_answer": record["Correct Answer"],
-                "permutation": list(permutation),
-                "seed": seed,
-                "high_level_domain": _scalar(record.get("High-level domain")),
-                "subdomain": _scalar(record.get("Subdomain")),
-            },
+            metadata=metadata,
         )
 
 

@@ -1,0 +1,174 @@
+"""How the gain from memory tracks how similar a task is to what the agent recalled.
+
+The paper reports that memory helps most where the tasks resemble what was
+retrieved (a positive correlation between task similarity and the gain, per model).
+Here, per task, the similarity is measured between the task's prompt and what the
+agent's recalls returned in the task turn, and per stream it is correlated with the
+memory arm's gain over the control arm on the same task (paired by task id).
+
+Why lexical: a hit's ``score`` is backend-specific (BM25, fused ranks, cosines of
+one encoder or another), so it cannot be compared across memory systems. The
+similarity here is the bag-of-words cosine of :func:`pytest_evomemory.text.similarity`
+(content words, stop words dropped, light stemming): backend-independent, cheap,
+needing no model, and the same for every run on every machine. A task's similarity
+is the largest over its recalled records (0.0 when its recalls returned nothing;
+``None``, and left out of the correlation, when the task turn made no recall).
+
+Per stream and memory arm (every run after the comparison's first, the control):
+the Pearson correlation between similarity and gain (gain = memory correct minus
+control correct: -1, 0 or +1), its 95 % interval by Fisher's z transform, Spearman's
+rank correlation, and the mean gain in five similarity bins (for the plot).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from ..text import similarity
+from .stats import Z95
+
+if TYPE_CHECKING:
+    from .rundata import RunData
+
+#: The key a task's similarity is recorded under in its scored record (scores.jsonl).
+SIMILARITY_KEY = "recall_similarity"
+
+#: Similarity bins of the plot and of ``bins`` in compare.json: [0, .2), ..., [.8, 1].
+BIN_EDGES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
+
+METHOD = (
+    "lexical bag-of-words cosine (pytest_evomemory.text.similarity) between the task prompt and each "
+    "record its task turn recalled, the largest per task; gain = memory correct - control correct, "
+    "paired by task"
+)
+
+
+def recall_similarity(prompt: str, recalled: Sequence[Mapping[str, Any]], recalls: int) -> float | None:
+    """A task's similarity to what its recalls returned (see the module docstring)."""
+    if recalls <= 0:
+        return None
+    contents = [str(hit.get("content", "")) for hit in recalled]
+    return round(max((similarity(prompt, content) for content in contents), default=0.0), 6)
+
+
+def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    """Pearson's r; None for fewer than 3 pairs or a constant variable."""
+    n = len(xs)
+    if n < 3 or n != len(ys):
+        return None
+    mean_x, mean_y = sum(xs) / n, sum(ys) / n
+    sxx = sum((x - mean_x) ** 2 for x in xs)
+    syy = sum((y - mean_y) ** 2 for y in ys)
+    if sxx <= 0 or syy <= 0:
+        return None
+    sxy = sum((x - mean_x) * (y - mean_y) for x, y in zip(xs, ys, strict=True))
+    return max(-1.0, min(1.0, sxy / math.sqrt(sxx * syy)))
+
+
+def fisher_interval(r: float | None, n: int, z: float = Z95) -> tuple[float, float] | None:
+    """95 % interval of a correlation by Fisher's z transform (needs n > 3, |r| < 1)."""
+    if r is None or n <= 3:
+        return None
+    if abs(r) >= 1.0:
+        return (r, r)
+    centre, half = math.atanh(r), z / math.sqrt(n - 3)
+    return math.tanh(centre - half), math.tanh(centre + half)
+
+
+def ranks(values: Sequence[float]) -> list[float]:
+    """Ranks from 1, ties sharing their average rank."""
+    order = sorted(range(len(values)), key=lambda index: values[index])
+    result = [0.0] * len(values)
+    start = 0
+    while start < len(order):
+        end = start
+        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
+            end += 1
+        for index in order[start : end + 1]:
+            result[index] = (start + end) / 2 + 1
+        start = end + 1
+    return result
+
+
+def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
+    return pearson(ranks(xs), ranks(ys))
+
+
+def paired_points(control: RunData, memory: RunData, stream: str) -> tuple[list[dict[str, Any]], int]:
+    """``(points, left_out)``: per task both runs scored, its similarity (from the
+    memory run) and gain; tasks whose similarity is unknown are counted, not plotted."""
+    base = {str(s.get("task_id")): s for s in control.scores if s.get("stream") == stream}
+    points: list[dict[str, Any]] = []
+    left_out = 0
+    for scored in memory.scores:
+        if scored.get("stream") != stream or str(scored.get("task_id")) not in base:
+            continue
+        value = scored.get(SIMILARITY_KEY)
+        if not isinstance(value, int | float) or isinstance(value, bool):
+            left_out += 1
+            continue
+        other = base[str(scored.get("task_id"))]
+        gain = _solved(scored) - _solved(other)
+        points.append({"task_id": str(scored.get("task_id")), "similarity": float(value), "gain": gain})
+    return points, left_out
+
+
+def _solved(scored: Mapping[str, Any]) -> int:
+    return int(bool(scored.get("correct")) and not scored.get("error"))
+
+
+def analyse(points: Sequence[Mapping[str, Any]], left_out: int = 0) -> dict[str, Any]:
+    """The correlation summary of one stream's points (see the module docstring)."""
+    xs = [float(p["similarity"]) for p in points]
+    ys = [float(p["gain"]) for p in points]
+    r = pearson(xs, ys)
+    interval = fisher_interval(r, len(xs))
+    bins = []
+    for low, high in itertools.pairwise(BIN_EDGES):
+        inside = [y for x, y in zip(xs, ys, strict=True) if low <= x < high or (high == BIN_EDGES[-1] and x == high)]
+        bins.append({
+            "low": low, "high": high, "tasks": len(inside),
+            "mean_gain": sum(inside) / len(inside) if inside else None,
+        })
+    return {
+        "tasks": len(xs),
+        "tasks_without_similarity": left_out,
+        "mean_similarity": sum(xs) / len(xs) if xs else None,
+        "mean_gain": sum(ys) / len(ys) if ys else None,
+        "pearson_r": r,
+        "pearson_ci_low": None if interval is None else interval[0],
+        "pearson_ci_high": None if interval is None else interval[1],
+        "spearman_rho": spearman(xs, ys),
+        "bins": bins,
+    }
+
+
+def similarity_analysis(runs: Sequence[RunData], streams: Sequence[str]) -> dict[str, Any]:
+    """compare.json's ``similarity``: per stream, per run after the first (the control),
+    the correlation summary and the points."""
+    per_stream: dict[str, list[dict[str, Any]]] = {}
+    control = runs[0]
+    for stream in streams:
+        entries = []
+        for run in runs[1:]:
+            points, left_out = paired_points(control, run, stream)
+            entries.append({"label": run.label, **analyse(points, left_out), "points": points})
+        per_stream[stream] = entries
+    return {"control": control.label, "method": METHOD, "streams": per_stream}
+
+
+__all__ = [
+    "BIN_EDGES",
+    "SIMILARITY_KEY",
+    "analyse",
+    "fisher_interval",
+    "paired_points",
+    "pearson",
+    "ranks",
+    "recall_similarity",
+    "similarity_analysis",
+    "spearman",
+]

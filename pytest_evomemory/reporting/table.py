@@ -1,0 +1,398 @@
+"""A table shaped like the Evo-Memory paper's Table 1 (single-turn), from run directories.
+
+Rows are methods (one run each), columns the paper's: AIME-24, AIME-25, GPQA,
+MMLU-Pro's Economics / Engineering / Philosophy, ToolBench's API / Acc., and the
+average, so a user can paste their method's row next to the paper's. Every cell is
+read from the run's ``summary.json`` (through :mod:`.rundata`) and is exactly the
+accuracy the run's summary states: a stream's ``accuracy``, an MMLU-Pro category's
+``groups[...].accuracy``, ToolBench's ``api`` figure (API: the figure its match mode
+declares, read as :mod:`.columns` reads figures) and ``accuracy`` (Acc.); intervals
+are the summary's 95 % Wilson intervals.
+
+The average: the paper does not spell it out. Its printed figures fit the mean of
+the seven dataset entries with ToolBench counted once, as the mean of API and Acc.
+(Gemini 2.5 Flash, ReMem: 0.60, 0.53, 0.51, 0.85, 0.46, 0.79 and (0.85 + 0.71) / 2
+average to 0.646, printed 0.65; the mean of all eight columns would be 0.663).
+That is the average here, over the entries a run has; a row missing some says so
+in the notes, since its average is then not comparable with the paper's.
+AIME-25 is a column because the paper has it; the built-in benchmark has no
+AIME 2025 stream (a run with a stream named ``aime_2025`` fills it).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .columns import number
+from .rundata import ReportError, RunData, load_run, load_runs
+from .stats import replicate_interval
+
+_DASH = "\u2013"
+
+
+@dataclass(frozen=True)
+class PaperColumn:
+    """One column of the paper's table: where its value is in a stream's summary
+    metrics, and how the paper heads it. (The per-stream tables' columns are
+    :class:`.columns.Column`; this table has runs as rows and the paper's columns.)"""
+
+    key: str
+    group: str
+    name: str
+    stream: str
+    #: ``accuracy``, ``figure.<name>`` (a match mode's figure: ``<name>_accuracy``),
+    #: or ``groups.<category>``
+    metric: str
+
+
+COLUMNS: tuple[PaperColumn, ...] = (
+    PaperColumn("aime_24", "AIME-24", "", "aime_2024", "accuracy"),
+    PaperColumn("aime_25", "AIME-25", "", "aime_2025", "accuracy"),
+    PaperColumn("gpqa", "GPQA", "", "gpqa_diamond", "accuracy"),
+    PaperColumn("mmlu_pro_eco", "MMLU-Pro", "Eco", "mmlu_pro", "groups.economics"),
+    PaperColumn("mmlu_pro_eng", "MMLU-Pro", "Eng", "mmlu_pro", "groups.engineering"),
+    PaperColumn("mmlu_pro_philo", "MMLU-Pro", "Philo", "mmlu_pro", "groups.philosophy"),
+    PaperColumn("toolbench_api", "ToolBench", "API", "toolbench", "figure.api"),
+    PaperColumn("toolbench_acc", "ToolBench", "Acc.", "toolbench", "accuracy"),
+)
+
+#: The entries the average is taken over: each column alone, ToolBench's two as one.
+AVERAGE_ENTRIES: tuple[tuple[str, ...], ...] = (
+    ("aime_24",), ("aime_25",), ("gpqa",), ("mmlu_pro_eco",), ("mmlu_pro_eng",), ("mmlu_pro_philo",),
+    ("toolbench_api", "toolbench_acc"),
+)
+
+
+@dataclass(frozen=True)
+class Cell:
+    value: float | None
+    low: float | None = None
+    high: float | None = None
+    tasks: int | None = None
+
+
+@dataclass(frozen=True)
+class Row:
+    method: str
+    cells: Mapping[str, Cell]
+    average: float | None
+    #: How many of the average's entries the run has (7 for the paper's).
+    entries: int
+    #: Runs averaged into the row: 1, or its replicates (then every value is their
+    #: mean, and an interval the Student-t interval of that mean, see :func:`replicate_row`).
+    replicates: int = 1
+    average_low: float | None = None
+    average_high: float | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    rows: Sequence[Row]
+    notes: Sequence[str] = field(default_factory=tuple)
+
+
+def _interval(value: object) -> tuple[float | None, float | None]:
+    if isinstance(value, list | tuple) and len(value) == 2:
+        return number(value[0]), number(value[1])
+    return None, None
+
+
+def cell(run: RunData, column: PaperColumn) -> Cell:
+    """The value the run's summary gives for ``column`` (an empty cell when it has none)."""
+    metrics = run.streams.get(column.stream)
+    if not isinstance(metrics, Mapping):
+        return Cell(None)
+    tasks = metrics.get("tasks")
+    if column.metric.startswith("groups."):
+        groups = metrics.get("groups")
+        group = groups.get(column.metric.removeprefix("groups.")) if isinstance(groups, Mapping) else None
+        if not isinstance(group, Mapping):
+            return Cell(None)
+        return Cell(number(group.get("accuracy")), *_interval(group.get("accuracy_ci")), _count(group.get("tasks")))
+    # a figure is summarised as ``<name>_accuracy`` (summary.StreamMetrics, columns.figure_column)
+    key = f"{column.metric.removeprefix('figure.')}_accuracy" if column.metric.startswith("figure.") else column.metric
+    return Cell(number(metrics.get(key)), *_interval(metrics.get(f"{key}_ci")), _count(tasks))
+
+
+def _count(value: object) -> int | None:
+    return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def run_row(run: RunData, label: str | None = None) -> Row:
+    """One run's row: its summary's values, and their average (see the module docstring)."""
+    cells = {column.key: cell(run, column) for column in COLUMNS}
+    entries = []
+    for keys in AVERAGE_ENTRIES:
+        values = [cells[key].value for key in keys]
+        present = [value for value in values if value is not None]
+        if present:
+            entries.append(sum(present) / len(present))
+    average = sum(entries) / len(entries) if entries else None
+    return Row(run.label if label is None else label, cells, average, len(entries))
+
+
+def replicate_row(label: str, runs: Sequence[RunData]) -> Row:
+    """A method run several times (independent replicates): each value is the mean of
+    the replicates' values, with its 95 % Student-t interval across them
+    (:func:`.stats.replicate_interval`); a cell some replicate lacks stays empty."""
+    rows = [run_row(run) for run in runs]
+    if len(rows) == 1:
+        return run_row(runs[0], label)
+    cells: dict[str, Cell] = {}
+    for column in COLUMNS:
+        values = [row.cells[column.key].value for row in rows]
+        tasks = {row.cells[column.key].tasks for row in rows}
+        if any(value is None for value in values):
+            cells[column.key] = Cell(None)
+            continue
+        mean = replicate_interval([value for value in values if value is not None])
+        cells[column.key] = Cell(mean.mean, mean.low, mean.high, tasks.pop() if len(tasks) == 1 else None)
+    averages = [row.average for row in rows]
+    average = (
+        replicate_interval([value for value in averages if value is not None])
+        if all(value is not None for value in averages) else None
+    )
+    return Row(
+        label, cells, None if average is None else average.mean, min(row.entries for row in rows),
+        replicates=len(rows),
+        average_low=None if average is None else average.low,
+        average_high=None if average is None else average.high,
+    )
+
+
+def build_table(runs: Sequence[RunData]) -> Table:
+    """One row per run."""
+    return _table([run_row(run) for run in runs])
+
+
+def build_replicate_table(groups: Sequence[tuple[str, Sequence[RunData]]]) -> Table:
+    """One row per method, each the mean over its replicate runs (:func:`replicate_row`)."""
+    return _table([replicate_row(label, runs) for label, runs in groups])
+
+
+def _table(rows: Sequence[Row]) -> Table:
+    notes = []
+    for row in rows:
+        if row.replicates > 1:
+            notes.append(f"{row.method}: the mean of {row.replicates} replicate runs")
+        if row.entries and row.entries < len(AVERAGE_ENTRIES):
+            missing = [
+                " / ".join(_heading(c) for c in COLUMNS if c.key in keys)
+                for keys in AVERAGE_ENTRIES
+                if all(row.cells[key].value is None for key in keys)
+            ]
+            notes.append(
+                f"{row.method}: the average is over {row.entries} of {len(AVERAGE_ENTRIES)} entries "
+                f"(no {', '.join(missing)}), so it is not comparable with the paper's"
+            )
+    sizes: dict[str, set[int]] = {}
+    for row in rows:
+        for key, value in row.cells.items():
+            if value.tasks is not None:
+                sizes.setdefault(key, set()).add(value.tasks)
+    for column in COLUMNS:
+        if len(sizes.get(column.key, set())) > 1:
+            counts = ", ".join(f"{row.method}: {row.cells[column.key].tasks}" for row in rows if row.cells[column.key].tasks)
+            notes.append(f"{_heading(column)}: the runs scored different numbers of tasks ({counts})")
+    return Table(rows, tuple(notes))
+
+
+def _heading(column: PaperColumn) -> str:
+    return f"{column.group} {column.name}".strip()
+
+
+AVERAGE_NOTE = (
+    "Avg.: mean of the seven dataset entries, ToolBench counted once as the mean of API and Acc. "
+    "(the reading that fits the paper's printed averages); cells are the runs' summary.json accuracies"
+)
+
+
+def _shown(value: float | None, digits: int, dash: str) -> str:
+    return dash if value is None else f"{value:.{digits}f}"
+
+
+def _with_ci(cell_: Cell, digits: int, ci: bool, dash: str) -> str:
+    text = _shown(cell_.value, digits, dash)
+    if ci and cell_.value is not None and cell_.low is not None and cell_.high is not None:
+        text += f" [{cell_.low:.{digits}f}, {cell_.high:.{digits}f}]"
+    return text
+
+
+def to_markdown(table: Table, *, ci: bool = False, digits: int = 2) -> str:
+    header = ["Method", *(_heading(c) for c in COLUMNS), "Avg."]
+    lines = [
+        "| " + " | ".join(header) + " |",
+        "|" + "|".join([":---", *(["---:"] * (len(header) - 1))]) + "|",
+    ]
+    for row in table.rows:
+        cells = [_markdown_text(row.method), *(_with_ci(row.cells[c.key], digits, ci, _DASH) for c in COLUMNS)]
+        cells.append(_with_ci(_average(row), digits, ci, _DASH))
+        lines.append("| " + " | ".join(cells) + " |")
+    notes = [AVERAGE_NOTE + (f"; [low, high]: {_interval_note(table)}" if ci else ""), *table.notes]
+    return "\n".join(lines) + "\n\n" + "\n".join(f"* {_markdown_text(note)}" for note in notes) + "\n"
+
+
+def _average(row: Row) -> Cell:
+    """The average as a cell: with its interval for a row of replicates (a single run's
+    average, a mean of accuracies over different task sets, has none)."""
+    return Cell(row.average, row.average_low, row.average_high)
+
+
+def _interval_note(table: Table) -> str:
+    replicated = {row.replicates > 1 for row in table.rows}
+    if replicated == {True}:
+        return "95 % Student-t interval of the mean over the method's replicate runs"
+    if True in replicated:
+        return (
+            "95 % Wilson interval for a single run, 95 % Student-t interval of the mean over the replicate "
+            "runs for a method run several times"
+        )
+    return "95 % Wilson interval"
+
+
+def _markdown_text(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("|", "\\|").replace("\n", " ")
+
+
+_LATEX_SPECIAL = {
+    "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_",
+    "{": r"\{", "}": r"\}", "~": r"\textasciitilde{}", "^": r"\textasciicircum{}",
+}
+
+
+def latex_escape(text: str) -> str:
+    return "".join(_LATEX_SPECIAL.get(char, char) for char in text.replace("\n", " "))
+
+
+def to_latex(table: Table, *, ci: bool = False, digits: int = 2) -> str:
+    """A booktabs tabular with the paper's two-level header (MMLU-Pro and ToolBench span)."""
+    lines = [
+        "% " + latex_escape(AVERAGE_NOTE + (f"; [low, high]: {_interval_note(table)}" if ci else "")),
+        *(f"% {latex_escape(note)}" for note in table.notes),
+        r"\begin{tabular}{l" + "c" * (len(COLUMNS) + 1) + "}",
+        r"\toprule",
+        r"Method & AIME-24 & AIME-25 & GPQA & \multicolumn{3}{c}{MMLU-Pro} & \multicolumn{2}{c}{ToolBench} & Avg. \\",
+        r"\cmidrule(lr){5-7}\cmidrule(lr){8-9}",
+        r" & & & & Eco & Eng & Philo & API & Acc. & \\",
+        r"\midrule",
+    ]
+    for row in table.rows:
+        cells = [latex_escape(row.method)]
+        for item in [*(row.cells[column.key] for column in COLUMNS), _average(row)]:
+            text = _shown(item.value, digits, "--")
+            if ci and item.value is not None and item.low is not None and item.high is not None:
+                text += rf" {{\scriptsize [{item.low:.{digits}f}, {item.high:.{digits}f}]}}"
+            cells.append(text)
+        lines.append(" & ".join(cells) + r" \\")
+    lines += [r"\bottomrule", r"\end{tabular}"]
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(table: Table, *, ci: bool = False) -> str:
+    """Full precision, empty where a run has no value; ``--ci`` adds low/high columns,
+    and a table with replicate rows a ``replicates`` column."""
+    header = ["method"]
+    for column in COLUMNS:
+        header += [column.key, f"{column.key}_ci_low", f"{column.key}_ci_high"] if ci else [column.key]
+    header += ["avg", "avg_ci_low", "avg_ci_high"] if ci else ["avg"]
+    replicated = any(row.replicates > 1 for row in table.rows)
+    if replicated:
+        header.append("replicates")
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(header)
+    for row in table.rows:
+        values: list[Any] = [row.method]
+        for item in [*(row.cells[column.key] for column in COLUMNS), _average(row)]:
+            values += [_csv(item.value), _csv(item.low), _csv(item.high)] if ci else [_csv(item.value)]
+        if replicated:
+            values.append(row.replicates)
+        writer.writerow(values)
+    return out.getvalue()
+
+
+def _csv(value: float | None) -> str:
+    return "" if value is None else repr(round(value, 6))
+
+
+FORMATS = ("markdown", "latex", "csv")
+
+
+def render(table: Table, form: str, *, ci: bool = False, digits: int = 2) -> str:
+    if form == "latex":
+        return to_latex(table, ci=ci, digits=digits)
+    if form == "csv":
+        return to_csv(table, ci=ci)
+    return to_markdown(table, ci=ci, digits=digits)
+
+
+def replicate_groups(
+    run_dirs: Sequence[Path | str], labels: Sequence[str] | None = None
+) -> list[tuple[str, list[RunData]]]:
+    """The runs grouped by label (the ``labels`` given, else their run names), in the
+    order each label first appears."""
+    if labels is not None and len(labels) != len(run_dirs):
+        raise ReportError(
+            f"{len(labels)} label(s) given for {len(run_dirs)} run directories; give one label per run"
+        )
+    groups: dict[str, list[RunData]] = {}
+    for index, directory in enumerate(run_dirs):
+        run = load_run(directory, labels[index] if labels is not None else None)
+        groups.setdefault(run.label, []).append(run)
+    return list(groups.items())
+
+
+def write_table(
+    run_dirs: Sequence[Path | str],
+    output: Path | str | None = None,
+    *,
+    form: str = "markdown",
+    labels: Sequence[str] | None = None,
+    ci: bool = False,
+    digits: int = 2,
+    replicates: bool = False,
+) -> str:
+    """``evomemory table``: the runs' table as text, written to ``output`` when given
+    (:class:`~.rundata.ReportError` for a run that cannot be read or a file that
+    cannot be written). ``replicates``: runs with the same label (the ``labels`` given,
+    else their run names) are replicates of one method, shown as one row of means."""
+    if replicates:
+        table = build_replicate_table(replicate_groups(run_dirs, labels))
+    else:
+        table = build_table(load_runs(run_dirs, labels))
+    text = render(table, form, ci=ci, digits=digits)
+    if output is not None:
+        path = Path(output)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(text, encoding="utf-8")
+        except OSError as error:
+            raise ReportError(f"cannot write {path}: {error.strerror or error}") from None
+    return text
+
+
+__all__ = [
+    "AVERAGE_ENTRIES",
+    "COLUMNS",
+    "FORMATS",
+    "Cell",
+    "PaperColumn",
+    "Row",
+    "Table",
+    "build_replicate_table",
+    "build_table",
+    "latex_escape",
+    "render",
+    "replicate_groups",
+    "replicate_row",
+    "run_row",
+    "to_csv",
+    "to_latex",
+    "to_markdown",
+    "write_table",
+]

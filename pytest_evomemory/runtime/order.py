@@ -1,0 +1,180 @@
+"""Task order as an experimental factor: ``benchmark.order`` and where it comes from.
+
+The paper runs every method on one fixed order per dataset and studies sequence
+robustness by running the same stream easy-to-hard and hard-to-easy. Here a stream's
+tasks are first selected (``streams``, ``limit``, MMLU-Pro's categories: always on the
+source order), then put in the configured order, so two orders of one stream hold
+exactly the same tasks and their results pair task by task:
+
+* ``given``: the source's order (the default; DESIGN.md's fixed order).
+* ``shuffle``: a permutation drawn from ``order_seed`` (default ``seed``) and the
+  stream's name, the same on every machine and xdist worker.
+* ``easy_to_hard`` / ``hard_to_easy``: by difficulty, ties kept in the source order.
+  Difficulty comes from ``order_from`` (finished run directories: 1 minus the share
+  of them that solved the task) or else from the source (:data:`SOURCE_DIFFICULTY`);
+  a stream with neither is refused before any model call.
+
+Each stream's order is recorded in run.json (``streams[].order``: kind, seed, where
+the difficulty came from, and a hash of the task ids in order), and a resume whose
+order differs from the interrupted run's is refused (:func:`check_resume_order`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import random
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from ..config import BenchmarkConfig
+from ..errors import ConfigError
+from ..reporting.rundata import ReportError, load_run
+from ..rundir import RunDirError
+from ..streams import Stream
+from ..types import BenchmarkSample
+
+#: Where each built-in stream's own difficulty comes from (``metadata.difficulty``,
+#: set by its converter); any other stream reads a user's ``metadata.difficulty``.
+SOURCE_DIFFICULTY: Mapping[str, str] = {
+    "aime_2024": "source: the problem's number in its exam (1-15, from 'url' .../Problem_N)",
+    "gpqa_diamond": (
+        "source: mean of GPQA's 'Writer's Difficulty Estimate', 'Question Difficulty_EV_1' and "
+        "'Question Difficulty_EV_2' (1 easy undergraduate .. 4 post-graduate)"
+    ),
+}
+JSONL_DIFFICULTY = "source: the task's metadata.difficulty"
+
+
+def order_streams(streams: Sequence[Stream], config: BenchmarkConfig, base_dir: Path, source: str) -> list[Stream]:
+    """The streams with their tasks in ``config.order`` (positions renumbered from 0),
+    each carrying the description of its order (:attr:`Stream.order`)."""
+    solve_rates = _reference_difficulties(config, base_dir, source) if config.order_from is not None else None
+    ordered: list[Stream] = []
+    for stream in streams:
+        in_order, described = _order_one(stream, config, solve_rates, source)
+        samples = tuple(replace(sample, position=index) for index, sample in enumerate(in_order))
+        described["tasks_sha256"] = task_order_digest(sample.task_id for sample in samples)
+        ordered.append(replace(stream, samples=samples, order=described))
+    return ordered
+
+
+def _order_one(
+    stream: Stream,
+    config: BenchmarkConfig,
+    solve_rates: Mapping[tuple[str, str], float] | None,
+    source: str,
+) -> tuple[list[BenchmarkSample], dict[str, Any]]:
+    samples = list(stream.samples)
+    kind = config.order
+    if kind == "given":
+        return samples, {"kind": kind}
+    if kind == "shuffle":
+        seed = config.seed if config.order_seed is None else config.order_seed
+        random.Random(f"{seed}/{stream.name}").shuffle(samples)
+        return samples, {"kind": kind, "seed": seed}
+    if solve_rates is not None:
+        difficulty = {s.task_id: solve_rates.get((stream.name, s.task_id)) for s in samples}
+        missing = [task for task, value in difficulty.items() if value is None]
+        if missing:
+            raise ConfigError(
+                f"{source}: key 'order_from': the reference run(s) have no result for {len(missing)} task(s) of "
+                f"stream {stream.name!r} (e.g. {', '.join(map(repr, missing[:3]))}); give runs that ran the same "
+                "tasks (same streams, limit and categories)",
+                source=source, key="order_from",
+            )
+        where = f"order_from: 1 - share of {_run_count(config)} reference run(s) that solved the task"
+    else:
+        difficulty = {s.task_id: _number(s.metadata.get("difficulty")) for s in samples}
+        missing = [task for task, value in difficulty.items() if value is None]
+        if missing:
+            raise ConfigError(
+                f"{source}: key 'order': {kind} needs each task's difficulty, and stream {stream.name!r} has none "
+                f"for {len(missing)} task(s) (e.g. {', '.join(map(repr, missing[:3]))}); its source records no "
+                "difficulty, so give 'order_from: <a finished run directory>' to order by how often tasks were "
+                "solved (or set metadata.difficulty in a JSONL stream)",
+                source=source, key="order",
+            )
+        where = SOURCE_DIFFICULTY.get(stream.name, JSONL_DIFFICULTY)
+    sign = 1.0 if kind == "easy_to_hard" else -1.0
+    # sorted() is stable: equally difficult tasks keep the source order, in both directions
+    samples.sort(key=lambda sample: sign * float(difficulty[sample.task_id] or 0.0))
+    return samples, {"kind": kind, "difficulty": where}
+
+
+def _run_count(config: BenchmarkConfig) -> int:
+    return len(config.order_from) if isinstance(config.order_from, list) else 1
+
+
+def _number(value: object) -> float | None:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
+
+
+def _reference_difficulties(config: BenchmarkConfig, base_dir: Path, source: str) -> dict[tuple[str, str], float]:
+    """``(stream, task_id) -> 1 - solve rate`` over the reference runs (a failed
+    episode counts as not solved), read through the report's run-directory reader."""
+    given = config.order_from
+    directories = given if isinstance(given, list) else [given] if given is not None else []
+    solved: dict[tuple[str, str], list[bool]] = {}
+    for directory in directories:
+        path = Path(directory).expanduser()
+        path = path if path.is_absolute() else base_dir / path
+        try:
+            run = load_run(path)
+        except ReportError as error:
+            raise ConfigError(f"{source}: key 'order_from': {error}", source=source, key="order_from") from None
+        for scored in run.scores:
+            key = (str(scored.get("stream")), str(scored.get("task_id")))
+            solved.setdefault(key, []).append(bool(scored.get("correct")) and not scored.get("error"))
+    return {key: 1.0 - sum(outcomes) / len(outcomes) for key, outcomes in solved.items()}
+
+
+def task_order_digest(task_ids: Any) -> str:
+    """SHA-256 of the task ids in order (one per line): equal digests, equal orders."""
+    digest = hashlib.sha256()
+    for task_id in task_ids:
+        digest.update(str(task_id).encode("utf-8", "surrogatepass") + b"\n")
+    return digest.hexdigest()
+
+
+def check_resume_order(
+    document: Mapping[str, Any], streams: Sequence[Stream], run_dir: Path, flag: str = "--evomemory-resume"
+) -> None:
+    """Refuse to resume a stream whose task order differs from the interrupted run's.
+
+    The config fingerprint already covers ``order``, ``order_seed`` and ``order_from``;
+    this also catches a reference run that changed behind the same path. A run.json
+    from before orders were recorded ran its streams in the given order.
+    """
+    recorded = {
+        entry.get("name"): entry.get("order") for entry in document.get("streams") or [] if isinstance(entry, Mapping)
+    }
+    for stream in streams:
+        if stream.name not in recorded:
+            continue
+        was = recorded[stream.name]
+        now = stream.order
+        if not isinstance(was, Mapping):
+            if now.get("kind", "given") == "given":
+                continue
+            was = {"kind": "given"}
+        if was.get("tasks_sha256") not in (None, now.get("tasks_sha256")) or was.get("kind") != now.get("kind"):
+            raise RunDirError(
+                f"{flag} {run_dir}: stream {stream.name!r} would run its tasks in another order "
+                f"than the interrupted run ({_described(was)} then, {_described(now)} now); the remaining tasks "
+                "would follow a different history, so resume with the same order (and the same order_from "
+                "runs), or start a new run in another output directory"
+            )
+
+
+def _described(order: Mapping[str, Any]) -> str:
+    parts = [str(order.get("kind", "given"))]
+    if order.get("seed") is not None:
+        parts.append(f"seed {order['seed']}")
+    if order.get("tasks_sha256"):
+        parts.append(f"tasks {str(order['tasks_sha256'])[:12]}")
+    return " ".join(parts)
+
+
+__all__ = ["SOURCE_DIFFICULTY", "check_resume_order", "order_streams", "task_order_digest"]

@@ -1,0 +1,206 @@
+"""``evomemory table``: a table shaped like the paper's Table 1 whose cells equal the
+runs' summaries, in Markdown, LaTeX and CSV, with intervals on request."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import math
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_evomemory.cli import main
+from pytest_evomemory.reporting.rundata import load_runs
+from pytest_evomemory.reporting.stats import wilson_interval
+from pytest_evomemory.reporting.table import (
+    COLUMNS,
+    build_replicate_table,
+    build_table,
+    latex_escape,
+    replicate_groups,
+    to_csv,
+    to_latex,
+    to_markdown,
+)
+
+OUTCOMES = {
+    "aime_2024": [True, False, False, True, False],
+    "gpqa_diamond": [True, True, False, False],
+    "mmlu_pro": [True, False, True, True, False, True],
+    "toolbench": [True, False, False, True],
+}
+
+
+def paper_run(make_run: Callable[..., Path], name: str, outcomes: dict[str, list[bool]], api: list[bool]) -> Path:
+    """A run over the four streams, with MMLU-Pro categories and ToolBench's API figure
+    in its summary as summary.py writes them."""
+    directory = make_run(name, outcomes)
+    summary = json.loads((directory / "summary.json").read_text())
+    if "mmlu_pro" in outcomes:
+        mmlu = outcomes["mmlu_pro"]
+        categories = {"economics": mmlu[0:2], "engineering": mmlu[2:4], "philosophy": mmlu[4:6]}
+        summary["streams"]["mmlu_pro"]["groups"] = {
+            name: {"tasks": len(o), "correct": sum(o), "accuracy": sum(o) / len(o),
+                   "accuracy_ci": list(wilson_interval(sum(o), len(o)))}
+            for name, o in categories.items()
+        }
+    if "toolbench" in outcomes:
+        tools = summary["streams"]["toolbench"]
+        tools["figures"] = {"api": "API"}
+        tools["api_matches"] = sum(api)
+        tools["api_accuracy"] = sum(api) / len(api)
+        tools["api_accuracy_ci"] = list(wilson_interval(sum(api), len(api)))
+    (directory / "summary.json").write_text(json.dumps(summary))
+    return directory
+
+
+def summary_value(directory: Path, stream: str, metric: str) -> float:
+    metrics: dict[str, Any] = json.loads((directory / "summary.json").read_text())["streams"][stream]
+    if metric.startswith("groups."):
+        return float(metrics["groups"][metric.removeprefix("groups.")]["accuracy"])
+    if metric.startswith("figure."):  # ToolBench's API: the figure's <name>_accuracy
+        return float(metrics[f"{metric.removeprefix('figure.')}_accuracy"])
+    return float(metrics[metric])
+
+
+def test_cells_equal_the_summaries_and_the_average_counts_toolbench_once(make_run: Callable[..., Path]) -> None:
+    first = paper_run(make_run, "exprag", OUTCOMES, api=[True, True, False, True])
+    second = paper_run(make_run, "baseline", {k: [not o for o in v] for k, v in OUTCOMES.items()}, api=[False] * 4)
+    table = build_table(load_runs([first, second]))
+    for row, directory in zip(table.rows, (first, second), strict=True):
+        for column in COLUMNS:
+            if column.stream == "aime_2025":
+                assert row.cells[column.key].value is None
+                continue
+            assert row.cells[column.key].value == summary_value(directory, column.stream, column.metric)
+        values = {key: cell.value for key, cell in row.cells.items()}
+        toolbench = (values["toolbench_api"] + values["toolbench_acc"]) / 2  # type: ignore[operator]
+        six = [values[k] for k in ("aime_24", "gpqa", "mmlu_pro_eco", "mmlu_pro_eng", "mmlu_pro_philo")]
+        assert row.average == pytest.approx((sum(six) + toolbench) / 6)  # type: ignore[arg-type]
+        assert row.entries == 6
+    # exprag by hand: 2/5, 2/4, (1/2, 2/2, 1/2), (3/4 API, 2/4 Acc.)
+    assert table.rows[0].average == pytest.approx((0.4 + 0.5 + 0.5 + 1.0 + 0.5 + 0.625) / 6)
+    assert any("6 of 7 entries (no AIME-25)" in note for note in table.notes)
+
+
+def test_markdown_latex_and_csv_show_the_same_numbers(make_run: Callable[..., Path]) -> None:
+    run = paper_run(make_run, "my_memory", OUTCOMES, api=[True, True, False, True])
+    table = build_table(load_runs([run]))
+    markdown = to_markdown(table)
+    assert markdown.splitlines()[0] == (
+        "| Method | AIME-24 | AIME-25 | GPQA | MMLU-Pro Eco | MMLU-Pro Eng | MMLU-Pro Philo | "
+        "ToolBench API | ToolBench Acc. | Avg. |"
+    )
+    assert markdown.splitlines()[2] == "| my_memory | 0.40 | \u2013 | 0.50 | 0.50 | 1.00 | 0.50 | 0.75 | 0.50 | 0.59 |"
+    latex = to_latex(table)
+    assert r"\multicolumn{3}{c}{MMLU-Pro} & \multicolumn{2}{c}{ToolBench}" in latex
+    assert r"my\_memory & 0.40 & -- & 0.50 & 0.50 & 1.00 & 0.50 & 0.75 & 0.50 & 0.59 \\" in latex
+    rows = list(csv.DictReader(io.StringIO(to_csv(table))))
+    assert rows[0]["method"] == "my_memory" and rows[0]["aime_25"] == ""
+    assert float(rows[0]["toolbench_api"]) == 0.75 and float(rows[0]["avg"]) == pytest.approx(table.rows[0].average)
+
+
+def test_ci_adds_the_summarys_wilson_intervals(make_run: Callable[..., Path]) -> None:
+    run = paper_run(make_run, "m", OUTCOMES, api=[True, True, False, True])
+    table = build_table(load_runs([run]))
+    low, high = wilson_interval(2, 5)
+    assert f"0.40 [{low:.2f}, {high:.2f}]" in to_markdown(table, ci=True)
+    assert rf"0.40 {{\scriptsize [{low:.2f}, {high:.2f}]}}" in to_latex(table, ci=True)
+    row = next(csv.DictReader(io.StringIO(to_csv(table, ci=True))))
+    assert float(row["aime_24_ci_low"]) == pytest.approx(low, abs=1e-6)
+    assert float(row["toolbench_api_ci_high"]) == pytest.approx(wilson_interval(3, 4)[1], abs=1e-6)
+
+
+def test_a_run_without_the_papers_streams_has_an_empty_row(make_run: Callable[..., Path]) -> None:
+    run = make_run("sample", {"sample_facts": [True, False]})
+    table = build_table(load_runs([run]))
+    assert all(cell.value is None for cell in table.rows[0].cells.values()) and table.rows[0].average is None
+    assert "| sample | \u2013 |" in to_markdown(table)
+
+
+def test_labels_are_escaped_for_each_format() -> None:
+    assert latex_escape("a_b & 50% #1 {x}") == r"a\_b \& 50\% \#1 \{x\}"
+
+
+def test_the_command_prints_and_writes_the_table(
+    make_run: Callable[..., Path], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = paper_run(make_run, "m", OUTCOMES, api=[True, True, False, True])
+    assert main(["table", str(run), "--format", "csv", "--labels", "ReMem (mine)"]) == 0
+    printed = next(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert printed["method"] == "ReMem (mine)" and float(printed["gpqa"]) == summary_value(run, "gpqa_diamond", "accuracy")
+    target = tmp_path / "out" / "table.tex"
+    assert main(["table", str(run), "--format", "latex", "--ci", "-o", str(target)]) == 0
+    assert capsys.readouterr().out.strip() == str(target)
+    assert target.read_text().startswith("% Avg.")
+
+    assert main(["table", str(tmp_path / "nowhere")]) == 2
+    error = capsys.readouterr().err
+    assert error.startswith("evomemory: error: ") and error.count("\n") == 1 and "is not a directory" in error
+    assert main(["table", str(run), "--labels", "a,b"]) == 2
+    assert "one per run" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- replicates
+
+
+def test_replicates_of_a_method_are_one_row_of_means_with_t_intervals(tmp_path: Path) -> None:
+    """Three replicate runs of one method (same run name, three directories) and one
+    single run: the method's cells are the replicates' mean with the Student-t interval
+    across them, checked against a hand computation."""
+    from .conftest import write_run_dir
+
+    aime = [[True, True, False, False, False], [True, True, True, False, False], [True, True, True, True, False]]
+    gpqa = [[True, False, False, False], [True, True, False, False], [True, True, False, False]]
+    replicates = [
+        write_run_dir(tmp_path / f"exprag-{index}", "exprag", {"aime_2024": a, "gpqa_diamond": g})
+        for index, (a, g) in enumerate(zip(aime, gpqa, strict=True))
+    ]
+    single = write_run_dir(tmp_path / "control", "control", {"aime_2024": [False] * 5, "gpqa_diamond": [True] * 4})
+    groups = replicate_groups([*replicates, single])
+    assert [(label, len(runs)) for label, runs in groups] == [("exprag", 3), ("control", 1)]
+    table = build_replicate_table(groups)
+    exprag, control = table.rows
+    assert (exprag.replicates, control.replicates) == (3, 1)
+    # AIME-24 by hand: 0.4, 0.6, 0.8 -> mean 0.6, sd 0.2, t(0.975, 2) = 4.302653, half 0.2 * t / sqrt(3)
+    half = 4.302653 * 0.2 / math.sqrt(3)
+    aime_cell = exprag.cells["aime_24"]
+    assert aime_cell.value == pytest.approx(0.6) and aime_cell.tasks == 5
+    assert aime_cell.low == pytest.approx(0.6 - half, abs=1e-6) and aime_cell.high == pytest.approx(0.6 + half, abs=1e-6)
+    # GPQA: 0.25, 0.5, 0.5; the average (two entries) is the mean of the replicates' averages
+    assert exprag.cells["gpqa"].value == pytest.approx(1.25 / 3)
+    averages = [(0.4 + 0.25) / 2, (0.6 + 0.5) / 2, (0.8 + 0.5) / 2]
+    mean = sum(averages) / 3
+    sd = math.sqrt(sum((a - mean) ** 2 for a in averages) / 2)
+    assert exprag.average == pytest.approx(mean)
+    assert exprag.average_low == pytest.approx(mean - 4.302653 * sd / math.sqrt(3), abs=1e-6)
+    assert exprag.cells["aime_25"].value is None
+    # the single run keeps its own values and its summary's Wilson intervals
+    assert control.cells["gpqa"].value == 1.0 and control.average_low is None
+    low, high = wilson_interval(4, 4)
+    assert control.cells["gpqa"].low == pytest.approx(low) and control.cells["gpqa"].high == pytest.approx(high)
+    markdown = to_markdown(table, ci=True)
+    assert f"| exprag | 0.60 [{0.6 - half:.2f}, {0.6 + half:.2f}] |" in markdown
+    assert "exprag: the mean of 3 replicate runs" in markdown and "Student-t interval of the mean" in markdown
+    rows = list(csv.DictReader(io.StringIO(to_csv(table, ci=True))))
+    assert [row["replicates"] for row in rows] == ["3", "1"]
+    assert float(rows[0]["avg_ci_high"]) == pytest.approx(2 * mean - exprag.average_low, abs=1e-6)  # type: ignore[operator]
+
+
+def test_the_command_groups_replicates_by_label(
+    make_run: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    first = make_run("a1", {"aime_2024": [True, False]})
+    second = make_run("a2", {"aime_2024": [True, True]})
+    other = make_run("b", {"aime_2024": [False, False]})
+    arguments = ["table", str(first), str(second), str(other), "--format", "csv", "--replicates", "--labels", "A,A,B"]
+    assert main(arguments) == 0
+    rows = list(csv.DictReader(io.StringIO(capsys.readouterr().out)))
+    assert [(row["method"], float(row["aime_24"]), row["replicates"]) for row in rows] == [("A", 0.75, "2"), ("B", 0.0, "1")]
+    # without --replicates every run is a row of its own
+    assert main(["table", str(first), str(second), "--format", "csv", "--labels", "A,A"]) == 0
+    assert [row["method"] for row in csv.DictReader(io.StringIO(capsys.readouterr().out))] == ["A", "A"]
