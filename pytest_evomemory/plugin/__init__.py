@@ -366,6 +366,18 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     return report
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The JUnit XML file names what ran (the session summarized the runs before
+    this: its own sessionfinish wraps every other; junitxml writes after this)."""
+    evomemory = session.config.stash.get(SESSION_KEY, None)
+    if evomemory is None or is_xdist_worker(session.config):
+        return
+    from .junit import add_identity_properties
+
+    add_identity_properties(session.config, [(arm.name, arm.summary) for arm in evomemory.arms])
+
+
 # --------------------------------------------------------------------------- fixtures
 
 
@@ -444,7 +456,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     session = config.stash.get(SESSION_KEY, None)
     if session is None:
         return None
-    from ..identity import describe_model
+    from ..identity import configured_model, describe_model
     from ..streams.provenance import provenance_line
 
     several = len(session.arms) > 1
@@ -461,7 +473,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
             *(f"{prefix}data {provenance_line(s)}" for s in arm.benchmark.streams if s.provenance.get("repository")),
             f"{prefix}agent {agent.kind} ({agent.memory_strategy}), memory {arm.run_config.memory.backend} "
             "(as configured; a conftest fixture may override them: the summary says what ran)",
-            f"{prefix}model {describe_model(agent.model.model_dump(mode='json') if agent.model else None)}",
+            f"{prefix}model {describe_model(configured_model(agent.model, arm.run_config.base_dir))}",
             f"{prefix}results -> {arm.run_dir}",
         ]
     return lines

@@ -45,19 +45,38 @@ class JsonReportHooks:
         if block is not None:
             from ..reporting.summary import SCHEMA_VERSION
 
-            json_report["evomemory"] = {"schema_version": SCHEMA_VERSION, **block}
+            json_report["evomemory"] = {"schema_version": SCHEMA_VERSION, **with_what_ran(block)}
 
 
 def run_identity(run_config: Any) -> dict[str, Any]:
-    """What was benchmarked, without secrets (configs only name key variables)."""
+    """What was configured, without secrets (configs only name key variables);
+    :func:`with_what_ran` puts what actually ran over it."""
+    from ..identity import configured_model
+
     agent = run_config.agent
-    model = agent.model
     return {
-        "agent": {"kind": agent.kind, "memory_strategy": agent.memory_strategy},
-        "model": None if model is None else {
-            "provider": model.provider, "model": model.model, "base_url": model.base_url,
-            "temperature": model.temperature,
+        "agent": {"kind": agent.kind, "memory_strategy": agent.memory_strategy, "options": dict(agent.options)},
+        "model": configured_model(agent.model, run_config.base_dir),
+        "memory": None if agent.memory_strategy == "none" else {
+            "backend": run_config.memory.backend, "top_k": run_config.memory.top_k,
         },
-        "memory": {"backend": run_config.memory.backend, "top_k": getattr(run_config.memory, "top_k", None)},
         "overrides": list(run_config.overrides),
     }
+
+
+def with_what_ran(block: dict[str, Any]) -> dict[str, Any]:
+    """The block with each run's ``agent``, ``model`` and ``memory`` taken from what
+    ran (its summary's ``ran``): a conftest factory's classes, the model file or
+    the names the server reported, not the config's kind and defaults."""
+    from ..identity import run_identity as identity_of
+
+    def identified(entry: Any) -> Any:
+        if not isinstance(entry, dict) or not isinstance(entry.get("ran"), dict):
+            return entry
+        return {**entry, **identity_of(entry["ran"], entry)}
+
+    arms = block.get("arms")
+    if isinstance(arms, dict):
+        return {**block, "arms": {name: identified(entry) for name, entry in arms.items()}}
+    result: dict[str, Any] = identified(block)
+    return result
