@@ -867,7 +867,12 @@ def _resolve_part(
 
 def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig:
     """Load a run config and the benchmark, agent and memory configs it names;
-    ``settings`` are ``--evomemory-set KEY=VALUE`` overrides (:mod:`.settings`)."""
+    ``settings`` are ``--evomemory-set KEY=VALUE`` overrides (:mod:`.settings`).
+
+    Every file is checked before any problem is reported, so that one refusal
+    lists every misspelt key of the run, the files' problems joined on one line
+    (" | " between files), not one per attempt.
+    """
     from .settings import apply_settings, parse_settings
 
     parsed = parse_settings(settings)
@@ -879,14 +884,20 @@ def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig
     run_path = resolve_path(Path(path).expanduser())
     raw = read_yaml_mapping(run_path)
     raw.update({s.part: s.value for s in parsed if len(s.path) == 1})
-    run = validate_mapping(_RunFile, raw, f"{run_path}{suffix}")
-    if run.name is not None:
+    problems: list[ConfigError] = []
+    run: _RunFile | None = None
+    try:
+        run = validate_mapping(_RunFile, raw, f"{run_path}{suffix}")
+    except ConfigError as error:
+        problems.append(error)
+    name = run.name if run is not None else None
+    if name is not None:
         from .rundir import check_run_name  # the one rule for run names; here it can name the file
 
         try:
-            check_run_name(run.name)
+            check_run_name(name)
         except ConfigError as error:
-            raise ConfigError(f"{run_path}: {error}", source=str(run_path), key="name") from None
+            problems.append(ConfigError(f"{run_path}: {error}", source=str(run_path), key="name"))
     base = run_path.parent
     parts: dict[str, Any] = {}
     sources: dict[str, str] = {"run": str(run_path)}
@@ -895,16 +906,31 @@ def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig
         ("agent", AgentConfig),
         ("memory", MemoryConfig),
     ):
-        data, source = _resolve_part(getattr(run, key), base, key, run_path)
-        parts[key] = validate_mapping(model, apply_settings(data, parsed, key), f"{source}{suffix}")
-        sources[key] = source
-    agent: AgentConfig = parts["agent"]
-    if agent.kind == "tiny" and agent.model is None:
-        raise ConfigError(
+        # With a run file that failed validation, its parts are still checked when
+        # they are named the way a valid run file names them.
+        reference = getattr(run, key) if run is not None else raw.get(key, {} if key == "memory" else None)
+        if not isinstance(reference, str | Mapping):
+            continue
+        try:
+            data, source = _resolve_part(reference, base, key, run_path)
+            sources[key] = source
+            parts[key] = validate_mapping(model, apply_settings(data, parsed, key), f"{source}{suffix}")
+        except ConfigError as error:
+            problems.append(error)
+    agent: AgentConfig | None = parts.get("agent")
+    if agent is not None and agent.kind == "tiny" and agent.model is None:
+        problems.append(ConfigError(
             f"{sources['agent']}: key 'model': required for kind 'tiny'; add a 'model:' section "
             "(see docs/configuration.md)",
             source=sources["agent"], key="model",
+        ))
+    if problems:
+        if len(problems) == 1:
+            raise problems[0]
+        raise ConfigError(
+            " | ".join(str(problem) for problem in problems), source=problems[0].source, key=problems[0].key
         )
+    assert run is not None and agent is not None
     return RunConfig(
         name=run.name or run_path.stem,
         path=run_path,

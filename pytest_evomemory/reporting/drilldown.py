@@ -426,7 +426,8 @@ SCRIPT = r"""
     if (turn && turn[6]) notes.append((turn[5] ? "; " : "") + "protocol violation: " + turn[6]);
     if (!notes.textContent) notes.append(turn ? DASH : DASH + " (no response)");
     return el("tr", null,
-      el("td", "num", task.p), el("td", "id", code(task.i)), el("td", ok ? "pass" : "fail", ok ? "yes" : "no"),
+      el("td", "num", task.p), el("td", "id", code(task.i)),
+      el("td", ok ? "pass" : "fail", ok ? "yes" : task.v === "e" ? "no (failed episode)" : "no"),
       el("td", null, code(task.x)), el("td", null, code(task.t)),
       el("td", null, task.r + " ", el("small", null, "(" + task.m + ")")),
       el("td", "num", turn ? count(turn[0]) : DASH), el("td", "num", turn ? seconds(turn[3]) : DASH), notes);
