@@ -67,7 +67,7 @@ def probe_hub(timeout: float = PROBE_TIMEOUT_S) -> str | None:
     """One HEAD request to the hub's root through huggingface_hub's own HTTP session
     (its proxies and headers): any HTTP answer means reachable."""
     import httpx2
-    from huggingface_hub.utils import get_session
+    from huggingface_hub import get_session
 
     endpoint = hub_endpoint()
     try:
