@@ -223,22 +223,13 @@ def _records(handle: IO[bytes], path: Path) -> Iterator[dict[str, Any]]:
                 if not raw.strip():
                     continue
                 try:
-                    value = json.loads(raw)  # bytes: the records are ASCII, no decoding pass needed
-                except UnicodeDecodeError:  # written by hand, not UTF-8: read what can be read
-                    value = _loads(raw.decode("utf-8", errors="surrogateescape"))
+                    value = json.loads(raw.decode("utf-8", errors="surrogateescape"))
                 except (json.JSONDecodeError, RecursionError):
                     continue
                 if isinstance(value, dict):
                     yield value
         except OSError as error:
             raise RunDirError(f"{path} cannot be read ({error.strerror or error}); give another run directory") from None
-
-
-def _loads(line: str) -> Any:
-    try:
-        return json.loads(line)
-    except (json.JSONDecodeError, RecursionError):
-        return None
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
