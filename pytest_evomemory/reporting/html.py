@@ -149,7 +149,7 @@ th { background: #f6f8fa; font-weight: 600; } td.num, th.num { text-align: right
 th.num { white-space: nowrap; } td.num { white-space: nowrap; }
 .name, td.run { min-width: 7em; max-width: 16em; overflow-wrap: anywhere; }
 td.text { overflow-wrap: anywhere; min-width: 8em; } td.id { min-width: 5em; }
-th.run-head { max-width: 12em; overflow-wrap: anywhere; }
+th.run-head { min-width: 6em; max-width: 12em; overflow-wrap: anywhere; }
 table.config-diff tbody th { min-width: 9em; }
 tfoot td, tfoot th { font-weight: 600; background: #f6f8fa; }
 .pass { color: #1a7f37; font-weight: 600; } .fail { color: #cf222e; font-weight: 600; }

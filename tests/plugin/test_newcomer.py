@@ -220,6 +220,11 @@ def test_json_report_carries_each_tasks_metadata_and_the_runs_identity(pytester:
     assert task["cached"] is False and task["violation"] is None and task["seconds"] >= 0
     run = report["evomemory"]
     assert run["schema_version"] == 1 and run["run"] == "sample_memory"
-    assert run["agent"] == {"kind": "recall_baseline", "memory_strategy": "deterministic_recall"}
+    assert run["agent"] == {
+        "kind": "recall_baseline", "memory_strategy": "deterministic_recall", "options": {},
+        "class": "pytest_evomemory.agents.baseline:RecallBaselineAgent", "factory": "pytest_evomemory.agents.factory:build_agent",
+    }
     assert run["model"] is None and run["memory"]["backend"] == "inprocess"
+    assert run["memory"]["class"] == "pytest_evomemory.memory.inprocess:InProcessMemory"
+    assert run["versions"]["pytest-evomemory"] and len(run["config_fingerprint"]) == 64
     assert run["overall"]["tasks"] == 4
