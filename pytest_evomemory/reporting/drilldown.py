@@ -290,9 +290,12 @@ def task_sections(
         scored_items.sort(key=lambda s: _number(s.get("position")) or 0.0)
         verdicts = "".join(_VERDICT[verdict(s)] for s in scored_items)
         correct = verdicts.count("c")
+        positions = [_position(s.get("position")) for s in scored_items]
+        # a run of part of a stream (-k, a resumed subset) has gaps: "go to position" needs them
+        gaps = "" if positions == [str(n) for n in range(1, len(positions) + 1)] else f' data-positions="{",".join(positions)}"'
         yield (
             f'<details class="stream-tasks" data-stream="{_e(stream)}" data-index="{index}" '
-            f'data-tasks="{len(scored_items)}" data-page-size="{PAGE_SIZE}" data-verdicts="{verdicts}">'
+            f'data-tasks="{len(scored_items)}" data-page-size="{PAGE_SIZE}" data-verdicts="{verdicts}"{gaps}>'
             f"<summary>{_e(stream)}: {correct:,} of {len(scored_items):,} correct</summary>"
             '<div class="task-pages"><noscript><p class="warning">The per-task drill-down is drawn by this '
             "page's own script (it loads nothing); allow scripts for this file to see it.</p></noscript></div>"
@@ -443,6 +446,7 @@ SCRIPT = r"""
       this.name = root.dataset.stream;
       this.size = Number(root.dataset.pageSize);
       this.verdicts = root.dataset.verdicts;
+      this.positions = root.dataset.positions ? root.dataset.positions.split(",") : null;
       this.blocks = root.querySelectorAll("script.task-page");
       this.pages = new Map();
       this.filter = "all";
@@ -484,11 +488,16 @@ SCRIPT = r"""
       return this.pages.get(index);
     }
     jump() {
-      const wanted = Number(this.position.value) - 1;
-      if (!(wanted >= 0 && wanted < this.verdicts.length)) return;
+      const wanted = String(Math.trunc(Number(this.position.value)));
+      const index = this.positions ? this.positions.indexOf(wanted) : Number(wanted) - 1;
+      if (!(index >= 0 && index < this.verdicts.length)) {
+        this.message.textContent = this.name + " has no task at position " + this.position.value;
+        this.message.hidden = false;
+        return;
+      }
       this.filter = "all"; this.select.value = "all";
-      this.show(Math.floor(wanted / this.size)).then(() => {
-        const found = this.details.querySelector("details.task[data-position='" + (wanted + 1) + "']");
+      this.show(Math.floor(index / this.size)).then(() => {
+        const found = [...this.details.querySelectorAll("details.task")].find(d => d.dataset.position === wanted);
         if (found) { found.open = true; found.scrollIntoView(); }
       });
     }

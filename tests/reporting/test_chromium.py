@@ -263,3 +263,39 @@ def test_every_figure_of_the_comparison_is_visible_at(width: int, browser: Brows
     assert {"McNemar p", "paired tasks", "\u0394 vs baseline"} <= set(headers)
     assert all(right <= width for right in headers.values())
     assert set(load.facts["shortened"]) == {f"{LONG}_{index}" for index in range(3)}  # tooltips hold the names
+
+
+PAGING = """(async () => {
+    const wait = ms => new Promise(r => setTimeout(r, ms));
+    const until = async test => { for (let i = 0; i < 200 && !test(); i++) await wait(20); };
+    const root = document.querySelector('details.stream-tasks');
+    root.open = true;
+    const positions = () => [...root.querySelectorAll('details.task')].map(d => d.dataset.position);
+    const status = () => root.querySelector('.page-status').textContent.trim();
+    await until(() => positions().length);
+    const seen = {first: [positions()[0], positions().at(-1), status()]};
+    const [previous, next, go] = root.querySelectorAll('.pager button');
+    next.click(); await until(() => positions()[0] === '101');
+    seen.second = [positions()[0], positions().at(-1), status(), previous.disabled];
+    const select = root.querySelector('.pager select');
+    select.value = 'e'; select.dispatchEvent(new Event('change')); await until(() => positions()[0] !== '101');
+    seen.errors = [positions(), status()];
+    root.querySelector('.pager input').value = '234'; go.click();
+    await until(() => root.querySelector("details.task[data-position='234'][open]"));
+    await wait(50);
+    const opened = root.querySelector("details.task[data-position='234']");
+    seen.jump = [status(), opened.open, opened.innerText.includes('prompt the agent saw')];
+    return seen;
+})()"""
+
+
+def test_a_long_stream_is_paged_filtered_and_jumped_through(browser: Browser, make_run: MakeRun, tmp_path: Path) -> None:
+    outcomes: list[bool | None] = [None if task % 97 == 0 else task % 3 == 0 for task in range(250)]
+    run_dir = make_run("long", {"facts": outcomes})
+    load = browser.load(write_html_report(run_dir), {"paging": PAGING})
+    assert load.errors == [], load.errors
+    seen = load.facts["paging"]
+    assert seen["first"] == ["1", "100", "1\u2013100 of 250 tasks"]
+    assert seen["second"] == ["101", "200", "101\u2013200 of 250 tasks", False]
+    assert seen["errors"] == [["1", "98", "195"], "1\u20133 of 3 shown"]  # positions 0, 97, 194 failed
+    assert seen["jump"] == ["201\u2013250 of 250 tasks", True, True]

@@ -355,3 +355,18 @@ def test_an_own_agents_tool_calls_and_an_empty_recall_read_as_what_happened(make
     assert first["R"] == {"n": "1 recall(s), no record returned"}
     assert first["tt"] == {"c": ['\u2192 lookup({"question": "q"}) = []', "\u2192 final_answer({\"answer\": \"x\"}) = answer recorded"]}
     assert other["R"]["n"].startswith("1 recall(s); the run did not record what they returned")
+
+
+def test_the_page_grows_linearly_with_a_small_constant(make_run: MakeRun) -> None:
+    """Every task is in the page (the drill-down's data), at a fraction of its records' size."""
+    sizes = {}
+    for tasks in (500, 2000):
+        run_dir = make_run(f"n{tasks}", {"facts": [task % 3 == 0 for task in range(tasks)]})
+        page = write_html_report(run_dir)
+        sizes[tasks] = page.stat().st_size
+        records = sum(path.stat().st_size for path in run_dir.rglob("*.jsonl"))
+        assert len(task_records(page)["facts"]) == tasks
+        assert sizes[tasks] < records / 4
+    per_task = (sizes[2000] - sizes[500]) / 1500
+    assert per_task < 150, per_task  # bytes per further task
+    assert sizes[2000] < 4 * sizes[500]
