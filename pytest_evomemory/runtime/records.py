@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..identity import reported_models
 from ..reporting.summary import StreamMetrics, ThresholdResult, summarize
 from ..types import BenchmarkSample
 
@@ -289,6 +290,8 @@ class ResultCollector:
     feedback_skipped: list[Document] = field(default_factory=list)
     #: stream -> what ran for it (agent, memory, model), from stream-started records
     ran: dict[str, Document] = field(default_factory=dict)
+    #: stream -> the model names the server reported in the stream's replies, in order
+    reported_models: dict[str, dict[str, None]] = field(default_factory=dict)
     _scored: set[tuple[str, str]] = field(default_factory=set)
     #: (stream, task id) of every failed episode so far, kept as records arrive: a run
     #: checks it after every record (max errors), so it must not rescan
@@ -329,6 +332,9 @@ class ResultCollector:
                 self.writer.add_event(record.to_wire())
 
     def _add_response(self, response: Mapping[str, Any]) -> None:
+        names = reported_models(response.get("messages") or ())
+        if names:
+            self.reported_models.setdefault(str(response.get("stream")), {}).update(dict.fromkeys(names))
         self.responses.append(dict(response))
         if self.writer:
             self.writer.add_response(response)
@@ -355,6 +361,15 @@ class ResultCollector:
                     continue
         finally:
             self.writer = writer
+
+    def what_ran(self) -> dict[str, dict[str, Any]]:
+        """Per stream, what ran (``stream_started``), its model with the names the
+        server reported in its replies (``model.reported``) once any reply came."""
+        ran: dict[str, dict[str, Any]] = {}
+        for stream, parts in self.ran.items():
+            names, model = list(self.reported_models.get(stream, ())), parts.get("model")
+            ran[stream] = {**parts, "model": {**model, "reported": names}} if names and isinstance(model, Mapping) else parts
+        return ran
 
     @property
     def failed_episode_count(self) -> int:
@@ -398,7 +413,7 @@ class ResultCollector:
             "failed_episodes": failed,
             "skipped_feedback": [dict(s) for s in self.feedback_skipped],
             "completion": dict(completion),
-            "ran": dict(self.ran),
+            "ran": self.what_ran(),
             **(extra or {}),
         }
 
