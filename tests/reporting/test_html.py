@@ -191,7 +191,7 @@ def test_comparison_has_every_run_on_each_plot_and_a_side_by_side_table(make_run
         "Accuracy", "Work done", "Cost",
     ]
     side = rows(tree.find_all("table", "compare-streams")[0])
-    assert side[0] == [TABLE_HEADERS[0], "run", *TABLE_HEADERS[1:7]]
+    assert side[0] == [TABLE_HEADERS[0], "run", *TABLE_HEADERS[1:6]]
     assert side[1][:3] == ["facts", "no memory", "4"] and side[2][:2] == ["memory", "4"]
     assert side[4] == ["memory", "not in this run"]
     assert [r[0] for r in side if len(r) > 2 and r[0] == "overall"] == ["overall"]
