@@ -12,6 +12,8 @@ import pytest
 from pytest_evomemory.testing.fixtures import ServerFactory
 from pytest_evomemory.testing.scripted_server import echo_policy, is_feedback
 
+from ..schema import assert_run_dir_valid
+
 SECRET = "sk-e2e-DO-NOT-LEAK-9f8e7d6c5b4a"
 
 
@@ -77,6 +79,7 @@ def test_tiny_run_end_to_end(
     transcript = [json.loads(line) for line in (pytester.path / "results" / "transcripts" / "sample_facts.jsonl").read_text().splitlines()]
     replies = [m for record in transcript for m in record["messages"] if m["role"] == "assistant"]
     assert replies and all(m["model"] == "scripted-model-2025-01-01" for m in replies)
+    assert_run_dir_valid(pytester.path / "results")  # an API model's identity, as the shipped schema says
 
     outputs = [result.stdout.str(), result.stderr.str()]
     files = [p for p in pytester.path.rglob("*") if p.is_file()]

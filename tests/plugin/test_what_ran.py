@@ -16,6 +16,7 @@ import pytest
 from pytest_evomemory.reporting.drilldown import read_task_pages
 
 from ..conftest import SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN
+from ..schema import assert_json_report_valid, assert_run_dir_valid, assert_valid
 
 CONFTEST = """
 import pytest
@@ -89,6 +90,8 @@ def test_a_conftest_override_is_named_as_what_ran(pytester: pytest.Pytester, wor
     assert identity["memory"]["backend"] == "conftest:build_my_memory" and identity["memory"]["class"] == "conftest:MyMemory"
     assert identity["model"] is None
     assert "recall_baseline" not in json.dumps(identity["agent"]) and "inprocess" not in json.dumps(identity["memory"])
+    assert_run_dir_valid(pytester.path / "out")  # a conftest's agent and memory, as the schema says
+    assert_json_report_valid(json.loads((pytester.path / "report.json").read_text(encoding="utf-8")))
     properties = _junit_properties(pytester.path / "junit.xml")
     assert properties["evomemory_agent"] == ["conftest:MyAgent (built by conftest:build_my_agent)"]
     assert properties["evomemory_memory"] == ["conftest:MyMemory (built by conftest:build_my_memory)"]
@@ -189,6 +192,11 @@ def test_an_embedded_model_is_named_by_its_file_and_hash_in_every_artefact(
     assert [row["key"] for row in comparison["config_diff"] if row["key"].startswith("agent.model")] == ["agent.model"]
     properties = _junit_properties(pytester.path / "junit.xml")
     assert any(value.startswith(f"embedded: local {short}") for value in properties["evomemory_model"])
+    # every artefact, a local model's identity included, is what the shipped schema says
+    for arm in ("embedded", "sample_no_memory"):
+        assert_run_dir_valid(out / arm)
+    assert_valid("compare.json", comparison)
+    assert_json_report_valid(json.loads(texts["../report.json"]))
     # the agent ran: its transcripts are in the drill-down
     pages = read_task_pages(texts["embedded/report.html"])
     assert [task["a"] for task in pages["sample_facts"]] == ["A", "A"]
