@@ -192,3 +192,22 @@ def test_the_json_reports_identity_is_what_ran_over_the_run_config(tmp_path: Pat
     identity = run_identity(config, ran)
     assert identity["agent"]["class"] == "a:A" and identity["model"]["reported"] == ["served-1"]
     assert identity["memory"] is None and identity["overrides"] == []
+
+
+def test_a_resumed_collector_keeps_what_ran_before_and_the_names_reported_before() -> None:
+    from pytest_evomemory.runtime.records import ResultCollector, stream_started_record
+
+    model = {"provider": "openai", "model": "m", "endpoint": "http://127.0.0.1:1/v1"}
+    agent = {"class": "a:A", "factory": "a:f", "kind": "tiny", "memory_strategy": "none", "options": {}}
+    before = {
+        "s1": {"agent": agent, "memory": None, "model": {**model, "reported": ["m-1"]}},
+        "s2": {"agent": agent, "memory": None, "model": {**model, "reported": ["m-1"]}},
+    }
+    collector = ResultCollector(["s1", "s2"])
+    collector.preload([], [], [], before)
+    collector.add(stream_started_record("s2", {"agent": agent, "memory": None, "model": model}))
+    collector._add_response({"stream": "s2", "messages": [{"role": "assistant", "content": "x", "model": "m-2"}]})
+    ran = collector.what_ran()
+    assert list(ran) == ["s1", "s2"]
+    assert ran["s1"] == before["s1"]  # not started again: as the interrupted run recorded it
+    assert ran["s2"]["model"]["reported"] == ["m-1", "m-2"]  # the earlier replies' names and the new ones

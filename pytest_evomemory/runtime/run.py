@@ -350,7 +350,11 @@ class Run:
         if self.resume is not None:
             if self.writer is not None:
                 self.writer.restart_from(self.resume)
-            self.collector.preload(self.resume.responses, self.resume.scores, self.resume.events)
+            earlier_ran = self.resume.document.get("ran")
+            self.collector.preload(
+                self.resume.responses, self.resume.scores, self.resume.events,
+                earlier_ran if isinstance(earlier_ran, dict) else None,
+            )
             # the run is the interrupted one, continued: its start and command stay its own
             earlier = self.resume.document
             document["started"] = _text(earlier.get("started")) or self.started
@@ -410,8 +414,9 @@ class Run:
             )
             report_error: str | None = None
             if self.writer is not None:
-                if self.collector.ran:  # what actually ran, known once streams opened
-                    self.writer.write_run({**self.document, "ran": self.collector.what_ran()})
+                ran = self.collector.what_ran()
+                if ran:  # what actually ran, known once streams opened (or from the run resumed)
+                    self.writer.write_run({**self.document, "ran": ran})
                 self.writer.finalize_scores(self.collector.scores, self.benchmark.stream_order)
                 if self.writer.failure is not None:
                     # results are missing from the directory: the run cannot pass

@@ -206,3 +206,17 @@ def test_the_header_gives_the_model_in_words(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--collect-only")
     result.stdout.fnmatch_lines(["evomemory: model none (model-free agent)"])
     assert "{" not in "\n".join(line for line in result.outlines if line.startswith("evomemory: model"))
+
+
+def test_a_resumed_run_names_what_ran_in_every_stream(pytester: pytest.Pytester) -> None:
+    """Not only the streams the resuming process started: the run is one run."""
+    first = pytester.runpytest(
+        f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--evomemory-output-dir=out", "--evomemory-limit=2", "-k", "sample_facts",
+    )
+    first.assert_outcomes(passed=2, deselected=2)
+    resumed = pytester.runpytest("--evomemory-resume=out")
+    assert resumed.ret == 0, resumed.stdout.str()
+    resumed.stdout.fnmatch_lines(["ran: agent *RecallBaselineAgent* [[]sample_facts, sample_choice[]]"])
+    for name in ("summary.json", "run.json"):
+        document = json.loads((pytester.path / "out" / name).read_text(encoding="utf-8"))
+        assert set(document["ran"]) == {"sample_facts", "sample_choice"}, name
