@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal, TypeVar, get_args
 from urllib.parse import urlsplit
@@ -403,6 +403,9 @@ class RunConfig:
     sources: Mapping[str, str]
     #: The ``--evomemory-set KEY=VALUE`` settings applied on top of the files.
     overrides: tuple[str, ...] = ()
+    #: The command line's ``limit`` and ``streams`` (only those it gave): a resume
+    #: applies them again, and never a limit the config file itself set.
+    selection: Mapping[str, Any] = field(default_factory=dict)
 
     @property
     def base_dir(self) -> Path:
@@ -419,7 +422,7 @@ class RunConfig:
             update["streams"] = list(dict.fromkeys(streams))
         if not update:
             return self
-        return replace(self, benchmark=self.benchmark.model_copy(update=update))
+        return replace(self, benchmark=self.benchmark.model_copy(update=update), selection=update)
 
     def to_dict(self) -> dict[str, Any]:
         """The resolved configuration for ``run.json``. Holds no secret values:
@@ -432,6 +435,7 @@ class RunConfig:
             "agent": self.agent.model_dump(mode="json"),
             "memory": self.memory.model_dump(mode="json"),
             "overrides": list(self.overrides),
+            "selection": dict(self.selection),
         }
 
 

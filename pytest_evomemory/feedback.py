@@ -1,6 +1,6 @@
 """The corrective feedback turn: the only place where the answer reaches the agent.
 
-DESIGN.md: the feedback contains "the canonical target answer exactly as supplied by
+docs/design.md: the feedback contains "the canonical target answer exactly as supplied by
 the source dataset". For most streams the scored target *is* the source's field
 (AIME ``answer``, APIBench ``api_call``, a JSONL ``target``). For choice streams the
 scored target is a letter in this task's option order, so the feedback also quotes

@@ -39,7 +39,7 @@ from typing import IO, TYPE_CHECKING, Any
 
 from .errors import ConfigError
 from .redaction import dumps_redacted
-from .validation import CONTROL_CHARACTERS, MAX_NAME_BYTES, path_problem, run_name_problem
+from .validation import CONTROL_CHARACTERS, MAX_NAME_BYTES, long_name_problem, path_problem, run_name_problem
 
 if TYPE_CHECKING:
     from .streams import Stream
@@ -68,10 +68,12 @@ ARMS_MANIFEST = "arms.json"
 RUN_FILES = (RUN_DOCUMENT, RESPONSES, SCORES, EVENTS, SUMMARY, REPORT, COMPARISON, COMPARISON_DATA)
 #: Where a stream's memory snapshots go (``memory/<stream>/``).
 MEMORY = "memory"
-#: Names no arm may take: the files and folders written beside the arms or in a run
-#: directory (an arm named ``compare.json`` would be overwritten by the comparison).
+#: Names no arm may take: what a session writes beside its arms (an arm named
+#: ``compare.json`` would be overwritten by the comparison). A run directory's own
+#: entries (``memory``, ``history``...) are ordinary arm names: each arm is a directory
+#: of its own below the arms directory.
 RESERVED_NAMES = frozenset(
-    name.lower() for name in (*RUN_FILES, ARMS_MANIFEST, TRANSCRIPTS, HISTORY, MEMORY, LOCK, LOCK_OWNER, ERROR_COUNT)
+    name.lower() for name in (ARMS_MANIFEST, COMPARISON, COMPARISON_DATA, REPORT, LOCK, LOCK_OWNER, ERROR_COUNT)
 )
 
 DEFAULT_OUTPUT_ROOT = "evomemory-results"
@@ -140,12 +142,9 @@ def check_output_dir(path: Path) -> Path:
         resolved = path.resolve()
     except (OSError, RuntimeError) as error:
         raise RunDirError(f"output directory {text}: cannot resolve it ({error}); give another directory") from None
-    too_long = next((part for part in resolved.parts if len(part.encode("utf-8", "surrogatepass")) > _MAX_NAME_BYTES), None)
+    too_long = long_name_problem(resolved)
     if too_long is not None:
-        raise RunDirError(
-            f"output directory {text[:80]!r}...: a name in it is {len(too_long.encode('utf-8', 'surrogatepass'))} "
-            f"bytes long, over the file system's limit of {_MAX_NAME_BYTES}; give a shorter directory"
-        )
+        raise RunDirError(f"output directory {text[:80]!r}...: {too_long}; give a shorter directory")
     for parent in (resolved, *resolved.parents):
         try:
             exists = parent.exists()
@@ -356,6 +355,12 @@ class RunWriter:
         self._files: dict[str, IO[str]] = {}
         self.failure: str | None = None
         self._guard(lambda: (self.run_dir / TRANSCRIPTS).mkdir(parents=True, exist_ok=True))
+
+    def fail(self, reason: str) -> None:
+        """A run file written elsewhere (a worker's memory snapshot) failed: writing
+        ends here too, as if this writer's own write had failed."""
+        if self.failure is None:
+            self.failure = reason
 
     def _guard(self, write: Any) -> None:
         if self.failure is not None:

@@ -16,7 +16,7 @@ from typing import Any, Literal
 #: stimuli are ever scored; ``feedback`` stimuli carry the corrective target.
 StimulusKind = Literal["task", "feedback"]
 
-#: The acknowledgement that must end every feedback turn (DESIGN.md).
+#: The acknowledgement that must end every feedback turn (docs/design.md).
 FEEDBACK_ACKNOWLEDGEMENT = "Feedback recorded"
 
 

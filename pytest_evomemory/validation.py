@@ -259,6 +259,21 @@ def check_task_id(task_id: str, where: str) -> None:
 MAX_NAME_BYTES = 255
 
 
+def long_name_problem(path: Path) -> str | None:
+    """Why a name in ``path`` cannot exist on the file system, or ``None``.
+
+    The operating system only says "File name too long" without naming the part;
+    this names its length and the limit, so the user knows which name to shorten.
+    """
+    too_long = next((part for part in path.parts if len(part.encode("utf-8", "surrogatepass")) > MAX_NAME_BYTES), None)
+    if too_long is None:
+        return None
+    return (
+        f"a name in it is {len(too_long.encode('utf-8', 'surrogatepass'))} bytes long, "
+        f"over the file system's limit of {MAX_NAME_BYTES}"
+    )
+
+
 def run_name_problem(name: str) -> str | None:
     """Why ``name`` cannot be one directory under the output root, in words, or None.
 

@@ -2,7 +2,7 @@
 
 It is deliberately plain (one conversation, a tool loop, no planning) so that the
 benchmark measures the model and its memory, not agent cleverness. Its three
-memory strategies are the three DESIGN.md names:
+memory strategies are the three names of docs/design.md:
 
 * ``none``: no memory at all; only ``final_answer`` is offered.
 * ``deterministic_recall`` (ExpRAG): before each task the agent recalls the

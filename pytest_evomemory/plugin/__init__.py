@@ -2,7 +2,7 @@
 
 Everything that decides *what* happens lives in the engine's
 :class:`~pytest_evomemory.runtime.session.Session`; this package maps it onto
-pytest's life cycle as DESIGN.md describes (a stream is a session-scoped
+pytest's life cycle as docs/design.md describes (a stream is a session-scoped
 parametrized fixture, a task is a test item, feedback and reset are the episode
 fixture's teardown) and splits as pytest-xdist does: the controller's hooks
 (:mod:`.controller`: records in, the end of the session) are registered only in the

@@ -176,15 +176,20 @@ class ProgressHooks:
         if verbosity <= -2 or final_only:
             return
         now = time.monotonic()
-        due = verbosity >= 0 and now - progress.last_shown >= self.interval
+        if not progress.last_shown:
+            progress.last_shown = now  # the interval counts from the stream's first task
+            due = verbosity >= 0 and self.interval == 0
+        else:
+            due = verbosity >= 0 and now - progress.last_shown >= self.interval
         if not (progress.finished or due):
             return
         progress.last_shown = now
         self.pending.append(progress.line())
 
+    @pytest.hookimpl(tryfirst=True)  # before the terminal reporter starts the task's line
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
-        """Lines go out before the next task's letter, so pytest's own line of letters
-        (and its ``[100%]`` at the end) stays whole."""
+        """Lines go out before the next task's letter (or, with ``-v``, its node id), so
+        pytest's own lines (and its ``[100%]`` at the end) stay whole."""
         self._flush()
 
     @pytest.hookimpl(tryfirst=True)
@@ -201,7 +206,11 @@ class ProgressHooks:
         writer = getattr(reporter, "_tw", None)  # pytest's terminal writer knows its column
         width = getattr(writer, "width_of_current_line", None)
         mid_line = bool(width) if isinstance(width, int) else reporter.currentfspath is not None
-        text = "\n".join(lines) + "\n"
+        text = "\n".join(lines)
+        # With -v pytest ends the current line itself before each node id; with -q its
+        # letters go on below ours.
+        if self.config.get_verbosity() <= 0:
+            text += "\n"
         reporter.write(("\n" if mid_line else "") + text)
 
 

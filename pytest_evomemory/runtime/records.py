@@ -10,7 +10,10 @@ A record says one thing that happened, by its class:
 * :class:`FeedbackSkippedRecord`: no feedback turn was possible (``skipped``);
 * :class:`StreamStartedRecord`: what a stream's process built (agent, memory, model);
 * :class:`StreamErrorRecord`: a stream failed outside any episode, e.g. at its start
-  or in its teardown (``failure``), charged to that stream.
+  or in its teardown (``failure``), charged to that stream;
+* :class:`WriteFailedRecord`: a file of the run (a memory snapshot) could not be
+  written in the process that ran the stream (``failure``): the session stops as it
+  stops when the controller's own results cannot be written.
 
 Records travel: from an xdist worker to the controller on a test report, and from
 the controller into the run directory. On the way they are plain JSON mappings
@@ -181,11 +184,25 @@ class StreamErrorRecord(Record):
         return str(self.failure["stream"]), None
 
 
+@dataclass(frozen=True)
+class WriteFailedRecord(Record):
+    """A run file the stream's process writes itself (a memory snapshot) failed."""
+
+    TYPE = "write_failed"
+    FIELDS = ("failure",)
+
+    failure: Document
+
+    @property
+    def stream(self) -> str:
+        return str(self.failure["stream"])
+
+
 _TYPES: dict[str, type[Record]] = {
     kind.TYPE: kind
     for kind in (
         TaskRecord, ErrorRecord, FeedbackRecord, FeedbackErrorRecord, FeedbackSkippedRecord,
-        StreamStartedRecord, StreamErrorRecord,
+        StreamStartedRecord, StreamErrorRecord, WriteFailedRecord,
     )
 }
 
@@ -209,7 +226,7 @@ def from_wire(wire: Mapping[str, Any]) -> Record:
 _REQUIRED: dict[type[Record], tuple[str, ...]] = {
     TaskRecord: ("response", "scored"), ErrorRecord: ("scored",), FeedbackRecord: ("response",),
     FeedbackErrorRecord: ("failure",), FeedbackSkippedRecord: ("skipped",), StreamStartedRecord: ("started",),
-    StreamErrorRecord: ("failure",),
+    StreamErrorRecord: ("failure",), WriteFailedRecord: ("failure",),
 }
 
 
@@ -265,6 +282,17 @@ def stream_started_record(stream: str, identity: Mapping[str, Any]) -> StreamSta
     return StreamStartedRecord({"stream": stream, **dict(identity)})
 
 
+def write_failed_record(stream: str, error: BaseException) -> WriteFailedRecord:
+    """What a failed write of the stream's own files (its memory snapshots) says."""
+    filename = getattr(error, "filename", None) or getattr(error, "path", None)
+    strerror = getattr(error, "strerror", None) or str(error)
+    reason = (
+        f"writing the memory snapshot of stream {stream!r} failed: {strerror}"
+        f"{f' ({filename})' if filename else ''}; results written before this point are kept"
+    )
+    return WriteFailedRecord({"stream": stream, "reason": reason})
+
+
 def stream_error_record(stream: str, reason: str, phase: str = "teardown") -> StreamErrorRecord:
     """A stream that failed outside any episode (``phase``: ``start`` or ``teardown``)."""
     return StreamErrorRecord({"stream": stream, "task_id": None, "position": None, "phase": phase, "reason": reason})
@@ -300,6 +328,10 @@ class ResultCollector:
     _failed: set[tuple[str, str | None]] = field(default_factory=set)
 
     def add(self, record: Record) -> None:
+        if isinstance(record, WriteFailedRecord):
+            if self.writer:
+                self.writer.fail(str(record.failure.get("reason")))
+            return
         if isinstance(record, StreamStartedRecord):
             started = dict(record.started)
             self.ran.setdefault(str(started.pop("stream")), started)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..rundir import RUN_DOCUMENT, ArmsManifest, RunDirError, read_arms_manifest, read_run_document
+from ..validation import long_name_problem
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,9 @@ class ResumeSource:
 
 def read_resume_source(directory: Path, flag: str) -> ResumeSource:
     """What ``flag=directory`` resumes; :class:`RunDirError` naming what is missing."""
+    too_long = long_name_problem(directory)
+    if too_long is not None:
+        raise RunDirError(f"{flag} {str(directory)[:80]!r}...: {too_long}; give the directory of the run to resume")
     manifest = read_arms_manifest(directory, flag)
     if manifest is not None:
         documents = [
@@ -93,9 +97,10 @@ def arm_dir_recorded(manifest: ArmsManifest, name: str, directory: Path) -> Path
 
 
 def _recorded_selection(documents: list[dict[str, Any]]) -> tuple[int | None, tuple[str, ...]]:
-    """The limit and streams the interrupted run's benchmark had, when every arm
-    agrees on them (arms whose recorded values differ keep their own files')."""
-    benchmarks = [_mapping(_mapping(document.get("run")).get("benchmark")) for document in documents]
+    """The limit and streams the interrupted run's command line gave, when every arm
+    agrees on them (a limit or stream list from the config file is the config's own:
+    the config is read again, and a changed one is refused as a changed config)."""
+    benchmarks = [_mapping(_mapping(document.get("run")).get("selection")) for document in documents]
     if not benchmarks:
         return None, ()
     limit: int | None = None

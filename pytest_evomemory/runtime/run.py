@@ -51,7 +51,9 @@ MemoryFactoryFn = Callable[[MemoryConfig, MemoryContext], MemorySystem]
 
 
 #: Where a run's config files were, not what they set: a moved checkout may resume.
-_LOCATION_KEYS = ("path", "sources")
+#: Not settings of the run: where the files were, and which of the settings came
+#: from the command line (the effective limit and streams are in ``benchmark``).
+_LOCATION_KEYS = ("path", "sources", "selection")
 
 
 def config_fingerprint(config: RunConfig) -> str:

@@ -15,6 +15,7 @@ from ..config import RunConfig
 from ..errors import EvoMemoryError
 from ..options import CLI_FLAGS, SessionOptions
 from .records import Record
+from .resume import read_resume_source
 from .run import AgentFactoryFn, MemoryFactoryFn
 from .session import Outcome, Session, SessionSetup
 from .stream import drive
@@ -97,8 +98,6 @@ def run_benchmark(
     setup = SessionSetup(options, CLI_FLAGS, Path.cwd(), command, writes=write_artefacts)
     source = None
     if resume:
-        from .resume import read_resume_source
-
         source = read_resume_source(run_dir, CLI_FLAGS("resume"))
     session = Session(setup, [config], [run_dir], source)
     try:

@@ -50,6 +50,7 @@ from ..rundir import (
 )
 from ..types import BenchmarkSample
 from .arm import Arm, check_arm_names
+from .gates import thresholds_for_arms
 from .lines import Line
 from .records import Record, StreamErrorRecord, error_record, stream_error_record, stream_started_record
 from .resume import ResumeSource, arm_dir_recorded, read_resume_source, started_by
@@ -128,8 +129,6 @@ class Session:
         labelled = len(run_configs) > 1
         if labelled:
             check_arm_names(run_configs)
-        from .gates import thresholds_for_arms
-
         minimums = thresholds_for_arms(
             self.options.min_accuracy, [config.name for config in run_configs], self.flags("min-accuracy")
         )
@@ -159,11 +158,6 @@ class Session:
         self.failed_streams: dict[str, str] = {}
         self.shared_errors = SharedErrorCount(self.run_dir) if self.max_errors is not None else None
         self._failed_here: set[tuple[str, str, str | None]] = set()
-        if setup.writes:
-            for arm in self.arms:
-                arm.run.lock()
-            if self.shared_errors is not None:
-                self.shared_errors.clear()  # before any worker starts
 
     # ----- opening
 
@@ -197,6 +191,8 @@ class Session:
             )
             for path in paths
         ]
+        if len(run_configs) > 1:
+            check_arm_names(run_configs)  # before their directories are derived from the names
         run_dirs = _run_dirs(setup, run_configs, resume)
         return cls(setup, run_configs, run_dirs, resume)
 
@@ -259,6 +255,17 @@ class Session:
             check_builtin_parts(arm.run_config, builtin_agent=builtin_agent, builtin_memory=builtin_memory)
         if builtin_memory:
             self._check_shared_stores()
+        self._claim()
+
+    def _claim(self) -> None:
+        """Take the run directories for this session: only once every check passed,
+        so a refused session leaves nothing behind (not even an empty directory)."""
+        if not self.setup.writes:
+            return
+        for arm in self.arms:
+            arm.run.lock()
+        if self.shared_errors is not None:
+            self.shared_errors.clear()  # before any worker starts
 
     def _check_shared_stores(self) -> None:
         owners: dict[str, str] = {}
@@ -451,7 +458,7 @@ class Session:
             return None
         errors = sum(arm.run.errors for arm in self.arms)
         if errors >= self.max_errors:
-            self.stop_reason = f"{self.flags('max-errors')} ({errors} failed episodes)"
+            self.stop_reason = f"{errors} failed episodes reached {self.flags('max-errors')}"
             return self.stop_reason
         return None
 
@@ -709,7 +716,8 @@ def _fall_back_to_snapshots(state: ResumeState, benchmark: BenchmarkRun, run_dir
     """Resume each stream from the newest memory snapshot the interrupted run left
     at or before its completed prefix: the episodes after it run again (their
     records replaced), so the rest of the stream never sees a memory other than
-    the one its scores came from. A stream without memory needs none."""
+    the one its scores came from. A stream without memory needs none; a memory that
+    never saved a snapshot is left to refuse the resume when its stream starts."""
     if benchmark.memory_strategy == "none":
         return
     for stream in benchmark.streams:
@@ -717,6 +725,8 @@ def _fall_back_to_snapshots(state: ResumeState, benchmark: BenchmarkRun, run_dir
         if not done:
             continue
         snapshots = StreamSnapshots.for_stream(run_dir, stream.name)
+        if not snapshots.directory.exists():
+            continue  # the memory keeps no snapshots: the stream's start says it cannot resume
         available = [count for count in snapshots.completed_prefixes() if count <= done]
         newest = max(available, default=0)
         if newest < done:

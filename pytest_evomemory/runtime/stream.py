@@ -41,9 +41,11 @@ from .records import (
     FeedbackRecord,
     Record,
     TaskRecord,
+    WriteFailedRecord,
     error_record,
     feedback_error_record,
     feedback_skipped_record,
+    write_failed_record,
 )
 from .turn import RuntimeTurn
 
@@ -200,11 +202,20 @@ class StreamRun:
         self.snapshots.restore(self.memory.backend, completed)
         self.memory.restored()
 
-    def episode_completed(self, sample: BenchmarkSample) -> None:
+    def episode_completed(self, sample: BenchmarkSample) -> WriteFailedRecord | None:
         """Save the memory as it is after this episode, so a resume can continue
-        from exactly here (the memory's own snapshot; nothing is replayed)."""
+        from exactly here (the memory's own snapshot; nothing is replayed).
+
+        A snapshot that cannot be written (a full disk) is the run's write failure,
+        not the episode's: the record says so, the session stops, and nothing more
+        is saved for this stream (a resume continues from the last intact one)."""
         if self.snapshots is not None and self.memory is not None and self.broken is None:
-            self.snapshots.save(self.memory.backend, sample.position + 1)
+            try:
+                self.snapshots.save(self.memory.backend, sample.position + 1)
+            except OSError as error:
+                self.snapshots = None
+                return write_failed_record(self.stream, error)
+        return None
 
     def close(self) -> None:
         """Stream teardown: empty and close the memory system."""
@@ -283,7 +294,9 @@ class Episode:
                 try:
                     self._give_feedback()
                 finally:
-                    self.run.episode_completed(self.sample)
+                    write_failed = self.run.episode_completed(self.sample)
+                    if write_failed is not None:
+                        self.record(write_failed)
         finally:
             self.run.reset_agent()
 

@@ -43,7 +43,7 @@ def test_the_command_writes_the_artefacts_the_plugin_writes(pytester: pytest.Pyt
 
 def test_thresholds_and_failed_episodes_exit_1(project: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     assert evomemory(["run", "--config", "run.yaml", "--min-accuracy", "0.9", "-q"]) == 1
-    assert "minimum 90.0%" in capsys.readouterr().out
+    assert "minimum 90.0%" in capsys.readouterr().err  # a missed gate is a failure line: stderr
     monkeypatch.setenv("ACTIONS", json.dumps({"f02/task": "raise"}))
     assert evomemory(["run", "--config", "run.yaml", "-q"]) == 1
     summary = json.loads((project / "evomemory-results" / "g" / "summary.json").read_text())
@@ -56,7 +56,7 @@ def test_thresholds_and_failed_episodes_exit_1(project: Path, monkeypatch: pytes
 def test_usage_errors_exit_4_before_anything_runs(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert evomemory(["run", "--config", "missing.yaml"]) == 4
     assert evomemory(["run", "--config", "run.yaml", "--min-accuracy", "lots"]) == 4
-    assert evomemory(["run", "--config", "run.yaml", "--resume", "--output-dir", "nowhere"]) == 4
+    assert evomemory(["run", "--resume", "nowhere"]) == 4
     assert "Traceback" not in capsys.readouterr().err
     assert not (project / "evomemory-results").exists()
 
@@ -69,7 +69,7 @@ def test_max_errors_stops_with_exit_2_and_resume_completes_the_run(project: Path
     assert (completion["complete"], completion["tasks_run"]) == (False, 2)
     assert "--evomemory-max-errors" in completion["reason"] or "max-errors" in completion["reason"]
     monkeypatch.delenv("ACTIONS")
-    assert evomemory(["run", "--config", "run.yaml", "--resume", "-q"]) == 1  # f01, f02 stay failed
+    assert evomemory(["run", "--resume", "evomemory-results/g", "-q"]) == 1  # f01, f02 stay failed
     assert json.loads((run_dir / "summary.json").read_text())["completion"]["complete"] is True
 
 

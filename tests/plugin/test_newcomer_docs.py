@@ -26,6 +26,8 @@ from typing import Any
 
 import pytest
 
+from pytest_evomemory.config import MemoryConfig
+
 from ..conftest import REPO
 
 PAGES = sorted([REPO / "README.md", *(REPO / "docs").glob("*.md")])
@@ -127,7 +129,10 @@ def _mentions(pattern: str) -> list[tuple[str, str]]:
 
 
 def test_every_pytest_option_the_pages_name_exists() -> None:
-    options = set(re.findall(r'addoption\(\s*"(--evomemory[\w-]*)"', _PLUGIN_SOURCE))
+    from pytest_evomemory.options import OPTIONS, PYTEST_FLAGS
+
+    options = {PYTEST_FLAGS(option.name) for option in OPTIONS}
+    options |= set(re.findall(r'addoption\(\s*"(--evomemory[\w-]*)"', _PLUGIN_SOURCE))  # pytest-only switches
     ini = set(re.findall(r'addini\(\s*"(\w+)"', _PLUGIN_SOURCE))
     assert "--evomemory-config" in options and "evomemory_config" in ini
     unknown = [f"{where}: {name}" for where, name in _mentions(r"(--evomemory(?:-[a-z]+)*)") if name not in options]
@@ -207,6 +212,18 @@ def test_every_path_the_pages_name_exists() -> None:
     assert not missing, f"paths the pages name that do not exist: {missing}"
 
 
+def _memory_sections() -> dict[str, type[Any]]:
+    """Each registered backend's own section (``sqlite: {...}``) and its settings model."""
+    from pytest_evomemory.memory.factory import MEMORY_BACKENDS
+
+    sections = {}
+    for name in MEMORY_BACKENDS.names():
+        options = MEMORY_BACKENDS.get(name).options
+        if options is not None:
+            sections[options.SECTION] = options
+    return sections
+
+
 def _model_keys_problems(model: type[Any], data: Any, prefix: str) -> list[str]:
     """Keys in ``data`` that ``model`` (a pydantic config model) does not have, recursively."""
     import typing
@@ -218,6 +235,9 @@ def _model_keys_problems(model: type[Any], data: Any, prefix: str) -> list[str]:
     problems = []
     for key, value in data.items():
         field = model.model_fields.get(key)
+        if field is None and model is MemoryConfig and key in _memory_sections():
+            problems += _model_keys_problems(_memory_sections()[key], value, f"{prefix}{key}.")
+            continue
         if field is None:
             problems.append(f"{prefix}{key}")
             continue
@@ -229,7 +249,8 @@ def _model_keys_problems(model: type[Any], data: Any, prefix: str) -> list[str]:
 
 
 def _config_model_for(keys: set[str]) -> tuple[type[Any], str] | None:
-    from pytest_evomemory.config import AgentConfig, BenchmarkConfig, MemoryConfig, _RunFile
+    from pytest_evomemory.config import AgentConfig, BenchmarkConfig, MemoryConfig
+    from pytest_evomemory.configload import _RunFile
 
     if ({"agent", "memory"} & keys and "benchmark" in keys) or "name" in keys:
         return _RunFile, "run"
@@ -245,7 +266,8 @@ def _config_model_for(keys: set[str]) -> tuple[type[Any], str] | None:
 def test_every_config_key_the_pages_name_exists() -> None:
     import yaml
 
-    from pytest_evomemory.config import AgentConfig, BenchmarkConfig, MemoryConfig, _RunFile
+    from pytest_evomemory.config import AgentConfig, BenchmarkConfig, MemoryConfig
+    from pytest_evomemory.configload import _RunFile
 
     parts = {"agent": AgentConfig, "memory": MemoryConfig, "benchmark": BenchmarkConfig}
     problems = []

@@ -255,7 +255,7 @@ def test_memory_is_empty_at_each_stream_start_and_reset_at_stream_teardown(pytes
     ))
 
 
-def test_a_stream_that_cannot_start_counts_its_tasks_as_failed_episodes(pytester: pytest.Pytester, write_run_config: Writer) -> None:
+def test_a_stream_that_cannot_start_is_one_error_and_no_scored_task(pytester: pytest.Pytester, write_run_config: Writer) -> None:
     pytester.makepyfile(down_memory="""
         def create(config, context):
             raise ConnectionError("connection refused by 127.0.0.1:1")
@@ -263,13 +263,17 @@ def test_a_stream_that_cannot_start_counts_its_tasks_as_failed_episodes(pytester
     pytester.syspathinsert()
     config = write_run_config(memory={"backend": "down_memory:create"})
     result = pytester.runpytest(f"--evomemory-config={config}", "--evomemory-limit=2")
-    result.assert_outcomes(errors=4)
+    # one error per stream (on its first task), not one per task: the rest are skipped
+    result.assert_outcomes(errors=2, skipped=2)
     result.stdout.fnmatch_lines([
         "*stream 'sample_facts' could not start: memory backend 'down_memory:create' could not be opened "
         "for stream 'sample_facts': ConnectionError: connection refused by 127.0.0.1:1 (at *down_memory.py:2 in create)*"
     ])
     summary = summary_of(pytester.path / "evomemory-results" / "test_run")
-    assert summary["overall"]["tasks"] == 4 and summary["overall"]["errors"] == 4
+    # no 0 % run: nothing was scored, the run is incomplete and says why, once per stream
+    assert summary["overall"]["tasks"] == 0 and summary["completion"]["complete"] is False
+    assert [(failure["stream"], failure["phase"]) for failure in summary["failed_episodes"]] == [
+        ("sample_facts", "start"), ("sample_choice", "start")]
 
 
 def test_a_failed_episode_fails_its_test_counts_as_wrong_and_the_stream_goes_on(pytester: pytest.Pytester, write_run_config: Writer) -> None:
@@ -357,8 +361,10 @@ def test_the_plugin_imports_nothing_of_the_core_until_a_run_config_turns_it_on(p
 
         def test_core_not_loaded():
             loaded = sorted(m for m in sys.modules if m.startswith("pytest_evomemory"))
-            # the plugin and its small helpers (stash keys, the start-up heap handling)
-            assert loaded == ["pytest_evomemory", "pytest_evomemory.plugin", "pytest_evomemory.plugin.heap",
+            # the plugin, its small helpers (stash keys, the start-up heap handling) and the
+            # option declarations it adds to pytest's parser (standard library only)
+            assert loaded == ["pytest_evomemory", "pytest_evomemory.errors", "pytest_evomemory.options",
+                              "pytest_evomemory.plugin", "pytest_evomemory.plugin.heap",
                               "pytest_evomemory.plugin.stash"], loaded
             assert not {"numpy", "pydantic", "yaml", "httpx2"} & set(sys.modules)
     """)

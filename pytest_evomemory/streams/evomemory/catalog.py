@@ -4,7 +4,7 @@ This is the only place that names them: a declaration binds the pinned upstream
 file, the fields the reader needs, the converter, the match mode, the breakdown
 field and the settings recorded in provenance. A fifth stream is one more
 :class:`~.stream.HubStream` here (and its converter). The order of :data:`STREAMS`
-is the benchmark's canonical stream order (DESIGN.md).
+is the benchmark's canonical stream order (docs/design.md).
 """
 
 from __future__ import annotations
