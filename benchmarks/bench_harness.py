@@ -301,7 +301,7 @@ def slope(small: tuple[int, float], large: tuple[int, float]) -> float:
 RUN_BENCHMARK_SNIPPET = """
 import json, sys, time
 from pathlib import Path
-from pytest_evomemory.config import load_run_config
+from pytest_evomemory.configload import load_run_config
 from pytest_evomemory.runtime import run_benchmark
 config = load_run_config(sys.argv[1])
 started = time.perf_counter()

@@ -23,9 +23,12 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    SerializerFunctionWrapHandler,
     ValidationError,
     ValidationInfo,
     field_validator,
+    model_serializer,
+    model_validator,
 )
 
 from .errors import ConfigError
@@ -168,11 +171,31 @@ def check_threshold_streams(config: BenchmarkConfig, available: Sequence[str], s
 # --------------------------------------------------------------------------- agent
 
 
+#: The model name an ``openai`` model config asks for when it names none.
+DEFAULT_API_MODEL = "gpt-4o-mini"
+#: Keys only one provider reads. A config may not set the other provider's keys (a
+#: setting that changes nothing must not look as if it did), and a dump (run.json,
+#: the config diff of compare.html) leaves them out instead of showing a default.
+PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
+    "openai": (
+        "model", "base_url", "api_key_env", "timeout_s", "max_retries", "retry_backoff_s",
+        "retry_backoff_max_s", "max_concurrency", "max_request_bytes", "max_reply_bytes",
+    ),
+    "local": ("model_path", "n_ctx"),
+}
+
+
 class ModelConfig(StrictModel):
-    """Chat-completions model settings for TinyAgent (OpenAI-compatible or local)."""
+    """Chat-completions model settings for TinyAgent (OpenAI-compatible or local).
+
+    Provider-aware: ``model`` (the API model name, :data:`DEFAULT_API_MODEL` when
+    unset) exists only for ``openai``; a local model is its GGUF file. See
+    :data:`PROVIDER_KEYS` for the keys each provider alone reads.
+    """
 
     provider: Literal["openai", "local"] = "openai"
-    model: Text = "gpt-4o-mini"
+    #: The model name sent to the endpoint; ``None`` for ``provider: local``.
+    model: Text | None = None
     base_url: str | None = None
     #: Name of the environment variable holding the API key; the key itself never
     #: appears in a config, artefact or log.
@@ -217,6 +240,39 @@ class ModelConfig(StrictModel):
     @property
     def cache_enabled(self) -> bool:
         return self.temperature == 0.0 if self.cache is None else self.cache
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_api_model(cls, data: Any) -> Any:
+        """An ``openai`` model without a name asks for :data:`DEFAULT_API_MODEL`."""
+        if isinstance(data, Mapping) and data.get("provider", "openai") == "openai" and "model" not in data:
+            return {**data, "model": DEFAULT_API_MODEL}
+        return data
+
+    @model_validator(mode="after")
+    def _only_the_providers_keys(self) -> ModelConfig:
+        other = "local" if self.provider == "openai" else "openai"
+        foreign = [key for key in PROVIDER_KEYS[other] if key in self.model_fields_set]
+        if foreign:
+            keys = ", ".join(repr(key) for key in foreign)
+            raise ValueError(
+                f"{keys} {'is' if len(foreign) == 1 else 'are'} read only by provider {other!r}, and this "
+                f"model's provider is {self.provider!r}; remove {'it' if len(foreign) == 1 else 'them'} "
+                "(docs/agents.md lists each provider's keys)"
+            )
+        if self.provider == "openai" and not self.model:
+            raise ValueError(
+                "'model' is null, but provider 'openai' sends a model name with every request; "
+                f"name the model (e.g. {DEFAULT_API_MODEL}) or remove the key for the default"
+            )
+        return self
+
+    @model_serializer(mode="wrap")
+    def _dump_the_providers_keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """The other provider's keys are left out: absent, not shown with a default."""
+        other = "local" if self.provider == "openai" else "openai"
+        dumped: dict[str, Any] = handler(self)
+        return {key: value for key, value in dumped.items() if key not in PROVIDER_KEYS[other]}
 
     @field_validator("api_key_env")
     @classmethod

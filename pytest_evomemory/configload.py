@@ -89,21 +89,31 @@ def load_run_config(path: str | Path, settings: Sequence[str] = (), *, set_flag:
     run_path = resolve_path(Path(path).expanduser())
     raw = read_yaml_mapping(run_path)
     raw.update({s.part: s.value for s in parsed if len(s.path) == 1})
-    run = validate_mapping(_RunFile, raw, f"{run_path}{suffix}")
-    if run.name is not None and (problem := run_name_problem(run.name)):
-        raise ConfigError(
+    problems: list[ConfigError] = []
+    run: _RunFile | None = None
+    try:
+        run = validate_mapping(_RunFile, raw, f"{run_path}{suffix}")
+    except ConfigError as error:
+        problems.append(error)
+    if run is not None and run.name is not None and (problem := run_name_problem(run.name)):
+        problems.append(ConfigError(
             f"{run_path}: key 'name': run name {run.name!r} {problem}; the run name becomes one "
             "directory under the output root, so use letters, digits, '-', '_' or '.'",
             source=str(run_path), key="name",
-        )
+        ))
     base = run_path.parent
     parts: dict[str, Any] = {}
     sources: dict[str, str] = {"run": str(run_path)}
-    problems: list[ConfigError] = []
     for key, model in (("benchmark", BenchmarkConfig), ("agent", AgentConfig), ("memory", MemoryConfig)):
-        data, source = _resolve_part(getattr(run, key), base, key, run_path)
-        sources[key] = source
+        # With a run file that failed validation, its parts are still checked when
+        # they are named the way a valid run file names them: every misspelt key of
+        # the run is listed at once, not one per attempt.
+        reference = getattr(run, key) if run is not None else raw.get(key, {} if key == "memory" else None)
+        if not isinstance(reference, str | Mapping):
+            continue
         try:
+            data, source = _resolve_part(reference, base, key, run_path)
+            sources[key] = source
             parts[key] = _validate_part(key, model, apply_settings(data, parsed, key), f"{source}{suffix}")
             if key == "agent":
                 parts[key] = _with_pricing_resolved(parts[key], source, base)
@@ -111,6 +121,7 @@ def load_run_config(path: str | Path, settings: Sequence[str] = (), *, set_flag:
             problems.append(error)
     if problems:
         raise _together(problems)
+    assert run is not None
     return RunConfig(
         name=run.name or run_path.stem,
         path=run_path,

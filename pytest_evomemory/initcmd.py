@@ -4,7 +4,9 @@ The built-in configs run by name from anywhere, but a user's own run needs files
 they can change (their model, their memory backend, their thresholds). ``init``
 writes the shipped run, agent, benchmark and memory configs into ``DIR``
 (default ``configs``) with the same layout, so the relative references between
-them keep working, and never overwrites a file that is already there.
+them keep working. A file that is already there is left alone (it may hold the
+user's edits) unless ``--force`` is given; the missing ones are written, so running
+``init`` again after deleting one file restores that file.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ DEFAULT_DIR = "configs"
 #: Shipped for the package's own test suite, not as starters.
 _SKIPPED_PARTS = {"__pycache__"}
 EXIT_OK = 0
-EXIT_EXISTS = 1
+EXIT_CANNOT_WRITE = 1
 
 
 def add_parser(commands: Any) -> None:
@@ -47,19 +49,24 @@ def starter_files() -> list[Path]:
 def main(args: argparse.Namespace) -> int:
     target = Path(args.directory)
     starters = starter_files()
-    existing = [name for name in starters if (target / name).exists()]
-    if existing and not args.force:
-        print(
-            f"evomemory: error: {target / existing[0]} already exists ({len(existing)} of "
-            f"{len(starters)} starter files do); pass --force to overwrite them",
-            file=sys.stderr,
-        )
-        return EXIT_EXISTS
-    for name in starters:
-        (target / name).parent.mkdir(parents=True, exist_ok=True)
-        shutil.copyfile(BUILTIN_DIR / name, target / name)
+    existing = {name for name in starters if (target / name).exists()}
+    write = starters if args.force else [name for name in starters if name not in existing]
+    try:
+        for name in write:
+            (target / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(BUILTIN_DIR / name, target / name)
+    except OSError as error:
+        where = error.filename or target
+        print(f"evomemory: error: cannot write {where}: {error.strerror or error}", file=sys.stderr)
+        return EXIT_CANNOT_WRITE
+    kept = len(existing) if not args.force else 0
+    if not write:
+        print(f"nothing to write: all {len(starters)} starter config files exist under {target}/ "
+              "(left alone; --force overwrites them)")
+    else:
+        left = f" ({kept} existing file(s) left alone; --force overwrites them)" if kept else ""
+        print(f"wrote {len(write)} of {len(starters)} config files under {target}/{left}")
     example = target / "runs" / "sample_memory.yaml"
-    print(f"wrote {len(starters)} config files under {target}/")
     print(f"try:  pytest --evomemory-config={example.as_posix()}")
     print(f"or add to pyproject.toml:  [tool.pytest.ini_options] evomemory_config = \"{example.as_posix()}\"")
     print("      and run the benchmark with:  pytest --evomemory")

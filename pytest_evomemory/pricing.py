@@ -93,11 +93,17 @@ def load_pricing_file(path: Path, model: str) -> Pricing:
         raise PricingFileError(f"the pricing file {path}: {where}: {problem.get('msg')}; {_example()}") from None
 
 
-def resolve_pricing(value: Pricing | str | None, model: str, base_dir: Path) -> Pricing | None:
+def resolve_pricing(value: Pricing | str | None, model: str | None, base_dir: Path) -> Pricing | None:
     """``model.pricing`` as prices: given inline, or read from the file it names
-    (relative to ``base_dir``). Raises :class:`PricingFileError`."""
+    (relative to ``base_dir``). Raises :class:`PricingFileError`. A pricing file
+    prices API models by their name; a local model has none, so it is priced inline."""
     if value is None or isinstance(value, Pricing):
         return value
+    if model is None:
+        raise PricingFileError(
+            f"{value}: a pricing file lists API models by name, and a local model has none; "
+            f"give its prices inline, {_example()}"
+        )
     reference = Path(value).expanduser()
     return load_pricing_file(reference if reference.is_absolute() else base_dir / reference, model)
 

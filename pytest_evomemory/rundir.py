@@ -30,7 +30,7 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
@@ -201,29 +201,42 @@ def write_json_atomically(path: Path, document: Mapping[str, Any]) -> None:
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """Read a JSONL artefact, skipping a torn last line left by a killed process.
+    """Read a JSONL artefact, skipping a torn last line left by a killed process."""
+    return list(iter_jsonl(path))
 
-    Lines are split on ``\\n`` only: ``str.splitlines`` would also split on U+2028,
-    U+0085 and other characters that may stand unescaped in a file written by hand.
+
+def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
+    """The records of a JSONL artefact one at a time (a long run's files need not
+    fit in memory), skipping a torn last line left by a killed process.
+
+    The file is opened now, so an unreadable one is refused here, not at the first
+    record. Lines are split on ``\\n`` only: ``str.splitlines`` would also split on
+    U+2028, U+0085 and other characters that may stand unescaped in a file written by hand.
     """
     try:
-        text = path.read_bytes().decode("utf-8", errors="surrogateescape")
+        handle = path.open("rb")
     except FileNotFoundError:
-        return []
+        return iter(())
     except OSError as error:  # a directory, a link loop, no permission: not a torn line
         problem = path_problem(path) or f"cannot be read ({error.strerror or error})"
         raise RunDirError(f"{path} {problem}; it is not a run's record file: remove it, or give another run directory") from None
-    records = []
-    for line in text.split("\n"):
-        if not line.strip():
-            continue
+    return _records(handle, path)
+
+
+def _records(handle: IO[bytes], path: Path) -> Iterator[dict[str, Any]]:
+    with handle:
         try:
-            value = json.loads(line)
-        except (ValueError, RecursionError):  # a torn line, an integer of 5,000 digits, 40,000 brackets
-            continue
-        if isinstance(value, dict):
-            records.append(value)
-    return records
+            for raw in handle:
+                if not raw.strip():
+                    continue
+                try:
+                    value = json.loads(raw.decode("utf-8", errors="surrogateescape"))
+                except (ValueError, RecursionError):  # a torn line, an integer of 5,000 digits, 40,000 brackets
+                    continue
+                if isinstance(value, dict):
+                    yield value
+        except OSError as error:
+            raise RunDirError(f"{path} cannot be read ({error.strerror or error}); give another run directory") from None
 
 
 def read_json(path: Path) -> dict[str, Any] | None:

@@ -178,7 +178,7 @@ class TinyAgent:
             tools = [] if self.mode == "text" else [spec.to_openai() for spec in offered]
             completion = self.model.complete(self._conversation, tools)
             turn.record_usage(completion.usage)
-            self._append(completion.to_message(), turn, cached=completion.cached)
+            self._append(completion.to_message(), turn, cached=completion.cached, model=completion.model)
             if completion.tool_calls:
                 self._run_tools(completion, turn)
                 continue
@@ -252,9 +252,12 @@ class TinyAgent:
             self._append({"role": "user", "content": shown}, turn)
         return final is not None or bool(results)
 
-    def _append(self, message: dict[str, Any], turn: Turn, *, cached: bool = False) -> None:
+    def _append(self, message: dict[str, Any], turn: Turn, *, cached: bool = False, model: str | None = None) -> None:
+        """Into the conversation as sent; into the transcript with whether the reply
+        was replayed and the model name the server reported (what answered)."""
         self._conversation.append(message)
-        turn.add_message({**message, "cached": True} if cached else message)
+        noted = {**({"cached": True} if cached else {}), **({"model": model} if model else {})}
+        turn.add_message({**message, **noted} if noted else message)
 
 
 def _answer(text: str, *, feedback: bool) -> str:

@@ -10,9 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..types import Usage
+
+if TYPE_CHECKING:
+    from ..config import ModelConfig
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,10 @@ class ChatCompletion:
     usage: Usage = field(default_factory=Usage)
     finish_reason: str | None = None
     cached: bool = False
+    #: The model name the server reported in its reply (chat completions' ``model``):
+    #: what answered, which may be more exact than what was asked for. ``None``
+    #: when nothing was reported (a local model is identified by its file).
+    model: str | None = None
 
     def to_message(self) -> dict[str, Any]:
         """The assistant message to append to the conversation.
@@ -54,8 +61,19 @@ class ChatCompletion:
 
 @runtime_checkable
 class ChatModel(Protocol):
-    """A chat-completions model. Raises ``ModelError`` once retries are exhausted."""
+    """A chat-completions model. Raises ``ModelError`` once retries are exhausted.
+
+    The built-in models also offer ``identity() -> dict``: what answers (the GGUF
+    file and its hash, or the endpoint and model name), which every artefact of a
+    run records (:mod:`pytest_evomemory.identity`).
+    """
 
     def complete(
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
     ) -> ChatCompletion: ...
+
+
+def sampling_identity(config: ModelConfig) -> dict[str, Any]:
+    """The sampling settings that decide what a model answers (unset ones left out)."""
+    settings = {"temperature": config.temperature, "max_tokens": config.max_tokens, "seed": config.seed}
+    return {key: value for key, value in settings.items() if value is not None}

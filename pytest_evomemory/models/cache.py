@@ -45,9 +45,13 @@ def default_cache_dir(config: ModelConfig | None = None) -> Path:
     return root / "pytest-evomemory" / "responses"
 
 
-def cache_identity(config: ModelConfig, endpoint: str | None) -> dict[str, Any]:
-    """The config part of a cache key: what changes a response, and no secrets."""
-    return {
+def cache_identity(config: ModelConfig, endpoint: str | None, file_sha256: str | None = None) -> dict[str, Any]:
+    """The config part of a cache key: what changes a response, and no secrets.
+
+    A local model is keyed by its file's hash as well as its path, so that another
+    file at the same path (a re-download, another quantisation) is not answered
+    with the old file's replies."""
+    identity = {
         "provider": config.provider,
         "model": config.model,
         "base_url": endpoint,
@@ -56,6 +60,9 @@ def cache_identity(config: ModelConfig, endpoint: str | None) -> dict[str, Any]:
         "max_tokens": config.max_tokens,
         "seed": config.seed,
     }
+    if file_sha256 is not None:
+        identity["sha256"] = file_sha256
+    return identity
 
 
 class CachedChatModel:
@@ -63,7 +70,8 @@ class CachedChatModel:
 
     def __init__(self, inner: ChatModel, identity: Mapping[str, Any], directory: Path) -> None:
         self.inner = inner
-        self.identity = dict(identity)
+        #: The config part of every key (:func:`cache_identity`).
+        self.key_material = dict(identity)
         self.directory = directory
         self.hits = 0
         self.misses = 0
@@ -71,13 +79,18 @@ class CachedChatModel:
     def key(self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]) -> str:
         material = {
             "format": CACHE_FORMAT,
-            **self.identity,
+            **self.key_material,
             "messages": [dict(message) for message in messages],
             "tools": [dict(tool) for tool in tools],
         }
         encoded = json.dumps(material, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
         # surrogatepass: a prompt holding a lone surrogate still gets a key (never a crash)
         return hashlib.sha256(encoded.encode("utf-8", errors="surrogatepass")).hexdigest()
+
+    def identity(self) -> dict[str, Any]:
+        """The wrapped model's (a replayed answer is the answer that model gave)."""
+        inner = getattr(self.inner, "identity", None)
+        return dict(inner()) if callable(inner) else {}
 
     def path_for(self, key: str) -> Path:
         return self.directory / key[:2] / f"{key}.json"
@@ -110,6 +123,7 @@ def _read_entry(path: Path) -> ChatCompletion | None:
         calls = data.get("tool_calls", [])
         if not isinstance(calls, list) or len(calls) > MAX_TOOL_CALLS_PER_REPLY:
             return None  # no live reply has this shape: not ours to replay
+        model = data.get("model")
         replayed = ChatCompletion(
             content=content,
             tool_calls=tuple(
@@ -118,6 +132,7 @@ def _read_entry(path: Path) -> ChatCompletion | None:
             usage=Usage(usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0)),
             finish_reason=finish_reason,
             cached=True,
+            model=model if isinstance(model, str) else None,
         )
     except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
         return None
@@ -135,6 +150,7 @@ def _write_entry(path: Path, completion: ChatCompletion) -> None:
         # Replayed as recorded, so a cached re-run reports the same token counts.
         "usage": completion.usage.to_dict(),
         "finish_reason": completion.finish_reason,
+        "model": completion.model,
     }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -32,6 +32,7 @@ def build_chat_model(
     """
     model: ChatModel
     endpoint: str | None
+    file_hash: str | None = None
     if config.provider == "openai":
         from .openai_compat import OpenAICompatibleModel
 
@@ -45,7 +46,8 @@ def build_chat_model(
                 f"model provider 'local' needs llama-cpp-python ({error}); "
                 "install it with: pip install 'pytest-evomemory[local]'"
             ) from None
-        model, endpoint = local.LocalChatModel(config, **provider_options), None
+        embedded = local.LocalChatModel(config, **provider_options)
+        model, endpoint, file_hash = embedded, None, embedded.identity().get("sha256")
     else:  # pragma: no cover - the config validator allows only the two above
         raise ConfigError(f"unknown model provider {config.provider!r}; use 'openai' or 'local'")
     model = guarded(model, model_pricing(config), config.max_tokens, f"model {config.model!r}")
@@ -53,7 +55,7 @@ def build_chat_model(
     if not use_cache:
         return model
     directory = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir(config)
-    return CachedChatModel(model, cache_identity(config, endpoint), directory)
+    return CachedChatModel(model, cache_identity(config, endpoint, file_hash), directory)
 
 
 def model_pricing(config: ModelConfig) -> Pricing | None:

@@ -35,7 +35,8 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError, ModelError
 from ..text import JsonScan
 from ..types import Usage
-from .base import ChatCompletion, ModelToolCall
+from .base import ChatCompletion, ModelToolCall, sampling_identity
+from .fingerprint import file_sha256
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
@@ -105,6 +106,20 @@ BATCH_TOKENS = 512
 #: The seed the context is created with. Sampling gets the config's ``seed`` on
 #: every call; this one only makes the context itself the same in every process.
 CONTEXT_SEED = 0
+
+
+def file_identity(path: Path) -> dict[str, Any]:
+    """A local model as every artefact names it: its file's name, path and SHA-256
+    (cached per file version, :mod:`.fingerprint`). Two files of one name, another
+    quantisation or a re-download, are told apart by the hash."""
+    try:
+        digest: str | None = file_sha256(path)
+    except OSError:
+        digest = None
+    identity: dict[str, Any] = {"provider": "local", "file": path.name, "path": str(path)}
+    if digest is not None:
+        identity["sha256"] = digest
+    return identity
 
 
 @dataclass
@@ -189,6 +204,10 @@ class LocalChatModel:
     @property
     def name(self) -> str:
         return self.path.name
+
+    def identity(self) -> dict[str, Any]:
+        """What answers: the GGUF file (name, path, SHA-256) and the settings it runs with."""
+        return {**file_identity(self.path), "n_ctx": self.config.n_ctx, **sampling_identity(self.config)}
 
     def __repr__(self) -> str:
         return f"LocalChatModel(path={str(self.path)!r}, n_ctx={self.config.n_ctx}, n_threads={self.config.n_threads})"

@@ -32,7 +32,7 @@ from ..errors import ConfigError, ModelError
 from ..redaction import redact, register_secret
 from ..text import storable, storable_json_text
 from ..types import Usage
-from .base import ChatCompletion, ModelToolCall
+from .base import ChatCompletion, ModelToolCall, sampling_identity
 from .cleaning import clean_completion
 from .deadline import Attempt, DeadlineExceeded, call_within
 from .limits import endpoint_limiter
@@ -45,6 +45,9 @@ NO_KEY_PLACEHOLDER = "no-key"
 
 #: Statuses worth another attempt: rate limits, server trouble, request timeouts.
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
+
+#: A reported model name longer than this is cut: it is a label, and it goes into every artefact.
+MAX_MODEL_NAME_CHARS = 200
 
 #: A malformed reply is a server or configuration problem; asking again would
 #: only repeat it (and spend the model's tokens).
@@ -238,6 +241,14 @@ class OpenAICompatibleModel:
 
     def __repr__(self) -> str:  # the default would be harmless, but be explicit: no key
         return f"OpenAICompatibleModel(model={self.config.model!r}, endpoint={self.endpoint!r})"
+
+    def identity(self) -> dict[str, Any]:
+        """What answers: the model name asked for at this endpoint (the names the
+        server reports are recorded per reply, in the transcript)."""
+        return {
+            "provider": "openai", "model": self.config.model, "endpoint": self.endpoint,
+            **sampling_identity(self.config),
+        }
 
     def request_body(
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
@@ -552,7 +563,9 @@ def completion_from_json(payload: Any) -> ChatCompletion:
     usage: Mapping[str, Any] = reported if isinstance(reported, Mapping) else {}
     finish_reason = choice.get("finish_reason")
     content = _content_text(message.get("content"))
+    reported_model = payload.get("model")
     return ChatCompletion(
+        model=storable(reported_model[:MAX_MODEL_NAME_CHARS]) if isinstance(reported_model, str) and reported_model else None,
         content=None if content is None else storable(content),
         tool_calls=tuple(calls),
         usage=Usage(

@@ -52,6 +52,12 @@ def activate(config: pytest.Config, ini_configs: Callable[[pytest.Config], list[
         from .controller import ControllerPlugin
 
         config.pluginmanager.register(ControllerPlugin(config, session), "evomemory-controller")
+    elif config.pluginmanager.hasplugin("pytest_jsonreport"):
+        from .jsonreport import JsonReportHooks
+
+        # pytest-json-report asks for a task's metadata where the task runs (this
+        # xdist worker) and sends it on with the report; the controller adds the block
+        config.pluginmanager.register(JsonReportHooks(lambda: None), "evomemory-jsonreport")
     if not distributes(config):
         from .worker import WorkerPlugin
 

@@ -22,6 +22,7 @@ from ..runtime.records import Record, RecordError, from_wire
 from ..runtime.session import Session
 from .collection import key_of, sample_of
 from .items import task_of_nodeid
+from .junit import add_identity_properties
 from .stash import STARTUP_HEAP, distributes
 
 #: Where the default factory fixtures live: a fixture of that name defined in any
@@ -136,6 +137,8 @@ class ControllerPlugin:
             elif session.shouldstop:
                 self.session.stop(f"stopped early: {session.shouldstop}")
         outcome = self.session.finish(interrupted=interrupted)
+        # junitxml writes its file in its own sessionfinish, after this: it names what ran
+        add_identity_properties(self.config, [(arm.name, arm.summary) for arm in self.session.arms])
         if outcome.failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
         elif session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and self.session.resuming and outcome.ran:

@@ -70,6 +70,34 @@ def legend_layout(texts: Sequence[str], left: float, usable: float) -> list[Lege
     return entries
 
 
+#: Points drawn per curve at most: the plot is 488 px wide, so two points per pixel
+#: column already show every rise and fall a reader can see.
+MAX_DRAWN_POINTS = 1000
+
+
+def display_points(values: Sequence[float], most: int = MAX_DRAWN_POINTS) -> list[tuple[int, float]]:
+    """(1-based position, value) of the points drawn for a curve.
+
+    Up to ``most`` values all of them; beyond, per bucket of consecutive positions
+    its lowest and highest point at their own positions (and the first and last
+    point), so a 20,000-task curve keeps its shape, dips included, at a fixed size.
+    Only the drawing is thinned: summary.json keeps every value.
+    """
+    count = len(values)
+    if count <= most:
+        return [(index + 1, value) for index, value in enumerate(values)]
+    buckets = max(1, (most - 2) // 2)
+    picked = {0, count - 1}
+    for bucket in range(buckets):
+        low, high = bucket * count // buckets, (bucket + 1) * count // buckets
+        if low >= high:
+            continue
+        segment = range(low, high)
+        picked.add(min(segment, key=values.__getitem__))
+        picked.add(max(segment, key=values.__getitem__))
+    return [(index + 1, values[index]) for index in sorted(picked)]
+
+
 def curve_svg(stream: str, series: Sequence[Series], *, width: int = 560, height: int = 300) -> str:
     """Cumulative accuracy against task position, one line per run, as inline SVG.
 
@@ -128,8 +156,8 @@ def curve_svg(stream: str, series: Sequence[Series], *, width: int = 560, height
     for index, line in enumerate(series):
         colour, dash = _PALETTE[index % len(_PALETTE)], _DASHES[index % len(_DASHES)]
         dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
-        points = " ".join(f"{x(i + 1):.1f},{y(v):.1f}" for i, v in enumerate(line.values))
-        parts.append(f'<g class="series" data-run="{_e(line.label)}">')
+        points = " ".join(f"{x(position):.1f},{y(v):.1f}" for position, v in display_points(line.values))
+        parts.append(f'<g class="series" data-run="{_e(line.label)}" data-tasks="{len(line.values)}">')
         if line.values:
             parts.append(f'<polyline class="line" points="{points}" stroke="{colour}"{dash_attr}/>')
         if len(line.values) <= 60:

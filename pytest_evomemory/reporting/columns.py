@@ -19,6 +19,11 @@ from typing import Any, Literal
 
 Metrics = Mapping[str, Any]
 Where = Literal["terminal", "html"]
+Group = Literal["accuracy", "work", "cost"]
+
+#: The groups a page shows as tables of their own, each narrow enough for an
+#: 800 px window (the terminal shows every column in one table): key -> caption.
+GROUPS: dict[Group, str] = {"accuracy": "Accuracy", "work": "Work done", "cost": "Cost"}
 
 
 def number(value: object) -> float | None:
@@ -88,6 +93,8 @@ class Column:
     where: tuple[Where, ...] = ("terminal", "html")
     #: numbers are right-aligned
     numeric: bool = True
+    #: the table a page shows the column in (:data:`GROUPS`)
+    group: Group = "accuracy"
 
 
 def figures_of(metrics: Metrics) -> dict[str, str]:
@@ -118,22 +125,22 @@ _HEAD = (
     Column("95% CI", "95 % Wilson score interval of the accuracy, in percent", lambda m: interval(m.get("accuracy_ci"))),
 )
 _TAIL = (
-    Column("stimuli", "task and feedback turns delivered", lambda m: count(m.get("stimuli"))),
-    Column("agent turns", "model turns of the agent, feedback included", lambda m: count(m.get("agent_turns"))),
-    Column("tool calls", "tool calls, feedback included", lambda m: count(m.get("tool_calls"))),
-    Column("retains", "memory writes", lambda m: count(m.get("memory_retains"))),
-    Column("recalls", "memory reads", lambda m: count(m.get("memory_recalls"))),
-    Column("violations", "responses that broke the episode protocol", lambda m: count(m.get("protocol_violations"))),
+    Column("stimuli", "task and feedback turns delivered", lambda m: count(m.get("stimuli")), group="work"),
+    Column("agent turns", "model turns of the agent, feedback included", lambda m: count(m.get("agent_turns")), group="work"),
+    Column("tool calls", "tool calls, feedback included", lambda m: count(m.get("tool_calls")), group="work"),
+    Column("retains", "memory writes", lambda m: count(m.get("memory_retains")), group="work"),
+    Column("recalls", "memory reads", lambda m: count(m.get("memory_recalls")), group="work"),
+    Column("violations", "responses that broke the episode protocol", lambda m: count(m.get("protocol_violations")), group="work"),
     Column(
         "cached", "responses served from the response cache (their time is not the model's)",
-        lambda m: count(m.get("cached_responses")),
+        lambda m: count(m.get("cached_responses")), group="work",
     ),
-    Column("tokens", "prompt + completion tokens", lambda m: count(tokens(m))),
-    Column("tokens / stimulus", "per-stimulus efficiency", lambda m: decimal(_per(m).get("tokens"), 1), ("html",)),
-    Column("turns / stimulus", "per-stimulus efficiency", lambda m: decimal(_per(m).get("agent_turns"), 2), ("html",)),
+    Column("tokens", "prompt + completion tokens", lambda m: count(tokens(m)), group="cost"),
+    Column("tokens / stimulus", "per-stimulus efficiency", lambda m: decimal(_per(m).get("tokens"), 1), ("html",), group="cost"),
+    Column("turns / stimulus", "per-stimulus efficiency", lambda m: decimal(_per(m).get("agent_turns"), 2), ("html",), group="cost"),
     Column(
         "time / stimulus", "per-stimulus efficiency (wall time of the agent)",
-        lambda m: seconds(_per(m).get("seconds")), ("html",),
+        lambda m: seconds(_per(m).get("seconds")), ("html",), group="cost",
     ),
 )
 
@@ -164,14 +171,24 @@ def stream_columns(streams: Sequence[Metrics], where: Where) -> list[Column]:
     return [column for column in columns if where in column.where]
 
 
+def grouped(columns: Sequence[Column]) -> list[tuple[Group, str, list[Column]]]:
+    """``columns`` as the tables a page shows: (group, caption, its columns), in
+    :data:`GROUPS` order, groups without a column left out."""
+    tables = [(group, caption, [column for column in columns if column.group == group]) for group, caption in GROUPS.items()]
+    return [table for table in tables if table[2]]
+
+
 __all__ = [
     "COST",
+    "GROUPS",
     "Column",
+    "Group",
     "count",
     "decimal",
     "dollars",
     "figure_column",
     "figures_of",
+    "grouped",
     "interval",
     "number",
     "percent",

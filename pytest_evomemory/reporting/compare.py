@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..identity import recorded_identity
 from ..rundir import SCHEMA_VERSION
 from .columns import figures_of
 from .similarity import similarity_analysis
@@ -123,36 +124,40 @@ def _flips(runs: Sequence[RunData]) -> list[dict[str, Any]]:
     return flips
 
 
-def _flatten(value: object, prefix: str = "") -> dict[str, Any]:
-    if isinstance(value, Mapping):
-        flat: dict[str, Any] = {}
-        for key, item in value.items():
-            if not prefix and key in _NOT_CONFIG:
+def _differences(values: Sequence[object], key: str, rows: list[dict[str, Any]]) -> None:
+    """Rows for the dotted keys under ``key`` whose values differ between runs.
+
+    Where every run has a mapping, its keys are compared one by one; where one has
+    a mapping and another has none (a model-free arm beside a model's), the whole
+    section is one row: not a row per key of the section against ``null``."""
+    if all(isinstance(value, Mapping) for value in values):
+        mappings = [value for value in values if isinstance(value, Mapping)]
+        for child in sorted({name for mapping in mappings for name in mapping}):
+            if not key and child in _NOT_CONFIG:
                 continue
-            flat.update(_flatten(item, f"{prefix}{key}."))
-        return flat
-    return {prefix[:-1]: value}
+            _differences([mapping.get(child, _MISSING) for mapping in mappings], f"{key}.{child}" if key else child, rows)
+        return
+    if any(value != values[0] for value in values[1:]):
+        rows.append({"key": key, "values": [None if value is _MISSING else value for value in values]})
+
+
+_MISSING: Any = object()
 
 
 def config_diff(runs: Sequence[RunData]) -> list[dict[str, Any]]:
     """Config keys (run.json's resolved configs and stream list) whose values differ."""
-    flats = []
+    documents = []
     for run in runs:
-        flat = _flatten(run.run.get("run") or {})
+        config = run.run.get("run")
+        document: dict[str, Any] = dict(config) if isinstance(config, Mapping) else {}
         listed = run.run.get("streams")
-        for stream in listed if isinstance(listed, list) else []:
-            if isinstance(stream, Mapping):
-                for key, item in stream.items():
-                    if key not in ("name", "description"):
-                        flat[f"streams.{stream.get('name')}.{key}"] = item
-        flats.append(flat)
-    keys = sorted({key for flat in flats for key in flat})
-    missing = object()
-    rows = []
-    for key in keys:
-        values = [flat.get(key, missing) for flat in flats]
-        if any(value != values[0] for value in values[1:]):
-            rows.append({"key": key, "values": [None if v is missing else v for v in values]})
+        document["streams"] = {
+            str(stream.get("name")): {key: item for key, item in stream.items() if key not in ("name", "description")}
+            for stream in (listed if isinstance(listed, list) else []) if isinstance(stream, Mapping)
+        }
+        documents.append(document)
+    rows: list[dict[str, Any]] = []
+    _differences(documents, "", rows)
     return rows
 
 
@@ -201,7 +206,11 @@ def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
             "p_value": "exact McNemar (two-sided binomial test on the discordant tasks)",
         },
         "runs": [
-            {"label": run.label, "run_dir": str(run.run_dir), "run": run.summary.get("run")} for run in runs
+            {
+                "label": run.label, "run_dir": str(run.run_dir), "run": run.summary.get("run"),
+                **recorded_identity(run.summary, run.run),
+            }
+            for run in runs
         ],
         "streams": streams,
         OVERALL: _scope(runs, None),

@@ -3,27 +3,35 @@
 The page is read from the run directory's artefacts (``summary.json``, plus
 ``run.json``, ``scores.jsonl``, ``responses.jsonl`` and ``transcripts/`` when
 present), never from live objects, so the same code serves the plugin at session
-end and the ``evomemory`` command long after. It must open anywhere, offline, from
-a CI artefact store: CSS is inline, the learning curves are SVG drawn here
-(:mod:`.chart`), there is no JavaScript at all, and a Content-Security-Policy
-forbids the browser from loading anything else. Every string that came from an
+end and the ``evomemory`` command long after; the per-task records are streamed,
+never all held (:mod:`.rundata`). It must open anywhere, offline, from a CI
+artefact store: CSS is inline, the learning curves are SVG drawn here
+(:mod:`.chart`, thinned for display on long streams), and a Content-Security-Policy
+forbids the browser from loading anything and from running any script but the
+drill-down's own (:mod:`.drilldown`, allowed by its hash), which pages a long
+run's tasks in from compressed data blocks. Every string that came from an
 artefact (task ids, answers, run names, failure reasons) goes through ``_e``
-(:mod:`._markup`), because a dataset or an agent can put markup in them. The
-per-task drill-down is :mod:`.drilldown`; the comparison's numbers are
-:mod:`.compare`'s.
+(:mod:`._markup`) or, in the drill-down, ``textContent``, because a dataset or an
+agent can put markup in them. The comparison's numbers are :mod:`.compare`'s.
+
+Every figure stays visible from an 800 px window up: the per-stream metrics are
+three narrow tables rather than one wide one, long run and stream names wrap or
+are shortened with the full name in a tooltip, and the run's metadata is a list.
 """
 
 from __future__ import annotations
 
+import contextlib
+import itertools
 import json
 import os
 import urllib.parse
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..identity import describe_model, describe_ran
+from ..identity import describe_component, describe_model, describe_ran, recorded_identity
 from ..redaction import dumps_redacted
 from ..rundir import utc_now
 from ..text import storable
@@ -39,15 +47,17 @@ from ._markup import (
     _position,
 )
 from .chart import LegendEntry, Series, curve_svg, legend_layout
-from .columns import Column, figure_column, stream_columns
+from .columns import Column, figure_column, grouped, stream_columns
 from .compare import OVERALL, build_comparison, stream_names
-from .drilldown import task_tables
+from .drilldown import SCRIPT_HASH, script_tag, task_sections
 from .rundata import ReportError, RunData, load_run, load_runs
 from .scatter import similarity_svg
 
 REPORT_NAME = "report.html"
 
-_CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
+_CSP = f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src '{SCRIPT_HASH}'"
+#: Failed episodes listed at the top of a report; the drill-down's filter shows all of them.
+_FAILED_SHOWN = 100
 
 
 def _per(metrics: Mapping[str, Any]) -> Mapping[str, Any]:
@@ -63,7 +73,7 @@ def _curve(metrics: Mapping[str, Any]) -> list[float]:
 
 
 def _table_columns(streams: Sequence[Mapping[str, Any]]) -> list[Column]:
-    """The per-stream table's columns (:mod:`.columns`), shared by single and compare pages."""
+    """The per-stream tables' columns (:mod:`.columns`), shared by single and compare pages."""
     return stream_columns(streams, "html")
 
 
@@ -75,6 +85,11 @@ def _metric_cells(columns: Sequence[Column], metrics: Mapping[str, Any]) -> str:
     return "".join(f'<td class="num">{_e(column.cell(metrics) or _NONE)}</td>' for column in columns)
 
 
+def _name_cell(tag: str, name: object, extra: str = "") -> str:
+    """A stream or run name as a table cell: long names wrap, the tooltip has it whole."""
+    return f'<{tag} class="name"{extra} title="{_e(name)}">{_e(name)}</{tag}>'
+
+
 # --------------------------------------------------------------------------- the chart
 
 
@@ -83,51 +98,65 @@ def _metric_cells(columns: Sequence[Column], metrics: Mapping[str, Any]) -> str:
 _STYLE = """
 :root { color-scheme: light; }
 body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; margin: 24px auto;
-       max-width: 1200px; padding: 0 16px; color: #1b1f24; background: #fff; }
-h1 { font-size: 22px; margin: 0 0 4px; } h2 { font-size: 18px; margin: 28px 0 8px; }
-h3 { font-size: 15px; margin: 18px 0 6px; }
-.meta { color: #57606a; margin: 0 0 12px; } .meta span { margin-right: 16px; }
+       max-width: 1200px; padding: 0 16px; color: #1b1f24; background: #fff; overflow-wrap: break-word; }
+h1 { font-size: 22px; margin: 0 0 4px; overflow-wrap: anywhere; } h2 { font-size: 18px; margin: 28px 0 8px; }
+h3 { font-size: 15px; margin: 18px 0 6px; overflow-wrap: anywhere; }
+.meta { color: #57606a; margin: 0 0 12px; }
+dl.meta { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 2px 12px; }
+dl.meta dt { font-weight: 600; } dl.meta dd { margin: 0; overflow-wrap: anywhere; color: #1b1f24; }
 table { border-collapse: collapse; margin: 6px 0 12px; font-variant-numeric: tabular-nums; }
+caption { text-align: left; font-weight: 600; padding: 2px 0; }
 th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }
-th { background: #f6f8fa; font-weight: 600; } td.run { white-space: nowrap; } td.num, th.num { text-align: right; }
+th { background: #f6f8fa; font-weight: 600; } td.num, th.num { text-align: right; }
+th.num { white-space: nowrap; } td.num { white-space: nowrap; }
+.name, td.run { min-width: 7em; max-width: 16em; overflow-wrap: anywhere; }
+td.text { overflow-wrap: anywhere; min-width: 8em; } td.id { min-width: 5em; }
+th.run-head { min-width: 6em; max-width: 12em; overflow-wrap: anywhere; }
+table.config-diff tbody th { min-width: 9em; }
 tfoot td, tfoot th { font-weight: 600; background: #f6f8fa; }
 .pass { color: #1a7f37; font-weight: 600; } .fail { color: #cf222e; font-weight: 600; }
 .better { color: #1a7f37; } .worse { color: #cf222e; }
 .plots { display: flex; flex-wrap: wrap; gap: 16px; }
-figure { margin: 0; border: 1px solid #d0d7de; border-radius: 6px; padding: 8px; }
-figcaption { font-weight: 600; margin-bottom: 4px; }
+figure { margin: 0; border: 1px solid #d0d7de; border-radius: 6px; padding: 8px; max-width: 100%; box-sizing: border-box; }
+figcaption { font-weight: 600; margin-bottom: 4px; overflow-wrap: anywhere; }
 svg.curve { display: block; max-width: 100%; height: auto; font-size: 12px; }
 svg .frame { fill: #fff; stroke: none; } svg .grid { stroke: #eaeef2; }
 svg .axis { stroke: #57606a; } svg .tick { fill: #57606a; } svg .axis-label { fill: #1b1f24; font-size: 13px; }
 svg .line { fill: none; stroke-width: 2; stroke-linejoin: round; } svg .empty { fill: #8c959f; }
-details { margin: 6px 0; } summary { cursor: pointer; }
+details { margin: 6px 0; } summary { cursor: pointer; overflow-wrap: anywhere; }
 code { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; word-break: break-all; }
 .scroll { max-width: 100%; overflow-x: auto; }
-td.num { white-space: nowrap; } table.config-diff th code { white-space: nowrap; word-break: normal; }
+table.config-diff th code { word-break: break-all; }
+table.tasks td.id { max-width: 12em; }
 .warning { background: #fff8c5; border: 1px solid #d4a72c; border-radius: 6px; padding: 6px 10px; }
 pre { white-space: pre-wrap; word-break: break-word; background: #f6f8fa; border: 1px solid #eaeef2;
       border-radius: 4px; padding: 6px 8px; margin: 4px 0; font-size: 12px; max-height: 28em; overflow: auto; }
 .task { border-left: 3px solid #d0d7de; padding-left: 8px; }
 .task > summary .verdict { margin-left: 8px; }
-dl.facts { display: grid; grid-template-columns: max-content 1fr; gap: 2px 12px; margin: 6px 0; }
-dl.facts dt { font-weight: 600; color: #57606a; } dl.facts dd { margin: 0; }
+.pager { display: flex; flex-wrap: wrap; align-items: center; gap: 6px 10px; margin: 8px 0; }
+.pager input { width: 7em; }
+dl.facts { display: grid; grid-template-columns: max-content minmax(0, 1fr); gap: 2px 12px; margin: 6px 0; }
+dl.facts dt { font-weight: 600; color: #57606a; } dl.facts dd { margin: 0; min-width: 0; }
 .message { margin: 4px 0; } .message .role { font-weight: 600; color: #57606a; }
+ul.runs { padding-left: 20px; } ul.runs > li { margin-bottom: 8px; overflow-wrap: anywhere; }
 footer { color: #8c959f; margin-top: 32px; font-size: 12px; }
+@media (max-width: 1000px) { th.num, td.num { white-space: normal; } th, td { padding: 3px 5px; }
+  .name, td.run { min-width: 5em; } }
+@media (max-width: 700px) { dl.meta, dl.facts { grid-template-columns: minmax(0, 1fr); } }
 """
 
 
-def _page(title: str, body: Iterable[str]) -> str:
-    return "".join(
-        [
-            '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">',
-            f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">',
-            '<meta name="viewport" content="width=device-width, initial-scale=1">',
-            '<link rel="icon" href="data:,">',
-            f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
-            *body,
-            f"<footer>generated by pytest-evomemory at {_e(utc_now())}</footer></body></html>\n",
-        ]
-    )
+def _page(title: str, body: Iterable[str], *, script: bool = False) -> Iterator[str]:
+    """The page, piece by piece (a long run's report is written as it is made)."""
+    yield '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+    yield f'<meta http-equiv="Content-Security-Policy" content="{_CSP}">'
+    yield '<meta name="viewport" content="width=device-width, initial-scale=1">'
+    yield '<link rel="icon" href="data:,">'
+    yield f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>"
+    yield from body
+    if script:
+        yield script_tag()
+    yield f"<footer>generated by pytest-evomemory at {_e(utc_now())}</footer></body></html>\n"
 
 
 def _stream_names(runs: Sequence[RunData]) -> list[str]:
@@ -135,24 +164,38 @@ def _stream_names(runs: Sequence[RunData]) -> list[str]:
 
 
 def _run_meta(run: RunData) -> str:
-    config = _mapping(run.run.get("run"))
-    agent, memory = _mapping(config.get("agent")), _mapping(config.get("memory"))
-    items = [
+    """Where, when and what ran, as a definition list: the agent, memory and model
+    that actually ran (a conftest's classes, the model file or the names the
+    server reported), from the summary's record (:mod:`..identity`)."""
+    identity = recorded_identity(run.summary, run.run)
+    agent, memory = _mapping(identity.get("agent")), _mapping(identity.get("memory"))
+    strategy = agent.get("memory_strategy")
+    items: list[tuple[str, object]] = [
         ("directory", str(run.run_dir)),
         ("started", run.summary.get("started")),
         ("finished", run.summary.get("finished")),
-        ("agent", f"{agent.get('kind')} ({agent.get('memory_strategy')})" if agent else None),
-        ("model", describe_model(_mapping(agent.get("model"))) if agent else None),
-        (
-            "memory",
-            memory.get("backend")
-            if memory and agent.get("memory_strategy") != "none"
-            else ("none" if agent else None),
-        ),
     ]
-    items += [("ran", line) for line in describe_ran(_mapping(run.summary.get("ran")))]
-    spans = "".join(f"<span><b>{_e(k)}:</b> {_e(v)}</span>" for k, v in items if v not in (None, ""))
-    return f'<p class="meta">{spans}</p>'
+    if agent:
+        kind = f"{agent.get('kind')}" + (f" ({strategy})" if strategy else "")
+        items.append(("agent", kind + (f": {describe_component(agent)}" if agent.get("class") else "")))
+        options = agent.get("options")
+        if isinstance(options, Mapping) and options:
+            items.append(("agent options", json.dumps(options, sort_keys=True, default=str)))
+    if agent or memory:
+        items.append(("memory", (
+            f"{memory.get('backend')}" + (f" (top_k {memory['top_k']})" if memory.get("top_k") is not None else "")
+            + (f": {describe_component(memory)}" if memory.get("class") else "")
+        ) if memory else "none"))
+    if agent or identity.get("model"):
+        items.append(("model", describe_model(_mapping(identity.get("model")))))
+    ran = describe_ran(_mapping(run.summary.get("ran")))
+    if len(ran) > 1:  # the streams ran different things: say which ran what
+        items += [("ran", line) for line in ran]
+    versions = _mapping(run.summary.get("versions") or run.run.get("versions"))
+    if versions.get("pytest-evomemory"):
+        items.append(("pytest-evomemory", versions["pytest-evomemory"]))
+    rows = "".join(f"<dt>{_e(key)}</dt><dd>{_e(value)}</dd>" for key, value in items if value not in (None, ""))
+    return f'<dl class="meta">{rows}</dl>'
 
 
 def _verdict(run: RunData) -> str:
@@ -186,28 +229,38 @@ def _failed_episodes(run: RunData) -> str:
     if not isinstance(failed, list) or not failed:
         return ""
     rows = "".join(
-        f"<tr><td>{_e(f.get('stream'))}</td><td class=\"num\">{_e(_position(f.get('position')))}</td>"
-        f"<td><code>{_e(f.get('task_id'))}</code></td><td>{_e(f.get('phase'))}</td><td>{_e(f.get('reason'))}</td></tr>"
-        for f in failed
+        f"<tr>{_name_cell('td', f.get('stream'))}<td class=\"num\">{_e(_position(f.get('position')))}</td>"
+        f"<td class=\"id\"><code>{_e(f.get('task_id'))}</code></td><td>{_e(f.get('phase'))}</td>"
+        f"<td class=\"text\">{_e(f.get('reason'))}</td></tr>"
+        for f in failed[:_FAILED_SHOWN]
         if isinstance(f, Mapping)
     )
+    more = (
+        f'<p class="meta">The first {_FAILED_SHOWN} of {len(failed):,} are listed; summary.json lists every one, and '
+        "the tasks below show a stream's failed episodes with the filter \u201cfailed episodes\u201d.</p>"
+        if len(failed) > _FAILED_SHOWN else ""
+    )
     return (
-        f'<h2>Failed episodes ({len(failed)})</h2><div class="scroll"><table class="failed"><thead><tr><th>stream</th>'
+        f'<h2>Failed episodes ({len(failed):,})</h2><div class="scroll"><table class="failed"><thead><tr><th>stream</th>'
         f'<th class="num">position</th><th>task</th><th>turn</th><th>reason</th></tr></thead>'
-        f"<tbody>{rows}</tbody></table></div>"
+        f"<tbody>{rows}</tbody></table></div>{more}"
     )
 
 
 def _stream_table(run: RunData) -> str:
-    columns = _table_columns(list(run.streams.values()))
-    rows = "".join(
-        f"<tr><th>{_e(name)}</th>{_metric_cells(columns, metrics)}</tr>" for name, metrics in run.streams.items()
-    )
-    return (
-        f'<div class="scroll"><table class="streams"><thead><tr><th>stream</th>{_metric_headers(columns)}</tr></thead>'
-        f"<tbody>{rows}</tbody><tfoot><tr><th>overall</th>{_metric_cells(columns, run.overall)}</tr></tfoot></table></div>"
-        + _cache_note(run.overall)
-    )
+    """The per-stream metrics: one table per group of columns (:func:`.columns.grouped`),
+    each narrow enough for an 800 px window."""
+    tables = []
+    for key, title, columns in grouped(_table_columns(list(run.streams.values()))):
+        rows = "".join(
+            f"<tr>{_name_cell('th', name)}{_metric_cells(columns, metrics)}</tr>" for name, metrics in run.streams.items()
+        )
+        tables.append(
+            f'<div class="scroll"><table class="streams streams-{key}"><caption>{_e(title)}</caption>'
+            f"<thead><tr><th>stream</th>{_metric_headers(columns)}</tr></thead><tbody>{rows}</tbody>"
+            f"<tfoot><tr><th>overall</th>{_metric_cells(columns, run.overall)}</tr></tfoot></table></div>"
+        )
+    return "".join(tables) + _cache_note(run.overall)
 
 
 def _cache_note(overall: Mapping[str, Any]) -> str:
@@ -251,8 +304,8 @@ def _plots(runs: Sequence[RunData]) -> str:
     return f'<div class="plots">{"".join(figures)}</div>'
 
 
-def render_report(run: RunData) -> str:
-    """The single-run page."""
+def report_parts(run: RunData) -> Iterator[str]:
+    """The single-run page, piece by piece."""
     body = [
         f"<h1>Evo-Memory run: {_e(run.label)}</h1>",
         _run_meta(run),
@@ -266,9 +319,18 @@ def render_report(run: RunData) -> str:
         '<p class="meta">Cumulative accuracy after each task of the stream, in stream order.</p>',
         _plots([run]),
         _failed_episodes(run),
-        task_tables(run.scores, run.responses, run.transcripts),
     ]
-    return _page(f"evomemory: {run.label}", body)
+    tasks = task_sections(run.iter_scores(), run.iter_responses(), run.iter_transcripts)
+    first = next(tasks, None)
+    if first is None:
+        yield from _page(f"evomemory: {run.label}", body)
+        return
+    yield from _page(f"evomemory: {run.label}", itertools.chain(body, [first], tasks), script=True)
+
+
+def render_report(run: RunData) -> str:
+    """The single-run page."""
+    return "".join(report_parts(run))
 
 
 def _pp(value: object) -> str:
@@ -326,17 +388,19 @@ def _accuracy_table(comparison: Mapping[str, Any]) -> str:
     for name, scope in scopes:
         entries, versus = scope["runs"], [None, *scope["vs_baseline"]]
         for index, (entry, against) in enumerate(zip(entries, versus, strict=True)):
-            head = f'<th rowspan="{len(entries)}">{_e(name)}</th>' if index == 0 else ""
+            head = _name_cell("th", name, f' rowspan="{len(entries)}"') if index == 0 else ""
             rows.append(
                 f'<tr class="{"overall" if name == OVERALL else ""}" data-scope="{_e(name)}">{head}'
-                f'<td class="run">{_e(entry["label"])}</td>{_accuracy_cell(entry, figures)}'
+                f'<td class="run" title="{_e(entry["label"])}">{_e(entry["label"])}</td>{_accuracy_cell(entry, figures)}'
                 f"{_versus_cells(against)}</tr>"
             )
+    baseline = comparison["baseline"]
     return (
+        f'<p class="meta">Baseline: <b>{_e(baseline)}</b> (the first run); \u0394 is each run minus it.</p>'
         '<div class="scroll"><table class="compare-accuracy"><thead><tr><th>stream</th><th>run</th>'
         '<th class="num">accuracy</th><th class="num">95% CI</th>'
         + "".join(f'<th class="num" title="{_e(column.tooltip)}">{_e(column.header)}</th>' for column in figures)
-        + f'<th class="num" title="paired, on the tasks both ran">\u0394 vs {_e(comparison["baseline"])}</th>'
+        + f'<th class="num" title="vs {_e(baseline)}: paired, on the tasks both ran">\u0394 vs baseline</th>'
         '<th class="num">95% CI of \u0394</th><th class="num">McNemar p</th>'
         '<th class="num" title="tasks both this run and the baseline ran">paired tasks</th>'
         f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
@@ -362,7 +426,7 @@ def _config_diff(runs: Sequence[RunData], comparison: Mapping[str, Any]) -> str:
     rows = comparison.get("config_diff") or []
     if not rows:
         return '<p class="meta">The runs have the same configuration (apart from where their files were).</p>'
-    head = "".join(f"<th>{_e(run.label)}</th>" for run in runs)
+    head = _run_heads(runs)
     body = "".join(
         f"<tr><th><code>{_e(row['key'])}</code></th>"
         + "".join(f"<td><code>{_e(json.dumps(value, default=str))}</code></td>" for value in row["values"])
@@ -379,7 +443,7 @@ def _flips(runs: Sequence[RunData], comparison: Mapping[str, Any]) -> str:
     flips = comparison.get("flips") or []
     if not flips:
         return '<p class="meta">No task was answered correctly by one run and wrongly by another.</p>'
-    head = "".join(f"<th>{_e(run.label)}</th>" for run in runs)
+    head = _run_heads(runs)
 
     def mark(value: object) -> str:
         if value is None:
@@ -387,7 +451,7 @@ def _flips(runs: Sequence[RunData], comparison: Mapping[str, Any]) -> str:
         return '<td class="pass">right</td>' if value else '<td class="fail">wrong</td>'
 
     body = "".join(
-        f'<tr><td>{_e(flip["stream"])}</td><td class="num">{_e(flip["position"] if flip["position"] is not None else _NONE)}</td>'
+        f'<tr>{_name_cell("td", flip["stream"])}<td class="num">{_e(flip["position"] if flip["position"] is not None else _NONE)}</td>'
         f"<td><code>{_e(flip['task_id'])}</code></td>{''.join(mark(v) for v in flip['correct'])}</tr>"
         for flip in flips
     )
@@ -398,23 +462,40 @@ def _flips(runs: Sequence[RunData], comparison: Mapping[str, Any]) -> str:
     )
 
 
+def _run_heads(runs: Sequence[RunData]) -> str:
+    """One column per run, headed by its label: a long label is shortened in the
+    middle (its tooltip has it whole; the list of runs above shows every label in full)."""
+    return "".join(f'<th class="run-head" title="{_e(run.label)}">{_e(_middle(run.label))}</th>' for run in runs)
+
+
+def _middle(label: str, most: int = 25) -> str:
+    """``label`` shortened in the middle: runs' labels often differ only at their ends."""
+    if len(label) <= most:
+        return label
+    keep = (most - 1) // 2
+    return f"{label[:keep]}\u2026{label[-(most - 1 - keep):]}"
+
+
 def _side_by_side(runs: Sequence[RunData]) -> str:
-    columns = _table_columns([metrics for run in runs for metrics in run.streams.values()])
-    rows = []
-    for name in [*_stream_names(runs), "overall"]:
-        for index, run in enumerate(runs):
-            metrics = run.overall if name == "overall" else run.streams.get(name)
-            stream_cell = f'<th rowspan="{len(runs)}">{_e(name)}</th>' if index == 0 else ""
-            cells = (
-                _metric_cells(columns, metrics)
-                if metrics is not None
-                else f'<td colspan="{len(columns)}">not in this run</td>'
-            )
-            rows.append(f'<tr>{stream_cell}<td class="run">{_e(run.label)}</td>{cells}</tr>')
-    return (
-        f'<div class="scroll"><table class="compare-streams"><thead><tr><th>stream</th><th>run</th>'
-        f"{_metric_headers(columns)}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
-    )
+    tables = []
+    for key, title, columns in grouped(_table_columns([metrics for run in runs for metrics in run.streams.values()])):
+        rows = []
+        for name in [*_stream_names(runs), "overall"]:
+            for index, run in enumerate(runs):
+                metrics = run.overall if name == "overall" else run.streams.get(name)
+                stream_cell = _name_cell("th", name, f' rowspan="{len(runs)}"') if index == 0 else ""
+                cells = (
+                    _metric_cells(columns, metrics)
+                    if metrics is not None
+                    else f'<td colspan="{len(columns)}">not in this run</td>'
+                )
+                rows.append(f'<tr>{stream_cell}<td class="run" title="{_e(run.label)}">{_e(run.label)}</td>{cells}</tr>')
+        tables.append(
+            f'<div class="scroll"><table class="compare-streams compare-streams-{key}"><caption>{_e(title)}</caption>'
+            f"<thead><tr><th>stream</th><th>run</th>{_metric_headers(columns)}</tr></thead>"
+            f"<tbody>{''.join(rows)}</tbody></table></div>"
+        )
+    return "".join(tables)
 
 
 def _similarity(comparison: Mapping[str, Any]) -> str:
@@ -483,29 +564,43 @@ def render_comparison(
         "<h2>Per stream, side by side</h2>",
         _side_by_side(runs),
     ]
-    return _page(f"evomemory: {labels}", body)
+    return "".join(_page(f"evomemory: {labels}", body))
 
 
 # --------------------------------------------------------------------------- writing
 
 
-def _write(path: Path, text: str) -> Path:
-    """Atomic, so a browser or CI upload never picks up half a page."""
+def _write(path: Path, text: str | Iterable[str]) -> Path:
+    """Atomic, so a browser or CI upload never picks up half a page; ``text`` may
+    come in pieces, written as they are made."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-        # an artefact keeps lone surrogates (escaped, lossless); a page cannot hold them
-        temporary.write_text(storable(text), encoding="utf-8")
+        with temporary.open("w", encoding="utf-8") as handle:
+            # an artefact keeps lone surrogates (escaped, lossless); a page cannot hold them
+            for piece in [text] if isinstance(text, str) else text:
+                handle.write(storable(piece))
         os.replace(temporary, path)
     except OSError as error:
+        _discard(temporary)
         raise ReportError(f"cannot write {path}: {error.strerror or error}") from None
+    except BaseException:
+        _discard(temporary)
+        raise
     return path
 
 
+def _discard(temporary: Path) -> None:
+    with contextlib.suppress(OSError):
+        temporary.unlink(missing_ok=True)
+
+
 def write_html_report(run_dir: Path | str, output: Path | str | None = None) -> Path:
-    """Write ``report.html`` (or ``output``) for a finished run; returns its path."""
+    """Write ``report.html`` (or ``output``) for a finished run; returns its path.
+
+    The run's records are read as the page is written, never all at once."""
     run = load_run(run_dir)
-    return _write(Path(output) if output is not None else run.run_dir / REPORT_NAME, render_report(run))
+    return _write(Path(output) if output is not None else run.run_dir / REPORT_NAME, report_parts(run))
 
 
 def comparison_json_path(output: Path | str) -> Path:
@@ -574,6 +669,7 @@ __all__ = [
     "load_runs",
     "render_comparison",
     "render_report",
+    "report_parts",
     "write_comparison",
     "write_comparison_report",
     "write_html_report",

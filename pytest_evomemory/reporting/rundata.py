@@ -8,13 +8,14 @@ Kept apart from the page rendering (:mod:`.html`) and the statistics
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from ..errors import EvoMemoryError
-from ..rundir import RESPONSES, RUN_DOCUMENT, SCHEMA_VERSION, SCORES, SUMMARY, TRANSCRIPTS, read_jsonl
+from ..rundir import RESPONSES, RUN_DOCUMENT, SCHEMA_VERSION, SCORES, SUMMARY, TRANSCRIPTS, iter_jsonl
 from ..text import shorten
 from . import artefactcheck as read
 
@@ -25,17 +26,21 @@ class ReportError(EvoMemoryError):
 
 @dataclass(frozen=True)
 class RunData:
-    """What a report needs from one run directory."""
+    """What a report needs from one run directory.
+
+    summary.json and run.json are read at once; the per-task records are not: a
+    long run's scores, responses and transcripts are hundreds of megabytes, so the
+    report reads them as it goes (:meth:`iter_scores`, :meth:`iter_responses`,
+    :meth:`iter_transcripts`) and a comparison keeps only each task's outcome
+    (:attr:`scores`).
+    """
 
     run_dir: Path
     label: str
     summary: Mapping[str, Any]
     run: Mapping[str, Any] = field(default_factory=dict)
-    scores: Sequence[Mapping[str, Any]] = ()
-    #: responses.jsonl: every agent response, task and feedback turns.
-    responses: Sequence[Mapping[str, Any]] = ()
-    #: transcripts/<stream>.jsonl, by stream.
-    transcripts: Mapping[str, Sequence[Mapping[str, Any]]] = field(default_factory=dict)
+    #: Given scores (a comparison built in memory); ``None``: read scores.jsonl.
+    given_scores: Sequence[Mapping[str, Any]] | None = None
 
     @property
     def streams(self) -> dict[str, Mapping[str, Any]]:
@@ -49,7 +54,8 @@ class RunData:
             return {}
         listed = self.run.get("streams")
         order = [s.get("name") for s in listed if isinstance(s, Mapping)] if isinstance(listed, list) else []
-        order += [s.get("stream") for s in self.scores]
+        if any(name not in order for name in streams):
+            order += [s.get("stream") for s in self.scores]
         rank: dict[object, int] = {}
         for name in order:
             rank.setdefault(name, len(rank))
@@ -60,6 +66,51 @@ class RunData:
     def overall(self) -> Mapping[str, Any]:
         overall = self.summary.get("overall")
         return overall if isinstance(overall, Mapping) else {}
+
+    @cached_property
+    def scores(self) -> Sequence[Mapping[str, Any]]:
+        """Each scored task's stream, id, position and outcome, in file order:
+        what a comparison pairs (the rest of a score is read by the report as it goes)."""
+        if self.given_scores is not None:
+            return self.given_scores
+        return [{key: scored.get(key) for key in _OUTCOME_KEYS} for scored in self.iter_scores()]
+
+    def iter_scores(self) -> Iterator[dict[str, Any]]:
+        if self.given_scores is not None:
+            return (dict(scored) for scored in self.given_scores)
+        return _checked(self.run_dir / SCORES, read.SCORE)
+
+    def iter_responses(self) -> Iterator[dict[str, Any]]:
+        """responses.jsonl: every agent response, task and feedback turns."""
+        return _checked(self.run_dir / RESPONSES, read.RESPONSE)
+
+    def transcript_streams(self) -> list[str]:
+        """The streams with a transcripts/<stream>.jsonl file."""
+        directory = self.run_dir / TRANSCRIPTS
+        if not directory.is_dir():
+            return []
+        return [path.stem for path in sorted(directory.glob("*.jsonl"))]
+
+    def iter_transcripts(self, stream: str) -> Iterator[dict[str, Any]]:
+        """transcripts/<stream>.jsonl: each turn's messages and tool calls."""
+        if stream not in self.transcript_streams():
+            return iter(())
+        return _checked(self.run_dir / TRANSCRIPTS / f"{stream}.jsonl", read.TRANSCRIPT)
+
+
+def _checked(path: Path, spec: read.Check) -> Iterator[dict[str, Any]]:
+    """The records of ``path`` as they are read, each checked for every field the
+    reports read: a damaged one is one :class:`ReportError` naming the file, the
+    record and the key (never a traceback from the page code)."""
+    for number, record in enumerate(iter_jsonl(path), 1):
+        problem = read.damaged(path, record, spec, number)
+        if problem is not None:
+            raise ReportError(problem)
+        yield record
+
+
+#: The fields of a score that a comparison reads.
+_OUTCOME_KEYS = ("stream", "task_id", "position", "correct", "error")
 
 
 # --------------------------------------------------------------------------- loading
@@ -103,32 +154,14 @@ def load_run(run_dir: Path | str, label: str | None = None) -> RunData:
     if not isinstance(summary.get("streams"), Mapping):
         raise ReportError(f"{summary_path} has no 'streams' object; it is not an evomemory summary")
     run = _read_json(directory / RUN_DOCUMENT) if (directory / RUN_DOCUMENT).is_file() else {}
-    scores = list(read_jsonl(directory / SCORES))
-    responses = list(read_jsonl(directory / RESPONSES))
-    transcripts_dir = directory / TRANSCRIPTS
-    transcripts = (
-        {path.stem: read_jsonl(path) for path in sorted(transcripts_dir.glob("*.jsonl"))}
-        if transcripts_dir.is_dir()
-        else {}
-    )
     problem = (
         read.damaged(summary_path, summary, read.SUMMARY)
         or read.damaged(directory / RUN_DOCUMENT, run, read.RUN_DOCUMENT)
-        or read.damaged_record(directory / SCORES, scores, read.SCORE)
-        or read.damaged_record(directory / RESPONSES, responses, read.RESPONSE)
-        or next(
-            (found for stream, records in transcripts.items()
-             if (found := read.damaged_record(transcripts_dir / f"{stream}.jsonl", records, read.TRANSCRIPT))),
-            None,
-        )
     )
     if problem is not None:
         raise ReportError(problem)
     name = label if label is not None else _run_name(summary, run, directory)
-    return RunData(
-        run_dir=directory, label=name, summary=summary, run=run, scores=scores,
-        responses=responses, transcripts=transcripts,
-    )
+    return RunData(run_dir=directory, label=name, summary=summary, run=run)
 
 
 def _run_name(summary: Mapping[str, Any], run: Mapping[str, Any], directory: Path) -> str:
@@ -160,10 +193,7 @@ def load_runs(run_dirs: Sequence[Path | str], labels: Sequence[str] | None = Non
 
 
 def _relabel(run: RunData, label: str) -> RunData:
-    return RunData(
-        run_dir=run.run_dir, label=label, summary=run.summary, run=run.run, scores=run.scores,
-        responses=run.responses, transcripts=run.transcripts,
-    )
+    return RunData(run_dir=run.run_dir, label=label, summary=run.summary, run=run.run, given_scores=run.given_scores)
 
 
 # --------------------------------------------------------------------------- formatting

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
+from ..identity import reported_models
 from ..reporting.summary import StreamMetrics, ThresholdResult, summarize
 from ..types import BenchmarkSample
 
@@ -320,6 +321,10 @@ class ResultCollector:
     feedback_skipped: list[Document] = field(default_factory=list)
     #: stream -> what ran for it (agent, memory, model), from stream-started records
     ran: dict[str, Document] = field(default_factory=dict)
+    #: stream -> the model names the server reported in the stream's replies, in order
+    reported_models: dict[str, dict[str, None]] = field(default_factory=dict)
+    #: stream -> what ran for it in the interrupted run a resume continues (its run.json's)
+    ran_before: dict[str, Document] = field(default_factory=dict)
     _scored: set[tuple[str, str]] = field(default_factory=set)
     #: (stream, task id) of every failed episode so far, kept as records arrive: a run
     #: checks it after every record (max errors), so it must not rescan
@@ -364,6 +369,9 @@ class ResultCollector:
                 self.writer.add_event(record.to_wire())
 
     def _add_response(self, response: Mapping[str, Any]) -> None:
+        names = reported_models(response.get("messages") or ())
+        if names:
+            self.reported_models.setdefault(str(response.get("stream")), {}).update(dict.fromkeys(names))
         self.responses.append(dict(response))
         if self.writer:
             self.writer.add_response(response)
@@ -373,9 +381,15 @@ class ResultCollector:
         responses: Sequence[Mapping[str, Any]],
         scores: Sequence[Mapping[str, Any]],
         events: Sequence[Mapping[str, Any]] = (),
+        ran: Mapping[str, Any] | None = None,
     ) -> None:
-        """Resume: count the completed episodes' records without writing them again."""
+        """Resume: count the completed episodes' records without writing them again;
+        ``ran`` is what ran in the interrupted run (its run.json's), kept for the
+        streams this process does not start again."""
         writer, self.writer = self.writer, None
+        self.ran_before = {
+            str(stream): dict(parts) for stream, parts in (ran or {}).items() if isinstance(parts, Mapping)
+        }
         try:
             for scored in scores:
                 self._scored.add((str(scored["stream"]), str(scored["task_id"])))
@@ -390,6 +404,28 @@ class ResultCollector:
                     continue
         finally:
             self.writer = writer
+
+    def what_ran(self) -> dict[str, Document]:
+        """Per stream, what ran (its stream-started record), its model with the names
+        the server reported in its replies (``model.reported``) once any reply came.
+
+        After a resume, a stream this process did not start again keeps what ran for
+        it in the interrupted run, and a stream started again keeps the names its
+        earlier replies reported: the run is one run, whichever process ran a part."""
+        ran: dict[str, Document] = {}
+        streams = [*self.ran_before, *(name for name in self.ran if name not in self.ran_before)]
+        order = {name: index for index, name in enumerate(self.stream_order)}
+        for stream in sorted(streams, key=lambda name: order.get(name, len(order))):
+            parts = self.ran.get(stream) or self.ran_before[stream]
+            before = self.ran_before.get(stream, {}).get("model")
+            earlier = before.get("reported") if isinstance(before, Mapping) and stream in self.ran else None
+            names = list(dict.fromkeys([
+                *(name for name in (earlier if isinstance(earlier, list) else []) if isinstance(name, str)),
+                *self.reported_models.get(stream, ()),
+            ]))
+            model = parts.get("model")
+            ran[stream] = {**parts, "model": {**model, "reported": names}} if names and isinstance(model, Mapping) else parts
+        return ran
 
     @property
     def failed_episode_count(self) -> int:
@@ -433,7 +469,7 @@ class ResultCollector:
             "failed_episodes": failed,
             "skipped_feedback": [dict(s) for s in self.feedback_skipped],
             "completion": dict(completion),
-            "ran": dict(self.ran),
+            "ran": self.what_ran(),
             **(extra or {}),
         }
 

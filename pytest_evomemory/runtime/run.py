@@ -18,14 +18,14 @@ from pathlib import Path
 from typing import Any
 
 from ..agents.base import Agent
-from ..agents.factory import build_agent
+from ..agents.factory import AGENTS, build_agent
 from ..config import AgentConfig, MemoryConfig, RunConfig
 from ..configload import unread_agent_options, unread_memory_options
 from ..errors import ConfigError, DataError
 from ..evaluation import scorer_identity
 from ..evaluation.evomemory import EvoMemoryEvaluator
 from ..factories import call_factory, check_signature, load_factory
-from ..identity import component, model_identity
+from ..identity import component, factory_reference, ran_model
 from ..memory.base import MemoryContext, MemorySystem
 from ..memory.factory import WaitNotice, backend_spec, build_memory, missing_extra, open_with_timeout
 from ..memory.snapshot import StreamSnapshots
@@ -162,11 +162,7 @@ class BenchmarkRun:
             if memory is not None:
                 memory.close()
             raise
-        identity = {
-            "agent": component(agent, agent_factory or build_agent),
-            "memory": component(memory.backend if memory is not None else None, memory_factory or build_memory),
-            "model": model_identity(self.config.agent.model.model_dump(mode="json") if self.config.agent.model else None),
-        }
+        identity = self.identity(agent, memory, agent_factory, memory_factory)
         return StreamRun(
             identity=identity,
             stream=name,
@@ -179,6 +175,33 @@ class BenchmarkRun:
             quote_answer=self.by_name[name].quote_answer,
             pricing=_pricing(self.config.agent),
         )
+
+    def identity(
+        self,
+        agent: Agent,
+        memory: ObservedMemory | None,
+        agent_factory: AgentFactoryFn | None,
+        memory_factory: MemoryFactoryFn | None,
+    ) -> dict[str, Any]:
+        """What a stream built: the ``stream_started`` record's, from which every
+        artefact names what ran (:mod:`..identity`). A part a conftest factory built
+        is named by that factory, not by the config's kind or backend."""
+        agent_config, memory_config = self.config.agent, self.config.memory
+        return {
+            "agent": component(
+                agent, agent_factory or build_agent,
+                kind=agent_config.kind if agent_factory is None else factory_reference(agent_factory),
+                memory_strategy=agent_config.memory_strategy, options=dict(agent_config.options),
+            ),
+            "memory": component(
+                memory.backend if memory is not None else None, memory_factory or build_memory,
+                backend=memory_config.backend if memory_factory is None else factory_reference(memory_factory),
+            ),
+            "model": ran_model(
+                agent, agent_config.model, self.config.base_dir,
+                builtin_agent=agent_factory is None and AGENTS.is_builtin(agent_config.kind),
+            ),
+        }
 
     def run_document(self, started: str, argv: Sequence[str] | None = None) -> dict[str, Any]:
         return {
@@ -357,7 +380,11 @@ class Run:
         if self.resume is not None:
             if self.writer is not None:
                 self.writer.restart_from(self.resume)
-            self.collector.preload(self.resume.responses, self.resume.scores, self.resume.events)
+            earlier_ran = self.resume.document.get("ran")
+            self.collector.preload(
+                self.resume.responses, self.resume.scores, self.resume.events,
+                earlier_ran if isinstance(earlier_ran, dict) else None,
+            )
             # the run is the interrupted one, continued: its start and command stay its own
             earlier = self.resume.document
             document["started"] = _text(earlier.get("started")) or self.started
@@ -406,13 +433,20 @@ class Run:
             thresholds = evaluate_thresholds(self.benchmark.config, metrics, min_overall, min_streams)
             completion = self.completion()
             summary = self.collector.summary(
-                thresholds, self.started, utc_now(), completion,
-                {"run": self.benchmark.config.name, **self.extra, **(extra or {})},
+                thresholds, self.started, utc_now(), completion, {
+                    "run": self.benchmark.config.name,
+                    # what a dashboard needs to tell runs apart, without reading run.json
+                    "config_fingerprint": config_fingerprint(self.benchmark.config),
+                    "versions": self.document.get("versions") or package_versions(),
+                    **self.extra,
+                    **(extra or {}),
+                },
             )
             report_error: str | None = None
             if self.writer is not None:
-                if self.collector.ran:  # what actually ran, known once streams opened
-                    self.writer.write_run({**self.document, "ran": dict(self.collector.ran)})
+                ran = self.collector.what_ran()
+                if ran:  # what actually ran, known once streams opened (or from the run resumed)
+                    self.writer.write_run({**self.document, "ran": ran})
                 self.writer.finalize_scores(self.collector.scores, self.benchmark.stream_order)
                 if self.writer.failure is not None:
                     # results are missing from the directory: the run cannot pass

@@ -620,7 +620,7 @@ class Session:
 
     def header(self) -> list[str]:
         """What the session is about to run (pytest prints it in its header)."""
-        from ..identity import describe_model
+        from ..identity import configured_model, describe_model
         from ..streams.provenance import provenance_line
 
         lines = []
@@ -636,7 +636,7 @@ class Session:
                 *(f"{prefix}data {provenance_line(s)}" for s in arm.benchmark.streams if s.provenance.get("repository")),
                 f"{prefix}agent {agent.kind} ({agent.memory_strategy}), memory {arm.run_config.memory.backend} "
                 "(as configured; a conftest fixture may override them: the summary says what ran)",
-                f"{prefix}model {describe_model(agent.model.model_dump(mode='json') if agent.model else None)}",
+                f"{prefix}model {describe_model(configured_model(agent.model, arm.run_config.base_dir))}",
                 f"{prefix}results -> {arm.run_dir}",
             ]
         return [inert(line) for line in lines]  # names and data provenance come from files

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from pytest_evomemory.testing.fixtures import ServerFactory
-from pytest_evomemory.testing.scripted_server import is_feedback
+from pytest_evomemory.testing.scripted_server import echo_policy, is_feedback
+
+from ..schema import assert_run_dir_valid
 
 SECRET = "sk-e2e-DO-NOT-LEAK-9f8e7d6c5b4a"
 
@@ -44,7 +46,10 @@ def test_tiny_run_end_to_end(
     monkeypatch: pytest.MonkeyPatch,
     isolated_cache: Path,
 ) -> None:
-    server = scripted_openai_server()
+    def dated(body: dict[str, object]) -> dict[str, object]:  # the server names a more exact model
+        return {**echo_policy(body), "model": "scripted-model-2025-01-01"}
+
+    server = scripted_openai_server(dated)
     monkeypatch.setenv("EVOMEMORY_E2E_KEY", SECRET)
     run = write_run_config(pytester.path, server.base_url, "tool_use")
 
@@ -62,6 +67,19 @@ def test_tiny_run_end_to_end(
     assert sum(is_feedback(body) for body in server.chat_requests) >= 6
     assert overall["memory_retains"] == 6
     assert all(r.headers["authorization"] == f"Bearer {SECRET}" for r in server.requests)
+    # what answered: the endpoint, the name asked for, and the name the server reported
+    expected_model = {
+        "provider": "openai", "model": "scripted-model", "endpoint": server.base_url,
+        "temperature": 0.0, "max_tokens": 1024, "seed": 0, "reported": ["scripted-model-2025-01-01"],
+    }
+    assert {stream: parts["model"] for stream, parts in summary["ran"].items()} == {
+        "sample_facts": expected_model, "sample_choice": expected_model,
+    }
+    result.stdout.fnmatch_lines(["ran: agent *TinyAgent*; model openai scripted-model (the server reported scripted-model-2025-01-01)*"])
+    transcript = [json.loads(line) for line in (pytester.path / "results" / "transcripts" / "sample_facts.jsonl").read_text().splitlines()]
+    replies = [m for record in transcript for m in record["messages"] if m["role"] == "assistant"]
+    assert replies and all(m["model"] == "scripted-model-2025-01-01" for m in replies)
+    assert_run_dir_valid(pytester.path / "results")  # an API model's identity, as the shipped schema says
 
     outputs = [result.stdout.str(), result.stderr.str()]
     files = [p for p in pytester.path.rglob("*") if p.is_file()]
@@ -90,6 +108,8 @@ def test_tiny_run_end_to_end(
         return {**{k: v for k, v in metrics.items() if k not in skipped}, "per_stimulus": per}
 
     assert without_times(replayed) == without_times(overall)
+    replayed_ran = json.loads((pytester.path / "results" / "summary.json").read_text())["ran"]
+    assert replayed_ran["sample_facts"]["model"]["reported"] == ["scripted-model-2025-01-01"]  # kept by the cache
     # ... and says it was served from the cache
     assert overall["cached_responses"] == 0 and replayed["cached_responses"] == replayed["stimuli"]
 

@@ -62,6 +62,19 @@ def test_bench_parallel_prints_its_table(tmp_path: Path) -> None:
     assert "pytest plugins switched off" in out
 
 
+def test_bench_report_prints_its_table(tmp_path: Path) -> None:
+    result = run_script(str(BENCHMARKS / "bench_report.py"), "--tasks", "30", "--streams", "2", "--no-browser",
+                        "--keep", str(tmp_path))
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "evomemory report wall s" in out and "peak RSS MiB" in out and "bytes per task" in out
+    assert (tmp_path / "run" / "report.html").is_file() and "30-task run, 2 stream(s)" in out
+    from pytest_evomemory.reporting.drilldown import read_task_pages
+
+    pages = read_task_pages((tmp_path / "run" / "report.html").read_text(encoding="utf-8"))
+    assert {name: len(tasks) for name, tasks in pages.items()} == {"gen0": 15, "gen1": 15}
+
+
 def test_run_all_runs_the_selected_scripts(tmp_path: Path) -> None:
     result = run_script(
         str(BENCHMARKS / "run_all.py"), "--only", "harness",

@@ -223,8 +223,12 @@ def test_json_report_carries_each_tasks_metadata_and_the_runs_identity(pytester:
     assert block["schema_version"] == SCHEMA_VERSION and [arm["name"] for arm in block["arms"]] == ["sample_memory"]
     identity, summary = block["arms"][0]["identity"], block["arms"][0]["summary"]
     assert summary["run"] == "sample_memory"
-    assert identity["agent"]["kind"] == "recall_baseline" and identity["agent"]["memory_strategy"] == "deterministic_recall"
-    assert identity["agent"]["class"] == "pytest_evomemory.agents.baseline:RecallBaselineAgent"
+    assert identity["agent"] == {
+        "kind": "recall_baseline", "memory_strategy": "deterministic_recall", "options": {},
+        "class": "pytest_evomemory.agents.baseline:RecallBaselineAgent", "factory": "pytest_evomemory.agents.factory:build_agent",
+    }
     assert identity["model"] is None and identity["memory"]["backend"] == "inprocess"
+    assert identity["memory"]["class"] == "pytest_evomemory.memory.inprocess:InProcessMemory"
+    assert summary["versions"]["pytest-evomemory"] and len(summary["config_fingerprint"]) == 64
     assert summary["overall"]["tasks"] == 4
     assert task["arm"] == "sample_memory"  # one shape for one arm and for several

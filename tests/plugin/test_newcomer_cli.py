@@ -118,9 +118,29 @@ def test_init_writes_editable_configs_that_run(pytester: pytest.Pytester, capsys
     result = pytester.runpytest(*arms, "--evomemory-limit=1")
     result.assert_outcomes(passed=4)
     assert (pytester.path / "evomemory-results" / "compare.json").is_file()
-    assert main(["init", str(pytester.path / "configs")]) == 1
-    assert "already exists" in capsys.readouterr().err
-    assert main(["init", "--force", str(pytester.path / "configs")]) == 0
+    assert main(["init", str(pytester.path / "configs")]) == 0  # again: nothing to write, nothing touched
+    assert "nothing to write: all" in capsys.readouterr().out
+
+
+def test_init_writes_the_missing_files_and_leaves_the_others_alone(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """As its help says: after one file was deleted, init writes that one back."""
+    target = tmp_path / "configs"
+    assert main(["init", str(target)]) == 0
+    edited, deleted = target / "runs" / "sample_memory.yaml", target / "memory" / "sqlite.yaml"
+    edited.write_text("# my edits\n" + edited.read_text(encoding="utf-8"), encoding="utf-8")
+    shipped = deleted.read_bytes()
+    deleted.unlink()
+    capsys.readouterr()
+    assert main(["init", str(target)]) == 0
+    out = capsys.readouterr().out
+    assert f"wrote 1 of {len(starter_files())} config files" in out and "left alone" in out
+    assert deleted.read_bytes() == shipped and edited.read_text(encoding="utf-8").startswith("# my edits")
+    assert main(["init", "--force", str(target)]) == 0  # --force: the shipped files again
+    assert not edited.read_text(encoding="utf-8").startswith("# my edits")
+    (tmp_path / "blocked").write_text("a file where the directory should be")
+    assert main(["init", str(tmp_path / "blocked")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("evomemory: error: cannot write") and len(err.strip().splitlines()) == 1
 
 
 def test_evomemory_run_takes_a_builtin_name_and_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -198,7 +198,10 @@ class Browser:
             self.call("Runtime.evaluate", {"expression": f"new Promise(r => setTimeout(r, {int(settle * 1000)}))", "awaitPromise": True}, session=session)
             load = PageLoad(url)
             for name, expression in facts.items():
-                result = self.call("Runtime.evaluate", {"expression": expression, "returnByValue": True}, session=session)
+                # a fact may be a promise (the drill-down draws its pages asynchronously)
+                result = self.call(
+                    "Runtime.evaluate", {"expression": expression, "returnByValue": True, "awaitPromise": True}, session=session
+                )
                 if "exceptionDetails" in result:
                     raise RuntimeError(f"fact {name!r} raised: {result['exceptionDetails']}")
                 load.facts[name] = result["result"].get("value")

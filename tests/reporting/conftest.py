@@ -197,3 +197,40 @@ def chromium_or_skip() -> str:
 def browser() -> Iterator[Browser]:
     with launch(chromium_or_skip()) as running:
         yield running
+
+
+def assert_only_our_script(tree: Element, text: str) -> None:
+    """The page runs one script, the drill-down's own (its hash is the only one the
+    Content-Security-Policy allows), and holds nothing else but inert data blocks."""
+    from pytest_evomemory.reporting.drilldown import SCRIPT, SCRIPT_HASH
+
+    scripts = tree.find_all("script")
+    running = [script for script in scripts if script.attrs.get("type") != "text/plain"]
+    assert len(running) <= 1
+    for script in running:
+        assert script.all_text() == SCRIPT and not script.attrs
+    for block in scripts:
+        if block.attrs.get("type") == "text/plain":
+            assert set(block.all_text()) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+    (csp,) = [m for m in tree.find_all("meta") if m.attrs.get("http-equiv") == "Content-Security-Policy"]
+    policy = csp.attrs["content"]
+    assert "default-src 'none'" in policy and f"script-src '{SCRIPT_HASH}'" in policy
+    assert "unsafe-inline" not in policy.split("script-src")[1] and "unsafe-eval" not in policy
+    assert text.count("<script>") == len(running)
+
+
+def task_records(path: Path) -> dict[str, list[dict[str, Any]]]:
+    """Every task of a report's drill-down, by stream, as the page's script unpacks them."""
+    from pytest_evomemory.reporting.drilldown import read_task_pages
+
+    return read_task_pages(path.read_text(encoding="utf-8"))
+
+
+def stream_rows(tree: Element) -> list[list[str]]:
+    """report.html's per-stream metric tables (one per group of columns) joined into
+    one table's rows: the stream, then every column left to right."""
+    joined: list[list[str]] = []
+    for index, table in enumerate(tree.find_all("table", "streams")):
+        rows = [[cell.all_text().strip() for cell in tr.children if cell.tag in ("td", "th")] for tr in table.find_all("tr")]
+        joined = rows if index == 0 else [mine + theirs[1:] for mine, theirs in zip(joined, rows, strict=True)]
+    return joined

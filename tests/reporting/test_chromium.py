@@ -27,9 +27,10 @@ FACTS = {
     "streams": "[...document.querySelectorAll('svg.curve')].map(s => s.dataset.stream)",
     "series_per_curve": "[...document.querySelectorAll('svg.curve')].map(s => s.querySelectorAll('g.series polyline').length)",
     "curve_sizes": "[...document.querySelectorAll('svg.curve')].map(s => { const r = s.getBoundingClientRect(); return [Math.round(r.width), Math.round(r.height)]; })",
-    "table_rows": "[...document.querySelectorAll('table.streams tbody tr, table.compare-streams tbody tr')].length",
+    "table_rows": "document.querySelector('table.streams, table.compare-streams').querySelectorAll('tbody tr').length",
     "table_visible": "(() => { const t = document.querySelector('table.streams, table.compare-streams'); return !!t && t.getBoundingClientRect().height > 40; })()",
-    "scripts": "document.scripts.length",
+    # scripts that run (the drill-down's data blocks are text/plain, never run)
+    "scripts": "[...document.scripts].filter(s => s.type !== 'text/plain').length",
     "images": "document.images.length",
     "pwned": "typeof window.__pwned",
     "text": "document.body.innerText",
@@ -81,7 +82,7 @@ def test_report_loads_cleanly_and_shows_the_table_and_one_plot_per_stream(browse
     assert facts["series_per_curve"] == [1, 1, 0]
     assert all(w >= 300 and h >= 150 for w, h in facts["curve_sizes"]), facts["curve_sizes"]
     assert facts["table_rows"] == 3 and facts["table_visible"]
-    assert facts["scripts"] == 0
+    assert facts["scripts"] == 1  # the drill-down's own, allowed by its hash
     for expected in ("Per stream", "Learning curves", "tokens / stimulus", "cumulative accuracy", "task position in stream", "no scored tasks"):
         assert expected in facts["text"], expected
     width, height = png_size(shot.read_bytes())
@@ -102,18 +103,31 @@ def test_comparison_shows_both_runs_on_each_plot(browser: Browser, make_run: Mak
     assert "no memory" in load.facts["text"] and "+70.0 pp" in load.facts["text"]
 
 
+#: Opens every drill-down, as a reader clicking through would, and waits for the script
+#: to draw them (pages and bodies are drawn when first shown).
+OPEN_ALL = """(async () => {
+    const wait = ms => new Promise(r => setTimeout(r, ms));
+    for (let i = 0; i < 200 && document.querySelectorAll('details.stream-tasks').length
+         && !document.querySelector('details.task'); i++) await wait(20);
+    for (let round = 0; round < 3; round++) { document.querySelectorAll('details').forEach(d => d.open = true); await wait(50); }
+    return document.querySelectorAll('details[open]').length;
+})()"""
+
+
 def test_markup_in_artefacts_is_text_in_the_browser(browser: Browser, make_run: MakeRun, tmp_path: Path) -> None:
     run_dir = make_run(HOSTILE, {HOSTILE: [True, None, False]}, task_id=HOSTILE)
-    load = browser.load(write_html_report(run_dir), FACTS)
+    load = browser.load(write_html_report(run_dir), {"opened": OPEN_ALL, **FACTS})
     assert load.errors == [], load.errors  # a blocked injected script would be a CSP error here
+    assert load.facts["opened"] > 3  # the drill-down drew every task: the markup went through it
     assert load.facts["pwned"] == "undefined"
-    assert load.facts["scripts"] == 0 and load.facts["images"] == 0
+    assert load.facts["scripts"] == 1 and load.facts["images"] == 0
     assert "<script>window.__pwned = 1</script>" in load.facts["text"]
+    assert load.facts["text"].count("window.__pwned = 2") >= 6  # ids and answers of three tasks, as text
 
 
 DRILL_FACTS = {
+    "opened": OPEN_ALL,
     "tasks": "document.querySelectorAll('details.task').length",
-    "opened": "(() => { document.querySelectorAll('details').forEach(d => d.open = true); return document.querySelectorAll('details[open]').length; })()",
     "first_task": "document.querySelector('details.task').innerText",
     "positions": "[...document.querySelectorAll('details.task')].map(d => d.dataset.position)",
     "task_rows": "[...document.querySelectorAll('table.tasks tbody tr')].map(r => r.cells[0].innerText)",
@@ -131,6 +145,7 @@ def test_every_task_can_be_drilled_into(browser: Browser, make_run: MakeRun, tmp
     facts = load.facts
     assert facts["tasks"] == 3 and facts["opened"] > 3
     assert facts["positions"] == ["1", "2", "3"] and facts["task_rows"] == ["1", "2", "3"]
+    assert "1\u20133 of 3 tasks" in facts["text"]
     first = facts["first_task"]
     for expected in (
         "prompt the agent saw", "Question 0 of facts?", "memories recalled", "1 recall(s)", "answer",
@@ -191,3 +206,96 @@ def test_six_runs_stay_readable(browser: Browser, make_run: MakeRun, tmp_path: P
     assert facts["warnings"] >= 5  # sample_choice: runs 2-6 ran fewer tasks than the baseline
     assert "McNemar p" in facts["text"] and "a_rather_long_run_name_number_5" in facts["text"]
     assert (tmp_path / "compare.json").is_file()
+
+
+LONG = "an_arm_whose_name_goes_on_and_on_with_no_space_to_break_it_anywhere_at_all"
+#: Whatever a reader could miss: a page wider than the window, a table cut off inside
+#: its scroll box, a cell whose text overflows it (a shortened run label, with its
+#: full name in the tooltip, is the one allowed exception).
+FIT = {
+    "opened": OPEN_ALL,
+    "page_width": "document.documentElement.scrollWidth",
+    "window": "window.innerWidth",
+    "scrolled_away": "[...document.querySelectorAll('.scroll')].filter(d => d.scrollWidth > d.clientWidth + 1).map(d => d.firstElementChild.className)",
+    "off_screen": "[...document.querySelectorAll('th, td, dd, summary, figure')].filter(e => e.getBoundingClientRect().right > window.innerWidth + 1).map(e => e.tagName + ': ' + e.innerText.slice(0, 40))",
+    "cut_cells": "[...document.querySelectorAll('th, td')].filter(e => !e.classList.contains('run-head') && e.scrollWidth > e.clientWidth + 1).map(e => e.innerText.slice(0, 40))",
+    "shortened": "[...document.querySelectorAll('th.run-head')].map(e => e.title)",
+    "headers": "[...document.querySelectorAll('table.compare-accuracy thead th')].map(e => [e.innerText, Math.round(e.getBoundingClientRect().right)])",
+}
+
+
+def _long_run(make_run: MakeRun, name: str, outcomes: list[bool | None]) -> Path:
+    stream = f"{name}_stream_with_a_rather_long_name_too"
+    config = {"name": name, "agent": {"kind": "tiny", "memory_strategy": "deterministic_recall", "model": {
+        "provider": "openai", "model": f"{name}-model-served-under-a-long-name", "base_url": "http://127.0.0.1:8000/v1"}},
+        "memory": {"backend": "sqlite"}}
+    return make_run(name, {stream[:60]: outcomes, "sample_choice": outcomes[::-1]}, config=config,
+                    task_id=f"{LONG}_task_")
+
+
+def _assert_fits(load: PageLoad, width: int) -> None:
+    facts = load.facts
+    assert load.errors == [], load.errors
+    assert facts["window"] == width
+    assert facts["page_width"] <= width, facts
+    assert facts["scrolled_away"] == [], facts["scrolled_away"]
+    assert facts["off_screen"] == [], facts["off_screen"]
+    assert facts["cut_cells"] == [], facts["cut_cells"]
+
+
+@pytest.mark.parametrize("width", [800, 1400])
+def test_every_figure_of_the_report_is_visible_at(width: int, browser: Browser, make_run: MakeRun, tmp_path: Path) -> None:
+    run_dir = _long_run(make_run, LONG, [True, False, None, True])
+    load = browser.load(write_html_report(run_dir), FIT, width=width)
+    screenshot(load, tmp_path, f"report-long-names-{width}")
+    _assert_fits(load, width)
+    assert load.facts["opened"] > 4  # the drill-down was open when measured
+
+
+@pytest.mark.parametrize("width", [800, 1400])
+def test_every_figure_of_the_comparison_is_visible_at(width: int, browser: Browser, make_run: MakeRun, tmp_path: Path) -> None:
+    runs = [_long_run(make_run, f"{LONG}_{index}", [index % 2 == 0, True, False, index > 0]) for index in range(3)]
+    page = write_comparison_report(runs, tmp_path / "compare.html")
+    load = browser.load(page, FIT, width=width)
+    screenshot(load, tmp_path, f"compare-long-names-{width}")
+    _assert_fits(load, width)
+    headers = dict(load.facts["headers"])
+    assert {"McNemar p", "paired tasks", "\u0394 vs baseline"} <= set(headers)
+    assert all(right <= width for right in headers.values())
+    assert set(load.facts["shortened"]) == {f"{LONG}_{index}" for index in range(3)}  # tooltips hold the names
+
+
+PAGING = """(async () => {
+    const wait = ms => new Promise(r => setTimeout(r, ms));
+    const until = async test => { for (let i = 0; i < 200 && !test(); i++) await wait(20); };
+    const root = document.querySelector('details.stream-tasks');
+    root.open = true;
+    const positions = () => [...root.querySelectorAll('details.task')].map(d => d.dataset.position);
+    const status = () => root.querySelector('.page-status').textContent.trim();
+    await until(() => positions().length);
+    const seen = {first: [positions()[0], positions().at(-1), status()]};
+    const [previous, next, go] = root.querySelectorAll('.pager button');
+    next.click(); await until(() => positions()[0] === '101');
+    seen.second = [positions()[0], positions().at(-1), status(), previous.disabled];
+    const select = root.querySelector('.pager select');
+    select.value = 'e'; select.dispatchEvent(new Event('change')); await until(() => positions()[0] !== '101');
+    seen.errors = [positions(), status()];
+    root.querySelector('.pager input').value = '234'; go.click();
+    await until(() => root.querySelector("details.task[data-position='234'][open]"));
+    await wait(50);
+    const opened = root.querySelector("details.task[data-position='234']");
+    seen.jump = [status(), opened.open, opened.innerText.includes('prompt the agent saw')];
+    return seen;
+})()"""
+
+
+def test_a_long_stream_is_paged_filtered_and_jumped_through(browser: Browser, make_run: MakeRun, tmp_path: Path) -> None:
+    outcomes: list[bool | None] = [None if task % 97 == 0 else task % 3 == 0 for task in range(250)]
+    run_dir = make_run("long", {"facts": outcomes})
+    load = browser.load(write_html_report(run_dir), {"paging": PAGING})
+    assert load.errors == [], load.errors
+    seen = load.facts["paging"]
+    assert seen["first"] == ["1", "100", "1\u2013100 of 250 tasks"]
+    assert seen["second"] == ["101", "200", "101\u2013200 of 250 tasks", False]
+    assert seen["errors"] == [["1", "98", "195"], "1\u20133 of 3 shown"]  # positions 0, 97, 194 failed
+    assert seen["jump"] == ["201\u2013250 of 250 tasks", True, True]

@@ -24,7 +24,7 @@ def _run(label: str, outcomes: dict[str, list[bool]]) -> RunData:
     }
     overall = {"tasks": len(scores), "correct": sum(s["correct"] for s in scores)}
     summary: dict[str, Any] = {"run": label, "streams": streams, "overall": overall}
-    return RunData(run_dir=Path(label), label=label, summary=summary, scores=scores)
+    return RunData(run_dir=Path(label), label=label, summary=summary, given_scores=scores)
 
 
 def _document() -> dict[str, Any]:

@@ -13,7 +13,7 @@ import pytest
 from pytest_evomemory.reporting.stats import mcnemar_exact
 
 from ..conftest import SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN, read_jsonl
-from .conftest import parse_html
+from .conftest import parse_html, task_records
 from .test_cli import console_script
 
 STREAMS = ["sample_facts", "sample_choice"]
@@ -131,11 +131,12 @@ def test_a_pytest_run_leaves_report_html_in_the_run_directory(pytester: pytest.P
     recalled = [r for r in tasks if r["memory_recalled"]]
     assert recalled and all(hit["content"].startswith("Task:") for r in recalled for hit in r["memory_recalled"])
     assert all(r["memory_recalled"] == [] for r in tasks if r["memory_recalls"] == 0)
-    details = {d.attrs["data-task"]: d for d in tree.find_all("details", "task")}
+    pages = task_records(run_dir / "report.html")
+    details = {(stream, task["i"]): task for stream, tasks in pages.items() for task in tasks}
     first = recalled[0]
-    shown = details[first["task_id"]].find_all("ol", "recalled")[0].all_text()
+    shown = [text for text, _ in details[(first["stream"], first["task_id"])]["R"]["i"]]
     assert first["memory_recalled"][0]["content"] in shown
-    assert [d.attrs["data-position"] for d in tree.find_all("details", "task")][:3] == ["1", "2", "3"]
+    assert [task["p"] for task in pages["sample_facts"]][:3] == ["1", "2", "3"]
 
 
 def test_evomemory_compare_option_writes_the_comparison_after_the_run(pytester: pytest.Pytester) -> None:

@@ -117,3 +117,38 @@ def test_the_documented_configs_path_falls_back_to_the_shipped_file(tmp_path: Pa
     own.write_text("benchmark: {benchmark: sample}\nagent: {kind: recall_baseline}\n", encoding="utf-8")
     assert resolve_run_config("configs/runs/sample_memory.yaml", tmp_path) == own
     assert resolve_run_config("configs/runs/nothing.yaml", tmp_path) == tmp_path / "configs/runs/nothing.yaml"
+
+
+def _three_files_with_typos(root: Path) -> Path:
+    (root / "configs" / "runs").mkdir(parents=True)
+    (root / "configs" / "agents").mkdir()
+    (root / "configs" / "memory").mkdir()
+    (root / "configs" / "agents" / "mine.yaml").write_text("kind: recall_baseline\nmax_step: 4\n")
+    (root / "configs" / "memory" / "mine.yaml").write_text("backend: sqlite\ntopk: 8\n")
+    run = root / "configs" / "runs" / "mine.yaml"
+    run.write_text("name: mine\nbenchmark: sample\nagent: ../agents/mine.yaml\nmemory: ../memory/mine.yaml\n")
+    return run
+
+
+def test_every_files_problems_are_reported_at_once(tmp_path: Path) -> None:
+    """Not one typo per attempt: the run file's, the agent's and the memory's together."""
+    run = _three_files_with_typos(tmp_path)
+    run.write_text(run.read_text() + "outptu_dir: x\n")
+    with pytest.raises(ConfigError) as caught:
+        load_run_config(run)
+    message = str(caught.value)
+    assert "\n" not in message
+    files = message.split(" | ")
+    assert [part.split(": key ")[0] for part in files] == [
+        str(run), str(tmp_path / "configs" / "agents" / "mine.yaml"), str(tmp_path / "configs" / "memory" / "mine.yaml"),
+    ]
+    assert "'outptu_dir': unknown key" in files[0] and "'max_step'" in files[1] and "'topk'" in files[2]
+    assert caught.value.source == str(run)
+
+
+def test_the_documented_refusal_is_the_one_printed(tmp_path: Path) -> None:
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "configuration.md").read_text(encoding="utf-8")
+    (documented,) = [line.strip() for line in docs.splitlines() if line.strip().startswith("ERROR: evomemory: /repo/")]
+    with pytest.raises(ConfigError) as caught:
+        load_run_config(_three_files_with_typos(tmp_path))
+    assert f"ERROR: evomemory: {caught.value}" == documented.replace("/repo/", f"{tmp_path}/")

@@ -421,6 +421,11 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
         "all_proxy",
     ):
         monkeypatch.delenv(name, raising=False)
+    from huggingface_hub import constants
+
+    # read once, when huggingface_hub is first imported: a test that set HF_HUB_OFFLINE
+    # then would leave every later test offline
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     try:
         yield state
     finally:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -345,3 +346,73 @@ def test_data_dir_precedence(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
 def test_hub_file_where_is_short() -> None:
     source = HubFile("o/r", "a" * 40, "f.csv", "csv")
     assert source.where == "o/r@aaaaaaaaaaaa:f.csv" and source.page_url == "https://huggingface.co/datasets/o/r"
+
+
+def _refused_port() -> str:
+    """An endpoint on 127.0.0.1 where nothing listens: connecting fails at once."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    return f"http://127.0.0.1:{port}"
+
+
+def test_an_unreachable_hub_is_probed_once_and_no_stream_waits_for_retries(
+    hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No network: one short probe, no download attempt (each would retry for half a
+    minute), and one line per stream under the cause, said once."""
+    from pytest_evomemory.streams.evomemory import hub as hub_module
+
+    endpoint = _refused_port()
+    monkeypatch.setenv("HF_ENDPOINT", endpoint)
+    probes: list[float] = []
+    real_probe = hub_module.probe_hub
+    monkeypatch.setattr(hub_module, "probe_hub", lambda timeout=5.0: probes.append(timeout) or real_probe(timeout))
+
+    def no_download(*args: object) -> None:
+        raise AssertionError("a download was attempted although the hub cannot be reached")
+
+    monkeypatch.setattr(sys.modules[stream_file.__module__], "download", no_download)
+    with pytest.raises(DataError) as caught:
+        EvoMemorySingleTurn().load(BenchmarkConfig(), tmp_path, list(STREAM_ORDER))
+    assert len(probes) == 1
+    head, *lines = str(caught.value).splitlines()
+    assert "all 4 evomemory_single_turn streams are required and 4 could not be loaded" in head
+    assert head.count(endpoint) == 1 and "could not be reached" in head and "HF_HUB_OFFLINE=1" in head
+    assert [line.split("'")[1] for line in lines] == list(STREAM_ORDER)
+    assert all(line.startswith("  stream '") and line.endswith(" is missing") for line in lines)
+
+
+def test_a_download_that_loses_the_connection_stops_the_other_streams_trying(
+    hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import httpx2
+
+    calls: list[str] = []
+
+    def lost(source: object, directory: Path) -> Path:
+        calls.append(str(source))
+        raise httpx2.ConnectError("[Errno 101] Network is unreachable")
+
+    monkeypatch.setattr(sys.modules[stream_file.__module__], "download", lost)
+    with pytest.raises(DataError) as caught:
+        EvoMemorySingleTurn().load(BenchmarkConfig(), tmp_path, list(STREAM_ORDER))
+    assert len(calls) == 1  # the hub answered the probe, then the first download lost it
+    lines = str(caught.value).splitlines()
+    assert len(lines) == 5  # the header, then one line per stream
+    assert lines[1].startswith("  stream 'aime_2024': cannot download") and "Network is unreachable" in lines[1]
+    for line in lines[2:]:
+        assert "is missing and cannot be downloaded" in line and "could not be reached (ConnectError" in line
+
+
+def test_hf_hub_offline_probes_nothing(hub: FakeHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from pytest_evomemory.streams.evomemory import hub as hub_module
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(hub_module, "probe_hub", lambda timeout=5.0: pytest.fail("probed although offline"))
+    with pytest.raises(DataError) as caught:
+        EvoMemorySingleTurn().load(BenchmarkConfig(), tmp_path, list(STREAM_ORDER))
+    lines = str(caught.value).splitlines()
+    assert len(lines) == 5 and all("HF_HUB_OFFLINE is set" in line for line in lines[1:])

@@ -20,6 +20,7 @@ from ...errors import ConfigError, DataError
 from ...evaluation import toolbench as _toolbench  # noqa: F401  (registers "toolbench")
 from ..base import Stream, apply_limit
 from . import catalog
+from .hub import OFFLINE_ADVICE, HubAccess, HubUnreachable
 from .integrity import LocalFile
 from .materialize import DATA_DIR_ENV, default_data_dir, materialize, resolve_data_dir
 from .stream import ConvertOptions, HubStream
@@ -47,47 +48,55 @@ class HubBenchmark:
     def load(self, config: BenchmarkConfig, base_dir: Path, names: Sequence[str]) -> list[Stream]:
         data_dir = resolve_data_dir(config.data_dir, base_dir)
         options = ConvertOptions(seed=config.seed, mmlu_pro_categories=config.mmlu_pro_categories)
-        failures: list[str] = []
+        failures: list[DataError] = []
         streams: list[Stream] = []
+        access = HubAccess()  # one probe of the hub for all streams, and only if one must download
         # Every stream is attempted so that one run reports every problem at once;
         # any failure still means no stream is returned (and no task runs).
         for name in names:
             try:
-                streams.append(load_stream(self.streams[name], data_dir, options, config.limit))
+                streams.append(load_stream(self.streams[name], data_dir, options, config.limit, access))
             except ConfigError:
                 raise
             except DataError as error:
-                failures.append(str(error))
+                failures.append(error)
         if failures:
             raise DataError(
                 f"all {len(self.streams)} {self.name} streams are required and "
-                f"{len(failures)} could not be loaded (data dir {data_dir}): {_one_line(failures)}"
+                f"{len(failures)} could not be loaded (data dir {data_dir}){_per_stream(failures)}"
             )
         return streams
 
 
-def _one_line(failures: Sequence[str]) -> str:
-    """The streams' failures as one line (an error the user sees is one line): a
-    cause shared by every stream (an unwritable data directory, no network) once,
-    naming the streams; different causes one after another."""
+def _per_stream(failures: Sequence[DataError]) -> str:
+    """The streams' failures, after the header: a cause every stream shares (an
+    unwritable data directory) once, on the same line, naming the streams; else one
+    line per cause. When the hub cannot be reached, that is said once, then each
+    stream's missing file on its own line."""
+    unreachable = [error for error in failures if isinstance(error, HubUnreachable)]
+    if unreachable and len(unreachable) == len(failures):
+        return f"; {unreachable[0].problem}; {OFFLINE_ADVICE}:" + "".join(f"\n  {e.short}" for e in unreachable)
     prefix = re.compile(r"^stream '([^']*)': ")
     causes: dict[str, list[str]] = {}
     for failure in failures:
-        match = prefix.match(failure)
-        cause = " ".join((failure[match.end():] if match else failure).split())
-        causes.setdefault(cause, []).append(match.group(1) if match else "?")
-    return " | ".join(
+        text = " ".join(str(failure).split())
+        match = prefix.match(text)
+        causes.setdefault(text[match.end():] if match else text, []).append(match.group(1) if match else "?")
+    lines = [
         f"stream{'s' if len(names) > 1 else ''} {', '.join(map(repr, names))}: {cause}" for cause, names in causes.items()
-    )
+    ]
+    return f": {lines[0]}" if len(lines) == 1 else ":" + "".join(f"\n  {line}" for line in lines)
 
 
 #: ``benchmark: evomemory_single_turn``.
 EvoMemorySingleTurn = HubBenchmark
 
 
-def load_stream(spec: HubStream, data_dir: Path, options: ConvertOptions, limit: int | None) -> Stream:
+def load_stream(
+    spec: HubStream, data_dir: Path, options: ConvertOptions, limit: int | None, access: HubAccess | None = None
+) -> Stream:
     """One stream, materialized, verified and converted, ``limit`` applied as the first N tasks."""
-    local, records = materialize(spec, data_dir)
+    local, records = materialize(spec, data_dir, access)
     samples = spec.convert(records, options)
     selected = apply_limit(samples, limit)
     return Stream(

@@ -9,11 +9,83 @@ at call time, not import time, so a mirror (or a test's stand-in server on
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
+from ...errors import DataError
 from .sources import HubFile
 
 _TRUE = {"1", "true", "yes", "on"}
+#: Seconds the one probe of the hub may take to connect and answer: long enough
+#: for a slow link, short against huggingface_hub's minute of retries per file.
+PROBE_TIMEOUT_S = 8.0
+#: What to do when the hub cannot be reached, said once.
+OFFLINE_ADVICE = (
+    "check the network or HF_ENDPOINT, or put the files in place by hand "
+    "(`evomemory data where` lists where) and set HF_HUB_OFFLINE=1"
+)
+
+
+class HubUnreachable(DataError):
+    """A stream's file is missing and the hub cannot be reached to download it."""
+
+    def __init__(self, stream: str, target: Path, problem: str) -> None:
+        self.stream, self.target, self.problem = stream, target, problem
+        super().__init__(f"stream {stream!r}: {target} is missing and cannot be downloaded: {problem}; {OFFLINE_ADVICE}")
+
+    @property
+    def short(self) -> str:
+        """The stream's part alone, for a message that gives the shared cause once."""
+        return f"stream {self.stream!r}: {self.target} is missing"
+
+
+@dataclass
+class HubAccess:
+    """Whether the hub can be reached: found out once per load with one short probe,
+    then remembered, so that without a network no stream waits through
+    huggingface_hub's retries (about half a minute per file) and the streams after
+    a download that lost the connection are not tried either."""
+
+    problem: str | None = None
+    probed: bool = False
+
+    def check(self) -> str | None:
+        """``None`` when the hub answers; else what went wrong, in words."""
+        if not self.probed:
+            self.probed = True
+            self.problem = self.problem or probe_hub()
+        return self.problem
+
+    def lost(self, error: BaseException) -> None:
+        """A download failed: without an HTTP status, the connection is what failed."""
+        if _status_code(error) is None and _is_transport_error(error):
+            self.probed = True
+            self.problem = f"{hub_endpoint()} could not be reached ({type(error).__name__}: {error})"
+
+
+def probe_hub(timeout: float = PROBE_TIMEOUT_S) -> str | None:
+    """One HEAD request to the hub's root through huggingface_hub's own HTTP session
+    (its proxies and headers): any HTTP answer means reachable."""
+    import httpx2
+    from huggingface_hub import get_session
+
+    endpoint = hub_endpoint()
+    try:
+        get_session().head(endpoint, timeout=httpx2.Timeout(timeout), follow_redirects=False)
+    except httpx2.TransportError as error:
+        return f"{endpoint} could not be reached within {timeout:g} s ({type(error).__name__}: {error})"
+    return None
+
+
+def _is_transport_error(error: BaseException) -> bool:
+    import httpx2
+
+    seen: BaseException | None = error
+    while seen is not None:  # huggingface_hub may wrap the client's error
+        if isinstance(seen, httpx2.TransportError | ConnectionError | TimeoutError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def hub_offline() -> bool:

@@ -26,7 +26,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ...errors import DataError
-from .hub import describe_hub_error, download, hub_endpoint, hub_offline
+from .hub import HubAccess, HubUnreachable, describe_hub_error, download, hub_endpoint, hub_offline
 from .integrity import (
     MANIFEST_NAME,
     LocalFile,
@@ -73,12 +73,13 @@ def manifest_path(stream: HubStream, data_dir: Path) -> Path:
     return data_dir / stream.name / MANIFEST_NAME
 
 
-def materialize(stream: HubStream, data_dir: Path) -> tuple[LocalFile, list[Record]]:
+def materialize(stream: HubStream, data_dir: Path, access: HubAccess | None = None) -> tuple[LocalFile, list[Record]]:
     """The verified local file of ``stream`` and its parsed records.
 
     Uses the file already present (no network at all) when its bytes pass the pin;
-    downloads it when absent, unless the hub is offline, in which case the error
-    says which file is missing and where to put it.
+    downloads it when absent, unless the hub is offline or unreachable, in which
+    case the error says which file is missing and where to put it. ``access``,
+    shared by the streams of one load, probes the hub once (:class:`.hub.HubAccess`).
     """
     with _locked(stream, data_dir):
         present = check_present(stream, data_dir)
@@ -92,7 +93,11 @@ def materialize(stream: HubStream, data_dir: Path) -> tuple[LocalFile, list[Reco
                 f"or copy {stream.source.filename!r} of {stream.source.page_url} at revision "
                 f"{stream.source.revision} to {target}"
             )
-        return _download(stream, data_dir, target)
+        access = access if access is not None else HubAccess()
+        problem = access.check()
+        if problem is not None:
+            raise HubUnreachable(stream.name, target, problem)
+        return _download(stream, data_dir, target, access)
 
 
 def verify(stream: HubStream, data_dir: Path) -> tuple[LocalFile, list[Record]]:
@@ -164,7 +169,7 @@ def _read(stream: HubStream, path: Path) -> list[Record]:
     return read_records(stream.source.format, path, stream.fields, stream.optional_fields)
 
 
-def _download(stream: HubStream, data_dir: Path, target: Path) -> tuple[LocalFile, list[Record]]:
+def _download(stream: HubStream, data_dir: Path, target: Path, access: HubAccess) -> tuple[LocalFile, list[Record]]:
     source = stream.source
     tmp_root = data_dir / ".tmp"
     tmp_root.mkdir(parents=True, exist_ok=True)
@@ -174,6 +179,7 @@ def _download(stream: HubStream, data_dir: Path, target: Path) -> tuple[LocalFil
         try:
             downloaded = download(source, scratch)
         except Exception as error:
+            access.lost(error)
             raise DataError(describe_hub_error(stream.name, source, error)) from None
         size, digest = size_and_sha256(downloaded)
         mismatch = pin_mismatch(source, size, digest)

@@ -1,0 +1,101 @@
+"""One JSON Schema, shipped in the package, for every document a run writes: real
+artefacts of a one-arm session, a session of two arms and ``evomemory run`` are
+validated against it, and one arm and several share the JSON report's shape."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from pytest_evomemory.rundir import SCHEMA_VERSION
+from pytest_evomemory.schema import ARTEFACTS, SCHEMA_FILE, load_schema, schema_for
+
+from .conftest import SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN
+from .schema import assert_json_report_valid, assert_run_dir_valid, assert_valid, problems
+
+
+def test_the_schema_is_valid_versioned_and_shipped() -> None:
+    schema = load_schema()
+    Draft202012Validator.check_schema(schema)
+    assert schema["$id"].endswith(f":{SCHEMA_VERSION}")
+    for definition in set(ARTEFACTS.values()):
+        Draft202012Validator.check_schema(schema_for(definition))
+    # every document that carries the version names the current one
+    for name in ("run_json", "summary", "compare_json", "json_report"):
+        assert schema["$defs"][name]["properties"]["schema_version"]["const"] == SCHEMA_VERSION
+    pyproject = (Path(__file__).resolve().parents[1] / "pyproject.toml").read_text(encoding="utf-8")
+    assert f'"{SCHEMA_FILE.parent.name}/*.json"' in pyproject  # package data: in the wheel
+    with pytest.raises(KeyError, match=r"no schema for 'nothing\.json'"):
+        schema_for("nothing.json")
+
+
+def _report(pytester: pytest.Pytester) -> dict[str, Any]:
+    report: dict[str, Any] = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    return report
+
+
+def test_a_session_of_two_arms_writes_only_what_the_schema_says(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest(
+        f"--evomemory-config={SAMPLE_NO_MEMORY_RUN}", f"--evomemory-config={SAMPLE_MEMORY_RUN}",
+        "--evomemory-output-dir=out", "--evomemory-limit=2", "--json-report", "--json-report-file=report.json",
+    )
+    assert result.ret == 0, result.stdout.str()
+    out = pytester.path / "out"
+    for arm in ("sample_no_memory", "sample_memory"):
+        assert_run_dir_valid(out / arm)
+    assert_valid("compare.json", json.loads((out / "compare.json").read_text(encoding="utf-8")))
+    assert_valid("arms.json", json.loads((out / "arms.json").read_text(encoding="utf-8")))
+    report = _report(pytester)
+    assert_json_report_valid(report)
+    block = report["evomemory"]
+    assert [arm["name"] for arm in block["arms"]] == ["sample_no_memory", "sample_memory"]
+    assert block["comparison"] is not None and block["arms"][0]["identity"]["memory"] is None
+
+
+def test_one_arm_has_the_same_json_report_shape_as_several(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest(
+        f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--evomemory-output-dir=out", "--evomemory-limit=2",
+        "--json-report", "--json-report-file=report.json",
+    )
+    assert result.ret == 0, result.stdout.str()
+    assert_run_dir_valid(pytester.path / "out")
+    report = _report(pytester)
+    assert_json_report_valid(report)
+    block = report["evomemory"]
+    assert len(block["arms"]) == 1 and block["comparison"] is None and block["gains"] == []
+    assert {test["metadata"]["evomemory"]["arm"] for test in report["tests"]} == {"sample_memory"}
+
+
+def test_evomemory_run_writes_what_the_schema_says(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest_evomemory.cli", "run", f"--config={SAMPLE_MEMORY_RUN}",
+         f"--output-dir={tmp_path / 'out'}", "--limit=2"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300, check=False,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert_run_dir_valid(tmp_path / "out")
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["wall_seconds"] >= 0  # the serial driver's own field is in the schema too
+
+
+def test_the_schema_refuses_what_a_dashboard_must_not_be_handed() -> None:
+    local = {"provider": "local", "file": "m.gguf", "sha256": "ab" * 32, "n_ctx": 2048, "temperature": 0.0}
+    ran = {"agent": {"kind": "tiny", "memory_strategy": "none"}, "memory": None, "model": local}
+    assert problems("stream_ran", ran) == []
+    # a local model named by an API model name it never used (the issue's gpt-4o-mini)
+    assert problems("stream_ran", {**ran, "model": {**local, "model": "gpt-4o-mini"}})
+    # an API model without the name it asked for, a hash that is not one
+    assert problems("stream_ran", {**ran, "model": {"provider": "openai", "endpoint": "http://127.0.0.1:1/v1"}})
+    assert problems("stream_ran", {**ran, "model": {**local, "sha256": "not a hash"}})
+    # a run.json config holding the other provider's keys
+    assert problems("run_json", {
+        "schema_version": SCHEMA_VERSION, "config_fingerprint": "ab" * 32, "streams": [], "started": "", "command_line": [],
+        "versions": {"pytest-evomemory": "0", "python": "3"},
+        "run": {"name": "x", "benchmark": {}, "memory": {}, "agent": {"model": {"provider": "local", "base_url": "x"}}},
+    })
