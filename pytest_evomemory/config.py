@@ -111,6 +111,10 @@ class BenchmarkConfig(_Strict):
     mmlu_pro_categories: list[str] | Literal["all"] | None = None
     files: list[StreamFile] = Field(default_factory=list)
     thresholds: Thresholds = Field(default_factory=Thresholds)
+    #: locomo and locomo_sample only: who writes each conversation's sessions into
+    #: memory before its questions, the memory system's own ingestion (``memory``)
+    #: or the agent in unscored ingestion turns (``agent``); docs/locomo.md.
+    ingest: Literal["memory", "agent"] = "memory"
 
     @field_validator("streams")
     @classmethod
@@ -152,11 +156,15 @@ class BenchmarkConfig(_Strict):
         """A key the chosen built-in benchmark never reads is refused, not ignored:
         ``files`` under ``benchmark: sample`` would run the sample, not the user's file.
         (A ``module:factory`` benchmark may read any key.)"""
-        readers = {"files": {"files"}, "data_dir": _HUB_BENCHMARKS, "mmlu_pro_categories": _HUB_BENCHMARKS}
+        readers = {
+            "files": {"files"}, "data_dir": _HUB_BENCHMARKS | {"locomo"},
+            "mmlu_pro_categories": _HUB_BENCHMARKS, "ingest": _CONVERSATION_BENCHMARKS,
+        }
         if ":" in self.benchmark:
             return self
         for key, benchmarks in readers.items():
-            if key in self.model_fields_set and getattr(self, key) and self.benchmark not in benchmarks:
+            given = key == "ingest" or bool(getattr(self, key))  # ingest has no "unset" value
+            if key in self.model_fields_set and given and self.benchmark not in benchmarks:
                 raise ValueError(
                     f"key '{key}' is read only by benchmark {' or '.join(sorted(benchmarks))}, not by "
                     f"{self.benchmark!r}; remove it, or set 'benchmark' to the one that reads it"
@@ -166,6 +174,8 @@ class BenchmarkConfig(_Strict):
 
 #: Benchmarks that read upstream data (``data_dir``, ``mmlu_pro_categories``).
 _HUB_BENCHMARKS = frozenset({"evomemory_single_turn"})
+#: Benchmarks whose streams are conversations with an ingestion phase (``ingest``).
+_CONVERSATION_BENCHMARKS = frozenset({"locomo", "locomo_sample"})
 
 
 def check_threshold_streams(config: BenchmarkConfig, available: Sequence[str], source: str) -> None:
@@ -322,6 +332,11 @@ class AgentConfig(_Strict):
     #: What TinyAgent's ExpRAG experience holds: the task, its own answer and the
     #: correct one (``full``), or only the task and the correct answer.
     experience_format: Literal["full", "answer_only"] = "full"
+    #: LoCoMo's full-context arm: every question turn carries the whole conversation
+    #: (TaskView.conversation), which TinyAgent puts in its prompt, the most recent
+    #: sessions first to go in when it exceeds the model's context (docs/locomo.md).
+    #: Needs ``memory_strategy: none``: the arm sees the conversation, not a memory.
+    full_context: bool = False
     baseline: BaselineOptions = Field(default_factory=BaselineOptions)
     model: ModelConfig | None = None
     #: Free-form settings passed to a ``module:factory`` agent.
@@ -331,6 +346,20 @@ class AgentConfig(_Strict):
     @classmethod
     def _known_kind(cls, value: str) -> str:
         return _check_kind(value, BUILTIN_AGENT_KINDS, "agent kind")
+
+    @model_validator(mode="after")
+    def _full_context_without_memory(self) -> AgentConfig:
+        if self.full_context and self.memory_strategy != "none":
+            raise ValueError(
+                "key 'full_context': the full-context arm sees the whole conversation instead of a memory; "
+                f"set memory_strategy to none (it is {self.memory_strategy!r}), or remove full_context"
+            )
+        if self.full_context and self.kind == "recall_baseline":
+            raise ValueError(
+                "key 'full_context' is read by kind 'tiny' (or a module:factory agent), not by "
+                "'recall_baseline'; remove it, or set kind to tiny"
+            )
+        return self
 
 
 # --------------------------------------------------------------------------- memory

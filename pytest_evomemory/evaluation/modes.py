@@ -87,6 +87,7 @@ MATCH_MODES = MatchModeRegistry(
         "gpqa": ".gpqa",
         "aime": ".aime",
         "toolbench": ".toolbench",
+        "locomo_f1": ".locomo",
     }
 )
 
@@ -94,7 +95,7 @@ MATCH_MODES = MatchModeRegistry(
 def register_match_mode(name: str) -> Callable[[MatchMode], MatchMode]:
     """Register a mode under ``name`` (used by built-in and user-defined streams).
 
-    A built-in name (``exact``, ``choice``, ``gpqa``, ``aime``, ``toolbench``) is
+    A built-in name (``exact``, ``choice``, ``gpqa``, ``aime``, ``toolbench``, ``locomo_f1``) is
     refused with :class:`ConfigError` unless the mode is the built-in one itself.
     """
 
@@ -184,7 +185,7 @@ def _short(text: str) -> str:
 
 
 #: Packages whose version decides what a built-in mode reads, beside our own.
-_MODE_DEPENDENCIES: dict[str, tuple[str, ...]] = {"aime": ("math-verify", "sympy")}
+_MODE_DEPENDENCIES: dict[str, tuple[str, ...]] = {"aime": ("math-verify", "sympy"), "locomo_f1": ("nltk", "regex")}
 
 
 def _distribution_version(distribution: str) -> str | None:

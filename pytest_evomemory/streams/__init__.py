@@ -29,10 +29,24 @@ def _evomemory_single_turn() -> BenchmarkSource:
     return EvoMemorySingleTurn()
 
 
+def _locomo() -> BenchmarkSource:
+    from .locomo import LocomoBenchmark
+
+    return LocomoBenchmark()
+
+
+def _locomo_sample() -> BenchmarkSource:
+    from .locomo import LocomoSampleBenchmark
+
+    return LocomoSampleBenchmark()
+
+
 BENCHMARKS: dict[str, Callable[[], BenchmarkSource]] = {
     "sample": _sample,
     "files": _files,
     "evomemory_single_turn": _evomemory_single_turn,
+    "locomo": _locomo,
+    "locomo_sample": _locomo_sample,
 }
 
 
