@@ -569,12 +569,13 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream]) -> ResumeState:
             if _event_task(e).get("stream") == stream.name
         }
         done = 0
+        feedback = getattr(stream, "feedback", True)  # a static-memory stream's episode has none
         for sample in stream.samples:
-            if sample.task_id not in scored or not (sample.task_id in fed_back or sample.task_id in ended):
+            if sample.task_id not in scored or (feedback and not (sample.task_id in fed_back or sample.task_id in ended)):
                 break
             done += 1
         state.done[stream.name] = done
-        kept_ids = {sample.task_id for sample in stream.samples[:done]}
+        kept_ids = {sample.task_id for sample in stream.samples[:done]} | _ingested(stream, responses)
         kept_responses = [
             r for r in responses if r.get("stream") == stream.name and r.get("task_id") in kept_ids
         ]
@@ -585,6 +586,17 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream]) -> ResumeState:
             if _event_task(e).get("stream") == stream.name and _event_task(e).get("task_id") in kept_ids
         ]
     return state
+
+
+def _ingested(stream: Stream, responses: Sequence[Mapping[str, Any]]) -> set[str]:
+    """A conversation stream's ingestion turns, kept only when every session's turn is
+    there (runtime/ingestion.py saves them whole); a partial ingestion runs again."""
+    wanted = set(getattr(stream, "ingestion_ids", ()))
+    seen = {
+        r["task_id"] for r in responses
+        if r.get("stream") == stream.name and r.get("kind") == "ingestion" and r.get("task_id") in wanted
+    }
+    return seen if wanted and seen == wanted else set()
 
 
 def _names_a_task(record: Mapping[str, Any]) -> bool:

@@ -28,11 +28,13 @@ INGESTION_ACKNOWLEDGEMENT = "Session recorded"
 #: The only metadata keys an agent sees in a task (an allow-list: a key that is not
 #: here never reaches the agent, whatever a stream puts in its metadata). Each names
 #: a property of the question, never of its answer: where it comes from, its subject
-#: or category, its year. Answer keys (``target``, GPQA ``correct_answer`` and
-#: ``permutation``, MMLU-Pro ``answer``/``answer_index``, ToolBench ``api_name``,
-#: ``domain``, ...) and links that lead to a worked solution (AIME ``url``) are absent.
+#: or category, its year; LoCoMo's ``question`` is the question alone, without the
+#: prompt's instructions (a cleaner recall query). Answer keys (``target``, GPQA
+#: ``correct_answer`` and ``permutation``, MMLU-Pro ``answer``/``answer_index``,
+#: ToolBench ``api_name``, ``domain``, LoCoMo ``evidence`` and ``locomo_category``,
+#: ...) and links that lead to a worked solution (AIME ``url``) are absent.
 TASK_METADATA_KEYS: frozenset[str] = frozenset(
-    {"source", "category", "src", "high_level_domain", "subdomain", "year", "topic"}
+    {"source", "category", "src", "high_level_domain", "subdomain", "year", "topic", "question"}
 )
 
 

@@ -25,7 +25,8 @@ import numpy.typing as npt
 from ..errors import MemoryBackendError
 from ..text import tokens
 from ..tools import Tool
-from ..types import MemoryHit
+from ..types import ConversationSession, MemoryHit
+from .ingestion import ingest_turns
 from .snapshot import LoggedRecord, RecordLog
 from .tools import memory_tools
 
@@ -149,6 +150,10 @@ class InProcessMemory:
 
     def tools(self) -> Sequence[Tool]:
         return memory_tools(self)
+
+    def ingest(self, session: ConversationSession) -> None:
+        """A conversation session, one record per turn (:mod:`.ingestion`)."""
+        ingest_turns(self, session)
 
     def __len__(self) -> int:
         return len(self._records)

@@ -23,11 +23,12 @@ import numpy as np
 from ..config import MemoryConfig, sqlite_path_problem
 from ..errors import MemoryBackendError
 from ..tools import Tool
-from ..types import MemoryHit
+from ..types import ConversationSession, MemoryHit
 from ._ranking import TermStatistics, VectorIndex, hybrid_ranking, prepare_recall
 from .base import RecordRejected, unstorable_reason
 from .embedders import Embedder, build_embedder
 from .factory import MemoryContext
+from .ingestion import ingest_turns
 from .snapshot import LoggedRecord, RecordLog
 from .tools import memory_tools
 
@@ -240,6 +241,10 @@ class SqliteMemory:
 
     def tools(self) -> Sequence[Tool]:
         return memory_tools(self)
+
+    def ingest(self, session: ConversationSession) -> None:
+        """A conversation session, one record per turn (:mod:`.ingestion`)."""
+        ingest_turns(self, session)
 
     def __len__(self) -> int:
         self._check_open()

@@ -658,7 +658,9 @@ class EvoMemorySession:
         arm = self._arm_of_stream.get(id(run), self.baseline)
         if not run.prepared:
             try:
-                run.prepare_memory(self._completed_before(arm, run, sample))
+                run.prepare_memory(  # a conversation's ingestion records go out with this item
+                    self._completed_before(arm, run, sample), lambda record: self.pending.append(arm.tag(record))
+                )
             except EvoMemoryError as error:
                 run.broken = str(error)
                 fail_test(f"stream {sample.stream!r} cannot continue: {error}")

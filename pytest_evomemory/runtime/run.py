@@ -43,6 +43,7 @@ from ..rundir import (
 )
 from ..streams import Stream, load_benchmark
 from ..text import shorten
+from .ingestion import check_conversation_options
 from .memory import IsolationGuard, ObservedMemory, observe
 from .records import ResultCollector, error_record, stream_error_record, stream_started_record
 from .stream import StreamRun, run_episode
@@ -98,6 +99,7 @@ class BenchmarkRun:
                 raise
             raise type(error)(f"{source}: {error}") from error
         self.by_name = {stream.name: stream for stream in self.streams}
+        check_conversation_options(config.agent.full_context, self.streams, config.sources.get("agent", "agent config"))
         #: Sees every stream this run opens in this process (see runtime/memory.py).
         self.isolation_guard = IsolationGuard()
 
@@ -156,7 +158,12 @@ class BenchmarkRun:
             "memory": component(memory.backend if memory is not None else None, memory_factory or build_memory),
             "model": model_identity(self.config.agent.model.model_dump(mode="json") if self.config.agent.model else None),
         }
+        stream = self.by_name.get(name)
         return StreamRun(
+            feedback=stream.feedback if stream else True,  # conversation streams (runtime/ingestion.py)
+            sessions=stream.sessions if stream else (),
+            ingest=stream.ingest if stream else "memory",
+            full_context=self.config.agent.full_context,
             identity=identity,
             stream=name,
             agent=agent,
@@ -491,7 +498,7 @@ def execute(
                 continue
             record(stream_started_record(stream.name, live.identity))
             try:
-                live.prepare_memory(run.completed_before(stream.name))
+                live.prepare_memory(run.completed_before(stream.name), record)
                 for sample in pending:
                     run_episode(live, sample, record)
                     if max_errors is not None and run.errors >= max_errors:

@@ -15,6 +15,7 @@ honestly.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -31,11 +32,15 @@ from ..memory.snapshot import ResumeRefused, StreamSnapshots
 from ..tools import Tool
 from ..types import (
     FEEDBACK_ACKNOWLEDGEMENT,
+    INGESTION_ACKNOWLEDGEMENT,
     AgentResponse,
     BenchmarkSample,
+    ConversationSession,
     ScoredItem,
     Stimulus,
+    TaskView,
 )
+from . import ingestion
 from .memory import ObservedMemory, mark
 from .records import (
     error_record,
@@ -81,6 +86,15 @@ class StreamRun:
     prepared: bool = False
     #: What was built for this stream (see :mod:`pytest_evomemory.identity`).
     identity: dict[str, Any] = field(default_factory=dict)
+    # ---- conversation streams (LoCoMo; runtime/ingestion.py) ----
+    #: Whether each task is followed by corrective feedback (``Stream.feedback``).
+    feedback: bool = True
+    #: The conversation ingested before the first task (``Stream.sessions``).
+    sessions: tuple[ConversationSession, ...] = ()
+    #: Who ingests it: ``memory`` (its own ingest) or ``agent`` (ingestion turns).
+    ingest: str = "memory"
+    #: Task turns carry the whole conversation (agent config ``full_context``).
+    full_context: bool = False
 
     def _turn_tools(self) -> list[Tool]:
         if self.memory_strategy == "tool_use" and self.memory is not None:
@@ -110,15 +124,13 @@ class StreamRun:
             violation = "the agent ended its turn without calling final_answer"
         elif isinstance(failure, ProtocolViolation):
             violation = str(failure)
-        elif (
-            failure is None
-            and stimulus.kind == "feedback"
-            and turn.final_answer != FEEDBACK_ACKNOWLEDGEMENT
-        ):
-            violation = (
-                f'feedback turn ended with final_answer({turn.final_answer!r}) instead of '
-                f'final_answer("{FEEDBACK_ACKNOWLEDGEMENT}")'
-            )
+        elif failure is None and stimulus.kind != "task":
+            expected = FEEDBACK_ACKNOWLEDGEMENT if stimulus.kind == "feedback" else INGESTION_ACKNOWLEDGEMENT
+            if turn.final_answer != expected:
+                violation = (
+                    f'{stimulus.kind} turn ended with final_answer({turn.final_answer!r}) instead of '
+                    f'final_answer("{expected}")'
+                )
         response = AgentResponse(
             stream=self.stream,
             task_id=task_id,
@@ -158,13 +170,18 @@ class StreamRun:
         """Deliver the task, then score its ``final_answer`` (the only scored item)."""
         __tracebackhide__ = True
         self.episodes_started += 1
-        response = self.deliver(sample.task_view(), sample.task_id)
+        response = self.deliver(self._task_view(sample), sample.task_id)
         try:
             scored = self.evaluator.score_response(sample, response)
         except EvoMemoryError as error:
             error.response = response
             raise
+        scored = ingestion.with_evidence(sample, response, scored, memory=self.memory is not None)
         return TaskOutcome(sample, response, scored)
+
+    def _task_view(self, sample: BenchmarkSample) -> TaskView:
+        view = sample.task_view()
+        return dataclasses.replace(view, conversation=self.sessions) if self.full_context else view
 
     def give_feedback(self, sample: BenchmarkSample, submitted: str | None) -> AgentResponse:
         """Deliver the unscored corrective feedback in the same conversation."""
@@ -175,7 +192,7 @@ class StreamRun:
         """Clear the agent's conversation. No model call, no record, no memory access."""
         self.agent.reset()
 
-    def prepare_memory(self, completed: int | None) -> None:
+    def prepare_memory(self, completed: int | None, record: RecordSink | None = None) -> None:
         """Before the first episode this process runs in the stream.
 
         ``None``: the stream starts from its first task, so snapshots an earlier run
@@ -184,8 +201,14 @@ class StreamRun:
         (resume, or an xdist worker taking over a crashed worker's stream); a memory
         that cannot be restored exactly refuses (ResumeRefused), it is never rebuilt
         by calling its tools on the agent's behalf.
+
+        A conversation stream ingests its sessions here (:meth:`_prepare_conversation`);
+        ``record`` receives the ingestion turns' records.
         """
         self.prepared = True
+        if self.sessions and self.memory is not None:
+            self._prepare_conversation(completed, record)
+            return
         if self.memory is None or self.snapshots is None:
             if completed and self.memory is not None:
                 raise ResumeRefused(
@@ -198,6 +221,43 @@ class StreamRun:
             return
         self.snapshots.restore(self.memory.backend, completed)
         self.memory.restored()
+
+    # ---- conversation streams: ingestion before the first question (runtime/ingestion.py) ----
+
+    def _prepare_conversation(self, completed: int | None, record: RecordSink | None) -> None:
+        """Ingest the conversation, or restore a snapshot that holds it (never both)."""
+        assert self.memory is not None
+        snapshots = self.snapshots
+        saved = snapshots is not None and 0 in snapshots.completed_prefixes()
+        if ingestion.plan(completed, saved) == "restore":
+            if snapshots is None:
+                raise ResumeRefused(
+                    f"stream {self.stream!r}: the conversation was ingested in an earlier run, but this run "
+                    "keeps no memory snapshots; run again without --evomemory-resume"
+                )
+            snapshots.restore_saved(self.memory.backend, completed or 0)
+            self.memory.restored()
+            return
+        if snapshots is not None:
+            snapshots.clear()
+        records: list[dict[str, Any]] = []
+        try:
+            if self.ingest == "agent":
+                ingestion.ingest_by_agent(self.sessions, self.deliver, self.reset_agent, records)
+            else:
+                for session in self.sessions:
+                    self.memory.ingest(session)
+        except EvoMemoryError as error:
+            if error.response is not None:  # the failed turn happened too: it is counted
+                records.append(ingestion.ingestion_record(error.response.to_dict()))
+            self.broken = f"the conversation could not be ingested: {error}"
+            _emit(records, record)
+            raise
+        # Saved before the records leave: a run killed in between re-ingests from
+        # scratch, and its journal never holds a partial ingestion.
+        if snapshots is not None:
+            snapshots.save(self.memory.backend, 0)
+        _emit(records, record)
 
     def episode_completed(self, sample: BenchmarkSample) -> None:
         """Save the memory as it is after this episode, so a resume can continue
@@ -218,6 +278,12 @@ class StreamRun:
 
 
 RecordSink = Callable[[Mapping[str, Any]], None]
+
+
+def _emit(records: Iterable[Mapping[str, Any]], sink: RecordSink | None) -> None:
+    for entry in records:
+        if sink is not None:
+            sink(entry)
 
 
 def user_traceback(error: BaseException) -> str | None:
@@ -280,7 +346,8 @@ class Episode:
         try:
             if self._task_ended:
                 try:
-                    self._give_feedback()
+                    if self.run.feedback:  # a static-memory stream's episode is task -> reset
+                        self._give_feedback()
                 finally:
                     self.run.episode_completed(self.sample)
         finally:
