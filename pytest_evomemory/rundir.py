@@ -575,9 +575,10 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream]) -> ResumeState:
                 break
             done += 1
         state.done[stream.name] = done
-        kept_ids = {sample.task_id for sample in stream.samples[:done]} | _ingested(stream, responses)
+        kept_ids = {sample.task_id for sample in stream.samples[:done]}
+        answered = kept_ids | _ingested(stream, responses)
         kept_responses = [
-            r for r in responses if r.get("stream") == stream.name and r.get("task_id") in kept_ids
+            r for r in responses if r.get("stream") == stream.name and r.get("task_id") in answered
         ]
         state.responses += kept_responses
         state.scores += [scored[task_id] for task_id in sorted(kept_ids, key=position_of.__getitem__)]
