@@ -31,7 +31,6 @@ from ..config import AgentConfig
 from ..errors import ConfigError, EpisodeError
 from ..memory.base import MemorySystem
 from ..memory.ingestion import turn_record
-from .baseline import recall_query
 from ..models.base import ChatCompletion, ChatModel, ModelToolCall
 from ..text import normalize
 from ..tools import FINAL_ANSWER_TOOL
@@ -46,6 +45,7 @@ from ..types import (
 )
 from . import prompts, textproto
 from .base import Turn
+from .baseline import recall_query
 
 
 class TinyAgent:

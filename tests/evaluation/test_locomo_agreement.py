@@ -16,7 +16,13 @@ from pathlib import Path
 import pytest
 
 from pytest_evomemory.evaluation import TaskQAEvaluator
-from pytest_evomemory.evaluation.locomo import CORRECT_AT, f1_score, multi_answer_f1, normalize_answer, option_answer
+from pytest_evomemory.evaluation.locomo import (
+    CORRECT_AT,
+    f1_score,
+    multi_answer_f1,
+    normalize_answer,
+    option_answer,
+)
 from pytest_evomemory.evaluation.modes import UNPRINTABLE
 from pytest_evomemory.evaluation.taskqa import MAX_SCORED_CHARS
 

@@ -22,7 +22,13 @@ from pytest_evomemory.runtime import StreamRun
 from pytest_evomemory.runtime.run import BenchmarkRun, execute
 from pytest_evomemory.streams.locomo import SAMPLE_FILE, read_file
 from pytest_evomemory.tools import Tool
-from pytest_evomemory.types import INGESTION_ACKNOWLEDGEMENT, ConversationSession, MemoryHit, Stimulus, TaskView
+from pytest_evomemory.types import (
+    INGESTION_ACKNOWLEDGEMENT,
+    ConversationSession,
+    MemoryHit,
+    Stimulus,
+    TaskView,
+)
 
 Log = list[tuple[str, str, str]]
 SESSIONS = {"conv-sample-1": 3, "conv-sample-2": 2}
@@ -272,8 +278,8 @@ def _sample_stream_run(full_context: bool, n_ctx: int = 4096) -> tuple[StreamRun
 
 
 def test_the_full_context_arm_sees_the_whole_conversation_and_the_control_arm_none() -> None:
-    from pytest_evomemory.streams import load_benchmark
     from pytest_evomemory.config import BenchmarkConfig
+    from pytest_evomemory.streams import load_benchmark
 
     stream = load_benchmark(BenchmarkConfig(benchmark="locomo_sample", streams=["conv-sample-1"]), Path.cwd())[0]
     live, model = _sample_stream_run(True)
@@ -291,8 +297,8 @@ def test_the_full_context_arm_sees_the_whole_conversation_and_the_control_arm_no
 
 
 def test_a_conversation_longer_than_the_context_keeps_its_most_recent_turns() -> None:
-    from pytest_evomemory.streams import load_benchmark
     from pytest_evomemory.config import BenchmarkConfig
+    from pytest_evomemory.streams import load_benchmark
 
     stream = load_benchmark(BenchmarkConfig(benchmark="locomo_sample", streams=["conv-sample-1"]), Path.cwd())[0]
     live, model = _sample_stream_run(True, n_ctx=900)  # room for a few hundred characters

@@ -81,7 +81,7 @@ class RawHost:
         host = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 host.requests.append(self.path)
                 body = host.files.get(self.path)
                 if body is None:
