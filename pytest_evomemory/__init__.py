@@ -27,15 +27,19 @@ if TYPE_CHECKING:
         ProtocolViolation,
     )
     from .evaluation import Evaluator, EvoMemoryEvaluator, TaskQAEvaluator, register_match_mode
-    from .memory.base import MemorySystem
+    from .memory.base import Ingestible, MemorySystem
     from .memory.factory import MemoryContext
     from .memory.tools import memory_tools
     from .runtime import BenchmarkRun, Episode, Run, StreamRun, run_benchmark, run_episode, run_stream
     from .tools import Tool
     from .types import (
         FEEDBACK_ACKNOWLEDGEMENT,
+        INGESTION_ACKNOWLEDGEMENT,
         AgentResponse,
         BenchmarkSample,
+        ConversationSession,
+        DialogueTurn,
+        IngestionStimulus,
         MemoryHit,
         Score,
         ScoredItem,
@@ -66,6 +70,11 @@ _EXPORTS: dict[str, str] = {
     "EvoMemoryError": ".errors",
     "EvoMemoryEvaluator": ".evaluation",
     "FEEDBACK_ACKNOWLEDGEMENT": ".types",
+    "INGESTION_ACKNOWLEDGEMENT": ".types",
+    "ConversationSession": ".types",
+    "DialogueTurn": ".types",
+    "IngestionStimulus": ".types",
+    "Ingestible": ".memory.base",
     "MemoryBackendError": ".errors",
     "MemoryConfig": ".config",
     "MemoryContext": ".memory.factory",
@@ -94,6 +103,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "FEEDBACK_ACKNOWLEDGEMENT",
+    "INGESTION_ACKNOWLEDGEMENT",
     "Agent",
     "AgentConfig",
     "AgentFactory",
@@ -102,12 +112,16 @@ __all__ = [
     "BenchmarkRun",
     "BenchmarkSample",
     "ConfigError",
+    "ConversationSession",
     "DataError",
+    "DialogueTurn",
     "Episode",
     "EpisodeError",
     "Evaluator",
     "EvoMemoryError",
     "EvoMemoryEvaluator",
+    "Ingestible",
+    "IngestionStimulus",
     "MemoryBackendError",
     "MemoryConfig",
     "MemoryContext",
