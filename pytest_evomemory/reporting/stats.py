@@ -3,7 +3,8 @@
 Streams have 12 to a few hundred tasks, so a bare percentage misleads; every
 accuracy comes with a 95 % interval, and every "memory versus no memory"
 difference with an interval and a p-value computed on the tasks both runs ran.
-Pure Python (no numpy, no scipy), exact where it matters.
+Pure Python (no scipy), exact where it matters; only the bootstrap draws its
+resamples with numpy.
 
 Choices, and why:
 

@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from ..errors import ConfigError
 from ..memory.ingestion import dia_ids_of, evidence_recall
+from ..streams.base import Stream
 from ..types import (
     INGESTION_ACKNOWLEDGEMENT,
     AgentResponse,
@@ -124,11 +125,11 @@ def with_evidence(sample: BenchmarkSample, response: AgentResponse, scored: Scor
     return dataclasses.replace(scored, score=dataclasses.replace(scored.score, details=details))
 
 
-def check_conversation_options(full_context: bool, streams: Sequence[Any], source: str) -> None:
+def check_conversation_options(full_context: bool, streams: Sequence[Stream], source: str) -> None:
     """Refuse ``full_context`` for streams that hold no conversation, up front."""
     if not full_context:
         return
-    without = [stream.name for stream in streams if not getattr(stream, "sessions", ())]
+    without = [stream.name for stream in streams if not stream.sessions]
     if without:
         raise ConfigError(
             f"{source}: key 'full_context': streams {', '.join(map(repr, without[:5]))} hold no conversation "

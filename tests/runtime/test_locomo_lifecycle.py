@@ -346,3 +346,16 @@ def test_an_ingestion_turn_with_another_final_answer_is_a_recorded_violation() -
     assert response.protocol_violation == (
         "ingestion turn ended with final_answer('the Heron') instead of final_answer(\"Session recorded\")"
     )
+
+
+def test_full_context_on_streams_without_a_conversation_is_refused_up_front() -> None:
+    from pytest_evomemory.config import BenchmarkConfig
+    from pytest_evomemory.errors import ConfigError
+    from pytest_evomemory.runtime.ingestion import check_conversation_options
+    from pytest_evomemory.streams import load_benchmark
+
+    evo = load_benchmark(BenchmarkConfig(benchmark="sample"), Path.cwd())
+    with pytest.raises(ConfigError, match=r"agent.yaml: key 'full_context': streams 'sample_facts', 'sample_choice' hold no"):
+        check_conversation_options(True, evo, "agent.yaml")
+    check_conversation_options(False, evo, "agent.yaml")
+    check_conversation_options(True, load_benchmark(BenchmarkConfig(benchmark="locomo_sample"), Path.cwd()), "a")
