@@ -96,6 +96,10 @@ class BenchmarkConfig(StrictModel):
     mmlu_pro_categories: list[str] | Literal["all"] | None = None
     files: list[StreamFile] = Field(default_factory=list)
     thresholds: Thresholds = Field(default_factory=Thresholds)
+    #: locomo and locomo_sample only: who writes each conversation's sessions into
+    #: memory before its questions, the memory system's own ingestion (``memory``)
+    #: or the agent in unscored ingestion turns (``agent``); docs/locomo.md.
+    ingest: Literal["memory", "agent"] = "memory"
 
     @field_validator("streams")
     @classmethod
@@ -282,6 +286,11 @@ class AgentConfig(StrictModel):
     #: What TinyAgent's ExpRAG experience holds: the task, its own answer and the
     #: correct one (``full``), or only the task and the correct answer.
     experience_format: Literal["full", "answer_only"] = "full"
+    #: LoCoMo's full-context arm: every question turn carries the whole conversation
+    #: (TaskView.conversation), which TinyAgent puts in its prompt, the most recent
+    #: sessions first to go in when it exceeds the model's context (docs/locomo.md).
+    #: Needs ``memory_strategy: none``: the arm sees the conversation, not a memory.
+    full_context: bool = False
     baseline: BaselineOptions = Field(default_factory=BaselineOptions)
     model: ModelConfig | None = None
     #: Free-form settings passed to a ``module:factory`` agent.

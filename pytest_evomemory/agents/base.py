@@ -90,10 +90,13 @@ class AgentKind:
 
     ``build`` makes the agent for one stream; ``needs_model``: the agent config must
     have a ``model:`` section; ``reads_options``: the keys of the free-form
-    ``agent.options`` it reads (any other is refused up front, never ignored).
+    ``agent.options`` it reads (any other is refused up front, never ignored);
+    ``reads``: the agent config keys only some kinds read (``full_context``), which
+    a kind that does not list them refuses.
     """
 
     name: str
     build: AgentFactory
     needs_model: bool = False
     reads_options: frozenset[str] = frozenset()
+    reads: frozenset[str] = frozenset()

@@ -42,6 +42,7 @@ from ..rundir import (
 )
 from ..streams import Stream, load_benchmark
 from ..text import shorten
+from .ingestion import check_conversation_options
 from .memory import IsolationGuard, ObservedMemory, observe
 from .records import Record, ResultCollector
 from .stream import StreamRun
@@ -97,6 +98,7 @@ class BenchmarkRun:
                 raise
             raise type(error)(f"{source}: {error}") from error
         self.by_name = {stream.name: stream for stream in self.streams}
+        check_conversation_options(config.agent.full_context, self.streams, config.sources.get("agent", "agent config"))
         #: Sees every stream this run opens in this process (see runtime/memory.py).
         self.isolation_guard = IsolationGuard()
 
@@ -155,7 +157,13 @@ class BenchmarkRun:
             "memory": component(memory.backend if memory is not None else None, memory_factory or build_memory),
             "model": model_identity(self.config.agent.model.model_dump(mode="json") if self.config.agent.model else None),
         }
+        stream = self.by_name[name]
         return StreamRun(
+            # conversation streams (runtime/ingestion.py)
+            feedback=stream.feedback,
+            sessions=stream.sessions,
+            ingest=stream.ingest,
+            full_context=self.config.agent.full_context,
             identity=identity,
             stream=name,
             agent=agent,
@@ -164,7 +172,7 @@ class BenchmarkRun:
             memory_strategy=strategy,
             max_steps=self.config.agent.max_steps,
             snapshots=StreamSnapshots.for_stream(self.run_dir, name) if snapshots and memory is not None else None,
-            quote_answer=self.by_name[name].quote_answer,
+            quote_answer=stream.quote_answer,
         )
 
     def run_document(self, started: str, argv: Sequence[str] | None = None) -> dict[str, Any]:

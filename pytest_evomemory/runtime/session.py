@@ -386,11 +386,16 @@ class Session:
     ) -> Episode:
         """The episode of ``sample``; before the first one this process runs in the
         stream, the memory is prepared (emptied, or restored for a resumed or
-        taken-over stream). A memory that cannot be prepared stops the stream."""
+        taken-over stream; a conversation stream ingests its conversation, or
+        restores the snapshot that holds it). A memory that cannot be prepared
+        stops the stream."""
         arm = self._arm_of_stream.get(id(run), self.baseline)
         if not run.prepared:
             try:
-                run.prepare_memory(self._completed_before(arm, run, sample, first_position))
+                run.prepare_memory(  # a conversation's ingestion turns are recorded with this episode
+                    self._completed_before(arm, run, sample, first_position),
+                    lambda record: sink(record.for_arm(arm.prefix)),
+                )
             except EvoMemoryError as error:
                 run.broken = str(error)
                 reason = f"stream {sample.stream!r} cannot continue: {error}"
@@ -709,18 +714,22 @@ def _fall_back_to_snapshots(state: ResumeState, benchmark: BenchmarkRun, run_dir
     """Resume each stream from the newest memory snapshot the interrupted run left
     at or before its completed prefix: the episodes after it run again (their
     records replaced), so the rest of the stream never sees a memory other than
-    the one its scores came from. A stream without memory needs none."""
+    the one its scores came from. A stream without memory needs none. A
+    conversation stream left with no snapshot of its ingested memory ingests it
+    again, so its earlier ingestion turns are dropped rather than counted twice."""
     if benchmark.memory_strategy == "none":
         return
     for stream in benchmark.streams:
         done = state.done.get(stream.name, 0)
-        if not done:
-            continue
         snapshots = StreamSnapshots.for_stream(run_dir, stream.name)
-        available = [count for count in snapshots.completed_prefixes() if count <= done]
-        newest = max(available, default=0)
-        if newest < done:
-            state.truncate(stream.name, newest, {sample.task_id: sample.position for sample in stream.samples})
+        if done:
+            available = [count for count in snapshots.completed_prefixes() if count <= done]
+            newest = max(available, default=0)
+            if newest < done:
+                state.truncate(stream.name, newest, {sample.task_id: sample.position for sample in stream.samples})
+        if stream.sessions and state.done.get(stream.name, 0) == 0 and 0 not in snapshots.completed_prefixes():
+            # no snapshot holds the ingested conversation: it is ingested again
+            state.forget_ingestion(stream.name, stream.ingestion_ids)
 
 
 def stream_start_failure(record: Record) -> bool:
