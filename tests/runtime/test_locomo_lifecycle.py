@@ -364,3 +364,69 @@ def test_full_context_on_streams_without_a_conversation_is_refused_up_front() ->
         check_conversation_options(True, evo, "agent.yaml")
     check_conversation_options(False, evo, "agent.yaml")
     check_conversation_options(True, load_benchmark(BenchmarkConfig(benchmark="locomo_sample"), Path.cwd()), "a")
+
+
+# ----------------------------------------------------------------------- records, figures, resume fallbacks
+
+
+def test_an_ingestion_turn_travels_as_a_typed_record_and_counts_as_a_stimulus() -> None:
+    from pytest_evomemory.runtime.records import IngestionRecord, ResultCollector, from_wire
+
+    response = {
+        "stream": "conv-sample-1", "task_id": "session_1", "kind": "ingestion", "final_answer": INGESTION_ACKNOWLEDGEMENT,
+        "agent_turns": 1, "tool_calls": [], "memory_retains": 3, "memory_recalls": 0, "seconds": 0.0,
+        "usage": {"prompt_tokens": 10, "completion_tokens": 2}, "protocol_violation": None,
+    }
+    record = IngestionRecord(response, arm="memory")
+    wire = record.to_wire()
+    assert wire["type"] == "ingestion" and from_wire(wire) == record
+    collector = ResultCollector(["conv-sample-1"])
+    collector.add(record)
+    overall = collector.metrics()["overall"]
+    assert (overall.stimuli, overall.feedback_turns, overall.tasks, overall.memory_retains) == (1, 0, 0, 3)
+    assert collector.failed_episode_count == 0
+
+
+def test_the_summary_reports_the_mean_f1_beside_the_accuracy(
+    write_run_config: Callable[..., Path], tmp_path: Path
+) -> None:
+    from pytest_evomemory.reporting.columns import stream_columns
+
+    _, summary, out = run(write_run_config, tmp_path)
+    scores = jsonl(out / "scores.jsonl")
+    for stream in SESSIONS:
+        values = [s["value"] for s in scores if s["stream"] == stream]
+        metrics = summary["streams"][stream]
+        assert metrics["figures"] == {"f1": "F1"}
+        assert metrics["f1_mean"] == pytest.approx(sum(values) / len(values))
+        assert metrics["f1_sum"] == pytest.approx(sum(values), abs=1e-6)
+        assert "f1_matches" not in metrics  # a mean, not a share of tasks
+    column = next(c for c in stream_columns(list(summary["streams"].values()), "terminal") if c.header == "F1 / Acc.")
+    metrics = summary["streams"]["conv-sample-1"]
+    assert column.cell(metrics) == f"{metrics['f1_mean']:.1%} / {metrics['accuracy']:.1%}"
+
+
+@pytest.mark.parametrize("lost", ["newest", "all"])
+def test_a_resume_that_falls_back_to_an_older_snapshot_records_each_ingestion_turn_once(
+    write_run_config: Callable[..., Path], tmp_path: Path, lost: str
+) -> None:
+    """Snapshots lost after the interruption: the stream continues from the newest one
+    left (its ingestion turns kept), or, with none left, ingests again (the old
+    ingestion turns dropped, not counted twice)."""
+    import shutil
+
+    _, whole, whole_out = run(write_run_config, tmp_path, ingest="agent", name="whole")
+    _, stopped, out = run(write_run_config, tmp_path, ingest="agent", stop_at="conv-sample-1/q004", name="resumed")
+    assert not complete(stopped)
+    memory = out / "memory" / "conv-sample-1"
+    shutil.rmtree(memory / "slot-3" if lost == "newest" else memory)
+    log, resumed, _ = run(write_run_config, tmp_path, ingest="agent", resume=True, name="resumed")
+    first = [(kind, task) for s, kind, task in log if s == "conv-sample-1"]
+    ingested = [task for kind, task in first if kind == "ingestion"]
+    assert ingested == ([] if lost == "newest" else ["session_1", "session_2", "session_3"])
+    again = [task for kind, task in first if kind == "task"]
+    assert again == [f"q{i:03d}" for i in range(3 if lost == "newest" else 1, 10)]
+    assert complete(resumed)
+    kinds = sorted((r["stream"], r["kind"], r["task_id"]) for r in jsonl(out / "responses.jsonl"))
+    assert kinds == sorted((r["stream"], r["kind"], r["task_id"]) for r in jsonl(whole_out / "responses.jsonl"))
+    assert resumed["overall"]["stimuli"] == whole["overall"]["stimuli"] == 20
