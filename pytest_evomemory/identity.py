@@ -93,6 +93,8 @@ def run_identity(run_config: Any, ran: Mapping[str, Mapping[str, Any]] | None = 
             "kind": agent.kind,
             "memory_strategy": agent.memory_strategy,
             "options": dict(agent.options),
+            # LoCoMo's full-context arm: told apart from the control arm (both without memory)
+            **({"full_context": True} if agent.full_context else {}),
             **({"class": built["agent"].get("class")} if isinstance(built.get("agent"), Mapping) else {}),
         },
         "model": built.get("model") if "model" in built else model_identity(configured_model),

@@ -312,3 +312,9 @@ def test_full_context_needs_an_arm_without_memory(write_run_config: Callable[...
         agent={"kind": "tiny", "memory_strategy": "none", "full_context": True, "model": model},
     ))
     assert loaded.agent.full_context
+    from pytest_evomemory.identity import run_identity
+
+    assert run_identity(loaded)["agent"]["full_context"] is True  # told apart from the control arm
+    control = load_run_config(write_run_config(benchmark={"benchmark": "locomo_sample"},
+                                               agent={"kind": "recall_baseline", "memory_strategy": "none"}))
+    assert "full_context" not in run_identity(control)["agent"]
