@@ -481,10 +481,11 @@ class ResumeState:
             task = _event_task(record) if ("failure" in record or "skipped" in record) else record
             if task.get("stream") != stream:
                 return True
-            # a conversation's ingestion turns (no task position) precede every task:
-            # the snapshot the stream continues from holds what they wrote
-            position = positions.get(str(task.get("task_id")))
-            return position is None or position < done
+            if record.get("kind") == "ingestion":
+                # a conversation's ingestion turns precede every task: the snapshot
+                # the stream continues from holds what they wrote
+                return True
+            return positions.get(str(task.get("task_id")), done) < done
 
         self.responses = [r for r in self.responses if kept(r)]
         self.scores = [s for s in self.scores if kept(s)]
