@@ -67,8 +67,11 @@ class Agent(Protocol):
 
         A task arrives as a :class:`~pytest_evomemory.types.TaskView` (prompt,
         choices and question metadata, never the answer); its feedback as a
-        :class:`~pytest_evomemory.types.UserStimulus` holding the target. Tell them
-        apart by ``stimulus.kind`` (``"task"`` or ``"feedback"``).
+        :class:`~pytest_evomemory.types.UserStimulus` holding the target; on a
+        LoCoMo stream with ``ingest: agent``, one session of the conversation as an
+        :class:`~pytest_evomemory.types.IngestionStimulus` before the first question,
+        ended with ``final_answer("Session recorded")``. Tell them apart by
+        ``stimulus.kind`` (``"task"``, ``"feedback"`` or ``"ingestion"``).
         """
         ...
 
