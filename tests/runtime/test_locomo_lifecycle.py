@@ -404,6 +404,18 @@ def test_the_summary_reports_the_mean_f1_beside_the_accuracy(
     column = next(c for c in stream_columns(list(summary["streams"].values()), "terminal") if c.header == "F1 / Acc.")
     metrics = summary["streams"]["conv-sample-1"]
     assert column.cell(metrics) == f"{metrics['f1_mean']:.1%} / {metrics['accuracy']:.1%}"
+    # the comparison of two arms shows each one's mean F1 in the same column
+    from pytest_evomemory.reporting.compare import build_comparison
+    from pytest_evomemory.reporting.rundata import load_runs
+
+    _, control, control_out = run(write_run_config, tmp_path, strategy="none", name="control")
+    document = build_comparison(load_runs([control_out, out], ["control", "memory"]))
+    assert document["figures"] == {"f1": "F1"}
+    entries = document["streams"]["conv-sample-1"]["runs"]
+    assert [entry["f1_mean"] for entry in entries] == [
+        control["streams"]["conv-sample-1"]["f1_mean"], metrics["f1_mean"],
+    ]
+    assert column.cell(entries[1]) == f"{metrics['f1_mean']:.1%} / {metrics['accuracy']:.1%}"
 
 
 @pytest.mark.parametrize("lost", ["newest", "all"])
