@@ -28,7 +28,7 @@ if TYPE_CHECKING:
         ProtocolViolation,
     )
     from .evaluation import Evaluator, EvoMemoryEvaluator, TaskQAEvaluator, register_match_mode
-    from .memory.base import MemoryContext, MemorySystem
+    from .memory.base import Ingestible, MemoryContext, MemorySystem
     from .memory.tools import memory_tools
     from .runtime import (
         BenchmarkRun,
@@ -43,8 +43,12 @@ if TYPE_CHECKING:
     from .tools import Tool
     from .types import (
         FEEDBACK_ACKNOWLEDGEMENT,
+        INGESTION_ACKNOWLEDGEMENT,
         AgentResponse,
         BenchmarkSample,
+        ConversationSession,
+        DialogueTurn,
+        IngestionStimulus,
         MemoryHit,
         Score,
         ScoredItem,
@@ -75,6 +79,11 @@ _EXPORTS: dict[str, str] = {
     "EvoMemoryError": ".errors",
     "EvoMemoryEvaluator": ".evaluation",
     "FEEDBACK_ACKNOWLEDGEMENT": ".types",
+    "INGESTION_ACKNOWLEDGEMENT": ".types",
+    "ConversationSession": ".types",
+    "DialogueTurn": ".types",
+    "IngestionStimulus": ".types",
+    "Ingestible": ".memory.base",
     "MemoryBackendError": ".errors",
     "MemoryConfig": ".config",
     "MemoryContext": ".memory.base",
@@ -104,6 +113,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "FEEDBACK_ACKNOWLEDGEMENT",
+    "INGESTION_ACKNOWLEDGEMENT",
     "Agent",
     "AgentConfig",
     "AgentFactory",
@@ -112,12 +122,16 @@ __all__ = [
     "BenchmarkRun",
     "BenchmarkSample",
     "ConfigError",
+    "ConversationSession",
     "DataError",
+    "DialogueTurn",
     "Episode",
     "EpisodeError",
     "Evaluator",
     "EvoMemoryError",
     "EvoMemoryEvaluator",
+    "Ingestible",
+    "IngestionStimulus",
     "MemoryBackendError",
     "MemoryConfig",
     "MemoryContext",

@@ -109,6 +109,10 @@ class BenchmarkConfig(StrictModel):
     #: Finished run directories whose results give each task's difficulty (the share of
     #: them that solved it) for easy_to_hard / hard_to_easy, relative to the run config.
     order_from: Text | list[Text] | None = None
+    #: locomo and locomo_sample only: who writes each conversation's sessions into
+    #: memory before its questions, the memory system's own ingestion (``memory``)
+    #: or the agent in unscored ingestion turns (``agent``); docs/locomo.md.
+    ingest: Literal["memory", "agent"] = "memory"
 
     @field_validator("order_from")
     @classmethod
@@ -173,13 +177,15 @@ def check_threshold_streams(config: BenchmarkConfig, available: Sequence[str], s
 
 #: The model name an ``openai`` model config asks for when it names none.
 DEFAULT_API_MODEL = "gpt-4o-mini"
+#: The context window assumed for an API model whose config gives no ``context_window``.
+DEFAULT_CONTEXT_WINDOW = 4096
 #: Keys only one provider reads. A config may not set the other provider's keys (a
 #: setting that changes nothing must not look as if it did), and a dump (run.json,
 #: the config diff of compare.html) leaves them out instead of showing a default.
 PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
     "openai": (
         "model", "base_url", "api_key_env", "timeout_s", "max_retries", "retry_backoff_s",
-        "retry_backoff_max_s", "max_concurrency", "max_request_bytes", "max_reply_bytes",
+        "retry_backoff_max_s", "max_concurrency", "max_request_bytes", "max_reply_bytes", "context_window",
     ),
     "local": ("model_path", "n_ctx"),
 }
@@ -221,6 +227,10 @@ class ModelConfig(StrictModel):
     #: Local GGUF file for ``provider: local``; default: the bundled model.
     model_path: Text | None = None
     n_ctx: Annotated[int, Field(ge=256, le=1_048_576)] = 4096
+    #: The API model's context window in tokens, for ``provider: openai`` (a local
+    #: model's is ``n_ctx``): how much of the conversation LoCoMo's full-context arm
+    #: fits in a prompt (docs/locomo.md). ``None``: 4096.
+    context_window: Annotated[int, Field(ge=256, le=100_000_000)] | None = None
     #: llama.cpp threads per process for ``provider: local`` (generation and prompt
     #: evaluation). One: threads that share a core wait for each other at every
     #: layer, so more threads are faster only on cores nothing else uses; the
@@ -236,6 +246,14 @@ class ModelConfig(StrictModel):
     #: (relative to the agent config's directory), read when the config is loaded:
     #: every cost in the artefacts and ``--evomemory-max-cost`` come from it.
     pricing: Pricing | Text | None = None
+
+    @property
+    def context_tokens(self) -> int:
+        """The model's context window in tokens: ``n_ctx`` for a local model,
+        ``context_window`` (default 4096) for an API model."""
+        if self.provider == "local":
+            return self.n_ctx
+        return self.context_window or DEFAULT_CONTEXT_WINDOW
 
     @property
     def cache_enabled(self) -> bool:
@@ -365,13 +383,18 @@ class AgentConfig(StrictModel):
     #: the server answers without tool calls (docs/agents.md).
     protocol: Literal["tools", "text", "auto"] = "tools"
     #: What TinyAgent's ExpRAG experience holds: the task, its own answer and the
-    #: correct one (``full``), or only the task and the correct answer.
+    #: correct one (``full``), or only the task and the correct answer;
     #: ``labelled`` adds the agent's own verdict (correct / incorrect) read from the
     #: feedback, as the paper's experiences carry; the default of exprag and exprecent.
     experience_format: Literal["full", "answer_only", "labelled"] = "full"
     #: Which experiences the agent keeps: every one, or only those of tasks it judged
     #: (from the feedback) that it answered correctly (the paper's experience-quality study).
     retain_policy: Literal["all", "successes_only"] = "all"
+    #: LoCoMo's full-context arm: every question turn carries the whole conversation
+    #: (TaskView.conversation), which TinyAgent puts in its prompt, the most recent
+    #: sessions first to go in when it exceeds the model's context (docs/locomo.md).
+    #: Needs ``memory_strategy: none``: the arm sees the conversation, not a memory.
+    full_context: bool = False
     baseline: BaselineOptions = Field(default_factory=BaselineOptions)
     model: ModelConfig | None = None
     #: Free-form settings passed to a ``module:factory`` agent.

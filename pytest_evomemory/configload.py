@@ -194,6 +194,28 @@ def _check_agent(agent: AgentConfig, source: str) -> None:
             problem = "memory_strategy 'none' retains nothing; remove it"
         if problem:
             raise ConfigError(f"{source}: key 'retain_policy': {problem}", source=source, key="retain_policy")
+    if agent.full_context and agent.memory_strategy != "none":
+        raise ConfigError(
+            f"{source}: key 'full_context': the full-context arm sees the whole conversation instead of a memory; "
+            f"set memory_strategy to none (it is {agent.memory_strategy!r}), or remove full_context",
+            source=source, key="full_context",
+        )
+    if kind is not None and (problem := _unread_agent_key(agent, kind.reads)):
+        raise ConfigError(f"{source}: {problem}", source=source)
+
+
+def _unread_agent_key(agent: AgentConfig, reads: frozenset[str]) -> str | None:
+    """Why an agent config key only other kinds read was given (``full_context`` to
+    ``recall_baseline``), or None; a ``module:factory`` agent may read any key."""
+    for name in AGENTS.names():
+        for key in sorted(AGENTS.get(name).reads - reads):
+            if key in agent.model_fields_set and getattr(agent, key):
+                readers = sorted(other for other in AGENTS.names() if key in AGENTS.get(other).reads)
+                return (
+                    f"key '{key}' is read by kind {' or '.join(map(repr, readers))} (or a module:factory agent), "
+                    f"not by {agent.kind!r}; remove it, or set kind to {readers[0]}"
+                )
+    return None
 
 
 def _with_pricing_resolved(agent: AgentConfig, source: str, run_dir: Path) -> AgentConfig:

@@ -190,7 +190,13 @@ def configured_identity(run_config: RunConfig) -> dict[str, Any]:
     variables): the view :func:`merge_identity` falls back on."""
     agent = run_config.agent
     return {
-        "agent": {"kind": agent.kind, "memory_strategy": agent.memory_strategy, "options": dict(agent.options)},
+        "agent": {
+            "kind": agent.kind,
+            "memory_strategy": agent.memory_strategy,
+            "options": dict(agent.options),
+            # LoCoMo's full-context arm: told apart from the control arm (both without memory)
+            **({"full_context": True} if agent.full_context else {}),
+        },
         "model": configured_model(agent.model, run_config.base_dir),
         "memory": None if agent.memory_strategy == "none" else {
             "backend": run_config.memory.backend, "top_k": run_config.memory.top_k,
@@ -216,7 +222,10 @@ def recorded_identity(summary: Mapping[str, Any], run_document: Mapping[str, Any
     agent, memory = _mapping(config.get("agent")), _mapping(config.get("memory"))
     strategy = agent.get("memory_strategy")
     configured = {
-        "agent": {key: agent[key] for key in ("kind", "memory_strategy", "options") if key in agent} or None,
+        "agent": {
+            **{key: agent[key] for key in ("kind", "memory_strategy", "options") if key in agent},
+            **({"full_context": True} if agent.get("full_context") is True else {}),
+        } or None,
         "model": _recorded_model(agent.get("model")),
         "memory": None if not memory or strategy == "none" else {
             key: memory[key] for key in ("backend", "top_k") if key in memory

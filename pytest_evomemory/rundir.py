@@ -531,11 +531,24 @@ class ResumeState:
             task = _event_task(record) if ("failure" in record or "skipped" in record) else record
             if task.get("stream") != stream:
                 return True
+            if record.get("kind") == "ingestion":
+                # a conversation's ingestion turns precede every task: the snapshot
+                # the stream continues from holds what they wrote
+                return True
             return positions.get(str(task.get("task_id")), done) < done
 
         self.responses = [r for r in self.responses if kept(r)]
         self.scores = [s for s in self.scores if kept(s)]
         self.events = [e for e in self.events if kept(e)]
+
+    def forget_ingestion(self, stream: str, ingestion_ids: Sequence[str]) -> None:
+        """Drop ``stream``'s ingestion turns: its memory is ingested again (no
+        snapshot holds the ingestion any more), and its turns are recorded anew."""
+        wanted = set(ingestion_ids)
+        self.responses = [
+            r for r in self.responses
+            if not (r.get("stream") == stream and r.get("kind") == "ingestion" and r.get("task_id") in wanted)
+        ]
 
 
 @dataclass(frozen=True)
@@ -696,14 +709,15 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream], flag: str) -> Re
             if _event_task(e).get("stream") == stream.name
         }
         done = 0
-        for sample in stream.samples:
-            if sample.task_id not in scored or not (sample.task_id in fed_back or sample.task_id in ended):
+        for sample in stream.samples:  # a static-memory stream's episode has no feedback turn
+            if sample.task_id not in scored or (stream.feedback and not (sample.task_id in fed_back or sample.task_id in ended)):
                 break
             done += 1
         state.done[stream.name] = done
         kept_ids = {sample.task_id for sample in stream.samples[:done]}
+        answered = kept_ids | _ingested(stream, responses)
         kept_responses = [
-            r for r in responses if r.get("stream") == stream.name and r.get("task_id") in kept_ids
+            r for r in responses if r.get("stream") == stream.name and r.get("task_id") in answered
         ]
         state.responses += kept_responses
         state.scores += [scored[task_id] for task_id in sorted(kept_ids, key=position_of.__getitem__)]
@@ -712,6 +726,17 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream], flag: str) -> Re
             if _event_task(e).get("stream") == stream.name and _event_task(e).get("task_id") in kept_ids
         ]
     return state
+
+
+def _ingested(stream: Stream, responses: Sequence[Mapping[str, Any]]) -> set[str]:
+    """A conversation stream's ingestion turns, kept only when every session's turn is
+    there (runtime/ingestion.py saves them whole); a partial ingestion runs again."""
+    wanted = set(stream.ingestion_ids)
+    seen = {
+        r["task_id"] for r in responses
+        if r.get("stream") == stream.name and r.get("kind") == "ingestion" and r.get("task_id") in wanted
+    }
+    return seen if wanted and seen == wanted else set()
 
 
 def _names_a_task(record: Mapping[str, Any]) -> bool:

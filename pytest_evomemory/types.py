@@ -12,22 +12,29 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-#: Every stimulus an agent receives is one of these two kinds. Only ``task``
-#: stimuli are ever scored; ``feedback`` stimuli carry the corrective target.
-StimulusKind = Literal["task", "feedback"]
+#: Every stimulus an agent receives is one of these kinds. Only ``task`` stimuli
+#: are ever scored; ``feedback`` stimuli carry the corrective target; ``ingestion``
+#: stimuli (LoCoMo, ``ingest: agent``) give the agent one session of a conversation
+#: to remember before the questions about it.
+StimulusKind = Literal["task", "feedback", "ingestion"]
 
 #: The acknowledgement that must end every feedback turn (docs/design.md).
 FEEDBACK_ACKNOWLEDGEMENT = "Feedback recorded"
+
+#: The acknowledgement that must end every ingestion turn (docs/locomo.md).
+INGESTION_ACKNOWLEDGEMENT = "Session recorded"
 
 
 #: The only metadata keys an agent sees in a task (an allow-list: a key that is not
 #: here never reaches the agent, whatever a stream puts in its metadata). Each names
 #: a property of the question, never of its answer: where it comes from, its subject
-#: or category, its year. Answer keys (``target``, GPQA ``correct_answer`` and
-#: ``permutation``, MMLU-Pro ``answer``/``answer_index``, ToolBench ``api_name``,
-#: ``domain``, ...) and links that lead to a worked solution (AIME ``url``) are absent.
+#: or category, its year; LoCoMo's ``question`` is the question alone, without the
+#: prompt's instructions (a cleaner recall query). Answer keys (``target``, GPQA
+#: ``correct_answer`` and ``permutation``, MMLU-Pro ``answer``/``answer_index``,
+#: ToolBench ``api_name``, ``domain``, LoCoMo ``evidence`` and ``locomo_category``,
+#: ...) and links that lead to a worked solution (AIME ``url``) are absent.
 TASK_METADATA_KEYS: frozenset[str] = frozenset(
-    {"source", "category", "src", "high_level_domain", "subdomain", "year", "topic"}
+    {"source", "category", "src", "high_level_domain", "subdomain", "year", "topic", "question"}
 )
 
 
@@ -82,6 +89,67 @@ class BenchmarkSample:
         return data
 
 
+@dataclass(frozen=True)
+class DialogueTurn:
+    """One turn of a LoCoMo-style conversation, as the source gives it.
+
+    ``dia_id`` is the source's dialogue id (``D<session>:<turn>``), which the
+    questions' ``evidence`` lists name; ``image_caption`` is the caption of an
+    image the speaker shared (LoCoMo's ``blip_caption``; the images are not released).
+    """
+
+    dia_id: str
+    speaker: str
+    text: str
+    image_caption: str | None = None
+
+    def render(self) -> str:
+        """``[D1:3] Caroline: text [shares a photo of ...]``: the one way a turn is
+        written, in ingestion records, ingestion turns and full-context prompts alike
+        (the leading ``[dia_id]`` tag lets evidence recall attribute a recalled record)."""
+        shared = f" [shares {self.image_caption}]" if self.image_caption else ""
+        return f"[{self.dia_id}] {self.speaker}: {self.text}{shared}"
+
+
+@dataclass(frozen=True)
+class ConversationSession:
+    """One dated session of a conversation (LoCoMo ``session_<N>`` and its date)."""
+
+    conversation: str
+    index: int
+    date_time: str
+    turns: tuple[DialogueTurn, ...]
+
+    @property
+    def session_id(self) -> str:
+        return f"session_{self.index}"
+
+    def render(self) -> str:
+        """The session as text: its date line, then one line per turn."""
+        lines = [f"Session {self.index} ({self.date_time}):"]
+        lines += [turn.render() for turn in self.turns]
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class IngestionStimulus:
+    """One session of a conversation, given to the agent to remember (unscored).
+
+    Delivered before the first question when a LoCoMo stream ingests through the
+    agent (``ingest: agent``); the agent may store what it wants through its
+    memory, then ends the turn with ``final_answer("Session recorded")``.
+    """
+
+    task_id: str
+    stream: str
+    content: str
+    session: ConversationSession
+
+    @property
+    def kind(self) -> StimulusKind:
+        return "ingestion"
+
+
 @dataclass(frozen=True, slots=True)
 class TaskView:
     """A task as the agent sees it: built by :meth:`BenchmarkSample.task_view`.
@@ -99,6 +167,10 @@ class TaskView:
     prompt: str
     choices: tuple[str, ...] = ()
     metadata: Mapping[str, Any] = field(default_factory=dict)
+    #: The whole conversation the question is about, oldest session first, only for
+    #: an agent configured with ``full_context: true`` (LoCoMo's full-context arm);
+    #: empty for every other agent and stream.
+    conversation: tuple[ConversationSession, ...] = ()
 
     @property
     def kind(self) -> StimulusKind:
@@ -147,8 +219,9 @@ class UserStimulus:
         return data
 
 
-#: What an agent receives: a task (no answer key) or the feedback on it.
-Stimulus = TaskView | UserStimulus
+#: What an agent receives: a task (no answer key), the feedback on it, or one
+#: session of a conversation to remember (LoCoMo with ``ingest: agent``).
+Stimulus = TaskView | UserStimulus | IngestionStimulus
 
 
 @dataclass(frozen=True)

@@ -84,6 +84,22 @@ def test_evomemory_run_writes_what_the_schema_says(tmp_path: Path) -> None:
     assert summary["wall_seconds"] >= 0  # the serial driver's own field is in the schema too
 
 
+def test_a_locomo_run_writes_what_the_schema_says(tmp_path: Path) -> None:
+    """LoCoMo's artefacts: the mean F1 figure (``f1_sum``, ``f1_mean``) and the
+    ingestion turns' responses (``ingest: agent``)."""
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest_evomemory.cli", "run", "--config=locomo_sample_memory",
+         f"--output-dir={tmp_path / 'out'}", "--set", "benchmark.ingest=agent"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300, check=False,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert_run_dir_valid(tmp_path / "out")
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text(encoding="utf-8"))
+    assert all(stream["figures"] == {"f1": "F1"} and stream["f1_mean"] is not None for stream in summary["streams"].values())
+    lines = (tmp_path / "out" / "responses.jsonl").read_text(encoding="utf-8").splitlines()
+    assert any(json.loads(line)["kind"] == "ingestion" for line in lines)
+
+
 def test_the_schema_refuses_what_a_dashboard_must_not_be_handed() -> None:
     local = {"provider": "local", "file": "m.gguf", "sha256": "ab" * 32, "n_ctx": 2048, "temperature": 0.0}
     ran = {"agent": {"kind": "tiny", "memory_strategy": "none"}, "memory": None, "model": local}

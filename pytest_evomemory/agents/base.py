@@ -67,8 +67,11 @@ class Agent(Protocol):
 
         A task arrives as a :class:`~pytest_evomemory.types.TaskView` (prompt,
         choices and question metadata, never the answer); its feedback as a
-        :class:`~pytest_evomemory.types.UserStimulus` holding the target. Tell them
-        apart by ``stimulus.kind`` (``"task"`` or ``"feedback"``).
+        :class:`~pytest_evomemory.types.UserStimulus` holding the target; on a
+        LoCoMo stream with ``ingest: agent``, one session of the conversation as an
+        :class:`~pytest_evomemory.types.IngestionStimulus` before the first question,
+        ended with ``final_answer("Session recorded")``. Tell them apart by
+        ``stimulus.kind`` (``"task"``, ``"feedback"`` or ``"ingestion"``).
         """
         ...
 
@@ -94,7 +97,9 @@ class AgentKind:
     ``memory_strategy``: the one strategy the kind is (a preset such as the paper's
     ExpRAG), the default of its configs and the only value they may set; ``None``:
     any. ``defaults``: other agent config keys the kind sets when a config does not
-    (a key the config sets is kept, then validated like any).
+    (a key the config sets is kept, then validated like any). ``reads``: the agent
+    config keys only some kinds read (``full_context``), which a kind that does not
+    list them refuses.
     """
 
     name: str
@@ -103,3 +108,4 @@ class AgentKind:
     reads_options: frozenset[str] = frozenset()
     memory_strategy: MemoryStrategy | None = None
     defaults: Mapping[str, Any] = field(default_factory=dict)
+    reads: frozenset[str] = frozenset()

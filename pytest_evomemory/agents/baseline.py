@@ -5,6 +5,11 @@ answer a task correctly if the stream's memory holds the corrective feedback of 
 earlier, similar task, which is exactly what ExpRAG does with a retriever and no
 LLM. With ``memory_strategy: none`` it always gives its fallback answer, so the
 gap between the two runs is the effect of memory.
+
+On a conversation stream (LoCoMo) it stores each ingested turn as the built-in
+memories do (``ingest: agent``), and answers a question with the text of the
+most similar remembered turn when no remembered experience is close enough: a
+retrieval-only baseline whose token F1 measures what the recall found.
 """
 
 from __future__ import annotations
@@ -14,8 +19,9 @@ import json
 from ..config import AgentConfig
 from ..errors import ConfigError
 from ..memory.base import MemorySystem
+from ..memory.ingestion import DIA_TAG, turn_record
 from ..text import similarity
-from ..types import FEEDBACK_ACKNOWLEDGEMENT, Stimulus, TaskView
+from ..types import FEEDBACK_ACKNOWLEDGEMENT, INGESTION_ACKNOWLEDGEMENT, IngestionStimulus, Stimulus, TaskView
 from .base import Turn
 
 _TASK = "Task: "
@@ -52,10 +58,13 @@ class RecallBaselineAgent:
         turn.begin_step()
         if isinstance(stimulus, TaskView):
             self._current_task = stimulus
-            answer = self._answer_from_memory(stimulus.prompt, turn)
+            answer = self._answer_from_memory(stimulus.prompt, turn, recall_query(stimulus))
             turn.add_message({"role": "user", "content": stimulus.prompt})
             turn.add_message({"role": "assistant", "content": answer})
             turn.call_tool("final_answer", {"answer": answer})
+            return
+        if isinstance(stimulus, IngestionStimulus):
+            self._ingest(stimulus, turn)
             return
         turn.add_message({"role": "user", "content": stimulus.content})
         if self._current_task is not None and self.strategy != "none":
@@ -70,18 +79,32 @@ class RecallBaselineAgent:
     def reset(self) -> None:
         self._current_task = None
 
-    def _answer_from_memory(self, prompt: str, turn: Turn) -> str:
+    def _ingest(self, stimulus: IngestionStimulus, turn: Turn) -> None:
+        """Remember every turn of the session as its own record (none without memory)."""
+        turn.add_message({"role": "user", "content": stimulus.content})
+        if self.strategy != "none":
+            for dialogue in stimulus.session.turns:
+                content, metadata = turn_record(stimulus.session, dialogue)
+                if self.memory is not None:
+                    self.memory.retain(content, metadata)
+                else:
+                    turn.call_tool("retain", {"content": content})
+        turn.add_message({"role": "assistant", "content": INGESTION_ACKNOWLEDGEMENT})
+        turn.call_tool("final_answer", {"answer": INGESTION_ACKNOWLEDGEMENT})
+
+    def _answer_from_memory(self, prompt: str, turn: Turn, query: str) -> str:
         if self.strategy == "none":
             return self.fallback
         if self.memory is not None:
-            contents = [hit.content for hit in self.memory.recall(prompt)]
+            contents = [hit.content for hit in self.memory.recall(query)]
         else:
-            result = turn.call_tool("recall", {"query": prompt})
+            result = turn.call_tool("recall", {"query": query})
             try:
                 contents = [str(item["content"]) for item in json.loads(result)]
             except (ValueError, TypeError, KeyError):
                 contents = []
-        best_answer, best_similarity = self.fallback, self.threshold
+        best_answer: str | None = None
+        best_similarity = self.threshold
         for content in contents:
             experience = parse_experience(content)
             if experience is None:
@@ -89,4 +112,24 @@ class RecallBaselineAgent:
             closeness = similarity(prompt, experience[0])
             if closeness >= best_similarity:
                 best_answer, best_similarity = experience[1], closeness
-        return best_answer
+        if best_answer is None:  # no experience: the most similar remembered turn, if any
+            best_answer = next((said for content in contents if (said := dialogue_text(content)) is not None), None)
+        return self.fallback if best_answer is None else best_answer
+
+
+def recall_query(task: TaskView) -> str:
+    """What to look for in memory: the question alone where the stream gives it
+    (LoCoMo's ``question`` metadata), else the whole prompt."""
+    question = task.metadata.get("question")
+    return question if isinstance(question, str) and question.strip() else task.prompt
+
+
+def dialogue_text(content: str) -> str | None:
+    """What was said in a remembered conversation turn (``... [D1:3] Name: text``),
+    without its date, tag and speaker; ``None`` for any other record."""
+    tag = DIA_TAG.search(content)
+    if tag is None:
+        return None
+    _, colon, said = content[tag.end():].partition(": ")
+    text = (said if colon else content[tag.end():]).strip()
+    return text or None

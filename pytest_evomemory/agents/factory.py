@@ -18,7 +18,11 @@ AGENTS.builtin(
     owner=__name__,
 )
 AGENTS.builtin(
-    "tiny", AgentKind("tiny", lazy("pytest_evomemory.agents.tiny:TinyAgent"), needs_model=True),  # type: ignore[arg-type]
+    "tiny",
+    AgentKind(
+        "tiny", lazy("pytest_evomemory.agents.tiny:TinyAgent"),  # type: ignore[arg-type]
+        needs_model=True, reads=frozenset({"full_context"}),
+    ),
     owner=__name__,
 )
 # The Evo-Memory paper's reference methods, as TinyAgent presets (docs/reference-agents.md):

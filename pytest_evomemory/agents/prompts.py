@@ -6,7 +6,13 @@ from collections.abc import Sequence
 from typing import Literal
 
 from ..tools import FINAL_ANSWER_TOOL
-from ..types import FEEDBACK_ACKNOWLEDGEMENT, MemoryHit, ToolSpec
+from ..types import (
+    FEEDBACK_ACKNOWLEDGEMENT,
+    INGESTION_ACKNOWLEDGEMENT,
+    ConversationSession,
+    MemoryHit,
+    ToolSpec,
+)
 from . import textproto
 
 SYSTEM_PROMPT = (
@@ -90,22 +96,36 @@ TEXT_FEEDBACK_REMINDER = f"(In the text format: end your reply with 'Final Answe
 #: acknowledgement. A grammar-constrained model (``provider: local``) cannot write
 #: anything else; API models read it as a strong hint. Without it a small model
 #: copies its task answer into the feedback turn's final_answer.
-ACKNOWLEDGEMENT_TOOL = ToolSpec(
-    name=FINAL_ANSWER_TOOL.name,
-    description=f'Acknowledge the feedback and end this turn: call it with "{FEEDBACK_ACKNOWLEDGEMENT}".',
-    parameters={
-        "type": "object",
-        "properties": {
-            "answer": {
-                "type": "string",
-                "enum": [FEEDBACK_ACKNOWLEDGEMENT],
-                "description": f'Exactly "{FEEDBACK_ACKNOWLEDGEMENT}".',
-            }
+def acknowledgement_tool(acknowledgement: str, what: str) -> ToolSpec:
+    """``final_answer`` whose schema admits only ``acknowledgement``."""
+    return ToolSpec(
+        name=FINAL_ANSWER_TOOL.name,
+        description=f'Acknowledge the {what} and end this turn: call it with "{acknowledgement}".',
+        parameters={
+            "type": "object",
+            "properties": {
+                "answer": {
+                    "type": "string",
+                    "enum": [acknowledgement],
+                    "description": f'Exactly "{acknowledgement}".',
+                }
+            },
+            "required": ["answer"],
+            "additionalProperties": False,
         },
-        "required": ["answer"],
-        "additionalProperties": False,
-    },
+    )
+
+
+ACKNOWLEDGEMENT_TOOL = acknowledgement_tool(FEEDBACK_ACKNOWLEDGEMENT, "feedback")
+#: ``final_answer`` as offered in an ingestion turn (LoCoMo, ``ingest: agent``).
+INGESTION_TOOL = acknowledgement_tool(INGESTION_ACKNOWLEDGEMENT, "session")
+
+INGESTION_NUDGE = f'Call final_answer with exactly "{INGESTION_ACKNOWLEDGEMENT}" now.'
+TEXT_INGESTION_REMINDER = (
+    f"(In the text format: write RETAIN lines for what to remember, then end your reply with "
+    f"'Final Answer: {INGESTION_ACKNOWLEDGEMENT}'.)"
 )
+TEXT_INGESTION_NUDGE = f"Reply with exactly: Final Answer: {INGESTION_ACKNOWLEDGEMENT}"
 
 ExperienceFormat = Literal["full", "answer_only", "labelled"]
 
@@ -140,9 +160,9 @@ def text_fallback(tools: Sequence[ToolSpec], *, feedback: bool) -> str:
     return "Reply in plain text. " + textproto.instructions(tools, acknowledgement=acknowledgement)
 
 
-def feedback_tools(tools: Sequence[ToolSpec]) -> list[ToolSpec]:
+def feedback_tools(tools: Sequence[ToolSpec], acknowledgement: ToolSpec = ACKNOWLEDGEMENT_TOOL) -> list[ToolSpec]:
     """The turn's tools with ``final_answer`` narrowed to the acknowledgement."""
-    return [ACKNOWLEDGEMENT_TOOL if spec == FINAL_ANSWER_TOOL else spec for spec in tools]
+    return [acknowledgement if spec == FINAL_ANSWER_TOOL else spec for spec in tools]
 
 
 def experience_text(
@@ -184,4 +204,52 @@ def with_recent_memories(prompt: str, hits: Sequence[MemoryHit]) -> str:
     return (
         "Experiences from the most recent earlier tasks, newest first (they may or may not help):\n\n"
         f"{blocks}\n\n---\n\nCurrent task:\n{prompt}"
+    )
+
+
+#: Characters per token assumed when fitting a conversation into the model's
+#: context (no tokenizer is at hand for every model; English text runs about 4).
+CHARS_PER_TOKEN = 3
+#: Tokens kept free for the system prompt, the question and the answer's overhead.
+CONTEXT_RESERVE_TOKENS = 512
+
+
+def context_budget(n_ctx: int, max_tokens: int | None, prompt: str) -> int:
+    """Characters of conversation that fit beside ``prompt`` in an ``n_ctx`` window."""
+    tokens = n_ctx - (max_tokens or 0) - CONTEXT_RESERVE_TOKENS
+    return max(0, tokens * CHARS_PER_TOKEN - len(prompt))
+
+
+def conversation_text(sessions: Sequence[ConversationSession], budget: int) -> tuple[str, int]:
+    """The conversation as the full-context arm's prompt gives it, and how many turns
+    were left out: as LoCoMo's own full-context evaluation does (evaluate_gpts.py,
+    ``get_input_context``), whole turns are taken from the most recent backwards
+    until the budget is spent, each session headed by its date."""
+    blocks: list[str] = []
+    used, left_out, full = 0, 0, False
+    for session in reversed(sessions):
+        header = f"DATE: {session.date_time}\nCONVERSATION:"
+        lines: list[str] = []
+        for turn in reversed(session.turns):
+            line = turn.render()
+            if full or used + len(header) + len(line) + 2 > budget:
+                full = True
+                left_out += 1
+                continue
+            lines.insert(0, line)
+            used += len(line) + 1
+        if lines:
+            blocks.insert(0, header + "\n" + "\n".join(lines))
+            used += len(header) + 2
+    return "\n\n".join(blocks), left_out
+
+
+def with_conversation(prompt: str, sessions: Sequence[ConversationSession], budget: int) -> str:
+    """The question prompt after the whole conversation (the full-context arm)."""
+    speakers = list(dict.fromkeys(turn.speaker for session in sessions for turn in session.turns))
+    text, left_out = conversation_text(sessions, budget)
+    cut = f" Its {left_out} earliest turns are left out to fit the context." if left_out else ""
+    return (
+        f"Below is a conversation between {' and '.join(speakers)}. It takes place over several days; "
+        f"the date of each session is written at its beginning.{cut}\n\n{text}\n\n---\n\n{prompt}"
     )

@@ -45,15 +45,25 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..config import AgentConfig
+from ..config import DEFAULT_CONTEXT_WINDOW, AgentConfig
 from ..errors import ConfigError, EpisodeError
 from ..memory.base import MemorySystem, RecencyRecall, supports_recency
+from ..memory.ingestion import turn_record
 from ..models.base import ChatCompletion, ChatModel, ModelToolCall
 from ..text import normalize
 from ..tools import FINAL_ANSWER_TOOL
-from ..types import FEEDBACK_ACKNOWLEDGEMENT, Stimulus, TaskView, ToolSpec, UserStimulus
+from ..types import (
+    FEEDBACK_ACKNOWLEDGEMENT,
+    INGESTION_ACKNOWLEDGEMENT,
+    IngestionStimulus,
+    Stimulus,
+    TaskView,
+    ToolSpec,
+    UserStimulus,
+)
 from . import prompts, textproto
 from .base import Turn
+from .baseline import recall_query
 from .verdict import judged_correct
 
 
@@ -102,6 +112,9 @@ class TinyAgent:
         return prompts.system_prompt(self.config.system_prompt, self.strategy, self.remem)
 
     def respond(self, stimulus: Stimulus, turn: Turn) -> None:
+        if isinstance(stimulus, IngestionStimulus):
+            self._ingest(stimulus, turn)
+            return
         feedback = isinstance(stimulus, UserStimulus)
         offered = prompts.feedback_tools(turn.tools) if feedback else list(turn.tools)
         if isinstance(stimulus, TaskView):
@@ -139,15 +152,24 @@ class TinyAgent:
         prompt = task.prompt
         if self.memory is not None:
             # No top_k: the memory config owns how many experiences come back.
-            prompt = self._with_experiences(task.prompt)
+            prompt = self._with_experiences(task.prompt, recall_query(task))
+        if self.config.full_context and task.conversation:
+            model = self.config.model
+            budget = prompts.context_budget(
+                model.context_tokens if model else DEFAULT_CONTEXT_WINDOW, model.max_tokens if model else None, prompt
+            )
+            prompt = prompts.with_conversation(prompt, task.conversation, budget)
         self._append({"role": "system", "content": self._system(turn)}, turn)
         self._append({"role": "user", "content": prompt}, turn)
 
-    def _with_experiences(self, prompt: str) -> str:
+    def _with_experiences(self, prompt: str, query: str) -> str:
+        """``prompt`` after the experiences memory gives back: the most recent
+        (ExpRecent), else those recalled for ``query`` (the question alone where the
+        stream gives it, see :func:`.baseline.recall_query`)."""
         assert self.memory is not None
         if self.recent and isinstance(self.memory, RecencyRecall):  # checked in __init__
             return prompts.with_recent_memories(prompt, self.memory.recent())
-        return prompts.with_memories(prompt, self.memory.recall(prompt))
+        return prompts.with_memories(prompt, self.memory.recall(query))
 
     def _start_feedback(self, feedback: UserStimulus, turn: Turn) -> None:
         if self.memory is not None and self._task is not None and self._keeps(feedback):
@@ -169,9 +191,33 @@ class TinyAgent:
             content += "\n" + prompts.TEXT_FEEDBACK_REMINDER
         self._append({"role": "user", "content": content}, turn)
 
+    def _ingest(self, stimulus: IngestionStimulus, turn: Turn) -> None:
+        """An ingestion turn (LoCoMo, ``ingest: agent``). ExpRAG style
+        (``deterministic_recall``) retains every turn as its own record, with no
+        model call; ``tool_use`` lets the model decide what to retain."""
+        self._conversation = []
+        self._task = None
+        if self.strategy != "tool_use":
+            turn.add_message({"role": "user", "content": stimulus.content})
+            if self.memory is not None:
+                for dialogue in stimulus.session.turns:
+                    self.memory.retain(*turn_record(stimulus.session, dialogue))
+            turn.add_message({"role": "assistant", "content": INGESTION_ACKNOWLEDGEMENT})
+            turn.call_tool(FINAL_ANSWER_TOOL.name, {"answer": INGESTION_ACKNOWLEDGEMENT})
+            return
+        self._append({"role": "system", "content": self._system(turn)}, turn)
+        content = stimulus.content
+        if self.mode == "text":
+            content += "\n" + prompts.TEXT_INGESTION_REMINDER
+        self._append({"role": "user", "content": content}, turn)
+        self._loop(turn, prompts.feedback_tools(turn.tools, prompts.INGESTION_TOOL), feedback=True,
+                   acknowledgement=INGESTION_ACKNOWLEDGEMENT)
+
     # ------------------------------------------------------------------ the loop
 
-    def _loop(self, turn: Turn, offered: list[ToolSpec], *, feedback: bool) -> None:
+    def _loop(
+        self, turn: Turn, offered: list[ToolSpec], *, feedback: bool, acknowledgement: str = FEEDBACK_ACKNOWLEDGEMENT
+    ) -> None:
         nudged = False
         while not turn.finished:
             turn.begin_step()  # raises EpisodeError past max_steps
@@ -192,22 +238,29 @@ class TinyAgent:
                 # The server answered without a tool call: it may have no tool
                 # calling at all, so the rest of this stream speaks text.
                 self.mode = "text"
-            if self.mode == "text" and self._run_text(completion.content or "", offered, turn, feedback=feedback):
+            if self.mode == "text" and self._run_text(
+                completion.content or "", offered, turn, feedback=feedback, acknowledgement=acknowledgement
+            ):
                 continue
             if nudged:
                 raise EpisodeError(self._give_up_message())
             nudged = True
-            self._append({"role": "user", "content": self._nudge(turn, feedback, fell_back)}, turn)
+            self._append({"role": "user", "content": self._nudge(turn, feedback, fell_back, acknowledgement)}, turn)
 
     @staticmethod
     def _remem_continue(feedback: bool) -> str:
         return prompts.REMEM_FEEDBACK_CONTINUE if feedback else prompts.REMEM_CONTINUE
 
-    def _nudge(self, turn: Turn, feedback: bool, fell_back: bool) -> str:
+    def _nudge(self, turn: Turn, feedback: bool, fell_back: bool, acknowledgement: str) -> str:
+        ingestion = acknowledgement == INGESTION_ACKNOWLEDGEMENT
         if self.mode == "tools":
+            if ingestion:
+                return prompts.INGESTION_NUDGE
             return prompts.FEEDBACK_NUDGE if feedback else prompts.NUDGE
         if fell_back:  # the model has not been told the text format yet
             return prompts.text_fallback(turn.tools, feedback=feedback)
+        if ingestion:
+            return prompts.TEXT_INGESTION_NUDGE
         return prompts.TEXT_FEEDBACK_NUDGE if feedback else prompts.TEXT_NUDGE
 
     def _give_up_message(self) -> str:
@@ -231,7 +284,10 @@ class TinyAgent:
         for call in completion.tool_calls:
             self._append(_tool_message(call, results[id(call)]), turn)
 
-    def _run_text(self, text: str, offered: list[ToolSpec], turn: Turn, *, feedback: bool) -> bool:
+    def _run_text(
+        self, text: str, offered: list[ToolSpec], turn: Turn, *, feedback: bool,
+        acknowledgement: str = FEEDBACK_ACKNOWLEDGEMENT,
+    ) -> bool:
         """Run what a text reply says; False only for an empty reply.
 
         Memory operations run first, in order, then the final answer, as with
@@ -246,7 +302,7 @@ class TinyAgent:
             # single-turn response (its evaluators read the answer at the end).
             final = text.strip()
         if final is not None:
-            turn.call_tool(FINAL_ANSWER_TOOL.name, {"answer": _answer(final, feedback=feedback)})
+            turn.call_tool(FINAL_ANSWER_TOOL.name, {"answer": _answer(final, feedback=feedback, acknowledgement=acknowledgement)})
         elif results:
             shown = "\n".join(f"Result of {name}: {result}" for name, result in results)
             self._append({"role": "user", "content": shown}, turn)
@@ -260,12 +316,12 @@ class TinyAgent:
         turn.add_message({**message, **noted} if noted else message)
 
 
-def _answer(text: str, *, feedback: bool) -> str:
-    """A text final answer; in a feedback turn the acknowledgement is recognised
-    through case, quotes and a trailing period (the tools protocol's schema admits
-    only the exact text; a text reply cannot be constrained)."""
-    if feedback and _words(text) == _words(FEEDBACK_ACKNOWLEDGEMENT):
-        return FEEDBACK_ACKNOWLEDGEMENT
+def _answer(text: str, *, feedback: bool, acknowledgement: str = FEEDBACK_ACKNOWLEDGEMENT) -> str:
+    """A text final answer; in a feedback (or ingestion) turn the acknowledgement is
+    recognised through case, quotes and a trailing period (the tools protocol's
+    schema admits only the exact text; a text reply cannot be constrained)."""
+    if feedback and _words(text) == _words(acknowledgement):
+        return acknowledgement
     return text
 
 

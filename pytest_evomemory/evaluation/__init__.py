@@ -1,6 +1,6 @@
 """Scoring: the evaluator interface, the match modes and the Evo-Memory evaluator.
 
-The built-in match modes (``exact``, ``choice``, ``gpqa``, ``aime``, ``toolbench``) are in
+The built-in match modes (``exact``, ``choice``, ``gpqa``, ``aime``, ``toolbench``, ``locomo_f1``) are in
 ``MATCH_MODES`` from the start and their modules load on first use; see
 docs/scoring.md for what each one accepts and where it comes from.
 """

@@ -4,7 +4,7 @@ Each mode is a function ``(answer, sample) -> Score`` registered under a name th
 stream definitions put in ``BenchmarkSample.match_mode``. The answer a mode sees is
 already a bounded, cleaned ``str`` (see :mod:`pytest_evomemory.evaluation.taskqa`),
 so modes can concentrate on the dataset's own rules. The built-in modes live in
-their own modules (``choice``, ``aime``, ``toolbench``), which register themselves
+their own modules (``choice``, ``aime``, ``toolbench``, ``locomo``), which register themselves
 when imported; the registry imports them on first lookup. ``exact`` stays here
 because user-defined streams default to it.
 """
@@ -17,6 +17,7 @@ import sys
 import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Literal
 
 from ..registry import Registry
 from ..text import shorten
@@ -27,17 +28,21 @@ MatchMode = Callable[[str, BenchmarkSample], Score]
 
 @dataclass(frozen=True)
 class Metric:
-    """A figure a mode's scores carry beyond accuracy: the share of tasks whose
-    score has ``details[detail]`` true (ToolBench's "API" beside "Acc.").
+    """A figure a mode's scores carry beyond accuracy.
 
-    The summary reports it as ``<name>_matches``, ``<name>_accuracy`` and
-    ``<name>_accuracy_ci``; tables show it as ``<label> / Acc.``.
+    ``kind="share"``: the share of tasks whose score has ``details[detail]`` true
+    (ToolBench's "API" beside "Acc."); the summary reports it as ``<name>_matches``,
+    ``<name>_accuracy`` and ``<name>_accuracy_ci``. ``kind="mean"``: the mean over
+    the tasks of the number ``details[detail]`` (LoCoMo's token F1), a failed
+    episode counting 0; the summary reports ``<name>_sum`` and ``<name>_mean``.
+    Tables show either as ``<label> / Acc.``.
     """
 
     name: str
     detail: str
     label: str
     description: str = ""
+    kind: Literal["share", "mean"] = "share"
 
 
 @dataclass(frozen=True)
@@ -64,6 +69,7 @@ MATCH_MODES: Registry[MatchModeSpec] = Registry("match mode")
 for _name, _module in (
     ("exact", __name__), ("choice", f"{__package__}.choice"), ("gpqa", f"{__package__}.gpqa"),
     ("aime", f"{__package__}.aime"), ("toolbench", f"{__package__}.toolbench"),
+    ("locomo_f1", f"{__package__}.locomo"),
 ):
     MATCH_MODES.builtin(_name, f"{_module}:{_name}")
 
@@ -76,7 +82,7 @@ def register_match_mode(
 ) -> Callable[[MatchMode], MatchMode]:
     """Register a mode under ``name`` (used by built-in and user-defined streams).
 
-    A built-in name (``exact``, ``choice``, ``gpqa``, ``aime``, ``toolbench``) is
+    A built-in name (``exact``, ``choice``, ``gpqa``, ``aime``, ``toolbench``, ``locomo_f1``) is
     refused with :class:`ConfigError` unless the mode is the built-in one itself.
     """
 
@@ -172,7 +178,7 @@ def _short(text: str) -> str:
 
 
 #: Packages whose version decides what a built-in mode reads, beside our own.
-_MODE_DEPENDENCIES: dict[str, tuple[str, ...]] = {"aime": ("math-verify", "sympy")}
+_MODE_DEPENDENCIES: dict[str, tuple[str, ...]] = {"aime": ("math-verify", "sympy"), "locomo_f1": ("nltk", "regex")}
 
 
 def _distribution_version(distribution: str) -> str | None:

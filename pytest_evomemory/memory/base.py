@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from ..errors import MemoryBackendError
 from ..tools import Tool
-from ..types import MemoryHit
+from ..types import ConversationSession, MemoryHit
 
 if TYPE_CHECKING:
     from ..config import BackendOptions, MemoryConfig, ModelConfig
@@ -95,6 +95,23 @@ def supports_recency(memory: object) -> bool:
 
 def supports_forgetting(memory: object) -> bool:
     return isinstance(getattr(memory, "backend", memory), Forgetting)
+
+
+@runtime_checkable
+class Ingestible(Protocol):
+    """Optional: a memory system that ingests a conversation by its own means.
+
+    A static-memory benchmark (LoCoMo, ``ingest: memory``) hands it each session of
+    a conversation in order, dates included, before the first question; what it
+    stores, and how (one record per turn, per session, facts extracted by a model
+    as Mem0's ``add(messages)`` does), is the memory system's own business.
+    :func:`pytest_evomemory.memory.ingestion.ingest_turns` is the built-in
+    backends' way: one record per turn, with the date and ``dia_id`` in metadata.
+    """
+
+    def ingest(self, session: ConversationSession) -> None:
+        """Store what this memory keeps of one session (called once per session, in order)."""
+        ...
 
 
 class RecordRejected(MemoryBackendError):

@@ -30,9 +30,10 @@ from ..config import MemoryConfig
 from ..errors import MemoryBackendError
 from ..text import tokens
 from ..tools import Tool
-from ..types import MemoryHit
+from ..types import ConversationSession, MemoryHit
 from ._ranking import Gathering, plan_gathering
 from .base import MemoryBackend, MemoryContext
+from .ingestion import ingest_turns
 from .snapshot import LoggedRecord, RecordLog
 from .tools import memory_tools
 
@@ -229,6 +230,10 @@ class InProcessMemory:
 
     def tools(self) -> Sequence[Tool]:
         return memory_tools(self)
+
+    def ingest(self, session: ConversationSession) -> None:
+        """A conversation session, one record per turn (:mod:`.ingestion`)."""
+        ingest_turns(self, session)
 
     def __len__(self) -> int:
         return len(self._records)

@@ -18,8 +18,8 @@ from typing import Any, Generic, TypeVar, overload
 from ..errors import MemoryBackendError, ProtocolViolation
 from ..factories import user_frames
 from ..tools import Tool, ToolArgumentError
-from ..types import MemoryHit
-from .base import MemorySystem, RecencyRecall
+from ..types import ConversationSession, MemoryHit
+from .base import Ingestible, MemorySystem, RecencyRecall
 from .guard import IsolationGuard
 from .tools import MemoryTool, MemoryToolCall, instrument_memory_tools
 
@@ -149,6 +149,27 @@ class ObservedMemory:
         self._check((str(hit.record_id), hit.content) for hit in hits)
         self.recalled.extend(hit.to_dict() for hit in hits)
         return hits
+
+    @property
+    def ingestible(self) -> bool:
+        """Whether the memory ingests conversations by its own means (:class:`Ingestible`)."""
+        return isinstance(self.backend, Ingestible)
+
+    def ingest(self, session: ConversationSession) -> None:
+        """The memory's own ingestion of one session (static memory, before any question).
+
+        Not an agent operation: it is neither counted as a retain nor kept in the
+        write transcript; the isolation guard learns that the memory is no longer empty.
+        """
+        backend = self.backend
+        if not isinstance(backend, Ingestible):
+            raise MemoryBackendError(
+                f"memory {type(backend).__qualname__} of stream {self.stream!r} has no ingest(session) method "
+                "(docs/locomo.md); add one (pytest_evomemory.memory.ingestion.ingest_turns stores one record "
+                "per turn), or set 'ingest: agent' in the benchmark config"
+            )
+        self._forward(lambda: backend.ingest(session), "ingest")
+        self.guard.note_write()
 
     def restored(self) -> None:
         """The backend was just restored from a snapshot (resume): it is not empty."""

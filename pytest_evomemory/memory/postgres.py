@@ -41,7 +41,7 @@ from pydantic import Field, field_validator
 from ..config import BackendOptions, MemoryConfig, Text, env_variable_name
 from ..errors import MemoryBackendError
 from ..tools import Tool
-from ..types import MemoryHit
+from ..types import ConversationSession, MemoryHit
 from ._ranking import (
     COMMON_TERM_SHARE,
     SMALL_STORE,
@@ -53,6 +53,7 @@ from ._ranking import (
 )
 from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
 from .embedders import Embedder, build_embedder
+from .ingestion import ingest_turns
 from .snapshot import LoggedRecord, RecordLog
 from .tools import memory_tools
 
@@ -473,6 +474,10 @@ class PostgresMemory:
 
     def tools(self) -> Sequence[Tool]:
         return memory_tools(self)
+
+    def ingest(self, session: ConversationSession) -> None:
+        """A conversation session, one record per turn (:mod:`.ingestion`)."""
+        ingest_turns(self, session)
 
     def __len__(self) -> int:
         self._check_open()

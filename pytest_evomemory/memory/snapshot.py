@@ -677,6 +677,12 @@ class StreamSnapshots:
         """
         if completed == 0:
             return
+        self.restore_saved(memory, completed)
+
+    def restore_saved(self, memory: object, completed: int) -> None:
+        """Like :meth:`restore`, also for ``completed == 0``: a stream whose memory is
+        not empty before its first task (a conversation ingested first) saves that
+        state as 0 completed episodes."""
         name = type(memory).__qualname__
         if not supports_snapshots(memory):
             raise ResumeRefused(

@@ -32,10 +32,11 @@ from pydantic import field_validator
 from ..config import BackendOptions, MemoryConfig, Text
 from ..errors import MemoryBackendError
 from ..tools import Tool
-from ..types import MemoryHit
+from ..types import ConversationSession, MemoryHit
 from ._ranking import VectorIndex, gathered_ranking, hybrid_ranking, plan_gathering, prepare_recall
 from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
 from .embedders import Embedder, build_embedder
+from .ingestion import ingest_turns
 from .snapshot import LoggedRecord, RecordLog
 from .tools import memory_tools
 
@@ -406,6 +407,10 @@ class SqliteMemory:
 
     def tools(self) -> Sequence[Tool]:
         return memory_tools(self)
+
+    def ingest(self, session: ConversationSession) -> None:
+        """A conversation session, one record per turn (:mod:`.ingestion`)."""
+        ingest_turns(self, session)
 
     def __len__(self) -> int:
         self._check_open()

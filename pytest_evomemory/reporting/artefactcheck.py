@@ -160,7 +160,8 @@ _GROUP = fields(
 def _figures(value: object, key: str) -> None:
     """Each figure a stream carries beyond accuracy (``figures``: name -> label, see
     :func:`.columns.figures_of`; a summary from before figures carries ``api_matches``
-    alone): ``<name>_matches`` at most ``tasks``, ``<name>_accuracy`` and its interval."""
+    alone): ``<name>_matches`` at most ``tasks``, ``<name>_accuracy`` and its interval;
+    a mean figure (LoCoMo's F1) ``<name>_sum`` and ``<name>_mean`` instead."""
     if not isinstance(value, Mapping):
         return  # the metrics' own check says so
     declared = value.get("figures")
@@ -173,6 +174,8 @@ def _figures(value: object, key: str) -> None:
                 f"{name}_matches": optional(count),
                 f"{name}_accuracy": optional(fraction),
                 f"{name}_accuracy_ci": optional(interval),
+                f"{name}_sum": optional(amount),
+                f"{name}_mean": optional(fraction),
             },
             at_most=[(f"{name}_matches", "tasks")],
         )(value, key)

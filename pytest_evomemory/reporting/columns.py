@@ -108,13 +108,17 @@ def figures_of(metrics: Metrics) -> dict[str, str]:
 
 
 def figure_column(name: str, label: str) -> Column:
-    """``API / Acc.``: the figure beside the accuracy, as the paper prints ToolBench's."""
+    """``API / Acc.``: the figure beside the accuracy, as the paper prints ToolBench's;
+    a mean figure (LoCoMo's ``F1 / Acc.``) shows its mean over the tasks."""
 
     def cell(metrics: Metrics) -> str | None:
-        share = percent(metrics.get(f"{name}_accuracy"))
+        mean = metrics.get(f"{name}_mean")
+        share = percent(mean if mean is not None else metrics.get(f"{name}_accuracy"))
         return None if share is None else f"{share} / {percent(metrics.get('accuracy')) or '-'}"
 
-    return Column(f"{label} / Acc.", f"share of tasks with the right {label}, then the accuracy", cell)
+    return Column(
+        f"{label} / Acc.", f"share of tasks with the right {label} (or its mean over the tasks), then the accuracy", cell
+    )
 
 
 _HEAD = (

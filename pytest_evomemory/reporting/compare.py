@@ -72,6 +72,8 @@ def _run_entry(run: RunData, metrics: Mapping[str, Any] | None) -> dict[str, Any
             interval = share.interval
             entry[f"{name}_accuracy"] = share.estimate
             entry[f"{name}_ci_low"], entry[f"{name}_ci_high"] = interval if interval else (None, None)
+        elif (mean := _number(metrics.get(f"{name}_mean"))) is not None:
+            entry[f"{name}_mean"] = mean  # a mean figure (LoCoMo's F1): no paired test of it yet
     for key in ("protocol_violations", "cached_responses", "errors", "cost_usd"):
         entry[key] = metrics.get(key)
     return entry

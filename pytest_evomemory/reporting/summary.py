@@ -87,10 +87,12 @@ class StreamMetrics:
     memory_recalls: int = 0
     protocol_violations: int = 0
     cached_responses: int = 0
-    #: Figures the streams' match modes declare beyond accuracy (ToolBench's "API"):
-    #: name -> tasks whose score has the figure's detail true (see
+    #: Figures the streams' match modes declare beyond accuracy (ToolBench's "API",
+    #: LoCoMo's F1): name -> tasks whose score has the figure's detail true (a share),
+    #: or the sum of the detail's values (a mean; see
     #: :class:`pytest_evomemory.evaluation.modes.Metric`), and name -> its label.
     figures: dict[str, int] = field(default_factory=dict)
+    figure_sums: dict[str, float] = field(default_factory=dict)
     figure_labels: dict[str, str] = field(default_factory=dict)
     groups: dict[str, GroupMetrics] = field(default_factory=dict)
     prompt_tokens: int = 0
@@ -110,9 +112,10 @@ class StreamMetrics:
         return Proportion(self.correct, self.tasks).interval
 
     def figure(self, name: str) -> float | None:
-        """The share of tasks with figure ``name`` (None when no task carries it)."""
-        matches = self.figures.get(name)
-        return None if matches is None or not self.tasks else matches / self.tasks
+        """The share of tasks with figure ``name``, or its mean over the tasks for a
+        mean figure (None when no task carries it)."""
+        total = self.figure_sums.get(name) if name in self.figure_sums else self.figures.get(name)
+        return None if total is None or not self.tasks else total / self.tasks
 
     def add_outcome(self, outcome: Mapping[str, Any], *, with_groups: bool = True) -> None:
         """Count one scored item; a failed episode is a wrong answer and no API match."""
@@ -125,9 +128,15 @@ class StreamMetrics:
         details = outcome.get("details")
         if isinstance(details, Mapping):
             for metric in _declared_metrics(outcome.get("match_mode")):
-                if metric.detail in details:
-                    self.figures[metric.name] = self.figures.get(metric.name, 0) + bool(details[metric.detail])
-                    self.figure_labels[metric.name] = metric.label
+                if metric.detail not in details:
+                    continue
+                value = details[metric.detail]
+                if metric.kind == "mean":
+                    number = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0.0
+                    self.figure_sums[metric.name] = self.figure_sums.get(metric.name, 0.0) + number
+                else:
+                    self.figures[metric.name] = self.figures.get(metric.name, 0) + bool(value)
+                self.figure_labels[metric.name] = metric.label
         group = outcome.get("group")
         if with_groups and group is not None:
             counts = self.groups.setdefault(str(group), GroupMetrics())
@@ -194,6 +203,9 @@ class StreamMetrics:
             fields[f"{name}_matches"] = matches
             fields[f"{name}_accuracy"] = self.figure(name)
             fields[f"{name}_accuracy_ci"] = _interval(Proportion(matches, self.tasks))
+        for name, total in self.figure_sums.items():
+            fields[f"{name}_sum"] = round(total, 6)
+            fields[f"{name}_mean"] = self.figure(name)
         return fields
 
 
@@ -241,7 +253,7 @@ def summarize(
     for stream_metrics in metrics.values():
         stream_metrics.groups = dict(sorted(stream_metrics.groups.items()))
     overall.curve = []
-    overall.figures, overall.figure_labels = {}, {}
+    overall.figures, overall.figure_sums, overall.figure_labels = {}, {}, {}
     metrics["overall"] = overall
     return metrics
 

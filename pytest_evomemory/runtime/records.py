@@ -8,6 +8,9 @@ A record says one thing that happened, by its class:
 * :class:`FeedbackRecord`: a feedback turn (``response``);
 * :class:`FeedbackErrorRecord`: a feedback turn failed (``failure``; ``response`` if any);
 * :class:`FeedbackSkippedRecord`: no feedback turn was possible (``skipped``);
+* :class:`IngestionRecord`: an unscored ingestion turn of a conversation stream
+  (LoCoMo with ``ingest: agent``; ``response``, of kind ``ingestion``), counted in
+  the efficiency figures like a feedback turn and never scored;
 * :class:`StreamStartedRecord`: what a stream's process built (agent, memory, model);
 * :class:`StreamErrorRecord`: a stream failed outside any episode, e.g. at its start
   or in its teardown (``failure``), charged to that stream;
@@ -153,6 +156,22 @@ class FeedbackSkippedRecord(Record):
 
 
 @dataclass(frozen=True)
+class IngestionRecord(Record):
+    """One ingestion turn (runtime/ingestion.py): the agent was given one session of
+    the conversation to remember before the first question. Its task id is the
+    session's (``session_<N>``), which no task of the stream has."""
+
+    TYPE = "ingestion"
+    FIELDS = ("response",)
+
+    response: Document
+
+    @property
+    def stream(self) -> str:
+        return str(self.response["stream"])
+
+
+@dataclass(frozen=True)
 class StreamStartedRecord(Record):
     """What a stream's process built (agent, memory, model): run.json says what ran."""
 
@@ -202,7 +221,7 @@ _TYPES: dict[str, type[Record]] = {
     kind.TYPE: kind
     for kind in (
         TaskRecord, ErrorRecord, FeedbackRecord, FeedbackErrorRecord, FeedbackSkippedRecord,
-        StreamStartedRecord, StreamErrorRecord, WriteFailedRecord,
+        IngestionRecord, StreamStartedRecord, StreamErrorRecord, WriteFailedRecord,
     )
 }
 
@@ -225,7 +244,8 @@ def from_wire(wire: Mapping[str, Any]) -> Record:
 
 _REQUIRED: dict[type[Record], tuple[str, ...]] = {
     TaskRecord: ("response", "scored"), ErrorRecord: ("scored",), FeedbackRecord: ("response",),
-    FeedbackErrorRecord: ("failure",), FeedbackSkippedRecord: ("skipped",), StreamStartedRecord: ("started",),
+    FeedbackErrorRecord: ("failure",), FeedbackSkippedRecord: ("skipped",), IngestionRecord: ("response",),
+    StreamStartedRecord: ("started",),
     StreamErrorRecord: ("failure",), WriteFailedRecord: ("failure",),
 }
 
@@ -480,6 +500,7 @@ __all__ = [
     "FeedbackErrorRecord",
     "FeedbackRecord",
     "FeedbackSkippedRecord",
+    "IngestionRecord",
     "Record",
     "RecordError",
     "ResultCollector",

@@ -43,6 +43,7 @@ from ..rundir import (
 )
 from ..streams import Stream, load_benchmark
 from ..text import shorten
+from .ingestion import check_conversation_options
 from .memory import IsolationGuard, ObservedMemory, observe
 from .order import check_resume_order, order_streams
 from .records import Record, ResultCollector
@@ -103,6 +104,7 @@ class BenchmarkRun:
                 raise
             raise type(error)(f"{source}: {error}") from error
         self.by_name = {stream.name: stream for stream in self.streams}
+        check_conversation_options(config.agent.full_context, self.streams, config.sources.get("agent", "agent config"))
         #: Sees every stream this run opens in this process (see runtime/memory.py).
         self.isolation_guard = IsolationGuard()
 
@@ -163,7 +165,13 @@ class BenchmarkRun:
                 memory.close()
             raise
         identity = self.identity(agent, memory, agent_factory, memory_factory)
+        stream = self.by_name[name]
         return StreamRun(
+            # conversation streams (runtime/ingestion.py)
+            feedback=stream.feedback,
+            sessions=stream.sessions,
+            ingest=stream.ingest,
+            full_context=self.config.agent.full_context,
             identity=identity,
             stream=name,
             agent=agent,
@@ -172,7 +180,7 @@ class BenchmarkRun:
             memory_strategy=strategy,
             max_steps=self.config.agent.max_steps,
             snapshots=StreamSnapshots.for_stream(self.run_dir, name) if snapshots and memory is not None else None,
-            quote_answer=self.by_name[name].quote_answer,
+            quote_answer=stream.quote_answer,
             pricing=_pricing(self.config.agent),
         )
 
@@ -192,6 +200,8 @@ class BenchmarkRun:
                 agent, agent_factory or build_agent,
                 kind=agent_config.kind if agent_factory is None else factory_reference(agent_factory),
                 memory_strategy=agent_config.memory_strategy, options=dict(agent_config.options),
+                # LoCoMo's full-context arm, told apart from the control arm (both without memory)
+                full_context=True if agent_config.full_context else None,
             ),
             "memory": component(
                 memory.backend if memory is not None else None, memory_factory or build_memory,

@@ -456,11 +456,16 @@ class Session:
     ) -> Episode:
         """The episode of ``sample``; before the first one this process runs in the
         stream, the memory is prepared (emptied, or restored for a resumed or
-        taken-over stream). A memory that cannot be prepared stops the stream."""
+        taken-over stream; a conversation stream ingests its conversation, or
+        restores the snapshot that holds it). A memory that cannot be prepared
+        stops the stream."""
         arm = self._arm_of_stream.get(id(run), self.baseline)
         if not run.prepared:
             try:
-                run.prepare_memory(self._completed_before(arm, run, sample, first_position))
+                run.prepare_memory(  # a conversation's ingestion turns are recorded with this episode
+                    self._completed_before(arm, run, sample, first_position),
+                    lambda record: sink(record.for_arm(arm.prefix)),
+                )
             except EvoMemoryError as error:
                 run.broken = str(error)
                 reason = f"stream {sample.stream!r} cannot continue: {error}"
@@ -792,20 +797,26 @@ def _fall_back_to_snapshots(state: ResumeState, benchmark: BenchmarkRun, run_dir
     at or before its completed prefix: the episodes after it run again (their
     records replaced), so the rest of the stream never sees a memory other than
     the one its scores came from. A stream without memory needs none; a memory that
-    never saved a snapshot is left to refuse the resume when its stream starts."""
+    never saved a snapshot is left to refuse the resume when its stream starts. A
+    conversation stream left with no snapshot of its ingested memory (none at all
+    included) ingests it again, so its earlier ingestion turns are dropped rather
+    than counted twice."""
     if benchmark.memory_strategy == "none":
         return
     for stream in benchmark.streams:
         done = state.done.get(stream.name, 0)
-        if not done:
-            continue
         snapshots = StreamSnapshots.for_stream(run_dir, stream.name)
-        if not snapshots.directory.exists():
-            continue  # the memory keeps no snapshots: the stream's start says it cannot resume
-        available = [count for count in snapshots.completed_prefixes() if count <= done]
-        newest = max(available, default=0)
-        if newest < done:
-            state.truncate(stream.name, newest, {sample.task_id: sample.position for sample in stream.samples})
+        # No snapshot directory: the memory keeps no snapshots, and the stream's start
+        # says it cannot resume; but a conversation stream (which saves its ingested
+        # memory as slot 0) lost them, and starts again with its ingestion.
+        if done and (snapshots.directory.exists() or stream.sessions):
+            available = [count for count in snapshots.completed_prefixes() if count <= done]
+            newest = max(available, default=0)
+            if newest < done:
+                state.truncate(stream.name, newest, {sample.task_id: sample.position for sample in stream.samples})
+        if stream.sessions and state.done.get(stream.name, 0) == 0 and 0 not in snapshots.completed_prefixes():
+            # no snapshot holds the ingested conversation: it is ingested again
+            state.forget_ingestion(stream.name, stream.ingestion_ids)
 
 
 def stream_start_failure(record: Record) -> bool:

@@ -11,10 +11,15 @@ other entry point (``run_benchmark``, ``evomemory run``). The runtime observes e
 tool call and memory operation itself, so the records in
 :class:`~pytest_evomemory.types.AgentResponse` do not depend on the agent reporting
 honestly.
+
+A static-memory stream (LoCoMo, ``Stream.feedback`` false) has no feedback step:
+its episode is task -> reset, and its memory is written once, before the first
+task, by the ingestion phase (:mod:`.ingestion`, :meth:`StreamRun.prepare_memory`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
 import traceback
 from collections.abc import Callable, Iterable, Iterator
@@ -38,17 +43,23 @@ from ..memory.base import RecordRejected
 from ..memory.snapshot import ResumeRefused, StreamSnapshots
 from ..pricing import Pricing, cost_of
 from ..reporting.similarity import SIMILARITY_KEY, recall_similarity
+from ..streams.base import IngestMode
 from ..tools import Tool
 from ..types import (
     FEEDBACK_ACKNOWLEDGEMENT,
+    INGESTION_ACKNOWLEDGEMENT,
     AgentResponse,
     BenchmarkSample,
+    ConversationSession,
     ScoredItem,
     Stimulus,
+    TaskView,
 )
+from . import ingestion
 from .memory import ObservedMemory, mark
 from .records import (
     FeedbackRecord,
+    IngestionRecord,
     Record,
     TaskRecord,
     WriteFailedRecord,
@@ -97,6 +108,15 @@ class StreamRun:
     quote_answer: QuoteAnswer | None = None
     #: The model's prices: each response's ``cost_usd`` (None: not priced).
     pricing: Pricing | None = None
+    # ---- conversation streams (LoCoMo; runtime/ingestion.py) ----
+    #: Whether each task is followed by corrective feedback (``Stream.feedback``).
+    feedback: bool = True
+    #: The conversation ingested before the first task (``Stream.sessions``).
+    sessions: tuple[ConversationSession, ...] = ()
+    #: Who ingests it: ``memory`` (its own ingest) or ``agent`` (ingestion turns).
+    ingest: IngestMode = "memory"
+    #: Task turns carry the whole conversation (agent config ``full_context``).
+    full_context: bool = False
 
     def _turn_tools(self) -> list[Tool]:
         if self.memory_strategy == "tool_use" and self.memory is not None:
@@ -126,15 +146,13 @@ class StreamRun:
             violation = "the agent ended its turn without calling final_answer"
         elif isinstance(failure, ProtocolViolation):
             violation = str(failure)
-        elif (
-            failure is None
-            and stimulus.kind == "feedback"
-            and turn.final_answer != FEEDBACK_ACKNOWLEDGEMENT
-        ):
-            violation = (
-                f'feedback turn ended with final_answer({turn.final_answer!r}) instead of '
-                f'final_answer("{FEEDBACK_ACKNOWLEDGEMENT}")'
-            )
+        elif failure is None and stimulus.kind != "task":
+            expected = FEEDBACK_ACKNOWLEDGEMENT if stimulus.kind == "feedback" else INGESTION_ACKNOWLEDGEMENT
+            if turn.final_answer != expected:
+                violation = (
+                    f'{stimulus.kind} turn ended with final_answer({turn.final_answer!r}) instead of '
+                    f'final_answer("{expected}")'
+                )
         response = AgentResponse(
             stream=self.stream,
             task_id=task_id,
@@ -176,13 +194,18 @@ class StreamRun:
     def run_task(self, sample: BenchmarkSample) -> TaskOutcome:
         """Deliver the task, then score its ``final_answer`` (the only scored item)."""
         __tracebackhide__ = True
-        response = self.deliver(sample.task_view(), sample.task_id)
+        response = self.deliver(self._task_view(sample), sample.task_id)
         try:
             scored = self.evaluator.score_response(sample, response)
         except EvoMemoryError as error:
             error.response = response
             raise
+        scored = ingestion.with_evidence(sample, response, scored, memory=self.memory is not None)
         return TaskOutcome(sample, response, scored)
+
+    def _task_view(self, sample: BenchmarkSample) -> TaskView:
+        view = sample.task_view()
+        return dataclasses.replace(view, conversation=self.sessions) if self.full_context else view
 
     def give_feedback(self, sample: BenchmarkSample, submitted: str | None) -> AgentResponse:
         """Deliver the unscored corrective feedback in the same conversation."""
@@ -193,7 +216,7 @@ class StreamRun:
         """Clear the agent's conversation. No model call, no record, no memory access."""
         self.agent.reset()
 
-    def prepare_memory(self, completed: int | None) -> None:
+    def prepare_memory(self, completed: int | None, record: RecordSink | None = None) -> None:
         """Before the first episode this process runs in the stream.
 
         ``None``: the stream starts from its first task, so snapshots an earlier run
@@ -202,8 +225,14 @@ class StreamRun:
         (resume, or an xdist worker taking over a crashed worker's stream); a memory
         that cannot be restored exactly refuses (ResumeRefused), it is never rebuilt
         by calling its tools on the agent's behalf.
+
+        A conversation stream ingests its sessions here (:meth:`_prepare_conversation`);
+        ``record`` receives the ingestion turns' records.
         """
         self.prepared = True
+        if self.sessions and self.memory is not None:
+            self._prepare_conversation(completed, record)
+            return
         if self.memory is None or self.snapshots is None:
             if completed and self.memory is not None:
                 raise ResumeRefused(
@@ -216,6 +245,49 @@ class StreamRun:
             return
         self.snapshots.restore(self.memory.backend, completed)
         self.memory.restored()
+
+    # ---- conversation streams: ingestion before the first question (runtime/ingestion.py) ----
+
+    def _prepare_conversation(self, completed: int | None, record: RecordSink | None) -> None:
+        """Ingest the conversation, or restore a snapshot that holds it (never both)."""
+        assert self.memory is not None
+        snapshots = self.snapshots
+        saved = snapshots is not None and 0 in snapshots.completed_prefixes()
+        if ingestion.plan(completed, saved) == "restore":
+            if snapshots is None:
+                raise ResumeRefused(
+                    f"stream {self.stream!r}: the conversation was ingested in an earlier run, but this run "
+                    "keeps no memory snapshots; run again without --evomemory-resume"
+                )
+            snapshots.restore_saved(self.memory.backend, completed or 0)
+            self.memory.restored()
+            return
+        if snapshots is not None:
+            snapshots.clear()
+        records: list[Record] = []
+        try:
+            if self.ingest == "agent":
+                ingestion.ingest_by_agent(self.sessions, self.deliver, self.reset_agent, records)
+            else:
+                for session in self.sessions:
+                    self.memory.ingest(session)
+        except EvoMemoryError as error:
+            if error.response is not None:  # the failed turn happened too: it is counted
+                records.append(IngestionRecord(error.response.to_dict()))
+            self.broken = f"the conversation could not be ingested: {error}"
+            _emit(records, record)
+            raise
+        # Saved before the records leave: a run killed in between restores the
+        # ingested memory (and lacks only the ingestion turns' records); the other
+        # order would ingest twice and journal the turns twice. A snapshot that
+        # cannot be written is the run's write failure, as in episode_completed.
+        if snapshots is not None:
+            try:
+                snapshots.save(self.memory.backend, 0)
+            except (OSError, ArtefactWriteError) as error:
+                self.snapshots = None
+                records.append(write_failed_record(self.stream, error))
+        _emit(records, record)
 
     def episode_completed(self, sample: BenchmarkSample) -> WriteFailedRecord | None:
         """Save the memory as it is after this episode, so a resume can continue
@@ -245,6 +317,12 @@ class StreamRun:
 
 
 RecordSink = Callable[[Record], None]
+
+
+def _emit(records: Iterable[Record], sink: RecordSink | None) -> None:
+    for entry in records:
+        if sink is not None:
+            sink(entry)
 
 
 def user_traceback(error: BaseException) -> str | None:
@@ -319,7 +397,8 @@ class Episode:
         try:
             if self._task_ended:
                 try:
-                    self._give_feedback()
+                    if self.run.feedback:  # a static-memory stream's episode is task -> reset
+                        self._give_feedback()
                 finally:
                     write_failed = self.run.episode_completed(self.sample)
                     if write_failed is not None:

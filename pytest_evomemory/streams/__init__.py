@@ -31,6 +31,22 @@ BENCHMARKS.builtin(
     ),
     owner=__name__,
 )
+BENCHMARKS.builtin(
+    "locomo",
+    BenchmarkSpec(
+        "locomo", lazy("pytest_evomemory.streams.locomo:LocomoBenchmark"),  # type: ignore[arg-type]
+        reads=frozenset({"data_dir", "ingest"}),
+    ),
+    owner=__name__,
+)
+BENCHMARKS.builtin(
+    "locomo_sample",
+    BenchmarkSpec(
+        "locomo_sample", lazy("pytest_evomemory.streams.locomo:LocomoSampleBenchmark"),  # type: ignore[arg-type]
+        reads=frozenset({"ingest"}),
+    ),
+    owner=__name__,
+)
 
 
 def get_source(name: str) -> BenchmarkSource:

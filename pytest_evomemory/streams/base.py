@@ -9,11 +9,15 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Literal, Protocol
 
 from ..config import BenchmarkConfig, check_threshold_streams
 from ..errors import ConfigError
-from ..types import BenchmarkSample
+from ..types import BenchmarkSample, ConversationSession
+
+#: Who writes a conversation's sessions into memory before its questions: the
+#: memory system's own ingestion, or the agent in unscored ingestion turns.
+IngestMode = Literal["memory", "agent"]
 
 QuoteAnswer = Callable[[BenchmarkSample], Mapping[str, str]]
 
@@ -41,6 +45,21 @@ class Stream:
     #: :func:`pytest_evomemory.runtime.order.order_streams`), recorded per stream in
     #: run.json; empty until ordered.
     order: Mapping[str, Any] = field(default_factory=dict)
+    #: Whether each task is followed by a corrective feedback turn (Evo-Memory's
+    #: test-time learning). ``False`` for static-memory streams (LoCoMo): the
+    #: episode is task -> reset, and nothing tells the agent the answer.
+    feedback: bool = True
+    #: The conversation the tasks are about (LoCoMo), oldest session first: it is
+    #: ingested before the first task (:mod:`pytest_evomemory.runtime.ingestion`).
+    #: Empty for streams without an ingestion phase.
+    sessions: tuple[ConversationSession, ...] = ()
+    #: Who writes :attr:`sessions` into memory (only read when there are sessions).
+    ingest: IngestMode = "memory"
+
+    @property
+    def ingestion_ids(self) -> tuple[str, ...]:
+        """The task ids of the ingestion turns (``ingest: agent``), in order."""
+        return tuple(session.session_id for session in self.sessions)
 
     def __len__(self) -> int:
         return len(self.samples)

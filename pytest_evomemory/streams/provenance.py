@@ -44,6 +44,8 @@ def describe_provenance(provenance: Mapping[str, Any]) -> str:
     settings = provenance.get("settings") or {}
     if settings:
         parts.append(", ".join(f"{key}={_value(value)}" for key, value in settings.items()))
+    if provenance.get("license"):
+        parts.append(f"license: {provenance['license']}")
     return "; ".join(parts)
 
 

@@ -111,7 +111,7 @@ EXPECTED = {
     "config_is_a_number.yaml": "expected a mapping of keys to values, got a number; write 'key: value' lines",
     "yaml_key_read_as_bool.yaml": "key 'thresholds.streams': the key True is not text (YAML reads yes/no/on/off as true/false",
     "files_under_another_benchmark.yaml": "key 'files' is read only by benchmark files, not by 'sample'; remove it",
-    "data_dir_under_files_benchmark.yaml": "key 'data_dir' is read only by benchmark evomemory_single_turn, not by 'files'",
+    "data_dir_under_files_benchmark.yaml": "key 'data_dir' is read only by benchmark evomemory_single_turn or locomo, not by 'files'",
     "model_max_tokens_huge.yaml": "key 'model.max_tokens': Input should be less than or equal to 10000000; write a value within",
     "model_seed_huge.yaml": "key 'model.seed': Input should be less than 9223372036854775808",
     # YAML 1.1 integer forms that silently mean another number

@@ -18,6 +18,12 @@ it deliberately does not. Only the extraction is reproduced; I/O is left out.
   291fd4fd401f94ae03ac182fe4c787ffc2f8bf84 (``process_response``, ``ast_check``,
   ``get_args``). tree-sitter is not a dependency, so the call it finds is found with
   a bracket scanner; see :func:`gorilla_match`.
+* LoCoMo: snap-research/locomo, ``task_eval/evaluation.py`` at commit
+  92286325a40764bee61f77824ddb95233b11c4d6 (branch ``code``): ``normalize_answer``,
+  ``f1_score``, ``f1`` and the per-line loop of ``eval_question_answering``; and
+  ``task_eval/evaluate_gpts.py`` at the same commit (``get_cat_5_answer``), applied
+  to the model's output before it is stored as the prediction. See
+  :func:`locomo_eval_question_answering`.
 """
 
 from __future__ import annotations
@@ -200,3 +206,91 @@ def gorilla_correct(text: str, database: list[GorillaApi], question_domain: str)
     """Gorilla's functionality accuracy: the matched API has the question's domain."""
     index = gorilla_match(text, database)
     return index is not None and database[index].domain == question_domain
+
+
+# ----------------------------------------------------------------------- LoCoMo
+
+
+def _locomo_normalize(s: str) -> str:
+    """``normalize_answer``: commas out, then lower, punctuation, articles, spaces."""
+    import string
+
+    import regex
+
+    s = s.replace(",", "")
+
+    def remove_articles(text: str) -> str:
+        return regex.sub(r"\b(a|an|the|and)\b", " ", text)
+
+    def white_space_fix(text: str) -> str:
+        return " ".join(text.split())
+
+    def remove_punc(text: str) -> str:
+        exclude = set(string.punctuation)
+        return "".join(ch for ch in text if ch not in exclude)
+
+    return white_space_fix(remove_articles(remove_punc(s.lower())))
+
+
+def _locomo_f1_score(prediction: str, ground_truth: str) -> float:
+    """``f1_score``: Porter-stemmed token F1 (a module-level ``PorterStemmer()``)."""
+    from collections import Counter
+
+    from nltk.stem import PorterStemmer
+
+    ps = PorterStemmer()
+    prediction_tokens = [ps.stem(w) for w in _locomo_normalize(prediction).split()]
+    ground_truth_tokens = [ps.stem(w) for w in _locomo_normalize(ground_truth).split()]
+    common = Counter(prediction_tokens) & Counter(ground_truth_tokens)
+    num_same = sum(common.values())
+    if num_same == 0:
+        return 0
+    precision = 1.0 * num_same / len(prediction_tokens)
+    recall = 1.0 * num_same / len(ground_truth_tokens)
+    return (2 * precision * recall) / (precision + recall)
+
+
+def _locomo_f1(prediction: str, ground_truth: str) -> float:
+    """``f1`` (category 1): numpy's mean over gold parts of the best part F1."""
+    import numpy as np
+
+    predictions = [p.strip() for p in prediction.split(",")]
+    ground_truths = [g.strip() for g in ground_truth.split(",")]
+    return float(np.mean([max([_locomo_f1_score(p, gt) for p in predictions]) for gt in ground_truths]))
+
+
+def locomo_cat_5_answer(model_prediction: str, answer_key: dict[str, str]) -> str:
+    """``get_cat_5_answer`` of evaluate_gpts.py."""
+    model_prediction = model_prediction.strip().lower()
+    if len(model_prediction) == 1:
+        if "a" in model_prediction:
+            return answer_key["a"]
+        return answer_key["b"]
+    if len(model_prediction) == 3:
+        if "(a)" in model_prediction:
+            return answer_key["a"]
+        return answer_key["b"]
+    return model_prediction
+
+
+def locomo_eval_question_answering(line: dict[str, object], output: str) -> float:
+    """One line of ``eval_question_answering`` (metric ``f1``) for the model output
+    ``output``: category 5's output first goes through ``get_cat_5_answer`` (with
+    the question's option key, ``line["answer_key"]``), and is then stripped, as
+    evaluate_gpts.py stores ``answer.strip()``; the other categories' too."""
+    category = line["category"]
+    if category == 5:
+        output = locomo_cat_5_answer(output, line["answer_key"])  # type: ignore[arg-type]
+    output = output.strip()
+    answer = str(line.get("answer"))
+    if category == 3:
+        answer = answer.split(";")[0].strip()
+    if category in [2, 3, 4]:
+        return _locomo_f1_score(output, answer)
+    if category in [1]:
+        return _locomo_f1(output, answer)
+    if category in [5]:
+        if "no information available" in output.lower() or "not mentioned" in output.lower():
+            return 1
+        return 0
+    raise ValueError(line)

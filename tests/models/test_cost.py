@@ -26,8 +26,8 @@ from pytest_evomemory.models.budget import (
 )
 from pytest_evomemory.models.factory import model_pricing
 from pytest_evomemory.models.openai_compat import OpenAICompatibleModel
-from pytest_evomemory.reporting.progress import StreamProgress, cost_text
 from pytest_evomemory.pricing import Pricing, PricingFileError, cost_of, load_pricing_file
+from pytest_evomemory.reporting.progress import StreamProgress, cost_text
 from pytest_evomemory.runtime import Episode
 from pytest_evomemory.runtime.records import Record, TaskRecord
 from pytest_evomemory.runtime.serial import run_benchmark

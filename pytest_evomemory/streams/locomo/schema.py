@@ -1,0 +1,213 @@
+"""Read LoCoMo conversation documents into checked value objects.
+
+Two layouts of the same records exist upstream (snap-research/locomo), and both are
+read here:
+
+* the per-conversation files inside ``data/locomo10.zip`` (``26.json``, ...): one
+  object with ``speaker_a``, ``speaker_b``, ``session_<N>``/``session_<N>_date_time``,
+  ``qa`` (and generated fields we ignore) at the top level; the conversation is named
+  ``conv-<file stem>``;
+* the layout the repository's README documents (``data/locomo10.json``): a list of
+  samples ``{"sample_id": "conv-26", "conversation": {speaker_a, speaker_b,
+  session_<N>, session_<N>_date_time}, "qa": [...]}``.
+
+A session is a list of turns ``{speaker, dia_id, text}`` (a turn that shared an
+image also has ``blip_caption``, ``img_url``, ``query``); a question is
+``{question, answer, evidence, category}``, and category 5 (adversarial) carries
+``adversarial_answer`` instead of ``answer``. Anything that would make a question
+unscorable, or a session unreadable, is refused with the conversation, session or
+question named; fields we do not use are not checked.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ...errors import DataError
+from ...types import ConversationSession, DialogueTurn
+
+_SESSION_KEY = re.compile(r"session_(\d+)")
+#: Dialogue ids inside an ``evidence`` entry (a few entries hold two, or a typo).
+DIA_ID = re.compile(r"D\d+:\d+")
+
+
+@dataclass(frozen=True)
+class Question:
+    """One ``qa`` item: the question, its gold answer(s), evidence and category."""
+
+    index: int
+    question: str
+    category: int
+    #: The gold answer as text (``str()`` of an integer answer, as evaluation.py
+    #: does); ``None`` for adversarial questions without one.
+    answer: str | None
+    #: Category 5's wrong-but-plausible answer, offered beside "Not mentioned".
+    adversarial_answer: str | None
+    #: The source's ``evidence`` entries, verbatim.
+    evidence: tuple[str, ...]
+
+    @property
+    def evidence_ids(self) -> tuple[str, ...]:
+        """The dialogue ids the evidence names (``"D8:6; D9:17"`` is two)."""
+        return tuple(dict.fromkeys(found for entry in self.evidence for found in DIA_ID.findall(entry)))
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """One LoCoMo conversation: two speakers, dated sessions, and its questions."""
+
+    sample_id: str
+    speaker_a: str
+    speaker_b: str
+    sessions: tuple[ConversationSession, ...]
+    questions: tuple[Question, ...]
+
+    @property
+    def turns(self) -> int:
+        return sum(len(session.turns) for session in self.sessions)
+
+
+def read_zip_member(name: str, document: Any) -> Conversation:
+    """A conversation file of ``data/locomo10.zip`` (``.../26.json`` is ``conv-26``)."""
+    stem = name.rsplit("/", 1)[-1].removesuffix(".json")
+    where = f"{name}"
+    if not isinstance(document, Mapping):
+        raise DataError(f"{where}: expected a JSON object (one conversation), got {_kind(document)}")
+    return _conversation(f"conv-{stem}", document, document, where)
+
+
+def read_samples(document: Any, where: str) -> list[Conversation]:
+    """The README layout: a list of ``{sample_id, conversation, qa}`` samples."""
+    if not isinstance(document, list):
+        raise DataError(f"{where}: expected a JSON list of conversations, got {_kind(document)}")
+    conversations: list[Conversation] = []
+    seen: set[str] = set()
+    for number, sample in enumerate(document, 1):
+        at = f"{where}: conversation {number}"
+        if not isinstance(sample, Mapping):
+            raise DataError(f"{at}: expected an object, got {_kind(sample)}")
+        sample_id = _text(sample, "sample_id", at)
+        if sample_id in seen:
+            raise DataError(f"{at}: sample_id {sample_id!r} appears twice; each conversation needs its own id")
+        seen.add(sample_id)
+        body = sample.get("conversation")
+        if not isinstance(body, Mapping):
+            raise DataError(f"{at} ({sample_id}): key 'conversation' must be an object, got {_kind(body)}")
+        conversations.append(_conversation(sample_id, body, sample, f"{where}: {sample_id}"))
+    if not conversations:
+        raise DataError(f"{where}: the list holds no conversation")
+    return conversations
+
+
+def _conversation(
+    sample_id: str, body: Mapping[str, Any], container: Mapping[str, Any], where: str
+) -> Conversation:
+    speaker_a = _text(body, "speaker_a", where)
+    speaker_b = _text(body, "speaker_b", where)
+    sessions = _sessions(sample_id, body, where)
+    if not sessions:
+        raise DataError(f"{where}: no non-empty 'session_<N>' list; a conversation needs at least one session")
+    qa = container.get("qa")
+    if not isinstance(qa, list) or not qa:
+        raise DataError(f"{where}: key 'qa' must be a non-empty list of questions, got {_kind(qa)}")
+    questions = tuple(_question(index, item, f"{where}: qa[{index - 1}]") for index, item in enumerate(qa, 1))
+    return Conversation(sample_id, speaker_a, speaker_b, sessions, questions)
+
+
+def _sessions(sample_id: str, body: Mapping[str, Any], where: str) -> tuple[ConversationSession, ...]:
+    """Sessions in chronological (numeric) order; empty ones skipped, as upstream does.
+
+    A ``session_<N>_date_time`` without its session (the zip has some) is ignored.
+    """
+    numbers = sorted(
+        int(match.group(1)) for key in body if (match := _SESSION_KEY.fullmatch(str(key)))
+    )
+    sessions: list[ConversationSession] = []
+    seen_ids: set[str] = set()
+    for number in numbers:
+        key = f"session_{number}"
+        turns = body[key]
+        at = f"{where}: {key}"
+        if not isinstance(turns, list):
+            raise DataError(f"{at}: expected a list of turns, got {_kind(turns)}")
+        if not turns:
+            continue
+        date_time = body.get(f"{key}_date_time")
+        if not isinstance(date_time, str) or not date_time.strip():
+            raise DataError(f"{at}: '{key}_date_time' is missing or empty; every session needs its date")
+        parsed = tuple(_turn(turn, f"{at}[{index}]") for index, turn in enumerate(turns))
+        for turn in parsed:
+            if turn.dia_id in seen_ids:
+                raise DataError(f"{at}: dia_id {turn.dia_id!r} appears twice; evidence could not name one turn")
+            seen_ids.add(turn.dia_id)
+        sessions.append(ConversationSession(sample_id, number, date_time, parsed))
+    return tuple(sessions)
+
+
+def _turn(turn: Any, where: str) -> DialogueTurn:
+    if not isinstance(turn, Mapping):
+        raise DataError(f"{where}: expected a turn object {{speaker, dia_id, text}}, got {_kind(turn)}")
+    caption = turn.get("blip_caption")
+    return DialogueTurn(
+        dia_id=_text(turn, "dia_id", where),
+        speaker=_text(turn, "speaker", where),
+        text=_string(turn, "text", where),
+        image_caption=caption if isinstance(caption, str) and caption.strip() else None,
+    )
+
+
+def _question(index: int, item: Any, where: str) -> Question:
+    if not isinstance(item, Mapping):
+        raise DataError(f"{where}: expected a question object, got {_kind(item)}")
+    question = _text(item, "question", where)
+    category = item.get("category")
+    if isinstance(category, bool) or category not in (1, 2, 3, 4, 5):
+        raise DataError(f"{where}: 'category' must be 1, 2, 3, 4 or 5, got {category!r}")
+    answer = _answer(item.get("answer"), where, "answer")
+    adversarial = _answer(item.get("adversarial_answer"), where, "adversarial_answer")
+    if category == 5 and adversarial is None and answer is None:
+        raise DataError(f"{where}: an adversarial (category 5) question needs 'adversarial_answer'")
+    if category != 5 and answer is None:
+        raise DataError(f"{where}: a category {category} question needs a non-empty 'answer'")
+    evidence = item.get("evidence", [])
+    if not isinstance(evidence, list) or not all(isinstance(entry, str) for entry in evidence):
+        raise DataError(f"{where}: 'evidence' must be a list of dialogue ids such as ['D1:3']")
+    return Question(index, question, int(category), answer, adversarial, tuple(evidence))
+
+
+def _answer(value: Any, where: str, key: str) -> str | None:
+    """``str()`` of the gold, as evaluation.py reads it (six answers are integers)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise DataError(f"{where}: '{key}' must be text or a number, got {_kind(value)}")
+    text = str(value)
+    return text if text.strip() else None
+
+
+def _text(mapping: Mapping[str, Any], key: str, where: str) -> str:
+    value = _string(mapping, key, where)
+    if not value.strip():
+        raise DataError(f"{where}: key {key!r} is empty")
+    return value
+
+
+def _string(mapping: Mapping[str, Any], key: str, where: str) -> str:
+    value = mapping.get(key)
+    if not isinstance(value, str):
+        raise DataError(f"{where}: key {key!r} must be text, got {_kind(value)}")
+    return value
+
+
+def _kind(value: Any) -> str:
+    names = {dict: "an object", list: "a list", str: "text", int: "a number", float: "a number", bool: "true/false"}
+    if value is None:
+        return "nothing"
+    return names.get(type(value), type(value).__name__)
+
+
+def conversation_names(conversations: Sequence[Conversation]) -> list[str]:
+    return [conversation.sample_id for conversation in conversations]

@@ -1,0 +1,42 @@
+"""LoCoMo as a user runs it: ``pytest --evomemory-config=locomo_sample_memory``,
+serially and with ``-n 2`` (one conversation per worker), offline and model-free."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+
+import pytest
+
+
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_locomo_sample_runs_ingestion_then_questions(pytester: pytest.Pytester, workers: list[str]) -> None:
+    result = pytester.runpytest_subprocess(
+        "--evomemory-config=locomo_sample_memory", "--evomemory-set=benchmark.ingest=agent",
+        "-p", "no:randomly", "-v", *workers,
+    )
+    result.assert_outcomes(passed=15)
+    out = pytester.path / "evomemory-results" / "locomo_sample_memory"
+    responses = [json.loads(line) for line in (out / "responses.jsonl").read_text().splitlines()]
+    ingestion = defaultdict(list)
+    for response in responses:
+        assert response["kind"] in ("task", "ingestion")  # no feedback on a static-memory stream
+        if response["kind"] == "ingestion":
+            ingestion[response["stream"]].append(response["task_id"])
+    assert dict(ingestion) == {
+        "conv-sample-1": ["session_1", "session_2", "session_3"], "conv-sample-2": ["session_1", "session_2"],
+    }
+    scores = [json.loads(line) for line in (out / "scores.jsonl").read_text().splitlines()]
+    assert len(scores) == 15 and {s["match_mode"] for s in scores} == {"locomo_f1"}
+    assert all(isinstance(s["details"]["evidence_recall"], float) for s in scores)
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["overall"]["stimuli"] == 20 and summary["passed"]
+    if workers:
+        worker_of = defaultdict(set)
+        for match in re.finditer(r"\[(gw\d)\].*test_task\[(conv-sample-\d)/", result.stdout.str()):
+            worker_of[match.group(2)].add(match.group(1))
+        assert set(worker_of) == {"conv-sample-1", "conv-sample-2"}
+        assert all(len(found) == 1 for found in worker_of.values()), worker_of  # a conversation stays on one worker
+    assert Path(out / "report.html").is_file()

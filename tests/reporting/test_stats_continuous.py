@@ -1,0 +1,140 @@
+"""Statistics for a continuous per-task score (LoCoMo's F1): bootstrap intervals,
+the paired bootstrap, the Wilcoxon signed-rank test and the per-category table."""
+
+from __future__ import annotations
+
+import math
+import random
+
+import pytest
+
+from pytest_evomemory.reporting.categories import category_summary, score_value
+from pytest_evomemory.reporting.stats import (
+    average_ranks,
+    bootstrap_means,
+    mean_interval,
+    paired_bootstrap,
+    wilcoxon_signed_rank,
+)
+
+
+def pairs(first: list[float], second: list[float]) -> tuple[dict[int, float], dict[int, float]]:
+    return dict(enumerate(first)), dict(enumerate(second))
+
+
+# ----------------------------------------------------------------------- Wilcoxon
+
+
+def test_exact_p_for_small_samples_without_ties_by_hand() -> None:
+    # all five differences positive: W+ = 15, reached by 1 of 32 sign patterns
+    result = wilcoxon_signed_rank(*pairs([0.0] * 5, [0.1, 0.2, 0.3, 0.4, 0.5]))
+    assert (result.statistic, result.method, result.p_value) == (15, "exact", pytest.approx(2 / 32))
+    # one negative of rank 2 among six: W+ = 19; 3 of 64 patterns have W+ <= 2
+    result = wilcoxon_signed_rank(*pairs([0.0] * 6, [0.1, -0.2, 0.3, 0.4, 0.5, 0.6]))
+    assert (result.statistic, result.p_value) == (19, pytest.approx(2 * 3 / 64))
+
+
+def test_ties_and_zeros_in_a_small_sample_enumerate_every_sign_flip() -> None:
+    # non-zero differences 0.5, 0.5, -0.5, 1 (a zero dropped): ranks 2, 2, 2, 4, W+ = 8;
+    # 4 of the 16 flips reach W+ >= 8
+    result = wilcoxon_signed_rank(*pairs([0.0] * 5, [0.5, 0.5, -0.5, 1.0, 0.0]))
+    assert (result.statistic, result.method, result.nonzero) == (8, "permutation", 4)
+    assert result.p_value == pytest.approx(2 * 4 / 16)
+
+
+def test_all_tied_differences_reduce_to_the_normal_sign_test() -> None:
+    # 20 up, 10 down, 5 unchanged: every |d| tied, so z is the sign test's (20 - 15) / sqrt(30 / 4)
+    first = [0.5] * 35
+    second = [1.0] * 20 + [0.0] * 10 + [0.5] * 5
+    result = wilcoxon_signed_rank(*pairs(first, second))
+    z = (20 - 15) / math.sqrt(30 / 4)
+    assert result.method == "normal" and result.p_value == pytest.approx(math.erfc(z / math.sqrt(2)))
+
+
+def test_no_difference_at_all_is_p_one_and_only_shared_tasks_count() -> None:
+    assert wilcoxon_signed_rank({"a": 0.5, "b": 1.0}, {"a": 0.5, "b": 1.0, "c": 0.0}).p_value == 1.0
+    assert wilcoxon_signed_rank({}, {}).p_value == 1.0
+
+
+def test_average_ranks() -> None:
+    assert average_ranks([0.3, 0.1, 0.3, 0.2]) == [3.5, 1.0, 3.5, 2.0]
+
+
+def test_agrees_with_scipy_on_every_branch() -> None:
+    stats = pytest.importorskip("scipy.stats")
+    rng = random.Random(7)
+    checked = set()
+    for _ in range(36):
+        n = rng.choice([5, 8, 11, 30, 50, 51, 120])
+        shape = rng.choice(["continuous", "f1"])
+        if shape == "continuous":
+            first = [rng.random() for _ in range(n)]
+            second = [rng.random() for _ in range(n)]
+        else:
+            first = [rng.choice([0.0, 0.0, 0.5, 1.0, 0.4]) for _ in range(n)]
+            second = [rng.choice([0.0, 0.5, 1.0, 1.0, 0.25]) for _ in range(n)]
+        if first == second:
+            continue
+        ours = wilcoxon_signed_rank(*pairs(first, second))
+        theirs = stats.wilcoxon([b - a for a, b in zip(first, second, strict=True)])
+        assert ours.p_value == pytest.approx(float(theirs.pvalue), rel=1e-9, abs=1e-12), (n, shape)
+        checked.add(ours.method)
+    assert checked == {"exact", "permutation", "normal"}
+
+
+# ----------------------------------------------------------------------- bootstrap
+
+
+def test_bootstrap_intervals_are_seeded_and_reproducible() -> None:
+    values = [0.0, 1.0] * 50
+    estimate = mean_interval(values)
+    assert estimate == mean_interval(values)
+    assert estimate.mean == 0.5 and estimate.n == 100
+    # close to the normal interval 0.5 +- 1.96 * sqrt(0.25 / 100)
+    assert estimate.low == pytest.approx(0.402, abs=0.015) and estimate.high == pytest.approx(0.598, abs=0.015)
+    assert bootstrap_means(values, resamples=50, seed=1) != bootstrap_means(values, resamples=50, seed=0)
+    assert bootstrap_means(values, resamples=50) == bootstrap_means(values, resamples=50)
+    assert mean_interval([]).mean is None
+
+
+def test_the_paired_bootstrap_keeps_tasks_together() -> None:
+    rng = random.Random(3)
+    first = [rng.random() for _ in range(80)]
+    shifted = paired_bootstrap(*pairs(first, [value + 0.2 for value in first]))
+    assert (shifted.low, shifted.high) == (pytest.approx(0.2), pytest.approx(0.2))  # every pair differs by 0.2
+    same = paired_bootstrap(*pairs(first, first))
+    assert (same.mean, same.low, same.high) == (0.0, 0.0, 0.0)
+    noisy = paired_bootstrap(*pairs(first, [rng.random() for _ in range(80)]))
+    assert noisy.low is not None and noisy.high is not None and noisy.low < noisy.mean < noisy.high  # type: ignore[operator]
+
+
+# ----------------------------------------------------------------------- per category
+
+
+def _scored(group: str, value: float, recall: float | None = None, error: bool = False) -> dict[str, object]:
+    item: dict[str, object] = {"group": group, "value": value, "correct": value >= 0.5,
+                               "details": {"evidence_recall": recall}}
+    if error:
+        item.update(error="model unreachable", value=0.0, correct=False, details={})
+    return item
+
+
+def test_category_summary_gives_mean_f1_per_category_in_locomo_order() -> None:
+    scores = [
+        _scored("single-hop", 1.0, 1.0), _scored("single-hop", 0.25, 0.0), _scored("multi-hop", 0.5, 0.5),
+        _scored("adversarial", 0.0, None), _scored("temporal", 0.0, error=True),
+    ]
+    summary = category_summary(scores)
+    assert list(summary["categories"]) == ["multi-hop", "temporal", "single-hop", "adversarial"]
+    single = summary["categories"]["single-hop"]
+    assert (single["tasks"], single["mean"], single["correct"], single["evidence_recall"]) == (2, 0.625, 1, 0.5)
+    assert summary["categories"]["temporal"]["mean"] == 0.0  # a failed episode counts, as 0
+    overall = summary["overall"]
+    assert overall["mean"] == pytest.approx(1.75 / 5) and overall["ci_low"] <= overall["mean"] <= overall["ci_high"]
+    assert overall["evidence_recall"] == pytest.approx(0.5) and overall["evidence_questions"] == 3
+
+
+def test_score_value_falls_back_to_correct_for_yes_no_scores() -> None:
+    assert score_value({"correct": True}) == 1.0
+    assert score_value({"correct": True, "value": 0.75}) == 0.75
+    assert score_value({"correct": True, "value": 1.0, "error": "x"}) == 0.0
