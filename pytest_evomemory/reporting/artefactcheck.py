@@ -200,6 +200,7 @@ METRICS = every(fields(
         "memory_retains": count, "memory_recalls": count, "protocol_violations": count, "cached_responses": count,
         "prompt_tokens": count, "completion_tokens": count, "total_tokens": count,
         "seconds": seconds,
+        "cost_usd": optional(amount),
         "per_stimulus": fields({"tokens": optional(amount), "agent_turns": optional(amount), "seconds": optional(seconds)}),
         "learning_curve": list_of(fraction),
     },
@@ -207,7 +208,18 @@ METRICS = every(fields(
 ), _figures)
 
 _COMPONENT = optional(fields({"class": scalar, "factory": scalar}))
-_MODEL = optional(mapping_of(scalar))
+def _model_value(value: object, key: str) -> None:
+    """A model's settings are scalars; ``reported`` lists the names the server gave,
+    ``pricing`` holds the prices (the reports show them as text)."""
+    if isinstance(value, list):
+        list_of(text)(value, key)
+    elif isinstance(value, Mapping):
+        mapping_of(scalar)(value, key)
+    else:
+        scalar(value, key)
+
+
+_MODEL = optional(mapping_of(_model_value))
 
 SUMMARY = fields(
     {

@@ -109,8 +109,9 @@ def _checked(path: Path, spec: read.Check) -> Iterator[dict[str, Any]]:
         yield record
 
 
-#: The fields of a score that a comparison reads.
-_OUTCOME_KEYS = ("stream", "task_id", "position", "correct", "error")
+#: The fields of a score that a comparison reads (``recall_similarity``: the gain
+#: versus similarity analysis, :data:`.similarity.SIMILARITY_KEY`).
+_OUTCOME_KEYS = ("stream", "task_id", "position", "correct", "error", "recall_similarity")
 
 
 # --------------------------------------------------------------------------- loading

@@ -25,7 +25,7 @@ from pytest_evomemory.memory.snapshot import (
 )
 from tests.memory.example_adapter import KeywordNotebook
 
-from .conftest import OpenMemory
+from .conftest import LIBRARY_EXTRAS, OpenMemory
 from .test_memory_conformance import sentence
 
 QUERIES = ["river mountain", "quantum ledger signal", "harvest orbit", "velvet cipher lantern", "falcon"]
@@ -45,7 +45,9 @@ def state(memory: MemorySystem) -> list[list[tuple[str, str, float, dict[str, ob
     ]
 
 
-def test_restore_reproduces_records_ids_scores_and_later_ids(open_memory: OpenMemory, tmp_path: Path) -> None:
+def test_restore_reproduces_records_ids_scores_and_later_ids(
+    open_memory: OpenMemory, backend_id: str, tmp_path: Path
+) -> None:
     rng = random.Random(3)
     original = capable(open_memory("s1"))
     snapshots = tmp_path / "snap"
@@ -65,7 +67,10 @@ def test_restore_reproduces_records_ids_scores_and_later_ids(open_memory: OpenMe
     # the next record gets the id the uninterrupted memory would have given it
     twin = capable(open_memory("s2"))
     twin.restore(snapshots)
-    assert restored.retain("the next falcon record") == twin.retain("the next falcon record")
+    # Mem0 and LangMem give each new record a random UUID: a later id cannot be
+    # foretold for them, only the records a snapshot holds (compared above)
+    if backend_id.partition("+")[0] not in LIBRARY_EXTRAS:
+        assert restored.retain("the next falcon record") == twin.retain("the next falcon record")
 
 
 def test_a_reset_between_snapshots_is_captured(open_memory: OpenMemory, tmp_path: Path) -> None:
@@ -203,6 +208,8 @@ def test_a_restored_memory_recalls_exactly_as_the_warm_one_past_the_gathering_bu
 
     if "sentence-transformers" in backend_id:
         pytest.skip("a model embedding hundreds of records takes minutes; hybrid ranking is covered by +hashing")
+    if backend_id.partition("+")[0] in LIBRARY_EXTRAS:
+        pytest.skip("the gathering budget is the built-in backends' recall; a library ranks with its own search")
 
     from .test_memory_recall_exhaustive import seeded_queries, seeded_store
 

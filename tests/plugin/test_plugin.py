@@ -354,21 +354,38 @@ def test_runs_with_xdist_disabled_under_strict_markers_and_warnings_as_errors(py
     assert "warnings summary" not in result.stdout.str()
 
 
-def test_the_plugin_imports_nothing_of_the_core_until_a_run_config_turns_it_on(pytester: pytest.Pytester) -> None:
-    """pytest loads the plugin in every run of every project that installs it."""
+def test_the_plugin_imports_nothing_of_the_core_until_a_run_config_turns_it_on(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest loads the plugin in every run of every project that installs it.
+
+    Heavy libraries are compared with a run without the plugin: other installed
+    plugins (langsmith's, say, with the langmem extra) may import them themselves."""
     pytester.makepyfile(test_mine="""
+        import json
+        import os
         import sys
+
+        HEAVY = {"numpy", "pydantic", "yaml", "httpx2"}
 
         def test_core_not_loaded():
             loaded = sorted(m for m in sys.modules if m.startswith("pytest_evomemory"))
-            # the plugin, its small helpers (stash keys, the start-up heap handling) and the
-            # option declarations it adds to pytest's parser (standard library only)
-            assert loaded == ["pytest_evomemory", "pytest_evomemory.errors", "pytest_evomemory.options",
-                              "pytest_evomemory.plugin", "pytest_evomemory.plugin.heap",
-                              "pytest_evomemory.plugin.stash"], loaded
-            assert not {"numpy", "pydantic", "yaml", "httpx2"} & set(sys.modules)
+            with open(os.environ["IMPORTS_OUT"], "w") as out:
+                json.dump({"ours": loaded, "heavy": sorted(HEAVY & set(sys.modules))}, out)
     """)
-    pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=1)
+    seen = {}
+    for label, args in (("with", ()), ("without", ("-p", "no:evomemory"))):
+        out = pytester.path / f"imports-{label}.json"
+        monkeypatch.setenv("IMPORTS_OUT", str(out))
+        pytester.runpytest_subprocess("-p", "no:randomly", *args).assert_outcomes(passed=1)
+        seen[label] = json.loads(out.read_text())
+    # the plugin, its small helpers (stash keys, the start-up heap handling) and the
+    # option declarations it adds to pytest's parser (standard library only)
+    assert seen["with"]["ours"] == ["pytest_evomemory", "pytest_evomemory.errors", "pytest_evomemory.options",
+                                    "pytest_evomemory.plugin", "pytest_evomemory.plugin.heap",
+                                    "pytest_evomemory.plugin.stash"]
+    assert seen["without"]["ours"] == []
+    assert seen["with"]["heavy"] == seen["without"]["heavy"]  # the plugin adds none
 
 
 def test_dist_each_is_refused_before_any_worker_runs_a_stream(pytester: pytest.Pytester) -> None:

@@ -113,7 +113,7 @@ from pytest_evomemory.models import local
 from pytest_evomemory.types import Usage
 
 
-def load_model(path, n_ctx):
+def load_model(path, n_ctx, n_threads=1):
     return local._LoadedModel(object(), threading.Lock(), path, n_ctx)
 
 

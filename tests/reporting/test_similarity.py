@@ -92,3 +92,4 @@ def test_compare_correlates_the_memory_arms_gain_with_what_it_recalled(tmp_path:
     page = files.html.read_text()
     assert page.count('<svg class="similarity"') == 2  # one per stream for the one memory arm
     assert "Gain versus similarity" in page and "r = " in page
+
