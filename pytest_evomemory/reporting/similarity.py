@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..text import similarity
-from .stats import Z95
+from .stats import Z95, average_ranks
 
 if TYPE_CHECKING:
     from .rundata import RunData
@@ -79,18 +79,8 @@ def fisher_interval(r: float | None, n: int, z: float = Z95) -> tuple[float, flo
 
 
 def ranks(values: Sequence[float]) -> list[float]:
-    """Ranks from 1, ties sharing their average rank."""
-    order = sorted(range(len(values)), key=lambda index: values[index])
-    result = [0.0] * len(values)
-    start = 0
-    while start < len(order):
-        end = start
-        while end + 1 < len(order) and values[order[end + 1]] == values[order[start]]:
-            end += 1
-        for index in order[start : end + 1]:
-            result[index] = (start + end) / 2 + 1
-        start = end + 1
-    return result
+    """Ranks from 1, ties sharing their average rank (Spearman's rho ranks so)."""
+    return average_ranks(values)
 
 
 def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
