@@ -253,6 +253,7 @@ SCORE = fields(
     {
         "stream": text, "task_id": text, "position": count, "correct": flag, "error": optional(anything),
         "raw_answer": optional(anything), "details": mapping_of(anything), "group": optional(scalar),
+        "recall_similarity": optional(fraction),
     }
 )
 

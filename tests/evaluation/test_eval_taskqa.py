@@ -154,9 +154,9 @@ from pytest_evomemory.errors import ConfigError
 from pytest_evomemory.evaluation import MATCH_MODES
 from pytest_evomemory.evaluation.modes import register_match_mode
 loaded = lambda: sorted(m.rsplit(".", 1)[1] for m in sys.modules if m.startswith("pytest_evomemory.evaluation.")
-                        and m.rsplit(".", 1)[1] in ("aime", "choice", "gpqa", "toolbench"))
+                        and m.rsplit(".", 1)[1] in ("aime", "choice", "gpqa", "locomo", "toolbench"))
 assert loaded() == [], loaded()
-assert sorted(MATCH_MODES) == ["aime", "choice", "exact", "gpqa", "toolbench"]
+assert sorted(MATCH_MODES) == ["aime", "choice", "exact", "gpqa", "locomo_f1", "toolbench"]
 assert loaded() == []
 assert MATCH_MODES.get("aime").score.__name__ == "aime" and loaded() == ["aime"]
 try:
