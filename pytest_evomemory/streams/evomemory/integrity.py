@@ -9,18 +9,14 @@ a file the user placed by hand is theirs to delete.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from ...errors import DataError
+from ..pinfile import size_and_sha256, write_manifest_file
 from .sources import HubFile
-
-MANIFEST_NAME = ".evomemory-source.json"
 
 
 @dataclass(frozen=True)
@@ -32,16 +28,6 @@ class LocalFile:
     sha256: str
     #: True when the bytes equal the pin of the source; False when no pin is known.
     verified: bool
-
-
-def size_and_sha256(path: Path) -> tuple[int, str]:
-    digest = hashlib.sha256()
-    size = 0
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
-    return size, digest.hexdigest()
 
 
 def fetch_advice(source: HubFile, path: Path) -> str:
@@ -110,7 +96,4 @@ def write_manifest(source: HubFile, local: LocalFile, path: Path) -> None:
         "sha256": local.sha256,
         "verified": local.verified,
     }
-    handle, tmp = tempfile.mkstemp(prefix=".manifest-", dir=path.parent)
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        json.dump(manifest, out, indent=2)
-    os.replace(tmp, path)
+    write_manifest_file(path, manifest)

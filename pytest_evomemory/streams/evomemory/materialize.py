@@ -26,16 +26,15 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ...errors import DataError
+from ..pinfile import MANIFEST_NAME, size_and_sha256
 from .hub import HubAccess, HubUnreachable, describe_hub_error, download, hub_endpoint, hub_offline
 from .integrity import (
-    MANIFEST_NAME,
     LocalFile,
     check_bytes,
     fetch_advice,
     pin_mismatch,
     read_manifest,
     same_source,
-    size_and_sha256,
     write_manifest,
 )
 from .readers import Record, SourceFormatError, read_records

@@ -18,8 +18,9 @@ from typing import Any
 from ...config import BenchmarkConfig
 from ...errors import DataError
 from ..base import Stream
+from ..pinfile import size_and_sha256
 from .convert import to_stream
-from .materialize import materialize, resolve_data_dir, size_and_sha256
+from .materialize import materialize, resolve_data_dir
 from .schema import Conversation, read_samples
 from .source import LOCOMO10, GitHubFile, base_url
 

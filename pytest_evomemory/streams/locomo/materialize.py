@@ -12,7 +12,6 @@ serves it by setting ``EVOMEMORY_LOCOMO_URL``.
 
 from __future__ import annotations
 
-import hashlib
 import io
 import json
 import os
@@ -26,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from ...errors import DataError
+from ..pinfile import MANIFEST_NAME, size_and_sha256, write_manifest_file
 from .schema import Conversation, read_samples, read_zip_member
 from .source import BASE_URL_ENV, GitHubFile, base_url
 
@@ -38,7 +38,6 @@ DOWNLOAD_TIMEOUT_S = 60.0
 #: A download larger than this is refused before it fills the disk (the pinned
 #: file is 0.6 MB; locomo10.json is under 3 MB).
 MAX_DOWNLOAD_BYTES = 64 * 1024 * 1024
-_MANIFEST = ".evomemory-source.json"
 _TRUE = {"1", "true", "yes", "on"}
 
 
@@ -58,16 +57,6 @@ def resolve_data_dir(configured: str | None, base_dir: Path) -> Path:
         path = Path(configured).expanduser()
         return (path if path.is_absolute() else base_dir / path).resolve()
     return default_data_dir()
-
-
-def size_and_sha256(path: Path) -> tuple[int, str]:
-    digest = hashlib.sha256()
-    size = 0
-    with path.open("rb") as handle:
-        while chunk := handle.read(1 << 20):
-            digest.update(chunk)
-            size += len(chunk)
-    return size, digest.hexdigest()
 
 
 def offline() -> bool:
@@ -190,7 +179,7 @@ def _fetch(url: str, destination: Path, source: GitHubFile) -> None:
 def _manifest_revision(target: Path) -> str | None:
     """The commit our own download of ``target`` came from (None: placed by hand)."""
     try:
-        manifest = json.loads((target.parent / _MANIFEST).read_text(encoding="utf-8"))
+        manifest = json.loads((target.parent / MANIFEST_NAME).read_text(encoding="utf-8"))
     except (OSError, ValueError):
         return None
     revision = manifest.get("revision") if isinstance(manifest, dict) else None
@@ -202,10 +191,7 @@ def _write_manifest(source: GitHubFile, target: Path, size: int, digest: str) ->
         "repo_id": source.repo_id, "revision": source.revision, "filename": source.filename,
         "size": size, "sha256": digest, "verified": True,
     }
-    handle, tmp = tempfile.mkstemp(prefix=".manifest-", dir=target.parent)
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        json.dump(manifest, out, indent=2)
-    os.replace(tmp, target.parent / _MANIFEST)
+    write_manifest_file(target.parent / MANIFEST_NAME, manifest)
 
 
 @contextmanager

@@ -1,0 +1,40 @@
+"""The bytes of a pinned data file, shared by every benchmark's materializer.
+
+A downloaded file is accepted by its size and SHA-256, and a manifest beside it
+records where it came from, so a later run knows which pin it holds. Evo-Memory's
+Hugging Face files and LoCoMo's GitHub file are checked and recorded the same way.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+#: The manifest a materializer writes beside (or for) a file it downloaded.
+MANIFEST_NAME = ".evomemory-source.json"
+
+
+def size_and_sha256(path: Path) -> tuple[int, str]:
+    digest = hashlib.sha256()
+    size = 0
+    with path.open("rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+            size += len(chunk)
+    return size, digest.hexdigest()
+
+
+def write_manifest_file(path: Path, manifest: Mapping[str, Any]) -> None:
+    """Write a manifest atomically: a reader sees the old one or the new one."""
+    handle, tmp = tempfile.mkstemp(prefix=".manifest-", dir=path.parent)
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        json.dump(manifest, out, indent=2)
+    os.replace(tmp, path)
+
+
+__all__ = ["MANIFEST_NAME", "size_and_sha256", "write_manifest_file"]
