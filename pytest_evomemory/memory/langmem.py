@@ -48,11 +48,9 @@ from .libraries import (
     EmbeddingsEndpoint,
     LibraryOptions,
     ResolvedChat,
-    check_embedder,
-    endpoint_key,
+    check_library_options,
     has_words,
-    in_process_embedder,
-    resolve_chat,
+    library_clients,
 )
 from .snapshot import write_atomically
 from .tools import MemoryTool
@@ -78,11 +76,7 @@ def check_langmem_config(memory: MemoryConfig, agent_model: ModelConfig | None, 
     """What is knowable before a stream opens (the backend's ``check``; the extra
     itself is checked from ``requires``): the embedder, the endpoints and their keys."""
     options = memory.section(LangMemOptions)
-    check_embedder(memory, options, NAME, source)
-    if options.embeddings is not None:
-        endpoint_key(options.embeddings, NAME, source)
-    if options.infer:
-        resolve_chat(options.llm, agent_model, NAME, source)
+    check_library_options(memory, options, agent_model, NAME, source)
 
 
 def open_langmem_memory(memory: MemoryConfig, context: MemoryContext) -> LangMemMemory:
@@ -93,10 +87,7 @@ def open_langmem_memory(memory: MemoryConfig, context: MemoryContext) -> LangMem
     return LangMemMemory(
         default_top_k=memory.top_k,
         infer=options.infer,
-        chat=resolve_chat(options.llm, context.agent_model, NAME, source) if options.infer else None,
-        embedder=in_process_embedder(memory) if options.embeddings is None else None,
-        endpoint=options.embeddings,
-        endpoint_api_key=endpoint_key(options.embeddings, NAME, source) if options.embeddings else None,
+        **library_clients(memory, options, context.agent_model, NAME, source),
     )
 
 

@@ -24,7 +24,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Annotated
+from typing import IO, Annotated, Any
 
 from pydantic import Field, field_validator
 
@@ -210,6 +210,32 @@ def check_embedder(memory: MemoryConfig, options: LibraryOptions, backend: str, 
             f"hashing (no model), or {backend}.embeddings to an OpenAI-compatible /v1/embeddings endpoint",
             source=source, key="embedder",
         )
+
+
+def check_library_options(
+    memory: MemoryConfig, options: LibraryOptions, agent_model: ModelConfig | None, backend: str, source: str
+) -> None:
+    """What every library backend's ``check`` knows before a stream opens: one
+    embedder, its endpoint's key, and the chat model of ``infer``."""
+    check_embedder(memory, options, backend, source)
+    if options.embeddings is not None:
+        endpoint_key(options.embeddings, backend, source)
+    if options.infer:
+        resolve_chat(options.llm, agent_model, backend, source)
+
+
+def library_clients(
+    memory: MemoryConfig, options: LibraryOptions, agent_model: ModelConfig | None, backend: str, source: str
+) -> dict[str, Any]:
+    """The keyword arguments every library backend opens with: the chat model it
+    extracts facts with (``infer`` only), the embedder in this process or the
+    embeddings endpoint and its key."""
+    return {
+        "chat": resolve_chat(options.llm, agent_model, backend, source) if options.infer else None,
+        "embedder": in_process_embedder(memory) if options.embeddings is None else None,
+        "endpoint": options.embeddings,
+        "endpoint_api_key": endpoint_key(options.embeddings, backend, source) if options.embeddings else None,
+    }
 
 
 def in_process_embedder(memory: MemoryConfig) -> Embedder:

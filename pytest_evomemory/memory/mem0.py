@@ -48,13 +48,11 @@ from .libraries import (
     EmbeddingsEndpoint,
     LibraryOptions,
     ResolvedChat,
-    check_embedder,
+    check_library_options,
     claim_fresh_directory,
-    endpoint_key,
     has_words,
-    in_process_embedder,
+    library_clients,
     path_template_problem,
-    resolve_chat,
     store_directory,
 )
 from .snapshot import RecordLog
@@ -99,17 +97,13 @@ def check_mem0_config(memory: MemoryConfig, agent_model: ModelConfig | None, sou
     """What is knowable before a stream opens (the backend's ``check``; the extra
     itself is checked from ``requires``): the embedder, the endpoints and their keys."""
     options = memory.section(Mem0Options)
-    check_embedder(memory, options, NAME, source)
-    if options.embeddings is not None:
-        endpoint_key(options.embeddings, NAME, source)
-    if options.infer:
-        resolve_chat(options.llm, agent_model, NAME, source)
-        if os.environ.get("OPENROUTER_API_KEY"):
-            raise ConfigError(
-                f"{source}: key 'mem0.infer': OPENROUTER_API_KEY is set, and Mem0 then sends its fact "
-                "extraction to OpenRouter instead of the configured endpoint; unset it for this run",
-                source=source, key="mem0.infer",
-            )
+    check_library_options(memory, options, agent_model, NAME, source)
+    if options.infer and os.environ.get("OPENROUTER_API_KEY"):
+        raise ConfigError(
+            f"{source}: key 'mem0.infer': OPENROUTER_API_KEY is set, and Mem0 then sends its fact "
+            "extraction to OpenRouter instead of the configured endpoint; unset it for this run",
+            source=source, key="mem0.infer",
+        )
 
 
 def store_path(memory: MemoryConfig, context: MemoryContext) -> Path:
@@ -128,10 +122,7 @@ def open_mem0_memory(memory: MemoryConfig, context: MemoryContext) -> Mem0Memory
         default_top_k=memory.top_k,
         infer=options.infer,
         search_threshold=options.search_threshold,
-        chat=resolve_chat(options.llm, context.agent_model, NAME, source) if options.infer else None,
-        embedder=in_process_embedder(memory) if options.embeddings is None else None,
-        endpoint=options.embeddings,
-        endpoint_api_key=endpoint_key(options.embeddings, NAME, source) if options.embeddings else None,
+        **library_clients(memory, options, context.agent_model, NAME, source),
     )
 
 
