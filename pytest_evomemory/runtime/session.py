@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -34,16 +34,20 @@ from ..config import RunConfig
 from ..configload import load_run_config
 from ..configs import resolve_run_config
 from ..errors import ConfigError, EvoMemoryError
+from ..identity import configured_model, describe_model, run_identity
 from ..memory.base import MemoryContext
 from ..memory.factory import WaitNotice, backend_spec
 from ..memory.snapshot import StreamSnapshots, supports_snapshots
 from ..models.budget import SPEND_FILE, CostGuard, activate_cost_guard, active_cost_guard
 from ..models.limits import close_session_directory, open_session_directory, session_directory
 from ..options import Flags, SessionOptions
-from ..reporting.gain import GainResult, GainThreshold, parse_min_gain
+from ..reporting.gain import GainResult, GainThreshold, check_gains, parse_min_gain
+from ..reporting.html import ReportError, load_run, write_comparison, write_comparison_report
+from ..reporting.terminal import format_comparison
 from ..rundir import (
     DEFAULT_OUTPUT_ROOT,
     RUN_DOCUMENT,
+    SCHEMA_VERSION,
     ResumeState,
     RunDirError,
     SharedErrorCount,
@@ -52,6 +56,7 @@ from ..rundir import (
     load_resume_state,
     write_arms_manifest,
 )
+from ..streams.provenance import provenance_line
 from ..text import inert
 from ..types import BenchmarkSample
 from .arm import Arm, check_arm_names
@@ -283,7 +288,6 @@ class Session:
         compare_dir = (self.setup.invocation_dir / other).resolve()
         if compare_dir == self.run_dir.resolve():
             raise ConfigError(f"{flag} must name another run's directory")
-        from ..reporting.html import ReportError, load_run
 
         try:
             load_run(compare_dir)
@@ -573,7 +577,6 @@ class Session:
         failed = any(arm.failed for arm in self.arms)
         result = self.baseline.result
         if self.compare_dir is not None and result is not None and result.write_failure is None:
-            from ..reporting.html import ReportError, write_comparison_report
 
             try:
                 write_comparison_report([self.compare_dir, self.run_dir], self.run_dir / "compare.html")
@@ -593,8 +596,6 @@ class Session:
 
     def _compare_arms(self) -> bool:
         """Write the arms' comparison and judge the gain gates; True when the session fails."""
-        from ..reporting.gain import check_gains
-        from ..reporting.html import ReportError, write_comparison
 
         ran = [arm for arm in self.arms if arm.result is not None and arm.result.write_failure is None]
         if len(ran) < len(self.arms):
@@ -625,8 +626,6 @@ class Session:
 
     def header(self) -> list[str]:
         """What the session is about to run (pytest prints it in its header)."""
-        from ..identity import configured_model, describe_model
-        from ..streams.provenance import provenance_line
 
         lines = []
         if self.several:
@@ -676,7 +675,6 @@ class Session:
             return str(path)
 
     def _comparison_lines(self) -> list[Line]:
-        from ..reporting.terminal import format_comparison
 
         lines = [Line(f"evomemory: {' vs '.join(arm.name for arm in self.arms)}", section=True)]
         if self.comparison is None:
@@ -706,8 +704,6 @@ class Session:
     def json_report(self) -> dict[str, Any] | None:
         """The block a dashboard reads (pytest-json-report's ``evomemory`` key): one
         shape for one arm and for several (docs/artefacts.md)."""
-        from ..identity import run_identity
-        from ..rundir import SCHEMA_VERSION
 
         if not self.started:
             return None
@@ -736,7 +732,6 @@ def _arms_dir(setup: SessionSetup) -> Path:
 
 def _with_recorded(options: SessionOptions, resume: ResumeSource) -> SessionOptions:
     """The resumed session's options: what it recorded, unless given again."""
-    from dataclasses import replace
 
     return replace(
         options,
