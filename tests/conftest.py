@@ -45,6 +45,28 @@ def capture_responses(run: StreamRun) -> list[AgentResponse]:
     return captured
 
 
+#: What a session publishes to the processes it starts; a session must take it back when
+#: it ends, or a later session of this test process (its subprocesses too) inherits it.
+SESSION_VARIABLES = ("EVOMEMORY_SESSION_DIR", "EVOMEMORY_SPEND_FILE")
+
+
+@pytest.fixture(autouse=True)
+def _sessions_take_back_what_they_publish() -> Any:
+    """Fail the test whose session left a session variable behind (and clear it, so
+    the next test starts clean): a leak made two later runs share one cost cap."""
+    import os
+
+    before = {name: os.environ.get(name) for name in SESSION_VARIABLES}
+    yield
+    leaked = {name: os.environ.get(name) for name in SESSION_VARIABLES if os.environ.get(name) != before[name]}
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    assert not leaked, f"a session left {leaked} in the environment"
+
+
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "pytest_evomemory" / "configs"
 SAMPLE_MEMORY_RUN = CONFIGS / "runs" / "sample_memory.yaml"

@@ -2,8 +2,7 @@
 model call could pass the cap.
 
 The spend is shared by every process of the session (all pytest-xdist workers)
-through one small JSON file in the session's directory (see :mod:`.limits`),
-read and written under ``flock``:
+through one small JSON file, read and written under ``flock``:
 
     {"spent": 0.8125, "reserved": {"4711:12": 0.0031}, "stopped": null}
 
@@ -18,6 +17,12 @@ actual cost (priced from the usage it reports) when it returns. So the cap holds
 in the middle of a stream and across workers, at the price of stopping up to one
 call's most early. A worker that dies leaves a reservation that the next look
 drops (its process no longer exists).
+
+The file belongs to one session, not to the directory it sits in: the driver makes
+a new one (:func:`open_spend_file`) and names it in :data:`SPEND_FILE_ENV` for the
+workers it starts. A session directory shared on purpose (several shards on one
+machine, ``EVOMEMORY_SESSION_DIR`` set by the user) shares connection slots, never
+a spend: otherwise a resume would find the earlier session's cap already reached.
 """
 
 from __future__ import annotations
@@ -28,6 +33,7 @@ import itertools
 import json
 import os
 import threading
+import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -36,8 +42,8 @@ from ..errors import BudgetExhausted, ConfigError
 from ..pricing import Pricing
 from .base import ChatCompletion, ChatModel
 
-#: The shared spend file's name in the session directory.
-SPEND_FILE = "spend.json"
+#: The environment variable naming the session's spend file, for the workers it starts.
+SPEND_FILE_ENV = "EVOMEMORY_SPEND_FILE"
 
 #: Reply tokens assumed for a call whose config sets no ``max_tokens`` (the server's
 #: own limit applies then, which we cannot know); set ``max_tokens`` for a tight cap.
@@ -140,6 +146,33 @@ class CostGuard:
     def clear(self) -> None:
         with contextlib.suppress(OSError):
             self.path.unlink(missing_ok=True)
+
+
+def open_spend_file(directory: Path) -> tuple[Path, str | None]:
+    """For a driver starting a session with a cap: a new spend file in ``directory``,
+    named in :data:`SPEND_FILE_ENV` (xdist workers inherit it), and the value the
+    variable had before (restored by :func:`close_spend_file`)."""
+    before = os.environ.get(SPEND_FILE_ENV)
+    path = directory / f"spend-{uuid.uuid4().hex}.json"
+    os.environ[SPEND_FILE_ENV] = str(path)
+    return path, before
+
+
+def close_spend_file(path: Path, before: str | None) -> None:
+    with contextlib.suppress(OSError):
+        path.unlink(missing_ok=True)
+    if os.environ.get(SPEND_FILE_ENV) == str(path):
+        if before is None:
+            del os.environ[SPEND_FILE_ENV]
+        else:
+            os.environ[SPEND_FILE_ENV] = before
+
+
+def inherited_spend_file(directory: Path) -> Path:
+    """For a worker: the spend file its driver named, else one of its own in
+    ``directory`` (a worker on another host limits only itself)."""
+    named = os.environ.get(SPEND_FILE_ENV)
+    return Path(named) if named else directory / f"spend-{os.getpid()}.json"
 
 
 def _parse(text: str) -> dict[str, Any]:
@@ -247,11 +280,14 @@ def guarded(model: ChatModel, pricing: Pricing | None, max_tokens: int | None, w
 
 
 __all__ = [
-    "SPEND_FILE",
+    "SPEND_FILE_ENV",
     "BudgetedChatModel",
     "CostGuard",
     "activate_cost_guard",
     "active_cost_guard",
     "guarded",
+    "close_spend_file",
+    "inherited_spend_file",
     "most_a_call_costs",
+    "open_spend_file",
 ]

@@ -38,7 +38,14 @@ from ..identity import configured_model, describe_model, run_identity
 from ..memory.base import MemoryContext
 from ..memory.factory import WaitNotice, backend_spec
 from ..memory.snapshot import StreamSnapshots, supports_snapshots
-from ..models.budget import SPEND_FILE, CostGuard, activate_cost_guard, active_cost_guard
+from ..models.budget import (
+    CostGuard,
+    activate_cost_guard,
+    active_cost_guard,
+    close_spend_file,
+    inherited_spend_file,
+    open_spend_file,
+)
 from ..models.limits import close_session_directory, open_session_directory, session_directory
 from ..options import Flags, SessionOptions
 from ..reporting.gain import GainResult, GainThreshold, check_gains, parse_min_gain
@@ -197,17 +204,26 @@ class Session:
         (:mod:`..models.budget`); a worker uses the one it inherited. With a cap, every
         model client built in this process consults the shared guard."""
         self._shared_dir: Path | None = None
+        self._spend_file: tuple[Path, str | None] | None = None
         if not self.setup.worker:
             directory, created = open_session_directory()
             self._shared_dir = directory if created else None
         self.cost_guard: CostGuard | None = None
         if self.max_cost is not None:
-            self.cost_guard = CostGuard(session_directory() / SPEND_FILE, self.max_cost, flag=self.flags("max-cost"))
+            if self.setup.worker:
+                spend = inherited_spend_file(session_directory())
+            else:  # a spend of this session's own, even in a directory other sessions share
+                self._spend_file = open_spend_file(session_directory())
+                spend = self._spend_file[0]
+            self.cost_guard = CostGuard(spend, self.max_cost, flag=self.flags("max-cost"))
             activate_cost_guard(self.cost_guard)
 
     def _close_model_side(self) -> None:
         if self.cost_guard is not None and active_cost_guard() is self.cost_guard:
             activate_cost_guard(None)
+        if self._spend_file is not None:
+            close_spend_file(*self._spend_file)
+            self._spend_file = None
         if self._shared_dir is not None:
             close_session_directory(self._shared_dir, True)
             self._shared_dir = None

@@ -122,3 +122,30 @@ def test_evomemory_run_takes_the_same_cap_spelled_as_its_own_flag(
     summary = json.loads((pytester.path / "results" / "summary.json").read_text())
     assert summary["completion"]["complete"] is True and summary["overall"]["tasks"] == 10
     assert len(_responses(pytester.path)) == 20
+
+
+def test_a_session_directory_shared_on_purpose_shares_no_spend(
+    pytester: pytest.Pytester, scripted_openai_server: ServerFactory, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], tmp_path: Path,
+) -> None:
+    """``EVOMEMORY_SESSION_DIR`` set by the user (shards sharing connection slots)
+    outlives each session in it: the stopped session's spend must not follow the
+    resume into that directory, or the resume would stop at once on a cap it raised."""
+    from pytest_evomemory.cli import main as evomemory
+    from pytest_evomemory.models.budget import SPEND_FILE_ENV
+    from pytest_evomemory.models.limits import SESSION_DIR_ENV
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    monkeypatch.setenv(KEY_VARIABLE, SECRET)
+    monkeypatch.setenv(SESSION_DIR_ENV, str(shared))
+    monkeypatch.chdir(pytester.path)
+    server = scripted_openai_server()
+    config = _run_config(pytester.path, server.base_url).removeprefix("--evomemory-")
+    assert evomemory(["run", f"--{config}", "--max-cost", "6", "-q"]) == 2
+    assert "--max-cost $6 reached" in capsys.readouterr().out
+    assert evomemory(["run", "--resume=results", "--max-cost", "1000", "-q"]) == 0, capsys.readouterr().out
+    summary = json.loads((pytester.path / "results" / "summary.json").read_text())
+    assert summary["completion"]["complete"] is True and summary["overall"]["tasks"] == 10
+    assert os.environ[SESSION_DIR_ENV] == str(shared) and shared.is_dir()  # the user's directory stays
+    assert SPEND_FILE_ENV not in os.environ and not list(shared.glob("spend-*"))  # each session took its spend back
