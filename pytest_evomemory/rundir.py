@@ -10,6 +10,8 @@ Layout (schema version in every JSON document, see docs/artefacts.md)::
     summary.json                metrics, thresholds, completion
     report.html, compare.html   rendered from the files above
     history/<started>/          an earlier run's files, moved aside by a new run
+    side-run/                   a run of tasks picked by hand (node ids, -k): a run
+                                directory of its own, so the full run stays the result
     .lock                       held by the process that writes the directory
 
 Guarantees (each is tested):
@@ -58,6 +60,8 @@ COMPARISON = "compare.html"
 COMPARISON_DATA = "compare.json"
 TRANSCRIPTS = "transcripts"
 HISTORY = "history"
+#: Where a run of hand-picked tasks goes, inside the run directory it would replace.
+SIDE_RUN = "side-run"
 LOCK = ".lock"
 LOCK_OWNER = ".lock.owner"
 ERROR_COUNT = ".errors"
@@ -78,7 +82,7 @@ ARMS_DIRECTORY_FILES = (ARMS_MANIFEST, COMPARISON, COMPARISON_DATA)
 #: arms directory also holds a run (:func:`holds_a_run`), whose files and folders an
 #: arm's directory of that name would be.
 RESERVED_NAMES = frozenset(
-    name.lower() for name in (*RUN_FILES, ARMS_MANIFEST, TRANSCRIPTS, HISTORY, MEMORY, LOCK, LOCK_OWNER, ERROR_COUNT)
+    name.lower() for name in (*RUN_FILES, ARMS_MANIFEST, TRANSCRIPTS, HISTORY, SIDE_RUN, MEMORY, LOCK, LOCK_OWNER, ERROR_COUNT)
 )
 
 

@@ -34,6 +34,7 @@ def activate(config: pytest.Config, ini_configs: Callable[[pytest.Config], list[
         setup = SessionSetup(
             options, PYTEST_FLAGS, config.invocation_params.dir,
             tuple(str(arg) for arg in config.invocation_params.args), writes=writes, worker=worker,
+            hand_picked=_hand_picked(config),
         )
         session = Session.open(setup, ini_configs(config) or [])
     except EvoMemoryError as error:
@@ -45,6 +46,14 @@ def activate(config: pytest.Config, ini_configs: Callable[[pytest.Config], list[
             "and the run config (output directory, --evomemory-compare, --evomemory-resume)"
         )) from None
     config.stash[SESSION_KEY] = session
+    try:
+        _register(config, session, worker)
+    except BaseException:
+        session.release()  # the plugin that would release it at the end was never registered
+        raise
+
+
+def _register(config: pytest.Config, session: Session, worker: bool) -> None:
     from .collection import CollectionHooks
 
     config.pluginmanager.register(CollectionHooks(session), "evomemory-collection")
@@ -64,6 +73,20 @@ def activate(config: pytest.Config, ini_configs: Callable[[pytest.Config], list[
         config.pluginmanager.register(WorkerPlugin(config, session), "evomemory-worker")
     _add_benchmark_module_to_args(config)
     _accept_task_node_ids(config, session)
+
+
+def _hand_picked(config: pytest.Config) -> str | None:
+    """How the command line picks tasks by hand, if it does (the session then writes
+    a side run beside the full one instead of replacing it)."""
+    module = str(ITEMS_MODULE)
+    for arg in map(str, config.args):
+        path, separator, _ = arg.partition("::")
+        if task_id_of_argument(arg) is not None or (separator and str(Path(path).resolve()) == module):
+            return "node id"
+    for option, spelling in (("keyword", "-k"), ("deselect", "--deselect"), ("lf", "--lf")):
+        if getattr(config.option, option, None):
+            return spelling
+    return None
 
 
 def _describe(error: EvoMemoryError) -> str:

@@ -35,6 +35,8 @@ class ControllerPlugin:
         self.config = config
         self.session = session
         self.pytest_session: pytest.Session | None = None
+        #: the benchmark failed the session (a gate missed, results not written)
+        self._failed_by_benchmark = False
         if distributes(config) and config.getvalue("dist") == "each":
             # Every worker would run every stream: each task scored several times over.
             raise pytest.UsageError(
@@ -137,6 +139,7 @@ class ControllerPlugin:
             elif session.shouldstop:
                 self.session.stop(f"stopped early: {session.shouldstop}")
         outcome = self.session.finish(interrupted=interrupted)
+        self._failed_by_benchmark = outcome.failed
         # junitxml writes its file in its own sessionfinish, after this: it names what ran
         add_identity_properties(self.config, [(arm.name, arm.summary) for arm in self.session.arms])
         if outcome.failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
@@ -154,6 +157,10 @@ class ControllerPlugin:
             else:
                 style = {line.style: True} if line.style != "plain" else {}
                 terminalreporter.write_line(line.text, bold=line.bold, **style)
+        if self._failed_by_benchmark:
+            # pytest colours its last line red when a "failed" entry exists; an empty
+            # one adds no count ("24 passed" stays true) but ends a failed session in red
+            terminalreporter.stats.setdefault("failed", [])
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.session.termination.uninstall()

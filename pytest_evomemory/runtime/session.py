@@ -55,6 +55,7 @@ from ..rundir import (
     DEFAULT_OUTPUT_ROOT,
     RUN_DOCUMENT,
     SCHEMA_VERSION,
+    SIDE_RUN,
     ResumeState,
     RunDirError,
     SharedErrorCount,
@@ -103,6 +104,9 @@ class SessionSetup:
     writes: bool = True
     #: an xdist worker: runs episodes of streams a controller hands it
     worker: bool = False
+    #: how the user picked tasks by hand (``"node ids"``, ``"-k"``), if they did: such a
+    #: side run goes to ``<run dir>/side-run/`` and the full run stays the one readers find
+    hand_picked: str | None = None
 
 
 @dataclass(frozen=True)
@@ -258,7 +262,7 @@ class Session:
                 )
             resume = read_resume_source(here / options.resume, flags("resume"))
             options = _with_recorded(options, resume)
-            setup = SessionSetup(options, flags, here, setup.command, setup.writes, setup.worker)
+            setup = replace(setup, options=options)
         paths = [str(resolve_run_config(path, here)) for path in options.configs] if options.configs else (
             list(resume.configs) if resume is not None else list(configs)
         )
@@ -657,7 +661,10 @@ class Session:
                 f"{prefix}agent {agent.kind} ({agent.memory_strategy}), memory {arm.run_config.memory.backend} "
                 "(as configured; a conftest fixture may override them: the summary says what ran)",
                 f"{prefix}model {describe_model(configured_model(agent.model, arm.run_config.base_dir))}",
-                f"{prefix}results -> {arm.run_dir}",
+                f"{prefix}results -> {arm.run_dir}" + (
+                    f" (a side run of tasks picked by {self.setup.hand_picked}: the full run in "
+                    f"{arm.run_dir.parent} stays as it is)" if arm.run_dir.name == SIDE_RUN else ""
+                ),
             ]
         return [inert(line) for line in lines]  # names and data provenance come from files
 
@@ -743,7 +750,16 @@ class Session:
 def _arms_dir(setup: SessionSetup) -> Path:
     """The directory holding a session's arms (see :attr:`Session.comparison_dir`)."""
     where = setup.options.resume or setup.options.output_dir or DEFAULT_OUTPUT_ROOT
-    return (setup.invocation_dir / where).resolve()
+    return _side(setup, (setup.invocation_dir / where).resolve())
+
+
+def _side(setup: SessionSetup, run_dir: Path) -> Path:
+    """Where a session writes what it would write to ``run_dir``: a side run of
+    hand-picked tasks goes inside it (``side-run/``), so it never moves the full run
+    to ``history/``; a directory the user named (output dir, resume) is used as named."""
+    if setup.hand_picked is None or setup.options.output_dir or setup.options.resume:
+        return run_dir
+    return run_dir / SIDE_RUN
 
 
 def _with_recorded(options: SessionOptions, resume: ResumeSource) -> SessionOptions:
@@ -773,12 +789,12 @@ def _run_dirs(setup: SessionSetup, run_configs: Sequence[RunConfig], resume: Res
     if len(run_configs) == 1:
         run_config = run_configs[0]
         output = setup.options.resume or option or run_config.output_dir
-        run_dirs = [(here / output) if output else default_run_dir(run_config.name, here)]
+        run_dirs = [_side(setup, (here / output) if output else default_run_dir(run_config.name, here))]
     else:
-        parent = here / (option or setup.options.resume or DEFAULT_OUTPUT_ROOT)
+        parent = _side(setup, here / (option or setup.options.resume or DEFAULT_OUTPUT_ROOT))
         run_dirs = [
-            (here / run_config.output_dir) if run_config.output_dir and not option and not setup.options.resume
-            else parent / run_config.name
+            _side(setup, here / run_config.output_dir) if run_config.output_dir and not option
+            and not setup.options.resume else parent / run_config.name
             for run_config in run_configs
         ]
         if resume is not None and resume.manifest is not None:

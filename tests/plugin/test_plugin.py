@@ -136,13 +136,17 @@ def test_with_paths_the_users_tests_run_too_and_without_only_the_benchmark(pytes
 
 
 def test_thresholds_gate_the_exit_status(pytester: pytest.Pytester, write_run_config: Writer) -> None:
-    result = pytester.runpytest(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--evomemory-min-accuracy=0.9", "--evomemory-min-accuracy=sample_facts=0.5")
+    result = pytester.runpytest(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--evomemory-min-accuracy=0.9",
+                                "--evomemory-min-accuracy=sample_facts=0.5", "--color=yes")
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     result.stdout.fnmatch_lines([
-        "met: sample_facts accuracy 58.3%, minimum 50.0%",
-        "MISSED: overall accuracy 58.3%, minimum 90.0%",
+        "*met: sample_facts accuracy 58.3%, minimum 50.0%*",
+        "*MISSED: overall accuracy 58.3%, minimum 90.0%*",
         "*1 accuracy threshold(s) missed; the session fails*",
     ])
+    # the session ends as a failure ends: its last line red, its count still true
+    last = result.stdout.lines[-1]
+    assert last.startswith("\x1b[31m") and "24 passed" in last and "failed" not in last, repr(last)
     config = write_run_config(benchmark={"benchmark": "sample", "thresholds": {"overall": 0.5, "streams": {"sample_choice": 0.5}}})
     result = pytester.runpytest(f"--evomemory-config={config}")
     assert result.ret == pytest.ExitCode.OK

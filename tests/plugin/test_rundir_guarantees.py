@@ -62,15 +62,21 @@ def test_a_run_of_fewer_tasks_never_destroys_an_earlier_complete_run(
         pytester.runpytest_subprocess("--evomemory-config=run.yaml", *args)
     else:
         pytester.runpytest("--evomemory-config=run.yaml", *args)
-    if runs_tasks:
-        # the earlier run moved aside, byte for byte; the new one says it is partial
+    if runs_tasks and "--evomemory-limit=1" in args:
+        # a limit is the new run's plan (complete): the earlier run moves aside, byte for byte
         (kept,) = (run_dir / "history").iterdir()
         assert {name: (kept / name).read_bytes() for name in complete} == complete
-        # a limit is the new run's plan (complete); -k and a node id run part of it
-        assert summary_of(run_dir)["completion"]["complete"] is ("--evomemory-limit=1" in args)
+        assert summary_of(run_dir)["completion"]["complete"] is True
         # both stay usable: compare the earlier run with the new one, report the old one
         assert evomemory(["compare", str(kept), str(run_dir), "-o", str(project / "c.html")]) == 0
         assert evomemory(["report", str(kept)]) == 0
+    elif runs_tasks:
+        # -k and a node id pick tasks by hand: a side run of its own, the full run stays the result
+        assert {name: (run_dir / name).read_bytes() for name in complete} == complete
+        assert not (run_dir / "history").exists()
+        side = run_dir / "side-run"
+        assert summary_of(side)["completion"]["complete"] is False
+        assert evomemory(["compare", str(run_dir), str(side), "-o", str(project / "c.html")]) == 0
     else:
         assert {name: (run_dir / name).read_bytes() for name in complete} == complete
         assert not (run_dir / "history").exists()
@@ -172,7 +178,7 @@ def test_an_incomplete_run_never_passes_a_threshold(pytester: pytest.Pytester, p
     result = pytester.runpytest("--evomemory-config=run.yaml", "-k", "f01 or c01", "--evomemory-min-accuracy=0")
     result.assert_outcomes(passed=2)
     assert result.ret == pytest.ExitCode.TESTS_FAILED
-    summary = summary_of(project / RUN_DIR)
+    summary = summary_of(project / RUN_DIR / "side-run")  # -k picks tasks by hand: a side run
     assert summary["completion"]["tasks_run"] == 2 and summary["thresholds_met"] is False
     result.stdout.fnmatch_lines(["*thresholds are not passed by an incomplete run*"])
 
