@@ -157,7 +157,7 @@ F1_METRIC = Metric(
 )
 
 
-@register_match_mode(MODE, metrics=(F1_METRIC,))
+@register_match_mode(MODE, metrics=(F1_METRIC,), headline=F1_METRIC.name)
 def locomo_f1(answer: str, sample: BenchmarkSample) -> Score:
     """LoCoMo's official per-category score (see the module docstring)."""
     value, scored, details = locomo_value(answer, sample)
