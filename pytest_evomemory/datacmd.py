@@ -2,8 +2,10 @@
 
 CI wants the data in its cache and checked before a run spends any model time, and an
 air-gapped machine wants to know where to copy the files. The three subcommands use
-exactly the code a run uses (:mod:`pytest_evomemory.streams.evomemory`), so a
-file that passes ``verify`` is a file the run accepts.
+exactly the code a run uses (:mod:`pytest_evomemory.streams.evomemory`, and for
+``--benchmark locomo`` :mod:`pytest_evomemory.streams.locomo.materialize`), so a
+file that passes ``verify`` is a file the run accepts. LoCoMo's ten conversations
+live in one pinned file: each selected conversation gets its line, naming that file.
 
 Exit status: 0 every selected stream is in place and accepted; 1 at least one is
 missing, refused (its hash differs from the pin or from the recorded one, or it does
@@ -23,6 +25,9 @@ from .errors import ConfigError, DataError
 if TYPE_CHECKING:
     from .streams.evomemory import HubStream
 
+#: The benchmarks with upstream files, for ``--benchmark``.
+BENCHMARKS = ("evomemory_single_turn", "locomo")
+
 PROG = "evomemory data"
 OK = 0
 DATA_PROBLEM = 1
@@ -34,7 +39,8 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
     data = commands.add_parser(
         "data",
         help="download, verify or locate the benchmark's upstream data files",
-        description="The upstream files of the evomemory_single_turn streams: download them into the "
+        description="The upstream files of the evomemory_single_turn streams, or of LoCoMo's conversations "
+        "(--benchmark locomo): download them into the "
         "cache (fetch), check their hashes without network (verify), or print where they live (where). "
         "Exit status: 0 all selected streams are fine, 1 a file is missing, refused or failed to "
         "download, 2 usage error.",
@@ -66,14 +72,23 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
             metavar="NAME",
             action="append",
             default=None,
-            help="only this stream (repeatable; default: all)",
+            help="only this stream (repeatable; default: all); for LoCoMo a conversation such as conv-26",
+        )
+        action.add_argument(
+            "--benchmark",
+            choices=BENCHMARKS,
+            default=None,
+            help="whose files (default: --config's benchmark, else evomemory_single_turn)",
         )
 
 
 def run(args: argparse.Namespace) -> int:
     """Carry out ``evomemory data ...``; returns the exit status."""
     try:
-        data_dir, streams = _selection(args)
+        benchmark, configured, base_dir, selected = _chosen(args)
+        if benchmark == "locomo":
+            return _locomo(args, configured, base_dir, selected)
+        data_dir, streams = _selection(benchmark, configured, base_dir, selected, args.data_dir)
     except ConfigError as error:
         _error(str(error))
         return USAGE_ERROR
@@ -82,38 +97,83 @@ def run(args: argparse.Namespace) -> int:
     return _check(data_dir, streams, download=args.data_command == "fetch")
 
 
-def _selection(args: argparse.Namespace) -> tuple[Path, list[HubStream]]:
+def _chosen(args: argparse.Namespace) -> tuple[str, str | None, Path, list[str] | None]:
+    """(benchmark, the config's data_dir, the directory it is relative to, the streams selected)."""
     from .configload import load_run_config
     from .configs import resolve_run_config
-    from .streams import get_source
-    from .streams.evomemory import HubBenchmark
-    from .streams.evomemory.materialize import resolve_data_dir
 
     configured: str | None = None
     base_dir = Path.cwd()
-    benchmark = "evomemory_single_turn"
+    benchmark = args.benchmark or "evomemory_single_turn"
     selected: list[str] | None = args.stream
     if args.config is not None:
         config = load_run_config(resolve_run_config(str(args.config), Path.cwd()))
         configured, base_dir = config.benchmark.data_dir, config.base_dir
+        if args.benchmark is not None and args.benchmark != config.benchmark.benchmark:
+            raise ConfigError(
+                f"--benchmark {args.benchmark} but {args.config} runs benchmark {config.benchmark.benchmark!r}; "
+                "give one of them"
+            )
         benchmark = config.benchmark.benchmark
         if selected is None:
             selected = config.benchmark.streams
-    source = get_source(benchmark)
-    if not isinstance(source, HubBenchmark):
-        raise ConfigError(f"benchmark {benchmark!r} has no upstream data files to fetch")
-    available = dict(source.streams)
+    return benchmark, configured, base_dir, selected
+
+
+def _unknown(selected: list[str] | None, available: list[str]) -> None:
     unknown = [name for name in selected or () if name not in available]
     if unknown:
         raise ConfigError(
             f"unknown stream(s) {', '.join(map(repr, unknown))}; available: {', '.join(available)}"
         )
+
+
+def _selection(
+    benchmark: str, configured: str | None, base_dir: Path, selected: list[str] | None, data_dir: Path | None
+) -> tuple[Path, list[HubStream]]:
+    from .streams import get_source
+    from .streams.evomemory import HubBenchmark
+    from .streams.evomemory.materialize import resolve_data_dir
+
+    source = get_source(benchmark)
+    if not isinstance(source, HubBenchmark):
+        raise ConfigError(f"benchmark {benchmark!r} has no upstream data files to fetch")
+    available = dict(source.streams)
+    _unknown(selected, list(available))
     streams = [stream for name, stream in available.items() if selected is None or name in selected]
-    if args.data_dir is not None:
-        data_dir = args.data_dir.expanduser().resolve()
-    else:
-        data_dir = resolve_data_dir(configured, base_dir)
-    return data_dir, streams
+    if data_dir is not None:
+        return data_dir.expanduser().resolve(), streams
+    return resolve_data_dir(configured, base_dir), streams
+
+
+def _locomo(args: argparse.Namespace, configured: str | None, base_dir: Path, selected: list[str] | None) -> int:
+    """``evomemory data ... --benchmark locomo``: the one pinned file of the ten
+    conversations, one line per selected conversation."""
+    from .streams import get_source
+    from .streams.locomo import LocomoBenchmark
+    from .streams.locomo.materialize import local_path, materialize, resolve_data_dir, verify
+
+    source = get_source("locomo")
+    if not isinstance(source, LocomoBenchmark):  # pragma: no cover - the registry's own entry
+        raise ConfigError("benchmark 'locomo' is not LoCoMo's reader")
+    _unknown(selected, list(source.names))
+    names = [name for name in source.names if selected is None or name in selected]
+    data_dir = args.data_dir.expanduser().resolve() if args.data_dir is not None else resolve_data_dir(configured, base_dir)
+    path = local_path(source.source, data_dir)
+    if args.data_command == "where":
+        print(f"data_dir\t{data_dir}")
+        for name in names:
+            print(f"{name}\t{path}\t{'present' if path.is_file() else 'missing'}")
+        return OK
+    try:
+        path, conversations = (materialize if args.data_command == "fetch" else verify)(source.source, data_dir)
+    except DataError as error:
+        _error(str(error))
+        return DATA_PROBLEM
+    questions = {conversation.sample_id: len(conversation.questions) for conversation in conversations}
+    for name in names:
+        print(f"{name}\tverified\tsha256 {source.source.sha256}\t{questions.get(name, 0)} questions\t{path}")
+    return OK
 
 
 def _where(data_dir: Path, streams: list[HubStream]) -> int:

@@ -61,7 +61,8 @@ OPTIONS: tuple[Option, ...] = (
            help="run only this stream (repeatable); default: every stream of the benchmark"),
     Option(
         "min-accuracy", metavar="[ARM:][STREAM=]FRACTION", kind="list",
-        help="fail if overall (or STREAM's) accuracy is below FRACTION; repeatable; with several arms "
+        help="fail if overall (or STREAM's) accuracy is below FRACTION (for a stream whose match mode "
+        "declares a headline mean, LoCoMo's mean F1); repeatable; with several arms "
         "it applies to each, or to ARM alone",
     ),
     Option(

@@ -20,8 +20,9 @@ when the (option-mapped, lower-cased) answer contains "no information available"
 or "not mentioned", else 0.
 
 ``Score.value`` is that number in [0, 1]; ``Score.correct`` is ``value >= 0.5``
-(our convention, so that accuracy, McNemar and the gates have a yes/no outcome;
-LoCoMo itself reports only the mean F1, which reports compute from ``value``).
+(our convention, so that accuracy and McNemar have a yes/no outcome; LoCoMo
+itself reports only the mean F1, which the mode declares as its headline figure:
+the gates read it and the reports lead with it, computed from ``value``).
 """
 
 from __future__ import annotations
@@ -157,7 +158,7 @@ F1_METRIC = Metric(
 )
 
 
-@register_match_mode(MODE, metrics=(F1_METRIC,))
+@register_match_mode(MODE, metrics=(F1_METRIC,), headline=F1_METRIC.name)
 def locomo_f1(answer: str, sample: BenchmarkSample) -> Score:
     """LoCoMo's official per-category score (see the module docstring)."""
     value, scored, details = locomo_value(answer, sample)

@@ -52,12 +52,30 @@ class MatchModeSpec:
     ``score`` judges one answer; ``metrics`` are the figures its scores support
     beyond accuracy; ``check_target`` says why a task's target could never be
     matched (``None`` when it can), so such a task is refused when the stream loads.
+    ``headline`` names the declared mean figure the dataset itself reports (LoCoMo's
+    mean F1): the figure ``--evomemory-min-accuracy`` and ``thresholds`` gate on, and
+    the one the per-category table and the comparison's continuous statistics use.
+    ``None``: the headline is the accuracy.
     """
 
     name: str
     score: MatchMode
     metrics: tuple[Metric, ...] = ()
     check_target: Callable[[BenchmarkSample], str | None] | None = None
+    headline: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.headline is not None and self.headline_metric is None:
+            raise ValueError(
+                f"match mode {self.name!r}: headline {self.headline!r} is not one of its declared mean figures"
+            )
+
+    @property
+    def headline_metric(self) -> Metric | None:
+        """The declared mean figure the mode reports as its headline, None for accuracy."""
+        return next(
+            (metric for metric in self.metrics if metric.name == self.headline and metric.kind == "mean"), None
+        )
 
 
 #: Mode name -> spec. Built-in modes in other modules are imported on first lookup:
@@ -79,8 +97,12 @@ def register_match_mode(
     *,
     metrics: tuple[Metric, ...] = (),
     check_target: Callable[[BenchmarkSample], str | None] | None = None,
+    headline: str | None = None,
 ) -> Callable[[MatchMode], MatchMode]:
     """Register a mode under ``name`` (used by built-in and user-defined streams).
+
+    ``headline`` names one of ``metrics`` of kind ``"mean"`` that replaces accuracy
+    as the mode's headline figure (:attr:`MatchModeSpec.headline`).
 
     A built-in name (``exact``, ``choice``, ``gpqa``, ``aime``, ``toolbench``, ``locomo_f1``) is
     refused with :class:`ConfigError` unless the mode is the built-in one itself.
@@ -89,7 +111,7 @@ def register_match_mode(
     def decorate(mode: MatchMode) -> MatchMode:
         __tracebackhide__ = True  # pytest shows the user's conftest line, not ours
         owner = getattr(mode, "__module__", None)
-        MATCH_MODES.register(name, MatchModeSpec(name, mode, metrics, check_target), owner=owner)
+        MATCH_MODES.register(name, MatchModeSpec(name, mode, metrics, check_target, headline), owner=owner)
         return mode
 
     return decorate
@@ -98,6 +120,15 @@ def register_match_mode(
 def match_mode(name: str) -> MatchModeSpec:
     """The spec of mode ``name`` (ConfigError naming the known modes otherwise)."""
     return MATCH_MODES.get(name)
+
+
+def headline_metric(mode: object) -> Metric | None:
+    """The headline mean figure of the mode a scored item names (``match_mode``), or
+    None: the mode's headline is accuracy, or the mode is unknown (an artefact
+    written by a conftest mode not loaded now)."""
+    if not isinstance(mode, str) or mode not in MATCH_MODES:
+        return None
+    return MATCH_MODES.get(mode).headline_metric
 
 
 # Zero-width and format characters survive NFKC and make two visually identical

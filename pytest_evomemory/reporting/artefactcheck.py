@@ -208,6 +208,12 @@ METRICS = every(fields(
 ), _figures)
 
 _COMPONENT = optional(fields({"class": scalar, "factory": scalar}))
+#: A row of summary.json's ``categories`` (LoCoMo's mean F1 per category).
+_CATEGORY_ROW = fields({
+    "category": text, "tasks": count, "mean": optional(fraction), "ci_low": optional(fraction), "ci_high": optional(fraction),
+    "correct": count, "accuracy": optional(fraction), "evidence_recall": optional(fraction),
+    "evidence_questions": count,
+})
 def _model_value(value: object, key: str) -> None:
     """A model's settings are scalars; ``reported`` lists the names the server gave,
     ``pricing`` holds the prices (the reports show them as text)."""
@@ -229,7 +235,13 @@ SUMMARY = fields(
         "streams": mapping_of(METRICS),
         "overall": METRICS,
         "passed": flag, "thresholds_met": flag,
-        "thresholds": list_of(fields({"scope": text, "minimum": fraction, "accuracy": optional(fraction), "met": flag})),
+        "thresholds": list_of(fields({
+            "scope": text, "label": optional(text), "minimum": fraction, "value": optional(fraction),
+            "accuracy": optional(fraction), "met": flag,
+        })),
+        "categories": optional(fields({
+            "label": optional(text), "by_category": list_of(_CATEGORY_ROW), "overall": _CATEGORY_ROW,
+        })),
         "failed_episodes": list_of(fields({
             "stream": text, "task_id": optional(scalar), "position": optional(count), "phase": text,
             "reason": anything, "traceback": optional(text),
@@ -253,7 +265,7 @@ SCORE = fields(
     {
         "stream": text, "task_id": text, "position": count, "correct": flag, "error": optional(anything),
         "raw_answer": optional(anything), "details": mapping_of(anything), "group": optional(scalar),
-        "recall_similarity": optional(fraction),
+        "recall_similarity": optional(fraction), "match_mode": optional(text), "value": optional(fraction),
     }
 )
 

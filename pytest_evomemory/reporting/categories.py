@@ -1,11 +1,13 @@
 """Mean score per question category, for streams scored on a continuous scale.
 
-LoCoMo reports its token F1 per category (multi-hop, temporal, open-domain,
-single-hop, adversarial) and overall; this is that table, computed from the
+LoCoMo reports its token F1 per category (single-hop, multi-hop, temporal,
+open-domain, adversarial) and overall; this is that table, computed from the
 run's scored items (``scores.jsonl``), each mean with its bootstrap interval
 (:func:`.stats.mean_interval`), beside the share of answers with F1 >= 0.5 and
 the mean evidence recall. A failed episode is a scored item with value 0: it
-stays in the denominator, as it does for accuracy.
+stays in the denominator, as it does for accuracy. ``summary.json`` carries it
+as ``categories`` (:func:`category_table`) when the run's match modes declare a
+mean headline figure (:attr:`~pytest_evomemory.evaluation.modes.MatchModeSpec.headline`).
 """
 
 from __future__ import annotations
@@ -13,25 +15,38 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from ..evaluation.modes import Metric
 from .stats import mean_interval
 
-#: Category numbers by name (LoCoMo's), for ordering rows as the data numbers them.
-_ORDER = {"multi-hop": 1, "temporal": 2, "open-domain": 3, "single-hop": 4, "adversarial": 5}
+#: Row order by category name: the order of the LoCoMo paper's tables, which is how
+#: upstream prints its per-category figures (snap-research/locomo,
+#: task_eval/evaluation_stats.py, ``analyze_aggr_acc``: ``keys = [4, 1, 2, 3, 5]``),
+#: i.e. the data's categories 4, 1, 2, 3, 5 (docs/locomo.md, "Categories").
+_ORDER = {"single-hop": 1, "multi-hop": 2, "temporal": 3, "open-domain": 4, "adversarial": 5}
 
 
-def score_value(scored: Mapping[str, Any]) -> float:
-    """A scored item's value in [0, 1]: ``value`` when recorded, else 1/0 from
-    ``correct``; 0 for a failed episode."""
-    if scored.get("error"):
-        return 0.0
-    value = scored.get("value")
+def _finite(value: object) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0:
         return float(value)
+    return None
+
+
+def score_value(scored: Mapping[str, Any], detail: str | None = None) -> float:
+    """A scored item's value in [0, 1]: its ``details[detail]`` when given and
+    recorded (the mode's declared figure, LoCoMo's ``f1``), else ``value`` when
+    recorded, else 1/0 from ``correct``; 0 for a failed episode."""
+    if scored.get("error"):
+        return 0.0
+    details = scored.get("details")
+    if detail is not None and isinstance(details, Mapping) and (found := _finite(details.get(detail))) is not None:
+        return found
+    if (value := _finite(scored.get("value"))) is not None:
+        return value
     return 1.0 if scored.get("correct") else 0.0
 
 
-def _row(items: list[Mapping[str, Any]], seed: int) -> dict[str, Any]:
-    values = [score_value(item) for item in items]
+def _row(items: list[Mapping[str, Any]], detail: str | None, seed: int) -> dict[str, Any]:
+    values = [score_value(item, detail) for item in items]
     estimate = mean_interval(values, seed=seed)
     recalls = [
         float(recall) for item in items
@@ -52,14 +67,19 @@ def _row(items: list[Mapping[str, Any]], seed: int) -> dict[str, Any]:
     }
 
 
-def category_summary(scores: Iterable[Mapping[str, Any]], *, seed: int = 0) -> dict[str, Any]:
-    """``{"categories": {name: row, ...}, "overall": row}`` over ``scores``.
+def category_summary(
+    scores: Iterable[Mapping[str, Any]], *, detail: str | None = None, seed: int = 0
+) -> dict[str, Any]:
+    """``{"by_category": [row, ...], "overall": row}`` over ``scores``; each category's
+    row names it (``category``), in order (JSON writers may sort an object's keys,
+    never a list).
 
-    A row: ``tasks``, ``mean`` (mean score, e.g. F1) with ``ci_low``/``ci_high``,
-    ``correct`` and ``accuracy`` (score >= the mode's yes/no cut), and
-    ``evidence_recall`` (mean over the questions that report one, ``None`` if none).
-    Categories are the scored items' ``group``, in LoCoMo's numbering order, other
-    groups after them by name.
+    A row: ``tasks``, ``mean`` (mean score, e.g. F1: :func:`score_value`) with
+    ``ci_low``/``ci_high`` (95 % percentile bootstrap), ``correct`` and
+    ``accuracy`` (the items' yes/no outcome, F1 >= 0.5 for LoCoMo), and
+    ``evidence_recall`` (mean over the ``evidence_questions`` that report one,
+    ``None`` if none). Categories are the scored items' ``group``, in the LoCoMo
+    paper's order, other groups after them by name.
     """
     items = list(scores)
     groups: dict[str, list[Mapping[str, Any]]] = {}
@@ -67,9 +87,18 @@ def category_summary(scores: Iterable[Mapping[str, Any]], *, seed: int = 0) -> d
         groups.setdefault(str(item.get("group")), []).append(item)
     ordered = sorted(groups, key=lambda name: (_ORDER.get(name, 99), name))
     return {
-        "categories": {name: _row(groups[name], seed) for name in ordered},
-        "overall": _row(items, seed) if items else _row([], seed),
+        "by_category": [{"category": name, **_row(groups[name], detail, seed)} for name in ordered],
+        "overall": _row(items, detail, seed),
     }
 
 
-__all__ = ["category_summary", "score_value"]
+def category_table(scores: Iterable[Mapping[str, Any]], metric: Metric | None) -> dict[str, Any] | None:
+    """``summary.json``'s ``categories``: the headline mean figure (``metric``,
+    LoCoMo's F1) per category and overall, or None when the headline is accuracy
+    (the per-group accuracy is then the streams' ``groups``)."""
+    if metric is None:
+        return None
+    return {"metric": metric.name, "label": metric.label, **category_summary(scores, detail=metric.detail)}
+
+
+__all__ = ["category_summary", "category_table", "score_value"]

@@ -175,6 +175,37 @@ def stream_columns(streams: Sequence[Metrics], where: Where) -> list[Column]:
     return [column for column in columns if where in column.where]
 
 
+def category_columns(label: str) -> list[Column]:
+    """The per-category table's columns (``summary.json``'s ``categories`` rows: the
+    headline mean figure ``label``, LoCoMo's F1, per question category), for the
+    terminal and the page alike."""
+    return [
+        Column("questions", "questions of the category scored; a failed episode counts 0", lambda r: count(r.get("tasks"))),
+        Column(f"mean {label}", f"mean {label} over the questions (the figure the benchmark reports)",
+               lambda r: percent(r.get("mean"))),
+        Column("95% CI", f"95 % percentile bootstrap interval of the mean {label}, in percent",
+               lambda r: interval([r.get("ci_low"), r.get("ci_high")])),
+        Column("Acc.", "share of questions the match mode counts correct (LoCoMo: F1 >= 0.5)",
+               lambda r: percent(r.get("accuracy"))),
+        Column("evidence recall", "mean share of a question's evidence turns among the records recalled for it",
+               lambda r: percent(r.get("evidence_recall"))),
+        Column("with evidence", "questions that report an evidence recall (none for an arm without memory)",
+               lambda r: count(r.get("evidence_questions"))),
+    ]
+
+
+def category_rows(categories: object) -> tuple[str, list[tuple[str, Metrics]], Metrics] | None:
+    """``(label, [(category, row), ...], overall row)`` of a summary's ``categories``,
+    or None when it has none (an accuracy headline, or a summary written before)."""
+    if not isinstance(categories, Mapping):
+        return None
+    by_category, overall = categories.get("by_category"), categories.get("overall")
+    if not isinstance(by_category, list) or not isinstance(overall, Mapping):
+        return None
+    rows = [(str(row.get("category")), row) for row in by_category if isinstance(row, Mapping)]
+    return str(categories.get("label") or "score"), rows, overall
+
+
 def grouped(columns: Sequence[Column]) -> list[tuple[Group, str, list[Column]]]:
     """``columns`` as the tables a page shows: (group, caption, its columns), in
     :data:`GROUPS` order, groups without a column left out."""
@@ -187,6 +218,8 @@ __all__ = [
     "GROUPS",
     "Column",
     "Group",
+    "category_columns",
+    "category_rows",
     "count",
     "decimal",
     "dollars",

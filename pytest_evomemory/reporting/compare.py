@@ -5,6 +5,11 @@ document :func:`build_comparison` returns, so they cannot disagree. Per stream
 and overall it holds each run's accuracy with its 95 % Wilson interval and, for
 every run after the first (the baseline), the paired difference on the tasks both
 ran with Newcombe's interval and the exact McNemar p-value (:mod:`.stats`).
+When the runs' match modes declare a continuous headline figure (LoCoMo's F1,
+:func:`.summary.shared_headline`), each paired entry also holds, under
+``continuous``, the paired bootstrap interval of the mean difference and the
+Wilcoxon signed-rank p-value on the tasks both ran, beside McNemar on the yes/no
+outcome (F1 >= 0.5).
 
 Runs are only comparable task by task: when two runs cover different streams or
 different tasks (another ``limit``, another category filter), the difference is
@@ -18,11 +23,14 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..evaluation.modes import Metric
 from ..identity import recorded_identity
 from ..rundir import SCHEMA_VERSION
+from .categories import score_value
 from .columns import figures_of
 from .similarity import similarity_analysis
-from .stats import Proportion, compare_paired
+from .stats import Proportion, compare_paired, paired_bootstrap, wilcoxon_signed_rank
+from .summary import shared_headline
 
 if TYPE_CHECKING:
     from .rundata import RunData
@@ -44,6 +52,34 @@ def outcomes(run: RunData, stream: str | None = None) -> dict[TaskKey, bool]:
             continue
         result[(name, str(scored.get("task_id")))] = bool(scored.get("correct")) and not scored.get("error")
     return result
+
+
+def _scored(run: RunData, stream: str | None) -> list[Mapping[str, Any]]:
+    return [scored for scored in run.scores if stream is None or str(scored.get("stream")) == stream]
+
+
+def values(run: RunData, metric: Metric, stream: str | None = None) -> dict[TaskKey, float]:
+    """Each scored task's value of the continuous figure ``metric`` (LoCoMo's F1; a
+    failed episode is 0, :func:`.categories.score_value`), optionally of one stream."""
+    return {
+        (str(scored.get("stream")), str(scored.get("task_id"))): score_value(scored, metric.detail)
+        for scored in _scored(run, stream)
+    }
+
+
+def continuous_comparison(
+    metric: Metric, first: Mapping[TaskKey, float], second: Mapping[TaskKey, float]
+) -> dict[str, Any]:
+    """``second - first`` on the tasks both ran: the mean difference with its paired
+    percentile bootstrap 95 % interval, and the two-sided Wilcoxon signed-rank test."""
+    estimate = paired_bootstrap(first, second)
+    test = wilcoxon_signed_rank(first, second)
+    return {
+        "metric": metric.name, "label": metric.label, "paired_tasks": estimate.n,
+        "mean_difference": estimate.mean, "ci_low": estimate.low, "ci_high": estimate.high,
+        "wilcoxon_statistic": test.statistic, "wilcoxon_p": test.p_value, "wilcoxon_method": test.method,
+        "nonzero": test.nonzero,
+    }
 
 
 def stream_names(runs: Sequence[RunData]) -> list[str]:
@@ -83,6 +119,8 @@ def _scope(runs: Sequence[RunData], stream: str | None) -> dict[str, Any]:
     picked = [run.overall if stream is None else run.streams.get(stream) for run in runs]
     entries = [_run_entry(run, metrics) for run, metrics in zip(runs, picked, strict=True)]
     base = outcomes(runs[0], stream)
+    headline = shared_headline(item for run in runs for item in _scored(run, stream))
+    base_values = values(runs[0], headline, stream) if headline is not None else {}
     versus = []
     differ = False
     for run, metrics in zip(runs[1:], picked[1:], strict=True):
@@ -95,6 +133,9 @@ def _scope(runs: Sequence[RunData], stream: str | None) -> dict[str, Any]:
             "same_tasks": same and bool(base),
             "only_in_baseline": len(set(base) - set(mine)),
             "only_in_this_run": len(set(mine) - set(base)),
+            "continuous": None if headline is None else continuous_comparison(
+                headline, base_values, values(run, headline, stream)
+            ),
         })
         versus.append(paired)
     return {"runs": entries, "vs_baseline": versus, "task_sets_differ": differ}
@@ -195,9 +236,34 @@ def _figures(runs: Sequence[RunData]) -> dict[str, str]:
     return found
 
 
+#: How ``continuous`` (a continuous headline figure, LoCoMo's F1) is computed.
+_CONTINUOUS_METHODS = {
+    "mean_difference_ci": "paired percentile bootstrap (10,000 resamples of the tasks both runs ran, seed 0)",
+    "continuous_p_value": "two-sided Wilcoxon signed-rank test (zero differences dropped, as scipy.stats.wilcoxon's "
+    "defaults: exact, sign-flip enumeration with ties or zeros up to 13 pairs, else normal approximation)",
+    "yes_no_outcome": "McNemar and the accuracy use the match mode's yes/no outcome (LoCoMo: F1 >= 0.5)",
+}
+
+
+def _has_continuous(scope: Mapping[str, Any]) -> bool:
+    return any(entry.get("continuous") for entry in scope["vs_baseline"])
+
+
+def continuous_label(document: Mapping[str, Any]) -> str | None:
+    """The label of the continuous headline figure a comparison tests (``F1``), or
+    None when every paired entry is judged on accuracy alone."""
+    for scope in [*document["streams"].values(), document["overall"]]:
+        for against in scope["vs_baseline"]:
+            continuous = against.get("continuous")
+            if isinstance(continuous, Mapping):
+                return str(continuous.get("label") or continuous.get("metric"))
+    return None
+
+
 def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
     """The comparison document (written as compare.json); ``runs[0]`` is the baseline."""
     streams = {name: _scope(runs, name) for name in stream_names(runs)}
+    overall = _scope(runs, None)
     document: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "baseline": runs[0].label,
@@ -206,6 +272,7 @@ def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
             "accuracy_ci": "Wilson score interval",
             "difference_ci": "Newcombe (1998) method 10, paired, on the tasks both runs ran",
             "p_value": "exact McNemar (two-sided binomial test on the discordant tasks)",
+            **(_CONTINUOUS_METHODS if any(_has_continuous(scope) for scope in [*streams.values(), overall]) else {}),
         },
         "runs": [
             {
@@ -215,7 +282,7 @@ def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
             for run in runs
         ],
         "streams": streams,
-        OVERALL: _scope(runs, None),
+        OVERALL: overall,
         "figures": _figures(runs),
         "config_diff": config_diff(runs),
         "flips": _flips(runs),
@@ -226,4 +293,6 @@ def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
     return document
 
 
-__all__ = ["OVERALL", "build_comparison", "config_diff", "outcomes", "stream_names"]
+__all__ = [
+    "OVERALL", "build_comparison", "config_diff", "continuous_comparison", "continuous_label", "outcomes", "stream_names", "values",
+]

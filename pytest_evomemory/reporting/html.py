@@ -47,8 +47,8 @@ from ._markup import (
     _position,
 )
 from .chart import LegendEntry, Series, curve_svg, legend_layout
-from .columns import Column, figure_column, grouped, stream_columns
-from .compare import OVERALL, build_comparison, stream_names
+from .columns import Column, category_columns, category_rows, figure_column, grouped, stream_columns
+from .compare import OVERALL, build_comparison, continuous_label, stream_names
 from .drilldown import SCRIPT_HASH, script_tag, task_sections
 from .rundata import ReportError, RunData, load_run, load_runs
 from .scatter import similarity_svg
@@ -208,9 +208,12 @@ def _verdict(run: RunData) -> str:
         if not isinstance(item, Mapping):
             continue
         met = bool(item.get("met"))
+        # a gate reads the scope's headline figure (LoCoMo: mean F1); older summaries hold the accuracy alone
+        value = item.get("value", item.get("accuracy"))
         rows.append(
-            f'<tr><td>{_e(item.get("scope"))}</td><td class="num">{_e(_percent(item.get("minimum")))}</td>'
-            f'<td class="num">{_e(_percent(item.get("accuracy")))}</td>'
+            f'<tr><td>{_e(item.get("scope"))}</td><td>{_e(item.get("label") or "accuracy")}</td>'
+            f'<td class="num">{_e(_percent(item.get("minimum")))}</td>'
+            f'<td class="num">{_e(_percent(value))}</td>'
             f'<td class="{"pass" if met else "fail"}">{"met" if met else "MISSED"}</td></tr>'
         )
     verdict = (
@@ -219,8 +222,9 @@ def _verdict(run: RunData) -> str:
         else '<span class="fail">thresholds missed</span>'
     )
     return (
-        f'<p>{verdict}</p><table class="thresholds"><thead><tr><th>scope</th><th class="num">minimum</th>'
-        f'<th class="num">accuracy</th><th>result</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        f'<p>{verdict}</p><table class="thresholds"><thead><tr><th>scope</th><th>gated on</th>'
+        f'<th class="num">minimum</th><th class="num">value</th><th>result</th></tr></thead>'
+        f'<tbody>{"".join(rows)}</tbody></table>'
     )
 
 
@@ -273,6 +277,26 @@ def _cache_note(overall: Mapping[str, Any]) -> str:
     )
 
 
+def _category_table(run: RunData) -> str:
+    """The headline mean figure per question category and overall (LoCoMo's F1
+    table, summary.json's ``categories``), with evidence recall; nothing for a run
+    judged on accuracy."""
+    found = category_rows(run.summary.get("categories"))
+    if found is None:
+        return ""
+    label, rows, overall = found
+    columns = category_columns(label)
+    body = "".join(f"<tr>{_name_cell('th', name)}{_metric_cells(columns, row)}</tr>" for name, row in rows)
+    return (
+        f"<h2>Per category: mean {_e(label)}</h2>"
+        f'<div class="scroll"><table class="categories"><thead><tr><th>category</th>{_metric_headers(columns)}'
+        f"</tr></thead><tbody>{body}</tbody><tfoot><tr><th>overall</th>{_metric_cells(columns, overall)}</tr></tfoot>"
+        f'</table></div><p class="meta">Every stream\'s questions together. 95% CI: percentile bootstrap interval '
+        f"of the mean {_e(label)}. Acc.: the share the match mode counts correct. Evidence recall: the mean share "
+        "of a question's evidence turns among the records recalled for it.</p>"
+    )
+
+
 def _group_tables(run: RunData) -> str:
     """Accuracy per group (e.g. MMLU-Pro category) of every stream that has groups."""
     parts = []
@@ -314,6 +338,7 @@ def report_parts(run: RunData) -> Iterator[str]:
         _stream_table(run),
         '<p class="meta">95% CI: Wilson score interval of the accuracy. API / Acc.: ToolBench as the paper '
         "reports it, the share of tasks whose answer names the right API, then the accuracy.</p>",
+        _category_table(run),
         _group_tables(run),
         "<h2>Learning curves</h2>",
         '<p class="meta">Cumulative accuracy after each task of the stream, in stream order.</p>',
@@ -361,6 +386,21 @@ def _accuracy_cell(entry: Mapping[str, Any], figures: Sequence[Column]) -> str:
     )
 
 
+def _continuous_cells(versus: Mapping[str, Any] | None) -> str:
+    """Δ of the mean of a continuous headline figure (LoCoMo's F1), its paired
+    bootstrap interval and the Wilcoxon p (compare.json's ``continuous``)."""
+    continuous = versus.get("continuous") if versus is not None else None
+    if not isinstance(continuous, Mapping):
+        return f'<td class="num">{_NONE}</td>' * 3
+    difference = _number(continuous.get("mean_difference"))
+    css = "" if difference is None else "better" if difference > 1e-12 else "worse" if difference < -1e-12 else ""
+    return (
+        f'<td class="num {css}">{_e(_pp(difference))}</td>'
+        f'<td class="num">{_e(_pp_interval(continuous.get("ci_low"), continuous.get("ci_high")))}</td>'
+        f'<td class="num">{_e(_p_value(continuous.get("wilcoxon_p")))}</td>'
+    )
+
+
 def _versus_cells(versus: Mapping[str, Any] | None) -> str:
     if versus is None:
         return f'<td class="num">baseline</td><td class="num">{_NONE}</td><td class="num">{_NONE}</td><td class="num">{_NONE}</td>'
@@ -384,6 +424,7 @@ def _accuracy_table(comparison: Mapping[str, Any]) -> str:
         for name, label in (figures_found.items() if isinstance(figures_found, Mapping) else ())
     ]
     rows = []
+    label = continuous_label(comparison)
     scopes = [*comparison["streams"].items(), (OVERALL, comparison[OVERALL])]
     for name, scope in scopes:
         entries, versus = scope["runs"], [None, *scope["vs_baseline"]]
@@ -392,9 +433,20 @@ def _accuracy_table(comparison: Mapping[str, Any]) -> str:
             rows.append(
                 f'<tr class="{"overall" if name == OVERALL else ""}" data-scope="{_e(name)}">{head}'
                 f'<td class="run" title="{_e(entry["label"])}">{_e(entry["label"])}</td>{_accuracy_cell(entry, figures)}'
-                f"{_versus_cells(against)}</tr>"
+                f"{_versus_cells(against)}{_continuous_cells(against) if label else ''}</tr>"
             )
     baseline = comparison["baseline"]
+    continuous_heads = (
+        f'<th class="num" title="mean {_e(label)} of this run minus the baseline\'s, on the tasks both ran">'
+        f'\u0394 mean {_e(label)}</th><th class="num">95% CI (paired bootstrap)</th><th class="num">Wilcoxon p</th>'
+        if label else ""
+    )
+    continuous_note = (
+        f" \u0394 mean {_e(label)}: the paired mean difference of the continuous score with its 95% percentile "
+        "bootstrap interval (tasks resampled together) and the two-sided Wilcoxon signed-rank p-value; the "
+        "accuracy and McNemar use the yes/no outcome (LoCoMo: F1 \u2265 0.5)."
+        if label else ""
+    )
     return (
         f'<p class="meta">Baseline: <b>{_e(baseline)}</b> (the first run); \u0394 is each run minus it.</p>'
         '<div class="scroll"><table class="compare-accuracy"><thead><tr><th>stream</th><th>run</th>'
@@ -403,10 +455,10 @@ def _accuracy_table(comparison: Mapping[str, Any]) -> str:
         + f'<th class="num" title="vs {_e(baseline)}: paired, on the tasks both ran">\u0394 vs baseline</th>'
         '<th class="num">95% CI of \u0394</th><th class="num">McNemar p</th>'
         '<th class="num" title="tasks both this run and the baseline ran">paired tasks</th>'
-        f"</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
+        f"{continuous_heads}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
         '<p class="meta">Accuracy: 95% Wilson interval. \u0394: this run minus the baseline on the tasks both '
         "ran, with Newcombe's paired 95% interval (method 10) and the exact McNemar p-value; "
-        "\u26a0 marks runs whose tasks differ from the baseline's.</p>"
+        f"\u26a0 marks runs whose tasks differ from the baseline's.{continuous_note}</p>"
     )
 
 

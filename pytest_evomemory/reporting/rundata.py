@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import EvoMemoryError
+from ..evaluation.modes import headline_metric
 from ..rundir import RESPONSES, RUN_DOCUMENT, SCHEMA_VERSION, SCORES, SUMMARY, TRANSCRIPTS, iter_jsonl
 from ..text import shorten
 from . import artefactcheck as read
@@ -73,7 +74,7 @@ class RunData:
         what a comparison pairs (the rest of a score is read by the report as it goes)."""
         if self.given_scores is not None:
             return self.given_scores
-        return [{key: scored.get(key) for key in _OUTCOME_KEYS} for scored in self.iter_scores()]
+        return [_outcome(scored) for scored in self.iter_scores()]
 
     def iter_scores(self) -> Iterator[dict[str, Any]]:
         if self.given_scores is not None:
@@ -110,8 +111,20 @@ def _checked(path: Path, spec: read.Check) -> Iterator[dict[str, Any]]:
 
 
 #: The fields of a score that a comparison reads (``recall_similarity``: the gain
-#: versus similarity analysis, :data:`.similarity.SIMILARITY_KEY`).
-_OUTCOME_KEYS = ("stream", "task_id", "position", "correct", "error", "recall_similarity")
+#: versus similarity analysis, :data:`.similarity.SIMILARITY_KEY`; ``match_mode`` and
+#: ``value``: a continuous headline figure's paired statistics, :mod:`.compare`).
+_OUTCOME_KEYS = ("stream", "task_id", "position", "correct", "error", "recall_similarity", "match_mode", "value")
+
+
+def _outcome(scored: Mapping[str, Any]) -> dict[str, Any]:
+    """What a comparison keeps of a score: :data:`_OUTCOME_KEYS`, and of ``details``
+    only the mode's headline figure (LoCoMo's ``f1``), not the stems and evidence."""
+    kept = {key: scored.get(key) for key in _OUTCOME_KEYS}
+    metric = headline_metric(scored.get("match_mode"))
+    details = scored.get("details")
+    if metric is not None and isinstance(details, Mapping) and metric.detail in details:
+        kept["details"] = {metric.detail: details[metric.detail]}
+    return kept
 
 
 # --------------------------------------------------------------------------- loading

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..evaluation.modes import MATCH_MODES, Metric
+from ..evaluation.modes import MATCH_MODES, Metric, headline_metric
 from .stats import Proportion
 
 
@@ -95,6 +95,9 @@ class StreamMetrics:
     figure_sums: dict[str, float] = field(default_factory=dict)
     figure_labels: dict[str, str] = field(default_factory=dict)
     groups: dict[str, GroupMetrics] = field(default_factory=dict)
+    #: The headline figure of each scored item's match mode by name (None: accuracy),
+    #: as :attr:`headline` decides it.
+    headlines: dict[str | None, Metric | None] = field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     seconds: float = 0.0
@@ -117,9 +120,37 @@ class StreamMetrics:
         total = self.figure_sums.get(name) if name in self.figure_sums else self.figures.get(name)
         return None if total is None or not self.tasks else total / self.tasks
 
+    @property
+    def headline(self) -> Metric | None:
+        """The mean figure every scored item's match mode reports as its headline
+        (LoCoMo's F1, :attr:`~pytest_evomemory.evaluation.modes.MatchModeSpec.headline`);
+        None when it is the accuracy, or when the items' modes disagree (no one mean
+        would be the figure of them all). The one place a gate, a summary and a
+        comparison learn what a stream is judged on."""
+        if len(self.headlines) != 1:
+            return None
+        return next(iter(self.headlines.values()))
+
+    def note_headline(self, mode: object) -> None:
+        """Record the headline of a scored item's match mode (see :attr:`headline`)."""
+        headline = headline_metric(mode)
+        self.headlines[None if headline is None else headline.name] = headline
+
+    def headline_figure(self) -> tuple[str, str, float | None]:
+        """``(key, label, value)`` of the headline: ``("accuracy", "accuracy", 0.6)``,
+        or ``("f1_mean", "mean F1", 0.43)``; ``key`` is the figure's key in the
+        stream's summary (``summary.json``)."""
+        metric = self.headline
+        if metric is None:
+            return "accuracy", "accuracy", self.accuracy
+        # a failed episode counts 0, also when no task carries the figure at all
+        total = self.figure_sums.get(metric.name, 0.0)
+        return f"{metric.name}_mean", f"mean {metric.label}", total / self.tasks if self.tasks else None
+
     def add_outcome(self, outcome: Mapping[str, Any], *, with_groups: bool = True) -> None:
         """Count one scored item; a failed episode is a wrong answer and no API match."""
         self.tasks += 1
+        self.note_headline(outcome.get("match_mode"))
         correct = not outcome.get("error") and bool(outcome.get("correct"))
         if outcome.get("error"):
             self.errors += 1
@@ -173,6 +204,7 @@ class StreamMetrics:
             "accuracy": self.accuracy,
             "accuracy_ci": _interval(Proportion(self.correct, self.tasks)),
             **self._figure_fields(),
+            "headline": self._headline_field(),
             "groups": {name: group.to_dict() for name, group in self.groups.items()},
             "stimuli": self.stimuli,
             "feedback_turns": self.feedback_turns,
@@ -195,6 +227,12 @@ class StreamMetrics:
             "learning_curve": self.curve,
         }
 
+    def _headline_field(self) -> dict[str, Any]:
+        """``{"metric": "f1_mean", "label": "mean F1", "value": 0.43}``: what the
+        stream is judged on (the gates read it; see :attr:`headline`)."""
+        key, label, value = self.headline_figure()
+        return {"metric": key, "label": label, "value": value}
+
     def _figure_fields(self) -> dict[str, Any]:
         """``<name>_matches``, ``<name>_accuracy``, ``<name>_accuracy_ci`` per figure, and
         ``figures``: name -> label, for tables that show them (``API / Acc.``)."""
@@ -207,6 +245,16 @@ class StreamMetrics:
             fields[f"{name}_sum"] = round(total, 6)
             fields[f"{name}_mean"] = self.figure(name)
         return fields
+
+
+def shared_headline(scored: Iterable[Mapping[str, Any]]) -> Metric | None:
+    """The headline mean figure every item of ``scored`` shares (LoCoMo's F1), by
+    :attr:`StreamMetrics.headline`'s rule; None for accuracy (a comparison of runs
+    asks this of the scored items it pairs)."""
+    metrics = StreamMetrics("headline")
+    for item in scored:
+        metrics.note_headline(item.get("match_mode"))
+    return metrics.headline
 
 
 def _declared_metrics(mode: object) -> tuple[Metric, ...]:
@@ -253,7 +301,13 @@ def summarize(
     for stream_metrics in metrics.values():
         stream_metrics.groups = dict(sorted(stream_metrics.groups.items()))
     overall.curve = []
-    overall.figures, overall.figure_sums, overall.figure_labels = {}, {}, {}
+    # The overall row keeps a figure only when it is the headline of every scored
+    # item (LoCoMo's mean F1 over all questions, the figure the paper reports).
+    headline = overall.headline
+    overall.figures = {}
+    overall.figure_sums = {name: total for name, total in overall.figure_sums.items()
+                           if headline is not None and name == headline.name}
+    overall.figure_labels = {name: label for name, label in overall.figure_labels.items() if name in overall.figure_sums}
     metrics["overall"] = overall
     return metrics
 
@@ -264,21 +318,41 @@ def _index(order: Sequence[str], name: str) -> int:
 
 @dataclass(frozen=True)
 class ThresholdResult:
+    """One gate: the scope's headline figure (:meth:`StreamMetrics.headline_figure`:
+    the accuracy, or LoCoMo's mean F1) against its minimum. ``accuracy`` is the
+    scope's accuracy whatever the gate reads, so a summary shows both."""
+
     scope: str
     minimum: float
-    accuracy: float | None
+    value: float | None
+    metric: str = "accuracy"
+    label: str = "accuracy"
+    accuracy: float | None = None
 
     @property
     def met(self) -> bool:
-        return self.accuracy is not None and self.accuracy >= self.minimum
+        return self.value is not None and self.value >= self.minimum
 
     def describe(self) -> str:
-        shown = "n/a (no tasks ran)" if self.accuracy is None else f"{self.accuracy:.1%}"
         verdict = "met" if self.met else "MISSED"
-        return f"{verdict}: {self.scope} accuracy {shown}, minimum {self.minimum:.1%}"
+        if self.metric == "accuracy":
+            shown = "n/a (no tasks ran)" if self.value is None else f"{self.value:.1%}"
+            return f"{verdict}: {self.scope} accuracy {shown}, minimum {self.minimum:.1%}"
+        shown = "n/a (no tasks ran)" if self.value is None else f"{self.value:.3f}"
+        return f"{verdict}: {self.scope} {self.label} {shown}, minimum {self.minimum:.3f} (gated on {self.label}, not accuracy)"
 
     def to_dict(self) -> dict[str, Any]:
-        return {"scope": self.scope, "minimum": self.minimum, "accuracy": self.accuracy, "met": self.met}
+        return {"scope": self.scope, "metric": self.metric, "label": self.label, "minimum": self.minimum,
+                "value": self.value, "accuracy": self.accuracy, "met": self.met}
+
+
+def threshold_result(scope: str, minimum: float, metrics: StreamMetrics | None) -> ThresholdResult:
+    """The gate of ``scope`` at ``minimum``: it reads the headline figure the scope's
+    match modes declare (accuracy unless a mode names a mean figure)."""
+    if metrics is None:
+        return ThresholdResult(scope, minimum, None)
+    key, label, value = metrics.headline_figure()
+    return ThresholdResult(scope, minimum, value, key, label, metrics.accuracy)
 
 
 def check_thresholds(
@@ -286,11 +360,8 @@ def check_thresholds(
     overall: float | None,
     per_stream: Mapping[str, float],
 ) -> list[ThresholdResult]:
-    """Compare accuracies with the configured minimums (streams first, then overall)."""
-    results = [
-        ThresholdResult(name, minimum, metrics[name].accuracy if name in metrics else None)
-        for name, minimum in per_stream.items()
-    ]
+    """Compare each scope's headline figure with its minimum (streams first, then overall)."""
+    results = [threshold_result(name, minimum, metrics.get(name)) for name, minimum in per_stream.items()]
     if overall is not None:
-        results.append(ThresholdResult("overall", overall, metrics["overall"].accuracy))
+        results.append(threshold_result("overall", overall, metrics["overall"]))
     return results

@@ -14,6 +14,7 @@ from typing import Any
 from ..text import inert
 from . import columns
 from .columns import Column
+from .compare import continuous_label
 from .summary import StreamMetrics
 
 
@@ -75,6 +76,23 @@ def format_table(metrics: Mapping[str, StreamMetrics]) -> list[str]:
     return lines
 
 
+def format_categories(categories: object) -> list[str]:
+    """The headline mean figure per question category and overall (``summary.json``'s
+    ``categories``: LoCoMo's F1 table), or no lines when the summary has none."""
+    found = columns.category_rows(categories)
+    if found is None:
+        return []
+    label, rows, overall = found
+    table = columns.category_columns(label)
+    body = [_cells(table, row, name) for name, row in rows]
+    lines = _aligned([["category", *(column.header for column in table)], *body, _cells(table, overall, "overall")],
+                     [False, *(column.numeric for column in table)])
+    rule = "-" * max(len(line) for line in lines)
+    lines = [lines[0], rule, *lines[1:-1], rule, lines[-1]]
+    lines.append(f"95% CI: percentile bootstrap interval of the mean {label}, in percent")
+    return lines
+
+
 def _aligned(rows: Sequence[Sequence[str]], right: Sequence[bool]) -> list[str]:
     rows = [[inert(cell, one_line=True) for cell in row] for row in rows]  # names and labels come from artefacts
     widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
@@ -91,16 +109,32 @@ def _points(value: object) -> str:
     return "-" if not isinstance(value, int | float) else f"{value * 100:+.1f} pp"
 
 
+def _points_interval(low: object, high: object) -> str:
+    return "-" if not isinstance(low, int | float) or not isinstance(high, int | float) else (
+        f"[{_points(low)[:-3]}, {_points(high)[:-3]}]"
+    )
+
+
+def _p(value: object) -> str:
+    if not isinstance(value, int | float):
+        return "-"
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"
+
+
 def format_comparison(document: Mapping[str, Any]) -> list[str]:
     """The comparison (``compare.json``'s document) as aligned terminal lines.
 
     Per stream and overall, each run's accuracy with its 95 % interval and, for
     every run after the baseline, the paired difference with its interval, the
-    exact McNemar p-value and how many tasks both ran; then any warnings.
+    exact McNemar p-value and how many tasks both ran, and, for a continuous
+    headline figure (LoCoMo's F1), the paired bootstrap interval of its mean
+    difference and the Wilcoxon signed-rank p; then any warnings.
     """
     figures = dict(document.get("figures") or {}) if isinstance(document.get("figures"), Mapping) else {}
+    label = continuous_label(document)
     header = ["stream", "run", "accuracy", "95% CI", *(f"{label} / Acc." for label in figures.values()),
-              f"diff vs {document['baseline']}", "95% CI of diff", "McNemar p", "paired"]
+              f"diff vs {document['baseline']}", "95% CI of diff", "McNemar p", "paired",
+              *((f"{label} diff", f"95% CI of {label} diff", "Wilcoxon p") if label else ())]
     rows: list[list[str]] = [header]
     scopes = [*document["streams"].items(), ("overall", document["overall"])]
     for name, scope in scopes:
@@ -112,16 +146,19 @@ def format_comparison(document: Mapping[str, Any]) -> list[str]:
                    percent(entry.get("accuracy")) if present else "not run", interval(bounds),
                    *(columns.figure_column(figure, label).cell(entry) or "-" for figure, label in figures.items())]
             if against is None:
-                row += ["baseline", "", "", ""]
+                row += ["baseline", "", "", ""] + ([""] * 3 if label else [])
             else:
-                low, high = against.get("ci_low"), against.get("ci_high")
-                p_value = against.get("mcnemar_p")
                 row += [
                     _points(against.get("difference")),
-                    "-" if low is None else f"[{_points(low)[:-3]}, {_points(high)[:-3]}]",
-                    "-" if p_value is None else ("< 0.001" if p_value < 0.001 else f"{p_value:.3f}"),
+                    _points_interval(against.get("ci_low"), against.get("ci_high")),
+                    _p(against.get("mcnemar_p")),
                     str(against.get("paired_tasks")),
                 ]
+                if label:
+                    continuous = against.get("continuous") or {}
+                    row += [_points(continuous.get("mean_difference")),
+                            _points_interval(continuous.get("ci_low"), continuous.get("ci_high")),
+                            _p(continuous.get("wilcoxon_p"))]
             rows.append(row)
     right = [False, False, *([True] * (len(header) - 2))]
     lines = _aligned(rows, right)

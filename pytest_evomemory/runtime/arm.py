@@ -24,7 +24,8 @@ from typing import Any
 from ..config import RunConfig
 from ..errors import ConfigError
 from ..identity import describe_ran
-from ..reporting.terminal import format_table
+from ..reporting.summary import ThresholdResult
+from ..reporting.terminal import format_categories, format_table
 from ..rundir import ARMS_DIRECTORY_FILES, RESERVED_NAMES, holds_a_run
 from .gates import ARM_SEPARATOR, parse_min_accuracy
 from .lines import Line
@@ -160,6 +161,7 @@ class Arm:
         if result is None:
             return []
         lines = [Line.of(line) for line in format_table(result.metrics)]
+        lines += [Line.of(line) for line in format_categories(result.summary.get("categories"))]
         lines += [Line.of(f"ran: {line}") for line in describe_ran(result.summary.get("ran", {}))]
         completion = result.summary["completion"]
         if not completion["complete"]:
@@ -175,7 +177,7 @@ class Arm:
             lines.append(Line.of(threshold.describe(), "green" if threshold.met else "red"))
         missed = sum(not t.met for t in result.thresholds)
         if missed:
-            lines.append(Line(f"evomemory: {missed} accuracy threshold(s) missed; the session fails", "red", bold=True))
+            lines.append(Line(f"evomemory: {missed} {_gated(result.thresholds)}threshold(s) missed; the session fails", "red", bold=True))
         elif result.thresholds and not result.summary["thresholds_met"]:
             lines.append(Line("evomemory: thresholds are not passed by an incomplete run; the session fails",
                               "red", bold=True))
@@ -197,6 +199,12 @@ class Arm:
             if compare_dir is not None:
                 lines.append(Line.of(f"comparison: {self.run_dir / 'compare.html'} ({compare_dir} vs this run)"))
         return lines
+
+
+def _gated(thresholds: Sequence[ThresholdResult]) -> str:
+    """``"accuracy "`` when every gate reads the accuracy, else nothing (a gate on
+    LoCoMo's mean F1 says so in its own line)."""
+    return "accuracy " if all(threshold.metric == "accuracy" for threshold in thresholds) else ""
 
 
 __all__ = ["Arm", "check_arm_names"]

@@ -35,6 +35,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..identity import reported_models
+from ..reporting.categories import category_table
 from ..reporting.summary import StreamMetrics, ThresholdResult, summarize
 from ..types import BenchmarkSample
 
@@ -484,6 +485,8 @@ class ResultCollector:
             "streams": {name: m.to_dict() for name, m in metrics.items() if name != "overall"},
             "overall": metrics["overall"].to_dict(),
             "thresholds": [t.to_dict() for t in thresholds],
+            # the headline mean figure per category (LoCoMo's F1), None for accuracy
+            "categories": category_table(self.scores, metrics["overall"].headline),
             "thresholds_met": thresholds_met,
             "passed": thresholds_met and not failed and bool(completion.get("complete")),
             "failed_episodes": failed,

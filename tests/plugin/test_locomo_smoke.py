@@ -1,5 +1,7 @@
 """LoCoMo as a user runs it: ``pytest --evomemory-config=locomo_sample_memory``,
-serially and with ``-n 2`` (one conversation per worker), offline and model-free."""
+serially and with ``-n 2`` (one conversation per worker), offline and model-free,
+gated with ``--evomemory-min-accuracy`` on the mean F1, the per-category table in
+the terminal summary."""
 
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ import pytest
 def test_locomo_sample_runs_ingestion_then_questions(pytester: pytest.Pytester, workers: list[str]) -> None:
     result = pytester.runpytest_subprocess(
         "--evomemory-config=locomo_sample_memory", "--evomemory-set=benchmark.ingest=agent",
-        "-p", "no:randomly", "-v", *workers,
+        "--evomemory-min-accuracy=0.05", "-p", "no:randomly", "-v", *workers,
     )
     result.assert_outcomes(passed=15)
     out = pytester.path / "evomemory-results" / "locomo_sample_memory"
@@ -33,6 +35,16 @@ def test_locomo_sample_runs_ingestion_then_questions(pytester: pytest.Pytester, 
     assert all(isinstance(s["details"]["evidence_recall"], float) for s in scores)
     summary = json.loads((out / "summary.json").read_text())
     assert summary["overall"]["stimuli"] == 20 and summary["passed"]
+    # the gate reads the mean F1 (accuracy, F1 >= 0.5, is 0 for this model-free agent)
+    (gate,) = summary["thresholds"]
+    assert (gate["metric"], gate["value"], gate["met"]) == ("f1_mean", summary["overall"]["f1_mean"], True)
+    assert summary["overall"]["accuracy"] == 0.0
+    text = result.stdout.str()
+    assert f"met: overall mean F1 {gate['value']:.3f}, minimum 0.050 (gated on mean F1, not accuracy)" in text
+    assert [row["category"] for row in summary["categories"]["by_category"]] == [
+        "single-hop", "multi-hop", "temporal", "open-domain", "adversarial",
+    ]
+    result.stdout.fnmatch_lines(["category *questions*mean F1*95% CI*evidence recall*", "single-hop *"])
     if workers:
         worker_of = defaultdict(set)
         for match in re.finditer(r"\[(gw\d)\].*test_task\[(conv-sample-\d)/", result.stdout.str()):

@@ -216,6 +216,39 @@ def test_the_pinned_benchmark_is_registered_and_checks_names_before_the_network(
         load_benchmark(BenchmarkConfig(benchmark="locomo", streams=["conv-1"]), Path.cwd())
 
 
+def test_evomemory_data_fetches_verifies_and_locates_locomo(
+    host: RawHost, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``evomemory data ... --benchmark locomo`` uses the run's own materializer: one
+    line per conversation, naming the one pinned file."""
+    from pytest_evomemory import streams
+    from pytest_evomemory.cli import main
+
+    monkeypatch.setattr(streams, "get_source", lambda name: LocomoBenchmark(SOURCE, ("conv-7", "conv-12")))
+    path = local_path(SOURCE, tmp_path / "data")
+
+    def data(*argv: str) -> tuple[int, list[str], list[str]]:
+        status = main(["data", *argv, "--benchmark", "locomo"])
+        captured = capsys.readouterr()
+        return status, captured.out.splitlines(), captured.err.splitlines()
+
+    assert data("where") == (0, [f"data_dir\t{tmp_path / 'data'}", f"conv-7\t{path}\tmissing",
+                                 f"conv-12\t{path}\tmissing"], [])
+    status, out, err = data("verify")
+    assert status == 1 and out == [] and "is missing" in err[0] and "evomemory data fetch --benchmark locomo" in err[0]
+    assert host.requests == []
+    host.serve(SOURCE, ZIP)
+    fetched = data("fetch")
+    assert fetched == (0, [f"conv-7\tverified\tsha256 {SOURCE.sha256}\t3 questions\t{path}",
+                           f"conv-12\tverified\tsha256 {SOURCE.sha256}\t3 questions\t{path}"], [])
+    host.close()
+    monkeypatch.setenv("EVOMEMORY_OFFLINE", "1")
+    assert data("verify") == fetched and data("fetch", "--stream", "conv-12")[1] == fetched[1][1:]
+    assert len(host.requests) == 1
+    status, _, err = data("verify", "--stream", "conv-1")
+    assert status == 2 and "unknown stream(s) 'conv-1'; available: conv-7, conv-12" in err[0]
+
+
 # ----------------------------------------------------------------------- the schema
 
 

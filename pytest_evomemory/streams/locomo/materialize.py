@@ -86,6 +86,18 @@ def materialize(source: GitHubFile, data_dir: Path) -> tuple[Path, list[Conversa
         return target, _download(source, data_dir, target)
 
 
+def verify(source: GitHubFile, data_dir: Path) -> tuple[Path, list[Conversation]]:
+    """Like :func:`materialize` but never downloads (``evomemory data verify``): a
+    missing file is an error. Takes no lock: files are only ever moved into place whole."""
+    target = local_path(source, data_dir)
+    if not target.is_file() or _manifest_revision(target) not in (None, source.revision):
+        raise DataError(
+            f"LoCoMo: {target} is missing (or is an older pin's download); "
+            "run `evomemory data fetch --benchmark locomo` to download it"
+        )
+    return target, _check_and_read(source, target)
+
+
 def _check_and_read(source: GitHubFile, path: Path) -> list[Conversation]:
     size, digest = size_and_sha256(path)
     if (size, digest) != (source.size, source.sha256):
@@ -220,4 +232,6 @@ def _locked(data_dir: Path) -> Iterator[None]:
         lock.release()
 
 
-__all__ = ["default_data_dir", "local_path", "materialize", "offline", "read_conversations", "resolve_data_dir"]
+__all__ = [
+    "default_data_dir", "local_path", "materialize", "offline", "read_conversations", "resolve_data_dir", "verify",
+]
