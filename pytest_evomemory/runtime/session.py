@@ -362,9 +362,9 @@ class Session:
             if not snapshots.directory.exists():
                 raise ResumeRefused(
                     f"{self.flags('resume')} {arm.run_dir}: stream {stream.name!r}: {count} episode(s) were "
-                    f"completed, but the interrupted run kept no memory snapshot of it (its memory system does "
-                    "not implement snapshot(directory) and restore(directory), docs/memory.md), so its memory "
-                    f"cannot be restored; run again without {self.flags('resume')}"
+                    "completed, but the interrupted run kept no memory snapshot of it (its memory system "
+                    "cannot be resumed: it does not implement snapshot(directory) and restore(directory), "
+                    f"docs/memory.md; or the snapshots were removed); run again without {self.flags('resume')}"
                 )
             snapshots.verify(count)
 
