@@ -48,6 +48,13 @@ class ConfigError(EvoMemoryError):
         self.key = key
 
 
+class SessionRefused(ConfigError):
+    """What refuses the whole session before its first task (exit 4, nothing written),
+    though it shows only when a stream's parts are first built: a factory whose result
+    is not an Agent or a MemorySystem, a resumed memory that cannot restore its
+    snapshot. Found once the session has recorded results, it fails that stream only."""
+
+
 class DataError(EvoMemoryError):
     """A stream could not be materialized, loaded or converted.
 

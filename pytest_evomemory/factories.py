@@ -15,7 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError, EvoMemoryError
+from .errors import ConfigError, EvoMemoryError, SessionRefused
 
 
 def load_factory(reference: str, what: str) -> Callable[..., Any]:
@@ -101,6 +101,35 @@ def call_factory(factory: Callable[..., Any], args: tuple[Any, ...], what: str) 
     if result is None:
         raise ConfigError(f"{what} factory {name} returned None; it must return the {what}")
     return result
+
+
+def protocol_members(protocol: type) -> tuple[str, ...]:
+    """The methods and properties ``protocol`` declares (its public names)."""
+    return tuple(name for name in vars(protocol) if not name.startswith("_"))
+
+
+_ABSENT = object()
+
+
+def check_protocol(value: object, protocol: type, factory: str) -> None:
+    """Refuse what a factory returned when it lacks a member of ``protocol``
+    (:class:`SessionRefused`: one line naming the factory, what it returned and
+    what is missing). Members are looked up without calling a property."""
+    missing = [name for name in protocol_members(protocol)
+               if inspect.getattr_static(value, name, _ABSENT) is _ABSENT
+               and getattr(type(value), "__getattr__", None) is None]
+    if missing:
+        raise SessionRefused(
+            f"{factory} returned {returned(value)}, which does not implement the {protocol.__name__} protocol: "
+            f"it lacks {', '.join(missing)}; return an object with {', '.join(protocol_members(protocol))}"
+        )
+
+
+def returned(value: object) -> str:
+    """What a factory returned, as the user would name its type."""
+    kind = type(value)
+    name = kind.__qualname__ if kind.__module__ == "builtins" else f"{kind.__module__}.{kind.__qualname__}"
+    return "None" if value is None else f"a {name}"
 
 
 def _flat(error: BaseException) -> str:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 from ..config import AgentConfig
-from ..errors import ConfigError
-from ..factories import load_factory
+from ..factories import check_protocol, load_factory
 from ..memory.base import MemorySystem
 from ..registry import Registry, is_reference, lazy
 from .base import Agent, AgentKind
@@ -68,12 +69,8 @@ def build_agent(config: AgentConfig, memory: MemorySystem | None) -> Agent:
     kind = agent_kind(config.kind)
     factory = kind.build if kind is not None else load_factory(config.kind, "agent")
     agent: object = factory(config, given)
-    if not isinstance(agent, Agent):
-        raise ConfigError(
-            f"agent factory {config.kind!r} returned {type(agent).__name__}, which does not "
-            "implement the Agent protocol (respond(stimulus, turn) and reset())"
-        )
-    return agent
+    check_protocol(agent, Agent, f"agent factory {config.kind!r}")
+    return cast(Agent, agent)
 
 
 __all__ = ["AGENTS", "agent_kind", "build_agent"]

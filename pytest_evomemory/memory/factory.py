@@ -10,10 +10,11 @@ import importlib.util
 import threading
 import time
 from collections.abc import Callable
+from typing import cast
 
 from ..config import MemoryConfig
 from ..errors import ConfigError, EvoMemoryError, MemoryBackendError
-from ..factories import load_factory, user_frames
+from ..factories import check_protocol, load_factory, user_frames
 from ..registry import Registry, is_reference
 from .base import Forgetting, MemoryBackend, MemoryContext, MemorySystem
 from .tools import EDITING_TOOLS_ATTRIBUTE
@@ -64,12 +65,8 @@ def build_memory(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
             f"memory backend {config.backend!r} could not be opened for stream "
             f"{context.stream!r}: {type(error).__name__}: {error}{user_frames(error)}"
         ) from error
-    if not isinstance(memory, MemorySystem):
-        raise MemoryBackendError(
-            f"memory backend {config.backend!r} returned {type(memory).__name__}, which "
-            "does not implement the MemorySystem protocol (retain, recall, reset, close, "
-            "tools, default_top_k)"
-        )
+    check_protocol(memory, MemorySystem, f"memory factory {config.backend!r}")
+    memory = cast(MemorySystem, memory)
     if config.editing_tools and spec is not None:
         enable_editing_tools(memory, config.backend)
     return memory

@@ -679,10 +679,12 @@ class StreamSnapshots:
             return
         self.restore_saved(memory, completed)
 
-    def restore_saved(self, memory: object, completed: int) -> None:
-        """Like :meth:`restore`, also for ``completed == 0``: a stream whose memory is
-        not empty before its first task (a conversation ingested first) saves that
-        state as 0 completed episodes."""
+    def restorable(self, memory: object, completed: int) -> Path:
+        """The verified slot ``memory`` would restore after ``completed`` episodes, or
+        :class:`ResumeRefused` (a memory without snapshot/restore) or
+        :class:`SnapshotDamaged` (a slot missing, damaged, or written by another
+        memory system). Nothing is loaded: a session asks this when a resumed
+        stream's memory is built, to refuse before its first task."""
         name = type(memory).__qualname__
         if not supports_snapshots(memory):
             raise ResumeRefused(
@@ -696,6 +698,15 @@ class StreamSnapshots:
         if label is not None and label.memory != name:
             problem = f"it was written by memory system {label.memory}, and this run's is {name}"
             raise SnapshotDamaged(self._damage_message(slot, completed, problem), path=os.fspath(slot), problem=problem)
+        return slot
+
+    def restore_saved(self, memory: object, completed: int) -> None:
+        """Like :meth:`restore`, also for ``completed == 0``: a stream whose memory is
+        not empty before its first task (a conversation ingested first) saves that
+        state as 0 completed episodes."""
+        slot = self.restorable(memory, completed)
+        name = type(memory).__qualname__
+        assert supports_snapshots(memory)
         try:
             self._forget_later_than(completed)
         except OSError as error:

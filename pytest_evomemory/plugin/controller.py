@@ -93,6 +93,11 @@ class ControllerPlugin:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         records = self._records(report)
+        refusal = getattr(report, "evomemory_refusal", None)
+        if isinstance(refusal, list) and len(refusal) == 2:
+            failed = self.session.refuse(str(refusal[0]), str(refusal[1]))
+            if failed is not None:
+                records.append(failed)  # results were recorded already: that stream failed
         if not records and report.failed and report.when not in ("setup", "teardown"):
             # No records at all: the process running the task died (xdist worker crash).
             found = task_of_nodeid(report.nodeid)
@@ -130,6 +135,9 @@ class ControllerPlugin:
         return (yield)
 
     def _finish(self, session: pytest.Session) -> None:
+        if self.session.refused is not None:
+            session.exitstatus = pytest.ExitCode.USAGE_ERROR  # refused before any task: nothing is written
+            return
         interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED or self.session.termination.terminated
         if not interrupted:
             if session.shouldfail and self.config.getoption("maxfail", 0):
@@ -150,6 +158,9 @@ class ControllerPlugin:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.config.option.collectonly:
+            return
+        if self.session.refused is not None:
+            terminalreporter.write_line(shown(f"evomemory: error: {self.session.refused}"), red=True, bold=True)
             return
         for line in self.session.report(resume_command="pytest"):
             if line.section:

@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 import pytest
 
-from ..errors import BudgetExhausted, EpisodeError, EvoMemoryError
+from ..errors import BudgetExhausted, EpisodeError, EvoMemoryError, SessionRefused
 from ..redaction import shown
 from ..runtime import Episode, StreamRun, TaskOutcome
 from ..runtime.records import Record
@@ -31,6 +31,8 @@ class FailedStream:
     key: str
     reason: str
     reported: bool = False
+    #: the whole session is refused (exit 4): the controller decides (Session.refuse)
+    refused: bool = False
 
 
 LiveStream = StreamRun | FailedStream
@@ -45,6 +47,8 @@ class WorkerPlugin:
         self.is_worker = is_xdist_worker(config)
         #: records of the phase in progress, moved onto its report
         self.pending: list[Record] = []
+        #: (stream key, why) of a stream that refused the session, for the controller
+        self.refusal: tuple[str, str] | None = None
         self.pytest_session: pytest.Session | None = None
 
     def sink(self, record: Record) -> None:
@@ -82,6 +86,10 @@ def _plugin(config: pytest.Config) -> WorkerPlugin:
     return plugin
 
 
+#: Who gives the pytest side its factories (named in a refusal of what they built).
+_FIXTURES = "the evomemory_agent_factory / evomemory_memory_factory fixtures"
+
+
 def open_stream(config: pytest.Config, key: str, agent_factory: Any, memory_factory: Any) -> LiveStream:
     """The stream fixture's setup: a fresh memory and agent, or a failed stream."""
     plugin = _plugin(config)
@@ -91,8 +99,10 @@ def open_stream(config: pytest.Config, key: str, agent_factory: Any, memory_fact
         with config.stash[STARTUP_HEAP].paused():
             return session.open_stream(
                 key, plugin.sink, agent_factory=agent_factory, memory_factory=memory_factory,
-                on_wait=memory_wait_notice(config, key, timeout_s),
+                on_wait=memory_wait_notice(config, key, timeout_s), factories_from=_FIXTURES,
             )
+    except SessionRefused as error:
+        return FailedStream(key, str(error), refused=True)
     except EvoMemoryError as error:
         return FailedStream(key, f"stream could not start: {error}")
 
@@ -108,6 +118,15 @@ def begin_episode(config: pytest.Config, key: str, live: LiveStream, sample: Ben
     __tracebackhide__ = True
     session = get_session(config)
     plugin = _plugin(config)
+    if isinstance(live, FailedStream) and live.refused:
+        # No task runs and nothing is recorded: this process stops, and the controller
+        # refuses the session (exit 4), or, if it recorded results already, fails the stream.
+        if not live.reported:
+            live.reported = True
+            plugin.refusal = (key, live.reason)
+        if plugin.pytest_session is not None:
+            plugin.pytest_session.shouldstop = "evomemory: the session is refused"
+        pytest.skip("not run: the evomemory session is refused (see its error)")
     if isinstance(live, FailedStream):
         if not live.reported:
             live.reported = True
@@ -170,6 +189,9 @@ def attach_records(item: pytest.Item, call: pytest.CallInfo[None], report: pytes
     if not isinstance(plugin, WorkerPlugin):
         return
     records, plugin.pending = plugin.pending, []
+    if plugin.refusal is not None:
+        report.evomemory_refusal = list(plugin.refusal)  # type: ignore[attr-defined]
+        plugin.refusal = None
     key, sample = key_of(item), sample_of(item)
     if (
         report.when == "setup" and report.failed and sample is not None and key is not None

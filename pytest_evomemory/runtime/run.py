@@ -21,10 +21,10 @@ from ..agents.base import Agent
 from ..agents.factory import AGENTS, build_agent
 from ..config import AgentConfig, MemoryConfig, RunConfig
 from ..configload import unread_agent_options, unread_memory_options
-from ..errors import ConfigError, DataError
+from ..errors import ConfigError, DataError, SessionRefused
 from ..evaluation import scorer_identity
 from ..evaluation.evomemory import EvoMemoryEvaluator
-from ..factories import call_factory, check_signature, load_factory
+from ..factories import call_factory, check_protocol, check_signature, load_factory
 from ..identity import component, factory_reference, ran_model
 from ..memory.base import MemoryContext, MemorySystem
 from ..memory.factory import WaitNotice, backend_spec, build_memory, missing_extra, open_with_timeout
@@ -131,6 +131,7 @@ class BenchmarkRun:
         memory_factory: MemoryFactoryFn | None = None,
         snapshots: bool = True,
         on_wait: WaitNotice | None = None,
+        factories_from: str | None = None,
     ) -> StreamRun:
         """A fresh memory system and agent for stream ``name``.
 
@@ -138,7 +139,9 @@ class BenchmarkRun:
         completed episode (when it offers snapshot/restore), which is what resume
         and xdist crash recovery restore from (:meth:`StreamRun.prepare_memory`).
         ``on_wait`` hears, every few seconds, that the memory factory has not
-        returned yet (:func:`..memory.factory.open_with_timeout`).
+        returned yet (:func:`..memory.factory.open_with_timeout`). A factory given
+        here (``factories_from`` says by whom, e.g. a conftest fixture) whose result is
+        not an Agent or a MemorySystem raises :class:`~..errors.SessionRefused`.
         """
         context = MemoryContext(
             stream=name, run_dir=self.run_dir, run_name=self.config.name, agent_model=self.config.agent.model
@@ -153,6 +156,8 @@ class BenchmarkRun:
                 _factory_name(factory, self.config.memory.backend),
                 on_wait,
             )
+            if memory_factory is not None:
+                _check_given(backend, MemorySystem, "memory", memory_factory, factories_from)
             memory = observe(backend, name, self.isolation_guard)
         try:
             agent = call_factory(
@@ -160,6 +165,8 @@ class BenchmarkRun:
                 (self.config.agent, memory if strategy == "deterministic_recall" else None),
                 "agent",
             )
+            if agent_factory is not None:
+                _check_given(agent, Agent, "agent", agent_factory, factories_from)
         except BaseException:
             if memory is not None:
                 memory.close()
@@ -239,6 +246,22 @@ def _pricing(agent: AgentConfig) -> Pricing | None:
     """The agent's model prices (a loaded config has read a pricing file already)."""
     pricing = agent.model.pricing if agent.model is not None else None
     return pricing if isinstance(pricing, Pricing) else None
+
+
+def _check_given(value: object, protocol: type, what: str, factory: Any, given_by: str | None) -> None:
+    """Refuse the result of a factory the driver was given (a conftest fixture's)
+    that is not a ``protocol``; the object is closed if it can be."""
+    by = f" (from {given_by})" if given_by else ""
+    try:
+        check_protocol(value, protocol, f"{what} factory {factory_reference(factory)}{by}")
+    except SessionRefused:
+        close = getattr(value, "close", None)
+        if callable(close):
+            try:
+                close()
+            except Exception:
+                pass  # not a memory system: nothing more to do for it
+        raise
 
 
 def _factory_name(factory: Any, backend: str) -> str:

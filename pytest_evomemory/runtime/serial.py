@@ -12,7 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..config import RunConfig
-from ..errors import EvoMemoryError
+from ..errors import EvoMemoryError, SessionRefused
 from ..options import CLI_FLAGS, SessionOptions
 from .lines import memory_wait_line
 from .records import Record
@@ -33,7 +33,8 @@ def run_session(
     notice: Callable[[str], None] | None = None,
 ) -> Outcome:
     """Run every task the session has, stream by stream; SIGTERM and Ctrl-C end it
-    as interrupted (summarized, resumable). ``notice`` shows a line while something
+    as interrupted (summarized, resumable). A refusal (a preflight's, or a stream's
+    first build, :class:`~..errors.SessionRefused`) is raised: nothing is written. ``notice`` shows a line while something
     is being waited for (a memory factory that has not returned)."""
     session.preflight(builtin_agent=agent_factory is None, builtin_memory=memory_factory is None)
     wall = time.perf_counter()
@@ -79,6 +80,8 @@ def _run_stream(
         run = session.open_stream(
             key, sink, agent_factory=agent_factory, memory_factory=memory_factory, on_wait=on_wait
         )
+    except SessionRefused:
+        raise  # the whole session is refused before its first task: exit 4, nothing written
     except EvoMemoryError:
         return  # recorded once as the stream's failure; its tasks do not run
     try:

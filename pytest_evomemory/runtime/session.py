@@ -10,7 +10,10 @@ decision is made here:
   snapshot each resumed stream continues from);
 * what is refused before the first task (exit 4, nothing written): unknown arms,
   options nothing reads, a missing optional library, two arms sharing one memory
-  store, a resume of another config;
+  store, a resume of another config, a resume whose memory snapshot is missing or
+  damaged; and, when a stream's parts are first built (before any result is
+  recorded), a factory whose result is not an Agent or a MemorySystem and a resumed
+  memory that cannot restore (:class:`~..errors.SessionRefused`);
 * the model side every process shares: the session directory of the endpoints'
   connection slots and 429 backoff, and the cost cap (``max-cost``) with its stop;
 * where each record goes (its arm's run), the max-errors stop, a write failure's
@@ -33,11 +36,11 @@ from typing import Any
 from ..config import RunConfig
 from ..configload import load_run_config
 from ..configs import resolve_run_config
-from ..errors import ConfigError, EvoMemoryError
+from ..errors import ConfigError, EvoMemoryError, SessionRefused
 from ..identity import configured_model, describe_model, run_identity
 from ..memory.base import MemoryContext
 from ..memory.factory import WaitNotice, backend_spec
-from ..memory.snapshot import StreamSnapshots, supports_snapshots
+from ..memory.snapshot import ResumeRefused, StreamSnapshots, supports_snapshots
 from ..models.budget import (
     CostGuard,
     activate_cost_guard,
@@ -53,6 +56,8 @@ from ..reporting.html import ReportError, load_run, write_comparison, write_comp
 from ..reporting.terminal import format_comparison
 from ..rundir import (
     DEFAULT_OUTPUT_ROOT,
+    LOCK,
+    LOCK_OWNER,
     RUN_DOCUMENT,
     SCHEMA_VERSION,
     SIDE_RUN,
@@ -64,9 +69,11 @@ from ..rundir import (
     load_resume_state,
     write_arms_manifest,
 )
+from ..streams import Stream
 from ..streams.provenance import provenance_line
 from ..text import inert
 from ..types import BenchmarkSample
+from . import ingestion
 from .arm import Arm, check_arm_names
 from .gates import thresholds_for_arms
 from .lines import Line
@@ -177,6 +184,9 @@ class Session:
         self._arm_of_stream: dict[int, Arm] = {}
         #: stream keys that could not start: their remaining tasks are not run
         self.failed_streams: dict[str, str] = {}
+        #: why the whole session was refused at a stream's first build (exit 4, nothing written)
+        self.refused: str | None = None
+        self._created_dirs: list[Path] = []
         self.shared_errors = SharedErrorCount(self.run_dir) if self.max_errors is not None else None
         self._failed_here: set[tuple[str, str, str | None]] = set()
         self.max_cost = self.options.max_cost
@@ -337,7 +347,30 @@ class Session:
             check_builtin_parts(arm.run_config, builtin_agent=builtin_agent, builtin_memory=builtin_memory)
         if builtin_memory:
             self._check_shared_stores()
+        for arm in self.arms:
+            self._check_resumed_snapshots(arm)
         self._claim()
+
+    def _check_resumed_snapshots(self, arm: Arm) -> None:
+        """A resumed stream's memory continues from its snapshot: one that is missing
+        or damaged (or a memory that never kept any) is refused now, not when the
+        stream starts (whether the memory built can restore it, only its first build
+        tells: :meth:`open_stream`)."""
+        if arm.run.resume is None or arm.benchmark.memory_strategy == "none":
+            return
+        for stream in arm.benchmark.streams:
+            snapshots = StreamSnapshots.for_stream(arm.run_dir, stream.name)
+            count = _restored_count(stream, arm.run.completed_before(stream.name), snapshots)
+            if count is None:
+                continue
+            if not snapshots.directory.exists():
+                raise ResumeRefused(
+                    f"{self.flags('resume')} {arm.run_dir}: stream {stream.name!r}: {count} episode(s) were "
+                    "completed, but the interrupted run kept no memory snapshot of it (its memory system "
+                    "cannot be resumed: it does not implement snapshot(directory) and restore(directory), "
+                    f"docs/memory.md; or the snapshots were removed); run again without {self.flags('resume')}"
+                )
+            snapshots.verify(count)
 
     def _claim(self) -> None:
         """Take the run directories for this session: only once every check passed,
@@ -345,6 +378,8 @@ class Session:
         if not self.setup.writes:
             return
         for arm in self.arms:
+            # the directories the lock will create, innermost first
+            self._created_dirs += [path for path in (arm.run_dir, *arm.run_dir.parents) if not path.exists()]
             arm.run.lock()
         if self.shared_errors is not None:
             self.shared_errors.clear()  # before any worker starts
@@ -445,18 +480,34 @@ class Session:
     def open_stream(
         self, key: str, sink: RecordSink, *,
         agent_factory: AgentFactoryFn | None = None, memory_factory: MemoryFactoryFn | None = None,
-        on_wait: WaitNotice | None = None,
+        on_wait: WaitNotice | None = None, factories_from: str | None = None,
     ) -> StreamRun:
         """A stream's fresh memory and agent. A stream that cannot start is one
         stream failure (recorded once); its tasks are not run. ``on_wait`` hears, every
         few seconds, that the memory factory has not returned yet, and which one
-        (:func:`..memory.factory.open_with_timeout`): a driver says so on the screen."""
+        (:func:`..memory.factory.open_with_timeout`): a driver says so on the screen.
+
+        What the preflight could not know refuses the whole session here, while it has
+        recorded nothing (in a worker, always: its controller decides, :meth:`refuse`):
+        a factory's result that is not an Agent or a MemorySystem (``factories_from``
+        names who gave the factories, e.g. a conftest fixture), a resumed memory that
+        cannot restore its snapshot. :class:`SessionRefused` is raised, nothing recorded."""
         arm, name = self.streams_by_key[key]
         try:
             run = arm.benchmark.open_stream(
                 name, agent_factory=agent_factory, memory_factory=memory_factory, snapshots=self.setup.writes
-                or self.setup.worker, on_wait=on_wait,
+                or self.setup.worker, on_wait=on_wait, factories_from=factories_from,
             )
+            self._check_restorable(arm, run)
+        except (SessionRefused, ResumeRefused) as error:
+            message = f"{self.flags('resume')} {arm.run_dir}: {error}" if isinstance(error, ResumeRefused) else str(error)
+            if self.setup.worker or not self.started:
+                self.refused = self.refused or message
+                raise SessionRefused(message) from None
+            reason = f"stream {name!r} could not start: {message}"
+            self.failed_streams[key] = reason
+            sink(stream_error_record(name, reason, phase="start").for_arm(arm.prefix))
+            raise
         except EvoMemoryError as error:
             reason = f"stream {name!r} could not start: {error}"
             self.failed_streams[key] = reason
@@ -465,6 +516,38 @@ class Session:
         self._arm_of_stream[id(run)] = arm
         sink(stream_started_record(name, run.identity).for_arm(arm.prefix))
         return run
+
+    def _check_restorable(self, arm: Arm, run: StreamRun) -> None:
+        """A resumed stream's memory, just built, must be able to restore its snapshot
+        (snapshot/restore, the same memory system as the one that saved it)."""
+        if run.memory is None or arm.run.resume is None:
+            return
+        stream = arm.benchmark.by_name[run.stream]
+        snapshots = StreamSnapshots.for_stream(arm.run_dir, run.stream)
+        count = _restored_count(stream, arm.run.completed_before(run.stream), snapshots)
+        if count is None:
+            return
+        try:
+            snapshots.restorable(run.memory.backend, count)
+        except ResumeRefused:
+            try:
+                run.memory.close()  # never reset: the store is the interrupted run's
+            except Exception:
+                pass  # the refusal is what the user needs to hear
+            raise
+
+    def refuse(self, key: str, message: str) -> Record | None:
+        """A worker's stream refused the session at its first build (:meth:`open_stream`):
+        the session is refused (``None``) while it has recorded nothing; once results
+        are recorded, that stream could not start (its record is returned)."""
+        if self.refused is not None or not self.started:
+            self.refused = self.refused or message
+            return None
+        found = self.streams_by_key.get(key)
+        arm, name = found if found is not None else (self.baseline, key)
+        reason = f"stream {name!r} could not start: {message}"
+        self.failed_streams[key] = reason
+        return stream_error_record(name, reason, phase="start").for_arm(arm.prefix)
 
     def close_stream(self, run: StreamRun, sink: RecordSink) -> None:
         """Stream teardown; a failure is charged to this stream (and arm), not to
@@ -529,7 +612,9 @@ class Session:
     def add_records(self, records: Sequence[Record]) -> str | None:
         """Route records to their arms' runs; the reason to stop the session, if any
         (max errors reached, a run directory that can no longer be written, the cost
-        cap reached by any process of the session)."""
+        cap reached by any process of the session). A refused session records nothing."""
+        if self.refused is not None:
+            return "the session is refused"
         if records:
             with self.termination.critical():
                 if not self._manifest_written and self.several:
@@ -640,6 +725,8 @@ class Session:
         this process opened (the end of the process's part in the session)."""
         for arm in self.arms:
             arm.run.release()
+        if self.refused is not None:
+            _remove_claims(self._created_dirs)
         self._close_model_side()
 
     # ----- what the terminal shows
@@ -844,6 +931,30 @@ def _fall_back_to_snapshots(state: ResumeState, benchmark: BenchmarkRun, run_dir
         if stream.sessions and state.done.get(stream.name, 0) == 0 and 0 not in snapshots.completed_prefixes():
             # no snapshot holds the ingested conversation: it is ingested again
             state.forget_ingestion(stream.name, stream.ingestion_ids)
+
+
+def _restored_count(stream: Stream, completed: int | None, snapshots: StreamSnapshots) -> int | None:
+    """After how many episodes the snapshot is that a resumed stream restores (a
+    conversation stream: 0 when it holds the ingested conversation), or ``None``."""
+    if stream.sessions:
+        saved = completed is not None and 0 in snapshots.completed_prefixes()
+        return completed if ingestion.plan(completed, saved) == "restore" else None
+    return completed or None
+
+
+def _remove_claims(created: Sequence[Path]) -> None:
+    """After a refusal: the directories this session created (innermost first) hold
+    nothing but its lock; remove them (one that holds anything else stays)."""
+    for directory in created:
+        for name in (LOCK, LOCK_OWNER):
+            try:
+                (directory / name).unlink(missing_ok=True)
+            except OSError:
+                pass
+        try:
+            directory.rmdir()
+        except OSError:
+            pass  # not empty: something besides the lock was written there
 
 
 def stream_start_failure(record: Record) -> bool:
