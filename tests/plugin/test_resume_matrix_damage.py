@@ -22,6 +22,7 @@ and the slot and what to do, a non-zero exit (4, a usage error, when nothing
 ran), no traceback, and the journal left as the killed run left it.
 
 The killed run is made once per memory and mode and copied for each damage.
+``evomemory run --resume`` passes over a damaged slot as the plugin does, and says so.
 """
 
 from __future__ import annotations
@@ -33,20 +34,22 @@ from pathlib import Path
 
 import pytest
 
+from pytest_evomemory.cli import main as evomemory
+
 from ..conftest import read_jsonl
+from .guarantee_project import make_project
 from .test_resume_matrix import (
     BUILTIN,
     CONFTEST,
     REPO,
     RUN,
     Outcome,
+    final_state,
     inner_runs_are_not_xdist_workers,  # noqa: F401 (an autouse fixture, used by being here)
     logged_recalls,
     reference,
     run,
 )
-
-pytestmark = pytest.mark.slow
 
 
 def _newest_slot(stream_dir: Path) -> tuple[Path, int]:
@@ -153,6 +156,7 @@ def killed_run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, memor
     return pytester.path / "out"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(("memory", "mode", "damage"), CASES)
 def test_a_damaged_snapshot_slot_resumes_to_the_uninterrupted_run_or_is_refused(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory,
@@ -199,3 +203,32 @@ def test_a_damaged_snapshot_slot_resumes_to_the_uninterrupted_run_or_is_refused(
     stream_recalls = [(s, task) for s, task, _ in logged_recalls(log)[resumed_from:] if s == stream]
     first = stream_recalls[0][1]
     assert int(first[1:]) <= completed, stream_recalls  # the damaged slot's episode ran again
+
+
+def test_evomemory_run_resumes_past_a_damaged_slot_and_says_which(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The command's resume of a complete run whose last snapshot was cut short runs
+    that episode again, to the same scores and memory, and names the slot."""
+    monkeypatch.chdir(make_project(pytester, monkeypatch))
+    assert evomemory(["run", "--config", "run.yaml", "--output-dir", "out", "-q"]) == 0
+    out = pytester.path / "out"
+    stream_dir = out / "memory" / "sample_facts"
+    scores = sorted(read_jsonl(out / "scores.jsonl"), key=lambda s: (s["stream"], s["task_id"]))
+    memory = final_state(stream_dir, 3)
+    slot, _ = _newest_slot(stream_dir)
+    truncated(stream_dir)
+    capsys.readouterr()
+
+    assert evomemory(["run", "--resume", "out", "-q"]) == 0
+    err = capsys.readouterr().err
+    assert (
+        f"evomemory: stream 'sample_facts': the memory snapshot after episode 3 is not restored ({slot.name}: "
+        in err
+    ), err
+    assert "resuming from the newest intact snapshot, after episode 2: episode 3 runs again" in err
+    again = sorted(read_jsonl(out / "scores.jsonl"), key=lambda s: (s["stream"], s["task_id"]))
+    assert [(s["task_id"], s["correct"], s["extracted"]) for s in again] == [
+        (s["task_id"], s["correct"], s["extracted"]) for s in scores
+    ]
+    assert final_state(stream_dir, 3) == memory
