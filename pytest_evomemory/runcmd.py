@@ -67,6 +67,8 @@ def main(args: argparse.Namespace) -> int:
     except EvoMemoryError as error:
         _error(f"evomemory: error: {error}")
         return EXIT_USAGE
+    for note in session.resume_notes():
+        _notice(note)
     try:
         outcome = run_session(session, progress=None if args.quiet else _progress, notice=_notice)
     except EvoMemoryError as error:  # refused before any task (preflight)

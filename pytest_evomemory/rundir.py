@@ -516,6 +516,8 @@ class ResumeState:
     events: list[dict[str, Any]] = field(default_factory=list)
     #: the interrupted run's run.json
     document: dict[str, Any] = field(default_factory=dict)
+    #: what the user is told before the resume runs (a damaged snapshot not trusted)
+    notes: list[str] = field(default_factory=list)
 
     def is_done(self, stream: str, position: int) -> bool:
         return position < self.done.get(stream, 0)

@@ -567,6 +567,24 @@ class StreamSnapshots:
     def verify(self, completed: int) -> Path:
         """The slot holding the verified snapshot after ``completed`` episodes, or
         :class:`SnapshotDamaged` saying which slot and what is wrong."""
+        slot, problem = self._find(completed)
+        if problem:
+            raise SnapshotDamaged(self._damage_message(slot, completed, problem), path=os.fspath(slot), problem=problem)
+        return slot
+
+    def intact(self, completed: int) -> bool:
+        """Whether the snapshot after ``completed`` episodes exists and verifies."""
+        return not self._find(completed)[1]
+
+    def distrusted(self, completed: int) -> str:
+        """Why the snapshot after ``completed`` episodes cannot be restored ("<slot>:
+        <problem>"), or "" when it verifies."""
+        slot, problem = self._find(completed)
+        return f"{slot.name}: {problem}" if problem else ""
+
+    def _find(self, completed: int) -> tuple[Path, str]:
+        """The slot labelled ``completed`` that verifies and "", or the slot that
+        should hold it and what is wrong with it."""
         found: list[tuple[_Label, Path]] = []
         others: dict[Path, str] = {}
         for _, slot in self._slot_directories():
@@ -590,7 +608,7 @@ class StreamSnapshots:
         for label, slot in found:
             problem = self._problem(label, slot, self._log_digests([label]))
             if not problem:
-                return slot
+                return slot, ""
             problems.append((slot, problem))
         if not problems:
             # No label says `completed`: the slot that should hold it tells why.
@@ -601,8 +619,7 @@ class StreamSnapshots:
             if not problems:
                 problems.append((expected[0], "it does not exist" if not expected[0].exists() else
                                  "it holds another episode's snapshot"))
-        slot, problem = problems[0]
-        raise SnapshotDamaged(self._damage_message(slot, completed, problem), path=os.fspath(slot), problem=problem)
+        return problems[0]
 
     def _damage_message(self, slot: Path, completed: int, problem: str) -> str:
         intact = self.newest_intact(completed - 1) if completed > 1 else 0

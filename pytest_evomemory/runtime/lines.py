@@ -40,4 +40,20 @@ def memory_wait_line(stream: str, elapsed_s: float, factory: str, timeout_s: flo
     )
 
 
-__all__ = ["Line", "Style", "memory_wait_line"]
+def snapshot_fallback_line(stream: str, completed: int, newest: int, why: str) -> str:
+    """What a resume says when stream ``stream``'s snapshot after ``completed``
+    episodes is not trusted (``why``: its slot and what is wrong) and it continues
+    from the newest intact one, after ``newest`` episodes (0: the stream's start)."""
+    again = (
+        f"episodes {newest + 1}-{completed} run again and replace their" if completed > newest + 1
+        else f"episode {completed} runs again and replaces its"
+    )
+    start = f"the newest intact snapshot, after episode {newest}" if newest else "the stream's first task"
+    return shown(
+        f"evomemory: stream {stream!r}: the memory snapshot after episode {completed} is not restored "
+        f"({why or 'it is missing'}); resuming from {start}: {again} earlier results",
+        one_line=True,
+    )
+
+
+__all__ = ["Line", "Style", "memory_wait_line", "snapshot_fallback_line"]

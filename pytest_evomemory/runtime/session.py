@@ -76,7 +76,7 @@ from ..types import BenchmarkSample
 from . import ingestion
 from .arm import Arm, check_arm_names
 from .gates import thresholds_for_arms
-from .lines import Line
+from .lines import Line, snapshot_fallback_line
 from .records import Record, StreamErrorRecord, error_record, stream_error_record, stream_started_record
 from .resume import ResumeSource, arm_dir_recorded, check_manifest_dirs, read_resume_source, started_by
 from .run import (
@@ -731,6 +731,16 @@ class Session:
 
     # ----- what the terminal shows
 
+    def resume_notes(self) -> list[str]:
+        """What a resumed session tells before it runs: the streams whose newest
+        memory snapshot was not trusted, and from where they continue."""
+        notes = []
+        for arm in self.arms:
+            resume = arm.run.resume
+            for note in resume.notes if resume is not None else ():
+                notes.append(note.replace("evomemory: ", f"evomemory: [{arm.name}] ", 1) if self.several else note)
+        return notes
+
     def header(self) -> list[str]:
         """What the session is about to run (pytest prints it in its header)."""
 
@@ -753,7 +763,8 @@ class Session:
                     f"{arm.run_dir.parent} stays as it is)" if arm.run_dir.name == SIDE_RUN else ""
                 ),
             ]
-        return [inert(line) for line in lines]  # names and data provenance come from files
+        # names and data provenance come from files; the notes are made inert where they are made
+        return [inert(line) for line in lines] + self.resume_notes()
 
     def report(self, resume_command: str) -> list[Line]:
         """The end-of-session lines: each arm's, the comparison's, what to do next.
@@ -914,7 +925,8 @@ def _fall_back_to_snapshots(state: ResumeState, benchmark: BenchmarkRun, run_dir
     never saved a snapshot is left to refuse the resume when its stream starts. A
     conversation stream left with no snapshot of its ingested memory (none at all
     included) ingests it again, so its earlier ingestion turns are dropped rather
-    than counted twice."""
+    than counted twice. Each stream whose newest snapshot was passed over gets a
+    note saying which slot and why (:attr:`ResumeState.notes`)."""
     if benchmark.memory_strategy == "none":
         return
     for stream in benchmark.streams:
@@ -923,12 +935,15 @@ def _fall_back_to_snapshots(state: ResumeState, benchmark: BenchmarkRun, run_dir
         # No snapshot directory: the memory keeps no snapshots, and the stream's start
         # says it cannot resume; but a conversation stream (which saves its ingested
         # memory as slot 0) lost them, and starts again with its ingestion.
+        # Verified, not only labelled: a slot a power cut or an edit damaged is passed
+        # over here, before any task, rather than refused when its stream starts.
         if done and (snapshots.directory.exists() or stream.sessions):
-            available = [count for count in snapshots.completed_prefixes() if count <= done]
-            newest = max(available, default=0)
+            newest = snapshots.newest_intact(done)
             if newest < done:
+                if snapshots.directory.exists():
+                    state.notes.append(snapshot_fallback_line(stream.name, done, newest, snapshots.distrusted(done)))
                 state.truncate(stream.name, newest, {sample.task_id: sample.position for sample in stream.samples})
-        if stream.sessions and state.done.get(stream.name, 0) == 0 and 0 not in snapshots.completed_prefixes():
+        if stream.sessions and state.done.get(stream.name, 0) == 0 and not snapshots.intact(0):
             # no snapshot holds the ingested conversation: it is ingested again
             state.forget_ingestion(stream.name, stream.ingestion_ids)
 

@@ -252,7 +252,9 @@ class StreamRun:
         """Ingest the conversation, or restore a snapshot that holds it (never both)."""
         assert self.memory is not None
         snapshots = self.snapshots
-        saved = snapshots is not None and 0 in snapshots.completed_prefixes()
+        # verified, as the resume plan verifies it (runtime/session.py): a slot 0 that does
+        # not verify is never restored; the conversation is ingested again
+        saved = snapshots is not None and snapshots.intact(0)
         if ingestion.plan(completed, saved) == "restore":
             if snapshots is None:
                 raise ResumeRefused(

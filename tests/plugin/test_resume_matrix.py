@@ -57,6 +57,9 @@ exact resume or that clean refusal.
 
 The uninterrupted reference is run once per memory (serially; the streams are
 independent, so ``-n 2`` must score the same) and shared by both modes.
+
+tests/plugin/test_resume_matrix_damage.py damages, between the kill and the
+resume, the snapshot slot the resume would restore from.
 """
 
 from __future__ import annotations
@@ -294,11 +297,11 @@ def logged_recalls(path: Path) -> list[tuple[str, str, str]]:
     return [tuple(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
 
 
-def final_state(stream_dir: Path) -> dict[str, str]:
+def final_state(stream_dir: Path, episodes: int = 12) -> dict[str, str]:
     """The state files of the snapshot taken after the stream's last (12th) episode."""
     for slot in stream_dir.glob("slot-*"):
         label = json.loads((slot / "episodes.json").read_text(encoding="utf-8"))
-        if label["episodes"] == 12:
+        if label.get("episodes") == episodes:
             files = {}
             for path in sorted((slot / "state").iterdir()):
                 if path.suffix == ".partial":
@@ -311,7 +314,7 @@ def final_state(stream_dir: Path) -> dict[str, str]:
                 files["records.jsonl"] = path.read_bytes()[: log["bytes"]].decode()
                 files["manifest.json"] = json.dumps(manifest, sort_keys=True)
             return files
-    raise AssertionError(f"{stream_dir}: no snapshot after the 12th episode")
+    raise AssertionError(f"{stream_dir}: no snapshot after episode {episodes}")
 
 
 _REFERENCES: dict[str, Outcome] = {}
