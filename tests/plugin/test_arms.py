@@ -190,11 +190,13 @@ def test_a_task_of_one_arm_is_rerun_by_its_node_id(pytester: pytest.Pytester) ->
     result = _run(pytester, CONTROL, MEMORY, "evomemory::test_task[sample_memory:sample_facts/f03]", "-v")
     assert result.ret == 0, result.stdout.str()
     result.assert_outcomes(passed=1)
-    # only the memory arm ran: the control arm's directory holds no results, no comparison
-    assert not (pytester.path / "evomemory-results" / "sample_no_memory" / "scores.jsonl").exists()
-    assert (pytester.path / "evomemory-results" / "sample_memory" / "scores.jsonl").is_file()
+    # a side run (a task picked by hand) of the arms: only the memory arm ran, so the
+    # control arm's directory holds no results and there is no comparison
+    side = pytester.path / "evomemory-results" / "side-run"
+    assert not (side / "sample_no_memory" / "scores.jsonl").exists()
+    assert (side / "sample_memory" / "scores.jsonl").is_file()
     assert "no benchmark task of arm 'sample_no_memory' ran" in result.stdout.str()
-    assert not (pytester.path / "evomemory-results" / "compare.json").exists()
+    assert not (side / "compare.json").exists()
 
 
 def test_compare_command_gates_the_gain_of_existing_runs(pytester: pytest.Pytester) -> None:

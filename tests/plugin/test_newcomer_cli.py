@@ -86,9 +86,10 @@ def test_a_resumed_run_keeps_its_settings(pytester: pytest.Pytester) -> None:
         "--evomemory-config=sample_no_memory", "--evomemory-set=agent.baseline.fallback_answer=teal",
         "-k", "f01 or f02",
     ).assert_outcomes(passed=2, deselected=22)
-    result = pytester.runpytest("--evomemory-resume=evomemory-results/sample_no_memory")
+    # -k picked the tasks: a side run, resumed where the session said it wrote it
+    result = pytester.runpytest("--evomemory-resume=evomemory-results/sample_no_memory/side-run")
     result.assert_outcomes(passed=22, deselected=2)
-    run = run_document(pytester, "sample_no_memory")["run"]
+    run = run_document(pytester, "sample_no_memory/side-run")["run"]
     assert isinstance(run, dict) and run["overrides"] == ["agent.baseline.fallback_answer=teal"]
 
 

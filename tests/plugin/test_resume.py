@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,18 +57,25 @@ def scores(directory: Path) -> list[tuple[str, str, bool, str | None]]:
     return [(s["stream"], s["task_id"], s["correct"], s["extracted"]) for s in read_jsonl(directory / "scores.jsonl")]
 
 
-@pytest.mark.parametrize(
-    ("kill_at", "signal_name"),
-    [("f06/task", "SIGKILL"), ("f06/feedback", "SIGKILL"), ("c03/task", "SIGINT")],
-)
+#: The uninterrupted run's scores and overall figures, made once per test process.
+_REFERENCE: dict[str, Any] = {}
+
+
+# A kill -9 at a task turn (and with every memory) is the resume matrix's
+# (tests/plugin/test_resume_matrix.py); here: a kill -9 in a feedback turn and Ctrl-C,
+# and that no completed episode is sent to the agent again.
+@pytest.mark.parametrize(("kill_at", "signal_name"), [("f06/feedback", "SIGKILL"), ("c03/task", "SIGINT")])
 def test_killed_run_resumes_to_the_uninterrupted_result(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, kill_at: str, signal_name: str
 ) -> None:
     env_path = f"{project.path}"
     monkeypatch.setenv("PYTHONPATH", env_path)
-    reference = project.runpytest_subprocess("--evomemory-config=run.yaml", "--evomemory-output-dir=reference")
-    reference.assert_outcomes(passed=24)
-    (project.path / "calls.log").unlink()
+    if not _REFERENCE:
+        reference = project.runpytest_subprocess("--evomemory-config=run.yaml", "--evomemory-output-dir=reference")
+        reference.assert_outcomes(passed=24)
+        (project.path / "calls.log").unlink()
+        _REFERENCE["scores"] = scores(project.path / "reference")
+        _REFERENCE["overall"] = json.loads((project.path / "reference" / "summary.json").read_text())["overall"]
 
     monkeypatch.setenv("KILL_AT", kill_at)
     monkeypatch.setenv("KILL_SIGNAL", signal_name)
@@ -84,11 +92,10 @@ def test_killed_run_resumes_to_the_uninterrupted_result(
     assert resumed.ret == 0, resumed.stdout.str()
     after = (project.path / "calls.log").read_text().splitlines()
 
-    assert scores(project.path / "interrupted") == scores(project.path / "reference")
+    assert scores(project.path / "interrupted") == _REFERENCE["scores"]
     summary = json.loads((project.path / "interrupted" / "summary.json").read_text())
-    reference_summary = json.loads((project.path / "reference" / "summary.json").read_text())
     for key in ("tasks", "correct", "stimuli", "agent_turns", "memory_retains", "memory_recalls"):
-        assert summary["overall"][key] == reference_summary["overall"][key], key
+        assert summary["overall"][key] == _REFERENCE["overall"][key], key
     # completed episodes were not sent to the agent again
     killed_stream, killed_task = ("sample_facts", "f06") if kill_at.startswith("f") else ("sample_choice", "c03")
     completed = [line for line in before if not line.startswith(f"{killed_stream}/{killed_task}/")]

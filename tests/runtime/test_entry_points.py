@@ -80,11 +80,26 @@ def test_both_write_the_same_artefacts_with_a_factory_found_through_pythonpath(p
     ],
 )
 def test_a_refusal_is_one_line_exit_4_naming_the_flag_as_typed(
-    entry: str, project: Path, options: list[str], says: str
+    entry: str, pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], options: list[str], says: str
 ) -> None:
-    result = run(entry, project, "--@config=run.yaml", *options)
-    output = result.stdout + result.stderr
-    assert result.returncode == 4, output
+    """In this process (a refusal comes before any factory is imported, so the
+    project's ``pythonpath`` plays no part): both drivers, one Session's words."""
+    project = pytester.path
+    (project / "run.yaml").write_text(RUN.format(name="g"), encoding="utf-8")
+    (project / "scripted_agent.py").write_text(AGENT, encoding="utf-8")
+    pytester.syspathinsert()
+    words = ["--@config=run.yaml", *options]
+    if entry == "pytest":
+        result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "-q",
+                                    *(word.replace("--@", FLAGS[entry]) for word in words))
+        status, output = int(result.ret), result.stdout.str() + result.stderr.str()
+    else:
+        from pytest_evomemory.cli import main as evomemory
+
+        status = evomemory(["run", "-q", *(word.replace("--@", FLAGS[entry]) for word in words)])
+        captured = capsys.readouterr()
+        output = captured.out + captured.err
+    assert status == 4, output
     assert says.replace("--@", FLAGS[entry]) in output
     other = "--evomemory-" if entry == "cli" else None
     if other is not None:
