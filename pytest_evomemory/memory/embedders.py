@@ -98,7 +98,7 @@ class SentenceTransformerEmbedder:
         except Exception as error:
             raise MemoryBackendError(
                 f"sentence-transformers model {location!r} could not be loaded offline "
-                f"(HF_HUB_OFFLINE=1): {type(error).__name__}: {error}; give embedder_model "
+                f"(only local files are read): {type(error).__name__}: {error}; give embedder_model "
                 "as a local directory, or pre-download the model into the Hugging Face cache"
             ) from None
         # sentence-transformers 6 renamed the method (the old name warns).
@@ -131,7 +131,9 @@ def _load_model(loader: Any, location: str, device: str) -> Any:
     with _MODELS_LOCK:
         key = (location, device)
         if key not in _MODELS:
-            _MODELS[key] = loader(location, device=device)
+            # never the network: without local files this fails at once, instead of
+            # after a minute of retries against an unreachable hub
+            _MODELS[key] = loader(location, device=device, local_files_only=True)
         return _MODELS[key]
 
 

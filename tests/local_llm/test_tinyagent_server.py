@@ -60,7 +60,8 @@ def test_the_server_answers_the_openai_client_with_a_tool_call_and_usage(model_s
     assert completion.usage.prompt_tokens > 0 and completion.usage.completion_tokens > 0
 
 
-@pytest.mark.parametrize("strategy", ["none", "deterministic_recall", "tool_use"])
+# "none" against a real server is test_text_protocol_server.py's (auto-none)
+@pytest.mark.parametrize("strategy", ["deterministic_recall", "tool_use"])
 def test_tinyagent_runs_a_short_stream_through_the_server(
     pytester: pytest.Pytester, model_server: ModelServer, strategy: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -303,7 +303,9 @@ def test_an_accuracy_threshold_applies_to_every_arm_or_to_the_one_it_names(pytes
     assert "MISSED" not in named.stdout.str()
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+# Under -n 2 only: the arms' serial path is the smoke test above, and a resume's serial
+# path is tests/plugin/test_resume.py's.
+@pytest.mark.parametrize("workers", [["-n", "2"]], ids=["xdist"])
 def test_an_interrupted_session_of_arms_resumes_whole(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: list[str]
 ) -> None:

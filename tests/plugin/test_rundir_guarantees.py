@@ -46,9 +46,8 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
         (["--evomemory-limit=1"], True),
         (["NODEID"], True),
         (["-k", "f01 or c01", "-n", "2"], True),
-        (["-m", "not evomemory", "-n", "2"], False),
     ],
-    ids=["usage-error", "not-evomemory", "collect-only", "k", "limit", "node-id", "k-xdist", "not-evomemory-xdist"],
+    ids=["usage-error", "not-evomemory", "collect-only", "k", "limit", "node-id", "k-xdist"],
 )
 def test_a_run_of_fewer_tasks_never_destroys_an_earlier_complete_run(
     pytester: pytest.Pytester, project: Path, args: list[str], runs_tasks: bool
