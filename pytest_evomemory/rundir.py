@@ -39,6 +39,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from .atomicfile import write_atomically
 from .errors import ConfigError
 from .redaction import dumps_redacted
 from .validation import CONTROL_CHARACTERS, MAX_NAME_BYTES, long_name_problem, path_problem, run_name_problem
@@ -198,10 +199,8 @@ def _document_text(document: Mapping[str, Any]) -> str:
 
 
 def write_json_atomically(path: Path, document: Mapping[str, Any]) -> None:
-    """Write via a temporary file and rename, so readers never see half a file."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    temporary.write_text(_document_text(document), encoding="ascii")
-    os.replace(temporary, path)
+    """Readers (a dashboard polling summary.json) never see half a document."""
+    write_atomically(path, _document_text(document), encoding="ascii")
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -496,9 +495,7 @@ class RunWriter:
 
 
 def _rewrite_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
-    temporary = path.with_name(f".{path.name}.tmp")
-    temporary.write_text("".join(dumps(record) + "\n" for record in records), encoding="ascii")
-    os.replace(temporary, path)
+    write_atomically(path, (dumps(record) + "\n" for record in records), encoding="ascii")
 
 
 # --------------------------------------------------------------------------- resume

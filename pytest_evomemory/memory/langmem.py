@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 import numpy as np
 from pydantic import SecretStr
 
+from ..atomicfile import write_atomically
 from ..config import MemoryConfig, ModelConfig
 from ..errors import MemoryBackendError
 from ..tools import Tool, ToolArgumentError, require_string
@@ -52,7 +53,6 @@ from .libraries import (
     has_words,
     library_clients,
 )
-from .snapshot import write_atomically
 from .tools import MemoryTool
 
 NAME = "langmem"

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
+from ..atomicfile import write_atomically  # re-exported: adapters' snapshot() uses it (docs/memory.md)
 from ..errors import ArtefactWriteError, EvoMemoryError, MemoryBackendError
 
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -167,17 +168,6 @@ def _sync_path(path: str, *, directory: bool = False) -> None:
             raise
     finally:
         os.close(descriptor)
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` so that a reader sees the old or the new file, never half."""
-    partial = path.with_name(path.name + ".partial")
-    with open(partial, "w", encoding="utf-8") as handle:
-        handle.write(text)
-    # No fsync here: StreamSnapshots syncs a snapshot's files itself when it makes
-    # one durable (see SYNC_INTERVAL_S), and a killed process loses nothing the
-    # kernel already holds.
-    os.replace(partial, path)
 
 
 def _sha256_file(path: str) -> str:

@@ -13,11 +13,11 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..atomicfile import write_atomically
 from ..config import ModelConfig
 from ..redaction import dumps_redacted
 from ..types import Usage
@@ -154,14 +154,7 @@ def _write_entry(path: Path, completion: ChatCompletion) -> None:
     }
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".json")
-        try:
-            with os.fdopen(descriptor, "w", encoding="utf-8") as handle:
-                handle.write(dumps_redacted(entry, ensure_ascii=False))  # as every artefact: strict JSON
-            os.replace(temporary, path)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_atomically(path, dumps_redacted(entry, ensure_ascii=False))  # as every artefact: strict JSON
     except (OSError, ValueError):
         # A read-only or full cache directory, or text UTF-8 cannot hold, must not fail the benchmark.
         return

@@ -13,8 +13,9 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import tempfile
 from pathlib import Path
+
+from ..atomicfile import write_atomically
 
 #: Where the hashes live unless a directory is given: beside the response cache.
 CACHE_SUBDIR = "file-sha256"
@@ -59,14 +60,7 @@ def _store(entry: Path, digest: str) -> None:
     """Atomically, so that concurrent xdist workers never read half an entry."""
     try:
         entry.parent.mkdir(parents=True, exist_ok=True)
-        descriptor, temporary = tempfile.mkstemp(dir=entry.parent, prefix=".tmp-")
-        try:
-            with os.fdopen(descriptor, "w", encoding="ascii") as handle:
-                handle.write(digest)
-            os.replace(temporary, entry)
-        except BaseException:
-            Path(temporary).unlink(missing_ok=True)
-            raise
+        write_atomically(entry, digest, encoding="ascii")
     except OSError:
         return  # a read-only or full cache directory must not fail the run
 

@@ -21,7 +21,6 @@ are shortened with the full name in a tooltip, and the run's metadata is a list.
 
 from __future__ import annotations
 
-import contextlib
 import itertools
 import json
 import os
@@ -31,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..atomicfile import write_atomically
 from ..identity import describe_component, describe_model, describe_ran, recorded_identity
 from ..redaction import dumps_redacted
 from ..rundir import utc_now
@@ -625,26 +625,13 @@ def render_comparison(
 def _write(path: Path, text: str | Iterable[str]) -> Path:
     """Atomic, so a browser or CI upload never picks up half a page; ``text`` may
     come in pieces, written as they are made."""
-    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with temporary.open("w", encoding="utf-8") as handle:
-            # an artefact keeps lone surrogates (escaped, lossless); a page cannot hold them
-            for piece in [text] if isinstance(text, str) else text:
-                handle.write(storable(piece))
-        os.replace(temporary, path)
+        # an artefact keeps lone surrogates (escaped, lossless); a page cannot hold them
+        write_atomically(path, (storable(piece) for piece in ([text] if isinstance(text, str) else text)))
     except OSError as error:
-        _discard(temporary)
         raise ReportError(f"cannot write {path}: {error.strerror or error}") from None
-    except BaseException:
-        _discard(temporary)
-        raise
     return path
-
-
-def _discard(temporary: Path) -> None:
-    with contextlib.suppress(OSError):
-        temporary.unlink(missing_ok=True)
 
 
 def write_html_report(run_dir: Path | str, output: Path | str | None = None) -> Path:

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import tempfile
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
+
+from ..atomicfile import write_atomically
 
 #: The manifest a materializer writes beside (or for) a file it downloaded.
 MANIFEST_NAME = ".evomemory-source.json"
@@ -31,10 +31,7 @@ def size_and_sha256(path: Path) -> tuple[int, str]:
 
 def write_manifest_file(path: Path, manifest: Mapping[str, Any]) -> None:
     """Write a manifest atomically: a reader sees the old one or the new one."""
-    handle, tmp = tempfile.mkstemp(prefix=".manifest-", dir=path.parent)
-    with os.fdopen(handle, "w", encoding="utf-8") as out:
-        json.dump(manifest, out, indent=2)
-    os.replace(tmp, path)
+    write_atomically(path, json.dumps(manifest, indent=2))
 
 
 __all__ = ["MANIFEST_NAME", "size_and_sha256", "write_manifest_file"]

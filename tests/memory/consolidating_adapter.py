@@ -29,10 +29,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from pytest_evomemory.atomicfile import write_atomically
 from pytest_evomemory.config import MemoryConfig
 from pytest_evomemory.errors import MemoryBackendError
 from pytest_evomemory.memory.factory import MemoryContext
-from pytest_evomemory.memory.snapshot import write_atomically
 from pytest_evomemory.memory.tools import MemoryTool
 from pytest_evomemory.tools import Tool, ToolArgumentError, require_string
 from pytest_evomemory.types import MemoryHit, ToolSpec

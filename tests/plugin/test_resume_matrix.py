@@ -305,7 +305,7 @@ def final_state(stream_dir: Path, episodes: int = 12) -> dict[str, str]:
         if label.get("episodes") == episodes:
             files = {}
             for path in sorted((slot / "state").iterdir()):
-                if path.suffix == ".partial":
+                if path.name.startswith(".") and path.suffix == ".tmp":  # a write cut short (atomicfile.py)
                     continue
                 files[path.name] = path.read_text(encoding="utf-8")
             if "manifest.json" in files:  # RecordLog: its records are the prefix of the stream's log it names
