@@ -25,12 +25,13 @@ def test_the_control_arm_is_the_memory_arm_without_memory() -> None:
     assert memory.benchmark == control.benchmark
 
 
-def test_scripts_demo_runs_the_three_arms_then_compares_them() -> None:
+def test_scripts_demo_runs_the_four_arms_then_compares_them() -> None:
     script = (ROOT / "scripts" / "demo").read_text(encoding="utf-8")
     arms = re.search(r"ARMS=\(([^)]*)\)", script)
     assert arms is not None
     names = arms.group(1).split()
-    assert names == ["sample_tinyagent_local_no_memory", "sample_tinyagent_local", "sample_memory"]
+    # control, two memory methods of the same agent (ExpRAG, ExpRecent: the factor), the model-free reference
+    assert names == ["sample_tinyagent_local_no_memory", "sample_tinyagent_local", "sample_exprecent_local", "sample_memory"]
     for name in names:
         assert (RUNS / f"{name}.yaml").is_file(), name
     # one pytest session with every arm (the first is the baseline): the session compares them
