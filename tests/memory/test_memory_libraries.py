@@ -518,3 +518,29 @@ def test_a_run_with_the_library_learns_and_no_socket_leaves_this_machine(
 
 def memory_library_request(body: Mapping[str, Any]) -> bool:
     return mem0_new_messages(body) is not None or langmem_conversation(body) is not None
+
+
+@pytest.mark.slow
+def test_mem0_runs_under_xdist_through_the_plugin_as_it_runs_alone(pytester: pytest.Pytester, tmp_path: Path) -> None:
+    """``-n 2`` through the plugin (each worker a stream, each stream its own Mem0
+    store, embedded Qdrant included) scores what one process scores (run_benchmark)."""
+    skip_without_extra("mem0")
+    config = (
+        "name: mem0_xdist\nbenchmark: {benchmark: sample, limit: 4}\n"
+        "agent: {kind: recall_baseline, memory_strategy: deterministic_recall}\n"
+        "memory: {backend: mem0, top_k: 3, embedder: hashing, mem0: {infer: false}}\n"
+    )
+    (pytester.path / "run.yaml").write_text(config, encoding="utf-8")
+    result = pytester.runpytest_subprocess("--evomemory-config=run.yaml", "--evomemory-output-dir=out", "-n", "2",
+                                           "-p", "no:randomly")
+    assert result.ret == 0, result.stdout.str()
+    result.assert_outcomes(passed=8)
+    out = pytester.path / "out"
+    assert sorted(p.name for p in (out / "memory").iterdir() if p.name.endswith(".mem0")) == [
+        "sample_choice.mem0", "sample_facts.mem0"]
+    run_benchmark(load_run_config(pytester.path / "run.yaml"), tmp_path / "alone")
+
+    def scored(directory: Path) -> list[tuple[str, str, bool, str | None]]:
+        return sorted((s["stream"], s["task_id"], s["correct"], s["extracted"]) for s in read_jsonl(directory / "scores.jsonl"))
+
+    assert scored(out) == scored(tmp_path / "alone")
