@@ -134,11 +134,14 @@ class BenchmarkConfig(StrictModel):
     def _one_way_to_repeat(self) -> BenchmarkConfig:
         if self.repeats is not None and self.seeds is not None:
             raise ValueError(
-                "'repeats' and 'seeds' both say how many replicates run; give 'repeats: N' (seeds seed .. seed + N - 1) "
-                "or 'seeds: [...]', not both"
+                "key 'seeds': 'repeats' and 'seeds' both say how many replicates run; give 'repeats: N' "
+                "(seeds seed .. seed + N - 1) or 'seeds: [...]', not both"
             )
         if self.seeds is not None and "seed" in self.model_fields_set:
-            raise ValueError("'seed' and 'seeds' both give the seed; with 'seeds' each replicate's seed is listed, remove 'seed'")
+            raise ValueError(
+                "key 'seeds': 'seed' and 'seeds' both give the seed; with 'seeds' each replicate's seed is listed, "
+                "remove 'seed'"
+            )
         return self
 
     @field_validator("order_from")
@@ -550,12 +553,23 @@ class RunConfig:
             "name": self.name,
             "path": str(self.path),
             "sources": dict(self.sources),
-            "benchmark": self.benchmark.model_dump(mode="json"),
+            "benchmark": _benchmark_dump(self.benchmark),
             "agent": self.agent.model_dump(mode="json"),
             "memory": self.memory.model_dump(mode="json"),
             "overrides": list(self.overrides),
             "selection": dict(self.selection),
         }
+
+
+def _benchmark_dump(benchmark: BenchmarkConfig) -> dict[str, Any]:
+    """The benchmark config as run.json records it: ``repeats`` and ``seeds`` only when
+    set (a replicate's own config has neither), so the config fingerprint of a run
+    that repeats nothing is the one it had before repeats existed (a resume goes on)."""
+    dumped = benchmark.model_dump(mode="json")
+    for key in ("repeats", "seeds"):
+        if dumped.get(key) is None:
+            dumped.pop(key, None)
+    return dumped
 
 
 _Model = TypeVar("_Model", bound=BaseModel)

@@ -69,6 +69,7 @@ ERROR_COUNT = ".errors"
 ARMS_MANIFEST = "arms.json"
 #: A repeated session's comparison across replicates (reporting/replicates.py).
 REPLICATES_DATA = "replicates.json"
+REPLICATES_PAGE = "replicates.html"
 
 #: Files of a run, moved aside together when a new run starts in the directory.
 RUN_FILES = (RUN_DOCUMENT, RESPONSES, SCORES, EVENTS, SUMMARY, REPORT, COMPARISON, COMPARISON_DATA)
@@ -77,7 +78,7 @@ MEMORY = "memory"
 #: What the directory holding a session's arms holds beside them (by default the
 #: output root, where single runs' directories live too): never an arm's name, nor a
 #: run's (validation.OUTPUT_ROOT_FILES, which the run name rule reads, is this list).
-ARMS_DIRECTORY_FILES = (ARMS_MANIFEST, COMPARISON, COMPARISON_DATA, REPLICATES_DATA)
+ARMS_DIRECTORY_FILES = (ARMS_MANIFEST, COMPARISON, COMPARISON_DATA, REPLICATES_DATA, REPLICATES_PAGE)
 #: Every name a run directory, or the directory holding a session's arms, may hold
 #: (lower case; compared case-folded: macOS and Windows file systems fold case).
 #: The arms directory's own files are never an arm's name; the rest are not when the

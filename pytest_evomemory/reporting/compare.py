@@ -340,5 +340,14 @@ def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
 
 
 __all__ = [
-    "OVERALL", "build_comparison", "config_diff", "order_only", "sequence_robustness", "continuous_comparison", "continuous_label", "outcomes", "stream_names", "values",
+    "OVERALL",
+    "build_comparison",
+    "config_diff",
+    "continuous_comparison",
+    "continuous_label",
+    "order_only",
+    "outcomes",
+    "sequence_robustness",
+    "stream_names",
+    "values",
 ]

@@ -7,7 +7,8 @@ replicate with their mean and 95 % Student-t interval across replicates
 baseline), the mean of its per-replicate differences from the baseline with the
 paired-t interval (:func:`.stats.paired_replicate_difference`: replicate ``i`` of
 each arm ran with the same seed) beside each replicate's own paired test on the
-tasks both ran (Newcombe interval, exact McNemar p, as compare.json's). With
+tasks both ran (Newcombe interval, exact McNemar p, as compare.json's);
+``replicates.html`` shows the same. With
 several arms, each replicate's full comparison is also written as
 ``compare-r<i>.html`` / ``compare-r<i>.json``.
 
@@ -30,7 +31,7 @@ from ..redaction import dumps_redacted
 from ..rundir import REPLICATES_DATA, SCHEMA_VERSION, utc_now
 from .columns import number
 from .compare import OVERALL, order_only, outcomes, stream_names
-from .html import write_comparison
+from .html import render_replicates, write_comparison, write_page
 from .rundata import ReportError, RunData, load_run
 from .stats import compare_paired, order_difference, paired_replicate_difference, replicate_interval
 
@@ -150,9 +151,9 @@ def write_replicate_comparison(groups: Sequence[tuple[str, Sequence[Path]]], dir
             paths.append(files.html)
     document = {**document, "comparisons": [path.name for path in paths], "generated": utc_now()}
     path = directory / REPLICATES_DATA
-    directory.mkdir(parents=True, exist_ok=True)
-    path.write_text(dumps_redacted(document, indent=2) + "\n", encoding="utf-8")
-    return ReplicateFiles(document, [path, *paths])
+    write_page(path, dumps_redacted(document, indent=2) + "\n")  # as every artefact: redacted, strict JSON
+    page = write_page(path.with_suffix(".html"), render_replicates(document))
+    return ReplicateFiles(document, [page, path, *paths])
 
 
 __all__ = ["METHODS", "ReplicateFiles", "build_replicate_comparison", "write_replicate_comparison"]

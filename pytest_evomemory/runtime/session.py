@@ -16,6 +16,8 @@ decision is made here:
   memory that cannot restore (:class:`~..errors.SessionRefused`);
 * the model side every process shares: the session directory of the endpoints'
   connection slots and 429 backoff, and the cost cap (``max-cost``) with its stop;
+* repeats: each run config as N replicates, arms of their own that differ only in
+  their seed (:mod:`.replicates`), compared across replicates at the end;
 * where each record goes (its arm's run), the max-errors stop, a write failure's
   stop, and how the session ended: each arm's summary, thresholds and report, the
   comparison of the arms and its gain gates, the terminal lines, the JSON block a
@@ -76,10 +78,10 @@ from ..text import inert
 from ..types import BenchmarkSample
 from . import ingestion
 from .arm import Arm, check_arm_names
-from .replicates import base_configs, expand_replicates, replicate_groups, replicate_seeds
 from .gates import thresholds_for_arms
 from .lines import Line, snapshot_fallback_line
 from .records import Record, StreamErrorRecord, error_record, stream_error_record, stream_started_record
+from .replicates import base_configs, expand_replicates, replicate_groups, replicate_seeds
 from .resume import ResumeSource, arm_dir_recorded, check_manifest_dirs, read_resume_source, started_by
 from .run import (
     AgentFactoryFn,
@@ -782,7 +784,13 @@ class Session:
         """What the session is about to run (pytest prints it in its header)."""
 
         lines = []
-        if self.several:
+        if self.replicates is not None and self.several:
+            seeds = ", ".join(str(arm.replicate.seed) for arm in self.arms[: self.replicates] if arm.replicate)
+            lines.append(
+                f"evomemory: {len(self._bases)} arm(s) x {self.replicates} replicates (seeds {seeds}), "
+                f"baseline {self.baseline.name!r}"
+            )
+        elif self.several:
             lines.append(f"evomemory: {len(self.arms)} arms, baseline {self.baseline.name!r}")
         for arm in self.arms:
             prefix = f"evomemory: [{arm.name}] " if self.several else "evomemory: "
@@ -860,7 +868,7 @@ class Session:
         return lines
 
     def _replicate_lines(self) -> list[Line]:
-        names = " vs ".join(arm.name for arm in self.baseline_arms)
+        names = " vs ".join(arm.run_config.name for arm in self.baseline_arms)
         lines = [Line(f"evomemory: {names}, {self.replicates} replicate(s)", section=True)]
         if self.replicate_comparison is None:
             lines.append(Line.of(f"evomemory: {self.comparison_error}", "red", bold=True))

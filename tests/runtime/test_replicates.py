@@ -117,6 +117,8 @@ def test_repeated_arms_run_as_replicates_and_pair_replicate_by_replicate(tmp_pat
     document = json.loads((out / "replicates.json").read_text(encoding="utf-8"))
     assert_valid("replicates.json", document)
     assert document["comparisons"] == ["compare-r1.html", "compare-r2.html"]
+    page = (out / "replicates.html").read_text(encoding="utf-8")
+    assert "Evo-Memory replicates: sample_no_memory vs sample_memory" in page and 'href="compare-r2.html"' in page
     for index in (1, 2):
         compare = json.loads((out / f"compare-r{index}.json").read_text(encoding="utf-8"))
         assert_valid("compare.json", compare)
@@ -129,6 +131,11 @@ def test_repeated_arms_run_as_replicates_and_pair_replicate_by_replicate(tmp_pat
     accuracies = [[json.loads((out / arm / f"r{i}" / "summary.json").read_text())["overall"]["accuracy"]
                    for i in (1, 2)] for arm in ("sample_no_memory", "sample_memory")]
     assert means == [pytest.approx(sum(a) / 2) for a in accuracies]
+
+    # a resume of the directory continues every replicate (the repeats come from arms.json)
+    before = (out / "sample_memory" / "r2" / "scores.jsonl").read_bytes()
+    assert evomemory(["run", "--resume", str(out)]) == 0
+    assert (out / "sample_memory" / "r2" / "scores.jsonl").read_bytes() == before
 
     # evomemory table --replicates reads the replicate run dirs as they are: one row per arm
     table = tmp_path / "table.csv"
@@ -182,3 +189,20 @@ def test_repeats_that_cannot_pair_are_refused_before_any_task(
     assert says in error and error.count("\n") == 1 and "Traceback" not in error
     assert not (tmp_path / "out").exists()
 
+
+
+def test_a_session_of_one_arm_in_two_orders_shows_its_sequence_robustness(
+    tmp_path: Path, write_run_config: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    given = write_run_config("given", benchmark={"benchmark": "sample"})
+    shuffled = write_run_config("shuffled", benchmark={"benchmark": "sample", "order": "shuffle", "order_seed": 5})
+    assert _cli(tmp_path, "--config", str(given), "--config", str(shuffled)) == 0
+    out = tmp_path / "out"
+    document = json.loads((out / "compare.json").read_text(encoding="utf-8"))
+    assert_valid("compare.json", document)
+    (entry,) = document["sequence_robustness"]
+    assert (entry["label"], entry["baseline_order"], entry["order"]) == ("shuffled", "given", "shuffle")
+    # the order difference is the paired comparison of the two runs, task by task
+    assert entry["overall"] == {key: document["overall"]["vs_baseline"][0][key] for key in entry["overall"]}
+    assert "Sequence robustness" in (out / "compare.html").read_text(encoding="utf-8")
+    assert "sequence robustness: shuffled (shuffle) - baseline (given)" in capsys.readouterr().out
