@@ -474,7 +474,7 @@ def _sequence_robustness(comparison: Mapping[str, Any]) -> str:
             scope = {**_mapping(scope), "same_tasks": True}
             rows.append(
                 f'<tr class="{"overall" if name == OVERALL else ""}"><td>{_e(entry.get("label"))}</td>'
-                f'<td>{_e(entry.get("order"))} − {_e(entry.get("baseline_order"))}</td>'
+                f'<td>{_e(entry.get("order"))} \u2212 {_e(entry.get("baseline_order"))}</td>'
                 f"{_name_cell('td', name)}{_versus_cells(scope)}</tr>"
             )
     return (
