@@ -85,7 +85,7 @@ ARMS_DIRECTORY_FILES = (ARMS_MANIFEST, COMPARISON, COMPARISON_DATA, REPLICATES_D
 #: arms directory also holds a run (:func:`holds_a_run`), whose files and folders an
 #: arm's directory of that name would be.
 RESERVED_NAMES = frozenset(
-    name.lower() for name in (*RUN_FILES, ARMS_MANIFEST, TRANSCRIPTS, HISTORY, SIDE_RUN, MEMORY, LOCK, LOCK_OWNER, ERROR_COUNT)
+    name.lower() for name in (*RUN_FILES, *ARMS_DIRECTORY_FILES, TRANSCRIPTS, HISTORY, SIDE_RUN, MEMORY, LOCK, LOCK_OWNER, ERROR_COUNT)
 )
 
 
