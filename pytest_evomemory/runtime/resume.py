@@ -84,6 +84,11 @@ def read_resume_source(directory: Path, flag: str) -> ResumeSource:
             directory, tuple(entry.config for entry in manifest.entries), manifest.overrides, limit, streams, manifest
         )
     document = read_run_document(directory, flag)
+    if isinstance(document.get("replicate"), Mapping):
+        raise RunDirError(
+            f"{flag} {directory}: this is one replicate of a repeated session; resume the session's directory "
+            f"(the one holding its arms.json, {directory.parent}), which continues every replicate"
+        )
     run = document.get("run")
     path = run.get("path") if isinstance(run, Mapping) else None
     if path is None or path == "":

@@ -146,7 +146,9 @@ def test_repeated_arms_run_as_replicates_and_pair_replicate_by_replicate(tmp_pat
     assert rows[0].endswith("replicates") and all(row.endswith(",2") for row in rows[1:])
 
 
-def test_repeats_are_reproducible_from_their_seeds(tmp_path: Path, write_run_config: Any) -> None:
+def test_repeats_are_reproducible_from_their_seeds(
+    tmp_path: Path, write_run_config: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
     config = write_run_config(
         "shuffled", benchmark={"benchmark": "sample", "order": "shuffle", "seeds": [3, 11]}
     )
@@ -154,6 +156,9 @@ def test_repeats_are_reproducible_from_their_seeds(tmp_path: Path, write_run_con
     # one config repeated: its replicates sit in the run's directory, with the comparison across them
     document = json.loads((tmp_path / "rep" / "replicates.json").read_text(encoding="utf-8"))
     assert document["seeds"] == [3, 11] and document["vs_baseline"] == [] and document["comparisons"] == []
+    # a replicate is resumed with its session, never on its own
+    assert evomemory(["run", "--resume", str(tmp_path / "rep" / "r1")]) == 4
+    assert "resume the session's directory" in capsys.readouterr().err
     for index, seed in ((1, 3), (2, 11)):
         replicate = tmp_path / "rep" / f"r{index}"
         # the order a replicate ran is the shuffle its seed draws ...
