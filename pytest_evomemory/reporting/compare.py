@@ -11,6 +11,11 @@ When the runs' match modes declare a continuous headline figure (LoCoMo's F1,
 Wilcoxon signed-rank p-value on the tasks both ran, beside McNemar on the yes/no
 outcome (F1 >= 0.5).
 
+A run that is the baseline in another ``benchmark.order`` (nothing else differs) is
+also listed under ``sequence_robustness``: the paired difference between the two
+orders, the paper's sequence robustness (:func:`.stats.order_difference`). A repeated
+session compares its arms across replicates in :mod:`.replicates`.
+
 Runs are only comparable task by task: when two runs cover different streams or
 different tasks (another ``limit``, another category filter), the difference is
 still computed, but only over the tasks both ran, and the document says so in

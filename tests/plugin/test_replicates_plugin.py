@@ -9,6 +9,7 @@ import json
 import pytest
 
 from ..conftest import SAMPLE_MEMORY_RUN, read_jsonl
+from ..schema import assert_json_report_valid
 
 
 @pytest.mark.parametrize(
@@ -16,7 +17,7 @@ from ..conftest import SAMPLE_MEMORY_RUN, read_jsonl
 )
 def test_replicates_run_as_arms_with_their_own_memory(pytester: pytest.Pytester, workers: list[str]) -> None:
     args = ["-p", "no:randomly", f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--evomemory-repeats=2",
-            "--evomemory-output-dir=rep", "-v", *workers]
+            "--evomemory-output-dir=rep", "-v", "--json-report", "--json-report-file=report.json", *workers]
     result = pytester.runpytest_subprocess(*args) if workers else pytester.runpytest(*args)
     assert result.ret == 0, result.stdout.str()
     result.assert_outcomes(passed=48)
@@ -37,3 +38,11 @@ def test_replicates_run_as_arms_with_their_own_memory(pytester: pytest.Pytester,
     document = json.loads((rep / "replicates.json").read_text(encoding="utf-8"))
     assert document["arms"][0]["overall"]["accuracies"] == [14 / 24, 14 / 24]
     assert "2 replicate(s), seeds 0, 1" in output
+    # the JSON report: every replicate an arm, and the comparison across them
+    report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    assert_json_report_valid(report)
+    block = report["evomemory"]
+    assert [(arm["name"], arm["replicate"]["seed"]) for arm in block["arms"]] == [
+        ("sample_memory@r1", 0), ("sample_memory@r2", 1)
+    ]
+    assert block["replicates"] == document and block["comparison"] is None
