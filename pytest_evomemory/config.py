@@ -113,6 +113,36 @@ class BenchmarkConfig(StrictModel):
     #: memory before its questions, the memory system's own ingestion (``memory``)
     #: or the agent in unscored ingestion turns (``agent``); docs/locomo.md.
     ingest: Literal["memory", "agent"] = "memory"
+    #: Independent replicates of the run in one session (docs/configuration.md,
+    #: "Repeats"): ``repeats: N`` runs seeds ``seed .. seed + N - 1``; ``seeds`` lists
+    #: them. One of the two; ``--evomemory-repeats`` replaces both.
+    repeats: Annotated[int, Field(ge=1, le=100)] | None = None
+    seeds: list[Annotated[int, Field(ge=-(2**63), lt=2**63)]] | None = None
+
+    @field_validator("seeds")
+    @classmethod
+    def _distinct_seeds(cls, value: list[int] | None) -> list[int] | None:
+        if value is not None and not value:
+            raise ValueError("an empty list runs no replicate; list at least one seed, or remove the key")
+        if value is not None and len(set(value)) != len(value):
+            raise ValueError("a seed is listed twice (two replicates would be one run twice); list each seed once")
+        if value is not None and len(value) > 100:
+            raise ValueError("more than 100 replicates; list at most 100 seeds")
+        return value
+
+    @model_validator(mode="after")
+    def _one_way_to_repeat(self) -> BenchmarkConfig:
+        if self.repeats is not None and self.seeds is not None:
+            raise ValueError(
+                "key 'seeds': 'repeats' and 'seeds' both say how many replicates run; give 'repeats: N' "
+                "(seeds seed .. seed + N - 1) or 'seeds: [...]', not both"
+            )
+        if self.seeds is not None and "seed" in self.model_fields_set:
+            raise ValueError(
+                "key 'seeds': 'seed' and 'seeds' both give the seed; with 'seeds' each replicate's seed is listed, "
+                "remove 'seed'"
+            )
+        return self
 
     @field_validator("order_from")
     @classmethod
@@ -450,6 +480,29 @@ _Section = TypeVar("_Section", bound=BackendOptions)
 # --------------------------------------------------------------------------- run
 
 
+#: What joins an arm's name and its replicate in the arm's label (``memory@r2``): a
+#: character no run name may hold, so a replicate's label is never another arm's name.
+REPLICATE_SEPARATOR = "@"
+
+
+@dataclass(frozen=True)
+class Replicate:
+    """Which replicate of a repeated run a run config is (:mod:`.runtime.replicates`):
+    ``index`` from 1 of ``count``, and the seed it runs with."""
+
+    index: int
+    count: int
+    seed: int
+
+    @property
+    def tag(self) -> str:
+        """The replicate's directory name under its arm's (``r2``)."""
+        return f"r{self.index}"
+
+    def to_dict(self) -> dict[str, int]:
+        return {"index": self.index, "count": self.count, "seed": self.seed}
+
+
 @dataclass(frozen=True)
 class RunConfig:
     """A fully resolved run: the three parts, and where each came from."""
@@ -466,10 +519,19 @@ class RunConfig:
     #: The command line's ``limit`` and ``streams`` (only those it gave): a resume
     #: applies them again, and never a limit the config file itself set.
     selection: Mapping[str, Any] = field(default_factory=dict)
+    #: Set when the session runs this config as one of several replicates.
+    replicate: Replicate | None = None
 
     @property
     def base_dir(self) -> Path:
         return self.path.parent
+
+    @property
+    def label(self) -> str:
+        """The arm's label: the run name, with its replicate (``memory@r2``) when repeated."""
+        if self.replicate is None:
+            return self.name
+        return f"{self.name}{REPLICATE_SEPARATOR}{self.replicate.tag}"
 
     def with_overrides(
         self, *, limit: int | None = None, streams: Sequence[str] | None = None
@@ -491,12 +553,23 @@ class RunConfig:
             "name": self.name,
             "path": str(self.path),
             "sources": dict(self.sources),
-            "benchmark": self.benchmark.model_dump(mode="json"),
+            "benchmark": _benchmark_dump(self.benchmark),
             "agent": self.agent.model_dump(mode="json"),
             "memory": self.memory.model_dump(mode="json"),
             "overrides": list(self.overrides),
             "selection": dict(self.selection),
         }
+
+
+def _benchmark_dump(benchmark: BenchmarkConfig) -> dict[str, Any]:
+    """The benchmark config as run.json records it: ``repeats`` and ``seeds`` only when
+    set (a replicate's own config has neither), so the config fingerprint of a run
+    that repeats nothing is the one it had before repeats existed (a resume goes on)."""
+    dumped = benchmark.model_dump(mode="json")
+    for key in ("repeats", "seeds"):
+        if dumped.get(key) is None:
+            dumped.pop(key, None)
+    return dumped
 
 
 _Model = TypeVar("_Model", bound=BaseModel)

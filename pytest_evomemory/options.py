@@ -76,6 +76,10 @@ OPTIONS: tuple[Option, ...] = (
         "interrupted session of arms, given the directory holding its arms.json): completed tasks are "
         "not run again and each stream's memory is restored",
     ),
+    Option("repeats", metavar="N", kind="count", counts="replicates per arm",
+           help="run each arm N times as independent replicates (seeds benchmark.seed .. +N-1, each its own run "
+           "directory <arm dir>/r1..rN), reported as the mean with its 95%% interval across them; replaces the "
+           "configs' benchmark.repeats / benchmark.seeds"),
     Option("max-errors", metavar="N", kind="count", counts="failed episodes",
            help="stop the session after N failed episodes (default: never)"),
     Option(
@@ -139,6 +143,8 @@ class SessionOptions:
     min_gain: tuple[str, ...] = ()
     resume: str | None = None
     max_errors: int | None = None
+    #: ``repeats``: replicates per arm (:mod:`.runtime.replicates`)
+    repeats: int | None = None
     #: ``max-cost``: the session's spend cap in US dollars (:mod:`.models.budget`)
     max_cost: float | None = None
     compare: str | None = None
@@ -183,6 +189,7 @@ def read_options(values: Mapping[str, Any], flags: Flags) -> SessionOptions:
         min_gain=gathered.get("min_gain", ()),
         resume=gathered.get("resume"),
         max_errors=gathered.get("max_errors"),
+        repeats=gathered.get("repeats"),
         max_cost=gathered.get("max_cost"),
         compare=gathered.get("compare"),
         given=frozenset(given),

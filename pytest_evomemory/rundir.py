@@ -68,6 +68,9 @@ LOCK_OWNER = ".lock.owner"
 ERROR_COUNT = ".errors"
 #: In the directory holding a session's arms: which arms, where, from which configs.
 ARMS_MANIFEST = "arms.json"
+#: A repeated session's comparison across replicates (reporting/replicates.py).
+REPLICATES_DATA = "replicates.json"
+REPLICATES_PAGE = "replicates.html"
 
 #: Files of a run, moved aside together when a new run starts in the directory.
 RUN_FILES = (RUN_DOCUMENT, RESPONSES, SCORES, EVENTS, SUMMARY, REPORT, COMPARISON, COMPARISON_DATA)
@@ -76,14 +79,14 @@ MEMORY = "memory"
 #: What the directory holding a session's arms holds beside them (by default the
 #: output root, where single runs' directories live too): never an arm's name, nor a
 #: run's (validation.OUTPUT_ROOT_FILES, which the run name rule reads, is this list).
-ARMS_DIRECTORY_FILES = (ARMS_MANIFEST, COMPARISON, COMPARISON_DATA)
+ARMS_DIRECTORY_FILES = (ARMS_MANIFEST, COMPARISON, COMPARISON_DATA, REPLICATES_DATA, REPLICATES_PAGE)
 #: Every name a run directory, or the directory holding a session's arms, may hold
 #: (lower case; compared case-folded: macOS and Windows file systems fold case).
 #: The arms directory's own files are never an arm's name; the rest are not when the
 #: arms directory also holds a run (:func:`holds_a_run`), whose files and folders an
 #: arm's directory of that name would be.
 RESERVED_NAMES = frozenset(
-    name.lower() for name in (*RUN_FILES, ARMS_MANIFEST, TRANSCRIPTS, HISTORY, SIDE_RUN, MEMORY, LOCK, LOCK_OWNER, ERROR_COUNT)
+    name.lower() for name in (*RUN_FILES, *ARMS_DIRECTORY_FILES, TRANSCRIPTS, HISTORY, SIDE_RUN, MEMORY, LOCK, LOCK_OWNER, ERROR_COUNT)
 )
 
 
@@ -573,10 +576,13 @@ class ArmsManifest:
     entries: tuple[ArmEntry, ...]
     overrides: tuple[str, ...]
     session: str | None
+    #: the command line's replicates per arm (``repeats``), if it gave them
+    repeats: int | None = None
 
 
 def write_arms_manifest(
-    directory: Path, arms: Sequence[tuple[str, Path, str]], overrides: Sequence[str], session: str
+    directory: Path, arms: Sequence[tuple[str, Path, str]], overrides: Sequence[str], session: str,
+    repeats: int | None = None,
 ) -> None:
     """Record a session's arms ``(name, run directory, config)`` beside them, so that
     resuming the directory can continue every arm of an interrupted session."""
@@ -592,6 +598,7 @@ def write_arms_manifest(
         "session": session,
         "baseline": arms[0][0],
         "overrides": list(overrides),
+        **({"repeats": repeats} if repeats is not None else {}),
         "arms": [{"name": name, "run_dir": where(run_dir), "config": config} for name, run_dir, config in arms],
     })
 
@@ -622,10 +629,12 @@ def read_arms_manifest(directory: Path, flag: str) -> ArmsManifest | None:
         )
     overrides = document.get("overrides")
     session = document.get("session")
+    repeats = document.get("repeats")
     return ArmsManifest(
         entries,
         tuple(str(item) for item in overrides) if isinstance(overrides, list) else (),
         session if isinstance(session, str) else None,
+        repeats if isinstance(repeats, int) and not isinstance(repeats, bool) and 1 <= repeats <= 100 else None,
     )
 
 

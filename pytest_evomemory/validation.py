@@ -277,7 +277,7 @@ def long_name_problem(path: Path) -> str | None:
 #: What the directory holding runs (the output root, a session's arms directory) holds
 #: beside them: its arms manifest and the comparison (rundir.ARMS_DIRECTORY_FILES, the
 #: owner of the run directory's format, names the same files). No run is named so.
-OUTPUT_ROOT_FILES = ("arms.json", "compare.html", "compare.json")
+OUTPUT_ROOT_FILES = ("arms.json", "compare.html", "compare.json", "replicates.json", "replicates.html")
 
 
 def run_name_problem(name: str) -> str | None:

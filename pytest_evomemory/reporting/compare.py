@@ -11,6 +11,11 @@ When the runs' match modes declare a continuous headline figure (LoCoMo's F1,
 Wilcoxon signed-rank p-value on the tasks both ran, beside McNemar on the yes/no
 outcome (F1 >= 0.5).
 
+A run that is the baseline in another ``benchmark.order`` (nothing else differs) is
+also listed under ``sequence_robustness``: the paired difference between the two
+orders, the paper's sequence robustness (:func:`.stats.order_difference`). A repeated
+session compares its arms across replicates in :mod:`.replicates`.
+
 Runs are only comparable task by task: when two runs cover different streams or
 different tasks (another ``limit``, another category filter), the difference is
 still computed, but only over the tasks both ran, and the document says so in
@@ -20,6 +25,7 @@ side by side. A task is identified by ``(stream, task_id)``.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +35,7 @@ from ..rundir import SCHEMA_VERSION
 from .categories import score_value
 from .columns import figures_of
 from .similarity import similarity_analysis
-from .stats import Proportion, compare_paired, paired_bootstrap, wilcoxon_signed_rank
+from .stats import Proportion, compare_paired, order_difference, paired_bootstrap, wilcoxon_signed_rank
 from .summary import shared_headline
 
 if TYPE_CHECKING:
@@ -204,6 +210,49 @@ def config_diff(runs: Sequence[RunData]) -> list[dict[str, Any]]:
     return rows
 
 
+#: config_diff keys two orders of one arm differ in: the run's name, its order settings,
+#: and each stream's recorded order (run.json ``streams[].order``).
+_ORDER_KEY = re.compile(r"^(name|benchmark\.order(_seed|_from)?(\..*)?|streams\..+\.order(\..+)?)$")
+
+
+def _order(run: RunData) -> str:
+    config = run.run.get("run")
+    benchmark = config.get("benchmark") if isinstance(config, Mapping) else None
+    order = benchmark.get("order") if isinstance(benchmark, Mapping) else None
+    return str(order) if order else "given"
+
+
+def order_only(first: RunData, second: RunData) -> tuple[str, str] | None:
+    """``(first's order, second's order)`` when the two runs differ in nothing but
+    ``benchmark.order`` (and its seed or reference runs): the same arm in two orders,
+    whose paired difference is the paper's sequence robustness; else None."""
+    if _order(first) == _order(second) or not first.run or not second.run:
+        return None
+    rows = config_diff([first, second])
+    if not all(_ORDER_KEY.match(row["key"]) for row in rows):
+        return None
+    return _order(first), _order(second)
+
+
+def sequence_robustness(runs: Sequence[RunData], streams: Sequence[str]) -> list[dict[str, Any]]:
+    """For each run that is the baseline in another order (:func:`order_only`): per
+    stream and overall, the paired difference between the two orders on the tasks
+    both ran (:func:`.stats.order_difference`), ``second - first``."""
+    found = []
+    for run in runs[1:]:
+        orders = order_only(runs[0], run)
+        if orders is None:
+            continue
+        scopes = {
+            name: order_difference(outcomes(runs[0], name), outcomes(run, name)).to_dict() for name in streams
+        }
+        found.append({
+            "label": run.label, "baseline_order": orders[0], "order": orders[1], "streams": scopes,
+            OVERALL: order_difference(outcomes(runs[0]), outcomes(run)).to_dict(),
+        })
+    return found
+
+
 def _warnings(runs: Sequence[RunData], document: Mapping[str, Any]) -> list[str]:
     base = runs[0].label
     warnings = []
@@ -288,11 +337,22 @@ def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
         "flips": _flips(runs),
         # how each memory arm's gain over the first run tracks task similarity (.similarity)
         "similarity": similarity_analysis(runs, list(streams)),
+        # the same arm in two orders: the paired difference between the orders
+        "sequence_robustness": sequence_robustness(runs, list(streams)),
     }
     document["warnings"] = _warnings(runs, document)
     return document
 
 
 __all__ = [
-    "OVERALL", "build_comparison", "config_diff", "continuous_comparison", "continuous_label", "outcomes", "stream_names", "values",
+    "OVERALL",
+    "build_comparison",
+    "config_diff",
+    "continuous_comparison",
+    "continuous_label",
+    "order_only",
+    "outcomes",
+    "sequence_robustness",
+    "stream_names",
+    "values",
 ]

@@ -462,6 +462,31 @@ def _accuracy_table(comparison: Mapping[str, Any]) -> str:
     )
 
 
+def _sequence_robustness(comparison: Mapping[str, Any]) -> str:
+    """compare.json's ``sequence_robustness``: the same arm in two orders, paired by task."""
+    entries = comparison.get("sequence_robustness") or []
+    if not entries:
+        return ""
+    rows = []
+    for entry in entries:
+        scopes = [*_mapping(entry.get("streams")).items(), (OVERALL, entry.get(OVERALL))]
+        for name, scope in scopes:
+            scope = {**_mapping(scope), "same_tasks": True}
+            rows.append(
+                f'<tr class="{"overall" if name == OVERALL else ""}"><td>{_e(entry.get("label"))}</td>'
+                f'<td>{_e(entry.get("order"))} \u2212 {_e(entry.get("baseline_order"))}</td>'
+                f"{_name_cell('td', name)}{_versus_cells(scope)}</tr>"
+            )
+    return (
+        "<h2>Sequence robustness</h2>"
+        '<p class="meta">Runs that differ from the baseline only in <code>benchmark.order</code>: the paired '
+        "difference between the two orders on the tasks both ran (Newcombe's 95% interval, exact McNemar p).</p>"
+        '<div class="scroll"><table><thead><tr><th>run</th><th>orders</th><th>stream</th>'
+        '<th class="num">Δ</th><th class="num">95% CI of Δ</th><th class="num">McNemar p</th>'
+        f'<th class="num">paired tasks</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+    )
+
+
 def _warnings(comparison: Mapping[str, Any]) -> str:
     warnings = comparison.get("warnings") or []
     if not warnings:
@@ -604,6 +629,7 @@ def render_comparison(
         _warnings(comparison),
         "<h2>Accuracy</h2>",
         _accuracy_table(comparison),
+        _sequence_robustness(comparison),
         "<h2>Learning curves</h2>",
         '<p class="meta">Cumulative accuracy after each task of the stream; one line per run.</p>',
         _plots(runs),
@@ -617,6 +643,67 @@ def render_comparison(
         _side_by_side(runs),
     ]
     return "".join(_page(f"evomemory: {labels}", body))
+
+
+def render_replicates(document: Mapping[str, Any]) -> str:
+    """replicates.html: a repeated session's arms across replicates (replicates.json):
+    per stream and overall, each arm's mean accuracy with its Student-t interval and
+    each replicate's, and each later arm's mean paired difference from the baseline
+    with its interval beside each replicate's McNemar p; links to each replicate's
+    comparison page."""
+    versus = {str(entry.get("label")): entry for entry in document.get("vs_baseline") or []}
+    arms = [_mapping(arm) for arm in document.get("arms") or []]
+    streams = list(_mapping(arms[0].get("streams"))) if arms else []
+    rows = []
+    for name in [*streams, OVERALL]:
+        for index, arm in enumerate(arms):
+            scope = _mapping(arm.get(OVERALL) if name == OVERALL else _mapping(arm.get("streams")).get(name))
+            head = _name_cell("th", name, f' rowspan="{len(arms)}"') if index == 0 else ""
+            each = " ".join(_percent(value) for value in scope.get("accuracies") or [])
+            against = versus.get(str(arm.get("label")))
+            if against is None:
+                cells = f'<td class="num">baseline</td><td class="num">{_NONE}</td><td class="num">{_NONE}</td>'
+            else:
+                difference = _mapping(against.get(OVERALL) if name == OVERALL else _mapping(against.get("streams")).get(name))
+                tests = " ".join(_p_value(test.get("mcnemar_p")) for test in difference.get("per_replicate") or [])
+                cells = (
+                    f'<td class="num">{_e(_pp(difference.get("mean")))}</td>'
+                    f'<td class="num">{_e(_pp_interval(difference.get("ci_low"), difference.get("ci_high")))}</td>'
+                    f'<td class="num">{_e(tests)}</td>'
+                )
+            rows.append(
+                f'<tr class="{"overall" if name == OVERALL else ""}">{head}<td class="run">{_e(arm.get("label"))}</td>'
+                f'<td class="num">{_e(_percent(scope.get("mean")))}</td>'
+                f'<td class="num">{_e(_ci([scope.get("ci_low"), scope.get("ci_high")]))}</td>'
+                f'<td class="num">{_e(each)}</td>{cells}</tr>'
+            )
+    robustness = [
+        f"<li><b>{_e(label)}</b>: {_e(_mapping(entry.get('sequence_robustness')).get('order'))} \u2212 "
+        f"{_e(_mapping(entry.get('sequence_robustness')).get('baseline_order'))}: its \u0394 is the sequence "
+        "robustness, paired by seed across replicates and by task within each</li>"
+        for label, entry in versus.items() if entry.get("sequence_robustness")
+    ]
+    links = "".join(
+        f'<li><a href="{_e(urllib.parse.quote(str(name)))}">{_e(name)}</a></li>' for name in document.get("comparisons") or []
+    )
+    seeds = ", ".join(str(seed) for seed in document.get("seeds") or [])
+    labels = " vs ".join(str(arm.get("label")) for arm in arms)
+    body = [
+        f"<h1>Evo-Memory replicates: {_e(labels)}</h1>",
+        f'<p class="meta">{_e(document.get("replicates"))} replicate(s) per arm, seeds {_e(seeds)}; '
+        f'baseline <b>{_e(document.get("baseline"))}</b>.</p>',
+        _warnings(document),
+        '<div class="scroll"><table class="compare-accuracy"><thead><tr><th>stream</th><th>arm</th>'
+        '<th class="num">mean accuracy</th><th class="num">95% CI</th><th class="num">per replicate</th>'
+        '<th class="num">\u0394 mean vs baseline</th><th class="num">95% CI of \u0394</th>'
+        f'<th class="num">McNemar p per replicate</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+        '<p class="meta">Mean accuracy: the replicates\' summary accuracies, with the 95% Student-t interval '
+        "across them. \u0394: this arm minus the baseline, replicate by replicate (the same seed), with the "
+        "paired-t 95% interval; McNemar p: each replicate's exact test on the tasks both ran.</p>",
+        f"<ul>{''.join(robustness)}</ul>" if robustness else "",
+        f"<h2>Each replicate's comparison</h2><ul>{links}</ul>" if links else "",
+    ]
+    return "".join(_page(f"evomemory replicates: {labels}", body))
 
 
 # --------------------------------------------------------------------------- writing
@@ -687,6 +774,11 @@ def _relative_link(target: Path, start: Path) -> str | None:
     return urllib.parse.quote(Path(relative).as_posix())
 
 
+def write_page(path: Path, text: str) -> Path:
+    """Write a page or its data atomically (:class:`ReportError` when it cannot be)."""
+    return _write(path, text)
+
+
 def write_comparison_report(
     run_dirs: Sequence[Path | str], output: Path | str, labels: Sequence[str] | None = None
 ) -> Path:
@@ -707,9 +799,11 @@ __all__ = [
     "load_run",
     "load_runs",
     "render_comparison",
+    "render_replicates",
     "render_report",
     "report_parts",
     "write_comparison",
     "write_comparison_report",
     "write_html_report",
+    "write_page",
 ]

@@ -163,5 +163,70 @@ def format_comparison(document: Mapping[str, Any]) -> list[str]:
     right = [False, False, *([True] * (len(header) - 2))]
     lines = _aligned(rows, right)
     lines.insert(1, "-" * max(len(line) for line in lines))
+    lines += _sequence_lines(document.get("sequence_robustness") or [])
     lines += [f"warning: {inert(str(warning), one_line=True)}" for warning in document.get("warnings") or []]
     return lines
+
+
+def _sequence_lines(entries: Sequence[Mapping[str, Any]]) -> list[str]:
+    """compare.json's ``sequence_robustness``: one line per arm in another order."""
+    lines = []
+    for entry in entries:
+        overall = entry.get("overall") or {}
+        lines.append(inert(
+            f"sequence robustness: {entry.get('label')} ({entry.get('order')}) - baseline "
+            f"({entry.get('baseline_order')}): {_points(overall.get('difference'))} "
+            f"{_points_interval(overall.get('ci_low'), overall.get('ci_high'))}, McNemar p "
+            f"{_p(overall.get('mcnemar_p'))} on {overall.get('paired_tasks')} paired tasks",
+            one_line=True,
+        ))
+    return lines
+
+
+def format_replicates(document: Mapping[str, Any]) -> list[str]:
+    """A repeated session's comparison (``replicates.json``) as aligned terminal lines.
+
+    Per stream and overall, each arm's mean accuracy across replicates with its 95 %
+    Student-t interval and each replicate's accuracy; for every arm after the
+    baseline, the mean paired difference with its interval and each replicate's
+    exact McNemar p on the tasks both ran."""
+    count = int(document.get("replicates") or 0)
+    header = ["stream", "arm", "mean accuracy", "95% CI", "per replicate",
+              f"diff vs {document.get('baseline')}", "95% CI of diff", "McNemar p per replicate"]
+    rows: list[list[str]] = [header]
+    versus = {entry["label"]: entry for entry in document.get("vs_baseline") or []}
+    arms = document.get("arms") or []
+    names = list((arms[0].get("streams") or {}) if arms else {})
+    for name in [*names, "overall"]:
+        for index, arm in enumerate(arms):
+            scope = arm["overall"] if name == "overall" else arm["streams"][name]
+            row = [name if index == 0 else "", str(arm["label"]), percent(scope.get("mean")),
+                   interval(_bounds(scope)), " ".join(percent(value) for value in scope.get("accuracies") or [])]
+            against = versus.get(arm["label"])
+            if against is None:
+                row += ["baseline", "", ""]
+            else:
+                difference = against["overall"] if name == "overall" else against["streams"][name]
+                row += [_points(difference.get("mean")), _points_interval(difference.get("ci_low"), difference.get("ci_high")),
+                        " ".join(_p(test.get("mcnemar_p")) for test in difference.get("per_replicate") or [])]
+            rows.append(row)
+    right = [False, False, True, True, True, True, True, True]
+    lines = _aligned(rows, right)
+    lines.insert(1, "-" * max(len(line) for line in lines))
+    seeds = ", ".join(str(seed) for seed in document.get("seeds") or [])
+    lines.append(f"{count} replicate(s), seeds {seeds}; 95% CI: Student-t across replicates (paired by seed for diff)")
+    for entry in versus.values():
+        robustness = entry.get("sequence_robustness")
+        if robustness:
+            lines.append(inert(
+                f"sequence robustness: {entry['label']} ({robustness.get('order')}) - baseline "
+                f"({robustness.get('baseline_order')}): the diff above, paired by task within each replicate",
+                one_line=True,
+            ))
+    lines += [f"warning: {inert(str(warning), one_line=True)}" for warning in document.get("warnings") or []]
+    return lines
+
+
+def _bounds(scope: Mapping[str, Any]) -> tuple[float, float] | None:
+    low, high = scope.get("ci_low"), scope.get("ci_high")
+    return (float(low), float(high)) if isinstance(low, int | float) and isinstance(high, int | float) else None

@@ -7,6 +7,9 @@ first being the baseline of the comparison. Each arm is a complete run of its ow
 what running its config alone would write, so ``evomemory compare``, resume and
 the report read it as any run.
 
+A repeated session (:mod:`.replicates`) has one arm per replicate of each config,
+named ``<name>@r<i>`` (``@`` is in no run name) and placed in ``<arm dir>/r<i>``.
+
 With one config the session has one arm and nothing about the single-run layout
 changes (item ids ``<stream>/<task>``, the run directory as before). With several,
 an item's stream part becomes ``<arm>:<stream>`` (see :meth:`Arm.key`), which is
@@ -89,7 +92,9 @@ class Arm:
         min_accuracy: Sequence[str],
         min_accuracy_flag: str,
     ) -> None:
-        self.name = run_config.name
+        #: the run name, with its replicate when the session repeats it (``memory@r2``)
+        self.name = run_config.label
+        self.replicate = run_config.replicate
         self.prefix: str | None = self.name if labelled else None
         self.run_config = run_config
         self.run_dir = run_dir

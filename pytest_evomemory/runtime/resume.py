@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import RunConfig
+from ..config import REPLICATE_SEPARATOR, RunConfig
 from ..rundir import (
     RUN_DOCUMENT,
     ArmsManifest,
@@ -50,6 +50,22 @@ class ResumeSource:
     def session(self) -> str | None:
         return self.manifest.session if self.manifest is not None else None
 
+    @property
+    def repeats(self) -> int | None:
+        """The replicates per arm the interrupted session's command line gave."""
+        return self.manifest.repeats if self.manifest is not None else None
+
+    @property
+    def arm_configs(self) -> tuple[str, ...]:
+        """The run configs to load, one per arm: a repeated session's manifest lists
+        each config once per replicate (``<name>@r<i>``), which the session expands again."""
+        if self.manifest is None or not any(REPLICATE_SEPARATOR in entry.name for entry in self.manifest.entries):
+            return self.configs
+        return tuple(
+            entry.config for entry in self.manifest.entries
+            if not entry.name.partition(REPLICATE_SEPARATOR)[2] or entry.name.endswith(f"{REPLICATE_SEPARATOR}r1")
+        )
+
 
 def read_resume_source(directory: Path, flag: str) -> ResumeSource:
     """What ``flag=directory`` resumes; :class:`RunDirError` naming what is missing."""
@@ -68,6 +84,11 @@ def read_resume_source(directory: Path, flag: str) -> ResumeSource:
             directory, tuple(entry.config for entry in manifest.entries), manifest.overrides, limit, streams, manifest
         )
     document = read_run_document(directory, flag)
+    if isinstance(document.get("replicate"), Mapping):
+        raise RunDirError(
+            f"{flag} {directory}: this is one replicate of a repeated session; resume the session's directory "
+            f"(the one holding its arms.json, {directory.parent}), which continues every replicate"
+        )
     run = document.get("run")
     path = run.get("path") if isinstance(run, Mapping) else None
     if path is None or path == "":

@@ -144,7 +144,8 @@ class BenchmarkRun:
         not an Agent or a MemorySystem raises :class:`~..errors.SessionRefused`.
         """
         context = MemoryContext(
-            stream=name, run_dir=self.run_dir, run_name=self.config.name, agent_model=self.config.agent.model
+            # a replicate's label: replicates of one run never share a store named after it
+            stream=name, run_dir=self.run_dir, run_name=self.config.label, agent_model=self.config.agent.model
         )
         strategy = self.memory_strategy
         memory: ObservedMemory | None = None
@@ -235,7 +236,14 @@ class BenchmarkRun:
             "versions": package_versions(),
             "started": started,
             "command_line": list(sys.argv if argv is None else argv),
+            **self.replicate_fields,
         }
+
+    @property
+    def replicate_fields(self) -> dict[str, Any]:
+        """``replicate`` (index, count, seed) for run.json and summary.json, when repeated."""
+        replicate = self.config.replicate
+        return {} if replicate is None else {"replicate": replicate.to_dict()}
 
     @property
     def planned_tasks(self) -> int:
@@ -471,6 +479,7 @@ class Run:
                     # what a dashboard needs to tell runs apart, without reading run.json
                     "config_fingerprint": config_fingerprint(self.benchmark.config),
                     "versions": self.document.get("versions") or package_versions(),
+                    **self.benchmark.replicate_fields,
                     **self.extra,
                     **(extra or {}),
                 },

@@ -16,6 +16,8 @@ decision is made here:
   memory that cannot restore (:class:`~..errors.SessionRefused`);
 * the model side every process shares: the session directory of the endpoints'
   connection slots and 429 backoff, and the cost cap (``max-cost``) with its stop;
+* repeats: each run config as N replicates, arms of their own that differ only in
+  their seed (:mod:`.replicates`), compared across replicates at the end;
 * where each record goes (its arm's run), the max-errors stop, a write failure's
   stop, and how the session ended: each arm's summary, thresholds and report, the
   comparison of the arms and its gain gates, the terminal lines, the JSON block a
@@ -53,7 +55,8 @@ from ..models.limits import close_session_directory, open_session_directory, ses
 from ..options import Flags, SessionOptions
 from ..reporting.gain import GainResult, GainThreshold, check_gains, parse_min_gain
 from ..reporting.html import ReportError, load_run, write_comparison, write_comparison_report
-from ..reporting.terminal import format_comparison
+from ..reporting.replicates import write_replicate_comparison
+from ..reporting.terminal import format_comparison, format_replicates
 from ..rundir import (
     DEFAULT_OUTPUT_ROOT,
     LOCK,
@@ -78,6 +81,7 @@ from .arm import Arm, check_arm_names
 from .gates import thresholds_for_arms
 from .lines import Line, snapshot_fallback_line
 from .records import Record, StreamErrorRecord, error_record, stream_error_record, stream_started_record
+from .replicates import base_configs, expand_replicates, replicate_groups, replicate_seeds
 from .resume import ResumeSource, arm_dir_recorded, check_manifest_dirs, read_resume_source, started_by
 from .run import (
     AgentFactoryFn,
@@ -155,10 +159,13 @@ class Session:
         self.resume_source = resume
         self.session_id = (resume.session if resume is not None else None) or uuid.uuid4().hex
         labelled = len(run_configs) > 1
+        bases = self._bases = base_configs(run_configs)
+        #: replicates per arm (None: the arms are not repeated, :mod:`.replicates`)
+        self.replicates: int | None = run_configs[0].replicate.count if run_configs[0].replicate else None
         if labelled:
-            check_arm_names(run_configs, self.comparison_dir)
+            check_arm_names(bases, self.comparison_dir)
         minimums = thresholds_for_arms(
-            self.options.min_accuracy, [config.name for config in run_configs], self.flags("min-accuracy")
+            self.options.min_accuracy, [config.name for config in bases], self.flags("min-accuracy")
         )
         self.arms: list[Arm] = []
         for run_config, run_dir in zip(run_configs, run_dirs, strict=True):
@@ -179,6 +186,9 @@ class Session:
         self.comparison: dict[str, Any] | None = None
         self.comparison_files: tuple[Path, Path] | None = None
         self.comparison_error: str | None = None
+        #: a repeated session's comparison across replicates (replicates.json)
+        self.replicate_comparison: dict[str, Any] | None = None
+        self.replicate_files: list[Path] = []
         self.gain_results: list[GainResult] = []
         self._manifest_written = False
         self._arm_of_stream: dict[int, Arm] = {}
@@ -274,7 +284,7 @@ class Session:
             options = _with_recorded(options, resume)
             setup = replace(setup, options=options)
         paths = [str(resolve_run_config(path, here)) for path in options.configs] if options.configs else (
-            list(resume.configs) if resume is not None else list(configs)
+            list(resume.arm_configs) if resume is not None else list(configs)
         )
         if not paths:
             raise ConfigError(f"no run config: give {flags('config')}=PATH (or a built-in config's name)")
@@ -284,8 +294,10 @@ class Session:
             )
             for path in paths
         ]
+        replicated = any(replicate_seeds(config, options.repeats) is not None for config in run_configs)
         if len(run_configs) > 1:  # before placing the arms: a clash of names says so, not a clash of directories
-            check_arm_names(run_configs, _arms_dir(setup))
+            check_arm_names(run_configs, _arms_dir(setup, run_configs, replicated))
+        run_configs = expand_replicates(run_configs, options.repeats, flags("repeats"))
         run_dirs = _run_dirs(setup, run_configs, resume)
         return cls(setup, run_configs, run_dirs, resume)
 
@@ -329,6 +341,11 @@ class Session:
         if not values:
             return []
         flag = self.flags("min-gain")
+        if self.replicates is not None:
+            raise ConfigError(
+                f"{flag} gates one run's paired gain; a session of replicates reports the mean gain across them "
+                f"(replicates.json) and has no gain gate yet: run without repeats to gate, or leave {flag} out"
+            )
         if len(self.arms) < 2:
             raise ConfigError(
                 f"{flag} gates the gain of an arm over the baseline: give two run configs, e.g. "
@@ -394,7 +411,7 @@ class Session:
                 continue
             for stream in arm.benchmark.stream_order:
                 context = MemoryContext(
-                    stream=stream, run_dir=arm.run_dir, run_name=arm.run_config.name,
+                    stream=stream, run_dir=arm.run_dir, run_name=arm.run_config.label,
                     agent_model=arm.run_config.agent.model,
                 )
                 for location in spec.locations(arm.run_config.memory, context):
@@ -429,8 +446,9 @@ class Session:
     @property
     def comparison_dir(self) -> Path:
         """Where a session of several arms writes compare.html, compare.json and its
-        arms manifest (a resumed session: where the interrupted one wrote them)."""
-        return _arms_dir(self.setup)
+        arms manifest (a resumed session: where the interrupted one wrote them); a
+        repeated single run: the directory holding its replicates."""
+        return _arms_dir(self.setup, self._bases, self.replicates is not None)
 
     # ----- tasks
 
@@ -664,6 +682,7 @@ class Session:
             [(arm.name, arm.run_dir, str(arm.run_config.path)) for arm in self.arms],
             self.options.settings,
             self.session_id,
+            repeats=self.options.repeats,
         )
 
     def stop(self, reason: str) -> None:
@@ -689,7 +708,7 @@ class Session:
                 result.report_error = str(error)
                 failed = True
         if self.several and self.started:
-            failed = self._compare_arms() or failed
+            failed = (self._compare_replicates() if self.replicates is not None else self._compare_arms()) or failed
         if self.shared_errors is not None and self.setup.writes:
             self.shared_errors.clear()
         return Outcome(
@@ -720,6 +739,26 @@ class Session:
         self.gain_results = check_gains(files.document, self.gains, complete=complete)
         return any(not result.met for result in self.gain_results)
 
+    def _compare_replicates(self) -> bool:
+        """A repeated session's comparison: replicate by replicate, the arms' paired
+        comparison (``compare-r<i>.html`` / ``.json``, when there are several arms), and
+        across replicates each arm's mean accuracy and mean paired difference with
+        their intervals (``replicates.json``). True when the session fails."""
+        ran = [arm for arm in self.arms if arm.result is not None and arm.result.write_failure is None]
+        if len(ran) < len(self.arms):
+            missing = ", ".join(arm.name for arm in self.arms if arm not in ran)
+            self.comparison_error = f"no comparison: arm(s) {missing} ran no task or could not write their results"
+            return False
+        groups = replicate_groups(self.arms)
+        try:
+            files = write_replicate_comparison(groups, self.comparison_dir)
+        except (ReportError, OSError) as error:
+            self.comparison_error = f"the comparison could not be written: {error}"
+            return True
+        self.replicate_comparison = dict(files.document)
+        self.replicate_files = list(files.paths)
+        return False
+
     def release(self) -> None:
         """Unlock every run directory and close the shared directory and cost cap
         this process opened (the end of the process's part in the session)."""
@@ -745,7 +784,13 @@ class Session:
         """What the session is about to run (pytest prints it in its header)."""
 
         lines = []
-        if self.several:
+        if self.replicates is not None and self.several:
+            seeds = ", ".join(str(arm.replicate.seed) for arm in self.arms[: self.replicates] if arm.replicate)
+            lines.append(
+                f"evomemory: {len(self._bases)} arm(s) x {self.replicates} replicates (seeds {seeds}), "
+                f"baseline {self.baseline.name!r}"
+            )
+        elif self.several:
             lines.append(f"evomemory: {len(self.arms)} arms, baseline {self.baseline.name!r}")
         for arm in self.arms:
             prefix = f"evomemory: [{arm.name}] " if self.several else "evomemory: "
@@ -779,7 +824,7 @@ class Session:
             lines.append(Line(f"evomemory: {arm.name}", section=True))
             lines += arm.report(self.compare_dir)
         if self.several and self.started:
-            lines += self._comparison_lines()
+            lines += self._replicate_lines() if self.replicates is not None else self._comparison_lines()
         if any(arm.cut_short for arm in self.arms):
             where = self.comparison_dir if self.several else self.baseline.run_dir
             lines.append(Line(
@@ -822,6 +867,21 @@ class Session:
             lines += [Line.of(f"comparison: {html}"), Line.of(f"comparison data: {json_path}")]
         return lines
 
+    def _replicate_lines(self) -> list[Line]:
+        names = " vs ".join(arm.run_config.name for arm in self.baseline_arms)
+        lines = [Line(f"evomemory: {names}, {self.replicates} replicate(s)", section=True)]
+        if self.replicate_comparison is None:
+            lines.append(Line.of(f"evomemory: {self.comparison_error}", "red", bold=True))
+            return lines
+        lines += [Line.of(line) for line in format_replicates(self.replicate_comparison)]
+        lines += [Line.of(f"comparison: {path}") for path in self.replicate_files]
+        return lines
+
+    @property
+    def baseline_arms(self) -> list[Arm]:
+        """One arm per run config (its first replicate when repeated)."""
+        return [arm for arm in self.arms if arm.replicate is None or arm.replicate.index == 1]
+
     def json_report(self) -> dict[str, Any] | None:
         """The block a dashboard reads (pytest-json-report's ``evomemory`` key): one
         shape for one arm and for several (docs/artefacts.md)."""
@@ -834,6 +894,7 @@ class Session:
             "arms": [
                 {
                     "name": arm.name,
+                    **({"replicate": arm.replicate.to_dict()} if arm.replicate is not None else {}),
                     "run_dir": str(arm.run_dir),
                     "identity": run_identity(arm.run_config, (arm.summary or {}).get("ran")),
                     "summary": arm.summary,
@@ -841,14 +902,26 @@ class Session:
                 for arm in self.arms
             ],
             "comparison": self.comparison,
+            **({"replicates": self.replicate_comparison} if self.replicates is not None else {}),
             "gains": [result.to_dict() for result in self.gain_results],
         }
 
 
-def _arms_dir(setup: SessionSetup) -> Path:
-    """The directory holding a session's arms (see :attr:`Session.comparison_dir`)."""
+def _arms_dir(setup: SessionSetup, run_configs: Sequence[RunConfig], replicated: bool = False) -> Path:
+    """The directory holding a session's arms (see :attr:`Session.comparison_dir`):
+    for one repeated run config, the directory its run would have had."""
+    bases = base_configs(run_configs)
+    if replicated and len(bases) == 1:
+        return _single_run_dir(setup, bases[0]).resolve()
     where = setup.options.resume or setup.options.output_dir or DEFAULT_OUTPUT_ROOT
     return _side(setup, (setup.invocation_dir / where).resolve())
+
+
+def _single_run_dir(setup: SessionSetup, run_config: RunConfig) -> Path:
+    """Where the run of a session's only run config goes (:func:`_run_dirs`)."""
+    output = setup.options.resume or setup.options.output_dir or run_config.output_dir
+    here = setup.invocation_dir
+    return _side(setup, (here / output) if output else default_run_dir(run_config.name, here))
 
 
 def _side(setup: SessionSetup, run_dir: Path) -> Path:
@@ -866,6 +939,7 @@ def _with_recorded(options: SessionOptions, resume: ResumeSource) -> SessionOpti
     return replace(
         options,
         settings=options.settings if "set" in options.given else resume.overrides,
+        repeats=options.repeats if "repeats" in options.given else resume.repeats,
         limit=options.limit if "limit" in options.given else resume.limit,
         streams=options.streams if "stream" in options.given else resume.streams,
     )
@@ -880,14 +954,14 @@ def _run_dirs(setup: SessionSetup, run_configs: Sequence[RunConfig], resume: Res
     ``<dir>/<name>``, and the comparison; without it an arm goes to its config's
     ``output_dir`` or ``evomemory-results/<name>``. A resumed session of arms is
     placed the same way under the resumed directory, and the arms' manifest must
-    agree (nothing read from it is used as a path).
+    agree (nothing read from it is used as a path). A replicate's run directory is
+    ``r<i>`` inside the directory its arm would have had (:mod:`.replicates`).
     """
     here = setup.invocation_dir
     option = setup.options.output_dir
-    if len(run_configs) == 1:
-        run_config = run_configs[0]
-        output = setup.options.resume or option or run_config.output_dir
-        run_dirs = [_side(setup, (here / output) if output else default_run_dir(run_config.name, here))]
+    bases = base_configs(run_configs)
+    if len(bases) == 1:
+        run_dirs = [_single_run_dir(setup, run_config) for run_config in run_configs]
     else:
         parent = _side(setup, here / (option or setup.options.resume or DEFAULT_OUTPUT_ROOT))
         run_dirs = [
@@ -895,13 +969,18 @@ def _run_dirs(setup: SessionSetup, run_configs: Sequence[RunConfig], resume: Res
             and not setup.options.resume else parent / run_config.name
             for run_config in run_configs
         ]
+    run_dirs = [
+        run_dir if run_config.replicate is None else run_dir / run_config.replicate.tag
+        for run_config, run_dir in zip(run_configs, run_dirs, strict=True)
+    ]
+    if len(run_configs) > 1:
         if resume is not None and resume.manifest is not None:
             check_manifest_dirs(resume, run_configs, here, setup.flags("resume"))
             for run_config, run_dir in zip(run_configs, run_dirs, strict=True):
-                recorded = arm_dir_recorded(resume.manifest, run_config.name, resume.directory)
+                recorded = arm_dir_recorded(resume.manifest, run_config.label, resume.directory)
                 if recorded is not None and recorded != run_dir.resolve():
                     raise RunDirError(
-                        f"{setup.flags('resume')} {resume.directory}: its arms.json puts arm {run_config.name!r} in "
+                        f"{setup.flags('resume')} {resume.directory}: its arms.json puts arm {run_config.label!r} in "
                         f"{recorded}, but this session would write it to {run_dir.resolve()}; resume that arm on its "
                         f"own ({setup.flags('resume')}={recorded})"
                     )
@@ -909,7 +988,7 @@ def _run_dirs(setup: SessionSetup, run_configs: Sequence[RunConfig], resume: Res
         for index, run_dir in enumerate(resolved):
             if run_dir in resolved[:index]:
                 raise ConfigError(
-                    f"arms {run_configs[resolved.index(run_dir)].name!r} and {run_configs[index].name!r} would both "
+                    f"arms {run_configs[resolved.index(run_dir)].label!r} and {run_configs[index].label!r} would both "
                     f"write to {run_dir}; remove `output_dir` from their run configs or give each its own"
                 )
     if not setup.writes:

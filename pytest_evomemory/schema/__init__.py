@@ -35,6 +35,7 @@ ARTEFACTS: dict[str, str] = {
     "responses.jsonl": "response",
     "compare.json": "compare_json",
     "arms.json": "arms_json",
+    "replicates.json": "replicates_json",
     "json-report": "json_report",
     "json-report task metadata": "task_metadata",
 }

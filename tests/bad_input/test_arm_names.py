@@ -31,7 +31,8 @@ def _named(directory: Path, base_url: str, name: str, file: str) -> Path:
 
 
 def test_the_reserved_names_are_what_the_directories_hold() -> None:
-    assert set(ARMS_DIRECTORY_FILES) == {"arms.json", "compare.html", "compare.json"} == set(OUTPUT_ROOT_FILES)
+    arms_files = {"arms.json", "compare.html", "compare.json", "replicates.json", "replicates.html"}
+    assert set(ARMS_DIRECTORY_FILES) == arms_files == set(OUTPUT_ROOT_FILES)
     assert {"history", "memory", "transcripts", ".lock", "run.json", "summary.json", "scores.jsonl",
             "report.html", *ARMS_DIRECTORY_FILES} <= RESERVED_NAMES
 

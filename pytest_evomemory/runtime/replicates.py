@@ -1,0 +1,98 @@
+"""Repeats: each arm run as N independent replicates within one session.
+
+``benchmark.repeats: N`` (seeds ``seed .. seed + N - 1``), ``benchmark.seeds: [...]``
+or ``--evomemory-repeats N`` (``evomemory run --repeats N``, which replaces the
+configs' own) turn each run config into N run configs, one per replicate. What
+differs between replicates is the seed, and only the seed: replicate ``i`` runs
+with ``benchmark.seed`` (so ``order: shuffle`` draws another permutation, unless
+``order_seed`` pins one) and ``agent.model.seed`` (unless the model config sends
+none, ``seed: null``) set to its seed. Replicate 1 of ``repeats: N`` is therefore
+the run the config makes without repeats.
+
+Each replicate is an arm of its own (its label ``<arm>@r<i>``: item ids
+``<arm>@r<i>:<stream>/<task>``, its own run directory ``<arm dir>/r<i>``, its own
+memory per stream), so pytest, xdist and ``evomemory run`` schedule, resume and
+report it as any arm; the comparison pairs the arms replicate by replicate
+(:mod:`..reporting.replicates`). The arms of one session must run the same seeds:
+replicates pair by seed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+
+from ..config import Replicate, RunConfig
+from ..errors import ConfigError
+from .arm import Arm
+
+
+def replicate_seeds(config: RunConfig, repeats: int | None) -> tuple[int, ...] | None:
+    """The seeds ``config`` runs its replicates with (``repeats`` is the command line's
+    count, which wins), or None when it is not repeated."""
+    benchmark = config.benchmark
+    if repeats is not None:
+        return tuple(benchmark.seed + index for index in range(repeats))
+    if benchmark.seeds is not None:
+        return tuple(benchmark.seeds)
+    if benchmark.repeats is not None:
+        return tuple(benchmark.seed + index for index in range(benchmark.repeats))
+    return None
+
+
+def expand_replicates(run_configs: Sequence[RunConfig], repeats: int | None, flag: str) -> list[RunConfig]:
+    """Each config as its replicates (arm by arm, replicate 1 first), or the configs
+    as given when none is repeated. Refused (before anything is written): arms that
+    would run different seeds, which could not be paired replicate by replicate."""
+    seeds = [replicate_seeds(config, repeats) for config in run_configs]
+    if all(found is None for found in seeds):
+        return list(run_configs)
+    first = seeds[0]
+    for config, found in zip(run_configs, seeds, strict=True):
+        if found != first:
+            raise ConfigError(
+                f"{config.path}: arm {config.name!r} runs {_described(found)}, but arm {run_configs[0].name!r} runs "
+                f"{_described(first)}; the arms' replicates pair by seed, so give every run config the same "
+                f"benchmark.repeats or benchmark.seeds (and benchmark.seed), or use {flag}=N for all",
+                source=str(config.path), key="benchmark.repeats",
+            )
+    assert first is not None
+    return [replicate_config(config, index, first) for config in run_configs for index in range(1, len(first) + 1)]
+
+
+def _described(seeds: tuple[int, ...] | None) -> str:
+    if seeds is None:
+        return "no replicates"
+    return f"{len(seeds)} replicate(s), seeds {', '.join(map(str, seeds))}"
+
+
+def replicate_config(config: RunConfig, index: int, seeds: Sequence[int]) -> RunConfig:
+    """Replicate ``index`` (from 1) of ``config``: its seed as ``benchmark.seed`` and
+    ``agent.model.seed`` (a model that sends no seed keeps sending none). The
+    replicate's own config says no more repeats: it is one run."""
+    seed = seeds[index - 1]
+    benchmark = config.benchmark.model_copy(update={"seed": seed, "repeats": None, "seeds": None})
+    agent = config.agent
+    if agent.model is not None and agent.model.seed is not None:
+        agent = agent.model_copy(update={"model": agent.model.model_copy(update={"seed": seed})})
+    return replace(
+        config, benchmark=benchmark, agent=agent, replicate=Replicate(index=index, count=len(seeds), seed=seed)
+    )
+
+
+def replicate_groups(arms: Sequence[Arm]) -> list[tuple[str, list[Path]]]:
+    """The arms' run directories grouped by run config (its name), replicates in order:
+    what the comparison across replicates reads."""
+    groups: dict[str, list[Path]] = {}
+    for arm in arms:
+        groups.setdefault(arm.run_config.name, []).append(arm.run_dir)
+    return list(groups.items())
+
+
+def base_configs(run_configs: Sequence[RunConfig]) -> list[RunConfig]:
+    """One config per arm (its first replicate when repeated): what names the arms."""
+    return [config for config in run_configs if config.replicate is None or config.replicate.index == 1]
+
+
+__all__ = ["base_configs", "expand_replicates", "replicate_config", "replicate_groups", "replicate_seeds"]

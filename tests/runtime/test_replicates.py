@@ -1,0 +1,213 @@
+"""Repeats: each arm run as independent replicates within one session, and the
+comparison across them (mean ± CI, per-replicate paired tests, sequence robustness).
+
+Runtime-level (``evomemory run`` in-process) with the model-free recall baseline on
+the sample streams; the one pytester smoke (serial and ``-n 2``) is in
+tests/plugin/test_replicates_plugin.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_evomemory.cli import main as evomemory
+from pytest_evomemory.config import BenchmarkConfig
+from pytest_evomemory.reporting.compare import build_comparison
+from pytest_evomemory.reporting.replicates import build_replicate_comparison
+from pytest_evomemory.reporting.rundata import RunData
+from pytest_evomemory.runtime.order import order_streams
+from pytest_evomemory.streams import load_benchmark
+from tests.conftest import SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN, read_jsonl
+from tests.schema import assert_run_dir_valid, assert_valid
+
+#: t(0.975, 2), from any table of Student's t
+T_975_2 = 4.302652729911275
+
+
+def _run(label: str, correct: list[bool], replicate: int, seed: int, order: str = "given") -> RunData:
+    """A run of ten tasks of stream ``s`` in memory: its outcomes and its summary."""
+    scores = [{"stream": "s", "task_id": f"t{i}", "position": i, "correct": ok} for i, ok in enumerate(correct)]
+    accuracy = sum(correct) / len(correct)
+    metrics = {"tasks": len(correct), "correct": sum(correct), "accuracy": accuracy}
+    summary = {"run": label, "streams": {"s": metrics}, "overall": metrics,
+               "replicate": {"index": replicate, "count": 3, "seed": seed}}
+    config = {"name": label, "benchmark": {"order": order}, "agent": {}, "memory": {}}
+    return RunData(Path(f"/runs/{label}/r{replicate}"), label, summary, {"run": config}, scores)
+
+
+def _first(n: int) -> list[bool]:
+    return [i < n for i in range(10)]
+
+
+def test_replicate_statistics_match_a_hand_computation() -> None:
+    # control 5, 6, 7 of 10; memory 6, 8, 7 of 10 (replicate 3: t0 lost, t7 won)
+    control = [_run("control", _first(5), 1, 0), _run("control", _first(6), 2, 1), _run("control", _first(7), 3, 2)]
+    third = [1 <= i < 8 for i in range(10)]
+    memory = [_run("memory", _first(6), 1, 0), _run("memory", _first(8), 2, 1), _run("memory", third, 3, 2)]
+    document = build_replicate_comparison([("control", control), ("memory", memory)])
+    assert_valid("replicates.json", {**document, "comparisons": [], "generated": "now"})
+    assert document["replicates"] == 3 and document["seeds"] == [0, 1, 2]
+
+    base = document["arms"][0]["overall"]
+    # mean 0.6, sd 0.1 (n - 1), half width t(0.975, 2) * 0.1 / sqrt(3)
+    half = T_975_2 * 0.1 / math.sqrt(3)
+    assert base["accuracies"] == [0.5, 0.6, 0.7]
+    assert base["mean"] == pytest.approx(0.6) and base["sd"] == pytest.approx(0.1)
+    assert (base["ci_low"], base["ci_high"]) == (pytest.approx(0.6 - half), pytest.approx(0.6 + half))
+
+    versus = document["vs_baseline"][0]
+    overall = versus["overall"]
+    # differences 0.1, 0.2, 0.0: mean 0.1, sd 0.1, the same half width
+    assert overall["differences"] == [pytest.approx(0.1), pytest.approx(0.2), pytest.approx(0.0)]
+    assert overall["mean"] == pytest.approx(0.1) and overall["sd"] == pytest.approx(0.1)
+    assert (overall["ci_low"], overall["ci_high"]) == (pytest.approx(0.1 - half), pytest.approx(0.1 + half))
+    # McNemar per replicate: 1 discordant (p = 1), 2 the same way (p = 2 * 1/4), 1 each way (p = 1)
+    tests = overall["per_replicate"]
+    assert [(t["only_baseline_correct"], t["only_this_correct"]) for t in tests] == [(0, 1), (0, 2), (1, 1)]
+    assert [t["mcnemar_p"] for t in tests] == [pytest.approx(1.0), pytest.approx(0.5), pytest.approx(1.0)]
+    assert [t["seed"] for t in tests] == [0, 1, 2] and versus["sequence_robustness"] is None
+    assert versus["streams"]["s"] == overall  # one stream: the same numbers
+
+
+def test_two_orders_of_one_arm_are_sequence_robustness() -> None:
+    given = _run("e2h", _first(5), 1, 0, "easy_to_hard")
+    other = _run("h2e", [2 <= i < 9 for i in range(10)], 1, 0, "hard_to_easy")
+    document = build_comparison([given, other])
+    (entry,) = document["sequence_robustness"]
+    assert (entry["baseline_order"], entry["order"]) == ("easy_to_hard", "hard_to_easy")
+    # t0, t1 lost, t5..t8 won: +2 of 10, McNemar on 6 discordant, 2 against 4: p = 2 * P(X <= 2 | 6, 1/2)
+    assert entry["overall"]["difference"] == pytest.approx(0.2)
+    assert entry["overall"]["mcnemar_p"] == pytest.approx(2 * (1 + 6 + 15) / 64)
+    assert entry["overall"]["ci_low"] < 0.2 < entry["overall"]["ci_high"]
+    # another agent is no second order of the same arm
+    changed = RunData(other.run_dir, "h2e", other.summary, {"run": {**other.run["run"], "agent": {"kind": "x"}}},
+                      other.given_scores)
+    assert build_comparison([given, changed])["sequence_robustness"] == []
+
+
+def _cli(tmp_path: Path, *args: str) -> int:
+    return evomemory(["run", "--output-dir", str(tmp_path / "out"), "--limit", "4", *args])
+
+
+def test_repeated_arms_run_as_replicates_and_pair_replicate_by_replicate(tmp_path: Path) -> None:
+    code = _cli(tmp_path, "--config", str(SAMPLE_NO_MEMORY_RUN), "--config", str(SAMPLE_MEMORY_RUN),
+                "--repeats", "2", "--set", "benchmark.order=shuffle")
+    assert code == 0
+    out = tmp_path / "out"
+    manifest = json.loads((out / "arms.json").read_text(encoding="utf-8"))
+    assert_valid("arms.json", manifest)
+    assert [arm["name"] for arm in manifest["arms"]] == [
+        "sample_no_memory@r1", "sample_no_memory@r2", "sample_memory@r1", "sample_memory@r2"
+    ]
+    assert manifest["repeats"] == 2
+    for arm in ("sample_no_memory", "sample_memory"):
+        for index, seed in ((1, 0), (2, 1)):
+            run_dir = out / arm / f"r{index}"
+            assert_run_dir_valid(run_dir)
+            run = json.loads((run_dir / "run.json").read_text(encoding="utf-8"))
+            summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+            assert run["replicate"] == summary["replicate"] == {"index": index, "count": 2, "seed": seed}
+            assert run["run"]["benchmark"]["seed"] == seed and summary["run"] == arm
+            assert all(stream["order"] == {**stream["order"], "kind": "shuffle", "seed": seed} for stream in run["streams"])
+    document = json.loads((out / "replicates.json").read_text(encoding="utf-8"))
+    assert_valid("replicates.json", document)
+    assert document["comparisons"] == ["compare-r1.html", "compare-r2.html"]
+    page = (out / "replicates.html").read_text(encoding="utf-8")
+    assert "Evo-Memory replicates: sample_no_memory vs sample_memory" in page and 'href="compare-r2.html"' in page
+    for index in (1, 2):
+        compare = json.loads((out / f"compare-r{index}.json").read_text(encoding="utf-8"))
+        assert_valid("compare.json", compare)
+        assert [run["label"] for run in compare["runs"]] == ["sample_no_memory", "sample_memory"]
+        assert compare["runs"][1]["run_dir"] == str(out / "sample_memory" / f"r{index}")
+        # the per-replicate McNemar test in replicates.json is that replicate's comparison
+        paired = document["vs_baseline"][0]["overall"]["per_replicate"][index - 1]
+        assert paired["mcnemar_p"] == compare["overall"]["vs_baseline"][0]["mcnemar_p"]
+    means = [arm["overall"]["mean"] for arm in document["arms"]]
+    accuracies = [[json.loads((out / arm / f"r{i}" / "summary.json").read_text())["overall"]["accuracy"]
+                   for i in (1, 2)] for arm in ("sample_no_memory", "sample_memory")]
+    assert means == [pytest.approx(sum(a) / 2) for a in accuracies]
+
+    # a resume of the directory continues every replicate (the repeats come from arms.json)
+    before = (out / "sample_memory" / "r2" / "scores.jsonl").read_bytes()
+    assert evomemory(["run", "--resume", str(out)]) == 0
+    assert (out / "sample_memory" / "r2" / "scores.jsonl").read_bytes() == before
+
+    # evomemory table --replicates reads the replicate run dirs as they are: one row per arm
+    table = tmp_path / "table.csv"
+    dirs = [str(out / arm / f"r{i}") for arm in ("sample_no_memory", "sample_memory") for i in (1, 2)]
+    assert evomemory(["table", *dirs, "--replicates", "--format", "csv", "-o", str(table)]) == 0
+    rows = table.read_text(encoding="utf-8").splitlines()
+    assert [row.split(",")[0] for row in rows[1:]] == ["sample_no_memory", "sample_memory"]
+    assert rows[0].endswith("replicates") and all(row.endswith(",2") for row in rows[1:])
+
+
+def test_repeats_are_reproducible_from_their_seeds(
+    tmp_path: Path, write_run_config: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    config = write_run_config(
+        "shuffled", benchmark={"benchmark": "sample", "order": "shuffle", "seeds": [3, 11]}
+    )
+    assert evomemory(["run", "--config", str(config), "--output-dir", str(tmp_path / "rep")]) == 0
+    # one config repeated: its replicates sit in the run's directory, with the comparison across them
+    document = json.loads((tmp_path / "rep" / "replicates.json").read_text(encoding="utf-8"))
+    assert document["seeds"] == [3, 11] and document["vs_baseline"] == [] and document["comparisons"] == []
+    # a replicate is resumed with its session, never on its own
+    assert evomemory(["run", "--resume", str(tmp_path / "rep" / "r1")]) == 4
+    assert "resume the session's directory" in capsys.readouterr().err
+    for index, seed in ((1, 3), (2, 11)):
+        replicate = tmp_path / "rep" / f"r{index}"
+        # the order a replicate ran is the shuffle its seed draws ...
+        expected = order_streams(
+            load_benchmark(BenchmarkConfig(benchmark="sample"), Path("."), "b"),
+            BenchmarkConfig(benchmark="sample", order="shuffle", seed=seed), Path("."), "b",
+        )
+        ran = json.loads((replicate / "run.json").read_text(encoding="utf-8"))["streams"]
+        assert [s["order"]["tasks_sha256"] for s in ran] == [s.order["tasks_sha256"] for s in expected]
+        # ... and a single run with that seed gives the same outcomes, task by task
+        single = tmp_path / f"single-{seed}"
+        assert evomemory(["run", "--config", str(config), "--output-dir", str(single),
+                          "--set", "benchmark.seeds=null", "--set", f"benchmark.seed={seed}"]) == 0
+        outcomes = [[(s["stream"], s["task_id"], s["correct"]) for s in read_jsonl(d / "scores.jsonl")]
+                    for d in (replicate, single)]
+        assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize(("benchmark", "args", "says"), [
+    ({"repeats": 2, "seeds": [1, 2]}, [], "not both"),
+    ({"seeds": [1, 1]}, [], "listed twice"),
+    ({"repeats": 2}, ["--config", str(SAMPLE_MEMORY_RUN)], "replicates pair by seed"),
+    ({"repeats": 2}, ["--config", str(SAMPLE_MEMORY_RUN), "--min-gain", "0"], "replicates pair by seed"),
+    ({}, ["--config", str(SAMPLE_MEMORY_RUN), "--repeats", "2", "--min-gain", "0"], "no gain gate"),
+])
+def test_repeats_that_cannot_pair_are_refused_before_any_task(
+    tmp_path: Path, write_run_config: Any, capsys: pytest.CaptureFixture[str],
+    benchmark: dict[str, Any], args: list[str], says: str,
+) -> None:
+    config = write_run_config("repeated", benchmark={"benchmark": "sample", **benchmark})
+    assert _cli(tmp_path, "--config", str(config), *args) == 4
+    error = capsys.readouterr().err
+    assert says in error and error.count("\n") == 1 and "Traceback" not in error
+    assert not (tmp_path / "out").exists()
+
+
+
+def test_a_session_of_one_arm_in_two_orders_shows_its_sequence_robustness(
+    tmp_path: Path, write_run_config: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    given = write_run_config("given", benchmark={"benchmark": "sample"})
+    shuffled = write_run_config("shuffled", benchmark={"benchmark": "sample", "order": "shuffle", "order_seed": 5})
+    assert _cli(tmp_path, "--config", str(given), "--config", str(shuffled)) == 0
+    out = tmp_path / "out"
+    document = json.loads((out / "compare.json").read_text(encoding="utf-8"))
+    assert_valid("compare.json", document)
+    (entry,) = document["sequence_robustness"]
+    assert (entry["label"], entry["baseline_order"], entry["order"]) == ("shuffled", "given", "shuffle")
+    # the order difference is the paired comparison of the two runs, task by task
+    assert entry["overall"] == {key: document["overall"]["vs_baseline"][0][key] for key in entry["overall"]}
+    assert "Sequence robustness" in (out / "compare.html").read_text(encoding="utf-8")
+    assert "sequence robustness: shuffled (shuffle) - baseline (given)" in capsys.readouterr().out
