@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from .errors import ConfigError
 
-Kind = Literal["flag", "text", "list", "count", "dollars"]
+Kind = Literal["flag", "text", "list", "count", "dollars", "shard"]
 Entry = Literal["pytest", "cli"]
 
 
@@ -83,6 +83,12 @@ OPTIONS: tuple[Option, ...] = (
         help="stop the session before a model call could take its spend past USD US dollars (across "
         "xdist workers; needs model.pricing); completed tasks are kept and a resume goes on",
     ),
+    Option(
+        "shard", metavar="I/N", kind="shard",
+        help="run only shard I of N: a deterministic share of the session's streams (each stream with all "
+        "its arms), balanced by expected model calls; run every I on its own machine or job, then "
+        "'evomemory merge' their output directories (docs/scale.md)",
+    ),
     Option("compare", metavar="OTHER_RUN_DIR",
            help="also write compare.html in the run directory: OTHER_RUN_DIR (baseline) vs this run"),
 )
@@ -142,6 +148,8 @@ class SessionOptions:
     #: ``max-cost``: the session's spend cap in US dollars (:mod:`.models.budget`)
     max_cost: float | None = None
     compare: str | None = None
+    #: ``shard``: (I, N), this session runs shard I of N (1 <= I <= N; :mod:`.runtime.shards`)
+    shard: tuple[int, int] | None = None
     #: which options the user gave (a resume re-applies the recorded ones only when not)
     given: frozenset[str] = field(default_factory=frozenset)
 
@@ -169,6 +177,8 @@ def read_options(values: Mapping[str, Any], flags: Flags) -> SessionOptions:
             gathered[option.dest] = _count(value, option, flags)
         elif option.kind == "dollars":
             gathered[option.dest] = _dollars(value, option, flags)
+        elif option.kind == "shard":
+            gathered[option.dest] = _shard(value, option, flags)
         elif option.kind == "list":
             gathered[option.dest] = tuple(str(item) for item in items)
         else:
@@ -185,6 +195,7 @@ def read_options(values: Mapping[str, Any], flags: Flags) -> SessionOptions:
         max_errors=gathered.get("max_errors"),
         max_cost=gathered.get("max_cost"),
         compare=gathered.get("compare"),
+        shard=gathered.get("shard"),
         given=frozenset(given),
     )
 
@@ -215,6 +226,18 @@ def _dollars(value: object, option: Option, flags: Flags) -> float:
             f"write e.g. {flags(option.name)}=5"
         )
     return amount
+
+
+def _shard(value: object, option: Option, flags: Flags) -> tuple[int, int]:
+    """``I/N``: shard I of N, both whole numbers, 1 <= I <= N."""
+    index, slash, count = str(value).strip().partition("/")
+    numbers = [int(part) if part.isascii() and part.isdigit() and len(part) <= 6 else 0 for part in (index, count)]
+    if not slash or not 1 <= numbers[0] <= numbers[1]:
+        raise ConfigError(
+            f"{flags(option.name)} must be I/N with 1 <= I <= N (shard I of N), got {str(value)[:40]!r}; "
+            f"write e.g. {flags(option.name)}=1/4"
+        )
+    return numbers[0], numbers[1]
 
 
 def option_values(options: SessionOptions) -> Sequence[str]:

@@ -474,6 +474,23 @@ class RunWriter:
 
         self._guard(rewrite)
 
+    def write_records(self, relative: str, records: Iterable[Mapping[str, Any]]) -> None:
+        """Write a whole JSONL file of the run at once (the merge of shards' runs)."""
+        target = self.run_dir / relative
+
+        def write() -> None:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _rewrite_jsonl(target, records)
+
+        self._guard(write)
+
+    def copy_tree(self, source: Path, relative: str) -> None:
+        """Copy a folder of another run directory (a shard's memory snapshots) into this one."""
+        import shutil
+
+        target = self.run_dir / relative
+        self._guard(lambda: shutil.copytree(source, target, dirs_exist_ok=True))
+
     def write_summary(self, document: Mapping[str, Any]) -> None:
         self.close()
         try:
@@ -749,7 +766,10 @@ def _names_a_task(record: Mapping[str, Any]) -> bool:
     return isinstance(record.get("stream"), str) and isinstance(record.get("task_id"), str)
 
 
-def _event_task(event: Mapping[str, Any]) -> Mapping[str, Any]:
+def event_task(event: Mapping[str, Any]) -> Mapping[str, Any]:
     """The task an event ended (a failure or a skip), or an empty mapping."""
     task = event.get("failure") or event.get("skipped")
     return task if isinstance(task, Mapping) else {}
+
+
+_event_task = event_task
