@@ -194,10 +194,10 @@ def check_shards(shards: Sequence[ShardRun]) -> list[str]:
     seen: dict[int, ShardRun] = {}
     for shard in shards:
         if shard.index in seen:
-            cells = ", ".join(shard.plan.cells_of(shard.index)) or "no cell"
+            held = ", ".join(shard.plan.cells_of(shard.index)) or "no cell"
             problems.append(
                 f"{seen[shard.index].directory} and {shard.directory} both hold shard {shard.index}/{shard.plan.count} "
-                f"(cells {cells}): their cells overlap; give one of them"
+                f"(cells {held}): their cells overlap; give one of them"
             )
         seen.setdefault(shard.index, shard)
     for index in range(1, first.plan.count + 1):
@@ -302,10 +302,13 @@ def _merge_arm(name: str, shards: Sequence[ShardRun], plan: ShardPlan, run_dir: 
     summaries = {shard.index: shard.summaries[name] for shard in shards}
     entries = {
         entry["name"]: entry for index, document in documents.items()
-        for entry in _list(document.get("streams")) if isinstance(entry, Mapping) and owner.get(entry.get("name")) == index
+        for entry in _list(document.get("streams")) if isinstance(entry, Mapping) and owner.get(str(entry.get("name"))) == index
     }
     order = [stream for stream in plan.streams if stream in entries]
-    rank = {stream: position for position, stream in enumerate(order)}
+    positions = {stream: position for position, stream in enumerate(order)}
+
+    def rank(stream: object) -> int:
+        return positions.get(stream, len(positions)) if isinstance(stream, str) else len(positions)
 
     def owned(index: int, records: Iterable[dict[str, Any]], stream_of: Any = None) -> list[dict[str, Any]]:
         pick = stream_of or (lambda record: record.get("stream"))
@@ -320,14 +323,14 @@ def _merge_arm(name: str, shards: Sequence[ShardRun], plan: ShardPlan, run_dir: 
         scores += owned(shard.index, iter_jsonl(source / SCORES))
         events += owned(shard.index, iter_jsonl(source / EVENTS), lambda event: event_task(event).get("stream"))
     # stream order; within a stream, the order the shard recorded (scores: by position)
-    responses.sort(key=lambda record: rank.get(record.get("stream"), len(rank)))
-    scores.sort(key=lambda record: (rank.get(record.get("stream"), len(rank)), _position(record)))
-    events.sort(key=lambda event: rank.get(event_task(event).get("stream"), len(rank)))
+    responses.sort(key=lambda record: rank(record.get("stream")))
+    scores.sort(key=lambda record: (rank(record.get("stream")), _position(record)))
+    events.sort(key=lambda event: rank(event_task(event).get("stream")))
     ran: dict[str, Any] = {}
     for index, summary in summaries.items():
         recorded = _mapping((summary or {}).get("ran")) or _mapping(documents[index].get("ran"))
         ran.update({stream: parts for stream, parts in recorded.items() if owner.get(stream) == index})
-    ran = {stream: ran[stream] for stream in sorted(ran, key=lambda stream: rank.get(stream, len(rank)))}
+    ran = {stream: ran[stream] for stream in sorted(ran, key=rank)}
 
     collector = ResultCollector(order)
     collector.preload(responses, scores, events, ran)
@@ -346,8 +349,8 @@ def _merge_arm(name: str, shards: Sequence[ShardRun], plan: ShardPlan, run_dir: 
     completion = {"complete": complete, "tasks_planned": planned, "tasks_run": len(scores), "reason": reason}
     present = [summary for summary in summaries.values() if summary]
     extra: dict[str, Any] = {key: value for key, value in (present[0] if present else {}).items() if key not in _COLLECTED}
-    walls = [summary.get("wall_seconds") for summary in present]
-    if walls and all(isinstance(wall, int | float) for wall in walls):
+    walls = [wall for summary in present if isinstance(wall := summary.get("wall_seconds"), int | float)]
+    if walls and len(walls) == len(present):
         extra["wall_seconds"] = max(walls)  # the shards ran side by side: the slowest is the wall
     starts = [str(document.get("started")) for document in documents.values() if document.get("started")]
     started = min(starts) if starts else utc_now()
@@ -406,4 +409,4 @@ def _list(value: object) -> list[Any]:
     return value if isinstance(value, list) else []
 
 
-__all__ = ["MERGE", "Merged", "MergedArm", "MergeRefused", "ShardRun", "check_shards", "merge_shards", "read_shard"]
+__all__ = ["MERGE", "MergeRefused", "Merged", "MergedArm", "ShardRun", "check_shards", "merge_shards", "read_shard"]

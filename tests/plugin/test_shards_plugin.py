@@ -22,7 +22,7 @@ from .guarantee_project import make_project
 SCALE = Path(__file__).resolve().parents[2] / "docs" / "scale.md"
 
 
-@pytest.mark.parametrize("workers", ["0", pytest.param("2", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("workers", ["", pytest.param("2", marks=pytest.mark.slow)])
 def test_pytest_shards_merge_to_the_run_on_one_machine(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: str
 ) -> None:
@@ -30,10 +30,10 @@ def test_pytest_shards_merge_to_the_run_on_one_machine(
     monkeypatch.chdir(project)
     assert evomemory(["run", "--config", "run.yaml", "--output-dir", "whole", "-q"]) == 0
     for index, tasks in ((1, 3), (2, 3), (3, 0)):  # two streams, three shards: the third has no cell
-        result = pytester.runpytest(
-            "-p", "no:randomly", "-n", workers, "--evomemory-config=run.yaml", f"--evomemory-shard={index}/3",
-            f"--evomemory-output-dir=shard-{index}",
-        )
+        args = ("-p", "no:randomly", "--evomemory-config=run.yaml", f"--evomemory-shard={index}/3",
+                f"--evomemory-output-dir=shard-{index}")
+        # xdist's workers import the project's agent only in a process of their own
+        result = pytester.runpytest_subprocess(*args, "-n", workers) if workers else pytester.runpytest(*args)
         assert result.ret == 0, result.stdout.str()
         if tasks:
             result.assert_outcomes(passed=tasks)  # only the shard's cells are collected
@@ -91,7 +91,7 @@ def test_the_documented_recipes_run_as_local_jobs_and_merge_to_the_run_on_one_ma
     (slurm / "merge.sbatch").write_text(_recipe("slurm-merge"), encoding="utf-8")
     count = int(re.search(r"#SBATCH --array=1-(\d+)", _recipe("slurm-shard")).group(1))  # type: ignore[union-attr]
     _run_all([
-        (f"bash slurm/shard.sbatch", {**env, "SLURM_ARRAY_TASK_ID": str(task), "SLURM_ARRAY_TASK_COUNT": str(count)})
+        ("bash slurm/shard.sbatch", {**env, "SLURM_ARRAY_TASK_ID": str(task), "SLURM_ARRAY_TASK_COUNT": str(count)})
         for task in range(1, count + 1)
     ], project)
     _run_all([("bash slurm/merge.sbatch", env)], project)
