@@ -164,9 +164,20 @@ def test_merge_refuses_other_plans_overlaps_and_missing_shards_and_names_incompl
     assert "different plans: 2 shards, not 3" in refused("s1", "s2", "s3", "other")[0]
     assert "records no shard" in refused("s1", "s2", "s3", "whole")[0]
     assert "nowhere is not a directory" in refused("s1", "s2", "s3", "nowhere")[0]
-    (project / "s2" / "summary.json").unlink()  # a shard killed before it ended
+    # a shard killed before it ended: two of its four tasks recorded, no summary
+    scores = project / "s2" / "scores.jsonl"
+    scores.write_text("".join(scores.read_text().splitlines(keepends=True)[:2]))
+    (project / "s2" / "summary.json").unlink()
     assert evomemory(["merge", "s1", "s2", "s3", "--output-dir", "merged"]) == 1
     err = capsys.readouterr().err
     assert "shard 2/3 (s2) is incomplete: no summary.json" in err
     completion = json.loads((project / "merged" / "summary.json").read_text())["completion"]
     assert completion["complete"] is False and "shard 2/3" in completion["reason"]
+    assert completion["tasks_run"] == 14 and completion["tasks_planned"] == 16
+    # the merged run resumes on one machine; the shard resumes as itself (its shard recorded)
+    assert evomemory(["run", "--resume", "merged", "-q"]) == 0
+    same_run(project / "merged", project / "whole")
+    assert evomemory(["run", "--resume", "s2", "-q"]) == 0
+    assert json.loads((project / "s2" / "summary.json").read_text())["completion"]["tasks_run"] == 4
+    assert evomemory(["merge", "s1", "s2", "s3", "--output-dir", "merged"]) == 0
+    same_run(project / "merged", project / "whole")
