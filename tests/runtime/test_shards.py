@@ -98,14 +98,17 @@ def test_three_shards_merged_equal_the_run_on_one_machine(project: Path, capsys:
             assert set(summary["streams"]) == streams and summary["completion"]["complete"] is True
             assert_valid("run.json", json.loads((project / f"shard-{index}" / arm / "run.json").read_text()))
 
-    assert evomemory(["merge", "shard-3", "shard-1", "shard-2", "--output-dir", "merged"]) == 0
+    assert evomemory(["merge", "shard-3", "shard-1", "shard-2", "--output-dir", "merged", "--min-gain", "5"]) == 0
+    assert "met: overall gain of memory over control" in capsys.readouterr().out
     for arm in ("control", "memory"):
         same_run(project / "merged" / arm, project / "whole" / arm)
     merged, whole = (json.loads((project / name / "compare.json").read_text()) for name in ("merged", "whole"))
     assert merged["streams"] == whole["streams"] and merged["overall"] == whole["overall"]
     assert json.loads((project / "merged" / "memory" / "run.json").read_text())["merged"]["count"] == 3
     assert_valid("arms.json", json.loads((project / "merged" / "arms.json").read_text()))
-    assert "comparison: " in capsys.readouterr().out
+    # a gain gate judges the comparison of every stream: the merge's, not a shard's
+    assert evomemory(["run", *ARMS, "--shard", "1/3", "--min-gain", "5", "--output-dir", "g"]) == 4
+    assert "give it to 'evomemory merge'" in capsys.readouterr().err and not (project / "g").exists()
 
 
 def test_a_shard_without_cells_is_complete_and_the_sample_merges_to_the_whole_run(
