@@ -228,14 +228,19 @@ def _dollars(value: object, option: Option, flags: Flags) -> float:
     return amount
 
 
+#: The most shards a session is split into (each run.json lists every shard's cells;
+#: a session has far fewer cells, one per stream, so more shards only run nothing).
+MAX_SHARDS = 1024
+
+
 def _shard(value: object, option: Option, flags: Flags) -> tuple[int, int]:
-    """``I/N``: shard I of N, both whole numbers, 1 <= I <= N."""
+    """``I/N``: shard I of N, both whole numbers, 1 <= I <= N <= :data:`MAX_SHARDS`."""
     index, slash, count = str(value).strip().partition("/")
     numbers = [int(part) if part.isascii() and part.isdigit() and len(part) <= 6 else 0 for part in (index, count)]
-    if not slash or not 1 <= numbers[0] <= numbers[1]:
+    if not slash or not 1 <= numbers[0] <= numbers[1] <= MAX_SHARDS:
         raise ConfigError(
-            f"{flags(option.name)} must be I/N with 1 <= I <= N (shard I of N), got {str(value)[:40]!r}; "
-            f"write e.g. {flags(option.name)}=1/4"
+            f"{flags(option.name)} must be I/N with 1 <= I <= N <= {MAX_SHARDS} (shard I of N), got "
+            f"{str(value)[:40]!r}; write e.g. {flags(option.name)}=1/4"
         )
     return numbers[0], numbers[1]
 

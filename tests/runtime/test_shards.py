@@ -140,7 +140,7 @@ def test_a_shard_refuses_a_directory_of_another_plan_or_another_shard(
     assert (project / "s" / "run.json").read_text() == before and not (project / "s" / "history").exists()
     # the same shard again replaces its own run, as any run does
     assert evomemory(["run", "--config", "memory.yaml", "--shard", "1/2", "--output-dir", "s", "-q"]) == 0
-    for bad in ("0/2", "3/2", "2", "a/b"):
+    for bad in ("0/2", "3/2", "2", "a/b", "1/2000"):
         assert evomemory(["run", "--config", "memory.yaml", "--shard", bad]) == 4
         assert "--shard must be I/N" in capsys.readouterr().err
 
