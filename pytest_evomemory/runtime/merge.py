@@ -83,18 +83,14 @@ class ShardRun:
     arm_dirs: dict[str, Path]
     documents: dict[str, dict[str, Any]]
     summaries: dict[str, dict[str, Any] | None]
-    #: the arms' manifest (a session of several arms), else None
+    #: from the arms' manifest (a session of several arms): each arm's run config
     config_paths: dict[str, str] = field(default_factory=dict)
+    #: from the arms' manifest: the session's ``set`` overrides
     overrides: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
         return f"shard {self.index}/{self.plan.count} ({self.directory})"
-
-    @property
-    def thresholds(self) -> dict[str, Any]:
-        return {arm: _mapping(_mapping(document.get(SHARD_FIELD)).get("thresholds"))
-                for arm, document in self.documents.items()}
 
     def arm_incomplete(self, arm: str) -> str | None:
         """Why this shard's run of ``arm`` is not complete (no summary, or one whose
