@@ -16,7 +16,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__, datacmd, initcmd, runcmd, tablecmd
+from . import __version__, datacmd, initcmd, mergecmd, runcmd, tablecmd
 from .errors import ConfigError
 from .redaction import shown
 from .reporting.gain import GainThreshold, check_gains, parse_min_gain
@@ -93,6 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="exit 1 if a run's accuracy does not beat the baseline's by POINTS percentage points "
         "overall (or on STREAM), paired on the tasks both ran; repeatable",
     )
+    mergecmd.add_parser(commands)
     datacmd.add_parser(commands)
     initcmd.add_parser(commands)
     tablecmd.add_parser(commands)
@@ -134,6 +135,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return initcmd.main(args)
     if args.command == "table":
         return tablecmd.main(args)
+    if args.command == "merge":
+        return mergecmd.main(args)
     try:
         if args.command == "report":
             written = write_html_report(args.run_dir, args.output)

@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from .errors import ConfigError
 
-Kind = Literal["flag", "text", "list", "count", "dollars"]
+Kind = Literal["flag", "text", "list", "count", "dollars", "shard"]
 Entry = Literal["pytest", "cli"]
 
 
@@ -87,6 +87,12 @@ OPTIONS: tuple[Option, ...] = (
         help="stop the session before a model call could take its spend past USD US dollars (across "
         "xdist workers; needs model.pricing); completed tasks are kept and a resume goes on",
     ),
+    Option(
+        "shard", metavar="I/N", kind="shard",
+        help="run only shard I of N: a deterministic share of the session's streams (each stream with all "
+        "its arms), balanced by expected model calls; run every I on its own machine or job, then "
+        "'evomemory merge' their output directories (docs/scale.md)",
+    ),
     Option("compare", metavar="OTHER_RUN_DIR",
            help="also write compare.html in the run directory: OTHER_RUN_DIR (baseline) vs this run"),
 )
@@ -148,6 +154,8 @@ class SessionOptions:
     #: ``max-cost``: the session's spend cap in US dollars (:mod:`.models.budget`)
     max_cost: float | None = None
     compare: str | None = None
+    #: ``shard``: (I, N), this session runs shard I of N (1 <= I <= N; :mod:`.runtime.shards`)
+    shard: tuple[int, int] | None = None
     #: which options the user gave (a resume re-applies the recorded ones only when not)
     given: frozenset[str] = field(default_factory=frozenset)
 
@@ -175,6 +183,8 @@ def read_options(values: Mapping[str, Any], flags: Flags) -> SessionOptions:
             gathered[option.dest] = _count(value, option, flags)
         elif option.kind == "dollars":
             gathered[option.dest] = _dollars(value, option, flags)
+        elif option.kind == "shard":
+            gathered[option.dest] = _shard(value, option, flags)
         elif option.kind == "list":
             gathered[option.dest] = tuple(str(item) for item in items)
         else:
@@ -192,6 +202,7 @@ def read_options(values: Mapping[str, Any], flags: Flags) -> SessionOptions:
         repeats=gathered.get("repeats"),
         max_cost=gathered.get("max_cost"),
         compare=gathered.get("compare"),
+        shard=gathered.get("shard"),
         given=frozenset(given),
     )
 
@@ -222,6 +233,23 @@ def _dollars(value: object, option: Option, flags: Flags) -> float:
             f"write e.g. {flags(option.name)}=5"
         )
     return amount
+
+
+#: The most shards a session is split into (each run.json lists every shard's cells;
+#: a session has far fewer cells, one per stream, so more shards only run nothing).
+MAX_SHARDS = 1024
+
+
+def _shard(value: object, option: Option, flags: Flags) -> tuple[int, int]:
+    """``I/N``: shard I of N, both whole numbers, 1 <= I <= N <= :data:`MAX_SHARDS`."""
+    index, slash, count = str(value).strip().partition("/")
+    numbers = [int(part) if part.isascii() and part.isdigit() and len(part) <= 6 else 0 for part in (index, count)]
+    if not slash or not 1 <= numbers[0] <= numbers[1] <= MAX_SHARDS:
+        raise ConfigError(
+            f"{flags(option.name)} must be I/N with 1 <= I <= N <= {MAX_SHARDS} (shard I of N), got "
+            f"{str(value)[:40]!r}; write e.g. {flags(option.name)}=1/4"
+        )
+    return numbers[0], numbers[1]
 
 
 def option_values(options: SessionOptions) -> Sequence[str]:

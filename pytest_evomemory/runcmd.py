@@ -67,6 +67,8 @@ def main(args: argparse.Namespace) -> int:
     except EvoMemoryError as error:
         _error(f"evomemory: error: {error}")
         return EXIT_USAGE
+    for text in session.shard_lines():
+        print(text, flush=True)
     for note in session.resume_notes():
         _notice(note)
     try:

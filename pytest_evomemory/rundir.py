@@ -476,6 +476,23 @@ class RunWriter:
 
         self._guard(rewrite)
 
+    def write_records(self, relative: str, records: Iterable[Mapping[str, Any]]) -> None:
+        """Write a whole JSONL file of the run at once (the merge of shards' runs)."""
+        target = self.run_dir / relative
+
+        def write() -> None:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            _rewrite_jsonl(target, records)
+
+        self._guard(write)
+
+    def copy_tree(self, source: Path, relative: str) -> None:
+        """Copy a folder of another run directory (a shard's memory snapshots) into this one."""
+        import shutil
+
+        target = self.run_dir / relative
+        self._guard(lambda: shutil.copytree(source, target, dirs_exist_ok=True))
+
     def write_summary(self, document: Mapping[str, Any]) -> None:
         self.close()
         try:
@@ -534,7 +551,7 @@ class ResumeState:
         self.done[stream] = done
 
         def kept(record: Mapping[str, Any]) -> bool:
-            task = _event_task(record) if ("failure" in record or "skipped" in record) else record
+            task = event_task(record) if ("failure" in record or "skipped" in record) else record
             if task.get("stream") != stream:
                 return True
             if record.get("kind") == "ingestion":
@@ -707,7 +724,7 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream], flag: str) -> Re
     # a string) is treated like a torn line: its task simply runs again.
     responses = [r for r in read_jsonl(run_dir / RESPONSES) if _names_a_task(r)]
     scores = [s for s in read_jsonl(run_dir / SCORES) if _names_a_task(s)]
-    events = [e for e in read_jsonl(run_dir / EVENTS) if _names_a_task(_event_task(e))]
+    events = [e for e in read_jsonl(run_dir / EVENTS) if _names_a_task(event_task(e))]
     state = ResumeState(document=document)
     for stream in streams:
         position_of = {sample.task_id: sample.position for sample in stream.samples}
@@ -716,9 +733,9 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream], flag: str) -> Re
             r["task_id"] for r in responses if r.get("stream") == stream.name and r.get("kind") == "feedback"
         }
         ended = {
-            _event_task(e).get("task_id")
+            event_task(e).get("task_id")
             for e in events
-            if _event_task(e).get("stream") == stream.name
+            if event_task(e).get("stream") == stream.name
         }
         done = 0
         for sample in stream.samples:  # a static-memory stream's episode has no feedback turn
@@ -735,7 +752,7 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream], flag: str) -> Re
         state.scores += [scored[task_id] for task_id in sorted(kept_ids, key=position_of.__getitem__)]
         state.events += [
             e for e in events
-            if _event_task(e).get("stream") == stream.name and _event_task(e).get("task_id") in kept_ids
+            if event_task(e).get("stream") == stream.name and event_task(e).get("task_id") in kept_ids
         ]
     return state
 
@@ -755,7 +772,8 @@ def _names_a_task(record: Mapping[str, Any]) -> bool:
     return isinstance(record.get("stream"), str) and isinstance(record.get("task_id"), str)
 
 
-def _event_task(event: Mapping[str, Any]) -> Mapping[str, Any]:
+def event_task(event: Mapping[str, Any]) -> Mapping[str, Any]:
     """The task an event ended (a failure or a skip), or an empty mapping."""
     task = event.get("failure") or event.get("skipped")
     return task if isinstance(task, Mapping) else {}
+

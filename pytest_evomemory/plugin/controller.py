@@ -152,8 +152,11 @@ class ControllerPlugin:
         add_identity_properties(self.config, [(arm.name, arm.summary) for arm in self.session.arms])
         if outcome.failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
             session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        elif session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and self.session.resuming and outcome.ran:
-            # a resume with nothing left to run completes its run: it exits as that run
+        elif session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and outcome.ran and (
+            self.session.resuming or self.session.empty_shard
+        ):
+            # a resume with nothing left to run completes its run, and so does a shard
+            # with no cell (its empty run is complete): it exits as that run
             session.exitstatus = pytest.ExitCode.OK
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:

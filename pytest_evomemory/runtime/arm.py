@@ -101,7 +101,7 @@ class Arm:
         self.benchmark = benchmark
         self.run = run
         self.min_overall, self.min_streams = parse_min_accuracy(
-            min_accuracy, benchmark.stream_order, min_accuracy_flag
+            min_accuracy, benchmark.planned_stream_order, min_accuracy_flag
         )
         self.started = False
         self.result: RunResult | None = None
@@ -130,10 +130,14 @@ class Arm:
     def finish(self, stop_reason: str | None) -> RunResult | None:
         """Summary, thresholds and report of this arm; ``None`` when none of its tasks ran."""
         resumed = self.run.resume
-        if not self.started and resumed is not None and resumed.completed_tasks:
+        if not self.started and (
+            (resumed is not None and resumed.completed_tasks)
+            or (self.run.shard is not None and not self.benchmark.streams)
+        ):
             # A resumed run with nothing left to run still gets its summary: the
             # interrupted session may have died before writing it (after its last
-            # episode, or in another arm), and a comparison needs it.
+            # episode, or in another arm), and a comparison needs it. So does a shard
+            # with no cell: its (empty, complete) run is one the merge reads.
             self._start()
         if not self.started:
             self.run.release()

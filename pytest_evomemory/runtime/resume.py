@@ -45,6 +45,8 @@ class ResumeSource:
     streams: tuple[str, ...]
     #: the arms' manifest (several arms), else None (one run's directory)
     manifest: ArmsManifest | None
+    #: the shard ``(I, N)`` the interrupted session ran, if it was one
+    shard: tuple[int, int] | None = None
 
     @property
     def session(self) -> str | None:
@@ -81,7 +83,8 @@ def read_resume_source(directory: Path, flag: str) -> ResumeSource:
         ]
         limit, streams = _recorded_selection(documents)
         return ResumeSource(
-            directory, tuple(entry.config for entry in manifest.entries), manifest.overrides, limit, streams, manifest
+            directory, tuple(entry.config for entry in manifest.entries), manifest.overrides, limit, streams, manifest,
+            _recorded_shard(documents),
         )
     document = read_run_document(directory, flag)
     if isinstance(document.get("replicate"), Mapping):
@@ -105,7 +108,7 @@ def read_resume_source(directory: Path, flag: str) -> ResumeSource:
             "(the file was edited or damaged); fix it, or give the overrides yourself"
         )
     limit, streams = _recorded_selection([document])
-    return ResumeSource(directory, (path,), tuple(overrides), limit, streams, None)
+    return ResumeSource(directory, (path,), tuple(overrides), limit, streams, None, _recorded_shard([document]))
 
 
 def _inside(directory: Path, relative: str) -> bool:
@@ -163,6 +166,17 @@ def _recorded_selection(documents: list[dict[str, Any]]) -> tuple[int | None, tu
         if isinstance(names, list) and names and all(isinstance(name, str) for name in names):
             streams = tuple(names)
     return limit, streams
+
+
+def _recorded_shard(documents: list[dict[str, Any]]) -> tuple[int, int] | None:
+    """The shard ``(I, N)`` the interrupted session ran (its run.json's ``shard``), if
+    any arm recorded one; a resume runs the same shard (the plan is checked again)."""
+    for document in documents:
+        record = _mapping(document.get("shard"))
+        index, count = record.get("index"), record.get("count")
+        if isinstance(index, int) and isinstance(count, int) and not isinstance(index, bool) and 1 <= index <= count:
+            return index, count
+    return None
 
 
 def _mapping(value: object) -> dict[str, Any]:

@@ -103,14 +103,28 @@ class BenchmarkRun:
             if source in str(error):
                 raise
             raise type(error)(f"{source}: {error}") from error
+        #: every stream the config selects; :attr:`streams` is the share this session runs
+        #: (all of them, unless the session is a shard: :meth:`keep`)
+        self.planned_streams: list[Stream] = list(self.streams)
         self.by_name = {stream.name: stream for stream in self.streams}
         check_conversation_options(config.agent.full_context, self.streams, config.sources.get("agent", "agent config"))
         #: Sees every stream this run opens in this process (see runtime/memory.py).
         self.isolation_guard = IsolationGuard()
 
+    def keep(self, names: Sequence[str]) -> None:
+        """Run only the streams ``names`` (a shard's cells, :mod:`.shards`), in stream order."""
+        wanted = set(names)
+        self.streams = [stream for stream in self.planned_streams if stream.name in wanted]
+        self.by_name = {stream.name: stream for stream in self.streams}
+
     @property
     def stream_order(self) -> list[str]:
         return [stream.name for stream in self.streams]
+
+    @property
+    def planned_stream_order(self) -> list[str]:
+        """Every stream the config selects, whichever share of them this session runs."""
+        return [stream.name for stream in self.planned_streams]
 
     @property
     def memory_strategy(self) -> str:
@@ -311,16 +325,32 @@ def _check_factory_references(config: RunConfig) -> None:
                         f"{where} factory {config.memory.backend!r}")
 
 
+def effective_thresholds(
+    config: RunConfig,
+    overall_override: float | None = None,
+    stream_overrides: Mapping[str, float] | None = None,
+) -> tuple[float | None, dict[str, float]]:
+    """The minimums a run is gated on: the benchmark config's thresholds, with
+    command-line values taking precedence (``(overall, per stream)``)."""
+    thresholds = config.benchmark.thresholds
+    overall = overall_override if overall_override is not None else thresholds.overall
+    return overall, {**thresholds.streams, **(stream_overrides or {})}
+
+
 def evaluate_thresholds(
     config: RunConfig,
     metrics: Mapping[str, StreamMetrics],
     overall_override: float | None = None,
     stream_overrides: Mapping[str, float] | None = None,
+    streams: Sequence[str] | None = None,
 ) -> list[ThresholdResult]:
-    """The benchmark config's thresholds, with command-line values taking precedence."""
-    thresholds = config.benchmark.thresholds
-    overall = overall_override if overall_override is not None else thresholds.overall
-    return check_thresholds(metrics, overall, {**thresholds.streams, **(stream_overrides or {})})
+    """The run's gates (:func:`effective_thresholds`) on its metrics; ``streams``: the
+    streams this session runs, when a shard runs a share of them (a stream's gate is
+    then judged by the shard that runs it, and by the merged run)."""
+    overall, per_stream = effective_thresholds(config, overall_override, stream_overrides)
+    if streams is not None:
+        per_stream = {name: minimum for name, minimum in per_stream.items() if name in streams}
+    return check_thresholds(metrics, overall, per_stream)
 
 
 @dataclass
@@ -371,6 +401,8 @@ class Run:
     stop_reason: str | None = None
     #: further summary fields the driver knows (e.g. the serial driver's wall time)
     extra: dict[str, Any] = field(default_factory=dict, init=False)
+    #: run.json's ``shard`` when the session is one shard of several (:mod:`.shards`)
+    shard: dict[str, Any] | None = field(default=None, init=False)
     document: dict[str, Any] = field(default_factory=dict, init=False)
     _lock: RunLock | None = field(default=None, init=False)
 
@@ -418,6 +450,8 @@ class Run:
             self.collector.writer = self.writer
         document = self.benchmark.run_document(self.started, self.command or None)
         document["session"] = self.session_id
+        if self.shard is not None:
+            document["shard"] = self.shard
         if self.resume is not None:
             if self.writer is not None:
                 self.writer.restart_from(self.resume)
@@ -471,7 +505,10 @@ class Run:
     ) -> RunResult:
         try:
             metrics = self.collector.metrics()
-            thresholds = evaluate_thresholds(self.benchmark.config, metrics, min_overall, min_streams)
+            thresholds = evaluate_thresholds(
+                self.benchmark.config, metrics, min_overall, min_streams,
+                self.benchmark.stream_order if self.shard is not None else None,
+            )
             completion = self.completion()
             summary = self.collector.summary(
                 thresholds, self.started, utc_now(), completion, {
@@ -535,5 +572,6 @@ __all__ = [
     "check_builtin_parts",
     "config_differences",
     "config_fingerprint",
+    "effective_thresholds",
     "evaluate_thresholds",
 ]

@@ -8,6 +8,8 @@ decision is made here:
   configs, with which overrides, into which run directories;
 * the resume plan (what each arm's interrupted run completed, and the memory
   snapshot each resumed stream continues from);
+* which share of the streams a shard runs (``shard`` I/N, :mod:`.shards`: every
+  arm's run of a stream stays in one shard) and the plan it records;
 * what is refused before the first task (exit 4, nothing written): unknown arms,
   options nothing reads, a missing optional library, two arms sharing one memory
   store, a resume of another config, a resume whose memory snapshot is missing or
@@ -89,7 +91,10 @@ from .run import (
     MemoryFactoryFn,
     Run,
     check_builtin_parts,
+    config_fingerprint,
+    effective_thresholds,
 )
+from .shards import ShardPlan, check_shard_dir, plan_shards, session_cells, session_fingerprint
 from .signals import Termination
 from .stream import Episode, StreamRun
 
@@ -167,14 +172,27 @@ class Session:
         minimums = thresholds_for_arms(
             self.options.min_accuracy, [config.name for config in bases], self.flags("min-accuracy")
         )
+        benchmarks = [BenchmarkRun(config, run_dir) for config, run_dir in zip(run_configs, run_dirs, strict=True)]
+        #: the plan of shards and this session's shard (1-based) when it runs one of several
+        self.shard_plan, self.shard_index = self._plan_shard(benchmarks, run_dirs)
         self.arms: list[Arm] = []
-        for run_config, run_dir in zip(run_configs, run_dirs, strict=True):
-            benchmark = BenchmarkRun(run_config, run_dir)
-            self.arms.append(Arm(
+        for run_config, run_dir, benchmark in zip(run_configs, run_dirs, benchmarks, strict=True):
+            arm = Arm(
                 run_config, run_dir, self._run(benchmark, run_dir, labelled), benchmark,
                 labelled=labelled, min_accuracy=minimums[run_config.name],
                 min_accuracy_flag=self.flags("min-accuracy"),
-            ))
+            )
+            if self.shard_plan is not None:
+                overall, streams = effective_thresholds(run_config, arm.min_overall, arm.min_streams)
+                arm.run.shard = {
+                    **self.shard_plan.record(self.shard_index),
+                    # the gates of the whole run, judged again on the merged records
+                    "thresholds": {
+                        "overall": overall,
+                        "streams": [{"stream": name, "minimum": minimum} for name, minimum in streams.items()],
+                    },
+                }
+            self.arms.append(arm)
         self.by_name = {arm.name: arm for arm in self.arms}
         #: stream key (``<stream>``, or ``<arm>:<stream>`` with several arms) -> (arm, stream)
         self.streams_by_key = {arm.key(name): (arm, name) for arm in self.arms for name in arm.benchmark.stream_order}
@@ -203,6 +221,39 @@ class Session:
         if self.max_cost is not None:
             self._check_priced()
         self._open_model_side()
+
+    # ----- shards: one machine's share of the session (runtime/shards.py)
+
+    def _plan_shard(self, benchmarks: Sequence[BenchmarkRun], run_dirs: Sequence[Path]) -> tuple[ShardPlan | None, int]:
+        """With ``shard`` I/N: the plan of every shard's cells, from the configs and
+        options alone (every machine computes the same), and each arm kept to shard
+        I's streams. Refused before any task: a gain gate (it judges the comparison of
+        every stream: the merge's), a run directory holding another plan's shard."""
+        if self.options.shard is None:
+            return None, 0
+        index, count = self.options.shard
+        if self.options.min_gain:
+            raise ConfigError(
+                f"{self.flags('min-gain')} judges the comparison of every stream, and a shard holds only some: "
+                f"give it to 'evomemory merge' of the shards (merge --min-gain) instead of {self.flags('shard')}"
+            )
+        fingerprint = session_fingerprint([(b.config.name, config_fingerprint(b.config)) for b in benchmarks])
+        plan = plan_shards(
+            session_cells([b.planned_streams for b in benchmarks]), count, fingerprint,
+            [b.config.name for b in benchmarks],
+        )
+        for benchmark in benchmarks:
+            benchmark.keep(plan.cells_of(index))
+        if self.setup.writes:
+            for run_dir in run_dirs:
+                check_shard_dir(run_dir, plan, index, self.flags("shard"), self.flags("output-dir"))
+        return plan, index
+
+    @property
+    def empty_shard(self) -> bool:
+        """A shard that holds no cell (more shards than cells): it runs nothing, and
+        its run is complete."""
+        return self.shard_plan is not None and not self.shard_plan.cells_of(self.shard_index)
 
     # ----- the model side: what every process of the session shares about its endpoints
 
@@ -707,7 +758,12 @@ class Session:
             except ReportError as error:
                 result.report_error = str(error)
                 failed = True
-        if self.several and self.started:
+        if self.several and self.started and self.empty_shard:
+            # nothing to compare; the arms' manifest still says what the merge reads
+            self.comparison_error = "no comparison: this shard holds no cell (the merge compares the arms)"
+            if not self._manifest_written and self.setup.writes:
+                self._write_manifest()
+        elif self.several and self.started:
             failed = (self._compare_replicates() if self.replicates is not None else self._compare_arms()) or failed
         if self.shared_errors is not None and self.setup.writes:
             self.shared_errors.clear()
@@ -809,7 +865,14 @@ class Session:
                 ),
             ]
         # names and data provenance come from files; the notes are made inert where they are made
-        return [inert(line) for line in lines] + self.resume_notes()
+        return [inert(line) for line in lines] + self.shard_lines() + self.resume_notes()
+
+    def shard_lines(self) -> list[str]:
+        """This shard's cells and the whole plan (a shard's header; ``evomemory run``
+        prints them before it runs)."""
+        if self.shard_plan is None:
+            return []
+        return [inert(line) for line in self.shard_plan.describe(self.shard_index)]
 
     def report(self, resume_command: str) -> list[Line]:
         """The end-of-session lines: each arm's, the comparison's, what to do next.
@@ -942,6 +1005,7 @@ def _with_recorded(options: SessionOptions, resume: ResumeSource) -> SessionOpti
         repeats=options.repeats if "repeats" in options.given else resume.repeats,
         limit=options.limit if "limit" in options.given else resume.limit,
         streams=options.streams if "stream" in options.given else resume.streams,
+        shard=options.shard if "shard" in options.given else resume.shard,
     )
 
 

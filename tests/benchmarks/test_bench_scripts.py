@@ -199,3 +199,11 @@ def test_bench_paper_tokens_prints_per_task_tokens_and_the_full_size_cost() -> N
     for method in ("no memory", "ExpRecent", "ExpRAG", "ReMem"):
         assert f"\n{method}" in out
     assert "2,726 tasks" in out and "gpt-4o-mini $" in out
+
+
+def test_bench_shards_prints_the_balance_and_merges_a_small_grid() -> None:
+    result = run_script(str(BENCHMARKS / "bench_shards.py"), "--scale", "0.005", "--merge-shards", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    out = result.stdout
+    assert "shards of the session (a cell: one stream with all 6 arms)" in out
+    assert "evomemory merge: " in out and "every arm complete: True; compare.json written: True" in out

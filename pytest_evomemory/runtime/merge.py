@@ -1,0 +1,408 @@
+"""Merging the shards of a session into the run of the whole session.
+
+``evomemory merge SHARD_DIR... --output-dir DIR`` reads the run directories the
+shards of one plan wrote (:mod:`.shards`: each holds some cells, every arm's run
+of a stream) and writes what one machine would have written: one run directory
+(or, for a session of several arms, one per arm, their ``arms.json`` and the
+comparison), its records in stream order, and its summary, thresholds, report
+and comparison recomputed from the merged per-task records by the reporting
+code every run uses (:class:`~.records.ResultCollector`,
+:func:`~..reporting.summary.check_thresholds`, :mod:`..reporting.html`). With a
+deterministic agent the merged scores and summary equal the unsharded run's,
+record for record (times aside).
+
+Refused, each problem one line naming the shards (:func:`check_shards`): a
+directory that holds no shard's run, shards of different plans (configs,
+options or shard counts), a shard given twice (overlapping cells), a shard
+missing (its cells named). A shard that did not finish is merged as far as it
+ran and named (:attr:`ShardRun.incomplete`): the merged run is incomplete too,
+and ``--resume`` of the merged directory runs the rest on one machine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import EvoMemoryError
+from ..memory.snapshot import StreamSnapshots
+from ..reporting.html import ReportError, write_comparison, write_html_report
+from ..reporting.summary import StreamMetrics, ThresholdResult, check_thresholds
+from ..rundir import (
+    ARMS_MANIFEST,
+    EVENTS,
+    RESPONSES,
+    RUN_DOCUMENT,
+    SCORES,
+    SUMMARY,
+    TRANSCRIPTS,
+    RunLock,
+    RunWriter,
+    check_output_dir,
+    event_task,
+    iter_jsonl,
+    move_previous_run_aside,
+    read_arms_manifest,
+    read_json,
+    utc_now,
+    write_arms_manifest,
+)
+from .records import ResultCollector
+from .shards import SHARD_FIELD, ShardPlan
+
+#: How the merge names itself in messages.
+MERGE = "evomemory merge"
+
+#: The keys :meth:`ResultCollector.summary` writes; every other key of a shard's
+#: summary (the run's name, fingerprint, versions, the driver's wall time) is the
+#: run's own, carried into the merged summary.
+_COLLECTED = frozenset({
+    "started", "finished", "streams", "overall", "thresholds", "categories", "thresholds_met", "passed",
+    "failed_episodes", "skipped_feedback", "completion", "ran", "schema_version", "write_failure",
+})
+
+
+class MergeRefused(EvoMemoryError):
+    """The shards cannot be merged; ``problems`` says why, one line each."""
+
+    def __init__(self, problems: Sequence[str]) -> None:
+        super().__init__("; ".join(problems))
+        self.problems = list(problems)
+
+
+@dataclass
+class ShardRun:
+    """One shard's output directory, as the merge reads it."""
+
+    directory: Path
+    index: int
+    plan: ShardPlan
+    #: arm name -> the arm's run directory in this shard (one arm: the directory itself)
+    arm_dirs: dict[str, Path]
+    documents: dict[str, dict[str, Any]]
+    summaries: dict[str, dict[str, Any] | None]
+    #: from the arms' manifest (a session of several arms): each arm's run config
+    config_paths: dict[str, str] = field(default_factory=dict)
+    #: from the arms' manifest: the session's ``set`` overrides
+    overrides: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        return f"shard {self.index}/{self.plan.count} ({self.directory})"
+
+    def arm_incomplete(self, arm: str) -> str | None:
+        """Why this shard's run of ``arm`` is not complete (no summary, or one whose
+        completion says so), else None."""
+        summary = self.summaries.get(arm)
+        if summary is None:
+            return f"no {SUMMARY} (still running, or killed before it ended)"
+        completion = _mapping(summary.get("completion"))
+        if completion.get("complete") is True:
+            return None
+        return (f"{completion.get('tasks_run', '?')} of {completion.get('tasks_planned', '?')} planned tasks ran "
+                f"({completion.get('reason') or 'incomplete'})")
+
+    @property
+    def incomplete(self) -> str | None:
+        """Why this shard's run is not complete (any arm's), else None."""
+        reasons = [
+            (f"arm {arm!r}: " if len(self.summaries) > 1 else "") + reason
+            for arm in self.summaries if (reason := self.arm_incomplete(arm))
+        ]
+        return "; ".join(reasons) or None
+
+
+def read_shard(directory: Path) -> ShardRun:
+    """The shard run in ``directory``; :class:`MergeRefused` when it holds none."""
+    if not directory.is_dir():
+        raise MergeRefused([f"{directory} is not a directory: give the output directories of the shards"])
+    arm_dirs: dict[str, Path] = {}
+    config_paths: dict[str, str] = {}
+    overrides: tuple[str, ...] = ()
+    if (directory / ARMS_MANIFEST).exists():
+        manifest = read_arms_manifest(directory, MERGE)
+        assert manifest is not None  # the file exists: read, or refused
+        overrides = manifest.overrides
+        for entry in manifest.entries:
+            if Path(entry.run_dir).is_absolute():
+                raise MergeRefused([
+                    f"{directory}: arm {entry.name!r} was written outside it ({entry.run_dir}); run the shards with "
+                    "--evomemory-output-dir so that every arm lives inside the shard's directory"
+                ])
+            arm_dirs[entry.name] = directory / entry.run_dir
+            config_paths[entry.name] = entry.config
+    elif (directory / RUN_DOCUMENT).exists():
+        arm_dirs[""] = directory
+    else:
+        raise MergeRefused([
+            f"{directory} holds no run ({RUN_DOCUMENT} or {ARMS_MANIFEST}): a shard that ran nothing, or not a "
+            "shard's output directory"
+        ])
+    documents: dict[str, dict[str, Any]] = {}
+    summaries: dict[str, dict[str, Any] | None] = {}
+    found: tuple[int, ShardPlan] | None = None
+    for arm, run_dir in arm_dirs.items():
+        document = read_json(run_dir / RUN_DOCUMENT)
+        if document is None:
+            raise MergeRefused([f"{run_dir}: no readable {RUN_DOCUMENT}; the shard did not start this arm"])
+        if SHARD_FIELD not in document:
+            raise MergeRefused([
+                f"{run_dir}: its {RUN_DOCUMENT} records no shard: a run of the whole session, not a shard "
+                "(give only directories written with --evomemory-shard=I/N)"
+            ])
+        try:
+            recorded = ShardPlan.from_record(document[SHARD_FIELD])
+        except ValueError as error:
+            raise MergeRefused([f"{run_dir}: {RUN_DOCUMENT}: {error}"]) from None
+        if found is not None and (found[0] != recorded[0] or not found[1].same_plan(recorded[1])):
+            raise MergeRefused([f"{directory}: its arms record different shards (the directory was edited)"])
+        found = recorded
+        name = str(_mapping(document.get("run")).get("name") or arm)
+        documents[name] = document
+        summaries[name] = read_json(run_dir / SUMMARY)
+        if arm == "":
+            arm_dirs = {name: run_dir}
+    assert found is not None
+    if set(documents) != set(found[1].arms):
+        raise MergeRefused([
+            f"{directory}: its arms ({', '.join(sorted(documents))}) are not its plan's ({', '.join(found[1].arms)}); "
+            "the directory was edited"
+        ])
+    return ShardRun(directory, found[0], found[1], arm_dirs, documents, summaries, config_paths, overrides)
+
+
+def check_shards(shards: Sequence[ShardRun]) -> list[str]:
+    """Every reason the shards do not make one session, one line each: different
+    plans, a shard given twice, a shard (with cells) missing."""
+    problems: list[str] = []
+    first = shards[0]
+    for shard in shards[1:]:
+        difference = first.plan.difference(shard.plan)
+        if difference:
+            problems.append(
+                f"{first.label} and {shard.label} are shards of different plans: {difference}; merge only the "
+                "shards of one session (the same configs and options, the same N)"
+            )
+    if problems:
+        return problems
+    seen: dict[int, ShardRun] = {}
+    for shard in shards:
+        if shard.index in seen:
+            held = ", ".join(shard.plan.cells_of(shard.index)) or "no cell"
+            problems.append(
+                f"{seen[shard.index].directory} and {shard.directory} both hold shard {shard.index}/{shard.plan.count} "
+                f"(cells {held}): their cells overlap; give one of them"
+            )
+        seen.setdefault(shard.index, shard)
+    for index in range(1, first.plan.count + 1):
+        cells = first.plan.cells_of(index)
+        if index not in seen and cells:
+            problems.append(
+                f"shard {index}/{first.plan.count} is missing (cells {', '.join(cells)}): give its output directory too"
+            )
+    return problems
+
+
+@dataclass
+class MergedArm:
+    """One arm's merged run."""
+
+    name: str
+    run_dir: Path
+    summary: dict[str, Any]
+    metrics: dict[str, StreamMetrics]
+    thresholds: list[ThresholdResult]
+    report_error: str | None = None
+
+    @property
+    def failed(self) -> bool:
+        """As a run's: incomplete, or not passed with a threshold set or a failed episode
+        (:attr:`..runtime.arm.Arm.failed`), or its report not written."""
+        summary = self.summary
+        return bool(self.report_error) or not _mapping(summary.get("completion")).get("complete") or (
+            not summary.get("passed") and bool(self.thresholds or summary.get("failed_episodes"))
+        )
+
+
+@dataclass
+class Merged:
+    """What a merge wrote."""
+
+    arms: list[MergedArm]
+    #: the shards that did not finish, one line each
+    incomplete: list[str]
+    comparison: dict[str, Any] | None = None
+    comparison_files: tuple[Path, Path] | None = None
+
+
+def merge_shards(
+    directories: Sequence[Path], output: Path, command: Sequence[str] = (),
+    check: Callable[[ShardPlan], None] | None = None,
+) -> Merged:
+    """Read, check and merge the shards in ``directories`` into ``output``; ``check``
+    sees the plan before anything is written (the command's own options against it)."""
+    shards: list[ShardRun] = []
+    problems: list[str] = []
+    for directory in directories:
+        try:
+            shards.append(read_shard(directory))
+        except MergeRefused as refused:
+            problems += refused.problems
+    if problems or not shards:
+        raise MergeRefused(problems or ["no shard directory given"])
+    problems = check_shards(shards)
+    if problems:
+        raise MergeRefused(problems)
+    shards.sort(key=lambda shard: shard.index)
+    plan = shards[0].plan
+    if check is not None:
+        check(plan)
+    output = check_output_dir(output)
+    taken = {path.resolve() for shard in shards for path in (shard.directory, *shard.arm_dirs.values())}
+    several = len(plan.arms) > 1
+    arm_dirs = {name: (output / name if several else output) for name in plan.arms}
+    for run_dir in arm_dirs.values():
+        if run_dir in taken:
+            raise MergeRefused([f"--output-dir {output} is a shard's own directory; merge into another directory"])
+    session = str(shards[0].documents[plan.arms[0]].get("session") or "")
+    incomplete = [f"{shard.label} is incomplete: {reason}" for shard in shards if (reason := shard.incomplete)]
+    locks = [RunLock(run_dir) for run_dir in arm_dirs.values()]
+    try:
+        for lock in locks:
+            lock.acquire(command)
+        merged = [
+            _merge_arm(name, shards, plan, arm_dirs[name], session) for name in plan.arms
+        ]
+        if several:
+            write_arms_manifest(
+                output, [(name, arm_dirs[name], shards[0].config_paths.get(name, "")) for name in plan.arms],
+                shards[0].overrides, session,
+            )
+    finally:
+        for lock in locks:
+            lock.release()
+    result = Merged(merged, incomplete)
+    if several:
+        files = write_comparison([arm.run_dir for arm in merged], output / "compare.html", list(plan.arms))
+        result.comparison = dict(files.document)
+        result.comparison_files = (files.html, files.json)
+    return result
+
+
+def _merge_arm(name: str, shards: Sequence[ShardRun], plan: ShardPlan, run_dir: Path, session: str) -> MergedArm:
+    """One arm's run directory, from every shard's run of the arm."""
+    owner = {stream: plan.shard_of(stream) for stream in plan.streams}
+    documents = {shard.index: shard.documents[name] for shard in shards}
+    summaries = {shard.index: shard.summaries[name] for shard in shards}
+    entries = {
+        entry["name"]: entry for index, document in documents.items()
+        for entry in _list(document.get("streams")) if isinstance(entry, Mapping) and owner.get(str(entry.get("name"))) == index
+    }
+    order = [stream for stream in plan.streams if stream in entries]
+    positions = {stream: position for position, stream in enumerate(order)}
+
+    def rank(stream: object) -> int:
+        return positions.get(stream, len(positions)) if isinstance(stream, str) else len(positions)
+
+    def owned(index: int, records: Iterable[dict[str, Any]], stream_of: Any = None) -> list[dict[str, Any]]:
+        pick = stream_of or (lambda record: record.get("stream"))
+        return [record for record in records if owner.get(pick(record)) == index]
+
+    responses: list[dict[str, Any]] = []
+    scores: list[dict[str, Any]] = []
+    events: list[dict[str, Any]] = []
+    for shard in shards:
+        source = shard.arm_dirs[name]
+        responses += owned(shard.index, iter_jsonl(source / RESPONSES))
+        scores += owned(shard.index, iter_jsonl(source / SCORES))
+        events += owned(shard.index, iter_jsonl(source / EVENTS), lambda event: event_task(event).get("stream"))
+    # stream order; within a stream, the order the shard recorded (scores: by position)
+    responses.sort(key=lambda record: rank(record.get("stream")))
+    scores.sort(key=lambda record: (rank(record.get("stream")), _position(record)))
+    events.sort(key=lambda event: rank(event_task(event).get("stream")))
+    ran: dict[str, Any] = {}
+    for index, summary in summaries.items():
+        recorded = _mapping((summary or {}).get("ran")) or _mapping(documents[index].get("ran"))
+        ran.update({stream: parts for stream, parts in recorded.items() if owner.get(stream) == index})
+    ran = {stream: ran[stream] for stream in sorted(ran, key=rank)}
+
+    collector = ResultCollector(order)
+    collector.preload(responses, scores, events, ran)
+    metrics = collector.metrics()
+    gates = _mapping(_mapping(documents[shards[0].index].get(SHARD_FIELD)).get("thresholds"))
+    overall = gates.get("overall")
+    per_stream = {
+        str(gate["stream"]): float(gate["minimum"]) for gate in _list(gates.get("streams"))
+        if isinstance(gate, Mapping) and isinstance(gate.get("minimum"), int | float)
+    }
+    thresholds = check_thresholds(metrics, float(overall) if isinstance(overall, int | float) else None, per_stream)
+    planned = sum(int(entries[stream].get("tasks") or 0) for stream in order)
+    stopped = [f"{shard.label} is incomplete: {reason}" for shard in shards if (reason := shard.arm_incomplete(name))]
+    complete = len(scores) >= planned and not stopped
+    reason = None if complete else ("; ".join(stopped) or f"only {len(scores)} of {planned} planned tasks ran")
+    completion = {"complete": complete, "tasks_planned": planned, "tasks_run": len(scores), "reason": reason}
+    present = [summary for summary in summaries.values() if summary]
+    extra: dict[str, Any] = {key: value for key, value in (present[0] if present else {}).items() if key not in _COLLECTED}
+    walls = [wall for summary in present if isinstance(wall := summary.get("wall_seconds"), int | float)]
+    if walls and len(walls) == len(present):
+        extra["wall_seconds"] = max(walls)  # the shards ran side by side: the slowest is the wall
+    starts = [str(document.get("started")) for document in documents.values() if document.get("started")]
+    started = min(starts) if starts else utc_now()
+    finishes = [str(summary["finished"]) for summary in present if summary.get("finished")]
+    summary = collector.summary(thresholds, started, max(finishes) if finishes else utc_now(), completion, extra)
+
+    move_previous_run_aside(run_dir)
+    writer = RunWriter(run_dir)
+    first = documents[shards[0].index]
+    document = {key: value for key, value in first.items() if key not in (SHARD_FIELD, "schema_version", "resumed")}
+    document.update({
+        "streams": [entries[stream] for stream in order],
+        "started": started,
+        "session": session or None,
+        "merged": {**{key: value for key, value in first[SHARD_FIELD].items() if key not in ("index", "thresholds")},
+                   "shards": [str(shard.directory) for shard in shards]},
+    })
+    if ran:
+        document["ran"] = ran
+    writer.write_run(document)
+    writer.write_records(RESPONSES, responses)
+    writer.write_records(SCORES, scores)
+    writer.write_records(EVENTS, events)
+    for shard in shards:
+        source = shard.arm_dirs[name]
+        for stream in plan.cells_of(shard.index):
+            transcript = source / TRANSCRIPTS / f"{stream}.jsonl"
+            if transcript.is_file():
+                writer.write_records(f"{TRANSCRIPTS}/{stream}.jsonl", iter_jsonl(transcript))
+            snapshots = StreamSnapshots.for_stream(source, stream).directory
+            if snapshots.is_dir():
+                writer.copy_tree(snapshots, str(snapshots.relative_to(source)))
+    if writer.failure is not None:
+        summary = {**summary, "passed": False, "write_failure": writer.failure}
+    writer.write_summary(summary)
+    if writer.failure is not None:
+        raise MergeRefused([writer.failure])
+    report_error = None
+    try:
+        write_html_report(run_dir)
+    except (ReportError, OSError, ValueError) as error:
+        report_error = str(error)
+    return MergedArm(name, run_dir, summary, metrics, thresholds, report_error)
+
+
+def _position(record: Mapping[str, Any]) -> int:
+    position = record.get("position")
+    return position if isinstance(position, int) else 0
+
+
+def _mapping(value: object) -> dict[str, Any]:
+    return dict(value) if isinstance(value, Mapping) else {}
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+__all__ = ["MERGE", "MergeRefused", "Merged", "MergedArm", "ShardRun", "check_shards", "merge_shards", "read_shard"]

@@ -1,0 +1,186 @@
+"""Shards and their merge, through ``evomemory run --shard`` and ``evomemory merge``
+in-process: the plan, the share each shard runs, the refusals, and the merge that
+equals the run of the whole session on one machine, record for record."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_evomemory.cli import main as evomemory
+from pytest_evomemory.runtime.shards import Cell, ShardPlan, plan_shards
+
+from ..conftest import SAMPLE_MEMORY_RUN
+from ..schema import assert_run_dir_valid, assert_valid
+
+#: four streams of different sizes: the plan must balance them by work
+SIZES = {"alpha": 7, "beta": 4, "gamma": 3, "delta": 2}
+
+
+def stable(summary: dict[str, Any]) -> dict[str, Any]:
+    """A summary without its times (they differ between any two runs)."""
+    for block in [summary["overall"], *summary["streams"].values()]:
+        block.pop("seconds", None)
+        block.get("per_stimulus", {}).pop("seconds", None)
+    return {key: value for key, value in summary.items() if key not in ("started", "finished", "wall_seconds")}
+
+
+def same_run(merged: Path, whole: Path) -> None:
+    """The merged run is the unsharded one: scores record for record, summary and report."""
+    assert (merged / "scores.jsonl").read_text() == (whole / "scores.jsonl").read_text()
+    assert (merged / "responses.jsonl").read_text().count("\n") == (whole / "responses.jsonl").read_text().count("\n")
+    assert stable(json.loads((merged / "summary.json").read_text())) == stable(json.loads((whole / "summary.json").read_text()))
+    assert (merged / "report.html").is_file()
+    for transcript in (whole / "transcripts").iterdir():
+        assert (merged / "transcripts" / transcript.name).read_text() == transcript.read_text()
+    assert_run_dir_valid(merged)
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A memory arm and a control arm on four ``files`` streams (the recall baseline:
+    deterministic, model-free); later tasks repeat earlier ones, so memory helps."""
+    files = []
+    for name, size in SIZES.items():
+        lines = [
+            json.dumps({"id": f"{name}{index}", "prompt": f"What is the code of {name} item {index % 3}?",
+                        "target": f"code-{name}-{index % 3}"})
+            for index in range(size)
+        ]
+        (tmp_path / f"{name}.jsonl").write_text("\n".join(lines) + "\n", encoding="utf-8")
+        files.append(f"  - {{name: {name}, path: {name}.jsonl, match_mode: exact}}\n")
+    (tmp_path / "bench.yaml").write_text("benchmark: files\nfiles:\n" + "".join(files), encoding="utf-8")
+    for name, strategy in (("control", "none"), ("memory", "deterministic_recall")):
+        (tmp_path / f"{name}.yaml").write_text(
+            f"name: {name}\nbenchmark: bench.yaml\n"
+            f"agent: {{kind: recall_baseline, memory_strategy: {strategy}, baseline: {{fallback_answer: unknown}}}}\n"
+            "memory: {backend: inprocess}\n",
+            encoding="utf-8",
+        )
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+ARMS = ["--config", "control.yaml", "--config", "memory.yaml"]
+
+
+def test_the_plan_balances_expected_calls_deterministically_and_keeps_each_stream_whole() -> None:
+    # the full-size Evo-Memory streams, two arms, a task and a feedback call per task
+    cells = [Cell(name, 2 * 2 * size) for name, size in
+             {"aime_2024": 30, "gpqa_diamond": 198, "mmlu_pro": 2312, "toolbench": 186}.items()]
+    plan = plan_shards(cells, 2, "f" * 64, ["control", "memory"])
+    assert plan.cells == (("mmlu_pro",), ("aime_2024", "gpqa_diamond", "toolbench"))
+    assert plan.calls == (9248, 1656) and sum(plan.calls) == sum(cell.calls for cell in cells)
+    assert plan_shards(list(reversed(cells)), 2, "f" * 64, ["control", "memory"]).cells_of(1) == ("mmlu_pro",)
+    # greedy longest-processing-time, not the count of cells: 7+2 | 4+3 (not 7 | 4+3+2)
+    small = plan_shards([Cell("a", 7), Cell("b", 4), Cell("c", 3), Cell("d", 2)], 2, "0" * 64, ["x"])
+    assert small.cells == (("a", "d"), ("b", "c")) and small.calls == (9, 7)
+    assert plan_shards([Cell("a", 1)], 3, "0" * 64, ["x"]).cells == (("a",), (), ())
+    index, again = ShardPlan.from_record(small.record(2))
+    assert index == 2 and again == small
+
+
+def test_three_shards_merged_equal_the_run_on_one_machine(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert evomemory(["run", *ARMS, "--output-dir", "whole", "-q"]) == 0
+    for index in (1, 2, 3):
+        assert evomemory(["run", *ARMS, "--shard", f"{index}/3", "--output-dir", f"shard-{index}", "-q"]) == 0
+    out = capsys.readouterr().out
+    assert "evomemory: shard 2/3: " in out and "evomemory: shard plan (config " in out
+    # each shard ran whole streams, every arm of them, and is complete on its own
+    recorded = json.loads((project / "shard-1" / "memory" / "run.json").read_text())["shard"]
+    assert recorded["cells"] == [["alpha"], ["beta"], ["gamma", "delta"]] and recorded["calls"] == [28, 16, 20]
+    for index, streams in ((1, {"alpha"}), (2, {"beta"}), (3, {"gamma", "delta"})):
+        for arm in ("control", "memory"):
+            summary = json.loads((project / f"shard-{index}" / arm / "summary.json").read_text())
+            assert set(summary["streams"]) == streams and summary["completion"]["complete"] is True
+            assert_valid("run.json", json.loads((project / f"shard-{index}" / arm / "run.json").read_text()))
+
+    assert evomemory(["merge", "shard-3", "shard-1", "shard-2", "--output-dir", "merged", "--min-gain", "5"]) == 0
+    assert "met: overall gain of memory over control" in capsys.readouterr().out
+    for arm in ("control", "memory"):
+        same_run(project / "merged" / arm, project / "whole" / arm)
+    merged, whole = (json.loads((project / name / "compare.json").read_text()) for name in ("merged", "whole"))
+    assert merged["streams"] == whole["streams"] and merged["overall"] == whole["overall"]
+    assert json.loads((project / "merged" / "memory" / "run.json").read_text())["merged"]["count"] == 3
+    assert_valid("arms.json", json.loads((project / "merged" / "arms.json").read_text()))
+    # a gain gate judges the comparison of every stream: the merge's, not a shard's
+    assert evomemory(["run", *ARMS, "--shard", "1/3", "--min-gain", "5", "--output-dir", "g"]) == 4
+    assert "give it to 'evomemory merge'" in capsys.readouterr().err and not (project / "g").exists()
+
+
+def test_a_shard_without_cells_is_complete_and_the_sample_merges_to_the_whole_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    config = ["--config", str(SAMPLE_MEMORY_RUN), "--limit", "4"]
+    assert evomemory(["run", *config, "--output-dir", "whole", "-q"]) == 0
+    for index in (1, 2, 3):  # two streams, three shards: the third runs nothing
+        assert evomemory(["run", *config, "--shard", f"{index}/3", "--output-dir", f"s{index}", "-q"]) == 0
+    assert "shard 3/3: no cell" in capsys.readouterr().out
+    empty = json.loads((tmp_path / "s3" / "summary.json").read_text())
+    assert empty["completion"] == {"complete": True, "tasks_planned": 0, "tasks_run": 0, "reason": None}
+    assert evomemory(["merge", "s1", "s2", "--output-dir", "merged"]) == 0  # the empty shard may be left out
+    same_run(tmp_path / "merged", tmp_path / "whole")
+
+
+def test_a_shard_refuses_a_directory_of_another_plan_or_another_shard(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert evomemory(["run", "--config", "memory.yaml", "--shard", "1/2", "--output-dir", "s", "-q"]) == 0
+    before = (project / "s" / "run.json").read_text()
+    capsys.readouterr()
+    for other in (["--shard", "1/3"], ["--shard", "2/2"], ["--shard", "1/2", "--limit", "2"]):
+        assert evomemory(["run", "--config", "memory.yaml", *other, "--output-dir", "s", "-q"]) == 4
+        err = capsys.readouterr().err.strip()
+        assert len(err.splitlines()) == 1 and "Traceback" not in err, err
+        assert "--shard=" in err and "holds shard 1/" in err and "--output-dir" in err, err
+    assert (project / "s" / "run.json").read_text() == before and not (project / "s" / "history").exists()
+    # the same shard again replaces its own run, as any run does
+    assert evomemory(["run", "--config", "memory.yaml", "--shard", "1/2", "--output-dir", "s", "-q"]) == 0
+    for bad in ("0/2", "3/2", "2", "a/b", "1/2000"):
+        assert evomemory(["run", "--config", "memory.yaml", "--shard", bad]) == 4
+        assert "--shard must be I/N" in capsys.readouterr().err
+
+
+def test_merge_refuses_other_plans_overlaps_and_missing_shards_and_names_incomplete_ones(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = ["run", "--config", "memory.yaml", "-q"]
+    for index in (1, 2, 3):
+        assert evomemory([*run, "--shard", f"{index}/3", "--output-dir", f"s{index}"]) == 0
+    assert evomemory([*run, "--shard", "1/2", "--output-dir", "other"]) == 0
+    assert evomemory([*run, "--output-dir", "whole"]) == 0
+    capsys.readouterr()
+
+    def refused(*dirs: str) -> list[str]:
+        assert evomemory(["merge", *dirs, "--output-dir", "merged"]) == 2
+        lines = capsys.readouterr().err.strip().splitlines()
+        assert lines and all(line.startswith("evomemory merge: error: ") for line in lines), lines
+        assert not (project / "merged").exists()
+        return lines
+
+    assert "shard 3/3 is missing (cells gamma, delta)" in refused("s1", "s2")[0]
+    assert "both hold shard 2/3 (cells beta): their cells overlap" in refused("s1", "s2", "s2", "s3")[0]
+    assert "different plans: 2 shards, not 3" in refused("s1", "s2", "s3", "other")[0]
+    assert "records no shard" in refused("s1", "s2", "s3", "whole")[0]
+    assert "nowhere is not a directory" in refused("s1", "s2", "s3", "nowhere")[0]
+    # a shard killed before it ended: two of its four tasks recorded, no summary
+    scores = project / "s2" / "scores.jsonl"
+    scores.write_text("".join(scores.read_text().splitlines(keepends=True)[:2]))
+    (project / "s2" / "summary.json").unlink()
+    assert evomemory(["merge", "s1", "s2", "s3", "--output-dir", "merged"]) == 1
+    err = capsys.readouterr().err
+    assert "shard 2/3 (s2) is incomplete: no summary.json" in err
+    completion = json.loads((project / "merged" / "summary.json").read_text())["completion"]
+    assert completion["complete"] is False and "shard 2/3" in completion["reason"]
+    assert completion["tasks_run"] == 14 and completion["tasks_planned"] == 16
+    # the merged run resumes on one machine; the shard resumes as itself (its shard recorded)
+    assert evomemory(["run", "--resume", "merged", "-q"]) == 0
+    same_run(project / "merged", project / "whole")
+    assert evomemory(["run", "--resume", "s2", "-q"]) == 0
+    assert json.loads((project / "s2" / "summary.json").read_text())["completion"]["tasks_run"] == 4
+    assert evomemory(["merge", "s1", "s2", "s3", "--output-dir", "merged"]) == 0
+    same_run(project / "merged", project / "whole")
