@@ -35,7 +35,11 @@ def test_scripts_demo_runs_the_four_arms_then_compares_them() -> None:
     for name in names:
         assert (RUNS / f"{name}.yaml").is_file(), name
     # one pytest session with every arm (the first is the baseline): the session compares them
-    command = [line for line in script.splitlines() if "-m pytest" in line and "ARMS" in line]
-    assert command and '"${ARMS[@]/#/--evomemory-config=}"' in command[0]
+    lines = script.splitlines()
+    start = next(index for index, line in enumerate(lines) if line.startswith("exec ") and "-m pytest" in line
+                 and "ARMS" in " ".join(lines[index:index + 2]))
+    command = " ".join(lines[start:start + 2])
+    assert '"${ARMS[@]/#/--evomemory-config=}"' in command
+    assert '-n "${EVOMEMORY_DEMO_WORKERS:-auto}"' in command  # one worker per core, each model on one thread
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     assert all(f"`{name}`" in readme for name in names)
