@@ -50,6 +50,7 @@ class ControllerPlugin:
         from .progress import ProgressHooks
 
         config.pluginmanager.register(ProgressHooks(config, session), "evomemory-progress")
+        config.pluginmanager.register(ReleaseRecords(), "evomemory-release-records")
 
     # ----- before any task
 
@@ -179,6 +180,18 @@ class ControllerPlugin:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.session.termination.uninstall()
         self.session.release()
+
+
+class ReleaseRecords:
+    """Once every plugin has read a report's records (they are in the run directory
+    by then), drop them from the report: pytest's terminal reporter keeps every
+    report to the end of the session, and a task's records (its response, its
+    transcript) would otherwise stay in memory with it, ~10 KB per task."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if getattr(report, "evomemory_records", None):
+            report.evomemory_records = ()  # type: ignore[attr-defined]
 
 
 def _last_line(text: str) -> str:
