@@ -184,3 +184,23 @@ def test_merge_refuses_other_plans_overlaps_and_missing_shards_and_names_incompl
     assert json.loads((project / "s2" / "summary.json").read_text())["completion"]["tasks_run"] == 4
     assert evomemory(["merge", "s1", "s2", "s3", "--output-dir", "merged"]) == 0
     same_run(project / "merged", project / "whole")
+
+
+def test_locomo_conversations_shard_and_merge_to_the_whole_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LoCoMo's cells are its conversations (ingestion and questions stay together):
+    two shards merged equal the run on one machine, mean F1 per category included."""
+    monkeypatch.chdir(tmp_path)
+    config = ["--config", "locomo_sample_memory"]
+    assert evomemory(["run", *config, "--output-dir", "whole", "-q"]) == 0
+    for index in (1, 2):
+        assert evomemory(["run", *config, "--shard", f"{index}/2", "--output-dir", f"s{index}", "-q"]) == 0
+    shards = [json.loads((tmp_path / f"s{index}" / "run.json").read_text())["shard"] for index in (1, 2)]
+    assert sorted(cell for shard in shards for cell in shard["cells"][shard["index"] - 1]) == [
+        "conv-sample-1", "conv-sample-2"]
+    assert evomemory(["merge", "s1", "s2", "--output-dir", "merged"]) == 0
+    same_run(tmp_path / "merged", tmp_path / "whole")
+    merged = json.loads((tmp_path / "merged" / "summary.json").read_text())
+    assert merged["categories"] == json.loads((tmp_path / "whole" / "summary.json").read_text())["categories"]
+    assert merged["categories"]
