@@ -78,15 +78,18 @@ def _register(config: pytest.Config, session: Session, worker: bool) -> None:
 def _hand_picked(config: pytest.Config) -> str | None:
     """How the command line picks tasks by hand, if it does (the session then writes
     a side run beside the full one instead of replacing it)."""
-    module = str(ITEMS_MODULE)
     for arg in map(str, config.args):
-        path, separator, _ = arg.partition("::")
-        if task_id_of_argument(arg) is not None or (separator and str(Path(path).resolve()) == module):
+        if task_id_of_argument(arg) is not None or ("::" in arg and _in_items_module(arg)):
             return "node id"
     for option, spelling in (("keyword", "-k"), ("deselect", "--deselect"), ("lf", "--lf")):
         if getattr(config.option, option, None):
             return spelling
     return None
+
+
+def _in_items_module(arg: str) -> bool:
+    """Whether a command-line path (or node id) names the benchmark's items module."""
+    return str(Path(arg.split("::")[0]).resolve()) == str(ITEMS_MODULE)
 
 
 def _describe(error: EvoMemoryError) -> str:
@@ -101,7 +104,7 @@ def _add_benchmark_module_to_args(config: pytest.Config) -> None:
     if config.args_source == pytest.Config.ArgsSource.ARGS:
         # A node id of ours (``.../items.py::test_task[stream/task]``) selects tasks:
         # adding the whole module beside it would run every task again.
-        if not any(str(Path(arg.split("::")[0]).resolve()) == module for arg in config.args):
+        if not any(_in_items_module(arg) for arg in config.args):
             config.args.append(module)
     else:
         config.args[:] = [module]

@@ -71,6 +71,24 @@ class GroupMetrics:
         }
 
 
+#: What :meth:`StreamMetrics.add_response` reads of a response, besides its tool calls
+#: and whether it was cached (:func:`counted` keeps those as names and a flag).
+_COUNTED = ("stream", "task_id", "kind", "agent_turns", "memory_retains", "memory_recalls",
+            "protocol_violation", "usage", "seconds", "cost_usd")
+
+
+def counted(response: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a response the summary counts, for a collector that holds every
+    response of the session: the rest (messages, recalled hits, tool arguments) is in
+    responses.jsonl and the transcripts, and held whole it grew a long run's memory by
+    ~18 KB a task."""
+    kept = {key: response[key] for key in _COUNTED if key in response}
+    kept["tool_calls"] = [str(call.get("name")) if isinstance(call, Mapping) else "" for call in
+                          response.get("tool_calls") or ()]
+    kept["cached"] = is_cached(response)
+    return kept
+
+
 @dataclass
 class StreamMetrics:
     """Counters for one stream (or, for ``overall``, all of them together)."""

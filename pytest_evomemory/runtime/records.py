@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..identity import reported_models
 from ..reporting.categories import category_table
-from ..reporting.summary import StreamMetrics, ThresholdResult, is_cached, summarize
+from ..reporting.summary import StreamMetrics, ThresholdResult, counted, summarize
 from ..types import BenchmarkSample
 
 if TYPE_CHECKING:
@@ -323,22 +323,6 @@ def stream_error_record(stream: str, reason: str, phase: str = "teardown") -> St
 
 
 # --------------------------------------------------------------------------- collecting
-
-
-#: What the summary counts of a response (reporting/summary.py: StreamMetrics.add_response).
-_COUNTED = ("stream", "task_id", "kind", "agent_turns", "memory_retains", "memory_recalls",
-            "protocol_violation", "usage", "seconds", "cost_usd")
-
-
-def counted(response: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of a response the summary counts, kept for the whole session: the
-    rest (messages, recalled hits, tool arguments) is in responses.jsonl and the
-    transcripts, and held for every task it grew a long run's memory by ~18 KB a task."""
-    kept = {key: response[key] for key in _COUNTED if key in response}
-    kept["tool_calls"] = [str(call.get("name")) if isinstance(call, Mapping) else "" for call in
-                          response.get("tool_calls") or ()]
-    kept["cached"] = is_cached(response)
-    return kept
 
 
 @dataclass
