@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 from .errors import ConfigError
 
-Kind = Literal["flag", "text", "list", "count", "dollars", "shard"]
+Kind = Literal["flag", "text", "list", "count", "dollars", "shard", "choice"]
 Entry = Literal["pytest", "cli"]
 
 
@@ -35,11 +35,17 @@ class Option:
     entries: tuple[Entry, ...] = ("pytest", "cli")
     #: what a count counts, for its error message
     counts: str = ""
+    #: a choice's values, the first its default
+    choices: tuple[str, ...] = ()
 
     @property
     def dest(self) -> str:
         return self.name.replace("-", "_")
 
+
+#: What a shard's cell is (``shard-by``; :mod:`.runtime.shards`): a stream with every
+#: arm's run of it (the default), or one arm's run of one stream.
+SHARD_UNITS = ("stream", "arm")
 
 OPTIONS: tuple[Option, ...] = (
     Option(
@@ -92,6 +98,12 @@ OPTIONS: tuple[Option, ...] = (
         help="run only shard I of N: a deterministic share of the session's streams (each stream with all "
         "its arms), balanced by expected model calls; run every I on its own machine or job, then "
         "'evomemory merge' their output directories (docs/scale.md)",
+    ),
+    Option(
+        "shard-by", metavar="|".join(SHARD_UNITS), kind="choice", choices=SHARD_UNITS,
+        help="with shard: what a shard's cell is. 'stream' (default): a stream with all its arms, so each shard's "
+        "comparison of the arms is complete; 'arm': one arm's run of one stream, so a stream that dominates the "
+        "session spreads its arms over shards (better balance; only the merge compares the arms)",
     ),
     Option("compare", metavar="OTHER_RUN_DIR",
            help="also write compare.html in the run directory: OTHER_RUN_DIR (baseline) vs this run"),
@@ -156,6 +168,8 @@ class SessionOptions:
     compare: str | None = None
     #: ``shard``: (I, N), this session runs shard I of N (1 <= I <= N; :mod:`.runtime.shards`)
     shard: tuple[int, int] | None = None
+    #: ``shard-by``: what a shard's cell is (:data:`SHARD_UNITS`)
+    shard_by: str = SHARD_UNITS[0]
     #: which options the user gave (a resume re-applies the recorded ones only when not)
     given: frozenset[str] = field(default_factory=frozenset)
 
@@ -185,6 +199,8 @@ def read_options(values: Mapping[str, Any], flags: Flags) -> SessionOptions:
             gathered[option.dest] = _dollars(value, option, flags)
         elif option.kind == "shard":
             gathered[option.dest] = _shard(value, option, flags)
+        elif option.kind == "choice":
+            gathered[option.dest] = _choice(value, option, flags)
         elif option.kind == "list":
             gathered[option.dest] = tuple(str(item) for item in items)
         else:
@@ -203,6 +219,7 @@ def read_options(values: Mapping[str, Any], flags: Flags) -> SessionOptions:
         max_cost=gathered.get("max_cost"),
         compare=gathered.get("compare"),
         shard=gathered.get("shard"),
+        shard_by=gathered.get("shard_by", SHARD_UNITS[0]),
         given=frozenset(given),
     )
 
@@ -236,7 +253,7 @@ def _dollars(value: object, option: Option, flags: Flags) -> float:
 
 
 #: The most shards a session is split into (each run.json lists every shard's cells;
-#: a session has far fewer cells, one per stream, so more shards only run nothing).
+#: a session has far fewer cells, one per stream or per arm's stream, so more shards only run nothing).
 MAX_SHARDS = 1024
 
 
@@ -252,6 +269,17 @@ def _shard(value: object, option: Option, flags: Flags) -> tuple[int, int]:
     return numbers[0], numbers[1]
 
 
+def _choice(value: object, option: Option, flags: Flags) -> str:
+    """One of the option's choices, as written."""
+    text = str(value).strip()
+    if text not in option.choices:
+        raise ConfigError(
+            f"{flags(option.name)} must be one of {', '.join(option.choices)}, got {text[:40]!r}; "
+            f"write e.g. {flags(option.name)}={option.choices[-1]}"
+        )
+    return text
+
+
 def option_values(options: SessionOptions) -> Sequence[str]:
     """The options as ``NAME=VALUE`` words (for messages that list what was given)."""
     return sorted(options.given)
@@ -262,6 +290,7 @@ __all__ = [
     "CLI_FLAGS",
     "OPTIONS",
     "PYTEST_FLAGS",
+    "SHARD_UNITS",
     "Flags",
     "Option",
     "SessionOptions",

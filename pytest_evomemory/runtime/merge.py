@@ -2,7 +2,7 @@
 
 ``evomemory merge SHARD_DIR... --output-dir DIR`` reads the run directories the
 shards of one plan wrote (:mod:`.shards`: each holds some cells, every arm's run
-of a stream) and writes what one machine would have written: one run directory
+of a stream, or one arm's) and writes what one machine would have written: one run directory
 (or, for a session of several arms, one per arm, their ``arms.json`` and the
 comparison), its records in stream order, and its summary, thresholds, report
 and comparison recomputed from the merged per-task records by the reporting
@@ -293,7 +293,7 @@ def merge_shards(
 
 def _merge_arm(name: str, shards: Sequence[ShardRun], plan: ShardPlan, run_dir: Path, session: str) -> MergedArm:
     """One arm's run directory, from every shard's run of the arm."""
-    owner = {stream: plan.shard_of(stream) for stream in plan.streams}
+    owner = plan.owners(name)
     documents = {shard.index: shard.documents[name] for shard in shards}
     summaries = {shard.index: shard.summaries[name] for shard in shards}
     entries = {
@@ -372,7 +372,7 @@ def _merge_arm(name: str, shards: Sequence[ShardRun], plan: ShardPlan, run_dir: 
     writer.write_records(EVENTS, events)
     for shard in shards:
         source = shard.arm_dirs[name]
-        for stream in plan.cells_of(shard.index):
+        for stream in plan.streams_of(shard.index, name):
             transcript = source / TRANSCRIPTS / f"{stream}.jsonl"
             if transcript.is_file():
                 writer.write_records(f"{TRANSCRIPTS}/{stream}.jsonl", iter_jsonl(transcript))

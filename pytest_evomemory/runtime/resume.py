@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import REPLICATE_SEPARATOR, RunConfig
+from ..options import SHARD_UNITS
 from ..rundir import (
     RUN_DOCUMENT,
     ArmsManifest,
@@ -47,6 +48,8 @@ class ResumeSource:
     manifest: ArmsManifest | None
     #: the shard ``(I, N)`` the interrupted session ran, if it was one
     shard: tuple[int, int] | None = None
+    #: the unit of that shard's plan (``shard-by``)
+    shard_by: str = SHARD_UNITS[0]
 
     @property
     def session(self) -> str | None:
@@ -84,7 +87,7 @@ def read_resume_source(directory: Path, flag: str) -> ResumeSource:
         limit, streams = _recorded_selection(documents)
         return ResumeSource(
             directory, tuple(entry.config for entry in manifest.entries), manifest.overrides, limit, streams, manifest,
-            _recorded_shard(documents),
+            *_recorded_shard(documents),
         )
     document = read_run_document(directory, flag)
     if isinstance(document.get("replicate"), Mapping):
@@ -108,7 +111,7 @@ def read_resume_source(directory: Path, flag: str) -> ResumeSource:
             "(the file was edited or damaged); fix it, or give the overrides yourself"
         )
     limit, streams = _recorded_selection([document])
-    return ResumeSource(directory, (path,), tuple(overrides), limit, streams, None, _recorded_shard([document]))
+    return ResumeSource(directory, (path,), tuple(overrides), limit, streams, None, *_recorded_shard([document]))
 
 
 def _inside(directory: Path, relative: str) -> bool:
@@ -168,15 +171,16 @@ def _recorded_selection(documents: list[dict[str, Any]]) -> tuple[int | None, tu
     return limit, streams
 
 
-def _recorded_shard(documents: list[dict[str, Any]]) -> tuple[int, int] | None:
+def _recorded_shard(documents: list[dict[str, Any]]) -> tuple[tuple[int, int] | None, str]:
     """The shard ``(I, N)`` the interrupted session ran (its run.json's ``shard``), if
-    any arm recorded one; a resume runs the same shard (the plan is checked again)."""
+    any arm recorded one, and its plan's unit; a resume runs the same shard (the plan
+    is checked again)."""
     for document in documents:
         record = _mapping(document.get("shard"))
-        index, count = record.get("index"), record.get("count")
+        index, count, unit = record.get("index"), record.get("count"), record.get("unit")
         if isinstance(index, int) and isinstance(count, int) and not isinstance(index, bool) and 1 <= index <= count:
-            return index, count
-    return None
+            return (index, count), unit if unit in SHARD_UNITS else SHARD_UNITS[0]
+    return None, SHARD_UNITS[0]
 
 
 def _mapping(value: object) -> dict[str, Any]:

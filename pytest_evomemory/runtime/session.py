@@ -8,8 +8,9 @@ decision is made here:
   configs, with which overrides, into which run directories;
 * the resume plan (what each arm's interrupted run completed, and the memory
   snapshot each resumed stream continues from);
-* which share of the streams a shard runs (``shard`` I/N, :mod:`.shards`: every
-  arm's run of a stream stays in one shard) and the plan it records;
+* which share of the streams a shard runs (``shard`` I/N, :mod:`.shards`: each
+  arm's run of a stream stays in one shard; with ``shard-by`` stream, every arm's
+  run of it) and the plan it records;
 * what is refused before the first task (exit 4, nothing written): unknown arms,
   options nothing reads, a missing optional library, two arms sharing one memory
   store, a resume of another config, a resume whose memory snapshot is missing or
@@ -54,7 +55,7 @@ from ..models.budget import (
     open_spend_file,
 )
 from ..models.limits import close_session_directory, open_session_directory, session_directory
-from ..options import Flags, SessionOptions
+from ..options import SHARD_UNITS, Flags, SessionOptions
 from ..reporting.gain import GainResult, GainThreshold, check_gains, parse_min_gain
 from ..reporting.html import ReportError, load_run, write_comparison, write_comparison_report
 from ..reporting.replicates import write_replicate_comparison
@@ -227,9 +228,15 @@ class Session:
     def _plan_shard(self, benchmarks: Sequence[BenchmarkRun], run_dirs: Sequence[Path]) -> tuple[ShardPlan | None, int]:
         """With ``shard`` I/N: the plan of every shard's cells, from the configs and
         options alone (every machine computes the same), and each arm kept to shard
-        I's streams. Refused before any task: a gain gate (it judges the comparison of
-        every stream: the merge's), a run directory holding another plan's shard."""
+        I's streams (its own, with the arm unit). Refused before any task: a unit
+        without shards, a gain gate (it judges the comparison of every stream: the
+        merge's), a run directory holding another plan's shard."""
         if self.options.shard is None:
+            if "shard_by" in self.options.given:
+                raise ConfigError(
+                    f"{self.flags('shard-by')} chooses what a shard's cell is; give {self.flags('shard')}=I/N too, "
+                    f"or leave {self.flags('shard-by')} out"
+                )
             return None, 0
         index, count = self.options.shard
         if self.options.min_gain:
@@ -239,11 +246,11 @@ class Session:
             )
         fingerprint = session_fingerprint([(b.config.name, config_fingerprint(b.config)) for b in benchmarks])
         plan = plan_shards(
-            session_cells([b.planned_streams for b in benchmarks]), count, fingerprint,
-            [b.config.name for b in benchmarks],
+            session_cells([(b.config.name, b.planned_streams) for b in benchmarks], self.options.shard_by),
+            count, fingerprint, [b.config.name for b in benchmarks],
         )
         for benchmark in benchmarks:
-            benchmark.keep(plan.cells_of(index))
+            benchmark.keep(plan.streams_of(index, benchmark.config.name))
         if self.setup.writes:
             for run_dir in run_dirs:
                 check_shard_dir(run_dir, plan, index, self.flags("shard"), self.flags("output-dir"))
@@ -254,6 +261,20 @@ class Session:
         """A shard that holds no cell (more shards than cells): it runs nothing, and
         its run is complete."""
         return self.shard_plan is not None and not self.shard_plan.cells_of(self.shard_index)
+
+    @property
+    def deferred_comparison(self) -> str | None:
+        """Why this shard writes no comparison of its arms (the merge compares them),
+        else None: it holds no cell, or its cells are arms' runs (it may hold one arm
+        of a pair on a stream, and a comparison of a part would mislead)."""
+        if self.shard_plan is None:
+            return None
+        if self.empty_shard:
+            return "this shard holds no cell"
+        if self.shard_plan.unit != SHARD_UNITS[0]:
+            return (f"with {self.flags('shard-by')}={self.shard_plan.unit} a shard may hold one arm of a pair on a "
+                    "stream")
+        return None
 
     # ----- the model side: what every process of the session shares about its endpoints
 
@@ -758,9 +779,9 @@ class Session:
             except ReportError as error:
                 result.report_error = str(error)
                 failed = True
-        if self.several and self.started and self.empty_shard:
-            # nothing to compare; the arms' manifest still says what the merge reads
-            self.comparison_error = "no comparison: this shard holds no cell (the merge compares the arms)"
+        if self.several and self.started and (deferred := self.deferred_comparison):
+            # the merge compares; the arms' manifest still says what the merge reads
+            self.comparison_error = f"no comparison here: {deferred}; 'evomemory merge' of the shards compares the arms"
             if not self._manifest_written and self.setup.writes:
                 self._write_manifest()
         elif self.several and self.started:
@@ -907,7 +928,8 @@ class Session:
 
         lines = [Line(f"evomemory: {' vs '.join(arm.name for arm in self.arms)}", section=True)]
         if self.comparison is None:
-            lines.append(Line.of(f"evomemory: {self.comparison_error}", "red", bold=True))
+            deferred = self.deferred_comparison is not None  # not a failure: the merge's
+            lines.append(Line.of(f"evomemory: {self.comparison_error}", "plain" if deferred else "red", bold=not deferred))
             if self.gains:
                 lines.append(Line(
                     f"evomemory: the {self.flags('min-gain')} gate is not passed without a comparison; the session fails",
@@ -1006,6 +1028,7 @@ def _with_recorded(options: SessionOptions, resume: ResumeSource) -> SessionOpti
         limit=options.limit if "limit" in options.given else resume.limit,
         streams=options.streams if "stream" in options.given else resume.streams,
         shard=options.shard if "shard" in options.given else resume.shard,
+        shard_by=options.shard_by if "shard_by" in options.given else resume.shard_by,
     )
 
 

@@ -1,9 +1,16 @@
 """Shards: one machine's deterministic share of a session too large for one.
 
 ``--evomemory-shard=I/N`` (``evomemory run --shard I/N``) runs shard I of N. The
-unit of the share is a *cell*: one stream with every arm's run of it, so a
-memory stream (a serial chain of episodes) is never split and the paired
-comparison of two arms on a stream never spans machines. Cells are assigned
+unit of the share is a *cell*, of the kind ``shard-by`` chooses (:data:`UNITS`):
+
+* ``stream`` (the default): one stream with every arm's run of it, so the paired
+  comparison of two arms on a stream never spans machines and each shard's
+  comparison is complete on its own;
+* ``arm``: one arm's run of one stream (named ``arm:stream``), so a stream that
+  dominates the session (MMLU-Pro: 85 % of Evo-Memory's calls) spreads its arms
+  over several shards; the comparison is then the merge's alone.
+
+Either way a memory stream (a serial chain of episodes) is never split. Cells are assigned
 to shards by greedy longest-processing-time on their expected model calls
 (:func:`expected_calls`; the biggest cell first, each to the shard with the
 least work so far, ties to the lower shard, then in stream order), so the
@@ -30,11 +37,19 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..options import SHARD_UNITS
 from ..rundir import RUN_DOCUMENT, RunDirError, read_json
 from ..streams import Stream
 
 #: run.json's key for the shard record.
 SHARD_FIELD = "shard"
+
+#: The units of a shard's share (the ``shard-by`` option; the first is the default).
+UNITS = SHARD_UNITS
+
+#: Between an arm's name and a stream's in an ``arm``-unit cell's name (an arm's
+#: name never holds it: :func:`..runtime.arm.check_arm_names`).
+CELL_SEPARATOR = ":"
 
 
 def expected_calls(stream: Stream) -> int:
@@ -49,10 +64,25 @@ def expected_calls(stream: Stream) -> int:
 
 @dataclass(frozen=True)
 class Cell:
-    """One stream with every arm's run of it, and the calls they are expected to make."""
+    """One stream with every arm's run of it (``arm`` None), or one arm's run of it,
+    and the calls they are expected to make."""
 
     stream: str
     calls: int
+    arm: str | None = None
+
+    @property
+    def name(self) -> str:
+        """The cell as the plan records it: ``stream``, or ``arm:stream``."""
+        return self.stream if self.arm is None else f"{self.arm}{CELL_SEPARATOR}{self.stream}"
+
+
+def cell_stream(name: str, unit: str) -> tuple[str | None, str]:
+    """``(arm, stream)`` of a recorded cell name (arm None: the stream unit)."""
+    if unit == UNITS[0]:
+        return None, name
+    arm, _, stream = name.partition(CELL_SEPARATOR)
+    return arm, stream
 
 
 def session_fingerprint(arms: Sequence[tuple[str, str]]) -> str:
@@ -71,30 +101,36 @@ class ShardPlan:
     arms: tuple[str, ...]
     #: every cell's stream, in the session's stream order
     streams: tuple[str, ...]
-    #: per shard, its cells' streams in stream order
+    #: per shard, its cells' names (:attr:`Cell.name`) in plan order
     cells: tuple[tuple[str, ...], ...]
     #: per shard, its cells' expected model calls
     calls: tuple[int, ...]
+    #: what a cell is (:data:`UNITS`)
+    unit: str = UNITS[0]
 
     def cells_of(self, index: int) -> tuple[str, ...]:
-        """The streams of shard ``index`` (1-based, as the user types it)."""
+        """The cells of shard ``index`` (1-based, as the user types it)."""
         return self.cells[index - 1]
 
-    def shard_of(self, stream: str) -> int:
-        """The shard (1-based) that holds ``stream``."""
-        for index, cells in enumerate(self.cells, 1):
-            if stream in cells:
-                return index
-        raise KeyError(stream)
+    def streams_of(self, index: int, arm: str) -> tuple[str, ...]:
+        """The streams ``arm`` runs in shard ``index``, in stream order."""
+        held = [cell_stream(cell, self.unit) for cell in self.cells_of(index)]
+        return tuple(stream for owner, stream in held if owner in (None, arm))
+
+    def owners(self, arm: str) -> dict[str, int]:
+        """Each stream ``arm`` runs -> the shard (1-based) that runs it."""
+        return {stream: index for index in range(1, self.count + 1) for stream in self.streams_of(index, arm)}
 
     def same_plan(self, other: ShardPlan) -> bool:
-        return (self.fingerprint, self.count, self.cells) == (other.fingerprint, other.count, other.cells)
+        return not self.difference(other)
 
     def difference(self, other: ShardPlan) -> str:
         """What makes ``other`` another plan, in words (empty when it is this one)."""
         if self.fingerprint != other.fingerprint:
             return (f"another config or options (config fingerprint {other.fingerprint[:12]}, "
                     f"this one's {self.fingerprint[:12]})")
+        if self.unit != other.unit:
+            return f"cells by {other.unit}, not by {self.unit} (the shard-by option)"
         if self.count != other.count:
             return f"{other.count} shards, not {self.count}"
         if self.cells != other.cells:
@@ -107,6 +143,7 @@ class ShardPlan:
             "index": index,
             "count": self.count,
             "config_fingerprint": self.fingerprint,
+            "unit": self.unit,
             "arms": list(self.arms),
             "streams": list(self.streams),
             "cells": [list(cells) for cells in self.cells],
@@ -121,6 +158,11 @@ class ShardPlan:
         try:
             index, count = _whole(record["index"]), _whole(record["count"])
             cells = tuple(tuple(_names(cell)) for cell in record["cells"])
+            unit = record.get("unit", UNITS[0])  # a record of before the arm unit: streams
+            if unit not in UNITS:
+                raise TypeError(f"unit {str(unit)[:20]!r} is not one of {', '.join(UNITS)}")
+            if unit != UNITS[0] and any(CELL_SEPARATOR not in name for names in cells for name in names):
+                raise TypeError(f"a cell of the {unit} unit does not name its arm (arm{CELL_SEPARATOR}stream)")
             plan = cls(
                 count=count,
                 fingerprint=str(record["config_fingerprint"]),
@@ -128,6 +170,7 @@ class ShardPlan:
                 streams=tuple(_names(record["streams"])),
                 cells=cells,
                 calls=tuple(_whole(calls) for calls in record["calls"]),
+                unit=unit,
             )
         except (KeyError, TypeError) as error:
             raise ValueError(f"the shard record is damaged ({error})") from None
@@ -144,8 +187,9 @@ class ShardPlan:
             f"{number}: {', '.join(cells) or '-'} ({calls:,})"
             for number, (cells, calls) in enumerate(zip(self.cells, self.calls, strict=True), 1)
         )
+        unit = "" if self.unit == UNITS[0] else f", cells arm{CELL_SEPARATOR}stream"
         return [
-            f"evomemory: shard {index}/{self.count}: {share} ({self.calls[index - 1]:,} of {total:,} expected model "
+            f"evomemory: shard {index}/{self.count}{unit}: {share} ({self.calls[index - 1]:,} of {total:,} expected model "
             f"calls; busiest shard {max(self.calls):,}, total/N {total / self.count:,.0f})",
             f"evomemory: shard plan (config {self.fingerprint[:12]}): {plan}",
         ]
@@ -164,35 +208,40 @@ def _names(value: object) -> list[str]:
 
 
 def plan_shards(cells: Sequence[Cell], count: int, fingerprint: str, arms: Sequence[str]) -> ShardPlan:
-    """Greedy longest-processing-time: the biggest cell first (ties in stream order),
-    each to the shard with the least expected calls so far (ties to the lower shard).
-    Deterministic: the plan depends on the cells and ``count`` only."""
-    order = {cell.stream: position for position, cell in enumerate(cells)}
+    """Greedy longest-processing-time: the biggest cell first (ties in the cells'
+    order), each to the shard with the least expected calls so far (ties to the lower
+    shard). Deterministic: the plan depends on the cells and ``count`` only. The unit
+    is the cells': ``arm`` when they name one."""
+    order = {cell.name: position for position, cell in enumerate(cells)}
     loads = [0] * count
     held: list[list[str]] = [[] for _ in range(count)]
-    for cell in sorted(cells, key=lambda cell: (-cell.calls, order[cell.stream])):
+    for cell in sorted(cells, key=lambda cell: (-cell.calls, order[cell.name])):
         shard = min(range(count), key=lambda index: (loads[index], index))
         loads[shard] += cell.calls
-        held[shard].append(cell.stream)
+        held[shard].append(cell.name)
     return ShardPlan(
         count=count,
         fingerprint=fingerprint,
         arms=tuple(arms),
-        streams=tuple(cell.stream for cell in cells),
-        cells=tuple(tuple(sorted(streams, key=order.__getitem__)) for streams in held),
+        streams=tuple(dict.fromkeys(cell.stream for cell in cells)),
+        cells=tuple(tuple(sorted(names, key=order.__getitem__)) for names in held),
         calls=tuple(loads),
+        unit="arm" if any(cell.arm is not None for cell in cells) else UNITS[0],
     )
 
 
-def session_cells(arms: Sequence[Sequence[Stream]]) -> list[Cell]:
-    """The cells of a session whose arms run ``arms`` (each arm's streams, in its
-    order): one per stream name, in the baseline's order (then any stream only a
-    later arm runs), with the calls of every arm that runs it."""
-    calls: dict[str, int] = {}
-    for streams in arms:
+def session_cells(arms: Sequence[tuple[str, Sequence[Stream]]], unit: str = UNITS[0]) -> list[Cell]:
+    """The cells of a session whose arms ``(name, streams)`` run their streams: in the
+    baseline's stream order (then any stream only a later arm runs). The stream unit:
+    one per stream, with the calls of every arm that runs it; the arm unit: one per
+    arm's run of a stream, the arms of a stream in their order."""
+    calls: dict[str, dict[str, int]] = {}
+    for arm, streams in arms:
         for stream in streams:
-            calls[stream.name] = calls.get(stream.name, 0) + expected_calls(stream)
-    return [Cell(name, total) for name, total in calls.items()]
+            calls.setdefault(stream.name, {})[arm] = expected_calls(stream)
+    if unit == UNITS[0]:
+        return [Cell(name, sum(per_arm.values())) for name, per_arm in calls.items()]
+    return [Cell(name, each, arm) for name, per_arm in calls.items() for arm, each in per_arm.items()]
 
 
 def check_shard_dir(run_dir: Path, plan: ShardPlan, index: int, flag: str, output_flag: str) -> None:
@@ -224,9 +273,12 @@ def check_shard_dir(run_dir: Path, plan: ShardPlan, index: int, flag: str, outpu
 
 
 __all__ = [
+    "CELL_SEPARATOR",
     "SHARD_FIELD",
+    "UNITS",
     "Cell",
     "ShardPlan",
+    "cell_stream",
     "check_shard_dir",
     "expected_calls",
     "plan_shards",

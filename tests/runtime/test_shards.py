@@ -83,20 +83,41 @@ def test_the_plan_balances_expected_calls_deterministically_and_keeps_each_strea
     assert index == 2 and again == small
 
 
-def test_three_shards_merged_equal_the_run_on_one_machine(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+#: per unit: the option, the plan of three shards, and each shard's streams per arm
+UNIT_PLANS = {
+    "stream": ([], [["alpha"], ["beta"], ["gamma", "delta"]], [28, 16, 20],
+               {1: {"control": {"alpha"}, "memory": {"alpha"}}, 2: {"control": {"beta"}, "memory": {"beta"}},
+                3: {"control": {"gamma", "delta"}, "memory": {"gamma", "delta"}}}),
+    # one arm's run of a stream per cell: shard 2 holds no run of the control arm at all
+    "arm": (["--shard-by", "arm"],
+            [["control:alpha", "control:gamma", "memory:delta"], ["memory:alpha", "memory:gamma"],
+             ["control:beta", "memory:beta", "control:delta"]], [24, 20, 20],
+            {1: {"control": {"alpha", "gamma"}, "memory": {"delta"}}, 2: {"control": set(), "memory": {"alpha", "gamma"}},
+             3: {"control": {"beta", "delta"}, "memory": {"beta"}}}),
+}
+
+
+@pytest.mark.parametrize("unit", list(UNIT_PLANS))
+def test_three_shards_merged_equal_the_run_on_one_machine(
+    project: Path, capsys: pytest.CaptureFixture[str], unit: str
+) -> None:
+    by, cells, calls, held = UNIT_PLANS[unit]
     assert evomemory(["run", *ARMS, "--output-dir", "whole", "-q"]) == 0
     for index in (1, 2, 3):
-        assert evomemory(["run", *ARMS, "--shard", f"{index}/3", "--output-dir", f"shard-{index}", "-q"]) == 0
+        assert evomemory(["run", *ARMS, "--shard", f"{index}/3", *by, "--output-dir", f"shard-{index}", "-q"]) == 0
     out = capsys.readouterr().out
-    assert "evomemory: shard 2/3: " in out and "evomemory: shard plan (config " in out
-    # each shard ran whole streams, every arm of them, and is complete on its own
+    assert "evomemory: shard 2/3" in out and "evomemory: shard plan (config " in out
+    # each shard ran whole streams (every arm of them, or its cells' arms), and is complete on its own
     recorded = json.loads((project / "shard-1" / "memory" / "run.json").read_text())["shard"]
-    assert recorded["cells"] == [["alpha"], ["beta"], ["gamma", "delta"]] and recorded["calls"] == [28, 16, 20]
-    for index, streams in ((1, {"alpha"}), (2, {"beta"}), (3, {"gamma", "delta"})):
-        for arm in ("control", "memory"):
+    assert (recorded["unit"], recorded["cells"], recorded["calls"]) == (unit, cells, calls)
+    for index, arms in held.items():
+        for arm, streams in arms.items():
             summary = json.loads((project / f"shard-{index}" / arm / "summary.json").read_text())
             assert set(summary["streams"]) == streams and summary["completion"]["complete"] is True
             assert_valid("run.json", json.loads((project / f"shard-{index}" / arm / "run.json").read_text()))
+        # the arm unit's shard may hold one arm of a pair: it leaves the comparison to the merge
+        assert (project / f"shard-{index}" / "compare.json").is_file() is (unit == "stream")
+    assert ("no comparison here: with --shard-by=arm a shard may hold one arm of a pair" in out) is (unit == "arm")
 
     assert evomemory(["merge", "shard-3", "shard-1", "shard-2", "--output-dir", "merged", "--min-gain", "5"]) == 0
     assert "met: overall gain of memory over control" in capsys.readouterr().out
@@ -104,10 +125,12 @@ def test_three_shards_merged_equal_the_run_on_one_machine(project: Path, capsys:
         same_run(project / "merged" / arm, project / "whole" / arm)
     merged, whole = (json.loads((project / name / "compare.json").read_text()) for name in ("merged", "whole"))
     assert merged["streams"] == whole["streams"] and merged["overall"] == whole["overall"]
-    assert json.loads((project / "merged" / "memory" / "run.json").read_text())["merged"]["count"] == 3
+    record = json.loads((project / "merged" / "memory" / "run.json").read_text())
+    assert record["merged"]["count"] == 3 and record["merged"]["unit"] == unit
+    assert_valid("run.json", record)
     assert_valid("arms.json", json.loads((project / "merged" / "arms.json").read_text()))
     # a gain gate judges the comparison of every stream: the merge's, not a shard's
-    assert evomemory(["run", *ARMS, "--shard", "1/3", "--min-gain", "5", "--output-dir", "g"]) == 4
+    assert evomemory(["run", *ARMS, "--shard", "1/3", *by, "--min-gain", "5", "--output-dir", "g"]) == 4
     assert "give it to 'evomemory merge'" in capsys.readouterr().err and not (project / "g").exists()
 
 
