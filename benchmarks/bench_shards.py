@@ -1,20 +1,21 @@
 """Shards at full size: how even the plan's shares are, and how long a full grid's merge takes.
 
-    python benchmarks/bench_shards.py [--latency 0.1] [--shards 2,4,8] [--merge-shards 4] [--scale 1.0]
+    python benchmarks/bench_shards.py [--latency 0.1] [--shards 2,4,8] [--merge-shards 4] [--merge-by stream|arm]
+                                      [--scale 1.0]
 
-**Balance** (computed, nothing runs): the planner (``runtime.shards.plan_shards``,
-what ``--evomemory-shard`` uses) on a simulated grid: the four Evo-Memory streams
-at full size (30, 198, 2,312 and 186 tasks, bench_two_arms.STREAMS; the catalog
-holds no task counts), 2 methods x 3 task orders = 6 arms in one session, a task
-call and a feedback call per task, a fixed simulated cost per call
-(``--latency``). For each N: the busiest shard's work against the total / N, and
-the floor no plan can beat (the biggest cell: a memory stream, with all its arms,
-is never split). Beside it, the same grid if each (order, stream) were a cell of
-its own (a session per order, the three planned together): what splitting the
-orders would buy.
+**Balance** (computed, nothing runs): the session's cells
+(``runtime.shards.session_cells``) and the planner (``plan_shards``), what
+``--evomemory-shard`` uses, on a simulated grid: the four Evo-Memory streams at
+full size (30, 198, 2,312 and 186 tasks, bench_two_arms.STREAMS; the catalog holds
+no task counts), 2 methods x 3 task orders = 6 arms in one session, a task call
+and a feedback call per task, a fixed simulated cost per call (``--latency``). For
+each unit (``--evomemory-shard-by``: ``stream``, a stream with all its arms;
+``arm``, one arm's run of one stream) and each N: the busiest shard's work against
+the total / N, and the floor no plan can beat (the biggest cell: a memory stream
+is never split).
 
 **Merge**: the shards' output directories of that grid (6 arms x 2,726 tasks,
-``--merge-shards`` shards), generated with the run directory's writer from the
+``--merge-shards`` shards of the unit ``--merge-by``), generated with the run directory's writer from the
 records of a real small run (the sample streams, the recall baseline) used as
 templates; then ``evomemory merge`` of them, in-process, timed: the merged run
 directories, summaries, reports and the six-arm compare.html / compare.json.
@@ -38,8 +39,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_two_arms import STREAMS
 
 from pytest_evomemory.cli import main as evomemory
+from pytest_evomemory.options import SHARD_UNITS
 from pytest_evomemory.rundir import RunWriter, write_arms_manifest
-from pytest_evomemory.runtime.shards import Cell, plan_shards
+from pytest_evomemory.runtime.shards import Cell, plan_shards, session_cells
+from pytest_evomemory.streams import Stream
+from pytest_evomemory.types import BenchmarkSample
 
 METHODS = ("control", "memory")
 ORDERS = ("given", "shuffle", "easy_to_hard")
@@ -52,12 +56,14 @@ def arms() -> list[str]:
     return [f"{method}-{order}" for order in ORDERS for method in METHODS]
 
 
-def grid_cells(sizes: dict[str, int]) -> list[Cell]:
-    return [Cell(name, CALLS_PER_TASK * len(arms()) * size) for name, size in sizes.items()]
-
-
-def order_cells(sizes: dict[str, int]) -> list[Cell]:
-    return [Cell(f"{order}/{name}", CALLS_PER_TASK * len(METHODS) * size) for order in ORDERS for name, size in sizes.items()]
+def grid_cells(sizes: dict[str, int], unit: str = SHARD_UNITS[0]) -> list[Cell]:
+    """The session's cells, as a shard computes them: every arm runs every stream
+    (a stream with feedback: a task call and a feedback call per task)."""
+    streams = [
+        Stream(name, tuple(BenchmarkSample(f"{name}-{i}", name, i, "?", "?") for i in range(size)), "exact")
+        for name, size in sizes.items()
+    ]
+    return session_cells([(arm, streams) for arm in arms()], unit)
 
 
 def balance_rows(cells: list[Cell], counts: list[int], latency: float) -> list[tuple[int, float, float, float, float]]:
@@ -113,19 +119,21 @@ def templates(workdir: Path) -> dict[str, Any]:
     }
 
 
-def write_shards(root: Path, sizes: dict[str, int], count: int, parts: dict[str, Any]) -> tuple[list[Path], int]:
-    """The output directories of ``count`` shards of the grid session; returns them
-    and the number of records written."""
+def write_shards(
+    root: Path, sizes: dict[str, int], count: int, parts: dict[str, Any], unit: str = SHARD_UNITS[0]
+) -> tuple[list[Path], int]:
+    """The output directories of ``count`` shards of the grid session, cells of
+    ``unit``; returns them and the number of records written."""
     names = arms()
-    plan = plan_shards(grid_cells(sizes), count, "1" * 64, names)
+    plan = plan_shards(grid_cells(sizes, unit), count, "1" * 64, names)
     template_ran = next(iter(parts["summary"]["ran"].values()))
     written = 0
     directories = []
     for index in range(1, count + 1):
         shard_dir = root / f"shard-{index}"
         directories.append(shard_dir)
-        streams = plan.cells_of(index)
         for arm in names:
+            streams = plan.streams_of(index, arm)
             arm_dir = shard_dir / arm
             writer = RunWriter(arm_dir)
             document = {key: value for key, value in parts["run"].items() if key != "schema_version"}
@@ -163,6 +171,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--latency", type=float, default=0.1, help="simulated seconds per model call (default 0.1)")
     parser.add_argument("--shards", default="2,4,8", help="the N to plan for (default 2,4,8)")
     parser.add_argument("--merge-shards", type=int, default=4, help="shards of the generated grid to merge (default 4)")
+    parser.add_argument("--merge-by", choices=SHARD_UNITS, default=SHARD_UNITS[0],
+                        help="the unit of the merged grid's shards (default stream)")
     parser.add_argument("--scale", type=float, default=1.0, help="shrink every stream of the merged grid (quick check)")
     args = parser.parse_args(argv)
     counts = [int(part) for part in args.shards.split(",")]
@@ -170,17 +180,17 @@ def main(argv: list[str] | None = None) -> int:
     print(f"grid: {len(METHODS)} methods x {len(ORDERS)} orders = {len(arms())} arms; streams "
           + ", ".join(f"{name} {size:,}" for name, size in STREAMS.items())
           + f"; {CALLS_PER_TASK} calls per task, {args.latency * 1000:.0f} ms per call")
-    print_balance("shards of the session (a cell: one stream with all 6 arms)",
+    print_balance("shards by stream (--evomemory-shard-by=stream, the default: a cell is one stream with all 6 arms)",
                   balance_rows(grid_cells(STREAMS), counts, args.latency))
-    print_balance("what-if: each (order, stream) a cell (a session per order, planned together)",
-                  balance_rows(order_cells(STREAMS), counts, args.latency))
+    print_balance("shards by arm (--evomemory-shard-by=arm: a cell is one arm's run of one stream)",
+                  balance_rows(grid_cells(STREAMS, "arm"), counts, args.latency))
 
     sizes = {name: max(1, round(size * args.scale)) for name, size in STREAMS.items()}
     with tempfile.TemporaryDirectory(prefix="bench-shards-") as temporary:
         root = Path(temporary)
         parts = templates(root)
         started = time.perf_counter()
-        directories, records = write_shards(root / "shards", sizes, args.merge_shards, parts)
+        directories, records = write_shards(root / "shards", sizes, args.merge_shards, parts, args.merge_by)
         generated = time.perf_counter() - started
         started = time.perf_counter()
         with contextlib.redirect_stdout(io.StringIO()):
@@ -191,7 +201,7 @@ def main(argv: list[str] | None = None) -> int:
             json.loads((root / "merged" / arm / "summary.json").read_text())["completion"]["complete"] for arm in arms()
         )
         compare = (root / "merged" / "compare.json").is_file()
-    print(f"merge of a full grid: {args.merge_shards} shards, {len(arms())} arms, {tasks:,} tasks "
+    print(f"merge of a full grid: {args.merge_shards} shards by {args.merge_by}, {len(arms())} arms, {tasks:,} tasks "
           f"({records:,} records, generated in {generated:.1f} s)")
     print(f"  evomemory merge: {merge_s:.1f} s (target < {MERGE_TARGET_S:.0f} s: "
           f"{'met' if merge_s < MERGE_TARGET_S else 'MISSED'}); exit {status}; every arm complete: {complete}; "

@@ -11,7 +11,9 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.cli import main as evomemory
-from pytest_evomemory.runtime.shards import Cell, ShardPlan, plan_shards
+from pytest_evomemory.runtime.shards import Cell, ShardPlan, plan_shards, session_cells
+from pytest_evomemory.streams import Stream
+from pytest_evomemory.types import BenchmarkSample
 
 from ..conftest import SAMPLE_MEMORY_RUN
 from ..schema import assert_run_dir_valid, assert_valid
@@ -81,6 +83,39 @@ def test_the_plan_balances_expected_calls_deterministically_and_keeps_each_strea
     assert plan_shards([Cell("a", 1)], 3, "0" * 64, ["x"]).cells == (("a",), (), ())
     index, again = ShardPlan.from_record(small.record(2))
     assert index == 2 and again == small
+
+
+def test_the_arm_unit_plans_each_arms_run_of_a_stream_and_balances_the_full_grid() -> None:
+    """Issue 27's grid: the four streams at full size, 2 methods x 3 orders = 6 arms, a
+    task and a feedback call per task. By stream, MMLU-Pro with its six arms is 85 % of
+    the work (the floor: 1.70 at N = 2); by arm, the busiest shard is within 1.2 x total/N."""
+    sizes = {"aime_2024": 30, "gpqa_diamond": 198, "mmlu_pro": 2312, "toolbench": 186}
+    streams = [Stream(name, tuple(BenchmarkSample(f"{name}{i}", name, i, "?", "?") for i in range(size)), "exact")
+               for name, size in sizes.items()]
+    arms = [f"{method}-{order}" for order in ("given", "shuffle", "easy") for method in ("control", "memory")]
+    cells = session_cells([(arm, streams) for arm in arms], "arm")
+    assert [cell.name for cell in cells[:7]] == [*(f"{arm}:aime_2024" for arm in arms), f"{arms[0]}:gpqa_diamond"]
+    assert {cell.calls for cell in cells if cell.stream == "mmlu_pro"} == {2 * 2312}
+    by_stream = plan_shards(session_cells([(arm, streams) for arm in arms]), 2, "f" * 64, arms)
+    assert by_stream.unit == "stream" and max(by_stream.calls) > 1.6 * sum(by_stream.calls) / 2
+    for count in (2, 4, 8):
+        plan = plan_shards(cells, count, "f" * 64, arms)
+        assert plan == plan_shards(list(cells), count, "f" * 64, arms) and plan.unit == "arm"  # deterministic
+        assert sum(plan.calls) == sum(cell.calls for cell in cells)
+        assert max(plan.calls) <= 1.2 * sum(plan.calls) / count, (count, plan.calls)
+        for arm in arms:  # each arm's run of a stream is in exactly one shard, whole
+            owners = plan.owners(arm)
+            assert set(owners) == set(sizes)
+            assert sorted(s for i in range(1, count + 1) for s in plan.streams_of(i, arm)) == sorted(sizes)
+        index, again = ShardPlan.from_record(plan.record(count))
+        assert index == count and again == plan
+        assert plan.difference(by_stream).startswith("cells by stream, not by arm")
+    # a record written before the arm unit reads as the stream unit
+    old = by_stream.record(1)
+    del old["unit"]
+    assert ShardPlan.from_record(old) == (1, by_stream)
+    with pytest.raises(ValueError, match="does not name its arm"):
+        ShardPlan.from_record({**by_stream.record(1), "unit": "arm"})
 
 
 #: per unit: the option, the plan of three shards, and each shard's streams per arm
@@ -155,7 +190,8 @@ def test_a_shard_refuses_a_directory_of_another_plan_or_another_shard(
     assert evomemory(["run", "--config", "memory.yaml", "--shard", "1/2", "--output-dir", "s", "-q"]) == 0
     before = (project / "s" / "run.json").read_text()
     capsys.readouterr()
-    for other in (["--shard", "1/3"], ["--shard", "2/2"], ["--shard", "1/2", "--limit", "2"]):
+    for other in (["--shard", "1/3"], ["--shard", "2/2"], ["--shard", "1/2", "--limit", "2"],
+                  ["--shard", "1/2", "--shard-by", "arm"]):
         assert evomemory(["run", "--config", "memory.yaml", *other, "--output-dir", "s", "-q"]) == 4
         err = capsys.readouterr().err.strip()
         assert len(err.splitlines()) == 1 and "Traceback" not in err, err
@@ -163,9 +199,15 @@ def test_a_shard_refuses_a_directory_of_another_plan_or_another_shard(
     assert (project / "s" / "run.json").read_text() == before and not (project / "s" / "history").exists()
     # the same shard again replaces its own run, as any run does
     assert evomemory(["run", "--config", "memory.yaml", "--shard", "1/2", "--output-dir", "s", "-q"]) == 0
+    assert "holds shard 1/2 of another plan (cells by stream, not by arm (the shard-by option))" in err
     for bad in ("0/2", "3/2", "2", "a/b", "1/2000"):
         assert evomemory(["run", "--config", "memory.yaml", "--shard", bad]) == 4
         assert "--shard must be I/N" in capsys.readouterr().err
+    assert evomemory(["run", "--config", "memory.yaml", "--shard", "1/2", "--shard-by", "task"]) == 4
+    assert "--shard-by must be one of stream, arm, got 'task'" in capsys.readouterr().err
+    assert evomemory(["run", "--config", "memory.yaml", "--shard-by", "arm", "--output-dir", "n"]) == 4
+    assert "--shard-by chooses what a shard's cell is; give --shard=I/N too" in capsys.readouterr().err
+    assert not (project / "n").exists()
 
 
 def test_merge_refuses_other_plans_overlaps_and_missing_shards_and_names_incomplete_ones(
@@ -175,6 +217,8 @@ def test_merge_refuses_other_plans_overlaps_and_missing_shards_and_names_incompl
     for index in (1, 2, 3):
         assert evomemory([*run, "--shard", f"{index}/3", "--output-dir", f"s{index}"]) == 0
     assert evomemory([*run, "--shard", "1/2", "--output-dir", "other"]) == 0
+    for index in (1, 2, 3):  # the same N by arm: another plan, whose cells name arm and stream
+        assert evomemory([*run, "--shard", f"{index}/3", "--shard-by", "arm", "--output-dir", f"a{index}"]) == 0
     assert evomemory([*run, "--output-dir", "whole"]) == 0
     capsys.readouterr()
 
@@ -188,6 +232,9 @@ def test_merge_refuses_other_plans_overlaps_and_missing_shards_and_names_incompl
     assert "shard 3/3 is missing (cells gamma, delta)" in refused("s1", "s2")[0]
     assert "both hold shard 2/3 (cells beta): their cells overlap" in refused("s1", "s2", "s2", "s3")[0]
     assert "different plans: 2 shards, not 3" in refused("s1", "s2", "s3", "other")[0]
+    assert "different plans: cells by arm, not by stream" in refused("s1", "s2", "a3")[0]
+    assert "shard 3/3 is missing (cells memory:gamma, memory:delta)" in refused("a1", "a2")[0]
+    assert "both hold shard 1/3 (cells memory:alpha): their cells overlap" in refused("a1", "a1", "a2", "a3")[0]
     assert "records no shard" in refused("s1", "s2", "s3", "whole")[0]
     assert "nowhere is not a directory" in refused("s1", "s2", "s3", "nowhere")[0]
     # a shard killed before it ended: two of its four tasks recorded, no summary
