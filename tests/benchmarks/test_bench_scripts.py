@@ -202,8 +202,11 @@ def test_bench_paper_tokens_prints_per_task_tokens_and_the_full_size_cost() -> N
 
 
 def test_bench_shards_prints_the_balance_and_merges_a_small_grid() -> None:
-    result = run_script(str(BENCHMARKS / "bench_shards.py"), "--scale", "0.005", "--merge-shards", "2")
+    result = run_script(str(BENCHMARKS / "bench_shards.py"), "--scale", "0.005", "--merge-shards", "2",
+                        "--merge-by", "arm")
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
-    assert "shards of the session (a cell: one stream with all 6 arms)" in out
+    assert "shards by stream (--evomemory-shard-by=stream, the default" in out
+    by_arm = out.split("shards by arm (--evomemory-shard-by=arm")[1].split("merge of a full grid")[0]
+    assert by_arm.count("  met") == 3, by_arm  # N = 2, 4, 8 within 1.2 x total/N
     assert "evomemory merge: " in out and "every arm complete: True; compare.json written: True" in out

@@ -22,24 +22,26 @@ from .guarantee_project import make_project
 SCALE = Path(__file__).resolve().parents[2] / "docs" / "scale.md"
 
 
-@pytest.mark.parametrize("workers", ["", pytest.param("2", marks=pytest.mark.slow)])
+# serial by arm, under xdist by stream (the default; also the recipes' below)
+@pytest.mark.parametrize(("workers", "unit"), [("", "arm"), pytest.param("2", "stream", marks=pytest.mark.slow)])
 def test_pytest_shards_merge_to_the_run_on_one_machine(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: str
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: str, unit: str
 ) -> None:
     project = make_project(pytester, monkeypatch)
     monkeypatch.chdir(project)
     assert evomemory(["run", "--config", "run.yaml", "--output-dir", "whole", "-q"]) == 0
     # two streams, three shards: the third has no cell; pytest and `evomemory run` make the same plan
-    assert evomemory(["run", "--config", "run.yaml", "--shard", "2/3", "--output-dir", "shard-2", "-q"]) == 0
+    assert evomemory(["run", "--config", "run.yaml", "--shard", "2/3", "--shard-by", unit, "--output-dir", "shard-2",
+                      "-q"]) == 0
     for index, tasks in ((1, 3), (3, 0)):
         args = ("-p", "no:randomly", "--evomemory-config=run.yaml", f"--evomemory-shard={index}/3",
-                f"--evomemory-output-dir=shard-{index}")
+                f"--evomemory-shard-by={unit}", f"--evomemory-output-dir=shard-{index}")
         # xdist's workers import the project's agent only in a process of their own
         result = pytester.runpytest_subprocess(*args, "-n", workers) if workers else pytester.runpytest(*args)
         assert result.ret == 0, result.stdout.str()  # a shard without a cell too (pytest would say 5)
         if tasks:
             result.assert_outcomes(passed=tasks)  # only the shard's cells are collected
-        result.stdout.fnmatch_lines([f"evomemory: shard {index}/3: *", "evomemory: shard plan (config *): 1: *"])
+        result.stdout.fnmatch_lines([f"evomemory: shard {index}/3*: *", "evomemory: shard plan (config *): 1: *"])
     assert evomemory(["merge", "shard-1", "shard-2", "shard-3", "--output-dir", "merged"]) == 0
     same_run(project / "merged", project / "whole")
 
