@@ -5,6 +5,7 @@ equals the run of the whole session on one machine, record for record."""
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -235,6 +236,10 @@ def test_merge_refuses_other_plans_overlaps_and_missing_shards_and_names_incompl
     assert "different plans: cells by arm, not by stream" in refused("s1", "s2", "a3")[0]
     assert "shard 3/3 is missing (cells memory:gamma, memory:delta)" in refused("a1", "a2")[0]
     assert "both hold shard 1/3 (cells memory:alpha): their cells overlap" in refused("a1", "a1", "a2", "a3")[0]
+    assert evomemory(["run", "--resume", "a2", "-q"]) == 0  # resumed by arm, as recorded (else another plan)
+    assert evomemory(["merge", "a1", "a2", "a3", "--output-dir", "merged"]) == 0
+    same_run(project / "merged", project / "whole")
+    shutil.rmtree(project / "merged")
     assert "records no shard" in refused("s1", "s2", "s3", "whole")[0]
     assert "nowhere is not a directory" in refused("s1", "s2", "s3", "nowhere")[0]
     # a shard killed before it ended: two of its four tasks recorded, no summary
