@@ -346,10 +346,12 @@ def evaluate_thresholds(
 ) -> list[ThresholdResult]:
     """The run's gates (:func:`effective_thresholds`) on its metrics; ``streams``: the
     streams this session runs, when a shard runs a share of them (a stream's gate is
-    then judged by the shard that runs it, and by the merged run)."""
+    then judged by the shard that runs it, and by the merged run; a shard that runs
+    none of the arm's streams judges no overall gate either: only the merge can)."""
     overall, per_stream = effective_thresholds(config, overall_override, stream_overrides)
     if streams is not None:
         per_stream = {name: minimum for name, minimum in per_stream.items() if name in streams}
+        overall = overall if streams else None
     return check_thresholds(metrics, overall, per_stream)
 
 

@@ -183,6 +183,10 @@ def test_a_shard_without_cells_is_complete_and_the_sample_merges_to_the_whole_ru
     assert empty["completion"] == {"complete": True, "tasks_planned": 0, "tasks_run": 0, "reason": None}
     assert evomemory(["merge", "s1", "s2", "--output-dir", "merged"]) == 0  # the empty shard may be left out
     same_run(tmp_path / "merged", tmp_path / "whole")
+    # an overall gate is judged where tasks ran: not by a shard that ran none of the arm's (by stream or by arm)
+    for unit in ("stream", "arm"):
+        assert evomemory(["run", *config, "--shard", "3/3", "--shard-by", unit, "--min-accuracy", "0.99",
+                          "--output-dir", f"gated-{unit}", "-q"]) == 0
 
 
 def test_a_shard_refuses_a_directory_of_another_plan_or_another_shard(
