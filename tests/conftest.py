@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,22 @@ from pytest_evomemory.types import AgentResponse
 # extension refuses that ("cannot load module more than once per process"), and a
 # second copy of httpcore2 raises exceptions the first httpx2 cannot map. Importing
 # them here puts them in the snapshot pytester restores (docs/configuration.md).
+
+#: pytest plugins that packages of the test environment register, which no pytest
+#: process this suite starts needs: langsmith's (it comes with the langmem extra)
+#: imports the langsmith client at start-up and hypothesis's imports its
+#: observability module at session end, together about 3.5 s of CPU in *every*
+#: pytester subprocess and xdist worker on this 2-core machine (a run of the
+#: sample configs: 5.4 s with them, 1.8 s without). The variable reaches only the
+#: processes started after this module is imported: this process parsed its
+#: options already; the suite's own xdist workers re-read it, where hypothesis's
+#: ``@given`` works without its plugin. A test that needs a user's exact
+#: environment removes the variable (tests/runtime/test_entry_points.py does).
+FOREIGN_PLUGINS = ("langsmith_plugin", "hypothesispytest")
+os.environ["PYTEST_ADDOPTS"] = " ".join(
+    [os.environ.get("PYTEST_ADDOPTS", ""), *(f"-p no:{name}" for name in FOREIGN_PLUGINS)]
+).strip()
+
 
 def capture_responses(run: StreamRun) -> list[AgentResponse]:
     """Every response the stream's turns produce, a failed turn's included."""
@@ -54,8 +71,6 @@ SESSION_VARIABLES = ("EVOMEMORY_SESSION_DIR", "EVOMEMORY_SPEND_FILE")
 def _sessions_take_back_what_they_publish() -> Any:
     """Fail the test whose session left a session variable behind (and clear it, so
     the next test starts clean): a leak made two later runs share one cost cap."""
-    import os
-
     before = {name: os.environ.get(name) for name in SESSION_VARIABLES}
     yield
     leaked = {name: os.environ.get(name) for name in SESSION_VARIABLES if os.environ.get(name) != before[name]}
