@@ -41,7 +41,7 @@ def run_plugin(
         encoding="utf-8",
     )  # fmt: skip
     out = pytester.path / "out"
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         f"--evomemory-config={run_config}", "-p", "no:randomly", f"--evomemory-output-dir={out}", "-rfE"
     )
     log = "\n".join(result.outlines[-40:]) + "\n--- server log ---\n" + server.log_tail()
