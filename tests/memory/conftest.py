@@ -134,7 +134,23 @@ def memory_config(backend_id: str, postgres: dict[str, Any] | None = None, **ove
 OpenMemory = Callable[..., MemorySystem]
 
 
-@pytest.fixture(params=BACKENDS)
+#: The backends whose embedder is a real model: they run only the tests marked
+#: ``embedder_meaning`` (what is recalled first, round trips a real tokenizer sees,
+#: exact restores of its vectors). The other tests check storage, which the same
+#: backend code does whatever the embedder, and run with the hashing embedder: a
+#: MiniLM embedding costs ~100x a hashed one, 80 s of the suite's CPU for nothing new.
+REAL_EMBEDDER = "sentence-transformers"
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "backend_id" not in metafunc.fixturenames:
+        return
+    meaning = metafunc.definition.get_closest_marker("embedder_meaning") is not None
+    backends = [b for b in BACKENDS if meaning or not b.endswith(REAL_EMBEDDER)]
+    metafunc.parametrize("backend_id", backends, indirect=True)
+
+
+@pytest.fixture
 def backend_id(request: pytest.FixtureRequest) -> str:
     backend: str = request.param
     if backend.endswith("sentence-transformers") and not HAS_EMBEDDINGS_EXTRA:

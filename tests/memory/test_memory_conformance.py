@@ -38,6 +38,7 @@ def test_implements_the_protocol(open_memory: OpenMemory) -> None:
     assert memory.default_top_k == CONFORMANCE_TOP_K
 
 
+@pytest.mark.embedder_meaning
 def test_retain_then_recall_round_trip(open_memory: OpenMemory) -> None:
     memory = open_memory()
     record_id = memory.retain("The capital of Atlantis is Poseidonia.")
@@ -48,6 +49,7 @@ def test_retain_then_recall_round_trip(open_memory: OpenMemory) -> None:
     assert isinstance(hits[0].score, float)
 
 
+@pytest.mark.embedder_meaning
 def test_recall_of_an_empty_store_or_an_unmatched_query_is_empty(open_memory: OpenMemory) -> None:
     memory = open_memory()
     assert memory.recall("anything at all") == []
@@ -57,6 +59,7 @@ def test_recall_of_an_empty_store_or_an_unmatched_query_is_empty(open_memory: Op
     assert memory.recall("   ?!  ") == []
 
 
+@pytest.mark.embedder_meaning
 def test_most_similar_record_comes_first(open_memory: OpenMemory) -> None:
     memory = open_memory()
     unrelated = memory.retain("The committee approved the annual budget on Tuesday.")
@@ -134,6 +137,7 @@ def test_observed_memory_sees_no_leak_across_streams(open_memory: OpenMemory) ->
         memory.close()
 
 
+@pytest.mark.embedder_meaning
 def test_unicode_round_trips_and_is_searchable(open_memory: OpenMemory) -> None:
     memory = open_memory()
     texts = [
@@ -153,6 +157,7 @@ def test_unicode_round_trips_and_is_searchable(open_memory: OpenMemory) -> None:
         assert hits[0].metadata["text"] == text
 
 
+@pytest.mark.embedder_meaning
 def test_one_megabyte_records_round_trip(open_memory: OpenMemory, backend_id: str) -> None:
     memory = open_memory()
     rng = random.Random(7)
@@ -241,6 +246,7 @@ def test_tools_are_working_retain_and_recall_tools(open_memory: OpenMemory) -> N
     assert record_id in stored  # the retain tool's answer names the record it stored
 
 
+@pytest.mark.embedder_meaning
 def test_words_in_every_record_neither_drown_rare_ones_nor_empty_the_result(open_memory: OpenMemory) -> None:
     memory = open_memory()
     for index in range(40):

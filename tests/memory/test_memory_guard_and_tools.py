@@ -103,6 +103,7 @@ def test_tool_results_are_read_when_they_list_records() -> None:
         assert records_in_tool_result(unreadable) is None
 
 
+@pytest.mark.embedder_meaning
 def test_guard_over_real_backends_across_streams(open_memory: OpenMemory) -> None:
     """Every conformance backend passes; reopening a stream's store does not leak.
     A recall tool's result is read as the tool declares (a library's own format,
@@ -163,6 +164,7 @@ def test_roles_come_from_the_declaration_or_the_standard_name() -> None:
     assert wrapped.handler({}) == "ok" and log.counts == {"other": 1}
 
 
+@pytest.mark.embedder_meaning
 def test_the_builtin_recall_tool_takes_top_k_from_the_memory_config(open_memory: OpenMemory) -> None:
     memory = open_memory()
     if type(memory).__name__ not in {"InProcessMemory", "SqliteMemory", "PostgresMemory"}:

@@ -45,6 +45,7 @@ def state(memory: MemorySystem) -> list[list[tuple[str, str, float, dict[str, ob
     ]
 
 
+@pytest.mark.embedder_meaning
 def test_restore_reproduces_records_ids_scores_and_later_ids(
     open_memory: OpenMemory, backend_id: str, tmp_path: Path
 ) -> None:
