@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import EvoMemoryError
+from .heap import StartupHeap
 from .options import CLI_FLAGS, add_options, read_options
 from .redaction import shown
 from .runtime.lines import Line
@@ -57,13 +58,15 @@ def main(args: argparse.Namespace) -> int:
     here = Path.cwd()
     settings = find_settings(here)
     add_pythonpath(settings)
+    heap = StartupHeap.for_process()
     try:
         options = read_options(vars(args), CLI_FLAGS)
         ini_configs = [settings.evomemory_config] if settings.evomemory_config and settings.rootdir else []
         setup = SessionSetup(options, CLI_FLAGS, here, tuple(sys.argv), writes=True)
-        session = Session.open(
-            setup, [str(settings.rootdir / config) for config in ini_configs] if settings.rootdir else []
-        )
+        with heap.paused(settle_after=False):  # settled after the preflight (run_session)
+            session = Session.open(
+                setup, [str(settings.rootdir / config) for config in ini_configs] if settings.rootdir else []
+            )
     except EvoMemoryError as error:
         _error(f"evomemory: error: {error}")
         return EXIT_USAGE
@@ -72,11 +75,12 @@ def main(args: argparse.Namespace) -> int:
     for note in session.resume_notes():
         _notice(note)
     try:
-        outcome = run_session(session, progress=None if args.quiet else _progress, notice=_notice)
+        outcome = run_session(session, progress=None if args.quiet else _progress, notice=_notice, heap=heap)
     except EvoMemoryError as error:  # refused before any task (preflight)
         _error(f"evomemory: error: {error}")
         return EXIT_USAGE
     finally:
+        heap.resume()  # settled already unless the run failed before its preflight
         session.release()
     for line in session.report(resume_command="evomemory run"):
         _print(line)

@@ -25,7 +25,6 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .heap import StartupHeap
 from .stash import SESSION_KEY, STARTUP_HEAP, get_session, is_xdist_worker
 
 if TYPE_CHECKING:
@@ -96,8 +95,9 @@ def pytest_configure(config: pytest.Config) -> None:
     if not _switched_on(config):
         _refuse_options_without_benchmark(config)
         return
-    worker = is_xdist_worker(config)
-    heap = config.stash[STARTUP_HEAP] = StartupHeap.for_process(is_xdist_worker=worker)
+    from ..heap import StartupHeap
+
+    heap = config.stash[STARTUP_HEAP] = StartupHeap.for_process(fresh=is_xdist_worker(config))
     with heap.paused(settle_after=False):  # settled when collection is over
         from .activate import activate
 

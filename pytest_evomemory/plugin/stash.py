@@ -10,15 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .heap import StartupHeap
-
 if TYPE_CHECKING:
+    from ..heap import StartupHeap
     from ..runtime.session import Session
 
 #: The benchmark session, set only when a run config turns the benchmark on.
 #: Typed loosely here so this module imports no core.
 SESSION_KEY: pytest.StashKey[Any] = pytest.StashKey()
-#: The garbage collector's start-up handling for this run (see heap.py).
+#: The garbage collector's start-up handling for this run (see ..heap).
 STARTUP_HEAP: pytest.StashKey[StartupHeap] = pytest.StashKey()
 
 

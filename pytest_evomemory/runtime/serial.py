@@ -13,6 +13,7 @@ from pathlib import Path
 
 from ..config import RunConfig
 from ..errors import EvoMemoryError, SessionRefused
+from ..heap import StartupHeap
 from ..options import CLI_FLAGS, SessionOptions
 from .lines import memory_wait_line
 from .records import Record
@@ -31,12 +32,17 @@ def run_session(
     memory_factory: MemoryFactoryFn | None = None,
     progress: Progress | None = None,
     notice: Callable[[str], None] | None = None,
+    heap: StartupHeap | None = None,
 ) -> Outcome:
     """Run every task the session has, stream by stream; SIGTERM and Ctrl-C end it
     as interrupted (summarized, resumable). A refusal (a preflight's, or a stream's
-    first build, :class:`~..errors.SessionRefused`) is raised: nothing is written. ``notice`` shows a line while something
-    is being waited for (a memory factory that has not returned)."""
-    session.preflight(builtin_agent=agent_factory is None, builtin_memory=memory_factory is None)
+    first build, :class:`~..errors.SessionRefused`) is raised: nothing is written.
+    ``notice`` shows a line while something is being waited for (a memory factory
+    that has not returned); ``heap``, paused while the session opened, is settled
+    after the preflight and paused again while each stream opens."""
+    heap = heap or StartupHeap(may_freeze=False)
+    with heap.paused():
+        session.preflight(builtin_agent=agent_factory is None, builtin_memory=memory_factory is None)
     wall = time.perf_counter()
     interrupted = False
 
@@ -51,7 +57,7 @@ def run_session(
             for stream in arm.benchmark.streams:
                 if session.stop_reason:
                     break
-                _run_stream(session, arm.key(stream.name), sink, agent_factory, memory_factory, notice)
+                _run_stream(session, arm.key(stream.name), sink, agent_factory, memory_factory, notice, heap)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -64,7 +70,7 @@ def run_session(
 def _run_stream(
     session: Session, key: str, sink: Callable[[Record], None],
     agent_factory: AgentFactoryFn | None, memory_factory: MemoryFactoryFn | None,
-    notice: Callable[[str], None] | None = None,
+    notice: Callable[[str], None] | None, heap: StartupHeap,
 ) -> None:
     arm, name = session.streams_by_key[key]
     pending = [sample for sample in arm.benchmark.by_name[name].samples if not session.is_done(key, sample)]
@@ -77,9 +83,10 @@ def _run_stream(
             notice(memory_wait_line(key, elapsed_s, factory, timeout_s))
 
     try:
-        run = session.open_stream(
-            key, sink, agent_factory=agent_factory, memory_factory=memory_factory, on_wait=on_wait
-        )
+        with heap.paused():
+            run = session.open_stream(
+                key, sink, agent_factory=agent_factory, memory_factory=memory_factory, on_wait=on_wait
+            )
     except SessionRefused:
         raise  # the whole session is refused before its first task: exit 4, nothing written
     except EvoMemoryError:
