@@ -8,6 +8,8 @@ report to the controller (:mod:`.controller`). It writes nothing itself.
 
 from __future__ import annotations
 
+import sys
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -20,7 +22,6 @@ from ..runtime.records import Record
 from ..runtime.session import Session
 from ..types import BenchmarkSample
 from .collection import CollectionHooks, key_of, sample_of
-from .notices import memory_wait_notice
 from .stash import STARTUP_HEAP, get_session, is_xdist_worker
 
 
@@ -92,19 +93,26 @@ _FIXTURES = "the evomemory_agent_factory / evomemory_memory_factory fixtures"
 
 def open_stream(config: pytest.Config, key: str, agent_factory: Any, memory_factory: Any) -> LiveStream:
     """The stream fixture's setup: a fresh memory and agent, or a failed stream."""
-    plugin = _plugin(config)
-    session = get_session(config)
-    timeout_s = session.streams_by_key[key][0].run_config.memory.open_timeout_s
     try:
         with config.stash[STARTUP_HEAP].paused():
-            return session.open_stream(
-                key, plugin.sink, agent_factory=agent_factory, memory_factory=memory_factory,
-                on_wait=memory_wait_notice(config, key, timeout_s), factories_from=_FIXTURES,
+            return get_session(config).open_stream(
+                key, _plugin(config).sink, agent_factory=agent_factory, memory_factory=memory_factory,
+                notice=lambda line: _write_past_capture(config, line), factories_from=_FIXTURES,
             )
     except SessionRefused as error:
         return FailedStream(key, str(error), refused=True)
     except EvoMemoryError as error:
         return FailedStream(key, f"stream could not start: {error}")
+
+
+def _write_past_capture(config: pytest.Config, line: str) -> None:
+    """A line on the real stderr now: pytest captures a fixture's output (at the file
+    descriptor), and a notice that something is waited for must show while it is
+    (in an xdist worker too, whose stderr is the controller's terminal)."""
+    capture = config.pluginmanager.getplugin("capturemanager")
+    with capture.global_and_fixture_disabled() if capture is not None else nullcontext():
+        sys.stderr.write(shown(line) + "\n")
+        sys.stderr.flush()
 
 
 def close_stream(config: pytest.Config, live: LiveStream) -> None:

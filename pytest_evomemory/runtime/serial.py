@@ -15,7 +15,6 @@ from ..config import RunConfig
 from ..errors import EvoMemoryError, SessionRefused
 from ..heap import StartupHeap
 from ..options import CLI_FLAGS, SessionOptions
-from .lines import memory_wait_line
 from .records import Record
 from .resume import read_resume_source
 from .run import AgentFactoryFn, MemoryFactoryFn
@@ -76,16 +75,10 @@ def _run_stream(
     pending = [sample for sample in arm.benchmark.by_name[name].samples if not session.is_done(key, sample)]
     if not pending:
         return
-    timeout_s = arm.run_config.memory.open_timeout_s
-
-    def on_wait(elapsed_s: float, factory: str) -> None:
-        if notice is not None:
-            notice(memory_wait_line(key, elapsed_s, factory, timeout_s))
-
     try:
         with heap.paused():
             run = session.open_stream(
-                key, sink, agent_factory=agent_factory, memory_factory=memory_factory, on_wait=on_wait
+                key, sink, agent_factory=agent_factory, memory_factory=memory_factory, notice=notice
             )
     except SessionRefused:
         raise  # the whole session is refused before its first task: exit 4, nothing written

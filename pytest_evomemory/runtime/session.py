@@ -43,7 +43,7 @@ from ..configs import resolve_run_config
 from ..errors import ConfigError, EvoMemoryError, SessionRefused
 from ..identity import configured_model, describe_model, run_identity
 from ..memory.base import MemoryContext
-from ..memory.factory import WaitNotice, backend_spec
+from ..memory.factory import backend_spec
 from ..memory.snapshot import ResumeRefused, StreamSnapshots, supports_snapshots
 from ..models.budget import (
     CostGuard,
@@ -81,7 +81,7 @@ from ..types import BenchmarkSample
 from . import ingestion
 from .arm import Arm, check_arm_names
 from .gates import thresholds_for_arms
-from .lines import Line, snapshot_fallback_line
+from .lines import Line, memory_wait_line, snapshot_fallback_line
 from .records import Record, StreamErrorRecord, error_record, stream_error_record, stream_started_record
 from .replicates import base_configs, expand_replicates, replicate_groups, replicate_seeds
 from .resume import ResumeSource, arm_dir_recorded, check_manifest_dirs, read_resume_source, started_by
@@ -549,12 +549,12 @@ class Session:
     def open_stream(
         self, key: str, sink: RecordSink, *,
         agent_factory: AgentFactoryFn | None = None, memory_factory: MemoryFactoryFn | None = None,
-        on_wait: WaitNotice | None = None, factories_from: str | None = None,
+        notice: Callable[[str], None] | None = None, factories_from: str | None = None,
     ) -> StreamRun:
         """A stream's fresh memory and agent. A stream that cannot start is one
-        stream failure (recorded once); its tasks are not run. ``on_wait`` hears, every
-        few seconds, that the memory factory has not returned yet, and which one
-        (:func:`..memory.factory.open_with_timeout`): a driver says so on the screen.
+        stream failure (recorded once); its tasks are not run. ``notice`` gets, every
+        few seconds, the line saying that the memory factory has not returned yet
+        (:func:`..memory.factory.open_with_timeout`): a driver shows it at once.
 
         What the preflight could not know refuses the whole session here, while it has
         recorded nothing (in a worker, always: its controller decides, :meth:`refuse`):
@@ -562,6 +562,12 @@ class Session:
         names who gave the factories, e.g. a conftest fixture), a resumed memory that
         cannot restore its snapshot. :class:`SessionRefused` is raised, nothing recorded."""
         arm, name = self.streams_by_key[key]
+        timeout_s = arm.run_config.memory.open_timeout_s
+
+        def on_wait(elapsed_s: float, factory: str) -> None:
+            if notice is not None:
+                notice(memory_wait_line(key, elapsed_s, factory, timeout_s))
+
         try:
             run = arm.benchmark.open_stream(
                 name, agent_factory=agent_factory, memory_factory=memory_factory, snapshots=self.setup.writes
