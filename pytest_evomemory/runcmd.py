@@ -29,6 +29,7 @@ from .errors import EvoMemoryError
 from .heap import StartupHeap
 from .options import CLI_FLAGS, add_options, read_options
 from .redaction import shown
+from .reporting.progress import task_verdict
 from .runtime.lines import Line
 from .runtime.records import Record, TaskRecord
 from .runtime.session import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Session, SessionSetup
@@ -92,9 +93,9 @@ def main(args: argparse.Namespace) -> int:
 def _progress(record: Record) -> None:
     if isinstance(record, TaskRecord) or getattr(record, "scored", None) is not None:
         scored = record.scored  # type: ignore[attr-defined]
-        verdict = "error" if scored.get("error") else ("correct" if scored.get("correct") else "wrong")
         arm = f"{record.arm}:" if record.arm else ""
-        print(inert(f"{arm}{scored['stream']}/{scored['task_id']} [{int(scored['position']) + 1}] {verdict}"), flush=True)
+        print(inert(f"{arm}{scored['stream']}/{scored['task_id']} [{int(scored['position']) + 1}] "
+                    f"{task_verdict(scored)}"), flush=True)
 
 
 def _print(line: Line) -> None:

@@ -525,6 +525,14 @@ class Session:
         resume = found[0].run.resume if found is not None else None
         return resume is not None and resume.is_done(sample.stream, sample.position)
 
+    def completed_scores(self, key: str) -> list[dict[str, Any]]:
+        """The scores the interrupted run of stream ``key``'s arm recorded for it."""
+        found = self.streams_by_key.get(key)
+        resume = found[0].run.resume if found is not None else None
+        if resume is None or found is None:
+            return []
+        return [scored for scored in resume.scores if scored.get("stream") == found[1]]
+
     @property
     def resuming(self) -> bool:
         return any(arm.run.resume is not None for arm in self.arms)
