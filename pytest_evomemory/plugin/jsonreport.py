@@ -2,7 +2,7 @@
 
 Dashboards read one JSON file: each task test carries its score and costs in its
 ``metadata`` (from the item's ``evomemory_*`` user properties, see
-:func:`.items.task_properties`), and the report's top-level ``evomemory`` block
+:func:`..reporting.properties.task_properties`), and the report's top-level ``evomemory`` block
 carries the run's summary with its schema version and what was benchmarked (the
 agent, its model and the memory backend), as docs/artefacts.md describes.
 """
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from .items import PROPERTY_PREFIX
+from ..reporting.properties import PROPERTY_PREFIX
 
 
 class JsonReportHooks:

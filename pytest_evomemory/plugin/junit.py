@@ -2,8 +2,7 @@
 
 Each task's score is already a testcase property (``evomemory_*``, see
 :mod:`.items`); the agent, memory and model are the run's, so they are written once,
-as global properties of the suite, from the summary's record of what ran
-(:mod:`pytest_evomemory.identity`), never from the config alone.
+as global properties of the suite (:func:`..reporting.properties.identity_properties`).
 """
 
 from __future__ import annotations
@@ -13,21 +12,7 @@ from typing import Any
 
 import pytest
 
-from ..identity import describe_component, describe_model, merge_identity
-
-
-def identity_properties(summary: Mapping[str, Any], arm: str | None = None) -> list[tuple[str, str]]:
-    """``evomemory_agent``, ``evomemory_memory`` and ``evomemory_model`` of one run
-    (each value prefixed ``<arm>: `` when a session runs several arms)."""
-    ran = summary.get("ran")
-    identity = merge_identity(ran if isinstance(ran, Mapping) else {}, {})
-    prefix = f"{arm}: " if arm is not None else ""
-    agent, memory = identity.get("agent"), identity.get("memory")
-    return [
-        ("evomemory_agent", prefix + describe_component(agent if isinstance(agent, Mapping) else None)),
-        ("evomemory_memory", prefix + describe_component(memory if isinstance(memory, Mapping) else None)),
-        ("evomemory_model", prefix + describe_model(identity.get("model"))),
-    ]
+from ..reporting.properties import identity_properties
 
 
 def add_identity_properties(config: pytest.Config, runs: Sequence[tuple[str, Mapping[str, Any] | None]]) -> None:
