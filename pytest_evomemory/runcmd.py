@@ -65,9 +65,7 @@ def main(args: argparse.Namespace) -> int:
         ini_configs = [settings.evomemory_config] if settings.evomemory_config and settings.rootdir else []
         setup = SessionSetup(options, CLI_FLAGS, here, tuple(sys.argv), writes=True)
         with heap.paused(settle_after=False):  # settled after the preflight (run_session)
-            session = Session.open(
-                setup, [str(settings.rootdir / config) for config in ini_configs] if settings.rootdir else []
-            )
+            session = Session.open(setup, ini_configs, settings.rootdir)
     except EvoMemoryError as error:
         _error(f"evomemory: error: {error}")
         return EXIT_USAGE

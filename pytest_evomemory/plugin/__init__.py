@@ -55,11 +55,10 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def _ini_configs(config: pytest.Config) -> list[str] | None:
-    """The ini option's run config when ``--evomemory`` asks for it (None: not asked)."""
+def _ini_configs(config: pytest.Config) -> list[str]:
+    """The ini option's run config when ``--evomemory`` asks for it."""
     if not config.getoption("evomemory"):
-        return None
-    from ..configs import resolve_run_config
+        return []
     from ..errors import ConfigError
 
     ini = config.getini("evomemory_config")
@@ -68,7 +67,7 @@ def _ini_configs(config: pytest.Config) -> list[str] | None:
             "--evomemory needs a run config: set evomemory_config in your pytest ini "
             "(e.g. pyproject.toml [tool.pytest.ini_options]) or pass --evomemory-config=PATH"
         )
-    return [str(resolve_run_config(str(ini), config.rootpath))]
+    return [str(ini)]
 
 
 def _switched_on(config: pytest.Config) -> bool:

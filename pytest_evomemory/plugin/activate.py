@@ -22,7 +22,7 @@ from .items import ITEMS_MODULE, task_argument, task_id_of_argument
 from .stash import SESSION_KEY, distributes, is_xdist_worker
 
 
-def activate(config: pytest.Config, ini_configs: Callable[[pytest.Config], list[str] | None]) -> None:
+def activate(config: pytest.Config, ini_configs: Callable[[pytest.Config], list[str]]) -> None:
     worker = is_xdist_worker(config)
     writes = not worker and not config.option.collectonly
     try:
@@ -36,15 +36,9 @@ def activate(config: pytest.Config, ini_configs: Callable[[pytest.Config], list[
             tuple(str(arg) for arg in config.invocation_params.args), writes=writes, worker=worker,
             hand_picked=_hand_picked(config),
         )
-        session = Session.open(setup, ini_configs(config) or [])
+        session = Session.open(setup, ini_configs(config), config.rootpath)
     except EvoMemoryError as error:
         raise pytest.UsageError(shown(f"evomemory: {_describe(error)}")) from None
-    except OSError as error:  # a path the system refuses (too long, I/O error) in an option or a config
-        where = str(error.filename)[:200] if error.filename else "a path of the run"
-        raise pytest.UsageError(shown(
-            f"evomemory: {where!r}: {error.strerror or error}; check the paths given in the options "
-            "and the run config (output directory, --evomemory-compare, --evomemory-resume)"
-        )) from None
     config.stash[SESSION_KEY] = session
     try:
         _register(config, session, worker)

@@ -316,13 +316,26 @@ class Session:
     # ----- opening
 
     @classmethod
-    def open(cls, setup: SessionSetup, configs: Sequence[str] = ()) -> Session:
+    def open(cls, setup: SessionSetup, configs: Sequence[str] = (), configs_base: Path | None = None) -> Session:
         """Resolve, load and check everything the command line names.
 
-        ``configs`` are run configs a driver adds itself (pytest's ini option), used
-        when the options name none. Raises :class:`ConfigError` for anything the user
-        must fix (one line naming the file, key or option), before anything is written.
+        ``configs`` are run configs a driver adds itself (the ``evomemory_config`` ini
+        option, paths relative to ``configs_base``, the rootdir, or built-in names),
+        used when the options name none. Raises :class:`ConfigError` for anything the user
+        must fix (one line naming the file, key or option), before anything is written:
+        a path the system refuses (too long, an I/O error) included.
         """
+        try:
+            return cls._open(setup, [str(resolve_run_config(path, configs_base or setup.invocation_dir)) for path in configs])
+        except OSError as error:
+            where = str(error.filename)[:200] if error.filename else "a path of the run"
+            raise ConfigError(
+                f"{where!r}: {error.strerror or error}; check the paths given in the options and the run "
+                f"config (output directory, {setup.flags('compare')}, {setup.flags('resume')})"
+            ) from None
+
+    @classmethod
+    def _open(cls, setup: SessionSetup, configs: Sequence[str]) -> Session:
         options, flags, here = setup.options, setup.flags, setup.invocation_dir
         resume = None
         if options.resume:
