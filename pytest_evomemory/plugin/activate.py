@@ -65,8 +65,7 @@ def _register(config: pytest.Config, session: Session, worker: bool) -> None:
         from .worker import WorkerPlugin
 
         config.pluginmanager.register(WorkerPlugin(config, session), "evomemory-worker")
-    _add_benchmark_module_to_args(config)
-    _accept_task_node_ids(config, session)
+    _point_args_at_items(config, session)
 
 
 def _hand_picked(config: pytest.Config) -> str | None:
@@ -92,26 +91,16 @@ def _describe(error: EvoMemoryError) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def _add_benchmark_module_to_args(config: pytest.Config) -> None:
-    """Collect the benchmark without a user test file; alone when no paths were given."""
+def _point_args_at_items(config: pytest.Config, session: Session) -> None:
+    """Collect the benchmark without a user test file: beside the paths given, alone
+    when none is. A task's node id as pytest printed it (``evomemory::test_task[s/t]``)
+    selects that task again: the items live in the installed package, not in the
+    user's tree, so pytest could not resolve it; it is pointed at the items module,
+    and the other tasks are not added."""
     module = str(ITEMS_MODULE)
-    if config.args_source == pytest.Config.ArgsSource.ARGS:
-        # A node id of ours (``.../items.py::test_task[stream/task]``) selects tasks:
-        # adding the whole module beside it would run every task again.
-        if not any(_in_items_module(arg) for arg in config.args):
-            config.args.append(module)
-    else:
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args[:] = [module]
-
-
-def _accept_task_node_ids(config: pytest.Config, session: Session) -> None:
-    """Let a task's node id, as pytest printed it, select that task again.
-
-    The benchmark's items live in the installed package, not in the user's tree,
-    so pytest cannot resolve ``evomemory::test_task[s/t]`` as a path by itself:
-    we point it at the items module. With any task named, the other tasks are not
-    added.
-    """
+        return
     known = session.task_ids()
     unknown = [arg for arg in config.args if (task := task_id_of_argument(arg)) is not None and task not in known]
     if unknown:
@@ -119,12 +108,10 @@ def _accept_task_node_ids(config: pytest.Config, session: Session) -> None:
             f"evomemory: no task {unknown[0]!r} in this run (its streams and limit decide which tasks exist); "
             "add --collect-only -q to the same command to list the tasks' ids"
         )
-    module = str(ITEMS_MODULE)
-    rewritten = [
-        f"{module}::{task}" if (task := task_argument(arg)) is not None else arg for arg in config.args
-    ]
-    if rewritten != list(config.args):
-        config.args[:] = [arg for arg in rewritten if arg != module]
+    args = [f"{module}::{task}" if (task := task_argument(arg)) is not None else arg for arg in config.args]
+    if not any(_in_items_module(arg) for arg in args):
+        args.append(module)
+    config.args[:] = args
 
 
 __all__ = ["activate"]
