@@ -18,21 +18,12 @@ from ..types import BenchmarkSample
 from .stash import STARTUP_HEAP
 
 
-def key_of(item: pytest.Item) -> str | None:
-    """The item's stream key (``<stream>``, or ``<arm>:<stream>`` with several arms)."""
-    callspec = getattr(item, "callspec", None)
-    if callspec is None or sample_of(item) is None:
-        return None
-    key = callspec.params.get("evomemory_stream")
-    return key if isinstance(key, str) else None
-
-
-def sample_of(item: pytest.Item) -> BenchmarkSample | None:
-    callspec = getattr(item, "callspec", None)
-    if callspec is None:
-        return None
-    sample = callspec.params.get("evomemory_sample")
-    return sample if isinstance(sample, BenchmarkSample) else None
+def task_of(item: pytest.Item) -> tuple[str, BenchmarkSample] | None:
+    """A benchmark item's stream key (``<stream>``, or ``<arm>:<stream>`` with several
+    arms) and task; None for any other item."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    key, sample = params.get("evomemory_stream"), params.get("evomemory_sample")
+    return (key, sample) if isinstance(key, str) and isinstance(sample, BenchmarkSample) else None
 
 
 class CollectionHooks:
@@ -45,34 +36,21 @@ class CollectionHooks:
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> Generator[None, None, None]:
         """Put benchmark items back in arm and stream order after every other plugin's reordering."""
         result = yield
-        slots = [index for index, item in enumerate(items) if key_of(item) is not None]
+        ours = {index: task for index, item in enumerate(items) if (task := task_of(item)) is not None}
         order = {key: index for index, key in enumerate(self.session.streams_by_key)}
-
-        def place(item: pytest.Item) -> tuple[int, int]:
-            sample = sample_of(item)
-            return order[key_of(item) or ""], sample.position if sample is not None else 0
-
-        ours = sorted((items[index] for index in slots), key=place)
-        for index, item in zip(slots, ours, strict=True):
-            items[index] = item
+        placed = iter(sorted(ours, key=lambda index: (order[ours[index][0]], ours[index][1].position)))
+        items[:] = [items[next(placed)] if index in ours else item for index, item in enumerate(items)]
         if self.session.resuming:
-            done = [item for item in items if self._done(item)]
+            done = [item for item in items if (task := task_of(item)) is not None and self.session.is_done(*task)]
             if done:
                 config.hook.pytest_deselected(items=done)
                 finished = set(map(id, done))
                 items[:] = [item for item in items if id(item) not in finished]
         return result
 
-    def _done(self, item: pytest.Item) -> bool:
-        key, sample = key_of(item), sample_of(item)
-        return key is not None and sample is not None and self.session.is_done(key, sample)
-
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         last: dict[str, int] = {}
-        for item in session.items:
-            key, sample = key_of(item), sample_of(item)
-            if key is None or sample is None:
-                continue
+        for key, sample in filter(None, map(task_of, session.items)):
             self.first_positions.setdefault(key, sample.position)
             if sample.position <= last.get(key, -1):
                 raise pytest.UsageError(

@@ -20,7 +20,6 @@ from ..errors import EvoMemoryError
 from ..redaction import shown
 from ..runtime.records import Record, RecordError, from_wire
 from ..runtime.session import Session
-from .collection import key_of, sample_of
 from .items import task_of_nodeid
 from .junit import add_identity_properties
 from .stash import STARTUP_HEAP, distributes
@@ -199,4 +198,4 @@ def _last_line(text: str) -> str:
     return lines[-1].strip() if lines else "no details"
 
 
-__all__ = ["ControllerPlugin", "key_of", "sample_of"]
+__all__ = ["ControllerPlugin"]

@@ -21,7 +21,7 @@ from ..runtime import Episode, StreamRun, TaskOutcome
 from ..runtime.records import Record
 from ..runtime.session import Session
 from ..types import BenchmarkSample
-from .collection import CollectionHooks, key_of, sample_of
+from .collection import CollectionHooks, task_of
 from .stash import STARTUP_HEAP, get_session, is_xdist_worker
 
 
@@ -200,14 +200,14 @@ def attach_records(item: pytest.Item, call: pytest.CallInfo[None], report: pytes
     if plugin.refusal is not None:
         report.evomemory_refusal = list(plugin.refusal)  # type: ignore[attr-defined]
         plugin.refusal = None
-    key, sample = key_of(item), sample_of(item)
+    task = task_of(item)
     if (
-        report.when == "setup" and report.failed and sample is not None and key is not None
+        report.when == "setup" and report.failed and task is not None
         and not any(getattr(record, "scored", None) is not None or record.failed_episode for record in records)
     ):
         # a setup failure of ours produced no record (a user fixture failed): the task is a failed episode
         reason = str(call.excinfo.value).strip() if call.excinfo is not None else "its setup failed"
-        records.append(plugin.session.failed_task(key, sample, reason or "its setup failed"))
+        records.append(plugin.session.failed_task(*task, reason or "its setup failed"))
     if records:
         report.evomemory_records = [record.to_wire() for record in records]  # type: ignore[attr-defined]
 
