@@ -19,7 +19,7 @@ again in every xdist worker, so it imports nothing of the core at module level.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -123,26 +123,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         heap.resume()  # a session that never finished collecting must not leave it paused
 
 
-@pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: sees the report as every other wrapper left it
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Move this phase's records onto its report, where xdist carries them home,
-    and keep what pytest reports of our items free of secrets and terminal control:
-    a task's report is redacted and made inert before any reporter (terminal, JUnit
-    XML, pytest-json-report) or xdist's serialization sees it."""
-    report = yield
-    worker = item.config.stash.get(SESSION_KEY, None)
-    if worker is None:
-        return report
-    if "evomemory_sample" in getattr(item, "fixturenames", ()):
-        from .reportsafety import clean_report
-
-        clean_report(report)
-    from .worker import attach_records
-
-    attach_records(item, call, report)
-    return report
-
-
 # --------------------------------------------------------------------------- fixtures
 
 
@@ -183,13 +163,14 @@ def evomemory_stream(
     Teardown resets and closes the memory system before the next stream starts.
     A stream that cannot start is one failure (its first task's), not one per task.
     """
-    from .worker import close_stream, open_stream
+    from .worker import worker_of
 
-    live = open_stream(request.config, request.param, evomemory_agent_factory, evomemory_memory_factory)
+    worker = worker_of(request.config)
+    live = worker.open_stream(request.param, evomemory_agent_factory, evomemory_memory_factory)
     try:
         yield live
     finally:
-        close_stream(request.config, live)
+        worker.close_stream(live)
 
 
 @pytest.fixture
@@ -205,10 +186,10 @@ def evomemory_episode(
 ) -> Iterator[PytestEpisode]:
     """The task's episode; its teardown gives the feedback, then resets the agent."""
     __tracebackhide__ = True
-    from .worker import begin_episode
+    from .worker import worker_of
 
     key = request.node.callspec.params["evomemory_stream"]
-    episode = begin_episode(request.config, key, evomemory_stream, evomemory_sample)
+    episode = worker_of(request.config).begin_episode(key, evomemory_stream, evomemory_sample)
     yield episode
     episode.finish()
 
