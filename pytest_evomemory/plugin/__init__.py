@@ -20,7 +20,6 @@ again in every xdist worker, so it imports nothing of the core at module level.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
@@ -101,26 +100,6 @@ def pytest_configure(config: pytest.Config) -> None:
         from .activate import activate
 
         activate(config, _ini_configs)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module | None:
-    """The benchmark's module gets the node id ``evomemory`` wherever the package
-    is installed: ids a user can copy, and a JUnit classname that is not empty."""
-    if SESSION_KEY not in parent.config.stash:
-        return None
-    from .items import ITEMS_MODULE, NODE_PREFIX
-
-    if module_path != ITEMS_MODULE:
-        return None
-    module: pytest.Module = pytest.Module.from_parent(parent, path=module_path, nodeid=NODE_PREFIX)
-    return module
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    heap = config.stash.get(STARTUP_HEAP, None)
-    if heap is not None:
-        heap.resume()  # a session that never finished collecting must not leave it paused
 
 
 # --------------------------------------------------------------------------- fixtures

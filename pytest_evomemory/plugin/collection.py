@@ -1,20 +1,24 @@
 """Collection of the benchmark's items, in every process that collects them.
 
-A stream is only a stream if its tasks run in source order, so whatever reorders
-items (``--ff``, ``--nf``, pytest-randomly) ours go back into the slots they hold;
-a resumed session deselects what the interrupted run completed; and each process
-notes the first task of each stream it will run (an xdist worker taking over a
-crashed worker's stream restores the memory from there).
+The items module gets the node id ``evomemory`` wherever the package is installed
+(ids a user can copy, a JUnit classname that is not empty). A stream is only a
+stream if its tasks run in source order, so whatever reorders items (``--ff``,
+``--nf``, pytest-randomly) ours go back into the slots they hold; a resumed session
+deselects what the interrupted run completed; and each process notes the first
+task of each stream it will run (an xdist worker taking over a crashed worker's
+stream restores the memory from there). Collection over, the start-up heap settles.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator
+from pathlib import Path
 
 import pytest
 
 from ..runtime.session import Session
 from ..types import BenchmarkSample
+from .items import ITEMS_MODULE, NODE_PREFIX
 from .stash import STARTUP_HEAP
 
 
@@ -31,6 +35,13 @@ class CollectionHooks:
         self.session = session
         #: stream key -> position of the first task this process runs
         self.first_positions: dict[str, int] = {}
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pycollect_makemodule(self, module_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+        if module_path != ITEMS_MODULE:
+            return None
+        module: pytest.Module = pytest.Module.from_parent(parent, path=module_path, nodeid=NODE_PREFIX)
+        return module
 
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> Generator[None, None, None]:
@@ -59,3 +70,6 @@ class CollectionHooks:
                 )
             last[key] = sample.position
         session.config.stash[STARTUP_HEAP].settle()
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        config.stash[STARTUP_HEAP].resume()  # a session that never finished collecting must not leave it paused
