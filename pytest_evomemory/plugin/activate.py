@@ -18,7 +18,7 @@ from ..errors import ConfigError, DataError, EvoMemoryError
 from ..options import PYTEST_FLAGS, read_options
 from ..redaction import shown
 from ..runtime.session import Session, SessionSetup
-from .items import ITEMS_MODULE, task_argument, task_id_of_argument
+from .items import ITEMS_MODULE, task_argument
 from .stash import SESSION_KEY, distributes, is_xdist_worker
 
 
@@ -56,7 +56,7 @@ def _register(config: pytest.Config, session: Session, worker: bool) -> None:
 
         config.pluginmanager.register(ControllerPlugin(config, session), "evomemory-controller")
     elif config.pluginmanager.hasplugin("pytest_jsonreport"):
-        from .jsonreport import JsonReportHooks
+        from .reporters import JsonReportHooks
 
         # pytest-json-report asks for a task's metadata where the task runs (this
         # xdist worker) and sends it on with the report; the controller adds the block
@@ -72,7 +72,7 @@ def _hand_picked(config: pytest.Config) -> str | None:
     """How the command line picks tasks by hand, if it does (the session then writes
     a side run beside the full one instead of replacing it)."""
     for arg in map(str, config.args):
-        if task_id_of_argument(arg) is not None or ("::" in arg and _in_items_module(arg)):
+        if task_argument(arg) is not None or ("::" in arg and _in_items_module(arg)):
             return "node id"
     for option, spelling in (("keyword", "-k"), ("deselect", "--deselect"), ("lf", "--lf")):
         if getattr(config.option, option, None):
@@ -102,13 +102,13 @@ def _point_args_at_items(config: pytest.Config, session: Session) -> None:
         config.args[:] = [module]
         return
     known = session.task_ids()
-    unknown = [arg for arg in config.args if (task := task_id_of_argument(arg)) is not None and task not in known]
+    unknown = [arg for arg in config.args if (task := task_argument(arg)) is not None and task not in known]
     if unknown:
         raise pytest.UsageError(
             f"evomemory: no task {unknown[0]!r} in this run (its streams and limit decide which tasks exist); "
             "add --collect-only -q to the same command to list the tasks' ids"
         )
-    args = [f"{module}::{task}" if (task := task_argument(arg)) is not None else arg for arg in config.args]
+    args = [f"{module}::test_task[{task}]" if (task := task_argument(arg)) is not None else arg for arg in config.args]
     if not any(_in_items_module(arg) for arg in args):
         args.append(module)
     config.args[:] = args

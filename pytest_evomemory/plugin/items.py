@@ -29,19 +29,13 @@ ITEM_ID = re.compile(r"::test_task\[([^/\]]+)/(.+)\]$")
 #: A command-line argument naming one task as pytest printed it (with or without
 #: the ``evomemory`` prefix, which older versions did not print; ``-v`` and the
 #: short summary print it, a JUnit report's name has no ``::``).
-_TASK_ARGUMENT = re.compile(rf"^(?:(?:{NODE_PREFIX})?::)?(test_task\[([^/\]]+/.+)\])$")
+_TASK_ARGUMENT = re.compile(rf"^(?:(?:{NODE_PREFIX})?::)?test_task\[([^/\]]+/.+)\]$")
 
 
 def task_argument(arg: str) -> str | None:
-    """``test_task[<stream>/<task>]`` when ``arg`` names one benchmark task, else None."""
+    """The item id (``<stream>/<task>``) when ``arg`` names one benchmark task, else None."""
     match = _TASK_ARGUMENT.match(arg)
     return match.group(1) if match else None
-
-
-def task_id_of_argument(arg: str) -> str | None:
-    """The item id (``<stream>/<task>``) an argument names, else None."""
-    match = _TASK_ARGUMENT.match(arg)
-    return match.group(2) if match else None
 
 
 def stream_of_nodeid(nodeid: str) -> str | None:
@@ -74,6 +68,6 @@ def test_task(evomemory_episode: Any, request: pytest.FixtureRequest) -> None:
     __tracebackhide__ = True
     outcome = evomemory_episode.run_task()
     # user_properties (not the record_property fixture) reach JUnit XML in every
-    # junit_family, and pytest-json-report's metadata (jsonreport.py).
+    # junit_family, and pytest-json-report's metadata (reporters.py).
     arm = get_session(request.config).arm_label(request.node.callspec.params["evomemory_stream"])
     request.node.user_properties.extend(task_properties(outcome.scored.to_dict(), outcome.response.to_dict(), arm))
