@@ -54,21 +54,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def _ini_configs(config: pytest.Config) -> list[str]:
-    """The ini option's run config when ``--evomemory`` asks for it."""
-    if not config.getoption("evomemory"):
-        return []
-    from ..errors import ConfigError
-
-    ini = config.getini("evomemory_config")
-    if not ini:
-        raise ConfigError(
-            "--evomemory needs a run config: set evomemory_config in your pytest ini "
-            "(e.g. pyproject.toml [tool.pytest.ini_options]) or pass --evomemory-config=PATH"
-        )
-    return [str(ini)]
-
-
 def _switched_on(config: pytest.Config) -> bool:
     return bool(
         config.getoption("evomemory") or config.getoption("evomemory_config") or config.getoption("evomemory_resume")
@@ -99,7 +84,7 @@ def pytest_configure(config: pytest.Config) -> None:
     with heap.paused(settle_after=False):  # settled when collection is over
         from .activate import activate
 
-        activate(config, _ini_configs)
+        activate(config)
 
 
 # --------------------------------------------------------------------------- fixtures

@@ -9,7 +9,6 @@ process that runs tasks, and points pytest at the benchmark's items.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from .items import ITEMS_MODULE, task_argument
 from .stash import SESSION_KEY, distributes, is_xdist_worker
 
 
-def activate(config: pytest.Config, ini_configs: Callable[[pytest.Config], list[str]]) -> None:
+def activate(config: pytest.Config) -> None:
     worker = is_xdist_worker(config)
     writes = not worker and not config.option.collectonly
     try:
@@ -36,7 +35,7 @@ def activate(config: pytest.Config, ini_configs: Callable[[pytest.Config], list[
             tuple(str(arg) for arg in config.invocation_params.args), writes=writes, worker=worker,
             hand_picked=_hand_picked(config),
         )
-        session = Session.open(setup, ini_configs(config), config.rootpath)
+        session = Session.open(setup, _ini_configs(config), config.rootpath)
     except EvoMemoryError as error:
         raise pytest.UsageError(shown(f"evomemory: {_describe(error)}")) from None
     config.stash[SESSION_KEY] = session
@@ -66,6 +65,19 @@ def _register(config: pytest.Config, session: Session, worker: bool) -> None:
 
         config.pluginmanager.register(WorkerPlugin(config, session), "evomemory-worker")
     _point_args_at_items(config, session)
+
+
+def _ini_configs(config: pytest.Config) -> list[str]:
+    """The ini option's run config when ``--evomemory`` asks for it."""
+    if not config.getoption("evomemory"):
+        return []
+    ini = config.getini("evomemory_config")
+    if not ini:
+        raise ConfigError(
+            "--evomemory needs a run config: set evomemory_config in your pytest ini "
+            "(e.g. pyproject.toml [tool.pytest.ini_options]) or pass --evomemory-config=PATH"
+        )
+    return [str(ini)]
 
 
 def _hand_picked(config: pytest.Config) -> str | None:
