@@ -1,14 +1,11 @@
 """pytest adapter: options, the switch that turns the benchmark on, and fixtures.
 
-Everything that decides *what* happens lives in the engine's
-:class:`~pytest_evomemory.runtime.session.Session`; this package maps it onto
-pytest's life cycle as docs/design.md describes (a stream is a session-scoped
-parametrized fixture, a task is a test item, feedback and reset are the episode
-fixture's teardown) and splits as pytest-xdist does: the controller's hooks
-(:mod:`.controller`: records in, the end of the session) are registered only in the
-process that writes the results, the worker's (:mod:`.worker`: episodes run,
-records out on the reports) only in the process that runs tasks; without xdist one
-process registers both.
+The engine's :class:`~pytest_evomemory.runtime.session.Session` decides what
+happens; this package maps it onto pytest (docs/design.md): a stream is a
+session-scoped parametrized fixture, a task is a test item, feedback and reset are
+the episode fixture's teardown. As pytest-xdist splits, :mod:`.controller` runs
+where results are written and :mod:`.worker` where tasks run (without xdist, one
+process runs both).
 
 The benchmark is opt-in (``--evomemory``, ``--evomemory-config`` or
 ``--evomemory-resume``): an ``evomemory_config`` ini option alone runs nothing, so
