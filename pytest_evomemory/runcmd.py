@@ -26,8 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from .errors import EvoMemoryError
+from .heap import StartupHeap
 from .options import CLI_FLAGS, add_options, read_options
 from .redaction import shown
+from .reporting.progress import task_verdict
 from .runtime.lines import Line
 from .runtime.records import Record, TaskRecord
 from .runtime.session import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Session, SessionSetup
@@ -57,13 +59,13 @@ def main(args: argparse.Namespace) -> int:
     here = Path.cwd()
     settings = find_settings(here)
     add_pythonpath(settings)
+    heap = StartupHeap.for_process()
     try:
         options = read_options(vars(args), CLI_FLAGS)
         ini_configs = [settings.evomemory_config] if settings.evomemory_config and settings.rootdir else []
         setup = SessionSetup(options, CLI_FLAGS, here, tuple(sys.argv), writes=True)
-        session = Session.open(
-            setup, [str(settings.rootdir / config) for config in ini_configs] if settings.rootdir else []
-        )
+        with heap.paused(settle_after=False):  # settled after the preflight (run_session)
+            session = Session.open(setup, ini_configs, settings.rootdir)
     except EvoMemoryError as error:
         _error(f"evomemory: error: {error}")
         return EXIT_USAGE
@@ -72,11 +74,12 @@ def main(args: argparse.Namespace) -> int:
     for note in session.resume_notes():
         _notice(note)
     try:
-        outcome = run_session(session, progress=None if args.quiet else _progress, notice=_notice)
+        outcome = run_session(session, progress=None if args.quiet else _progress, notice=_notice, heap=heap)
     except EvoMemoryError as error:  # refused before any task (preflight)
         _error(f"evomemory: error: {error}")
         return EXIT_USAGE
     finally:
+        heap.resume()  # settled already unless the run failed before its preflight
         session.release()
     for line in session.report(resume_command="evomemory run"):
         _print(line)
@@ -88,9 +91,9 @@ def main(args: argparse.Namespace) -> int:
 def _progress(record: Record) -> None:
     if isinstance(record, TaskRecord) or getattr(record, "scored", None) is not None:
         scored = record.scored  # type: ignore[attr-defined]
-        verdict = "error" if scored.get("error") else ("correct" if scored.get("correct") else "wrong")
         arm = f"{record.arm}:" if record.arm else ""
-        print(inert(f"{arm}{scored['stream']}/{scored['task_id']} [{int(scored['position']) + 1}] {verdict}"), flush=True)
+        print(inert(f"{arm}{scored['stream']}/{scored['task_id']} [{int(scored['position']) + 1}] "
+                    f"{task_verdict(scored)}"), flush=True)
 
 
 def _print(line: Line) -> None:

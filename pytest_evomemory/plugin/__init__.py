@@ -1,14 +1,11 @@
 """pytest adapter: options, the switch that turns the benchmark on, and fixtures.
 
-Everything that decides *what* happens lives in the engine's
-:class:`~pytest_evomemory.runtime.session.Session`; this package maps it onto
-pytest's life cycle as docs/design.md describes (a stream is a session-scoped
-parametrized fixture, a task is a test item, feedback and reset are the episode
-fixture's teardown) and splits as pytest-xdist does: the controller's hooks
-(:mod:`.controller`: records in, the end of the session) are registered only in the
-process that writes the results, the worker's (:mod:`.worker`: episodes run,
-records out on the reports) only in the process that runs tasks; without xdist one
-process registers both.
+The engine's :class:`~pytest_evomemory.runtime.session.Session` decides what
+happens; this package maps it onto pytest (docs/design.md): a stream is a
+session-scoped parametrized fixture, a task is a test item, feedback and reset are
+the episode fixture's teardown. As pytest-xdist splits, :mod:`.controller` runs
+where results are written and :mod:`.worker` where tasks run (without xdist, one
+process runs both).
 
 The benchmark is opt-in (``--evomemory``, ``--evomemory-config`` or
 ``--evomemory-resume``): an ``evomemory_config`` ini option alone runs nothing, so
@@ -19,13 +16,11 @@ again in every xdist worker, so it imports nothing of the core at module level.
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator
-from pathlib import Path
+from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .heap import StartupHeap
 from .stash import SESSION_KEY, STARTUP_HEAP, get_session, is_xdist_worker
 
 if TYPE_CHECKING:
@@ -56,22 +51,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
 
 
-def _ini_configs(config: pytest.Config) -> list[str] | None:
-    """The ini option's run config when ``--evomemory`` asks for it (None: not asked)."""
-    if not config.getoption("evomemory"):
-        return None
-    from ..configs import resolve_run_config
-    from ..errors import ConfigError
-
-    ini = config.getini("evomemory_config")
-    if not ini:
-        raise ConfigError(
-            "--evomemory needs a run config: set evomemory_config in your pytest ini "
-            "(e.g. pyproject.toml [tool.pytest.ini_options]) or pass --evomemory-config=PATH"
-        )
-    return [str(resolve_run_config(str(ini), config.rootpath))]
-
-
 def _switched_on(config: pytest.Config) -> bool:
     return bool(
         config.getoption("evomemory") or config.getoption("evomemory_config") or config.getoption("evomemory_resume")
@@ -96,52 +75,13 @@ def pytest_configure(config: pytest.Config) -> None:
     if not _switched_on(config):
         _refuse_options_without_benchmark(config)
         return
-    worker = is_xdist_worker(config)
-    heap = config.stash[STARTUP_HEAP] = StartupHeap.for_process(is_xdist_worker=worker)
+    from ..heap import StartupHeap
+
+    heap = config.stash[STARTUP_HEAP] = StartupHeap.for_process(fresh=is_xdist_worker(config))
     with heap.paused(settle_after=False):  # settled when collection is over
         from .activate import activate
 
-        activate(config, _ini_configs)
-
-
-@pytest.hookimpl(tryfirst=True)
-def pytest_pycollect_makemodule(module_path: Path, parent: pytest.Collector) -> pytest.Module | None:
-    """The benchmark's module gets the node id ``evomemory`` wherever the package
-    is installed: ids a user can copy, and a JUnit classname that is not empty."""
-    if SESSION_KEY not in parent.config.stash:
-        return None
-    from .items import ITEMS_MODULE, NODE_PREFIX
-
-    if module_path != ITEMS_MODULE:
-        return None
-    module: pytest.Module = pytest.Module.from_parent(parent, path=module_path, nodeid=NODE_PREFIX)
-    return module
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    heap = config.stash.get(STARTUP_HEAP, None)
-    if heap is not None:
-        heap.resume()  # a session that never finished collecting must not leave it paused
-
-
-@pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: sees the report as every other wrapper left it
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, pytest.TestReport, pytest.TestReport]:
-    """Move this phase's records onto its report, where xdist carries them home,
-    and keep what pytest reports of our items free of secrets and terminal control:
-    a task's report is redacted and made inert before any reporter (terminal, JUnit
-    XML, pytest-json-report) or xdist's serialization sees it."""
-    report = yield
-    worker = item.config.stash.get(SESSION_KEY, None)
-    if worker is None:
-        return report
-    if "evomemory_sample" in getattr(item, "fixturenames", ()):
-        from .reportsafety import clean_report
-
-        clean_report(report)
-    from .worker import attach_records
-
-    attach_records(item, call, report)
-    return report
+        activate(config)
 
 
 # --------------------------------------------------------------------------- fixtures
@@ -184,13 +124,14 @@ def evomemory_stream(
     Teardown resets and closes the memory system before the next stream starts.
     A stream that cannot start is one failure (its first task's), not one per task.
     """
-    from .worker import close_stream, open_stream
+    from .worker import worker_of
 
-    live = open_stream(request.config, request.param, evomemory_agent_factory, evomemory_memory_factory)
+    worker = worker_of(request.config)
+    live = worker.open_stream(request.param, evomemory_agent_factory, evomemory_memory_factory)
     try:
         yield live
     finally:
-        close_stream(request.config, live)
+        worker.close_stream(live)
 
 
 @pytest.fixture
@@ -206,10 +147,10 @@ def evomemory_episode(
 ) -> Iterator[PytestEpisode]:
     """The task's episode; its teardown gives the feedback, then resets the agent."""
     __tracebackhide__ = True
-    from .worker import begin_episode
+    from .worker import worker_of
 
     key = request.node.callspec.params["evomemory_stream"]
-    episode = begin_episode(request.config, key, evomemory_stream, evomemory_sample)
+    episode = worker_of(request.config).begin_episode(key, evomemory_stream, evomemory_sample)
     yield episode
     episode.finish()
 

@@ -9,7 +9,6 @@ process that runs tasks, and points pytest at the benchmark's items.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -18,11 +17,11 @@ from ..errors import ConfigError, DataError, EvoMemoryError
 from ..options import PYTEST_FLAGS, read_options
 from ..redaction import shown
 from ..runtime.session import Session, SessionSetup
-from .items import ITEMS_MODULE, task_argument, task_id_of_argument
+from .items import ITEMS_MODULE, task_argument
 from .stash import SESSION_KEY, distributes, is_xdist_worker
 
 
-def activate(config: pytest.Config, ini_configs: Callable[[pytest.Config], list[str] | None]) -> None:
+def activate(config: pytest.Config) -> None:
     worker = is_xdist_worker(config)
     writes = not worker and not config.option.collectonly
     try:
@@ -36,15 +35,9 @@ def activate(config: pytest.Config, ini_configs: Callable[[pytest.Config], list[
             tuple(str(arg) for arg in config.invocation_params.args), writes=writes, worker=worker,
             hand_picked=_hand_picked(config),
         )
-        session = Session.open(setup, ini_configs(config) or [])
+        session = Session.open(setup, _ini_configs(config), config.rootpath)
     except EvoMemoryError as error:
         raise pytest.UsageError(shown(f"evomemory: {_describe(error)}")) from None
-    except OSError as error:  # a path the system refuses (too long, I/O error) in an option or a config
-        where = str(error.filename)[:200] if error.filename else "a path of the run"
-        raise pytest.UsageError(shown(
-            f"evomemory: {where!r}: {error.strerror or error}; check the paths given in the options "
-            "and the run config (output directory, --evomemory-compare, --evomemory-resume)"
-        )) from None
     config.stash[SESSION_KEY] = session
     try:
         _register(config, session, worker)
@@ -62,7 +55,7 @@ def _register(config: pytest.Config, session: Session, worker: bool) -> None:
 
         config.pluginmanager.register(ControllerPlugin(config, session), "evomemory-controller")
     elif config.pluginmanager.hasplugin("pytest_jsonreport"):
-        from .jsonreport import JsonReportHooks
+        from .reporters import JsonReportHooks
 
         # pytest-json-report asks for a task's metadata where the task runs (this
         # xdist worker) and sends it on with the report; the controller adds the block
@@ -71,15 +64,27 @@ def _register(config: pytest.Config, session: Session, worker: bool) -> None:
         from .worker import WorkerPlugin
 
         config.pluginmanager.register(WorkerPlugin(config, session), "evomemory-worker")
-    _add_benchmark_module_to_args(config)
-    _accept_task_node_ids(config, session)
+    _point_args_at_items(config, session)
+
+
+def _ini_configs(config: pytest.Config) -> list[str]:
+    """The ini option's run config when ``--evomemory`` asks for it."""
+    if not config.getoption("evomemory"):
+        return []
+    ini = config.getini("evomemory_config")
+    if not ini:
+        raise ConfigError(
+            "--evomemory needs a run config: set evomemory_config in your pytest ini "
+            "(e.g. pyproject.toml [tool.pytest.ini_options]) or pass --evomemory-config=PATH"
+        )
+    return [str(ini)]
 
 
 def _hand_picked(config: pytest.Config) -> str | None:
     """How the command line picks tasks by hand, if it does (the session then writes
     a side run beside the full one instead of replacing it)."""
     for arg in map(str, config.args):
-        if task_id_of_argument(arg) is not None or ("::" in arg and _in_items_module(arg)):
+        if task_argument(arg) is not None or ("::" in arg and _in_items_module(arg)):
             return "node id"
     for option, spelling in (("keyword", "-k"), ("deselect", "--deselect"), ("lf", "--lf")):
         if getattr(config.option, option, None):
@@ -98,39 +103,27 @@ def _describe(error: EvoMemoryError) -> str:
     return f"{type(error).__name__}: {error}"
 
 
-def _add_benchmark_module_to_args(config: pytest.Config) -> None:
-    """Collect the benchmark without a user test file; alone when no paths were given."""
+def _point_args_at_items(config: pytest.Config, session: Session) -> None:
+    """Collect the benchmark without a user test file: beside the paths given, alone
+    when none is. A task's node id as pytest printed it (``evomemory::test_task[s/t]``)
+    selects that task again: the items live in the installed package, not in the
+    user's tree, so pytest could not resolve it; it is pointed at the items module,
+    and the other tasks are not added."""
     module = str(ITEMS_MODULE)
-    if config.args_source == pytest.Config.ArgsSource.ARGS:
-        # A node id of ours (``.../items.py::test_task[stream/task]``) selects tasks:
-        # adding the whole module beside it would run every task again.
-        if not any(_in_items_module(arg) for arg in config.args):
-            config.args.append(module)
-    else:
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args[:] = [module]
-
-
-def _accept_task_node_ids(config: pytest.Config, session: Session) -> None:
-    """Let a task's node id, as pytest printed it, select that task again.
-
-    The benchmark's items live in the installed package, not in the user's tree,
-    so pytest cannot resolve ``evomemory::test_task[s/t]`` as a path by itself:
-    we point it at the items module. With any task named, the other tasks are not
-    added.
-    """
+        return
     known = session.task_ids()
-    unknown = [arg for arg in config.args if (task := task_id_of_argument(arg)) is not None and task not in known]
+    unknown = [arg for arg in config.args if (task := task_argument(arg)) is not None and task not in known]
     if unknown:
         raise pytest.UsageError(
             f"evomemory: no task {unknown[0]!r} in this run (its streams and limit decide which tasks exist); "
             "add --collect-only -q to the same command to list the tasks' ids"
         )
-    module = str(ITEMS_MODULE)
-    rewritten = [
-        f"{module}::{task}" if (task := task_argument(arg)) is not None else arg for arg in config.args
-    ]
-    if rewritten != list(config.args):
-        config.args[:] = [arg for arg in rewritten if arg != module]
+    args = [f"{module}::test_task[{task}]" if (task := task_argument(arg)) is not None else arg for arg in config.args]
+    if not any(_in_items_module(arg) for arg in args):
+        args.append(module)
+    config.args[:] = args
 
 
 __all__ = ["activate"]

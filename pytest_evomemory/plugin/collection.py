@@ -1,38 +1,33 @@
 """Collection of the benchmark's items, in every process that collects them.
 
-A stream is only a stream if its tasks run in source order, so whatever reorders
-items (``--ff``, ``--nf``, pytest-randomly) ours go back into the slots they hold;
-a resumed session deselects what the interrupted run completed; and each process
-notes the first task of each stream it will run (an xdist worker taking over a
-crashed worker's stream restores the memory from there).
+The items module gets the node id ``evomemory`` wherever the package is installed
+(ids a user can copy, a JUnit classname that is not empty). A stream is only a
+stream if its tasks run in source order, so whatever reorders items (``--ff``,
+``--nf``, pytest-randomly) ours go back into the slots they hold; a resumed session
+deselects what the interrupted run completed; and each process notes the first
+task of each stream it will run (an xdist worker taking over a crashed worker's
+stream restores the memory from there). Collection over, the start-up heap settles.
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator
+from pathlib import Path
 
 import pytest
 
 from ..runtime.session import Session
 from ..types import BenchmarkSample
+from .items import ITEMS_MODULE, NODE_PREFIX
 from .stash import STARTUP_HEAP
 
 
-def key_of(item: pytest.Item) -> str | None:
-    """The item's stream key (``<stream>``, or ``<arm>:<stream>`` with several arms)."""
-    callspec = getattr(item, "callspec", None)
-    if callspec is None or sample_of(item) is None:
-        return None
-    key = callspec.params.get("evomemory_stream")
-    return key if isinstance(key, str) else None
-
-
-def sample_of(item: pytest.Item) -> BenchmarkSample | None:
-    callspec = getattr(item, "callspec", None)
-    if callspec is None:
-        return None
-    sample = callspec.params.get("evomemory_sample")
-    return sample if isinstance(sample, BenchmarkSample) else None
+def task_of(item: pytest.Item) -> tuple[str, BenchmarkSample] | None:
+    """A benchmark item's stream key (``<stream>``, or ``<arm>:<stream>`` with several
+    arms) and task; None for any other item."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    key, sample = params.get("evomemory_stream"), params.get("evomemory_sample")
+    return (key, sample) if isinstance(key, str) and isinstance(sample, BenchmarkSample) else None
 
 
 class CollectionHooks:
@@ -41,38 +36,32 @@ class CollectionHooks:
         #: stream key -> position of the first task this process runs
         self.first_positions: dict[str, int] = {}
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_pycollect_makemodule(self, module_path: Path, parent: pytest.Collector) -> pytest.Module | None:
+        if module_path != ITEMS_MODULE:
+            return None
+        module: pytest.Module = pytest.Module.from_parent(parent, path=module_path, nodeid=NODE_PREFIX)
+        return module
+
     @pytest.hookimpl(wrapper=True, tryfirst=True)
     def pytest_collection_modifyitems(self, config: pytest.Config, items: list[pytest.Item]) -> Generator[None, None, None]:
         """Put benchmark items back in arm and stream order after every other plugin's reordering."""
         result = yield
-        slots = [index for index, item in enumerate(items) if key_of(item) is not None]
+        ours = {index: task for index, item in enumerate(items) if (task := task_of(item)) is not None}
         order = {key: index for index, key in enumerate(self.session.streams_by_key)}
-
-        def place(item: pytest.Item) -> tuple[int, int]:
-            sample = sample_of(item)
-            return order[key_of(item) or ""], sample.position if sample is not None else 0
-
-        ours = sorted((items[index] for index in slots), key=place)
-        for index, item in zip(slots, ours, strict=True):
-            items[index] = item
+        placed = iter(sorted(ours, key=lambda index: (order[ours[index][0]], ours[index][1].position)))
+        items[:] = [items[next(placed)] if index in ours else item for index, item in enumerate(items)]
         if self.session.resuming:
-            done = [item for item in items if self._done(item)]
+            done = [item for item in items if (task := task_of(item)) is not None and self.session.is_done(*task)]
             if done:
                 config.hook.pytest_deselected(items=done)
                 finished = set(map(id, done))
                 items[:] = [item for item in items if id(item) not in finished]
         return result
 
-    def _done(self, item: pytest.Item) -> bool:
-        key, sample = key_of(item), sample_of(item)
-        return key is not None and sample is not None and self.session.is_done(key, sample)
-
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         last: dict[str, int] = {}
-        for item in session.items:
-            key, sample = key_of(item), sample_of(item)
-            if key is None or sample is None:
-                continue
+        for key, sample in filter(None, map(task_of, session.items)):
             self.first_positions.setdefault(key, sample.position)
             if sample.position <= last.get(key, -1):
                 raise pytest.UsageError(
@@ -81,3 +70,6 @@ class CollectionHooks:
                 )
             last[key] = sample.position
         session.config.stash[STARTUP_HEAP].settle()
+
+    def pytest_unconfigure(self, config: pytest.Config) -> None:
+        config.stash[STARTUP_HEAP].resume()  # a session that never finished collecting must not leave it paused

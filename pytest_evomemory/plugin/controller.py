@@ -20,9 +20,8 @@ from ..errors import EvoMemoryError
 from ..redaction import shown
 from ..runtime.records import Record, RecordError, from_wire
 from ..runtime.session import Session
-from .collection import key_of, sample_of
 from .items import task_of_nodeid
-from .junit import add_identity_properties
+from .reporters import add_identity_properties
 from .stash import STARTUP_HEAP, distributes
 
 #: Where the default factory fixtures live: a fixture of that name defined in any
@@ -44,7 +43,7 @@ class ControllerPlugin:
                 "(each stream then runs whole, on one worker)"
             )
         if config.pluginmanager.hasplugin("pytest_jsonreport"):
-            from .jsonreport import JsonReportHooks
+            from .reporters import JsonReportHooks
 
             config.pluginmanager.register(JsonReportHooks(session.json_report), "evomemory-jsonreport")
         from .progress import ProgressHooks
@@ -199,4 +198,4 @@ def _last_line(text: str) -> str:
     return lines[-1].strip() if lines else "no details"
 
 
-__all__ = ["ControllerPlugin", "key_of", "sample_of"]
+__all__ = ["ControllerPlugin"]

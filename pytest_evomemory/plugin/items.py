@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ..reporting.summary import cache_counts
+from ..reporting.properties import task_properties
 from .stash import get_session
 
 #: This module: the plugin adds it to pytest's arguments when the benchmark is on.
@@ -29,19 +29,13 @@ ITEM_ID = re.compile(r"::test_task\[([^/\]]+)/(.+)\]$")
 #: A command-line argument naming one task as pytest printed it (with or without
 #: the ``evomemory`` prefix, which older versions did not print; ``-v`` and the
 #: short summary print it, a JUnit report's name has no ``::``).
-_TASK_ARGUMENT = re.compile(rf"^(?:(?:{NODE_PREFIX})?::)?(test_task\[([^/\]]+/.+)\])$")
+_TASK_ARGUMENT = re.compile(rf"^(?:(?:{NODE_PREFIX})?::)?test_task\[([^/\]]+/.+)\]$")
 
 
 def task_argument(arg: str) -> str | None:
-    """``test_task[<stream>/<task>]`` when ``arg`` names one benchmark task, else None."""
+    """The item id (``<stream>/<task>``) when ``arg`` names one benchmark task, else None."""
     match = _TASK_ARGUMENT.match(arg)
     return match.group(1) if match else None
-
-
-def task_id_of_argument(arg: str) -> str | None:
-    """The item id (``<stream>/<task>``) an argument names, else None."""
-    match = _TASK_ARGUMENT.match(arg)
-    return match.group(2) if match else None
 
 
 def stream_of_nodeid(nodeid: str) -> str | None:
@@ -74,35 +68,6 @@ def test_task(evomemory_episode: Any, request: pytest.FixtureRequest) -> None:
     __tracebackhide__ = True
     outcome = evomemory_episode.run_task()
     # user_properties (not the record_property fixture) reach JUnit XML in every
-    # junit_family, and pytest-json-report's metadata (plugin/jsonreport.py).
+    # junit_family, and pytest-json-report's metadata (reporters.py).
     arm = get_session(request.config).arm_label(request.node.callspec.params["evomemory_stream"])
     request.node.user_properties.extend(task_properties(outcome.scored.to_dict(), outcome.response.to_dict(), arm))
-
-
-def task_properties(scored: dict[str, Any], response: dict[str, Any], arm: str | None = None) -> list[tuple[str, Any]]:
-    """What a dashboard needs of one task, as ``evomemory_<key>`` properties.
-
-    ``cached`` is true when every model call of the task turn was replayed from
-    the response cache (then ``seconds`` is not the model's latency). ``arm``
-    names the task's arm (the run's name with one arm): one shape for every session.
-    """
-    calls, cached = cache_counts(response)
-    values = {
-        **({"arm": arm} if arm is not None else {}),
-        "stream": scored["stream"],
-        "task_id": scored["task_id"],
-        "position": scored["position"],
-        "correct": scored["correct"],
-        "extracted": scored["extracted"],
-        "target": scored["target"],
-        "match_mode": scored["match_mode"],
-        "reason": scored["reason"],
-        "tokens": (response.get("usage") or {}).get("total_tokens", 0),
-        "seconds": response.get("seconds"),
-        "cached": bool(calls) and cached == calls,
-        "violation": response.get("protocol_violation"),
-    }
-    return [(f"{PROPERTY_PREFIX}{key}", value) for key, value in values.items()]
-
-
-PROPERTY_PREFIX = "evomemory_"

@@ -1,126 +1,66 @@
-"""Live progress on the terminal while a benchmark runs, and a verdict per task.
+"""Progress on pytest's terminal: the verdict as a task's status, the streams' lines.
 
-A full run is thousands of model calls, so a dot per task says too little: a
-wrong answer is a passed test (only a failed episode fails). This plugin, on the
-process that prints (the controller under xdist, which receives every task's
-records on its reports), shows
-
-* per task, a letter and word of its own: ``.``/``CORRECT`` and ``w``/``WRONG``
-  through ``pytest_report_teststatus``, the outcome staying "passed";
-* per stream, a compact line at most every ``evomemory_progress_interval``
-  seconds and when the stream's last task is in: tasks done of total, running
-  accuracy, failed episodes, protocol violations, tokens, the share of model
-  calls served from the response cache, and an ETA from the agent's own time per
-  task. ``-q`` keeps only the final line of each stream, ``-qq`` none.
+On the process that prints (the controller under xdist, which receives every
+task's records on its reports): ``.``/``CORRECT`` and ``w``/``WRONG`` through
+``pytest_report_teststatus`` (the outcome stays "passed"), and each stream's line
+as :class:`~..reporting.progress.ProgressBoard` decides, written between pytest's
+own output. ``-q`` keeps only the final line of each stream, ``-qq`` none.
 """
 
 from __future__ import annotations
 
 import math
-import time
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
-from ..reporting.progress import StreamProgress, cost_text
+from ..reporting.progress import DEFAULT_INTERVAL, ProgressBoard, task_verdict
 from ..runtime.session import Session
 from .items import stream_of_nodeid
 
-DEFAULT_INTERVAL = 10.0
-
-
-def task_verdict(report: pytest.TestReport) -> bool | None:
-    """True/False for a scored task's call report, None for anything else."""
-    if report.when != "call" or not report.passed:
-        return None
-    for record in getattr(report, "evomemory_records", None) or ():
-        scored = record.get("scored")
-        if scored is not None and not scored.get("error"):
-            return bool(scored.get("correct"))
-    return None
-
 
 class ProgressHooks:
-    """Registered by the plugin on the controller (or the only process) when the
-    benchmark is on."""
-
     def __init__(self, config: pytest.Config, session: Session) -> None:
         self.config = config
         self.session = session
-        self.interval = _interval(config)
-        self.streams: dict[str, StreamProgress] = {}
+        self.board = ProgressBoard(_interval(config), final_only=config.get_verbosity() < 0)
         self.pending: list[str] = []
 
-    # ----- totals: what this session will run, per stream
-
-    def _set_totals(self, nodeids: Sequence[str]) -> None:
-        counts: dict[str, int] = {}
-        for nodeid in nodeids:
-            stream = stream_of_nodeid(nodeid)
-            if stream is not None:
-                counts[stream] = counts.get(stream, 0) + 1
-        self.streams = {name: self._resumed(StreamProgress(name, total)) for name, total in counts.items()}
-
-    def _resumed(self, progress: StreamProgress) -> StreamProgress:
-        """A resumed stream's line counts the interrupted run's completed tasks too, so
-        it says what the table at the end will say."""
-        found = self.session.streams_by_key.get(progress.name)
-        resume = found[0].run.resume if found is not None else None
-        if resume is None or found is None:
-            return progress
-        stream = found[1]
-        for scored in resume.scores:
-            if scored.get("stream") == stream:
-                progress.total += 1
-                progress.add({"scored": scored})
-        return progress
+    def _start(self, nodeids: Sequence[str]) -> None:
+        totals: dict[str, int] = {}
+        for key in filter(None, map(stream_of_nodeid, nodeids)):
+            totals[key] = totals.get(key, 0) + 1
+        self.board.start(totals, self.session.completed_scores)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
-        self._set_totals([item.nodeid for item in session.items])
+        self._start([item.nodeid for item in session.items])
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_xdist_node_collection_finished(self, node: Any, ids: Sequence[str]) -> None:
-        if not self.streams:
-            self._set_totals(ids)
-
-    # ----- per task
+        if not self.board.streams:
+            self._start(ids)
 
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:
-        verdict = task_verdict(report)
-        if verdict is None:
+        if report.when != "call" or not report.passed:
             return None
-        if verdict:
-            return "passed", ".", ("CORRECT", {"green": True})
-        return "passed", "w", ("WRONG", {"yellow": True})
+        for record in getattr(report, "evomemory_records", None) or ():
+            scored = record.get("scored")
+            verdict = task_verdict(scored) if scored is not None else "error"
+            if verdict == "correct":
+                return "passed", ".", ("CORRECT", {"green": True})
+            if verdict == "wrong":
+                return "passed", "w", ("WRONG", {"yellow": True})
+        return None
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        """A report's scored and response records are its own task's, so its node id
-        names their stream (and arm, when several arms run)."""
+        """A report's records are its own task's, so its node id names their stream
+        (and arm); at teardown the task's feedback is in too, so lines show then."""
         key = stream_of_nodeid(report.nodeid)
-        progress = self.streams.get(key) if key is not None else None
-        records = getattr(report, "evomemory_records", None) or ()
-        if progress is None or not records:
-            return
-        for record in records:
-            progress.add(record)
-        self._maybe_show(progress, final_only=report.when != "teardown")
-
-    def _maybe_show(self, progress: StreamProgress, final_only: bool) -> None:
-        """At teardown the task's feedback is in too, so that is when lines are shown."""
-        verbosity = self.config.get_verbosity()
-        if verbosity <= -2 or final_only:
-            return
-        now = time.monotonic()
-        if not progress.last_shown:
-            progress.last_shown = now  # the interval counts from the stream's first task
-            due = verbosity >= 0 and self.interval == 0
-        else:
-            due = verbosity >= 0 and now - progress.last_shown >= self.interval
-        if not (progress.finished or due):
-            return
-        progress.last_shown = now
-        self.pending.append(progress.line(cost_text(list(self.streams.values()))))
+        show = report.when == "teardown" and self.config.get_verbosity() > -2
+        line = self.board.add(key, getattr(report, "evomemory_records", None) or (), show=show) if key else None
+        if line is not None:
+            self.pending.append(line)
 
     @pytest.hookimpl(tryfirst=True)  # before the terminal reporter starts the task's line
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:

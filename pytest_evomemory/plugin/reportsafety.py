@@ -1,23 +1,18 @@
 """What pytest reports for the benchmark's items is redacted and inert, like the run directory.
 
-A task's failure text leaves through pytest, not through the run directory: the
-failure section and the ``FAILED ... -`` line on the terminal, JUnit XML's
-``<failure message>`` and text, pytest-json-report's ``longrepr``,
-``crash.message`` and traceback entries, captured output sections. Its words come
-from a model server's error, or from the user's agent or memory code raising with
-whatever it holds (an API key in the message, an escape sequence a server sent).
-So every report of a benchmark item passes, before any reporter or xdist's
-serialization sees it, the same step as everything else the plugin shows:
+A task's failure text leaves through pytest (the terminal's failure section and
+``FAILED ... -`` line, JUnit XML's ``<failure>``, pytest-json-report's ``longrepr``
+and traceback entries, captured output), and its words come from a model server's
+error or from the user's code raising with whatever it holds (an API key, an escape
+sequence a server sent). So every report of a benchmark item passes
 :func:`..redaction.shown` (secrets masked in every spelling, control characters
-written out instead of obeyed).
+written out) before any reporter or xdist's serialization sees it.
 
-The report's representation is rewritten in place, whatever its form: a string, a
-skip's ``(path, line, message)`` tuple, or pytest's representation objects
-(``ExceptionChainRepr`` and its traceback entries, file locations, ``-l`` locals,
-function arguments, sections), walked generically so a field pytest adds later is
-covered too. ``user_properties`` (JUnit properties) and pytest-json-report's capture
-(metadata, stdout, stderr, log records) are redacted but not made inert: XML and
-JSON escape them, and they are data.
+The representation is rewritten in place, whatever its form: a string, a skip's
+``(path, line, message)`` tuple, or pytest's representation objects, walked
+generically so a field pytest adds later is covered too. ``user_properties`` and
+pytest-json-report's capture are redacted but not made inert: XML and JSON escape
+them, and they are data.
 """
 
 from __future__ import annotations

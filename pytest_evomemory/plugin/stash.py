@@ -10,15 +10,14 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .heap import StartupHeap
-
 if TYPE_CHECKING:
+    from ..heap import StartupHeap
     from ..runtime.session import Session
 
 #: The benchmark session, set only when a run config turns the benchmark on.
 #: Typed loosely here so this module imports no core.
 SESSION_KEY: pytest.StashKey[Any] = pytest.StashKey()
-#: The garbage collector's start-up handling for this run (see heap.py).
+#: The garbage collector's start-up handling for this run (see ..heap).
 STARTUP_HEAP: pytest.StashKey[StartupHeap] = pytest.StashKey()
 
 
@@ -29,20 +28,10 @@ def get_session(config: pytest.Config) -> Session:
     return session  # type: ignore[no-any-return]
 
 
-class _Holder:
-    """What xdist's ``is_xdist_worker`` reads (a request or session's ``config``)."""
-
-    def __init__(self, config: pytest.Config) -> None:
-        self.config = config
-
-
 def is_xdist_worker(config: pytest.Config) -> bool:
-    """True in an xdist worker process, by xdist's own test (False without xdist)."""
-    try:
-        from xdist import is_xdist_worker as xdist_is_worker
-    except ImportError:
-        return False
-    return bool(xdist_is_worker(_Holder(config)))
+    """True in an xdist worker process: xdist's own test (``xdist.is_xdist_worker``),
+    without importing xdist."""
+    return hasattr(config, "workerinput")
 
 
 def distributes(config: pytest.Config) -> bool:

@@ -1,13 +1,17 @@
 """The side of a pytest session that runs tasks: an xdist worker, or the only process.
 
-As pytest-xdist keeps its worker code in ``remote.py``, this module holds what runs
-episodes: opening and closing a stream for the stream fixture, the episode for the
-episode fixture, and the records of each phase, which travel on the phase's test
-report to the controller (:mod:`.controller`). It writes nothing itself.
+As pytest-xdist keeps its worker code in ``remote.py``, this plugin holds what runs
+episodes: a stream for the stream fixture, an episode for the episode fixture, and
+each phase's records, moved onto the phase's test report (redacted and inert, see
+:mod:`.reportsafety`), on which they travel to the controller (:mod:`.controller`).
+It writes nothing itself.
 """
 
 from __future__ import annotations
 
+import sys
+from collections.abc import Generator
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
@@ -16,12 +20,15 @@ import pytest
 from ..errors import BudgetExhausted, EpisodeError, EvoMemoryError, SessionRefused
 from ..redaction import shown
 from ..runtime import Episode, StreamRun, TaskOutcome
-from ..runtime.records import Record
+from ..runtime.records import Record, from_wire
 from ..runtime.session import Session
 from ..types import BenchmarkSample
-from .collection import CollectionHooks, key_of, sample_of
-from .notices import memory_wait_notice
-from .stash import STARTUP_HEAP, get_session, is_xdist_worker
+from .collection import CollectionHooks, task_of
+from .reportsafety import clean_report
+from .stash import STARTUP_HEAP, is_xdist_worker
+
+#: Who gives the pytest side its factories (named in a refusal of what they built).
+_FIXTURES = "the evomemory_agent_factory / evomemory_memory_factory fixtures"
 
 
 @dataclass
@@ -36,6 +43,12 @@ class FailedStream:
 
 
 LiveStream = StreamRun | FailedStream
+
+
+def worker_of(config: pytest.Config) -> WorkerPlugin:
+    plugin = config.pluginmanager.get_plugin("evomemory-worker")
+    assert isinstance(plugin, WorkerPlugin)
+    return plugin
 
 
 class WorkerPlugin:
@@ -54,8 +67,90 @@ class WorkerPlugin:
     def sink(self, record: Record) -> None:
         self.pending.append(record)
 
+    # ----- the fixtures
+
+    def open_stream(self, key: str, agent_factory: Any, memory_factory: Any) -> LiveStream:
+        """The stream fixture's setup: a fresh memory and agent, or a failed stream."""
+        try:
+            with self.config.stash[STARTUP_HEAP].paused():
+                return self.session.open_stream(
+                    key, self.sink, agent_factory=agent_factory, memory_factory=memory_factory,
+                    notice=self._write_past_capture, factories_from=_FIXTURES,
+                )
+        except SessionRefused as error:
+            return FailedStream(key, str(error), refused=True)
+        except EvoMemoryError as error:
+            return FailedStream(key, f"stream could not start: {error}")
+
+    def _write_past_capture(self, line: str) -> None:
+        """A line on the real stderr now: pytest captures a fixture's output (at the file
+        descriptor), and a notice that something is waited for must show while it is
+        (in an xdist worker too, whose stderr is the controller's terminal)."""
+        capture = self.config.pluginmanager.getplugin("capturemanager")
+        with capture.global_and_fixture_disabled() if capture is not None else nullcontext():
+            sys.stderr.write(shown(line) + "\n")
+            sys.stderr.flush()
+
+    def close_stream(self, live: LiveStream) -> None:
+        if isinstance(live, StreamRun):
+            self.session.close_stream(live, self.sink)
+
+    def begin_episode(self, key: str, live: LiveStream, sample: BenchmarkSample) -> PytestEpisode:
+        """The episode fixture's setup. The first task of a stream that could not start
+        (or continue) fails with the reason; its other tasks are not run."""
+        __tracebackhide__ = True
+        if isinstance(live, FailedStream) and live.refused:
+            # No task runs and nothing is recorded: this process stops, and the controller
+            # refuses the session (exit 4), or, if it recorded results already, fails the stream.
+            if not live.reported:
+                live.reported = True
+                self.refusal = (key, live.reason)
+            if self.pytest_session is not None:
+                self.pytest_session.shouldstop = "evomemory: the session is refused"
+            pytest.skip("not run: the evomemory session is refused (see its error)")
+        if isinstance(live, FailedStream):
+            if not live.reported:
+                live.reported = True
+                fail_test(live.reason)
+            pytest.skip(f"not run: stream {sample.stream!r} could not start (see its first task)")
+        if key in self.session.failed_streams:
+            pytest.skip(f"not run: stream {sample.stream!r} stopped (see the task where it did)")
+        hooks = self.config.pluginmanager.get_plugin("evomemory-collection")
+        first = hooks.first_positions.get(key) if isinstance(hooks, CollectionHooks) else None
+        try:
+            return PytestEpisode(self.session.episode(live, sample, self.sink, first))
+        except EvoMemoryError as error:
+            fail_test(str(error))
+
+    # ----- pytest's hooks
+
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.pytest_session = session
+
+    @pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: sees the report as every other wrapper left it
+    def pytest_runtest_makereport(
+        self, item: pytest.Item, call: pytest.CallInfo[None]
+    ) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+        """Move this phase's records onto its report, where xdist carries them home.
+        A task's report is redacted and made inert before any reporter (terminal, JUnit
+        XML, pytest-json-report) or xdist's serialization sees it."""
+        report = yield
+        if "evomemory_sample" in getattr(item, "fixturenames", ()):
+            clean_report(report)
+        records, self.pending, task = self.pending, [], task_of(item)
+        if self.refusal is not None:
+            report.evomemory_refusal = list(self.refusal)  # type: ignore[attr-defined]
+            self.refusal = None
+        if (
+            report.when == "setup" and report.failed and task is not None
+            and not any(getattr(record, "scored", None) is not None or record.failed_episode for record in records)
+        ):
+            # a setup failure of ours produced no record (a user fixture failed): the task is a failed episode
+            reason = str(call.excinfo.value).strip() if call.excinfo is not None else "its setup failed"
+            records.append(self.session.failed_task(*task, reason or "its setup failed"))
+        if records:
+            report.evomemory_records = [record.to_wire() for record in records]  # type: ignore[attr-defined]
+        return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         """An xdist worker runs its whole stream before the controller's stop could
@@ -63,8 +158,6 @@ class WorkerPlugin:
         count and stops itself once the total reaches the max errors."""
         if not self.is_worker or self.pytest_session is None:
             return
-        from ..runtime.records import from_wire
-
         records = [from_wire(wire) for wire in getattr(report, "evomemory_records", None) or ()]
         if self.session.count_failures_here(records):
             self.pytest_session.shouldstop = f"evomemory: failed episodes reached {self.session.flags('max-errors')}"
@@ -74,71 +167,6 @@ class WorkerPlugin:
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.is_worker:  # the controller (or the only process) releases the session itself
             self.session.release()
-
-    def first_position(self, key: str) -> int | None:
-        hooks = self.config.pluginmanager.get_plugin("evomemory-collection")
-        return hooks.first_positions.get(key) if isinstance(hooks, CollectionHooks) else None
-
-
-def _plugin(config: pytest.Config) -> WorkerPlugin:
-    plugin = config.pluginmanager.get_plugin("evomemory-worker")
-    assert isinstance(plugin, WorkerPlugin)
-    return plugin
-
-
-#: Who gives the pytest side its factories (named in a refusal of what they built).
-_FIXTURES = "the evomemory_agent_factory / evomemory_memory_factory fixtures"
-
-
-def open_stream(config: pytest.Config, key: str, agent_factory: Any, memory_factory: Any) -> LiveStream:
-    """The stream fixture's setup: a fresh memory and agent, or a failed stream."""
-    plugin = _plugin(config)
-    session = get_session(config)
-    timeout_s = session.streams_by_key[key][0].run_config.memory.open_timeout_s
-    try:
-        with config.stash[STARTUP_HEAP].paused():
-            return session.open_stream(
-                key, plugin.sink, agent_factory=agent_factory, memory_factory=memory_factory,
-                on_wait=memory_wait_notice(config, key, timeout_s), factories_from=_FIXTURES,
-            )
-    except SessionRefused as error:
-        return FailedStream(key, str(error), refused=True)
-    except EvoMemoryError as error:
-        return FailedStream(key, f"stream could not start: {error}")
-
-
-def close_stream(config: pytest.Config, live: LiveStream) -> None:
-    if isinstance(live, StreamRun):
-        get_session(config).close_stream(live, _plugin(config).sink)
-
-
-def begin_episode(config: pytest.Config, key: str, live: LiveStream, sample: BenchmarkSample) -> PytestEpisode:
-    """The episode fixture's setup. The first task of a stream that could not start
-    (or continue) fails with the reason; its other tasks are not run."""
-    __tracebackhide__ = True
-    session = get_session(config)
-    plugin = _plugin(config)
-    if isinstance(live, FailedStream) and live.refused:
-        # No task runs and nothing is recorded: this process stops, and the controller
-        # refuses the session (exit 4), or, if it recorded results already, fails the stream.
-        if not live.reported:
-            live.reported = True
-            plugin.refusal = (key, live.reason)
-        if plugin.pytest_session is not None:
-            plugin.pytest_session.shouldstop = "evomemory: the session is refused"
-        pytest.skip("not run: the evomemory session is refused (see its error)")
-    if isinstance(live, FailedStream):
-        if not live.reported:
-            live.reported = True
-            fail_test(live.reason)
-        pytest.skip(f"not run: stream {sample.stream!r} could not start (see its first task)")
-    if key in session.failed_streams:
-        pytest.skip(f"not run: stream {sample.stream!r} stopped (see the task where it did)")
-    try:
-        episode = session.episode(live, sample, plugin.sink, plugin.first_position(key))
-    except EvoMemoryError as error:
-        fail_test(str(error))
-    return PytestEpisode(episode)
 
 
 class PytestEpisode:
@@ -183,25 +211,4 @@ def fail_test(message: str) -> NoReturn:
     raise failure
 
 
-def attach_records(item: pytest.Item, call: pytest.CallInfo[None], report: pytest.TestReport) -> None:
-    """Move this phase's records onto its report (xdist carries them to the controller)."""
-    plugin = item.config.pluginmanager.get_plugin("evomemory-worker")
-    if not isinstance(plugin, WorkerPlugin):
-        return
-    records, plugin.pending = plugin.pending, []
-    if plugin.refusal is not None:
-        report.evomemory_refusal = list(plugin.refusal)  # type: ignore[attr-defined]
-        plugin.refusal = None
-    key, sample = key_of(item), sample_of(item)
-    if (
-        report.when == "setup" and report.failed and sample is not None and key is not None
-        and not any(getattr(record, "scored", None) is not None or record.failed_episode for record in records)
-    ):
-        # a setup failure of ours produced no record (a user fixture failed): the task is a failed episode
-        reason = str(call.excinfo.value).strip() if call.excinfo is not None else "its setup failed"
-        records.append(plugin.session.failed_task(key, sample, reason or "its setup failed"))
-    if records:
-        report.evomemory_records = [record.to_wire() for record in records]  # type: ignore[attr-defined]
-
-
-__all__ = ["FailedStream", "LiveStream", "PytestEpisode", "WorkerPlugin", "attach_records", "fail_test"]
+__all__ = ["FailedStream", "LiveStream", "PytestEpisode", "WorkerPlugin", "fail_test", "worker_of"]

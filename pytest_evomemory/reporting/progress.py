@@ -1,18 +1,36 @@
-"""A stream's running totals while it runs, as one compact line.
+"""Progress while a session runs: a verdict per task, a compact line per stream.
 
-Kept beside the reports (no pytest here): the pytest plugin prints it as its
-progress line; any other driver may too. The line reads the response and score
-records as they arrive, so it never waits for the summary.
+A full run is thousands of model calls, so a dot per task says too little: a wrong
+answer is a passed test (only a failed episode fails). Kept beside the reports (no
+pytest here): both drivers print a task's verdict as it comes in, and the pytest
+plugin prints each stream's line (tasks done of total, running accuracy, failed
+episodes, protocol violations, tokens, the share of model calls served from the
+response cache, an ETA from the agent's own time per task, the cost) at most every
+``interval`` seconds and when its last task is in. The line reads the response and
+score records as they arrive, so it never waits for the summary.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from .columns import dollars, number
 from .summary import cache_counts
+
+#: Seconds between a stream's lines unless the driver is told otherwise.
+DEFAULT_INTERVAL = 10.0
+
+Verdict = Literal["correct", "wrong", "error"]
+
+
+def task_verdict(scored: Mapping[str, Any]) -> Verdict:
+    """A scored task's verdict (``error``: a failed episode), as the drivers print it."""
+    if scored.get("error"):
+        return "error"
+    return "correct" if scored.get("correct") else "wrong"
 
 
 @dataclass
@@ -84,6 +102,49 @@ def cost_text(streams: Sequence[StreamProgress]) -> str:
     return f"  cost {dollars(spent)}{rest}"
 
 
+class ProgressBoard:
+    """Every stream's running totals in one session, and when its line is due: at
+    most every ``interval`` seconds (0: after every task) and always when its last
+    task is in; with ``final_only`` only then."""
+
+    def __init__(self, interval: float = DEFAULT_INTERVAL, *, final_only: bool = False) -> None:
+        self.interval = interval
+        self.final_only = final_only
+        self.streams: dict[str, StreamProgress] = {}
+
+    def start(self, totals: Mapping[str, int], completed: Callable[[str], Sequence[Mapping[str, Any]]]) -> None:
+        """The tasks this session runs, per stream key. A resumed stream's line counts
+        the scores its interrupted run ``completed`` too: it says what the table at the
+        end will say."""
+        self.streams = {}
+        for key, total in totals.items():
+            progress = self.streams[key] = StreamProgress(key, total)
+            for scored in completed(key):
+                progress.total += 1
+                progress.add({"scored": scored})
+
+    def add(self, key: str, records: Sequence[Mapping[str, Any]], *, show: bool = True) -> str | None:
+        """Add one task phase's records to stream ``key``; its line when one is due
+        (``show``: the task is complete, its feedback in)."""
+        progress = self.streams.get(key)
+        if progress is None or not records:
+            return None
+        for record in records:
+            progress.add(record)
+        if not show:
+            return None
+        now = time.monotonic()
+        if not progress.last_shown:
+            progress.last_shown = now  # the interval counts from the stream's first task
+            due = not self.final_only and self.interval == 0
+        else:
+            due = not self.final_only and now - progress.last_shown >= self.interval
+        if not (progress.finished or due):
+            return None
+        progress.last_shown = now
+        return progress.line(cost_text(list(self.streams.values())))
+
+
 def _count(value: int) -> str:
     return f"{value / 1000:.1f}k" if value >= 10_000 else str(value)
 
@@ -97,4 +158,4 @@ def _duration(value: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
-__all__ = ["StreamProgress", "cost_text"]
+__all__ = ["DEFAULT_INTERVAL", "ProgressBoard", "StreamProgress", "Verdict", "cost_text", "task_verdict"]

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from ..config import RunConfig
 from ..errors import EvoMemoryError, SessionRefused
+from ..heap import StartupHeap
 from ..options import CLI_FLAGS, SessionOptions
-from .lines import memory_wait_line
 from .records import Record
 from .resume import read_resume_source
 from .run import AgentFactoryFn, MemoryFactoryFn
@@ -31,12 +31,17 @@ def run_session(
     memory_factory: MemoryFactoryFn | None = None,
     progress: Progress | None = None,
     notice: Callable[[str], None] | None = None,
+    heap: StartupHeap | None = None,
 ) -> Outcome:
     """Run every task the session has, stream by stream; SIGTERM and Ctrl-C end it
     as interrupted (summarized, resumable). A refusal (a preflight's, or a stream's
-    first build, :class:`~..errors.SessionRefused`) is raised: nothing is written. ``notice`` shows a line while something
-    is being waited for (a memory factory that has not returned)."""
-    session.preflight(builtin_agent=agent_factory is None, builtin_memory=memory_factory is None)
+    first build, :class:`~..errors.SessionRefused`) is raised: nothing is written.
+    ``notice`` shows a line while something is being waited for (a memory factory
+    that has not returned); ``heap``, paused while the session opened, is settled
+    after the preflight and paused again while each stream opens."""
+    heap = heap or StartupHeap(may_freeze=False)
+    with heap.paused():
+        session.preflight(builtin_agent=agent_factory is None, builtin_memory=memory_factory is None)
     wall = time.perf_counter()
     interrupted = False
 
@@ -51,7 +56,7 @@ def run_session(
             for stream in arm.benchmark.streams:
                 if session.stop_reason:
                     break
-                _run_stream(session, arm.key(stream.name), sink, agent_factory, memory_factory, notice)
+                _run_stream(session, arm.key(stream.name), sink, agent_factory, memory_factory, notice, heap)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -64,22 +69,17 @@ def run_session(
 def _run_stream(
     session: Session, key: str, sink: Callable[[Record], None],
     agent_factory: AgentFactoryFn | None, memory_factory: MemoryFactoryFn | None,
-    notice: Callable[[str], None] | None = None,
+    notice: Callable[[str], None] | None, heap: StartupHeap,
 ) -> None:
     arm, name = session.streams_by_key[key]
     pending = [sample for sample in arm.benchmark.by_name[name].samples if not session.is_done(key, sample)]
     if not pending:
         return
-    timeout_s = arm.run_config.memory.open_timeout_s
-
-    def on_wait(elapsed_s: float, factory: str) -> None:
-        if notice is not None:
-            notice(memory_wait_line(key, elapsed_s, factory, timeout_s))
-
     try:
-        run = session.open_stream(
-            key, sink, agent_factory=agent_factory, memory_factory=memory_factory, on_wait=on_wait
-        )
+        with heap.paused():
+            run = session.open_stream(
+                key, sink, agent_factory=agent_factory, memory_factory=memory_factory, notice=notice
+            )
     except SessionRefused:
         raise  # the whole session is refused before its first task: exit 4, nothing written
     except EvoMemoryError:

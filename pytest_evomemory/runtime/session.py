@@ -44,7 +44,7 @@ from ..configs import resolve_run_config
 from ..errors import ConfigError, EvoMemoryError, SessionRefused
 from ..identity import configured_model, describe_model, run_identity
 from ..memory.base import MemoryContext
-from ..memory.factory import WaitNotice, backend_spec
+from ..memory.factory import backend_spec
 from ..memory.snapshot import ResumeRefused, StreamSnapshots, supports_snapshots
 from ..models.budget import (
     CostGuard,
@@ -82,7 +82,7 @@ from ..types import BenchmarkSample
 from . import ingestion
 from .arm import Arm, check_arm_names
 from .gates import thresholds_for_arms
-from .lines import Line, snapshot_fallback_line
+from .lines import Line, memory_wait_line, snapshot_fallback_line
 from .records import Record, StreamErrorRecord, error_record, stream_error_record, stream_started_record
 from .replicates import base_configs, expand_replicates, replicate_groups, replicate_seeds
 from .resume import ResumeSource, arm_dir_recorded, check_manifest_dirs, read_resume_source, started_by
@@ -337,13 +337,26 @@ class Session:
     # ----- opening
 
     @classmethod
-    def open(cls, setup: SessionSetup, configs: Sequence[str] = ()) -> Session:
+    def open(cls, setup: SessionSetup, configs: Sequence[str] = (), configs_base: Path | None = None) -> Session:
         """Resolve, load and check everything the command line names.
 
-        ``configs`` are run configs a driver adds itself (pytest's ini option), used
-        when the options name none. Raises :class:`ConfigError` for anything the user
-        must fix (one line naming the file, key or option), before anything is written.
+        ``configs`` are run configs a driver adds itself (the ``evomemory_config`` ini
+        option, paths relative to ``configs_base``, the rootdir, or built-in names),
+        used when the options name none. Raises :class:`ConfigError` for anything the user
+        must fix (one line naming the file, key or option), before anything is written:
+        a path the system refuses (too long, an I/O error) included.
         """
+        try:
+            return cls._open(setup, [str(resolve_run_config(path, configs_base or setup.invocation_dir)) for path in configs])
+        except OSError as error:
+            where = str(error.filename)[:200] if error.filename else "a path of the run"
+            raise ConfigError(
+                f"{where!r}: {error.strerror or error}; check the paths given in the options and the run "
+                f"config (output directory, {setup.flags('compare')}, {setup.flags('resume')})"
+            ) from None
+
+    @classmethod
+    def _open(cls, setup: SessionSetup, configs: Sequence[str]) -> Session:
         options, flags, here = setup.options, setup.flags, setup.invocation_dir
         resume = None
         if options.resume:
@@ -546,6 +559,14 @@ class Session:
         resume = found[0].run.resume if found is not None else None
         return resume is not None and resume.is_done(sample.stream, sample.position)
 
+    def completed_scores(self, key: str) -> list[dict[str, Any]]:
+        """The scores the interrupted run of stream ``key``'s arm recorded for it."""
+        found = self.streams_by_key.get(key)
+        resume = found[0].run.resume if found is not None else None
+        if resume is None or found is None:
+            return []
+        return [scored for scored in resume.scores if scored.get("stream") == found[1]]
+
     @property
     def resuming(self) -> bool:
         return any(arm.run.resume is not None for arm in self.arms)
@@ -570,12 +591,12 @@ class Session:
     def open_stream(
         self, key: str, sink: RecordSink, *,
         agent_factory: AgentFactoryFn | None = None, memory_factory: MemoryFactoryFn | None = None,
-        on_wait: WaitNotice | None = None, factories_from: str | None = None,
+        notice: Callable[[str], None] | None = None, factories_from: str | None = None,
     ) -> StreamRun:
         """A stream's fresh memory and agent. A stream that cannot start is one
-        stream failure (recorded once); its tasks are not run. ``on_wait`` hears, every
-        few seconds, that the memory factory has not returned yet, and which one
-        (:func:`..memory.factory.open_with_timeout`): a driver says so on the screen.
+        stream failure (recorded once); its tasks are not run. ``notice`` gets, every
+        few seconds, the line saying that the memory factory has not returned yet
+        (:func:`..memory.factory.open_with_timeout`): a driver shows it at once.
 
         What the preflight could not know refuses the whole session here, while it has
         recorded nothing (in a worker, always: its controller decides, :meth:`refuse`):
@@ -583,6 +604,12 @@ class Session:
         names who gave the factories, e.g. a conftest fixture), a resumed memory that
         cannot restore its snapshot. :class:`SessionRefused` is raised, nothing recorded."""
         arm, name = self.streams_by_key[key]
+        timeout_s = arm.run_config.memory.open_timeout_s
+
+        def on_wait(elapsed_s: float, factory: str) -> None:
+            if notice is not None:
+                notice(memory_wait_line(key, elapsed_s, factory, timeout_s))
+
         try:
             run = arm.benchmark.open_stream(
                 name, agent_factory=agent_factory, memory_factory=memory_factory, snapshots=self.setup.writes

@@ -53,6 +53,18 @@ def test_thresholds_and_failed_episodes_exit_1(project: Path, monkeypatch: pytes
     assert len(list((project / "evomemory-results" / "g" / "history").iterdir())) == 1
 
 
+def test_the_ini_config_is_resolved_as_the_plugin_resolves_it(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """From the rootdir, wherever the command runs; a path the system refuses is one line."""
+    (project / "pytest.ini").write_text("[pytest]\nevomemory_config = run.yaml\n")
+    (project / "sub").mkdir()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(project / "sub")
+        assert evomemory(["run", "--limit", "1", "-q"]) == 0
+    assert (project / "sub" / "evomemory-results" / "g" / "summary.json").exists()
+    assert evomemory(["run", "--compare", "y" * 300, "-q"]) == 4
+    assert "File name too long; check the paths given in the options" in capsys.readouterr().err
+
+
 def test_usage_errors_exit_4_before_anything_runs(project: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert evomemory(["run", "--config", "missing.yaml"]) == 4
     assert evomemory(["run", "--config", "run.yaml", "--min-accuracy", "lots"]) == 4

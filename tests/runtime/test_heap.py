@@ -1,4 +1,4 @@
-"""The garbage collector around a run's start-up (pytest_evomemory.plugin.heap)."""
+"""The garbage collector around a run's start-up (pytest_evomemory.heap)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_evomemory.plugin.heap import StartupHeap
+from pytest_evomemory.heap import StartupHeap
 
 
 @pytest.fixture(autouse=True)
@@ -48,15 +48,15 @@ def test_a_collector_the_user_disabled_stays_disabled() -> None:
 def test_freezing_only_in_a_process_that_exists_for_the_run() -> None:
     code = """
 import gc, os
-from pytest_evomemory.plugin.heap import StartupHeap
+from pytest_evomemory.heap import StartupHeap
 os.environ.pop("PYTEST_CURRENT_TEST", None)
-heap = StartupHeap.for_process(is_xdist_worker=False)
+heap = StartupHeap.for_process(fresh=False)
 assert heap.may_freeze
 with heap.paused():
     kept = [object() for _ in range(10)]
 assert gc.get_freeze_count() > 0 and gc.isenabled()
 os.environ["PYTEST_CURRENT_TEST"] = "tests/test_x.py::test_y (call)"
-assert not StartupHeap.for_process(is_xdist_worker=False).may_freeze  # pytester's in-process run
-assert StartupHeap.for_process(is_xdist_worker=True).may_freeze
+assert not StartupHeap.for_process(fresh=False).may_freeze  # pytester's in-process run
+assert StartupHeap.for_process(fresh=True).may_freeze
 """
     subprocess.run([sys.executable, "-c", code], check=True)

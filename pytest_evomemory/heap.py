@@ -4,16 +4,17 @@ Start-up allocates hundreds of thousands of objects that all live until the
 process ends: modules, the config, the collected items and, once a stream opens,
 its agent, model client and memory. Python's cyclic collector cannot tell, so it
 keeps scanning them: collection passes during the imports cost about 5-10 % of
-every process's start-up CPU (the controller's and each xdist worker's, all before
+every process's start-up CPU (pytest's controller and each xdist worker, all before
 the first model call), and pytest's collections at session end (its
 unraisable-exception check) rescanned the whole heap, most of a worker's shutdown.
 
-So the collector is paused from the moment the benchmark is switched on until
-collection is over (and again while a stream opens), and what exists at that point
-is moved out of its sight with ``gc.freeze()``. What the run allocates afterwards
-is collected as usual. Freezing never reclaims cyclic garbage that already exists,
-so it is done only in a process that exists for the run, never inside another
-pytest session's test (pytester's in-process runs).
+So both drivers pause the collector while the session starts (pytest: from the
+switch until collection is over; ``evomemory run``: while the session opens) and
+again while a stream opens, then move what exists out of its sight with
+``gc.freeze()``. What the run allocates afterwards is collected as usual. Freezing
+never reclaims cyclic garbage that already exists, so it is done only in a process
+that exists for the run, never inside a test (pytester's in-process runs, a test
+calling ``evomemory run`` in-process).
 """
 
 from __future__ import annotations
@@ -30,10 +31,10 @@ class StartupHeap:
         self._paused = False
 
     @classmethod
-    def for_process(cls, *, is_xdist_worker: bool) -> StartupHeap:
-        """Freezing is allowed in an xdist worker (always a fresh process) and in a
-        pytest run that is not itself running inside a test."""
-        return cls(may_freeze=is_xdist_worker or "PYTEST_CURRENT_TEST" not in os.environ)
+    def for_process(cls, *, fresh: bool = False) -> StartupHeap:
+        """Freezing is allowed in a process started for the run (``fresh``: an xdist
+        worker) and in any run that is not itself running inside a test."""
+        return cls(may_freeze=fresh or "PYTEST_CURRENT_TEST" not in os.environ)
 
     def pause(self) -> None:
         if not self._paused and gc.isenabled():

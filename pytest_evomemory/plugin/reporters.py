@@ -1,0 +1,66 @@
+"""What pytest's reporters carry of the benchmark: JUnit XML and pytest-json-report.
+
+A CI system's test view and a dashboard read one file. Each task's score is already
+a testcase property (its ``evomemory_*`` user properties, set by :mod:`.items`);
+here the JUnit suite gets what ran (agent, memory, model) as global properties, and
+pytest-json-report gets each task's properties as its ``metadata`` and the session's
+``evomemory`` block (summary, schema version, what ran) at the top, as
+docs/artefacts.md describes. Their content is :mod:`..reporting.properties`' and
+the session's; only their way into each reporter is here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from ..reporting.properties import PROPERTY_PREFIX, identity_properties
+
+
+def add_identity_properties(config: pytest.Config, runs: Sequence[tuple[str, Mapping[str, Any] | None]]) -> None:
+    """Add each finished run's identity to the JUnit XML file, when one is written
+    (each value prefixed ``<arm>: `` when a session runs several arms)."""
+    from _pytest.junitxml import xml_key
+
+    xml = config.stash.get(xml_key, None)
+    if xml is None:
+        return
+    for name, summary in runs:
+        if summary is None:
+            continue
+        for key, value in identity_properties(summary, name if len(runs) > 1 else None):
+            xml.add_global_property(key, value)
+
+
+class JsonReportHooks:
+    """pytest-json-report's hooks, registered only when that plugin is active.
+
+    ``block`` returns the report's ``evomemory`` block once the run is summarized
+    (the session decides its shape: one run's summary, or every arm's and their
+    comparison), ``None`` before.
+    """
+
+    def __init__(self, block: Callable[[], dict[str, Any] | None]) -> None:
+        self.block = block
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo[None]) -> dict[str, Any]:
+        if call.when != "call":
+            return {}
+        task = {
+            key[len(PROPERTY_PREFIX):]: value
+            for key, value in item.user_properties
+            if key.startswith(PROPERTY_PREFIX)
+        }
+        return {"evomemory": task} if task else {}
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:
+        block = self.block()
+        if block is not None:
+            from ..redaction import redact_strings
+
+            # as the run directory writes it: redacted, strict JSON (no bare NaN)
+            json_report["evomemory"] = redact_strings(block)

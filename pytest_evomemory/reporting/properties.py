@@ -1,0 +1,63 @@
+"""What a test report says of the benchmark: one task's fields, and what ran.
+
+The pytest plugin hands them to reporters a CI system or a dashboard reads
+(docs/artefacts.md): each task's fields become its ``evomemory_<key>`` JUnit
+properties and its pytest-json-report ``metadata`` (schema ``task_metadata``);
+what ran (agent, memory, model, from the summary's record of what ran, never from
+the config alone) becomes the JUnit suite's properties. Their content is decided
+here, beside the other reports; which reporter gets them is the plugin's business.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ..identity import describe_component, describe_model, merge_identity
+from .summary import cache_counts
+
+#: The prefix of every property name (JUnit ``<property>``, pytest's user properties).
+PROPERTY_PREFIX = "evomemory_"
+
+
+def task_properties(scored: Mapping[str, Any], response: Mapping[str, Any], arm: str | None = None) -> list[tuple[str, Any]]:
+    """What a dashboard needs of one task, as ``evomemory_<key>`` properties.
+
+    ``cached`` is true when every model call of the task turn was replayed from
+    the response cache (then ``seconds`` is not the model's latency). ``arm``
+    names the task's arm (the run's name with one arm): one shape for every session.
+    """
+    calls, cached = cache_counts(response)
+    values = {
+        **({"arm": arm} if arm is not None else {}),
+        "stream": scored["stream"],
+        "task_id": scored["task_id"],
+        "position": scored["position"],
+        "correct": scored["correct"],
+        "extracted": scored["extracted"],
+        "target": scored["target"],
+        "match_mode": scored["match_mode"],
+        "reason": scored["reason"],
+        "tokens": (response.get("usage") or {}).get("total_tokens", 0),
+        "seconds": response.get("seconds"),
+        "cached": bool(calls) and cached == calls,
+        "violation": response.get("protocol_violation"),
+    }
+    return [(f"{PROPERTY_PREFIX}{key}", value) for key, value in values.items()]
+
+
+def identity_properties(summary: Mapping[str, Any], arm: str | None = None) -> list[tuple[str, str]]:
+    """``evomemory_agent``, ``evomemory_memory`` and ``evomemory_model`` of one run
+    (each value prefixed ``<arm>: `` when a session runs several arms)."""
+    ran = summary.get("ran")
+    identity = merge_identity(ran if isinstance(ran, Mapping) else {}, {})
+    prefix = f"{arm}: " if arm is not None else ""
+    agent, memory = identity.get("agent"), identity.get("memory")
+    return [
+        (f"{PROPERTY_PREFIX}agent", prefix + describe_component(agent if isinstance(agent, Mapping) else None)),
+        (f"{PROPERTY_PREFIX}memory", prefix + describe_component(memory if isinstance(memory, Mapping) else None)),
+        (f"{PROPERTY_PREFIX}model", prefix + describe_model(identity.get("model"))),
+    ]
+
+
+__all__ = ["PROPERTY_PREFIX", "identity_properties", "task_properties"]
