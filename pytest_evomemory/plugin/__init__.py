@@ -138,6 +138,12 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         from .reportsafety import clean_report
 
         clean_report(report)
+        if report.when == "teardown":  # the last report copies them: the item need not keep them
+            from .items import without_task_properties
+
+            kept = without_task_properties(item.user_properties)
+            if kept is not None:
+                item.user_properties[:] = kept
     from .worker import attach_records
 
     attach_records(item, call, report)
