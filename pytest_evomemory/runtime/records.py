@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..identity import reported_models
 from ..reporting.categories import category_table
-from ..reporting.summary import StreamMetrics, ThresholdResult, counted, summarize
+from ..reporting.summary import ResponseTally, StreamMetrics, ThresholdResult, summarize
 from ..types import BenchmarkSample
 
 if TYPE_CHECKING:
@@ -336,7 +336,8 @@ class ResultCollector:
 
     stream_order: list[str]
     writer: RunWriter | None = None
-    responses: list[Document] = field(default_factory=list)
+    #: what the summary counts of the responses (they are in responses.jsonl)
+    responses: ResponseTally = field(default_factory=ResponseTally)
     scores: list[Document] = field(default_factory=list)
     failures: list[Document] = field(default_factory=list)
     feedback_skipped: list[Document] = field(default_factory=list)
@@ -393,7 +394,7 @@ class ResultCollector:
         names = reported_models(response.get("messages") or ())
         if names:
             self.reported_models.setdefault(str(response.get("stream")), {}).update(dict.fromkeys(names))
-        self.responses.append(counted(response))
+        self.responses.add(response)
         if self.writer:
             self.writer.add_response(response)
 
@@ -417,7 +418,8 @@ class ResultCollector:
                 self.scores.append(dict(scored))
                 if scored.get("error"):
                     self._failed.add((str(scored["stream"]), str(scored["task_id"])))
-            self.responses.extend(counted(response) for response in responses)
+            for response in responses:
+                self.responses.add(response)
             for event in events:
                 try:
                     self.add(from_wire(event))
