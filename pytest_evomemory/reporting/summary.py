@@ -296,6 +296,29 @@ def _whole(value: object) -> int:
     return int(value) if math.isfinite(value) else 0
 
 
+#: What the summary reads of a scored item (:meth:`StreamMetrics.add_outcome`, the
+#: failed episodes, :func:`.categories.category_table`), besides the details
+#: :func:`outcome` keeps.
+_OUTCOME = ("stream", "task_id", "position", "correct", "error", "traceback", "match_mode", "group", "value")
+#: A detail the categories table reads whatever the mode declares (LoCoMo's).
+_EVIDENCE_RECALL = "evidence_recall"
+
+
+def outcome(scored: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a scored item the summary counts, for a collector that holds every
+    score of the session: the answer, extraction, reason and the details no figure
+    reads are in scores.jsonl (held whole, they were ~0.5 KB a task, LoCoMo's
+    stems and evidence more)."""
+    kept = {key: scored[key] for key in _OUTCOME if key in scored}
+    details = scored.get("details")
+    if isinstance(details, Mapping):
+        wanted = {metric.detail for metric in _declared_metrics(scored.get("match_mode"))}
+        kept["details"] = {key: value for key, value in details.items() if key in wanted or key == _EVIDENCE_RECALL}
+    elif "details" in scored:
+        kept["details"] = details
+    return kept
+
+
 #: What :meth:`StreamMetrics.add_response` counts (besides ``cost_usd``, None until priced).
 _RESPONSE_FIELDS = ("stimuli", "feedback_turns", "agent_turns", "tool_calls", "memory_retains", "memory_recalls",
                     "protocol_violations", "cached_responses", "prompt_tokens", "completion_tokens", "seconds")
