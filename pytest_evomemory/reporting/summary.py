@@ -313,9 +313,9 @@ def outcome(scored: Mapping[str, Any]) -> dict[str, Any]:
     details = scored.get("details")
     if isinstance(details, Mapping):
         wanted = {metric.detail for metric in _declared_metrics(scored.get("match_mode"))}
-        kept["details"] = {key: value for key, value in details.items() if key in wanted or key == _EVIDENCE_RECALL}
-    elif "details" in scored:
-        kept["details"] = details
+        counted_details = {key: value for key, value in details.items() if key in wanted or key == _EVIDENCE_RECALL}
+        if counted_details:  # none: nothing reads them (an empty dict a task adds up)
+            kept["details"] = counted_details
     return kept
 
 
