@@ -448,16 +448,20 @@ class RunWriter:
         self._append(EVENTS, event)
 
     def finalize_scores(self, scored: Sequence[Mapping[str, Any]], stream_order: Sequence[str]) -> None:
-        """Rewrite scores.jsonl in stream order (arrival order differs under xdist)."""
+        """Put scores.jsonl in stream order (arrival order differs under xdist).
+
+        ``scored``: the scores in the order they were written, one line each; only
+        their ``stream`` and ``position`` are read. A file already in order (a serial
+        run) is left as it is; another is rewritten from its own lines, so a caller
+        need not hold 20,000 whole records to have them sorted."""
         self._close(SCORES)
-        ordered = sorted(
-            scored,
-            key=lambda s: (
-                stream_order.index(s["stream"]) if s["stream"] in stream_order else len(stream_order),
-                s["position"],
-            ),
-        )
-        self._guard(lambda: _rewrite_jsonl(self.run_dir / SCORES, ordered))
+        rank: dict[str, int] = {}
+        for index, name in enumerate(stream_order):
+            rank.setdefault(name, index)
+        keys = [(rank.get(s["stream"], len(stream_order)), s["position"]) for s in scored]
+        if all(keys[index] <= keys[index + 1] for index in range(len(keys) - 1)):
+            return
+        self._guard(lambda: _reorder_lines(self.run_dir / SCORES, sorted(range(len(keys)), key=keys.__getitem__), rank))
 
     def restart_from(self, state: ResumeState) -> None:
         """Resume: keep only the completed episodes' records, dropping torn ones."""
@@ -516,6 +520,30 @@ class RunWriter:
 
 def _rewrite_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
     write_atomically(path, (dumps(record) + "\n" for record in records), encoding="ascii")
+
+
+def _reorder_lines(path: Path, order: Sequence[int], rank: Mapping[str, int]) -> None:
+    """Rewrite a JSONL file with its lines in ``order`` (indexes of its lines as
+    written), reading each line again as it is written out. A file whose lines are
+    not the ones ``order`` counts (changed by a hand) is read whole and sorted
+    by stream ``rank`` and position instead."""
+    offsets = []
+    with path.open("rb") as source:
+        where = 0
+        for line in source:
+            offsets.append(where)
+            where += len(line)
+        if len(offsets) == len(order):
+            def lines() -> Iterator[str]:
+                for index in order:
+                    source.seek(offsets[index])
+                    yield source.readline().decode("ascii", errors="surrogateescape")
+
+            write_atomically(path, lines(), encoding="ascii")
+            return
+    records = read_jsonl(path)
+    records.sort(key=lambda s: (rank.get(s.get("stream"), len(rank)), s.get("position")))  # type: ignore[arg-type]
+    _rewrite_jsonl(path, records)
 
 
 # --------------------------------------------------------------------------- resume

@@ -206,7 +206,11 @@ def test_a_resumed_collector_keeps_what_ran_before_and_the_names_reported_before
     collector = ResultCollector(["s1", "s2"])
     collector.preload([], [], [], before)
     collector.add(stream_started_record("s2", {"agent": agent, "memory": None, "model": model}))
-    collector._add_response({"stream": "s2", "messages": [{"role": "assistant", "content": "x", "model": "m-2"}]})
+    collector._add_response({
+        "stream": "s2", "task_id": "t0", "kind": "task", "agent_turns": 1, "memory_retains": 0, "memory_recalls": 0,
+        "usage": {"prompt_tokens": 1, "completion_tokens": 1}, "seconds": 0.1, "tool_calls": [],
+        "messages": [{"role": "assistant", "content": "x", "model": "m-2"}],
+    })
     ran = collector.what_ran()
     assert list(ran) == ["s1", "s2"]
     assert ran["s1"] == before["s1"]  # not started again: as the interrupted run recorded it

@@ -18,6 +18,7 @@ import pytest
 
 from ..errors import EvoMemoryError
 from ..redaction import shown
+from ..reporting.properties import without_task_properties
 from ..runtime.records import Record, RecordError, from_wire
 from ..runtime.session import Session
 from .items import task_of_nodeid
@@ -182,15 +183,21 @@ class ControllerPlugin:
 
 
 class ReleaseRecords:
-    """Once every plugin has read a report's records (they are in the run directory
-    by then), drop them from the report: pytest's terminal reporter keeps every
-    report to the end of the session, and a task's records (its response, its
-    transcript) would otherwise stay in memory with it, ~10 KB per task."""
+    """Once every plugin has read a task's report, drop what it carries of the task:
+    its records (in the run directory by then) and its ``evomemory_*`` properties
+    (JUnit XML and pytest-json-report read them in their own ``logreport``, before
+    this one). pytest's terminal reporter keeps every report to the end of the
+    session, and a task's records (its response, its transcript) and properties
+    would otherwise stay in memory with it, ~12 KB per task."""
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         if getattr(report, "evomemory_records", None):
             report.evomemory_records = ()  # type: ignore[attr-defined]
+        if report.user_properties:
+            kept = without_task_properties(report.user_properties)
+            if kept is not None:
+                report.user_properties = kept
 
 
 def _last_line(text: str) -> str:

@@ -29,8 +29,10 @@ def clean_report(report: pytest.TestReport) -> None:
     """Redact and neutralize ``report``'s failure text, sections and properties."""
     seen: set[int] = set()
     report.longrepr = _clean(report.longrepr, seen)
-    report.sections = [(str(title), shown(str(content))) for title, content in report.sections]
-    report.user_properties = [(name, redact_strings(value)) for name, value in report.user_properties]
+    if report.sections:  # an empty list stays (pytest keeps every report: a new one per report adds up)
+        report.sections = [(str(title), shown(str(content))) for title, content in report.sections]
+    if report.user_properties:
+        report.user_properties = [(name, redact_strings(value)) for name, value in report.user_properties]
     # pytest-json-report's own capture of this phase (stdout, stderr, log records,
     # metadata), attached by its makereport wrapper, which runs inside this one: the
     # dict is the item's, shared by its phases, so it is cleaned in place.

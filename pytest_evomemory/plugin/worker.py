@@ -19,6 +19,7 @@ import pytest
 
 from ..errors import BudgetExhausted, EpisodeError, EvoMemoryError, SessionRefused
 from ..redaction import shown
+from ..reporting.properties import without_task_properties
 from ..runtime import Episode, StreamRun, TaskOutcome
 from ..runtime.records import Record, from_wire
 from ..runtime.session import Session
@@ -137,6 +138,10 @@ class WorkerPlugin:
         report = yield
         if "evomemory_sample" in getattr(item, "fixturenames", ()):
             clean_report(report)
+            if report.when == "teardown":  # the last report copies them: the item need not keep them
+                kept = without_task_properties(item.user_properties)
+                if kept is not None:
+                    item.user_properties[:] = kept
         records, self.pending, task = self.pending, [], task_of(item)
         if self.refusal is not None:
             report.evomemory_refusal = list(self.refusal)  # type: ignore[attr-defined]

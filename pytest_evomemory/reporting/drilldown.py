@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import itertools
 import json
 import re
 import zlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 from ._markup import _NONE, _e, _mapping, _number, _position
@@ -219,22 +220,53 @@ def task_record(
 # --------------------------------------------------------------------------- a run's tasks, streamed
 
 
-class _Turns:
-    """Each response's costs and recalled records, read from responses.jsonl once and
-    kept compact (never the response itself), by (stream, task id, kind)."""
+class _Ahead:
+    """The entries of a file's records, read in step with the tasks that ask for them.
 
-    def __init__(self, responses: Iterable[Mapping[str, Any]]) -> None:
-        self.turns: dict[tuple[str, str, str], list[Any]] = {}
-        self.recalled: dict[tuple[str, str], dict[str, Any]] = {}
-        for response in responses:
-            key = (_text(response.get("stream")), _text(response.get("task_id")), _text(response.get("kind")))
-            self.turns[key] = [*turn_entry(response), response.get("final_answer")]
-            if key[2] == "task":
-                self.recalled[key[:2]] = recalled_entry(response)
+    A run writes a stream's records in the order its tasks ran (one process runs a
+    stream, a resume or a crashed worker's successor goes on from where it stopped),
+    and scores.jsonl is in stream order: so the record a task asks for is the next
+    one, and is dropped once given. A task with no record (a failed episode has no
+    feedback turn) stops the reading at the first record of a later task of its
+    stream (``later``). So a serial run's report holds a few entries, not the run's
+    (20,000 tasks: ~100 MB held before). What is read past on the way is held until
+    asked for: under xdist, the other streams' responses (their compact entries, as
+    every response was before); records in no task order, at worst all of them.
+    """
 
-    def of(self, stream: str, task_id: str) -> dict[str, list[Any]]:
-        found = {kind: self.turns.get((stream, task_id, kind)) for kind in ("task", "feedback")}
-        return {kind: turn for kind, turn in found.items() if turn is not None}
+    def __init__(self, records: Iterable[Mapping[str, Any]], key: Any, entry: Any) -> None:
+        self._records = iter(records)
+        self._key = key
+        self._entry = entry
+        self._held: dict[Any, Any] = {}
+
+    def take(self, wanted: Any, later: Any) -> Any:
+        """The entry of ``wanted`` (None: it has no record); ``later(key)``: whether
+        a record of ``key`` comes after ``wanted``'s in a run's order."""
+        if wanted in self._held:
+            return self._held.pop(wanted)
+        for record in self._records:
+            key = self._key(record)
+            if key == wanted:
+                return self._entry(record)
+            self._held[key] = self._entry(record)
+            if later(key):
+                break
+        return None
+
+
+def _response_key(response: Mapping[str, Any]) -> tuple[str, str, str]:
+    return _text(response.get("stream")), _text(response.get("task_id")), _text(response.get("kind"))
+
+
+def _turn(response: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any] | None]:
+    """A response's costs (with its final answer) and, for a task turn, what it recalled."""
+    turn = [*turn_entry(response), response.get("final_answer")]
+    return turn, recalled_entry(response) if response.get("kind") == "task" else None
+
+
+def _transcript_key(record: Mapping[str, Any]) -> tuple[str, str]:
+    return _text(record.get("task_id")), _text(record.get("kind"))
 
 
 def _pack(records: Sequence[Mapping[str, Any]]) -> str:
@@ -245,22 +277,38 @@ def _pack(records: Sequence[Mapping[str, Any]]) -> str:
 
 def stream_pages(
     stream: str,
-    scores: Sequence[Mapping[str, Any]],
-    turns: _Turns,
+    scores: Iterable[Mapping[str, Any]],
+    ranks: Mapping[str, int],
+    responses: _Ahead,
     transcripts: Iterable[Mapping[str, Any]],
 ) -> Iterator[str]:
-    """The packed pages of one stream's tasks, in stream order."""
-    kept: dict[tuple[str, str], tuple[dict[str, Any], bool]] = {}
-    for record in transcripts:
-        kept[(_text(record.get("task_id")), _text(record.get("kind")))] = transcript_entry(record)
+    """The packed pages of one stream's tasks, in stream order (``ranks``: each
+    task id's place in it)."""
+    kept = _Ahead(transcripts, _transcript_key, transcript_entry)
     page: list[dict[str, Any]] = []
     for scored in scores:
         task_id = _text(scored.get("task_id"))
-        found = {kind: kept.get((task_id, kind)) for kind in ("task", "feedback")}
-        page.append(task_record(
-            scored, turns.of(stream, task_id), turns.recalled.get((stream, task_id)),
-            {kind: entry for kind, entry in found.items() if entry is not None},
-        ))
+        rank = ranks.get(task_id, -1)
+
+        def later_transcript(key: tuple[str, str], rank: int = rank) -> bool:
+            return ranks.get(key[0], -1) > rank
+
+        def later_response(key: tuple[str, str, str], rank: int = rank) -> bool:
+            return key[0] == stream and ranks.get(key[1], -1) > rank
+
+        turns: dict[str, list[Any]] = {}
+        recalled = None
+        transcripts_of: dict[str, tuple[dict[str, Any], bool]] = {}
+        for kind in ("task", "feedback"):
+            found = responses.take((stream, task_id, kind), later_response)
+            if found is not None:
+                turns[kind] = found[0]
+                if kind == "task":
+                    recalled = found[1]
+            transcript = kept.take((task_id, kind), later_transcript)
+            if transcript is not None:
+                transcripts_of[kind] = transcript
+        page.append(task_record(scored, turns, recalled, transcripts_of))
         if len(page) == PAGE_SIZE:
             yield _pack(page)
             page = []
@@ -268,39 +316,94 @@ def stream_pages(
         yield _pack(page)
 
 
+class _StreamIndex:
+    """What the page needs of each stream's tasks before their pages: their order,
+    verdicts and positions, from a first read of the scores (a few bytes a task)."""
+
+    def __init__(self) -> None:
+        #: stream -> [(position, task id, verdict letter, position as shown)], in position order
+        self.tasks: dict[str, list[tuple[float, str, str, str]]] = {}
+        #: each stream's scores are together and in position order (scores.jsonl as
+        #: a run writes it): the pages read them again from the file instead of holding them
+        self.in_order = True
+
+    @classmethod
+    def read(cls, scores: Iterable[Mapping[str, Any]]) -> _StreamIndex:
+        index = cls()
+        last: str | None = None
+        for scored in scores:
+            stream = _text(scored.get("stream"))
+            position = scored.get("position")
+            entry = (_number(position) or 0.0, _text(scored.get("task_id")), _VERDICT[verdict(scored)], _position(position))
+            tasks = index.tasks.get(stream)
+            if tasks is None:
+                tasks = index.tasks[stream] = []
+            elif stream != last or entry[0] < tasks[-1][0]:
+                index.in_order = False
+            tasks.append(entry)
+            last = stream
+        for tasks in index.tasks.values():
+            tasks.sort(key=lambda task: task[0])
+        return index
+
+    def ranks(self, stream: str) -> dict[str, int]:
+        ranks: dict[str, int] = {}
+        for rank, task in enumerate(self.tasks[stream]):
+            task_id = task[1]
+            ranks.setdefault(task_id, rank)
+        return ranks
+
+
+def _compact(scored: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: scored.get(key) for key in _SCORE_KEYS}
+
+
+def _streams_in_order(index: _StreamIndex, scores: Iterable[Mapping[str, Any]]) -> Iterator[tuple[str, Iterator[dict[str, Any]]]]:
+    """Each stream's scores in position order: read again from the file when it
+    holds them so, else held (compact) and sorted."""
+    if index.in_order:
+        for stream, group in itertools.groupby(scores, key=lambda scored: _text(scored.get("stream"))):
+            yield stream, map(_compact, group)
+        return
+    by_stream: dict[str, list[dict[str, Any]]] = {}
+    for scored in scores:
+        by_stream.setdefault(_text(scored.get("stream")), []).append(_compact(scored))
+    for stream, items in by_stream.items():
+        items.sort(key=lambda s: _number(s.get("position")) or 0.0)
+        yield stream, iter(items)
+
+
 def task_sections(
-    scores: Iterable[Mapping[str, Any]],
+    scores: Callable[[], Iterable[Mapping[str, Any]]],
     responses: Iterable[Mapping[str, Any]],
     transcripts: Any,
 ) -> Iterator[str]:
     """The page's "Tasks" part, piece by piece: per stream a drill-down of every task.
 
-    ``transcripts(stream)`` gives a stream's transcript records. Scores are kept
-    per stream in a compact form (a long run's records are read, not held).
+    ``scores()`` reads the scores (twice: once for each stream's verdicts and
+    order, once for its pages); ``transcripts(stream)`` gives a stream's transcript
+    records. A long run's records are read as the pages are written, not held.
     """
-    by_stream: dict[str, list[dict[str, Any]]] = {}
-    for scored in scores:
-        compact = {key: scored.get(key) for key in _SCORE_KEYS}
-        by_stream.setdefault(_text(scored.get("stream")), []).append(compact)
-    if not by_stream:
+    index = _StreamIndex.read(scores())
+    if not index.tasks:
         return
-    turns = _Turns(responses)
+    turns = _Ahead(responses, _response_key, _turn)
     yield "<h2>Tasks</h2>"
-    for index, (stream, scored_items) in enumerate(by_stream.items()):
-        scored_items.sort(key=lambda s: _number(s.get("position")) or 0.0)
-        verdicts = "".join(_VERDICT[verdict(s)] for s in scored_items)
+    for number, (stream, scored_items) in enumerate(_streams_in_order(index, scores())):
+        tasks = index.tasks[stream]
+        verdicts = "".join(task[2] for task in tasks)
         correct = verdicts.count("c")
-        positions = [_position(s.get("position")) for s in scored_items]
+        positions = [task[3] for task in tasks]
         # a run of part of a stream (-k, a resumed subset) has gaps: "go to position" needs them
         gaps = "" if positions == [str(n) for n in range(1, len(positions) + 1)] else f' data-positions="{",".join(positions)}"'
         yield (
-            f'<details class="stream-tasks" data-stream="{_e(stream)}" data-index="{index}" '
-            f'data-tasks="{len(scored_items)}" data-page-size="{PAGE_SIZE}" data-verdicts="{verdicts}"{gaps}>'
-            f"<summary>{_e(stream)}: {correct:,} of {len(scored_items):,} correct</summary>"
+            f'<details class="stream-tasks" data-stream="{_e(stream)}" data-index="{number}" '
+            f'data-tasks="{len(tasks)}" data-page-size="{PAGE_SIZE}" data-verdicts="{verdicts}"{gaps}>'
+            f"<summary>{_e(stream)}: {correct:,} of {len(tasks):,} correct</summary>"
             '<div class="task-pages"><noscript><p class="warning">The per-task drill-down is drawn by this '
             "page's own script (it loads nothing); allow scripts for this file to see it.</p></noscript></div>"
         )
-        for page in stream_pages(stream, scored_items, turns, transcripts(stream)):
+        for page in stream_pages(stream, scored_items, index.ranks(stream), turns, transcripts(stream)):
             yield f'<script type="text/plain" class="task-page">{page}</script>'
         yield "</details>"
 

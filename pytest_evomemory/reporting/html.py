@@ -345,7 +345,7 @@ def report_parts(run: RunData) -> Iterator[str]:
         _plots([run]),
         _failed_episodes(run),
     ]
-    tasks = task_sections(run.iter_scores(), run.iter_responses(), run.iter_transcripts)
+    tasks = task_sections(run.iter_scores, run.iter_responses(), run.iter_transcripts)
     first = next(tasks, None)
     if first is None:
         yield from _page(f"evomemory: {run.label}", body)

@@ -10,6 +10,7 @@ here, beside the other reports; which reporter gets them is the plugin's busines
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,7 +44,29 @@ def task_properties(scored: Mapping[str, Any], response: Mapping[str, Any], arm:
         "cached": bool(calls) and cached == calls,
         "violation": response.get("protocol_violation"),
     }
-    return [(f"{PROPERTY_PREFIX}{key}", value) for key, value in values.items()]
+    return [(_property_name(key), value) for key, value in values.items()]
+
+
+def _property_name(key: str) -> str:
+    """``evomemory_<key>``, one string for every task (spelled anew per task, the
+    names were 14 strings a task that pytest's reports kept to the end of the session)."""
+    return sys.intern(PROPERTY_PREFIX + key)
+
+
+def is_task_property(name: object) -> bool:
+    return isinstance(name, str) and name.startswith(PROPERTY_PREFIX)
+
+
+def without_task_properties(properties: list[tuple[str, Any]]) -> list[tuple[str, Any]] | None:
+    """``properties`` without the task's ``evomemory_*`` ones, or None when it has none.
+
+    Once JUnit XML and pytest-json-report have read them (both at the teardown
+    report's ``pytest_runtest_logreport``), they are in those files and in the run
+    directory; pytest keeps every item and report to the end of the session, and
+    the properties with them cost ~2 KB a task (20,000 tasks: 40 MB)."""
+    if not any(is_task_property(name) for name, _ in properties):
+        return None
+    return [(name, value) for name, value in properties if not is_task_property(name)]
 
 
 def identity_properties(summary: Mapping[str, Any], arm: str | None = None) -> list[tuple[str, str]]:
@@ -60,4 +83,4 @@ def identity_properties(summary: Mapping[str, Any], arm: str | None = None) -> l
     ]
 
 
-__all__ = ["PROPERTY_PREFIX", "identity_properties", "task_properties"]
+__all__ = ["PROPERTY_PREFIX", "identity_properties", "is_task_property", "task_properties", "without_task_properties"]

@@ -78,10 +78,9 @@ _COUNTED = ("stream", "task_id", "kind", "agent_turns", "memory_retains", "memor
 
 
 def counted(response: Mapping[str, Any]) -> dict[str, Any]:
-    """The part of a response the summary counts, for a collector that holds every
-    response of the session: the rest (messages, recalled hits, tool arguments) is in
-    responses.jsonl and the transcripts, and held whole it grew a long run's memory by
-    ~18 KB a task."""
+    """The part of a response the summary counts (:class:`ResponseTally` counts it
+    as each response arrives): the rest (messages, recalled hits, tool arguments) is
+    in responses.jsonl and the transcripts."""
     kept = {key: response[key] for key in _COUNTED if key in response}
     kept["tool_calls"] = [str(call.get("name")) if isinstance(call, Mapping) else "" for call in
                           response.get("tool_calls") or ()]
@@ -211,6 +210,13 @@ class StreamMetrics:
         if isinstance(cost, int | float) and not isinstance(cost, bool):
             self.cost_usd = (self.cost_usd or 0.0) + float(cost)
 
+    def add_tally(self, tally: StreamMetrics) -> None:
+        """Count responses another StreamMetrics counted (a :class:`ResponseTally`'s)."""
+        for name in _RESPONSE_FIELDS:
+            setattr(self, name, getattr(self, name) + getattr(tally, name))
+        if tally.cost_usd is not None:
+            self.cost_usd = (self.cost_usd or 0.0) + tally.cost_usd
+
     def to_dict(self) -> dict[str, Any]:
         total_tokens = self.prompt_tokens + self.completion_tokens
         per = (lambda value: value / self.stimuli) if self.stimuli else (lambda value: None)
@@ -290,10 +296,58 @@ def _whole(value: object) -> int:
     return int(value) if math.isfinite(value) else 0
 
 
+#: What the summary reads of a scored item (:meth:`StreamMetrics.add_outcome`, the
+#: failed episodes, :func:`.categories.category_table`), besides the details
+#: :func:`outcome` keeps.
+_OUTCOME = ("stream", "task_id", "position", "correct", "error", "traceback", "match_mode", "group", "value")
+#: A detail the categories table reads whatever the mode declares (LoCoMo's).
+_EVIDENCE_RECALL = "evidence_recall"
+
+
+def outcome(scored: Mapping[str, Any]) -> dict[str, Any]:
+    """The part of a scored item the summary counts, for a collector that holds every
+    score of the session: the answer, extraction, reason and the details no figure
+    reads are in scores.jsonl (held whole, they were ~0.5 KB a task, LoCoMo's
+    stems and evidence more)."""
+    kept = {key: scored[key] for key in _OUTCOME if key in scored}
+    details = scored.get("details")
+    if isinstance(details, Mapping):
+        wanted = {metric.detail for metric in _declared_metrics(scored.get("match_mode"))}
+        counted_details = {key: value for key, value in details.items() if key in wanted or key == _EVIDENCE_RECALL}
+        if counted_details:  # none: nothing reads them (an empty dict a task adds up)
+            kept["details"] = counted_details
+    return kept
+
+
+#: What :meth:`StreamMetrics.add_response` counts (besides ``cost_usd``, None until priced).
+_RESPONSE_FIELDS = ("stimuli", "feedback_turns", "agent_turns", "tool_calls", "memory_retains", "memory_recalls",
+                    "protocol_violations", "cached_responses", "prompt_tokens", "completion_tokens", "seconds")
+
+
+class ResponseTally:
+    """The responses' figures counted as they arrive, per stream and overall, for a
+    collector that sees every response of a session: what :func:`summarize` counts
+    of them, without keeping them (kept, even as :func:`counted` figures, they grew
+    a long run's memory by ~1 KB a task)."""
+
+    def __init__(self) -> None:
+        self.streams: dict[str, StreamMetrics] = {}
+        self.overall = StreamMetrics("overall")
+
+    def add(self, response: Mapping[str, Any]) -> None:
+        figures = counted(response)
+        name = figures["stream"]
+        tally = self.streams.get(name)
+        if tally is None:
+            tally = self.streams[name] = StreamMetrics(name)
+        tally.add_response(figures)
+        self.overall.add_response(figures)
+
+
 def summarize(
     stream_order: Sequence[str],
     outcomes: Iterable[Mapping[str, Any]],
-    responses: Iterable[Mapping[str, Any]],
+    responses: Iterable[Mapping[str, Any]] | ResponseTally,
 ) -> dict[str, StreamMetrics]:
     """Metrics keyed by stream name (in stream order), plus ``"overall"``.
 
@@ -312,10 +366,15 @@ def summarize(
         # and a figure such as ToolBench's API to the streams that have one: overall has neither.
         overall.add_outcome(outcome, with_groups=False)
         stream.curve.append(round(stream.correct / stream.tasks, 6))
-    for response in responses:
-        stream = metrics.setdefault(response["stream"], StreamMetrics(response["stream"]))
-        stream.add_response(response)
-        overall.add_response(response)
+    if isinstance(responses, ResponseTally):
+        for name, tally in responses.streams.items():
+            metrics.setdefault(name, StreamMetrics(name)).add_tally(tally)
+        overall.add_tally(responses.overall)
+    else:
+        for response in responses:
+            stream = metrics.setdefault(response["stream"], StreamMetrics(response["stream"]))
+            stream.add_response(response)
+            overall.add_response(response)
     for stream_metrics in metrics.values():
         stream_metrics.groups = dict(sorted(stream_metrics.groups.items()))
     overall.curve = []

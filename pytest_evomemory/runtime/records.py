@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..identity import reported_models
 from ..reporting.categories import category_table
-from ..reporting.summary import StreamMetrics, ThresholdResult, counted, summarize
+from ..reporting.summary import ResponseTally, StreamMetrics, ThresholdResult, outcome, summarize
 from ..types import BenchmarkSample
 
 if TYPE_CHECKING:
@@ -336,7 +336,9 @@ class ResultCollector:
 
     stream_order: list[str]
     writer: RunWriter | None = None
-    responses: list[Document] = field(default_factory=list)
+    #: what the summary counts of the responses (they are in responses.jsonl)
+    responses: ResponseTally = field(default_factory=ResponseTally)
+    #: what the summary counts of each score (reporting.summary.outcome; whole in scores.jsonl)
     scores: list[Document] = field(default_factory=list)
     failures: list[Document] = field(default_factory=list)
     feedback_skipped: list[Document] = field(default_factory=list)
@@ -374,7 +376,7 @@ class ResultCollector:
         if response is not None:
             self._add_response(response)
         if isinstance(record, TaskRecord | ErrorRecord):
-            self.scores.append(dict(record.scored))
+            self.scores.append(outcome(record.scored))
             if record.failed_episode is not None:
                 self._failed.add(record.failed_episode)
             if self.writer:
@@ -393,7 +395,7 @@ class ResultCollector:
         names = reported_models(response.get("messages") or ())
         if names:
             self.reported_models.setdefault(str(response.get("stream")), {}).update(dict.fromkeys(names))
-        self.responses.append(counted(response))
+        self.responses.add(response)
         if self.writer:
             self.writer.add_response(response)
 
@@ -414,10 +416,11 @@ class ResultCollector:
         try:
             for scored in scores:
                 self._scored.add((str(scored["stream"]), str(scored["task_id"])))
-                self.scores.append(dict(scored))
+                self.scores.append(outcome(scored))
                 if scored.get("error"):
                     self._failed.add((str(scored["stream"]), str(scored["task_id"])))
-            self.responses.extend(counted(response) for response in responses)
+            for response in responses:
+                self.responses.add(response)
             for event in events:
                 try:
                     self.add(from_wire(event))

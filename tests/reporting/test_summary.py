@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_evomemory.reporting.stats import wilson_interval
-from pytest_evomemory.reporting.summary import is_cached, summarize
+from pytest_evomemory.reporting.summary import ResponseTally, is_cached, summarize
 from pytest_evomemory.reporting.terminal import format_table
 
 
@@ -130,3 +130,19 @@ def test_compare_json_carries_each_arms_cost(tmp_path: Path) -> None:
     document = build_comparison(load_runs([unpriced, priced]))
     assert [entry.get("cost_usd") for entry in document["overall"]["runs"]] == [None, 0.02]
     assert [entry.get("cost_usd") for entry in document["streams"]["s"]["runs"]] == [None, 0.02]
+
+
+def test_responses_tallied_as_they_arrive_sum_to_the_same_figures_as_kept_ones() -> None:
+    """The collector keeps a tally of the responses, not the responses (issue 29)."""
+    responses = [
+        response("mmlu_pro", cached=True), {**response("toolbench", violation="x"), "cost_usd": 0.25, "seconds": 0.1},
+        response("mmlu_pro", kind="feedback"), {**response("other"), "seconds": 0.2, "cost_usd": 0.5},
+        {**response("toolbench"), "tool_calls": [{"name": "recall"}], "messages": [{"role": "assistant", "cached": True}]},
+    ]
+    tally = ResponseTally()
+    for each in responses:
+        tally.add(each)
+    kept = summarize(["mmlu_pro", "toolbench"], outcomes(), responses)
+    tallied = summarize(["mmlu_pro", "toolbench"], outcomes(), tally)
+    assert list(tallied) == list(kept) == ["mmlu_pro", "toolbench", "other", "overall"]
+    assert {name: m.to_dict() for name, m in tallied.items()} == {name: m.to_dict() for name, m in kept.items()}
