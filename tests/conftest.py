@@ -28,19 +28,29 @@ from pytest_evomemory.types import AgentResponse
 # them here puts them in the snapshot pytester restores (docs/configuration.md).
 
 #: pytest plugins that packages of the test environment register, which no pytest
-#: process this suite starts needs: langsmith's (it comes with the langmem extra)
+#: session a test starts needs: langsmith's (it comes with the langmem extra)
 #: imports the langsmith client at start-up and hypothesis's imports its
 #: observability module at session end, together about 3.5 s of CPU in *every*
 #: pytester subprocess and xdist worker on this 2-core machine (a run of the
-#: sample configs: 5.4 s with them, 1.8 s without). The variable reaches only the
-#: processes started after this module is imported: this process parsed its
-#: options already; the suite's own xdist workers re-read it, where hypothesis's
-#: ``@given`` works without its plugin. A test that needs a user's exact
-#: environment removes the variable (tests/runtime/test_entry_points.py does).
+#: sample configs: 5.4 s with them, 1.8 s without). Only the sessions tests start
+#: go without them (``_foreign_plugins_off``): this suite's own xdist workers need
+#: hypothesis's plugin (without it ``@given`` refuses to run).
 FOREIGN_PLUGINS = ("langsmith_plugin", "hypothesispytest")
-os.environ["PYTEST_ADDOPTS"] = " ".join(
-    [os.environ.get("PYTEST_ADDOPTS", ""), *(f"-p no:{name}" for name in FOREIGN_PLUGINS)]
-).strip()
+FOREIGN_PLUGINS_OFF = " ".join(f"-p no:{name}" for name in FOREIGN_PLUGINS)
+
+
+@pytest.fixture(autouse=True)
+def _foreign_plugins_off(request: pytest.FixtureRequest) -> Any:
+    """The sessions a pytester test starts (in-process, subprocess and their xdist
+    workers) load no foreign plugin. Set after pytester's own set-up, which clears
+    ``PYTEST_ADDOPTS``; undone before pytester's teardown restores the environment."""
+    if "pytester" not in request.fixturenames:
+        yield
+        return
+    request.getfixturevalue("pytester")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTEST_ADDOPTS", FOREIGN_PLUGINS_OFF)
+        yield
 
 
 def capture_responses(run: StreamRun) -> list[AgentResponse]:

@@ -28,7 +28,7 @@ import pytest
 
 from pytest_evomemory.config import MemoryConfig
 
-from ..conftest import FOREIGN_PLUGINS, REPO
+from ..conftest import FOREIGN_PLUGINS_OFF, REPO
 
 PAGES = sorted([REPO / "README.md", *(REPO / "docs").glob("*.md")])
 STRICT = {REPO / "README.md", REPO / "docs" / "configuration.md", REPO / "docs" / "local-model.md"}
@@ -82,7 +82,7 @@ def test_runnable_snippets_run_as_written(page: Path, tmp_path: Path) -> None:
         "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         "PYTHONPATH": str(REPO),
         "HF_HUB_OFFLINE": "1",
-        "PYTEST_ADDOPTS": " ".join(["-p no:randomly -p no:cacheprovider", *(f"-p no:{n}" for n in FOREIGN_PLUGINS)]),
+        "PYTEST_ADDOPTS": f"-p no:randomly -p no:cacheprovider {FOREIGN_PLUGINS_OFF}",
     }
     env.pop("PYTEST_XDIST_WORKER", None)
     for snippet in snippets(page):

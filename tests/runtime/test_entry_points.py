@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import FOREIGN_PLUGINS
+from tests.conftest import FOREIGN_PLUGINS_OFF
 from tests.plugin.guarantee_project import AGENT, RUN
 
 #: Each entry point's spelling of an option.
@@ -30,7 +30,7 @@ def run(entry: str, project: Path, *options: str, env: dict[str, str] | None = N
     environment = {**os.environ, "PROJECT": str(project), **(env or {})}
     environment.pop("PYTHONPATH", None)  # the project's pytest settings decide, as for a user
     # no options from the suite's own settings, only its foreign plugins kept out (tests/conftest.py)
-    environment["PYTEST_ADDOPTS"] = " ".join(f"-p no:{name}" for name in FOREIGN_PLUGINS)
+    environment["PYTEST_ADDOPTS"] = FOREIGN_PLUGINS_OFF
     return subprocess.run(command, cwd=project, env=environment, capture_output=True, text=True, timeout=240)
 
 
