@@ -21,6 +21,7 @@ import pytest
 from pytest_evomemory.cli import main as evomemory
 
 from ..conftest import CONFIGS, SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN, read_jsonl
+from .guarantee_project import importable_by_xdist_workers
 
 CONTROL = f"--evomemory-config={SAMPLE_NO_MEMORY_RUN}"
 MEMORY = f"--evomemory-config={SAMPLE_MEMORY_RUN}"
@@ -318,11 +319,10 @@ def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 
 def _crashing_arms(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
     """The crashing arms in the pytester directory, importable by this process, a
-    subprocess (PYTHONPATH) and xdist's workers (which take the sys.path this test
-    process started with, then pytest's ``pythonpath`` setting)."""
+    subprocess (PYTHONPATH) and xdist's workers."""
     arms = _write_crashing_arms(pytester.path)
     pytester.syspathinsert()
-    pytester.makeini("[pytest]\npythonpath = .\n")
+    importable_by_xdist_workers(pytester)
     monkeypatch.setenv("PYTHONPATH", str(pytester.path))
     return arms
 

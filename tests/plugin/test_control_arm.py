@@ -62,9 +62,10 @@ def test_a_control_stream_runs_on_every_worker_with_serial_results(pytester: pyt
 
 @pytest.mark.slow
 def test_a_memory_stream_stays_whole_on_one_worker_and_the_run_equals_the_serial_one(pytester: pytest.Pytester) -> None:
-    """(Was also tests/plugin/test_plugin.py::test_parallel_run_with_xdist_equals_the_serial_run:
-    the same -n 2 session.) Scores, summary (but for timings) and every answer equal
-    a serial run's."""
+    """Scores, summary (but for timings) and every answer equal a serial run's; the
+    progress lines come from the controller. (One -n 2 session for what were also
+    test_plugin.py::test_parallel_run_with_xdist_equals_the_serial_run and
+    test_newcomer.py::test_progress_under_xdist_comes_from_the_controller.)"""
     serial = _run(pytester, f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--evomemory-output-dir=serial")
     serial.assert_outcomes(passed=24)
     parallel = _run(pytester, f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--evomemory-output-dir=parallel", "-n", "2", "-v")
@@ -72,6 +73,10 @@ def test_a_memory_stream_stays_whole_on_one_worker_and_the_run_equals_the_serial
     workers = _workers_per_stream(parallel.outlines)
     assert set(workers) == {"sample_facts", "sample_choice"}, workers
     assert all(len(names) == 1 for names in workers.values()), workers
+    # the controller reports each stream's progress, to its final line
+    finals = sorted(line for line in parallel.outlines if line.startswith("evomemory sample_") and "12/12" in line)
+    assert [line.split(":")[0] for line in finals] == ["evomemory sample_choice", "evomemory sample_facts"]
+    assert all("acc 58.3%" in line for line in finals)
     a, b = pytester.path / "serial", pytester.path / "parallel"
     assert (a / "scores.jsonl").read_text() == (b / "scores.jsonl").read_text()
 
