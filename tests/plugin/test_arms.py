@@ -331,8 +331,11 @@ def _crashing_arms(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -
 def test_a_worker_crash_in_one_arm_is_charged_to_that_arm_and_its_memory_restored(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, uninterrupted: Path
 ) -> None:
-    """Also the arms' smoke test under -n 2: items named by arm, each arm its own run
-    equal to the config alone (but for the crashed task), and the comparison."""
+    """A kill -9 of the worker running the memory arm's f06: that episode fails, every
+    other task (the other stream's, and the rest of its own, from the restored
+    memory) scores as without the crash. Also the arms' smoke test under -n 2: items
+    named by arm, each arm its own run equal to the config alone (but for the crashed
+    task), and the comparison. (Was also test_resume.py::test_an_xdist_worker_crash_loses_no_other_streams_results_and_restores_memory.)"""
     arms = _crashing_arms(pytester, monkeypatch)
     monkeypatch.setenv("KILL_AT", "f06/task")
     crashed = _run(pytester, *arms, "--evomemory-output-dir=crashed", "-n", "2", "-v")
@@ -358,6 +361,7 @@ def test_a_worker_crash_in_one_arm_is_charged_to_that_arm_and_its_memory_restore
     memory = json.loads((result / "memory" / "summary.json").read_text(encoding="utf-8"))
     control = json.loads((result / "control" / "summary.json").read_text(encoding="utf-8"))
     assert [(f["stream"], f["task_id"]) for f in memory["failed_episodes"]] == [("sample_facts", "f06")]
+    assert "crashed" in memory["failed_episodes"][0]["reason"]
     assert control["failed_episodes"] == []
 
 

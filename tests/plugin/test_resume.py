@@ -151,28 +151,9 @@ def test_max_errors_stops_the_session(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*3 failed episodes reached --evomemory-max-errors*"])
 
 
-@pytest.mark.slow
-def test_an_xdist_worker_crash_loses_no_other_streams_results_and_restores_memory(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    reference = _reference(project)
-    monkeypatch.setenv("KILL_AT", "f06/task")
-    monkeypatch.setenv("KILL_SIGNAL", "SIGKILL")
-    crashed = _run(project, "--evomemory-config=run.yaml", "--evomemory-output-dir=crashed", "-n", "2")
-    crashed.stdout.fnmatch_lines(["*worker*crashed*"])
-    crashed.assert_outcomes(passed=23, failed=1)
-    got = {(s[0], s[1]): s for s in scores(project.path / "crashed")}
-    expected = {(s[0], s[1]): s for s in reference["scores"]}
-    assert set(got) == set(expected)
-    failed = got.pop(("sample_facts", "f06"))
-    assert failed[2] is False
-    expected.pop(("sample_facts", "f06"))
-    # every other task, including sample_facts after the crash, scored as without a crash
-    # (f06 is a first occurrence, so its missing feedback changes no later answer)
-    assert got == expected
-    summary = json.loads((project.path / "crashed" / "summary.json").read_text())
-    assert summary["failed_episodes"][0]["task_id"] == "f06"
-    assert "crashed" in summary["failed_episodes"][0]["reason"]
+# An xdist worker crash loses no other stream's results and restores the stream's
+# memory: tests/plugin/test_arms.py::test_a_worker_crash_in_one_arm_is_charged_to_that_arm_and_its_memory_restored
+# (the same crash, in the memory arm of a session of two arms).
 
 
 def test_a_run_killed_after_its_last_episode_gets_its_summary_on_resume(
