@@ -346,7 +346,9 @@ def test_a_worker_crash_in_one_arm_is_charged_to_that_arm_and_its_memory_restore
     assert "test_task[memory:sample_choice/c12]" in output
     reference, result = uninterrupted, pytester.path / "crashed"
     for name in ("control", "memory"):
-        assert json.loads((result / name / "summary.json").read_text(encoding="utf-8"))["run"] == name
+        summary = json.loads((result / name / "summary.json").read_text(encoding="utf-8"))
+        assert summary["run"] == name
+        assert summary["completion"]["complete"] is True  # the crashed task ran: it failed
     document = _comparison(result)
     assert [run["label"] for run in document["runs"]] == ["control", "memory"]
     assert document["overall"]["vs_baseline"][0]["paired_tasks"] == 24
