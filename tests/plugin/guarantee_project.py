@@ -99,3 +99,10 @@ def wait_for(path: Path, process: subprocess.Popen[bytes], seconds: float = 60.0
             process.kill()
             raise AssertionError(f"{path} never appeared")
         time.sleep(0.05)
+
+
+def importable_by_xdist_workers(pytester: pytest.Pytester) -> None:
+    """Let ``-n`` workers of an in-process session import the project's modules: they
+    take the sys.path this test process started with (not PYTHONPATH), then pytest's
+    ``pythonpath`` setting, which this ini gives them."""
+    pytester.makeini("[pytest]\npythonpath = .\n")

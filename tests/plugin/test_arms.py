@@ -1,17 +1,27 @@
 """Arms in one session: ``--evomemory-config`` repeated runs every arm (the first is
 the baseline), each as the run it would be alone, then compares them and gates the
-gain. Through pytester, as a user runs it, serial and under xdist."""
+gain. Through pytester, as a user runs it, serial and under xdist.
+
+Sessions run in this process (``pytester.runpytest``; under ``-n 2`` its workers are
+processes anyway); only a run that kills itself runs in a subprocess. The runs an
+arm is compared with (each config alone, an uninterrupted session of the crashing
+arms) are made once per module through ``evomemory run``, which writes the same
+artefacts as pytest (tests/plugin/test_cli_run.py)."""
 
 from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from pytest_evomemory.cli import main as evomemory
+
 from ..conftest import CONFIGS, SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN, read_jsonl
+from .guarantee_project import importable_by_xdist_workers
 
 CONTROL = f"--evomemory-config={SAMPLE_NO_MEMORY_RUN}"
 MEMORY = f"--evomemory-config={SAMPLE_MEMORY_RUN}"
@@ -30,16 +40,33 @@ def _comparison(path: Path) -> dict[str, Any]:
 
 
 def _run(pytester: pytest.Pytester, *args: str) -> pytest.RunResult:
-    return pytester.runpytest_subprocess("-p", "no:randomly", *args)
+    return pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", *args)
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
-def test_two_arms_run_as_they_would_alone_and_are_compared(pytester: pytest.Pytester, workers: list[str]) -> None:
-    alone_control = _run(pytester, CONTROL, "--evomemory-output-dir=alone/control")
-    alone_memory = _run(pytester, MEMORY, "--evomemory-output-dir=alone/memory")
-    assert alone_control.ret == 0 and alone_memory.ret == 0
+def _cli_run(directory: Path, *args: str) -> None:
+    """``evomemory run`` in this process, in ``directory``; it must pass."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.chdir(directory)
+        assert evomemory(["run", "-q", *args]) == 0
 
-    result = _run(pytester, CONTROL, MEMORY, "--evomemory-output-dir=arms", "-v", *workers)
+
+@pytest.fixture(scope="module")
+def alone(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Each sample config run alone (``control/`` and ``memory/``): what an arm must equal."""
+    root = tmp_path_factory.mktemp("alone")
+    _cli_run(root, f"--config={SAMPLE_NO_MEMORY_RUN}", f"--output-dir={root / 'control'}")
+    _cli_run(root, f"--config={SAMPLE_MEMORY_RUN}", f"--output-dir={root / 'memory'}")
+    return root
+
+
+# Serially here; under -n 2 by the worker-crash test below, which asserts the same of
+# arms in one xdist session (each arm its own run, equal to the config alone, compared).
+def test_two_arms_run_as_they_would_alone_and_are_compared(pytester: pytest.Pytester, alone: Path) -> None:
+    """... and the gates they meet pass the session: a gain gate, overall and per
+    stream, and an accuracy gate naming one arm (the control's 0 % is not judged)."""
+    result = _run(pytester, CONTROL, MEMORY, "--evomemory-output-dir=arms", "-v",
+                  "--evomemory-min-gain=50", "--evomemory-min-gain=sample_facts=20",
+                  "--evomemory-min-accuracy=sample_memory:sample_facts=0.5")
     assert result.ret == 0, result.stdout.str()
     result.assert_outcomes(passed=48)
     output = result.stdout.str()
@@ -48,8 +75,8 @@ def test_two_arms_run_as_they_would_alone_and_are_compared(pytester: pytest.Pyte
     assert "test_task[sample_memory:sample_choice/c12]" in output
     arms = pytester.path / "arms"
     # each arm is its own run: its own directory, with what the config alone produced
-    assert _scores(arms / "sample_no_memory") == _scores(pytester.path / "alone" / "control")
-    assert _scores(arms / "sample_memory") == _scores(pytester.path / "alone" / "memory")
+    assert _scores(arms / "sample_no_memory") == _scores(alone / "control")
+    assert _scores(arms / "sample_memory") == _scores(alone / "memory")
     for name in ("sample_no_memory", "sample_memory"):
         summary = json.loads((arms / name / "summary.json").read_text(encoding="utf-8"))
         assert summary["completion"]["complete"] is True
@@ -68,6 +95,13 @@ def test_two_arms_run_as_they_would_alone_and_are_compared(pytester: pytest.Pyte
     assert "evomemory: sample_no_memory vs sample_memory" in output
     assert "+58.3 pp" in output
     assert f"comparison data: {arms.resolve() / 'compare.json'}" in output
+    # the gates it met
+    result.stdout.fnmatch_lines([
+        "met: sample_facts gain of sample_memory over sample_no_memory +58.3 points over 12 paired tasks*minimum +20.0 points",
+        "met: overall gain of sample_memory over sample_no_memory +58.3 points over 24 paired tasks*",
+    ])
+    result.stdout.fnmatch_lines(["met: sample_facts accuracy 58.3%, minimum 50.0%"])
+    assert "MISSED" not in output
 
 
 def test_each_arm_has_its_own_memory(pytester: pytest.Pytester) -> None:
@@ -89,20 +123,19 @@ def test_each_arm_has_its_own_memory(pytester: pytest.Pytester) -> None:
     assert (versus["difference"], versus["only_baseline_correct"], versus["only_this_correct"]) == (0.0, 0, 0)
 
 
-def test_the_gain_gate_passes_and_fails_the_session(pytester: pytest.Pytester) -> None:
-    met = _run(pytester, CONTROL, MEMORY, "--evomemory-min-gain=50", "--evomemory-min-gain=sample_facts=20")
-    assert met.ret == 0, met.stdout.str()
-    met.stdout.fnmatch_lines([
-        "met: sample_facts gain of sample_memory over sample_no_memory +58.3 points over 12 paired tasks*minimum +20.0 points",
-        "met: overall gain of sample_memory over sample_no_memory +58.3 points over 24 paired tasks*",
-    ])
+def test_a_missed_gate_fails_the_session_and_an_unnamed_accuracy_gate_judges_every_arm(
+    pytester: pytest.Pytester,
+) -> None:
+    """The gates met pass the session: test_two_arms_run_as_they_would_alone_and_are_compared."""
     missed = _run(pytester, CONTROL, MEMORY, "--evomemory-min-gain=sample_choice=60", "--json-report",
-                  "--json-report-file=report.json")
+                  "--json-report-file=report.json", "--evomemory-min-accuracy=0.5")
     assert missed.ret == 1
     missed.stdout.fnmatch_lines([
         "MISSED: sample_choice gain of sample_memory over sample_no_memory +58.3 points*minimum +60.0 points",
         "evomemory: 1 gain gate(s) missed; the session fails",
     ])
+    # the accuracy gate names no arm: the control arm's 0 % misses it, the memory arm meets it
+    missed.stdout.fnmatch_lines(["MISSED: overall accuracy 0.0%, minimum 50.0%", "met: overall accuracy 58.3%, minimum 50.0%"])
     block = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))["evomemory"]
     assert block["baseline"] == "sample_no_memory"
     arms = {arm["name"]: arm for arm in block["arms"]}
@@ -199,22 +232,20 @@ def test_a_task_of_one_arm_is_rerun_by_its_node_id(pytester: pytest.Pytester) ->
     assert not (side / "compare.json").exists()
 
 
-def test_compare_command_gates_the_gain_of_existing_runs(pytester: pytest.Pytester) -> None:
-    assert _run(pytester, CONTROL, MEMORY, "--evomemory-output-dir=arms").ret == 0
-    arms = pytester.path / "arms"
-    met = pytester.run(sys.executable, "-m", "pytest_evomemory.cli", "compare", str(arms / "sample_no_memory"), str(arms / "sample_memory"),
-                       "--min-gain", "50", "-o", str(pytester.path / "c.html"))
-    assert met.ret == 0
-    met.stdout.fnmatch_lines(["met: overall gain of sample_memory over sample_no_memory +58.3 points*"])
-    missed = pytester.run(sys.executable, "-m", "pytest_evomemory.cli", "compare", str(arms / "sample_no_memory"), str(arms / "sample_memory"),
-                          "--min-gain", "sample_facts=59", "-o", str(pytester.path / "c.html"))
-    assert missed.ret == 1
-    missed.stdout.fnmatch_lines(["MISSED: sample_facts gain*"])
-    bad = pytester.run(sys.executable, "-m", "pytest_evomemory.cli", "compare", str(arms / "sample_no_memory"), str(arms / "sample_memory"),
-                       "--min-gain", "nope=1", "-o", str(pytester.path / "c.html"))
-    assert bad.ret == 2
-    assert "unknown stream 'nope'" in bad.stderr.str()
-    assert "sample_facts" not in bad.stdout.str()  # refused before the table is printed
+def test_compare_command_gates_the_gain_of_existing_runs(
+    alone: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    runs = [str(alone / "control"), str(alone / "memory")]
+    page = str(tmp_path / "c.html")
+    assert evomemory(["compare", *runs, "--min-gain", "50", "-o", page]) == 0
+    met = capsys.readouterr()
+    pytest.LineMatcher(met.out.splitlines()).fnmatch_lines(["met: overall gain of sample_memory over sample_no_memory +58.3 points*"])
+    assert evomemory(["compare", *runs, "--min-gain", "sample_facts=59", "-o", page]) == 1
+    pytest.LineMatcher(capsys.readouterr().out.splitlines()).fnmatch_lines(["MISSED: sample_facts gain*"])
+    assert evomemory(["compare", *runs, "--min-gain", "nope=1", "-o", page]) == 2
+    bad = capsys.readouterr()
+    assert "unknown stream 'nope'" in bad.err
+    assert "sample_facts" not in bad.out  # refused before the table is printed
 
 
 def test_the_output_dir_option_places_every_arm_whatever_their_configs_say(pytester: pytest.Pytester) -> None:
@@ -260,27 +291,69 @@ memory: {{backend: inprocess}}
 """
 
 
-def _crashing_arms_with_reference(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
-    """A control and a memory arm whose memory agent dies at $KILL_AT, and their
-    uninterrupted session in ``reference/``; the two --evomemory-config options."""
-    pytester.makepyfile(crashing_agent=CRASHING_MEMORY_ARM)
+def _write_crashing_arms(directory: Path) -> tuple[str, str]:
+    """A control and a memory arm whose memory agent dies at $KILL_AT; the two
+    --evomemory-config options."""
+    (directory / "crashing_agent.py").write_text(CRASHING_MEMORY_ARM, encoding="utf-8")
     for name, strategy in (("control", "none"), ("memory", "deterministic_recall")):
-        (pytester.path / f"{name}.yaml").write_text(ARM_RUN.format(name=name, strategy=strategy), encoding="utf-8")
+        (directory / f"{name}.yaml").write_text(ARM_RUN.format(name=name, strategy=strategy), encoding="utf-8")
+    return ("--evomemory-config=control.yaml", "--evomemory-config=memory.yaml")
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """Each crashing arm run alone, uninterrupted (``control/``, ``memory/``): what
+    a session of them must equal (serially: test_two_arms_run_as_they_would_alone_and_are_compared)."""
+    root = tmp_path_factory.mktemp("uninterrupted")
+    _write_crashing_arms(root)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.syspath_prepend(str(root))
+        patch.delenv("KILL_AT", raising=False)
+        try:
+            for name in ("control", "memory"):
+                _cli_run(root, f"--config={name}.yaml", f"--output-dir={root / name}")
+        finally:
+            sys.modules.pop("crashing_agent", None)
+    yield root
+
+
+def _crashing_arms(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """The crashing arms in the pytester directory, importable by this process, a
+    subprocess (PYTHONPATH) and xdist's workers."""
+    arms = _write_crashing_arms(pytester.path)
+    pytester.syspathinsert()
+    importable_by_xdist_workers(pytester)
     monkeypatch.setenv("PYTHONPATH", str(pytester.path))
-    arms = ("--evomemory-config=control.yaml", "--evomemory-config=memory.yaml")
-    assert _run(pytester, *arms, "--evomemory-output-dir=reference").ret == 0
     return arms
 
 
+@pytest.mark.slow
 def test_a_worker_crash_in_one_arm_is_charged_to_that_arm_and_its_memory_restored(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, uninterrupted: Path
 ) -> None:
-    arms = _crashing_arms_with_reference(pytester, monkeypatch)
+    """A kill -9 of the worker running the memory arm's f06: that episode fails, every
+    other task (the other stream's, and the rest of its own, from the restored
+    memory) scores as without the crash. Also the arms' smoke test under -n 2: items
+    named by arm, each arm its own run equal to the config alone (but for the crashed
+    task), and the comparison. (Was also test_resume.py::test_an_xdist_worker_crash_loses_no_other_streams_results_and_restores_memory.)"""
+    arms = _crashing_arms(pytester, monkeypatch)
     monkeypatch.setenv("KILL_AT", "f06/task")
-    crashed = _run(pytester, *arms, "--evomemory-output-dir=crashed", "-n", "2")
+    crashed = _run(pytester, *arms, "--evomemory-output-dir=crashed", "-n", "2", "-v")
     crashed.stdout.fnmatch_lines(["*worker*crashed*"])
     crashed.assert_outcomes(passed=47, failed=1)
-    reference, result = pytester.path / "reference", pytester.path / "crashed"
+    output = crashed.stdout.str()
+    assert "test_task[control:sample_facts/f01]" in output
+    assert "test_task[memory:sample_choice/c12]" in output
+    reference, result = uninterrupted, pytester.path / "crashed"
+    for name in ("control", "memory"):
+        summary = json.loads((result / name / "summary.json").read_text(encoding="utf-8"))
+        assert summary["run"] == name
+        assert summary["completion"]["complete"] is True  # the crashed task ran: it failed
+    document = _comparison(result)
+    assert [run["label"] for run in document["runs"]] == ["control", "memory"]
+    assert document["overall"]["vs_baseline"][0]["paired_tasks"] == 24
+    assert "evomemory: control vs memory" in output
+    assert f"comparison data: {result.resolve() / 'compare.json'}" in output
     assert _scores(result / "control") == _scores(reference / "control")
     got = {(s[0], s[1]): s for s in _scores(result / "memory")}
     expected = {(s[0], s[1]): s for s in _scores(reference / "memory")}
@@ -290,31 +363,24 @@ def test_a_worker_crash_in_one_arm_is_charged_to_that_arm_and_its_memory_restore
     memory = json.loads((result / "memory" / "summary.json").read_text(encoding="utf-8"))
     control = json.loads((result / "control" / "summary.json").read_text(encoding="utf-8"))
     assert [(f["stream"], f["task_id"]) for f in memory["failed_episodes"]] == [("sample_facts", "f06")]
+    assert "crashed" in memory["failed_episodes"][0]["reason"]
     assert control["failed_episodes"] == []
-
-
-def test_an_accuracy_threshold_applies_to_every_arm_or_to_the_one_it_names(pytester: pytest.Pytester) -> None:
-    every = _run(pytester, CONTROL, MEMORY, "--evomemory-min-accuracy=0.5")
-    assert every.ret == 1  # the control arm's 0 % misses it
-    every.stdout.fnmatch_lines(["MISSED: overall accuracy 0.0%, minimum 50.0%", "met: overall accuracy 58.3%, minimum 50.0%"])
-    named = _run(pytester, CONTROL, MEMORY, "--evomemory-min-accuracy=sample_memory:sample_facts=0.5")
-    assert named.ret == 0, named.stdout.str()
-    named.stdout.fnmatch_lines(["met: sample_facts accuracy 58.3%, minimum 50.0%"])
-    assert "MISSED" not in named.stdout.str()
 
 
 # Under -n 2 only: the arms' serial path is the smoke test above, and a resume's serial
 # path is tests/plugin/test_resume.py's.
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [["-n", "2"]], ids=["xdist"])
 def test_an_interrupted_session_of_arms_resumes_whole(
-    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: list[str]
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, uninterrupted: Path, workers: list[str]
 ) -> None:
     """kill -9 in the memory arm's first stream: --evomemory-resume on the session's
     directory finishes both arms (the memory arm from its snapshot) and compares
     them; the scores equal an uninterrupted session's."""
-    arms = _crashing_arms_with_reference(pytester, monkeypatch)
+    arms = _crashing_arms(pytester, monkeypatch)
     monkeypatch.setenv("KILL_AT", "f06/feedback")
-    killed = _run(pytester, *arms, "--evomemory-output-dir=session")
+    # the run kills its own process: a subprocess
+    killed = pytester.runpytest_subprocess("-p", "no:randomly", *arms, "--evomemory-output-dir=session")
     assert killed.ret != 0
     session = pytester.path / "session"
     manifest = json.loads((session / "arms.json").read_text(encoding="utf-8"))
@@ -326,9 +392,8 @@ def test_an_interrupted_session_of_arms_resumes_whole(
     assert "test_task[control:" not in output  # the control arm had finished: nothing of it runs again
     assert "test_task[memory:sample_facts/f01]" not in output
     assert "test_task[memory:sample_facts/f06]" in output  # the killed episode runs again
-    reference = pytester.path / "reference"
     for name in ("control", "memory"):
-        assert _scores(session / name) == _scores(reference / name)
+        assert _scores(session / name) == _scores(uninterrupted / name)
     assert _comparison(session)["overall"]["vs_baseline"][0]["paired_tasks"] == 24
     # a manifest cannot be combined with configs of the command line
     both = _run(pytester, "--evomemory-resume=session", *arms)

@@ -1,7 +1,11 @@
 """What a run guarantees about its episodes (issue 14, section 3), through pytest
 as a user runs it, serially and under ``-n 2``: lossless text, no task counted
 twice, failures charged where they happened, stream order, feedback after every
-task, resume of the same config only, and the user's own tracebacks."""
+task, resume of the same config only, and the user's own tracebacks.
+
+Sessions run in this process (``pytester.runpytest``; under ``-n 2`` the workers are
+processes anyway); only a run that kills itself, or is interrupted by the agent, runs
+in a subprocess. One ``-n 2`` session checks where failures are charged under xdist."""
 
 from __future__ import annotations
 
@@ -13,10 +17,9 @@ import pytest
 
 from pytest_evomemory.rundir import read_jsonl
 
-from .guarantee_project import calls, make_project
+from .guarantee_project import calls, importable_by_xdist_workers, make_project
 
 RUN_DIR = Path("evomemory-results") / "g"
-XDIST = pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
 
 
 def summary_of(directory: Path) -> dict[str, Any]:
@@ -25,13 +28,14 @@ def summary_of(directory: Path) -> dict[str, Any]:
 
 @pytest.fixture
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
-    return make_project(pytester, monkeypatch)
+    path = make_project(pytester, monkeypatch)
+    importable_by_xdist_workers(pytester)
+    return path
 
 
 def run(pytester: pytest.Pytester, workers: list[str], *args: str) -> pytest.RunResult:
-    if workers:
-        return pytester.runpytest_subprocess("-p", "no:randomly", "--evomemory-config=run.yaml", *workers, *args)
-    return pytester.runpytest("-p", "no:randomly", "--evomemory-config=run.yaml", *args)
+    """A session of run.yaml in this process."""
+    return pytester.runpytest("-p", "no:randomly", "--evomemory-config=run.yaml", *workers, *args)
 
 
 # --------------------------------------------------------------------------- text
@@ -62,7 +66,7 @@ def test_no_character_splits_a_record_and_a_killed_run_resumes_to_the_same_memor
 ) -> None:
     _nasty_stream(project)
     monkeypatch.setenv("ACTIONS", json.dumps({"t3/task": "surrogate"}))
-    reference = pytester.runpytest_subprocess("--evomemory-config=run.yaml", "--evomemory-output-dir=reference")
+    reference = pytester.runpytest("--evomemory-config=run.yaml", "--evomemory-output-dir=reference")
     assert reference.ret == 0 and "Traceback" not in reference.stderr.str(), reference.stderr.str()
     ref = project / "reference"
     scores = read_jsonl(ref / "scores.jsonl")
@@ -82,9 +86,10 @@ def test_no_character_splits_a_record_and_a_killed_run_resumes_to_the_same_memor
         assert line.isascii()  # nothing a reader could split on
 
     monkeypatch.setenv("ACTIONS", json.dumps({"t3/task": "surrogate", "t11/task": "sigkill"}))
+    # the run kills its own process: a subprocess
     pytester.runpytest_subprocess("--evomemory-config=run.yaml", "--evomemory-output-dir=killed")
     monkeypatch.setenv("ACTIONS", json.dumps({"t3/task": "surrogate"}))
-    resumed = pytester.runpytest_subprocess("--evomemory-resume=killed")
+    resumed = pytester.runpytest("--evomemory-resume=killed")
     assert resumed.ret == 0, resumed.stdout.str() + resumed.stderr.str()
     assert read_jsonl(project / "killed" / "scores.jsonl") == scores
 
@@ -92,6 +97,7 @@ def test_no_character_splits_a_record_and_a_killed_run_resumes_to_the_same_memor
 # --------------------------------------------------------------------------- counting
 
 
+@pytest.mark.slow
 def test_a_worker_crashing_in_a_feedback_turn_never_counts_a_task_twice(
     pytester: pytest.Pytester, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -107,8 +113,8 @@ def test_a_worker_crashing_in_a_feedback_turn_never_counts_a_task_twice(
     assert [(f["task_id"], f["phase"]) for f in summary["failed_episodes"]] == [("f02", "feedback")]
 
 
-@XDIST
-def test_a_stream_teardown_failure_is_charged_to_that_stream(pytester: pytest.Pytester, project: Path, workers: list[str]) -> None:
+def _closing_memory(project: Path) -> None:
+    """A memory whose close fails for sample_facts only."""
     (project / "closing_memory.py").write_text(
         "from pytest_evomemory.memory import InProcessMemory\n"
         "class Closing(InProcessMemory):\n"
@@ -125,7 +131,13 @@ def test_a_stream_teardown_failure_is_charged_to_that_stream(pytester: pytest.Py
     (project / "run.yaml").write_text(
         (project / "run.yaml").read_text().replace("backend: inprocess", "backend: 'closing_memory:create'")
     )
-    result = run(pytester, workers)
+
+
+# Serially here and in the next tests; under -n 2 by
+# test_failures_are_charged_where_they_happen_under_xdist below.
+def test_a_stream_teardown_failure_is_charged_to_that_stream(pytester: pytest.Pytester, project: Path) -> None:
+    _closing_memory(project)
+    result = run(pytester, [])
     outcomes = result.parseoutcomes()
     assert outcomes.get("passed") == 6, result.stdout.str()  # c01 is not charged with it
     summary = summary_of(project / RUN_DIR)
@@ -139,28 +151,32 @@ def test_a_stream_teardown_failure_is_charged_to_that_stream(pytester: pytest.Py
 # --------------------------------------------------------------------------- order
 
 
-@pytest.mark.parametrize("option", ["--ff", "--lf", "--sw", "--nf"])
+@pytest.mark.slow
 def test_cache_options_cannot_change_the_order_of_a_stream(
-    pytester: pytest.Pytester, project: Path, monkeypatch: pytest.MonkeyPatch, option: str
+    pytester: pytest.Pytester, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """After a run with failures (in pytest's cache), each option reruns with the
+    stream order kept; every run fails the same tasks, so each meets that cache
+    (--sw last: it stops at the first failure)."""
     monkeypatch.setenv("ACTIONS", json.dumps({"f03/task": "raise", "c02/task": "raise"}))
     pytester.runpytest("-p", "no:randomly", "--evomemory-config=run.yaml")
-    (project / "calls.log").unlink()
-    pytester.runpytest("-p", "no:randomly", "--evomemory-config=run.yaml", option)
-    for stream in ("sample_facts", "sample_choice"):
-        tasks = [line.split("/")[1] for line in calls(project) if line.startswith(stream) and line.endswith("/task")]
-        assert tasks == sorted(tasks), (option, tasks)
+    for option in ("--ff", "--lf", "--nf", "--sw"):
+        (project / "calls.log").unlink()
+        pytester.runpytest("-p", "no:randomly", "--evomemory-config=run.yaml", option)
+        for stream in ("sample_facts", "sample_choice"):
+            tasks = [line.split("/")[1] for line in calls(project) if line.startswith(stream) and line.endswith("/task")]
+            assert tasks or option == "--sw", (option, stream)  # --sw stops at f03
+            assert tasks == sorted(tasks), (option, tasks)
 
 
 # --------------------------------------------------------------------------- feedback
 
 
-@XDIST
 def test_a_failed_feedback_turn_is_a_failed_episode_in_the_summary_and_the_exit_status(
-    pytester: pytest.Pytester, project: Path, monkeypatch: pytest.MonkeyPatch, workers: list[str]
+    pytester: pytest.Pytester, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ACTIONS", json.dumps({"f02/feedback": "raise"}))
-    result = run(pytester, workers)
+    result = run(pytester, [])
     assert result.ret == pytest.ExitCode.TESTS_FAILED
     summary = summary_of(project / RUN_DIR)
     (failure,) = summary["failed_episodes"]
@@ -180,6 +196,31 @@ def test_feedback_follows_a_failed_task_turn_with_no_answer(
     assert "Your submitted answer: (no answer)" in json.dumps(feedback["messages"])
 
 
+@pytest.mark.slow
+def test_failures_are_charged_where_they_happen_under_xdist(
+    pytester: pytest.Pytester, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One -n 2 session for the two tests above: a failed feedback turn is f02's failed
+    episode (with its traceback), the teardown failure is sample_facts' alone (no
+    task of sample_choice is charged with it), and both fail the session."""
+    _closing_memory(project)
+    monkeypatch.setenv("ACTIONS", json.dumps({"f02/feedback": "raise"}))
+    result = run(pytester, ["-n", "2"])
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    # every task passed (none of sample_choice is charged with the teardown); f02's
+    # failed feedback turn is an error of its item
+    outcomes = result.parseoutcomes()
+    assert (outcomes.get("passed"), outcomes.get("errors", outcomes.get("error"))) == (6, 1), result.stdout.str()
+    result.stdout.fnmatch_lines(["ERROR evomemory::test_task[[]sample_facts/f02[]]*"])
+    summary = summary_of(project / RUN_DIR)
+    failures = {(f["stream"], f["task_id"], f["phase"]): f for f in summary["failed_episodes"]}
+    assert set(failures) == {("sample_facts", "f02", "feedback"), ("sample_facts", None, "teardown")}
+    assert "deep_user_helper" in failures["sample_facts", "f02", "feedback"].get("traceback", "")
+    assert "cannot flush the index" in failures["sample_facts", None, "teardown"]["reason"]
+    assert summary["streams"]["sample_choice"]["errors"] == 0
+    assert summary["passed"] is False and summary["completion"]["complete"] is True
+
+
 # --------------------------------------------------------------------------- resume
 
 
@@ -187,7 +228,8 @@ def test_resume_refuses_another_config_and_an_ini_config_never_replaces_the_runs
     pytester: pytest.Pytester, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("ACTIONS", json.dumps({"c02/task": "interrupt"}))
-    assert pytester.runpytest_subprocess("--evomemory-config=run.yaml").ret == pytest.ExitCode.INTERRUPTED
+    interrupted = pytester.runpytest("--evomemory-config=run.yaml", no_reraise_ctrlc=True)
+    assert interrupted.ret == pytest.ExitCode.INTERRUPTED
     monkeypatch.delenv("ACTIONS")
     (project / "other.yaml").write_text((project / "run.yaml").read_text().replace("limit: 3", "limit: 2"))
     refused = pytester.runpytest("--evomemory-config=other.yaml", f"--evomemory-resume={RUN_DIR}")

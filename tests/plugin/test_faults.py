@@ -139,8 +139,8 @@ def test_summary_is_written_even_when_the_run_is_interrupted(pytester: pytest.Py
     (pytester.path / "run.yaml").write_text(
         "benchmark: {benchmark: sample}\nagent: {kind: 'interrupting_agent:create'}\n", encoding="utf-8"
     )
-    # in a subprocess: in-process pytester re-raises the interrupt into this session
-    result = pytester.runpytest_subprocess("--evomemory-config=run.yaml", "-p", "no:randomly")
+    # no_reraise_ctrlc: the agent's interrupt is the session's, not this test process's
+    result = pytester.runpytest("--evomemory-config=run.yaml", "-p", "no:randomly", no_reraise_ctrlc=True)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     run_dir = Path(pytester.path / "evomemory-results" / "run")
     summary = json.loads((run_dir / "summary.json").read_text())

@@ -13,9 +13,12 @@ from pathlib import Path
 import pytest
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize(
+    "workers", [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.slow)]
+)
 def test_locomo_sample_runs_ingestion_then_questions(pytester: pytest.Pytester, workers: list[str]) -> None:
-    result = pytester.runpytest_subprocess(
+    # in process: under -n 2 the workers are processes anyway
+    result = pytester.runpytest(
         "--evomemory-config=locomo_sample_memory", "--evomemory-set=benchmark.ingest=agent",
         "--evomemory-min-accuracy=0.05", "-p", "no:randomly", "-v", *workers,
     )

@@ -164,12 +164,8 @@ def test_each_stream_reports_its_progress_and_final_line(pytester: pytest.Pytest
     assert not [line for line in silent.outlines if line.startswith("evomemory sample_")]
 
 
-def test_progress_under_xdist_comes_from_the_controller(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess("--evomemory-config=sample_memory", "-n", "2", "-p", "no:randomly")
-    result.assert_outcomes(passed=24)
-    finals = sorted(line for line in result.outlines if line.startswith("evomemory sample_") and "12/12" in line)
-    assert [line.split(":")[0] for line in finals] == ["evomemory sample_choice", "evomemory sample_facts"]
-    assert all("acc 58.3%" in line for line in finals)
+# Progress under xdist comes from the controller: asserted by the -n 2 session of
+# tests/plugin/test_control_arm.py::test_a_memory_stream_stays_whole_on_one_worker_and_the_run_equals_the_serial_one.
 
 
 # Marks its one model call as a response-cache replay, as TinyAgent does for a hit.

@@ -20,7 +20,7 @@ def summary_of(directory: Path) -> dict[str, Any]:
 
 
 def test_main_job_runs_in_a_fresh_directory_prints_the_table_and_writes_artefacts(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "-p", "no:randomly")
+    result = pytester.runpytest(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "-p", "no:randomly")
     result.assert_outcomes(passed=24)
     result.stdout.fnmatch_lines([
         "*evomemory: sample_memory*",
@@ -313,27 +313,9 @@ def test_a_failed_episode_fails_its_test_counts_as_wrong_and_the_stream_goes_on(
     assert summary_of(run_dir)["failed_episodes"][0]["task_id"] == "f02"
 
 
-def test_parallel_run_with_xdist_equals_the_serial_run(pytester: pytest.Pytester) -> None:
-    serial = pytester.runpytest_subprocess(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--evomemory-output-dir=serial")
-    serial.assert_outcomes(passed=24)
-    parallel = pytester.runpytest_subprocess(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--evomemory-output-dir=parallel", "-n", "2")
-    parallel.assert_outcomes(passed=24)
-    a, b = pytester.path / "serial", pytester.path / "parallel"
-    assert (a / "scores.jsonl").read_text() == (b / "scores.jsonl").read_text()
-
-    def stable(summary: dict[str, Any]) -> dict[str, Any]:
-        for block in [summary["overall"], *summary["streams"].values()]:
-            block.pop("seconds")
-            block["per_stimulus"].pop("seconds")
-        return {k: v for k, v in summary.items() if k not in ("started", "finished")}
-
-    assert stable(summary_of(a)) == stable(summary_of(b))
-
-    def by_task(path: Path) -> list[tuple[str, str, str, Any]]:
-        rows = read_jsonl(path / "responses.jsonl")
-        return sorted((r["stream"], r["task_id"], r["kind"], r["final_answer"]) for r in rows)
-
-    assert by_task(a) == by_task(b)
+# A parallel run equals the serial run: tests/plugin/test_control_arm.py
+# (test_a_memory_stream_stays_whole_on_one_worker_and_the_run_equals_the_serial_one,
+# and test_a_control_stream_runs_on_every_worker_with_serial_results).
 
 
 def test_module_is_importable_without_pytest_running() -> None:
@@ -350,7 +332,7 @@ def test_module_is_importable_without_pytest_running() -> None:
 
 def test_runs_with_xdist_disabled_under_strict_markers_and_warnings_as_errors(pytester: pytest.Pytester) -> None:
     """Only the marks the plugin registers: -p no:xdist must not meet an unknown mark."""
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(
         f"--evomemory-config={SAMPLE_MEMORY_RUN}", "-p", "no:xdist", "--strict-markers", "-W", "error",
         "--evomemory-limit=2",
     )
@@ -358,6 +340,7 @@ def test_runs_with_xdist_disabled_under_strict_markers_and_warnings_as_errors(py
     assert "warnings summary" not in result.stdout.str()
 
 
+@pytest.mark.slow  # what a fresh process imports: two subprocesses
 def test_the_plugin_imports_nothing_of_the_core_until_a_run_config_turns_it_on(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -392,7 +375,7 @@ def test_the_plugin_imports_nothing_of_the_core_until_a_run_config_turns_it_on(
 
 
 def test_dist_each_is_refused_before_any_worker_runs_a_stream(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "-n", "2", "--dist", "each")
+    result = pytester.runpytest(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "-n", "2", "--dist", "each")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*evomemory: --dist each would run every stream on every worker*"])
     assert not (pytester.path / "evomemory-results" / "sample_memory" / "scores.jsonl").exists()

@@ -18,7 +18,7 @@ from ..schema import assert_json_report_valid
 def test_replicates_run_as_arms_with_their_own_memory(pytester: pytest.Pytester, workers: list[str]) -> None:
     args = ["-p", "no:randomly", f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--evomemory-repeats=2",
             "--evomemory-output-dir=rep", "-v", "--json-report", "--json-report-file=report.json", *workers]
-    result = pytester.runpytest_subprocess(*args) if workers else pytester.runpytest(*args)
+    result = pytester.runpytest(*args)  # in process: under -n 2 the workers are processes anyway
     assert result.ret == 0, result.stdout.str()
     result.assert_outcomes(passed=48)
     output = result.stdout.str()

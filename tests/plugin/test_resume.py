@@ -1,4 +1,8 @@
-"""Interrupted runs resume to exactly the scores of an uninterrupted run."""
+"""Interrupted runs resume to exactly the scores of an uninterrupted run.
+
+Sessions run in this process (``pytester.runpytest``; under ``-n 2`` the workers are
+processes anyway); only a run that kills or interrupts itself with a signal runs in a
+subprocess."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ from typing import Any
 import pytest
 
 from ..conftest import read_jsonl
+from .guarantee_project import importable_by_xdist_workers
 
 # An agent that answers from memory (so a wrongly restored memory changes scores)
 # and kills its own process at a chosen stimulus, like a crash or a Ctrl-C would.
@@ -47,10 +52,31 @@ memory: {backend: inprocess}
 
 
 @pytest.fixture
-def project(pytester: pytest.Pytester) -> pytest.Pytester:
+def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    """The killable agent, importable by this process, a subprocess (PYTHONPATH) and
+    xdist's workers."""
     pytester.makepyfile(killable_agent=KILLABLE_AGENT)
     (pytester.path / "run.yaml").write_text(RUN, encoding="utf-8")
+    pytester.syspathinsert()
+    importable_by_xdist_workers(pytester)
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(filter(None, [str(pytester.path), os.environ.get("PYTHONPATH")])))
     return pytester
+
+
+def _run(project: pytest.Pytester, *args: str) -> pytest.RunResult:
+    """A session in this process."""
+    return project.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", *args)
+
+
+def _reference(project: pytest.Pytester) -> dict[str, Any]:
+    """The uninterrupted run's scores and overall figures, made once per test process."""
+    if not _REFERENCE:
+        reference = _run(project, "--evomemory-config=run.yaml", "--evomemory-output-dir=reference")
+        reference.assert_outcomes(passed=24)
+        (project.path / "calls.log").unlink()
+        _REFERENCE["scores"] = scores(project.path / "reference")
+        _REFERENCE["overall"] = json.loads((project.path / "reference" / "summary.json").read_text())["overall"]
+    return _REFERENCE
 
 
 def scores(directory: Path) -> list[tuple[str, str, bool, str | None]]:
@@ -61,49 +87,44 @@ def scores(directory: Path) -> list[tuple[str, str, bool, str | None]]:
 _REFERENCE: dict[str, Any] = {}
 
 
-# A kill -9 at a task turn (and with every memory) is the resume matrix's
-# (tests/plugin/test_resume_matrix.py); here: a kill -9 in a feedback turn and Ctrl-C,
-# and that no completed episode is sent to the agent again.
-@pytest.mark.parametrize(("kill_at", "signal_name"), [("f06/feedback", "SIGKILL"), ("c03/task", "SIGINT")])
-def test_killed_run_resumes_to_the_uninterrupted_result(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, kill_at: str, signal_name: str
+def _assert_resumed_as_uninterrupted(
+    project: pytest.Pytester, reference: dict[str, Any], before: list[str], killed: tuple[str, str], tasks: int
 ) -> None:
-    env_path = f"{project.path}"
-    monkeypatch.setenv("PYTHONPATH", env_path)
-    if not _REFERENCE:
-        reference = project.runpytest_subprocess("--evomemory-config=run.yaml", "--evomemory-output-dir=reference")
-        reference.assert_outcomes(passed=24)
-        (project.path / "calls.log").unlink()
-        _REFERENCE["scores"] = scores(project.path / "reference")
-        _REFERENCE["overall"] = json.loads((project.path / "reference" / "summary.json").read_text())["overall"]
-
-    monkeypatch.setenv("KILL_AT", kill_at)
-    monkeypatch.setenv("KILL_SIGNAL", signal_name)
-    killed = project.runpytest_subprocess("--evomemory-config=run.yaml", "--evomemory-output-dir=interrupted")
-    assert killed.ret != 0
-    before = (project.path / "calls.log").read_text().splitlines()
-    (project.path / "calls.log").unlink()
-    if signal_name == "SIGINT":
-        # pytest handled the interrupt: the summary of what ran is there
-        assert json.loads((project.path / "interrupted" / "summary.json").read_text())["overall"]["tasks"] > 0
-
-    monkeypatch.delenv("KILL_AT")
-    resumed = project.runpytest_subprocess("--evomemory-resume=interrupted")
-    assert resumed.ret == 0, resumed.stdout.str()
+    """The resumed run in ``interrupted/`` equals the uninterrupted ``reference`` and
+    sent no completed episode (``before``: the killed run's calls) to the agent again."""
     after = (project.path / "calls.log").read_text().splitlines()
-
-    assert scores(project.path / "interrupted") == _REFERENCE["scores"]
+    assert scores(project.path / "interrupted") == reference["scores"]
     summary = json.loads((project.path / "interrupted" / "summary.json").read_text())
     for key in ("tasks", "correct", "stimuli", "agent_turns", "memory_retains", "memory_recalls"):
-        assert summary["overall"][key] == _REFERENCE["overall"][key], key
+        assert summary["overall"][key] == reference["overall"][key], key
     # completed episodes were not sent to the agent again
-    killed_stream, killed_task = ("sample_facts", "f06") if kill_at.startswith("f") else ("sample_choice", "c03")
+    killed_stream, killed_task = killed
     completed = [line for line in before if not line.startswith(f"{killed_stream}/{killed_task}/")]
     assert not set(completed) & set(after)
     assert after[0] == f"{killed_stream}/{killed_task}/task"
     responses = read_jsonl(project.path / "interrupted" / "responses.jsonl")
-    assert len(responses) == 48
-    assert len({(r["stream"], r["task_id"], r["kind"]) for r in responses}) == 48
+    assert len(responses) == 2 * tasks
+    assert len({(r["stream"], r["task_id"], r["kind"]) for r in responses}) == 2 * tasks
+
+
+# A kill -9 at a task turn (and with every memory) is the resume matrix's
+# (tests/plugin/test_resume_matrix.py); here: a kill -9 in a feedback turn (Ctrl-C in
+# the second stream: test_ctrl_c_says_how_to_continue_and_resume_keeps_the_runs_limit),
+# and that no completed episode is sent to the agent again.
+@pytest.mark.slow
+def test_killed_run_resumes_to_the_uninterrupted_result(project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
+    reference = _reference(project)
+    monkeypatch.setenv("KILL_AT", "f06/feedback")
+    monkeypatch.setenv("KILL_SIGNAL", "SIGKILL")
+    # the run kills its own process: a subprocess
+    killed = project.runpytest_subprocess("--evomemory-config=run.yaml", "--evomemory-output-dir=interrupted")
+    assert killed.ret != 0
+    before = (project.path / "calls.log").read_text().splitlines()
+    (project.path / "calls.log").unlink()
+    monkeypatch.delenv("KILL_AT")
+    resumed = _run(project, "--evomemory-resume=interrupted")
+    assert resumed.ret == 0, resumed.stdout.str()
+    _assert_resumed_as_uninterrupted(project, reference, before, ("sample_facts", "f06"), 24)
 
 
 def test_resume_of_a_directory_without_a_run_is_a_clear_usage_error(pytester: pytest.Pytester) -> None:
@@ -132,29 +153,9 @@ def test_max_errors_stops_the_session(pytester: pytest.Pytester) -> None:
     result.stdout.fnmatch_lines(["*3 failed episodes reached --evomemory-max-errors*"])
 
 
-def test_an_xdist_worker_crash_loses_no_other_streams_results_and_restores_memory(
-    project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.setenv("PYTHONPATH", str(project.path))
-    reference = project.runpytest_subprocess("--evomemory-config=run.yaml", "--evomemory-output-dir=reference")
-    reference.assert_outcomes(passed=24)
-    monkeypatch.setenv("KILL_AT", "f06/task")
-    monkeypatch.setenv("KILL_SIGNAL", "SIGKILL")
-    crashed = project.runpytest_subprocess("--evomemory-config=run.yaml", "--evomemory-output-dir=crashed", "-n", "2")
-    crashed.stdout.fnmatch_lines(["*worker*crashed*"])
-    crashed.assert_outcomes(passed=23, failed=1)
-    got = {(s[0], s[1]): s for s in scores(project.path / "crashed")}
-    expected = {(s[0], s[1]): s for s in scores(project.path / "reference")}
-    assert set(got) == set(expected)
-    failed = got.pop(("sample_facts", "f06"))
-    assert failed[2] is False
-    expected.pop(("sample_facts", "f06"))
-    # every other task, including sample_facts after the crash, scored as without a crash
-    # (f06 is a first occurrence, so its missing feedback changes no later answer)
-    assert got == expected
-    summary = json.loads((project.path / "crashed" / "summary.json").read_text())
-    assert summary["failed_episodes"][0]["task_id"] == "f06"
-    assert "crashed" in summary["failed_episodes"][0]["reason"]
+# An xdist worker crash loses no other stream's results and restores the stream's
+# memory: tests/plugin/test_arms.py::test_a_worker_crash_in_one_arm_is_charged_to_that_arm_and_its_memory_restored
+# (the same crash, in the memory arm of a session of two arms).
 
 
 def test_a_run_killed_after_its_last_episode_gets_its_summary_on_resume(
@@ -162,7 +163,6 @@ def test_a_run_killed_after_its_last_episode_gets_its_summary_on_resume(
 ) -> None:
     """Every episode completed, the summary never written: resuming runs no task and
     writes the summary of the recorded results."""
-    monkeypatch.syspath_prepend(project.path)
     project.runpytest("--evomemory-config=run.yaml", "--evomemory-output-dir=out").assert_outcomes(passed=24)
     out = project.path / "out"
     expected = json.loads((out / "summary.json").read_text(encoding="utf-8"))
@@ -176,34 +176,48 @@ def test_a_run_killed_after_its_last_episode_gets_its_summary_on_resume(
     assert (out / "report.html").is_file()
 
 
+@pytest.mark.slow
 def test_ctrl_c_says_how_to_continue_and_resume_keeps_the_runs_limit(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A user stops `--evomemory-limit=4` with Ctrl-C and types what the terminal says:
-    the limit is part of the run, so the resume continues with it; a resume that
-    changes it is refused naming the setting that differs."""
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(project.path), os.environ.get("PYTHONPATH", "")]))
-    monkeypatch.setenv("KILL_AT", "f03/task")
+    """A user stops `--evomemory-limit=4` with Ctrl-C in the second stream and types
+    what the terminal says: the limit is part of the run, so the resume continues with
+    it, to the uninterrupted run's result; a resume that changes it is refused naming
+    the setting that differs."""
+    uninterrupted = _run(project, "--evomemory-config=run.yaml", "--evomemory-limit=4", "--evomemory-output-dir=reference")
+    uninterrupted.assert_outcomes(passed=8)
+    (project.path / "calls.log").unlink()
+    reference = {
+        "scores": scores(project.path / "reference"),
+        "overall": json.loads((project.path / "reference" / "summary.json").read_text())["overall"],
+    }
+    monkeypatch.setenv("KILL_AT", "c03/task")
     monkeypatch.setenv("KILL_SIGNAL", "SIGINT")
+    # the run signals its own process: a subprocess
     killed = project.runpytest_subprocess("--evomemory-config=run.yaml", "--evomemory-limit=4",
                                           "--evomemory-output-dir=interrupted")
     assert killed.ret != 0
     killed.stdout.fnmatch_lines([
-        "evomemory: the run is incomplete: 2 of 8 planned tasks ran (interrupted (Ctrl-C)); *",
+        "evomemory: the run is incomplete: 6 of 8 planned tasks ran (interrupted (Ctrl-C)); *",
         "evomemory: to continue where it stopped: pytest --evomemory-resume=interrupted",
     ])
+    # pytest handled the interrupt: the summary of what ran is there
+    assert json.loads((project.path / "interrupted" / "summary.json").read_text())["overall"]["tasks"] == 6
+    before = (project.path / "calls.log").read_text().splitlines()
+    (project.path / "calls.log").unlink()
     monkeypatch.delenv("KILL_AT")
 
-    changed = project.runpytest_subprocess("--evomemory-resume=interrupted", "--evomemory-limit=3")
+    changed = _run(project, "--evomemory-resume=interrupted", "--evomemory-limit=3")
     assert changed.ret == pytest.ExitCode.USAGE_ERROR
     changed.stderr.fnmatch_lines(["*the run config differs from the interrupted run's at benchmark.limit (was 4, now 3)*"])
 
-    resumed = project.runpytest_subprocess("--evomemory-resume=interrupted")
+    resumed = _run(project, "--evomemory-resume=interrupted")
     assert resumed.ret == 0, resumed.stdout.str()
-    resumed.assert_outcomes(passed=6, deselected=2)
+    resumed.assert_outcomes(passed=2, deselected=6)
     summary = json.loads((project.path / "interrupted" / "summary.json").read_text(encoding="utf-8"))
     assert summary["completion"]["complete"] and summary["overall"]["tasks"] == 8
     assert "to continue where it stopped" not in resumed.stdout.str()
+    _assert_resumed_as_uninterrupted(project, reference, before, ("sample_choice", "c03"), 8)
 
 
 def test_a_selection_of_tasks_is_incomplete_without_a_resume_hint(pytester: pytest.Pytester) -> None:

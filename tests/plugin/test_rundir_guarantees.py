@@ -1,6 +1,10 @@
 """What the run directory guarantees (issue 14, section 3), through pytest as a user
 runs it: earlier results survive, one writer at a time, safe run names, honest
-completion, and clear errors when the directory cannot be written."""
+completion, and clear errors when the directory cannot be written.
+
+Sessions run in this process (``pytester.runpytest``; under ``-n 2`` the workers are
+processes anyway); a run that must be signalled or held open while another starts
+runs in the background."""
 
 from __future__ import annotations
 
@@ -19,7 +23,7 @@ from pytest_evomemory.cli import main as evomemory
 from pytest_evomemory.plugin.items import ITEMS_MODULE
 
 from ..conftest import read_jsonl
-from .guarantee_project import calls, make_project, start_pytest, wait_for
+from .guarantee_project import calls, importable_by_xdist_workers, make_project, start_pytest, wait_for
 
 RUN_DIR = Path("evomemory-results") / "g"
 
@@ -30,7 +34,9 @@ def summary_of(directory: Path) -> dict[str, Any]:
 
 @pytest.fixture
 def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
-    return make_project(pytester, monkeypatch)
+    path = make_project(pytester, monkeypatch)
+    importable_by_xdist_workers(pytester)
+    return path
 
 
 # --------------------------------------------------------------------------- fewer tasks
@@ -45,7 +51,7 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
         (["-k", "f01"], True),
         (["--evomemory-limit=1"], True),
         (["NODEID"], True),
-        (["-k", "f01 or c01", "-n", "2"], True),
+        pytest.param(["-k", "f01 or c01", "-n", "2"], True, marks=pytest.mark.slow),
     ],
     ids=["usage-error", "not-evomemory", "collect-only", "k", "limit", "node-id", "k-xdist"],
 )
@@ -57,10 +63,7 @@ def test_a_run_of_fewer_tasks_never_destroys_an_earlier_complete_run(
     complete = {name: (run_dir / name).read_bytes() for name in ("scores.jsonl", "summary.json", "responses.jsonl")}
     if args == ["NODEID"]:
         args = [f"{ITEMS_MODULE}::test_task[sample_facts/f02]"]
-    if "-n" in args:
-        pytester.runpytest_subprocess("--evomemory-config=run.yaml", *args)
-    else:
-        pytester.runpytest("--evomemory-config=run.yaml", *args)
+    pytester.runpytest("--evomemory-config=run.yaml", *args)
     if runs_tasks and "--evomemory-limit=1" in args:
         # a limit is the new run's plan (complete): the earlier run moves aside, byte for byte
         (kept,) = (run_dir / "history").iterdir()
@@ -85,10 +88,10 @@ def test_resume_and_compare_work_beside_the_history_of_earlier_runs(pytester: py
     pytester.runpytest("--evomemory-config=run.yaml").assert_outcomes(passed=6)
     reference = (project / RUN_DIR / "scores.jsonl").read_text()
     monkeypatch.setenv("ACTIONS", json.dumps({"c02/task": "interrupt"}))
-    interrupted = pytester.runpytest_subprocess("--evomemory-config=run.yaml")
+    interrupted = pytester.runpytest("--evomemory-config=run.yaml", no_reraise_ctrlc=True)
     assert interrupted.ret == pytest.ExitCode.INTERRUPTED
     monkeypatch.delenv("ACTIONS")
-    resumed = pytester.runpytest_subprocess(f"--evomemory-resume={RUN_DIR}")
+    resumed = pytester.runpytest(f"--evomemory-resume={RUN_DIR}")
     assert resumed.ret == 0, resumed.stdout.str()
     run_dir = project / RUN_DIR
     assert (run_dir / "scores.jsonl").read_text() == reference
@@ -101,28 +104,25 @@ def test_resume_and_compare_work_beside_the_history_of_earlier_runs(pytester: py
 # --------------------------------------------------------------------------- one writer
 
 
-def test_a_second_concurrent_run_is_refused_naming_the_first_and_kill_9_frees_the_directory(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.slow
+def test_a_second_concurrent_run_is_refused_naming_the_first_and_kill_9_frees_the_directory(
+    pytester: pytest.Pytester, project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ACTIONS", json.dumps({"f02/task": "wait"}))
-    first = start_pytest(project, "--evomemory-config=run.yaml")
+    first = start_pytest(project, "--evomemory-config=run.yaml")  # in the background, as another terminal
     try:
         wait_for(project / "waiting", first)
         monkeypatch.delenv("ACTIONS")
-        second = subprocess.run(
-            [sys.executable, "-m", "pytest", "-p", "no:randomly", "--evomemory-config=run.yaml"],
-            cwd=project, capture_output=True, text=True, timeout=120,
-        )
-        assert second.returncode == pytest.ExitCode.USAGE_ERROR
-        assert f"is in use by another run: process {first.pid} started" in second.stderr
-        assert "--evomemory-config=run.yaml" in second.stderr
-        assert "Traceback" not in second.stderr + second.stdout
+        second = pytester.runpytest("-p", "no:randomly", "--evomemory-config=run.yaml")
+        assert second.ret == pytest.ExitCode.USAGE_ERROR
+        assert f"is in use by another run: process {first.pid} started" in second.stderr.str()
+        assert "--evomemory-config=run.yaml" in second.stderr.str()
+        assert "Traceback" not in second.stderr.str() + second.stdout.str()
     finally:
         first.kill()  # SIGKILL: no handler runs, the OS drops the lock
         first.wait()
-    third = subprocess.run(
-        [sys.executable, "-m", "pytest", "-p", "no:randomly", "--evomemory-config=run.yaml"],
-        cwd=project, capture_output=True, text=True, timeout=120,
-    )
-    assert third.returncode == 0, third.stdout + third.stderr
+    third = pytester.runpytest("-p", "no:randomly", "--evomemory-config=run.yaml")
+    assert third.ret == 0, third.stdout.str() + third.stderr.str()
     assert summary_of(project / RUN_DIR)["completion"]["complete"] is True
 
 
@@ -184,7 +184,7 @@ def test_an_incomplete_run_never_passes_a_threshold(pytester: pytest.Pytester, p
 
 def test_ctrl_c_marks_the_run_incomplete(pytester: pytest.Pytester, project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ACTIONS", json.dumps({"f03/task": "interrupt"}))
-    result = pytester.runpytest_subprocess("--evomemory-config=run.yaml")
+    result = pytester.runpytest("--evomemory-config=run.yaml", no_reraise_ctrlc=True)
     assert result.ret == pytest.ExitCode.INTERRUPTED
     completion = summary_of(project / RUN_DIR)["completion"]
     assert (completion["complete"], completion["tasks_run"], completion["tasks_planned"]) == (False, 2, 6)
@@ -192,6 +192,7 @@ def test_ctrl_c_marks_the_run_incomplete(pytester: pytest.Pytester, project: Pat
     assert evomemory(["report", str(project / RUN_DIR)]) == 0
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
 def test_sigterm_still_writes_the_summary_of_an_incomplete_run(project: Path, monkeypatch: pytest.MonkeyPatch, workers: list[str]) -> None:
     monkeypatch.setenv("ACTIONS", json.dumps({"f03/task": "wait"}))
@@ -208,12 +209,16 @@ def test_sigterm_still_writes_the_summary_of_an_incomplete_run(project: Path, mo
     assert evomemory(["report", str(project / RUN_DIR)]) == 0
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
-def test_max_errors_stops_a_parallel_run_as_it_stops_a_serial_one(project: Path, monkeypatch: pytest.MonkeyPatch, workers: list[str]) -> None:
+@pytest.mark.parametrize(
+    "workers", [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.slow)]
+)
+def test_max_errors_stops_a_parallel_run_as_it_stops_a_serial_one(
+    pytester: pytest.Pytester, project: Path, monkeypatch: pytest.MonkeyPatch, workers: list[str]
+) -> None:
     monkeypatch.setenv("ACTIONS", json.dumps({f"{t}/task": "raise" for t in ("f01", "f02", "f03", "c01", "c02", "c03")}))
-    process = start_pytest(project, "--evomemory-config=run.yaml", "--evomemory-max-errors=2", *workers)
-    output = process.communicate(timeout=300)[0].decode()
-    assert process.returncode == pytest.ExitCode.INTERRUPTED, output  # pytest's code for a stop
+    result = pytester.runpytest("-p", "no:randomly", "--evomemory-config=run.yaml", "--evomemory-max-errors=2", *workers)
+    output = result.stdout.str() + result.stderr.str()
+    assert result.ret == pytest.ExitCode.INTERRUPTED, output  # pytest's code for a stop
     completion = summary_of(project / RUN_DIR)["completion"]
     assert completion["complete"] is False and "--evomemory-max-errors" in completion["reason"], output
     # a worker already running its stream's next task may finish it; no more

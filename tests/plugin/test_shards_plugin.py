@@ -17,7 +17,7 @@ import yaml
 from pytest_evomemory.cli import main as evomemory
 
 from ..runtime.test_shards import same_run
-from .guarantee_project import make_project
+from .guarantee_project import importable_by_xdist_workers, make_project
 
 SCALE = Path(__file__).resolve().parents[2] / "docs" / "scale.md"
 
@@ -28,6 +28,7 @@ def test_pytest_shards_merge_to_the_run_on_one_machine(
     pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, workers: str, unit: str
 ) -> None:
     project = make_project(pytester, monkeypatch)
+    importable_by_xdist_workers(pytester)
     monkeypatch.chdir(project)
     assert evomemory(["run", "--config", "run.yaml", "--output-dir", "whole", "-q"]) == 0
     # two streams, three shards: the third has no cell; pytest and `evomemory run` make the same plan
@@ -36,8 +37,7 @@ def test_pytest_shards_merge_to_the_run_on_one_machine(
     for index, tasks in ((1, 3), (3, 0)):
         args = ("-p", "no:randomly", "--evomemory-config=run.yaml", f"--evomemory-shard={index}/3",
                 f"--evomemory-shard-by={unit}", f"--evomemory-output-dir=shard-{index}")
-        # xdist's workers import the project's agent only in a process of their own
-        result = pytester.runpytest_subprocess(*args, "-n", workers) if workers else pytester.runpytest(*args)
+        result = pytester.runpytest(*args, "-n", workers) if workers else pytester.runpytest(*args)
         assert result.ret == 0, result.stdout.str()  # a shard without a cell too (pytest would say 5)
         if tasks:
             result.assert_outcomes(passed=tasks)  # only the shard's cells are collected

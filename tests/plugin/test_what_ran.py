@@ -58,11 +58,13 @@ def _junit_properties(path: Path) -> dict[str, list[str]]:
     return properties
 
 
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize(
+    "workers", [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.slow)]
+)
 def test_a_conftest_override_is_named_as_what_ran(pytester: pytest.Pytester, workers: list[str]) -> None:
     """Everywhere the user's own classes, not the config's recall_baseline / inprocess."""
     pytester.makeconftest(CONFTEST)
-    result = pytester.runpytest_subprocess(
+    result = pytester.runpytest(  # in process: under -n 2 the workers are processes anyway
         f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--evomemory-output-dir=out", "--evomemory-limit=2", *workers,
         "--json-report", "--json-report-file=report.json", "--junitxml=junit.xml",
     )
@@ -203,7 +205,7 @@ def test_an_embedded_model_is_named_by_its_file_and_hash_in_every_artefact(
 
 
 def test_the_header_gives_the_model_in_words(pytester: pytest.Pytester) -> None:
-    result = pytester.runpytest_subprocess(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--collect-only")
+    result = pytester.runpytest(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--collect-only")
     result.stdout.fnmatch_lines(["evomemory: model none (model-free agent)"])
     assert "{" not in "\n".join(line for line in result.outlines if line.startswith("evomemory: model"))
 
