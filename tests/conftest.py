@@ -27,32 +27,6 @@ from pytest_evomemory.types import AgentResponse
 # second copy of httpcore2 raises exceptions the first httpx2 cannot map. Importing
 # them here puts them in the snapshot pytester restores (docs/configuration.md).
 
-#: pytest plugins that packages of the test environment register, which no pytest
-#: session a test starts needs: langsmith's (it comes with the langmem extra)
-#: imports the langsmith client at start-up and hypothesis's imports its
-#: observability module at session end, together about 3.5 s of CPU in *every*
-#: pytester subprocess and xdist worker on this 2-core machine (a run of the
-#: sample configs: 5.4 s with them, 1.8 s without). Only the sessions tests start
-#: go without them (``_foreign_plugins_off``): this suite's own xdist workers need
-#: hypothesis's plugin (without it ``@given`` refuses to run).
-FOREIGN_PLUGINS = ("langsmith_plugin", "hypothesispytest")
-FOREIGN_PLUGINS_OFF = " ".join(f"-p no:{name}" for name in FOREIGN_PLUGINS)
-
-
-@pytest.fixture(autouse=True)
-def _foreign_plugins_off(request: pytest.FixtureRequest) -> Any:
-    """The sessions a pytester test starts (in-process, subprocess and their xdist
-    workers) load no foreign plugin. Set after pytester's own set-up, which clears
-    ``PYTEST_ADDOPTS``; undone before pytester's teardown restores the environment."""
-    if "pytester" not in request.fixturenames:
-        yield
-        return
-    request.getfixturevalue("pytester")
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv("PYTEST_ADDOPTS", FOREIGN_PLUGINS_OFF)
-        yield
-
-
 def capture_responses(run: StreamRun) -> list[AgentResponse]:
     """Every response the stream's turns produce, a failed turn's included."""
     captured: list[AgentResponse] = []
@@ -90,6 +64,33 @@ def _sessions_take_back_what_they_publish() -> Any:
         else:
             os.environ[name] = value
     assert not leaked, f"a session left {leaked} in the environment"
+
+
+#: pytest plugins that packages of the test environment register, which no pytest
+#: session a test starts needs: langsmith's (it comes with the langmem extra)
+#: imports the langsmith client at start-up and hypothesis's imports its
+#: observability module at session end, together about 3.5 s of CPU in *every*
+#: pytester subprocess and xdist worker on this 2-core machine (a run of the
+#: sample configs: 5.4 s with them, 1.8 s without). Only the sessions tests start
+#: go without them (``_foreign_plugins_off``): this suite's own xdist workers need
+#: hypothesis's plugin (without it ``@given`` refuses to run).
+FOREIGN_PLUGINS = ("langsmith_plugin", "hypothesispytest")
+FOREIGN_PLUGINS_OFF = " ".join(f"-p no:{name}" for name in FOREIGN_PLUGINS)
+
+
+@pytest.fixture(autouse=True)
+def _foreign_plugins_off(request: pytest.FixtureRequest, _sessions_take_back_what_they_publish: None) -> Any:
+    """The sessions a pytester test starts (in-process, subprocess and their xdist
+    workers) load no foreign plugin. Set after pytester's own set-up, which clears
+    ``PYTEST_ADDOPTS``; undone before pytester's teardown restores the environment.
+    (After the leak check's set-up, so pytester's monkeypatch is undone before it.)"""
+    if "pytester" not in request.fixturenames:
+        yield
+        return
+    request.getfixturevalue("pytester")
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("PYTEST_ADDOPTS", FOREIGN_PLUGINS_OFF)
+        yield
 
 
 REPO = Path(__file__).resolve().parent.parent
