@@ -28,13 +28,13 @@ def run_script(*args: str, timeout: float = 600) -> subprocess.CompletedProcess[
     )
 
 
-def test_bench_harness_prints_its_table(tmp_path: Path) -> None:
-    result = run_script(
-        str(BENCHMARKS / "bench_harness.py"), "--tasks", "3", "--small", "1", "--repeat", "1",
-        "--skip", "peer", "--mmlu-tasks", "12", "--keep", str(tmp_path),
-    )
+def test_bench_harness_prints_its_table_through_run_all(tmp_path: Path) -> None:
+    """bench_harness.py as run_all.py runs it (``--only``, ``--args``): both scripts in one run."""
+    harness = f"--tasks 3 --small 1 --repeat 1 --skip peer --mmlu-tasks 12 --keep {tmp_path}"
+    result = run_script(str(BENCHMARKS / "run_all.py"), "--only", "harness", "--args", f"harness={harness}")
     assert result.returncode == 0, result.stdout + result.stderr
     out = result.stdout
+    assert "all benchmark tables" in out and "bench_harness.py" in out
     assert "per task ms" in out
     assert "\npytest " in out and "\nrun_benchmark " in out
     assert "peak RSS MiB" in out
@@ -73,16 +73,6 @@ def test_bench_report_prints_its_table(tmp_path: Path) -> None:
 
     pages = read_task_pages((tmp_path / "run" / "report.html").read_text(encoding="utf-8"))
     assert {name: len(tasks) for name, tasks in pages.items()} == {"gen0": 15, "gen1": 15}
-
-
-def test_run_all_runs_the_selected_scripts(tmp_path: Path) -> None:
-    result = run_script(
-        str(BENCHMARKS / "run_all.py"), "--only", "harness",
-        "--args", f"harness=--tasks 2 --small 1 --repeat 1 --skip peer,footprint --keep {tmp_path}",
-    )
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert "all benchmark tables" in result.stdout
-    assert "bench_harness.py" in result.stdout and "per task ms" in result.stdout
 
 
 def test_benchmarks_switch_off_only_plugins_the_harness_does_not_bring() -> None:
