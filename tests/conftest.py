@@ -93,6 +93,15 @@ def _foreign_plugins_off(request: pytest.FixtureRequest, _sessions_take_back_wha
         yield
 
 
+@pytest.hookimpl(trylast=True)  # after pytest's own reordering by fixture scope
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Cases marked ``runs_first`` go first: a long case that shares no fixture
+    (mypy over the package, a minute on a fresh clone without its cache) at the end
+    of the collection order is the last thing one xdist worker does while the other
+    has nothing left to take. The others keep their order (a stable sort)."""
+    items.sort(key=lambda item: item.get_closest_marker("runs_first") is None)
+
+
 REPO = Path(__file__).resolve().parent.parent
 CONFIGS = REPO / "pytest_evomemory" / "configs"
 SAMPLE_MEMORY_RUN = CONFIGS / "runs" / "sample_memory.yaml"

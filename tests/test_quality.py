@@ -11,6 +11,7 @@ import pytest
 from .conftest import REPO
 
 
+@pytest.mark.runs_first
 @pytest.mark.parametrize(
     "command",
     [

@@ -200,8 +200,15 @@ def test_a_damaged_snapshot_slot_resumes_to_the_uninterrupted_run_or_is_refused(
     assert got.memories == expected.memories
     assert got.recalls == expected.recalls
     assert len(read_jsonl(out / "scores.jsonl")) == 24  # each task scored once: the re-run episodes replaced
-    # the resume said which slot it did not trust, and ran again what came after the slot it trusted
-    assert any(slot.name in line and f"stream {stream!r}" in line for line in output.splitlines()), output
+    # the resume said which slot it did not trust, and ran again what came after the slot it trusted;
+    # under -n 2 the journal may end one episode short of the newest slot (the kill lets it lag by
+    # one, see test_resume_matrix.py): the resume then restores the slot the journal names, never
+    # reads the damaged one and has nothing to say of it
+    journaled = sum(1 for line in journal.splitlines() if line.strip() and json.loads(line)["stream"] == stream)
+    if journaled >= episodes:
+        assert any(slot.name in line and f"stream {stream!r}" in line for line in output.splitlines()), output
+    else:
+        assert mode == "xdist" and journaled == episodes - 1, (journaled, episodes)
     stream_recalls = [(s, task) for s, task, _ in logged_recalls(log)[resumed_from:] if s == stream]
     first = stream_recalls[0][1]
     assert int(first[1:]) <= completed, stream_recalls  # the damaged slot's episode ran again
