@@ -54,12 +54,13 @@ def _register(config: pytest.Config, session: Session, worker: bool) -> None:
         from .controller import ControllerPlugin
 
         config.pluginmanager.register(ControllerPlugin(config, session), "evomemory-controller")
-    elif config.pluginmanager.hasplugin("pytest_jsonreport"):
+    if config.pluginmanager.hasplugin("pytest_jsonreport"):
         from .reporters import JsonReportHooks
 
-        # pytest-json-report asks for a task's metadata where the task runs (this
-        # xdist worker) and sends it on with the report; the controller adds the block
-        config.pluginmanager.register(JsonReportHooks(lambda: None), "evomemory-jsonreport")
+        # pytest-json-report asks for a task's metadata where the task runs and sends it
+        # on with the report; the block is the session's where results are written
+        block = (lambda: None) if worker else session.json_report
+        config.pluginmanager.register(JsonReportHooks(block), "evomemory-jsonreport")
     if not distributes(config):
         from .worker import WorkerPlugin
 

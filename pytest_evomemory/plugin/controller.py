@@ -43,10 +43,6 @@ class ControllerPlugin:
                 "evomemory: --dist each would run every stream on every worker; use -n N alone "
                 "(each stream then runs whole, on one worker)"
             )
-        if config.pluginmanager.hasplugin("pytest_jsonreport"):
-            from .reporters import JsonReportHooks
-
-            config.pluginmanager.register(JsonReportHooks(session.json_report), "evomemory-jsonreport")
         from .progress import ProgressHooks
 
         config.pluginmanager.register(ProgressHooks(config, session), "evomemory-progress")

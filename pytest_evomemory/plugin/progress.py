@@ -46,7 +46,7 @@ class ProgressHooks:
             return None
         for record in getattr(report, "evomemory_records", None) or ():
             scored = record.get("scored")
-            verdict = task_verdict(scored) if scored is not None else "error"
+            verdict = task_verdict(scored) if scored is not None else None
             if verdict == "correct":
                 return "passed", ".", ("CORRECT", {"green": True})
             if verdict == "wrong":

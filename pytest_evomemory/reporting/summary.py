@@ -334,6 +334,13 @@ class ResponseTally:
         self.streams: dict[str, StreamMetrics] = {}
         self.overall = StreamMetrics("overall")
 
+    @classmethod
+    def of(cls, responses: Iterable[Mapping[str, Any]]) -> ResponseTally:
+        tally = cls()
+        for response in responses:
+            tally.add(response)
+        return tally
+
     def add(self, response: Mapping[str, Any]) -> None:
         figures = counted(response)
         name = figures["stream"]
@@ -366,15 +373,10 @@ def summarize(
         # and a figure such as ToolBench's API to the streams that have one: overall has neither.
         overall.add_outcome(outcome, with_groups=False)
         stream.curve.append(round(stream.correct / stream.tasks, 6))
-    if isinstance(responses, ResponseTally):
-        for name, tally in responses.streams.items():
-            metrics.setdefault(name, StreamMetrics(name)).add_tally(tally)
-        overall.add_tally(responses.overall)
-    else:
-        for response in responses:
-            stream = metrics.setdefault(response["stream"], StreamMetrics(response["stream"]))
-            stream.add_response(response)
-            overall.add_response(response)
+    tally = responses if isinstance(responses, ResponseTally) else ResponseTally.of(responses)
+    for name, per_stream in tally.streams.items():
+        metrics.setdefault(name, StreamMetrics(name)).add_tally(per_stream)
+    overall.add_tally(tally.overall)
     for stream_metrics in metrics.values():
         stream_metrics.groups = dict(sorted(stream_metrics.groups.items()))
     overall.curve = []
