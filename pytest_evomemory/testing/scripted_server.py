@@ -480,6 +480,18 @@ class ScriptedServer:
                     server.requests.append(received)
                     server._in_flight += 1
                     server.in_flight_max = max(server.in_flight_max, server._in_flight)
+                settled = False
+
+                def settle() -> None:
+                    # The request stops counting before its last byte leaves: once the client
+                    # has that byte it may start its next request (a freed connection slot),
+                    # which must not meet this one still counted.
+                    nonlocal settled
+                    if not settled:
+                        settled = True
+                        with server._lock:
+                            server._in_flight -= 1
+
                 try:
                     try:
                         status, headers, payload, delay = server._reply(received)
@@ -492,13 +504,13 @@ class ScriptedServer:
                     if payload is None:
                         self.close_connection = True
                         return
-                    self._send(status, headers, payload, received.trickle_s)
+                    self._send(status, headers, payload, received.trickle_s, before_last_byte=settle)
                 finally:
-                    with server._lock:
-                        server._in_flight -= 1
+                    settle()
 
             def _send(
-                self, status: int, headers: Mapping[str, str], payload: bytes, trickle_s: float | None = None
+                self, status: int, headers: Mapping[str, str], payload: bytes, trickle_s: float | None = None,
+                before_last_byte: Callable[[], None] = lambda: None,
             ) -> None:
                 try:
                     self.send_response(status)
@@ -507,10 +519,16 @@ class ScriptedServer:
                     for name, value in headers.items():
                         if name != "Content-Type":
                             self.send_header(name, value)
+                    if not payload:
+                        before_last_byte()
                     self.end_headers()
                     if trickle_s is None:
-                        self.wfile.write(payload)
+                        self.wfile.write(payload[:-1])
+                        before_last_byte()
+                        self.wfile.write(payload[-1:])
                     for index in range(len(payload) if trickle_s is not None else 0):
+                        if index == len(payload) - 1:
+                            before_last_byte()
                         self.wfile.write(payload[index:index + 1])
                         self.wfile.flush()
                         if server._stopping.wait(trickle_s):
