@@ -68,9 +68,10 @@ def test_a_reply_does_not_depend_on_the_call_before_it(gguf_path: Path) -> None:
 
 
 def test_a_reply_does_not_depend_on_the_thread_count(gguf_path: Path) -> None:
-    shortest_and_longest = [PROMPTS[0], PROMPTS[-1]]
-    one = [_reply(_model(gguf_path, 1), messages) for messages in shortest_and_longest]
-    two = [_reply(_model(gguf_path, 2), messages) for messages in shortest_and_longest]
+    # The short and the middle prompt: two threads on a CPU another process keeps busy
+    # wait for each other at every operation, and the long prompt then costs tens of seconds.
+    one = [_reply(_model(gguf_path, 1), messages) for messages in PROMPTS[:2]]
+    two = [_reply(_model(gguf_path, 2), messages) for messages in PROMPTS[:2]]
     assert one == two
 
 
