@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .columns import dollars, number
-from .summary import cache_counts
+from .summary import StreamMetrics, cache_counts
 
 #: Seconds between a stream's lines unless the driver is told otherwise.
 DEFAULT_INTERVAL = 10.0
@@ -50,6 +50,9 @@ class StreamProgress:
     last_shown: float = 0.0
     #: Priced responses' ``cost_usd`` summed (None: nothing priced)
     cost_usd: float | None = None
+    #: The scores as the summary counts them: the line shows the figure the stream is
+    #: judged on (accuracy, or a mean its match mode declares, LoCoMo's F1), as the table will
+    scores: StreamMetrics = field(default_factory=lambda: StreamMetrics(stream=""))
 
     def add(self, record: Mapping[str, Any]) -> None:
         scored = record.get("scored")
@@ -57,6 +60,7 @@ class StreamProgress:
             self.done += 1
             self.correct += bool(scored.get("correct"))
             self.errors += bool(scored.get("error"))
+            self.scores.add_outcome(scored, with_groups=False)
         response = record.get("response")
         if response is not None:
             self.violations += bool(response.get("protocol_violation"))
@@ -73,8 +77,14 @@ class StreamProgress:
     def finished(self) -> bool:
         return self.done >= self.total
 
+    def figure(self) -> str:
+        """``acc 60.0%``, or ``mean F1 43.0%`` where the stream is judged on a mean."""
+        key, label, value = self.scores.headline_figure()
+        if key == "accuracy":
+            return f"acc {self.correct / self.done:.1%}" if self.done else "acc -"
+        return f"{label} {value:.1%}" if value is not None else f"{label} -"
+
     def line(self, cost: str = "") -> str:
-        accuracy = f"{self.correct / self.done:.1%}" if self.done else "-"
         cached = f"{self.cached_calls / self.model_calls:.0%}" if self.model_calls else "-"
         if self.finished:
             eta = "done"
@@ -83,7 +93,7 @@ class StreamProgress:
         else:
             eta = "?"
         return (
-            f"evomemory {self.name}: {self.done}/{self.total}  acc {accuracy}  errors {self.errors}  "
+            f"evomemory {self.name}: {self.done}/{self.total}  {self.figure()}  errors {self.errors}  "
             f"violations {self.violations}  tokens {_count(self.tokens)}  cached {cached}  eta {eta}{cost}"
         )
 
@@ -125,9 +135,10 @@ class ProgressBoard:
 
     def add(self, key: str, records: Sequence[Mapping[str, Any]], *, show: bool = True) -> str | None:
         """Add one task phase's records to stream ``key``; its line when one is due
-        (``show``: the task is complete, its feedback in)."""
+        (``show``: the task is complete, its feedback in; a stream without feedback
+        turns, LoCoMo's, has nothing left to add then)."""
         progress = self.streams.get(key)
-        if progress is None or not records:
+        if progress is None or not (records or show):
             return None
         for record in records:
             progress.add(record)
