@@ -74,7 +74,8 @@ OPTIONS: tuple[Option, ...] = (
     Option(
         "min-gain", metavar="[STREAM=]POINTS", kind="list",
         help="with several arms: fail if an arm's accuracy does not beat the baseline's by POINTS "
-        "percentage points overall (or on STREAM), paired on the tasks both ran; repeatable",
+        "percentage points overall (or on STREAM), paired on the tasks both ran (with repeats: the mean "
+        "of the replicates' paired differences); repeatable",
     ),
     Option(
         "resume", metavar="RUN_DIR",

@@ -10,6 +10,10 @@ A gate is judged on the point estimate of the difference, not on its interval:
 "memory must add 5 points" is what a user writes; whether that is significant is
 the McNemar p-value beside it. A scope neither run covered, or covered without a
 task in common, misses the gate (nothing shows a gain).
+
+A session of replicates (``repeats``) is judged the same way on its own estimate:
+the mean of the replicates' paired differences (``replicates.json``), its paired-t
+interval beside it (:func:`check_replicate_gains`).
 """
 
 from __future__ import annotations
@@ -41,6 +45,10 @@ class GainResult:
     paired_tasks: int
     p_value: float | None
     complete: bool = True
+    #: a session of replicates: how many replicates the mean difference is of, and its
+    #: 95 % paired-t interval (None with one replicate); None for one run's comparison
+    replicates: int | None = None
+    interval: tuple[float, float] | None = None
 
     @property
     def met(self) -> bool:
@@ -52,6 +60,11 @@ class GainResult:
     def describe(self) -> str:
         if self.difference is None:
             shown = "n/a (no task both ran)"
+        elif self.replicates is not None:
+            interval = "" if self.interval is None else (
+                f", 95% CI [{self.interval[0] * 100:+.1f}, {self.interval[1] * 100:+.1f}]"
+            )
+            shown = f"{self.difference * 100:+.1f} points, the mean over {self.replicates} replicates{interval}"
         else:
             p = "" if self.p_value is None else f", McNemar p={self.p_value:.3g}"
             shown = f"{self.difference * 100:+.1f} points over {self.paired_tasks} paired tasks{p}"
@@ -67,7 +80,8 @@ class GainResult:
             "minimum_points": self.threshold.points,
             "difference_points": None if self.difference is None else self.difference * 100,
             "paired_tasks": self.paired_tasks, "mcnemar_p": self.p_value, "complete": self.complete,
-            "met": self.met,
+            "met": self.met, "replicates": self.replicates,
+            "difference_ci_points": None if self.interval is None else [bound * 100 for bound in self.interval],
         }
 
 
@@ -116,4 +130,26 @@ def check_gains(
     return results
 
 
-__all__ = ["GainResult", "GainThreshold", "check_gains", "parse_min_gain"]
+def check_replicate_gains(
+    document: Mapping[str, Any], thresholds: Sequence[GainThreshold], *, complete: bool = True
+) -> list[GainResult]:
+    """:func:`check_gains` for a session of replicates, on ``replicates.json``'s
+    document: each arm's mean paired difference across the replicates (replicate
+    ``i`` of each arm ran with the same seed); ``paired_tasks`` sums the replicates'."""
+    results = []
+    for threshold in sorted(thresholds, key=lambda threshold: threshold.scope == OVERALL):
+        for entry in document["vs_baseline"]:
+            found = entry[OVERALL] if threshold.scope == OVERALL else entry["streams"].get(threshold.scope)
+            scope: Mapping[str, Any] = found or {}
+            mean, low, high = scope.get("mean"), scope.get("ci_low"), scope.get("ci_high")
+            tasks = sum(int(test.get("paired_tasks") or 0) for test in scope.get("per_replicate") or ())
+            results.append(GainResult(
+                threshold, str(entry["label"]), str(document["baseline"]),
+                None if mean is None or not tasks else float(mean), tasks, None, complete,
+                replicates=int(scope.get("n") or 0),
+                interval=None if low is None or high is None else (float(low), float(high)),
+            ))
+    return results
+
+
+__all__ = ["GainResult", "GainThreshold", "check_gains", "check_replicate_gains", "parse_min_gain"]

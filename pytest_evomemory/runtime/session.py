@@ -56,7 +56,7 @@ from ..models.budget import (
 )
 from ..models.limits import close_session_directory, open_session_directory, session_directory
 from ..options import SHARD_UNITS, Flags, SessionOptions
-from ..reporting.gain import GainResult, GainThreshold, check_gains, parse_min_gain
+from ..reporting.gain import GainResult, GainThreshold, check_gains, check_replicate_gains, parse_min_gain
 from ..reporting.html import ReportError, load_run, write_comparison, write_comparison_report
 from ..reporting.replicates import write_replicate_comparison
 from ..reporting.terminal import format_comparison, format_replicates
@@ -426,12 +426,7 @@ class Session:
         if not values:
             return []
         flag = self.flags("min-gain")
-        if self.replicates is not None:
-            raise ConfigError(
-                f"{flag} gates one run's paired gain; a session of replicates reports the mean gain across them "
-                f"(replicates.json) and has no gain gate yet: run without repeats to gate, or leave {flag} out"
-            )
-        if len(self.arms) < 2:
+        if len(self._bases) < 2:  # a session of replicates judges each arm's mean gain across them
             raise ConfigError(
                 f"{flag} gates the gain of an arm over the baseline: give two run configs, e.g. "
                 f"{self.flags('config')}=CONTROL.yaml {self.flags('config')}=MEMORY.yaml (the first is the baseline)"
@@ -852,7 +847,7 @@ class Session:
         if len(ran) < len(self.arms):
             missing = ", ".join(arm.name for arm in self.arms if arm not in ran)
             self.comparison_error = f"no comparison: arm(s) {missing} ran no task or could not write their results"
-            return False
+            return bool(self.gains)
         groups = replicate_groups(self.arms)
         try:
             files = write_replicate_comparison(groups, self.comparison_dir)
@@ -861,7 +856,9 @@ class Session:
             return True
         self.replicate_comparison = dict(files.document)
         self.replicate_files = list(files.paths)
-        return False
+        complete = all(arm.result is not None and arm.result.complete for arm in ran)
+        self.gain_results = check_replicate_gains(files.document, self.gains, complete=complete)
+        return any(not result.met for result in self.gain_results)
 
     def release(self) -> None:
         """Unlock every run directory and close the shared directory and cost cap
@@ -957,23 +954,9 @@ class Session:
         if self.comparison is None:
             deferred = self.deferred_comparison is not None  # not a failure: the merge's
             lines.append(Line.of(f"evomemory: {self.comparison_error}", "plain" if deferred else "red", bold=not deferred))
-            if self.gains:
-                lines.append(Line(
-                    f"evomemory: the {self.flags('min-gain')} gate is not passed without a comparison; the session fails",
-                    "red", bold=True,
-                ))
-            return lines
+            return lines + self._gain_lines()
         lines += [Line.of(line) for line in format_comparison(self.comparison)]
-        for result in self.gain_results:
-            lines.append(Line.of(result.describe(), "red" if not result.met else "green"))
-        if any(not result.complete for result in self.gain_results):
-            lines.append(Line("evomemory: gain gates are not passed by an incomplete run; the session fails",
-                              "red", bold=True))
-        elif any(not result.met for result in self.gain_results):
-            lines.append(Line(
-                f"evomemory: {sum(not r.met for r in self.gain_results)} gain gate(s) missed; the session fails",
-                "red", bold=True,
-            ))
+        lines += self._gain_lines()
         if self.comparison_files is not None:
             html, json_path = self.comparison_files
             lines += [Line.of(f"comparison: {html}"), Line.of(f"comparison data: {json_path}")]
@@ -984,9 +967,28 @@ class Session:
         lines = [Line(f"evomemory: {names}, {self.replicates} replicate(s)", section=True)]
         if self.replicate_comparison is None:
             lines.append(Line.of(f"evomemory: {self.comparison_error}", "red", bold=True))
-            return lines
+            return lines + self._gain_lines()
         lines += [Line.of(line) for line in format_replicates(self.replicate_comparison)]
+        lines += self._gain_lines()
         lines += [Line.of(f"comparison: {path}") for path in self.replicate_files]
+        return lines
+
+    def _gain_lines(self) -> list[Line]:
+        """The gain gates' verdicts, and why the session fails when one is missed."""
+        if self.gains and not self.gain_results:
+            return [Line(
+                f"evomemory: the {self.flags('min-gain')} gate is not passed without a comparison; the session fails",
+                "red", bold=True,
+            )]
+        lines = [Line.of(result.describe(), "red" if not result.met else "green") for result in self.gain_results]
+        if any(not result.complete for result in self.gain_results):
+            lines.append(Line("evomemory: gain gates are not passed by an incomplete run; the session fails",
+                              "red", bold=True))
+        elif any(not result.met for result in self.gain_results):
+            lines.append(Line(
+                f"evomemory: {sum(not r.met for r in self.gain_results)} gain gate(s) missed; the session fails",
+                "red", bold=True,
+            ))
         return lines
 
     @property

@@ -182,7 +182,7 @@ def test_repeats_are_reproducible_from_their_seeds(
     ({"seeds": [1, 1]}, [], "listed twice"),
     ({"repeats": 2}, ["--config", str(SAMPLE_MEMORY_RUN)], "replicates pair by seed"),
     ({"repeats": 2}, ["--config", str(SAMPLE_MEMORY_RUN), "--min-gain", "0"], "replicates pair by seed"),
-    ({}, ["--config", str(SAMPLE_MEMORY_RUN), "--repeats", "2", "--min-gain", "0"], "no gain gate"),
+    ({}, ["--repeats", "2", "--min-gain", "0"], "gates the gain of an arm over the baseline"),
 ])
 def test_repeats_that_cannot_pair_are_refused_before_any_task(
     tmp_path: Path, write_run_config: Any, capsys: pytest.CaptureFixture[str],
@@ -194,6 +194,28 @@ def test_repeats_that_cannot_pair_are_refused_before_any_task(
     assert says in error and error.count("\n") == 1 and "Traceback" not in error
     assert not (tmp_path / "out").exists()
 
+
+
+def test_the_gain_gate_of_replicates_judges_the_mean_paired_difference(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``--min-gain`` with repeats: each arm's mean of its replicates' paired
+    differences (replicates.json) against the margin, its interval beside it; a missed
+    gate fails the session (exit 1), as without repeats."""
+    args = ["--config", str(SAMPLE_NO_MEMORY_RUN), "--config", str(SAMPLE_MEMORY_RUN), "--repeats", "2"]
+    assert _cli(tmp_path, *args, "--min-gain", "-100", "--min-gain", "sample_facts=100") == 1
+    printed = capsys.readouterr()
+    out = printed.out + printed.err  # a missed gate's lines are errors
+    document = json.loads((tmp_path / "out" / "replicates.json").read_text(encoding="utf-8"))
+    for scope, verdict in (("sample_facts", "MISSED"), ("overall", "met")):
+        figures = document["vs_baseline"][0][scope] if scope == "overall" else document["vs_baseline"][0]["streams"][scope]
+        low, high = figures["ci_low"] * 100, figures["ci_high"] * 100
+        line = (f"{verdict}: {scope} gain of sample_memory over sample_no_memory {figures['mean'] * 100:+.1f} points, "
+                f"the mean over 2 replicates, 95% CI [{low:+.1f}, {high:+.1f}]")
+        assert line in out, out
+    assert "1 gain gate(s) missed; the session fails" in out
+    # met: the same session passes
+    assert _cli(tmp_path / "again", *args, "--min-gain", "-100") == 0
 
 
 def test_a_session_of_one_arm_in_two_orders_shows_its_sequence_robustness(
