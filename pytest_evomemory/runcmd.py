@@ -32,7 +32,7 @@ from .redaction import shown
 from .reporting.progress import task_verdict
 from .runtime.lines import Line
 from .runtime.records import Record, TaskRecord
-from .runtime.session import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Session, SessionSetup
+from .runtime.session import EXIT_USAGE, Session, SessionSetup
 
 __all__ = ["EXIT_USAGE", "add_parser", "main"]
 from .text import inert
@@ -83,9 +83,7 @@ def main(args: argparse.Namespace) -> int:
         session.release()
     for line in session.report(resume_command="evomemory run"):
         _print(line)
-    if outcome.interrupted or outcome.stopped:
-        return EXIT_INTERRUPTED  # stopped early (as pytest's shouldstop): the run is resumable
-    return EXIT_FAILED if outcome.failed else EXIT_OK
+    return outcome.exit_status()
 
 
 def _progress(record: Record) -> None:

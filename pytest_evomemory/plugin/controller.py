@@ -147,14 +147,9 @@ class ControllerPlugin:
         self._failed_by_benchmark = outcome.failed
         # junitxml writes its file in its own sessionfinish, after this: it names what ran
         add_identity_properties(self.config, [(arm.name, arm.summary) for arm in self.session.arms])
-        if outcome.failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        elif session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and outcome.ran and (
-            self.session.resuming or self.session.empty_shard
-        ):
-            # a resume with nothing left to run completes its run, and so does a shard
-            # with no cell (its empty run is complete): it exits as that run
-            session.exitstatus = pytest.ExitCode.OK
+        status = outcome.exit_status(session.exitstatus)
+        if status != session.exitstatus:  # the session's own verdict (a pytest.exit code stays as given)
+            session.exitstatus = pytest.ExitCode(status)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.config.option.collectonly:

@@ -101,11 +101,14 @@ from .stream import Episode, StreamRun
 
 RecordSink = Callable[[Record], None]
 
-#: Exit statuses, pytest's: the CLI returns them and the plugin leaves pytest's own.
+#: Exit statuses, pytest's: the CLI returns them, and the plugin sets them on pytest's
+#: session where the benchmark's verdict differs from pytest's own (:meth:`Outcome.exit_status`).
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 2
 EXIT_USAGE = 4
+#: pytest's "no tests collected"; a run with nothing left to run may still be complete.
+EXIT_NO_TASKS = 5
 
 
 @dataclass(frozen=True)
@@ -141,12 +144,29 @@ class Task:
 
 @dataclass
 class Outcome:
-    """How a session ended, for the driver's exit status."""
+    """How a session ended, and the exit status that means for either driver."""
 
     failed: bool = False
     interrupted: bool = False
     stopped: str | None = None
     ran: bool = False
+    #: running nothing completes the run: a resume of a run whose every task is done,
+    #: a shard that holds no cell (its empty run is complete)
+    complete_when_empty: bool = False
+
+    def exit_status(self, driver: int = EXIT_OK) -> int:
+        """The exit status of the session, given the driver's own: pytest's (its tests
+        failed, it was interrupted, it collected nothing), or ``EXIT_OK`` for
+        ``evomemory run``, which has none. The driver's failure stands; otherwise an
+        interrupted or stopped session is resumable (2), a failed one (a gate missed, a
+        failed episode) is 1, and a run with nothing left to run exits as that run."""
+        if driver not in (EXIT_OK, EXIT_NO_TASKS):
+            return driver
+        if self.interrupted or self.stopped:
+            return EXIT_INTERRUPTED
+        if self.failed:
+            return EXIT_FAILED
+        return EXIT_OK if driver == EXIT_NO_TASKS and self.complete_when_empty else driver
 
 
 class Session:
@@ -820,6 +840,7 @@ class Session:
             interrupted=interrupted,
             stopped=stop_reason,
             ran=self.started,
+            complete_when_empty=self.started and (self.resuming or self.empty_shard),
         )
 
     def _compare_arms(self) -> bool:
@@ -1173,6 +1194,7 @@ def stream_start_failure(record: Record) -> bool:
 __all__ = [
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
+    "EXIT_NO_TASKS",
     "EXIT_OK",
     "EXIT_USAGE",
     "Outcome",
