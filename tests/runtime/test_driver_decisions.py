@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_evomemory.errors import ConfigError
+from pytest_evomemory.reporting.progress import DEFAULT_INTERVAL, progress_interval
 from pytest_evomemory.runtime.session import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -41,3 +43,18 @@ def test_the_cli_has_no_status_of_its_own() -> None:
     assert Outcome(stopped="the cost cap").exit_status() == EXIT_INTERRUPTED
     assert Outcome(failed=True).exit_status() == EXIT_FAILED
     assert Outcome().exit_status() == EXIT_OK
+
+
+@pytest.mark.parametrize("raw", ["-5", "nan", "inf", "soon"])
+def test_a_progress_interval_that_is_no_duration_is_refused_naming_the_setting(raw: str) -> None:
+    with pytest.raises(ConfigError) as refused:
+        progress_interval(raw, "evomemory_progress_interval")
+    assert str(refused.value) == (
+        f"ini option evomemory_progress_interval must be a number of seconds (0 or more), got {raw!r}; "
+        "write e.g. evomemory_progress_interval = 10"
+    )
+
+
+@pytest.mark.parametrize(("raw", "seconds"), [(None, DEFAULT_INTERVAL), ("", DEFAULT_INTERVAL), ("0", 0.0), ("2.5", 2.5)])
+def test_a_progress_interval_in_seconds(raw: str | None, seconds: float) -> None:
+    assert progress_interval(raw, "evomemory_progress_interval") == seconds
