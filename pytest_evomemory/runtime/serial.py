@@ -12,9 +12,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..config import RunConfig
-from ..errors import EvoMemoryError, SessionRefused
+from ..errors import SessionRefused
 from ..heap import StartupHeap
 from ..options import CLI_FLAGS, SessionOptions
+from .notrun import NotRun
 from .records import Record
 from .resume import read_resume_source
 from .run import AgentFactoryFn, MemoryFactoryFn
@@ -75,26 +76,22 @@ def _run_stream(
     pending = [sample for sample in arm.benchmark.by_name[name].samples if not session.is_done(key, sample)]
     if not pending:
         return
-    try:
-        with heap.paused():
-            run = session.open_stream(
-                key, sink, agent_factory=agent_factory, memory_factory=memory_factory, notice=notice
-            )
-    except SessionRefused:
-        raise  # the whole session is refused before its first task: exit 4, nothing written
-    except EvoMemoryError:
-        return  # recorded once as the stream's failure; its tasks do not run
+    with heap.paused():
+        live = session.start_stream(
+            key, sink, agent_factory=agent_factory, memory_factory=memory_factory, notice=notice
+        )
     try:
         for sample in pending:
-            try:
-                episode = session.episode(run, sample, sink)
-            except EvoMemoryError:
-                return  # the stream cannot continue (recorded)
-            drive(episode)
+            task = session.start_task(live, sample, sink)
+            if isinstance(task, NotRun) and task.refused:
+                raise SessionRefused(task.failure or task.reason)  # before the first task: exit 4, nothing written
+            if isinstance(task, NotRun):
+                return  # the stream could not start or cannot continue (recorded once): its tasks do not run
+            drive(task)
             if session.stop_reason or session.cost_stop():  # a call refused for the cost cap records nothing
                 return
     finally:
-        session.close_stream(run, sink)
+        session.close_stream(live, sink)
 
 
 def run_benchmark(

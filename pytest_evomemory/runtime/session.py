@@ -83,6 +83,7 @@ from . import ingestion
 from .arm import Arm, check_arm_names
 from .gates import thresholds_for_arms
 from .lines import Line, memory_wait_line, snapshot_fallback_line
+from .notrun import FailedStream, NotRun, stopped
 from .records import Record, StreamErrorRecord, error_record, stream_error_record, stream_started_record
 from .replicates import base_configs, expand_replicates, replicate_groups, replicate_seeds
 from .resume import ResumeSource, arm_dir_recorded, check_manifest_dirs, read_resume_source, started_by
@@ -654,6 +655,40 @@ class Session:
         sink(stream_started_record(name, run.identity).for_arm(arm.prefix))
         return run
 
+    def start_stream(
+        self, key: str, sink: RecordSink, *,
+        agent_factory: AgentFactoryFn | None = None, memory_factory: MemoryFactoryFn | None = None,
+        notice: Callable[[str], None] | None = None, factories_from: str | None = None,
+    ) -> StreamRun | FailedStream:
+        """:meth:`open_stream` for a driver: a stream that could not start (recorded
+        once), or whose first build refused the session, comes back as a
+        :class:`FailedStream`, whose tasks :meth:`start_task` does not run."""
+        try:
+            return self.open_stream(
+                key, sink, agent_factory=agent_factory, memory_factory=memory_factory, notice=notice,
+                factories_from=factories_from,
+            )
+        except EvoMemoryError as error:
+            if self.refused is not None:
+                return FailedStream(key, self.refused, refused=True)
+            return FailedStream(key, self.failed_streams.get(key) or str(error))
+
+    def start_task(
+        self, live: StreamRun | FailedStream, sample: BenchmarkSample, sink: RecordSink,
+        first_position: int | None = None,
+    ) -> Episode | NotRun:
+        """The episode of ``sample`` (:meth:`episode`), or why it does not run: its
+        stream could not start, refused the session, or stopped (:mod:`.notrun`)."""
+        if isinstance(live, FailedStream):
+            return live.next_task(sample.stream)
+        arm = self._arm_of_stream.get(id(live), self.baseline)
+        if arm.key(sample.stream) in self.failed_streams:
+            return stopped(sample.stream)
+        try:
+            return self.episode(live, sample, sink, first_position)
+        except EvoMemoryError as error:
+            return stopped(sample.stream, str(error))
+
     def _check_restorable(self, arm: Arm, run: StreamRun) -> None:
         """A resumed stream's memory, just built, must be able to restore its snapshot
         (snapshot/restore, the same memory system as the one that saved it)."""
@@ -686,9 +721,11 @@ class Session:
         self.failed_streams[key] = reason
         return stream_error_record(name, reason, phase="start").for_arm(arm.prefix)
 
-    def close_stream(self, run: StreamRun, sink: RecordSink) -> None:
+    def close_stream(self, run: StreamRun | FailedStream, sink: RecordSink) -> None:
         """Stream teardown; a failure is charged to this stream (and arm), not to
         whichever task happens to be running when the stream is torn down."""
+        if isinstance(run, FailedStream):
+            return  # nothing was built
         arm = self._arm_of_stream.pop(id(run), self.baseline)
         try:
             run.close()

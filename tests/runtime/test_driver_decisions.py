@@ -3,10 +3,17 @@ checked on the engine alone: no pytest session, no subprocess."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
 import pytest
 
+from pytest_evomemory import load_run_config, run_benchmark
 from pytest_evomemory.errors import ConfigError
+from pytest_evomemory.memory import InProcessMemory
 from pytest_evomemory.reporting.progress import DEFAULT_INTERVAL, progress_interval
+from pytest_evomemory.runtime.notrun import FailedStream, NotRun
 from pytest_evomemory.runtime.session import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -15,6 +22,8 @@ from pytest_evomemory.runtime.session import (
     EXIT_USAGE,
     Outcome,
 )
+
+from ..conftest import SAMPLE_MEMORY_RUN
 
 
 @pytest.mark.parametrize(
@@ -58,3 +67,58 @@ def test_a_progress_interval_that_is_no_duration_is_refused_naming_the_setting(r
 @pytest.mark.parametrize(("raw", "seconds"), [(None, DEFAULT_INTERVAL), ("", DEFAULT_INTERVAL), ("0", 0.0), ("2.5", 2.5)])
 def test_a_progress_interval_in_seconds(raw: str | None, seconds: float) -> None:
     assert progress_interval(raw, "evomemory_progress_interval") == seconds
+
+
+# --------------------------------------------------------------------------- tasks that do not run
+
+
+def test_a_stream_that_could_not_start_fails_its_first_task_and_skips_the_others() -> None:
+    failed = FailedStream("arm:s", "stream 's' could not start: store down")
+    first, second = failed.next_task("s"), failed.next_task("s")
+    assert (first.failure, first.refused) == ("stream 's' could not start: store down", False)
+    assert second == NotRun("not run: stream 's' could not start (see its first task)")
+
+
+def test_a_refused_session_runs_no_task_and_fails_none() -> None:
+    refused = FailedStream("s", "memory factory m:f returned a dict", refused=True)
+    first, second = refused.next_task("s"), refused.next_task("s")
+    assert first.refused and second.refused
+    assert first.failure == "memory factory m:f returned a dict" and second.failure is None  # told once
+    assert first.reason == "not run: the evomemory session is refused (see its error)"
+
+
+def _second_stream_memory(second: Callable[[], Any]) -> Callable[[Any, Any], Any]:
+    opened: list[object] = []
+
+    def factory(memory_config: Any, context: Any) -> Any:
+        opened.append(context)
+        return second() if len(opened) == 2 else InProcessMemory()
+
+    return factory
+
+
+def _store_down() -> Any:
+    raise ConnectionError("store down")
+
+
+@pytest.mark.parametrize(
+    ("second", "says"),
+    [
+        (_store_down, "raised ConnectionError: store down"),
+        # a refusal once results are recorded fails that stream only (errors.SessionRefused)
+        (lambda: {"not": "a memory"}, "returned a dict, which does not implement the MemorySystem protocol"),
+    ],
+    ids=["raises", "not_a_memory"],
+)
+def test_a_stream_that_could_not_start_is_one_failure_and_the_session_goes_on(
+    tmp_path: Path, second: Callable[[], Any], says: str
+) -> None:
+    config = load_run_config(SAMPLE_MEMORY_RUN).with_overrides(limit=2)
+    summary = run_benchmark(config, tmp_path / "out", memory_factory=_second_stream_memory(second))
+    [failure] = summary["failed_episodes"]
+    assert (failure["stream"], failure["phase"]) == ("sample_choice", "start")
+    assert failure["reason"].startswith("stream 'sample_choice' could not start: ") and says in failure["reason"]
+    assert {name: stream["tasks"] for name, stream in summary["streams"].items()} == {
+        "sample_facts": 2, "sample_choice": 0
+    }
+    assert summary["completion"]["complete"] is False
