@@ -19,7 +19,7 @@ import pytest
 from ..errors import EvoMemoryError
 from ..redaction import shown
 from ..reporting.properties import without_task_properties
-from ..runtime.records import Record, RecordError, from_wire
+from ..runtime.records import from_wires
 from ..runtime.session import Session
 from .items import task_of_nodeid
 from .reporters import add_identity_properties
@@ -89,20 +89,14 @@ class ControllerPlugin:
     # ----- records
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        records = self._records(report)
+        records = from_wires(getattr(report, "evomemory_records", None))
         refusal = getattr(report, "evomemory_refusal", None)
         if isinstance(refusal, list) and len(refusal) == 2:
-            failed = self.session.refuse(str(refusal[0]), str(refusal[1]))
-            if failed is not None:
-                records.append(failed)  # results were recorded already: that stream failed
+            records += self.session.refuse(str(refusal[0]), str(refusal[1]))  # a stream fails once results exist
         if not records and report.failed and report.when not in ("setup", "teardown"):
-            # No records at all: the process running the task died (xdist worker crash).
-            found = task_of_nodeid(report.nodeid)
-            task = self.session.sample_of(*found) if found is not None else None
-            if task is not None and found is not None:
-                records = [self.session.failed_task(
-                    found[0], task[1], f"the test process crashed: {_last_line(report.longreprtext)}"
-                )]
+            # no record at all (xdist reports a crash with when "???"): the process running the task died
+            task = task_of_nodeid(report.nodeid)
+            records = self.session.crashed(*task, report.longreprtext) if task is not None else []
         stop = self.session.add_records(records)
         if stop is not None and self.pytest_session is not None:
             reason = f"evomemory: {stop}"
@@ -110,16 +104,6 @@ class ControllerPlugin:
             dsession = self.config.pluginmanager.getplugin("dsession")
             if dsession is not None:
                 dsession.shouldstop = reason
-
-    @staticmethod
-    def _records(report: pytest.TestReport) -> list[Record]:
-        records = []
-        for wire in getattr(report, "evomemory_records", None) or ():
-            try:
-                records.append(from_wire(wire))
-            except RecordError:
-                continue
-        return records
 
     # ----- the end
 
@@ -189,11 +173,6 @@ class ReleaseRecords:
             kept = without_task_properties(report.user_properties)
             if kept is not None:
                 report.user_properties = kept
-
-
-def _last_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1].strip() if lines else "no details"
 
 
 __all__ = ["ControllerPlugin"]

@@ -21,7 +21,7 @@ from ..redaction import shown
 from ..reporting.properties import without_task_properties
 from ..runtime import Episode, StreamRun, TaskOutcome
 from ..runtime.notrun import FailedStream
-from ..runtime.records import Record, from_wire
+from ..runtime.records import Record, from_wires
 from ..runtime.session import Session
 from ..types import BenchmarkSample
 from .collection import CollectionHooks, task_of
@@ -117,13 +117,9 @@ class WorkerPlugin:
         if self.refusal is not None:
             report.evomemory_refusal = list(self.refusal)  # type: ignore[attr-defined]
             self.refusal = None
-        if (
-            report.when == "setup" and report.failed and task is not None
-            and not any(getattr(record, "scored", None) is not None or record.failed_episode for record in records)
-        ):
-            # a setup failure of ours produced no record (a user fixture failed): the task is a failed episode
-            reason = str(call.excinfo.value).strip() if call.excinfo is not None else "its setup failed"
-            records.append(self.session.failed_task(*task, reason or "its setup failed"))
+        if report.when == "setup" and report.failed and task is not None:
+            reason = str(call.excinfo.value).strip() if call.excinfo is not None else ""
+            records += self.session.setup_failed(*task, records, reason)  # a user fixture failed: no record of ours
         if records:
             report.evomemory_records = [record.to_wire() for record in records]  # type: ignore[attr-defined]
         return report
@@ -134,11 +130,10 @@ class WorkerPlugin:
         count and stops itself once the total reaches the max errors."""
         if not self.is_worker or self.pytest_session is None:
             return
-        records = [from_wire(wire) for wire in getattr(report, "evomemory_records", None) or ()]
-        if self.session.count_failures_here(records):
-            self.pytest_session.shouldstop = f"evomemory: failed episodes reached {self.session.flags('max-errors')}"
-        elif report.when == "teardown" and (reason := self.session.cost_stop()) is not None:
-            self.pytest_session.shouldstop = f"evomemory: {reason}"  # any process refused a call: stop here too
+        records = from_wires(getattr(report, "evomemory_records", None))
+        reason = self.session.stop_here(records, task_over=report.when == "teardown")
+        if reason is not None:
+            self.pytest_session.shouldstop = f"evomemory: {reason}"
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.is_worker:  # the controller (or the only process) releases the session itself

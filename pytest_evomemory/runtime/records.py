@@ -30,7 +30,7 @@ alone say every task's outcome.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -241,6 +241,19 @@ def from_wire(wire: Mapping[str, Any]) -> Record:
     if any(not isinstance(value, dict) for name, value in values.items() if name in _REQUIRED[kind]):
         raise RecordError(f"a {kind.TYPE} record without its {', '.join(_REQUIRED[kind])}")
     return kind(**values, arm=None if arm is None else str(arm))
+
+
+def from_wires(wires: Iterable[Mapping[str, Any]] | None) -> list[Record]:
+    """The typed records of the wire mappings a driver received (on a test report),
+    passing over any that is not one of ours: a damaged report loses that record,
+    the session goes on."""
+    records = []
+    for wire in wires or ():
+        try:
+            records.append(from_wire(wire))
+        except RecordError:
+            continue
+    return records
 
 
 _REQUIRED: dict[type[Record], tuple[str, ...]] = {
@@ -517,6 +530,7 @@ __all__ = [
     "feedback_error_record",
     "feedback_skipped_record",
     "from_wire",
+    "from_wires",
     "stream_error_record",
     "stream_started_record",
 ]

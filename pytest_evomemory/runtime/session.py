@@ -708,18 +708,18 @@ class Session:
                 pass  # the refusal is what the user needs to hear
             raise
 
-    def refuse(self, key: str, message: str) -> Record | None:
+    def refuse(self, key: str, message: str) -> list[Record]:
         """A worker's stream refused the session at its first build (:meth:`open_stream`):
-        the session is refused (``None``) while it has recorded nothing; once results
-        are recorded, that stream could not start (its record is returned)."""
+        the session is refused (nothing to record) while it has recorded nothing; once
+        results are recorded, that stream could not start (its record is returned)."""
         if self.refused is not None or not self.started:
             self.refused = self.refused or message
-            return None
+            return []
         found = self.streams_by_key.get(key)
         arm, name = found if found is not None else (self.baseline, key)
         reason = f"stream {name!r} could not start: {message}"
         self.failed_streams[key] = reason
-        return stream_error_record(name, reason, phase="start").for_arm(arm.prefix)
+        return [stream_error_record(name, reason, phase="start").for_arm(arm.prefix)]
 
     def close_stream(self, run: StreamRun | FailedStream, sink: RecordSink) -> None:
         """Stream teardown; a failure is charged to this stream (and arm), not to
@@ -776,10 +776,28 @@ class Session:
         return max(saved, default=0)
 
     def failed_task(self, key: str, sample: BenchmarkSample, reason: str) -> Record:
-        """The record of a task whose process died (an xdist worker crash)."""
+        """The record of a task that failed outside its episode (:meth:`setup_failed`, :meth:`crashed`)."""
         found = self.streams_by_key.get(key)
         arm = found[0] if found is not None else self.baseline
         return error_record(sample, reason).for_arm(arm.prefix)
+
+    def setup_failed(self, key: str, sample: BenchmarkSample, records: Sequence[Record], reason: str) -> list[Record]:
+        """A task whose setup failed before its episode ran (pytest: a user's fixture)
+        is a failed episode, unless ``records``, what the session recorded of it, say
+        so already (its stream could not start, its episode failed)."""
+        if any(getattr(record, "scored", None) is not None or record.failed_episode for record in records):
+            return []
+        return [self.failed_task(key, sample, reason or "its setup failed")]
+
+    def crashed(self, key: str, task_id: str, details: str) -> list[Record]:
+        """A task whose process died while it ran (an xdist worker crash: the driver
+        received no record of it) is a failed episode, named by the last line of the
+        driver's ``details``; nothing for a task this session does not have."""
+        found = self.sample_of(key, task_id)
+        if found is None:
+            return []
+        lines = [line.strip() for line in details.strip().splitlines() if line.strip()]
+        return [self.failed_task(key, found[1], f"the test process crashed: {lines[-1] if lines else 'no details'}")]
 
     # ----- records (the process that writes)
 
@@ -816,10 +834,18 @@ class Session:
             return self.stop_reason
         return None
 
-    def count_failures_here(self, records: Sequence[Record]) -> bool:
-        """In a worker: add this process's new failed episodes to the session's shared
-        count; True once the total reaches the max errors (the worker stops itself,
-        since the controller's stop reaches it only after its whole stream ran)."""
+    def stop_here(self, records: Sequence[Record], *, task_over: bool) -> str | None:
+        """In a worker, why it stops itself, if it must: the controller's stop reaches
+        a worker only after its whole stream ran. Its new failed episodes are added to
+        the session's shared count, which reached the max errors; or, once a task is
+        over, a process of the session refused a model call for the cost cap."""
+        if self._count_failures_here(records):
+            return f"failed episodes reached {self.flags('max-errors')}"
+        return self.cost_stop() if task_over else None
+
+    def _count_failures_here(self, records: Sequence[Record]) -> bool:
+        """Add this process's new failed episodes to the shared count; True once the
+        total reaches the max errors."""
         if self.shared_errors is None or self.max_errors is None:
             return False
         failed = {

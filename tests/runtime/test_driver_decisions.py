@@ -3,7 +3,7 @@ checked on the engine alone: no pytest session, no subprocess."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -12,8 +12,11 @@ import pytest
 from pytest_evomemory import load_run_config, run_benchmark
 from pytest_evomemory.errors import ConfigError
 from pytest_evomemory.memory import InProcessMemory
+from pytest_evomemory.options import CLI_FLAGS, SessionOptions
 from pytest_evomemory.reporting.progress import DEFAULT_INTERVAL, progress_interval
+from pytest_evomemory.rundir import SharedErrorCount
 from pytest_evomemory.runtime.notrun import FailedStream, NotRun
+from pytest_evomemory.runtime.records import from_wires, stream_error_record
 from pytest_evomemory.runtime.session import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -21,7 +24,10 @@ from pytest_evomemory.runtime.session import (
     EXIT_OK,
     EXIT_USAGE,
     Outcome,
+    Session,
+    SessionSetup,
 )
+from pytest_evomemory.types import BenchmarkSample
 
 from ..conftest import SAMPLE_MEMORY_RUN
 
@@ -122,3 +128,62 @@ def test_a_stream_that_could_not_start_is_one_failure_and_the_session_goes_on(
         "sample_facts": 2, "sample_choice": 0
     }
     assert summary["completion"]["complete"] is False
+
+
+# --------------------------------------------------------------------------- records a driver receives
+
+
+@pytest.fixture
+def session(tmp_path: Path) -> Iterator[Session]:
+    """A session that writes nothing (as an xdist worker's, or --collect-only's)."""
+    options = SessionOptions(configs=(str(SAMPLE_MEMORY_RUN),), output_dir=str(tmp_path), limit=2, max_errors=1)
+    opened = Session.open(SessionSetup(options, CLI_FLAGS, tmp_path, writes=False))
+    try:
+        yield opened
+    finally:
+        opened.release()
+
+
+def _first(session: Session) -> tuple[str, BenchmarkSample]:
+    task = next(session.tasks())
+    return task.key, task.sample
+
+
+def test_damaged_wire_records_are_passed_over(session: Session) -> None:
+    key, sample = _first(session)
+    wire = session.failed_task(key, sample, "boom").to_wire()
+    assert [record.to_wire() for record in from_wires([{"type": "from-another-version"}, wire, {}])] == [wire]
+    assert from_wires(None) == []
+
+
+def test_a_setup_failure_without_a_record_of_ours_is_one_failed_episode(session: Session) -> None:
+    key, sample = _first(session)
+    [failed] = session.setup_failed(key, sample, [], "")
+    assert failed.failed_episode == (sample.stream, sample.task_id)
+    assert failed.scored["error"] == "its setup failed"  # type: ignore[attr-defined]
+    # the session recorded the failure already (its stream could not start): not twice
+    started = stream_error_record(sample.stream, "could not start", phase="start")
+    assert session.setup_failed(key, sample, [started], "fixture failed") == []
+
+
+def test_a_task_whose_process_died_is_a_failed_episode_named_by_the_last_line(session: Session) -> None:
+    key, sample = _first(session)
+    [crashed] = session.crashed(key, sample.task_id, "worker 'gw0' crashed while running\n\n  node down: Not properly terminated \n")
+    assert crashed.scored["error"] == "the test process crashed: node down: Not properly terminated"  # type: ignore[attr-defined]
+    assert session.crashed(key, "no-such-task", "") == []
+    [undetailed] = session.crashed(key, sample.task_id, " \n")
+    assert undetailed.scored["error"] == "the test process crashed: no details"  # type: ignore[attr-defined]
+
+
+def test_a_worker_refusal_refuses_a_session_that_recorded_nothing(session: Session) -> None:
+    assert session.refuse("sample_facts", "factory returned a dict") == []
+    assert session.refused == "factory returned a dict"
+    assert session.add_records([]) == "the session is refused"
+
+
+def test_a_worker_stops_itself_at_the_max_errors_counted_across_workers(session: Session, tmp_path: Path) -> None:
+    key, sample = _first(session)
+    session.shared_errors = SharedErrorCount(tmp_path)  # as the process that writes shares it
+    assert session.stop_here([], task_over=True) is None
+    failed = session.failed_task(key, sample, "boom")
+    assert session.stop_here([failed], task_over=False) == "failed episodes reached --max-errors"
