@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from ..errors import ConfigError, DataError, EvoMemoryError
+from ..errors import ConfigError, EvoMemoryError
 from ..options import PYTEST_FLAGS, read_options
 from ..redaction import shown
 from ..runtime.session import Session, SessionSetup
@@ -37,7 +37,7 @@ def activate(config: pytest.Config) -> None:
         )
         session = Session.open(setup, _ini_configs(config), config.rootpath)
     except EvoMemoryError as error:
-        raise pytest.UsageError(shown(f"evomemory: {_describe(error)}")) from None
+        raise pytest.UsageError(shown(f"evomemory: {error}")) from None  # one line, as evomemory run says it
     config.stash[SESSION_KEY] = session
     try:
         _register(config, session, worker)
@@ -96,12 +96,6 @@ def _hand_picked(config: pytest.Config) -> str | None:
 def _in_items_module(arg: str) -> bool:
     """Whether a command-line path (or node id) names the benchmark's items module."""
     return str(Path(arg.split("::")[0]).resolve()) == str(ITEMS_MODULE)
-
-
-def _describe(error: EvoMemoryError) -> str:
-    if isinstance(error, ConfigError | DataError):
-        return str(error)
-    return f"{type(error).__name__}: {error}"
 
 
 def _point_args_at_items(config: pytest.Config, session: Session) -> None:

@@ -9,6 +9,7 @@ own output. ``-q`` keeps only the final line of each stream, ``-qq`` none.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,9 +33,7 @@ class ProgressHooks:
         self.pending: list[str] = []
 
     def _start(self, nodeids: Sequence[str]) -> None:
-        totals: dict[str, int] = {}
-        for key in filter(None, map(stream_of_nodeid, nodeids)):
-            totals[key] = totals.get(key, 0) + 1
+        totals = Counter(filter(None, map(stream_of_nodeid, nodeids)))  # tasks per stream key
         self.board.start(totals, self.session.completed_scores)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:

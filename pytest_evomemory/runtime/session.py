@@ -56,6 +56,7 @@ from ..models.budget import (
 )
 from ..models.limits import close_session_directory, open_session_directory, session_directory
 from ..options import SHARD_UNITS, Flags, SessionOptions
+from ..redaction import redact_strings
 from ..reporting.gain import GainResult, GainThreshold, check_gains, parse_min_gain
 from ..reporting.html import ReportError, load_run, write_comparison, write_comparison_report
 from ..reporting.replicates import write_replicate_comparison
@@ -1080,11 +1081,11 @@ class Session:
 
     def json_report(self) -> dict[str, Any] | None:
         """The block a dashboard reads (pytest-json-report's ``evomemory`` key): one
-        shape for one arm and for several (docs/artefacts.md)."""
-
+        shape for one arm and for several (docs/artefacts.md), redacted and strict JSON
+        (no bare NaN) as the run directory writes it."""
         if not self.started:
             return None
-        return {
+        block: dict[str, Any] = redact_strings({
             "schema_version": SCHEMA_VERSION,
             "baseline": self.baseline.name,
             "arms": [
@@ -1100,7 +1101,8 @@ class Session:
             "comparison": self.comparison,
             **({"replicates": self.replicate_comparison} if self.replicates is not None else {}),
             "gains": [result.to_dict() for result in self.gain_results],
-        }
+        })
+        return block
 
 
 def _arms_dir(setup: SessionSetup, run_configs: Sequence[RunConfig], replicated: bool = False) -> Path:

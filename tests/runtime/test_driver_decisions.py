@@ -3,6 +3,7 @@ checked on the engine alone: no pytest session, no subprocess."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -14,6 +15,7 @@ from pytest_evomemory.errors import ConfigError
 from pytest_evomemory.memory import InProcessMemory
 from pytest_evomemory.options import CLI_FLAGS, SessionOptions
 from pytest_evomemory.reporting.progress import DEFAULT_INTERVAL, progress_interval
+from pytest_evomemory.reporting.properties import session_identity_properties, task_metadata
 from pytest_evomemory.rundir import SharedErrorCount
 from pytest_evomemory.runtime.notrun import FailedStream, NotRun
 from pytest_evomemory.runtime.records import from_wires, stream_error_record
@@ -187,3 +189,30 @@ def test_a_worker_stops_itself_at_the_max_errors_counted_across_workers(session:
     assert session.stop_here([], task_over=True) is None
     failed = session.failed_task(key, sample, "boom")
     assert session.stop_here([failed], task_over=False) == "failed episodes reached --max-errors"
+
+
+# --------------------------------------------------------------------------- what the reporters carry
+
+
+def test_a_tasks_json_metadata_is_its_properties_without_the_prefix() -> None:
+    properties = [("evomemory_stream", "s"), ("evomemory_correct", True), ("user_key", 1)]
+    assert task_metadata(properties) == {"stream": "s", "correct": True}
+    assert task_metadata([("user_key", 1)]) == {}
+
+
+def test_what_ran_is_named_by_arm_only_when_a_session_runs_several() -> None:
+    summary = {"ran": {"agent": {"class": "a:Agent"}, "memory": {"class": "m:Memory"}, "model": None}}
+    one = session_identity_properties([("g", summary)])
+    assert [name for name, _ in one] == ["evomemory_agent", "evomemory_memory", "evomemory_model"]
+    assert not any(value.startswith("g: ") for _, value in one)
+    several = session_identity_properties([("control", summary), ("memory", None), ("mem", summary)])
+    assert [value.split(": ")[0] for _, value in several] == ["control"] * 3 + ["mem"] * 3  # unfinished: none
+
+
+def test_the_json_report_block_is_redacted_as_the_run_directory(session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(Session, "started", property(lambda self: True))
+    session.comparison = {"note": "key sk-proj-abcdefghijklmnopqrstuvwx", "ratio": float("nan")}
+    block = session.json_report()
+    assert block is not None
+    assert block["comparison"] == {"note": "key ***", "ratio": "NaN"}  # strict JSON: no bare NaN
+    json.dumps(block, allow_nan=False)
