@@ -18,7 +18,7 @@ from ..options import PYTEST_FLAGS, read_options
 from ..redaction import shown
 from ..runtime.session import Session, SessionSetup
 from .items import ITEMS_MODULE, task_argument
-from .stash import SESSION_KEY, distributes, is_xdist_worker
+from .stash import SESSION_KEY, STARTUP_HEAP, distributes, is_xdist_worker
 
 
 def activate(config: pytest.Config) -> None:
@@ -33,7 +33,7 @@ def activate(config: pytest.Config) -> None:
         setup = SessionSetup(
             options, PYTEST_FLAGS, config.invocation_params.dir,
             tuple(str(arg) for arg in config.invocation_params.args), writes=writes, worker=worker,
-            hand_picked=_hand_picked(config),
+            hand_picked=_hand_picked(config), heap=config.stash[STARTUP_HEAP],
         )
         session = Session.open(setup, _ini_configs(config), config.rootpath)
     except EvoMemoryError as error:

@@ -26,7 +26,7 @@ from ..runtime.session import Session
 from ..types import BenchmarkSample
 from .collection import CollectionHooks, task_of
 from .reportsafety import clean_report
-from .stash import STARTUP_HEAP, is_xdist_worker
+from .stash import is_xdist_worker
 
 #: Who gives the pytest side its factories (named in a refusal of what they built).
 _FIXTURES = "the evomemory_agent_factory / evomemory_memory_factory fixtures"
@@ -58,11 +58,10 @@ class WorkerPlugin:
 
     def open_stream(self, key: str, agent_factory: Any, memory_factory: Any) -> StreamRun | FailedStream:
         """The stream fixture's setup: a fresh memory and agent, or a failed stream."""
-        with self.config.stash[STARTUP_HEAP].paused():
-            return self.session.start_stream(
-                key, self.sink, agent_factory=agent_factory, memory_factory=memory_factory,
-                notice=self._write_past_capture, factories_from=_FIXTURES,
-            )
+        return self.session.start_stream(
+            key, self.sink, agent_factory=agent_factory, memory_factory=memory_factory,
+            notice=self._write_past_capture, factories_from=_FIXTURES,
+        )
 
     def _write_past_capture(self, line: str) -> None:
         """A line on the real stderr now: pytest captures a fixture's output (at the file

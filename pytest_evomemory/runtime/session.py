@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from ..config import RunConfig
 from ..configload import load_run_config
 from ..configs import resolve_run_config
 from ..errors import ConfigError, EvoMemoryError, SessionRefused
+from ..heap import StartupHeap
 from ..identity import configured_model, describe_model, run_identity
 from ..memory.base import MemoryContext
 from ..memory.factory import backend_spec
@@ -129,6 +130,9 @@ class SessionSetup:
     #: how the user picked tasks by hand (``"node ids"``, ``"-k"``), if they did: such a
     #: side run goes to ``<run dir>/side-run/`` and the full run stays the one readers find
     hand_picked: str | None = None
+    #: this process's garbage collector at start-up (:mod:`..heap`): a stream's parts
+    #: (agent, model client, memory) are start-up too, built with it paused
+    heap: StartupHeap = field(default_factory=lambda: StartupHeap(may_freeze=False))
 
 
 @dataclass(frozen=True)
@@ -661,14 +665,15 @@ class Session:
         agent_factory: AgentFactoryFn | None = None, memory_factory: MemoryFactoryFn | None = None,
         notice: Callable[[str], None] | None = None, factories_from: str | None = None,
     ) -> StreamRun | FailedStream:
-        """:meth:`open_stream` for a driver: a stream that could not start (recorded
-        once), or whose first build refused the session, comes back as a
-        :class:`FailedStream`, whose tasks :meth:`start_task` does not run."""
+        """:meth:`open_stream` for a driver, with the start-up heap paused: a stream
+        that could not start (recorded once), or whose first build refused the session,
+        comes back as a :class:`FailedStream`, whose tasks :meth:`start_task` does not run."""
         try:
-            return self.open_stream(
-                key, sink, agent_factory=agent_factory, memory_factory=memory_factory, notice=notice,
-                factories_from=factories_from,
-            )
+            with self.setup.heap.paused():
+                return self.open_stream(
+                    key, sink, agent_factory=agent_factory, memory_factory=memory_factory, notice=notice,
+                    factories_from=factories_from,
+                )
         except EvoMemoryError as error:
             if self.refused is not None:
                 return FailedStream(key, self.refused, refused=True)
