@@ -116,9 +116,6 @@ class ControllerPlugin:
         return (yield)
 
     def _finish(self, session: pytest.Session) -> None:
-        if self.session.refused is not None:
-            session.exitstatus = pytest.ExitCode.USAGE_ERROR  # refused before any task: nothing is written
-            return
         interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED or self.session.termination.terminated
         if not interrupted:
             if session.shouldfail and self.config.getoption("maxfail", 0):
@@ -137,9 +134,6 @@ class ControllerPlugin:
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.config.option.collectonly:
-            return
-        if self.session.refused is not None:
-            terminalreporter.write_line(shown(f"evomemory: error: {self.session.refused}"), red=True, bold=True)
             return
         for line in self.session.report(resume_command="pytest"):
             if line.section:

@@ -159,13 +159,18 @@ class Outcome:
     #: running nothing completes the run: a resume of a run whose every task is done,
     #: a shard that holds no cell (its empty run is complete)
     complete_when_empty: bool = False
+    #: why the session was refused at a stream's first build (nothing was written)
+    refused: str | None = None
 
     def exit_status(self, driver: int = EXIT_OK) -> int:
         """The exit status of the session, given the driver's own: pytest's (its tests
         failed, it was interrupted, it collected nothing), or ``EXIT_OK`` for
         ``evomemory run``, which has none. The driver's failure stands; otherwise an
         interrupted or stopped session is resumable (2), a failed one (a gate missed, a
-        failed episode) is 1, and a run with nothing left to run exits as that run."""
+        failed episode) is 1, and a run with nothing left to run exits as that run. A
+        refused session is a usage error (4), whatever the driver says."""
+        if self.refused is not None:
+            return EXIT_USAGE
         if driver not in (EXIT_OK, EXIT_NO_TASKS):
             return driver
         if self.interrupted or self.stopped:
@@ -879,8 +884,11 @@ class Session:
     # ----- the end
 
     def finish(self, *, interrupted: bool = False) -> Outcome:
-        """Every arm's summary, thresholds and report, the comparison and its gates."""
+        """Every arm's summary, thresholds and report, the comparison and its gates;
+        for a refused session, nothing (it wrote nothing, and exits 4)."""
         self.termination.finishing = True
+        if self.refused is not None:
+            return Outcome(interrupted=interrupted, refused=self.refused)
         stop_reason = self.stop_reason
         if interrupted and stop_reason is None:
             stop_reason = "terminated by SIGTERM" if self.termination.terminated else "interrupted (Ctrl-C)"
@@ -1014,7 +1022,10 @@ class Session:
 
     def report(self, resume_command: str) -> list[Line]:
         """The end-of-session lines: each arm's, the comparison's, what to do next.
-        ``resume_command`` is how this entry point continues (``pytest``, ``evomemory run``)."""
+        ``resume_command`` is how this entry point continues (``pytest``, ``evomemory run``).
+        A refused session says why, and nothing else."""
+        if self.refused is not None:
+            return [Line.of(f"evomemory: error: {self.refused}", "red", bold=True)]
         lines: list[Line] = []
         for arm in self.arms:
             if arm.result is None:

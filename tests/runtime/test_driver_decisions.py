@@ -17,6 +17,7 @@ from pytest_evomemory.options import CLI_FLAGS, SessionOptions
 from pytest_evomemory.reporting.progress import DEFAULT_INTERVAL, progress_interval
 from pytest_evomemory.reporting.properties import session_identity_properties, task_metadata
 from pytest_evomemory.rundir import SharedErrorCount
+from pytest_evomemory.runtime.lines import Line
 from pytest_evomemory.runtime.notrun import FailedStream, NotRun
 from pytest_evomemory.runtime.records import from_wires, stream_error_record
 from pytest_evomemory.runtime.session import (
@@ -50,6 +51,9 @@ from ..conftest import SAMPLE_MEMORY_RUN
         (Outcome(ran=True, complete_when_empty=True), EXIT_NO_TASKS, EXIT_OK),
         (Outcome(ran=True), EXIT_NO_TASKS, EXIT_NO_TASKS),
         (Outcome(ran=True, complete_when_empty=True), EXIT_OK, EXIT_OK),
+        # refused at a stream's first build: a usage error, whatever pytest made of the stop
+        (Outcome(refused="factory returned a dict", interrupted=True), EXIT_INTERRUPTED, EXIT_USAGE),
+        (Outcome(refused="factory returned a dict"), EXIT_OK, EXIT_USAGE),
     ],
 )
 def test_one_exit_status_for_both_drivers(outcome: Outcome, driver: int, status: int) -> None:
@@ -178,9 +182,15 @@ def test_a_task_whose_process_died_is_a_failed_episode_named_by_the_last_line(se
 
 
 def test_a_worker_refusal_refuses_a_session_that_recorded_nothing(session: Session) -> None:
-    assert session.refuse("sample_facts", "factory returned a dict") == []
-    assert session.refused == "factory returned a dict"
+    assert session.refuse("sample_facts", "factory returned a \x1b[2Jdict") == []
+    assert session.refused == "factory returned a \x1b[2Jdict"
     assert session.add_records([]) == "the session is refused"
+    outcome = session.finish()
+    assert (outcome.refused, outcome.exit_status()) == ("factory returned a \x1b[2Jdict", EXIT_USAGE)
+    assert all(arm.summary is None for arm in session.arms)  # nothing summarized, nothing written
+    assert session.report(resume_command="pytest") == [
+        Line("evomemory: error: factory returned a \\x1b[2Jdict", "red", bold=True)  # one inert line
+    ]
 
 
 def test_a_worker_stops_itself_at_the_max_errors_counted_across_workers(session: Session, tmp_path: Path) -> None:
