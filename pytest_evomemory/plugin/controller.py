@@ -90,9 +90,6 @@ class ControllerPlugin:
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         records = from_wires(getattr(report, "evomemory_records", None))
-        refusal = getattr(report, "evomemory_refusal", None)
-        if isinstance(refusal, list) and len(refusal) == 2:
-            records += self.session.refuse(str(refusal[0]), str(refusal[1]))  # a stream fails once results exist
         if not records and report.failed and report.when not in ("setup", "teardown"):
             # no record at all (xdist reports a crash with when "???"): the process running the task died
             task = task_of_nodeid(report.nodeid)

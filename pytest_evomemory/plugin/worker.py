@@ -47,8 +47,6 @@ class WorkerPlugin:
         self.is_worker = is_xdist_worker(config)
         #: records of the phase in progress, moved onto its report
         self.pending: list[Record] = []
-        #: (stream key, why) of a stream that refused the session, for the controller
-        self.refusal: tuple[str, str] | None = None
         self.pytest_session: pytest.Session | None = None
 
     def sink(self, record: Record) -> None:
@@ -77,16 +75,14 @@ class WorkerPlugin:
         run: the task that carries its stream's failure fails with it, the others are
         skipped. A refused session runs nothing: this process stops, and the
         controller refuses the session (exit 4), or, if it recorded results already,
-        fails the stream."""
+        fails the stream (Session.add_records)."""
         __tracebackhide__ = True
         hooks = self.config.pluginmanager.get_plugin("evomemory-collection")
         first = hooks.first_positions.get(key) if isinstance(hooks, CollectionHooks) else None
         task = self.session.start_task(live, sample, self.sink, first)
         if isinstance(task, Episode):
             return PytestEpisode(task)
-        if task.refused:
-            if task.failure is not None:
-                self.refusal = (key, task.failure)
+        if task.refused:  # its refusal went to the controller with the stream's records
             if self.pytest_session is not None:
                 self.pytest_session.shouldstop = "evomemory: the session is refused"
         elif task.failure is not None:
@@ -113,9 +109,6 @@ class WorkerPlugin:
                 if kept is not None:
                     item.user_properties[:] = kept
         records, self.pending, task = self.pending, [], task_of(item)
-        if self.refusal is not None:
-            report.evomemory_refusal = list(self.refusal)  # type: ignore[attr-defined]
-            self.refusal = None
         if report.when == "setup" and report.failed and task is not None:
             reason = str(call.excinfo.value).strip() if call.excinfo is not None else ""
             records += self.session.setup_failed(*task, records, reason)  # a user fixture failed: no record of ours

@@ -86,7 +86,14 @@ from .arm import Arm, check_arm_names
 from .gates import thresholds_for_arms
 from .lines import Line, memory_wait_line, snapshot_fallback_line
 from .notrun import FailedStream, NotRun, stopped
-from .records import Record, StreamErrorRecord, error_record, stream_error_record, stream_started_record
+from .records import (
+    Record,
+    RefusalRecord,
+    StreamErrorRecord,
+    error_record,
+    stream_error_record,
+    stream_started_record,
+)
 from .replicates import base_configs, expand_replicates, replicate_groups, replicate_seeds
 from .resume import ResumeSource, arm_dir_recorded, check_manifest_dirs, read_resume_source, started_by
 from .run import (
@@ -651,6 +658,8 @@ class Session:
             message = f"{self.flags('resume')} {arm.run_dir}: {error}" if isinstance(error, ResumeRefused) else str(error)
             if self.setup.worker or not self.started:
                 self.refused = self.refused or message
+                if self.setup.worker:  # the controller decides (refuse)
+                    sink(RefusalRecord({"key": key, "message": message}))
                 raise SessionRefused(message) from None
             reason = f"stream {name!r} could not start: {message}"
             self.failed_streams[key] = reason
@@ -720,9 +729,10 @@ class Session:
             raise
 
     def refuse(self, key: str, message: str) -> list[Record]:
-        """A worker's stream refused the session at its first build (:meth:`open_stream`):
-        the session is refused (nothing to record) while it has recorded nothing; once
-        results are recorded, that stream could not start (its record is returned)."""
+        """A worker's stream refused the session at its first build (:meth:`open_stream`,
+        its :class:`RefusalRecord`): the session is refused (nothing to record) while it
+        has recorded nothing; once results are recorded, that stream could not start
+        (its record is returned)."""
         if self.refused is not None or not self.started:
             self.refused = self.refused or message
             return []
@@ -815,7 +825,15 @@ class Session:
     def add_records(self, records: Sequence[Record]) -> str | None:
         """Route records to their arms' runs; the reason to stop the session, if any
         (max errors reached, a run directory that can no longer be written, the cost
-        cap reached by any process of the session). A refused session records nothing."""
+        cap reached by any process of the session). A worker's refusal refuses the
+        session or fails its stream (:meth:`refuse`); a refused session records nothing."""
+        received: list[Record] = []
+        for record in records:
+            if isinstance(record, RefusalRecord):
+                received += self.refuse(str(record.refusal.get("key")), str(record.refusal.get("message")))
+            else:
+                received.append(record)
+        records = received
         if self.refused is not None:
             return "the session is refused"
         if records:

@@ -19,7 +19,7 @@ from pytest_evomemory.reporting.properties import session_identity_properties, t
 from pytest_evomemory.rundir import SharedErrorCount
 from pytest_evomemory.runtime.lines import Line
 from pytest_evomemory.runtime.notrun import FailedStream, NotRun
-from pytest_evomemory.runtime.records import from_wires, stream_error_record
+from pytest_evomemory.runtime.records import RefusalRecord, from_wires, stream_error_record
 from pytest_evomemory.runtime.session import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -191,6 +191,20 @@ def test_a_worker_refusal_refuses_a_session_that_recorded_nothing(session: Sessi
     assert session.report(resume_command="pytest") == [
         Line("evomemory: error: factory returned a \\x1b[2Jdict", "red", bold=True)  # one inert line
     ]
+
+
+def test_a_worker_refusal_after_results_were_recorded_fails_its_stream_once(
+    session: Session, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    key, sample = _first(session)
+    monkeypatch.setattr(Session, "started", property(lambda self: True))
+    refusal = from_wires([RefusalRecord({"key": key, "message": "factory returned a dict"}).to_wire()])
+    # one failed stream (which --max-errors=1 counts), not a refused session
+    assert session.add_records(refusal) == "1 failed episodes reached --max-errors"
+    assert session.refused is None
+    [failure] = session.baseline.run.collector.failures
+    assert failure["reason"] == f"stream {sample.stream!r} could not start: factory returned a dict"
+    assert session.failed_streams == {key: failure["reason"]}
 
 
 def test_a_worker_stops_itself_at_the_max_errors_counted_across_workers(session: Session, tmp_path: Path) -> None:
