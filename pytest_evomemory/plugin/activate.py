@@ -25,11 +25,7 @@ def activate(config: pytest.Config) -> None:
     worker = is_xdist_worker(config)
     writes = not worker and not config.option.collectonly
     try:
-        options = read_options(
-            {option.removeprefix("evomemory_"): value for option, value in vars(config.option).items()
-             if option.startswith("evomemory_")},
-            PYTEST_FLAGS,
-        )
+        options = read_options(vars(config.option), PYTEST_FLAGS)
         setup = SessionSetup(
             options, PYTEST_FLAGS, config.invocation_params.dir,
             tuple(str(arg) for arg in config.invocation_params.args), writes=writes, worker=worker,
