@@ -689,9 +689,10 @@ class Session:
                     factories_from=factories_from,
                 )
         except EvoMemoryError as error:
-            if self.refused is not None:
-                return FailedStream(key, self.refused, refused=True)
-            return FailedStream(key, self.failed_streams.get(key) or str(error))
+            failure = self.failed_streams.get(key)
+            if failure is None:  # not recorded as this stream's failure: it refused the session
+                return FailedStream(key, str(error), refused=True)
+            return FailedStream(key, failure)
 
     def start_task(
         self, live: StreamRun | FailedStream, sample: BenchmarkSample, sink: RecordSink,

@@ -19,7 +19,7 @@ from pytest_evomemory.reporting.properties import session_identity_properties, t
 from pytest_evomemory.rundir import SharedErrorCount
 from pytest_evomemory.runtime.lines import Line
 from pytest_evomemory.runtime.notrun import FailedStream, NotRun
-from pytest_evomemory.runtime.records import RefusalRecord, from_wires, stream_error_record
+from pytest_evomemory.runtime.records import Record, RefusalRecord, from_wires, stream_error_record
 from pytest_evomemory.runtime.session import (
     EXIT_FAILED,
     EXIT_INTERRUPTED,
@@ -148,6 +148,24 @@ def session(tmp_path: Path) -> Iterator[Session]:
         yield opened
     finally:
         opened.release()
+
+
+def test_in_a_worker_a_refusing_stream_sends_its_refusal_and_runs_no_task(tmp_path: Path) -> None:
+    options = SessionOptions(configs=(str(SAMPLE_MEMORY_RUN),), output_dir=str(tmp_path), limit=2)
+    worker = Session.open(SessionSetup(options, CLI_FLAGS, tmp_path, writes=False, worker=True))
+    try:
+        key, sample = _first(worker)
+        sent: list[Record] = []
+        live = worker.start_stream(key, sent.append, memory_factory=lambda config, context: {"not": "a memory"})
+        assert isinstance(live, FailedStream) and live.refused
+        [refusal] = sent  # the controller decides (Session.add_records): nothing else is recorded
+        assert isinstance(refusal, RefusalRecord) and refusal.refusal["key"] == key
+        assert "does not implement the MemorySystem protocol" in refusal.refusal["message"]
+        first, second = (worker.start_task(live, sample, sent.append) for _ in range(2))
+        assert isinstance(first, NotRun) and first.refused and first.failure == refusal.refusal["message"]
+        assert isinstance(second, NotRun) and second.failure is None and len(sent) == 1
+    finally:
+        worker.release()
 
 
 def _first(session: Session) -> tuple[str, BenchmarkSample]:
