@@ -9,8 +9,9 @@ the first model call), and pytest's collections at session end (its
 unraisable-exception check) rescanned the whole heap, most of a worker's shutdown.
 
 So both drivers pause the collector while the session starts (pytest: from the
-switch until collection is over; ``evomemory run``: while the session opens) and
-again while a stream opens, then move what exists out of its sight with
+switch until collection is over; ``evomemory run``: while the session opens), and
+the session pauses it again while a stream opens (``Session.start_stream``, with
+the heap its driver gave it), then what exists moves out of its sight with
 ``gc.freeze()``. What the run allocates afterwards is collected as usual. Freezing
 never reclaims cyclic garbage that already exists, so it is done only in a process
 that exists for the run, never inside a test (pytester's in-process runs, a test

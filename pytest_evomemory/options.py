@@ -115,16 +115,22 @@ BY_NAME = {option.name: option for option in OPTIONS}
 
 @dataclass(frozen=True)
 class Flags:
-    """How one entry point spells the options: ``--evomemory-limit`` or ``--limit``."""
+    """How one entry point spells the options: ``--evomemory-limit`` or ``--limit``,
+    parsed into ``evomemory_limit`` (beside pytest's own options) or ``limit``."""
 
     prefix: str
     entry: Entry
+    dest_prefix: str = ""
 
     def __call__(self, name: str) -> str:
         return f"{self.prefix}{name}"
 
+    def dest(self, option: Option) -> str:
+        """Where the entry point's parser puts ``option``'s value."""
+        return f"{self.dest_prefix}{option.dest}"
 
-PYTEST_FLAGS = Flags("--evomemory-", "pytest")
+
+PYTEST_FLAGS = Flags("--evomemory-", "pytest", "evomemory_")
 CLI_FLAGS = Flags("--", "cli")
 
 
@@ -138,8 +144,7 @@ def add_options(addoption: Callable[..., Any], flags: Flags) -> None:
     for option in OPTIONS:
         if flags.entry not in option.entries:
             continue
-        dest = f"evomemory_{option.dest}" if flags.entry == "pytest" else option.dest
-        arguments: dict[str, Any] = {"dest": dest, "help": option.help}
+        arguments: dict[str, Any] = {"dest": flags.dest(option), "help": option.help}
         if option.kind == "flag":
             arguments.update(action="store_true", default=False)
         elif option.kind == "list":
@@ -176,7 +181,7 @@ class SessionOptions:
 
 
 def read_options(values: Mapping[str, Any], flags: Flags) -> SessionOptions:
-    """Check and gather the parsed values (keys: option dests, without any prefix).
+    """Check and gather the values an entry point's parser gave (:func:`add_options`).
 
     An option given an empty value (``--resume=``, an unset shell variable) is refused:
     it would silently mean "not given". A count must be a whole number, at least 1.
@@ -184,7 +189,7 @@ def read_options(values: Mapping[str, Any], flags: Flags) -> SessionOptions:
     gathered: dict[str, Any] = {}
     given: set[str] = set()
     for option in OPTIONS:
-        value = values.get(option.dest)
+        value = values.get(flags.dest(option))
         if value is None or value == [] or value is False:
             continue
         given.add(option.dest)

@@ -32,7 +32,7 @@ from .redaction import shown
 from .reporting.progress import task_verdict
 from .runtime.lines import Line
 from .runtime.records import Record, TaskRecord
-from .runtime.session import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_OK, EXIT_USAGE, Session, SessionSetup
+from .runtime.session import EXIT_USAGE, Session, SessionSetup
 
 __all__ = ["EXIT_USAGE", "add_parser", "main"]
 from .text import inert
@@ -63,7 +63,7 @@ def main(args: argparse.Namespace) -> int:
     try:
         options = read_options(vars(args), CLI_FLAGS)
         ini_configs = [settings.evomemory_config] if settings.evomemory_config and settings.rootdir else []
-        setup = SessionSetup(options, CLI_FLAGS, here, tuple(sys.argv), writes=True)
+        setup = SessionSetup(options, CLI_FLAGS, here, tuple(sys.argv), writes=True, heap=heap)
         with heap.paused(settle_after=False):  # settled after the preflight (run_session)
             session = Session.open(setup, ini_configs, settings.rootdir)
     except EvoMemoryError as error:
@@ -74,7 +74,7 @@ def main(args: argparse.Namespace) -> int:
     for note in session.resume_notes():
         _notice(note)
     try:
-        outcome = run_session(session, progress=None if args.quiet else _progress, notice=_notice, heap=heap)
+        outcome = run_session(session, progress=None if args.quiet else _progress, notice=_notice)
     except EvoMemoryError as error:  # refused before any task (preflight)
         _error(f"evomemory: error: {error}")
         return EXIT_USAGE
@@ -83,9 +83,7 @@ def main(args: argparse.Namespace) -> int:
         session.release()
     for line in session.report(resume_command="evomemory run"):
         _print(line)
-    if outcome.interrupted or outcome.stopped:
-        return EXIT_INTERRUPTED  # stopped early (as pytest's shouldstop): the run is resumable
-    return EXIT_FAILED if outcome.failed else EXIT_OK
+    return outcome.exit_status()
 
 
 def _progress(record: Record) -> None:

@@ -24,9 +24,10 @@ import pytest
 from .stash import SESSION_KEY, STARTUP_HEAP, get_session, is_xdist_worker
 
 if TYPE_CHECKING:
-    from ..runtime import AgentFactoryFn, MemoryFactoryFn
+    from ..runtime import AgentFactoryFn, MemoryFactoryFn, StreamRun
+    from ..runtime.notrun import FailedStream
     from ..types import BenchmarkSample
-    from .worker import LiveStream, PytestEpisode
+    from .worker import PytestEpisode
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -118,7 +119,7 @@ def evomemory_stream(
     request: pytest.FixtureRequest,
     evomemory_agent_factory: AgentFactoryFn | None,
     evomemory_memory_factory: MemoryFactoryFn | None,
-) -> Iterator[LiveStream]:
+) -> Iterator[StreamRun | FailedStream]:
     """One stream: its memory system lives exactly as long as this fixture.
 
     Teardown resets and closes the memory system before the next stream starts.
@@ -131,7 +132,7 @@ def evomemory_stream(
     try:
         yield live
     finally:
-        worker.close_stream(live)
+        worker.session.close_stream(live, worker.sink)
 
 
 @pytest.fixture
@@ -143,7 +144,7 @@ def evomemory_sample(request: pytest.FixtureRequest) -> BenchmarkSample:
 
 @pytest.fixture
 def evomemory_episode(
-    request: pytest.FixtureRequest, evomemory_stream: LiveStream, evomemory_sample: BenchmarkSample
+    request: pytest.FixtureRequest, evomemory_stream: StreamRun | FailedStream, evomemory_sample: BenchmarkSample
 ) -> Iterator[PytestEpisode]:
     """The task's episode; its teardown gives the feedback, then resets the agent."""
     __tracebackhide__ = True

@@ -13,31 +13,27 @@ from pathlib import Path
 
 import pytest
 
-from ..errors import ConfigError, DataError, EvoMemoryError
+from ..errors import ConfigError, EvoMemoryError
 from ..options import PYTEST_FLAGS, read_options
 from ..redaction import shown
 from ..runtime.session import Session, SessionSetup
 from .items import ITEMS_MODULE, task_argument
-from .stash import SESSION_KEY, distributes, is_xdist_worker
+from .stash import SESSION_KEY, STARTUP_HEAP, distributes, is_xdist_worker
 
 
 def activate(config: pytest.Config) -> None:
     worker = is_xdist_worker(config)
     writes = not worker and not config.option.collectonly
     try:
-        options = read_options(
-            {option.removeprefix("evomemory_"): value for option, value in vars(config.option).items()
-             if option.startswith("evomemory_")},
-            PYTEST_FLAGS,
-        )
+        options = read_options(vars(config.option), PYTEST_FLAGS)
         setup = SessionSetup(
             options, PYTEST_FLAGS, config.invocation_params.dir,
             tuple(str(arg) for arg in config.invocation_params.args), writes=writes, worker=worker,
-            hand_picked=_hand_picked(config),
+            hand_picked=_hand_picked(config), heap=config.stash[STARTUP_HEAP],
         )
         session = Session.open(setup, _ini_configs(config), config.rootpath)
     except EvoMemoryError as error:
-        raise pytest.UsageError(shown(f"evomemory: {_describe(error)}")) from None
+        raise pytest.UsageError(shown(f"evomemory: {error}")) from None  # one line, as evomemory run says it
     config.stash[SESSION_KEY] = session
     try:
         _register(config, session, worker)
@@ -96,12 +92,6 @@ def _hand_picked(config: pytest.Config) -> str | None:
 def _in_items_module(arg: str) -> bool:
     """Whether a command-line path (or node id) names the benchmark's items module."""
     return str(Path(arg.split("::")[0]).resolve()) == str(ITEMS_MODULE)
-
-
-def _describe(error: EvoMemoryError) -> str:
-    if isinstance(error, ConfigError | DataError):
-        return str(error)
-    return f"{type(error).__name__}: {error}"
 
 
 def _point_args_at_items(config: pytest.Config, session: Session) -> None:

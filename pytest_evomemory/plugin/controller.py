@@ -19,7 +19,7 @@ import pytest
 from ..errors import EvoMemoryError
 from ..redaction import shown
 from ..reporting.properties import without_task_properties
-from ..runtime.records import Record, RecordError, from_wire
+from ..runtime.records import from_wires
 from ..runtime.session import Session
 from .items import task_of_nodeid
 from .reporters import add_identity_properties
@@ -89,20 +89,11 @@ class ControllerPlugin:
     # ----- records
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
-        records = self._records(report)
-        refusal = getattr(report, "evomemory_refusal", None)
-        if isinstance(refusal, list) and len(refusal) == 2:
-            failed = self.session.refuse(str(refusal[0]), str(refusal[1]))
-            if failed is not None:
-                records.append(failed)  # results were recorded already: that stream failed
+        records = from_wires(getattr(report, "evomemory_records", None))
         if not records and report.failed and report.when not in ("setup", "teardown"):
-            # No records at all: the process running the task died (xdist worker crash).
-            found = task_of_nodeid(report.nodeid)
-            task = self.session.sample_of(*found) if found is not None else None
-            if task is not None and found is not None:
-                records = [self.session.failed_task(
-                    found[0], task[1], f"the test process crashed: {_last_line(report.longreprtext)}"
-                )]
+            # no record at all (xdist reports a crash with when "???"): the process running the task died
+            task = task_of_nodeid(report.nodeid)
+            records = self.session.crashed(*task, report.longreprtext) if task is not None else []
         stop = self.session.add_records(records)
         if stop is not None and self.pytest_session is not None:
             reason = f"evomemory: {stop}"
@@ -110,16 +101,6 @@ class ControllerPlugin:
             dsession = self.config.pluginmanager.getplugin("dsession")
             if dsession is not None:
                 dsession.shouldstop = reason
-
-    @staticmethod
-    def _records(report: pytest.TestReport) -> list[Record]:
-        records = []
-        for wire in getattr(report, "evomemory_records", None) or ():
-            try:
-                records.append(from_wire(wire))
-            except RecordError:
-                continue
-        return records
 
     # ----- the end
 
@@ -132,9 +113,6 @@ class ControllerPlugin:
         return (yield)
 
     def _finish(self, session: pytest.Session) -> None:
-        if self.session.refused is not None:
-            session.exitstatus = pytest.ExitCode.USAGE_ERROR  # refused before any task: nothing is written
-            return
         interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED or self.session.termination.terminated
         if not interrupted:
             if session.shouldfail and self.config.getoption("maxfail", 0):
@@ -147,20 +125,12 @@ class ControllerPlugin:
         self._failed_by_benchmark = outcome.failed
         # junitxml writes its file in its own sessionfinish, after this: it names what ran
         add_identity_properties(self.config, [(arm.name, arm.summary) for arm in self.session.arms])
-        if outcome.failed and session.exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.NO_TESTS_COLLECTED):
-            session.exitstatus = pytest.ExitCode.TESTS_FAILED
-        elif session.exitstatus == pytest.ExitCode.NO_TESTS_COLLECTED and outcome.ran and (
-            self.session.resuming or self.session.empty_shard
-        ):
-            # a resume with nothing left to run completes its run, and so does a shard
-            # with no cell (its empty run is complete): it exits as that run
-            session.exitstatus = pytest.ExitCode.OK
+        status = outcome.exit_status(session.exitstatus)
+        if status != session.exitstatus:  # the session's own verdict (a pytest.exit code stays as given)
+            session.exitstatus = pytest.ExitCode(status)
 
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.config.option.collectonly:
-            return
-        if self.session.refused is not None:
-            terminalreporter.write_line(shown(f"evomemory: error: {self.session.refused}"), red=True, bold=True)
             return
         for line in self.session.report(resume_command="pytest"):
             if line.section:
@@ -194,11 +164,6 @@ class ReleaseRecords:
             kept = without_task_properties(report.user_properties)
             if kept is not None:
                 report.user_properties = kept
-
-
-def _last_line(text: str) -> str:
-    lines = [line for line in text.strip().splitlines() if line.strip()]
-    return lines[-1].strip() if lines else "no details"
 
 
 __all__ = ["ControllerPlugin"]

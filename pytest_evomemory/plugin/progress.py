@@ -9,13 +9,14 @@ own output. ``-q`` keeps only the final line of each stream, ``-qq`` none.
 
 from __future__ import annotations
 
-import math
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
-from ..reporting.progress import DEFAULT_INTERVAL, ProgressBoard, task_verdict
+from ..errors import ConfigError
+from ..reporting.progress import ProgressBoard, progress_interval, task_verdict
 from ..runtime.session import Session
 from .items import stream_of_nodeid
 
@@ -24,13 +25,15 @@ class ProgressHooks:
     def __init__(self, config: pytest.Config, session: Session) -> None:
         self.config = config
         self.session = session
-        self.board = ProgressBoard(_interval(config), final_only=config.get_verbosity() < 0)
+        try:
+            interval = progress_interval(config.getini("evomemory_progress_interval"), "evomemory_progress_interval")
+        except ConfigError as error:
+            raise pytest.UsageError(f"evomemory: {error}") from None
+        self.board = ProgressBoard(interval, final_only=config.get_verbosity() < 0)
         self.pending: list[str] = []
 
     def _start(self, nodeids: Sequence[str]) -> None:
-        totals: dict[str, int] = {}
-        for key in filter(None, map(stream_of_nodeid, nodeids)):
-            totals[key] = totals.get(key, 0) + 1
+        totals = Counter(filter(None, map(stream_of_nodeid, nodeids)))  # tasks per stream key
         self.board.start(totals, self.session.completed_scores)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
@@ -89,16 +92,3 @@ class ProgressHooks:
             text += "\n"
         reporter.write(("\n" if mid_line else "") + text)
 
-
-def _interval(config: pytest.Config) -> float:
-    raw = config.getini("evomemory_progress_interval")
-    try:
-        value = float(raw) if raw not in (None, "") else DEFAULT_INTERVAL
-    except (TypeError, ValueError):
-        value = math.nan
-    if not 0.0 <= value < math.inf:
-        raise pytest.UsageError(
-            f"evomemory: ini option evomemory_progress_interval must be a number of seconds (0 or more), "
-            f"got {raw!r}; write e.g. evomemory_progress_interval = 10"
-        )
-    return value

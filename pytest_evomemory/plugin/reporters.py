@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from ..reporting.properties import PROPERTY_PREFIX, identity_properties
+from ..reporting.properties import session_identity_properties, task_metadata
 
 
 def add_identity_properties(config: pytest.Config, runs: Sequence[tuple[str, Mapping[str, Any] | None]]) -> None:
@@ -27,19 +27,16 @@ def add_identity_properties(config: pytest.Config, runs: Sequence[tuple[str, Map
     xml = config.stash.get(xml_key, None)
     if xml is None:
         return
-    for name, summary in runs:
-        if summary is None:
-            continue
-        for key, value in identity_properties(summary, name if len(runs) > 1 else None):
-            xml.add_global_property(key, value)
+    for key, value in session_identity_properties(runs):
+        xml.add_global_property(key, value)
 
 
 class JsonReportHooks:
     """pytest-json-report's hooks, registered only when that plugin is active.
 
     ``block`` returns the report's ``evomemory`` block once the run is summarized
-    (the session decides its shape: one run's summary, or every arm's and their
-    comparison), ``None`` before.
+    (the session decides its shape, one run's summary or every arm's and their
+    comparison, and redacts it as the run directory is), ``None`` before.
     """
 
     def __init__(self, block: Callable[[], dict[str, Any] | None]) -> None:
@@ -47,20 +44,11 @@ class JsonReportHooks:
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_runtest_metadata(self, item: pytest.Item, call: pytest.CallInfo[None]) -> dict[str, Any]:
-        if call.when != "call":
-            return {}
-        task = {
-            key[len(PROPERTY_PREFIX):]: value
-            for key, value in item.user_properties
-            if key.startswith(PROPERTY_PREFIX)
-        }
+        task = task_metadata(item.user_properties) if call.when == "call" else {}
         return {"evomemory": task} if task else {}
 
     @pytest.hookimpl(optionalhook=True)
     def pytest_json_modifyreport(self, json_report: dict[str, Any]) -> None:
         block = self.block()
         if block is not None:
-            from ..redaction import redact_strings
-
-            # as the run directory writes it: redacted, strict JSON (no bare NaN)
-            json_report["evomemory"] = redact_strings(block)
+            json_report["evomemory"] = block

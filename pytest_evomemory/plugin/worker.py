@@ -12,38 +12,24 @@ from __future__ import annotations
 import sys
 from collections.abc import Generator
 from contextlib import nullcontext
-from dataclasses import dataclass
 from typing import Any, NoReturn
 
 import pytest
 
-from ..errors import BudgetExhausted, EpisodeError, EvoMemoryError, SessionRefused
+from ..errors import BudgetExhausted, EpisodeError, EvoMemoryError
 from ..redaction import shown
 from ..reporting.properties import without_task_properties
 from ..runtime import Episode, StreamRun, TaskOutcome
-from ..runtime.records import Record, from_wire
+from ..runtime.notrun import FailedStream
+from ..runtime.records import Record, from_wires
 from ..runtime.session import Session
 from ..types import BenchmarkSample
 from .collection import CollectionHooks, task_of
 from .reportsafety import clean_report
-from .stash import STARTUP_HEAP, is_xdist_worker
+from .stash import is_xdist_worker
 
 #: Who gives the pytest side its factories (named in a refusal of what they built).
 _FIXTURES = "the evomemory_agent_factory / evomemory_memory_factory fixtures"
-
-
-@dataclass
-class FailedStream:
-    """A stream that could not start: its first task fails with ``reason``, the rest are not run."""
-
-    key: str
-    reason: str
-    reported: bool = False
-    #: the whole session is refused (exit 4): the controller decides (Session.refuse)
-    refused: bool = False
-
-
-LiveStream = StreamRun | FailedStream
 
 
 def worker_of(config: pytest.Config) -> WorkerPlugin:
@@ -61,8 +47,6 @@ class WorkerPlugin:
         self.is_worker = is_xdist_worker(config)
         #: records of the phase in progress, moved onto its report
         self.pending: list[Record] = []
-        #: (stream key, why) of a stream that refused the session, for the controller
-        self.refusal: tuple[str, str] | None = None
         self.pytest_session: pytest.Session | None = None
 
     def sink(self, record: Record) -> None:
@@ -70,18 +54,12 @@ class WorkerPlugin:
 
     # ----- the fixtures
 
-    def open_stream(self, key: str, agent_factory: Any, memory_factory: Any) -> LiveStream:
+    def open_stream(self, key: str, agent_factory: Any, memory_factory: Any) -> StreamRun | FailedStream:
         """The stream fixture's setup: a fresh memory and agent, or a failed stream."""
-        try:
-            with self.config.stash[STARTUP_HEAP].paused():
-                return self.session.open_stream(
-                    key, self.sink, agent_factory=agent_factory, memory_factory=memory_factory,
-                    notice=self._write_past_capture, factories_from=_FIXTURES,
-                )
-        except SessionRefused as error:
-            return FailedStream(key, str(error), refused=True)
-        except EvoMemoryError as error:
-            return FailedStream(key, f"stream could not start: {error}")
+        return self.session.start_stream(
+            key, self.sink, agent_factory=agent_factory, memory_factory=memory_factory,
+            notice=self._write_past_capture, factories_from=_FIXTURES,
+        )
 
     def _write_past_capture(self, line: str) -> None:
         """A line on the real stderr now: pytest captures a fixture's output (at the file
@@ -92,36 +70,24 @@ class WorkerPlugin:
             sys.stderr.write(shown(line) + "\n")
             sys.stderr.flush()
 
-    def close_stream(self, live: LiveStream) -> None:
-        if isinstance(live, StreamRun):
-            self.session.close_stream(live, self.sink)
-
-    def begin_episode(self, key: str, live: LiveStream, sample: BenchmarkSample) -> PytestEpisode:
-        """The episode fixture's setup. The first task of a stream that could not start
-        (or continue) fails with the reason; its other tasks are not run."""
+    def begin_episode(self, key: str, live: StreamRun | FailedStream, sample: BenchmarkSample) -> PytestEpisode:
+        """The episode fixture's setup, or the session's word that the task does not
+        run: the task that carries its stream's failure fails with it, the others are
+        skipped. A refused session runs nothing: this process stops, and the
+        controller refuses the session (exit 4), or, if it recorded results already,
+        fails the stream (Session.add_records)."""
         __tracebackhide__ = True
-        if isinstance(live, FailedStream) and live.refused:
-            # No task runs and nothing is recorded: this process stops, and the controller
-            # refuses the session (exit 4), or, if it recorded results already, fails the stream.
-            if not live.reported:
-                live.reported = True
-                self.refusal = (key, live.reason)
-            if self.pytest_session is not None:
-                self.pytest_session.shouldstop = "evomemory: the session is refused"
-            pytest.skip("not run: the evomemory session is refused (see its error)")
-        if isinstance(live, FailedStream):
-            if not live.reported:
-                live.reported = True
-                fail_test(live.reason)
-            pytest.skip(f"not run: stream {sample.stream!r} could not start (see its first task)")
-        if key in self.session.failed_streams:
-            pytest.skip(f"not run: stream {sample.stream!r} stopped (see the task where it did)")
         hooks = self.config.pluginmanager.get_plugin("evomemory-collection")
         first = hooks.first_positions.get(key) if isinstance(hooks, CollectionHooks) else None
-        try:
-            return PytestEpisode(self.session.episode(live, sample, self.sink, first))
-        except EvoMemoryError as error:
-            fail_test(str(error))
+        task = self.session.start_task(live, sample, self.sink, first)
+        if isinstance(task, Episode):
+            return PytestEpisode(task)
+        if task.refused:  # its refusal went to the controller with the stream's records
+            if self.pytest_session is not None:
+                self.pytest_session.shouldstop = "evomemory: the session is refused"
+        elif task.failure is not None:
+            fail_test(task.failure)
+        pytest.skip(task.reason)
 
     # ----- pytest's hooks
 
@@ -143,16 +109,9 @@ class WorkerPlugin:
                 if kept is not None:
                     item.user_properties[:] = kept
         records, self.pending, task = self.pending, [], task_of(item)
-        if self.refusal is not None:
-            report.evomemory_refusal = list(self.refusal)  # type: ignore[attr-defined]
-            self.refusal = None
-        if (
-            report.when == "setup" and report.failed and task is not None
-            and not any(getattr(record, "scored", None) is not None or record.failed_episode for record in records)
-        ):
-            # a setup failure of ours produced no record (a user fixture failed): the task is a failed episode
-            reason = str(call.excinfo.value).strip() if call.excinfo is not None else "its setup failed"
-            records.append(self.session.failed_task(*task, reason or "its setup failed"))
+        if report.when == "setup" and report.failed and task is not None:
+            reason = str(call.excinfo.value).strip() if call.excinfo is not None else ""
+            records += self.session.setup_failed(*task, records, reason)  # a user fixture failed: no record of ours
         if records:
             report.evomemory_records = [record.to_wire() for record in records]  # type: ignore[attr-defined]
         return report
@@ -163,11 +122,10 @@ class WorkerPlugin:
         count and stops itself once the total reaches the max errors."""
         if not self.is_worker or self.pytest_session is None:
             return
-        records = [from_wire(wire) for wire in getattr(report, "evomemory_records", None) or ()]
-        if self.session.count_failures_here(records):
-            self.pytest_session.shouldstop = f"evomemory: failed episodes reached {self.session.flags('max-errors')}"
-        elif report.when == "teardown" and (reason := self.session.cost_stop()) is not None:
-            self.pytest_session.shouldstop = f"evomemory: {reason}"  # any process refused a call: stop here too
+        records = from_wires(getattr(report, "evomemory_records", None))
+        reason = self.session.stop_here(records, task_over=report.when == "teardown")
+        if reason is not None:
+            self.pytest_session.shouldstop = f"evomemory: {reason}"
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         if self.is_worker:  # the controller (or the only process) releases the session itself
@@ -216,4 +174,4 @@ def fail_test(message: str) -> NoReturn:
     raise failure
 
 
-__all__ = ["FailedStream", "LiveStream", "PytestEpisode", "WorkerPlugin", "fail_test", "worker_of"]
+__all__ = ["PytestEpisode", "WorkerPlugin", "fail_test", "worker_of"]

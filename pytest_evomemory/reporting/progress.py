@@ -12,11 +12,13 @@ score records as they arrive, so it never waits for the summary.
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..errors import ConfigError
 from .columns import dollars, number
 from .summary import StreamMetrics, cache_counts
 
@@ -24,6 +26,22 @@ from .summary import StreamMetrics, cache_counts
 DEFAULT_INTERVAL = 10.0
 
 Verdict = Literal["correct", "wrong", "error"]
+
+
+def progress_interval(raw: str | None, setting: str) -> float:
+    """The seconds between a stream's lines as the ini option ``setting`` gives them
+    (unset or empty: the default). Anything but a number of seconds, 0 or more, is
+    refused before any task: a typo would otherwise silence the lines of a long run."""
+    try:
+        value = float(raw) if raw not in (None, "") else DEFAULT_INTERVAL
+    except (TypeError, ValueError):
+        value = math.nan
+    if not 0.0 <= value < math.inf:
+        raise ConfigError(
+            f"ini option {setting} must be a number of seconds (0 or more), got {raw!r}; write e.g. {setting} = 10",
+            source=setting,
+        )
+    return value
 
 
 def task_verdict(scored: Mapping[str, Any]) -> Verdict:
@@ -169,4 +187,12 @@ def _duration(value: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
-__all__ = ["DEFAULT_INTERVAL", "ProgressBoard", "StreamProgress", "Verdict", "cost_text", "task_verdict"]
+__all__ = [
+    "DEFAULT_INTERVAL",
+    "ProgressBoard",
+    "StreamProgress",
+    "Verdict",
+    "cost_text",
+    "progress_interval",
+    "task_verdict",
+]

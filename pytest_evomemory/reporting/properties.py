@@ -11,7 +11,7 @@ here, beside the other reports; which reporter gets them is the plugin's busines
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..identity import describe_component, describe_model, merge_identity
@@ -53,6 +53,12 @@ def _property_name(key: str) -> str:
     return sys.intern(PROPERTY_PREFIX + key)
 
 
+def task_metadata(properties: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+    """A task's pytest-json-report ``metadata`` (schema ``task_metadata``): its
+    :func:`task_properties` without the prefix; empty for an item of no task."""
+    return {name[len(PROPERTY_PREFIX):]: value for name, value in properties if is_task_property(name)}
+
+
 def is_task_property(name: object) -> bool:
     return isinstance(name, str) and name.startswith(PROPERTY_PREFIX)
 
@@ -69,6 +75,18 @@ def without_task_properties(properties: list[tuple[str, Any]]) -> list[tuple[str
     return [(name, value) for name, value in properties if not is_task_property(name)]
 
 
+def session_identity_properties(runs: Sequence[tuple[str, Mapping[str, Any] | None]]) -> list[tuple[str, str]]:
+    """What ran in a session of one or several arms (``runs``: each arm's name and
+    summary, None for one that did not finish): each finished run's
+    :func:`identity_properties`, named by its arm when there are several."""
+    several = len(runs) > 1
+    properties: list[tuple[str, str]] = []
+    for name, summary in runs:
+        if summary is not None:
+            properties += identity_properties(summary, name if several else None)
+    return properties
+
+
 def identity_properties(summary: Mapping[str, Any], arm: str | None = None) -> list[tuple[str, str]]:
     """``evomemory_agent``, ``evomemory_memory`` and ``evomemory_model`` of one run
     (each value prefixed ``<arm>: `` when a session runs several arms)."""
@@ -83,4 +101,12 @@ def identity_properties(summary: Mapping[str, Any], arm: str | None = None) -> l
     ]
 
 
-__all__ = ["PROPERTY_PREFIX", "identity_properties", "is_task_property", "task_properties", "without_task_properties"]
+__all__ = [
+    "PROPERTY_PREFIX",
+    "identity_properties",
+    "is_task_property",
+    "session_identity_properties",
+    "task_metadata",
+    "task_properties",
+    "without_task_properties",
+]

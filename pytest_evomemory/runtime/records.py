@@ -17,6 +17,8 @@ A record says one thing that happened, by its class:
 * :class:`WriteFailedRecord`: a file of the run (a memory snapshot) could not be
   written in the process that ran the stream (``failure``): the session stops as it
   stops when the controller's own results cannot be written.
+* :class:`RefusalRecord`: a stream's first build refused the session in an xdist
+  worker (``refusal``); the controller's session decides, and never writes it.
 
 Records travel: from an xdist worker to the controller on a test report, and from
 the controller into the run directory. On the way they are plain JSON mappings
@@ -30,7 +32,7 @@ alone say every task's outcome.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -218,11 +220,28 @@ class WriteFailedRecord(Record):
         return str(self.failure["stream"])
 
 
+@dataclass(frozen=True)
+class RefusalRecord(Record):
+    """A stream's first build refused the session in a process that does not write
+    (an xdist worker): the session that writes decides what it means
+    (:meth:`~.session.Session.refuse`). Never written to a run."""
+
+    TYPE = "refusal"
+    FIELDS = ("refusal",)
+
+    #: ``key``: the stream key; ``message``: why
+    refusal: Document
+
+    @property
+    def stream(self) -> str:
+        return str(self.refusal["key"])
+
+
 _TYPES: dict[str, type[Record]] = {
     kind.TYPE: kind
     for kind in (
         TaskRecord, ErrorRecord, FeedbackRecord, FeedbackErrorRecord, FeedbackSkippedRecord,
-        IngestionRecord, StreamStartedRecord, StreamErrorRecord, WriteFailedRecord,
+        IngestionRecord, StreamStartedRecord, StreamErrorRecord, WriteFailedRecord, RefusalRecord,
     )
 }
 
@@ -243,11 +262,24 @@ def from_wire(wire: Mapping[str, Any]) -> Record:
     return kind(**values, arm=None if arm is None else str(arm))
 
 
+def from_wires(wires: Iterable[Mapping[str, Any]] | None) -> list[Record]:
+    """The typed records of the wire mappings a driver received (on a test report),
+    passing over any that is not one of ours: a damaged report loses that record,
+    the session goes on."""
+    records = []
+    for wire in wires or ():
+        try:
+            records.append(from_wire(wire))
+        except RecordError:
+            continue
+    return records
+
+
 _REQUIRED: dict[type[Record], tuple[str, ...]] = {
     TaskRecord: ("response", "scored"), ErrorRecord: ("scored",), FeedbackRecord: ("response",),
     FeedbackErrorRecord: ("failure",), FeedbackSkippedRecord: ("skipped",), IngestionRecord: ("response",),
     StreamStartedRecord: ("started",),
-    StreamErrorRecord: ("failure",), WriteFailedRecord: ("failure",),
+    StreamErrorRecord: ("failure",), WriteFailedRecord: ("failure",), RefusalRecord: ("refusal",),
 }
 
 
@@ -509,6 +541,7 @@ __all__ = [
     "IngestionRecord",
     "Record",
     "RecordError",
+    "RefusalRecord",
     "ResultCollector",
     "StreamErrorRecord",
     "StreamStartedRecord",
@@ -517,6 +550,7 @@ __all__ = [
     "feedback_error_record",
     "feedback_skipped_record",
     "from_wire",
+    "from_wires",
     "stream_error_record",
     "stream_started_record",
 ]

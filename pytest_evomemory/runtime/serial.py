@@ -12,9 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from ..config import RunConfig
-from ..errors import EvoMemoryError, SessionRefused
-from ..heap import StartupHeap
+from ..errors import SessionRefused
 from ..options import CLI_FLAGS, SessionOptions
+from .notrun import NotRun
 from .records import Record
 from .resume import read_resume_source
 from .run import AgentFactoryFn, MemoryFactoryFn
@@ -31,16 +31,14 @@ def run_session(
     memory_factory: MemoryFactoryFn | None = None,
     progress: Progress | None = None,
     notice: Callable[[str], None] | None = None,
-    heap: StartupHeap | None = None,
 ) -> Outcome:
     """Run every task the session has, stream by stream; SIGTERM and Ctrl-C end it
     as interrupted (summarized, resumable). A refusal (a preflight's, or a stream's
     first build, :class:`~..errors.SessionRefused`) is raised: nothing is written.
     ``notice`` shows a line while something is being waited for (a memory factory
-    that has not returned); ``heap``, paused while the session opened, is settled
-    after the preflight and paused again while each stream opens."""
-    heap = heap or StartupHeap(may_freeze=False)
-    with heap.paused():
+    that has not returned). The session's start-up heap, paused while it opened, is
+    settled after the preflight (and paused again while each stream opens)."""
+    with session.setup.heap.paused():
         session.preflight(builtin_agent=agent_factory is None, builtin_memory=memory_factory is None)
     wall = time.perf_counter()
     interrupted = False
@@ -56,7 +54,7 @@ def run_session(
             for stream in arm.benchmark.streams:
                 if session.stop_reason:
                     break
-                _run_stream(session, arm.key(stream.name), sink, agent_factory, memory_factory, notice, heap)
+                _run_stream(session, arm.key(stream.name), sink, agent_factory, memory_factory, notice)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -69,32 +67,25 @@ def run_session(
 def _run_stream(
     session: Session, key: str, sink: Callable[[Record], None],
     agent_factory: AgentFactoryFn | None, memory_factory: MemoryFactoryFn | None,
-    notice: Callable[[str], None] | None, heap: StartupHeap,
+    notice: Callable[[str], None] | None,
 ) -> None:
     arm, name = session.streams_by_key[key]
     pending = [sample for sample in arm.benchmark.by_name[name].samples if not session.is_done(key, sample)]
     if not pending:
         return
-    try:
-        with heap.paused():
-            run = session.open_stream(
-                key, sink, agent_factory=agent_factory, memory_factory=memory_factory, notice=notice
-            )
-    except SessionRefused:
-        raise  # the whole session is refused before its first task: exit 4, nothing written
-    except EvoMemoryError:
-        return  # recorded once as the stream's failure; its tasks do not run
+    live = session.start_stream(key, sink, agent_factory=agent_factory, memory_factory=memory_factory, notice=notice)
     try:
         for sample in pending:
-            try:
-                episode = session.episode(run, sample, sink)
-            except EvoMemoryError:
-                return  # the stream cannot continue (recorded)
-            drive(episode)
+            task = session.start_task(live, sample, sink)
+            if isinstance(task, NotRun) and task.refused:
+                raise SessionRefused(task.failure or task.reason)  # before the first task: exit 4, nothing written
+            if isinstance(task, NotRun):
+                return  # the stream could not start or cannot continue (recorded once): its tasks do not run
+            drive(task)
             if session.stop_reason or session.cost_stop():  # a call refused for the cost cap records nothing
                 return
     finally:
-        session.close_stream(run, sink)
+        session.close_stream(live, sink)
 
 
 def run_benchmark(

@@ -34,7 +34,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -42,6 +42,7 @@ from ..config import RunConfig
 from ..configload import load_run_config
 from ..configs import resolve_run_config
 from ..errors import ConfigError, EvoMemoryError, SessionRefused
+from ..heap import StartupHeap
 from ..identity import configured_model, describe_model, run_identity
 from ..memory.base import MemoryContext
 from ..memory.factory import backend_spec
@@ -56,6 +57,7 @@ from ..models.budget import (
 )
 from ..models.limits import close_session_directory, open_session_directory, session_directory
 from ..options import SHARD_UNITS, Flags, SessionOptions
+from ..redaction import redact_strings
 from ..reporting.gain import GainResult, GainThreshold, check_gains, check_replicate_gains, parse_min_gain
 from ..reporting.html import ReportError, load_run, write_comparison, write_comparison_report
 from ..reporting.replicates import write_replicate_comparison
@@ -83,7 +85,15 @@ from . import ingestion
 from .arm import Arm, check_arm_names
 from .gates import thresholds_for_arms
 from .lines import Line, memory_wait_line, snapshot_fallback_line
-from .records import Record, StreamErrorRecord, error_record, stream_error_record, stream_started_record
+from .notrun import FailedStream, NotRun, stopped
+from .records import (
+    Record,
+    RefusalRecord,
+    StreamErrorRecord,
+    error_record,
+    stream_error_record,
+    stream_started_record,
+)
 from .replicates import base_configs, expand_replicates, replicate_groups, replicate_seeds
 from .resume import ResumeSource, arm_dir_recorded, check_manifest_dirs, read_resume_source, started_by
 from .run import (
@@ -101,11 +111,14 @@ from .stream import Episode, StreamRun
 
 RecordSink = Callable[[Record], None]
 
-#: Exit statuses, pytest's: the CLI returns them and the plugin leaves pytest's own.
+#: Exit statuses, pytest's: the CLI returns them, and the plugin sets them on pytest's
+#: session where the benchmark's verdict differs from pytest's own (:meth:`Outcome.exit_status`).
 EXIT_OK = 0
 EXIT_FAILED = 1
 EXIT_INTERRUPTED = 2
 EXIT_USAGE = 4
+#: pytest's "no tests collected"; a run with nothing left to run may still be complete.
+EXIT_NO_TASKS = 5
 
 
 @dataclass(frozen=True)
@@ -124,6 +137,9 @@ class SessionSetup:
     #: how the user picked tasks by hand (``"node ids"``, ``"-k"``), if they did: such a
     #: side run goes to ``<run dir>/side-run/`` and the full run stays the one readers find
     hand_picked: str | None = None
+    #: this process's garbage collector at start-up (:mod:`..heap`): a stream's parts
+    #: (agent, model client, memory) are start-up too, built with it paused
+    heap: StartupHeap = field(default_factory=lambda: StartupHeap(may_freeze=False))
 
 
 @dataclass(frozen=True)
@@ -141,12 +157,34 @@ class Task:
 
 @dataclass
 class Outcome:
-    """How a session ended, for the driver's exit status."""
+    """How a session ended, and the exit status that means for either driver."""
 
     failed: bool = False
     interrupted: bool = False
     stopped: str | None = None
     ran: bool = False
+    #: running nothing completes the run: a resume of a run whose every task is done,
+    #: a shard that holds no cell (its empty run is complete)
+    complete_when_empty: bool = False
+    #: why the session was refused at a stream's first build (nothing was written)
+    refused: str | None = None
+
+    def exit_status(self, driver: int = EXIT_OK) -> int:
+        """The exit status of the session, given the driver's own: pytest's (its tests
+        failed, it was interrupted, it collected nothing), or ``EXIT_OK`` for
+        ``evomemory run``, which has none. The driver's failure stands; otherwise an
+        interrupted or stopped session is resumable (2), a failed one (a gate missed, a
+        failed episode) is 1, and a run with nothing left to run exits as that run. A
+        refused session is a usage error (4), whatever the driver says."""
+        if self.refused is not None:
+            return EXIT_USAGE
+        if driver not in (EXIT_OK, EXIT_NO_TASKS):
+            return driver
+        if self.interrupted or self.stopped:
+            return EXIT_INTERRUPTED
+        if self.failed:
+            return EXIT_FAILED
+        return EXIT_OK if driver == EXIT_NO_TASKS and self.complete_when_empty else driver
 
 
 class Session:
@@ -615,6 +653,8 @@ class Session:
             message = f"{self.flags('resume')} {arm.run_dir}: {error}" if isinstance(error, ResumeRefused) else str(error)
             if self.setup.worker or not self.started:
                 self.refused = self.refused or message
+                if self.setup.worker:  # the controller decides (refuse)
+                    sink(RefusalRecord({"key": key, "message": message}))
                 raise SessionRefused(message) from None
             reason = f"stream {name!r} could not start: {message}"
             self.failed_streams[key] = reason
@@ -628,6 +668,42 @@ class Session:
         self._arm_of_stream[id(run)] = arm
         sink(stream_started_record(name, run.identity).for_arm(arm.prefix))
         return run
+
+    def start_stream(
+        self, key: str, sink: RecordSink, *,
+        agent_factory: AgentFactoryFn | None = None, memory_factory: MemoryFactoryFn | None = None,
+        notice: Callable[[str], None] | None = None, factories_from: str | None = None,
+    ) -> StreamRun | FailedStream:
+        """:meth:`open_stream` for a driver, with the start-up heap paused: a stream
+        that could not start (recorded once), or whose first build refused the session,
+        comes back as a :class:`FailedStream`, whose tasks :meth:`start_task` does not run."""
+        try:
+            with self.setup.heap.paused():
+                return self.open_stream(
+                    key, sink, agent_factory=agent_factory, memory_factory=memory_factory, notice=notice,
+                    factories_from=factories_from,
+                )
+        except EvoMemoryError as error:
+            failure = self.failed_streams.get(key)
+            if failure is None:  # not recorded as this stream's failure: it refused the session
+                return FailedStream(key, str(error), refused=True)
+            return FailedStream(key, failure)
+
+    def start_task(
+        self, live: StreamRun | FailedStream, sample: BenchmarkSample, sink: RecordSink,
+        first_position: int | None = None,
+    ) -> Episode | NotRun:
+        """The episode of ``sample`` (:meth:`episode`), or why it does not run: its
+        stream could not start, refused the session, or stopped (:mod:`.notrun`)."""
+        if isinstance(live, FailedStream):
+            return live.next_task(sample.stream)
+        arm = self._arm_of_stream.get(id(live), self.baseline)
+        if arm.key(sample.stream) in self.failed_streams:
+            return stopped(sample.stream)
+        try:
+            return self.episode(live, sample, sink, first_position)
+        except EvoMemoryError as error:
+            return stopped(sample.stream, str(error))
 
     def _check_restorable(self, arm: Arm, run: StreamRun) -> None:
         """A resumed stream's memory, just built, must be able to restore its snapshot
@@ -648,22 +724,25 @@ class Session:
                 pass  # the refusal is what the user needs to hear
             raise
 
-    def refuse(self, key: str, message: str) -> Record | None:
-        """A worker's stream refused the session at its first build (:meth:`open_stream`):
-        the session is refused (``None``) while it has recorded nothing; once results
-        are recorded, that stream could not start (its record is returned)."""
+    def refuse(self, key: str, message: str) -> list[Record]:
+        """A worker's stream refused the session at its first build (:meth:`open_stream`,
+        its :class:`RefusalRecord`): the session is refused (nothing to record) while it
+        has recorded nothing; once results are recorded, that stream could not start
+        (its record is returned)."""
         if self.refused is not None or not self.started:
             self.refused = self.refused or message
-            return None
+            return []
         found = self.streams_by_key.get(key)
         arm, name = found if found is not None else (self.baseline, key)
         reason = f"stream {name!r} could not start: {message}"
         self.failed_streams[key] = reason
-        return stream_error_record(name, reason, phase="start").for_arm(arm.prefix)
+        return [stream_error_record(name, reason, phase="start").for_arm(arm.prefix)]
 
-    def close_stream(self, run: StreamRun, sink: RecordSink) -> None:
+    def close_stream(self, run: StreamRun | FailedStream, sink: RecordSink) -> None:
         """Stream teardown; a failure is charged to this stream (and arm), not to
         whichever task happens to be running when the stream is torn down."""
+        if isinstance(run, FailedStream):
+            return  # nothing was built
         arm = self._arm_of_stream.pop(id(run), self.baseline)
         try:
             run.close()
@@ -714,17 +793,43 @@ class Session:
         return max(saved, default=0)
 
     def failed_task(self, key: str, sample: BenchmarkSample, reason: str) -> Record:
-        """The record of a task whose process died (an xdist worker crash)."""
+        """The record of a task that failed outside its episode (:meth:`setup_failed`, :meth:`crashed`)."""
         found = self.streams_by_key.get(key)
         arm = found[0] if found is not None else self.baseline
         return error_record(sample, reason).for_arm(arm.prefix)
+
+    def setup_failed(self, key: str, sample: BenchmarkSample, records: Sequence[Record], reason: str) -> list[Record]:
+        """A task whose setup failed before its episode ran (pytest: a user's fixture)
+        is a failed episode, unless ``records``, what the session recorded of it, say
+        so already (its stream could not start, its episode failed)."""
+        if any(getattr(record, "scored", None) is not None or record.failed_episode for record in records):
+            return []
+        return [self.failed_task(key, sample, reason or "its setup failed")]
+
+    def crashed(self, key: str, task_id: str, details: str) -> list[Record]:
+        """A task whose process died while it ran (an xdist worker crash: the driver
+        received no record of it) is a failed episode, named by the last line of the
+        driver's ``details``; nothing for a task this session does not have."""
+        found = self.sample_of(key, task_id)
+        if found is None:
+            return []
+        lines = [line.strip() for line in details.strip().splitlines() if line.strip()]
+        return [self.failed_task(key, found[1], f"the test process crashed: {lines[-1] if lines else 'no details'}")]
 
     # ----- records (the process that writes)
 
     def add_records(self, records: Sequence[Record]) -> str | None:
         """Route records to their arms' runs; the reason to stop the session, if any
         (max errors reached, a run directory that can no longer be written, the cost
-        cap reached by any process of the session). A refused session records nothing."""
+        cap reached by any process of the session). A worker's refusal refuses the
+        session or fails its stream (:meth:`refuse`); a refused session records nothing."""
+        received: list[Record] = []
+        for record in records:
+            if isinstance(record, RefusalRecord):
+                received += self.refuse(str(record.refusal.get("key")), str(record.refusal.get("message")))
+            else:
+                received.append(record)
+        records = received
         if self.refused is not None:
             return "the session is refused"
         if records:
@@ -754,10 +859,18 @@ class Session:
             return self.stop_reason
         return None
 
-    def count_failures_here(self, records: Sequence[Record]) -> bool:
-        """In a worker: add this process's new failed episodes to the session's shared
-        count; True once the total reaches the max errors (the worker stops itself,
-        since the controller's stop reaches it only after its whole stream ran)."""
+    def stop_here(self, records: Sequence[Record], *, task_over: bool) -> str | None:
+        """In a worker, why it stops itself, if it must: the controller's stop reaches
+        a worker only after its whole stream ran. Its new failed episodes are added to
+        the session's shared count, which reached the max errors; or, once a task is
+        over, a process of the session refused a model call for the cost cap."""
+        if self._count_failures_here(records):
+            return f"failed episodes reached {self.flags('max-errors')}"
+        return self.cost_stop() if task_over else None
+
+    def _count_failures_here(self, records: Sequence[Record]) -> bool:
+        """Add this process's new failed episodes to the shared count; True once the
+        total reaches the max errors."""
         if self.shared_errors is None or self.max_errors is None:
             return False
         failed = {
@@ -785,8 +898,11 @@ class Session:
     # ----- the end
 
     def finish(self, *, interrupted: bool = False) -> Outcome:
-        """Every arm's summary, thresholds and report, the comparison and its gates."""
+        """Every arm's summary, thresholds and report, the comparison and its gates;
+        for a refused session, nothing (it wrote nothing, and exits 4)."""
         self.termination.finishing = True
+        if self.refused is not None:
+            return Outcome(interrupted=interrupted, refused=self.refused)
         stop_reason = self.stop_reason
         if interrupted and stop_reason is None:
             stop_reason = "terminated by SIGTERM" if self.termination.terminated else "interrupted (Ctrl-C)"
@@ -815,6 +931,7 @@ class Session:
             interrupted=interrupted,
             stopped=stop_reason,
             ran=self.started,
+            complete_when_empty=self.started and (self.resuming or self.empty_shard),
         )
 
     def _compare_arms(self) -> bool:
@@ -921,7 +1038,10 @@ class Session:
 
     def report(self, resume_command: str) -> list[Line]:
         """The end-of-session lines: each arm's, the comparison's, what to do next.
-        ``resume_command`` is how this entry point continues (``pytest``, ``evomemory run``)."""
+        ``resume_command`` is how this entry point continues (``pytest``, ``evomemory run``).
+        A refused session says why, and nothing else."""
+        if self.refused is not None:
+            return [Line.of(f"evomemory: error: {self.refused}", "red", bold=True)]
         lines: list[Line] = []
         for arm in self.arms:
             if arm.result is None:
@@ -998,11 +1118,11 @@ class Session:
 
     def json_report(self) -> dict[str, Any] | None:
         """The block a dashboard reads (pytest-json-report's ``evomemory`` key): one
-        shape for one arm and for several (docs/artefacts.md)."""
-
+        shape for one arm and for several (docs/artefacts.md), redacted and strict JSON
+        (no bare NaN) as the run directory writes it."""
         if not self.started:
             return None
-        return {
+        block: dict[str, Any] = redact_strings({
             "schema_version": SCHEMA_VERSION,
             "baseline": self.baseline.name,
             "arms": [
@@ -1018,7 +1138,8 @@ class Session:
             "comparison": self.comparison,
             **({"replicates": self.replicate_comparison} if self.replicates is not None else {}),
             "gains": [result.to_dict() for result in self.gain_results],
-        }
+        })
+        return block
 
 
 def _arms_dir(setup: SessionSetup, run_configs: Sequence[RunConfig], replicated: bool = False) -> Path:
@@ -1175,6 +1296,7 @@ def stream_start_failure(record: Record) -> bool:
 __all__ = [
     "EXIT_FAILED",
     "EXIT_INTERRUPTED",
+    "EXIT_NO_TASKS",
     "EXIT_OK",
     "EXIT_USAGE",
     "Outcome",

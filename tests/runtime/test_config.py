@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_evomemory import ConfigError, load_run_config
-from pytest_evomemory.options import CLI_FLAGS, PYTEST_FLAGS, Flags, read_options
+from pytest_evomemory.options import BY_NAME, CLI_FLAGS, PYTEST_FLAGS, Flags, read_options
 
 from ..conftest import CONFIGS, SAMPLE_MEMORY_RUN
 
@@ -103,7 +103,7 @@ def test_huge_config_file_is_refused_before_parsing(tmp_path: Path) -> None:
 @pytest.mark.parametrize(("flags", "spelled"), [(PYTEST_FLAGS, "--evomemory-limit"), (CLI_FLAGS, "--limit")])
 def test_bad_limit_names_the_flag_as_its_entry_point_spells_it(flags: Flags, spelled: str) -> None:
     with pytest.raises(ConfigError, match=f"^{spelled} must be at least 1"):
-        read_options({"limit": "0"}, flags)
+        read_options({flags.dest(BY_NAME["limit"]): "0"}, flags)
 
 
 def test_the_documented_configs_path_falls_back_to_the_shipped_file(tmp_path: Path) -> None:

@@ -6,10 +6,16 @@ import gc
 import subprocess
 import sys
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 
+from pytest_evomemory import load_run_config, run_benchmark
 from pytest_evomemory.heap import StartupHeap
+from pytest_evomemory.memory import InProcessMemory
+
+from ..conftest import SAMPLE_MEMORY_RUN
 
 
 @pytest.fixture(autouse=True)
@@ -60,3 +66,16 @@ assert not StartupHeap.for_process(fresh=False).may_freeze  # pytester's in-proc
 assert StartupHeap.for_process(fresh=True).may_freeze
 """
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_streams_parts_are_built_with_the_collector_paused(tmp_path: Path) -> None:
+    """Session.start_stream pauses it, for either driver: the agent, model client and
+    memory a stream builds live as long as the stream, start-up work like the imports."""
+    seen: list[bool] = []
+
+    def memory_factory(memory_config: Any, context: Any) -> InProcessMemory:
+        seen.append(gc.isenabled())
+        return InProcessMemory()
+
+    run_benchmark(load_run_config(SAMPLE_MEMORY_RUN).with_overrides(limit=1), tmp_path / "out", memory_factory=memory_factory)
+    assert seen == [False, False]  # one build per stream, each paused

@@ -132,3 +132,38 @@ def test_a_resume_whose_memory_cannot_restore_is_refused_and_writes_nothing(
     assert "Traceback" not in output
     assert files(run_dir) == before  # nothing new written, nothing moved aside
     assert os.listdir(project / "evomemory-results") == ["g"]
+
+
+#: An agent factory whose result depends on the stream: an Agent for the first, not
+#: for the second (counted in a file: both entry points import the module afresh).
+SECOND_NOT_AN_AGENT = '''
+import os
+from scripted_agent import create as scripted
+
+
+def create(config, memory):
+    path = os.path.join(os.environ["PROJECT"], "built.log")
+    with open(path, "a") as log:
+        log.write("built\\n")
+    with open(path) as log:
+        builds = len(log.read().splitlines())
+    return scripted(config, memory) if builds == 1 else {"respond": "not a method"}
+'''
+
+
+@ENTRIES
+def test_a_factory_refused_after_results_were_recorded_fails_that_stream_once(
+    entry: str, pytester: pytest.Pytester, project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    pytester.makepyfile(second_not_an_agent=SECOND_NOT_AN_AGENT)
+    (project / "bad.yaml").write_text(
+        (project / "run.yaml").read_text().replace("scripted_agent:create", "second_not_an_agent:create"), encoding="utf-8"
+    )
+    status, output = entry_run(entry, pytester, capsys, "config=bad.yaml")
+    assert status == 1, output  # the session ran and failed; it is not refused
+    summary = json.loads((project / "evomemory-results" / "g" / "summary.json").read_text())
+    [failure] = summary["failed_episodes"]
+    assert (failure["stream"], failure["phase"]) == ("sample_choice", "start"), failure
+    assert "returned a dict, which does not implement the Agent protocol" in failure["reason"]
+    assert {name: stream["tasks"] for name, stream in summary["streams"].items()} == {"sample_facts": 3, "sample_choice": 0}
+    assert "Traceback" not in output and "evomemory: error" not in output  # no refusal
