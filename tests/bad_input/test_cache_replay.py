@@ -152,12 +152,12 @@ def test_a_report_that_cannot_be_written_fails_the_run(
     ])
     assert json.loads((pytester.path / "results" / "summary.json").read_text())["overall"]["tasks"] == 2
 
-    from pytest_evomemory import runcmd
     from pytest_evomemory.reporting import html
+    from pytest_evomemory.runtime.session import EXIT_FAILED
 
     def full_disk(*args: object, **kwargs: object) -> Path:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(html, "write_html_report", full_disk)
     monkeypatch.chdir(pytester.path)
-    assert main(["run", "--config", str(run), "-q"]) == runcmd.EXIT_FAILED
+    assert main(["run", "--config", str(run), "-q"]) == EXIT_FAILED
