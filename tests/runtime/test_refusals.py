@@ -70,14 +70,19 @@ def project(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> Path:
     return path
 
 
+def _agent_factory(pytester: pytest.Pytester, project: Path, module: str, source: str) -> None:
+    """bad.yaml: the project's run config with its agent built by ``module:create``."""
+    pytester.makepyfile(**{module: source})
+    (project / "bad.yaml").write_text(
+        (project / "run.yaml").read_text().replace("scripted_agent:create", f"{module}:create"), encoding="utf-8"
+    )
+
+
 @ENTRIES
 def test_an_agent_factory_returning_no_agent_is_refused_before_the_first_task(
     entry: str, pytester: pytest.Pytester, project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytester.makepyfile(not_an_agent=NOT_AN_AGENT)
-    (project / "bad.yaml").write_text(
-        (project / "run.yaml").read_text().replace("scripted_agent:create", "not_an_agent:create"), encoding="utf-8"
-    )
+    _agent_factory(pytester, project, "not_an_agent", NOT_AN_AGENT)
     status, output = entry_run(entry, pytester, capsys, "config=bad.yaml")
     assert status == 4, output
     line = "agent factory 'not_an_agent:create' returned a dict, which does not implement the Agent protocol: " \
@@ -155,10 +160,7 @@ def create(config, memory):
 def test_a_factory_refused_after_results_were_recorded_fails_that_stream_once(
     entry: str, pytester: pytest.Pytester, project: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    pytester.makepyfile(second_not_an_agent=SECOND_NOT_AN_AGENT)
-    (project / "bad.yaml").write_text(
-        (project / "run.yaml").read_text().replace("scripted_agent:create", "second_not_an_agent:create"), encoding="utf-8"
-    )
+    _agent_factory(pytester, project, "second_not_an_agent", SECOND_NOT_AN_AGENT)
     status, output = entry_run(entry, pytester, capsys, "config=bad.yaml")
     assert status == 1, output  # the session ran and failed; it is not refused
     summary = json.loads((project / "evomemory-results" / "g" / "summary.json").read_text())
