@@ -8,7 +8,7 @@ import json
 
 import pytest
 
-from ..conftest import SAMPLE_MEMORY_RUN, read_jsonl
+from ..conftest import SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN, read_jsonl
 from ..schema import assert_json_report_valid
 
 
@@ -46,3 +46,22 @@ def test_replicates_run_as_arms_with_their_own_memory(pytester: pytest.Pytester,
         ("sample_memory@r1", 0), ("sample_memory@r2", 1)
     ]
     assert block["replicates"] == document and block["comparison"] is None
+
+
+def test_the_gain_gate_of_replicates_fails_the_session_and_reaches_the_json_report(pytester: pytest.Pytester) -> None:
+    """As a user gates CI on it: a missed gate is exit 1, and pytest-json-report's
+    ``gains`` carry each verdict with its replicates and interval (the figures are
+    tests/runtime/test_replicates.py's)."""
+    result = pytester.runpytest(
+        "-p", "no:randomly", f"--evomemory-config={SAMPLE_NO_MEMORY_RUN}", f"--evomemory-config={SAMPLE_MEMORY_RUN}",
+        "--evomemory-repeats=2", "--evomemory-limit=2", "--evomemory-min-gain=100", "--evomemory-output-dir=rep",
+        "--json-report", "--json-report-file=report.json",
+    )
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    result.stdout.fnmatch_lines(["MISSED: overall gain of sample_memory over sample_no_memory * the mean over 2 replicates*"])
+    report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
+    assert_json_report_valid(report)
+    [gain] = report["evomemory"]["gains"]
+    assert (gain["scope"], gain["replicates"], gain["met"]) == ("overall", 2, False)
+    mean = json.loads((pytester.path / "rep" / "replicates.json").read_text(encoding="utf-8"))["vs_baseline"][0]["overall"]
+    assert gain["difference_points"] == pytest.approx(mean["mean"] * 100)
