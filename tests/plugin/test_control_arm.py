@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -93,3 +94,22 @@ def test_a_memory_stream_stays_whole_on_one_worker_and_the_run_equals_the_serial
         return sorted((r["stream"], r["task_id"], r["kind"], r["final_answer"]) for r in rows)
 
     assert by_task(a) == by_task(b)
+
+
+@pytest.mark.slow
+def test_xdist_gateways_given_by_tx_run_each_memory_stream_whole_as_n_workers_do(pytester: pytest.Pytester) -> None:
+    """pytest-xdist's own gateways (``--tx``, docs/scale.md: how a session reaches other
+    hosts), tried with two local ``popen`` gateways and ``--dist load``: the controller
+    distributes without ``-n``, each memory stream runs whole on one gateway, and the
+    scores equal a serial run's."""
+    config = f"--evomemory-config={SAMPLE_MEMORY_RUN}"
+    serial = _run(pytester, config, "--evomemory-output-dir=serial", "--evomemory-limit=4")
+    serial.assert_outcomes(passed=8)
+    gateway = f"popen//python={sys.executable}"
+    remote = _run(pytester, config, "--evomemory-output-dir=remote", "--evomemory-limit=4",
+                  "--tx", gateway, "--tx", gateway, "--dist", "load", "-v")
+    remote.assert_outcomes(passed=8)
+    workers = _workers_per_stream(remote.outlines)
+    assert set(workers) == {"sample_facts", "sample_choice"} and all(len(names) == 1 for names in workers.values()), workers
+    assert _scores(pytester.path / "serial") == _scores(pytester.path / "remote")
+    assert '"complete": true' in (pytester.path / "remote" / "summary.json").read_text(encoding="utf-8")
