@@ -167,8 +167,10 @@ def _raise_for_test(error: EvoMemoryError, prefix: str) -> NoReturn:
 
 def fail_test(message: str) -> NoReturn:
     """Fail the test with one clear message: no traceback into our internals, no
-    "during handling of the above exception" chain, nothing a terminal would obey."""
-    __tracebackhide__ = True
+    "during handling of the above exception" chain, nothing a terminal would obey.
+    This frame alone stays in the traceback: pytest shows a ``pytrace=False`` failure
+    as its message, but with every frame hidden it adds "All traceback entries are
+    hidden. Pass --full-trace ...", sending the user into our internals."""
     failure = pytest.fail.Exception(shown(message), pytrace=False)
     failure.__suppress_context__ = True
     raise failure

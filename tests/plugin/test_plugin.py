@@ -273,6 +273,9 @@ def test_a_stream_that_cannot_start_is_one_error_and_no_scored_task(pytester: py
         "*stream 'sample_facts' could not start: memory backend 'down_memory:create' could not be opened "
         "for stream 'sample_facts': ConnectionError: connection refused by 127.0.0.1:1 (at *down_memory.py:2 in create)*"
     ])
+    # the message alone: pytest's "All traceback entries are hidden. Pass --full-trace ..."
+    # would send the user into the plugin's frames
+    assert "traceback entries are hidden" not in result.stdout.str()
     summary = summary_of(pytester.path / "evomemory-results" / "test_run")
     # no 0 % run: nothing was scored, the run is incomplete and says why, once per stream
     assert summary["overall"]["tasks"] == 0 and summary["completion"]["complete"] is False
