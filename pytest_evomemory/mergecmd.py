@@ -14,10 +14,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from .config import REPLICATE_SEPARATOR
 from .errors import ConfigError, EvoMemoryError
 from .redaction import shown
-from .reporting.gain import GainThreshold, check_gains, parse_min_gain
-from .reporting.terminal import format_comparison, format_table
+from .reporting.gain import GainThreshold, check_gains, check_replicate_gains, parse_min_gain
+from .reporting.terminal import format_comparison, format_replicates, format_table
 from .runtime.merge import MERGE, MergeRefused, merge_shards
 from .runtime.shards import ShardPlan
 
@@ -31,7 +32,8 @@ def add_parser(commands: Any) -> None:
         description="Merge the output directories that the shards of one session wrote (--evomemory-shard=I/N, "
         "'evomemory run --shard I/N') into the run directory one machine would have written: records in stream "
         "order; summary, thresholds, report and, for several arms, compare.html and compare.json recomputed from "
-        "the merged per-task records. Refuses shards of different plans, a shard given twice and a missing "
+        "the merged per-task records (a repeated session: replicates.json and each replicate's comparison). "
+        "Refuses shards of different plans, a shard given twice and a missing "
         "shard; names the shards that did not finish (the merged run is then incomplete and resumable).",
     )
     merge.add_argument("shard_dirs", metavar="SHARD_DIR", type=Path, nargs="+",
@@ -49,7 +51,8 @@ def main(args: argparse.Namespace) -> int:
     gates: list[GainThreshold] = []
 
     def check(plan: ShardPlan) -> None:  # before anything is written
-        if args.min_gain and len(plan.arms) < 2:
+        arms = {label.partition(REPLICATE_SEPARATOR)[0] for label in plan.arms}  # a replicate is its arm's
+        if args.min_gain and len(arms) < 2:
             raise ConfigError("--min-gain gates the gain of an arm over the baseline: the shards ran one arm")
         gates.extend(parse_min_gain(args.min_gain, list(plan.streams), option="--min-gain"))
 
@@ -89,6 +92,15 @@ def main(args: argparse.Namespace) -> int:
         html, json_path = merged.comparison_files
         print(f"comparison: {html}")
         print(f"comparison data: {json_path}")
+    if merged.replicates is not None:
+        for line in format_replicates(merged.replicates):
+            print(shown(line))
+        complete = all(arm.summary["completion"]["complete"] for arm in merged.arms)
+        for result in check_replicate_gains(merged.replicates, gates, complete=complete):
+            print(shown(result.describe()))
+            failed = failed or not result.met
+        for path in merged.replicate_files:
+            print(f"comparison: {path}")
     return 1 if failed else 0
 
 

@@ -29,6 +29,7 @@ from typing import Any
 from ..errors import EvoMemoryError
 from ..memory.snapshot import StreamSnapshots
 from ..reporting.html import ReportError, write_comparison, write_html_report
+from ..reporting.replicates import write_replicate_comparison
 from ..reporting.summary import StreamMetrics, ThresholdResult, check_thresholds
 from ..rundir import (
     ARMS_MANIFEST,
@@ -87,6 +88,8 @@ class ShardRun:
     config_paths: dict[str, str] = field(default_factory=dict)
     #: from the arms' manifest: the session's ``set`` overrides
     overrides: tuple[str, ...] = ()
+    #: from the arms' manifest: the command line's replicates per arm, if it gave them
+    repeats: int | None = None
 
     @property
     def label(self) -> str:
@@ -121,10 +124,11 @@ def read_shard(directory: Path) -> ShardRun:
     arm_dirs: dict[str, Path] = {}
     config_paths: dict[str, str] = {}
     overrides: tuple[str, ...] = ()
+    repeats: int | None = None
     if (directory / ARMS_MANIFEST).exists():
         manifest = read_arms_manifest(directory, MERGE)
         assert manifest is not None  # the file exists: read, or refused
-        overrides = manifest.overrides
+        overrides, repeats = manifest.overrides, manifest.repeats
         for entry in manifest.entries:
             if Path(entry.run_dir).is_absolute():
                 raise MergeRefused([
@@ -159,7 +163,8 @@ def read_shard(directory: Path) -> ShardRun:
         if found is not None and (found[0] != recorded[0] or not found[1].same_plan(recorded[1])):
             raise MergeRefused([f"{directory}: its arms record different shards (the directory was edited)"])
         found = recorded
-        name = str(_mapping(document.get("run")).get("name") or arm)
+        # an arm by its label, as the plan names it (a replicate's run name is its arm's)
+        name = arm or str(_mapping(document.get("run")).get("name") or arm)
         documents[name] = document
         summaries[name] = read_json(run_dir / SUMMARY)
         if arm == "":
@@ -170,7 +175,7 @@ def read_shard(directory: Path) -> ShardRun:
             f"{directory}: its arms ({', '.join(sorted(documents))}) are not its plan's ({', '.join(found[1].arms)}); "
             "the directory was edited"
         ])
-    return ShardRun(directory, found[0], found[1], arm_dirs, documents, summaries, config_paths, overrides)
+    return ShardRun(directory, found[0], found[1], arm_dirs, documents, summaries, config_paths, overrides, repeats)
 
 
 def check_shards(shards: Sequence[ShardRun]) -> list[str]:
@@ -235,6 +240,9 @@ class Merged:
     incomplete: list[str]
     comparison: dict[str, Any] | None = None
     comparison_files: tuple[Path, Path] | None = None
+    #: a repeated session's comparison across replicates (replicates.json) and its files
+    replicates: dict[str, Any] | None = None
+    replicate_files: list[Path] = field(default_factory=list)
 
 
 def merge_shards(
@@ -262,7 +270,11 @@ def merge_shards(
     output = check_output_dir(output)
     taken = {path.resolve() for shard in shards for path in (shard.directory, *shard.arm_dirs.values())}
     several = len(plan.arms) > 1
-    arm_dirs = {name: (output / name if several else output) for name in plan.arms}
+    # each arm where the session put it (a replicate in ``<arm>/r<i>``)
+    arm_dirs = {
+        name: (output / shards[0].arm_dirs[name].relative_to(shards[0].directory) if several else output)
+        for name in plan.arms
+    }
     for run_dir in arm_dirs.values():
         if run_dir in taken:
             raise MergeRefused([f"--output-dir {output} is a shard's own directory; merge into another directory"])
@@ -278,17 +290,36 @@ def merge_shards(
         if several:
             write_arms_manifest(
                 output, [(name, arm_dirs[name], shards[0].config_paths.get(name, "")) for name in plan.arms],
-                shards[0].overrides, session,
+                shards[0].overrides, session, shards[0].repeats,
             )
     finally:
         for lock in locks:
             lock.release()
     result = Merged(merged, incomplete)
-    if several:
+    groups = _replicate_groups(shards[0], plan.arms, arm_dirs)
+    if groups is not None:
+        replicates = write_replicate_comparison(groups, output)
+        result.replicates = dict(replicates.document)
+        result.replicate_files = list(replicates.paths)
+    elif several:
         files = write_comparison([arm.run_dir for arm in merged], output / "compare.html", list(plan.arms))
         result.comparison = dict(files.document)
         result.comparison_files = (files.html, files.json)
     return result
+
+
+def _replicate_groups(
+    shard: ShardRun, arms: Sequence[str], arm_dirs: Mapping[str, Path]
+) -> list[tuple[str, list[Path]]] | None:
+    """The merged arms' run directories grouped by run config, replicates in order (as
+    the session compares them, :func:`..runtime.replicates.replicate_groups`), or None
+    when the session was not repeated."""
+    if not any(isinstance(shard.documents[name].get("replicate"), Mapping) for name in arms):
+        return None
+    groups: dict[str, list[Path]] = {}
+    for name in arms:
+        groups.setdefault(str(_mapping(shard.documents[name].get("run")).get("name") or name), []).append(arm_dirs[name])
+    return list(groups.items())
 
 
 def _merge_arm(name: str, shards: Sequence[ShardRun], plan: ShardPlan, run_dir: Path, session: str) -> MergedArm:

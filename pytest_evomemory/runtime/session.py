@@ -282,13 +282,14 @@ class Session:
                 f"{self.flags('min-gain')} judges the comparison of every stream, and a shard holds only some: "
                 f"give it to 'evomemory merge' of the shards (merge --min-gain) instead of {self.flags('shard')}"
             )
-        fingerprint = session_fingerprint([(b.config.name, config_fingerprint(b.config)) for b in benchmarks])
+        # arms by label: a replicate (``memory@r2``) is an arm of its own, with its own calls
+        fingerprint = session_fingerprint([(b.config.label, config_fingerprint(b.config)) for b in benchmarks])
         plan = plan_shards(
-            session_cells([(b.config.name, b.planned_streams) for b in benchmarks], self.options.shard_by),
-            count, fingerprint, [b.config.name for b in benchmarks],
+            session_cells([(b.config.label, b.planned_streams) for b in benchmarks], self.options.shard_by),
+            count, fingerprint, [b.config.label for b in benchmarks],
         )
         for benchmark in benchmarks:
-            benchmark.keep(plan.streams_of(index, benchmark.config.name))
+            benchmark.keep(plan.streams_of(index, benchmark.config.label))
         if self.setup.writes:
             for run_dir in run_dirs:
                 check_shard_dir(run_dir, plan, index, self.flags("shard"), self.flags("output-dir"))

@@ -170,6 +170,39 @@ def test_three_shards_merged_equal_the_run_on_one_machine(
     assert "give it to 'evomemory merge'" in capsys.readouterr().err and not (project / "g").exists()
 
 
+def test_shards_of_a_repeated_session_merge_to_its_replicates_and_their_comparison(
+    project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 27's cell holds every arm *and replicate* of a stream: each replicate is
+    planned as an arm of its own (its own calls), and the merge writes every replicate
+    where the session would (``<arm>/r<i>``), the arms' manifest with its repeats, and
+    replicates.json: all equal to the repeated session on one machine. (Before, the plan
+    named replicates by their run name and the merge failed with a KeyError.)"""
+    repeated = [*ARMS, "--repeats", "2"]
+    assert evomemory(["run", *repeated, "--output-dir", "whole", "-q"]) == 0
+    for index in (1, 2):
+        assert evomemory(["run", *repeated, "--shard", f"{index}/2", "--output-dir", f"shard-{index}", "-q"]) == 0
+    recorded = json.loads((project / "shard-1" / "memory" / "r2" / "run.json").read_text())["shard"]
+    assert recorded["arms"] == ["control@r1", "control@r2", "memory@r1", "memory@r2"]
+    # four arms' calls per stream: alpha (7 tasks) x 2 turns x 4 arms, and so on
+    assert sorted(recorded["calls"]) == sorted([8 * (7 + 2), 8 * (4 + 3)])
+    capsys.readouterr()
+    assert evomemory(["merge", "shard-2", "shard-1", "--output-dir", "merged", "--min-gain", "-100"]) == 0
+    assert "met: overall gain of memory over control" in capsys.readouterr().out
+    for arm in ("control", "memory"):
+        for replicate in ("r1", "r2"):
+            same_run(project / "merged" / arm / replicate, project / "whole" / arm / replicate)
+    merged, whole = (json.loads((project / name / "replicates.json").read_text()) for name in ("merged", "whole"))
+    assert_valid("replicates.json", merged)
+    for key in ("arms", "vs_baseline"):
+        assert json.dumps(merged[key]).replace(str(project / "merged"), "") == \
+            json.dumps(whole[key]).replace(str(project / "whole"), "")
+    manifest = json.loads((project / "merged" / "arms.json").read_text())
+    assert manifest["repeats"] == 2 and [arm["run_dir"] for arm in manifest["arms"]] == [
+        "control/r1", "control/r2", "memory/r1", "memory/r2"]
+    assert (project / "merged" / "compare-r2.html").is_file() and not (project / "merged" / "compare.json").exists()
+
+
 def test_a_shard_without_cells_is_complete_and_the_sample_merges_to_the_whole_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
