@@ -11,6 +11,7 @@ line on stderr and exit status 2, because the fix is always to the command line.
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -121,12 +122,31 @@ def _gate(document: Mapping[str, Any], gates: Sequence[GainThreshold]) -> bool:
     return any(not result.met for result in results)
 
 
+#: Exit status of a fault of ours (a bug), as pytest's internal error.
+INTERNAL_ERROR = 3
+#: Set to 1 to see the traceback of a fault of ours instead of its one line.
+TRACEBACK_ENV = "EVOMEMORY_TRACEBACK"
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args, extra = parser.parse_known_args(argv)
     if extra:
         status = runcmd.EXIT_USAGE if args.command == "run" else USAGE_ERROR
         parser.exit(status, f"{PROG}: error: unrecognized arguments: {' '.join(extra)} (see '{PROG} --help')\n")
+    try:
+        return _dispatch(parser, args)
+    except Exception as error:  # a bug of ours: one line, not a traceback into the package
+        if os.environ.get(TRACEBACK_ENV) == "1":
+            raise
+        print(shown(
+            f"{PROG}: internal error (a bug in pytest-evomemory, not in your input): {type(error).__name__}: {error}; "
+            f"please report it with the command you ran ({TRACEBACK_ENV}=1 shows where it happened)", one_line=True,
+        ), file=sys.stderr)
+        return INTERNAL_ERROR
+
+
+def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command == "run":
         return runcmd.main(args)
     if args.command == "data":

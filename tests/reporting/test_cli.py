@@ -85,3 +85,26 @@ def test_the_installed_command_fails_without_a_traceback(tmp_path: Path) -> None
 def test_help_lists_both_commands() -> None:
     result = subprocess.run([*console_script(), "--help"], capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "report" in result.stdout and "compare" in result.stdout
+
+
+def test_a_fault_of_ours_is_one_line_and_exit_3_not_a_traceback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Whatever command hits a bug of the package (here a report that raises a
+    KeyError holding a secret): one redacted line saying it is ours and how to see
+    where, exit 3 (pytest's internal error); EVOMEMORY_TRACEBACK=1 shows the traceback."""
+    from pytest_evomemory import cli
+
+    secret = "sk-" + "z" * 40
+
+    def broken(*args: object, **kwargs: object) -> None:
+        raise KeyError(f"arm {secret}")
+
+    monkeypatch.setattr(cli, "write_html_report", broken)
+    assert cli.main(["report", str(tmp_path)]) == cli.INTERNAL_ERROR
+    error = capsys.readouterr().err
+    assert error.startswith("evomemory: internal error (a bug in pytest-evomemory, not in your input): KeyError:")
+    assert error.count("\n") == 1 and "Traceback" not in error and secret not in error
+    monkeypatch.setenv(cli.TRACEBACK_ENV, "1")
+    with pytest.raises(KeyError):
+        cli.main(["report", str(tmp_path)])
