@@ -82,25 +82,22 @@ def main(args: argparse.Namespace) -> int:
         else:
             print(f"report: {arm.run_dir / 'report.html'}")
         failed = failed or arm.failed
+    complete = all(arm.summary["completion"]["complete"] for arm in merged.arms)
     if merged.comparison is not None and merged.comparison_files is not None:
-        for line in format_comparison(merged.comparison):
-            print(shown(line))
-        complete = all(arm.summary["completion"]["complete"] for arm in merged.arms)
-        for result in check_gains(merged.comparison, gates, complete=complete):
-            print(shown(result.describe()))
-            failed = failed or not result.met
+        lines, results = format_comparison(merged.comparison), check_gains(merged.comparison, gates, complete=complete)
         html, json_path = merged.comparison_files
-        print(f"comparison: {html}")
-        print(f"comparison data: {json_path}")
-    if merged.replicates is not None:
-        for line in format_replicates(merged.replicates):
-            print(shown(line))
-        complete = all(arm.summary["completion"]["complete"] for arm in merged.arms)
-        for result in check_replicate_gains(merged.replicates, gates, complete=complete):
-            print(shown(result.describe()))
-            failed = failed or not result.met
-        for path in merged.replicate_files:
-            print(f"comparison: {path}")
+        paths = [f"comparison: {html}", f"comparison data: {json_path}"]
+    elif merged.replicates is not None:  # a repeated session: compared across its replicates
+        lines = format_replicates(merged.replicates)
+        results = check_replicate_gains(merged.replicates, gates, complete=complete)
+        paths = [f"comparison: {path}" for path in merged.replicate_files]
+    else:
+        lines, results, paths = [], [], []
+    for line in [*lines, *(result.describe() for result in results)]:
+        print(shown(line))
+    failed = failed or any(not result.met for result in results)
+    for line in paths:
+        print(line)
     return 1 if failed else 0
 
 
