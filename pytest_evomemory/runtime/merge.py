@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..config import REPLICATE_SEPARATOR
 from ..errors import EvoMemoryError
 from ..memory.snapshot import StreamSnapshots
 from ..reporting.html import ReportError, write_comparison, write_html_report
@@ -170,6 +171,17 @@ def read_shard(directory: Path) -> ShardRun:
         if arm == "":
             arm_dirs = {name: run_dir}
     assert found is not None
+    if len(found[1].arms) > 1 and not (directory / ARMS_MANIFEST).exists():
+        # one arm's (or replicate's) run directory inside a shard, given for the shard
+        (document,) = documents.values()
+        replicate = _mapping(document.get("replicate")).get("index")
+        inside = f"{next(iter(documents))}{f'{REPLICATE_SEPARATOR}r{replicate}' if replicate else ''}"
+        holder = next((parent for parent in directory.parents[:3] if (parent / ARMS_MANIFEST).exists()), None)
+        raise MergeRefused([
+            f"{directory} is the run directory of {inside!r}, one of the {len(found[1].arms)} arms of a shard; give "
+            f"the shard's output directory, the one holding {ARMS_MANIFEST}"
+            + (f": {holder}" if holder is not None else "")
+        ])
     if set(documents) != set(found[1].arms):
         raise MergeRefused([
             f"{directory}: its arms ({', '.join(sorted(documents))}) are not its plan's ({', '.join(found[1].arms)}); "

@@ -201,6 +201,13 @@ def test_shards_of_a_repeated_session_merge_to_its_replicates_and_their_comparis
     assert manifest["repeats"] == 2 and [arm["run_dir"] for arm in manifest["arms"]] == [
         "control/r1", "control/r2", "memory/r1", "memory/r2"]
     assert (project / "merged" / "compare-r2.html").is_file() and not (project / "merged" / "compare.json").exists()
+    # one replicate's directory given for its shard: named, and where the shard is
+    assert evomemory(["merge", "shard-1/memory/r2", "shard-2", "--output-dir", "wrong"]) == 2
+    assert capsys.readouterr().err.strip() == (
+        "evomemory merge: error: shard-1/memory/r2 is the run directory of 'memory@r2', one of the 4 arms of a "
+        "shard; give the shard's output directory, the one holding arms.json: shard-1"
+    )
+    assert not (project / "wrong").exists()
 
 
 def test_a_shard_without_cells_is_complete_and_the_sample_merges_to_the_whole_run(
