@@ -11,6 +11,11 @@ A gate is judged on the point estimate of the difference, not on its interval:
 the McNemar p-value beside it. A scope neither run covered, or covered without a
 task in common, misses the gate (nothing shows a gain).
 
+A gate reads the figure the stream is judged on, as every gate does (its match
+mode's headline, :attr:`.summary.StreamMetrics.headline`): the accuracy, or a
+declared mean such as LoCoMo's F1, whose paired difference is the comparison's
+``continuous`` entry (the Wilcoxon p beside it instead of McNemar's).
+
 A session of replicates (``repeats``) is judged the same way on its own estimate:
 the mean of the replicates' paired differences (``replicates.json``), its paired-t
 interval beside it (:func:`check_replicate_gains`).
@@ -49,6 +54,10 @@ class GainResult:
     #: 95 % paired-t interval (None with one replicate); None for one run's comparison
     replicates: int | None = None
     interval: tuple[float, float] | None = None
+    #: the figure the difference is of: ``accuracy``, or a declared mean (``mean F1``)
+    figure: str = "accuracy"
+    #: with a declared mean: the Wilcoxon signed-rank p of the paired difference
+    wilcoxon_p: float | None = None
 
     @property
     def met(self) -> bool:
@@ -58,16 +67,18 @@ class GainResult:
         return self.complete and reached
 
     def describe(self) -> str:
+        of = "" if self.figure == "accuracy" else f" of {self.figure}"
         if self.difference is None:
             shown = "n/a (no task both ran)"
         elif self.replicates is not None:
             interval = "" if self.interval is None else (
                 f", 95% CI [{self.interval[0] * 100:+.1f}, {self.interval[1] * 100:+.1f}]"
             )
-            shown = f"{self.difference * 100:+.1f} points, the mean over {self.replicates} replicates{interval}"
+            shown = f"{self.difference * 100:+.1f} points{of}, the mean over {self.replicates} replicates{interval}"
         else:
-            p = "" if self.p_value is None else f", McNemar p={self.p_value:.3g}"
-            shown = f"{self.difference * 100:+.1f} points over {self.paired_tasks} paired tasks{p}"
+            test, p_value = ("McNemar", self.p_value) if self.figure == "accuracy" else ("Wilcoxon", self.wilcoxon_p)
+            p = "" if p_value is None else f", {test} p={p_value:.3g}"
+            shown = f"{self.difference * 100:+.1f} points{of} over {self.paired_tasks} paired tasks{p}"
         verdict = "met" if self.met else "MISSED" if self.complete else "MISSED (incomplete run)"
         return (
             f"{verdict}: {self.threshold.scope} gain of {self.label} over {self.baseline} {shown}, "
@@ -80,7 +91,7 @@ class GainResult:
             "minimum_points": self.threshold.points,
             "difference_points": None if self.difference is None else self.difference * 100,
             "paired_tasks": self.paired_tasks, "mcnemar_p": self.p_value, "complete": self.complete,
-            "met": self.met, "replicates": self.replicates,
+            "met": self.met, "figure": self.figure, "wilcoxon_p": self.wilcoxon_p, "replicates": self.replicates,
             "difference_ci_points": None if self.interval is None else [bound * 100 for bound in self.interval],
         }
 
@@ -121,11 +132,19 @@ def check_gains(
         labels = [run["label"] for run in document["runs"][1:]]
         versus: list[Mapping[str, Any]] = list(scope["vs_baseline"]) if scope is not None else [{} for _ in labels]
         for label, paired in zip(labels, versus, strict=True):
-            tasks = int(paired.get("paired_tasks") or 0)
-            difference = paired.get("difference") if tasks else None
+            continuous = paired.get("continuous")
+            if isinstance(continuous, Mapping):  # the stream is judged on a mean (LoCoMo's F1): so is its gain
+                tasks = int(continuous.get("paired_tasks") or 0)
+                difference = continuous.get("mean_difference") if tasks else None
+                figure, wilcoxon = f"mean {continuous.get('label')}", continuous.get("wilcoxon_p")
+            else:
+                tasks = int(paired.get("paired_tasks") or 0)
+                difference = paired.get("difference") if tasks else None
+                figure, wilcoxon = "accuracy", None
             results.append(GainResult(
                 threshold, label, str(document["baseline"]),
                 None if difference is None else float(difference), tasks, paired.get("mcnemar_p"), complete,
+                figure=figure, wilcoxon_p=None if wilcoxon is None else float(wilcoxon),
             ))
     return results
 
@@ -148,6 +167,7 @@ def check_replicate_gains(
                 None if mean is None or not tasks else float(mean), tasks, None, complete,
                 replicates=int(scope.get("n") or 0),
                 interval=None if low is None or high is None else (float(low), float(high)),
+                figure=str(document.get("figure") or "accuracy"),
             ))
     return results
 

@@ -688,16 +688,19 @@ def render_replicates(document: Mapping[str, Any]) -> str:
     )
     seeds = ", ".join(str(seed) for seed in document.get("seeds") or [])
     labels = " vs ".join(str(arm.get("label")) for arm in arms)
+    figure = str(document.get("figure") or "accuracy")
+    figure_heading = "mean accuracy" if figure == "accuracy" else figure
     body = [
         f"<h1>Evo-Memory replicates: {_e(labels)}</h1>",
         f'<p class="meta">{_e(document.get("replicates"))} replicate(s) per arm, seeds {_e(seeds)}; '
         f'baseline <b>{_e(document.get("baseline"))}</b>.</p>',
         _warnings(document),
         '<div class="scroll"><table class="compare-accuracy"><thead><tr><th>stream</th><th>arm</th>'
-        '<th class="num">mean accuracy</th><th class="num">95% CI</th><th class="num">per replicate</th>'
+        f'<th class="num">{_e(figure_heading)}</th><th class="num">95% CI</th><th class="num">per replicate</th>'
         '<th class="num">\u0394 mean vs baseline</th><th class="num">95% CI of \u0394</th>'
         f'<th class="num">McNemar p per replicate</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
-        '<p class="meta">Mean accuracy: the replicates\' summary accuracies, with the 95% Student-t interval '
+        f'<p class="meta">{_e(figure_heading[:1].upper() + figure_heading[1:])}: the replicates\' summary '
+        f'{_e(figure)}, with the 95% Student-t interval '
         "across them. \u0394: this arm minus the baseline, replicate by replicate (the same seed), with the "
         "paired-t 95% interval; McNemar p: each replicate's exact test on the tasks both ran.</p>",
         f"<ul>{''.join(robustness)}</ul>" if robustness else "",

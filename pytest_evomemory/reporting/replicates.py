@@ -16,8 +16,11 @@ When an arm differs from the baseline only in ``benchmark.order`` (the same arm 
 two orders), the entry says so under ``sequence_robustness``: its difference is the
 paper's sequence robustness, with its interval (:func:`.stats.order_difference`).
 
-Accuracies are each run's summary.json ``accuracy`` (what ``evomemory table`` reads),
-so the means here equal a replicate table's cells.
+The figure compared is each run's summary.json headline, the figure its streams are
+judged on (:attr:`.summary.StreamMetrics.headline`): the ``accuracy`` (what
+``evomemory table`` reads, so the means here equal a replicate table's cells), or a
+mean its match mode declares (LoCoMo's F1); ``figure`` names it. The per-replicate
+tests stay on the yes/no outcome (McNemar).
 """
 
 from __future__ import annotations
@@ -36,7 +39,8 @@ from .rundata import ReportError, RunData, load_run
 from .stats import compare_paired, order_difference, paired_replicate_difference, replicate_interval
 
 METHODS = {
-    "accuracy_ci": "Student-t interval of the mean accuracy across replicates (n - 1 degrees of freedom)",
+    "accuracy_ci": "Student-t interval of the mean figure (the accuracy, or the mean the match mode declares: "
+    "see figure) across replicates (n - 1 degrees of freedom)",
     "difference_ci": "paired t across replicates: replicate i of each arm ran with the same seed",
     "per_replicate": "within each replicate: Newcombe (1998) method 10 paired interval and exact McNemar p "
     "on the tasks both arms ran",
@@ -52,8 +56,23 @@ class ReplicateFiles:
 
 
 def _accuracy(run: RunData, stream: str | None) -> float | None:
+    """The figure the run's stream (or overall row) is judged on (a summary written
+    before headlines were recorded: its accuracy)."""
     metrics = run.overall if stream is None else run.streams.get(stream)
-    return number(metrics.get("accuracy")) if isinstance(metrics, Mapping) else None
+    if not isinstance(metrics, Mapping):
+        return None
+    headline = metrics.get("headline")
+    if isinstance(headline, Mapping) and headline.get("metric") not in (None, "accuracy"):
+        return number(headline.get("value"))
+    return number(metrics.get("accuracy"))
+
+
+def _figure(run: RunData) -> str:
+    """The label of what :func:`_accuracy` reads overall: ``accuracy`` or ``mean F1``."""
+    headline = run.overall.get("headline")
+    if isinstance(headline, Mapping) and headline.get("metric") not in (None, "accuracy"):
+        return str(headline.get("label") or headline.get("metric"))
+    return "accuracy"
 
 
 def _seed(run: RunData) -> int | None:
@@ -127,6 +146,7 @@ def build_replicate_comparison(groups: Sequence[tuple[str, Sequence[RunData]]]) 
         "schema_version": SCHEMA_VERSION,
         "baseline": base_label,
         "confidence": 0.95,
+        "figure": _figure(base[0]),
         "replicates": len(base),
         "seeds": [_seed(run) for run in base],
         "methods": METHODS,

@@ -191,7 +191,8 @@ def format_replicates(document: Mapping[str, Any]) -> list[str]:
     baseline, the mean paired difference with its interval and each replicate's
     exact McNemar p on the tasks both ran."""
     count = int(document.get("replicates") or 0)
-    header = ["stream", "arm", "mean accuracy", "95% CI", "per replicate",
+    figure = str(document.get("figure") or "accuracy")
+    header = ["stream", "arm", "mean accuracy" if figure == "accuracy" else figure, "95% CI", "per replicate",
               f"diff vs {document.get('baseline')}", "95% CI of diff", "McNemar p per replicate"]
     rows: list[list[str]] = [header]
     versus = {entry["label"]: entry for entry in document.get("vs_baseline") or []}

@@ -130,6 +130,42 @@ def test_compare_of_two_locomo_arms_adds_the_paired_f1_statistics(
     assert "Wilcoxon p" in html and "95% CI (paired bootstrap)" in html
 
 
+def test_the_gain_gate_of_locomo_arms_judges_the_mean_f1_difference(
+    arms: dict[str, Any], tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As every gate of a LoCoMo stream: on the headline, the mean F1 (its paired
+    difference and Wilcoxon p), not the share with F1 >= 0.5 (0 for both arms here)."""
+    capsys.readouterr()
+    page = tmp_path / "compare.html"
+    gates = ["--min-gain", "0.1", "--min-gain", "conv-sample-1=100"]
+    assert main(["compare", str(arms["control"]), str(arms["memory"]), "-o", str(page), *gates]) == 1
+    continuous = json.loads(page.with_suffix(".json").read_text(encoding="utf-8"))["overall"]["vs_baseline"][0]["continuous"]
+    assert continuous["mean_difference"] * 100 >= 0.1  # the accuracy difference is 0: that gate would be missed
+    out = capsys.readouterr().out
+    assert (f"met: overall gain of locomo_sample_memory over locomo_sample_no_memory "
+            f"{continuous['mean_difference'] * 100:+.1f} points of mean F1 over 15 paired tasks, "
+            f"Wilcoxon p={continuous['wilcoxon_p']:.3g}, minimum +0.1 points") in out, out
+    assert "MISSED: conv-sample-1 gain of locomo_sample_memory over locomo_sample_no_memory" in out
+
+
+def test_replicates_of_locomo_arms_compare_and_gate_the_mean_f1(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "out"
+    assert main(["run", "--config", "locomo_sample_no_memory", "--config", "locomo_sample_memory", "--repeats", "2",
+                 "--output-dir", str(out), "-q", "--min-gain", "0.1"]) == 0
+    document = json.loads((out / "replicates.json").read_text(encoding="utf-8"))
+    assert_valid("replicates.json", document)
+    assert document["figure"] == "mean F1"
+    for arm in document["arms"]:
+        means = [_summary(out / arm["label"] / f"r{index}")["overall"]["f1_mean"] for index in (1, 2)]
+        assert arm["overall"]["accuracies"] == means
+    assert min(document["arms"][1]["overall"]["accuracies"]) > 0  # the memory arm's accuracy is 0 in every run
+    printed = capsys.readouterr().out
+    assert "mean F1" in printed.splitlines()[printed.splitlines().index(next(
+        line for line in printed.splitlines() if line.startswith("stream ") and "per replicate" in line))]
+    assert "points of mean F1, the mean over 2 replicates" in printed
+    assert "mean F1</th>" in (out / "replicates.html").read_text(encoding="utf-8")
+
+
 # ------------------------------------------------------- statistics by hand
 
 
