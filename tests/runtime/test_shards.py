@@ -208,6 +208,17 @@ def test_shards_of_a_repeated_session_merge_to_its_replicates_and_their_comparis
         "shard; give the shard's output directory, the one holding arms.json: shard-1"
     )
     assert not (project / "wrong").exists()
+    # a shard killed before one replicate ended: the merge names it; the merged session resumes whole
+    shutil.rmtree(project / "merged")
+    scores = project / "shard-2" / "memory" / "r2" / "scores.jsonl"
+    scores.write_text(scores.read_text().splitlines(keepends=True)[0])
+    (scores.parent / "summary.json").unlink()
+    assert evomemory(["merge", "shard-1", "shard-2", "--output-dir", "merged"]) == 1
+    assert "shard 2/2 (shard-2) is incomplete: arm 'memory@r2': no summary.json" in capsys.readouterr().err
+    assert evomemory(["run", "--resume", "merged", "-q"]) == 0
+    for arm in ("control", "memory"):
+        for replicate in ("r1", "r2"):
+            same_run(project / "merged" / arm / replicate, project / "whole" / arm / replicate)
 
 
 def test_a_shard_without_cells_is_complete_and_the_sample_merges_to_the_whole_run(
