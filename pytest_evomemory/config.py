@@ -485,6 +485,21 @@ _Section = TypeVar("_Section", bound=BackendOptions)
 REPLICATE_SEPARATOR = "@"
 
 
+def replicate_tag(index: int) -> str:
+    """Replicate ``index``'s tag (``r2``): its directory under its arm's, its label's end."""
+    return f"r{index}"
+
+
+def arm_label(name: str, replicate: int | None = None) -> str:
+    """An arm's label: its run name, with its replicate's tag (``memory@r2``) when repeated."""
+    return name if replicate is None else f"{name}{REPLICATE_SEPARATOR}{replicate_tag(replicate)}"
+
+
+def arm_name(label: str) -> str:
+    """The run name in an arm's label (``memory@r2``: ``memory``)."""
+    return label.partition(REPLICATE_SEPARATOR)[0]
+
+
 @dataclass(frozen=True)
 class Replicate:
     """Which replicate of a repeated run a run config is (:mod:`.runtime.replicates`):
@@ -497,7 +512,7 @@ class Replicate:
     @property
     def tag(self) -> str:
         """The replicate's directory name under its arm's (``r2``)."""
-        return f"r{self.index}"
+        return replicate_tag(self.index)
 
     def to_dict(self) -> dict[str, int]:
         return {"index": self.index, "count": self.count, "seed": self.seed}
@@ -529,9 +544,7 @@ class RunConfig:
     @property
     def label(self) -> str:
         """The arm's label: the run name, with its replicate (``memory@r2``) when repeated."""
-        if self.replicate is None:
-            return self.name
-        return f"{self.name}{REPLICATE_SEPARATOR}{self.replicate.tag}"
+        return arm_label(self.name, None if self.replicate is None else self.replicate.index)
 
     def with_overrides(
         self, *, limit: int | None = None, streams: Sequence[str] | None = None

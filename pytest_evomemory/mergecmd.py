@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .config import REPLICATE_SEPARATOR
+from .config import arm_name
 from .errors import ConfigError, EvoMemoryError
 from .redaction import shown
 from .reporting.gain import GainThreshold, check_gains, check_replicate_gains, parse_min_gain
@@ -51,8 +51,7 @@ def main(args: argparse.Namespace) -> int:
     gates: list[GainThreshold] = []
 
     def check(plan: ShardPlan) -> None:  # before anything is written
-        arms = {label.partition(REPLICATE_SEPARATOR)[0] for label in plan.arms}  # a replicate is its arm's
-        if args.min_gain and len(arms) < 2:
+        if args.min_gain and len({arm_name(label) for label in plan.arms}) < 2:  # a replicate is its arm's
             raise ConfigError("--min-gain gates the gain of an arm over the baseline: the shards ran one arm")
         gates.extend(parse_min_gain(args.min_gain, list(plan.streams), option="--min-gain"))
 

@@ -126,9 +126,8 @@ def check_gains(
     gate is met, whatever the difference on the tasks that did run.
     """
     results = []
-    ordered = sorted(thresholds, key=lambda threshold: threshold.scope == OVERALL)
-    for threshold in ordered:
-        scope = document[OVERALL] if threshold.scope == OVERALL else document["streams"].get(threshold.scope)
+    for threshold in _in_order(thresholds):
+        scope = _scope(document, threshold)
         labels = [run["label"] for run in document["runs"][1:]]
         versus: list[Mapping[str, Any]] = list(scope["vs_baseline"]) if scope is not None else [{} for _ in labels]
         for label, paired in zip(labels, versus, strict=True):
@@ -149,6 +148,17 @@ def check_gains(
     return results
 
 
+def _in_order(thresholds: Sequence[GainThreshold]) -> list[GainThreshold]:
+    """The gates as their verdicts are listed: the streams' first, then overall."""
+    return sorted(thresholds, key=lambda threshold: threshold.scope == OVERALL)
+
+
+def _scope(block: Mapping[str, Any], threshold: GainThreshold) -> Mapping[str, Any] | None:
+    """A comparison's entry for the gate's scope (``overall``, or a stream of ``streams``)."""
+    found: Mapping[str, Any] | None = block[OVERALL] if threshold.scope == OVERALL else block["streams"].get(threshold.scope)
+    return found
+
+
 def check_replicate_gains(
     document: Mapping[str, Any], thresholds: Sequence[GainThreshold], *, complete: bool = True
 ) -> list[GainResult]:
@@ -156,10 +166,9 @@ def check_replicate_gains(
     document: each arm's mean paired difference across the replicates (replicate
     ``i`` of each arm ran with the same seed); ``paired_tasks`` sums the replicates'."""
     results = []
-    for threshold in sorted(thresholds, key=lambda threshold: threshold.scope == OVERALL):
+    for threshold in _in_order(thresholds):
         for entry in document["vs_baseline"]:
-            found = entry[OVERALL] if threshold.scope == OVERALL else entry["streams"].get(threshold.scope)
-            scope: Mapping[str, Any] = found or {}
+            scope: Mapping[str, Any] = _scope(entry, threshold) or {}
             mean, low, high = scope.get("mean"), scope.get("ci_low"), scope.get("ci_high")
             tasks = sum(int(test.get("paired_tasks") or 0) for test in scope.get("per_replicate") or ())
             results.append(GainResult(

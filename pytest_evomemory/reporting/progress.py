@@ -57,9 +57,6 @@ class StreamProgress:
 
     name: str
     total: int
-    done: int = 0
-    correct: int = 0
-    errors: int = 0
     violations: int = 0
     tokens: int = 0
     model_calls: int = 0
@@ -68,16 +65,14 @@ class StreamProgress:
     last_shown: float = 0.0
     #: Priced responses' ``cost_usd`` summed (None: nothing priced)
     cost_usd: float | None = None
-    #: The scores as the summary counts them: the line shows the figure the stream is
-    #: judged on (accuracy, or a mean its match mode declares, LoCoMo's F1), as the table will
+    #: The scores as the summary counts them (tasks done, failed episodes): the line
+    #: shows the figure the stream is judged on (accuracy, or a mean its match mode
+    #: declares, LoCoMo's F1), as the table will
     scores: StreamMetrics = field(default_factory=lambda: StreamMetrics(stream=""))
 
     def add(self, record: Mapping[str, Any]) -> None:
         scored = record.get("scored")
         if scored is not None:
-            self.done += 1
-            self.correct += bool(scored.get("correct"))
-            self.errors += bool(scored.get("error"))
             self.scores.add_outcome(scored, with_groups=False)
         response = record.get("response")
         if response is not None:
@@ -92,15 +87,18 @@ class StreamProgress:
                 self.cost_usd = (self.cost_usd or 0.0) + cost
 
     @property
+    def done(self) -> int:
+        return self.scores.tasks
+
+    @property
     def finished(self) -> bool:
         return self.done >= self.total
 
     def figure(self) -> str:
         """``acc 60.0%``, or ``mean F1 43.0%`` where the stream is judged on a mean."""
         key, label, value = self.scores.headline_figure()
-        if key == "accuracy":
-            return f"acc {self.correct / self.done:.1%}" if self.done else "acc -"
-        return f"{label} {value:.1%}" if value is not None else f"{label} -"
+        name = "acc" if key == "accuracy" else label
+        return f"{name} {value:.1%}" if value is not None else f"{name} -"
 
     def line(self, cost: str = "") -> str:
         cached = f"{self.cached_calls / self.model_calls:.0%}" if self.model_calls else "-"
@@ -111,7 +109,7 @@ class StreamProgress:
         else:
             eta = "?"
         return (
-            f"evomemory {self.name}: {self.done}/{self.total}  {self.figure()}  errors {self.errors}  "
+            f"evomemory {self.name}: {self.done}/{self.total}  {self.figure()}  errors {self.scores.errors}  "
             f"violations {self.violations}  tokens {_count(self.tokens)}  cached {cached}  eta {eta}{cost}"
         )
 

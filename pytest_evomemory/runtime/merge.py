@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import REPLICATE_SEPARATOR
+from ..config import arm_label
 from ..errors import EvoMemoryError
 from ..memory.snapshot import StreamSnapshots
 from ..reporting.html import ReportError, write_comparison, write_html_report
@@ -52,6 +52,7 @@ from ..rundir import (
     write_arms_manifest,
 )
 from .records import ResultCollector
+from .replicates import replicate_groups
 from .shards import SHARD_FIELD, ShardPlan
 
 #: How the merge names itself in messages.
@@ -173,9 +174,9 @@ def read_shard(directory: Path) -> ShardRun:
     assert found is not None
     if len(found[1].arms) > 1 and not (directory / ARMS_MANIFEST).exists():
         # one arm's (or replicate's) run directory inside a shard, given for the shard
-        (document,) = documents.values()
+        ((name, document),) = documents.items()
         replicate = _mapping(document.get("replicate")).get("index")
-        inside = f"{next(iter(documents))}{f'{REPLICATE_SEPARATOR}r{replicate}' if replicate else ''}"
+        inside = arm_label(name, replicate if isinstance(replicate, int) else None)
         holder = next((parent for parent in directory.parents[:3] if (parent / ARMS_MANIFEST).exists()), None)
         raise MergeRefused([
             f"{directory} is the run directory of {inside!r}, one of the {len(found[1].arms)} arms of a shard; give "
@@ -308,8 +309,10 @@ def merge_shards(
         for lock in locks:
             lock.release()
     result = Merged(merged, incomplete)
-    groups = _replicate_groups(shards[0], plan.arms, arm_dirs)
-    if groups is not None:
+    first = shards[0].documents
+    if any(isinstance(first[name].get("replicate"), Mapping) for name in plan.arms):  # a repeated session
+        groups = replicate_groups((str(_mapping(first[name].get("run")).get("name") or name), arm_dirs[name])
+                                  for name in plan.arms)
         replicates = write_replicate_comparison(groups, output)
         result.replicates = dict(replicates.document)
         result.replicate_files = list(replicates.paths)
@@ -318,20 +321,6 @@ def merge_shards(
         result.comparison = dict(files.document)
         result.comparison_files = (files.html, files.json)
     return result
-
-
-def _replicate_groups(
-    shard: ShardRun, arms: Sequence[str], arm_dirs: Mapping[str, Path]
-) -> list[tuple[str, list[Path]]] | None:
-    """The merged arms' run directories grouped by run config, replicates in order (as
-    the session compares them, :func:`..runtime.replicates.replicate_groups`), or None
-    when the session was not repeated."""
-    if not any(isinstance(shard.documents[name].get("replicate"), Mapping) for name in arms):
-        return None
-    groups: dict[str, list[Path]] = {}
-    for name in arms:
-        groups.setdefault(str(_mapping(shard.documents[name].get("run")).get("name") or name), []).append(arm_dirs[name])
-    return list(groups.items())
 
 
 def _merge_arm(name: str, shards: Sequence[ShardRun], plan: ShardPlan, run_dir: Path, session: str) -> MergedArm:

@@ -19,13 +19,12 @@ replicates pair by seed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
 from ..config import Replicate, RunConfig
 from ..errors import ConfigError
-from .arm import Arm
 
 
 def replicate_seeds(config: RunConfig, repeats: int | None) -> tuple[int, ...] | None:
@@ -81,12 +80,13 @@ def replicate_config(config: RunConfig, index: int, seeds: Sequence[int]) -> Run
     )
 
 
-def replicate_groups(arms: Sequence[Arm]) -> list[tuple[str, list[Path]]]:
-    """The arms' run directories grouped by run config (its name), replicates in order:
-    what the comparison across replicates reads."""
+def replicate_groups(runs: Iterable[tuple[str, Path]]) -> list[tuple[str, list[Path]]]:
+    """The replicates' run directories ``(run name, run directory)``, in replicate
+    order, grouped by run config (its name): what the comparison across replicates
+    reads, in a session and in the merge of its shards."""
     groups: dict[str, list[Path]] = {}
-    for arm in arms:
-        groups.setdefault(arm.run_config.name, []).append(arm.run_dir)
+    for name, run_dir in runs:
+        groups.setdefault(name, []).append(run_dir)
     return list(groups.items())
 
 

@@ -924,7 +924,7 @@ class Session:
             if not self._manifest_written and self.setup.writes:
                 self._write_manifest()
         elif self.several and self.started:
-            failed = (self._compare_replicates() if self.replicates is not None else self._compare_arms()) or failed
+            failed = self._compare() or failed
         if self.shared_errors is not None and self.setup.writes:
             self.shared_errors.clear()
         return Outcome(
@@ -935,47 +935,37 @@ class Session:
             complete_when_empty=self.started and (self.resuming or self.empty_shard),
         )
 
-    def _compare_arms(self) -> bool:
-        """Write the arms' comparison and judge the gain gates; True when the session fails."""
-
+    def _compare(self) -> bool:
+        """Write the arms' comparison and judge the gain gates on it; True when the
+        session fails. A repeated session compares across its replicates: replicate by
+        replicate, the arms' paired comparison (``compare-r<i>.html`` / ``.json``, when
+        there are several arms), and each arm's mean figure and mean paired difference
+        with their intervals (``replicates.json``)."""
         ran = [arm for arm in self.arms if arm.result is not None and arm.result.write_failure is None]
         if len(ran) < len(self.arms):
             missing = ", ".join(arm.name for arm in self.arms if arm not in ran)
             self.comparison_error = f"no comparison: arm(s) {missing} ran no task or could not write their results"
             return bool(self.gains)
         try:
-            files = write_comparison(
-                [arm.run_dir for arm in ran], self.comparison_dir / "compare.html", [arm.name for arm in ran]
-            )
+            if self.replicates is not None:
+                replicates = write_replicate_comparison(
+                    replicate_groups((arm.run_config.name, arm.run_dir) for arm in ran), self.comparison_dir
+                )
+                document = self.replicate_comparison = dict(replicates.document)
+                self.replicate_files = list(replicates.paths)
+                check = check_replicate_gains
+            else:
+                files = write_comparison(
+                    [arm.run_dir for arm in ran], self.comparison_dir / "compare.html", [arm.name for arm in ran]
+                )
+                document = self.comparison = dict(files.document)
+                self.comparison_files = (files.html, files.json)
+                check = check_gains
         except (ReportError, OSError) as error:
             self.comparison_error = f"the comparison could not be written: {error}"
             return True
-        self.comparison = dict(files.document)
-        self.comparison_files = (files.html, files.json)
         complete = all(arm.result is not None and arm.result.complete for arm in ran)
-        self.gain_results = check_gains(files.document, self.gains, complete=complete)
-        return any(not result.met for result in self.gain_results)
-
-    def _compare_replicates(self) -> bool:
-        """A repeated session's comparison: replicate by replicate, the arms' paired
-        comparison (``compare-r<i>.html`` / ``.json``, when there are several arms), and
-        across replicates each arm's mean accuracy and mean paired difference with
-        their intervals (``replicates.json``). True when the session fails."""
-        ran = [arm for arm in self.arms if arm.result is not None and arm.result.write_failure is None]
-        if len(ran) < len(self.arms):
-            missing = ", ".join(arm.name for arm in self.arms if arm not in ran)
-            self.comparison_error = f"no comparison: arm(s) {missing} ran no task or could not write their results"
-            return bool(self.gains)
-        groups = replicate_groups(self.arms)
-        try:
-            files = write_replicate_comparison(groups, self.comparison_dir)
-        except (ReportError, OSError) as error:
-            self.comparison_error = f"the comparison could not be written: {error}"
-            return True
-        self.replicate_comparison = dict(files.document)
-        self.replicate_files = list(files.paths)
-        complete = all(arm.result is not None and arm.result.complete for arm in ran)
-        self.gain_results = check_replicate_gains(files.document, self.gains, complete=complete)
+        self.gain_results = check(document, self.gains, complete=complete)
         return any(not result.met for result in self.gain_results)
 
     def release(self) -> None:

@@ -1,7 +1,7 @@
 """Shards: one machine's deterministic share of a session too large for one.
 
 ``--evomemory-shard=I/N`` (``evomemory run --shard I/N``) runs shard I of N. The
-unit of the share is a *cell*, of the kind ``shard-by`` chooses (:data:`UNITS`):
+unit of the share is a *cell*, of the kind ``shard-by`` chooses (:data:`..options.SHARD_UNITS`):
 
 * ``stream`` (the default): one stream with every arm's run of it, so the paired
   comparison of two arms on a stream never spans machines and each shard's
@@ -44,9 +44,6 @@ from ..streams import Stream
 #: run.json's key for the shard record.
 SHARD_FIELD = "shard"
 
-#: The units of a shard's share (the ``shard-by`` option; the first is the default).
-UNITS = SHARD_UNITS
-
 #: Between an arm's name and a stream's in an ``arm``-unit cell's name (an arm's
 #: name never holds it: :func:`..runtime.arm.check_arm_names`).
 CELL_SEPARATOR = ":"
@@ -79,7 +76,7 @@ class Cell:
 
 def cell_stream(name: str, unit: str) -> tuple[str | None, str]:
     """``(arm, stream)`` of a recorded cell name (arm None: the stream unit)."""
-    if unit == UNITS[0]:
+    if unit == SHARD_UNITS[0]:
         return None, name
     arm, _, stream = name.partition(CELL_SEPARATOR)
     return arm, stream
@@ -105,8 +102,8 @@ class ShardPlan:
     cells: tuple[tuple[str, ...], ...]
     #: per shard, its cells' expected model calls
     calls: tuple[int, ...]
-    #: what a cell is (:data:`UNITS`)
-    unit: str = UNITS[0]
+    #: what a cell is (:data:`..options.SHARD_UNITS`)
+    unit: str = SHARD_UNITS[0]
 
     def cells_of(self, index: int) -> tuple[str, ...]:
         """The cells of shard ``index`` (1-based, as the user types it)."""
@@ -158,10 +155,10 @@ class ShardPlan:
         try:
             index, count = _whole(record["index"]), _whole(record["count"])
             cells = tuple(tuple(_names(cell)) for cell in record["cells"])
-            unit = record.get("unit", UNITS[0])  # a record of before the arm unit: streams
-            if unit not in UNITS:
-                raise TypeError(f"unit {str(unit)[:20]!r} is not one of {', '.join(UNITS)}")
-            if unit != UNITS[0] and any(CELL_SEPARATOR not in name for names in cells for name in names):
+            unit = record.get("unit", SHARD_UNITS[0])  # a record of before the arm unit: streams
+            if unit not in SHARD_UNITS:
+                raise TypeError(f"unit {str(unit)[:20]!r} is not one of {', '.join(SHARD_UNITS)}")
+            if unit != SHARD_UNITS[0] and any(CELL_SEPARATOR not in name for names in cells for name in names):
                 raise TypeError(f"a cell of the {unit} unit does not name its arm (arm{CELL_SEPARATOR}stream)")
             plan = cls(
                 count=count,
@@ -187,7 +184,7 @@ class ShardPlan:
             f"{number}: {', '.join(cells) or '-'} ({calls:,})"
             for number, (cells, calls) in enumerate(zip(self.cells, self.calls, strict=True), 1)
         )
-        unit = "" if self.unit == UNITS[0] else f", cells arm{CELL_SEPARATOR}stream"
+        unit = "" if self.unit == SHARD_UNITS[0] else f", cells arm{CELL_SEPARATOR}stream"
         return [
             f"evomemory: shard {index}/{self.count}{unit}: {share} ({self.calls[index - 1]:,} of {total:,} expected model "
             f"calls; busiest shard {max(self.calls):,}, total/N {total / self.count:,.0f})",
@@ -226,11 +223,11 @@ def plan_shards(cells: Sequence[Cell], count: int, fingerprint: str, arms: Seque
         streams=tuple(dict.fromkeys(cell.stream for cell in cells)),
         cells=tuple(tuple(sorted(names, key=order.__getitem__)) for names in held),
         calls=tuple(loads),
-        unit="arm" if any(cell.arm is not None for cell in cells) else UNITS[0],
+        unit=SHARD_UNITS[1] if any(cell.arm is not None for cell in cells) else SHARD_UNITS[0],
     )
 
 
-def session_cells(arms: Sequence[tuple[str, Sequence[Stream]]], unit: str = UNITS[0]) -> list[Cell]:
+def session_cells(arms: Sequence[tuple[str, Sequence[Stream]]], unit: str = SHARD_UNITS[0]) -> list[Cell]:
     """The cells of a session whose arms ``(name, streams)`` run their streams: in the
     baseline's stream order (then any stream only a later arm runs). The stream unit:
     one per stream, with the calls of every arm that runs it; the arm unit: one per
@@ -239,7 +236,7 @@ def session_cells(arms: Sequence[tuple[str, Sequence[Stream]]], unit: str = UNIT
     for arm, streams in arms:
         for stream in streams:
             calls.setdefault(stream.name, {})[arm] = expected_calls(stream)
-    if unit == UNITS[0]:
+    if unit == SHARD_UNITS[0]:
         return [Cell(name, sum(per_arm.values())) for name, per_arm in calls.items()]
     return [Cell(name, each, arm) for name, per_arm in calls.items() for arm, each in per_arm.items()]
 
@@ -275,7 +272,6 @@ def check_shard_dir(run_dir: Path, plan: ShardPlan, index: int, flag: str, outpu
 __all__ = [
     "CELL_SEPARATOR",
     "SHARD_FIELD",
-    "UNITS",
     "Cell",
     "ShardPlan",
     "cell_stream",
