@@ -131,6 +131,9 @@ class Flags:
 
 
 PYTEST_FLAGS = Flags("--evomemory-", "pytest", "evomemory_")
+#: The ini option for the seconds between a stream's progress lines, read by both
+#: doors (``evomemory run`` reads the repository's pytest settings)
+PROGRESS_INTERVAL_INI = "evomemory_progress_interval"
 CLI_FLAGS = Flags("--", "cli")
 
 
@@ -295,6 +298,7 @@ __all__ = [
     "BY_NAME",
     "CLI_FLAGS",
     "OPTIONS",
+    "PROGRESS_INTERVAL_INI",
     "PYTEST_FLAGS",
     "SHARD_UNITS",
     "Flags",

@@ -22,20 +22,21 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from .errors import EvoMemoryError
 from .heap import StartupHeap
-from .options import CLI_FLAGS, add_options, read_options
+from .options import CLI_FLAGS, PROGRESS_INTERVAL_INI, add_options, read_options
 from .redaction import shown
-from .reporting.progress import task_verdict
+from .reporting.progress import ProgressBoard, progress_interval, task_verdict
 from .runtime.lines import Line
-from .runtime.records import Record, TaskRecord
+from .runtime.records import Record
 from .runtime.session import EXIT_USAGE, Session, SessionSetup
-
-__all__ = ["EXIT_USAGE", "add_parser", "main"]
 from .text import inert
+
+__all__ = ["EXIT_USAGE", "RunProgress", "add_parser", "main"]
 
 
 def add_parser(commands: Any) -> None:
@@ -49,7 +50,10 @@ def add_parser(commands: Any) -> None:
     # command's exit codes reserve for an interrupted run)
     run.usage_status = EXIT_USAGE
     add_options(run.add_argument, CLI_FLAGS)
-    run.add_argument("-q", "--quiet", action="store_true", help="no per-task progress lines")
+    run.add_argument(
+        "-q", "--quiet", action="store_true",
+        help="no per-task lines, only each stream's last progress line (as pytest -q)",
+    )
 
 
 def main(args: argparse.Namespace) -> int:
@@ -61,6 +65,7 @@ def main(args: argparse.Namespace) -> int:
     add_pythonpath(settings)
     heap = StartupHeap.for_process()
     try:
+        interval = progress_interval(_ini_text(settings.values.get(PROGRESS_INTERVAL_INI)), PROGRESS_INTERVAL_INI)
         options = read_options(vars(args), CLI_FLAGS)
         ini_configs = [settings.evomemory_config] if settings.evomemory_config and settings.rootdir else []
         setup = SessionSetup(options, CLI_FLAGS, here, tuple(sys.argv), writes=True, heap=heap)
@@ -74,7 +79,8 @@ def main(args: argparse.Namespace) -> int:
     for note in session.resume_notes():
         _notice(note)
     try:
-        outcome = run_session(session, progress=None if args.quiet else _progress, notice=_notice)
+        progress = RunProgress(session, ProgressBoard(interval, final_only=args.quiet), verdicts=not args.quiet)
+        outcome = run_session(session, progress=progress, notice=_notice)
     except EvoMemoryError as error:  # refused before any task (preflight)
         _error(f"evomemory: error: {error}")
         return EXIT_USAGE
@@ -86,12 +92,35 @@ def main(args: argparse.Namespace) -> int:
     return outcome.exit_status()
 
 
-def _progress(record: Record) -> None:
-    if isinstance(record, TaskRecord) or getattr(record, "scored", None) is not None:
-        scored = record.scored  # type: ignore[attr-defined]
-        arm = f"{record.arm}:" if record.arm else ""
-        print(inert(f"{arm}{scored['stream']}/{scored['task_id']} [{int(scored['position']) + 1}] "
-                    f"{task_verdict(scored)}"), flush=True)
+class RunProgress:
+    """The pytest door's progress, printed: a line per task with its verdict (the
+    letter pytest shows) and each stream's line as the board decides (every
+    ``evomemory_progress_interval`` seconds and at its last task)."""
+
+    def __init__(self, session: Session, board: ProgressBoard, *, verdicts: bool) -> None:
+        self.board = board
+        self.verdicts = verdicts
+        totals = Counter(task.key for task in session.tasks() if not session.is_done(task.key, task.sample))
+        board.start(totals, session.completed_scores)
+
+    def record(self, key: str, record: Record) -> None:
+        scored = getattr(record, "scored", None)
+        if self.verdicts and scored is not None:
+            arm = f"{record.arm}:" if record.arm else ""
+            print(inert(f"{arm}{scored['stream']}/{scored['task_id']} [{int(scored['position']) + 1}] "
+                        f"{task_verdict(scored)}"), flush=True)
+        self.board.add(key, [record.to_wire()], show=False)
+
+    def task_done(self, key: str) -> None:
+        line = self.board.add(key, (), show=True)
+        if line is not None:
+            print(inert(line), flush=True)
+
+
+def _ini_text(value: object) -> str | None:
+    """An ini value as pytest's ``getini`` gives a string option (a pyproject.toml
+    number included)."""
+    return None if value is None else str(value)
 
 
 def _print(line: Line) -> None:

@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
-    from ..options import PYTEST_FLAGS, add_options
+    from ..options import PROGRESS_INTERVAL_INI, PYTEST_FLAGS, add_options
 
     group = parser.getgroup("evomemory", "Evo-Memory benchmark")
     group.addoption(
@@ -46,7 +46,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         default=None,
     )
     parser.addini(
-        "evomemory_progress_interval",
+        PROGRESS_INTERVAL_INI,
         "seconds between a stream's progress lines (its last line always shows; 0: after every task)",
         default=None,
     )

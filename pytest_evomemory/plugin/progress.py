@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from ..errors import ConfigError
+from ..options import PROGRESS_INTERVAL_INI
 from ..reporting.progress import ProgressBoard, progress_interval, task_verdict
 from ..runtime.session import Session
 from .items import stream_of_nodeid
@@ -26,7 +27,7 @@ class ProgressHooks:
         self.config = config
         self.session = session
         try:
-            interval = progress_interval(config.getini("evomemory_progress_interval"), "evomemory_progress_interval")
+            interval = progress_interval(config.getini(PROGRESS_INTERVAL_INI), PROGRESS_INTERVAL_INI)
         except ConfigError as error:
             raise pytest.UsageError(f"evomemory: {error}") from None
         self.board = ProgressBoard(interval, final_only=config.get_verbosity() < 0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from ..config import RunConfig
 from ..errors import SessionRefused
@@ -21,7 +22,14 @@ from .run import AgentFactoryFn, MemoryFactoryFn
 from .session import Outcome, Session, SessionSetup
 from .stream import drive
 
-Progress = Callable[[Record], None]
+
+class Progress(Protocol):
+    """What a driver shows while it runs: each record as it comes in, and a task
+    once it is complete (its feedback in), for lines that are due per task."""
+
+    def record(self, key: str, record: Record) -> None: ...
+
+    def task_done(self, key: str) -> None: ...
 
 
 def run_session(
@@ -36,17 +44,17 @@ def run_session(
     as interrupted (summarized, resumable). A refusal (a preflight's, or a stream's
     first build, :class:`~..errors.SessionRefused`) is raised: nothing is written.
     ``notice`` shows a line while something is being waited for (a memory factory
-    that has not returned). The session's start-up heap, paused while it opened, is
+    that has not returned); ``progress`` sees every record and every complete task. The session's start-up heap, paused while it opened, is
     settled after the preflight (and paused again while each stream opens)."""
     with session.setup.heap.paused():
         session.preflight(builtin_agent=agent_factory is None, builtin_memory=memory_factory is None)
     wall = time.perf_counter()
     interrupted = False
 
-    def sink(record: Record) -> None:
+    def sink(key: str, record: Record) -> None:
         session.add_records([record])  # a reason to stop is kept as the session's
         if progress is not None:
-            progress(record)
+            progress.record(key, record)
 
     session.termination.install()
     try:
@@ -54,7 +62,7 @@ def run_session(
             for stream in arm.benchmark.streams:
                 if session.stop_reason:
                     break
-                _run_stream(session, arm.key(stream.name), sink, agent_factory, memory_factory, notice)
+                _run_stream(session, arm.key(stream.name), sink, agent_factory, memory_factory, notice, progress)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -65,14 +73,18 @@ def run_session(
 
 
 def _run_stream(
-    session: Session, key: str, sink: Callable[[Record], None],
+    session: Session, key: str, stream_sink: Callable[[str, Record], None],
     agent_factory: AgentFactoryFn | None, memory_factory: MemoryFactoryFn | None,
-    notice: Callable[[str], None] | None,
+    notice: Callable[[str], None] | None, progress: Progress | None,
 ) -> None:
     arm, name = session.streams_by_key[key]
     pending = [sample for sample in arm.benchmark.by_name[name].samples if not session.is_done(key, sample)]
     if not pending:
         return
+
+    def sink(record: Record) -> None:
+        stream_sink(key, record)
+
     live = session.start_stream(key, sink, agent_factory=agent_factory, memory_factory=memory_factory, notice=notice)
     try:
         for sample in pending:
@@ -82,6 +94,8 @@ def _run_stream(
             if isinstance(task, NotRun):
                 return  # the stream could not start or cannot continue (recorded once): its tasks do not run
             drive(task)
+            if progress is not None:
+                progress.task_done(key)
             if session.stop_reason or session.cost_stop():  # a call refused for the cost cap records nothing
                 return
     finally:
@@ -114,4 +128,4 @@ def run_benchmark(
     return dict(summary) if summary is not None else {}
 
 
-__all__ = ["run_benchmark", "run_session"]
+__all__ = ["Progress", "run_benchmark", "run_session"]

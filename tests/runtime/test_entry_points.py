@@ -134,3 +134,51 @@ def test_a_resume_reapplies_the_limit_and_with_nothing_left_exits_as_the_run(ent
     assert summary["completion"] == {"complete": True, "tasks_planned": 4, "tasks_run": 4, "reason": None}
     again = run(entry, project, f"--@resume={run_dir}")  # nothing left to run: not pytest's exit 5
     assert again.returncode == 1, again.stdout + again.stderr
+
+
+def _stream_lines(text: str) -> list[str]:
+    """The streams' progress lines, eta aside (the agent's pace differs run to run)."""
+    return [line.split("  eta ")[0] for line in text.splitlines() if line.startswith("evomemory sample_")]
+
+
+@pytest.mark.parametrize("quiet", [False, True])
+def test_both_print_the_same_stream_lines_as_the_ini_interval_says(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, quiet: bool
+) -> None:
+    """``evomemory_progress_interval`` (read by both) at 0: a line after every task,
+    the same lines through either door; ``-q``: only each stream's last line."""
+    from pytest_evomemory.cli import main as evomemory
+
+    project = pytester.path
+    (project / "run.yaml").write_text(RUN.format(name="g"), encoding="utf-8")
+    (project / "scripted_agent.py").write_text(AGENT, encoding="utf-8")
+    monkeypatch.setenv("PROJECT", str(project))
+    pytester.syspathinsert()
+    pytester.makeini("[pytest]\nevomemory_progress_interval = 0\n")
+    quieter = ["-q"] if quiet else []
+    result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", *quieter,
+                                "--evomemory-config=run.yaml", "--evomemory-output-dir=by-pytest")
+    assert result.ret == 0, result.stdout.str()
+    by_pytest = _stream_lines(result.stdout.str())
+    capsys.readouterr()  # pytest's own output, as the in-process run wrote it
+    assert evomemory(["run", *quieter, "--config=run.yaml", "--output-dir=by-cli"]) == 0
+    printed = capsys.readouterr().out
+    assert _stream_lines(printed) == by_pytest
+    per_stream = 1 if quiet else 3  # three tasks per stream
+    assert len(by_pytest) == 2 * per_stream
+    assert by_pytest[per_stream - 1].startswith("evomemory sample_facts: 3/3  acc ")
+    verdicts = [line for line in printed.splitlines() if line.startswith("sample_facts/")]
+    assert len(verdicts) == (0 if quiet else 3)
+
+
+def test_the_cli_refuses_a_progress_interval_that_is_no_duration_as_pytest_does(
+    pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from pytest_evomemory.cli import main as evomemory
+
+    (pytester.path / "run.yaml").write_text(RUN.format(name="g"), encoding="utf-8")
+    pytester.makeini("[pytest]\nevomemory_progress_interval = soon\n")
+    assert evomemory(["run", "--config=run.yaml"]) == 4
+    error = capsys.readouterr().err
+    assert "evomemory_progress_interval must be a number of seconds (0 or more), got 'soon'" in error
+    assert not (pytester.path / "evomemory-results").exists()
