@@ -500,6 +500,12 @@ def arm_name(label: str) -> str:
     return label.partition(REPLICATE_SEPARATOR)[0]
 
 
+def replicate_of(label: str) -> int | None:
+    """The replicate an arm's label names (``memory@r2``: 2; ``memory``: None)."""
+    tag = label.partition(REPLICATE_SEPARATOR)[2]
+    return int(tag[1:]) if tag.startswith("r") and tag[1:].isdigit() else None
+
+
 @dataclass(frozen=True)
 class Replicate:
     """Which replicate of a repeated run a run config is (:mod:`.runtime.replicates`):

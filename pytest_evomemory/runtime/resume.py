@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..config import REPLICATE_SEPARATOR, RunConfig
+from ..config import RunConfig, replicate_of
 from ..options import SHARD_UNITS
 from ..rundir import (
     RUN_DOCUMENT,
@@ -64,12 +64,9 @@ class ResumeSource:
     def arm_configs(self) -> tuple[str, ...]:
         """The run configs to load, one per arm: a repeated session's manifest lists
         each config once per replicate (``<name>@r<i>``), which the session expands again."""
-        if self.manifest is None or not any(REPLICATE_SEPARATOR in entry.name for entry in self.manifest.entries):
+        if self.manifest is None or all(replicate_of(entry.name) is None for entry in self.manifest.entries):
             return self.configs
-        return tuple(
-            entry.config for entry in self.manifest.entries
-            if not entry.name.partition(REPLICATE_SEPARATOR)[2] or entry.name.endswith(f"{REPLICATE_SEPARATOR}r1")
-        )
+        return tuple(entry.config for entry in self.manifest.entries if replicate_of(entry.name) in (None, 1))
 
 
 def read_resume_source(directory: Path, flag: str) -> ResumeSource:
