@@ -299,10 +299,10 @@ def option_values(options: SessionOptions) -> Sequence[str]:
 __all__ = [
     "BY_NAME",
     "CLI_FLAGS",
+    "GAIN_FIGURE",
     "OPTIONS",
     "PYTEST_FLAGS",
     "SHARD_UNITS",
-    "GAIN_FIGURE",
     "Flags",
     "Option",
     "SessionOptions",

@@ -41,7 +41,7 @@ def test_every_door_says_a_locomo_gain_is_judged_on_mean_f1() -> None:
     gain = next(option for option in OPTIONS if option.name == "min-gain")
     assert GAIN_FIGURE in gain.help
     parser = build_parser()
-    commands = next(action for action in parser._actions if action.dest == "command").choices  # noqa: SLF001
+    commands = next(action for action in parser._actions if action.dest == "command").choices
     for name in ("run", "compare", "merge"):
-        flag = next(action for action in commands[name]._actions if "--min-gain" in action.option_strings)  # noqa: SLF001
+        flag = next(action for action in commands[name]._actions if "--min-gain" in action.option_strings)
         assert GAIN_FIGURE in " ".join(str(flag.help).split()), name
