@@ -19,6 +19,7 @@ from typing import Any, NoReturn
 
 from . import __version__, datacmd, initcmd, mergecmd, runcmd, tablecmd
 from .errors import ConfigError
+from .options import GAIN_FIGURE
 from .redaction import shown
 from .reporting.gain import GainThreshold, check_gains, parse_min_gain
 from .reporting.html import REPORT_NAME, ReportError, write_comparison, write_html_report
@@ -91,7 +92,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="[STREAM=]POINTS",
         action="append",
         default=[],
-        help="exit 1 if a run's accuracy does not beat the baseline's by POINTS percentage points "
+        help=f"exit 1 if a run's {GAIN_FIGURE} does not beat the baseline's by POINTS percentage points "
         "overall (or on STREAM), paired on the tasks both ran; repeatable",
     )
     mergecmd.add_parser(commands)

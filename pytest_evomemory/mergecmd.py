@@ -16,6 +16,7 @@ from typing import Any
 
 from .config import arm_name
 from .errors import ConfigError, EvoMemoryError
+from .options import GAIN_FIGURE
 from .redaction import shown
 from .reporting.gain import GainThreshold, check_gains, check_replicate_gains, parse_min_gain
 from .reporting.terminal import format_comparison, format_replicates, format_table
@@ -42,8 +43,8 @@ def add_parser(commands: Any) -> None:
                        help="where the merged run goes (with several arms: one directory per arm and the comparison)")
     merge.add_argument(
         "--min-gain", metavar="[STREAM=]POINTS", action="append", default=[],
-        help="with several arms: exit 1 if an arm's accuracy does not beat the baseline's by POINTS percentage "
-        "points overall (or on STREAM), paired on the tasks both ran; repeatable",
+        help=f"with several arms: exit 1 if an arm's {GAIN_FIGURE} does not beat the baseline's by POINTS "
+        "percentage points overall (or on STREAM), paired on the tasks both ran; repeatable",
     )
 
 

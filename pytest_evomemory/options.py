@@ -23,6 +23,11 @@ Kind = Literal["flag", "text", "list", "count", "dollars", "shard", "choice"]
 Entry = Literal["pytest", "cli"]
 
 
+#: What a gain gate compares, in every door's help (--evomemory-min-gain, evomemory
+#: run|compare|merge --min-gain): the figure each stream is judged on.
+GAIN_FIGURE = "accuracy (for a stream whose match mode declares a headline mean, LoCoMo's mean F1)"
+
+
 @dataclass(frozen=True)
 class Option:
     """One option: ``name`` is its spelling after the entry point's prefix."""
@@ -73,9 +78,9 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "min-gain", metavar="[STREAM=]POINTS", kind="list",
-        help="with several arms: fail if an arm's accuracy does not beat the baseline's by POINTS "
-        "percentage points overall (or on STREAM), paired on the tasks both ran (with repeats: the mean "
-        "of the replicates' paired differences); repeatable",
+        help=f"with several arms: fail if an arm's {GAIN_FIGURE} does not beat the baseline's by POINTS "
+        "percentage points overall (or on STREAM), paired on the tasks both ran (with repeats: the mean of "
+        "the replicates' paired differences); repeatable",
     ),
     Option(
         "resume", metavar="RUN_DIR",
@@ -297,6 +302,7 @@ def option_values(options: SessionOptions) -> Sequence[str]:
 __all__ = [
     "BY_NAME",
     "CLI_FLAGS",
+    "GAIN_FIGURE",
     "OPTIONS",
     "PROGRESS_INTERVAL_INI",
     "PYTEST_FLAGS",

@@ -34,6 +34,19 @@ def number(value: object) -> float | None:
     return result if math.isfinite(result) else None
 
 
+def headline(metrics: Metrics) -> tuple[str, str, float | None]:
+    """``(metric, label, value)`` of the figure a summary row (a stream's, or
+    ``overall``) is judged on, as summary.json's ``headline`` records it:
+    ``("f1_mean", "mean F1", 0.41)`` for LoCoMo, else ``("accuracy", "accuracy", 0.6)``
+    (also for a summary written before headlines were recorded). The one reader of
+    that field for the reports that compare runs (replicates, ``evomemory table``)."""
+    found = metrics.get("headline")
+    if isinstance(found, Mapping) and found.get("metric") not in (None, "accuracy"):
+        metric = str(found.get("metric"))
+        return metric, str(found.get("label") or metric), number(found.get("value"))
+    return "accuracy", "accuracy", number(metrics.get("accuracy"))
+
+
 def count(value: object) -> str | None:
     found = number(value)
     return None if found is None else f"{int(found):,}"
@@ -226,6 +239,7 @@ __all__ = [
     "figure_column",
     "figures_of",
     "grouped",
+    "headline",
     "interval",
     "number",
     "percent",

@@ -17,9 +17,11 @@ two orders), the entry says so under ``sequence_robustness``: its difference is 
 paper's sequence robustness, with its interval (:func:`.stats.order_difference`).
 
 The figure compared is each run's summary.json headline, the figure its streams are
-judged on (:attr:`.summary.StreamMetrics.headline`): the ``accuracy`` (what
-``evomemory table`` reads, so the means here equal a replicate table's cells), or a
-mean its match mode declares (LoCoMo's F1); ``figure`` names it. The per-replicate
+judged on (:attr:`.summary.StreamMetrics.headline`, read by
+:func:`.columns.headline`): the ``accuracy``, or a mean its match mode declares
+(LoCoMo's F1); ``figure`` names it. ``evomemory table`` reads the same figures (a
+LoCoMo row in its "LoCoMo mean F1" column), so the means here equal a replicate
+table's cells. The per-replicate
 tests stay on the yes/no outcome (McNemar).
 """
 
@@ -32,7 +34,7 @@ from typing import Any
 
 from ..redaction import dumps_redacted
 from ..rundir import REPLICATES_DATA, SCHEMA_VERSION, utc_now
-from .columns import number
+from .columns import headline
 from .compare import OVERALL, order_only, outcomes, stream_names
 from .html import render_replicates, write_comparison, write_page
 from .rundata import ReportError, RunData, load_run
@@ -56,23 +58,14 @@ class ReplicateFiles:
 
 
 def _accuracy(run: RunData, stream: str | None) -> float | None:
-    """The figure the run's stream (or overall row) is judged on (a summary written
-    before headlines were recorded: its accuracy)."""
+    """The figure the run's stream (or overall row) is judged on (:func:`.columns.headline`)."""
     metrics = run.overall if stream is None else run.streams.get(stream)
-    if not isinstance(metrics, Mapping):
-        return None
-    headline = metrics.get("headline")
-    if isinstance(headline, Mapping) and headline.get("metric") not in (None, "accuracy"):
-        return number(headline.get("value"))
-    return number(metrics.get("accuracy"))
+    return headline(metrics)[2] if isinstance(metrics, Mapping) else None
 
 
 def _figure(run: RunData) -> str:
     """The label of what :func:`_accuracy` reads overall: ``accuracy`` or ``mean F1``."""
-    headline = run.overall.get("headline")
-    if isinstance(headline, Mapping) and headline.get("metric") not in (None, "accuracy"):
-        return str(headline.get("label") or headline.get("metric"))
-    return "accuracy"
+    return headline(run.overall)[1]
 
 
 def _seed(run: RunData) -> int | None:

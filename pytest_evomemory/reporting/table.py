@@ -17,6 +17,13 @@ That is the average here, over the entries a run has; a row missing some says so
 in the notes, since its average is then not comparable with the paper's.
 AIME-25 is a column because the paper has it; the built-in benchmark has no
 AIME 2025 stream (a run with a stream named ``aime_2025`` fills it).
+
+A LoCoMo run (docs/locomo.md) has none of these streams and is judged on its mean
+F1, not on accuracy: its row shows that figure, summary.json's overall ``headline``
+(the mean the gates and ``replicates.json`` read), in a column of its own headed
+"LoCoMo mean F1" after the average and never in it, with the summary's percentile
+bootstrap interval. The column appears only in a table that has such a row, so an
+Evo-Memory table keeps the paper's shape.
 """
 
 from __future__ import annotations
@@ -28,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .columns import number
+from .columns import headline, number
 from .rundata import ReportError, RunData, load_run, load_runs
 from .stats import replicate_interval
 
@@ -46,7 +53,8 @@ class PaperColumn:
     name: str
     stream: str
     #: ``accuracy``, ``figure.<name>`` (a match mode's figure: ``<name>_accuracy``),
-    #: or ``groups.<category>``
+    #: ``groups.<category>``, or ``headline.<metric>`` (the overall headline figure
+    #: when it is that mean: LoCoMo's ``f1_mean``)
     metric: str
 
 
@@ -60,6 +68,12 @@ COLUMNS: tuple[PaperColumn, ...] = (
     PaperColumn("toolbench_api", "ToolBench", "API", "toolbench", "figure.api"),
     PaperColumn("toolbench_acc", "ToolBench", "Acc.", "toolbench", "accuracy"),
 )
+
+#: LoCoMo's headline, the overall mean F1: after Avg. and not in it, shown only when
+#: some row has it (see the module docstring).
+LOCOMO = PaperColumn("locomo_f1", "LoCoMo", "mean F1", "overall", "headline.f1_mean")
+EXTRA_COLUMNS: tuple[PaperColumn, ...] = (LOCOMO,)
+ALL_COLUMNS: tuple[PaperColumn, ...] = (*COLUMNS, *EXTRA_COLUMNS)
 
 #: The entries the average is taken over: each column alone, ToolBench's two as one.
 AVERAGE_ENTRIES: tuple[tuple[str, ...], ...] = (
@@ -94,6 +108,8 @@ class Row:
 class Table:
     rows: Sequence[Row]
     notes: Sequence[str] = field(default_factory=tuple)
+    #: The columns after Avg. that some row fills (:data:`EXTRA_COLUMNS`).
+    extra: Sequence[PaperColumn] = field(default_factory=tuple)
 
 
 def _interval(value: object) -> tuple[float | None, float | None]:
@@ -104,6 +120,8 @@ def _interval(value: object) -> tuple[float | None, float | None]:
 
 def cell(run: RunData, column: PaperColumn) -> Cell:
     """The value the run's summary gives for ``column`` (an empty cell when it has none)."""
+    if column.metric.startswith("headline."):
+        return _headline_cell(run, column.metric.removeprefix("headline."))
     metrics = run.streams.get(column.stream)
     if not isinstance(metrics, Mapping):
         return Cell(None)
@@ -119,13 +137,25 @@ def cell(run: RunData, column: PaperColumn) -> Cell:
     return Cell(number(metrics.get(key)), *_interval(metrics.get(f"{key}_ci")), _count(tasks))
 
 
+def _headline_cell(run: RunData, metric: str) -> Cell:
+    """The run's overall headline when it is ``metric`` (LoCoMo's ``f1_mean``), with
+    the 95 % percentile bootstrap interval of summary.json's ``categories.overall``."""
+    found, _, value = headline(run.overall)
+    if found != metric:
+        return Cell(None)
+    categories = run.summary.get("categories")
+    overall = categories.get("overall") if isinstance(categories, Mapping) else None
+    low, high = (number(overall.get("ci_low")), number(overall.get("ci_high"))) if isinstance(overall, Mapping) else (None, None)
+    return Cell(value, low, high, _count(run.overall.get("tasks")))
+
+
 def _count(value: object) -> int | None:
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def run_row(run: RunData, label: str | None = None) -> Row:
     """One run's row: its summary's values, and their average (see the module docstring)."""
-    cells = {column.key: cell(run, column) for column in COLUMNS}
+    cells = {column.key: cell(run, column) for column in ALL_COLUMNS}
     entries = []
     for keys in AVERAGE_ENTRIES:
         values = [cells[key].value for key in keys]
@@ -144,7 +174,7 @@ def replicate_row(label: str, runs: Sequence[RunData]) -> Row:
     if len(rows) == 1:
         return run_row(runs[0], label)
     cells: dict[str, Cell] = {}
-    for column in COLUMNS:
+    for column in ALL_COLUMNS:
         values = [row.cells[column.key].value for row in rows]
         tasks = {row.cells[column.key].tasks for row in rows}
         if any(value is None for value in values):
@@ -176,7 +206,13 @@ def build_replicate_table(groups: Sequence[tuple[str, Sequence[RunData]]]) -> Ta
 
 
 def _table(rows: Sequence[Row]) -> Table:
+    extra = tuple(c for c in EXTRA_COLUMNS if any(row.cells[c.key].value is not None for row in rows))
     notes = []
+    if LOCOMO in extra:
+        notes.append(
+            f"{_heading(LOCOMO)}: the run's overall mean F1 over every question (the figure LoCoMo is judged on, "
+            "summary.json's overall headline), not an accuracy and not part of Avg."
+        )
     for row in rows:
         if row.replicates > 1:
             notes.append(f"{row.method}: the mean of {row.replicates} replicate runs")
@@ -195,11 +231,11 @@ def _table(rows: Sequence[Row]) -> Table:
         for key, value in row.cells.items():
             if value.tasks is not None:
                 sizes.setdefault(key, set()).add(value.tasks)
-    for column in COLUMNS:
+    for column in (*COLUMNS, *extra):
         if len(sizes.get(column.key, set())) > 1:
             counts = ", ".join(f"{row.method}: {row.cells[column.key].tasks}" for row in rows if row.cells[column.key].tasks)
             notes.append(f"{_heading(column)}: the runs scored different numbers of tasks ({counts})")
-    return Table(rows, tuple(notes))
+    return Table(rows, tuple(notes), extra)
 
 
 def _heading(column: PaperColumn) -> str:
@@ -224,7 +260,7 @@ def _with_ci(cell_: Cell, digits: int, ci: bool, dash: str) -> str:
 
 
 def to_markdown(table: Table, *, ci: bool = False, digits: int = 2) -> str:
-    header = ["Method", *(_heading(c) for c in COLUMNS), "Avg."]
+    header = ["Method", *(_heading(c) for c in COLUMNS), "Avg.", *(_heading(c) for c in table.extra)]
     lines = [
         "| " + " | ".join(header) + " |",
         "|" + "|".join([":---", *(["---:"] * (len(header) - 1))]) + "|",
@@ -232,6 +268,7 @@ def to_markdown(table: Table, *, ci: bool = False, digits: int = 2) -> str:
     for row in table.rows:
         cells = [_markdown_text(row.method), *(_with_ci(row.cells[c.key], digits, ci, _DASH) for c in COLUMNS)]
         cells.append(_with_ci(_average(row), digits, ci, _DASH))
+        cells += [_with_ci(row.cells[c.key], digits, ci, _DASH) for c in table.extra]
         lines.append("| " + " | ".join(cells) + " |")
     notes = [AVERAGE_NOTE + (f"; [low, high]: {_interval_note(table)}" if ci else ""), *table.notes]
     return "\n".join(lines) + "\n\n" + "\n".join(f"* {_markdown_text(note)}" for note in notes) + "\n"
@@ -245,14 +282,20 @@ def _average(row: Row) -> Cell:
 
 def _interval_note(table: Table) -> str:
     replicated = {row.replicates > 1 for row in table.rows}
+    # a single run's LoCoMo mean F1 carries the summary's bootstrap interval, not Wilson's
+    locomo = (
+        f" ({_heading(LOCOMO)}: 95 % percentile bootstrap interval)"
+        if LOCOMO in table.extra and any(row.replicates == 1 and row.cells[LOCOMO.key].value is not None for row in table.rows)
+        else ""
+    )
     if replicated == {True}:
         return "95 % Student-t interval of the mean over the method's replicate runs"
     if True in replicated:
         return (
-            "95 % Wilson interval for a single run, 95 % Student-t interval of the mean over the replicate "
+            f"95 % Wilson interval for a single run{locomo}, 95 % Student-t interval of the mean over the replicate "
             "runs for a method run several times"
         )
-    return "95 % Wilson interval"
+    return f"95 % Wilson interval{locomo}"
 
 
 def _markdown_text(text: str) -> str:
@@ -274,16 +317,18 @@ def to_latex(table: Table, *, ci: bool = False, digits: int = 2) -> str:
     lines = [
         "% " + latex_escape(AVERAGE_NOTE + (f"; [low, high]: {_interval_note(table)}" if ci else "")),
         *(f"% {latex_escape(note)}" for note in table.notes),
-        r"\begin{tabular}{l" + "c" * (len(COLUMNS) + 1) + "}",
+        r"\begin{tabular}{l" + "c" * (len(COLUMNS) + 1 + len(table.extra)) + "}",
         r"\toprule",
-        r"Method & AIME-24 & AIME-25 & GPQA & \multicolumn{3}{c}{MMLU-Pro} & \multicolumn{2}{c}{ToolBench} & Avg. \\",
+        r"Method & AIME-24 & AIME-25 & GPQA & \multicolumn{3}{c}{MMLU-Pro} & \multicolumn{2}{c}{ToolBench} & Avg."
+        + "".join(f" & {latex_escape(c.group)}" for c in table.extra) + r" \\",
         r"\cmidrule(lr){5-7}\cmidrule(lr){8-9}",
-        r" & & & & Eco & Eng & Philo & API & Acc. & \\",
+        r" & & & & Eco & Eng & Philo & API & Acc. &" + "".join(f" & {latex_escape(c.name)}" for c in table.extra)
+        + r" \\",
         r"\midrule",
     ]
     for row in table.rows:
         cells = [latex_escape(row.method)]
-        for item in [*(row.cells[column.key] for column in COLUMNS), _average(row)]:
+        for item in [*(row.cells[column.key] for column in COLUMNS), _average(row), *(row.cells[c.key] for c in table.extra)]:
             text = _shown(item.value, digits, "--")
             if ci and item.value is not None and item.low is not None and item.high is not None:
                 text += rf" {{\scriptsize [{item.low:.{digits}f}, {item.high:.{digits}f}]}}"
@@ -300,6 +345,8 @@ def to_csv(table: Table, *, ci: bool = False) -> str:
     for column in COLUMNS:
         header += [column.key, f"{column.key}_ci_low", f"{column.key}_ci_high"] if ci else [column.key]
     header += ["avg", "avg_ci_low", "avg_ci_high"] if ci else ["avg"]
+    for column in table.extra:
+        header += [column.key, f"{column.key}_ci_low", f"{column.key}_ci_high"] if ci else [column.key]
     replicated = any(row.replicates > 1 for row in table.rows)
     if replicated:
         header.append("replicates")
@@ -308,7 +355,7 @@ def to_csv(table: Table, *, ci: bool = False) -> str:
     writer.writerow(header)
     for row in table.rows:
         values: list[Any] = [row.method]
-        for item in [*(row.cells[column.key] for column in COLUMNS), _average(row)]:
+        for item in [*(row.cells[column.key] for column in COLUMNS), _average(row), *(row.cells[c.key] for c in table.extra)]:
             values += [_csv(item.value), _csv(item.low), _csv(item.high)] if ci else [_csv(item.value)]
         if replicated:
             values.append(row.replicates)
@@ -377,9 +424,12 @@ def write_table(
 
 
 __all__ = [
+    "ALL_COLUMNS",
     "AVERAGE_ENTRIES",
     "COLUMNS",
+    "EXTRA_COLUMNS",
     "FORMATS",
+    "LOCOMO",
     "Cell",
     "PaperColumn",
     "Row",

@@ -204,3 +204,49 @@ def test_the_command_groups_replicates_by_label(
     # without --replicates every run is a row of its own
     assert main(["table", str(first), str(second), "--format", "csv", "--labels", "A,A"]) == 0
     assert [row["method"] for row in csv.DictReader(io.StringIO(capsys.readouterr().out))] == ["A", "A"]
+
+
+# --------------------------------------------------------------------------- LoCoMo
+
+
+def test_a_locomo_row_shows_its_mean_f1_labelled_so_alone_and_as_replicates(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A LoCoMo run is judged on its mean F1, not on the share with F1 >= 0.5: its row
+    shows summary.json's overall headline in a column of its own ("LoCoMo mean F1",
+    after Avg. and not in it), and a row of replicates the mean replicates.json reports
+    (its replicates differ in the seed of the adversarial option order)."""
+    out = tmp_path / "locomo"
+    assert main(["run", "--config", "locomo_sample_memory", "--repeats", "2", "--limit", "2", "--output-dir", str(out), "-q"]) == 0
+    capsys.readouterr()
+    replicates = json.loads((out / "replicates.json").read_text())
+    assert replicates["figure"] == "mean F1"
+    memory_runs = [out / f"r{i}" for i in (1, 2)]
+    summary = json.loads((memory_runs[0] / "summary.json").read_text())
+    f1, accuracy = summary["overall"]["f1_mean"], summary["overall"]["accuracy"]
+    assert f1 > 0 and f1 != accuracy  # the two figures differ, so the test tells them apart
+
+    # one run: its mean F1 with the summary's bootstrap interval, labelled, outside the average
+    table = build_table(load_runs([memory_runs[0]]))
+    cell = table.rows[0].cells["locomo_f1"]
+    bootstrap = summary["categories"]["overall"]
+    assert (cell.value, cell.low, cell.high) == (f1, bootstrap["ci_low"], bootstrap["ci_high"])
+    assert table.rows[0].average is None and [c.key for c in table.extra] == ["locomo_f1"]
+    markdown = to_markdown(table, ci=True)
+    assert "| Avg. | LoCoMo mean F1 |" in markdown and f"| {f1:.2f} [" in markdown
+    assert "LoCoMo mean F1: 95 % percentile bootstrap interval" in markdown
+    assert "LoCoMo mean F1: the run's overall mean F1" in markdown
+    assert r"& Avg. & LoCoMo \\" in to_latex(table) and r"& mean F1 \\" in to_latex(table)
+
+    # replicates: one row per arm, each the mean of its replicates' mean F1, as replicates.json
+    assert main(["table", *(str(d) for d in memory_runs), "--replicates", "--format", "csv", "--ci"]) == 0
+    rows = {row["method"]: row for row in csv.DictReader(io.StringIO(capsys.readouterr().out))}
+    for arm in replicates["arms"]:
+        assert float(rows[arm["label"]]["locomo_f1"]) == pytest.approx(arm["overall"]["mean"], abs=1e-6)
+        assert rows[arm["label"]]["replicates"] == "2" and rows[arm["label"]]["avg"] == ""
+
+    # an Evo-Memory table keeps the paper's shape: no LoCoMo column
+    from .conftest import write_run_dir
+
+    evo = build_table(load_runs([write_run_dir(tmp_path / "evo", "evo", {"aime_2024": [True, False]})]))
+    assert evo.extra == () and "LoCoMo" not in to_markdown(evo)

@@ -1,0 +1,47 @@
+"""What a researcher new to the package trips over when following README.md and
+docs/*.md literally (the held-out new-user trial): the README's option list, the
+JSON report's documented `gains` keys, and every door's help for the gain gate
+agree with what the product does. Pure text checks, milliseconds."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from pytest_evomemory.cli import build_parser
+from pytest_evomemory.options import GAIN_FIGURE, OPTIONS, PYTEST_FLAGS
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+ARTEFACTS = (REPO / "docs" / "artefacts.md").read_text(encoding="utf-8")
+SCHEMA = json.loads((REPO / "pytest_evomemory" / "schema" / "artefacts.schema.json").read_text(encoding="utf-8"))
+
+
+def test_the_readme_option_list_names_every_plugin_option() -> None:
+    listed = re.search(r"^Options: (.*?)see\s", README, re.S | re.M)
+    assert listed, "README.md has no 'Options:' paragraph"
+    flags = [PYTEST_FLAGS(option.name) for option in OPTIONS if "pytest" in option.entries]
+    missing = [flag for flag in flags if not re.search(rf"`{flag}[ `]", listed.group(1))]
+    assert not missing, f"README.md's 'Options:' paragraph leaves out {missing}"
+
+
+def test_the_json_report_example_shows_every_key_of_a_gain() -> None:
+    example = re.search(r'"gains": \[\{(.*?)\}\]', ARTEFACTS, re.S)
+    assert example, "docs/artefacts.md shows no gains entry"
+    shown = set(re.findall(r'"(\w+)":', example.group(1)))
+    definitions = SCHEMA.get("$defs") or SCHEMA["definitions"]
+    assert shown == set(definitions["gain"]["properties"]), "the documented gain keys differ from the schema's"
+
+
+def test_every_door_says_a_locomo_gain_is_judged_on_mean_f1() -> None:
+    """The gain gate reads the figure a stream is judged on (LoCoMo: mean F1): the pytest
+    option's help and evomemory run|compare|merge --min-gain say so alike."""
+    assert "mean F1" in GAIN_FIGURE
+    gain = next(option for option in OPTIONS if option.name == "min-gain")
+    assert GAIN_FIGURE in gain.help
+    parser = build_parser()
+    commands = next(action for action in parser._actions if action.dest == "command").choices
+    for name in ("run", "compare", "merge"):
+        flag = next(action for action in commands[name]._actions if "--min-gain" in action.option_strings)
+        assert GAIN_FIGURE in " ".join(str(flag.help).split()), name
