@@ -26,7 +26,6 @@ from pytest_evomemory.streams.evomemory.materialize import (
     stream_file,
 )
 from pytest_evomemory.streams.evomemory.sources import HubFile
-
 from pytest_evomemory.streams.evomemory.stream import ConvertOptions
 
 from .conftest import AIME_RECORDS, MMLU_RECORDS, FakeHub, parquet_bytes, pin_to, upstream_files
