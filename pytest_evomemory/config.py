@@ -388,6 +388,13 @@ def http_url_problem(value: str) -> str | None:
             "the URL holds a user name or password (user:password@host); remove it and put "
             "the key in the variable that model.api_key_env names"
         )
+    if parsed.query or parsed.fragment or value.endswith(("?", "#")):
+        # Never quoted: a query string is where a key is often pasted. The client appends
+        # /chat/completions to the API root, so every request would miss the endpoint.
+        return (
+            "the URL holds a query string or fragment ('?...' or '#...'), which the client cannot keep when it "
+            "appends /chat/completions; remove it (a key belongs in the variable that model.api_key_env names)"
+        )
     return None
 
 

@@ -13,6 +13,7 @@ is told about the command line.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -134,8 +135,25 @@ class Flags:
         """Where the entry point's parser puts ``option``'s value."""
         return f"{self.dest_prefix}{option.dest}"
 
+    def spelled(self, text: str) -> str:
+        """``text`` with every option written as pytest spells it (``--evomemory-output-dir``,
+        as messages deep in the engine name them) spelled as this entry point takes it,
+        so ``evomemory run`` tells its user the flag to type. ``pytest --evomemory-...``
+        (a command quoted whole) is left as it is."""
+        if self.prefix == PYTEST_PREFIX or PYTEST_PREFIX not in text:
+            return text
+        names = {option.name for option in OPTIONS if self.entry in option.entries}
 
-PYTEST_FLAGS = Flags("--evomemory-", "pytest", "evomemory_")
+        def spell(match: re.Match[str]) -> str:
+            return self(match.group(1)) if match.group(1) in names else match.group(0)
+
+        return _PYTEST_SPELLING.sub(spell, text)
+
+
+PYTEST_PREFIX = "--evomemory-"
+#: An option in pytest's spelling, not inside a quoted ``pytest ...`` command.
+_PYTEST_SPELLING = re.compile(r"(?<!pytest )--evomemory-([a-z][a-z-]*[a-z])")
+PYTEST_FLAGS = Flags(PYTEST_PREFIX, "pytest", "evomemory_")
 #: The ini option for the seconds between a stream's progress lines, read by both
 #: doors (``evomemory run`` reads the repository's pytest settings)
 PROGRESS_INTERVAL_INI = "evomemory_progress_interval"

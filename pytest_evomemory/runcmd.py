@@ -131,11 +131,12 @@ def _print(line: Line) -> None:
 
 
 def _notice(text: str) -> None:
-    """A line while something is waited for (already redacted and inert)."""
-    print(text, file=sys.stderr, flush=True)
+    """A line while something is waited for (already redacted and inert), naming
+    options as this command takes them."""
+    print(CLI_FLAGS.spelled(text), file=sys.stderr, flush=True)
 
 
 def _error(text: str) -> None:
-    print(shown(text), file=sys.stderr)
+    print(CLI_FLAGS.spelled(shown(text)), file=sys.stderr)
 
 

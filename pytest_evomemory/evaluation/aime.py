@@ -25,6 +25,7 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
+from ..text import shorten
 from ..types import BenchmarkSample, Score
 from .modes import last_match, register_match_mode
 
@@ -308,7 +309,19 @@ def read_aime_answer(text: str) -> _Reading:
     return failed or _Reading(None, "", "", "no number found")
 
 
-@register_match_mode("aime")
+def target_problem(sample: BenchmarkSample) -> str | None:
+    """Why ``sample``'s target can never be matched (it is no integer), or None: checked
+    when the stream loads, so a task that would score wrong whatever the answer
+    (a NaN or blank answer cell read as text) is refused before any model call."""
+    if _fast_integer(sample.target.strip()) is None:
+        return (
+            f"the target {shorten(sample.target, 60)!r} is not an integer, and an aime "
+            "answer always is; give the integer answer"
+        )
+    return None
+
+
+@register_match_mode("aime", check_target=target_problem)
 def aime(answer: str, sample: BenchmarkSample) -> Score:
     """An AIME answer: the stated integer equals the target integer."""
     target = _fast_integer(sample.target.strip())

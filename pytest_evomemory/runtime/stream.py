@@ -179,14 +179,14 @@ class StreamRun:
         if isinstance(failure, EpisodeError | MemoryBackendError):
             failure.response = response
             raise failure
-        if isinstance(failure, Exception):
+        if isinstance(failure, Exception | SystemExit):  # an agent calling sys.exit() fails its turn
             raise EpisodeError(
                 f"{stimulus.kind} turn of {self.stream}/{task_id} failed: "
                 f"{type(failure).__name__}: {failure}{user_frames(failure)}",
                 response=response,
             ) from failure
         if failure is not None:
-            raise failure  # KeyboardInterrupt, SystemExit: not ours to record
+            raise failure  # KeyboardInterrupt (Ctrl-C, SIGTERM): not ours to record
         if violation and stimulus.kind == "task":
             raise ProtocolViolation(f"{self.stream}/{task_id}: {violation}", response=response)
         return response

@@ -19,6 +19,10 @@ from ..types import MAX_TOKEN_COUNT, ToolCall, ToolSpec, Usage
 #: Largest tool-call argument payload accepted from a model, in characters.
 MAX_TOOL_ARGUMENT_CHARS = 2_000_000
 
+#: Deepest nesting of a message or of tool arguments an agent may hand the turn (a
+#: structure that contains itself would otherwise end the run when it is written).
+MAX_NESTING = 100
+
 
 class RuntimeTurn:
     """The runtime's implementation of :class:`~pytest_evomemory.agents.base.Turn`."""
@@ -73,9 +77,26 @@ class RuntimeTurn:
         self.usage = self.usage + Usage(prompt, completion)
 
     def add_message(self, message: Mapping[str, Any]) -> None:
-        self.messages.append(dict(message))
+        """Keep a copy of ``message`` for the transcript: a mapping of plain values
+        (what the agent passes is its own code's, so a wrong one is its protocol
+        violation, named here, not a failure inside the plugin or the run's writer)."""
+        where = f"{self.task}: " if self.task else ""
+        if not isinstance(message, Mapping):
+            raise ProtocolViolation(
+                f"{where}turn.add_message takes a chat message mapping such as {{'role': 'user', 'content': '...'}}, "
+                f"got {type(message).__name__}; pass a dict"
+            )
+        copied = _plain(message)
+        if copied is _TOO_DEEP:
+            raise ProtocolViolation(
+                f"{where}the message passed to turn.add_message nests more than {MAX_NESTING} levels deep (does it "
+                "contain itself?); pass a message of plain values (text, numbers, lists, dicts)"
+            )
+        self.messages.append(copied)
 
     def call_tool(self, name: str, arguments: Mapping[str, Any] | str) -> str:
+        if not isinstance(name, str):
+            name = repr(name)  # an unknown tool, answered as one: the turn goes on
         parsed, problem = _parse_arguments(arguments)
         if problem is not None:
             return self._record(name, {"_raw": str(arguments)[:2000]}, problem, error=True)
@@ -126,9 +147,43 @@ def _token_count(usage: object, name: str) -> int | None:
     return int(value) if 0 <= value <= MAX_TOKEN_COUNT else None
 
 
+class _TooDeep:
+    """What :func:`_plain` returns for a structure nested past :data:`MAX_NESTING`."""
+
+
+_TOO_DEEP: Any = _TooDeep()
+
+
+def _plain(value: Any, depth: int = 0) -> Any:
+    """A copy of ``value`` made of dicts with text keys, lists and scalars (anything
+    else as its text), or :data:`_TOO_DEEP` when it nests past :data:`MAX_NESTING`
+    (a structure containing itself does)."""
+    if depth > MAX_NESTING:
+        return _TOO_DEEP
+    if value is None or isinstance(value, str | bool | int | float):
+        return value
+    if isinstance(value, Mapping):
+        copied: dict[str, Any] = {}
+        for key, item in value.items():
+            plain = _plain(item, depth + 1)
+            if plain is _TOO_DEEP:
+                return _TOO_DEEP
+            copied[key if isinstance(key, str) else str(key)] = plain
+        return copied
+    if isinstance(value, list | tuple):
+        items = [_plain(item, depth + 1) for item in value]
+        return _TOO_DEEP if any(item is _TOO_DEEP for item in items) else items
+    return str(value)
+
+
 def _parse_arguments(arguments: Mapping[str, Any] | str) -> tuple[dict[str, Any] | None, str | None]:
     if isinstance(arguments, Mapping):
-        return dict(arguments), None
+        plain = _plain(arguments)
+        if plain is _TOO_DEEP:
+            return None, f"error: tool arguments nest more than {MAX_NESTING} levels deep; send a flat JSON object"
+        return plain, None
+    if not isinstance(arguments, str):
+        return None, f"error: tool arguments must be a JSON object, not {type(arguments).__name__}"
     if len(arguments) > MAX_TOOL_ARGUMENT_CHARS:
         return None, "error: tool arguments are too large"
     try:

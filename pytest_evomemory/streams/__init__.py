@@ -5,11 +5,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..config import BenchmarkConfig
-from ..errors import ConfigError
+from ..errors import ConfigError, DataError
 from ..evaluation import MATCH_MODES
-from ..factories import load_factory
 from ..registry import Registry, is_reference, lazy
 from .base import BenchmarkSource, BenchmarkSpec, Stream, select_streams
+from .usersource import open_user_source
 
 #: Every benchmark a benchmark config may name besides a ``module:factory`` reference.
 BENCHMARKS: Registry[BenchmarkSpec] = Registry("benchmark")
@@ -51,8 +51,7 @@ BENCHMARKS.builtin(
 
 def get_source(name: str) -> BenchmarkSource:
     if is_reference(name):
-        source = load_factory(name, "benchmark")()
-        return source  # type: ignore[no-any-return]
+        return open_user_source(name)
     return BENCHMARKS.get(name).source()
 
 
@@ -79,8 +78,30 @@ def load_benchmark(config: BenchmarkConfig, base_dir: Path, source_file: str = "
     source = get_source(config.benchmark)
     names = select_streams(config, source.stream_names(config), source_file)
     streams = source.load(config, base_dir, names)
+    _check_tasks(streams)
     _check_match_modes(streams)
     return streams
+
+
+def _check_tasks(streams: list[Stream]) -> None:
+    """Refuse, before any task runs, a stream with no task (it would pass having
+    measured nothing) and two tasks of one stream under one id (their results would
+    be recorded, resumed and reported as one task's)."""
+    for stream in streams:
+        file = stream.provenance.get("file")
+        where = f"{file}: " if file else ""
+        if not stream.samples:
+            raise DataError(
+                f"{where}stream {stream.name!r} holds no task after selection; give it tasks, or leave it out "
+                "of 'streams'"
+            )
+        seen: set[str] = set()
+        for sample in stream.samples:
+            if sample.task_id in seen:
+                raise DataError(
+                    f"{where}stream {stream.name!r}: duplicate task id {sample.task_id!r}; give each task its own id"
+                )
+            seen.add(sample.task_id)
 
 
 def _check_match_modes(streams: list[Stream]) -> None:

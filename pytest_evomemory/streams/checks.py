@@ -28,14 +28,18 @@ def check_sample(sample: BenchmarkSample, where: str, *, empty_options: bool = F
     if not sample.target.strip():
         hint = "give the correct option's letter (e.g. 'B')" if is_choice else "give the expected answer"
         raise DataError(f"{where}: task {sample.task_id!r}: the target is empty; {hint}")
+    own = MATCH_MODES.get(sample.match_mode) if sample.match_mode in MATCH_MODES else None
     if not is_choice:
+        # a mode that knows its targets' shape (aime: an integer) says which it never matches
+        problem = own.check_target(sample) if own is not None and own.check_target is not None else None
+        if problem:
+            raise DataError(f"{where}: {problem}")
         return
     if len(choices) > MAX_CHOICES:
         raise DataError(f"{where}: {len(choices)} choices, but at most {MAX_CHOICES} can be lettered A-Z; drop some")
     if not empty_options and any(not option.strip() for option in choices):
         raise DataError(f"{where}: an option in 'choices' is empty; remove it or give its text")
     # the scorer's own reading of the target: a check cannot disagree with the scoring
-    own = MATCH_MODES.get(sample.match_mode) if sample.match_mode in MATCH_MODES else None
     check = own.check_target if own is not None and own.check_target is not None else (
         MATCH_MODES.get("choice").check_target
     )

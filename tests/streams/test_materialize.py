@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import sys
 import threading
 from dataclasses import replace
@@ -15,7 +16,7 @@ from pytest_evomemory.config import BenchmarkConfig
 from pytest_evomemory.errors import DataError
 from pytest_evomemory.streams import load_benchmark
 from pytest_evomemory.streams.base import Stream
-from pytest_evomemory.streams.evomemory import EvoMemorySingleTurn, catalog
+from pytest_evomemory.streams.evomemory import EvoMemorySingleTurn, catalog, load_stream
 from pytest_evomemory.streams.evomemory.catalog import STREAM_ORDER, STREAMS
 from pytest_evomemory.streams.evomemory.materialize import (
     default_data_dir,
@@ -25,8 +26,9 @@ from pytest_evomemory.streams.evomemory.materialize import (
     stream_file,
 )
 from pytest_evomemory.streams.evomemory.sources import HubFile
+from pytest_evomemory.streams.evomemory.stream import ConvertOptions
 
-from .conftest import MMLU_RECORDS, FakeHub, parquet_bytes, pin_to, upstream_files
+from .conftest import AIME_RECORDS, MMLU_RECORDS, FakeHub, parquet_bytes, pin_to, upstream_files
 
 
 def _load(tmp_path: Path, **settings: object) -> list[Stream]:
@@ -416,3 +418,23 @@ def test_hf_hub_offline_probes_nothing(hub: FakeHub, tmp_path: Path, monkeypatch
         EvoMemorySingleTurn().load(BenchmarkConfig(), tmp_path, list(STREAM_ORDER))
     lines = str(caught.value).splitlines()
     assert len(lines) == 5 and all("HF_HUB_OFFLINE is set" in line for line in lines[1:])
+
+
+@pytest.mark.parametrize(
+    ("answer", "expected"),
+    [(float("nan"), r"task '60': the target 'nan' is not an integer"), (None, r"record 0: field 'answer' is empty")],
+    ids=["nan_answer", "missing_answer"],
+)
+def test_a_hand_copied_file_with_an_unusable_answer_names_the_file_and_the_way_out(
+    hub: FakeHub, data_dir: Path, monkeypatch: pytest.MonkeyPatch, answer: object, expected: str
+) -> None:
+    """An AIME answer cell that is NaN was read as the target 'nan' and every answer
+    scored wrong; an empty one named neither the file nor what to do."""
+    records = [dict(record) for record in AIME_RECORDS]
+    for record in records:  # a column of numbers, one of them missing (NaN), as a spreadsheet export writes
+        record["answer"] = None if answer is None else float(record["answer"])
+    records[0]["answer"] = answer
+    target = _place(data_dir, "aime_2024", parquet_bytes(records))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(DataError, match=expected + r".*\(in " + re.escape(str(target)) + r"\); delete "):
+        load_stream(STREAMS["aime_2024"], data_dir, ConvertOptions(), None)

@@ -21,7 +21,7 @@ from ...evaluation import toolbench as _toolbench  # noqa: F401  (registers "too
 from ..base import Stream, apply_limit
 from . import catalog
 from .hub import OFFLINE_ADVICE, HubAccess, HubUnreachable
-from .integrity import LocalFile
+from .integrity import LocalFile, fetch_advice
 from .materialize import DATA_DIR_ENV, default_data_dir, materialize, resolve_data_dir
 from .stream import ConvertOptions, HubStream
 
@@ -97,7 +97,10 @@ def load_stream(
 ) -> Stream:
     """One stream, materialized, verified and converted, ``limit`` applied as the first N tasks."""
     local, records = materialize(spec, data_dir, access)
-    samples = spec.convert(records, options)
+    try:
+        samples = spec.convert(records, options)
+    except DataError as error:  # a record no task can be made of: name the file and the way out
+        raise DataError(f"{error} (in {local.path}); {fetch_advice(spec.source, local.path)}") from None
     selected = apply_limit(samples, limit)
     return Stream(
         spec.name,
