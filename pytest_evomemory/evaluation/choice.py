@@ -290,7 +290,7 @@ def target_problem(sample: BenchmarkSample) -> str | None:
     if target_letter(sample, letters) is not None:
         return None
     return (
-        f"task {sample.task_id!r}: the target {sample.target!r} is neither a letter in "
+        f"the target {sample.target!r} is neither a letter in "
         f"A-{letters[-1]} nor exactly one option's text; give the correct option's letter"
     )
 

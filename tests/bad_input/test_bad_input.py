@@ -95,7 +95,7 @@ EXPECTED = {
     "postgres_password_env_bad.yaml": "key 'postgres.password_env': 'my password' is not an environment variable name",
     "model_base_url_credentials.yaml": "key 'model.base_url': the URL holds a user name or password",
     "model_base_url_space.yaml": "key 'model.base_url': 'http://exa mple.com/v1' is not an http",
-    "stream_file_aime_target_not_integer.yaml": "aime_nan.jsonl, line 1: the target 'NaN' is not an integer, and an aime answer",
+    "stream_file_aime_target_not_integer.yaml": "aime_nan.jsonl, line 1: task 't1': the target 'NaN' is not an integer, and an aime answer",
     "model_base_url_query.yaml": "key 'model.base_url': the URL holds a query string or fragment",
     # a value of the wrong shape says which shapes are allowed
     "part_is_a_number.yaml": "key 'benchmark': expected a valid string or a valid dictionary; name a config file",

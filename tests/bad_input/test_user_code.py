@@ -211,3 +211,40 @@ def test_arguments_that_contain_themselves_are_answered_as_an_error() -> None:
     assert "nest more than 100 levels" in turn.call_tool("final_answer", arguments)
     with pytest.raises(ProtocolViolation, match="add_message takes a chat message mapping"):
         turn.add_message("hello")  # type: ignore[arg-type]
+
+
+def test_a_match_mode_whose_own_target_check_raises_is_refused_naming_the_mode() -> None:
+    """A user's ``check_target`` is code we did not write: it raising is one line
+    naming the mode and its file, not an error inside the plugin."""
+    from pytest_evomemory.errors import ConfigError
+    from pytest_evomemory.evaluation.modes import MATCH_MODES, register_match_mode
+    from pytest_evomemory.streams.checks import check_sample
+    from pytest_evomemory.types import BenchmarkSample
+
+    def broken_check(sample: BenchmarkSample) -> str | None:
+        raise KeyError("units")
+
+    register_match_mode("_test_raising_check", check_target=broken_check)(lambda answer, sample: None)
+    try:
+        sample = BenchmarkSample(task_id="t1", stream="mine", position=0, prompt="Say 1", target="1",
+                                 match_mode="_test_raising_check")
+        with pytest.raises(ConfigError) as refused:
+            check_sample(sample, "stream 'mine': tasks.jsonl, line 1")
+    finally:
+        MATCH_MODES.unregister("_test_raising_check")
+    message = str(refused.value)
+    assert message.startswith("match mode '_test_raising_check': its check_target raised KeyError: 'units'")
+    assert "test_user_code.py" in message and "fix the check" in message
+
+
+def test_a_target_no_answer_matches_names_its_task_once() -> None:
+    from pytest_evomemory.errors import DataError
+    from pytest_evomemory.streams.checks import check_sample
+    from pytest_evomemory.types import BenchmarkSample
+
+    sample = BenchmarkSample(task_id="q7", stream="mine", position=0, prompt="Pick", target="C",
+                             choices=("yes", "no"), match_mode="choice")
+    with pytest.raises(DataError) as refused:
+        check_sample(sample, "stream 'mine'")
+    assert str(refused.value).startswith("stream 'mine': task 'q7': the target 'C' is neither a letter in A-B")
+    assert str(refused.value).count("'q7'") == 1
