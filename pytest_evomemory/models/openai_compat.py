@@ -317,7 +317,8 @@ class OpenAICompatibleModel:
                     return self._parse(raw, headers.get("content-type", ""))
                 last_problem = f"HTTP status {status}: {_error_text(raw)}"
                 if status not in RETRYABLE_STATUSES:
-                    raise self._error(last_problem, attempt, not_retried="the status is not transient")
+                    raise self._error(last_problem, attempt, not_retried="the status is not transient",
+                                      advice=self._status_advice(status))
                 retry_after = _retry_after_seconds(headers)
                 rate_limited = status == 429 or retry_after is not None
             wait = self._backoff(attempt, retry_after)
@@ -409,15 +410,38 @@ class OpenAICompatibleModel:
             wait = base * (1.0 + 0.25 * random.random())  # jitter spreads xdist workers
         return max(0.0, min(wait, self.config.retry_backoff_max_s))
 
-    def _error(self, problem: str, attempts: int, *, not_retried: str | None = None) -> ModelError:
+    def _error(
+        self, problem: str, attempts: int, *, not_retried: str | None = None, advice: str | None = None
+    ) -> ModelError:
         """The ModelError for ``problem``: one line, redacted, with its context."""
         return ModelError(
-            self._failure(problem, attempts, not_retried=not_retried),
+            self._failure(problem, attempts, not_retried=not_retried, advice=advice),
             endpoint=self.endpoint, status=getattr(self, "last_status", None), attempts=attempts,
         )
 
-    def _failure(self, problem: str, attempts: int, *, not_retried: str | None = None) -> str:
+    def _status_advice(self, status: int) -> str | None:
+        """What to do about a status that every call will get again: the server's own
+        words rarely say which setting of ours sends the key, the model or the URL."""
+        key = (
+            f"the variable {self.config.api_key_env} (model.api_key_env)" if self.config.api_key_env
+            else "model.api_key_env (no key is sent)"
+        )
+        if status == 401:
+            return f"the endpoint did not accept the key: check that {key} holds a key for {self.endpoint}"
+        if status == 403:
+            return f"the key may not use model {self.config.model!r} here: check its permissions, or {key}"
+        if status == 404:
+            return (
+                f"no such endpoint or model: check model.base_url (the API root, e.g. http://127.0.0.1:8000/v1) "
+                f"and model.model ({self.config.model!r})"
+            )
+        return None
+
+    def _failure(
+        self, problem: str, attempts: int, *, not_retried: str | None = None, advice: str | None = None
+    ) -> str:
         tail = f" (not retried: {not_retried})" if not_retried else ""
+        tail += f"; {advice}" if advice else ""
         quoted = _one_line(self._redact(problem), MAX_QUOTE_CHARS)  # redact first: a cut can split a key
         return self._redact(
             f"model {self.config.model!r} at {self.endpoint} failed after {attempts} "

@@ -80,6 +80,27 @@ def test_api_key_from_env_is_sent_and_never_in_errors(
     assert len(server.requests) == 1  # 401 is not transient: no retry
 
 
+
+@pytest.mark.parametrize(
+    ("status", "advice"),
+    [
+        (401, "; the endpoint did not accept the key: check that the variable SCRIPTED_KEY (model.api_key_env) holds a key for http://127.0.0.1:"),
+        (403, "; the key may not use model "),
+        (404, "; no such endpoint or model: check model.base_url (the API root"),
+    ],
+)
+def test_a_status_every_call_would_get_again_says_which_setting_to_check(
+    scripted_openai_server: ServerFactory, monkeypatch: pytest.MonkeyPatch, status: int, advice: str
+) -> None:
+    monkeypatch.setenv("SCRIPTED_KEY", SECRET)
+    server = scripted_openai_server(Script([Fault(status, {"error": {"message": "nope"}})], then=None))
+    with pytest.raises(ModelError) as caught:
+        build_chat_model(scripted_model_config(server, api_key_env="SCRIPTED_KEY")).complete(MESSAGES, TOOLS)
+    message = str(caught.value)
+    assert f"HTTP status {status}: nope (not retried: the status is not transient)" in message
+    assert advice in message and SECRET not in message
+
+
 def test_missing_api_key_env_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("EVOMEMORY_TEST_MISSING_KEY", raising=False)
     config = ModelConfig(api_key_env="EVOMEMORY_TEST_MISSING_KEY", base_url="http://127.0.0.1:9/v1")
