@@ -36,7 +36,7 @@ def stream_metrics(name: str, outcomes: Sequence[bool | None]) -> dict[str, Any]
     return {
         "stream": name, "tasks": tasks, "correct": correct, "errors": errors,
         "accuracy": correct / tasks if tasks else None, "stimuli": stimuli, "feedback_turns": tasks - errors,
-        "agent_turns": stimuli * 2, "tool_calls": stimuli, "memory_retains": tasks, "memory_recalls": tasks,
+        "agent_turns": stimuli * 2, "tool_calls": stimuli, "memory_retains": tasks - errors, "memory_recalls": tasks,
         "accuracy_ci": list(wilson_interval(correct, tasks)) if tasks else None,
         "protocol_violations": 0, "cached_responses": 0, "prompt_tokens": 100 * stimuli, "completion_tokens": 10 * stimuli,
         "total_tokens": 110 * stimuli, "seconds": 0.5 * stimuli,

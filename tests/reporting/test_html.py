@@ -57,7 +57,7 @@ def test_report_is_written_into_the_run_directory_with_table_and_one_curve_per_s
     assert body[0] == TABLE_HEADERS
     low, high = wilson_interval(2, 4)
     assert body[1][:6] == ["facts", "4", "2", "1", "50.0%", f"[{low * 100:.1f}, {high * 100:.1f}]"]
-    assert body[1][6:14] == ["7", "14", "7", "4", "4", "0", "0", "770"]
+    assert body[1][6:14] == ["7", "14", "7", "3", "4", "0", "0", "770"]  # no feedback turn (retain) after the failed episode
     assert body[1][14:] == ["110.0", "2.00", "500.00 ms"]
     assert body[2][:5] == ["choice", "3", "2", "0", "66.7%"]
     assert body[3][:5] == ["overall", "7", "4", "1", "57.1%"]
