@@ -19,7 +19,7 @@ from ..evaluation.modes import headline_metric
 from ..rundir import RESPONSES, RUN_DOCUMENT, SCHEMA_VERSION, SCORES, SUMMARY, TRANSCRIPTS, iter_jsonl
 from ..text import shorten
 from . import artefactcheck as read
-from .summary import StreamMetrics, records_disagree
+from .summary import RESPONSE_COUNTS, SCORE_COUNTS, StreamMetrics, records_disagree
 from .summary import counted as counted_figures
 
 
@@ -83,13 +83,13 @@ class RunData:
         summary (what is paired and shown is what the summary counts)."""
         if self.given_scores is not None:
             return (dict(scored) for scored in self.given_scores)
-        return self._adding_up(_checked(self.run_dir / SCORES, read.SCORE), SCORES, _count_score, _SCORE_COUNTS)
+        return self._adding_up(_checked(self.run_dir / SCORES, read.SCORE), SCORES, _count_score, SCORE_COUNTS)
 
     def iter_responses(self) -> Iterator[dict[str, Any]]:
         """responses.jsonl: every agent response, task and feedback turns (adding up
         to the summary, as :meth:`iter_scores`)."""
         return self._adding_up(_checked(self.run_dir / RESPONSES, read.RESPONSE), RESPONSES, _count_response,
-                               _RESPONSE_COUNTS)
+                               RESPONSE_COUNTS)
 
     def _adding_up(
         self, records: Iterator[dict[str, Any]], name: str,
@@ -118,12 +118,6 @@ class RunData:
         if stream not in self.transcript_streams():
             return iter(())
         return _checked(self.run_dir / TRANSCRIPTS / f"{stream}.jsonl", read.TRANSCRIPT)
-
-
-#: What a summary counts of the scores alone, and of the responses alone.
-_SCORE_COUNTS = ("tasks", "correct", "errors")
-_RESPONSE_COUNTS = ("stimuli", "feedback_turns", "agent_turns", "tool_calls", "memory_retains", "memory_recalls",
-                    "protocol_violations", "cached_responses")
 
 
 def _count_score(counted: dict[str, StreamMetrics], scored: dict[str, Any]) -> None:

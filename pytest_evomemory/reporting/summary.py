@@ -400,8 +400,11 @@ def summarize(
 
 #: The counts of a stream's summary that its records alone determine: a finished
 #: run's summary.json and its records agree on each (the summary is made from them).
-RECORD_COUNTS = ("tasks", "correct", "errors", "stimuli", "feedback_turns", "agent_turns", "tool_calls",
-                 "memory_retains", "memory_recalls", "protocol_violations", "cached_responses")
+#: Those of the scores, and those of the responses.
+SCORE_COUNTS = ("tasks", "correct", "errors")
+RESPONSE_COUNTS = ("stimuli", "feedback_turns", "agent_turns", "tool_calls", "memory_retains", "memory_recalls",
+                   "protocol_violations", "cached_responses")
+RECORD_COUNTS = (*SCORE_COUNTS, *RESPONSE_COUNTS)
 
 
 def records_disagree(

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.reporting.stats import wilson_interval
+from pytest_evomemory.reporting.summary import RESPONSE_COUNTS, ResponseTally, StreamMetrics
 
 from ._browser import Browser, find_chromium, launch
 
@@ -44,6 +45,18 @@ def stream_metrics(name: str, outcomes: Sequence[bool | None]) -> dict[str, Any]
         {"tokens": None, "agent_turns": None, "seconds": None},
         "learning_curve": curve,
     }
+
+
+def write_responses(run_dir: Path, responses: Sequence[dict[str, Any]]) -> None:
+    """Replace a run's responses.jsonl, and what its summary.json counts of them: a
+    report refuses records that do not add up to the summary."""
+    (run_dir / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in responses), encoding="utf-8")
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    tally = ResponseTally.of(responses)
+    for name, scope in [*summary["streams"].items(), ("overall", summary["overall"])]:
+        counted = tally.overall if name == "overall" else tally.streams.get(name, StreamMetrics(name))
+        scope.update({key: getattr(counted, key) for key in RESPONSE_COUNTS})
+    (run_dir / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
 
 
 def write_run_dir(

@@ -180,7 +180,7 @@ def test_resume_refuses_another_order(tmp_path: Path) -> None:
     flipped = [{**json.loads(line), "correct": not json.loads(line)["correct"]} for line in scores.read_text().splitlines()]
     scores.write_text("".join(json.dumps(s) + "\n" for s in flipped))
     # edited alone, the records no longer add up to the summary: refused as damage
-    with pytest.raises(ConfigError, match="key 'order_from': .*scores.jsonl does not add up to its summary.json"):
+    with pytest.raises(ConfigError, match=r"key 'order_from': .*scores\.jsonl does not add up to its summary\.json"):
         run_benchmark(load_run_config(path), out, resume=True)
     summary = json.loads((reference / "summary.json").read_text())
     for metrics in (*summary["streams"].values(), summary["overall"]):
