@@ -42,6 +42,7 @@ from typing import IO, TYPE_CHECKING, Any
 from .atomicfile import write_atomically
 from .errors import ConfigError
 from .redaction import dumps_redacted
+from .text import inert, shorten
 from .validation import CONTROL_CHARACTERS, MAX_NAME_BYTES, long_name_problem, path_problem, run_name_problem
 
 if TYPE_CHECKING:
@@ -211,9 +212,33 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return list(iter_jsonl(path))
 
 
+#: What the reader of a damaged run file is told to do (the reports' field checks too).
+DAMAGED_ADVICE = (
+    "the file was edited or damaged: run the benchmark again, or restore the file "
+    "(an earlier run's copy may be under history/)"
+)
+
+#: The fields that name a record of a run file: the writer writes one record per
+#: value, so a second one is a line copied in, or another run's, never ours.
+UNIQUE_KEYS: dict[str, tuple[str, ...]] = {SCORES: ("stream", "task_id"), RESPONSES: ("stream", "task_id", "kind")}
+#: A stream's transcript (``transcripts/<stream>.jsonl``): one record per stimulus.
+TRANSCRIPT_KEY = ("task_id", "kind")
+
+
+class DamagedRecords(RunDirError):
+    """A line of a run's JSONL file that the writer cannot have left: not JSON or not
+    a record, anywhere but at the end (a torn last line is an interruption, not
+    damage), or a record the file holds twice. Every reader refuses it in one line."""
+
+
 def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     """The records of a JSONL artefact one at a time (a long run's files need not
     fit in memory), skipping a torn last line left by a killed process.
+
+    Only the last line can be torn (each record is appended whole, ``\\n`` last), so a
+    last line without its ``\\n`` that is no record is skipped; any other line that is
+    not a JSON object, and a second record under one key (:data:`UNIQUE_KEYS`), is
+    :class:`DamagedRecords`: skipping it would drop a result or count one twice.
 
     The file is opened now, so an unreadable one is refused here, not at the first
     record. Lines are split on ``\\n`` only: ``str.splitlines`` would also split on
@@ -226,23 +251,51 @@ def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     except OSError as error:  # a directory, a link loop, no permission: not a torn line
         problem = path_problem(path) or f"cannot be read ({error.strerror or error})"
         raise RunDirError(f"{path} {problem}; it is not a run's record file: remove it, or give another run directory") from None
-    return _records(handle, path)
+    key = UNIQUE_KEYS.get(path.name) or (TRANSCRIPT_KEY if path.parent.name == TRANSCRIPTS else None)
+    return _records(handle, path, key)
 
 
-def _records(handle: IO[bytes], path: Path) -> Iterator[dict[str, Any]]:
+def _records(handle: IO[bytes], path: Path, key: tuple[str, ...] | None) -> Iterator[dict[str, Any]]:
+    seen: dict[tuple[str, ...], int] = {}
+    pending: tuple[int, str] | None = None  # a line that is no record: damage, unless it is the torn last one
     with handle:
         try:
-            for raw in handle:
-                if not raw.strip():
+            for number, raw in enumerate(handle, 1):
+                if not raw.strip(b" \t\r\n\0"):  # a power cut may leave zeroed blocks at the end
                     continue
+                if pending is not None:
+                    raise _damaged(path, *pending)
+                if not raw.isascii():  # the writer escapes every other character (dumps)
+                    raise _damaged(path, number, "holds a byte that is not ASCII (the run writes ASCII JSON)")
                 try:
-                    value = json.loads(raw.decode("utf-8", errors="surrogateescape"))
+                    value = json.loads(raw.decode("ascii"))
                 except (ValueError, RecursionError):  # a torn line, an integer of 5,000 digits, 40,000 brackets
+                    value = None
+                if not isinstance(value, dict):
+                    what = "is not a JSON object" if value is not None else "is not valid JSON"
+                    if raw.endswith(b"\n"):
+                        raise _damaged(path, number, what)
+                    pending = (number, what)
                     continue
-                if isinstance(value, dict):
-                    yield value
+                if key is not None:
+                    named = tuple(str(value.get(part)) for part in key)
+                    first = seen.setdefault(named, number)
+                    if first != number:
+                        raise DamagedRecords(
+                            f"{path}, line {number}: a second record of {' '.join(_quoted(named))} "
+                            f"(the first is line {first}); {DAMAGED_ADVICE}"
+                        )
+                yield value
         except OSError as error:
             raise RunDirError(f"{path} cannot be read ({error.strerror or error}); give another run directory") from None
+
+
+def _quoted(parts: tuple[str, ...]) -> list[str]:
+    return [inert(shorten(repr(part), 80), one_line=True) for part in parts]
+
+
+def _damaged(path: Path, number: int, what: str) -> DamagedRecords:
+    return DamagedRecords(f"{path}, line {number} {what}: it is not a record the run wrote; {DAMAGED_ADVICE}")
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
@@ -748,11 +801,23 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream], flag: str) -> Re
     a score and either a feedback response, a failed feedback turn or a skipped one.
     """
     document = read_run_document(run_dir, flag)
-    # A record edited or damaged by hand (a task id that is a list, a failure that is
-    # a string) is treated like a torn line: its task simply runs again.
-    responses = [r for r in read_jsonl(run_dir / RESPONSES) if _names_a_task(r)]
+    # A score edited or damaged by hand (a task id that is a list) is treated like a
+    # torn line: its episode is incomplete and runs again; so is an event that names
+    # no task (a failure that is a string). A response cannot be left out so: its
+    # episode would count as complete without it (a turn fewer), so it is refused, as
+    # is a line that is no record or a record given twice (:func:`iter_jsonl`).
+    responses = read_jsonl(run_dir / RESPONSES)
+    for number, response in enumerate(responses, 1):
+        if not _names_a_task(response):
+            raise DamagedRecords(
+                f"{flag} {run_dir}: {run_dir / RESPONSES}, record {number} names no stream and task "
+                f"(its 'stream' or 'task_id' is not text); {DAMAGED_ADVICE}"
+            )
     scores = [s for s in read_jsonl(run_dir / SCORES) if _names_a_task(s)]
     events = [e for e in read_jsonl(run_dir / EVENTS) if _names_a_task(event_task(e))]
+    for transcript in sorted((run_dir / TRANSCRIPTS).glob("*.jsonl")):  # rewritten when the resume starts
+        for _ in iter_jsonl(transcript):
+            pass
     state = ResumeState(document=document)
     for stream in streams:
         position_of = {sample.task_id: sample.position for sample in stream.samples}

@@ -22,15 +22,14 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ..rundir import DAMAGED_ADVICE
 from ..text import inert, shorten
 
 #: Larger counts are no benchmark's (and would overflow the statistics' floats).
 MAX_COUNT = 10**15
 
-ADVICE = (
-    "the file was edited or damaged: run the benchmark again, or restore the file "
-    "(an earlier run's copy may be under history/)"
-)
+#: What to do about a damaged file: the run directory's readers say the same.
+ADVICE = DAMAGED_ADVICE
 
 
 class Problem(Exception):

@@ -254,6 +254,13 @@ class _Ahead:
                 break
         return None
 
+    def finish(self) -> None:
+        """Read the records no task asked for, holding none: the file's reader checks
+        it to its end (a line repeated or damaged after the last task's, records that
+        do not add up to the summary) before the page is written."""
+        for _ in self._records:
+            pass
+
 
 def _response_key(response: Mapping[str, Any]) -> tuple[str, str, str]:
     return _text(response.get("stream")), _text(response.get("task_id")), _text(response.get("kind"))
@@ -312,6 +319,7 @@ def stream_pages(
         if len(page) == PAGE_SIZE:
             yield _pack(page)
             page = []
+    kept.finish()
     if page:
         yield _pack(page)
 
@@ -406,6 +414,7 @@ def task_sections(
         for page in stream_pages(stream, scored_items, index.ranks(stream), turns, transcripts(stream)):
             yield f'<script type="text/plain" class="task-page">{page}</script>'
         yield "</details>"
+    turns.finish()
 
 
 #: The fields of a score the drill-down shows (the rest, e.g. ``details``, is not kept).

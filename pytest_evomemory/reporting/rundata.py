@@ -8,7 +8,7 @@ Kept apart from the page rendering (:mod:`.html`) and the statistics
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -19,6 +19,8 @@ from ..evaluation.modes import headline_metric
 from ..rundir import RESPONSES, RUN_DOCUMENT, SCHEMA_VERSION, SCORES, SUMMARY, TRANSCRIPTS, iter_jsonl
 from ..text import shorten
 from . import artefactcheck as read
+from .summary import RESPONSE_COUNTS, SCORE_COUNTS, StreamMetrics, records_disagree
+from .summary import counted as counted_figures
 
 
 class ReportError(EvoMemoryError):
@@ -77,13 +79,32 @@ class RunData:
         return [_outcome(scored) for scored in self.iter_scores()]
 
     def iter_scores(self) -> Iterator[dict[str, Any]]:
+        """scores.jsonl, each record checked; read to its end, it must add up to the
+        summary (what is paired and shown is what the summary counts)."""
         if self.given_scores is not None:
             return (dict(scored) for scored in self.given_scores)
-        return _checked(self.run_dir / SCORES, read.SCORE)
+        return self._adding_up(_checked(self.run_dir / SCORES, read.SCORE), SCORES, _count_score, SCORE_COUNTS)
 
     def iter_responses(self) -> Iterator[dict[str, Any]]:
-        """responses.jsonl: every agent response, task and feedback turns."""
-        return _checked(self.run_dir / RESPONSES, read.RESPONSE)
+        """responses.jsonl: every agent response, task and feedback turns (adding up
+        to the summary, as :meth:`iter_scores`)."""
+        return self._adding_up(_checked(self.run_dir / RESPONSES, read.RESPONSE), RESPONSES, _count_response,
+                               RESPONSE_COUNTS)
+
+    def _adding_up(
+        self, records: Iterator[dict[str, Any]], name: str,
+        count: Callable[[dict[str, StreamMetrics], dict[str, Any]], None], counts: Sequence[str],
+    ) -> Iterator[dict[str, Any]]:
+        """``records`` as they are read, counted; at their end, one :class:`ReportError`
+        when the counts are not the summary's: a record file cut, emptied, edited or
+        copied from another run after the run ended (a page is written only whole)."""
+        counted: dict[str, StreamMetrics] = {}
+        for record in records:
+            count(counted, record)
+            yield record
+        problem = records_disagree(self.summary, counted, counts)
+        if problem is not None:
+            raise ReportError(f"{self.run_dir / name} does not add up to its {SUMMARY} ({problem}); {read.ADVICE}")
 
     def transcript_streams(self) -> list[str]:
         """The streams with a transcripts/<stream>.jsonl file."""
@@ -97,6 +118,16 @@ class RunData:
         if stream not in self.transcript_streams():
             return iter(())
         return _checked(self.run_dir / TRANSCRIPTS / f"{stream}.jsonl", read.TRANSCRIPT)
+
+
+def _count_score(counted: dict[str, StreamMetrics], scored: dict[str, Any]) -> None:
+    name = str(scored.get("stream"))
+    counted.setdefault(name, StreamMetrics(name)).add_outcome(scored, with_groups=False)
+
+
+def _count_response(counted: dict[str, StreamMetrics], response: dict[str, Any]) -> None:
+    name = str(response.get("stream"))
+    counted.setdefault(name, StreamMetrics(name)).add_response(counted_figures(response))
 
 
 def _checked(path: Path, spec: read.Check) -> Iterator[dict[str, Any]]:

@@ -82,6 +82,13 @@ def counted(response: Mapping[str, Any]) -> dict[str, Any]:
     as each response arrives): the rest (messages, recalled hits, tool arguments) is
     in responses.jsonl and the transcripts."""
     kept = {key: response[key] for key in _COUNTED if key in response}
+    # a record read back without a figure (edited, or an older writer's) counts none of it
+    for key in ("agent_turns", "memory_retains", "memory_recalls", "seconds"):
+        kept.setdefault(key, 0)
+    usage = kept.get("usage")
+    kept["usage"] = {
+        key: usage.get(key, 0) if isinstance(usage, Mapping) else 0 for key in ("prompt_tokens", "completion_tokens")
+    }
     kept["tool_calls"] = [str(call.get("name")) if isinstance(call, Mapping) else "" for call in
                           response.get("tool_calls") or ()]
     kept["cached"] = is_cached(response)
@@ -193,7 +200,7 @@ class StreamMetrics:
 
     def add_response(self, response: Mapping[str, Any]) -> None:
         self.stimuli += 1
-        if response["kind"] == "feedback":
+        if response.get("kind") == "feedback":
             self.feedback_turns += 1
         self.agent_turns += _whole(response["agent_turns"])
         self.tool_calls += len(response["tool_calls"])
@@ -207,7 +214,7 @@ class StreamMetrics:
         seconds = response["seconds"]
         self.seconds += float(seconds) if isinstance(seconds, int | float) and math.isfinite(seconds) else 0.0
         cost = response.get("cost_usd")
-        if isinstance(cost, int | float) and not isinstance(cost, bool):
+        if isinstance(cost, int | float) and not isinstance(cost, bool) and abs(cost) < 1e300:
             self.cost_usd = (self.cost_usd or 0.0) + float(cost)
 
     def add_tally(self, tally: StreamMetrics) -> None:
@@ -389,6 +396,41 @@ def summarize(
     overall.figure_labels = {name: label for name, label in overall.figure_labels.items() if name in overall.figure_sums}
     metrics["overall"] = overall
     return metrics
+
+
+#: The counts of a stream's summary that its records alone determine: a finished
+#: run's summary.json and its records agree on each (the summary is made from them).
+#: Those of the scores, and those of the responses.
+SCORE_COUNTS = ("tasks", "correct", "errors")
+RESPONSE_COUNTS = ("stimuli", "feedback_turns", "agent_turns", "tool_calls", "memory_retains", "memory_recalls",
+                   "protocol_violations", "cached_responses")
+RECORD_COUNTS = (*SCORE_COUNTS, *RESPONSE_COUNTS)
+
+
+def records_disagree(
+    summary: Mapping[str, Any], metrics: Mapping[str, StreamMetrics], counts: Sequence[str] = RECORD_COUNTS
+) -> str | None:
+    """Where a finished run's summary.json and the ``metrics`` counted from its records
+    differ (the first stream and count), else None: a record file emptied, cut,
+    edited or copied from another run after the run ended. A count the summary does
+    not hold (an older writer's) is not compared, nor a run whose writing failed
+    (``write_failure``: its summary counts what the records could not keep)."""
+    if summary.get("write_failure"):
+        return None
+    recorded = summary.get("streams")
+    streams = recorded if isinstance(recorded, Mapping) else {}
+    names = [*streams, *(name for name in metrics if name != "overall" and name not in streams)]
+    for name in names:
+        written = streams.get(name)
+        counted_here = metrics.get(name)
+        for key in counts:
+            if isinstance(written, Mapping) and key not in written:
+                continue
+            want = written.get(key) if isinstance(written, Mapping) else 0
+            got = getattr(counted_here, key) if counted_here is not None else 0
+            if want != got:
+                return f"stream {str(name)[:80]!r}: summary.json counts {key} {want!r}, the records {got}"
+    return None
 
 
 def _index(order: Sequence[str], name: str) -> int:

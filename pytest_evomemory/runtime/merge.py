@@ -29,17 +29,28 @@ from typing import Any
 from ..config import arm_label
 from ..errors import EvoMemoryError
 from ..memory.snapshot import StreamSnapshots
+from ..reporting import artefactcheck as read
 from ..reporting.html import ReportError, write_comparison, write_html_report
 from ..reporting.replicates import write_replicate_comparison
-from ..reporting.summary import StreamMetrics, ThresholdResult, check_thresholds
+from ..reporting.summary import (
+    StreamMetrics,
+    ThresholdResult,
+    check_thresholds,
+    outcome,
+    records_disagree,
+    summarize,
+)
 from ..rundir import (
     ARMS_MANIFEST,
+    DAMAGED_ADVICE,
     EVENTS,
     RESPONSES,
     RUN_DOCUMENT,
     SCORES,
     SUMMARY,
     TRANSCRIPTS,
+    DamagedRecords,
+    RunDirError,
     RunLock,
     RunWriter,
     check_output_dir,
@@ -280,6 +291,8 @@ def merge_shards(
     plan = shards[0].plan
     if check is not None:
         check(plan)
+    # every record read and checked before anything is written: a damaged shard is refused, not half merged
+    records = {name: {shard.index: read_shard_records(shard, name) for shard in shards} for name in plan.arms}
     output = check_output_dir(output)
     taken = {path.resolve() for shard in shards for path in (shard.directory, *shard.arm_dirs.values())}
     several = len(plan.arms) > 1
@@ -298,7 +311,7 @@ def merge_shards(
         for lock in locks:
             lock.acquire(command)
         merged = [
-            _merge_arm(name, shards, plan, arm_dirs[name], session) for name in plan.arms
+            _merge_arm(name, shards, plan, arm_dirs[name], session, records[name]) for name in plan.arms
         ]
         if several:
             write_arms_manifest(
@@ -323,8 +336,12 @@ def merge_shards(
     return result
 
 
-def _merge_arm(name: str, shards: Sequence[ShardRun], plan: ShardPlan, run_dir: Path, session: str) -> MergedArm:
-    """One arm's run directory, from every shard's run of the arm."""
+def _merge_arm(
+    name: str, shards: Sequence[ShardRun], plan: ShardPlan, run_dir: Path, session: str,
+    records: Mapping[int, ShardRecords],
+) -> MergedArm:
+    """One arm's run directory, from every shard's run of the arm (``records``: each
+    shard's, read and checked by :func:`read_shard_records`)."""
     owner = plan.owners(name)
     documents = {shard.index: shard.documents[name] for shard in shards}
     summaries = {shard.index: shard.summaries[name] for shard in shards}
@@ -338,18 +355,13 @@ def _merge_arm(name: str, shards: Sequence[ShardRun], plan: ShardPlan, run_dir: 
     def rank(stream: object) -> int:
         return positions.get(stream, len(positions)) if isinstance(stream, str) else len(positions)
 
-    def owned(index: int, records: Iterable[dict[str, Any]], stream_of: Any = None) -> list[dict[str, Any]]:
-        pick = stream_of or (lambda record: record.get("stream"))
-        return [record for record in records if owner.get(pick(record)) == index]
-
     responses: list[dict[str, Any]] = []
     scores: list[dict[str, Any]] = []
     events: list[dict[str, Any]] = []
     for shard in shards:
-        source = shard.arm_dirs[name]
-        responses += owned(shard.index, iter_jsonl(source / RESPONSES))
-        scores += owned(shard.index, iter_jsonl(source / SCORES))
-        events += owned(shard.index, iter_jsonl(source / EVENTS), lambda event: event_task(event).get("stream"))
+        responses += records[shard.index].responses
+        scores += records[shard.index].scores
+        events += records[shard.index].events
     # stream order; within a stream, the order the shard recorded (scores: by position)
     responses.sort(key=lambda record: rank(record.get("stream")))
     scores.sort(key=lambda record: (rank(record.get("stream")), _position(record)))
@@ -422,6 +434,80 @@ def _merge_arm(name: str, shards: Sequence[ShardRun], plan: ShardPlan, run_dir: 
     except (ReportError, OSError, ValueError) as error:
         report_error = str(error)
     return MergedArm(name, run_dir, summary, metrics, thresholds, report_error)
+
+
+#: What the summary reads of every response (:meth:`..reporting.summary.StreamMetrics.add_response`).
+_RESPONSE_KEYS = ("stream", "task_id", "kind", "agent_turns", "tool_calls", "memory_retains", "memory_recalls", "usage")
+
+
+@dataclass
+class ShardRecords:
+    """One shard's records of one arm, those of the streams the plan gives the shard."""
+
+    responses: list[dict[str, Any]]
+    scores: list[dict[str, Any]]
+    events: list[dict[str, Any]]
+
+
+def read_shard_records(shard: ShardRun, name: str) -> ShardRecords:
+    """``shard``'s records of arm ``name``, each checked as the reports check it, and,
+    for a shard that finished, added up against its own summary.json: a record file
+    emptied, cut, edited, or holding a line twice or another run's lines is refused
+    (:class:`MergeRefused`, naming the file), never merged into wrong figures."""
+    source = shard.arm_dirs[name]
+    owner = shard.plan.owners(name)
+    try:
+        responses = _checked(source / RESPONSES, read.RESPONSE, _RESPONSE_KEYS)
+        scores = _checked(source / SCORES, read.SCORE, ("stream", "task_id", "position"))
+        events = list(iter_jsonl(source / EVENTS))
+        transcripts = {  # copied as they are: checked before
+            stream: len(_checked(source / TRANSCRIPTS / f"{stream}.jsonl", read.TRANSCRIPT, ("task_id", "kind")))
+            for stream in shard.plan.streams_of(shard.index, name)
+        }
+    except RunDirError as error:
+        raise MergeRefused([f"{shard.label}: {error}"]) from None
+    summary = shard.summaries.get(name)
+    if summary is not None:
+        streams = _mapping(summary.get("streams"))
+        disagree = records_disagree(summary, summarize(list(streams), [outcome(s) for s in scores], responses))
+        stimuli = {stream: sum(1 for r in responses if r["stream"] == stream) for stream in transcripts}
+        short = next((stream for stream, held in transcripts.items() if held != stimuli[stream]), None)
+        if disagree is None and short is not None:
+            disagree = (f"{TRANSCRIPTS}/{short}.jsonl holds {transcripts[short]} turns, {RESPONSES} "
+                        f"{stimuli[short]} of stream {short!r}")
+        if disagree is not None:
+            raise MergeRefused([
+                f"{shard.label}: the records in {source} do not add up to its {SUMMARY} ({disagree}); "
+                f"{DAMAGED_ADVICE}"
+            ])
+
+    def owned(records: Iterable[dict[str, Any]], stream_of: Callable[[Mapping[str, Any]], object]) -> list[dict[str, Any]]:
+        return [
+            record for record in records
+            if isinstance(stream := stream_of(record), str) and owner.get(stream) == shard.index
+        ]
+
+    return ShardRecords(
+        owned(responses, lambda record: record.get("stream")),
+        owned(scores, lambda record: record.get("stream")),
+        owned(events, lambda event: event_task(event).get("stream")),
+    )
+
+
+def _checked(path: Path, spec: read.Check, required: Sequence[str]) -> list[dict[str, Any]]:
+    """The records of ``path``, each with ``required`` and every field the reports read
+    as they read it (:mod:`..reporting.artefactcheck`), ``summarize`` reads them."""
+    records = []
+    for number, record in enumerate(iter_jsonl(path), 1):
+        missing = next((key for key in required if key not in record), None)
+        problem = (
+            f"{path}, record {number}: key {missing!r} is missing; {DAMAGED_ADVICE}" if missing is not None
+            else read.damaged(path, record, spec, number)
+        )
+        if problem is not None:
+            raise DamagedRecords(problem)
+        records.append(record)
+    return records
 
 
 def _position(record: Mapping[str, Any]) -> int:

@@ -121,10 +121,10 @@ def _reference_difficulties(config: BenchmarkConfig, base_dir: Path, source: str
         path = Path(directory).expanduser()
         path = path if path.is_absolute() else base_dir / path
         try:
-            run = load_run(path)
-        except ReportError as error:
+            scores = load_run(path).scores  # read whole here: a damaged file is refused here too
+        except (ReportError, RunDirError) as error:
             raise ConfigError(f"{source}: key 'order_from': {error}", source=source, key="order_from") from None
-        for scored in run.scores:
+        for scored in scores:
             key = (str(scored.get("stream")), str(scored.get("task_id")))
             solved.setdefault(key, []).append(bool(scored.get("correct")) and not scored.get("error"))
     return {key: 1.0 - sum(outcomes) / len(outcomes) for key, outcomes in solved.items()}

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.reporting.stats import wilson_interval
+from pytest_evomemory.reporting.summary import RESPONSE_COUNTS, ResponseTally, StreamMetrics
 
 from ._browser import Browser, find_chromium, launch
 
@@ -36,7 +37,7 @@ def stream_metrics(name: str, outcomes: Sequence[bool | None]) -> dict[str, Any]
     return {
         "stream": name, "tasks": tasks, "correct": correct, "errors": errors,
         "accuracy": correct / tasks if tasks else None, "stimuli": stimuli, "feedback_turns": tasks - errors,
-        "agent_turns": stimuli * 2, "tool_calls": stimuli, "memory_retains": tasks, "memory_recalls": tasks,
+        "agent_turns": stimuli * 2, "tool_calls": stimuli, "memory_retains": tasks - errors, "memory_recalls": tasks,
         "accuracy_ci": list(wilson_interval(correct, tasks)) if tasks else None,
         "protocol_violations": 0, "cached_responses": 0, "prompt_tokens": 100 * stimuli, "completion_tokens": 10 * stimuli,
         "total_tokens": 110 * stimuli, "seconds": 0.5 * stimuli,
@@ -44,6 +45,18 @@ def stream_metrics(name: str, outcomes: Sequence[bool | None]) -> dict[str, Any]
         {"tokens": None, "agent_turns": None, "seconds": None},
         "learning_curve": curve,
     }
+
+
+def write_responses(run_dir: Path, responses: Sequence[dict[str, Any]]) -> None:
+    """Replace a run's responses.jsonl, and what its summary.json counts of them: a
+    report refuses records that do not add up to the summary."""
+    (run_dir / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in responses), encoding="utf-8")
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    tally = ResponseTally.of(responses)
+    for name, scope in [*summary["streams"].items(), ("overall", summary["overall"])]:
+        counted = tally.overall if name == "overall" else tally.streams.get(name, StreamMetrics(name))
+        scope.update({key: getattr(counted, key) for key in RESPONSE_COUNTS})
+    (run_dir / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
 
 
 def write_run_dir(

@@ -26,7 +26,15 @@ from pytest_evomemory.reporting.html import (
 )
 from pytest_evomemory.reporting.stats import wilson_interval
 
-from .conftest import HOSTILE, Element, assert_only_our_script, parse_html, stream_rows, task_records
+from .conftest import (
+    HOSTILE,
+    Element,
+    assert_only_our_script,
+    parse_html,
+    stream_rows,
+    task_records,
+    write_responses,
+)
 
 MakeRun = Callable[..., Path]
 
@@ -57,7 +65,7 @@ def test_report_is_written_into_the_run_directory_with_table_and_one_curve_per_s
     assert body[0] == TABLE_HEADERS
     low, high = wilson_interval(2, 4)
     assert body[1][:6] == ["facts", "4", "2", "1", "50.0%", f"[{low * 100:.1f}, {high * 100:.1f}]"]
-    assert body[1][6:14] == ["7", "14", "7", "4", "4", "0", "0", "770"]
+    assert body[1][6:14] == ["7", "14", "7", "3", "4", "0", "0", "770"]  # no feedback turn (retain) after the failed episode
     assert body[1][14:] == ["110.0", "2.00", "500.00 ms"]
     assert body[2][:5] == ["choice", "3", "2", "0", "66.7%"]
     assert body[3][:5] == ["overall", "7", "4", "1", "57.1%"]
@@ -266,7 +274,7 @@ def test_report_shows_api_acc_groups_and_what_memory_returned(make_run: MakeRun)
     responses[0]["memory_recalled"] = [{"content": "Task: earlier <b>task</b>\nCorrect answer: x", "score": 0.75}]
     responses[0]["tool_calls"].insert(0, {"name": "recall", "arguments": {"query": "q"}, "result": '[{"content": "hit"}]', "error": False})
     responses[0]["protocol_violation"] = "ended without final_answer"
-    (run_dir / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in responses))
+    write_responses(run_dir, responses)
     _, tree = read(write_html_report(run_dir))
     body = stream_rows(tree)
     assert body[1][0] == "toolbench" and body[1][6] == "66.7% / 33.3%"
@@ -278,7 +286,7 @@ def test_report_shows_api_acc_groups_and_what_memory_returned(make_run: MakeRun)
     first = task_records(run_dir / "report.html")["toolbench"][0]
     assert first["R"] == {"i": [["Task: earlier <b>task</b>\nCorrect answer: x", "score 0.750"]]}  # the same hits, listed once
     responses[0]["memory_recalled"] = []
-    (run_dir / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in responses))
+    write_responses(run_dir, responses)
     first = task_records(write_html_report(run_dir))["toolbench"][0]
     assert first["R"] == {"i": [['recall(q) returned\n[{"content": "hit"}]', None]]}  # a recall tool's result, when hits are not listed
     assert first["T"][6] == "ended without final_answer" and first["p"] == "1"
@@ -346,7 +354,7 @@ def test_an_own_agents_tool_calls_and_an_empty_recall_read_as_what_happened(make
     second = [r for r in responses if r["kind"] == "task"][1]
     second.update(memory_recalled=[], memory_recalls=1,
                   tool_calls=[{**lookup, "result": "I found nothing like that"}, answer])
-    (run_dir / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in responses))
+    write_responses(run_dir, responses)
     path = run_dir / "transcripts" / "facts.jsonl"
     records = [json.loads(line) for line in path.read_text().splitlines()]
     records[0].update(messages=[], tool_calls=[lookup, answer])

@@ -179,6 +179,13 @@ def test_resume_refuses_another_order(tmp_path: Path) -> None:
     scores = reference / "scores.jsonl"
     flipped = [{**json.loads(line), "correct": not json.loads(line)["correct"]} for line in scores.read_text().splitlines()]
     scores.write_text("".join(json.dumps(s) + "\n" for s in flipped))
+    # edited alone, the records no longer add up to the summary: refused as damage
+    with pytest.raises(ConfigError, match=r"key 'order_from': .*scores\.jsonl does not add up to its summary\.json"):
+        run_benchmark(load_run_config(path), out, resume=True)
+    summary = json.loads((reference / "summary.json").read_text())
+    for metrics in (*summary["streams"].values(), summary["overall"]):
+        metrics["correct"] = metrics["tasks"] - metrics["errors"] - metrics["correct"]
+    (reference / "summary.json").write_text(json.dumps(summary))
     with pytest.raises(RunDirError, match="stream 'sample_facts' would run its tasks in another order"):
         run_benchmark(load_run_config(path), out, resume=True)
 
