@@ -40,6 +40,7 @@ from bench_two_arms import STREAMS
 
 from pytest_evomemory.cli import main as evomemory
 from pytest_evomemory.options import SHARD_UNITS
+from pytest_evomemory.reporting.summary import outcome, summarize
 from pytest_evomemory.rundir import RunWriter, write_arms_manifest
 from pytest_evomemory.runtime.shards import Cell, plan_shards, session_cells
 from pytest_evomemory.streams import Stream
@@ -158,6 +159,9 @@ def write_shards(
             writer.write_records("responses.jsonl", responses)
             written += len(scores) + 3 * len(responses)
             summary = {key: value for key, value in parts["summary"].items() if key != "schema_version"}
+            metrics = summarize(streams, [outcome(score) for score in scores], responses)  # what the records add up to
+            summary["streams"] = {name: value.to_dict() for name, value in metrics.items() if name != "overall"}
+            summary["overall"] = metrics["overall"].to_dict()
             summary["completion"] = {"complete": True, "tasks_planned": len(scores), "tasks_run": len(scores),
                                      "reason": None}
             summary["run"] = arm

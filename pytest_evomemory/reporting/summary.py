@@ -402,8 +402,10 @@ def summarize(
 #: run's summary.json and its records agree on each (the summary is made from them).
 #: Those of the scores, and those of the responses.
 SCORE_COUNTS = ("tasks", "correct", "errors")
+#: Not ``cached_responses``: a replayed call is marked on its assistant messages,
+#: which responses.jsonl leaves to the transcripts.
 RESPONSE_COUNTS = ("stimuli", "feedback_turns", "agent_turns", "tool_calls", "memory_retains", "memory_recalls",
-                   "protocol_violations", "cached_responses")
+                   "protocol_violations")
 RECORD_COUNTS = (*SCORE_COUNTS, *RESPONSE_COUNTS)
 
 
