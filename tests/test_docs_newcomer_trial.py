@@ -74,3 +74,16 @@ def test_the_quoted_cost_cap_refusal_of_a_memory_library_is_the_engines() -> Non
     assert "`key 'mem0.infer': --evomemory-max-cost cannot cap arm 'my_run': ...`" in memory_doc
     source = inspect.getsource(Session._check_metered_memory)
     assert "key '{key}': {self.flags('max-cost')} cannot cap arm {arm.name!r}: with {key}: true" in source
+
+
+def test_the_retry_setting_promises_no_count_the_artefacts_do_not_keep() -> None:
+    """A call that succeeds after a 429 leaves no trace of its retries in any artefact
+    (only a failing call's ModelError names its attempts): docs/agents.md says so."""
+    agents = (REPO / "docs" / "agents.md").read_text(encoding="utf-8")
+    row = next(line for line in agents.splitlines() if line.startswith("| `max_retries` |"))
+    assert "every attempt is counted and reported" not in row
+    assert "no artefact counts the retries" in row
+    definitions = SCHEMA.get("$defs") or SCHEMA["definitions"]
+    for kind in ("response", "stream_metrics"):
+        fields = set(definitions[kind]["properties"])
+        assert fields and not any("attempt" in name or "retr" in name for name in fields), kind
