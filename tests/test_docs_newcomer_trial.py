@@ -45,3 +45,45 @@ def test_every_door_says_a_locomo_gain_is_judged_on_mean_f1() -> None:
     for name in ("run", "compare", "merge"):
         flag = next(action for action in commands[name]._actions if "--min-gain" in action.option_strings)
         assert GAIN_FIGURE in " ".join(str(flag.help).split()), name
+
+
+def test_no_page_calls_a_built_in_memory_library_not_built_in() -> None:
+    """docs/memory.md makes Mem0 and LangMem built-in backends; the pages listing the
+    paper's methods that are *not* built in must not send a user to write an adapter
+    for them."""
+    from pytest_evomemory.memory.factory import MEMORY_BACKENDS
+
+    libraries = {"mem0": "Mem0", "langmem": "LangMem"}
+    assert set(libraries) <= set(MEMORY_BACKENDS.names())
+    for page, marker in (("reference-agents.md", "they are not built in"), ("paper.md", "plug them in as memory")):
+        text = (REPO / "docs" / page).read_text(encoding="utf-8")
+        listed = re.search(rf"([^.]*){re.escape(marker)}", text)
+        assert listed, f"docs/{page} lost its list of methods that are not built in"
+        named = [name for name in libraries.values() if re.search(rf"\b{name}\b", listed.group(1))]
+        assert not named, f"docs/{page} lists the built-in backends {named} among the methods not built in"
+
+
+def test_the_quoted_cost_cap_refusal_of_a_memory_library_is_the_engines() -> None:
+    """docs/memory.md quotes the refusal of --evomemory-max-cost over a library's own model
+    calls; the engine's message begins the same way."""
+    import inspect
+
+    from pytest_evomemory.runtime.session import Session
+
+    memory_doc = (REPO / "docs" / "memory.md").read_text(encoding="utf-8")
+    assert "`key 'mem0.infer': --evomemory-max-cost cannot cap arm 'my_run': ...`" in memory_doc
+    source = inspect.getsource(Session._check_metered_memory)
+    assert "key '{key}': {self.flags('max-cost')} cannot cap arm {arm.name!r}: with {key}: true" in source
+
+
+def test_the_retry_setting_promises_no_count_the_artefacts_do_not_keep() -> None:
+    """A call that succeeds after a 429 leaves no trace of its retries in any artefact
+    (only a failing call's ModelError names its attempts): docs/agents.md says so."""
+    agents = (REPO / "docs" / "agents.md").read_text(encoding="utf-8")
+    row = next(line for line in agents.splitlines() if line.startswith("| `max_retries` |"))
+    assert "every attempt is counted and reported" not in row
+    assert "no artefact counts the retries" in row
+    definitions = SCHEMA.get("$defs") or SCHEMA["definitions"]
+    for kind in ("response", "stream_metrics"):
+        fields = set(definitions[kind]["properties"])
+        assert fields and not any("attempt" in name or "retr" in name for name in fields), kind

@@ -184,3 +184,8 @@ class MemoryBackend:
     #: unset variable, an embedder that is not installed). Run once per arm by the
     #: session's preflight, with the memory config's source for messages.
     check: MemoryCheck | None = None
+    #: ``own_model_calls(memory_config)``: the key (``mem0.infer``) that makes the backend
+    #: call a chat model through its library's own client, or None. Those calls are
+    #: outside what the session meters (tokens, cost, ``--evomemory-max-cost``,
+    #: ``max_connections``, the shared 429 backoff), so a cost cap refuses them.
+    own_model_calls: Callable[[MemoryConfig], str | None] | None = None

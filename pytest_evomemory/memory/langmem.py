@@ -51,6 +51,7 @@ from .libraries import (
     ResolvedChat,
     check_library_options,
     has_words,
+    infer_calls,
     library_clients,
 )
 from .tools import MemoryTool
@@ -452,6 +453,7 @@ def import_langmem() -> _Libraries:
 BACKEND = MemoryBackend(
     NAME, open=open_langmem_memory, options=LangMemOptions, extra="langmem",
     requires=("langmem", "langgraph", "langchain_openai"), check=check_langmem_config,
+    own_model_calls=infer_calls(LangMemOptions, NAME),
 )
 
 

@@ -22,6 +22,7 @@ import importlib.util
 import os
 import re
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Annotated, Any
@@ -224,6 +225,17 @@ def check_library_options(
         resolve_chat(options.llm, agent_model, backend, source)
 
 
+def infer_calls(options: type[LibraryOptions], backend: str) -> Callable[[MemoryConfig], str | None]:
+    """The backend's ``own_model_calls``: ``<backend>.infer`` when it is on. The library
+    then calls its chat model through its own client (Mem0's OpenAI SDK, LangChain's
+    ChatOpenAI), which the session's token counts and cost cap do not see."""
+
+    def key(memory: MemoryConfig) -> str | None:
+        return f"{backend}.infer" if memory.section(options).infer else None
+
+    return key
+
+
 def library_clients(
     memory: MemoryConfig, options: LibraryOptions, agent_model: ModelConfig | None, backend: str, source: str
 ) -> dict[str, Any]:
@@ -327,6 +339,7 @@ __all__ = [
     "endpoint_key",
     "has_words",
     "in_process_embedder",
+    "infer_calls",
     "path_template_problem",
     "resolve_chat",
     "store_directory",

@@ -51,6 +51,7 @@ from .libraries import (
     check_library_options,
     claim_fresh_directory,
     has_words,
+    infer_calls,
     library_clients,
     path_template_problem,
     store_directory,
@@ -684,7 +685,7 @@ def _store_locations(memory: MemoryConfig, context: MemoryContext) -> list[str]:
 
 BACKEND = MemoryBackend(
     NAME, open=open_mem0_memory, options=Mem0Options, extra="mem0", requires=("mem0", "qdrant_client"),
-    locations=_store_locations, check=check_mem0_config,
+    locations=_store_locations, check=check_mem0_config, own_model_calls=infer_calls(Mem0Options, NAME),
 )
 
 

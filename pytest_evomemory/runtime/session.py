@@ -329,6 +329,27 @@ class Session:
                 key="model.pricing",
             )
 
+    def _check_metered_memory(self) -> None:
+        """A cost cap sees only the agent's model calls: a memory library calling its
+        own model (Mem0's fact extraction, LangMem's memory manager) through its own
+        client would spend past it unseen, so that arm is refused before any task."""
+        for arm in self.arms:
+            config = arm.run_config
+            if config.agent.memory_strategy == "none":
+                continue
+            spec = backend_spec(config.memory.backend)
+            key = spec.own_model_calls(config.memory) if spec is not None and spec.own_model_calls else None
+            if key is not None:
+                where = config.sources.get("memory", "memory config")
+                raise ConfigError(
+                    f"{where}: key '{key}': {self.flags('max-cost')} cannot cap arm {arm.name!r}: with {key}: true "
+                    f"memory backend {config.memory.backend!r} calls its chat model through its own client, whose "
+                    f"calls the cap (and the token and cost columns) never see; set {key}: false (e.g. "
+                    f"{self.flags('set')} memory.{key}=false), or run without {self.flags('max-cost')} and cap "
+                    "the spend at your provider",
+                    source=where, key=key,
+                )
+
     def _open_model_side(self) -> None:
         """The session's shared directory and its cost cap, in this process.
 
@@ -479,6 +500,8 @@ class Session:
         optional library is missing, two arms (or streams) sharing one memory store.
         ``builtin_*``: whether the built-in factory builds that part (a user's own
         factory may read any option and put its state anywhere)."""
+        if builtin_memory and self.max_cost is not None:
+            self._check_metered_memory()
         for arm in self.arms:
             check_builtin_parts(arm.run_config, builtin_agent=builtin_agent, builtin_memory=builtin_memory)
         if builtin_memory:

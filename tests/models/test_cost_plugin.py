@@ -149,3 +149,32 @@ def test_a_session_directory_shared_on_purpose_shares_no_spend(
     assert summary["completion"]["complete"] is True and summary["overall"]["tasks"] == 10
     assert os.environ[SESSION_DIR_ENV] == str(shared) and shared.is_dir()  # the user's directory stays
     assert SPEND_FILE_ENV not in os.environ and not list(shared.glob("spend-*"))  # each session took its spend back
+
+
+@pytest.mark.parametrize("backend", ["mem0", "langmem"])
+def test_a_cap_refuses_a_memory_library_that_calls_its_own_model(
+    tmp_path: Path, scripted_openai_server: ServerFactory, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], backend: str,
+) -> None:
+    """Mem0's and LangMem's ``infer`` call the model through the library's own client,
+    which the cap never sees: refused before any call (exit 4), naming the key and the
+    way out, in the entry point's spelling; with ``infer: false`` that refusal is gone."""
+    from pytest_evomemory.cli import main as evomemory
+
+    monkeypatch.setenv(KEY_VARIABLE, SECRET)
+    monkeypatch.chdir(tmp_path)
+    server = scripted_openai_server()
+    config = _run_config(tmp_path, server.base_url)
+    text = (tmp_path / "run.yaml").read_text(encoding="utf-8")
+    (tmp_path / "run.yaml").write_text(
+        text.replace("memory: {backend: inprocess}", f"memory: {{backend: {backend}, embedder: hashing}}"),
+        encoding="utf-8",
+    )
+    run = ["run", f"--{config.removeprefix('--evomemory-')}", "--max-cost", "5", "-q"]
+    assert evomemory(run) == 4
+    error = capsys.readouterr().err
+    assert f"key '{backend}.infer': --max-cost cannot cap arm 'costed'" in error, error
+    assert f"--set memory.{backend}.infer=false" in error and "--evomemory-" not in error
+    assert server.requests == []
+    evomemory([*run, "--set", f"memory.{backend}.infer=false", "--limit", "1"])
+    assert "cannot cap" not in capsys.readouterr().err
