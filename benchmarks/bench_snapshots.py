@@ -36,6 +36,8 @@ from pytest_evomemory.memory import snapshot as snapshot_module
 from pytest_evomemory.memory.factory import MemoryContext
 from pytest_evomemory.memory.snapshot import StreamSnapshots
 
+#: the run config fingerprint the snapshots are written under (a run's ``config_fingerprint``)
+CONFIG = "a" * 64
 SETTINGS = {"never": math.inf, "default": snapshot_module.SYNC_INTERVAL_S, "every": 0.0}
 
 
@@ -46,7 +48,7 @@ def measure(backend: str, setting: str, episodes: int, workdir: Path) -> tuple[f
     snapshot_module.SYNC_INTERVAL_S = SETTINGS[setting]
     config = MemoryConfig.model_validate({"backend": backend})
     memory = build_memory(config, MemoryContext("s", run_dir, "bench"))
-    snapshots = StreamSnapshots.for_stream(run_dir, "s")
+    snapshots = StreamSnapshots.for_stream(run_dir, "s", CONFIG)
     snapshots.clear()
     times = []
     for episode in range(1, episodes + 1):
@@ -56,11 +58,11 @@ def measure(backend: str, setting: str, episodes: int, workdir: Path) -> tuple[f
         times.append(time.perf_counter() - started)
     memory.close()
     started = time.perf_counter()
-    newest = StreamSnapshots.for_stream(run_dir, "s").newest_intact(episodes)
+    newest = StreamSnapshots.for_stream(run_dir, "s", CONFIG).newest_intact(episodes)
     verify_ms = (time.perf_counter() - started) * 1000
     fresh = build_memory(config, MemoryContext("s", run_dir / "again", "bench"))
     started = time.perf_counter()
-    StreamSnapshots.for_stream(run_dir, "s").restore(fresh, newest)
+    StreamSnapshots.for_stream(run_dir, "s", CONFIG).restore(fresh, newest)
     restore_ms = (time.perf_counter() - started) * 1000
     fresh.close()
     times.sort()

@@ -645,6 +645,11 @@ class ResumeState:
         self.scores = [s for s in self.scores if kept(s)]
         self.events = [e for e in self.events if kept(e)]
 
+    def ingested(self, stream: str) -> bool:
+        """Whether ``stream``'s conversation ingestion is among the kept records (kept
+        only whole): its memory then continues from the snapshot that holds it."""
+        return any(r.get("stream") == stream and r.get("kind") == "ingestion" for r in self.responses)
+
     def forget_ingestion(self, stream: str, ingestion_ids: Sequence[str]) -> None:
         """Drop ``stream``'s ingestion turns: its memory is ingested again (no
         snapshot holds the ingestion any more), and its turns are recorded anew."""

@@ -15,7 +15,11 @@ a SHA-256 of each file of the state and of the shared record log prefix it
 stands on, and a checksum of itself, written last. A slot cut short by a power
 cut, edited by hand or copied from another stream is :class:`SnapshotDamaged`,
 never loaded (:meth:`StreamSnapshots.newest_intact` finds the newest one that
-verifies).
+verifies). The label also names the run config that wrote it (its
+``config_fingerprint``): a stream's snapshots copied in from another run of another
+config (another ``top_k``, another replicate's seed) verify byte for byte, but hold
+a memory the run's recorded episodes never built, and are refused
+(:meth:`StreamSnapshots.refuse_foreign`).
 
 :class:`RecordLog` is the built-in backends' implementation: they append records,
 empty the store or delete one (``forget``), so a snapshot is an append-only log plus
@@ -271,13 +275,17 @@ SNAPSHOT_SLOTS = 8
 SYNC_INTERVAL_S = 1.0
 
 _LABEL = "episodes.json"
-_LABEL_FORMAT = 2
+#: 3: the label names the run config that wrote it (``config``). A label of
+#: another format is not read (it is passed over, as a damaged one is).
+_LABEL_FORMAT = 3
 _INVALID_LABEL = b"{}"
 
 
 @dataclass(frozen=True)
 class _Label:
     stream: str
+    #: the config fingerprint of the run that wrote it
+    config: str
     episodes: int
     memory: str
     #: state file (relative, "/"-separated) -> sha256
@@ -290,11 +298,12 @@ class _Label:
 _CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=True)
 
 
-def _label_bytes(stream: str, episodes: int, memory: str, files: Mapping[str, str],
+def _label_bytes(stream: str, config: str, episodes: int, memory: str, files: Mapping[str, str],
                  logs: Mapping[int, tuple[int, str]]) -> bytes:
     """The label: its canonical body, then ``"sha256"`` of that body, written last."""
     body = _CANONICAL.encode({
-        "format": _LABEL_FORMAT, "stream": stream, "episodes": episodes, "memory": memory, "files": files,
+        "format": _LABEL_FORMAT, "stream": stream, "config": config, "episodes": episodes, "memory": memory,
+        "files": files,
         "logs": {str(generation): [size, digest] for generation, (size, digest) in logs.items()},
     }).encode("ascii")
     return body[:-1] + b',"sha256":"' + hashlib.sha256(body).hexdigest().encode("ascii") + b'"}'
@@ -330,7 +339,9 @@ def _parse_label(data: bytes) -> tuple[_Label | None, str]:
     try:
         files = {str(name): str(digest) for name, digest in value["files"].items()}
         logs = {int(generation): (int(pair[0]), str(pair[1])) for generation, pair in value["logs"].items()}
-        label = _Label(str(value["stream"]), int(value["episodes"]), str(value["memory"]), files, logs)
+        label = _Label(
+            str(value["stream"]), str(value["config"]), int(value["episodes"]), str(value["memory"]), files, logs
+        )
     except (KeyError, TypeError, ValueError, AttributeError, IndexError):
         return None, f"its label {_LABEL} lacks a field this version needs"
     return label, ""
@@ -374,20 +385,38 @@ class StreamSnapshots:
     the log prefix the state stands on, and one of itself: a slot whose files
     changed after the label was written (a power cut before they reached the
     disk, an edit) does not verify and is never restored.
+
+    ``config`` is the run config's fingerprint (``config_fingerprint`` in run.json),
+    written into every label: only a slot written under it is this run's
+    (:meth:`_own`). The shards of a run, their merge and a resumed run share it;
+    another config, or another replicate (its seed), does not.
     """
 
     directory: Path
     stream: str
+    config: str
     _progress: _Progress = field(default_factory=_Progress, compare=False, repr=False)
 
     @classmethod
-    def for_stream(cls, run_dir: Path, stream: str) -> StreamSnapshots:
+    def for_stream(cls, run_dir: Path, stream: str, config: str) -> StreamSnapshots:
+        """The snapshots of ``stream`` in ``run_dir`` (:meth:`directory_for`), written and
+        restored under the run config fingerprint ``config``."""
+        return cls(cls.directory_for(run_dir, stream), stream, config)
+
+    @staticmethod
+    def directory_for(run_dir: Path, stream: str) -> Path:
         """``<run_dir>/memory/<stream>/``; a stream name unfit for a file name is
         replaced by a safe one plus a hash, so two streams never share a directory."""
         safe = _UNSAFE_FILENAME.sub("_", stream)
         if safe != stream or not safe.strip("."):
             safe = f"{safe}-{hashlib.sha256(stream.encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
-        return cls(run_dir / "memory" / safe, stream)
+        return run_dir / "memory" / safe
+
+    def _own(self, label: _Label) -> bool:
+        """Whether a slot's label says this stream of this run config wrote it: the
+        one test every reader and the saver apply (a slot of another stream or of
+        another run's config is never restored, nor built on)."""
+        return label.stream == self.stream and label.config == self.config
 
     @property
     def log_directory(self) -> Path:
@@ -451,7 +480,7 @@ class StreamSnapshots:
                 data = _read_all(descriptor)
                 previous, _ = _parse_label(data)
                 size = len(data)
-                episodes = previous.episodes if previous is not None and previous.stream == self.stream else None
+                episodes = previous.episodes if previous is not None and self._own(previous) else None
             size = _overwrite(descriptor, _INVALID_LABEL, size)
             progress.labels[index] = None
             if episodes != completed - SNAPSHOT_SLOTS:
@@ -469,7 +498,7 @@ class StreamSnapshots:
                 _SHARED.reset(token)
             progress.tracker = shared.tracker
             files = _state_digests(state, shared.reported, sync=durable)
-            text = _label_bytes(self.stream, completed, type(memory).__qualname__, files, shared.logs)
+            text = _label_bytes(self.stream, self.config, completed, type(memory).__qualname__, files, shared.logs)
             if durable:
                 for directory in (os.fspath(state), slot, shared.directory, os.fspath(self.directory)):
                     _sync_path(directory, directory=True)
@@ -538,14 +567,14 @@ class StreamSnapshots:
     def completed_prefixes(self) -> list[int]:
         """Episode counts that a labelled snapshot of this stream exists for (labels
         only; :meth:`newest_intact` verifies the files too)."""
-        return sorted(label.episodes for label, _ in self._labels() if label is not None and label.stream == self.stream)
+        return sorted(label.episodes for label, _ in self._labels() if label is not None and self._own(label))
 
     def newest_intact(self, at_most: int) -> int:
         """The largest episode count <= ``at_most`` whose snapshot verifies (label,
         state files and the log prefix it stands on), or 0 if none does."""
         candidates = sorted(
             ((label, slot) for label, slot in self._labels()
-             if label is not None and label.stream == self.stream and 0 < label.episodes <= at_most),
+             if label is not None and self._own(label) and 0 < label.episodes <= at_most),
             key=lambda item: -item[0].episodes,
         )
         digests = self._log_digests(label for label, _ in candidates)
@@ -572,6 +601,28 @@ class StreamSnapshots:
         slot, problem = self._find(completed)
         return f"{slot.name}: {problem}" if problem else ""
 
+    def refuse_foreign(self, flag: str) -> None:
+        """Refuse (:class:`SnapshotDamaged`, one line) a resume whose stream would
+        restore from this directory while it holds a slot of this stream written
+        under another run config: copied in from another run (another config, another
+        replicate's seed), it verifies but is not the memory the recorded episodes
+        built, and which of the slots are this run's nobody can tell any more."""
+        for label, slot in self._labels():
+            if label is not None and label.stream == self.stream and not self._own(label):
+                problem = self._foreign_problem(label)
+                raise SnapshotDamaged(
+                    f"{flag}: stream {self.stream!r}: the memory snapshots in {self.directory} were written by "
+                    f"another run's config, not by this run ({slot.name}/{_LABEL} names config {label.config[:12]}, "
+                    f"this run's is {self.config[:12]}); nothing was restored, since "
+                    "the rest of the stream would continue from a memory its recorded episodes never built; put "
+                    f"back this run's own {self.directory.parent.name}/{self.directory.name}/ directory, or run "
+                    f"again without {flag}",
+                    path=os.fspath(slot), problem=problem,
+                )
+
+    def _foreign_problem(self, label: _Label) -> str:
+        return f"it was written by another run's config (config {label.config[:12]}, this run's {self.config[:12]})"
+
     def _find(self, completed: int) -> tuple[Path, str]:
         """The slot labelled ``completed`` that verifies and "", or the slot that
         should hold it and what is wrong with it."""
@@ -592,6 +643,8 @@ class StreamSnapshots:
                 others[slot] = problem
             elif label.stream != self.stream:
                 others[slot] = f"it belongs to stream {label.stream!r}, not {self.stream!r}"
+            elif not self._own(label):
+                others[slot] = self._foreign_problem(label)
             elif label.episodes == completed:
                 found.append((label, slot))
         problems = []
@@ -741,7 +794,7 @@ class StreamSnapshots:
         """Invalidate the labels of snapshots taken after ``completed`` episodes: the
         episodes after it run again, and their old snapshots must never be restored."""
         for label, slot in self._labels():
-            if label is not None and label.stream == self.stream and label.episodes > completed:
+            if label is not None and self._own(label) and label.episodes > completed:
                 descriptor = os.open(slot / _LABEL, os.O_RDWR)
                 try:
                     _overwrite(descriptor, _INVALID_LABEL)

@@ -420,7 +420,7 @@ def _merge_arm(
             transcript = source / TRANSCRIPTS / f"{stream}.jsonl"
             if transcript.is_file():
                 writer.write_records(f"{TRANSCRIPTS}/{stream}.jsonl", iter_jsonl(transcript))
-            snapshots = StreamSnapshots.for_stream(source, stream).directory
+            snapshots = StreamSnapshots.directory_for(source, stream)
             if snapshots.is_dir():
                 writer.copy_tree(snapshots, str(snapshots.relative_to(source)))
     if writer.failure is not None:

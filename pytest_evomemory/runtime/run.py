@@ -14,6 +14,7 @@ import json
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -117,6 +118,17 @@ class BenchmarkRun:
         self.streams = [stream for stream in self.planned_streams if stream.name in wanted]
         self.by_name = {stream.name: stream for stream in self.streams}
 
+    @cached_property
+    def fingerprint(self) -> str:
+        """This run config's :func:`config_fingerprint` (run.json's ``config_fingerprint``)."""
+        return config_fingerprint(self.config)
+
+    def snapshots(self, stream: str) -> StreamSnapshots:
+        """The memory snapshots of ``stream`` in this run's directory, labelled with this
+        run config's fingerprint: every save and restore of the run goes through here, so
+        a slot another run's config wrote is never restored (:mod:`..memory.snapshot`)."""
+        return StreamSnapshots.for_stream(self.run_dir, stream, self.fingerprint)
+
     @property
     def stream_order(self) -> list[str]:
         return [stream.name for stream in self.streams]
@@ -201,7 +213,7 @@ class BenchmarkRun:
             evaluator=EvoMemoryEvaluator(),
             memory_strategy=strategy,
             max_steps=self.config.agent.max_steps,
-            snapshots=StreamSnapshots.for_stream(self.run_dir, name) if snapshots and memory is not None else None,
+            snapshots=self.snapshots(name) if snapshots and memory is not None else None,
             quote_answer=stream.quote_answer,
             pricing=_pricing(self.config.agent),
         )
@@ -238,7 +250,7 @@ class BenchmarkRun:
     def run_document(self, started: str, argv: Sequence[str] | None = None) -> dict[str, Any]:
         return {
             "run": self.config.to_dict(),
-            "config_fingerprint": config_fingerprint(self.config),
+            "config_fingerprint": self.fingerprint,
             "streams": [
                 {
                     "name": s.name, "tasks": len(s), "match_mode": s.match_mode, "description": s.description,
@@ -419,7 +431,7 @@ class Run:
         """A run that continues the interrupted run in ``run_dir`` (its ``state``) with
         the same config; ``flag`` is the resume option as the user typed it."""
         recorded = state.document.get("config_fingerprint")
-        if recorded is not None and recorded != config_fingerprint(benchmark.config):
+        if recorded is not None and recorded != benchmark.fingerprint:
             was = state.document.get("run")
             changed = config_differences(was if isinstance(was, dict) else {}, benchmark.config.to_dict())
             where = f" at {'; '.join(changed[:3])}{' ...' if len(changed) > 3 else ''}" if changed else ""
@@ -516,7 +528,7 @@ class Run:
                 thresholds, self.started, utc_now(), completion, {
                     "run": self.benchmark.config.name,
                     # what a dashboard needs to tell runs apart, without reading run.json
-                    "config_fingerprint": config_fingerprint(self.benchmark.config),
+                    "config_fingerprint": self.benchmark.fingerprint,
                     "versions": self.document.get("versions") or package_versions(),
                     **self.benchmark.replicate_fields,
                     **self.extra,

@@ -102,7 +102,6 @@ from .run import (
     MemoryFactoryFn,
     Run,
     check_builtin_parts,
-    config_fingerprint,
     effective_thresholds,
 )
 from .shards import ShardPlan, check_shard_dir, plan_shards, session_cells, session_fingerprint
@@ -283,7 +282,7 @@ class Session:
                 f"give it to 'evomemory merge' of the shards (merge --min-gain) instead of {self.flags('shard')}"
             )
         # arms by label: a replicate (``memory@r2``) is an arm of its own, with its own calls
-        fingerprint = session_fingerprint([(b.config.label, config_fingerprint(b.config)) for b in benchmarks])
+        fingerprint = session_fingerprint([(b.config.label, b.fingerprint) for b in benchmarks])
         plan = plan_shards(
             session_cells([(b.config.label, b.planned_streams) for b in benchmarks], self.options.shard_by),
             count, fingerprint, [b.config.label for b in benchmarks],
@@ -458,10 +457,12 @@ class Session:
             # earlier arm): this session never started the arm, so it starts afresh
             return Run(benchmark, run_dir, command=command, write=writes, session_id=self.session_id)
         state = load_resume_state(run_dir, benchmark.streams, self.flags("resume"))
-        _fall_back_to_snapshots(state, benchmark, run_dir)
-        return Run.resuming(
+        # the config first: snapshots of another config are that refusal's to explain
+        run = Run.resuming(
             benchmark, state, run_dir, flag=self.flags("resume"), command=command, session_id=self.session_id
         )
+        _fall_back_to_snapshots(state, benchmark, self.flags("resume"))
+        return run
 
     def _compare_dir(self, other: str | None) -> Path | None:
         if not other:
@@ -518,7 +519,7 @@ class Session:
         if arm.run.resume is None or arm.benchmark.memory_strategy == "none":
             return
         for stream in arm.benchmark.streams:
-            snapshots = StreamSnapshots.for_stream(arm.run_dir, stream.name)
+            snapshots = arm.benchmark.snapshots(stream.name)
             count = _restored_count(stream, arm.run.completed_before(stream.name), snapshots)
             if count is None:
                 continue
@@ -735,7 +736,7 @@ class Session:
         if run.memory is None or arm.run.resume is None:
             return
         stream = arm.benchmark.by_name[run.stream]
-        snapshots = StreamSnapshots.for_stream(arm.run_dir, run.stream)
+        snapshots = arm.benchmark.snapshots(run.stream)
         count = _restored_count(stream, arm.run.completed_before(run.stream), snapshots)
         if count is None:
             return
@@ -1247,7 +1248,7 @@ def _run_dirs(setup: SessionSetup, run_configs: Sequence[RunConfig], resume: Res
     return [check_output_dir(run_dir) for run_dir in run_dirs]
 
 
-def _fall_back_to_snapshots(state: ResumeState, benchmark: BenchmarkRun, run_dir: Path) -> None:
+def _fall_back_to_snapshots(state: ResumeState, benchmark: BenchmarkRun, flag: str) -> None:
     """Resume each stream from the newest memory snapshot the interrupted run left
     at or before its completed prefix: the episodes after it run again (their
     records replaced), so the rest of the stream never sees a memory other than
@@ -1256,12 +1257,17 @@ def _fall_back_to_snapshots(state: ResumeState, benchmark: BenchmarkRun, run_dir
     conversation stream left with no snapshot of its ingested memory (none at all
     included) ingests it again, so its earlier ingestion turns are dropped rather
     than counted twice. Each stream whose newest snapshot was passed over gets a
-    note saying which slot and why (:attr:`ResumeState.notes`)."""
+    note saying which slot and why (:attr:`ResumeState.notes`). A stream that would
+    restore from a directory holding another run config's snapshots (copied in from
+    another run: they verify, but are no memory this run built) refuses the resume,
+    before any task (:meth:`StreamSnapshots.refuse_foreign`)."""
     if benchmark.memory_strategy == "none":
         return
     for stream in benchmark.streams:
         done = state.done.get(stream.name, 0)
-        snapshots = StreamSnapshots.for_stream(run_dir, stream.name)
+        snapshots = benchmark.snapshots(stream.name)
+        if done or state.ingested(stream.name):
+            snapshots.refuse_foreign(flag)
         # No snapshot directory: the memory keeps no snapshots, and the stream's start
         # says it cannot resume; but a conversation stream (which saves its ingested
         # memory as slot 0) lost them, and starts again with its ingestion.

@@ -28,6 +28,8 @@ from tests.memory.example_adapter import KeywordNotebook
 from .conftest import LIBRARY_EXTRAS, OpenMemory
 from .test_memory_conformance import sentence
 
+#: the run config fingerprint the snapshots are written under (a run's ``config_fingerprint``)
+CONFIG = "a" * 64
 QUERIES = ["river mountain", "quantum ledger signal", "harvest orbit", "velvet cipher lantern", "falcon"]
 
 
@@ -117,7 +119,7 @@ def test_a_snapshot_of_another_backend_is_refused(tmp_path: Path) -> None:
 def test_stream_snapshots_keep_the_completed_prefix_whenever_the_process_dies(tmp_path: Path) -> None:
     from pytest_evomemory.memory.inprocess import InProcessMemory
 
-    snapshots = StreamSnapshots(tmp_path / "memory" / "s1", "s1")
+    snapshots = StreamSnapshots(tmp_path / "memory" / "s1", "s1", CONFIG)
     memory = InProcessMemory()
     for episode in range(1, 4):
         memory.retain(f"episode {episode} lesson about falcons")
@@ -152,7 +154,7 @@ def test_stream_snapshots_keep_the_completed_prefix_whenever_the_process_dies(tm
 
 
 def test_a_memory_without_the_capability_refuses_resume_and_says_what_it_needs(tmp_path: Path) -> None:
-    snapshots = StreamSnapshots(tmp_path, "gpqa")
+    snapshots = StreamSnapshots(tmp_path, "gpqa", CONFIG)
     notebook = KeywordNotebook()
     snapshots.save(notebook, 1)  # nothing to save, nothing written
     assert not any(tmp_path.iterdir())
@@ -167,9 +169,9 @@ def test_a_memory_without_the_capability_refuses_resume_and_says_what_it_needs(t
 
 
 def test_stream_directories_are_safe_and_distinct(tmp_path: Path) -> None:
-    plain = StreamSnapshots.for_stream(tmp_path, "gpqa_diamond")
+    plain = StreamSnapshots.for_stream(tmp_path, "gpqa_diamond", CONFIG)
     assert plain.directory == tmp_path / "memory" / "gpqa_diamond"
-    odd = {StreamSnapshots.for_stream(tmp_path, name).directory for name in ("a/b", "a b", "a_b", "..")}
+    odd = {StreamSnapshots.for_stream(tmp_path, name, CONFIG).directory for name in ("a/b", "a b", "a_b", "..")}
     assert len(odd) == 4
     assert all(path.parent == tmp_path / "memory" and path.name not in {".", ".."} for path in odd)
 
@@ -180,7 +182,7 @@ def test_a_re_run_episode_never_builds_on_the_killed_runs_snapshot(tmp_path: Pat
     same ids with other contents — the slot must be rewritten, not appended to."""
     from pytest_evomemory.memory.inprocess import InProcessMemory
 
-    snapshots = StreamSnapshots(tmp_path, "s1")
+    snapshots = StreamSnapshots(tmp_path, "s1", CONFIG)
     killed = InProcessMemory()
     killed.retain("episode one: falcons nest on cliffs")
     snapshots.save(killed, 1)

@@ -36,6 +36,8 @@ from pytest_evomemory.memory.snapshot import ResumeRefused, SnapshotDamaged, Str
 
 from .conftest import CONSOLIDATING_ADAPTER, memory_config
 
+#: the run config fingerprint the snapshots are written under (a run's ``config_fingerprint``)
+CONFIG = "a" * 64
 EPISODES = 10
 QUERIES = ["ferry pier schedule", "harbor lighthouse", "falcon nest cliff", "episode lesson", "quartz"]
 
@@ -186,7 +188,7 @@ DAMAGE: dict[str, Callable[[StreamSnapshots], int]] = {
 def test_a_damaged_snapshot_restores_the_intact_state_or_is_refused(
     backend: str, damage: str, tmp_path: Path
 ) -> None:
-    snapshots = StreamSnapshots.for_stream(tmp_path / "run", "s1")
+    snapshots = StreamSnapshots.for_stream(tmp_path / "run", "s1", CONFIG)
     warm = run_stream(open_backend(backend, tmp_path, "warm"), snapshots)
     assert snapshots.newest_intact(EPISODES) == EPISODES
 
@@ -213,8 +215,8 @@ def test_a_damaged_snapshot_restores_the_intact_state_or_is_refused(
 
 
 def test_a_slot_of_another_stream_is_refused_by_name(tmp_path: Path) -> None:
-    ours = StreamSnapshots.for_stream(tmp_path / "run", "s1")
-    theirs = StreamSnapshots.for_stream(tmp_path / "run", "s2")
+    ours = StreamSnapshots.for_stream(tmp_path / "run", "s1", CONFIG)
+    theirs = StreamSnapshots.for_stream(tmp_path / "run", "s2", CONFIG)
     warm = run_stream(open_backend("inprocess", tmp_path, "a"), ours)
     run_stream(open_backend("inprocess", tmp_path, "b"), theirs)
     # their newest slot copied over ours (same episode count)
@@ -230,15 +232,64 @@ def test_a_slot_of_another_stream_is_refused_by_name(tmp_path: Path) -> None:
 
 
 def test_a_snapshot_of_another_memory_system_is_refused(tmp_path: Path) -> None:
-    snapshots = StreamSnapshots.for_stream(tmp_path / "run", "s1")
+    snapshots = StreamSnapshots.for_stream(tmp_path / "run", "s1", CONFIG)
     run_stream(open_backend("inprocess", tmp_path, "a"), snapshots)
     with pytest.raises(SnapshotDamaged, match="written by memory system InProcessMemory, and this run's is SqliteMemory"):
         snapshots.restore(open_backend("sqlite", tmp_path, "b"), EPISODES)
 
 
+def test_a_snapshot_written_under_another_run_config_is_never_restored(tmp_path: Path) -> None:
+    """Another run of another config (another top_k, another replicate's seed) wrote
+    this stream's slots: they verify byte for byte, but are not this run's memory."""
+    theirs = StreamSnapshots.for_stream(tmp_path / "b", "s1", "b" * 64)
+    run_stream(open_backend("inprocess", tmp_path, "b"), theirs)
+    shutil.copytree(theirs.directory, StreamSnapshots.directory_for(tmp_path / "a", "s1"))
+    ours = StreamSnapshots.for_stream(tmp_path / "a", "s1", CONFIG)
+    assert ours.completed_prefixes() == [] and ours.newest_intact(EPISODES) == 0
+    slot = slot_of(ours, EPISODES)
+    with pytest.raises(SnapshotDamaged, match=rf"{slot.name}: it was written by another run's config "
+                       rf"\(config bbbbbbbbbbbb, this run's aaaaaaaaaaaa\)") as refused:
+        ours.restore(open_backend("inprocess", tmp_path, "c"), EPISODES)
+    assert "without --evomemory-resume" in str(refused.value)
+    # the resume's own check, before any memory is built: one line naming the
+    # directory, the stream, another run's config and what to do
+    with pytest.raises(SnapshotDamaged) as foreign:
+        ours.refuse_foreign("--resume")
+    message = str(foreign.value)
+    assert "\n" not in message and str(ours.directory) in message and "stream 's1'" in message
+    assert "written by another run's config" in message
+    assert message.endswith("put back this run's own memory/s1/ directory, or run again without --resume")
+    # a save never builds on another config's state, and its label names this run's
+    memory = open_backend("inprocess", tmp_path, "d")
+    memory.retain("episode 1 of run a: the lighthouse is white")
+    ours.save(memory, 1)
+    assert ours.completed_prefixes() == [1] and ours.intact(1)
+    assert json.loads((slot_of(ours, 1) / "episodes.json").read_text())["config"] == CONFIG
+
+
+def test_a_label_of_the_previous_format_is_passed_over_with_its_reason(tmp_path: Path) -> None:
+    """Format 2 labels named no run config: they are read as another version's, as
+    any other format is (the resume falls back to an earlier snapshot, or the
+    stream's first task, and says why)."""
+    snapshots = StreamSnapshots.for_stream(tmp_path / "run", "s1", CONFIG)
+    run_stream(open_backend("inprocess", tmp_path, "a"), snapshots)
+    for slot in snapshots.directory.glob("slot-*"):
+        label = json.loads((slot / "episodes.json").read_text())
+        body = {key: value for key, value in label.items() if key not in ("sha256", "config")} | {"format": 2}
+        (slot / "episodes.json").write_bytes(snapshot_module._CANONICAL.encode(
+            {**body, "sha256": snapshot_module._label_digest(body)}).encode("ascii"))
+    assert snapshots.newest_intact(EPISODES) == 0 and snapshots.completed_prefixes() == []
+    assert snapshots.distrusted(EPISODES).endswith(
+        "is in another format (2, this version writes 3): it was written by another version of pytest-evomemory"
+    )
+    with pytest.raises(SnapshotDamaged, match="another format"):
+        snapshots.restore(open_backend("inprocess", tmp_path, "b"), EPISODES)
+    snapshots.refuse_foreign("--resume")  # not another config's: nothing to tell apart
+
+
 def test_restoring_forgets_the_snapshots_after_it(tmp_path: Path) -> None:
     """Episodes after the restored one run again: their old snapshots are never restored."""
-    snapshots = StreamSnapshots.for_stream(tmp_path / "run", "s1")
+    snapshots = StreamSnapshots.for_stream(tmp_path / "run", "s1", CONFIG)
     run_stream(open_backend("sqlite", tmp_path, "a"), snapshots)
     resumed = open_backend("sqlite", tmp_path, "b")
     snapshots.restore(resumed, 6)
@@ -260,7 +311,7 @@ def test_restoring_forgets_the_snapshots_after_it(tmp_path: Path) -> None:
 def test_a_save_that_cannot_write_is_one_artefact_write_error(
     backend: str, code: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    snapshots = StreamSnapshots.for_stream(tmp_path / "run", "s1")
+    snapshots = StreamSnapshots.for_stream(tmp_path / "run", "s1", CONFIG)
     memory = open_backend(backend, tmp_path, "a")
     memory.retain("episode 1: the ferry leaves at seven")
     snapshots.save(memory, 1)
@@ -293,7 +344,7 @@ def test_a_third_party_snapshot_that_cannot_write_names_its_file(tmp_path: Path)
 
         def restore(self, directory: Path) -> None: ...
 
-    snapshots = StreamSnapshots.for_stream(tmp_path / "run", "s1")
+    snapshots = StreamSnapshots.for_stream(tmp_path / "run", "s1", CONFIG)
     with pytest.raises(ArtefactWriteError, match=r"notes\.json: No space left on device \(ENOSPC\)") as failed:
         snapshots.save(FullDisk(), 1)
     assert failed.value.path is not None and failed.value.path.endswith("notes.json")
@@ -309,7 +360,7 @@ def test_a_third_party_restore_that_fails_is_a_typed_refusal(tmp_path: Path) -> 
         def restore(self, directory: Path) -> None:
             raise KeyError("next")
 
-    snapshots = StreamSnapshots.for_stream(tmp_path / "run", "s1")
+    snapshots = StreamSnapshots.for_stream(tmp_path / "run", "s1", CONFIG)
     snapshots.save(Broken(), 1)
     with pytest.raises(ResumeRefused, match=r"Broken failed to restore its snapshot .*KeyError"):
         snapshots.restore(Broken(), 1)
@@ -329,7 +380,7 @@ def test_a_durable_save_syncs_files_then_label_and_keeps_its_slot(
         real(descriptor)
 
     monkeypatch.setattr(snapshot_module, "_datasync", spy)
-    snapshots = StreamSnapshots.for_stream(tmp_path / "run", "s1")
+    snapshots = StreamSnapshots.for_stream(tmp_path / "run", "s1", CONFIG)
     memory = open_backend("sqlite", tmp_path, "a")
     for episode in range(1, 3 * snapshot_module.SNAPSHOT_SLOTS):
         memory.retain(f"episode {episode} lesson")

@@ -25,6 +25,9 @@ from pytest_evomemory.memory.snapshot import (
     supports_snapshots,
 )
 
+#: the run config fingerprint the snapshots are written under (a run's ``config_fingerprint``)
+CONFIG = "a" * 64
+
 
 def records(count: int, start: int = 1) -> list[dict[str, Any]]:
     return [{"id": i, "content": f"lesson {i}", "metadata": {"n": i}} for i in range(start, start + count)]
@@ -90,7 +93,7 @@ def count_opens(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 def test_a_steady_state_save_opens_each_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Label, manifest and log: one open each, every file rewritten in place (an open
     or a re-created file costs a hundred small writes on some file systems)."""
-    snapshots = StreamSnapshots(tmp_path, "s1")
+    snapshots = StreamSnapshots(tmp_path, "s1", CONFIG)
     memory = InProcessMemory()
     for episode in range(1, SNAPSHOT_SLOTS + 2):
         memory.retain(f"episode {episode} lesson")
@@ -105,7 +108,7 @@ def test_a_steady_state_save_opens_each_file_once(tmp_path: Path, monkeypatch: p
 
 
 def test_a_slot_removed_behind_the_process_is_rebuilt(tmp_path: Path) -> None:
-    snapshots = StreamSnapshots(tmp_path, "s1")
+    snapshots = StreamSnapshots(tmp_path, "s1", CONFIG)
     memory = InProcessMemory()
     for episode in range(1, SNAPSHOT_SLOTS + 1):
         memory.retain(f"episode {episode} lesson")
@@ -124,7 +127,7 @@ def test_a_label_left_longer_by_another_stream_is_overwritten_cleanly(tmp_path: 
     slot = tmp_path / "slot-1"
     slot.mkdir()
     (slot / "episodes.json").write_text(json.dumps({"stream": "a-much-longer-stream-name" * 4, "episodes": 9}))
-    snapshots = StreamSnapshots(tmp_path, "s1")
+    snapshots = StreamSnapshots(tmp_path, "s1", CONFIG)
     memory = InProcessMemory()
     memory.retain("lesson one")
     snapshots.save(memory, 1)
