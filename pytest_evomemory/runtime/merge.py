@@ -163,7 +163,11 @@ def read_shard(directory: Path) -> ShardRun:
     for arm, run_dir in arm_dirs.items():
         document = read_json(run_dir / RUN_DOCUMENT)
         if document is None:
-            raise MergeRefused([f"{run_dir}: no readable {RUN_DOCUMENT}; the shard did not start this arm"])
+            damaged = (run_dir / RUN_DOCUMENT).exists() or (run_dir / RUN_DOCUMENT).is_symlink()
+            raise MergeRefused([
+                f"{run_dir / RUN_DOCUMENT} is damaged (not a JSON object): the file was edited or cut; run that "
+                "shard again" if damaged else f"{run_dir}: no {RUN_DOCUMENT}; the shard did not start this arm"
+            ])
         if SHARD_FIELD not in document:
             raise MergeRefused([
                 f"{run_dir}: its {RUN_DOCUMENT} records no shard: a run of the whole session, not a shard "

@@ -297,6 +297,12 @@ def test_merge_refuses_other_plans_overlaps_and_missing_shards_and_names_incompl
     shutil.rmtree(project / "merged")
     assert "records no shard" in refused("s1", "s2", "s3", "whole")[0]
     assert "nowhere is not a directory" in refused("s1", "s2", "s3", "nowhere")[0]
+    run_document = project / "s3" / "run.json"
+    kept = run_document.read_bytes()
+    run_document.write_bytes(kept[: len(kept) // 2])  # cut: damaged, not a shard that never started
+    assert "s3/run.json is damaged (not a JSON object): the file was edited or cut; run that shard again" in refused(
+        "s1", "s2", "s3")[0]
+    run_document.write_bytes(kept)
     # a shard killed before it ended: two of its four tasks recorded, no summary
     scores = project / "s2" / "scores.jsonl"
     scores.write_text("".join(scores.read_text().splitlines(keepends=True)[:2]))
