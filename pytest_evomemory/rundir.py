@@ -256,7 +256,10 @@ def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _records(handle: IO[bytes], path: Path, key: tuple[str, ...] | None) -> Iterator[dict[str, Any]]:
-    seen: dict[tuple[str, ...], int] = {}
+    # The hashes of the keys read so far, not the keys: a 20,000-task run's three files
+    # would hold 100,000 tuples of strings (about 25 MiB) until the report is written.
+    # A hash seen twice is confirmed against the earlier line (:func:`_first_line_of`).
+    seen: set[int] = set()
     pending: tuple[int, str] | None = None  # a line that is no record: damage, unless it is the torn last one
     with handle:
         try:
@@ -278,16 +281,38 @@ def _records(handle: IO[bytes], path: Path, key: tuple[str, ...] | None) -> Iter
                     pending = (number, what)
                     continue
                 if key is not None:
-                    named = tuple(str(value.get(part)) for part in key)
-                    first = seen.setdefault(named, number)
-                    if first != number:
+                    named = _named(value, key)
+                    digest = hash(named)
+                    first = _first_line_of(path, key, named, number) if digest in seen else None
+                    if first is not None:
                         raise DamagedRecords(
                             f"{path}, line {number}: a second record of {' '.join(_quoted(named))} "
                             f"(the first is line {first}); {DAMAGED_ADVICE}"
                         )
+                    seen.add(digest)
                 yield value
         except OSError as error:
             raise RunDirError(f"{path} cannot be read ({error.strerror or error}); give another run directory") from None
+
+
+def _named(record: Mapping[str, Any], key: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(str(record.get(part)) for part in key)
+
+
+def _first_line_of(path: Path, key: tuple[str, ...], named: tuple[str, ...], before: int) -> int | None:
+    """The line before ``before`` holding the record ``named``, or None (only its
+    hash was the same): read again only when a file is about to be refused."""
+    with path.open("rb") as again:
+        for number, raw in enumerate(again, 1):
+            if number >= before:
+                return None
+            try:
+                value = json.loads(raw.decode("ascii"))
+            except (ValueError, RecursionError, UnicodeDecodeError):
+                continue
+            if isinstance(value, dict) and _named(value, key) == named:
+                return number
+    return None
 
 
 def _quoted(parts: tuple[str, ...]) -> list[str]:
