@@ -186,7 +186,41 @@ def check_output_dir(path: Path) -> Path:
                 "give a writable --evomemory-output-dir"
             )
         break
+    for name, kind in ((MEMORY, "directory"), (TRANSCRIPTS, "directory")):
+        problem = place_problem(resolved / name, kind)
+        if problem is not None:
+            raise RunDirError(
+                f"output directory {resolved}: {problem}; remove it or give another --evomemory-output-dir"
+            )
     return resolved
+
+
+def place_problem(path: Path, kind: str) -> str | None:
+    """Why the run cannot create or replace the ``kind`` ("file" or "directory") at
+    ``path``, or None: a file where a directory is expected (on the way or at the
+    path), a directory where a file is, or a read-only nearest folder.
+
+    Checked before any task for every place a run writes that it can name up front
+    (its own folders, a memory backend's files), so a run that would fail at every
+    stream's start is refused once instead, with exit 4."""
+    try:
+        if path.exists() or path.is_symlink():
+            if kind == "file" and path.is_dir():
+                return f"{path} is a directory where a file is expected"
+            if kind == "directory" and not path.is_dir():
+                return f"{path} is a file where a directory is expected"
+            return None
+        for parent in path.parents:
+            if not parent.exists():
+                continue
+            if not parent.is_dir():
+                return f"{parent} is a file where a directory is expected (for {path})"
+            if not os.access(parent, os.W_OK | os.X_OK):
+                return f"{parent} is not writable (for {path})"
+            return None
+    except OSError as error:
+        return f"{path} cannot be checked ({error.strerror or error})"
+    return None
 
 
 # --------------------------------------------------------------------------- encoding

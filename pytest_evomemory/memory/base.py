@@ -179,6 +179,10 @@ class MemoryBackend:
     #: the process: two streams (or arms) naming one location would share a memory,
     #: so the session refuses that before any task.
     locations: Callable[[MemoryConfig, MemoryContext], Sequence[str]] | None = None
+    #: What each of ``locations`` is on disk, when they are paths the backend creates
+    #: ("file" or "directory"): the session refuses, before any task, a place that
+    #: cannot be one (a directory where the file goes, a file on the way, read-only).
+    location_kind: str | None = None
     #: What the backend refuses before any stream opens, beyond a missing extra: its
     #: settings against the agent's model (an endpoint ``infer`` needs, a key in an
     #: unset variable, an embedder that is not installed). Run once per arm by the

@@ -685,7 +685,7 @@ def _store_locations(memory: MemoryConfig, context: MemoryContext) -> list[str]:
 
 BACKEND = MemoryBackend(
     NAME, open=open_mem0_memory, options=Mem0Options, extra="mem0", requires=("mem0", "qdrant_client"),
-    locations=_store_locations, check=check_mem0_config, own_model_calls=infer_calls(Mem0Options, NAME),
+    locations=_store_locations, location_kind="directory", check=check_mem0_config, own_model_calls=infer_calls(Mem0Options, NAME),
 )
 
 

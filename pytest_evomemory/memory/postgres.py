@@ -172,7 +172,7 @@ class PostgresMemory:
                 f"; ${password_env} is not set" if password_env and password_env not in os.environ else ""
             )
             raise MemoryBackendError(
-                f"postgres memory could not connect to {self.where}: {str(error).strip()}{missing}; "
+                f"postgres memory could not connect to {self.where}: {_server_said(error)}{missing}; "
                 "check memory.postgres (host, port, user, dbname, password_env) and that the server is up"
             ) from None
         try:
@@ -180,7 +180,7 @@ class PostgresMemory:
         except psycopg.Error as error:
             self._connection.close()
             raise MemoryBackendError(
-                f"postgres memory could not create table {table!r} on {self.where}: {str(error).strip()}"
+                f"postgres memory could not create table {table!r} on {self.where}: {_server_said(error)}"
             ) from None
 
     def _create_table(self) -> None:
@@ -235,7 +235,7 @@ class PostgresMemory:
                 ).fetchone()
             except self._psycopg.Error as error:
                 raise MemoryBackendError(
-                    f"postgres memory {self.table!r}: retain failed: {str(error).strip()}"
+                    f"postgres memory {self.table!r}: retain failed: {_server_said(error)}"
                 ) from None
             assert row is not None
             record_id = int(row[0])
@@ -275,7 +275,7 @@ class PostgresMemory:
                 }
         except self._psycopg.Error as error:
             raise MemoryBackendError(
-                f"postgres memory {self.table!r}: recall failed: {str(error).strip()}"
+                f"postgres memory {self.table!r}: recall failed: {_server_said(error)}"
             ) from None
         return [
             MemoryHit(str(record_id), found[record_id][1], score, found[record_id][2])
@@ -386,7 +386,7 @@ class PostgresMemory:
                 self._connection.execute(sql.SQL("TRUNCATE {}").format(self._table))
             except self._psycopg.Error as error:
                 raise MemoryBackendError(
-                    f"postgres memory {self.table!r}: reset failed: {str(error).strip()}"
+                    f"postgres memory {self.table!r}: reset failed: {_server_said(error)}"
                 ) from None
             self._count = 0
             self._frequencies.clear()
@@ -414,7 +414,7 @@ class PostgresMemory:
                     (count,),
                 ).fetchall()
         except self._psycopg.Error as error:
-            raise MemoryBackendError(f"postgres memory {self.table!r}: recent failed: {str(error).strip()}") from None
+            raise MemoryBackendError(f"postgres memory {self.table!r}: recent failed: {_server_said(error)}") from None
         return [MemoryHit(str(row[0]), row[1], 0.0, row[2]) for row in rows]
 
     def forget(self, record_id: str) -> bool:
@@ -438,7 +438,7 @@ class PostgresMemory:
                 ).fetchone()
             except self._psycopg.Error as error:
                 raise MemoryBackendError(
-                    f"postgres memory {self.table!r}: forget failed: {str(error).strip()}"
+                    f"postgres memory {self.table!r}: forget failed: {_server_said(error)}"
                 ) from None
             if row is None:
                 return False
@@ -516,7 +516,7 @@ class PostgresMemory:
                 RecordLog(directory, "postgres").save(self._count, records_after, {"last_issued_id": last_issued})
             except self._psycopg.Error as error:
                 raise MemoryBackendError(
-                    f"postgres memory {self.table!r}: snapshot failed: {str(error).strip()}"
+                    f"postgres memory {self.table!r}: snapshot failed: {_server_said(error)}"
                 ) from None
 
     def restore(self, directory: Path) -> None:
@@ -549,7 +549,7 @@ class PostgresMemory:
                 ).fetchall()
             except self._psycopg.Error as error:
                 raise MemoryBackendError(
-                    f"postgres memory {self.table!r}: restore failed: {str(error).strip()}"
+                    f"postgres memory {self.table!r}: restore failed: {_server_said(error)}"
                 ) from None
             self._frequencies = {str(lexeme): int(held) for lexeme, held in counted}
             self._last_id = max([last, *(int(r["id"]) for r in records)])
@@ -571,6 +571,15 @@ class PostgresMemory:
                 "closed it); it cannot be used any more"
             )
 
+
+
+def _server_said(error: BaseException) -> str:
+    """The server's or driver's reason on one line: psycopg adds the failing query's
+    excerpt (``LINE 1: ...``) and a caret line under it, and a connection failure
+    spans lines; a failed episode's reason and the terminal line stay one line."""
+    lines = [line.strip() for line in str(error).splitlines()]
+    kept = [line for line in lines if line and not line.startswith("LINE ") and line.strip("^ ")]
+    return " ".join(kept)
 
 def _tsquery(terms: Sequence[str]) -> str:
     """``'w1' | 'w2'``: each term holds only letters and digits, so quoted it is a

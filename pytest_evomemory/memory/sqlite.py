@@ -540,7 +540,10 @@ def _database_files(config: MemoryConfig, context: MemoryContext) -> list[str]:
     return [str(stream_database_path(config, context).resolve())]
 
 
-BACKEND = MemoryBackend("sqlite", open=open_sqlite_memory, options=SqliteOptions, locations=_database_files)
+BACKEND = MemoryBackend(
+    "sqlite", open=open_sqlite_memory, options=SqliteOptions, locations=_database_files,
+    location_kind="file",
+)
 
 
 __all__ = ["BACKEND", "SqliteMemory", "SqliteOptions", "open_sqlite_memory", "stream_database_path"]

@@ -75,6 +75,7 @@ from ..rundir import (
     check_output_dir,
     default_run_dir,
     load_resume_state,
+    place_problem,
     write_arms_manifest,
 )
 from ..streams import Stream
@@ -567,6 +568,13 @@ class Session:
                             key="memory",
                         )
                     owners[location] = where
+                    problem = place_problem(Path(location), spec.location_kind) if spec.location_kind else None
+                    if problem is not None:
+                        raise ConfigError(
+                            f"{arm.run_config.sources.get('memory', 'memory config')}: {where} would keep its memory "
+                            f"in {location}, but {problem}; remove it or point the memory's path elsewhere",
+                            key="memory",
+                        )
 
     # ----- the baseline arm, for what reads one run (fixtures, a single-run session)
 

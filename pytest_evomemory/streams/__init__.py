@@ -77,10 +77,33 @@ def load_benchmark(config: BenchmarkConfig, base_dir: Path, source_file: str = "
     """Load the selected streams, in canonical order, all-or-nothing."""
     source = get_source(config.benchmark)
     names = select_streams(config, source.stream_names(config), source_file)
-    streams = source.load(config, base_dir, names)
+    try:
+        streams = source.load(config, base_dir, names)
+    except OSError as error:
+        # a data cache damaged by hand (a directory where a verified file was, a file
+        # where a folder goes, a read-only folder): one line naming it, never a traceback
+        raise DataError(
+            f"{source_file}: benchmark {config.benchmark!r}: {_in_the_way(error)}; remove or "
+            "replace what is in the way (a missing data-cache file is downloaded again) or fix its permissions"
+        ) from None
     _check_tasks(streams)
     _check_match_modes(streams)
     return streams
+
+
+def _in_the_way(error: OSError) -> str:
+    """What blocked reading or writing the stream data, in words: a rename names
+    its destination (``filename2``), the place the user can look at."""
+    import errno
+
+    where = error.filename2 if error.filename2 is not None else error.filename
+    if where is None:
+        return f"the stream data: {error.strerror or error}"
+    if error.errno == errno.EISDIR:
+        return f"{where} is a directory where a file is expected"
+    if error.errno in (errno.EEXIST, errno.ENOTDIR):
+        return f"{where} (or a folder on its way) is a file where a directory is expected"
+    return f"{where}: {error.strerror or error}"
 
 
 def _check_tasks(streams: list[Stream]) -> None:

@@ -181,6 +181,32 @@ def test_postgres_tables_are_per_run_and_stream_and_dropped_on_close(
         assert not exists()
 
 
+def test_postgres_table_dropped_by_hand_mid_stream_fails_in_one_line_naming_it(
+    tmp_path: Path, postgres_settings: dict[str, Any]
+) -> None:
+    """psycopg's message carries the query's excerpt and a caret line; the failed
+    episode's reason and the terminal line stay one line."""
+    import psycopg
+
+    memory = build_memory(memory_config("postgres", postgres=postgres_settings), context(tmp_path, "s", f"drop_{uuid.uuid4().hex[:8]}"))
+    assert isinstance(memory, PostgresMemory)
+    memory.retain("a row")
+    settings = postgres_settings
+    with psycopg.connect(
+        host=settings["host"], port=settings["port"], user=settings["user"], dbname=settings["dbname"],
+        password=os.environ.get("PGPASSWORD"), autocommit=True,
+    ) as connection:
+        connection.execute(f'DROP TABLE "{memory.table}"')
+    try:
+        for operation in (lambda: memory.recall("row"), lambda: memory.retain("another"), memory.reset):
+            with pytest.raises(MemoryBackendError) as failed:
+                operation()
+            assert "\n" not in str(failed.value) and "^" not in str(failed.value)
+            assert f"postgres memory {memory.table!r}" in str(failed.value) and "does not exist" in str(failed.value)
+    finally:
+        memory.close()
+
+
 def test_table_names_are_valid_distinct_and_bounded() -> None:
     long_run = "a-very-long-run-name-" * 5
     names = {

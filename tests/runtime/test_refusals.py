@@ -169,3 +169,38 @@ def test_a_factory_refused_after_results_were_recorded_fails_that_stream_once(
     assert "returned a dict, which does not implement the Agent protocol" in failure["reason"]
     assert {name: stream["tasks"] for name, stream in summary["streams"].items()} == {"sample_facts": 3, "sample_choice": 0}
     assert "Traceback" not in output and "evomemory: error" not in output  # no refusal
+
+
+#: Where the run and its memory write, made unusable by something already there.
+PLACES = {
+    "a directory where the sqlite file goes": ("memory/sample_choice.sqlite3/", "is a directory where a file is expected"),
+    "a file where the run's memory folder goes": ("memory", "memory is a file where a directory is expected"),
+    "a file where the run's transcripts folder goes": ("transcripts", "transcripts is a file where a directory is expected"),
+    "a file on the way to sqlite.path": ("stores", "stores is a file where a directory is expected"),
+}
+
+
+@pytest.mark.parametrize("entry", ["pytest", "cli"])
+@pytest.mark.parametrize("place", list(PLACES))
+def test_a_place_the_run_or_its_memory_cannot_write_is_refused_before_the_first_task(
+    entry: str, place: str, pytester: pytest.Pytester, project: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Found at open, it failed every stream's start (exit 1, "free space ... then
+    resume", which could not help); it is known before the first task: exit 4, one line."""
+    blocker, message = PLACES[place]
+    run_dir = project / "evomemory-results" / "g"
+    config = (project / "run.yaml").read_text().replace("{backend: inprocess}", "{backend: sqlite}")
+    if blocker == "stores":
+        config = config.replace("{backend: sqlite}", "{backend: sqlite, sqlite: {path: 'stores/{stream}.db'}}")
+    (project / "sql.yaml").write_text(config)
+    (run_dir / blocker).parent.mkdir(parents=True)
+    if blocker.endswith("/"):
+        (run_dir / blocker).mkdir()
+    else:
+        (run_dir / blocker).write_text("in the way")
+    before = files(run_dir)
+    status, output = entry_run(entry, pytester, capsys, "config=sql.yaml")
+    assert status == 4, output
+    assert message in output and "Traceback" not in output
+    assert not (project / "calls.log").exists()  # no task ran
+    assert files(run_dir) == before  # nothing written

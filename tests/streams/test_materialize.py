@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import shutil
 import sys
 import threading
 from dataclasses import replace
@@ -438,3 +439,38 @@ def test_a_hand_copied_file_with_an_unusable_answer_names_the_file_and_the_way_o
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     with pytest.raises(DataError, match=expected + r".*\(in " + re.escape(str(target)) + r"\); delete "):
         load_stream(STREAMS["aime_2024"], data_dir, ConvertOptions(), None)
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("verified file replaced by a directory", r"test-00000-of-00001.parquet is a directory where a file is expected"),
+        ("manifest replaced by a directory", r"evomemory-source.json is a directory where a file is expected"),
+        ("stream folder replaced by a file", r"mmlu_pro/data \(or a folder on its way\) is a file where a directory"),
+        ("download folder replaced by a file", r"\.tmp \(or a folder on its way\) is a file where a directory"),
+    ],
+)
+def test_a_data_cache_damaged_by_hand_is_one_line_naming_the_place(
+    hub: FakeHub, data_dir: Path, tmp_path: Path, damage: str, message: str
+) -> None:
+    """An OSError from the cache was a traceback (IsADirectoryError, FileExistsError)."""
+    _load(tmp_path)
+    target = stream_file(STREAMS["mmlu_pro"], data_dir)
+    if damage.startswith("verified file"):
+        target.unlink()
+        target.mkdir()
+        (target / "x").write_text("x")
+    elif damage.startswith("manifest"):
+        manifest = manifest_path(STREAMS["mmlu_pro"], data_dir)
+        manifest.unlink()
+        manifest.mkdir()
+    elif damage.startswith("stream folder"):
+        shutil.rmtree(target.parent)
+        target.parent.write_text("x")
+    else:
+        shutil.rmtree(data_dir / ".tmp", ignore_errors=True)
+        (data_dir / ".tmp").write_text("x")
+        target.unlink()
+    with pytest.raises(DataError, match=message) as refused:
+        _load(tmp_path)
+    assert "\n" not in str(refused.value) and "remove or replace what is in the way" in str(refused.value)
