@@ -139,7 +139,8 @@ class Flags:
         """``text`` with every option written as pytest spells it (``--evomemory-output-dir``,
         as messages deep in the engine name them) spelled as this entry point takes it,
         so ``evomemory run`` tells its user the flag to type. ``pytest --evomemory-...``
-        (a command quoted whole) is left as it is."""
+        and anything in single quotes (a command or a value quoted as it was given,
+        another session's command line) are left as they are."""
         if self.prefix == PYTEST_PREFIX or PYTEST_PREFIX not in text:
             return text
         names = {option.name for option in OPTIONS if self.entry in option.entries}
@@ -147,10 +148,13 @@ class Flags:
         def spell(match: re.Match[str]) -> str:
             return self(match.group(1)) if match.group(1) in names else match.group(0)
 
-        return _PYTEST_SPELLING.sub(spell, text)
+        parts = _QUOTED.split(text)  # odd indexes: the quoted parts
+        return "".join(part if index % 2 else _PYTEST_SPELLING.sub(spell, part) for index, part in enumerate(parts))
 
 
 PYTEST_PREFIX = "--evomemory-"
+#: Text in single quotes, on one line: quoted as given, never respelled.
+_QUOTED = re.compile(r"('[^'\n]*')")
 #: An option in pytest's spelling, not inside a quoted ``pytest ...`` command.
 _PYTEST_SPELLING = re.compile(r"(?<!pytest )--evomemory-([a-z][a-z-]*[a-z])")
 PYTEST_FLAGS = Flags(PYTEST_PREFIX, "pytest", "evomemory_")

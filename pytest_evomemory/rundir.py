@@ -387,9 +387,12 @@ class RunLock:
         except OSError:
             handle.close()
             owner = read_json(self.run_dir / LOCK_OWNER) or {}
-            who = f"process {owner.get('pid', '?')} started {owner.get('started', '?')}"
-            if owner.get("command"):
-                who += f" ({' '.join(map(str, owner['command']))})"
+            who = (  # its owner is written just after it took the lock
+                f"process {owner['pid']} started {owner.get('started', '?')}" if owner.get("pid")
+                else "a run that is starting (its owner is not recorded yet)"
+            )
+            if owner.get("pid") and owner.get("command"):
+                who += f" (command '{' '.join(map(str, owner['command']))}')"
             raise RunDirError(
                 f"run directory {self.run_dir} is in use by another run: {who}; wait for it to "
                 "finish or give this run another --evomemory-output-dir"

@@ -17,6 +17,9 @@ def test_options_are_spelled_as_the_entry_point_takes_them() -> None:
     assert CLI_FLAGS.spelled(text) == "give another --output-dir, or pass --config; run pytest --evomemory-resume=DIR"
     assert PYTEST_FLAGS.spelled(text) == text
     assert CLI_FLAGS.spelled("--evomemory-nonsense and --evomemory") == "--evomemory-nonsense and --evomemory"
+    # another session's command line, quoted as it was given, is not ours to respell
+    held = "in use by another run: process 7 (command 'python -m pytest -q --evomemory-config=run.yaml'); give another --evomemory-output-dir"
+    assert CLI_FLAGS.spelled(held) == held.replace("give another --evomemory-output-dir", "give another --output-dir")
 
 
 def test_evomemory_run_names_its_own_flag_in_a_refusal(
