@@ -76,11 +76,14 @@ def test_example_adapter_through_the_memory_factory_fixture(pytester: pytest.Pyt
     assert summary(pytester)["overall"]["accuracy"] > 0
 
 
-def test_a_store_that_cannot_be_opened_fails_the_stream_before_any_task(pytester: pytest.Pytester) -> None:
+def test_a_store_that_cannot_be_opened_is_refused_before_any_task(pytester: pytest.Pytester) -> None:
+    """A file where the store's directory goes is known before the first task: the
+    session is refused there (exit 4), not each stream at its start."""
     blocker = pytester.path / "not_a_directory"
     blocker.write_text("file")
     config = write_run(pytester, {"backend": "sqlite", "sqlite": {"path": str(blocker / "{stream}.sqlite3")}})
     result = pytester.runpytest(f"--evomemory-config={config}", "-p", "no:randomly")
-    # one error per stream that cannot start (its first task's), the other tasks not run
-    result.assert_outcomes(errors=2, skipped=22)
-    result.stdout.fnmatch_lines(["*stream 'sample_facts' could not start*sqlite memory could not be opened at*"])
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    error = result.stderr.str()
+    assert "not_a_directory is a file where a directory is expected" in error and "Traceback" not in error, error
+    assert not (pytester.path / "evomemory-results").exists() or not any((pytester.path / "evomemory-results").rglob("scores.jsonl"))
