@@ -153,21 +153,25 @@ def test_postgres_missing_password_variable_is_named(tmp_path: Path, postgres_se
         memory.close()
 
 
+def _admin_connection(settings: dict[str, Any]) -> Any:
+    """A connection of our own to the test server, beside the memory's."""
+    import psycopg
+
+    return psycopg.connect(
+        host=settings["host"], port=settings["port"], user=settings["user"], dbname=settings["dbname"],
+        password=os.environ.get("PGPASSWORD"), autocommit=True,
+    )
+
+
 def test_postgres_tables_are_per_run_and_stream_and_dropped_on_close(
     tmp_path: Path, postgres_settings: dict[str, Any]
 ) -> None:
-    import psycopg
-
     run = f"tbl_{uuid.uuid4().hex[:8]}"
     memory = build_memory(memory_config("postgres", postgres=postgres_settings), context(tmp_path, "mmlu_pro", run))
     assert isinstance(memory, PostgresMemory)
     assert memory.table.startswith(f"evomemory_{run}_mmlu_pro_")  # + a hash of the exact names
     memory.retain("a row")
-    settings = postgres_settings
-    with psycopg.connect(
-        host=settings["host"], port=settings["port"], user=settings["user"], dbname=settings["dbname"],
-        password=os.environ.get("PGPASSWORD"), autocommit=True,
-    ) as connection:
+    with _admin_connection(postgres_settings) as connection:
         def exists() -> bool:
             row = connection.execute("SELECT to_regclass(%s) IS NOT NULL", (memory.table,)).fetchone()
             return bool(row and row[0])
@@ -186,16 +190,11 @@ def test_postgres_table_dropped_by_hand_mid_stream_fails_in_one_line_naming_it(
 ) -> None:
     """psycopg's message carries the query's excerpt and a caret line; the failed
     episode's reason and the terminal line stay one line."""
-    import psycopg
 
     memory = build_memory(memory_config("postgres", postgres=postgres_settings), context(tmp_path, "s", f"drop_{uuid.uuid4().hex[:8]}"))
     assert isinstance(memory, PostgresMemory)
     memory.retain("a row")
-    settings = postgres_settings
-    with psycopg.connect(
-        host=settings["host"], port=settings["port"], user=settings["user"], dbname=settings["dbname"],
-        password=os.environ.get("PGPASSWORD"), autocommit=True,
-    ) as connection:
+    with _admin_connection(postgres_settings) as connection:
         connection.execute(f'DROP TABLE "{memory.table}"')
     try:
         for operation in (lambda: memory.recall("row"), lambda: memory.retain("another"), memory.reset):
