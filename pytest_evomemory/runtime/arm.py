@@ -20,7 +20,7 @@ worker, and a stream without memory spreads task by task.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -190,10 +190,13 @@ class Arm:
         elif result.thresholds and not result.summary["thresholds_met"]:
             lines.append(Line("evomemory: thresholds are not passed by an incomplete run; the session fails",
                               "red", bold=True))
-        for failure in result.summary["failed_episodes"]:
+        failures = result.summary["failed_episodes"]
+        for failure in failures:
             if failure.get("phase") != "task":
                 where = failure["stream"] + (f"/{failure['task_id']}" if failure.get("task_id") else "")
                 lines.append(Line.of(f"evomemory: {failure['phase']} failed at {where}: {failure['reason']}", "red"))
+        if failures:
+            lines.append(_failed_episodes_line(failures))
         if result.write_failure:
             lines.append(Line.of(f"evomemory: {result.write_failure}", "red", bold=True))
         lines.append(Line.of(f"results: {self.run_dir}"))
@@ -208,6 +211,28 @@ class Arm:
             if compare_dir is not None:
                 lines.append(Line.of(f"comparison: {self.run_dir / 'compare.html'} ({compare_dir} vs this run)"))
         return lines
+
+
+#: failed episodes a session's last lines name (the rest are in summary.json and report.html)
+_NAMED_FAILURES = 3
+
+
+def _failed_episodes_line(failures: Sequence[Mapping[str, Any]]) -> Line:
+    """Why a session with failed episodes fails, in both entry points: pytest lists
+    them as failed tests, ``evomemory run`` has no other line saying so (its exit
+    status 1 was otherwise unexplained). The first few are named with their reason."""
+    named = "; ".join(_first_line(failure["reason"]) for failure in failures[:_NAMED_FAILURES])  # they name the task
+    more = f"; and {len(failures) - _NAMED_FAILURES} more" if len(failures) > _NAMED_FAILURES else ""
+    return Line.of(
+        f"evomemory: {len(failures)} failed episode(s), counted as wrong; the session fails: {named}{more} "
+        "(every one, with its traceback: summary.json 'failed_episodes', report.html)",
+        "red", bold=True,
+    )
+
+
+def _first_line(reason: object) -> str:
+    lines = str(reason).strip().splitlines()
+    return lines[0] if lines else "?"
 
 
 def _gated(thresholds: Sequence[ThresholdResult]) -> str:

@@ -115,6 +115,8 @@ def test_a_missed_gate_and_a_failed_episode_exit_1(entry: str, project: Path) ->
     assert run(entry, project, "--@config=run.yaml", "--@min-accuracy=0.99").returncode == 1
     failed = run(entry, project, "--@config=run.yaml", env={"ACTIONS": json.dumps({"f02/task": "raise"})})
     assert failed.returncode == 1
+    # both say why they fail; evomemory run has no FAILED line of pytest's to say it
+    assert "evomemory: 1 failed episode(s), counted as wrong; the session fails" in failed.stdout + failed.stderr
     summary = json.loads((project / "evomemory-results" / "g" / "summary.json").read_text())
     assert [f["task_id"] for f in summary["failed_episodes"]] == ["f02"]
 
