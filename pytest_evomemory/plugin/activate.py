@@ -83,10 +83,23 @@ def _hand_picked(config: pytest.Config) -> str | None:
     for arg in map(str, config.args):
         if task_argument(arg) is not None or ("::" in arg and _in_items_module(arg)):
             return "node id"
-    for option, spelling in (("keyword", "-k"), ("deselect", "--deselect"), ("lf", "--lf")):
+    for option, spelling in (("keyword", "-k"), ("deselect", "--deselect")):
         if getattr(config.option, option, None):
             return spelling
+    if getattr(config.option, "lf", None) and _last_failed_tasks(config):
+        return "--lf"
     return None
+
+
+def _last_failed_tasks(config: pytest.Config) -> bool:
+    """Whether ``--lf`` narrows the benchmark: only when pytest's cache records a
+    failed task. With none, pytest runs every task (no failures recorded) or none (only
+    tests of the user's failed), so a full run stays a full run, not a side run."""
+    cache = getattr(config, "cache", None)
+    if cache is None:
+        return False
+    failed = cache.get("cache/lastfailed", {})
+    return isinstance(failed, dict) and any(task_argument(str(nodeid)) is not None for nodeid in failed)
 
 
 def _in_items_module(arg: str) -> bool:
