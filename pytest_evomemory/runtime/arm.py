@@ -33,7 +33,7 @@ from ..rundir import ARMS_DIRECTORY_FILES, RESERVED_NAMES, holds_a_run
 from .gates import ARM_SEPARATOR, parse_min_accuracy
 from .lines import Line
 from .records import Record
-from .run import BenchmarkRun, Run, RunResult
+from .run import BenchmarkRun, Run, RunResult, effective_thresholds
 
 #: Arm names end up in node ids, directory names and table headers.
 _ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")
@@ -148,6 +148,12 @@ class Arm:
             self.run.stop_reason = self.run.stop_reason or stop_reason
         self.result = self.run.finish(min_overall=self.min_overall, min_streams=self.min_streams)
         return self.result
+
+    @property
+    def gated(self) -> bool:
+        """Whether accuracy gates (the run config's thresholds or the option) apply to this arm."""
+        overall, streams = effective_thresholds(self.benchmark.config, self.min_overall, self.min_streams)
+        return overall is not None or bool(streams)
 
     @property
     def cut_short(self) -> bool:

@@ -1070,7 +1070,10 @@ class Session:
             if arm.result is None:
                 if not arm.started:
                     which = "" if not self.several else f" of arm {arm.name!r}"
-                    lines.append(Line.of(f"evomemory: no benchmark task{which} ran; {arm.run_dir} was left as it was"))
+                    unchecked = "; no threshold was checked" if arm.gated or self.gains else ""
+                    lines.append(Line.of(
+                        f"evomemory: no benchmark task{which} ran; {arm.run_dir} was left as it was{unchecked}"
+                    ))
                 continue
             lines.append(Line(f"evomemory: {arm.name}", section=True))
             lines += arm.report(self.compare_dir)

@@ -258,3 +258,19 @@ def test_the_json_report_block_is_redacted_as_the_run_directory(session: Session
     assert block is not None
     assert block["comparison"] == {"note": "key ***", "ratio": "NaN"}  # strict JSON: no bare NaN
     json.dumps(block, allow_nan=False)
+
+
+@pytest.mark.parametrize(("min_accuracy", "says"), [((), ""), (("0.5",), "; no threshold was checked")])
+def test_a_session_that_ran_no_task_says_its_gates_were_not_checked(
+    tmp_path: Path, min_accuracy: tuple[str, ...], says: str
+) -> None:
+    """A -k typo with a gate set: exit 5 from pytest, and the line says the gate was not
+    judged (a CI reader would otherwise look for a verdict)."""
+    options = SessionOptions(configs=(str(SAMPLE_MEMORY_RUN),), output_dir=str(tmp_path), min_accuracy=min_accuracy)
+    session = Session.open(SessionSetup(options, CLI_FLAGS, tmp_path, writes=False))
+    try:
+        session.finish()
+        [line] = session.report(resume_command="pytest")
+    finally:
+        session.release()
+    assert line.text == f"evomemory: no benchmark task ran; {tmp_path} was left as it was{says}"
