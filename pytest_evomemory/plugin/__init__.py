@@ -64,6 +64,12 @@ def _refuse_options_without_benchmark(config: pytest.Config) -> None:
             "evomemory: --evomemory-min-gain gates a comparison of arms, but the benchmark is off; "
             "give --evomemory-config=CONTROL.yaml --evomemory-config=MEMORY.yaml"
         )
+    if config.getoption("evomemory_min_accuracy"):
+        # a gate that silently judges nothing would pass CI: refused, as the gain gate is
+        raise pytest.UsageError(
+            "evomemory: --evomemory-min-accuracy gates the benchmark's accuracy, but the benchmark is off; "
+            "add --evomemory (the ini config) or --evomemory-config=PATH"
+        )
     if config.getoption("evomemory_set"):
         raise pytest.UsageError(
             "evomemory: --evomemory-set changes a run config, but the benchmark is off; "

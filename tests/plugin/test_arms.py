@@ -205,9 +205,10 @@ def test_a_gain_gate_is_not_passed_by_an_incomplete_run(pytester: pytest.Pyteste
         ([CONTROL, MEMORY, "--evomemory-resume=out"], "reads them from DIR/arms.json"),
         ([CONTROL, MEMORY, "--evomemory-compare=elsewhere"], "compares them by itself"),
         (["--evomemory-min-gain=5"], "the benchmark is off"),
+        (["--evomemory-min-accuracy=0.5"], "the benchmark is off"),  # no gate silently judging nothing
         ([CONTROL, MEMORY, "--evomemory-min-accuracy=memory:0.5"], "unknown arm 'memory'"),
     ],
-    ids=["one-arm", "unknown-stream", "not-a-number", "same-name", "resume", "compare", "off", "unknown-arm"],
+    ids=["one-arm", "unknown-stream", "not-a-number", "same-name", "resume", "compare", "off", "off-accuracy", "unknown-arm"],
 )
 def test_bad_arm_options_are_refused_before_any_task(
     pytester: pytest.Pytester, args: list[str], message: str
