@@ -31,6 +31,7 @@ from ..memory.base import MemoryContext, MemorySystem
 from ..memory.factory import WaitNotice, backend_spec, build_memory, missing_extra, open_with_timeout
 from ..memory.snapshot import StreamSnapshots
 from ..models import check_agent_environment
+from ..options import PYTEST_FLAGS
 from ..pricing import Pricing
 from ..reporting.summary import StreamMetrics, ThresholdResult, check_thresholds
 from ..rundir import (
@@ -87,6 +88,12 @@ def _shown(value: Any) -> str:
     return shorten(json.dumps(value, sort_keys=True, default=str), 60)
 
 
+def _selected_by(config: RunConfig) -> str | None:
+    """The option that selected the streams, when the command line did (in pytest's
+    spelling, as every engine message; ``evomemory run`` respells it)."""
+    return PYTEST_FLAGS("stream") if "streams" in config.selection else None
+
+
 class BenchmarkRun:
     """The loaded streams of a run and the means to open each of them."""
 
@@ -98,7 +105,8 @@ class BenchmarkRun:
         source = config.sources.get("benchmark", "benchmark config")
         try:
             self.streams: list[Stream] = order_streams(
-                load_benchmark(config.benchmark, config.base_dir, source), config.benchmark, config.base_dir, source
+                load_benchmark(config.benchmark, config.base_dir, source, _selected_by(config)),
+                config.benchmark, config.base_dir, source,
             )
         except (ConfigError, DataError) as error:
             if source in str(error):

@@ -73,10 +73,13 @@ def unread_benchmark_keys(config: BenchmarkConfig) -> str | None:
     return None
 
 
-def load_benchmark(config: BenchmarkConfig, base_dir: Path, source_file: str = "benchmark config") -> list[Stream]:
-    """Load the selected streams, in canonical order, all-or-nothing."""
+def load_benchmark(
+    config: BenchmarkConfig, base_dir: Path, source_file: str = "benchmark config", selected_by: str | None = None
+) -> list[Stream]:
+    """Load the selected streams, in canonical order, all-or-nothing (``selected_by``:
+    the option that selected them, when the command line did)."""
     source = get_source(config.benchmark)
-    names = select_streams(config, source.stream_names(config), source_file)
+    names = select_streams(config, source.stream_names(config), source_file, selected_by)
     try:
         streams = source.load(config, base_dir, names)
     except OSError as error:

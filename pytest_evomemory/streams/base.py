@@ -96,15 +96,20 @@ class BenchmarkSpec:
     reads: frozenset[str] = frozenset()
 
 
-def select_streams(config: BenchmarkConfig, available: Sequence[str], source: str) -> list[str]:
-    """The configured stream subset, in canonical order; unknown names are refused."""
+def select_streams(
+    config: BenchmarkConfig, available: Sequence[str], source: str, selected_by: str | None = None
+) -> list[str]:
+    """The configured stream subset, in canonical order; unknown names are refused,
+    naming where the selection was given (``selected_by``: the command line's option,
+    else the config's key)."""
     check_threshold_streams(config, available, source)
     if config.streams is None:
         return list(available)
     unknown = [name for name in config.streams if name not in available]
     if unknown:
+        where = f"{source}: {selected_by}" if selected_by else f"{source}: key 'streams'"
         raise ConfigError(
-            f"{source}: key 'streams': unknown stream(s) {', '.join(map(repr, unknown))} for "
+            f"{where}: unknown stream(s) {', '.join(map(repr, unknown))} for "
             f"benchmark {config.benchmark!r}; available: {', '.join(available)}; use one of those names"
         )
     return [name for name in available if name in config.streams]

@@ -77,7 +77,7 @@ def test_both_write_the_same_artefacts_with_a_factory_found_through_pythonpath(p
         (["--@min-accuracy=lots"], "--@min-accuracy 'lots': expected [STREAM=]FRACTION"),
         (["--@min-gain=10"], "--@min-gain gates the gain of an arm over the baseline"),
         (["--@set=agent.kind=nope"], "unknown agent kind 'nope'"),
-        (["--@stream=sample_trivia"], "unknown stream(s) 'sample_trivia'"),
+        (["--@stream=sample_trivia"], "--@stream: unknown stream(s) 'sample_trivia'"),
         (["--@output-dir="], "--@output-dir is given an empty value"),
     ],
 )
