@@ -376,10 +376,14 @@ class RunLock:
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
         self._handle: IO[str] | None = None
+        #: the directories taking the lock made (deepest first): a session that wrote
+        #: nothing into them leaves none behind (``-k`` that selects no task)
+        self._made: list[Path] = []
 
     def acquire(self, command: Sequence[str] = ()) -> None:
         import fcntl
 
+        self._made = [path for path in (self.run_dir, *self.run_dir.parents) if not path.exists()]
         self.run_dir.mkdir(parents=True, exist_ok=True)
         handle = (self.run_dir / LOCK).open("a+", encoding="utf-8")
         try:
@@ -407,6 +411,12 @@ class RunLock:
             return
         try:
             (self.run_dir / LOCK_OWNER).unlink(missing_ok=True)
+            if self._made and [entry.name for entry in self.run_dir.iterdir()] == [LOCK]:
+                # made for this session, which wrote nothing: removed while still held,
+                # so no other session can have taken the lock on this file
+                (self.run_dir / LOCK).unlink()
+                for directory in self._made:
+                    directory.rmdir()  # stops at the first that holds something
         except OSError:
             pass
         self._handle.close()  # closing drops the flock

@@ -274,3 +274,28 @@ def test_a_session_that_ran_no_task_says_its_gates_were_not_checked(
     finally:
         session.release()
     assert line.text == f"evomemory: no benchmark task ran; {tmp_path} was left as it was{says}"
+
+
+def test_a_session_that_ran_no_task_leaves_no_directory_it_made(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """"Left as it was" holds for a directory the session had to make: taking its lock
+    made it, and nothing was written, so it is gone again; an existing one stays."""
+    from pytest_evomemory.cli import main as evomemory
+    from pytest_evomemory.rundir import LOCK, RunLock
+
+    monkeypatch.chdir(tmp_path)
+    made = tmp_path / "fresh" / "deeper"
+    lock = RunLock(made)
+    lock.acquire(("pytest",))
+    lock.release()
+    assert not (tmp_path / "fresh").exists()
+    (tmp_path / "kept").mkdir()
+    lock = RunLock(tmp_path / "kept" / "run")
+    lock.acquire(("pytest",))
+    lock.release()
+    assert [p.name for p in (tmp_path / "kept").iterdir()] == []  # only what the lock made is removed
+    # a directory the session wrote into stays whole
+    assert evomemory(["run", "--config", "sample_memory", "--limit", "1", "-q", "--output-dir", "out/run"]) == 0
+    assert (tmp_path / "out" / "run" / LOCK).exists() and (tmp_path / "out" / "run" / "summary.json").exists()
+    capsys.readouterr()
