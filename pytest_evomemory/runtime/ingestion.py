@@ -118,6 +118,9 @@ def with_evidence(sample: BenchmarkSample, response: AgentResponse, scored: Scor
         "evidence_recall": evidence_recall(evidence, recalled) if memory else None,
         "recalled_dia_ids": found[:100],
     }
+    unmatched = sample.metadata.get("evidence_unmatched")
+    if isinstance(unmatched, list) and unmatched:
+        details["evidence_unmatched"] = list(unmatched)
     return dataclasses.replace(scored, score=dataclasses.replace(scored.score, details=details))
 
 

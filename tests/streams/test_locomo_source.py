@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import socket
 import threading
 import zipfile
 from collections.abc import Callable, Iterator
@@ -25,6 +26,7 @@ from pytest_evomemory.errors import DataError
 from pytest_evomemory.streams import get_source, load_benchmark
 from pytest_evomemory.streams.locomo import LOCOMO10_CONVERSATIONS, LocomoBenchmark, read_file
 from pytest_evomemory.streams.locomo.materialize import local_path
+from pytest_evomemory.streams.locomo.convert import to_stream
 from pytest_evomemory.streams.locomo.schema import read_samples, read_zip_member
 from pytest_evomemory.streams.locomo.source import LOCOMO10, GitHubFile
 from pytest_evomemory.streams.provenance import provenance_line
@@ -200,6 +202,30 @@ def test_every_failure_says_what_to_do(host: RawHost, monkeypatch: pytest.Monkey
         load()
 
 
+def test_a_mirror_that_does_not_speak_http_is_one_line_not_a_traceback(
+    host: RawHost, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An EVOMEMORY_LOCOMO_URL port answering with something other than HTTP used to
+    escape as http.client.BadStatusLine (not an OSError) with a traceback."""
+    listener = socket.create_server(("127.0.0.1", 0))
+
+    def answer() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(4096)
+            connection.sendall(b"GARBAGE\r\n\r\n")
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+    monkeypatch.setenv("EVOMEMORY_LOCOMO_URL", f"http://127.0.0.1:{listener.getsockname()[1]}")
+    try:
+        with pytest.raises(DataError, match=r"could not be reached \(BadStatusLine: GARBAGE\); check the network or EVOMEMORY_LOCOMO_URL"):
+            load()
+    finally:
+        thread.join(5)
+        listener.close()
+
+
 def test_selection_and_limit_keep_the_first_questions_and_every_session(host: RawHost) -> None:
     host.serve(SOURCE, ZIP)
     (stream,) = load(["conv-12"], limit=2, ingest="agent")
@@ -265,7 +291,56 @@ def test_evidence_entries_with_several_ids_or_typos_give_the_ids_they_hold() -> 
     document = conversation(("Ada", "Ben"), "x")
     document["qa"][0]["evidence"] = ["D8:6; D9:17", "D9:1 D4:4", "D:11:26", "D1:1"]
     question = read_zip_member("7.json", document).questions[0]
-    assert question.evidence_ids == ("D8:6", "D9:17", "D9:1", "D4:4", "D1:1")
+    assert question.evidence_ids == ("D8:6", "D9:17", "D9:1", "D4:4", "D:11:26", "D1:1")
+
+
+def test_evidence_naming_no_turn_is_reported_and_left_out_of_recall_not_silently_capping_it() -> None:
+    """The pinned file has evidence naming no turn (conv-42 q059 'D10:19', conv-47 q039
+    'D4:36'), a bare 'D' (conv-42 q089) and 'D:11:26' for turn D11:26 (conv-43 q019).
+    Counting an id that names no turn would cap the question's evidence recall below 1
+    whatever the memory recalls; it is listed instead, on the question and the stream."""
+    document = conversation(("Ada", "Ben"), "x")
+    document["qa"][0]["evidence"] = ["D:1:1", "D01:02", "D", "D9:9", "D1:1"]
+    document["qa"][1]["evidence"] = ["D7:7"]
+    stream = to_stream(read_zip_member("7.json", document), seed=0, limit=None, ingest="memory",
+                       provenance={}, source="t")
+    first, second, third = stream.samples
+    assert first.metadata["evidence_ids"] == ["D1:1", "D1:2"]
+    assert first.metadata["evidence_unmatched"] == ["D", "D9:9"]
+    assert second.metadata["evidence_ids"] == [] and second.metadata["evidence_unmatched"] == ["D7:7"]
+    assert "evidence_unmatched" not in third.metadata
+    assert stream.provenance["evidence_unmatched"] == 2
+    assert "the evidence of 2 (first q001) names a turn the conversation lacks" in stream.description
+
+
+def test_session_keys_with_leading_zeros_are_read_and_a_number_given_twice_is_refused() -> None:
+    """'session_01' used to stop the reader with a KeyError traceback ('session_1')."""
+    document = conversation(("Ada", "Ben"), "x")
+    document["session_01"] = document.pop("session_1")
+    document["session_01_date_time"] = document.pop("session_1_date_time")
+    assert [s.index for s in read_zip_member("7.json", document).sessions] == [1, 2]
+    document["session_1"] = document["session_2"]
+    with pytest.raises(DataError, match=r"7.json: session_1: 'session_01' and 'session_1' are both session 1; keep one"):
+        read_zip_member("7.json", document)
+
+
+@pytest.mark.parametrize(("value", "message"), [
+    (float("nan"), r"qa\[0\]: 'answer' is nan, not an answer"),
+    (float("inf"), r"qa\[0\]: 'answer' is inf, not an answer"),
+])
+def test_a_gold_answer_that_is_not_a_finite_number_is_refused(value: float, message: str) -> None:
+    """NaN used to become the gold text 'nan' and be scored against."""
+    document = conversation(("Ada", "Ben"), "x")
+    document["qa"][0]["answer"] = value
+    with pytest.raises(DataError, match=message):
+        read_zip_member("7.json", document)
+
+
+def test_an_empty_qa_list_is_refused_saying_so() -> None:
+    document = conversation(("Ada", "Ben"), "x")
+    document["qa"] = []
+    with pytest.raises(DataError, match=r"7.json: key 'qa' is an empty list, so this conversation has no question"):
+        read_zip_member("7.json", document)
 
 
 def _broken(change: str) -> dict[str, Any]:

@@ -74,13 +74,16 @@ def to_sample(
     conversation: Conversation, question: Question, position: int, seed: int, source: str
 ) -> BenchmarkSample:
     options = adversarial_options(conversation.sample_id, question, seed) if question.category == 5 else None
+    named, unnamed = conversation.resolve_evidence(question)
     metadata: dict[str, Any] = {
         "source": source,
         "locomo_category": question.category,
         "question": question.question,
         "evidence": list(question.evidence),
-        "evidence_ids": list(question.evidence_ids),
+        "evidence_ids": list(named),
     }
+    if unnamed:
+        metadata["evidence_unmatched"] = list(unnamed)
     if options is not None:
         metadata["options"] = options
         metadata["adversarial_answer"] = options["a"] if options["b"] == NOT_MENTIONED else options["b"]
@@ -116,17 +119,24 @@ def to_stream(
         for position, question in enumerate(conversation.questions)
     ]
     selected = apply_limit(samples, limit)
+    unmatched = [sample.task_id for sample in samples if sample.metadata.get("evidence_unmatched")]
     description = (
         f"LoCoMo conversation {conversation.sample_id} ({conversation.speaker_a} and {conversation.speaker_b}): "
         f"{len(conversation.sessions)} sessions, {conversation.turns} turns, {len(samples)} questions"
     )
+    if unmatched:
+        description += (
+            f"; the evidence of {len(unmatched)} (first {unmatched[0]}) names a turn the conversation lacks, "
+            "left out of evidence recall"
+        )
     return Stream(
         conversation.sample_id,
         selected,
         MODE,
         description,
         provenance={**provenance, "questions": len(samples), "tasks_selected": len(selected),
-                    "sessions": len(conversation.sessions), "turns": conversation.turns},
+                    "sessions": len(conversation.sessions), "turns": conversation.turns,
+                    "evidence_unmatched": len(unmatched)},
         breakdown="category",
         feedback=False,
         sessions=conversation.sessions,

@@ -12,6 +12,7 @@ serves it by setting ``EVOMEMORY_LOCOMO_URL``.
 
 from __future__ import annotations
 
+import http.client
 import io
 import json
 import os
@@ -180,8 +181,10 @@ def _fetch(url: str, destination: Path, source: GitHubFile) -> None:
             f"the file is not at that commit there; check {BASE_URL_ENV}" if error.code == 404 else "retry later"
         )
         raise DataError(f"LoCoMo: cannot download {source.where}: {url} answered HTTP {error.code}; {hint}") from None
-    except (urllib.error.URLError, OSError, TimeoutError) as error:
-        reason = getattr(error, "reason", None) or error
+    except (urllib.error.URLError, OSError, TimeoutError, http.client.HTTPException) as error:
+        # HTTPException: a server that does not speak HTTP (BadStatusLine), or cut
+        # the body short of its Content-Length (IncompleteRead).
+        reason = getattr(error, "reason", None) or f"{type(error).__name__}: {str(error).strip()[:120]}"
         raise DataError(
             f"LoCoMo: cannot download {source.where}: {url} could not be reached ({reason}); check the network "
             f"or {BASE_URL_ENV}, or copy the file by hand (docs/locomo.md)"

@@ -21,6 +21,7 @@ question named; fields we do not use are not checked.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -30,8 +31,9 @@ from ...errors import DataError
 from ...types import ConversationSession, DialogueTurn
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
-#: Dialogue ids inside an ``evidence`` entry (a few entries hold two, or a typo).
-DIA_ID = re.compile(r"D\d+:\d+")
+#: Dialogue ids inside an ``evidence`` entry (a few entries hold two, or a typo:
+#: the pinned file has ``"D8:6; D9:17"``, ``"D9:1 D4:4 D4:6"`` and ``"D:11:26"``).
+DIA_ID = re.compile(r"D:?\d+:\d+")
 
 
 @dataclass(frozen=True)
@@ -68,6 +70,36 @@ class Conversation:
     @property
     def turns(self) -> int:
         return sum(len(session.turns) for session in self.sessions)
+
+    def resolve_evidence(self, question: Question) -> tuple[tuple[str, ...], tuple[str, ...]]:
+        """The question's evidence ids split into those naming a turn of this
+        conversation (as the turn spells it: ``D1:03`` is turn ``D1:3``) and those
+        naming none (a typo, or a turn the file lacks).
+
+        Only the first count in evidence recall: an id naming no turn can never be
+        recalled, so counting it would cap the question's recall below 1 whatever
+        the memory does. The others are kept and reported (docs/locomo.md).
+        """
+        turns = {_canonical(turn.dia_id): turn.dia_id for session in self.sessions for turn in session.turns}
+        named: list[str] = []
+        unnamed: list[str] = []
+        for entry in question.evidence:
+            found = DIA_ID.findall(entry)
+            if not found and entry.strip():
+                unnamed.append(entry)  # no dialogue id at all (the pinned file has a bare "D")
+            for dia_id in found:
+                turn = turns.get(_canonical(dia_id))
+                if turn is None:
+                    unnamed.append(dia_id)
+                elif turn not in named:
+                    named.append(turn)
+        return tuple(named), tuple(dict.fromkeys(unnamed))
+
+
+def _canonical(dia_id: str) -> str:
+    """``D01:003``, ``D:1:3`` and ``D1:3`` name the same turn."""
+    match = re.fullmatch(r"D:?0*(\d+):0*(\d+)", dia_id.strip())
+    return f"D{match.group(1)}:{match.group(2)}" if match else dia_id
 
 
 def read_zip_member(name: str, document: Any) -> Conversation:
@@ -111,8 +143,13 @@ def _conversation(
     if not sessions:
         raise DataError(f"{where}: no non-empty 'session_<N>' list; a conversation needs at least one session")
     qa = container.get("qa")
-    if not isinstance(qa, list) or not qa:
-        raise DataError(f"{where}: key 'qa' must be a non-empty list of questions, got {_kind(qa)}")
+    if not isinstance(qa, list):
+        raise DataError(f"{where}: key 'qa' must be a list of questions, got {_kind(qa)}")
+    if not qa:
+        raise DataError(
+            f"{where}: key 'qa' is an empty list, so this conversation has no question to ask; "
+            "add its questions or remove the conversation from the file"
+        )
     questions = tuple(_question(index, item, f"{where}: qa[{index - 1}]") for index, item in enumerate(qa, 1))
     return Conversation(sample_id, speaker_a, speaker_b, sessions, questions)
 
@@ -122,15 +159,18 @@ def _sessions(sample_id: str, body: Mapping[str, Any], where: str) -> tuple[Conv
 
     A ``session_<N>_date_time`` without its session (the zip has some) is ignored.
     """
-    numbers = sorted(
-        int(match.group(1)) for key in body if (match := _SESSION_KEY.fullmatch(str(key)))
+    keys = sorted(
+        ((int(match.group(1)), str(key)) for key in body if (match := _SESSION_KEY.fullmatch(str(key)))),
     )
     sessions: list[ConversationSession] = []
     seen_ids: set[str] = set()
-    for number in numbers:
-        key = f"session_{number}"
-        turns = body[key]
+    for position, (number, key) in enumerate(keys):
         at = f"{where}: {key}"
+        if position and keys[position - 1][0] == number:
+            raise DataError(
+                f"{at}: '{keys[position - 1][1]}' and '{key}' are both session {number}; keep one of them"
+            )
+        turns = body[key]
         if not isinstance(turns, list):
             raise DataError(f"{at}: expected a list of turns, got {_kind(turns)}")
         if not turns:
@@ -184,6 +224,8 @@ def _answer(value: Any, where: str, key: str) -> str | None:
         return None
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise DataError(f"{where}: '{key}' must be text or a number, got {_kind(value)}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise DataError(f"{where}: '{key}' is {value!r}, not an answer; write the gold answer as text or a number")
     text = str(value)
     return text if text.strip() else None
 
