@@ -336,6 +336,25 @@ def test_a_gold_answer_that_is_not_a_finite_number_is_refused(value: float, mess
         read_zip_member("7.json", document)
 
 
+@pytest.mark.parametrize(("where", "message"), [
+    ("text", r"7.json: c: session_1\[0\]: key 'text' holds a lone surrogate \('\\ud800'\) at character 3"),
+    ("answer", r"7.json: c: qa\[0\]: key 'answer' holds a lone surrogate"),
+    ("caption", r"7.json: c: session_1\[1\]: key 'blip_caption' holds a lone surrogate"),
+])
+def test_a_lone_surrogate_is_refused_at_read_naming_the_turn_or_question(where: str, message: str) -> None:
+    """JSON's "\\ud800" decodes to a lone surrogate: the in-process memory stored it and
+    SQLite refused it mid-ingestion, failing the stream after others had run."""
+    document = conversation(("Ada", "Ben"), "x")
+    if where == "text":
+        document["session_1"][0]["text"] = "ab \ud800"
+    elif where == "answer":
+        document["qa"][0]["answer"] = "x\ud800"
+    else:
+        document["session_1"][1]["blip_caption"] = "\udc00"
+    with pytest.raises(DataError, match=message + r".*not valid Unicode; fix that escape in the file"):
+        read_samples(json.loads(json.dumps([{"sample_id": "c", "conversation": document, "qa": document["qa"]}])), "7.json")
+
+
 def test_an_empty_qa_list_is_refused_saying_so() -> None:
     document = conversation(("Ada", "Ben"), "x")
     document["qa"] = []

@@ -31,6 +31,7 @@ from ...errors import DataError
 from ...types import ConversationSession, DialogueTurn
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 #: Dialogue ids inside an ``evidence`` entry (a few entries hold two, or a typo:
 #: the pinned file has ``"D8:6; D9:17"``, ``"D9:1 D4:4 D4:6"`` and ``"D:11:26"``).
 DIA_ID = re.compile(r"D:?\d+:\d+")
@@ -178,6 +179,7 @@ def _sessions(sample_id: str, body: Mapping[str, Any], where: str) -> tuple[Conv
         date_time = body.get(f"{key}_date_time")
         if not isinstance(date_time, str) or not date_time.strip():
             raise DataError(f"{at}: '{key}_date_time' is missing or empty; every session needs its date")
+        _unicode(date_time, at, f"{key}_date_time")
         parsed = tuple(_turn(turn, f"{at}[{index}]") for index, turn in enumerate(turns))
         for turn in parsed:
             if turn.dia_id in seen_ids:
@@ -195,7 +197,7 @@ def _turn(turn: Any, where: str) -> DialogueTurn:
         dia_id=_text(turn, "dia_id", where),
         speaker=_text(turn, "speaker", where),
         text=_string(turn, "text", where),
-        image_caption=caption if isinstance(caption, str) and caption.strip() else None,
+        image_caption=_unicode(caption, where, "blip_caption") if isinstance(caption, str) and caption.strip() else None,
     )
 
 
@@ -226,7 +228,7 @@ def _answer(value: Any, where: str, key: str) -> str | None:
         raise DataError(f"{where}: '{key}' must be text or a number, got {_kind(value)}")
     if isinstance(value, float) and not math.isfinite(value):
         raise DataError(f"{where}: '{key}' is {value!r}, not an answer; write the gold answer as text or a number")
-    text = str(value)
+    text = _unicode(str(value), where, key)
     return text if text.strip() else None
 
 
@@ -241,6 +243,18 @@ def _string(mapping: Mapping[str, Any], key: str, where: str) -> str:
     value = mapping.get(key)
     if not isinstance(value, str):
         raise DataError(f"{where}: key {key!r} must be text, got {_kind(value)}")
+    return _unicode(value, where, key)
+
+
+def _unicode(value: str, where: str, key: str) -> str:
+    """Refuse a lone surrogate (JSON's ``"\\ud800"`` decodes to one): it is no
+    character, so one memory would store it and another refuse it mid-run."""
+    found = _SURROGATE.search(value)
+    if found:
+        raise DataError(
+            f"{where}: key {key!r} holds a lone surrogate ({found.group()!a}) at character {found.start()}, "
+            "which is not valid Unicode; fix that escape in the file"
+        )
     return value
 
 
