@@ -25,8 +25,8 @@ from pytest_evomemory.config import BenchmarkConfig
 from pytest_evomemory.errors import DataError
 from pytest_evomemory.streams import get_source, load_benchmark
 from pytest_evomemory.streams.locomo import LOCOMO10_CONVERSATIONS, LocomoBenchmark, read_file
-from pytest_evomemory.streams.locomo.materialize import local_path
 from pytest_evomemory.streams.locomo.convert import to_stream
+from pytest_evomemory.streams.locomo.materialize import local_path
 from pytest_evomemory.streams.locomo.schema import read_samples, read_zip_member
 from pytest_evomemory.streams.locomo.source import LOCOMO10, GitHubFile
 from pytest_evomemory.streams.provenance import provenance_line
