@@ -160,3 +160,19 @@ def test_a_resume_on_an_edited_user_file_is_refused_and_on_the_same_file_goes_on
     data.write_bytes(kept)
     shutil.rmtree(out / "history", ignore_errors=True)
     assert main(["run", "-q", f"--resume={out}"]) == 0
+
+
+def test_a_resume_on_an_edited_files_stream_is_refused_as_for_a_locomo_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The check is one for every unpinned local file (runtime/resumedata.py):
+    ``benchmark: files`` streams are refused the same way."""
+    data = tmp_path / "tasks.jsonl"
+    data.write_text('{"id": "t1", "prompt": "2+2?", "target": "4"}\n', encoding="utf-8")
+    config = _config(tmp_path, {"benchmark": "files", "files": [{"name": "mine", "path": "tasks.jsonl"}]})
+    out = tmp_path / "out"
+    assert main(["run", "-q", "--config", str(config), "--output-dir", str(out)]) in (0, 1)
+    data.write_text('{"id": "t1", "prompt": "2+3?", "target": "5"}\n', encoding="utf-8")
+    capsys.readouterr()
+    assert main(["run", "-q", f"--resume={out}"]) == 4
+    assert "stream 'mine': its data file" in capsys.readouterr().err
