@@ -62,9 +62,9 @@ def read_user_file(path: Path) -> UserFile:
     if problem is not None:
         hint = "; check 'path' (relative to the benchmark config)" if problem == "does not exist" else ""
         raise DataError(f"LoCoMo file {path} {problem}{hint}")
-    size, digest = size_and_sha256(path)
-    if size > MAX_DOWNLOAD_BYTES:
+    if path.stat().st_size > MAX_DOWNLOAD_BYTES:
         raise DataError(f"LoCoMo file {path} is larger than {MAX_DOWNLOAD_BYTES // (1 << 20)} MiB; refused")
+    size, digest = size_and_sha256(path)
     conversations = read_conversations(layout, path.read_bytes(), str(path))
     for conversation in conversations:
         # each becomes a stream, whose name is a directory of the run
