@@ -78,11 +78,15 @@ class Thresholds(StrictModel):
     streams: dict[str, Annotated[float, Field(ge=0.0, le=1.0)]] = Field(default_factory=dict)
 
 
+#: A stream name a user's data gives (a ``files`` entry, a LoCoMo file's sample_id):
+#: starts with a letter or digit, since "..", "." and "-x" would be a path or an option.
+STREAM_NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]*$"
+
+
 class StreamFile(StrictModel):
     """A user-defined stream read from a JSONL file of generic task records."""
 
-    #: Starts with a letter or digit: "..", "." and "-x" would be a path or an option.
-    name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]*$", max_length=100)]
+    name: Annotated[str, Field(pattern=STREAM_NAME, max_length=100)]
     path: Text
     match_mode: str = "exact"
 
@@ -113,6 +117,9 @@ class BenchmarkConfig(StrictModel):
     #: memory before its questions, the memory system's own ingestion (``memory``)
     #: or the agent in unscored ingestion turns (``agent``); docs/locomo.md.
     ingest: Literal["memory", "agent"] = "memory"
+    #: locomo only: the user's own file in LoCoMo's format (relative to the benchmark
+    #: config), read as it is instead of the pinned upstream file; docs/locomo.md.
+    path: Text | None = None
     #: Independent replicates of the run in one session (docs/configuration.md,
     #: "Repeats"): ``repeats: N`` runs seeds ``seed .. seed + N - 1``; ``seeds`` lists
     #: them. One of the two; ``--evomemory-repeats`` replaces both.

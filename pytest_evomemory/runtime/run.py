@@ -49,6 +49,7 @@ from .ingestion import check_conversation_options
 from .memory import IsolationGuard, ObservedMemory, observe
 from .order import check_resume_order, order_streams
 from .records import Record, ResultCollector
+from .resumedata import check_resume_data
 from .stream import StreamRun
 
 AgentFactoryFn = Callable[[AgentConfig, MemorySystem | None], Agent]
@@ -450,6 +451,7 @@ class Run:
                 "output directory"
             )
         check_resume_order(state.document, benchmark.streams, run_dir, flag)
+        check_resume_data(state.document, benchmark.streams, run_dir, flag)
         return cls(benchmark, run_dir, resume=state, command=command, session_id=session_id)
 
     def lock(self) -> None:

@@ -8,6 +8,7 @@ from ..config import BenchmarkConfig
 from ..errors import ConfigError, DataError
 from ..evaluation import MATCH_MODES
 from ..registry import Registry, is_reference, lazy
+from ..validation import resolve_path
 from .base import BenchmarkSource, BenchmarkSpec, Stream, select_streams
 from .usersource import open_user_source
 
@@ -35,7 +36,7 @@ BENCHMARKS.builtin(
     "locomo",
     BenchmarkSpec(
         "locomo", lazy("pytest_evomemory.streams.locomo:LocomoBenchmark"),  # type: ignore[arg-type]
-        reads=frozenset({"data_dir", "ingest"}),
+        reads=frozenset({"data_dir", "ingest", "path"}),
     ),
     owner=__name__,
 )
@@ -79,6 +80,7 @@ def load_benchmark(
     """Load the selected streams, in canonical order, all-or-nothing (``selected_by``:
     the option that selected them, when the command line did)."""
     source = get_source(config.benchmark)
+    config = _located(config, base_dir)
     names = select_streams(config, source.stream_names(config), source_file, selected_by)
     try:
         streams = source.load(config, base_dir, names)
@@ -92,6 +94,16 @@ def load_benchmark(
     _check_tasks(streams)
     _check_match_modes(streams)
     return streams
+
+
+def _located(config: BenchmarkConfig, base_dir: Path) -> BenchmarkConfig:
+    """``path`` (a benchmark's own data file, e.g. a LoCoMo-format file) made absolute
+    against the config's directory, here, once: every method of the source then sees
+    the file the user means. (run.json keeps the path as written.)"""
+    if config.path is None:
+        return config
+    given = Path(config.path).expanduser()
+    return config.model_copy(update={"path": str(resolve_path(given if given.is_absolute() else base_dir / given))})
 
 
 def _in_the_way(error: OSError) -> str:

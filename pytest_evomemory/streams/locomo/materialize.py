@@ -28,7 +28,7 @@ from pathlib import Path
 from ...errors import DataError
 from ..pinfile import MANIFEST_NAME, size_and_sha256, write_manifest_file
 from .schema import Conversation, read_samples, read_zip_member
-from .source import BASE_URL_ENV, GitHubFile, base_url
+from .source import BASE_URL_ENV, GitHubFile, SourceFormat, base_url
 
 #: The same variable as the Evo-Memory streams' (one data directory for a machine).
 DATA_DIR_ENV = "EVOMEMORY_DATA_DIR"
@@ -107,13 +107,14 @@ def _check_and_read(source: GitHubFile, path: Path) -> list[Conversation]:
             f"the pin is sha256 {source.sha256} ({source.size} bytes); delete it to download the genuine "
             f"file, or copy {source.filename!r} of {source.page_url} at commit {source.revision} there"
         )
-    return read_conversations(source, path.read_bytes(), str(path))
+    return read_conversations(source.format, path.read_bytes(), str(path))
 
 
-def read_conversations(source: GitHubFile, data: bytes, where: str) -> list[Conversation]:
-    """The conversations of ``data`` in the source's layout, in upstream order (by name)."""
+def read_conversations(layout: SourceFormat, data: bytes, where: str) -> list[Conversation]:
+    """The conversations of ``data`` in ``layout``, in upstream order (by name): the
+    one reader of the pinned file, the bundled sample and a user's own file."""
     try:
-        if source.format == "locomo_json":
+        if layout == "locomo_json":
             return read_samples(json.loads(data.decode("utf-8")), where)
         return _read_zip(data, where)
     except (UnicodeDecodeError, json.JSONDecodeError, zipfile.BadZipFile) as error:
@@ -157,7 +158,7 @@ def _download(source: GitHubFile, data_dir: Path, target: Path) -> list[Conversa
                 f"({size} bytes), the pin is sha256 {source.sha256} ({source.size} bytes); it was not "
                 f"installed. If {BASE_URL_ENV} names a mirror, the mirror serves other bytes than upstream"
             )
-        conversations = read_conversations(source, downloaded.read_bytes(), url)
+        conversations = read_conversations(source.format, downloaded.read_bytes(), url)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(downloaded, target)
         _write_manifest(source, target, size, digest)
