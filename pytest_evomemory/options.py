@@ -158,10 +158,10 @@ _QUOTED = re.compile(r"('[^'\n]*')")
 #: An option in pytest's spelling, not inside a quoted ``pytest ...`` command.
 _PYTEST_SPELLING = re.compile(r"(?<!pytest )--evomemory-([a-z][a-z-]*[a-z])")
 PYTEST_FLAGS = Flags(PYTEST_PREFIX, "pytest", "evomemory_")
+CLI_FLAGS = Flags("--", "cli")
 #: The ini option for the seconds between a stream's progress lines, read by both
 #: doors (``evomemory run`` reads the repository's pytest settings)
 PROGRESS_INTERVAL_INI = "evomemory_progress_interval"
-CLI_FLAGS = Flags("--", "cli")
 
 
 def add_options(addoption: Callable[..., Any], flags: Flags) -> None:

@@ -93,9 +93,9 @@ def main(args: argparse.Namespace) -> int:
 
 
 class RunProgress:
-    """The pytest door's progress, printed: a line per task with its verdict (the
-    letter pytest shows) and each stream's line as the board decides (every
-    ``evomemory_progress_interval`` seconds and at its last task)."""
+    """What pytest shows while a session runs, printed by ``evomemory run``: a line
+    per task with its verdict (for pytest's letter) and each stream's line as the
+    board decides (every ``evomemory_progress_interval`` seconds and at its last task)."""
 
     def __init__(self, session: Session, board: ProgressBoard, *, verdicts: bool) -> None:
         self.board = board

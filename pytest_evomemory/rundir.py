@@ -166,26 +166,22 @@ def check_output_dir(path: Path) -> Path:
     too_long = long_name_problem(resolved)
     if too_long is not None:
         raise RunDirError(f"output directory {text[:80]!r}...: {too_long}; give a shorter directory")
-    for parent in (resolved, *resolved.parents):
-        try:
-            exists = parent.exists()
-        except OSError as error:  # a path too long for the system, an I/O error
-            raise RunDirError(
-                f"output directory {text[:200]!r}: cannot be checked ({error.strerror or error}); give another directory"
-            ) from None
-        if not exists:
-            continue
-        if not parent.is_dir():
-            raise RunDirError(
-                f"output directory {resolved}: {parent} is a file, not a directory; "
-                "remove it or give another --evomemory-output-dir"
-            )
-        if not os.access(parent, os.W_OK | os.X_OK):
-            raise RunDirError(
-                f"output directory {resolved}: {parent} is not writable; "
-                "give a writable --evomemory-output-dir"
-            )
-        break
+    try:
+        parent = _nearest_existing(resolved)
+    except OSError as error:  # a path too long for the system, an I/O error
+        raise RunDirError(
+            f"output directory {text[:200]!r}: cannot be checked ({error.strerror or error}); give another directory"
+        ) from None
+    if parent is not None and not parent.is_dir():
+        raise RunDirError(
+            f"output directory {resolved}: {parent} is a file, not a directory; "
+            "remove it or give another --evomemory-output-dir"
+        )
+    if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
+        raise RunDirError(
+            f"output directory {resolved}: {parent} is not writable; "
+            "give a writable --evomemory-output-dir"
+        )
     for name, kind in ((MEMORY, "directory"), (TRANSCRIPTS, "directory")):
         problem = place_problem(resolved / name, kind)
         if problem is not None:
@@ -210,17 +206,20 @@ def place_problem(path: Path, kind: str) -> str | None:
             if kind == "directory" and not path.is_dir():
                 return f"{path} is a file where a directory is expected"
             return None
-        for parent in path.parents:
-            if not parent.exists():
-                continue
-            if not parent.is_dir():
-                return f"{parent} is a file where a directory is expected (for {path})"
-            if not os.access(parent, os.W_OK | os.X_OK):
-                return f"{parent} is not writable (for {path})"
-            return None
+        parent = _nearest_existing(path.parent)
+        if parent is not None and not parent.is_dir():
+            return f"{parent} is a file where a directory is expected (for {path})"
+        if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
+            return f"{parent} is not writable (for {path})"
     except OSError as error:
         return f"{path} cannot be checked ({error.strerror or error})"
     return None
+
+
+def _nearest_existing(path: Path) -> Path | None:
+    """``path``, or the nearest of its parents that exists: where a run's new folders
+    would be made, and so what must be a writable directory (OSError propagates)."""
+    return next((place for place in (path, *path.parents) if place.exists()), None)
 
 
 # --------------------------------------------------------------------------- encoding

@@ -572,7 +572,6 @@ class PostgresMemory:
             )
 
 
-
 def _server_said(error: BaseException) -> str:
     """The server's or driver's reason on one line: psycopg adds the failing query's
     excerpt (``LINE 1: ...``) and a caret line under it, and a connection failure
@@ -580,6 +579,7 @@ def _server_said(error: BaseException) -> str:
     lines = [line.strip() for line in str(error).splitlines()]
     kept = [line for line in lines if line and not line.startswith("LINE ") and line.strip("^ ")]
     return " ".join(kept)
+
 
 def _tsquery(terms: Sequence[str]) -> str:
     """``'w1' | 'w2'``: each term holds only letters and digits, so quoted it is a

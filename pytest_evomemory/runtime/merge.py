@@ -21,6 +21,7 @@ and ``--resume`` of the merged directory runs the rest on one machine.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -474,7 +475,7 @@ def read_shard_records(shard: ShardRun, name: str) -> ShardRecords:
     if summary is not None:
         streams = _mapping(summary.get("streams"))
         disagree = records_disagree(summary, summarize(list(streams), [outcome(s) for s in scores], responses))
-        stimuli = {stream: sum(1 for r in responses if r["stream"] == stream) for stream in transcripts}
+        stimuli = Counter(response["stream"] for response in responses)
         short = next((stream for stream, held in transcripts.items() if held != stimuli[stream]), None)
         if disagree is None and short is not None:
             disagree = (f"{TRANSCRIPTS}/{short}.jsonl holds {transcripts[short]} turns, {RESPONSES} "

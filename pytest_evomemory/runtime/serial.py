@@ -44,25 +44,20 @@ def run_session(
     as interrupted (summarized, resumable). A refusal (a preflight's, or a stream's
     first build, :class:`~..errors.SessionRefused`) is raised: nothing is written.
     ``notice`` shows a line while something is being waited for (a memory factory
-    that has not returned); ``progress`` sees every record and every complete task. The session's start-up heap, paused while it opened, is
-    settled after the preflight (and paused again while each stream opens)."""
+    that has not returned); ``progress`` sees every record and every complete task.
+    The session's start-up heap, paused while it opened, is settled after the
+    preflight (and paused again while each stream opens)."""
     with session.setup.heap.paused():
         session.preflight(builtin_agent=agent_factory is None, builtin_memory=memory_factory is None)
     wall = time.perf_counter()
     interrupted = False
-
-    def sink(key: str, record: Record) -> None:
-        session.add_records([record])  # a reason to stop is kept as the session's
-        if progress is not None:
-            progress.record(key, record)
-
     session.termination.install()
     try:
         for arm in session.arms:
             for stream in arm.benchmark.streams:
                 if session.stop_reason:
                     break
-                _run_stream(session, arm.key(stream.name), sink, agent_factory, memory_factory, notice, progress)
+                _run_stream(session, arm.key(stream.name), agent_factory, memory_factory, notice, progress)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -73,7 +68,7 @@ def run_session(
 
 
 def _run_stream(
-    session: Session, key: str, stream_sink: Callable[[str, Record], None],
+    session: Session, key: str,
     agent_factory: AgentFactoryFn | None, memory_factory: MemoryFactoryFn | None,
     notice: Callable[[str], None] | None, progress: Progress | None,
 ) -> None:
@@ -83,7 +78,9 @@ def _run_stream(
         return
 
     def sink(record: Record) -> None:
-        stream_sink(key, record)
+        session.add_records([record])  # a reason to stop is kept as the session's
+        if progress is not None:
+            progress.record(key, record)
 
     live = session.start_stream(key, sink, agent_factory=agent_factory, memory_factory=memory_factory, notice=notice)
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 from ..config import BenchmarkConfig
@@ -109,8 +110,6 @@ def _located(config: BenchmarkConfig, base_dir: Path) -> BenchmarkConfig:
 def _in_the_way(error: OSError) -> str:
     """What blocked reading or writing the stream data, in words: a rename names
     its destination (``filename2``), the place the user can look at."""
-    import errno
-
     where = error.filename2 if error.filename2 is not None else error.filename
     if where is None:
         return f"the stream data: {error.strerror or error}"

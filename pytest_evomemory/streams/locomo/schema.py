@@ -25,6 +25,7 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 from ...errors import DataError
@@ -72,6 +73,12 @@ class Conversation:
     def turns(self) -> int:
         return sum(len(session.turns) for session in self.sessions)
 
+    @cached_property
+    def _turn_ids(self) -> dict[str, str]:
+        """Each turn's id as :func:`_canonical` spells it -> as the turn spells it: made
+        once per conversation, not once per question (conv-26 asks 199 of them)."""
+        return {_canonical(turn.dia_id): turn.dia_id for session in self.sessions for turn in session.turns}
+
     def resolve_evidence(self, question: Question) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The question's evidence ids split into those naming a turn of this
         conversation (as the turn spells it: ``D1:03`` is turn ``D1:3``) and those
@@ -81,7 +88,7 @@ class Conversation:
         recalled, so counting it would cap the question's recall below 1 whatever
         the memory does. The others are kept and reported (docs/locomo.md).
         """
-        turns = {_canonical(turn.dia_id): turn.dia_id for session in self.sessions for turn in session.turns}
+        turns = self._turn_ids
         named: list[str] = []
         unnamed: list[str] = []
         for entry in question.evidence:
