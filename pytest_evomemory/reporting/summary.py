@@ -402,8 +402,9 @@ def summarize(
 #: run's summary.json and its records agree on each (the summary is made from them).
 #: Those of the scores, and those of the responses.
 SCORE_COUNTS = ("tasks", "correct", "errors")
-#: Not ``cached_responses``: a replayed call is marked on its assistant messages,
-#: which responses.jsonl leaves to the transcripts.
+#: Not ``cached_responses``: responses.jsonl says ``cached`` on each replayed response
+#: (the collector adds it), but a run written before it did marks replies only on the
+#: assistant messages in its transcripts, and must still resume and merge.
 RESPONSE_COUNTS = ("stimuli", "feedback_turns", "agent_turns", "tool_calls", "memory_retains", "memory_recalls",
                    "protocol_violations")
 RECORD_COUNTS = (*SCORE_COUNTS, *RESPONSE_COUNTS)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from ..identity import reported_models
 from ..reporting.categories import category_table
-from ..reporting.summary import ResponseTally, StreamMetrics, ThresholdResult, outcome, summarize
+from ..reporting.summary import ResponseTally, StreamMetrics, ThresholdResult, is_cached, outcome, summarize
 from ..types import BenchmarkSample
 
 if TYPE_CHECKING:
@@ -427,6 +427,11 @@ class ResultCollector:
         names = reported_models(response.get("messages") or ())
         if names:
             self.reported_models.setdefault(str(response.get("stream")), {}).update(dict.fromkeys(names))
+        if not response.get("cached") and is_cached(response):
+            # said on the record itself: responses.jsonl leaves the messages (where the
+            # cache marks each replayed reply) to the transcripts, and a merge or a
+            # resume counts the summary from responses.jsonl alone
+            response = {**response, "cached": True}
         self.responses.add(response)
         if self.writer:
             self.writer.add_response(response)
