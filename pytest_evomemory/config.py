@@ -91,6 +91,12 @@ class StreamFile(StrictModel):
     match_mode: str = "exact"
 
 
+#: The benchmark keys that set the order of a stream's tasks (:mod:`.runtime.order`)
+#: and nothing else: two runs whose resolved configs differ only here ran the same
+#: arm in two orders (:func:`.reporting.compare.order_only`), however each was set.
+ORDER_KEYS = ("order", "order_seed", "order_from")
+
+
 class BenchmarkConfig(StrictModel):
     """Workload selection and limits: which streams, how many tasks, where data lives."""
 

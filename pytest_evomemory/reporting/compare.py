@@ -11,9 +11,10 @@ When the runs' match modes declare a continuous headline figure (LoCoMo's F1,
 Wilcoxon signed-rank p-value on the tasks both ran, beside McNemar on the yes/no
 outcome (F1 >= 0.5).
 
-A run that is the baseline in another ``benchmark.order`` (nothing else differs) is
-also listed under ``sequence_robustness``: the paired difference between the two
-orders, the paper's sequence robustness (:func:`.stats.order_difference`). A repeated
+A run that is the baseline in another order (:func:`order_only`: the resolved
+configs run.json records are equal apart from the order keys, however the order was
+set) is also listed under ``sequence_robustness``: the paired difference between the
+two orders, the paper's sequence robustness (:func:`.stats.order_difference`). A repeated
 session compares its arms across replicates in :mod:`.replicates`.
 
 Runs are only comparable task by task: when two runs cover different streams or
@@ -25,10 +26,10 @@ side by side. A task is identified by ``(stream, task_id)``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..config import ORDER_KEYS
 from ..evaluation.modes import Metric
 from ..identity import recorded_identity
 from ..rundir import SCHEMA_VERSION
@@ -210,28 +211,90 @@ def config_diff(runs: Sequence[RunData]) -> list[dict[str, Any]]:
     return rows
 
 
-#: config_diff keys two orders of one arm differ in: the run's name, its order settings,
-#: and each stream's recorded order (run.json ``streams[].order``).
-_ORDER_KEY = re.compile(r"^(name|benchmark\.order(_seed|_from)?(\..*)?|streams\..+\.order(\..+)?)$")
+def _mapping(value: object) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
 
 
-def _order(run: RunData) -> str:
+def _listed_streams(run: RunData) -> list[Mapping[str, Any]]:
+    listed = run.run.get("streams")
+    return [entry for entry in listed if isinstance(entry, Mapping)] if isinstance(listed, list) else []
+
+
+#: Keys of a stream's recorded provenance that say where its file was, not which bytes
+#: it held (its sha256 says that): two checkouts read the same data from two places.
+_PROVENANCE_LOCATION = ("file", "path")
+
+
+def _what_ran_but_order(run: RunData) -> dict[str, Any] | None:
+    """What ran, apart from the order of the tasks: run.json's resolved benchmark
+    (without :data:`~..config.ORDER_KEYS`), agent and memory, and each stream as it
+    was read. Never how the config was spelled (its name, files, ``set`` overrides,
+    the command line's selection): the order may come from the config, a ``set``, a
+    replicate's seed or a merge, and the same resolved settings are the same arm."""
     config = run.run.get("run")
-    benchmark = config.get("benchmark") if isinstance(config, Mapping) else None
-    order = benchmark.get("order") if isinstance(benchmark, Mapping) else None
-    return str(order) if order else "given"
+    if not isinstance(config, Mapping):
+        return None
+    benchmark = _mapping(config.get("benchmark"))
+    return {
+        "benchmark": {key: value for key, value in benchmark.items() if key not in ORDER_KEYS},
+        "agent": config.get("agent"),
+        "memory": config.get("memory"),
+        "streams": [
+            {
+                **{key: value for key, value in entry.items() if key not in ("order", "provenance")},
+                "provenance": {
+                    key: value for key, value in _mapping(entry.get("provenance")).items()
+                    if key not in _PROVENANCE_LOCATION
+                },
+            }
+            for entry in _listed_streams(run)
+        ],
+    }
+
+
+def _stream_orders(run: RunData) -> dict[str, Mapping[str, Any]]:
+    """Each stream's order as the run recorded it (run.json ``streams[].order``: kind,
+    seed, the digest of its task ids in order), or, in a run.json from before orders
+    were recorded, the configured order for every stream."""
+    recorded = {str(entry.get("name")): _mapping(entry.get("order")) for entry in _listed_streams(run)}
+    if recorded and all(recorded.values()):
+        return recorded
+    benchmark = _mapping(_mapping(run.run.get("run")).get("benchmark"))
+    configured = {"kind": str(benchmark.get("order") or "given")}
+    return {name: configured for name in recorded} or {"": configured}
+
+
+def _same_order(first: Mapping[str, Any], second: Mapping[str, Any]) -> bool:
+    """Whether two recorded orders of a stream put its tasks in one sequence: the
+    same kind and seed, and the same task digest where both recorded one."""
+    if first.get("kind", "given") != second.get("kind", "given") or first.get("seed") != second.get("seed"):
+        return False
+    digests = first.get("tasks_sha256"), second.get("tasks_sha256")
+    return None in digests or digests[0] == digests[1]
+
+
+def _order(run: RunData, seeded: bool = False) -> str:
+    """The run's order by name (``shuffle``), with its seed (``shuffle seed 5``) when
+    ``seeded``: two shuffles are told apart by their seeds."""
+    orders = list(_stream_orders(run).values())
+    kind = str(orders[0].get("kind") or "given") if orders else "given"
+    seed = orders[0].get("seed") if orders else None
+    return f"{kind} seed {seed}" if seeded and seed is not None else kind
 
 
 def order_only(first: RunData, second: RunData) -> tuple[str, str] | None:
-    """``(first's order, second's order)`` when the two runs differ in nothing but
-    ``benchmark.order`` (and its seed or reference runs): the same arm in two orders,
-    whose paired difference is the paper's sequence robustness; else None."""
-    if _order(first) == _order(second) or not first.run or not second.run:
+    """``(first's order, second's order)`` when the two runs ran the same arm in two
+    orders: what ran is equal apart from the order (:func:`_what_ran_but_order`), and
+    some stream's tasks ran in another sequence (:func:`_same_order`). Their paired
+    difference is the paper's sequence robustness; else None."""
+    ran = _what_ran_but_order(first)
+    if ran is None or ran != _what_ran_but_order(second):
         return None
-    rows = config_diff([first, second])
-    if not all(_ORDER_KEY.match(row["key"]) for row in rows):
+    orders, others = _stream_orders(first), _stream_orders(second)
+    if set(orders) == set(others) and all(_same_order(orders[name], others[name]) for name in orders):
         return None
-    return _order(first), _order(second)
+    seeded = _order(first) == _order(second)
+    return _order(first, seeded), _order(second, seeded)
 
 
 def sequence_robustness(runs: Sequence[RunData], streams: Sequence[str]) -> list[dict[str, Any]]:

@@ -12,7 +12,9 @@ exactly the same tasks and their results pair task by task:
 * ``easy_to_hard`` / ``hard_to_easy``: by difficulty, ties kept in the source order.
   Difficulty comes from ``order_from`` (finished run directories: 1 minus the share
   of them that solved the task) or else from the source (:data:`SOURCE_DIFFICULTY`);
-  a stream with neither is refused before any model call.
+  a stream with neither is refused before any model call, and so is a stream of
+  several tasks that are all equally difficult (a reference run that solved none or
+  all of them): it could only run in the source order, the same in both directions.
 
 Each stream's order is recorded in run.json (``streams[].order``: kind, seed, where
 the difficulty came from, and a hash of the task ids in order), and a resume whose
@@ -97,10 +99,38 @@ def _order_one(
                 source=source, key="order",
             )
         where = SOURCE_DIFFICULTY.get(stream.name, JSONL_DIFFICULTY)
+    _refuse_all_tied(stream.name, kind, difficulty, where, solve_rates is not None, source)
     sign = 1.0 if kind == "easy_to_hard" else -1.0
     # sorted() is stable: equally difficult tasks keep the source order, in both directions
     samples.sort(key=lambda sample: sign * float(difficulty[sample.task_id] or 0.0))
     return samples, {"kind": kind, "difficulty": where}
+
+
+def _refuse_all_tied(
+    stream: str, kind: str, difficulty: Mapping[str, float | None], where: str, from_runs: bool, source: str
+) -> None:
+    """Refuse a difficulty order of a stream whose tasks are all equally difficult:
+    it would run them in the source order, exactly as the opposite order does, and
+    the comparison of the two would read "no difference" about an order never varied."""
+    values = set(difficulty.values())
+    if len(difficulty) < 2 or len(values) != 1:
+        return
+    (value,) = values
+    if from_runs:
+        why = (
+            f"the reference run(s) solved {'none' if value == 1.0 else 'all' if value == 0.0 else 'the same share'} "
+            f"of its {len(difficulty)} tasks, so every task is equally difficult"
+        )
+        fix = "give 'order_from' runs that solved some tasks and missed others (e.g. a stronger or weaker arm)"
+    else:
+        why = f"every one of its {len(difficulty)} tasks has difficulty {value:g} ({where})"
+        fix = "select tasks that differ in difficulty (another 'limit'), or use 'order_from' runs"
+    key = "order_from" if from_runs else "order"
+    raise ConfigError(
+        f"{source}: key '{key}': {kind} cannot order stream {stream!r}: {why}; it would run the tasks in the "
+        f"source order, as the opposite order would; {fix}",
+        source=source, key=key,
+    )
 
 
 def _run_count(config: BenchmarkConfig) -> int:
