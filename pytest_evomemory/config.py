@@ -57,6 +57,20 @@ def _not_blank(value: str) -> str:
 Text = Annotated[str, AfterValidator(_not_blank)]
 
 
+class _ConfigPath:
+    """Marks a config field whose value is a filesystem path: the loader makes it
+    absolute, by one rule for every such key (:mod:`.configpaths`)."""
+
+    def __repr__(self) -> str:
+        return "CONFIG_PATH"
+
+
+CONFIG_PATH = _ConfigPath()
+#: A path: relative to the config file that writes it, or to the working directory
+#: when the command line gives it (:mod:`.configpaths`); absolute once loaded.
+PathText = Annotated[str, AfterValidator(_not_blank), CONFIG_PATH]
+
+
 class StrictModel(BaseModel):
     """Unknown keys are errors, and no value is coerced: ``limit: true`` is not 1,
     ``limit: "5"`` is not 5 and ``temperature: yes`` is not 1.0 (pydantic's lax mode
@@ -87,7 +101,7 @@ class StreamFile(StrictModel):
     """A user-defined stream read from a JSONL file of generic task records."""
 
     name: Annotated[str, Field(pattern=STREAM_NAME, max_length=100)]
-    path: Text
+    path: PathText
     match_mode: str = "exact"
 
 
@@ -103,7 +117,7 @@ class BenchmarkConfig(StrictModel):
     benchmark: str = "evomemory_single_turn"
     streams: list[str] | None = None
     limit: Annotated[int, Field(ge=1)] | None = None
-    data_dir: Text | None = None
+    data_dir: PathText | None = None
     seed: int = 0
     #: evomemory_single_turn only: MMLU-Pro categories to keep; ``None`` means the
     #: paper's (economics, engineering, philosophy), ``"all"`` turns the filter off.
@@ -117,15 +131,15 @@ class BenchmarkConfig(StrictModel):
     #: The seed of ``order: shuffle`` (default: ``seed``, which also fixes GPQA's options).
     order_seed: int | None = None
     #: Finished run directories whose results give each task's difficulty (the share of
-    #: them that solved it) for easy_to_hard / hard_to_easy, relative to the run config.
-    order_from: Text | list[Text] | None = None
+    #: them that solved it) for easy_to_hard / hard_to_easy (paths: :data:`PathText`).
+    order_from: PathText | list[PathText] | None = None
     #: locomo and locomo_sample only: who writes each conversation's sessions into
     #: memory before its questions, the memory system's own ingestion (``memory``)
     #: or the agent in unscored ingestion turns (``agent``); docs/locomo.md.
     ingest: Literal["memory", "agent"] = "memory"
     #: locomo only: the user's own file in LoCoMo's format (relative to the benchmark
     #: config), read as it is instead of the pinned upstream file; docs/locomo.md.
-    path: Text | None = None
+    path: PathText | None = None
     #: Independent replicates of the run in one session (docs/configuration.md,
     #: "Repeats"): ``repeats: N`` runs seeds ``seed .. seed + N - 1``; ``seeds`` lists
     #: them. One of the two; ``--evomemory-repeats`` replaces both.
@@ -266,9 +280,9 @@ class ModelConfig(StrictModel):
     max_connections: Annotated[int, Field(ge=1, le=4096)] | None = None
     #: Replay identical requests from disk; ``None`` means on for temperature 0.
     cache: bool | None = None
-    cache_dir: Text | None = None
+    cache_dir: PathText | None = None
     #: Local GGUF file for ``provider: local``; default: the bundled model.
-    model_path: Text | None = None
+    model_path: PathText | None = None
     n_ctx: Annotated[int, Field(ge=256, le=1_048_576)] = 4096
     #: The API model's context window in tokens, for ``provider: openai`` (a local
     #: model's is ``n_ctx``): how much of the conversation LoCoMo's full-context arm
@@ -288,7 +302,7 @@ class ModelConfig(StrictModel):
     #: US dollars per million input / output tokens, or the path of a pricing file
     #: (relative to the agent config's directory), read when the config is loaded:
     #: every cost in the artefacts and ``--evomemory-max-cost`` come from it.
-    pricing: Pricing | Text | None = None
+    pricing: Pricing | PathText | None = None
 
     @property
     def context_tokens(self) -> int:
@@ -562,6 +576,12 @@ class RunConfig:
     selection: Mapping[str, Any] = field(default_factory=dict)
     #: Set when the session runs this config as one of several replicates.
     replicate: Replicate | None = None
+    #: Each path-valued key the loader made absolute (dotted, ``benchmark.order_from``,
+    #: ``benchmark.files.0.path``): its value as written, and where it resolved
+    #: (:mod:`.configpaths`). run.json records the first in the config (a moved checkout
+    #: or another machine's shard is the same run) and the second under ``paths``.
+    spelled: Mapping[str, Any] = field(default_factory=dict)
+    located: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def base_dir(self) -> Path:
@@ -588,7 +608,7 @@ class RunConfig:
     def to_dict(self) -> dict[str, Any]:
         """The resolved configuration for ``run.json``. Holds no secret values:
         configs only ever name the environment variables that hold them."""
-        return {
+        document = {
             "name": self.name,
             "path": str(self.path),
             "sources": dict(self.sources),
@@ -598,6 +618,26 @@ class RunConfig:
             "overrides": list(self.overrides),
             "selection": dict(self.selection),
         }
+        for key, value in self.spelled.items():
+            _put(document, key.split("."), value)
+        if self.located:
+            document["paths"] = dict(self.located)
+        return document
+
+
+def _put(document: dict[str, Any], key: Sequence[str], value: Any) -> None:
+    """Set the dotted ``key`` (a digit indexes a list) of ``document`` back to ``value``
+    where it still holds a path (a pricing file is recorded as the prices it gave)."""
+    target: Any = document
+    for part in key[:-1]:
+        if isinstance(target, list):
+            target = target[int(part)] if part.isdigit() and int(part) < len(target) else None
+        else:
+            target = target.get(part)
+        if not isinstance(target, dict | list):
+            return
+    if isinstance(target, dict) and isinstance(target.get(key[-1]), str | list):
+        target[key[-1]] = value
 
 
 def _benchmark_dump(benchmark: BenchmarkConfig) -> dict[str, Any]:

@@ -22,12 +22,13 @@ from .config import (
     BackendOptions,
     BenchmarkConfig,
     MemoryConfig,
+    PathText,
     RunConfig,
     StrictModel,
-    Text,
     looks_like_a_secret,
     validate_mapping,
 )
+from .configpaths import base_for, locate
 from .configs import builtin_part, builtin_part_names
 from .errors import ConfigError
 from .memory.factory import MEMORY_BACKENDS, backend_spec
@@ -48,19 +49,22 @@ class _RunFile(StrictModel):
     benchmark: str | dict[str, Any]
     agent: str | dict[str, Any]
     memory: str | dict[str, Any] = Field(default_factory=dict)
-    output_dir: Text | None = None
+    output_dir: PathText | None = None
 
 
 def _resolve_part(
     value: str | Mapping[str, Any], base_dir: Path, key: str, run_path: Path
-) -> tuple[dict[str, Any], str]:
+) -> tuple[dict[str, Any], str, Path]:
+    """The part's raw mapping, its source as messages name it, and the directory its
+    relative paths are relative to (:mod:`.configpaths`): its file's, or, inline, the
+    run config's. ``base_dir``: where a file the part names is relative to."""
     if isinstance(value, Mapping):
-        return dict(value), f"{run_path} (inline '{key}')"
-    reference = Path(value)
+        return dict(value), f"{run_path} (inline '{key}')", run_path.parent
+    reference = Path(value).expanduser()
     if reference.suffix not in {".yaml", ".yml"}:
         shipped = builtin_part(key, value)
         if shipped is not None:  # a shipped config by name, as --evomemory-config takes one
-            return read_yaml_mapping(shipped), str(shipped)
+            return read_yaml_mapping(shipped), str(shipped), shipped.parent
         raise ConfigError(
             f"{run_path}: key '{key}' must name a .yaml/.yml file, a built-in {key} config "
             f"({', '.join(builtin_part_names(key))}) or be an inline mapping, got {value!r}; write one of those",
@@ -69,12 +73,13 @@ def _resolve_part(
     path = resolve_path(reference if reference.is_absolute() else (base_dir / reference))
     problem = path_problem(path)
     if problem is not None:
-        hint = "; check the path (it is relative to the run config's directory)" if problem == "does not exist" else ""
+        where = "the working directory" if base_dir != run_path.parent else "the run config's directory"
+        hint = f"; check the path (it is relative to {where})" if problem == "does not exist" else ""
         raise ConfigError(
             f"{run_path}: key '{key}' names {value!r}, but {path} {problem}{hint}",
             source=str(run_path), key=key,
         )
-    return read_yaml_mapping(path, empty=f"the {key} config"), str(path)
+    return read_yaml_mapping(path, empty=f"the {key} config"), str(path), path.parent
 
 
 def load_run_config(path: str | Path, settings: Sequence[str] = (), *, set_flag: str = SET_FLAG) -> RunConfig:
@@ -89,6 +94,9 @@ def load_run_config(path: str | Path, settings: Sequence[str] = (), *, set_flag:
     run_path = resolve_path(Path(path).expanduser())
     raw = read_yaml_mapping(run_path)
     raw.update({s.part: s.value for s in parsed if len(s.path) == 1})
+    cwd = Path.cwd()
+    set_here = [s.path for s in parsed if len(s.path) == 1]
+    raw, paths = locate(raw, _RunFile, None, run_path.parent, set_here, cwd)
     problems: list[ConfigError] = []
     run: _RunFile | None = None
     try:
@@ -112,11 +120,17 @@ def load_run_config(path: str | Path, settings: Sequence[str] = (), *, set_flag:
         if not isinstance(reference, str | Mapping):
             continue
         try:
-            data, source = _resolve_part(reference, base, key, run_path)
+            data, source, part_dir = _resolve_part(reference, base_for((key,), base, set_here, cwd), key, run_path)
             sources[key] = source
-            parts[key] = _validate_part(key, model, apply_settings(data, parsed, key), f"{source}{suffix}")
+            data, found = locate(
+                apply_settings(data, parsed, key), model, key, part_dir,
+                [s.path[1:] for s in parsed if s.part == key and len(s.path) > 1], cwd,
+            )
+            paths.spelled.update(found.spelled)
+            paths.located.update(found.located)
+            parts[key] = _validate_part(key, model, data, f"{source}{suffix}")
             if key == "agent":
-                parts[key] = _with_pricing_resolved(parts[key], source, base)
+                parts[key] = _with_pricing_resolved(parts[key], source)
         except ConfigError as error:
             problems.append(error)
     if problems:
@@ -131,6 +145,8 @@ def load_run_config(path: str | Path, settings: Sequence[str] = (), *, set_flag:
         output_dir=run.output_dir,
         sources=sources,
         overrides=tuple(settings),
+        spelled=paths.spelled,
+        located=paths.located,
     )
 
 
@@ -218,16 +234,15 @@ def _unread_agent_key(agent: AgentConfig, reads: frozenset[str]) -> str | None:
     return None
 
 
-def _with_pricing_resolved(agent: AgentConfig, source: str, run_dir: Path) -> AgentConfig:
-    """``model.pricing`` given as a file: its prices for this model, read now, so the
-    run records the prices it used and a bad file stops the run before any task."""
+def _with_pricing_resolved(agent: AgentConfig, source: str) -> AgentConfig:
+    """``model.pricing`` given as a file (already absolute, :mod:`.configpaths`): its
+    prices for this model, read now, so the run records the prices it used and a bad
+    file stops the run before any task."""
     model = agent.model
     if model is None or not isinstance(model.pricing, str):
         return agent
-    source_path = Path(source)
-    base = source_path.parent if source_path.is_file() else run_dir  # an inline agent: the run config's directory
     try:
-        pricing = resolve_pricing(model.pricing, model.model, base)
+        pricing = resolve_pricing(model.pricing, model.model, Path(model.pricing).parent)
     except PricingFileError as error:
         raise ConfigError(f"{source}: key 'model.pricing': {error}", source=source, key="model.pricing") from None
     return agent.model_copy(update={"model": model.model_copy(update={"pricing": pricing})})

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
 OVERALL = "overall"
 
 #: run.json keys left out of the config diff: where files were, not what ran.
-_NOT_CONFIG = ("sources", "path")
+_NOT_CONFIG = ("sources", "path", "paths")
 
 TaskKey = tuple[str, str]
 

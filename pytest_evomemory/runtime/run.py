@@ -57,9 +57,11 @@ MemoryFactoryFn = Callable[[MemoryConfig, MemoryContext], MemorySystem]
 
 
 #: Where a run's config files were, not what they set: a moved checkout may resume.
-#: Not settings of the run: where the files were, and which of the settings came
-#: from the command line (the effective limit and streams are in ``benchmark``).
-_LOCATION_KEYS = ("path", "sources", "selection")
+#: Not settings of the run: where the files were, where their paths resolved
+#: (``paths``; the config holds each as written, :mod:`..configpaths`), and which of
+#: the settings came from the command line (the effective limit and streams are in
+#: ``benchmark``).
+_LOCATION_KEYS = ("path", "sources", "paths", "selection")
 
 
 def config_fingerprint(config: RunConfig) -> str:

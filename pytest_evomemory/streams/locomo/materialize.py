@@ -49,8 +49,9 @@ def default_data_dir() -> Path:
 
 
 def resolve_data_dir(configured: str | None, base_dir: Path) -> Path:
-    """``$EVOMEMORY_DATA_DIR``, else the config's ``data_dir`` (relative to the run
-    config's directory), else :func:`default_data_dir` (as for the Evo-Memory streams)."""
+    """``$EVOMEMORY_DATA_DIR``, else the config's ``data_dir`` (absolute once loaded,
+    :mod:`...configpaths`; in a config built in code, relative to ``base_dir``), else
+    :func:`default_data_dir` (as for the Evo-Memory streams)."""
     from_env = os.environ.get(DATA_DIR_ENV)
     if from_env:
         return Path(from_env).expanduser().resolve()
