@@ -19,7 +19,7 @@ from typing import Any, NoReturn
 
 from . import __version__, datacmd, initcmd, mergecmd, runcmd, tablecmd
 from .errors import ConfigError
-from .options import GAIN_FIGURE
+from .options import GAIN_FIGURE, add_min_gain_by, min_gain_by
 from .redaction import shown
 from .reporting.gain import GainThreshold, check_gains, parse_min_gain
 from .reporting.html import REPORT_NAME, ReportError, write_comparison, write_html_report
@@ -95,6 +95,7 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"exit 1 if a run's {GAIN_FIGURE} does not beat the baseline's by POINTS percentage points "
         "overall (or on STREAM), paired on the tasks both ran; repeatable",
     )
+    add_min_gain_by(compare)
     mergecmd.add_parser(commands)
     datacmd.add_parser(commands)
     initcmd.add_parser(commands)
@@ -165,7 +166,9 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
             if len(args.run_dirs) < 2:
                 parser.error("compare needs at least two run directories")
             files = write_comparison(args.run_dirs, args.output, _labels(args.labels, len(args.run_dirs)))
-            gates = parse_min_gain(args.min_gain, list(files.document["streams"]), option="--min-gain")
+            gates = parse_min_gain(
+                args.min_gain, list(files.document["streams"]), option="--min-gain", requires=min_gain_by(args)
+            )
             for line in format_comparison(files.document):
                 print(line)
             missed = _gate(files.document, gates)

@@ -16,7 +16,7 @@ from typing import Any
 
 from .config import arm_name
 from .errors import ConfigError, EvoMemoryError
-from .options import GAIN_FIGURE
+from .options import GAIN_FIGURE, add_min_gain_by, min_gain_by
 from .redaction import shown
 from .reporting.gain import GainThreshold, check_gains, check_replicate_gains, parse_min_gain
 from .reporting.terminal import format_comparison, format_replicates, format_table
@@ -46,6 +46,7 @@ def add_parser(commands: Any) -> None:
         help=f"with several arms: exit 1 if an arm's {GAIN_FIGURE} does not beat the baseline's by POINTS "
         "percentage points overall (or on STREAM), paired on the tasks both ran; repeatable",
     )
+    add_min_gain_by(merge)
 
 
 def main(args: argparse.Namespace) -> int:
@@ -54,7 +55,7 @@ def main(args: argparse.Namespace) -> int:
     def check(plan: ShardPlan) -> None:  # before anything is written
         if args.min_gain and len({arm_name(label) for label in plan.arms}) < 2:  # a replicate is its arm's
             raise ConfigError("--min-gain gates the gain of an arm over the baseline: the shards ran one arm")
-        gates.extend(parse_min_gain(args.min_gain, list(plan.streams), option="--min-gain"))
+        gates.extend(parse_min_gain(args.min_gain, list(plan.streams), option="--min-gain", requires=min_gain_by(args)))
 
     try:
         merged = merge_shards(args.shard_dirs, args.output_dir, tuple(sys.argv), check)

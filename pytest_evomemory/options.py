@@ -49,6 +49,11 @@ class Option:
         return self.name.replace("-", "_")
 
 
+#: What a gain gate requires to be met (``min-gain-by``; :mod:`.reporting.gain`), the
+#: default first: the point estimate reaches the margin, the 95 % interval's lower
+#: bound does, or the estimate does and the paired test's p is below 0.05.
+GAIN_REQUIRES = ("estimate", "lower-bound", "p-value")
+
 #: What a shard's cell is (``shard-by``; :mod:`.runtime.shards`): a stream with every
 #: arm's run of it (the default), or one arm's run of one stream.
 SHARD_UNITS = ("stream", "arm")
@@ -82,6 +87,12 @@ OPTIONS: tuple[Option, ...] = (
         help=f"with several arms: fail if an arm's {GAIN_FIGURE} does not beat the baseline's by POINTS "
         "percentage points overall (or on STREAM), paired on the tasks both ran (with repeats: the mean of "
         "the replicates' paired differences); repeatable",
+    ),
+    Option(
+        "min-gain-by", metavar="|".join(GAIN_REQUIRES), kind="choice", choices=GAIN_REQUIRES,
+        help="what min-gain requires: 'estimate' (default) the paired difference itself reaches POINTS; "
+        "'lower-bound' the lower bound of its 95%% interval does; 'p-value' the difference does and the paired "
+        "test's p is below 0.05 (docs/statistics.md)",
     ),
     Option(
         "resume", metavar="RUN_DIR",
@@ -195,6 +206,8 @@ class SessionOptions:
     streams: tuple[str, ...] = ()
     min_accuracy: tuple[str, ...] = ()
     min_gain: tuple[str, ...] = ()
+    #: ``min-gain-by``: what a gain gate requires (:data:`GAIN_REQUIRES`)
+    min_gain_by: str = GAIN_REQUIRES[0]
     resume: str | None = None
     max_errors: int | None = None
     #: ``repeats``: replicates per arm (:mod:`.runtime.replicates`)
@@ -249,6 +262,7 @@ def read_options(values: Mapping[str, Any], flags: Flags) -> SessionOptions:
         streams=gathered.get("stream", ()),
         min_accuracy=gathered.get("min_accuracy", ()),
         min_gain=gathered.get("min_gain", ()),
+        min_gain_by=gathered.get("min_gain_by", GAIN_REQUIRES[0]),
         resume=gathered.get("resume"),
         max_errors=gathered.get("max_errors"),
         repeats=gathered.get("repeats"),
@@ -316,6 +330,24 @@ def _choice(value: object, option: Option, flags: Flags) -> str:
     return text
 
 
+def add_min_gain_by(parser: Any) -> None:
+    """``--min-gain-by`` for ``evomemory compare`` and ``merge``, which gate a
+    comparison without running a session: the same option as run's (:data:`OPTIONS`)."""
+    option = BY_NAME["min-gain-by"]
+    parser.add_argument(CLI_FLAGS(option.name), dest=option.dest, default=None, metavar=option.metavar, help=option.help)
+
+
+def min_gain_by(args: Any) -> str:
+    """The ``--min-gain-by`` an ``evomemory compare`` or ``merge`` was given (checked
+    as every door checks it), the default when none; refused without ``--min-gain``."""
+    value = getattr(args, BY_NAME["min-gain-by"].dest, None)
+    if value is None:
+        return GAIN_REQUIRES[0]
+    if not getattr(args, "min_gain", None):
+        raise ConfigError("--min-gain-by says what --min-gain requires, but no --min-gain is given; add one or leave it out")
+    return _choice(value, BY_NAME["min-gain-by"], CLI_FLAGS)
+
+
 def option_values(options: SessionOptions) -> Sequence[str]:
     """The options as ``NAME=VALUE`` words (for messages that list what was given)."""
     return sorted(options.given)
@@ -325,6 +357,7 @@ __all__ = [
     "BY_NAME",
     "CLI_FLAGS",
     "GAIN_FIGURE",
+    "GAIN_REQUIRES",
     "OPTIONS",
     "PROGRESS_INTERVAL_INI",
     "PYTEST_FLAGS",
@@ -332,6 +365,8 @@ __all__ = [
     "Flags",
     "Option",
     "SessionOptions",
+    "add_min_gain_by",
     "add_options",
+    "min_gain_by",
     "read_options",
 ]

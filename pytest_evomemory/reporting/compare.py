@@ -26,6 +26,7 @@ side by side. A task is identified by ``(stream, task_id)``.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -35,6 +36,7 @@ from ..identity import recorded_identity
 from ..rundir import SCHEMA_VERSION
 from .categories import score_value
 from .columns import figures_of
+from .power import discordance_sd, power_entry
 from .similarity import similarity_analysis
 from .stats import Proportion, compare_paired, order_difference, paired_bootstrap, wilcoxon_signed_rank
 from .summary import shared_headline
@@ -81,11 +83,16 @@ def continuous_comparison(
     percentile bootstrap 95 % interval, and the two-sided Wilcoxon signed-rank test."""
     estimate = paired_bootstrap(first, second)
     test = wilcoxon_signed_rank(first, second)
+    differences = [float(second[key]) - float(value) for key, value in first.items() if key in second]
+    mean = sum(differences) / len(differences) if differences else 0.0
+    sd = math.sqrt(sum((d - mean) ** 2 for d in differences) / len(differences)) if differences else 0.0
     return {
         "metric": metric.name, "label": metric.label, "paired_tasks": estimate.n,
         "mean_difference": estimate.mean, "ci_low": estimate.low, "ci_high": estimate.high,
         "wilcoxon_statistic": test.statistic, "wilcoxon_p": test.p_value, "wilcoxon_method": test.method,
         "nonzero": test.nonzero,
+        "power": power_entry(sd, len(differences), 1, f"the standard deviation of the per-task {metric.label} differences")
+        if differences else None,
     }
 
 
@@ -134,7 +141,9 @@ def _scope(runs: Sequence[RunData], stream: str | None) -> dict[str, Any]:
         mine = outcomes(run, stream)
         same = set(mine) == set(base)
         differ = differ or not same or (metrics is None) != (picked[0] is None)
-        paired = compare_paired(base, mine).to_dict()
+        comparison = compare_paired(base, mine)
+        paired = comparison.to_dict()
+        table = comparison.table
         paired.update({
             "label": run.label,
             "same_tasks": same and bool(base),
@@ -143,6 +152,10 @@ def _scope(runs: Sequence[RunData], stream: str | None) -> dict[str, Any]:
             "continuous": None if headline is None else continuous_comparison(
                 headline, base_values, values(run, headline, stream)
             ),
+            "power": power_entry(
+                discordance_sd(table.only_first, table.only_second, table.total), table.total, 1,
+                "the discordant tasks: sd(d)^2 = p10 + p01 - (p10 - p01)^2",
+            ) if table.total else None,
         })
         versus.append(paired)
     return {"runs": entries, "vs_baseline": versus, "task_sets_differ": differ}
@@ -384,6 +397,8 @@ def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
             "accuracy_ci": "Wilson score interval",
             "difference_ci": "Newcombe (1998) method 10, paired, on the tasks both runs ran",
             "p_value": "exact McNemar (two-sided binomial test on the discordant tasks)",
+            "power": "minimum detectable effect at 80% power, two-sided alpha 0.05: (z(0.975) + z(0.80)) * sd(d) / "
+            "sqrt(paired tasks), sd(d) from the discordant tasks (Miller 2024, arXiv:2411.00640, power analysis)",
             **(_CONTINUOUS_METHODS if any(_has_continuous(scope) for scope in [*streams.values(), overall]) else {}),
         },
         "runs": [

@@ -6,10 +6,14 @@ here and judge it on the comparison document (:func:`.compare.build_comparison`)
 so the gate, ``compare.json`` and the terminal table use one difference: the
 paired one, on the tasks both runs ran, in percentage points.
 
-A gate is judged on the point estimate of the difference, not on its interval:
-"memory must add 5 points" is what a user writes; whether that is significant is
-the McNemar p-value beside it. A scope neither run covered, or covered without a
-task in common, misses the gate (nothing shows a gain).
+By default a gate is judged on the point estimate of the difference: "memory must
+add 5 points" is what a user writes, and the interval and p-value beside it say how
+sure that is. ``--evomemory-min-gain-by`` (``--min-gain-by``; :data:`REQUIRES`) lets a
+gate demand confidence instead: ``lower-bound`` is met only when the 95 % interval's
+lower bound reaches the margin, ``p-value`` only when the estimate reaches it and the
+paired test's p is below 0.05. Every verdict prints the estimate and the lower bound.
+A scope neither run covered, or covered without a task in common, misses the gate
+(nothing shows a gain).
 
 A gate reads the figure the stream is judged on, as every gate does (its match
 mode's headline, :attr:`.summary.StreamMetrics.headline`): the accuracy, or a
@@ -17,8 +21,8 @@ declared mean such as LoCoMo's F1, whose paired difference is the comparison's
 ``continuous`` entry (the Wilcoxon p beside it instead of McNemar's).
 
 A session of replicates (``repeats``) is judged the same way on its own estimate:
-the mean of the replicates' paired differences (``replicates.json``), its paired-t
-interval beside it (:func:`check_replicate_gains`).
+the per-task mean difference across the replicates (``replicates.json``), with its
+MOVER interval and paired t-test (:func:`check_replicate_gains`, :mod:`.clustered`).
 """
 
 from __future__ import annotations
@@ -28,15 +32,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ConfigError
+from ..options import GAIN_REQUIRES
 from .compare import OVERALL
+
+#: What a gate requires to be met (``min-gain-by``), the default first: the point
+#: estimate reaches the margin; the 95 % interval's lower bound does; or the estimate
+#: does and the paired test's p is below :data:`ALPHA`.
+REQUIRES = GAIN_REQUIRES
+ALPHA = 0.05
 
 
 @dataclass(frozen=True)
 class GainThreshold:
-    """One gate: ``scope`` (a stream or ``overall``) must gain ``points`` or more."""
+    """One gate: ``scope`` (a stream or ``overall``) must gain ``points`` or more,
+    judged as ``requires`` says (:data:`REQUIRES`)."""
 
     scope: str
     points: float
+    requires: str = REQUIRES[0]
 
 
 @dataclass(frozen=True)
@@ -50,39 +63,62 @@ class GainResult:
     paired_tasks: int
     p_value: float | None
     complete: bool = True
-    #: a session of replicates: how many replicates the mean difference is of, and its
-    #: 95 % paired-t interval (None with one replicate); None for one run's comparison
+    #: a session of replicates: how many replicates the mean difference is of; None
+    #: for one run's comparison
     replicates: int | None = None
+    #: the 95 % interval of the difference (Newcombe; the bootstrap's for a declared
+    #: mean; MOVER across replicates)
     interval: tuple[float, float] | None = None
     #: the figure the difference is of: ``accuracy``, or a declared mean (``mean F1``)
     figure: str = "accuracy"
     #: with a declared mean: the Wilcoxon signed-rank p of the paired difference
     wilcoxon_p: float | None = None
+    #: across replicates: the paired t-test's p (McNemar's with one replicate)
+    replicate_p: float | None = None
+    #: the test behind :attr:`test_p` (``McNemar``, ``Wilcoxon``, ``paired t``)
+    test: str = "McNemar"
+
+    @property
+    def test_p(self) -> float | None:
+        """The p-value of the paired test this difference is judged with."""
+        if self.replicates is not None:
+            return self.replicate_p
+        return self.p_value if self.figure == "accuracy" else self.wilcoxon_p
 
     @property
     def met(self) -> bool:
         """Never for an incomplete comparison: the tasks that did not run might have
-        told another story."""
-        reached = self.difference is not None and self.difference * 100 >= self.threshold.points - 1e-9
+        told another story. What must reach the margin is :attr:`GainThreshold.requires`."""
+        margin = self.threshold.points - 1e-9
+        reached = self.difference is not None and self.difference * 100 >= margin
+        if self.threshold.requires == "lower-bound":
+            reached = self.interval is not None and self.interval[0] * 100 >= margin
+        elif self.threshold.requires == "p-value":
+            reached = reached and self.test_p is not None and self.test_p < ALPHA
         return self.complete and reached
 
     def describe(self) -> str:
         of = "" if self.figure == "accuracy" else f" of {self.figure}"
+        p_value = self.test_p
+        p = "" if p_value is None else f", {self.test} p={p_value:.3g}"
+        interval = "" if self.interval is None else (
+            f", 95% CI [{self.interval[0] * 100:+.1f}, {self.interval[1] * 100:+.1f}]"
+        )
         if self.difference is None:
             shown = "n/a (no task both ran)"
         elif self.replicates is not None:
-            interval = "" if self.interval is None else (
-                f", 95% CI [{self.interval[0] * 100:+.1f}, {self.interval[1] * 100:+.1f}]"
-            )
-            shown = f"{self.difference * 100:+.1f} points{of}, the mean over {self.replicates} replicates{interval}"
+            shown = (f"{self.difference * 100:+.1f} points{of}, the per-task mean over {self.replicates} replicates "
+                     f"on {self.paired_tasks} paired tasks{interval}{p}")
         else:
-            test, p_value = ("McNemar", self.p_value) if self.figure == "accuracy" else ("Wilcoxon", self.wilcoxon_p)
-            p = "" if p_value is None else f", {test} p={p_value:.3g}"
-            shown = f"{self.difference * 100:+.1f} points{of} over {self.paired_tasks} paired tasks{p}"
+            shown = f"{self.difference * 100:+.1f} points{of} over {self.paired_tasks} paired tasks{interval}{p}"
         verdict = "met" if self.met else "MISSED" if self.complete else "MISSED (incomplete run)"
+        judged = {
+            "estimate": "", "lower-bound": " (required of the 95% CI's lower bound)",
+            "p-value": f" (required of the estimate, with p < {ALPHA:g})",
+        }[self.threshold.requires]
         return (
             f"{verdict}: {self.threshold.scope} gain of {self.label} over {self.baseline} {shown}, "
-            f"minimum {self.threshold.points:+.1f} points"
+            f"minimum {self.threshold.points:+.1f} points{judged}"
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -93,11 +129,17 @@ class GainResult:
             "paired_tasks": self.paired_tasks, "mcnemar_p": self.p_value, "complete": self.complete,
             "met": self.met, "figure": self.figure, "wilcoxon_p": self.wilcoxon_p, "replicates": self.replicates,
             "difference_ci_points": None if self.interval is None else [bound * 100 for bound in self.interval],
+            "requires": self.threshold.requires, "test": self.test, "p_value": self.test_p,
         }
 
 
-def parse_min_gain(values: Sequence[str], streams: Sequence[str], option: str = "--evomemory-min-gain") -> list[GainThreshold]:
-    """``[STREAM=]POINTS`` margins (percentage points, e.g. ``5`` or ``sample_facts=10``)."""
+def parse_min_gain(
+    values: Sequence[str], streams: Sequence[str], option: str = "--evomemory-min-gain", requires: str = REQUIRES[0]
+) -> list[GainThreshold]:
+    """``[STREAM=]POINTS`` margins (percentage points, e.g. ``5`` or ``sample_facts=10``),
+    each judged as ``requires`` says (:data:`REQUIRES`)."""
+    if requires not in REQUIRES:
+        raise ConfigError(f"{option}: a gate requires one of {', '.join(REQUIRES)}, got {requires!r}", source=option)
     thresholds: dict[str, GainThreshold] = {}
     for value in values:
         name, _, number = str(value).rpartition("=")
@@ -113,7 +155,7 @@ def parse_min_gain(values: Sequence[str], streams: Sequence[str], option: str = 
         if name and name not in streams:
             raise ConfigError(f"{option} {value!r}: unknown stream {name!r}; streams: {', '.join(streams)}", source=option)
         scope = name or OVERALL
-        thresholds[scope] = GainThreshold(scope, points)
+        thresholds[scope] = GainThreshold(scope, points, requires)
     return list(thresholds.values())
 
 
@@ -132,20 +174,28 @@ def check_gains(
         versus: list[Mapping[str, Any]] = list(scope["vs_baseline"]) if scope is not None else [{} for _ in labels]
         for label, paired in zip(labels, versus, strict=True):
             continuous = paired.get("continuous")
+            source: Mapping[str, Any] = paired
             if isinstance(continuous, Mapping):  # the stream is judged on a mean (LoCoMo's F1): so is its gain
+                source = continuous
                 tasks = int(continuous.get("paired_tasks") or 0)
                 difference = continuous.get("mean_difference") if tasks else None
-                figure, wilcoxon = f"mean {continuous.get('label')}", continuous.get("wilcoxon_p")
+                figure, wilcoxon, test = f"mean {continuous.get('label')}", continuous.get("wilcoxon_p"), "Wilcoxon"
             else:
                 tasks = int(paired.get("paired_tasks") or 0)
                 difference = paired.get("difference") if tasks else None
-                figure, wilcoxon = "accuracy", None
+                figure, wilcoxon, test = "accuracy", None, "McNemar"
             results.append(GainResult(
                 threshold, label, str(document["baseline"]),
                 None if difference is None else float(difference), tasks, paired.get("mcnemar_p"), complete,
-                figure=figure, wilcoxon_p=None if wilcoxon is None else float(wilcoxon),
+                interval=_interval(source) if tasks else None,
+                figure=figure, wilcoxon_p=None if wilcoxon is None else float(wilcoxon), test=test,
             ))
     return results
+
+
+def _interval(entry: Mapping[str, Any]) -> tuple[float, float] | None:
+    low, high = entry.get("ci_low"), entry.get("ci_high")
+    return None if low is None or high is None else (float(low), float(high))
 
 
 def _in_order(thresholds: Sequence[GainThreshold]) -> list[GainThreshold]:
@@ -163,22 +213,24 @@ def check_replicate_gains(
     document: Mapping[str, Any], thresholds: Sequence[GainThreshold], *, complete: bool = True
 ) -> list[GainResult]:
     """:func:`check_gains` for a session of replicates, on ``replicates.json``'s
-    document: each arm's mean paired difference across the replicates (replicate
-    ``i`` of each arm ran with the same seed); ``paired_tasks`` sums the replicates'."""
+    document: each arm's per-task mean difference across the replicates, its MOVER
+    interval and paired t-test; ``paired_tasks`` the tasks every replicate of both ran."""
     results = []
     for threshold in _in_order(thresholds):
         for entry in document["vs_baseline"]:
             scope: Mapping[str, Any] = _scope(entry, threshold) or {}
-            mean, low, high = scope.get("mean"), scope.get("ci_low"), scope.get("ci_high")
-            tasks = sum(int(test.get("paired_tasks") or 0) for test in scope.get("per_replicate") or ())
+            mean = scope.get("mean")
+            tasks = int(scope.get("paired_tasks") or 0)
+            p_value = scope.get("p_value")
             results.append(GainResult(
                 threshold, str(entry["label"]), str(document["baseline"]),
                 None if mean is None or not tasks else float(mean), tasks, None, complete,
                 replicates=int(scope.get("n") or 0),
-                interval=None if low is None or high is None else (float(low), float(high)),
+                interval=_interval(scope) if tasks else None,
                 figure=str(document.get("figure") or "accuracy"),
+                replicate_p=None if p_value is None else float(p_value), test=str(scope.get("test") or "paired t"),
             ))
     return results
 
 
-__all__ = ["GainResult", "GainThreshold", "check_gains", "check_replicate_gains", "parse_min_gain"]
+__all__ = ["ALPHA", "REQUIRES", "GainResult", "GainThreshold", "check_gains", "check_replicate_gains", "parse_min_gain"]

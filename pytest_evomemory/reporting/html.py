@@ -50,6 +50,7 @@ from .chart import LegendEntry, Series, curve_svg, legend_layout
 from .columns import Column, category_columns, category_rows, figure_column, grouped, stream_columns
 from .compare import OVERALL, build_comparison, continuous_label, stream_names
 from .drilldown import SCRIPT_HASH, script_tag, task_sections
+from .power import power_line
 from .rundata import ReportError, RunData, load_run, load_runs
 from .scatter import similarity_svg
 
@@ -459,7 +460,15 @@ def _accuracy_table(comparison: Mapping[str, Any]) -> str:
         '<p class="meta">Accuracy: 95% Wilson interval. \u0394: this run minus the baseline on the tasks both '
         "ran, with Newcombe's paired 95% interval (method 10) and the exact McNemar p-value; "
         f"\u26a0 marks runs whose tasks differ from the baseline's.{continuous_note}</p>"
+        + _power_notes(comparison["overall"]["vs_baseline"])
     )
+
+
+def _power_notes(entries: Iterable[Mapping[str, Any]]) -> str:
+    """Each paired entry's minimum detectable effect (:func:`.power.power_line`), one line each."""
+    found = [power_line(str(entry.get("label")), entry["power"]) for entry in entries
+             if isinstance(entry.get("power"), Mapping)]
+    return "".join(f'<p class="meta power">{_e(line)}</p>' for line in found)
 
 
 def _sequence_robustness(comparison: Mapping[str, Any]) -> str:
@@ -645,12 +654,34 @@ def render_comparison(
     return "".join(_page(f"evomemory: {labels}", body))
 
 
+def _replicate_notes(arms: Sequence[Mapping[str, Any]], versus: Sequence[Mapping[str, Any]]) -> str:
+    """Overall: where each arm's variance comes from, and each comparison's power."""
+    lines = []
+    for arm in arms:
+        split = _mapping(_mapping(arm.get(OVERALL)).get("variance"))
+        share = split.get("seed_share")
+        if isinstance(share, int | float):
+            lines.append(
+                f"{arm.get('label')}: {share:.0%} of the variance comes from the seeds; standard error "
+                f"{_pp_plain(split.get('standard_error'))}, with twice the tasks "
+                f"{_pp_plain(split.get('standard_error_twice_the_tasks'))}, with twice the replicates "
+                f"{_pp_plain(split.get('standard_error_twice_the_replicates'))}"
+            )
+    lines += [power_line(str(entry.get("label")), _mapping(entry.get(OVERALL))["power"]) for entry in versus
+              if isinstance(_mapping(entry.get(OVERALL)).get("power"), Mapping)]
+    return "".join(f'<p class="meta power">{_e(line)}</p>' for line in lines)
+
+
+def _pp_plain(value: object) -> str:
+    return "\u2013" if not isinstance(value, int | float) else f"{value * 100:.1f} pp"
+
+
 def render_replicates(document: Mapping[str, Any]) -> str:
     """replicates.html: a repeated session's arms across replicates (replicates.json):
-    per stream and overall, each arm's mean accuracy with its Student-t interval and
-    each replicate's, and each later arm's mean paired difference from the baseline
-    with its interval beside each replicate's McNemar p; links to each replicate's
-    comparison page."""
+    per stream and overall, each arm's mean over tasks with its clustered interval and
+    each replicate's figure, and each later arm's per-task mean difference from the
+    baseline with its interval and paired p beside each replicate's McNemar p; the
+    variance split and power; links to each replicate's comparison page."""
     versus = {str(entry.get("label")): entry for entry in document.get("vs_baseline") or []}
     arms = [_mapping(arm) for arm in document.get("arms") or []]
     streams = list(_mapping(arms[0].get("streams"))) if arms else []
@@ -662,13 +693,15 @@ def render_replicates(document: Mapping[str, Any]) -> str:
             each = " ".join(_percent(value) for value in scope.get("accuracies") or [])
             against = versus.get(str(arm.get("label")))
             if against is None:
-                cells = f'<td class="num">baseline</td><td class="num">{_NONE}</td><td class="num">{_NONE}</td>'
+                cells = (f'<td class="num">baseline</td><td class="num">{_NONE}</td><td class="num">{_NONE}</td>'
+                         f'<td class="num">{_NONE}</td>')
             else:
                 difference = _mapping(against.get(OVERALL) if name == OVERALL else _mapping(against.get("streams")).get(name))
                 tests = " ".join(_p_value(test.get("mcnemar_p")) for test in difference.get("per_replicate") or [])
                 cells = (
                     f'<td class="num">{_e(_pp(difference.get("mean")))}</td>'
                     f'<td class="num">{_e(_pp_interval(difference.get("ci_low"), difference.get("ci_high")))}</td>'
+                    f'<td class="num">{_e(_p_value(difference.get("p_value")))}</td>'
                     f'<td class="num">{_e(tests)}</td>'
                 )
             rows.append(
@@ -698,11 +731,14 @@ def render_replicates(document: Mapping[str, Any]) -> str:
         '<div class="scroll"><table class="compare-accuracy"><thead><tr><th>stream</th><th>arm</th>'
         f'<th class="num">{_e(figure_heading)}</th><th class="num">95% CI</th><th class="num">per replicate</th>'
         '<th class="num">\u0394 mean vs baseline</th><th class="num">95% CI of \u0394</th>'
+        '<th class="num">p</th>'
         f'<th class="num">McNemar p per replicate</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
-        f'<p class="meta">{_e(figure_heading[:1].upper() + figure_heading[1:])}: the replicates\' summary '
-        f'{_e(figure)}, with the 95% Student-t interval '
-        "across them. \u0394: this arm minus the baseline, replicate by replicate (the same seed), with the "
-        "paired-t 95% interval; McNemar p: each replicate's exact test on the tasks both ran.</p>",
+        f'<p class="meta">{_e(figure_heading[:1].upper() + figure_heading[1:])}: each task averaged over the '
+        "replicates, then the mean over tasks, with the 95% Wilson interval on the effective number of tasks "
+        "(per replicate: each replicate's summary figure). \u0394: this arm minus the baseline, per task "
+        "(paired by task, replicates averaged), with its 95% MOVER interval and the paired test's p; McNemar p: "
+        "each replicate's exact test on the tasks both ran (docs/statistics.md).</p>"
+        + _replicate_notes(arms, list(versus.values())),
         f"<ul>{''.join(robustness)}</ul>" if robustness else "",
         f"<h2>Each replicate's comparison</h2><ul>{links}</ul>" if links else "",
     ]

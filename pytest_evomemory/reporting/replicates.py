@@ -1,16 +1,18 @@
 """A repeated session's comparison: each arm across its replicates, as data.
 
 A replicate is one whole run of an arm with its own seed (:mod:`..runtime.replicates`).
-Per stream and overall, ``replicates.json`` holds each arm's accuracy in every
-replicate with their mean and 95 % Student-t interval across replicates
-(:func:`.stats.replicate_interval`) and, for every arm after the first (the
-baseline), the mean of its per-replicate differences from the baseline with the
-paired-t interval (:func:`.stats.paired_replicate_difference`: replicate ``i`` of
-each arm ran with the same seed) beside each replicate's own paired test on the
-tasks both ran (Newcombe interval, exact McNemar p, as compare.json's);
-``replicates.html`` shows the same. With
-several arms, each replicate's full comparison is also written as
-``compare-r<i>.html`` / ``compare-r<i>.json``.
+The unit of sampling is the task; replicates are repeated measurements of each task
+(:mod:`.clustered`). Per stream and overall, ``replicates.json`` holds each arm's
+figure in every replicate (``accuracies``) and, over the tasks every replicate
+scored, the mean of the per-task means with its 95 % interval (Wilson with the Kish
+effective number of tasks), the variance split between tasks and seeds; for every
+arm after the first (the baseline), the per-task mean difference from the baseline
+(paired by task, replicates averaged) with its MOVER interval, the paired t-test,
+the minimum detectable effect at 80 % power (:mod:`.power`), beside each
+replicate's own paired test on the tasks both ran (Newcombe interval, exact
+McNemar p, as compare.json's). ``replicates.html`` shows the same. With several
+arms, each replicate's full comparison is also written as ``compare-r<i>.html`` /
+``compare-r<i>.json``.
 
 When an arm differs from the baseline only in ``benchmark.order`` (the same arm in
 two orders), the entry says so under ``sequence_robustness``: its difference is the
@@ -19,34 +21,33 @@ paper's sequence robustness, with its interval (:func:`.stats.order_difference`)
 The figure compared is each run's summary.json headline, the figure its streams are
 judged on (:attr:`.summary.StreamMetrics.headline`, read by
 :func:`.columns.headline`): the ``accuracy``, or a mean its match mode declares
-(LoCoMo's F1); ``figure`` names it. ``evomemory table`` reads the same figures (a
-LoCoMo row in its "LoCoMo mean F1" column), so the means here equal a replicate
-table's cells. The per-replicate
-tests stay on the yes/no outcome (McNemar).
+(LoCoMo's F1); ``figure`` names it. The per-task scores behind the intervals are
+the same figure task by task (1/0, or the task's F1, :func:`.compare.values`). The
+per-replicate tests stay on the yes/no outcome (McNemar).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..evaluation.modes import Metric
 from ..redaction import dumps_redacted
 from ..rundir import REPLICATES_DATA, SCHEMA_VERSION, utc_now
+from .clustered import METHODS, estimate_arm, estimate_difference
 from .columns import headline
-from .compare import OVERALL, order_only, outcomes, stream_names
+from .compare import OVERALL, TaskKey, order_only, outcomes, stream_names, values
 from .html import render_replicates, write_comparison, write_page
+from .power import power_entry
 from .rundata import ReportError, RunData, load_run
-from .stats import compare_paired, order_difference, paired_replicate_difference, replicate_interval
+from .stats import compare_paired, order_difference
+from .summary import shared_headline
 
-METHODS = {
-    "accuracy_ci": "Student-t interval of the mean figure (the accuracy, or the mean the match mode declares: "
-    "see figure) across replicates (n - 1 degrees of freedom)",
-    "difference_ci": "paired t across replicates: replicate i of each arm ran with the same seed",
-    "per_replicate": "within each replicate: Newcombe (1998) method 10 paired interval and exact McNemar p "
-    "on the tasks both arms ran",
-}
+#: Fewer replicates than this and the seeds' share of the variance is a guess: warned.
+FEW_REPLICATES = 3
 
 
 @dataclass(frozen=True)
@@ -74,29 +75,70 @@ def _seed(run: RunData) -> int | None:
     return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
 
 
-def _arm_scope(runs: Sequence[RunData], stream: str | None) -> dict[str, Any]:
+def _task_scores(run: RunData, stream: str | None, metric: Metric | None) -> dict[TaskKey, float]:
+    """Each task's score in the compared figure: 1/0, or its value of ``metric`` (F1)."""
+    if metric is None:
+        return {key: 1.0 if outcome else 0.0 for key, outcome in outcomes(run, stream).items()}
+    return values(run, metric, stream)
+
+
+def _rows(runs: Sequence[RunData], stream: str | None, metric: Metric | None) -> dict[TaskKey, list[float]]:
+    """Per task every replicate scored, its score in each replicate (replicate order)."""
+    scores = [_task_scores(run, stream, metric) for run in runs]
+    shared = set(scores[0]).intersection(*scores[1:]) if scores else set()
+    return {key: [found[key] for found in scores] for key in scores[0] if key in shared} if scores else {}
+
+
+def _arm_scope(runs: Sequence[RunData], stream: str | None, metric: Metric | None) -> dict[str, Any]:
     accuracies = [_accuracy(run, stream) for run in runs]
-    mean = replicate_interval([value for value in accuracies if value is not None])
-    return {"accuracies": accuracies, **mean.to_dict()}
+    present = [value for value in accuracies if value is not None]
+    mean = math.fsum(present) / len(present) if present else None
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in present) / (len(present) - 1)) if len(present) > 1 and mean is not None else None
+    rows = _rows(runs, stream, metric)
+    estimate = estimate_arm(list(rows.values()))
+    return {
+        "accuracies": accuracies, "n": len(present),
+        "mean": estimate.estimate if estimate.estimate is not None else mean, "sd": sd,
+        "ci_low": estimate.low, "ci_high": estimate.high, **estimate.to_dict(),
+    }
 
 
 def _difference_scope(
-    base: Sequence[RunData], mine: Sequence[RunData], stream: str | None, order: bool
+    base: Sequence[RunData], mine: Sequence[RunData], stream: str | None, order: bool, metric: Metric | None
 ) -> dict[str, Any]:
     first = [_accuracy(run, stream) for run in base]
     second = [_accuracy(run, stream) for run in mine]
-    both = [(a, b) for a, b in zip(first, second, strict=True) if a is not None and b is not None]
-    mean = paired_replicate_difference([a for a, _ in both], [b for _, b in both])
+    differences = [None if a is None or b is None else b - a for a, b in zip(first, second, strict=True)]
+    present = [value for value in differences if value is not None]
+    mean = math.fsum(present) / len(present) if present else None
+    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in present) / (len(present) - 1)) if len(present) > 1 and mean is not None else None
+    rows_first, rows_second = _rows(base, stream, metric), _rows(mine, stream, metric)
+    keys = [key for key in rows_first if key in rows_second]
+    estimate = estimate_difference(
+        [rows_first[key] for key in keys], [rows_second[key] for key in keys], binary=metric is None
+    )
     paired = order_difference if order else compare_paired
     per_replicate = []
     for index, (baseline, run) in enumerate(zip(base, mine, strict=True), 1):
         test = paired(outcomes(baseline, stream), outcomes(run, stream)).to_dict()
         per_replicate.append({"replicate": index, "seed": _seed(run), **test})
+    power = None
+    if estimate.sd is not None and estimate.tasks:
+        power = power_entry(
+            estimate.sd, estimate.tasks, estimate.replicates,
+            "the standard deviation of the per-task mean differences",
+        )
     return {
-        "differences": [None if a is None or b is None else b - a for a, b in zip(first, second, strict=True)],
-        **mean.to_dict(),
+        "differences": differences, "n": len(present),
+        "mean": estimate.difference if estimate.difference is not None else mean, "sd": sd,
+        "ci_low": estimate.low, "ci_high": estimate.high, **estimate.to_dict(), "power": power,
         "per_replicate": per_replicate,
     }
+
+
+def _headline_metric(runs: Sequence[RunData]) -> Metric | None:
+    """The continuous figure the runs are judged on (LoCoMo's F1), None for accuracy."""
+    return shared_headline(item for run in runs for item in run.scores)
 
 
 def build_replicate_comparison(groups: Sequence[tuple[str, Sequence[RunData]]]) -> dict[str, Any]:
@@ -109,14 +151,15 @@ def build_replicate_comparison(groups: Sequence[tuple[str, Sequence[RunData]]]) 
         raise ReportError("every arm needs as many replicates as the baseline to pair them by seed")
     all_runs = [run for _, runs in groups for run in runs]
     streams = stream_names(all_runs)
+    metric = _headline_metric(all_runs)
     base_label, base = groups[0]
     arms = [
         {
             "label": label,
             "run_dirs": [str(run.run_dir) for run in runs],
             "seeds": [_seed(run) for run in runs],
-            "streams": {name: _arm_scope(runs, name) for name in streams},
-            OVERALL: _arm_scope(runs, None),
+            "streams": {name: _arm_scope(runs, name, metric) for name in streams},
+            OVERALL: _arm_scope(runs, None, metric),
         }
         for label, runs in groups
     ]
@@ -126,8 +169,8 @@ def build_replicate_comparison(groups: Sequence[tuple[str, Sequence[RunData]]]) 
         entry: dict[str, Any] = {
             "label": label,
             "sequence_robustness": None if orders is None else {"baseline_order": orders[0], "order": orders[1]},
-            "streams": {name: _difference_scope(base, runs, name, orders is not None) for name in streams},
-            OVERALL: _difference_scope(base, runs, None, orders is not None),
+            "streams": {name: _difference_scope(base, runs, name, orders is not None, metric) for name in streams},
+            OVERALL: _difference_scope(base, runs, None, orders is not None, metric),
         }
         versus.append(entry)
     warnings = [
@@ -135,6 +178,13 @@ def build_replicate_comparison(groups: Sequence[tuple[str, Sequence[RunData]]]) 
         for label, runs in groups for index, run in enumerate(runs, 1)
         for name in streams if _accuracy(run, name) is None
     ]
+    if len(base) < FEW_REPLICATES:
+        warnings.append(
+            f"{len(base)} replicate(s) per arm: the seeds' share of the variance cannot be told apart from the "
+            f"tasks' with fewer than {FEW_REPLICATES}; the intervals still cover task sampling (run "
+            f"{FEW_REPLICATES} or more replicates to see whether more seeds or more tasks would help)"
+        )
+    warnings += _dropped_tasks(groups, streams, metric)
     return {
         "schema_version": SCHEMA_VERSION,
         "baseline": base_label,
@@ -147,6 +197,25 @@ def build_replicate_comparison(groups: Sequence[tuple[str, Sequence[RunData]]]) 
         "vs_baseline": versus,
         "warnings": warnings,
     }
+
+
+def _dropped_tasks(
+    groups: Sequence[tuple[str, Sequence[RunData]]], streams: Sequence[str], metric: Metric | None
+) -> list[str]:
+    """A warning per arm and stream whose replicates did not all score the same tasks:
+    the interval uses the tasks every replicate scored."""
+    found = []
+    for label, runs in groups:
+        for name in streams:
+            every = [set(_task_scores(run, name, metric)) for run in runs]
+            union = set().union(*every)
+            kept = set(every[0]).intersection(*every[1:]) if every else set()
+            if len(union) > len(kept):
+                found.append(
+                    f"{name}: {label}'s replicates scored different tasks; its interval uses the {len(kept)} tasks "
+                    f"every replicate scored ({len(union) - len(kept)} left out)"
+                )
+    return found
 
 
 def write_replicate_comparison(groups: Sequence[tuple[str, Sequence[Path]]], directory: Path) -> ReplicateFiles:
@@ -169,4 +238,4 @@ def write_replicate_comparison(groups: Sequence[tuple[str, Sequence[Path]]], dir
     return ReplicateFiles(document, [page, path, *paths])
 
 
-__all__ = ["METHODS", "ReplicateFiles", "build_replicate_comparison", "write_replicate_comparison"]
+__all__ = ["FEW_REPLICATES", "METHODS", "ReplicateFiles", "build_replicate_comparison", "write_replicate_comparison"]

@@ -15,6 +15,7 @@ from ..text import inert
 from . import columns
 from .columns import Column
 from .compare import continuous_label
+from .power import power_line
 from .summary import StreamMetrics
 
 
@@ -164,6 +165,10 @@ def format_comparison(document: Mapping[str, Any]) -> list[str]:
     lines = _aligned(rows, right)
     lines.insert(1, "-" * max(len(line) for line in lines))
     lines += _sequence_lines(document.get("sequence_robustness") or [])
+    for against in document["overall"]["vs_baseline"]:
+        power = against.get("power")
+        if isinstance(power, Mapping):
+            lines.append(inert(power_line(str(against.get("label")), power), one_line=True))
     lines += [f"warning: {inert(str(warning), one_line=True)}" for warning in document.get("warnings") or []]
     return lines
 
@@ -186,14 +191,16 @@ def _sequence_lines(entries: Sequence[Mapping[str, Any]]) -> list[str]:
 def format_replicates(document: Mapping[str, Any]) -> list[str]:
     """A repeated session's comparison (``replicates.json``) as aligned terminal lines.
 
-    Per stream and overall, each arm's mean accuracy across replicates with its 95 %
-    Student-t interval and each replicate's accuracy; for every arm after the
-    baseline, the mean paired difference with its interval and each replicate's
-    exact McNemar p on the tasks both ran."""
+    Per stream and overall, each arm's mean over tasks (each task averaged over the
+    replicates) with its 95 % interval (Wilson on the effective number of tasks) and
+    each replicate's figure; for every arm after the baseline, the per-task mean
+    difference with its MOVER interval, the paired test's p and each replicate's
+    exact McNemar p; then where the variance comes from and the smallest gain the
+    comparison could detect (:mod:`.clustered`, :mod:`.power`)."""
     count = int(document.get("replicates") or 0)
     figure = str(document.get("figure") or "accuracy")
     header = ["stream", "arm", "mean accuracy" if figure == "accuracy" else figure, "95% CI", "per replicate",
-              f"diff vs {document.get('baseline')}", "95% CI of diff", "McNemar p per replicate"]
+              f"diff vs {document.get('baseline')}", "95% CI of diff", "p", "McNemar p per replicate"]
     rows: list[list[str]] = [header]
     versus = {entry["label"]: entry for entry in document.get("vs_baseline") or []}
     arms = document.get("arms") or []
@@ -205,17 +212,23 @@ def format_replicates(document: Mapping[str, Any]) -> list[str]:
                    interval(_bounds(scope)), " ".join(percent(value) for value in scope.get("accuracies") or [])]
             against = versus.get(arm["label"])
             if against is None:
-                row += ["baseline", "", ""]
+                row += ["baseline", "", "", ""]
             else:
                 difference = against["overall"] if name == "overall" else against["streams"][name]
                 row += [_points(difference.get("mean")), _points_interval(difference.get("ci_low"), difference.get("ci_high")),
+                        _p(difference.get("p_value")),
                         " ".join(_p(test.get("mcnemar_p")) for test in difference.get("per_replicate") or [])]
             rows.append(row)
-    right = [False, False, True, True, True, True, True, True]
+    right = [False, False, True, True, True, True, True, True, True]
     lines = _aligned(rows, right)
     lines.insert(1, "-" * max(len(line) for line in lines))
     seeds = ", ".join(str(seed) for seed in document.get("seeds") or [])
-    lines.append(f"{count} replicate(s), seeds {seeds}; 95% CI: Student-t across replicates (paired by seed for diff)")
+    test = "paired t" if count > 1 else "McNemar"
+    lines.append(
+        f"{count} replicate(s), seeds {seeds}; each task averaged over the replicates; 95% CI: Wilson on the "
+        f"effective number of tasks (diff: MOVER, paired by task); p: {test} (docs/statistics.md)"
+    )
+    lines += _replicate_power_lines(arms, list(versus.values()))
     for entry in versus.values():
         robustness = entry.get("sequence_robustness")
         if robustness:
@@ -226,6 +239,31 @@ def format_replicates(document: Mapping[str, Any]) -> list[str]:
             ))
     lines += [f"warning: {inert(str(warning), one_line=True)}" for warning in document.get("warnings") or []]
     return lines
+
+
+def _replicate_power_lines(arms: Sequence[Mapping[str, Any]], versus: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Overall: each arm's variance split and each comparison's minimum detectable effect."""
+    lines = []
+    for arm in arms:
+        split = (arm.get("overall") or {}).get("variance")
+        share = split.get("seed_share") if isinstance(split, Mapping) else None
+        if isinstance(split, Mapping) and isinstance(share, int | float):
+            lines.append(inert(
+                f"variance: {arm['label']}: {share:.0%} from the seeds; standard error {_se(split, 'standard_error')}, "
+                f"with twice the tasks {_se(split, 'standard_error_twice_the_tasks')}, with twice the replicates "
+                f"{_se(split, 'standard_error_twice_the_replicates')}",
+                one_line=True,
+            ))
+    for entry in versus:
+        power = (entry.get("overall") or {}).get("power")
+        if isinstance(power, Mapping):
+            lines.append(inert(power_line(str(entry["label"]), power), one_line=True))
+    return lines
+
+
+def _se(split: Mapping[str, Any], key: str) -> str:
+    value = split.get(key)
+    return "-" if not isinstance(value, int | float) else f"{value * 100:.1f} pp"
 
 
 def _bounds(scope: Mapping[str, Any]) -> tuple[float, float] | None:

@@ -486,6 +486,11 @@ class Session:
 
     def _gains(self, values: Sequence[str]) -> list[GainThreshold]:
         if not values:
+            if "min_gain_by" in self.options.given:
+                raise ConfigError(
+                    f"{self.flags('min-gain-by')} says what {self.flags('min-gain')} requires, but no "
+                    f"{self.flags('min-gain')} is given; add one (e.g. {self.flags('min-gain')}=5) or leave it out"
+                )
             return []
         flag = self.flags("min-gain")
         if len(self._bases) < 2:  # a session of replicates judges each arm's mean gain across them
@@ -494,7 +499,7 @@ class Session:
                 f"{self.flags('config')}=CONTROL.yaml {self.flags('config')}=MEMORY.yaml (the first is the baseline)"
             )
         streams = list(dict.fromkeys(name for arm in self.arms for name in arm.benchmark.stream_order))
-        return parse_min_gain(values, streams, option=flag)
+        return parse_min_gain(values, streams, option=flag, requires=self.options.min_gain_by)
 
     def preflight(self, *, builtin_agent: bool = True, builtin_memory: bool = True) -> None:
         """Refuse, before any task, what would fail every stream or be silently

@@ -20,13 +20,14 @@ from pytest_evomemory.config import BenchmarkConfig
 from pytest_evomemory.reporting.compare import build_comparison
 from pytest_evomemory.reporting.replicates import build_replicate_comparison
 from pytest_evomemory.reporting.rundata import RunData
+from pytest_evomemory.reporting.stats import student_t_cdf
 from pytest_evomemory.runtime.order import order_streams
 from pytest_evomemory.streams import load_benchmark
 from tests.conftest import SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN, read_jsonl
 from tests.schema import assert_run_dir_valid, assert_valid
 
-#: t(0.975, 2), from any table of Student's t
-T_975_2 = 4.302652729911275
+#: t(0.975, 9), from any table of Student's t
+T_975_9 = 2.2621571627409915
 
 
 def _run(label: str, correct: list[bool], replicate: int, seed: int, order: str = "given") -> RunData:
@@ -44,6 +45,13 @@ def _first(n: int) -> list[bool]:
     return [i < n for i in range(10)]
 
 
+def _wilson(p: float, n: float, z: float) -> tuple[float, float]:
+    """Wilson's score interval written out, for the hand computations below."""
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return centre - half, centre + half
+
+
 def test_replicate_statistics_match_a_hand_computation() -> None:
     # control 5, 6, 7 of 10; memory 6, 8, 7 of 10 (replicate 3: t0 lost, t7 won)
     control = [_run("control", _first(5), 1, 0), _run("control", _first(6), 2, 1), _run("control", _first(7), 3, 2)]
@@ -54,24 +62,74 @@ def test_replicate_statistics_match_a_hand_computation() -> None:
     assert document["replicates"] == 3 and document["seeds"] == [0, 1, 2]
 
     base = document["arms"][0]["overall"]
-    # mean 0.6, sd 0.1 (n - 1), half width t(0.975, 2) * 0.1 / sqrt(3)
-    half = T_975_2 * 0.1 / math.sqrt(3)
     assert base["accuracies"] == [0.5, 0.6, 0.7]
-    assert base["mean"] == pytest.approx(0.6) and base["sd"] == pytest.approx(0.1)
-    assert (base["ci_low"], base["ci_high"]) == (pytest.approx(0.6 - half), pytest.approx(0.6 + half))
+    assert base["mean"] == pytest.approx(0.6) and base["sd"] == pytest.approx(0.1) and base["tasks"] == 10
+    # per task over the 3 replicates: t0-t4 1, t5 2/3, t6 1/3, t7-t9 0; their mean 0.6;
+    # cluster-robust variance sum((m - 0.6)^2) / 10^2, effective n = 0.6 * 0.4 / that
+    # (within [10, 30]), Wilson with t(0.975, 9) = 2.262157
+    control_means = [1, 1, 1, 1, 1, 2 / 3, 1 / 3, 0, 0, 0]
+    variance = sum((m - 0.6) ** 2 for m in control_means) / 100
+    effective = 0.24 / variance
+    assert base["effective_tasks"] == pytest.approx(effective) and 10 < effective < 30
+    low, high = _wilson(0.6, effective, T_975_9)
+    assert (base["ci_low"], base["ci_high"]) == (pytest.approx(low), pytest.approx(high))
+    # within-task variance: the mean of each task's variance over its 3 replicates (1/3 for t5 and t6)
+    split = base["variance"]
+    assert split["within_tasks"] == pytest.approx(2 * (1 / 3) / 10)
+    task_variance = sum((m - 0.6) ** 2 for m in control_means) / 9
+    assert split["between_tasks"] == pytest.approx(task_variance - split["within_tasks"] / 3)
 
     versus = document["vs_baseline"][0]
     overall = versus["overall"]
-    # differences 0.1, 0.2, 0.0: mean 0.1, sd 0.1, the same half width
+    # memory per task: t0 2/3, t1-t5 1, t6 2/3, t7 2/3, t8-t9 0 (mean 0.7); the per-task differences
+    # -1/3, 0, 0, 0, 0, 1/3, 1/3, 2/3, 0, 0: mean 0.1 (the mean of the replicates' differences, too)
     assert overall["differences"] == [pytest.approx(0.1), pytest.approx(0.2), pytest.approx(0.0)]
-    assert overall["mean"] == pytest.approx(0.1) and overall["sd"] == pytest.approx(0.1)
-    assert (overall["ci_low"], overall["ci_high"]) == (pytest.approx(0.1 - half), pytest.approx(0.1 + half))
+    assert overall["mean"] == pytest.approx(0.1) and overall["paired_tasks"] == 10
+    memory_means = [2 / 3, 1, 1, 1, 1, 1, 2 / 3, 2 / 3, 0, 0]
+    memory_variance = sum((m - 0.7) ** 2 for m in memory_means) / 100
+    m_low, m_high = _wilson(0.7, 0.21 / memory_variance, T_975_9)
+    # MOVER: the arms' intervals combined with the correlation r of their per-task means
+    ca = [m - 0.6 for m in control_means]
+    cb = [m - 0.7 for m in memory_means]
+    r = sum(x * y for x, y in zip(ca, cb, strict=True)) / math.sqrt(sum(x * x for x in ca) * sum(y * y for y in cb))
+    below = math.sqrt((0.7 - m_low) ** 2 - 2 * r * (0.7 - m_low) * (high - 0.6) + (high - 0.6) ** 2)
+    above = math.sqrt((m_high - 0.7) ** 2 - 2 * r * (m_high - 0.7) * (0.6 - low) + (0.6 - low) ** 2)
+    assert (overall["ci_low"], overall["ci_high"]) == (pytest.approx(0.1 - below), pytest.approx(0.1 + above))
+    # the paired t-test on the per-task differences: t = 0.1 / (sd / sqrt(10)), 9 degrees of freedom
+    differences = [b - a for a, b in zip(control_means, memory_means, strict=True)]
+    sd = math.sqrt(sum((d - 0.1) ** 2 for d in differences) / 9)
+    t = 0.1 / (sd / math.sqrt(10))
+    assert overall["test"] == "paired t"
+    assert overall["p_value"] == pytest.approx(2 * (1 - student_t_cdf(t, 9)))
+    power = overall["power"]  # (1.959964 + 0.841621) * sd(d) / sqrt(10), sd with divisor n
+    assert power["minimum_detectable_effect"] == pytest.approx(
+        (1.959964 + 0.841621) * math.sqrt(sum((d - 0.1) ** 2 for d in differences) / 10) / math.sqrt(10), rel=1e-5
+    )
     # McNemar per replicate: 1 discordant (p = 1), 2 the same way (p = 2 * 1/4), 1 each way (p = 1)
     tests = overall["per_replicate"]
     assert [(t["only_baseline_correct"], t["only_this_correct"]) for t in tests] == [(0, 1), (0, 2), (1, 1)]
     assert [t["mcnemar_p"] for t in tests] == [pytest.approx(1.0), pytest.approx(0.5), pytest.approx(1.0)]
     assert [t["seed"] for t in tests] == [0, 1, 2] and versus["sequence_robustness"] is None
     assert versus["streams"]["s"] == overall  # one stream: the same numbers
+    assert not [w for w in document["warnings"] if "replicate(s) per arm" in w]  # 3 replicates: no warning
+
+
+def test_replicate_intervals_are_never_zero_width_and_stay_in_range() -> None:
+    """Seeds that agree give Wilson's interval on the tasks (not [p, p]); an arm that
+    solved nothing gets an upper bound; two replicates are warned about."""
+    agree = [_run("control", _first(7), index, index - 1) for index in (1, 2)]
+    nothing = [_run("none", _first(0), index, index - 1) for index in (1, 2)]
+    document = build_replicate_comparison([("control", agree), ("none", nothing)])
+    assert_valid("replicates.json", {**document, "comparisons": [], "generated": "now"})
+    same = document["arms"][0]["overall"]
+    # every task the same in both replicates: the design effect is K, Wilson on the 10 tasks with t(9)
+    assert (same["ci_low"], same["ci_high"]) == tuple(pytest.approx(b) for b in _wilson(0.7, 10, T_975_9))
+    assert same["ci_low"] < 0.7 < same["ci_high"] and same["effective_tasks"] == pytest.approx(10)
+    zero = document["arms"][1]["overall"]
+    assert zero["mean"] == 0 and zero["ci_low"] == 0 and 0.2 < zero["ci_high"] < 1
+    difference = document["vs_baseline"][0]["overall"]
+    assert -1 <= difference["ci_low"] < -0.7 < difference["ci_high"] <= 1
+    assert any("2 replicate(s) per arm" in warning for warning in document["warnings"])
 
 
 def test_two_orders_of_one_arm_are_sequence_robustness() -> None:
@@ -199,9 +257,10 @@ def test_repeats_that_cannot_pair_are_refused_before_any_task(
 def test_the_gain_gate_of_replicates_judges_the_mean_paired_difference(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """``--min-gain`` with repeats: each arm's mean of its replicates' paired
-    differences (replicates.json) against the margin, its interval beside it; a missed
-    gate fails the session (exit 1), as without repeats."""
+    """``--min-gain`` with repeats: each arm's per-task mean difference across the
+    replicates (replicates.json) against the margin, its interval and paired t p beside
+    it; a missed gate fails the session (exit 1), as without repeats. ``--min-gain-by
+    lower-bound`` judges the interval's lower bound instead."""
     args = ["--config", str(SAMPLE_NO_MEMORY_RUN), "--config", str(SAMPLE_MEMORY_RUN), "--repeats", "2"]
     assert _cli(tmp_path, *args, "--min-gain", "-100", "--min-gain", "sample_facts=100") == 1
     printed = capsys.readouterr()
@@ -211,11 +270,22 @@ def test_the_gain_gate_of_replicates_judges_the_mean_paired_difference(
         figures = document["vs_baseline"][0][scope] if scope == "overall" else document["vs_baseline"][0]["streams"][scope]
         low, high = figures["ci_low"] * 100, figures["ci_high"] * 100
         line = (f"{verdict}: {scope} gain of sample_memory over sample_no_memory {figures['mean'] * 100:+.1f} points, "
-                f"the mean over 2 replicates, 95% CI [{low:+.1f}, {high:+.1f}]")
+                f"the per-task mean over 2 replicates on {figures['paired_tasks']} paired tasks, "
+                f"95% CI [{low:+.1f}, {high:+.1f}], paired t p={figures['p_value']:.3g}")
         assert line in out, out
     assert "1 gain gate(s) missed; the session fails" in out
     # met: the same session passes
     assert _cli(tmp_path / "again", *args, "--min-gain", "-100") == 0
+    capsys.readouterr()
+    # a positive estimate whose interval reaches below the margin: met on the estimate, missed on the bound
+    overall = document["vs_baseline"][0]["overall"]
+    assert overall["mean"] > 0 > overall["ci_low"]
+    assert _cli(tmp_path / "estimate", *args, "--min-gain", "0") == 0
+    assert _cli(tmp_path / "bound", *args, "--min-gain", "0", "--min-gain-by", "lower-bound") == 1
+    printed = capsys.readouterr()
+    out = printed.out + printed.err
+    assert f"MISSED: overall gain of sample_memory over sample_no_memory {overall['mean'] * 100:+.1f} points" in out
+    assert "minimum +0.0 points (required of the 95% CI's lower bound)" in out
 
 
 def test_a_session_of_one_arm_in_two_orders_shows_its_sequence_robustness(

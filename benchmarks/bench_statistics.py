@@ -1,0 +1,151 @@
+"""Coverage of the package's 95 % intervals, by simulation with a known truth.
+
+    python benchmarks/bench_statistics.py                       # 1,000 experiments per cell
+    python benchmarks/bench_statistics.py --experiments 200     # a quick check
+
+Each experiment draws a benchmark the way a real one varies:
+
+* n tasks from a population whose difficulty varies: task i's chance of being
+  solved by the baseline arm is expit(mu_A + sigma * u_i), the other arm's
+  expit(mu_B + sigma * (rho * u_i + sqrt(1 - rho^2) * v_i)) (u, v standard normal;
+  sigma = 1.5, rho = 0.8: the memory arm helps some tasks more than others);
+* K replicates (seeds) per task and arm, each a Bernoulli draw with the task's
+  chance: the within-task noise that seeds, orders and sampling add.
+
+mu_A and mu_B are set so that the population accuracies are exactly p and p + gain
+(Gauss-Hermite quadrature), the truth the intervals must cover: the accuracy of
+the population of tasks, not of the n drawn. The intervals are the package's
+own (:mod:`pytest_evomemory.reporting.clustered` across replicates; for K = 1 the
+same code is Wilson's interval, and the paired difference is Newcombe's method 10
+of :mod:`pytest_evomemory.reporting.stats`, as a single run reports it).
+
+A 95 % interval must cover the truth in 93-97 % of the experiments; a cell outside
+prints a MISSED line (with 1,000 experiments the Monte Carlo standard error of a
+coverage near 95 % is 0.7 points). Exit status 1 when a cell is missed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from pytest_evomemory.reporting.clustered import arm_interval, difference_interval
+from pytest_evomemory.reporting.stats import PairedTable, newcombe_paired_interval
+
+SIGMA = 1.5
+RHO = 0.8
+LOW, HIGH = 93.0, 97.0
+
+
+def _population_accuracy(mu: float, nodes: np.ndarray, weights: np.ndarray) -> float:
+    return float((weights / (1 + np.exp(-(mu + SIGMA * nodes)))).sum())
+
+
+def location_for(accuracy: float) -> float:
+    """mu such that the population of tasks has ``accuracy`` (bisection on quadrature)."""
+    nodes, weights = np.polynomial.hermite_e.hermegauss(80)
+    weights = weights / weights.sum()
+    low, high = -20.0, 20.0
+    for _ in range(200):
+        middle = (low + high) / 2
+        if _population_accuracy(middle, nodes, weights) < accuracy:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+def gain_for(accuracy: float) -> float:
+    """The true gain of the second arm: 10 points, less near the ceiling."""
+    return min(0.10, (1 - accuracy) / 2)
+
+
+def simulate(
+    generator: np.random.Generator, experiments: int, tasks: int, replicates: int, accuracy: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Outcomes ``(experiments, tasks, replicates)`` of the two arms (see the module docstring)."""
+    mu_a, mu_b = location_for(accuracy), location_for(accuracy + gain_for(accuracy))
+    u = generator.standard_normal((experiments, tasks, 1))
+    v = generator.standard_normal((experiments, tasks, 1))
+    chance_a = 1 / (1 + np.exp(-(mu_a + SIGMA * u)))
+    chance_b = 1 / (1 + np.exp(-(mu_b + SIGMA * (RHO * u + math.sqrt(1 - RHO * RHO) * v))))
+    shape = (experiments, tasks, replicates)
+    first = (generator.random(shape) < chance_a).astype(np.float64)
+    second = (generator.random(shape) < chance_b).astype(np.float64)
+    return first, second
+
+
+def newcombe(first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """One replicate: the single run's Newcombe method 10 interval, experiment by experiment."""
+    a, b = first[..., 0].astype(bool), second[..., 0].astype(bool)
+    lows, highs = [], []
+    for x, y in zip(a, b, strict=True):
+        table = PairedTable(int((x & y).sum()), int((x & ~y).sum()), int((~x & y).sum()), int((~x & ~y).sum()))
+        low, high = newcombe_paired_interval(table) or (math.nan, math.nan)
+        lows.append(low)
+        highs.append(high)
+    return np.asarray(lows), np.asarray(highs)
+
+
+def cell(generator: np.random.Generator, experiments: int, tasks: int, replicates: int, accuracy: float) -> dict[str, float]:
+    first, second = simulate(generator, experiments, tasks, replicates, accuracy)
+    gain = gain_for(accuracy)
+    _, low, high, _ = arm_interval(first)
+    arm = float(((low <= accuracy) & (accuracy <= high)).mean() * 100)
+    if replicates == 1:
+        d_low, d_high = newcombe(first, second)
+    else:
+        _, d_low, d_high = difference_interval(first, second)
+    difference = float(((d_low <= gain) & (gain <= d_high)).mean() * 100)
+    return {
+        "arm": arm, "difference": difference,
+        "arm_width": float((high - low).mean() * 100), "difference_width": float((d_high - d_low).mean() * 100),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--experiments", type=int, default=1000, help="experiments per cell (default 1,000)")
+    parser.add_argument("--tasks", default="24,200", help="comma-separated task counts (default 24,200)")
+    parser.add_argument("--replicates", default="1,3,5", help="comma-separated replicate counts (default 1,3,5)")
+    parser.add_argument("--accuracies", default="0.05,0.5,0.95", help="true baseline accuracies (default 0.05,0.5,0.95)")
+    parser.add_argument("--seed", type=int, default=20241101)
+    args = parser.parse_args(argv)
+    generator = np.random.default_rng(args.seed)
+    started = time.perf_counter()
+    header = f"{'K':>2} {'tasks':>5} {'p':>5} {'gain':>5} {'arm cover %':>11} {'diff cover %':>12} {'arm width':>9} {'diff width':>10}"
+    print(f"coverage of 95% intervals, {args.experiments} experiments per row (target {LOW:.0f}-{HIGH:.0f} %)")
+    print(header)
+    print("-" * len(header))
+    missed = []
+    for replicates in [int(k) for k in args.replicates.split(",")]:
+        for tasks in [int(n) for n in args.tasks.split(",")]:
+            for accuracy in [float(p) for p in args.accuracies.split(",")]:
+                found = cell(generator, args.experiments, tasks, replicates, accuracy)
+                print(
+                    f"{replicates:>2} {tasks:>5} {accuracy:>5.2f} {gain_for(accuracy):>+5.3f} {found['arm']:>11.1f} "
+                    f"{found['difference']:>12.1f} {found['arm_width']:>9.1f} {found['difference_width']:>10.1f}",
+                    flush=True,
+                )
+                for what in ("arm", "difference"):
+                    if not LOW <= found[what] <= HIGH:
+                        missed.append(
+                            f"MISSED: {what} interval covers {found[what]:.1f} % at K={replicates}, n={tasks}, "
+                            f"p={accuracy} (target {LOW:.0f}-{HIGH:.0f} %)"
+                        )
+    print("widths: mean interval width in percentage points; "
+          f"{time.perf_counter() - started:.1f} s")
+    for line in missed:
+        print(line)
+    return 1 if missed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,379 @@
+"""Statistics across replicates, clustered by task: what a paper can print.
+
+The benchmark's tasks are a sample from the tasks one could have asked; the
+quantity of interest is the accuracy on that population. A replicate (another
+seed: another order, memory history, model sample) measures the *same* tasks
+again, so replicates are repeated measurements within each task, not new
+observations of the population. The unit of sampling is the task (E. Miller,
+*Adding Error Bars to Evals*, 2024, arXiv:2411.00640, sections on clustered
+standard errors and on resampling answers): every estimate here first averages
+each task over its K replicates, then works over the n per-task means.
+
+Methods, and why (docs/statistics.md has a worked example of each):
+
+* **One arm: Wilson score interval with the Kish effective number of tasks.** The
+  variance of the mean is the cluster-robust one, the sample variance of the
+  per-task means over n (Miller's clustered standard error with the task as the
+  cluster). The design effect (Kish 1965) is that variance over the binomial
+  p(1 - p) / (nK) and is kept within [1, K]: 1 when replicates are as informative
+  as new tasks, K when they only repeat each task's outcome. The Wilson interval
+  (Wilson 1927) on p with the effective n = nK / deff stays within [0, 1], is
+  not zero-width when the seeds agree (deff = K: Wilson on n tasks) and gives an
+  all-wrong arm an upper bound. With K > 1 the variance is estimated from n task
+  means, so z is replaced by Student's t with n - 1 degrees of freedom, the
+  degrees-of-freedom adjustment of Korn & Graubard (1998, Survey Methodology
+  24:193-201). With K = 1 it is exactly Wilson's interval.
+* **Paired difference: MOVER** (method of variance estimates recovery, Zou &
+  Donner 2008, Stat. Methods Med. Res. 17:543-554): the two arms' intervals above
+  combined "square and add" with the correlation of the arms' per-task means,
+  which is Newcombe's (1998) method 10 with clustered intervals in place of
+  Wilson's. It stays within [-1, 1] and is never zero-width.
+* **Paired test: two-sided paired t-test** on the per-task mean differences
+  (n - 1 degrees of freedom), tasks paired, replicates averaged within each.
+* **Variance decomposition** (Miller 2024, "resampling answers"): the within-task
+  (seed) variance is the mean over tasks of each task's variance across its
+  replicates; the between-task variance is the variance of the task means less
+  the within part over K. The standard error with n' tasks and K' replicates is
+  then sqrt((between + within / K') / n'), which says whether more seeds or more
+  tasks would narrow the interval.
+
+Every function takes an array of scores shaped ``(..., tasks, replicates)`` (1/0
+outcomes, or per-task scores in [0, 1] such as LoCoMo's F1) and works over the
+leading axes at once, so benchmarks/bench_statistics.py checks the coverage of
+these very functions on thousands of simulated experiments.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from .stats import CONFIDENCE, student_t_cdf, student_t_quantile
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    Array = npt.NDArray[Any]
+
+#: How replicates.json's ``methods`` names each computation (words a reader can cite).
+METHODS = {
+    "accuracy_ci": "each task averaged over its replicates, then a Wilson score interval (Wilson 1927) with the "
+    "Kish effective number of tasks: design effect = the cluster-robust variance of the mean of the per-task "
+    "means (Miller 2024, arXiv:2411.00640, tasks as clusters) over the binomial variance, kept within [1, K]; "
+    "z replaced by Student's t with tasks - 1 degrees of freedom when K > 1 (Korn & Graubard 1998); "
+    "with one replicate, the plain Wilson interval",
+    "difference_ci": "the per-task mean difference (each task averaged over its replicates, paired by task), "
+    "with a MOVER interval (Zou & Donner 2008): the two arms' intervals above combined with the correlation "
+    "of their per-task means, Newcombe's (1998) method 10 with clustered intervals; with one replicate, "
+    "Newcombe's method 10",
+    "p_value": "two-sided paired t-test on the per-task mean differences (tasks - 1 degrees of freedom); with "
+    "one replicate, the exact McNemar test",
+    "variance": "between-task and within-task (seed) variance of the per-task scores (Miller 2024, "
+    "'resampling answers'): within = the mean over tasks of the variance across replicates; between = the "
+    "variance of the task means less within / K",
+    "power": "minimum detectable effect at 80% power, two-sided alpha 0.05: (z(0.975) + z(0.80)) * sd(d) / "
+    "sqrt(tasks), sd(d) the standard deviation of the per-task mean differences (Miller 2024, power analysis)",
+    "per_replicate": "within each replicate: Newcombe (1998) method 10 paired interval and exact McNemar p on "
+    "the tasks both arms ran",
+}
+
+
+def _numpy() -> Any:
+    import numpy
+
+    return numpy
+
+
+@functools.lru_cache(maxsize=256)
+def t_quantile(df: int, confidence: float = CONFIDENCE) -> float:
+    """The two-sided ``confidence`` quantile of Student's t (cached: one per task count)."""
+    return student_t_quantile(1 - (1 - confidence) / 2, df)
+
+
+def z_quantile(confidence: float = CONFIDENCE) -> float:
+    """The two-sided ``confidence`` quantile of the standard normal (via :func:`math.erf` bisection)."""
+    target = 1 - (1 - confidence) / 2
+    low, high = 0.0, 10.0
+    for _ in range(100):
+        middle = (low + high) / 2
+        if 0.5 * math.erfc(-middle / math.sqrt(2)) < target:
+            low = middle
+        else:
+            high = middle
+    return (low + high) / 2
+
+
+def _check(scores: Array) -> tuple[int, int]:
+    if scores.ndim < 2 or scores.shape[-1] < 1 or scores.shape[-2] < 1:
+        raise ValueError(f"need scores shaped (..., tasks, replicates), got {scores.shape}")
+    return int(scores.shape[-2]), int(scores.shape[-1])
+
+
+def effective_tasks(scores: Array) -> tuple[Array, Array]:
+    """``(estimate, effective n)``: the mean of the per-task means and nK / deff,
+    the Kish design effect kept within [1, K] (see the module docstring). With no
+    spread between task means the design effect is K at 0 and 1 (nothing says
+    replicates add anything) and 1 otherwise."""
+    np = _numpy()
+    n, k = _check(scores)
+    means = scores.mean(axis=-1)
+    estimate = means.mean(axis=-1)
+    variance = ((means - estimate[..., None]) ** 2).mean(axis=-1) / n  # cluster-robust (CR0)
+    binomial = estimate * (1 - estimate)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(variance > 0, binomial / np.where(variance > 0, variance, 1.0), np.inf)
+    ratio = np.where(binomial > 0, ratio, n)
+    return estimate, np.clip(ratio, n, n * k)
+
+
+def wilson_bounds(estimate: Array, n: Array, z: float) -> tuple[Array, Array]:
+    """Wilson's score interval at ``estimate`` with a (possibly fractional) sample size
+    ``n``; exactly 0 and 1 at an estimate of 0 and 1."""
+    np = _numpy()
+    z2 = z * z
+    denominator = 1 + z2 / n
+    centre = (estimate + z2 / (2 * n)) / denominator
+    half = z / denominator * np.sqrt(np.maximum(estimate * (1 - estimate), 0.0) / n + z2 / (4 * n * n))
+    low = np.where(estimate <= 0, 0.0, np.clip(centre - half, 0.0, 1.0))
+    high = np.where(estimate >= 1, 1.0, np.clip(centre + half, 0.0, 1.0))
+    return low, high
+
+
+def _quantile(tasks: int, replicates: int, confidence: float) -> float:
+    """z for one replicate (the binomial variance is known); t(tasks - 1) when the
+    design effect is estimated from the task means (Korn & Graubard 1998)."""
+    return z_quantile(confidence) if replicates == 1 or tasks < 2 else t_quantile(tasks - 1, confidence)
+
+
+def arm_interval(scores: Array, confidence: float = CONFIDENCE) -> tuple[Array, Array, Array, Array]:
+    """``(estimate, low, high, effective n)`` of one arm (module docstring: Wilson with
+    the Kish effective number of tasks)."""
+    n, k = _check(scores)
+    estimate, effective = effective_tasks(scores)
+    low, high = wilson_bounds(estimate, effective, _quantile(n, k, confidence))
+    return estimate, low, high, effective
+
+
+def task_correlation(first: Array, second: Array) -> Array:
+    """Pearson's correlation of the two arms' per-task means (0 where either is constant)."""
+    np = _numpy()
+    a = first.mean(axis=-1)
+    b = second.mean(axis=-1)
+    a = a - a.mean(axis=-1, keepdims=True)
+    b = b - b.mean(axis=-1, keepdims=True)
+    scale = np.sqrt((a * a).sum(axis=-1) * (b * b).sum(axis=-1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(scale > 0, (a * b).sum(axis=-1) / np.where(scale > 0, scale, 1.0), 0.0)
+
+
+def mover_bounds(
+    first: tuple[Array, Array, Array], second: tuple[Array, Array, Array], correlation: Array
+) -> tuple[Array, Array, Array]:
+    """``(difference, low, high)`` of ``second - first`` from each one's ``(estimate,
+    low, high)`` and the correlation of the estimates (Zou & Donner 2008), within [-1, 1]."""
+    np = _numpy()
+    p1, l1, u1 = first
+    p2, l2, u2 = second
+    difference = p2 - p1
+    below = np.sqrt(np.maximum((p2 - l2) ** 2 - 2 * correlation * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2, 0.0))
+    above = np.sqrt(np.maximum((u2 - p2) ** 2 - 2 * correlation * (u2 - p2) * (p1 - l1) + (p1 - l1) ** 2, 0.0))
+    return difference, np.clip(difference - below, -1.0, 1.0), np.clip(difference + above, -1.0, 1.0)
+
+
+def difference_interval(first: Array, second: Array, confidence: float = CONFIDENCE) -> tuple[Array, Array, Array]:
+    """``(mean difference, low, high)`` of ``second - first``, paired by task (both
+    shaped ``(..., tasks, replicates)``): the MOVER interval of the module docstring."""
+    if first.shape != second.shape:
+        raise ValueError(f"paired arms need the same tasks and replicates, got {first.shape} and {second.shape}")
+    one = arm_interval(first, confidence)[:3]
+    two = arm_interval(second, confidence)[:3]
+    return mover_bounds(one, two, task_correlation(first, second))
+
+
+def paired_t(first: Array, second: Array) -> tuple[float, float]:
+    """``(t, two-sided p)`` of the paired t-test on the per-task mean differences of
+    one experiment (p is 1 when every difference is 0, 0 when all are one non-zero value)."""
+    np = _numpy()
+    differences = second.mean(axis=-1) - first.mean(axis=-1)
+    n = differences.size
+    mean = float(differences.mean()) if n else 0.0
+    if n < 2:
+        return 0.0, 1.0
+    sd = float(np.std(differences, ddof=1))
+    if sd == 0:
+        return (0.0, 1.0) if mean == 0 else (math.copysign(math.inf, mean), 0.0)
+    t = mean / (sd / math.sqrt(n))
+    return t, min(1.0, 2 * (1 - student_t_cdf(abs(t), n - 1)))
+
+
+@dataclass(frozen=True)
+class VarianceSplit:
+    """Where the variance of per-task scores comes from (module docstring)."""
+
+    #: variance of the tasks' true scores (difficulty): only more tasks shrink it
+    between_tasks: float
+    #: variance of one replicate's score around its task's mean (seeds): more replicates shrink it
+    within_tasks: float | None
+    tasks: int
+    replicates: int
+
+    def standard_error(self, tasks: int | None = None, replicates: int | None = None) -> float:
+        """The standard error of the mean with ``tasks`` and ``replicates`` (default: as run)."""
+        n = tasks or self.tasks
+        k = replicates or self.replicates
+        return math.sqrt((self.between_tasks + (self.within_tasks or 0.0) / k) / n)
+
+    @property
+    def seed_share(self) -> float | None:
+        """The share of the mean's variance that the seeds contribute (None with one replicate)."""
+        if self.within_tasks is None:
+            return None
+        total = self.between_tasks + self.within_tasks / self.replicates
+        return self.within_tasks / self.replicates / total if total > 0 else 0.0
+
+    def advice(self) -> str:
+        """One sentence: what would narrow the interval."""
+        if self.within_tasks is None:
+            return "one replicate: the seeds' share of the variance is unknown (run 3 or more replicates)"
+        share = self.seed_share or 0.0
+        doubled_tasks = self.standard_error(tasks=2 * self.tasks)
+        doubled_seeds = self.standard_error(replicates=2 * self.replicates)
+        return (
+            f"{share:.0%} of the variance comes from the seeds; twice the tasks would give a standard error of "
+            f"{doubled_tasks * 100:.1f} points, twice the replicates {doubled_seeds * 100:.1f} "
+            f"(now {self.standard_error() * 100:.1f})"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "between_tasks": self.between_tasks, "within_tasks": self.within_tasks,
+            "seed_share": self.seed_share, "standard_error": self.standard_error(),
+            "standard_error_twice_the_tasks": self.standard_error(tasks=2 * self.tasks),
+            "standard_error_twice_the_replicates": self.standard_error(replicates=2 * self.replicates),
+        }
+
+
+def variance_split(scores: Array) -> VarianceSplit:
+    """The between-task and within-task variance of one experiment's scores
+    ``(tasks, replicates)`` (Miller 2024): within is unknown with one replicate."""
+    np = _numpy()
+    n, k = _check(scores)
+    means = scores.mean(axis=-1)
+    total = float(np.var(means, ddof=1)) if n > 1 else 0.0
+    if k == 1:
+        return VarianceSplit(total, None, n, k)
+    within = float(np.var(scores, axis=-1, ddof=1).mean())
+    return VarianceSplit(max(total - within / k, 0.0), within, n, k)
+
+
+def as_scores(rows: Sequence[Sequence[float]]) -> Array:
+    """A ``(tasks, replicates)`` float array from per-task rows of replicate scores."""
+    np = _numpy()
+    return np.asarray(rows, dtype=np.float64).reshape(len(rows), -1 if rows else 1)
+
+
+@dataclass(frozen=True)
+class ArmEstimate:
+    """One arm across its replicates: the mean of its per-task means and the interval."""
+
+    estimate: float | None
+    low: float | None
+    high: float | None
+    tasks: int
+    replicates: int
+    effective_tasks: float | None
+    variance: VarianceSplit | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tasks": self.tasks, "effective_tasks": self.effective_tasks,
+            "variance": None if self.variance is None else self.variance.to_dict(),
+        }
+
+
+def estimate_arm(rows: Sequence[Sequence[float]], confidence: float = CONFIDENCE) -> ArmEstimate:
+    """:func:`arm_interval` of one arm's ``rows`` (a row per task, a score per replicate)."""
+    if not rows:
+        return ArmEstimate(None, None, None, 0, 0, None, None)
+    scores = as_scores(rows)
+    estimate, low, high, effective = arm_interval(scores, confidence)
+    return ArmEstimate(
+        float(estimate), float(low), float(high), len(rows), int(scores.shape[-1]), float(effective),
+        variance_split(scores),
+    )
+
+
+@dataclass(frozen=True)
+class DifferenceEstimate:
+    """``second - first`` paired by task across replicates, with its interval and test."""
+
+    difference: float | None
+    low: float | None
+    high: float | None
+    tasks: int
+    replicates: int
+    #: ``paired t`` (or ``McNemar`` with one replicate of yes/no outcomes)
+    test: str
+    p_value: float | None
+    variance: VarianceSplit | None
+    #: the per-task differences' standard deviation (what power depends on)
+    sd: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "paired_tasks": self.tasks, "test": self.test, "p_value": self.p_value,
+            "variance": None if self.variance is None else self.variance.to_dict(),
+        }
+
+
+def estimate_difference(
+    first: Sequence[Sequence[float]], second: Sequence[Sequence[float]], *, binary: bool,
+    confidence: float = CONFIDENCE,
+) -> DifferenceEstimate:
+    """``second - first`` on the tasks both ran (rows paired by task, columns by
+    replicate). One replicate of yes/no outcomes is a single run's comparison:
+    Newcombe's method 10 and the exact McNemar test, as compare.json's."""
+    np = _numpy()
+    if not first:
+        return DifferenceEstimate(None, None, None, 0, 0, "paired t", None, None, None)
+    a, b = as_scores(first), as_scores(second)
+    n, k = _check(a)
+    differences = b.mean(axis=-1) - a.mean(axis=-1)
+    sd = float(np.std(differences, ddof=0))
+    split = variance_split(b - a)
+    if k == 1 and binary:
+        from .stats import PairedTable, mcnemar_exact, newcombe_paired_interval
+
+        x, y = a[:, 0] > 0.5, b[:, 0] > 0.5
+        table = PairedTable(int((x & y).sum()), int((x & ~y).sum()), int((~x & y).sum()), int((~x & ~y).sum()))
+        low, high = newcombe_paired_interval(table) or (-1.0, 1.0)
+        p_value = mcnemar_exact(table.only_first, table.only_second)
+        return DifferenceEstimate(float(differences.mean()), low, high, n, k, "McNemar", p_value, split, sd)
+    difference, low_, high_ = difference_interval(a, b, confidence)
+    return DifferenceEstimate(
+        float(difference), float(low_), float(high_), n, k, "paired t", paired_t(a, b)[1], split, sd
+    )
+
+
+__all__ = [
+    "METHODS",
+    "ArmEstimate",
+    "DifferenceEstimate",
+    "VarianceSplit",
+    "arm_interval",
+    "as_scores",
+    "difference_interval",
+    "effective_tasks",
+    "estimate_arm",
+    "estimate_difference",
+    "mover_bounds",
+    "paired_t",
+    "t_quantile",
+    "task_correlation",
+    "variance_split",
+    "wilson_bounds",
+    "z_quantile",
+]

@@ -1,0 +1,146 @@
+"""Power: the smallest gain a comparison could detect, and the tasks a gain needs.
+
+For a paired comparison of two arms on n tasks, with per-task differences d_i of
+standard deviation sd(d), a two-sided test at level alpha has power 1 - beta
+against a true gain delta when delta >= (z(1 - alpha/2) + z(1 - beta)) * sd(d) /
+sqrt(n) (the normal approximation; E. Miller, *Adding Error Bars to Evals*, 2024,
+arXiv:2411.00640, section on power analysis). So:
+
+* after a run, the **minimum detectable effect** (MDE) is that bound with the
+  observed sd(d): for one replicate of yes/no outcomes sd(d)^2 = p10 + p01 -
+  (p10 - p01)^2, p10 and p01 the shares of discordant tasks; across K replicates,
+  the standard deviation of the per-task mean differences;
+* before a run, the tasks needed for a gain delta are n = ((z + z) * sd(d) /
+  delta)^2, with sd(d) from assumptions (:func:`planned_variance`).
+
+With K replicates, sd(d)^2 = between + within / K (:class:`.clustered.VarianceSplit`):
+more replicates shrink only the within-task (seed) part, more tasks shrink both.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from .clustered import z_quantile
+
+ALPHA = 0.05
+POWER = 0.80
+
+
+def _z_sum(alpha: float, power: float) -> float:
+    """z(1 - alpha/2) + z(power)."""
+    if not 0 < alpha < 1 or not 0 < power < 1:
+        raise ValueError(f"alpha and power must be in (0, 1), got {alpha} and {power}")
+    return z_quantile(1 - alpha) + z_quantile(2 * power - 1)
+
+
+def minimum_detectable_effect(sd: float, tasks: int, *, alpha: float = ALPHA, power: float = POWER) -> float:
+    """The smallest true gain detected with ``power`` at two-sided ``alpha`` on ``tasks`` tasks."""
+    if tasks < 1:
+        raise ValueError(f"need at least one task, got {tasks}")
+    return _z_sum(alpha, power) * sd / math.sqrt(tasks)
+
+
+def tasks_needed(gain: float, sd: float, *, alpha: float = ALPHA, power: float = POWER) -> int:
+    """The tasks it takes to detect ``gain`` (a fraction, > 0) with ``power``."""
+    if not gain > 0:
+        raise ValueError(f"the gain must be positive, got {gain}")
+    return max(2, math.ceil((_z_sum(alpha, power) * sd / gain) ** 2))
+
+
+def discordance_sd(only_first: int, only_second: int, total: int) -> float:
+    """sd(d) of one replicate's yes/no outcomes: sqrt(p10 + p01 - (p10 - p01)^2),
+    at least :func:`least_sd`."""
+    if total < 1:
+        raise ValueError("need at least one paired task")
+    p10, p01 = only_first / total, only_second / total
+    return max(math.sqrt(max(p10 + p01 - (p10 - p01) ** 2, 0.0)), least_sd(total, 1))
+
+
+def least_sd(tasks: int, replicates: int) -> float:
+    """The sd of the per-task differences when a single task differed in a single
+    replicate (by 1/K): the floor under sd(d), so a comparison that saw no
+    difference at all does not claim it could have detected any gain."""
+    step = 1 / replicates
+    return math.sqrt(max(step * step / tasks - (step / tasks) ** 2, 0.0))
+
+
+def power_entry(sd: float, tasks: int, replicates: int, source: str) -> dict[str, Any]:
+    """The ``power`` entry of compare.json and replicates.json: the MDE and what it
+    rests on (``sd`` is floored at :func:`least_sd`)."""
+    sd = max(sd, least_sd(tasks, replicates))
+    return {
+        "alpha": ALPHA, "power": POWER, "tasks": tasks, "replicates": replicates, "sd_difference": sd,
+        "minimum_detectable_effect": minimum_detectable_effect(sd, tasks), "sd_from": source,
+    }
+
+
+@dataclass(frozen=True)
+class Plan:
+    """What a pre-run power calculation assumes (``evomemory power``)."""
+
+    #: the baseline arm's accuracy (0.5: the largest variance)
+    baseline: float
+    #: the gain to detect, a fraction
+    gain: float
+    #: correlation of the two arms' per-task accuracies (tasks hard for one are hard for the other)
+    correlation: float = 0.5
+    #: the share of one outcome's variance that is within-task (seeds, order, sampling)
+    seed_share: float = 0.25
+
+    def __post_init__(self) -> None:
+        if not 0 <= self.baseline <= 1 or not 0 <= self.baseline + self.gain <= 1:
+            raise ValueError(
+                f"the baseline accuracy ({self.baseline}) and baseline + gain ({self.baseline + self.gain}) must be "
+                "between 0 and 1"
+            )
+        if not -1 <= self.correlation <= 1 or not 0 <= self.seed_share <= 1:
+            raise ValueError("the correlation must be in [-1, 1] and the seed share in [0, 1]")
+
+    def variance(self, replicates: int) -> float:
+        """sd(d)^2 with ``replicates`` replicates: each arm's outcome variance p(1 - p)
+        split into between tasks (1 - seed share) and within (seed share, divided by
+        the replicates); the arms' between-task parts correlated."""
+        first = self.baseline * (1 - self.baseline)
+        second = (self.baseline + self.gain) * (1 - self.baseline - self.gain)
+        keep = 1 - self.seed_share
+        between = keep * (first + second) - 2 * self.correlation * keep * math.sqrt(first * second)
+        return max(between, 0.0) + self.seed_share * (first + second) / replicates
+
+    def sd(self, replicates: int) -> float:
+        return math.sqrt(self.variance(replicates))
+
+    def minimum_detectable_effect(self, tasks: int, replicates: int, **kwargs: float) -> float:
+        return minimum_detectable_effect(self.sd(replicates), tasks, **kwargs)
+
+    def tasks_needed(self, replicates: int, **kwargs: float) -> int:
+        return tasks_needed(self.gain, self.sd(replicates), **kwargs)
+
+
+def power_line(label: str, power: Mapping[str, Any]) -> str:
+    """One line saying a ``power`` entry (:func:`power_entry`) in words, for the
+    terminal and the pages."""
+    effect = power.get("minimum_detectable_effect")
+    shown = "-" if not isinstance(effect, int | float) else f"{effect * 100:.1f} pp"
+    replicates = int(power.get("replicates") or 1)
+    with_replicates = f" x {replicates} replicates" if replicates > 1 else ""
+    return (
+        f"power: {label}: the smallest gain detectable with {float(power.get('power') or 0.8):.0%} power "
+        f"(two-sided alpha {power.get('alpha')}) on {power.get('tasks')} tasks{with_replicates} is {shown}"
+    )
+
+
+__all__ = [
+    "ALPHA",
+    "POWER",
+    "Plan",
+    "discordance_sd",
+    "least_sd",
+    "minimum_detectable_effect",
+    "power_entry",
+    "power_line",
+    "tasks_needed",
+]
