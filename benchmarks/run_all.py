@@ -30,7 +30,10 @@ HERE = Path(__file__).resolve().parent
 
 #: script -> arguments it gets by default: a quick check of a benchmark whose full
 #: size takes many minutes (dropped by ``--full`` or by ``--args`` for the script)
-QUICK = {"bench_two_arms": ["--scale", "0.05"], "bench_growth": ["--sizes", "1000"], "bench_report": ["--tasks", "2000"]}
+QUICK = {
+    "bench_two_arms": ["--scale", "0.05"], "bench_growth": ["--sizes", "1000"], "bench_report": ["--tasks", "2000"],
+    "bench_statistics": ["--experiments", "300"],
+}
 
 
 def discover(only: set[str]) -> list[Path]:

@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__, datacmd, initcmd, mergecmd, runcmd, tablecmd
+from . import __version__, datacmd, initcmd, mergecmd, powercmd, runcmd, tablecmd
 from .errors import ConfigError
 from .options import GAIN_FIGURE, add_min_gain_by, min_gain_by
 from .redaction import shown
@@ -100,6 +100,7 @@ def build_parser() -> argparse.ArgumentParser:
     datacmd.add_parser(commands)
     initcmd.add_parser(commands)
     tablecmd.add_parser(commands)
+    powercmd.add_parser(commands)
     return parser
 
 
@@ -157,6 +158,8 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return initcmd.main(args)
     if args.command == "table":
         return tablecmd.main(args)
+    if args.command == "power":
+        return powercmd.main(args)
     if args.command == "merge":
         return mergecmd.main(args)
     try:

@@ -51,6 +51,15 @@ def tasks_needed(gain: float, sd: float, *, alpha: float = ALPHA, power: float =
     return max(2, math.ceil((_z_sum(alpha, power) * sd / gain) ** 2))
 
 
+def power_at(gain: float, sd: float, tasks: int, *, alpha: float = ALPHA) -> float:
+    """The chance a two-sided test at ``alpha`` detects a true ``gain`` on ``tasks`` tasks
+    (normal approximation: Phi(gain * sqrt(tasks) / sd - z(1 - alpha/2)))."""
+    if sd <= 0:
+        return 1.0 if gain != 0 else alpha
+    shift = abs(gain) * math.sqrt(tasks) / sd - z_quantile(1 - alpha)
+    return 0.5 * math.erfc(-shift / math.sqrt(2))
+
+
 def discordance_sd(only_first: int, only_second: int, total: int) -> float:
     """sd(d) of one replicate's yes/no outcomes: sqrt(p10 + p01 - (p10 - p01)^2),
     at least :func:`least_sd`."""
@@ -119,6 +128,9 @@ class Plan:
     def tasks_needed(self, replicates: int, **kwargs: float) -> int:
         return tasks_needed(self.gain, self.sd(replicates), **kwargs)
 
+    def power_at(self, tasks: int, replicates: int, *, alpha: float = ALPHA) -> float:
+        return power_at(self.gain, self.sd(replicates), tasks, alpha=alpha)
+
 
 def power_line(label: str, power: Mapping[str, Any]) -> str:
     """One line saying a ``power`` entry (:func:`power_entry`) in words, for the
@@ -141,6 +153,7 @@ __all__ = [
     "least_sd",
     "minimum_detectable_effect",
     "power_entry",
+    "power_at",
     "power_line",
     "tasks_needed",
 ]

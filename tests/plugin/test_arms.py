@@ -126,12 +126,16 @@ def test_each_arm_has_its_own_memory(pytester: pytest.Pytester) -> None:
 def test_a_missed_gate_fails_the_session_and_an_unnamed_accuracy_gate_judges_every_arm(
     pytester: pytest.Pytester,
 ) -> None:
-    """The gates met pass the session: test_two_arms_run_as_they_would_alone_and_are_compared."""
-    missed = _run(pytester, CONTROL, MEMORY, "--evomemory-min-gain=sample_choice=60", "--json-report",
-                  "--json-report-file=report.json", "--evomemory-min-accuracy=0.5")
+    """The gates met pass the session: test_two_arms_run_as_they_would_alone_and_are_compared.
+    The gain gate here requires the interval's lower bound (``--evomemory-min-gain-by``):
+    +58.3 points on 12 tasks would meet 40 on the estimate, but not on the bound."""
+    missed = _run(pytester, CONTROL, MEMORY, "--evomemory-min-gain=sample_choice=40", "--json-report",
+                  "--json-report-file=report.json", "--evomemory-min-accuracy=0.5",
+                  "--evomemory-min-gain-by=lower-bound")
     assert missed.ret == 1
     missed.stdout.fnmatch_lines([
-        "MISSED: sample_choice gain of sample_memory over sample_no_memory +58.3 points*minimum +60.0 points",
+        "MISSED: sample_choice gain of sample_memory over sample_no_memory +58.3 points over 12 paired tasks, "
+        "95% CI ?+22.5, +80.7?, McNemar p=0.0156, minimum +40.0 points (required of the 95% CI's lower bound)",
         "evomemory: 1 gain gate(s) missed; the session fails",
     ])
     # the accuracy gate names no arm: the control arm's 0 % misses it, the memory arm meets it
@@ -141,7 +145,8 @@ def test_a_missed_gate_fails_the_session_and_an_unnamed_accuracy_gate_judges_eve
     arms = {arm["name"]: arm for arm in block["arms"]}
     assert list(arms) == ["sample_no_memory", "sample_memory"]
     assert arms["sample_memory"]["summary"]["overall"]["correct"] == 14
-    assert [(g["scope"], g["met"]) for g in block["gains"]] == [("sample_choice", False)]
+    assert [(g["scope"], g["met"], g["requires"]) for g in block["gains"]] == [("sample_choice", False, "lower-bound")]
+    assert block["gains"][0]["difference_ci_points"][0] < 40 < block["gains"][0]["difference_points"]
     assert block["comparison"]["baseline"] == "sample_no_memory"
 
 

@@ -45,6 +45,22 @@ def test_compare_with_labels(make_run: MakeRun, tmp_path: Path, monkeypatch: pyt
         assert [g.attrs["data-run"] for g in svg.find_all("g", "series")] == ["before", "after"]
 
 
+def test_compare_gates_on_the_lower_bound_when_asked(
+    make_run: MakeRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``evomemory compare --min-gain-by``: +50 points on 2 tasks meets a 10-point
+    margin on the estimate, not on its interval's lower bound (Newcombe's, below 0)."""
+    a = make_run("a", {"facts": [False, False]})
+    b = make_run("b", {"facts": [True, False]})
+    out = str(tmp_path / "c.html")
+    assert main(["compare", str(a), str(b), "-o", out, "--min-gain", "10"]) == 0
+    assert main(["compare", str(a), str(b), "-o", out, "--min-gain", "10", "--min-gain-by", "lower-bound"]) == 1
+    printed = capsys.readouterr().out
+    assert "MISSED: overall gain of b over a +50.0 points over 2 paired tasks, 95% CI [-" in printed
+    assert "(required of the 95% CI's lower bound)" in printed
+    assert "power: b: the smallest gain detectable with 80% power (two-sided alpha 0.05) on 2 tasks is" in printed
+
+
 @pytest.mark.parametrize(
     ("argv", "message"),
     [
@@ -58,6 +74,8 @@ def test_compare_with_labels(make_run: MakeRun, tmp_path: Path, monkeypatch: pyt
         (["compare", "{a}", "{a}", "--labels", "x"], "--labels has 1 label(s) for 2 run directories"),
         (["compare", "{a}", "{a}", "--labels", "x,"], "--labels contains an empty label"),
         (["report", "{a}", "-o", "{a}/summary.json/x.html"], "cannot write"),
+        (["compare", "{a}", "{a}", "--min-gain-by", "p-value"], "--min-gain-by says what --min-gain requires"),
+        (["compare", "{a}", "{a}", "--min-gain", "1", "--min-gain-by", "bound"], "--min-gain-by must be one of"),
     ],
 )
 def test_errors_are_one_line_and_exit_2(

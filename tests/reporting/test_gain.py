@@ -79,3 +79,29 @@ def test_bad_margins_are_refused_with_the_option_named(value: str, message: str)
         parse_min_gain([value], ["a"])
     assert message in str(raised.value)
     assert raised.value.source == "--evomemory-min-gain"
+
+
+def test_a_gate_can_require_the_lower_bound_or_the_p_value() -> None:
+    """``min-gain-by``: the same +30 points overall (McNemar p = 2/2^6 over 20 tasks,
+    Newcombe's interval about [+8, +49]) meets a 10-point margin on the estimate and on
+    the p-value, misses it on the lower bound of a 20-point margin, and misses the
+    p-value rule on stream b (+0 points, p = 1)."""
+    document = _document()
+    overall = document["overall"]["vs_baseline"][0]
+    low = overall["ci_low"] * 100
+    assert 0 < low < 20 < overall["difference"] * 100
+
+    def verdict(margin: str, requires: str) -> list[bool]:
+        return [r.met for r in check_gains(document, parse_min_gain([margin], ["a", "b"], requires=requires))]
+
+    assert verdict("20", "estimate") == [True] and verdict("20", "lower-bound") == [False]
+    assert verdict(f"{low - 0.01}", "lower-bound") == [True]
+    assert verdict("20", "p-value") == [True] and verdict("b=0", "p-value") == [False]
+    (result,) = check_gains(document, parse_min_gain(["20"], ["a", "b"], requires="lower-bound"))
+    line = result.describe()
+    # the verdict line carries the estimate and the bound, and says what was required
+    assert line.startswith("MISSED: overall gain of memory over control +30.0 points over 20 paired tasks, 95% CI [")
+    assert f"[{low:+.1f}, " in line and line.endswith("minimum +20.0 points (required of the 95% CI's lower bound)")
+    assert result.to_dict()["requires"] == "lower-bound" and result.to_dict()["test"] == "McNemar"
+    with pytest.raises(ConfigError, match="requires one of estimate, lower-bound, p-value"):
+        parse_min_gain(["5"], [], requires="bound")
