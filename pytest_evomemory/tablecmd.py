@@ -30,7 +30,8 @@ def add_parser(commands: Any) -> None:
     table.add_argument("--format", choices=FORMATS, default="markdown", help="markdown (default), latex or csv")
     table.add_argument(
         "--ci", action="store_true",
-        help="add each cell's 95%% interval (Wilson for a run; Student-t over replicates with --replicates)",
+        help="add each cell's 95%% interval (Wilson for a run; with --replicates, clustered by task over the "
+        "replicates: docs/statistics.md)",
     )
     table.add_argument(
         "--replicates", action="store_true",

@@ -214,54 +214,11 @@ def compare_paired(first: Mapping[_Key, bool], second: Mapping[_Key, bool]) -> P
     return PairedComparison(pair(first, second))
 
 
-# --------------------------------------------------------------------------- replicates
+# --------------------------------------------------------------------------- orders and Student's t
 #
-# A replicate is one whole run of an arm (same config, another seed or order draw).
-# Its accuracy is one number; across N replicates the report gives their mean with a
-# Student-t interval (N is small: 3 to 10), and two arms or two orders of one arm are
-# compared by the mean of their per-replicate differences (paired by replicate: the
-# same seed) with the same interval. Within one replicate, tasks pair: two orders of
-# one stream hold the same tasks, so :func:`order_difference` is the paired
-# Newcombe/McNemar comparison above, task by task.
-
-
-@dataclass(frozen=True)
-class MeanInterval:
-    """The mean of a few numbers with its two-sided 95 % Student-t interval."""
-
-    n: int
-    mean: float | None
-    sd: float | None
-    low: float | None
-    high: float | None
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"n": self.n, "mean": self.mean, "sd": self.sd, "ci_low": self.low, "ci_high": self.high}
-
-
-def replicate_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> MeanInterval:
-    """Mean, sample standard deviation (n - 1) and the t interval of ``values``
-    (mean +/- t(0.975, n - 1) * sd / sqrt(n) at 95 %). One value has a mean and no interval."""
-    n = len(values)
-    if n == 0:
-        return MeanInterval(0, None, None, None, None)
-    mean = math.fsum(values) / n
-    if n == 1:
-        return MeanInterval(1, mean, None, None, None)
-    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in values) / (n - 1))
-    half = student_t_quantile(1 - (1 - confidence) / 2, n - 1) * sd / math.sqrt(n)
-    return MeanInterval(n, mean, sd, mean - half, mean + half)
-
-
-def paired_replicate_difference(
-    first: Sequence[float], second: Sequence[float], confidence: float = CONFIDENCE
-) -> MeanInterval:
-    """``second - first`` replicate by replicate (paired t): the i-th replicates of the
-    two arms (or orders) share their seed, so their difference removes what the seed
-    did to both."""
-    if len(first) != len(second):
-        raise ValueError(f"paired replicates need as many of each, got {len(first)} and {len(second)}")
-    return replicate_interval([b - a for a, b in zip(first, second, strict=True)], confidence)
+# Across replicates, intervals are clustered by task (:mod:`.clustered`). Within one
+# replicate, tasks pair: two orders of one stream hold the same tasks, so
+# :func:`order_difference` is the paired Newcombe/McNemar comparison above, task by task.
 
 
 def order_difference(first: Mapping[_Key, bool], second: Mapping[_Key, bool]) -> PairedComparison:
@@ -501,7 +458,6 @@ __all__ = [
     "CONFIDENCE",
     "Z95",
     "MeanEstimate",
-    "MeanInterval",
     "PairedComparison",
     "PairedTable",
     "Proportion",
@@ -515,8 +471,6 @@ __all__ = [
     "order_difference",
     "pair",
     "paired_bootstrap",
-    "paired_replicate_difference",
-    "replicate_interval",
     "student_t_cdf",
     "student_t_quantile",
     "wilcoxon_signed_rank",

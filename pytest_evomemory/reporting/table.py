@@ -30,14 +30,18 @@ from __future__ import annotations
 
 import csv
 import io
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..evaluation.modes import MATCH_MODES
+from .clustered import estimate_arm, z_quantile
 from .columns import headline, number
+from .compare import TaskKey, outcomes, values
 from .rundata import ReportError, RunData, load_run, load_runs
-from .stats import replicate_interval
+from .summary import shared_headline
 
 _DASH = "\u2013"
 
@@ -98,7 +102,7 @@ class Row:
     #: How many of the average's entries the run has (7 for the paper's).
     entries: int
     #: Runs averaged into the row: 1, or its replicates (then every value is their
-    #: mean, and an interval the Student-t interval of that mean, see :func:`replicate_row`).
+    #: mean, and an interval clustered by task, see :func:`replicate_row`).
     replicates: int = 1
     average_low: float | None = None
     average_high: float | None = None
@@ -166,33 +170,108 @@ def run_row(run: RunData, label: str | None = None) -> Row:
     return Row(run.label if label is None else label, cells, average, len(entries))
 
 
+def column_scores(run: RunData, column: PaperColumn) -> dict[TaskKey, float]:
+    """The run's per-task scores behind ``column``'s cell (1/0, or a task's F1): what
+    an interval across replicates is built over (:func:`replicate_row`)."""
+    if column.metric.startswith("headline."):
+        metric = shared_headline(run.scores)
+        return values(run, metric) if metric is not None and metric.name == column.metric.removeprefix("headline.") else {}
+    if column.metric == "accuracy":
+        return {key: float(outcome) for key, outcome in outcomes(run, column.stream).items()}
+    found: dict[TaskKey, float] = {}
+    for scored in run.scores:
+        if str(scored.get("stream")) != column.stream:
+            continue
+        key = (column.stream, str(scored.get("task_id")))
+        right = bool(scored.get("correct")) and not scored.get("error")
+        if column.metric.startswith("groups."):
+            if str(scored.get("group")) == column.metric.removeprefix("groups."):
+                found[key] = float(right)
+        elif column.metric.startswith("figure."):
+            found[key] = float(_figure_match(scored, column.metric.removeprefix("figure.")))
+    return found
+
+
+def _figure_match(scored: Mapping[str, Any], name: str) -> bool:
+    """Whether a scored task has the figure ``name`` (ToolBench's API match); a failed episode has none."""
+    mode = scored.get("match_mode")
+    details = scored.get("details")
+    if scored.get("error") or not isinstance(mode, str) or mode not in MATCH_MODES or not isinstance(details, Mapping):
+        return False
+    return any(bool(details.get(metric.detail)) for metric in MATCH_MODES.get(mode).metrics if metric.name == name)
+
+
+@dataclass(frozen=True)
+class _Clustered:
+    """A replicate row's cell: the interval, and the standard error the average needs."""
+
+    low: float | None
+    high: float | None
+    standard_error: float | None
+
+
+def _clustered(runs: Sequence[RunData], column: PaperColumn) -> _Clustered:
+    """The interval of ``column`` over the tasks every replicate scored, each task
+    averaged over the replicates (:func:`.clustered.estimate_arm`)."""
+    scores = [column_scores(run, column) for run in runs]
+    shared = set(scores[0]).intersection(*scores[1:])
+    estimate = estimate_arm([[found[key] for found in scores] for key in scores[0] if key in shared])
+    if estimate.variance is None:
+        return _Clustered(None, None, None)
+    return _Clustered(estimate.low, estimate.high, estimate.variance.standard_error())
+
+
 def replicate_row(label: str, runs: Sequence[RunData]) -> Row:
     """A method run several times (independent replicates): each value is the mean of
-    the replicates' values, with its 95 % Student-t interval across them
-    (:func:`.stats.replicate_interval`); a cell some replicate lacks stays empty."""
+    the replicates' values, its 95 % interval clustered by task (each task averaged
+    over the replicates, Wilson on the effective number of tasks:
+    :func:`.clustered.estimate_arm`); the average's is normal, from its entries'
+    standard errors (streams are independent samples of tasks; ToolBench's two
+    entries, on the same tasks, add up as if fully correlated). A cell some replicate
+    lacks stays empty."""
     rows = [run_row(run) for run in runs]
     if len(rows) == 1:
         return run_row(runs[0], label)
     cells: dict[str, Cell] = {}
+    errors: dict[str, float | None] = {}
     for column in ALL_COLUMNS:
-        values = [row.cells[column.key].value for row in rows]
+        values_ = [row.cells[column.key].value for row in rows]
         tasks = {row.cells[column.key].tasks for row in rows}
-        if any(value is None for value in values):
+        if any(value is None for value in values_):
             cells[column.key] = Cell(None)
             continue
-        mean = replicate_interval([value for value in values if value is not None])
-        cells[column.key] = Cell(mean.mean, mean.low, mean.high, tasks.pop() if len(tasks) == 1 else None)
+        present = [value for value in values_ if value is not None]
+        clustered = _clustered(runs, column)
+        errors[column.key] = clustered.standard_error
+        cells[column.key] = Cell(
+            sum(present) / len(present), clustered.low, clustered.high, tasks.pop() if len(tasks) == 1 else None
+        )
     averages = [row.average for row in rows]
-    average = (
-        replicate_interval([value for value in averages if value is not None])
-        if all(value is not None for value in averages) else None
-    )
+    average = sum(a for a in averages if a is not None) / len(averages) if all(a is not None for a in averages) else None
+    low, high = _average_interval(average, errors, cells)
     return Row(
-        label, cells, None if average is None else average.mean, min(row.entries for row in rows),
-        replicates=len(rows),
-        average_low=None if average is None else average.low,
-        average_high=None if average is None else average.high,
+        label, cells, average, min(row.entries for row in rows), replicates=len(rows), average_low=low, average_high=high,
     )
+
+
+def _average_interval(
+    average: float | None, errors: Mapping[str, float | None], cells: Mapping[str, Cell]
+) -> tuple[float | None, float | None]:
+    """average +/- z * sqrt(sum over entries of (se / entries)^2), within [0, 1]."""
+    if average is None:
+        return None, None
+    entries = []
+    for keys in AVERAGE_ENTRIES:
+        present = [errors.get(key) for key in keys if cells[key].value is not None]
+        if not present:
+            continue
+        if any(error is None for error in present):
+            return None, None
+        entries.append(sum(error for error in present if error is not None) / len(present))
+    if not entries:
+        return None, None
+    half = z_quantile() * math.sqrt(sum(error * error for error in entries)) / len(entries)
+    return max(0.0, average - half), min(1.0, average + half)
 
 
 def build_table(runs: Sequence[RunData]) -> Table:
@@ -288,13 +367,14 @@ def _interval_note(table: Table) -> str:
         if LOCOMO in table.extra and any(row.replicates == 1 and row.cells[LOCOMO.key].value is not None for row in table.rows)
         else ""
     )
+    replicates = (
+        "95 % interval clustered by task over the replicate runs (each task averaged over the replicates, Wilson on "
+        "the effective number of tasks; Avg.: normal, from the entries' standard errors; docs/statistics.md)"
+    )
     if replicated == {True}:
-        return "95 % Student-t interval of the mean over the method's replicate runs"
+        return replicates
     if True in replicated:
-        return (
-            f"95 % Wilson interval for a single run{locomo}, 95 % Student-t interval of the mean over the replicate "
-            "runs for a method run several times"
-        )
+        return f"95 % Wilson interval for a single run{locomo}; for a method run several times, {replicates}"
     return f"95 % Wilson interval{locomo}"
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +46,11 @@ def test_a_gate_reads_the_paired_difference_in_points() -> None:
     assert by_scope["a"].p_value == pytest.approx(2 / 2**6)  # six discordant tasks, all one way
     assert "met: a gain of memory over control +60.0 points over 10 paired tasks" in by_scope["a"].describe()
     assert by_scope["b"].describe().startswith("MISSED: b gain of memory over control +0.0 points")
+    # compare.json's power: 6 of 20 tasks discordant, all one way: sd(d)^2 = 0.3 - 0.3^2
+    power = document["overall"]["vs_baseline"][0]["power"]
+    sd = math.sqrt(0.3 - 0.3**2)
+    assert power["sd_difference"] == pytest.approx(sd) and power["tasks"] == 20 and power["replicates"] == 1
+    assert power["minimum_detectable_effect"] == pytest.approx((1.959964 + 0.841621) * sd / math.sqrt(20), rel=1e-6)
 
 
 def test_streams_are_judged_before_overall_and_a_later_margin_replaces_an_earlier_one() -> None:

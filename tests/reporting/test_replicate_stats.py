@@ -1,6 +1,5 @@
-"""Replicate statistics (for --evomemory-repeats, once the Session has replicates):
-the t interval of a mean, the paired difference of replicates, and the difference
-between two orders of one arm, each against a hand computation."""
+"""Student's t (behind the intervals across replicates, reporting.clustered) and the
+difference between two orders of one arm, each against a hand computation or a table."""
 
 from __future__ import annotations
 
@@ -11,8 +10,6 @@ import pytest
 from pytest_evomemory.reporting.stats import (
     compare_paired,
     order_difference,
-    paired_replicate_difference,
-    replicate_interval,
     student_t_cdf,
     student_t_quantile,
 )
@@ -32,32 +29,6 @@ def test_t_quantiles_match_the_tables(df: int, quantile: float) -> None:
 def test_t_cdf_of_one_degree_of_freedom_is_the_cauchy() -> None:
     for t in (-3.0, -0.5, 0.0, 0.7, 4.0):
         assert student_t_cdf(t, 1) == pytest.approx(0.5 + math.atan(t) / math.pi, abs=1e-12)
-
-
-def test_mean_of_three_replicates_with_its_t_interval() -> None:
-    result = replicate_interval([0.50, 0.60, 0.70])
-    # by hand: mean 0.6, sd sqrt(((-0.1)^2 + 0 + 0.1^2) / 2) = 0.1, se 0.1 / sqrt(3),
-    # t(0.975, 2) = 4.302653: half-width 0.248414
-    assert (result.n, result.mean, result.sd) == (3, pytest.approx(0.6), pytest.approx(0.1))
-    assert (result.low, result.high) == (pytest.approx(0.6 - 0.248414, abs=1e-6), pytest.approx(0.6 + 0.248414, abs=1e-6))
-    assert replicate_interval([0.4]).to_dict() == {"n": 1, "mean": 0.4, "sd": None, "ci_low": None, "ci_high": None}
-    assert replicate_interval([]).mean is None
-    same = replicate_interval([0.5, 0.5, 0.5])
-    assert (same.low, same.high) == (0.5, 0.5)
-
-
-def test_paired_difference_of_replicates_uses_the_per_seed_differences() -> None:
-    easy_first = [0.62, 0.58, 0.66, 0.60]
-    hard_first = [0.55, 0.57, 0.58, 0.52]
-    result = paired_replicate_difference(easy_first, hard_first)
-    differences = [-0.07, -0.01, -0.08, -0.08]  # hard - easy, seed by seed
-    mean = sum(differences) / 4
-    sd = math.sqrt(sum((d - mean) ** 2 for d in differences) / 3)
-    half = 3.182446 * sd / 2  # t(0.975, 3) * sd / sqrt(4)
-    assert result.mean == pytest.approx(mean) and result.sd == pytest.approx(sd)
-    assert (result.low, result.high) == (pytest.approx(mean - half, abs=1e-6), pytest.approx(mean + half, abs=1e-6))
-    with pytest.raises(ValueError, match="as many of each"):
-        paired_replicate_difference([0.1], [0.1, 0.2])
 
 
 def test_two_orders_of_one_replicate_pair_by_task() -> None:

@@ -148,10 +148,16 @@ def test_the_command_prints_and_writes_the_table(
 # --------------------------------------------------------------------------- replicates
 
 
-def test_replicates_of_a_method_are_one_row_of_means_with_t_intervals(tmp_path: Path) -> None:
+def _wilson(p: float, n: float, z: float) -> tuple[float, float]:
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n))
+    return centre - half, centre + half
+
+
+def test_replicates_of_a_method_are_one_row_of_means_with_intervals_clustered_by_task(tmp_path: Path) -> None:
     """Three replicate runs of one method (same run name, three directories) and one
-    single run: the method's cells are the replicates' mean with the Student-t interval
-    across them, checked against a hand computation."""
+    single run: the method's cells are the replicates' mean with the interval
+    clustered by task (docs/statistics.md), checked against a hand computation."""
     from .conftest import write_run_dir
 
     aime = [[True, True, False, False, False], [True, True, True, False, False], [True, True, True, True, False]]
@@ -166,29 +172,38 @@ def test_replicates_of_a_method_are_one_row_of_means_with_t_intervals(tmp_path: 
     table = build_replicate_table(groups)
     exprag, control = table.rows
     assert (exprag.replicates, control.replicates) == (3, 1)
-    # AIME-24 by hand: 0.4, 0.6, 0.8 -> mean 0.6, sd 0.2, t(0.975, 2) = 4.302653, half 0.2 * t / sqrt(3)
-    half = 4.302653 * 0.2 / math.sqrt(3)
+    # AIME-24 by hand: per task over the replicates 1, 1, 2/3, 1/3, 0 (mean 0.6); cluster-robust
+    # variance sum((m - 0.6)^2) / 5^2; effective n 0.24 / that; Wilson with t(0.975, 4) = 2.776445
+    aime_means = [1, 1, 2 / 3, 1 / 3, 0]
+    low, high = _wilson(0.6, 0.24 / (sum((m - 0.6) ** 2 for m in aime_means) / 25), 2.776445)
     aime_cell = exprag.cells["aime_24"]
     assert aime_cell.value == pytest.approx(0.6) and aime_cell.tasks == 5
-    assert aime_cell.low == pytest.approx(0.6 - half, abs=1e-6) and aime_cell.high == pytest.approx(0.6 + half, abs=1e-6)
-    # GPQA: 0.25, 0.5, 0.5; the average (two entries) is the mean of the replicates' averages
+    assert aime_cell.low == pytest.approx(low, abs=1e-6) and aime_cell.high == pytest.approx(high, abs=1e-6)
+    # GPQA: 0.25, 0.5, 0.5; the average (two entries) is the mean of the replicates' averages, its
+    # interval normal from the entries' standard errors sqrt(var(task means) / tasks)
     assert exprag.cells["gpqa"].value == pytest.approx(1.25 / 3)
     averages = [(0.4 + 0.25) / 2, (0.6 + 0.5) / 2, (0.8 + 0.5) / 2]
     mean = sum(averages) / 3
-    sd = math.sqrt(sum((a - mean) ** 2 for a in averages) / 2)
+    gpqa_means = [1, 2 / 3, 0, 0]
+
+    def error(means: list[float]) -> float:
+        centre = sum(means) / len(means)
+        return math.sqrt(sum((m - centre) ** 2 for m in means) / (len(means) - 1) / len(means))
+
+    half = 1.959964 * math.sqrt(error(aime_means) ** 2 + error(gpqa_means) ** 2) / 2
     assert exprag.average == pytest.approx(mean)
-    assert exprag.average_low == pytest.approx(mean - 4.302653 * sd / math.sqrt(3), abs=1e-6)
+    assert exprag.average_low == pytest.approx(mean - half, abs=1e-6)
     assert exprag.cells["aime_25"].value is None
     # the single run keeps its own values and its summary's Wilson intervals
     assert control.cells["gpqa"].value == 1.0 and control.average_low is None
-    low, high = wilson_interval(4, 4)
-    assert control.cells["gpqa"].low == pytest.approx(low) and control.cells["gpqa"].high == pytest.approx(high)
+    w_low, w_high = wilson_interval(4, 4)
+    assert control.cells["gpqa"].low == pytest.approx(w_low) and control.cells["gpqa"].high == pytest.approx(w_high)
     markdown = to_markdown(table, ci=True)
-    assert f"| exprag | 0.60 [{0.6 - half:.2f}, {0.6 + half:.2f}] |" in markdown
-    assert "exprag: the mean of 3 replicate runs" in markdown and "Student-t interval of the mean" in markdown
+    assert f"| exprag | 0.60 [{low:.2f}, {high:.2f}] |" in markdown
+    assert "exprag: the mean of 3 replicate runs" in markdown and "clustered by task over the replicate runs" in markdown
     rows = list(csv.DictReader(io.StringIO(to_csv(table, ci=True))))
     assert [row["replicates"] for row in rows] == ["3", "1"]
-    assert float(rows[0]["avg_ci_high"]) == pytest.approx(2 * mean - exprag.average_low, abs=1e-6)  # type: ignore[operator]
+    assert float(rows[0]["avg_ci_high"]) == pytest.approx(mean + half, abs=1e-6)
 
 
 def test_the_command_groups_replicates_by_label(
