@@ -24,7 +24,7 @@ Methods, and why (docs/statistics.md has a worked example of each):
   degrees-of-freedom adjustment of Korn & Graubard (1998, Survey Methodology
   24:193-201). With K = 1 it is exactly Wilson's interval.
 * **Paired difference: MOVER** (method of variance estimates recovery, Zou &
-  Donner 2008, Stat. Methods Med. Res. 17:543-554): the two arms' intervals above
+  Donner 2008, Statistics in Medicine 27:1693-1702): the two arms' intervals above
   combined "square and add" with the correlation of the arms' per-task means,
   which is Newcombe's (1998) method 10 with clustered intervals in place of
   Wilson's. It stays within [-1, 1] and is never zero-width.
