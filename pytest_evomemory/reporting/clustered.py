@@ -166,7 +166,8 @@ def task_correlation(first: Array, second: Array) -> Array:
     b = b - b.mean(axis=-1, keepdims=True)
     scale = np.sqrt((a * a).sum(axis=-1) * (b * b).sum(axis=-1))
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(scale > 0, (a * b).sum(axis=-1) / np.where(scale > 0, scale, 1.0), 0.0)
+        correlation: Array = np.where(scale > 0, (a * b).sum(axis=-1) / np.where(scale > 0, scale, 1.0), 0.0)
+    return correlation
 
 
 def mover_bounds(
@@ -272,7 +273,8 @@ def variance_split(scores: Array) -> VarianceSplit:
 def as_scores(rows: Sequence[Sequence[float]]) -> Array:
     """A ``(tasks, replicates)`` float array from per-task rows of replicate scores."""
     np = _numpy()
-    return np.asarray(rows, dtype=np.float64).reshape(len(rows), -1 if rows else 1)
+    scores: Array = np.asarray(rows, dtype=np.float64).reshape(len(rows), -1 if rows else 1)
+    return scores
 
 
 @dataclass(frozen=True)

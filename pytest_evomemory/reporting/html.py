@@ -660,7 +660,7 @@ def _replicate_notes(arms: Sequence[Mapping[str, Any]], versus: Sequence[Mapping
     for arm in arms:
         split = _mapping(_mapping(arm.get(OVERALL)).get("variance"))
         share = split.get("seed_share")
-        if isinstance(share, int | float):
+        if isinstance(share, int | float) and split.get("standard_error"):
             lines.append(
                 f"{arm.get('label')}: {share:.0%} of the variance comes from the seeds; standard error "
                 f"{_pp_plain(split.get('standard_error'))}, with twice the tasks "

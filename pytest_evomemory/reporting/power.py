@@ -152,8 +152,8 @@ __all__ = [
     "discordance_sd",
     "least_sd",
     "minimum_detectable_effect",
-    "power_entry",
     "power_at",
+    "power_entry",
     "power_line",
     "tasks_needed",
 ]

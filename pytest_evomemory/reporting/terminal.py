@@ -247,7 +247,7 @@ def _replicate_power_lines(arms: Sequence[Mapping[str, Any]], versus: Sequence[M
     for arm in arms:
         split = (arm.get("overall") or {}).get("variance")
         share = split.get("seed_share") if isinstance(split, Mapping) else None
-        if isinstance(split, Mapping) and isinstance(share, int | float):
+        if isinstance(split, Mapping) and isinstance(share, int | float) and split.get("standard_error"):
             lines.append(inert(
                 f"variance: {arm['label']}: {share:.0%} from the seeds; standard error {_se(split, 'standard_error')}, "
                 f"with twice the tasks {_se(split, 'standard_error_twice_the_tasks')}, with twice the replicates "

@@ -21,7 +21,12 @@ from pytest_evomemory.reporting.clustered import (
     estimate_difference,
     variance_split,
 )
-from pytest_evomemory.reporting.stats import PairedTable, mcnemar_exact, newcombe_paired_interval, wilson_interval
+from pytest_evomemory.reporting.stats import (
+    PairedTable,
+    mcnemar_exact,
+    newcombe_paired_interval,
+    wilson_interval,
+)
 
 SCRIPT = Path(__file__).parents[2] / "benchmarks" / "bench_statistics.py"
 
