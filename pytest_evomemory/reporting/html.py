@@ -466,8 +466,11 @@ def _accuracy_table(comparison: Mapping[str, Any]) -> str:
 
 def _power_notes(entries: Iterable[Mapping[str, Any]]) -> str:
     """Each paired entry's minimum detectable effect (:func:`.power.power_line`), one line each."""
-    found = [power_line(str(entry.get("label")), entry["power"]) for entry in entries
-             if isinstance(entry.get("power"), Mapping)]
+    found = []
+    for entry in entries:
+        power = _mapping(entry.get("continuous")).get("power") or entry.get("power")  # the figure judged
+        if isinstance(power, Mapping):
+            found.append(power_line(str(entry.get("label")), power))
     return "".join(f'<p class="meta power">{_e(line)}</p>' for line in found)
 
 

@@ -61,26 +61,27 @@ def power_at(gain: float, sd: float, tasks: int, *, alpha: float = ALPHA) -> flo
 
 
 def discordance_sd(only_first: int, only_second: int, total: int) -> float:
-    """sd(d) of one replicate's yes/no outcomes: sqrt(p10 + p01 - (p10 - p01)^2),
-    at least :func:`least_sd`."""
+    """sd(d) of one replicate's yes/no outcomes: sqrt(p10 + p01 - (p10 - p01)^2);
+    :func:`least_sd` when no task is discordant."""
     if total < 1:
         raise ValueError("need at least one paired task")
     p10, p01 = only_first / total, only_second / total
-    return max(math.sqrt(max(p10 + p01 - (p10 - p01) ** 2, 0.0)), least_sd(total, 1))
+    sd = math.sqrt(max(p10 + p01 - (p10 - p01) ** 2, 0.0))
+    return sd if sd > 0 else least_sd(total, 1)
 
 
 def least_sd(tasks: int, replicates: int) -> float:
     """The sd of the per-task differences when a single task differed in a single
-    replicate (by 1/K): the floor under sd(d), so a comparison that saw no
-    difference at all does not claim it could have detected any gain."""
+    replicate (by 1/K): what sd(d) is taken to be when no task differed (or all by
+    the same amount), so such a comparison does not claim it could detect any gain."""
     step = 1 / replicates
     return math.sqrt(max(step * step / tasks - (step / tasks) ** 2, 0.0))
 
 
 def power_entry(sd: float, tasks: int, replicates: int, source: str) -> dict[str, Any]:
     """The ``power`` entry of compare.json and replicates.json: the MDE and what it
-    rests on (``sd`` is floored at :func:`least_sd`)."""
-    sd = max(sd, least_sd(tasks, replicates))
+    rests on (an ``sd`` of 0, no task differed, is replaced by :func:`least_sd`)."""
+    sd = sd if sd > 0 else least_sd(tasks, replicates)
     return {
         "alpha": ALPHA, "power": POWER, "tasks": tasks, "replicates": replicates, "sd_difference": sd,
         "minimum_detectable_effect": minimum_detectable_effect(sd, tasks), "sd_from": source,

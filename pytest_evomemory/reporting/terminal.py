@@ -166,7 +166,7 @@ def format_comparison(document: Mapping[str, Any]) -> list[str]:
     lines.insert(1, "-" * max(len(line) for line in lines))
     lines += _sequence_lines(document.get("sequence_robustness") or [])
     for against in document["overall"]["vs_baseline"]:
-        power = against.get("power")
+        power = (against.get("continuous") or {}).get("power") or against.get("power")  # the figure judged
         if isinstance(power, Mapping):
             lines.append(inert(power_line(str(against.get("label")), power), one_line=True))
     lines += [f"warning: {inert(str(warning), one_line=True)}" for warning in document.get("warnings") or []]

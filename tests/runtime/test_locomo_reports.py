@@ -121,7 +121,13 @@ def test_compare_of_two_locomo_arms_adds_the_paired_f1_statistics(
         "metric": "f1", "label": "F1", "paired_tasks": 15, "mean_difference": pytest.approx(bootstrap.mean),
         "ci_low": bootstrap.low, "ci_high": bootstrap.high, "wilcoxon_statistic": wilcoxon.statistic,
         "wilcoxon_p": wilcoxon.p_value, "wilcoxon_method": wilcoxon.method, "nonzero": wilcoxon.nonzero,
+        "power": continuous["power"],
     }
+    # the smallest F1 gain detectable: (z(0.975) + z(0.80)) * sd of the F1 differences / sqrt(15)
+    differences = [memory[key] - control[key] for key in control]
+    mean = sum(differences) / 15
+    sd = (sum((d - mean) ** 2 for d in differences) / 15) ** 0.5
+    assert continuous["power"]["minimum_detectable_effect"] == pytest.approx((1.959964 + 0.841621) * sd / 15**0.5)
     assert document["overall"]["vs_baseline"][0]["mcnemar_p"] == 1.0  # nobody reaches F1 >= 0.5
     assert "Wilcoxon" in document["methods"]["continuous_p_value"]
     out = capsys.readouterr().out
@@ -144,7 +150,11 @@ def test_the_gain_gate_of_locomo_arms_judges_the_mean_f1_difference(
     out = capsys.readouterr().out
     assert (f"met: overall gain of locomo_sample_memory over locomo_sample_no_memory "
             f"{continuous['mean_difference'] * 100:+.1f} points of mean F1 over 15 paired tasks, "
+            f"95% CI [{continuous['ci_low'] * 100:+.1f}, {continuous['ci_high'] * 100:+.1f}], "
             f"Wilcoxon p={continuous['wilcoxon_p']:.3g}, minimum +0.1 points") in out, out
+    effect = continuous["power"]["minimum_detectable_effect"] * 100
+    assert f"power: locomo_sample_memory: the smallest gain detectable with 80% power (two-sided alpha 0.05) on " \
+           f"15 tasks is {effect:.1f} pp" in out
     assert "MISSED: conv-sample-1 gain of locomo_sample_memory over locomo_sample_no_memory" in out
 
 
@@ -162,7 +172,10 @@ def test_replicates_of_locomo_arms_compare_and_gate_the_mean_f1(tmp_path: Path, 
     printed = capsys.readouterr().out
     assert "mean F1" in printed.splitlines()[printed.splitlines().index(next(
         line for line in printed.splitlines() if line.startswith("stream ") and "per replicate" in line))]
-    assert "points of mean F1, the mean over 2 replicates" in printed
+    assert "points of mean F1, the per-task mean over 2 replicates" in printed
+    # across replicates, each question's F1 is averaged over the replicates: the interval is over questions
+    memory = document["arms"][1]["overall"]
+    assert memory["tasks"] == 15 and 0 <= memory["ci_low"] < memory["mean"] < memory["ci_high"] <= 1
     assert "mean F1</th>" in (out / "replicates.html").read_text(encoding="utf-8")
 
 
