@@ -58,10 +58,11 @@ def test_the_gain_gate_of_replicates_fails_the_session_and_reaches_the_json_repo
         "--json-report", "--json-report-file=report.json",
     )
     assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
-    result.stdout.fnmatch_lines(["MISSED: overall gain of sample_memory over sample_no_memory * the mean over 2 replicates*"])
+    result.stdout.fnmatch_lines(["MISSED: overall gain of sample_memory over sample_no_memory * the per-task mean over 2 replicates*"])
     report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
     assert_json_report_valid(report)
     [gain] = report["evomemory"]["gains"]
     assert (gain["scope"], gain["replicates"], gain["met"]) == ("overall", 2, False)
     mean = json.loads((pytester.path / "rep" / "replicates.json").read_text(encoding="utf-8"))["vs_baseline"][0]["overall"]
     assert gain["difference_points"] == pytest.approx(mean["mean"] * 100)
+    assert (gain["requires"], gain["test"], gain["p_value"]) == ("estimate", "paired t", mean["p_value"])
