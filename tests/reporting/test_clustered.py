@@ -104,3 +104,21 @@ def test_the_intervals_cover_the_truth_of_simulated_benchmarks(replicates: int, 
     found = bench.cell(generator, 400, 40, replicates, accuracy)
     assert 91.0 <= found["arm"] <= 98.5, found
     assert 91.0 <= found["difference"] <= 98.5, found
+
+
+def test_the_benchmark_prints_its_table_and_flags_a_missed_cell(capsys: pytest.CaptureFixture[str]) -> None:
+    bench = _bench()
+    assert bench.main(["--experiments", "60", "--tasks", "24", "--replicates", "1,3", "--accuracies", "0.5"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].split()[:4] == ["K", "tasks", "p", "gain"]
+    rows = [line.split() for line in lines[3:5]]
+    assert [(row[0], row[1], row[2]) for row in rows] == [("1", "24", "0.50"), ("3", "24", "0.50")]
+    assert all(0 <= float(value) <= 100 for row in rows for value in row[4:6])
+    # a band no interval can meet is reported, and --strict turns it into the exit status
+    bench.LOW, bench.HIGH = 99.9, 100.0
+    try:
+        assert bench.main(["--experiments", "60", "--tasks", "24", "--replicates", "3", "--accuracies", "0.5",
+                           "--strict"]) == 1
+    finally:
+        bench.LOW, bench.HIGH = 93.0, 97.0
+    assert "MISSED: arm interval covers" in capsys.readouterr().out
