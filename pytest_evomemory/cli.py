@@ -168,10 +168,9 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         else:
             if len(args.run_dirs) < 2:
                 parser.error("compare needs at least two run directories")
+            requires = min_gain_by(args)  # refused before anything is written
             files = write_comparison(args.run_dirs, args.output, _labels(args.labels, len(args.run_dirs)))
-            gates = parse_min_gain(
-                args.min_gain, list(files.document["streams"]), option="--min-gain", requires=min_gain_by(args)
-            )
+            gates = parse_min_gain(args.min_gain, list(files.document["streams"]), option="--min-gain", requires=requires)
             for line in format_comparison(files.document):
                 print(line)
             missed = _gate(files.document, gates)
