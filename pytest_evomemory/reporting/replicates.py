@@ -89,15 +89,25 @@ def _rows(runs: Sequence[RunData], stream: str | None, metric: Metric | None) ->
     return {key: [found[key] for found in scores] for key in scores[0] if key in shared} if scores else {}
 
 
+def _spread(values: Sequence[float | None]) -> tuple[int, float | None, float | None]:
+    """How many replicates have a figure, their mean and sample standard deviation
+    (n - 1; None below two): the replicates' own spread, shown beside the interval."""
+    present = [value for value in values if value is not None]
+    if not present:
+        return 0, None, None
+    mean = math.fsum(present) / len(present)
+    if len(present) < 2:
+        return 1, mean, None
+    return len(present), mean, math.sqrt(math.fsum((v - mean) ** 2 for v in present) / (len(present) - 1))
+
+
 def _arm_scope(runs: Sequence[RunData], stream: str | None, metric: Metric | None) -> dict[str, Any]:
     accuracies = [_accuracy(run, stream) for run in runs]
-    present = [value for value in accuracies if value is not None]
-    mean = math.fsum(present) / len(present) if present else None
-    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in present) / (len(present) - 1)) if len(present) > 1 and mean is not None else None
+    count, mean, sd = _spread(accuracies)
     rows = _rows(runs, stream, metric)
     estimate = estimate_arm(list(rows.values()))
     return {
-        "accuracies": accuracies, "n": len(present),
+        "accuracies": accuracies, "n": count,
         "mean": estimate.estimate if estimate.estimate is not None else mean, "sd": sd,
         "ci_low": estimate.low, "ci_high": estimate.high, **estimate.to_dict(),
     }
@@ -109,9 +119,7 @@ def _difference_scope(
     first = [_accuracy(run, stream) for run in base]
     second = [_accuracy(run, stream) for run in mine]
     differences = [None if a is None or b is None else b - a for a, b in zip(first, second, strict=True)]
-    present = [value for value in differences if value is not None]
-    mean = math.fsum(present) / len(present) if present else None
-    sd = math.sqrt(math.fsum((v - mean) ** 2 for v in present) / (len(present) - 1)) if len(present) > 1 and mean is not None else None
+    count, mean, sd = _spread(differences)
     rows_first, rows_second = _rows(base, stream, metric), _rows(mine, stream, metric)
     keys = [key for key in rows_first if key in rows_second]
     estimate = estimate_difference(
@@ -129,7 +137,7 @@ def _difference_scope(
             "the standard deviation of the per-task mean differences",
         )
     return {
-        "differences": differences, "n": len(present),
+        "differences": differences, "n": count,
         "mean": estimate.difference if estimate.difference is not None else mean, "sd": sd,
         "ci_low": estimate.low, "ci_high": estimate.high, **estimate.to_dict(), "power": power,
         "per_replicate": per_replicate,

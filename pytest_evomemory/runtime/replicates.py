@@ -12,9 +12,11 @@ the run the config makes without repeats.
 Each replicate is an arm of its own (its label ``<arm>@r<i>``: item ids
 ``<arm>@r<i>:<stream>/<task>``, its own run directory ``<arm dir>/r<i>``, its own
 memory per stream), so pytest, xdist and ``evomemory run`` schedule, resume and
-report it as any arm; the comparison pairs the arms replicate by replicate
-(:mod:`..reporting.replicates`). The arms of one session must run the same seeds:
-replicates pair by seed.
+report it as any arm. The comparison (:mod:`..reporting.replicates`) averages each
+task over its replicates and pairs the arms by task (the task is the unit of
+sampling, the replicates repeated measurements of it: :mod:`..reporting.clustered`),
+beside each replicate's own paired test. The arms of one session must run the same
+seeds: replicate ``i`` of each arm is paired with the others' replicate ``i``.
 """
 
 from __future__ import annotations

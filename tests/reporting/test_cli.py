@@ -59,6 +59,8 @@ def test_compare_gates_on_the_lower_bound_when_asked(
     assert "MISSED: overall gain of b over a +50.0 points over 2 paired tasks, 95% CI [-" in printed
     assert "(required of the 95% CI's lower bound)" in printed
     assert "power: b: the smallest gain detectable with 80% power (two-sided alpha 0.05) on 2 tasks is" in printed
+    page = (tmp_path / "c.html").read_text(encoding="utf-8")
+    assert "power: b: the smallest gain detectable with 80% power" in page
 
 
 @pytest.mark.parametrize(

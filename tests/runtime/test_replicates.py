@@ -241,6 +241,9 @@ def test_repeats_are_reproducible_from_their_seeds(
     ({"repeats": 2}, ["--config", str(SAMPLE_MEMORY_RUN)], "replicates pair by seed"),
     ({"repeats": 2}, ["--config", str(SAMPLE_MEMORY_RUN), "--min-gain", "0"], "replicates pair by seed"),
     ({}, ["--repeats", "2", "--min-gain", "0"], "gates the gain of an arm over the baseline"),
+    ({}, ["--config", str(SAMPLE_MEMORY_RUN), "--min-gain-by", "lower-bound"], "says what --min-gain requires"),
+    ({}, ["--config", str(SAMPLE_MEMORY_RUN), "--min-gain", "5", "--min-gain-by", "bound"],
+     "--min-gain-by must be one of estimate, lower-bound, p-value"),
 ])
 def test_repeats_that_cannot_pair_are_refused_before_any_task(
     tmp_path: Path, write_run_config: Any, capsys: pytest.CaptureFixture[str],
