@@ -2,7 +2,12 @@
 
 Any number of runs stays readable: the legend wraps onto further rows (the
 picture and its viewBox grow with it) and a label too long for a row is
-shortened, with the full text in its tooltip.
+shortened, with the full text in its tooltip. Each run has a colour, a dash
+pattern and a hollow marker shape of its own (:mod:`.palette`); runs whose curves
+are identical put their markers at different positions and say so in the legend
+("= other run"), so one never hides another. A series may carry a band (the
+replicates page: lowest to highest replicate at each position), drawn
+translucent under the lines.
 """
 
 from __future__ import annotations
@@ -12,19 +17,20 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ._markup import _e
-
-# Okabe-Ito colours plus dash patterns: curves stay apart for colour-blind readers
-# and on black-and-white printouts.
-_PALETTE = ("#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442")
-_DASHES = ("", "6 3", "2 3", "8 3 2 3", "1 2", "10 4")
+from .palette import marker_positions, marker_svg, style
 
 _Y_INSET = 6
 
 
 @dataclass(frozen=True)
 class Series:
+    """One line of a chart; ``low`` / ``high`` (as long as ``values``), when given,
+    are the band drawn around it."""
+
     label: str
     values: Sequence[float]
+    low: Sequence[float] | None = None
+    high: Sequence[float] | None = None
 
 
 def _ticks(maximum: int, most: int = 10) -> list[int]:
@@ -98,7 +104,47 @@ def display_points(values: Sequence[float], most: int = MAX_DRAWN_POINTS) -> lis
     return [(index + 1, values[index]) for index in sorted(picked)]
 
 
-def curve_svg(stream: str, series: Sequence[Series], *, width: int = 560, height: int = 300) -> str:
+def band_points(low: Sequence[float], high: Sequence[float], most: int = MAX_DRAWN_POINTS) -> list[tuple[int, float, float]]:
+    """(1-based position, low, high) of a band as drawn: every position up to
+    ``most``, beyond it per bucket of consecutive positions the bucket's lowest low
+    and highest high (at its middle position), so thinning never narrows a band."""
+    count = min(len(low), len(high))
+    if count <= most:
+        return [(index + 1, low[index], high[index]) for index in range(count)]
+    buckets = max(1, most - 2)
+    drawn = [(1, low[0], high[0])]
+    for bucket in range(buckets):
+        start, stop = bucket * count // buckets, (bucket + 1) * count // buckets
+        if start < stop:
+            drawn.append(((start + stop) // 2 + 1, min(low[start:stop]), max(high[start:stop])))
+    drawn.append((count, low[count - 1], high[count - 1]))
+    return sorted(set(drawn))
+
+
+def twins(series: Sequence[Series]) -> list[str | None]:
+    """Per series, the label of the first earlier series with exactly the same
+    curve (and band), or None: the legend says so, as the lines coincide."""
+    found: list[str | None] = []
+    for index, line in enumerate(series):
+        same = next(
+            (other.label for other in series[:index]
+             if line.values and list(other.values) == list(line.values)
+             and list(other.low or []) == list(line.low or []) and list(other.high or []) == list(line.high or [])),
+            None,
+        )
+        found.append(same)
+    return found
+
+
+def _legend_text(line: Series, twin: str | None) -> str:
+    text = f"{line.label}{f' ({line.values[-1]:.1%})' if line.values else ' (no tasks)'}"
+    return text + (f" = {twin}" if twin is not None else "")
+
+
+def curve_svg(
+    stream: str, series: Sequence[Series], *, width: int = 560, height: int = 300,
+    y_label: str = "cumulative accuracy",
+) -> str:
     """Cumulative accuracy against task position, one line per run, as inline SVG.
 
     ``height`` is the height with a one-row legend; each further legend row makes
@@ -106,10 +152,9 @@ def curve_svg(stream: str, series: Sequence[Series], *, width: int = 560, height
     """
     left, right, top, bottom = 56, 16, 16, 72
     plot_w, plot_h = width - left - right, height - top - bottom
-    legend = legend_layout(
-        [f"{line.label}{f' ({line.values[-1]:.1%})' if line.values else ' (no tasks)'}" for line in series],
-        left, width - left - right,
-    )
+    same = twins(series)
+    legend = legend_layout([_legend_text(line, twin) for line, twin in zip(series, same, strict=True)],
+                           left, width - left - right)
     height += _LEGEND_ROW * (max((entry.row for entry in legend), default=0))
     longest = max((len(s.values) for s in series), default=0)
     x_max = max(longest, 2)
@@ -119,13 +164,13 @@ def curve_svg(stream: str, series: Sequence[Series], *, width: int = 560, height
 
     def y(value: float) -> float:
         # Inset so a curve at exactly 0 or 1 is not hidden under the axis or the frame edge.
-        return top + _Y_INSET + (1.0 - value) * (plot_h - 2 * _Y_INSET)
+        return top + _Y_INSET + (1.0 - min(1.0, max(0.0, value))) * (plot_h - 2 * _Y_INSET)
 
     parts = [
         f'<svg class="curve" data-stream="{_e(stream)}" xmlns="http://www.w3.org/2000/svg" '
         f'viewBox="0 0 {width} {height}" width="{width}" height="{height}" role="img" '
-        f'aria-label="{_e(f"Cumulative accuracy along stream {stream}")}">',
-        f"<title>{_e(f'Cumulative accuracy along {stream}')}</title>",
+        f'aria-label="{_e(f"{y_label[:1].upper()}{y_label[1:]} along stream {stream}")}">',
+        f"<title>{_e(f'{y_label[:1].upper()}{y_label[1:]} along {stream}')}</title>",
         f'<rect class="frame" x="{left}" y="{top}" width="{plot_w}" height="{plot_h}"/>',
     ]
     for tick in (0.0, 0.25, 0.5, 0.75, 1.0):
@@ -147,36 +192,57 @@ def curve_svg(stream: str, series: Sequence[Series], *, width: int = 560, height
         f'<line class="axis" x1="{left}" y1="{top + plot_h}" x2="{left + plot_w}" y2="{top + plot_h}"/>',
         f'<line class="axis" x1="{left}" y1="{top}" x2="{left}" y2="{top + plot_h}"/>',
         f'<text class="axis-label" x="{left + plot_w / 2:.1f}" y="{top + plot_h + 36}" text-anchor="middle">task position in stream</text>',
-        f'<text class="axis-label" transform="translate(14 {top + plot_h / 2:.1f}) rotate(-90)" text-anchor="middle">cumulative accuracy</text>',
+        f'<text class="axis-label" transform="translate(14 {top + plot_h / 2:.1f}) rotate(-90)" text-anchor="middle">{_e(y_label)}</text>',
     ]
     if not longest:
         parts.append(
             f'<text class="empty" x="{left + plot_w / 2:.1f}" y="{top + plot_h / 2:.1f}" text-anchor="middle">no scored tasks</text>'
         )
+    for index, line in enumerate(series):  # bands first: every line stays on top of every band
+        if line.low is None or line.high is None or not line.values:
+            continue
+        band = band_points(line.low, line.high)
+        outline = [f"{x(p):.1f},{y(h):.1f}" for p, _, h in band] + [f"{x(p):.1f},{y(lo):.1f}" for p, lo, _ in reversed(band)]
+        parts.append(
+            f'<polygon class="band" data-run="{_e(line.label)}" points="{" ".join(outline)}" '
+            f'fill="{style(index).colour}" fill-opacity="0.10" stroke="{style(index).colour}" stroke-opacity="0.35" '
+            f'stroke-width="0.8"{style(index).dash_attr}/>'
+        )
     for index, line in enumerate(series):
-        colour, dash = _PALETTE[index % len(_PALETTE)], _DASHES[index % len(_DASHES)]
-        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
+        look = style(index)
         points = " ".join(f"{x(position):.1f},{y(v):.1f}" for position, v in display_points(line.values))
         parts.append(f'<g class="series" data-run="{_e(line.label)}" data-tasks="{len(line.values)}">')
         if line.values:
-            parts.append(f'<polyline class="line" points="{points}" stroke="{colour}"{dash_attr}/>')
+            parts.append(f'<polyline class="line" points="{points}" stroke="{look.colour}"{look.dash_attr}/>')
+        for position in marker_positions(len(line.values), index, len(series)):
+            value = line.values[position - 1]
+            parts.append(marker_svg(look.marker, x(position), y(value), look.colour,
+                                    tooltip=f"{line.label}: task {position}, {y_label} {value:.3f}"))
         if len(line.values) <= 60:
+            # hover targets, one per task: invisible (the markers above are what a reader sees)
             for i, v in enumerate(line.values):
                 parts.append(
-                    f'<circle cx="{x(i + 1):.1f}" cy="{y(v):.1f}" r="2.5" fill="{colour}">'
-                    f"<title>{_e(f'{line.label}: task {i + 1}, cumulative accuracy {v:.3f}')}</title></circle>"
+                    f'<circle class="point" cx="{x(i + 1):.1f}" cy="{y(v):.1f}" r="4" fill="{look.colour}" fill-opacity="0">'
+                    f"<title>{_e(f'{line.label}: task {i + 1}, {y_label} {v:.3f}')}</title></circle>"
                 )
         parts.append("</g>")
-    parts.append('<g class="legend">')
+    parts.append(legend_svg(legend, top + plot_h + bottom - 14))
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def legend_svg(legend: Sequence[LegendEntry], baseline: float) -> str:
+    """The legend: per entry a swatch of its line (colour, dashes, marker) and its text."""
+    parts = ['<g class="legend">']
     for index, entry in enumerate(legend):
-        colour, dash = _PALETTE[index % len(_PALETTE)], _DASHES[index % len(_DASHES)]
-        dash_attr = f' stroke-dasharray="{dash}"' if dash else ""
-        legend_y = top + plot_h + bottom - 14 + entry.row * _LEGEND_ROW
+        look = style(index)
+        legend_y = baseline + entry.row * _LEGEND_ROW
         parts.append(
             f'<g class="legend-entry"><title>{_e(entry.full)}</title>'
             f'<line x1="{entry.x:.1f}" y1="{legend_y - 4}" x2="{entry.x + 24:.1f}" y2="{legend_y - 4}" '
-            f'stroke="{colour}" stroke-width="2.5"{dash_attr}/>'
-            f'<text class="legend-label" x="{entry.x + _SWATCH:.1f}" y="{legend_y}">{_e(entry.text)}</text></g>'
+            f'stroke="{look.colour}" stroke-width="2.5"{look.dash_attr}/>'
+            + marker_svg(look.marker, entry.x + 12, legend_y - 4, look.colour, size=3.5)
+            + f'<text class="legend-label" x="{entry.x + _SWATCH:.1f}" y="{legend_y}">{_e(entry.text)}</text></g>'
         )
-    parts.append("</g></svg>")
+    parts.append("</g>")
     return "".join(parts)

@@ -120,7 +120,9 @@ tfoot td, tfoot th { font-weight: 600; background: #f6f8fa; }
 .plots { display: flex; flex-wrap: wrap; gap: 16px; }
 figure { margin: 0; border: 1px solid #d0d7de; border-radius: 6px; padding: 8px; max-width: 100%; box-sizing: border-box; }
 figcaption { font-weight: 600; margin-bottom: 4px; overflow-wrap: anywhere; }
-svg.curve { display: block; max-width: 100%; height: auto; font-size: 12px; }
+svg.curve, svg.forest { display: block; max-width: 100%; height: auto; font-size: 12px; }
+svg .zero { stroke: #1b1f24; stroke-width: 1.2; } svg .scope { font-weight: 600; fill: #1b1f24; font-size: 13px; }
+svg .arm, svg .value { fill: #1b1f24; } svg .value { font-variant-numeric: tabular-nums; }
 svg .frame { fill: #fff; stroke: none; } svg .grid { stroke: #eaeef2; }
 svg .axis { stroke: #57606a; } svg .tick { fill: #57606a; } svg .axis-label { fill: #1b1f24; font-size: 13px; }
 svg .line { fill: none; stroke-width: 2; stroke-linejoin: round; } svg .empty { fill: #8c959f; }
@@ -679,12 +681,14 @@ def _pp_plain(value: object) -> str:
     return "\u2013" if not isinstance(value, int | float) else f"{value * 100:.1f} pp"
 
 
-def render_replicates(document: Mapping[str, Any]) -> str:
+def render_replicates(document: Mapping[str, Any], figures: str = "") -> str:
     """replicates.html: a repeated session's arms across replicates (replicates.json):
     per stream and overall, each arm's mean over tasks with its clustered interval and
     each replicate's figure, and each later arm's per-task mean difference from the
     baseline with its interval and paired p beside each replicate's McNemar p; the
-    variance split and power; links to each replicate's comparison page."""
+    variance split and power; links to each replicate's comparison page. ``figures``:
+    the forest plot and the learning curves across replicates (:mod:`.replicatefigures`),
+    drawn from the replicate runs, shown after the table."""
     versus = {str(entry.get("label")): entry for entry in document.get("vs_baseline") or []}
     arms = [_mapping(arm) for arm in document.get("arms") or []]
     streams = list(_mapping(arms[0].get("streams"))) if arms else []
@@ -743,6 +747,7 @@ def render_replicates(document: Mapping[str, Any]) -> str:
         "each replicate's exact test on the tasks both ran (docs/statistics.md).</p>"
         + _replicate_notes(arms, list(versus.values())),
         f"<ul>{''.join(robustness)}</ul>" if robustness else "",
+        figures,
         f"<h2>Each replicate's comparison</h2><ul>{links}</ul>" if links else "",
     ]
     return "".join(_page(f"evomemory replicates: {labels}", body))

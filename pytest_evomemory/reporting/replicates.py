@@ -10,7 +10,10 @@ arm after the first (the baseline), the per-task mean difference from the baseli
 (paired by task, replicates averaged) with its MOVER interval, the paired t-test,
 the minimum detectable effect at 80 % power (:mod:`.power`), beside each
 replicate's own paired test on the tasks both ran (Newcombe interval, exact
-McNemar p, as compare.json's). ``replicates.html`` shows the same. With several
+McNemar p, as compare.json's). ``replicates.html`` shows the same, with figures
+drawn from the replicate runs (:mod:`.replicatefigures`: each arm's learning curve
+as the mean over its replicates with their range, and a forest plot of the gains).
+With several
 arms, each replicate's full comparison is also written as ``compare-r<i>.html`` /
 ``compare-r<i>.json``.
 
@@ -42,6 +45,7 @@ from .columns import headline
 from .compare import OVERALL, TaskKey, order_only, outcomes, stream_names, values
 from .html import render_replicates, write_comparison, write_page
 from .power import power_entry
+from .replicatefigures import replicate_figures
 from .rundata import ReportError, RunData, load_run
 from .stats import compare_paired, order_difference
 from .summary import shared_headline
@@ -242,7 +246,7 @@ def write_replicate_comparison(groups: Sequence[tuple[str, Sequence[Path]]], dir
     document = {**document, "comparisons": [path.name for path in paths], "generated": utc_now()}
     path = directory / REPLICATES_DATA
     write_page(path, dumps_redacted(document, indent=2) + "\n")  # as every artefact: redacted, strict JSON
-    page = write_page(path.with_suffix(".html"), render_replicates(document))
+    page = write_page(path.with_suffix(".html"), render_replicates(document, replicate_figures(document, loaded)))
     return ReplicateFiles(document, [page, path, *paths])
 
 
