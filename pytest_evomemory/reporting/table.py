@@ -24,6 +24,18 @@ F1, not on accuracy: its row shows that figure, summary.json's overall ``headlin
 "LoCoMo mean F1" after the average and never in it, with the summary's percentile
 bootstrap interval. The column appears only in a table that has such a row, so an
 Evo-Memory table keeps the paper's shape.
+
+Runs on other streams (the bundled sample streams, a user's own): when no run fills
+any of the paper's columns, the paper's layout would be a row of dashes, so the
+columns are the runs' own streams instead, in the order the runs list them, each
+cell the stream's headline figure (its accuracy, or the mean its match mode
+declares) with the summary's interval, and a last column "Overall", the run's
+figure over all its tasks; there is no Avg. (an average over unlike streams means
+nothing the paper defines). When the paper's streams are there and others too (a
+mix), the paper's layout stays and every other stream gets a column of its own
+after Avg. (after LoCoMo's), never in the average, so nothing a run scored is
+left out. A LoCoMo run's conversations are its LoCoMo column, not columns of
+their own. :func:`layout` makes that choice, once, for every format.
 """
 
 from __future__ import annotations
@@ -57,9 +69,16 @@ class PaperColumn:
     name: str
     stream: str
     #: ``accuracy``, ``figure.<name>`` (a match mode's figure: ``<name>_accuracy``),
-    #: ``groups.<category>``, or ``headline.<metric>`` (the overall headline figure
-    #: when it is that mean: LoCoMo's ``f1_mean``)
+    #: ``groups.<category>``, ``headline.<metric>`` (the overall headline figure
+    #: when it is that mean: LoCoMo's ``f1_mean``), ``stream`` (the stream's own
+    #: headline figure, a column of a run's own stream) or ``overall`` (the run's
+    #: overall headline figure)
     metric: str
+
+    @property
+    def csv_name(self) -> str:
+        """The CSV header: the key, or a run's own stream by its name."""
+        return self.stream if self.metric == "stream" else self.key
 
 
 COLUMNS: tuple[PaperColumn, ...] = (
@@ -78,6 +97,17 @@ COLUMNS: tuple[PaperColumn, ...] = (
 LOCOMO = PaperColumn("locomo_f1", "LoCoMo", "mean F1", "overall", "headline.f1_mean")
 EXTRA_COLUMNS: tuple[PaperColumn, ...] = (LOCOMO,)
 ALL_COLUMNS: tuple[PaperColumn, ...] = (*COLUMNS, *EXTRA_COLUMNS)
+
+#: The streams the paper's columns read: a run's other streams are columns of their own.
+PAPER_STREAMS = frozenset(column.stream for column in COLUMNS)
+#: The run's overall headline figure, the last column of a table of the runs' own streams.
+OVERALL_COLUMN = PaperColumn("overall", "Overall", "", "overall", "overall")
+
+
+def stream_column(name: str) -> PaperColumn:
+    """The column of a run's own stream ``name`` (not one of the paper's)."""
+    return PaperColumn(f"stream:{name}", name, "", name, "stream")
+
 
 #: The entries the average is taken over: each column alone, ToolBench's two as one.
 AVERAGE_ENTRIES: tuple[tuple[str, ...], ...] = (
@@ -112,8 +142,11 @@ class Row:
 class Table:
     rows: Sequence[Row]
     notes: Sequence[str] = field(default_factory=tuple)
-    #: The columns after Avg. that some row fills (:data:`EXTRA_COLUMNS`).
+    #: The paper's layout: the columns after Avg. that some row fills (:data:`EXTRA_COLUMNS`,
+    #: then the runs' other streams). The runs' own streams (``paper`` False): every column.
     extra: Sequence[PaperColumn] = field(default_factory=tuple)
+    #: Whether the table has the paper's columns (see :func:`layout`).
+    paper: bool = True
 
 
 def _interval(value: object) -> tuple[float | None, float | None]:
@@ -126,10 +159,17 @@ def cell(run: RunData, column: PaperColumn) -> Cell:
     """The value the run's summary gives for ``column`` (an empty cell when it has none)."""
     if column.metric.startswith("headline."):
         return _headline_cell(run, column.metric.removeprefix("headline."))
-    metrics = run.streams.get(column.stream)
+    metrics = run.overall if column.metric == "overall" else run.streams.get(column.stream)
     if not isinstance(metrics, Mapping):
         return Cell(None)
     tasks = metrics.get("tasks")
+    if column.metric in ("stream", "overall"):
+        metric, _, value = headline(metrics)
+        if metric != "accuracy" and column.metric == "overall":
+            return _headline_cell(run, metric)
+        # a mean figure of one stream has no interval in the summary: the cell shows none
+        interval = _interval(metrics.get("accuracy_ci")) if metric == "accuracy" else (None, None)
+        return Cell(value, *interval, _count(tasks))
     if column.metric.startswith("groups."):
         groups = metrics.get("groups")
         group = groups.get(column.metric.removeprefix("groups.")) if isinstance(groups, Mapping) else None
@@ -157,9 +197,26 @@ def _count(value: object) -> int | None:
     return int(value) if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def run_row(run: RunData, label: str | None = None) -> Row:
-    """One run's row: its summary's values, and their average (see the module docstring)."""
-    cells = {column.key: cell(run, column) for column in ALL_COLUMNS}
+def layout(runs: Sequence[RunData]) -> tuple[bool, tuple[PaperColumn, ...]]:
+    """``(paper, columns beyond the paper's)`` for a table of ``runs`` (see the
+    module docstring): the paper's layout when some run fills one of its columns,
+    with the LoCoMo column when filled and the runs' other streams after it; else
+    each of the runs' streams and the overall figure."""
+    filled = {column for run in runs for column in ALL_COLUMNS if cell(run, column).value is not None}
+    others: list[str] = []
+    for run in runs:
+        if cell(run, LOCOMO).value is not None:
+            continue  # a LoCoMo run's conversations are its LoCoMo column
+        others += [name for name in run.streams if name not in PAPER_STREAMS and name not in others]
+    if filled:
+        return True, (*(c for c in EXTRA_COLUMNS if c in filled), *(stream_column(name) for name in others))
+    return False, (*(stream_column(name) for name in others), OVERALL_COLUMN)
+
+
+def run_row(run: RunData, label: str | None = None, extra: Sequence[PaperColumn] = ()) -> Row:
+    """One run's row: its summary's values for the paper's columns and ``extra``,
+    and their average (see the module docstring)."""
+    cells = {column.key: cell(run, column) for column in (*ALL_COLUMNS, *extra)}
     entries = []
     for keys in AVERAGE_ENTRIES:
         values = [cells[key].value for key in keys]
@@ -178,6 +235,9 @@ def column_scores(run: RunData, column: PaperColumn) -> dict[TaskKey, float]:
         return values(run, metric) if metric is not None and metric.name == column.metric.removeprefix("headline.") else {}
     if column.metric == "accuracy":
         return {key: float(outcome) for key, outcome in outcomes(run, column.stream).items()}
+    if column.metric == "overall":  # the run's headline over all its tasks: the mean it declares, or 1/0
+        metric = shared_headline(run.scores)
+        return values(run, metric) if metric is not None else {key: float(o) for key, o in outcomes(run).items()}
     found: dict[TaskKey, float] = {}
     for scored in run.scores:
         if str(scored.get("stream")) != column.stream:
@@ -221,7 +281,7 @@ def _clustered(runs: Sequence[RunData], column: PaperColumn) -> _Clustered:
     return _Clustered(estimate.low, estimate.high, estimate.variance.standard_error())
 
 
-def replicate_row(label: str, runs: Sequence[RunData]) -> Row:
+def replicate_row(label: str, runs: Sequence[RunData], extra: Sequence[PaperColumn] = ()) -> Row:
     """A method run several times (independent replicates): each value is the mean of
     the replicates' values, its 95 % interval clustered by task (each task averaged
     over the replicates, Wilson on the effective number of tasks:
@@ -229,12 +289,12 @@ def replicate_row(label: str, runs: Sequence[RunData]) -> Row:
     standard errors (streams are independent samples of tasks; ToolBench's two
     entries, on the same tasks, add up as if fully correlated). A cell some replicate
     lacks stays empty."""
-    rows = [run_row(run) for run in runs]
+    rows = [run_row(run, extra=extra) for run in runs]
     if len(rows) == 1:
-        return run_row(runs[0], label)
+        return run_row(runs[0], label, extra)
     cells: dict[str, Cell] = {}
     errors: dict[str, float | None] = {}
-    for column in ALL_COLUMNS:
+    for column in (*ALL_COLUMNS, *extra):
         values_ = [row.cells[column.key].value for row in rows]
         tasks = {row.cells[column.key].tasks for row in rows}
         if any(value is None for value in values_):
@@ -276,17 +336,24 @@ def _average_interval(
 
 def build_table(runs: Sequence[RunData]) -> Table:
     """One row per run."""
-    return _table([run_row(run) for run in runs])
+    paper, extra = layout(runs)
+    return _table([run_row(run, extra=extra) for run in runs], paper, extra)
 
 
 def build_replicate_table(groups: Sequence[tuple[str, Sequence[RunData]]]) -> Table:
     """One row per method, each the mean over its replicate runs (:func:`replicate_row`)."""
-    return _table([replicate_row(label, runs) for label, runs in groups])
+    paper, extra = layout([run for _, runs in groups for run in runs])
+    return _table([replicate_row(label, runs, extra) for label, runs in groups], paper, extra)
 
 
-def _table(rows: Sequence[Row]) -> Table:
-    extra = tuple(c for c in EXTRA_COLUMNS if any(row.cells[c.key].value is not None for row in rows))
+def _table(rows: Sequence[Row], paper: bool, extra: Sequence[PaperColumn]) -> Table:
     notes = []
+    own = [column for column in extra if column.metric == "stream"]
+    if paper and own:
+        notes.append(
+            f"{', '.join(column.group for column in own)}: not streams of the paper's table, each a column of its "
+            "own after Avg. and not part of it"
+        )
     if LOCOMO in extra:
         notes.append(
             f"{_heading(LOCOMO)}: the run's overall mean F1 over every question (the figure LoCoMo is judged on, "
@@ -295,7 +362,7 @@ def _table(rows: Sequence[Row]) -> Table:
     for row in rows:
         if row.replicates > 1:
             notes.append(f"{row.method}: the mean of {row.replicates} replicate runs")
-        if row.entries and row.entries < len(AVERAGE_ENTRIES):
+        if paper and row.entries and row.entries < len(AVERAGE_ENTRIES):
             missing = [
                 " / ".join(_heading(c) for c in COLUMNS if c.key in keys)
                 for keys in AVERAGE_ENTRIES
@@ -314,7 +381,7 @@ def _table(rows: Sequence[Row]) -> Table:
         if len(sizes.get(column.key, set())) > 1:
             counts = ", ".join(f"{row.method}: {row.cells[column.key].tasks}" for row in rows if row.cells[column.key].tasks)
             notes.append(f"{_heading(column)}: the runs scored different numbers of tasks ({counts})")
-    return Table(rows, tuple(notes), extra)
+    return Table(rows, tuple(notes), tuple(extra), paper)
 
 
 def _heading(column: PaperColumn) -> str:
@@ -338,18 +405,40 @@ def _with_ci(cell_: Cell, digits: int, ci: bool, dash: str) -> str:
     return text
 
 
+def _row_cells(table: Table, row: Row) -> list[Cell]:
+    """A row's cells in column order, Avg. included where the table has it."""
+    if not table.paper:
+        return [row.cells[c.key] for c in table.extra]
+    return [*(row.cells[c.key] for c in COLUMNS), _average(row), *(row.cells[c.key] for c in table.extra)]
+
+
+def _headings(table: Table) -> list[str]:
+    if not table.paper:
+        return [_heading(c) for c in table.extra]
+    return [*(_heading(c) for c in COLUMNS), "Avg.", *(_heading(c) for c in table.extra)]
+
+
+STREAMS_NOTE = (
+    "None of the paper's streams ran: the columns are the runs' own streams, each cell the stream's summary.json "
+    "accuracy (or the mean figure its match mode declares); Overall: the run's figure over all its tasks; no Avg., "
+    "as the paper's average is over its own datasets"
+)
+
+
+def _leading_note(table: Table) -> str:
+    return AVERAGE_NOTE if table.paper else STREAMS_NOTE
+
+
 def to_markdown(table: Table, *, ci: bool = False, digits: int = 2) -> str:
-    header = ["Method", *(_heading(c) for c in COLUMNS), "Avg.", *(_heading(c) for c in table.extra)]
+    header = ["Method", *(_markdown_text(text) for text in _headings(table))]
     lines = [
         "| " + " | ".join(header) + " |",
         "|" + "|".join([":---", *(["---:"] * (len(header) - 1))]) + "|",
     ]
     for row in table.rows:
-        cells = [_markdown_text(row.method), *(_with_ci(row.cells[c.key], digits, ci, _DASH) for c in COLUMNS)]
-        cells.append(_with_ci(_average(row), digits, ci, _DASH))
-        cells += [_with_ci(row.cells[c.key], digits, ci, _DASH) for c in table.extra]
+        cells = [_markdown_text(row.method), *(_with_ci(item, digits, ci, _DASH) for item in _row_cells(table, row))]
         lines.append("| " + " | ".join(cells) + " |")
-    notes = [AVERAGE_NOTE + (f"; [low, high]: {_interval_note(table)}" if ci else ""), *table.notes]
+    notes = [_leading_note(table) + (f"; [low, high]: {_interval_note(table)}" if ci else ""), *table.notes]
     return "\n".join(lines) + "\n\n" + "\n".join(f"* {_markdown_text(note)}" for note in notes) + "\n"
 
 
@@ -394,21 +483,24 @@ def latex_escape(text: str) -> str:
 
 def to_latex(table: Table, *, ci: bool = False, digits: int = 2) -> str:
     """A booktabs tabular with the paper's two-level header (MMLU-Pro and ToolBench span)."""
-    lines = [
-        "% " + latex_escape(AVERAGE_NOTE + (f"; [low, high]: {_interval_note(table)}" if ci else "")),
-        *(f"% {latex_escape(note)}" for note in table.notes),
-        r"\begin{tabular}{l" + "c" * (len(COLUMNS) + 1 + len(table.extra)) + "}",
-        r"\toprule",
+    header = [
         r"Method & AIME-24 & AIME-25 & GPQA & \multicolumn{3}{c}{MMLU-Pro} & \multicolumn{2}{c}{ToolBench} & Avg."
         + "".join(f" & {latex_escape(c.group)}" for c in table.extra) + r" \\",
         r"\cmidrule(lr){5-7}\cmidrule(lr){8-9}",
         r" & & & & Eco & Eng & Philo & API & Acc. &" + "".join(f" & {latex_escape(c.name)}" for c in table.extra)
         + r" \\",
+    ] if table.paper else ["Method" + "".join(f" & {latex_escape(text)}" for text in _headings(table)) + r" \\"]
+    lines = [
+        "% " + latex_escape(_leading_note(table) + (f"; [low, high]: {_interval_note(table)}" if ci else "")),
+        *(f"% {latex_escape(note)}" for note in table.notes),
+        r"\begin{tabular}{l" + "c" * len(_headings(table)) + "}",
+        r"\toprule",
+        *header,
         r"\midrule",
     ]
     for row in table.rows:
         cells = [latex_escape(row.method)]
-        for item in [*(row.cells[column.key] for column in COLUMNS), _average(row), *(row.cells[c.key] for c in table.extra)]:
+        for item in _row_cells(table, row):
             text = _shown(item.value, digits, "--")
             if ci and item.value is not None and item.low is not None and item.high is not None:
                 text += rf" {{\scriptsize [{item.low:.{digits}f}, {item.high:.{digits}f}]}}"
@@ -422,11 +514,9 @@ def to_csv(table: Table, *, ci: bool = False) -> str:
     """Full precision, empty where a run has no value; ``--ci`` adds low/high columns,
     and a table with replicate rows a ``replicates`` column."""
     header = ["method"]
-    for column in COLUMNS:
-        header += [column.key, f"{column.key}_ci_low", f"{column.key}_ci_high"] if ci else [column.key]
-    header += ["avg", "avg_ci_low", "avg_ci_high"] if ci else ["avg"]
-    for column in table.extra:
-        header += [column.key, f"{column.key}_ci_low", f"{column.key}_ci_high"] if ci else [column.key]
+    names = [c.csv_name for c in COLUMNS] + ["avg"] if table.paper else []
+    for name in [*names, *(c.csv_name for c in table.extra)]:
+        header += [name, f"{name}_ci_low", f"{name}_ci_high"] if ci else [name]
     replicated = any(row.replicates > 1 for row in table.rows)
     if replicated:
         header.append("replicates")
@@ -435,7 +525,7 @@ def to_csv(table: Table, *, ci: bool = False) -> str:
     writer.writerow(header)
     for row in table.rows:
         values: list[Any] = [row.method]
-        for item in [*(row.cells[column.key] for column in COLUMNS), _average(row), *(row.cells[c.key] for c in table.extra)]:
+        for item in _row_cells(table, row):
             values += [_csv(item.value), _csv(item.low), _csv(item.high)] if ci else [_csv(item.value)]
         if replicated:
             values.append(row.replicates)
@@ -510,6 +600,9 @@ __all__ = [
     "EXTRA_COLUMNS",
     "FORMATS",
     "LOCOMO",
+    "OVERALL_COLUMN",
+    "PAPER_STREAMS",
+    "STREAMS_NOTE",
     "Cell",
     "PaperColumn",
     "Row",
@@ -517,10 +610,12 @@ __all__ = [
     "build_replicate_table",
     "build_table",
     "latex_escape",
+    "layout",
     "render",
     "replicate_groups",
     "replicate_row",
     "run_row",
+    "stream_column",
     "to_csv",
     "to_latex",
     "to_markdown",
