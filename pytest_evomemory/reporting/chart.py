@@ -62,12 +62,13 @@ class LegendEntry:
 
 def legend_layout(texts: Sequence[str], left: float, usable: float) -> list[LegendEntry]:
     """Place legend entries left to right, wrapping to a new row instead of leaving
-    the viewBox; a text too long for a whole row is shortened (the full text stays
-    in its tooltip)."""
+    the viewBox; a text too long for a whole row is shortened in the middle, keeping
+    its end (the final value, "= twin"; the full text stays in its tooltip)."""
     most = max(4, int((usable - _SWATCH) / _CHAR_W))
     entries, x, row = [], left, 0
     for full in texts:
-        text = full if len(full) <= most else full[: most - 1] + "\u2026"
+        tail = min(28, (most - 1) // 2)
+        text = full if len(full) <= most else full[: most - 1 - tail] + "\u2026" + full[len(full) - tail:]
         size = _SWATCH + _CHAR_W * len(text)
         if x > left and x + size > left + usable:
             x, row = left, row + 1

@@ -70,15 +70,19 @@ def marker_svg(shape: str, x: float, y: float, colour: str, size: float = 4.5, t
 
 def marker_positions(length: int, index: int, count: int, most: int = 8) -> list[int]:
     """The 1-based positions of a curve of ``length`` points that carry its markers:
-    about ``most`` of them, evenly spaced, each series (``index`` of ``count``)
-    shifted by its share of the spacing, so identical curves show every series'
-    markers side by side instead of one on top of the other."""
+    at most ``most``, evenly spaced, series ``index`` of ``count`` shifted by its
+    share of the spacing. The spacing is at least ``count`` positions, so no two
+    series of a figure ever put a marker at the same position: identical curves
+    show every series' markers side by side instead of one on top of the other."""
     if length <= 0:
         return []
-    step = max(1.0, length / most)
-    shift = step * index / max(count, 1)
-    found = {min(length, 1 + int(shift + step * k)) for k in range(most) if shift + step * k < length}
-    return sorted(found)
+    count = max(count, 1)
+    markers = min(most, length // count)
+    if markers == 0:  # fewer points than series: one marker each, spread over the points
+        return [1 + index % length]
+    step = length / markers
+    shift = step * index / count
+    return [1 + int(shift + step * k) for k in range(markers)]
 
 
 __all__ = ["COLOURS", "DASHES", "MARKERS", "Style", "marker_positions", "marker_svg", "style"]

@@ -6,6 +6,7 @@ them), otherwise into the test's tmp_path.
 
 from __future__ import annotations
 
+import json
 import os
 import struct
 from collections.abc import Callable
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 from pytest_evomemory.reporting.html import write_comparison_report, write_html_report
+from pytest_evomemory.reporting.replicates import write_replicate_comparison
 
 from ._browser import Browser, PageLoad
 from .conftest import HOSTILE
@@ -299,3 +301,63 @@ def test_a_long_stream_is_paged_filtered_and_jumped_through(browser: Browser, ma
     assert seen["second"] == ["101", "200", "101\u2013200 of 250 tasks", False]
     assert seen["errors"] == [["1", "98", "195"], "1\u20133 of 3 shown"]  # positions 0, 97, 194 failed
     assert seen["jump"] == ["201\u2013250 of 250 tasks", True, True]
+
+
+def _replicates(make_run: MakeRun, tmp_path: Path, arms: dict[str, list[list[bool]]]) -> Path:
+    """A repeated session's replicates.html over ``arms`` (label -> each replicate's outcomes)."""
+    groups = []
+    for label, per_replicate in arms.items():
+        dirs = []
+        for index, outcomes in enumerate(per_replicate, 1):
+            run_dir = make_run(f"{label}-r{index}", {"sample_facts": outcomes, "sample_choice": outcomes[::-1][:8]})
+            summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+            summary["replicate"] = {"index": index, "count": len(per_replicate), "seed": index - 1}
+            (run_dir / "summary.json").write_text(json.dumps(summary), encoding="utf-8")
+            dirs.append(run_dir)
+        groups.append((label, dirs))
+    write_replicate_comparison(groups, tmp_path / "session")
+    return tmp_path / "session" / "replicates.html"
+
+
+FIGURES = {
+    **FIT,
+    "text": "document.body.innerText",
+    "legends": "[...document.querySelectorAll('svg.curve .legend-label')].map(t => t.textContent)",
+    "forests": "document.querySelectorAll('svg.forest').length",
+    "gains": "[...document.querySelectorAll('svg.forest g.gain')].map(g => g.dataset.scope + ' ' + g.dataset.run)",
+    "bands": "[...document.querySelectorAll('svg.curve')].map(s => s.querySelectorAll('polygon.band').length)",
+    # where each series' markers are on screen: identical curves must not share one
+    "marker_spots": """[...document.querySelectorAll('svg.curve')].map(svg => [...svg.querySelectorAll('g.series')].map(g =>
+        [...g.querySelectorAll('.marker')].map(m => { const r = m.getBoundingClientRect(); return Math.round(r.x + r.width / 2); })))""",
+    "forest_text_overlaps": """[...document.querySelectorAll('svg.forest')].map(svg => {
+        const boxes = [...svg.querySelectorAll('text')].map(t => t.getBoundingClientRect());
+        let n = 0;
+        for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+            const a = boxes[i], b = boxes[j];
+            if (a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1 && b.top < a.bottom - 1) n++;
+        }
+        return n; })""",
+}
+
+
+@pytest.mark.parametrize("width", [800, 1400])
+def test_replicates_page_shows_the_gains_and_the_curves_across_replicates(
+    width: int, browser: Browser, make_run: MakeRun, tmp_path: Path
+) -> None:
+    control = [[(task + r) % 3 == 0 for task in range(12)] for r in range(3)]
+    memory = [[(task + r) % 4 != 0 for task in range(12)] for r in range(3)]
+    page = _replicates(make_run, tmp_path, {"control": control, "memory": memory, f"{LONG}_copy": memory})
+    load = browser.load(page, FIGURES, width=width)
+    screenshot(load, tmp_path, f"replicates-{width}")
+    _assert_fits(load, width)
+    only_the_page_was_requested(load)
+    facts = load.facts
+    assert facts["forests"] == 1 and facts["forest_text_overlaps"] == [0]
+    assert facts["gains"] == [f"{scope} {arm}" for scope in ("sample_facts", "sample_choice", "overall")
+                              for arm in ("memory", f"{LONG}_copy")]
+    assert facts["bands"] == [3, 3]
+    for series in facts["marker_spots"]:
+        memory_spots, copy_spots = set(series[1]), set(series[2])  # the same curve, drawn twice
+        assert memory_spots and copy_spots and memory_spots.isdisjoint(copy_spots)
+    assert sum(text.endswith("= memory") for text in facts["legends"]) == 2  # one per stream, never cut off
+    assert "lowest to the highest replicate" in facts["text"] and "paired t" in facts["text"]

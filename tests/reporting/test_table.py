@@ -115,11 +115,61 @@ def test_ci_adds_the_summarys_wilson_intervals(make_run: Callable[..., Path]) ->
     assert float(row["toolbench_api_ci_high"]) == pytest.approx(wilson_interval(3, 4)[1], abs=1e-6)
 
 
-def test_a_run_without_the_papers_streams_has_an_empty_row(make_run: Callable[..., Path]) -> None:
-    run = make_run("sample", {"sample_facts": [True, False]})
+SAMPLE = {"sample_facts": [True, False, True, True], "sample_choice": [False, True, False]}
+
+
+def test_runs_on_other_streams_get_their_own_streams_as_columns_in_every_format(make_run: Callable[..., Path]) -> None:
+    """Not a row of dashes: the columns are the runs' streams (in the order the runs
+    list them) and the run's overall figure, each cell its summary's, with --ci its
+    Wilson interval; no Avg., which only the paper's datasets define."""
+    first = make_run("memory", SAMPLE)
+    second = make_run("other", {"sample_choice": [True, True, False], "mine": [True]})
+    table = build_table(load_runs([first, second]))
+    assert not table.paper and [c.csv_name for c in table.extra] == ["sample_facts", "sample_choice", "mine", "overall"]
+    facts, choice = wilson_interval(3, 4), wilson_interval(1, 3)
+    overall = json.loads((first / "summary.json").read_text())["overall"]
+    markdown = to_markdown(table, ci=True).splitlines()
+    assert markdown[0] == "| Method | sample_facts | sample_choice | mine | Overall |"
+    assert markdown[2] == (
+        f"| memory | 0.75 [{facts[0]:.2f}, {facts[1]:.2f}] | 0.33 [{choice[0]:.2f}, {choice[1]:.2f}] | \u2013 | "
+        f"{overall['accuracy']:.2f} [{overall['accuracy_ci'][0]:.2f}, {overall['accuracy_ci'][1]:.2f}] |"
+    )
+    assert markdown[3].startswith("| other | \u2013 | 0.67 [") and "Avg." not in markdown[0]
+    assert "None of the paper's streams ran" in markdown[5] and "95 % Wilson interval" in markdown[5]
+    latex = to_latex(table, ci=True)
+    assert r"\begin{tabular}{lcccc}" in latex and r"Method & sample\_facts & sample\_choice & mine & Overall \\" in latex
+    assert rf"memory & 0.75 {{\scriptsize [{facts[0]:.2f}, {facts[1]:.2f}]}} & 0.33" in latex
+    rows = list(csv.DictReader(io.StringIO(to_csv(table, ci=True))))
+    assert list(rows[0]) == ["method", *(f"{name}{end}" for name in ("sample_facts", "sample_choice", "mine", "overall")
+                                         for end in ("", "_ci_low", "_ci_high"))]
+    assert float(rows[0]["sample_facts"]) == 0.75 and float(rows[0]["sample_facts_ci_low"]) == pytest.approx(facts[0], abs=1e-6)
+    assert rows[0]["mine"] == "" and float(rows[1]["mine"]) == 1.0
+    assert float(rows[1]["overall"]) == pytest.approx(3 / 4)
+
+
+def test_replicates_on_other_streams_are_rows_of_means(make_run: Callable[..., Path]) -> None:
+    groups = replicate_groups(
+        [make_run("a1", SAMPLE), make_run("a2", {"sample_facts": [True] * 4, "sample_choice": [True] * 3})], ["A", "A"]
+    )
+    table = build_replicate_table(groups)
+    (row,) = table.rows
+    assert not table.paper and row.replicates == 2
+    assert row.cells["stream:sample_facts"].value == pytest.approx((0.75 + 1.0) / 2)
+    assert row.cells["overall"].value == pytest.approx((4 / 7 + 1.0) / 2)
+    assert "Student-t" in to_markdown(table, ci=True) and "A: the mean of 2 replicate runs" in to_markdown(table)
+
+
+def test_a_mix_keeps_the_papers_layout_with_other_streams_after_the_average(make_run: Callable[..., Path]) -> None:
+    run = paper_run(make_run, "mixed", {"aime_2024": [True, False], "sample_facts": [True, True, False, True]}, api=[])
     table = build_table(load_runs([run]))
-    assert all(cell.value is None for cell in table.rows[0].cells.values()) and table.rows[0].average is None
-    assert "| sample | \u2013 |" in to_markdown(table)
+    assert table.paper and [c.csv_name for c in table.extra] == ["sample_facts"]
+    row = table.rows[0]
+    assert row.average == 0.5 and row.cells["stream:sample_facts"].value == 0.75  # not in the average
+    header = to_markdown(table).splitlines()[0]
+    assert header.endswith("| ToolBench Acc. | Avg. | sample_facts |")
+    assert "sample_facts: not streams of the paper's table" in to_markdown(table)
+    assert r"& Avg. & sample\_facts \\" in to_latex(table)
+    assert next(csv.DictReader(io.StringIO(to_csv(table))))["sample_facts"] == "0.75"
 
 
 def test_labels_are_escaped_for_each_format() -> None:

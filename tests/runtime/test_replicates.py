@@ -202,6 +202,15 @@ def test_repeated_arms_run_as_replicates_and_pair_replicate_by_replicate(tmp_pat
     rows = table.read_text(encoding="utf-8").splitlines()
     assert [row.split(",")[0] for row in rows[1:]] == ["sample_no_memory", "sample_memory"]
     assert rows[0].endswith("replicates") and all(row.endswith(",2") for row in rows[1:])
+    # the sample streams are not the paper's: they are the table's columns, each cell the replicates' mean
+    assert rows[0].split(",")[:4] == ["method", "sample_facts", "sample_choice", "overall"]
+    for row, arm in zip(rows[1:], document["arms"], strict=True):
+        cells = row.split(",")
+        assert [float(cells[1]), float(cells[3])] == [
+            pytest.approx(arm["streams"]["sample_facts"]["mean"], abs=1e-6), pytest.approx(arm["overall"]["mean"], abs=1e-6)]
+    # replicates.html draws the gains and each arm's curve across its replicates
+    assert page.count('class="forest"') == 1 and page.count('<g class="gain"') == 3  # two streams and overall
+    assert page.count('<svg class="curve"') == 2 and page.count('class="band"') == 4  # two arms per stream
 
 
 def test_repeats_are_reproducible_from_their_seeds(
