@@ -41,7 +41,7 @@ def _step(span: float) -> float:
     """A 1-2-5 tick step (in points) giving at most about six ticks over ``span``."""
     raw = max(span / 6, 1e-9)
     power = 10 ** math.floor(math.log10(raw))
-    return next(power * factor for factor in (1, 2, 5, 10) if power * factor >= raw)
+    return float(next(power * factor for factor in (1, 2, 5, 10) if power * factor >= raw))
 
 
 def _points(value: float | None) -> str:

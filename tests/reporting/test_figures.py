@@ -145,7 +145,7 @@ def test_replicates_page_draws_the_forest_and_the_curves_from_the_runs(make_run:
     polygons = [p for p in curves["facts"].find_all("polygon") if "band" in p.classes]
     assert [p.attrs["data-run"] for p in polygons] == ["control", MEMORY]
     # the mean line of memory on facts: (1, 1) -> 1, (1, 1) -> 1, (2/3, 1) -> 5/6, (3/4, 3/4) -> 3/4
-    memory = [g for g in curves["facts"].find_all("g", "series") if g.attrs["data-run"] == MEMORY][0]
+    memory = next(g for g in curves["facts"].find_all("g", "series") if g.attrs["data-run"] == MEMORY)
     ys = [float(p.split(",")[1]) for p in memory.find_all("polyline")[0].attrs["points"].split()]
     assert ys == pytest.approx([22.0, 22.0, 22 + 200 / 6, 72.0], abs=0.06)
     assert "lowest to the highest replicate" in page and "paired t" in page
