@@ -24,7 +24,9 @@ def add_parser(commands: Any) -> None:
         help="the runs as rows of a table shaped like the paper's Table 1",
         description="Print (or write) the runs as rows of a table shaped like the Evo-Memory paper's Table 1: "
         "AIME-24, AIME-25, GPQA, MMLU-Pro Eco / Eng / Philo, ToolBench API / Acc. and their average, one "
-        "row per run, every cell the run's summary.json accuracy (docs/paper.md).",
+        "row per run, every cell the run's summary.json accuracy (docs/paper.md). Runs with none of the "
+        "paper's streams get their own streams (and Overall) as columns; other streams beside the paper's "
+        "follow Avg.",
     )
     table.add_argument("run_dirs", metavar="RUN_DIR", type=Path, nargs="+", help="finished run directories, one row each")
     table.add_argument("--format", choices=FORMATS, default="markdown", help="markdown (default), latex or csv")
