@@ -28,9 +28,8 @@ Evo-Memory table keeps the paper's shape.
 Runs on other streams (the bundled sample streams, a user's own): when no run fills
 any of the paper's columns, the paper's layout would be a row of dashes, so the
 columns are the runs' own streams instead, in the order the runs list them, each
-cell the stream's headline figure (its accuracy, or the mean its match mode
-declares) with the summary's interval, and a last column "Overall", the run's
-figure over all its tasks; there is no Avg. (an average over unlike streams means
+cell the stream's accuracy with the summary's interval, and a last column
+"Overall", the run's headline figure over all its tasks; there is no Avg. (an average over unlike streams means
 nothing the paper defines). When the paper's streams are there and others too (a
 mix), the paper's layout stays and every other stream gets a column of its own
 after Avg. (after LoCoMo's), never in the average, so nothing a run scored is
@@ -56,6 +55,8 @@ from .rundata import ReportError, RunData, load_run, load_runs
 from .summary import shared_headline
 
 _DASH = "\u2013"
+#: The key prefix of a column of a run's own stream.
+_OWN = "stream:"
 
 
 @dataclass(frozen=True)
@@ -70,15 +71,19 @@ class PaperColumn:
     stream: str
     #: ``accuracy``, ``figure.<name>`` (a match mode's figure: ``<name>_accuracy``),
     #: ``groups.<category>``, ``headline.<metric>`` (the overall headline figure
-    #: when it is that mean: LoCoMo's ``f1_mean``), ``stream`` (the stream's own
-    #: headline figure, a column of a run's own stream) or ``overall`` (the run's
-    #: overall headline figure)
+    #: when it is that mean: LoCoMo's ``f1_mean``) or ``overall`` (the run's overall
+    #: headline figure)
     metric: str
+
+    @property
+    def own(self) -> bool:
+        """A column of a run's own stream, not one of the paper's (:func:`stream_column`)."""
+        return self.key.startswith(_OWN)
 
     @property
     def csv_name(self) -> str:
         """The CSV header: the key, or a run's own stream by its name."""
-        return self.stream if self.metric == "stream" else self.key
+        return self.stream if self.own else self.key
 
 
 COLUMNS: tuple[PaperColumn, ...] = (
@@ -105,8 +110,8 @@ OVERALL_COLUMN = PaperColumn("overall", "Overall", "", "overall", "overall")
 
 
 def stream_column(name: str) -> PaperColumn:
-    """The column of a run's own stream ``name`` (not one of the paper's)."""
-    return PaperColumn(f"stream:{name}", name, "", name, "stream")
+    """The column of a run's own stream ``name`` (not one of the paper's): its accuracy."""
+    return PaperColumn(f"{_OWN}{name}", name, "", name, "accuracy")
 
 
 #: The entries the average is taken over: each column alone, ToolBench's two as one.
@@ -163,13 +168,11 @@ def cell(run: RunData, column: PaperColumn) -> Cell:
     if not isinstance(metrics, Mapping):
         return Cell(None)
     tasks = metrics.get("tasks")
-    if column.metric in ("stream", "overall"):
+    if column.metric == "overall":
         metric, _, value = headline(metrics)
-        if metric != "accuracy" and column.metric == "overall":
+        if metric != "accuracy":
             return _headline_cell(run, metric)
-        # a mean figure of one stream has no interval in the summary: the cell shows none
-        interval = _interval(metrics.get("accuracy_ci")) if metric == "accuracy" else (None, None)
-        return Cell(value, *interval, _count(tasks))
+        return Cell(value, *_interval(metrics.get("accuracy_ci")), _count(tasks))
     if column.metric.startswith("groups."):
         groups = metrics.get("groups")
         group = groups.get(column.metric.removeprefix("groups.")) if isinstance(groups, Mapping) else None
@@ -348,7 +351,7 @@ def build_replicate_table(groups: Sequence[tuple[str, Sequence[RunData]]]) -> Ta
 
 def _table(rows: Sequence[Row], paper: bool, extra: Sequence[PaperColumn]) -> Table:
     notes = []
-    own = [column for column in extra if column.metric == "stream"]
+    own = [column for column in extra if column.own]
     if paper and own:
         notes.append(
             f"{', '.join(column.group for column in own)}: not streams of the paper's table, each a column of its "
@@ -420,8 +423,8 @@ def _headings(table: Table) -> list[str]:
 
 STREAMS_NOTE = (
     "None of the paper's streams ran: the columns are the runs' own streams, each cell the stream's summary.json "
-    "accuracy (or the mean figure its match mode declares); Overall: the run's figure over all its tasks; no Avg., "
-    "as the paper's average is over its own datasets"
+    "accuracy; Overall: the run's figure over all its tasks (its headline: the accuracy, or the mean its match "
+    "mode declares); no Avg., as the paper's average is over its own datasets"
 )
 
 
