@@ -360,4 +360,4 @@ def test_replicates_page_shows_the_gains_and_the_curves_across_replicates(
         memory_spots, copy_spots = set(series[1]), set(series[2])  # the same curve, drawn twice
         assert memory_spots and copy_spots and memory_spots.isdisjoint(copy_spots)
     assert sum(text.endswith("= memory") for text in facts["legends"]) == 2  # one per stream, never cut off
-    assert "lowest to the highest replicate" in facts["text"] and "paired t" in facts["text"]
+    assert "lowest to the highest replicate" in facts["text"] and "95 % interval (whisker)" in facts["text"]
