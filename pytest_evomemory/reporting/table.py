@@ -29,8 +29,8 @@ Runs on other streams (the bundled sample streams, a user's own): when no run fi
 any of the paper's columns, the paper's layout would be a row of dashes, so the
 columns are the runs' own streams instead, in the order the runs list them, each
 cell the stream's accuracy with the summary's interval, and a last column
-"Overall", the run's headline figure over all its tasks; there is no Avg. (an average over unlike streams means
-nothing the paper defines). When the paper's streams are there and others too (a
+"Overall", the run's headline figure over all its tasks; there is no Avg. (an
+average over unlike streams means nothing the paper defines). When the paper's streams are there and others too (a
 mix), the paper's layout stays and every other stream gets a column of its own
 after Avg. (after LoCoMo's), never in the average, so nothing a run scored is
 left out. A LoCoMo run's conversations are its LoCoMo column, not columns of
