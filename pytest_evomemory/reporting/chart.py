@@ -60,19 +60,34 @@ class LegendEntry:
     row: int
 
 
-def legend_layout(texts: Sequence[str], left: float, usable: float) -> list[LegendEntry]:
+def legend_room(usable: float) -> int:
+    """The characters a legend entry may have on a row ``usable`` px wide."""
+    return max(4, int((usable - _SWATCH) / _CHAR_W))
+
+
+def shorten(text: str, most: int) -> str:
+    """``text`` in at most ``most`` characters, cut in the middle: run labels often
+    differ only at their ends, and a legend entry ends with its final value."""
+    if len(text) <= most:
+        return text
+    tail = min(28, (most - 1) // 2)
+    return text[: most - 1 - tail] + "\u2026" + text[len(text) - tail:]
+
+
+def legend_layout(
+    texts: Sequence[str], left: float, usable: float, full: Sequence[str] | None = None
+) -> list[LegendEntry]:
     """Place legend entries left to right, wrapping to a new row instead of leaving
-    the viewBox; a text too long for a whole row is shortened in the middle, keeping
-    its end (the final value, "= twin"; the full text stays in its tooltip)."""
-    most = max(4, int((usable - _SWATCH) / _CHAR_W))
+    the viewBox; a text too long for a whole row is shortened (:func:`shorten`).
+    ``full``: the tooltips' texts, when ``texts`` were already fitted (default: ``texts``)."""
+    most = legend_room(usable)
     entries, x, row = [], left, 0
-    for full in texts:
-        tail = min(28, (most - 1) // 2)
-        text = full if len(full) <= most else full[: most - 1 - tail] + "\u2026" + full[len(full) - tail:]
+    for given, tooltip in zip(texts, full if full is not None else texts, strict=True):
+        text = shorten(given, most)
         size = _SWATCH + _CHAR_W * len(text)
         if x > left and x + size > left + usable:
             x, row = left, row + 1
-        entries.append(LegendEntry(text, full, x, row))
+        entries.append(LegendEntry(text, tooltip, x, row))
         x += size + 24
     return entries
 
@@ -137,9 +152,19 @@ def twins(series: Sequence[Series]) -> list[str | None]:
     return found
 
 
-def _legend_text(line: Series, twin: str | None) -> str:
-    text = f"{line.label}{f' ({line.values[-1]:.1%})' if line.values else ' (no tasks)'}"
-    return text + (f" = {twin}" if twin is not None else "")
+def _legend_text(line: Series, twin: str | None, most: int | None = None) -> str:
+    """``label (final value)``, with `` = twin`` for a curve identical to an earlier
+    one's; with ``most``, the label and the twin's label are shortened alike (in the
+    middle) so the value and the "=" always show."""
+    value = f" ({line.values[-1]:.1%})" if line.values else " (no tasks)"
+    text = f"{line.label}{value}" + (f" = {twin}" if twin is not None else "")
+    if most is None or len(text) <= most:
+        return text
+    room = max(2, most - len(value) - (3 if twin is not None else 0))
+    if twin is None:
+        return shorten(line.label, room) + value
+    first = max(1, min(len(line.label), room - min(len(twin), room // 2)))
+    return f"{shorten(line.label, first)}{value} = {shorten(twin, max(1, room - first))}"
 
 
 def curve_svg(
@@ -154,8 +179,11 @@ def curve_svg(
     left, right, top, bottom = 56, 16, 16, 72
     plot_w, plot_h = width - left - right, height - top - bottom
     same = twins(series)
-    legend = legend_layout([_legend_text(line, twin) for line, twin in zip(series, same, strict=True)],
-                           left, width - left - right)
+    most = legend_room(width - left - right)
+    legend = legend_layout(
+        [_legend_text(line, twin, most) for line, twin in zip(series, same, strict=True)], left, width - left - right,
+        [_legend_text(line, twin) for line, twin in zip(series, same, strict=True)],
+    )
     height += _LEGEND_ROW * (max((entry.row for entry in legend), default=0))
     longest = max((len(s.values) for s in series), default=0)
     x_max = max(longest, 2)

@@ -154,3 +154,15 @@ def test_replicates_page_draws_the_forest_and_the_curves_from_the_runs(make_run:
     assert escape(files.document["methods"]["difference_ci"]) in page
     assert replicate_figures(files.document, []).count("<svg") == 1  # no runs: the forest alone
     assert gains({"arms": [{"label": "a"}], "vs_baseline": []}) == []
+
+
+def test_a_long_legend_entry_keeps_its_value_and_its_twin() -> None:
+    long = "a_rather_long_run_name_number_"
+    values = [0.5, 2 / 3]
+    svg = parse_html(curve_svg("s", [Series(f"{long}1", values), Series(f"{long}3", values)]))
+    texts = [t.all_text() for t in svg.find_all("text") if "legend-label" in t.classes]
+    assert texts[0] == f"{long}1 (66.7%)"
+    second = texts[1]
+    assert " (66.7%) = " in second and second.endswith("_1") and "\u2026" in second and len(second) <= (488 - 30) / 7.5
+    titles = [g.find_all("title")[0].all_text() for g in svg.find_all("g", "legend-entry")]
+    assert titles[1] == f"{long}3 (66.7%) = {long}1"  # the tooltip has it whole
