@@ -5,8 +5,8 @@ geometry a test can read back."""
 from __future__ import annotations
 
 import json
-from html import escape
 from collections.abc import Callable
+from html import escape
 from pathlib import Path
 
 import pytest
