@@ -110,6 +110,7 @@ caption { text-align: left; font-weight: 600; padding: 2px 0; }
 th, td { border: 1px solid #d0d7de; padding: 4px 8px; text-align: left; vertical-align: top; }
 th { background: #f6f8fa; font-weight: 600; } td.num, th.num { text-align: right; }
 th.num { white-space: nowrap; } td.num { white-space: nowrap; }
+table.replicates th.num, table.replicates td.each { white-space: normal; } table.replicates td.each { min-width: 6em; }
 .name, td.run { min-width: 7em; max-width: 16em; overflow-wrap: anywhere; }
 td.text { overflow-wrap: anywhere; min-width: 8em; } td.id { min-width: 5em; }
 th.run-head { min-width: 6em; max-width: 12em; overflow-wrap: anywhere; }
@@ -709,13 +710,13 @@ def render_replicates(document: Mapping[str, Any], figures: str = "") -> str:
                     f'<td class="num">{_e(_pp(difference.get("mean")))}</td>'
                     f'<td class="num">{_e(_pp_interval(difference.get("ci_low"), difference.get("ci_high")))}</td>'
                     f'<td class="num">{_e(_p_value(difference.get("p_value")))}</td>'
-                    f'<td class="num">{_e(tests)}</td>'
+                    f'<td class="num each">{_e(tests)}</td>'
                 )
             rows.append(
                 f'<tr class="{"overall" if name == OVERALL else ""}">{head}<td class="run">{_e(arm.get("label"))}</td>'
                 f'<td class="num">{_e(_percent(scope.get("mean")))}</td>'
                 f'<td class="num">{_e(_ci([scope.get("ci_low"), scope.get("ci_high")]))}</td>'
-                f'<td class="num">{_e(each)}</td>{cells}</tr>'
+                f'<td class="num each">{_e(each)}</td>{cells}</tr>'
             )
     robustness = [
         f"<li><b>{_e(label)}</b>: {_e(_mapping(entry.get('sequence_robustness')).get('order'))} \u2212 "
@@ -735,7 +736,7 @@ def render_replicates(document: Mapping[str, Any], figures: str = "") -> str:
         f'<p class="meta">{_e(document.get("replicates"))} replicate(s) per arm, seeds {_e(seeds)}; '
         f'baseline <b>{_e(document.get("baseline"))}</b>.</p>',
         _warnings(document),
-        '<div class="scroll"><table class="compare-accuracy"><thead><tr><th>stream</th><th>arm</th>'
+        '<div class="scroll"><table class="compare-accuracy replicates"><thead><tr><th>stream</th><th>arm</th>'
         f'<th class="num">{_e(figure_heading)}</th><th class="num">95% CI</th><th class="num">per replicate</th>'
         '<th class="num">\u0394 mean vs baseline</th><th class="num">95% CI of \u0394</th>'
         '<th class="num">p</th>'

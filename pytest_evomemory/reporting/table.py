@@ -459,9 +459,10 @@ def _interval_note(table: Table) -> str:
         if LOCOMO in table.extra and any(row.replicates == 1 and row.cells[LOCOMO.key].value is not None for row in table.rows)
         else ""
     )
+    average = "; Avg.: normal, from the entries' standard errors" if table.paper else ""
     replicates = (
         "95 % interval clustered by task over the replicate runs (each task averaged over the replicates, Wilson on "
-        "the effective number of tasks; Avg.: normal, from the entries' standard errors; docs/statistics.md)"
+        f"the effective number of tasks{average}; docs/statistics.md)"
     )
     if replicated == {True}:
         return replicates

@@ -156,7 +156,13 @@ def test_replicates_on_other_streams_are_rows_of_means(make_run: Callable[..., P
     assert not table.paper and row.replicates == 2
     assert row.cells["stream:sample_facts"].value == pytest.approx((0.75 + 1.0) / 2)
     assert row.cells["overall"].value == pytest.approx((4 / 7 + 1.0) / 2)
-    assert "Student-t" in to_markdown(table, ci=True) and "A: the mean of 2 replicate runs" in to_markdown(table)
+    # intervals clustered by task, as for the paper's columns: every cell has one, within [0, 1]
+    for key in ("stream:sample_facts", "stream:sample_choice", "overall"):
+        found = row.cells[key]
+        assert found.low is not None and found.high is not None and 0 <= found.low < found.value < found.high <= 1  # type: ignore[operator]
+    markdown = to_markdown(table, ci=True)
+    assert "clustered by task" in markdown and "standard errors" not in markdown  # no Avg., so nothing of its interval
+    assert "A: the mean of 2 replicate runs" in markdown
 
 
 def test_a_mix_keeps_the_papers_layout_with_other_streams_after_the_average(make_run: Callable[..., Path]) -> None:
