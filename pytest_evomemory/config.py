@@ -242,10 +242,69 @@ DEFAULT_CONTEXT_WINDOW = 4096
 PROVIDER_KEYS: dict[str, tuple[str, ...]] = {
     "openai": (
         "model", "base_url", "api_key_env", "timeout_s", "max_retries", "retry_backoff_s",
-        "retry_backoff_max_s", "max_concurrency", "max_request_bytes", "max_reply_bytes", "context_window",
+        "retry_backoff_max_s", "max_concurrency", "max_connections", "max_request_bytes", "max_reply_bytes",
+        "context_window",
     ),
     "local": ("model_path", "n_ctx"),
+    # The dry-run model stands in for an API model: it has a name (for a pricing
+    # file and the artefacts), the endpoint's concurrency limits and request bound.
+    "mock": ("model", "mock", "max_concurrency", "max_connections", "max_request_bytes", "context_window"),
 }
+#: The model name a ``mock`` model config has when it names none.
+DEFAULT_MOCK_MODEL = "mock"
+
+
+def foreign_keys(provider: str) -> frozenset[str]:
+    """The keys only the other providers read: refused in, and left out of a dump of,
+    a model section of ``provider``."""
+    others = {key for name, keys in PROVIDER_KEYS.items() if name != provider for key in keys}
+    return frozenset(others - set(PROVIDER_KEYS.get(provider, ())))
+
+
+MockMode = Literal["echo", "fixed", "answers", "memory"]
+
+
+class MockSettings(StrictModel):
+    """``model.mock``: what the dry-run model (``provider: mock``) replies.
+
+    Deterministic and offline, so a pipeline (arms, shards, gates, a memory adapter,
+    the cost cap) can be checked end to end before a paid run (docs/agents.md,
+    *Dry runs*). ``mode``: ``echo`` answers with the task's own text, ``fixed`` with
+    ``answer``, ``answers`` with the file's answer for the task (``answer`` where the
+    file has none), ``memory`` with the correct answer of a recalled experience
+    similar enough to the task (``answer`` when none is).
+    """
+
+    mode: MockMode = "echo"
+    #: ``fixed``: the answer; ``answers``/``memory``: the answer when they have none.
+    answer: str = "unknown"
+    #: ``answers``: a YAML or JSON file mapping task ids (``task`` or ``stream/task``)
+    #: to answers, relative to the agent config's directory.
+    answers: PathText | None = None
+    #: ``memory``: lexical similarity (0..1) a recalled experience's task needs to the
+    #: current task for its correct answer to be given.
+    similarity_threshold: Annotated[float, Field(ge=0.0, le=1.0)] = 0.5
+    #: Seconds every call takes, as a slow endpoint would (0: none).
+    latency_s: Annotated[float, Field(ge=0.0, le=600.0)] = 0.0
+    #: Token usage every call reports; ``None``: estimated, four characters a token.
+    prompt_tokens: Annotated[int, Field(ge=0, le=10_000_000)] | None = None
+    completion_tokens: Annotated[int, Field(ge=0, le=10_000_000)] | None = None
+
+    @model_validator(mode="after")
+    def _keys_of_the_mode(self) -> MockSettings:
+        if self.mode == "answers" and self.answers is None:
+            raise ValueError("mode 'answers' needs 'answers': the file of answers by task id")
+        unread = [
+            key for key, modes in (("answers", ("answers",)), ("answer", ("fixed", "answers", "memory")),
+                                   ("similarity_threshold", ("memory",)))
+            if key in self.model_fields_set and self.mode not in modes
+        ]
+        if unread:
+            raise ValueError(
+                f"{', '.join(map(repr, unread))} {'is' if len(unread) == 1 else 'are'} not read in mode "
+                f"{self.mode!r}; remove {'it' if len(unread) == 1 else 'them'} or change 'mode'"
+            )
+        return self
 
 
 class ModelConfig(StrictModel):
@@ -256,8 +315,9 @@ class ModelConfig(StrictModel):
     :data:`PROVIDER_KEYS` for the keys each provider alone reads.
     """
 
-    provider: Literal["openai", "local"] = "openai"
-    #: The model name sent to the endpoint; ``None`` for ``provider: local``.
+    provider: Literal["openai", "local", "mock"] = "openai"
+    #: The model name sent to the endpoint (the dry-run model's name for ``mock``);
+    #: ``None`` for ``provider: local``.
     model: Text | None = None
     base_url: str | None = None
     #: Name of the environment variable holding the API key; the key itself never
@@ -303,6 +363,8 @@ class ModelConfig(StrictModel):
     #: (relative to the agent config's directory), read when the config is loaded:
     #: every cost in the artefacts and ``--evomemory-max-cost`` come from it.
     pricing: Pricing | PathText | None = None
+    #: What the dry-run model replies, for ``provider: mock`` (:class:`MockSettings`).
+    mock: MockSettings = Field(default_factory=MockSettings)
 
     @property
     def context_tokens(self) -> int:
@@ -319,35 +381,39 @@ class ModelConfig(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _default_api_model(cls, data: Any) -> Any:
-        """An ``openai`` model without a name asks for :data:`DEFAULT_API_MODEL`."""
-        if isinstance(data, Mapping) and data.get("provider", "openai") == "openai" and "model" not in data:
-            return {**data, "model": DEFAULT_API_MODEL}
+        """An ``openai`` model without a name asks for :data:`DEFAULT_API_MODEL`; a
+        ``mock`` one is called :data:`DEFAULT_MOCK_MODEL`."""
+        if isinstance(data, Mapping) and "model" not in data:
+            provider = data.get("provider", "openai")
+            if provider in ("openai", "mock"):
+                return {**data, "model": DEFAULT_API_MODEL if provider == "openai" else DEFAULT_MOCK_MODEL}
         return data
 
     @model_validator(mode="after")
     def _only_the_providers_keys(self) -> ModelConfig:
-        other = "local" if self.provider == "openai" else "openai"
-        foreign = [key for key in PROVIDER_KEYS[other] if key in self.model_fields_set]
+        unread = foreign_keys(self.provider)
+        foreign = [key for key in type(self).model_fields if key in unread and key in self.model_fields_set]
         if foreign:
             keys = ", ".join(repr(key) for key in foreign)
+            readers = sorted({name for key in foreign for name, read in PROVIDER_KEYS.items() if key in read})
             raise ValueError(
-                f"{keys} {'is' if len(foreign) == 1 else 'are'} read only by provider {other!r}, and this "
-                f"model's provider is {self.provider!r}; remove {'it' if len(foreign) == 1 else 'them'} "
-                "(docs/agents.md lists each provider's keys)"
+                f"{keys} {'is' if len(foreign) == 1 else 'are'} read only by provider "
+                f"{' or '.join(map(repr, readers))}, and this model's provider is {self.provider!r}; "
+                f"remove {'it' if len(foreign) == 1 else 'them'} (docs/agents.md lists each provider's keys)"
             )
-        if self.provider == "openai" and not self.model:
+        if self.provider in ("openai", "mock") and not self.model:
             raise ValueError(
-                "'model' is null, but provider 'openai' sends a model name with every request; "
+                f"'model' is null, but provider {self.provider!r} names its model in every request and artefact; "
                 f"name the model (e.g. {DEFAULT_API_MODEL}) or remove the key for the default"
             )
         return self
 
     @model_serializer(mode="wrap")
     def _dump_the_providers_keys(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """The other provider's keys are left out: absent, not shown with a default."""
-        other = "local" if self.provider == "openai" else "openai"
+        """The other providers' keys are left out: absent, not shown with a default."""
         dumped: dict[str, Any] = handler(self)
-        return {key: value for key, value in dumped.items() if key not in PROVIDER_KEYS[other]}
+        foreign = foreign_keys(self.provider)
+        return {key: value for key, value in dumped.items() if key not in foreign}
 
     @field_validator("api_key_env")
     @classmethod

@@ -130,7 +130,7 @@ def load_run_config(path: str | Path, settings: Sequence[str] = (), *, set_flag:
             paths.located.update(found.located)
             parts[key] = _validate_part(key, model, data, f"{source}{suffix}")
             if key == "agent":
-                parts[key] = _with_pricing_resolved(parts[key], source)
+                parts[key] = _with_answers_resolved(_with_pricing_resolved(parts[key], source), source)
         except ConfigError as error:
             problems.append(error)
     if problems:
@@ -246,6 +246,23 @@ def _with_pricing_resolved(agent: AgentConfig, source: str) -> AgentConfig:
     except PricingFileError as error:
         raise ConfigError(f"{source}: key 'model.pricing': {error}", source=source, key="model.pricing") from None
     return agent.model_copy(update={"model": model.model_copy(update={"pricing": pricing})})
+
+
+def _with_answers_resolved(agent: AgentConfig, source: str) -> AgentConfig:
+    """The dry-run model's answers file (``model.mock.answers``, already absolute,
+    :mod:`.configpaths`), read now: a missing or malformed file stops the run before
+    any task."""
+    model = agent.model
+    if model is None or model.provider != "mock" or model.mock.answers is None:
+        return agent
+    from .models.mock import read_answers
+
+    try:
+        read_answers(Path(model.mock.answers))
+    except ConfigError as error:
+        raise ConfigError(f"{source}: key 'model.mock.answers': {error}", source=source,
+                          key="model.mock.answers") from None
+    return agent
 
 
 def _check_benchmark(benchmark: BenchmarkConfig, source: str) -> None:

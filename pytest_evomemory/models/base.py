@@ -1,9 +1,9 @@
 """The chat-model seam between TinyAgent and whatever serves the model.
 
 ``ChatModel.complete`` takes OpenAI-style chat messages and tool schemas and returns
-one assistant message. Providers: :mod:`.openai_compat` (any OpenAI-compatible
-HTTP endpoint, over ``httpx2``) and :mod:`.local` (a GGUF
-model in-process through llama-cpp-python).
+one assistant message. Providers (:data:`~.factory.PROVIDERS`): :mod:`.openai_compat`
+(any OpenAI-compatible HTTP endpoint, over ``httpx2``), :mod:`.local` (a GGUF
+model in-process through llama-cpp-python) and :mod:`.mock` (the dry-run model).
 """
 
 from __future__ import annotations
@@ -71,6 +71,19 @@ class ChatModel(Protocol):
     def complete(
         self, messages: Sequence[Mapping[str, Any]], tools: Sequence[Mapping[str, Any]]
     ) -> ChatCompletion: ...
+
+
+@dataclass(frozen=True)
+class Provided:
+    """What a provider builds for a model config: the model, and what the response
+    cache keys it by besides the config (:func:`~.cache.cache_identity`): the
+    endpoint, the hash of the file that decides its replies (a GGUF model, the
+    dry-run model's answers), and any further settings that change a reply."""
+
+    model: ChatModel
+    endpoint: str | None = None
+    file_sha256: str | None = None
+    cache_key: Mapping[str, Any] = field(default_factory=dict)
 
 
 def sampling_identity(config: ModelConfig) -> dict[str, Any]:

@@ -1,22 +1,29 @@
 """Build the ChatModel an agent config asks for, with the response cache around it.
 
-Providers are imported lazily so that HTTP-endpoint users never import
-llama-cpp-python and vice versa. ``models/local.py`` must provide
-``LocalChatModel(config: ModelConfig)`` implementing :class:`~.base.ChatModel`.
+Providers are a :class:`~pytest_evomemory.registry.Registry` of ``provide(config,
+**options) -> Provided`` functions, declared here and imported on first use, so
+that HTTP-endpoint users never import llama-cpp-python and vice versa.
 """
 
 from __future__ import annotations
 
-import importlib
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from ..config import AgentConfig, ModelConfig
 from ..errors import ConfigError
 from ..pricing import Pricing, PricingFileError, resolve_pricing
-from .base import ChatModel
+from ..registry import Registry
+from .base import ChatModel, Provided
 from .budget import guarded
 from .cache import CachedChatModel, cache_identity, default_cache_dir
+
+#: ``model.provider`` -> the function that builds that provider's model.
+PROVIDERS: Registry[Callable[..., Provided]] = Registry("model provider")
+PROVIDERS.builtin("openai", "pytest_evomemory.models.openai_compat:provide")
+PROVIDERS.builtin("local", "pytest_evomemory.models.local:provide")
+PROVIDERS.builtin("mock", "pytest_evomemory.models.mock:provide")
 
 
 def build_chat_model(
@@ -30,32 +37,23 @@ def build_chat_model(
 
     ``provider_options`` go to the provider's constructor (e.g. ``sleep=`` for tests).
     """
-    model: ChatModel
-    endpoint: str | None
-    file_hash: str | None = None
-    if config.provider == "openai":
-        from .openai_compat import OpenAICompatibleModel
-
-        remote = OpenAICompatibleModel(config, **provider_options)
-        model, endpoint = remote, remote.endpoint
-    elif config.provider == "local":
-        try:
-            local = importlib.import_module(f"{__package__}.local")
-        except ImportError as error:
-            raise ConfigError(
-                f"model provider 'local' needs llama-cpp-python ({error}); "
-                "install it with: pip install 'pytest-evomemory[local]'"
-            ) from None
-        embedded = local.LocalChatModel(config, **provider_options)
-        model, endpoint, file_hash = embedded, None, embedded.identity().get("sha256")
-    else:  # pragma: no cover - the config validator allows only the two above
-        raise ConfigError(f"unknown model provider {config.provider!r}; use 'openai' or 'local'")
-    model = guarded(model, model_pricing(config), config.max_tokens, f"model {config.model!r}")
+    try:
+        provide = PROVIDERS.get(config.provider)
+    except ImportError as error:
+        if config.provider != "local":
+            raise
+        raise ConfigError(
+            f"model provider {config.provider!r} needs llama-cpp-python ({error}); "
+            "install it with: pip install 'pytest-evomemory[local]'"
+        ) from None
+    provided = provide(config, **provider_options)
+    model = guarded(provided.model, model_pricing(config), config.max_tokens, f"model {config.model!r}")
     use_cache = config.cache_enabled if cache is None else cache
     if not use_cache:
         return model
     directory = Path(cache_dir).expanduser() if cache_dir is not None else default_cache_dir(config)
-    return CachedChatModel(model, cache_identity(config, endpoint, file_hash), directory)
+    identity = {**cache_identity(config, provided.endpoint, provided.file_sha256), **provided.cache_key}
+    return CachedChatModel(model, identity, directory)
 
 
 def model_pricing(config: ModelConfig) -> Pricing | None:
@@ -70,13 +68,32 @@ def model_pricing(config: ModelConfig) -> Pricing | None:
 def check_agent_environment(agent: AgentConfig) -> None:
     """Refuse, once and before collection, an environment the agent's model cannot
     work in (see :func:`.openai_compat.check_model_environment`): the API-key
-    variable, ``OPENAI_BASE_URL`` and the proxy variables. The model-free
+    variable, ``OPENAI_BASE_URL`` and the proxy variables; for the embedded model, a
+    llama-cpp-python that crashes on this CPU (:func:`check_local_library`). The model-free
     ``recall_baseline`` never calls a model, so nothing is checked for it.
 
     Raises :class:`~pytest_evomemory.errors.ConfigError` naming the variable.
     """
-    if agent.kind == "recall_baseline" or agent.model is None or agent.model.provider != "openai":
+    if agent.kind == "recall_baseline" or agent.model is None:
+        return
+    if agent.model.provider == "local":
+        check_local_library(agent.model)
+    if agent.model.provider != "openai":
         return
     from .openai_compat import check_model_environment
 
     check_model_environment(agent.model)
+
+
+def check_local_library(model: ModelConfig) -> None:
+    """For ``provider: local``: refuse a llama-cpp-python that dies by a signal on this
+    CPU (:mod:`.llamaprobe`), before any task. A model file that cannot be found is
+    left to the model's own load, which names it."""
+    from .llamaprobe import check_embedded_library
+    from .local import resolve_model_path
+
+    try:
+        path = resolve_model_path(model.model_path)
+    except ConfigError:
+        return
+    check_embedded_library(path)

@@ -231,6 +231,20 @@ def close_session_directory(path: Path, created: bool) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
 
+_SEMAPHORES: dict[str, threading.BoundedSemaphore] = {}
+_SEMAPHORES_LOCK = threading.Lock()
+
+
+def endpoint_semaphore(endpoint: str, limit: int) -> threading.BoundedSemaphore:
+    """One semaphore per endpoint for the whole process, so that every agent (one
+    per stream) shares the endpoint's concurrency budget. The first limit wins."""
+    with _SEMAPHORES_LOCK:
+        semaphore = _SEMAPHORES.get(endpoint)
+        if semaphore is None:
+            semaphore = _SEMAPHORES[endpoint] = threading.BoundedSemaphore(limit)
+        return semaphore
+
+
 _LIMITERS: dict[tuple[Path, str, int | None], EndpointLimiter] = {}
 _LIMITERS_LOCK = threading.Lock()
 
@@ -256,6 +270,7 @@ __all__ = [
     "EndpointLimiter",
     "close_session_directory",
     "endpoint_limiter",
+    "endpoint_semaphore",
     "open_session_directory",
     "session_directory",
 ]

@@ -35,8 +35,9 @@ from typing import TYPE_CHECKING, Any
 from ..errors import ConfigError, ModelError
 from ..text import JsonScan
 from ..types import Usage
-from .base import ChatCompletion, ModelToolCall, sampling_identity
+from .base import ChatCompletion, ModelToolCall, Provided, sampling_identity
 from .fingerprint import file_sha256
+from .llamaprobe import check_embedded_library
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
@@ -172,6 +173,7 @@ def load_model(path: Path, n_ctx: int, n_threads: int = 1) -> _LoadedModel:
                 f"provider 'local' needs llama-cpp-python, which is not importable ({error}); "
                 f"run: {INSTALL_HINT}"
             ) from None
+        check_embedded_library(path)  # a build that dies on this CPU is refused here, not in-process
         try:
             llama = llama_cpp.Llama(
                 model_path=str(path),
@@ -240,6 +242,13 @@ class LocalChatModel:
         return ChatCompletion(
             content=None, tool_calls=(tool_call,), usage=result.usage, finish_reason=result.finish_reason
         )
+
+
+def provide(config: ModelConfig, **options: Any) -> Provided:
+    """The factory's entry (:data:`~.factory.PROVIDERS`): the model, keyed in the
+    cache by its file's hash."""
+    model = LocalChatModel(config, **options)
+    return Provided(model, None, model.identity().get("sha256"))
 
 
 @dataclass(frozen=True)

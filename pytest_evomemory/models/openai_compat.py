@@ -32,10 +32,10 @@ from ..errors import ConfigError, ModelError
 from ..redaction import redact, register_secret
 from ..text import storable, storable_json_text
 from ..types import Usage
-from .base import ChatCompletion, ModelToolCall, sampling_identity
+from .base import ChatCompletion, ModelToolCall, Provided, sampling_identity
 from .cleaning import clean_completion
 from .deadline import Attempt, DeadlineExceeded, call_within
-from .limits import endpoint_limiter
+from .limits import endpoint_limiter, endpoint_semaphore
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -52,20 +52,6 @@ MAX_MODEL_NAME_CHARS = 200
 #: A malformed reply is a server or configuration problem; asking again would
 #: only repeat it (and spend the model's tokens).
 _MALFORMED = "a malformed reply is not transient"
-
-_SEMAPHORES: dict[str, threading.BoundedSemaphore] = {}
-_SEMAPHORES_LOCK = threading.Lock()
-
-
-def endpoint_semaphore(endpoint: str, limit: int) -> threading.BoundedSemaphore:
-    """One semaphore per endpoint for the whole process, so that every agent (one
-    per stream) shares the endpoint's concurrency budget. The first limit wins."""
-    with _SEMAPHORES_LOCK:
-        semaphore = _SEMAPHORES.get(endpoint)
-        if semaphore is None:
-            semaphore = _SEMAPHORES[endpoint] = threading.BoundedSemaphore(limit)
-        return semaphore
-
 
 _CLIENTS: dict[tuple[str, float], httpx2.Client] = {}
 _CLIENTS_LOCK = threading.Lock()
@@ -611,3 +597,10 @@ def _content_text(content: Any) -> str | None:
 
 def _count(value: Any) -> int:
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def provide(config: ModelConfig, **options: Any) -> Provided:
+    """The factory's entry (:data:`~.factory.PROVIDERS`): the client, keyed in the
+    cache by its endpoint."""
+    model = OpenAICompatibleModel(config, **options)
+    return Provided(model, model.endpoint)

@@ -41,6 +41,7 @@ from ..factories import user_frames
 from ..feedback import QuoteAnswer, render_feedback
 from ..memory.base import RecordRejected
 from ..memory.snapshot import ResumeRefused, StreamSnapshots
+from ..models.context import StimulusRef, answering
 from ..pricing import Pricing, cost_of
 from ..reporting.similarity import SIMILARITY_KEY, recall_similarity
 from ..streams.base import IngestMode
@@ -136,7 +137,8 @@ class StreamRun:
         started = time.perf_counter()
         failure: BaseException | None = None
         try:
-            self.agent.respond(stimulus, turn)
+            with answering(StimulusRef(self.stream, task_id, stimulus.kind)):
+                self.agent.respond(stimulus, turn)
         except BaseException as error:  # recorded below, then re-raised
             failure = error
         seconds = time.perf_counter() - started

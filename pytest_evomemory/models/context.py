@@ -1,0 +1,47 @@
+"""Which stimulus a model call answers, for providers that need to know.
+
+A real endpoint sees only the conversation. The dry-run model (:mod:`.mock`) can
+answer from a file keyed by task id, which the conversation does not hold; the
+runtime names the stimulus here around each agent turn
+(:meth:`~pytest_evomemory.runtime.stream.RuntimeStream.deliver`), and the mock
+reads it. A context variable, because a session drives several chains at once:
+each turn runs in one thread, and a variable set there is seen only there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from contextvars import ContextVar
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class StimulusRef:
+    """The stimulus of the current turn: its stream, task id and kind
+    (``task``, ``feedback`` or ``ingestion``)."""
+
+    stream: str
+    task_id: str
+    kind: str
+
+
+_CURRENT: ContextVar[StimulusRef | None] = ContextVar("evomemory_current_stimulus", default=None)
+
+
+@contextlib.contextmanager
+def answering(stimulus: StimulusRef) -> Iterator[None]:
+    """Name ``stimulus`` as the one every model call in the block answers."""
+    token = _CURRENT.set(stimulus)
+    try:
+        yield
+    finally:
+        _CURRENT.reset(token)
+
+
+def current_stimulus() -> StimulusRef | None:
+    """The stimulus of the turn under way in this thread, ``None`` outside a turn."""
+    return _CURRENT.get()
+
+
+__all__ = ["StimulusRef", "answering", "current_stimulus"]
