@@ -5,7 +5,8 @@
 everything after a run: re-rendering an old run, and putting runs side by side
 (memory versus no memory), possibly from different machines; their errors are one
 line on stderr and exit status 2, because the fix is always to the command line.
-``data`` fetches, verifies and locates the benchmark's upstream files (:mod:`.datacmd`).
+``data`` fetches, verifies and locates the benchmark's upstream files (:mod:`.datacmd`);
+``local-model`` builds and checks the embedded model's llama-cpp-python (:mod:`.localcmd`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from . import __version__, datacmd, initcmd, mergecmd, powercmd, runcmd, tablecmd
+from . import __version__, datacmd, initcmd, localcmd, mergecmd, powercmd, runcmd, tablecmd
 from .errors import ConfigError
 from .options import GAIN_FIGURE, add_min_gain_by, min_gain_by
 from .redaction import shown
@@ -101,6 +102,7 @@ def build_parser() -> argparse.ArgumentParser:
     initcmd.add_parser(commands)
     tablecmd.add_parser(commands)
     powercmd.add_parser(commands)
+    localcmd.add_parser(commands)
     return parser
 
 
@@ -162,6 +164,8 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return powercmd.main(args)
     if args.command == "merge":
         return mergecmd.main(args)
+    if args.command == "local-model":
+        return localcmd.main(args)
     try:
         if args.command == "report":
             written = write_html_report(args.run_dir, args.output)

@@ -10,34 +10,20 @@ if [ ! -x "$VENV/bin/python" ]; then
 fi
 
 # llama-cpp-python ships only a source distribution, and pip's default build
-# compiles llama.cpp for the build machine's CPU (-march=native). That wheel then
-# lands in pip's cache and is reused on the next machine, whose CPU may lack the
-# instructions it was built for; a native build with AMX also crashed in
-# llama_decode on a VM that reports AMX. We build a portable AVX2 wheel once, keep
-# it in a cache of our own keyed by version and flags, and install that one.
-LLAMA_CPP_VERSION="${EVOMEMORY_LLAMA_CPP_VERSION:-0.3.36}"
-if [ "$(uname -m)" = "x86_64" ]; then
-  LLAMA_CPP_CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_BMI2=ON"
-  LLAMA_CPP_FLAVOUR="avx2"
-else
-  LLAMA_CPP_CMAKE_ARGS="-DGGML_NATIVE=OFF"
-  LLAMA_CPP_FLAVOUR="generic"
-fi
-LLAMA_CPP_WHEELS="${XDG_CACHE_HOME:-$HOME/.cache}/pytest-evomemory/wheels/llama-cpp-python-$LLAMA_CPP_VERSION-$(uname -m)-$LLAMA_CPP_FLAVOUR"
+# compiles llama.cpp for the build machine's CPU (-march=native); that wheel lands
+# in pip's cache and is reused on machines whose CPU lacks its instructions. We
+# build a portable wheel once, keep it in a cache of our own keyed by version and
+# flags, and install that one. The version, flags and cache directory live in the
+# package (pytest_evomemory/localbuild.py, also behind `evomemory local-model
+# build`): run as a file with -P (standard library only), it works before the
+# package's dependencies are installed.
+LOCALBUILD=("$VENV/bin/python" -P "$ROOT/pytest_evomemory/localbuild.py")
+eval "$("${LOCALBUILD[@]}" shell)"   # LLAMA_CPP_VERSION, _FLAVOUR, _CMAKE_ARGS, _WHEELS
 
 portable_llama_cpp_wheel() {
-  # Prints the path of the portable wheel, building it the first time
-  # (about 5 minutes on 2 cores).
-  local wheel
-  wheel="$(ls "$LLAMA_CPP_WHEELS"/llama_cpp_python-*.whl 2>/dev/null | head -n 1 || true)"
-  if [ -z "$wheel" ]; then
-    echo "building llama-cpp-python $LLAMA_CPP_VERSION ($LLAMA_CPP_FLAVOUR, about 5 minutes on 2 cores) into $LLAMA_CPP_WHEELS" >&2
-    mkdir -p "$LLAMA_CPP_WHEELS"
-    CMAKE_ARGS="$LLAMA_CPP_CMAKE_ARGS" FORCE_CMAKE=1 "$VENV/bin/python" -m pip wheel -q \
-      --no-deps --no-cache-dir "llama-cpp-python==$LLAMA_CPP_VERSION" -w "$LLAMA_CPP_WHEELS" >&2
-    wheel="$(ls "$LLAMA_CPP_WHEELS"/llama_cpp_python-*.whl | head -n 1)"
-  fi
-  echo "$wheel"
+  # Prints the path of the portable wheel, building it the first time (progress
+  # lines on stderr; about 6 minutes on 2 cores).
+  "${LOCALBUILD[@]}" build
 }
 
 install_project() {
