@@ -4,6 +4,7 @@ guard and artefacts as an endpoint does, and only its reply is scripted."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -125,7 +126,7 @@ def test_cache_keys_the_mock_by_its_settings_and_answers_file(tmp_path: Path, is
 
 def test_the_request_bound_and_the_registry(tmp_path: Path) -> None:
     model = MockChatModel(ModelConfig.model_validate({"provider": "mock", "max_request_bytes": 1024}))
-    with pytest.raises(ModelError, match="over model.max_request_bytes"):
+    with pytest.raises(ModelError, match=r"over model\.max_request_bytes"):
         model.complete([{"role": "user", "content": "x" * 2000}], [FINAL])
     assert {"openai", "local", "mock"} <= set(PROVIDERS.names())
     assert repr(build_chat_model(mock(), cache=False)).startswith("MockChatModel")
@@ -149,7 +150,7 @@ def test_a_bad_mock_config_is_one_error_before_any_task(
     config = tmp_path / "run.yaml"
     config.write_text(yaml.safe_dump({"name": "bad", "benchmark": {"benchmark": "sample"},
                                       "agent": {"kind": "tiny", "model": model}}))
-    with pytest.raises(ConfigError, match=problem.replace("(", r"\(").replace(")", r"\)")):
+    with pytest.raises(ConfigError, match=re.escape(problem)):
         load_run_config(config)
     assert evomemory(["run", "--config", str(config), "--output-dir", str(tmp_path / "out")]) == 4
     err = capsys.readouterr().err
