@@ -395,7 +395,7 @@ class ModelConfig(StrictModel):
         foreign = [key for key in type(self).model_fields if key in unread and key in self.model_fields_set]
         if foreign:
             keys = ", ".join(repr(key) for key in foreign)
-            readers = sorted({name for key in foreign for name, read in PROVIDER_KEYS.items() if key in read})
+            readers = [name for name, read in PROVIDER_KEYS.items() if any(key in read for key in foreign)]
             raise ValueError(
                 f"{keys} {'is' if len(foreign) == 1 else 'are'} read only by provider "
                 f"{' or '.join(map(repr, readers))}, and this model's provider is {self.provider!r}; "
