@@ -25,7 +25,6 @@ import contextlib
 import hashlib
 import importlib.util
 import json
-import os
 import re
 import signal
 import subprocess
@@ -36,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..errors import ConfigError
+from ..localbuild import cache_root
 
 #: The child's program: build info first (so a crash later still names the build).
 PROBE_CODE = """
@@ -175,8 +175,7 @@ def _fingerprint(library: Path, model_path: Path, flags: set[str] | None) -> str
 
 
 def _record_dir() -> Path:
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "pytest-evomemory" / "llama-probes"
+    return cache_root() / "llama-probes"
 
 
 _PASSED: set[str] = set()

@@ -592,6 +592,15 @@ def serve(argv: Sequence[str] | None = None) -> None:
     import sys
 
     args = list(sys.argv[1:] if argv is None else argv)
+    if not any(arg == "--model" or arg.startswith("--model=") for arg in args):
+        args += ["--model", str(default_model_path())]
+    model = _option_value(args, "--model")
+    if model:
+        try:
+            # A server that dies by a signal says only "Illegal instruction"; this says why and what to do.
+            check_embedded_library(Path(model))
+        except ConfigError as error:
+            raise SystemExit(f"error: {error}") from None
     try:
         from llama_cpp.server import __main__ as server_main
     except ImportError as error:
@@ -599,8 +608,6 @@ def serve(argv: Sequence[str] | None = None) -> None:
             f"the server needs llama-cpp-python[server] ({error}); run: {INSTALL_HINT}"
         ) from None
     register_chat_format()
-    if not any(arg == "--model" or arg.startswith("--model=") for arg in args):
-        args += ["--model", str(default_model_path())]
     if not any(arg == "--chat_format" or arg.startswith("--chat_format=") for arg in args):
         args += ["--chat_format", CHAT_FORMAT]
     # The library's defaults depend on the machine (half the cores, all cores for
@@ -612,6 +619,16 @@ def serve(argv: Sequence[str] | None = None) -> None:
     sys.argv = [sys.argv[0], *args]
     run: Any = server_main.main
     run()
+
+
+def _option_value(args: Sequence[str], option: str) -> str | None:
+    """The value given to ``option`` (``--option value`` or ``--option=value``)."""
+    for index, arg in enumerate(args):
+        if arg.startswith(f"{option}="):
+            return arg.partition("=")[2]
+        if arg == option and index + 1 < len(args):
+            return args[index + 1]
+    return None
 
 
 if __name__ == "__main__":

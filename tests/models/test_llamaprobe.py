@@ -106,19 +106,22 @@ def crashing_library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.parametrize(
-    "command",
+    ("command", "status"),
     [
-        ["-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
-         "-p", "no:langsmith_plugin", "--evomemory-config=run.yaml"],
-        ["-m", "pytest_evomemory.cli", "run", "--config", "run.yaml"],
+        (["-m", "pytest", "-p", "no:randomly", "-p", "no:cacheprovider", "-p", "no:hypothesispytest",
+          "-p", "no:langsmith_plugin", "--evomemory-config=run.yaml"], 4),
+        (["-m", "pytest_evomemory.cli", "run", "--config", "run.yaml"], 4),
+        (["-m", "pytest_evomemory.models.local", "--model", "model.gguf"], 1),  # the model server
     ],
-    ids=["pytest", "evomemory-run"],
+    ids=["pytest", "evomemory-run", "server"],
 )
-def test_both_doors_refuse_a_library_that_dies_before_any_task(crashing_library: Path, command: list[str]) -> None:
+def test_both_doors_refuse_a_library_that_dies_before_any_task(
+    crashing_library: Path, command: list[str], status: int
+) -> None:
     done = subprocess.run([sys.executable, *command], cwd=crashing_library, capture_output=True, text=True,
                           timeout=300, check=False)
     output = done.stdout + done.stderr
-    assert done.returncode == 4, output
+    assert done.returncode == status, output
     assert "killed by SIGILL (illegal instruction)" in output
     assert "evomemory local-model build" in output
     assert "Traceback" not in output and "Fatal Python error" not in output
