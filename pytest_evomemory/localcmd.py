@@ -109,7 +109,7 @@ def extra_requirements(extra: str, distribution: str = DISTRIBUTION) -> list[str
 
 
 def _check(say: Callable[[str], None]) -> int:
-    from .models.llamaprobe import cpu_flags, library_location, missing_instructions, run_probe
+    from .models.llamaprobe import cpu_flags, crash_message, library_location, missing_instructions, run_probe
     from .models.local import resolve_model_path
 
     library = library_location()
@@ -124,15 +124,14 @@ def _check(say: Callable[[str], None]) -> int:
     result = run_probe(model)
     if result.system_info:
         say(f"llama-cpp-python at {library}: {result.system_info.strip()}")
-    missing = missing_instructions(result.system_info, cpu_flags())
+    flags = cpu_flags()
     if result.signal is not None:
-        from .models.llamaprobe import crash_message
-
-        say(f"evomemory: error: {crash_message(result, str(library), model, cpu_flags())}")
+        say(f"evomemory: error: {crash_message(result, str(library), model, flags)}")
         return EXIT_FAILED
     if not result.ok:
         say(f"evomemory: error: llama-cpp-python could not run {model.name}: {result.detail or 'no reason given'}")
         return EXIT_FAILED
+    missing = missing_instructions(result.system_info, flags)
     if missing:
         say(f"evomemory: warning: the build uses {', '.join(missing)}, which this CPU lacks; it ran this time, "
             "but may die later: evomemory local-model build")

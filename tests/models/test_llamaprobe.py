@@ -112,8 +112,9 @@ def crashing_library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
           "-p", "no:langsmith_plugin", "--evomemory-config=run.yaml"], 4),
         (["-m", "pytest_evomemory.cli", "run", "--config", "run.yaml"], 4),
         (["-m", "pytest_evomemory.models.local", "--model", "model.gguf"], 1),  # the model server
+        (["-m", "pytest_evomemory.cli", "local-model", "check"], 1),
     ],
-    ids=["pytest", "evomemory-run", "server"],
+    ids=["pytest", "evomemory-run", "server", "check"],
 )
 def test_both_doors_refuse_a_library_that_dies_before_any_task(
     crashing_library: Path, command: list[str], status: int

@@ -124,7 +124,7 @@ def test_cache_keys_the_mock_by_its_settings_and_answers_file(tmp_path: Path, is
         assert answer_of(build_chat_model(mock(mode="fixed", answer="third")), "q") == "third"
 
 
-def test_the_request_bound_and_the_registry(tmp_path: Path) -> None:
+def test_the_request_bound_and_the_registry() -> None:
     model = MockChatModel(ModelConfig.model_validate({"provider": "mock", "max_request_bytes": 1024}))
     with pytest.raises(ModelError, match=r"over model\.max_request_bytes"):
         model.complete([{"role": "user", "content": "x" * 2000}], [FINAL])
