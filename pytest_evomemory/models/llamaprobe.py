@@ -14,8 +14,9 @@ with one line naming the signal, its likely cause (the instructions the build us
 that this CPU lacks, read from ``/proc/cpuinfo``) and the fix (``evomemory
 local-model build``). A success is remembered, in this process and on disk keyed by
 the library's files, the model file and the CPU's flags, so the check (2-3 s for
-SmolLM2 on 2 loaded cores) runs once per machine and library, not per session. A child that fails otherwise
-(an import error, a bad model file) is left to the in-process load, which reports
+SmolLM2 on 2 loaded cores) runs once per machine and library, not per session. A
+child that fails otherwise (an import error, a bad model file) is left to the
+in-process load, which reports
 those in its own words.
 """
 
