@@ -16,8 +16,7 @@ local-model build``). A success is remembered, in this process and on disk keyed
 the library's files, the model file and the CPU's flags, so the check (2-3 s for
 SmolLM2 on 2 loaded cores) runs once per machine and library, not per session. A
 child that fails otherwise (an import error, a bad model file) is left to the
-in-process load, which reports
-those in its own words.
+in-process load, which reports those in its own words.
 """
 
 from __future__ import annotations
