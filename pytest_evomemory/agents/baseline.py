@@ -19,7 +19,7 @@ import json
 from ..config import AgentConfig
 from ..errors import ConfigError
 from ..memory.base import MemorySystem
-from ..memory.ingestion import DIA_TAG, turn_record
+from ..memory.ingestion import dialogue_text, turn_record
 from ..text import similarity
 from ..types import FEEDBACK_ACKNOWLEDGEMENT, INGESTION_ACKNOWLEDGEMENT, IngestionStimulus, Stimulus, TaskView
 from .base import Turn
@@ -122,14 +122,3 @@ def recall_query(task: TaskView) -> str:
     (LoCoMo's ``question`` metadata), else the whole prompt."""
     question = task.metadata.get("question")
     return question if isinstance(question, str) and question.strip() else task.prompt
-
-
-def dialogue_text(content: str) -> str | None:
-    """What was said in a remembered conversation turn (``... [D1:3] Name: text``),
-    without its date, tag and speaker; ``None`` for any other record."""
-    tag = DIA_TAG.search(content)
-    if tag is None:
-        return None
-    _, colon, said = content[tag.end():].partition(": ")
-    text = (said if colon else content[tag.end():]).strip()
-    return text or None

@@ -39,6 +39,18 @@ def turn_record(session: ConversationSession, turn: DialogueTurn) -> tuple[str, 
     return content, metadata
 
 
+def dialogue_text(content: str) -> str | None:
+    """What was said in a remembered conversation turn (``... [D1:3] Name: text``),
+    without its date, tag and speaker; ``None`` for any other record. What a reader
+    of recalled records answers with: the recall baseline, and the dry-run model."""
+    tag = DIA_TAG.search(content)
+    if tag is None:
+        return None
+    _, colon, said = content[tag.end():].partition(": ")
+    text = (said if colon else content[tag.end():]).strip()
+    return text or None
+
+
 def ingest_turns(memory: _Retaining, session: ConversationSession) -> list[str]:
     """Retain every turn of ``session`` as its own record (the built-in ``ingest``)."""
     return [memory.retain(*turn_record(session, turn)) for turn in session.turns]
@@ -75,4 +87,4 @@ def evidence_recall(evidence: Iterable[str], recalled: Iterable[Mapping[str, Any
     return sum(1 for dia_id in wanted if dia_id in seen) / len(wanted)
 
 
-__all__ = ["DIA_TAG", "dia_ids_of", "evidence_recall", "ingest_turns", "turn_record"]
+__all__ = ["DIA_TAG", "dia_ids_of", "dialogue_text", "evidence_recall", "ingest_turns", "turn_record"]

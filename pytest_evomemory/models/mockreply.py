@@ -9,7 +9,10 @@ correct answer from the feedback's ``The correct answer:`` line, and experiences
 from any ``Task: ... Correct answer: ...`` text it is shown: in the prompt
 (``deterministic_recall``) or in what a ``recall`` call returned (``tool_use``).
 That is TinyAgent's experience format (and the recall baseline's); an agent of
-your own that writes experiences otherwise gets the fallback ``answer``.
+your own that writes experiences otherwise gets the fallback ``answer``. With no
+experience shown, a remembered conversation turn (LoCoMo's ``[D1:3] Name: text``
+records, most similar first) answers with what was said in it, as the recall
+baseline does.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..config import MockSettings
+from ..memory.ingestion import dialogue_text
 from ..text import similarity
 from ..types import FEEDBACK_ACKNOWLEDGEMENT, INGESTION_ACKNOWLEDGEMENT
 from .context import StimulusRef
@@ -82,7 +86,11 @@ def _answer(
         found = answers.get(f"{stimulus.stream}/{stimulus.task_id}", answers.get(stimulus.task_id))
         return settings.answer if found is None else found
     if settings.mode == "memory":
-        recalled = remembered_answer(task, _shown_text(messages), settings.similarity_threshold)
+        shown = _shown_text(messages)
+        recalled = remembered_answer(task, shown, settings.similarity_threshold)
+        if recalled is None:  # no experience: what the first remembered conversation turn says (LoCoMo)
+            recalled = next((said for text in shown for line in text.splitlines()
+                             if (said := dialogue_text(line)) is not None), None)
         return settings.answer if recalled is None else recalled
     return settings.answer
 

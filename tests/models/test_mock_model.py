@@ -90,6 +90,16 @@ def test_memory_mode_answers_from_a_similar_recalled_experience_only() -> None:
         "answer": "unknown"}
 
 
+def test_memory_mode_without_experiences_answers_with_the_first_remembered_conversation_turn() -> None:
+    """LoCoMo: recalled records are conversation turns, most similar first."""
+    prompt = ("Experiences from earlier tasks, most similar first (they may or may not help):\n\n"
+              "[1] 8 May 2023: [D1:3] Caroline: I went to the LGBTQ support group yesterday.\n\n"
+              "[2] 9 May 2023: [D2:1] Melanie: We painted a sunrise.\n\n---\n\nCurrent task:\n"
+              "When did Caroline go to the LGBTQ support group?")
+    reply = script_reply(mock(mode="memory").mock, [{"role": "user", "content": prompt}], [FINAL], None, {})
+    assert reply.calls == (("final_answer", {"answer": "I went to the LGBTQ support group yesterday."}),)
+
+
 def test_memory_mode_with_memory_tools_recalls_then_answers_and_retains_the_feedback() -> None:
     settings = mock(mode="memory").mock
     task = [{"role": "user", "content": "What colour is the zorblax fruit?"}]
