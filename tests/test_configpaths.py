@@ -43,6 +43,9 @@ CASES: dict[str, tuple[str, dict[str, Any], tuple[str, ...]]] = {
     "agent.model.cache_dir": ("agent", TINY, ("model", "cache_dir")),
     "agent.model.model_path": ("agent", {"kind": "tiny", "model": {"provider": "local"}}, ("model", "model_path")),
     "agent.model.pricing": ("agent", TINY, ("model", "pricing")),
+    "agent.model.mock.answers": (
+        "agent", {"kind": "tiny", "model": {"provider": "mock", "mock": {"mode": "answers"}}}, ("model", "mock", "answers"),
+    ),
 }
 
 
@@ -55,7 +58,7 @@ def test_every_path_valued_key_of_the_config_is_declared_a_path() -> None:
     assert declared == {
         "run": (("output_dir",),),
         "benchmark": (("data_dir",), ("files", "[]", "path"), ("order_from",), ("path",)),
-        "agent": (("model", "cache_dir"), ("model", "model_path"), ("model", "pricing")),
+        "agent": (("model", "cache_dir"), ("model", "model_path"), ("model", "pricing"), ("model", "mock", "answers")),
     }
     named_like_paths = {
         (model.__name__, name) for model in (_RunFile, BenchmarkConfig, StreamFile, AgentConfig, ModelConfig)
@@ -74,8 +77,8 @@ def test_every_path_valued_key_of_the_config_is_declared_a_path() -> None:
 def _place(document: dict[str, Any], key: tuple[str, ...], value: Any) -> dict[str, Any]:
     if key == ("files", "0", "path"):
         return {**document, "files": [{"name": "s", "path": value}]}
-    if len(key) == 2:
-        return {**document, key[0]: {**document.get(key[0], {}), key[1]: value}}
+    if len(key) > 1:
+        return {**document, key[0]: _place(document.get(key[0], {}), key[1:], value)}
     return {**document, key[0]: value}
 
 

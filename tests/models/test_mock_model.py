@@ -179,7 +179,9 @@ def test_answers_file_is_found_beside_the_agent_config_and_recorded(tmp_path: Pa
     assert scores["f01"]["raw_answer"] == "wrong on purpose" and scores["c01"]["raw_answer"] == "unknown"
     run_json = json.loads((out / "run.json").read_text())
     answers = str(tmp_path / "agents" / "answers.yaml")
-    assert run_json["run"]["agent"]["model"]["mock"]["answers"] == answers
+    # As written, and where it was found (the run's located paths).
+    assert run_json["run"]["agent"]["model"]["mock"]["answers"] == "answers.yaml"
+    assert run_json["run"]["paths"]["agent.model.mock.answers"] == answers
     ran = run_json["ran"]["sample_facts"]["model"]
     assert (ran["provider"], ran["mode"], ran["answers"], len(ran["sha256"])) == ("mock", "answers", answers, 64)
 
