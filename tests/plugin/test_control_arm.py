@@ -54,8 +54,11 @@ def test_a_control_stream_runs_on_every_worker_with_serial_results(pytester: pyt
     serial.assert_outcomes(passed=24)
     parallel.assert_outcomes(passed=24)
     workers = _workers_per_stream(parallel.outlines)
-    assert workers["sample_facts"] == {"gw0", "gw1"}, workers
-    assert workers["sample_choice"] == {"gw0", "gw1"}, workers
+    # xdist's first batch hands each worker tasks of the first stream, so that stream
+    # is split whatever the load; which worker takes the later tasks depends on
+    # scheduling, so only "some stream ran on both workers" is asserted.
+    assert set(workers) == {"sample_facts", "sample_choice"}, workers
+    assert any(ran_on == {"gw0", "gw1"} for ran_on in workers.values()), workers
     assert _scores(pytester.path / "parallel") == _scores(pytester.path / "serial")
     summary = (pytester.path / "parallel" / "summary.json").read_text(encoding="utf-8")
     assert '"complete": true' in summary
