@@ -19,15 +19,32 @@ Methods, and why (docs/statistics.md has a worked example of each):
   as new tasks, K when they only repeat each task's outcome. The Wilson interval
   (Wilson 1927) on p with the effective n = nK / deff stays within [0, 1], is
   not zero-width when the seeds agree (deff = K: Wilson on n tasks) and gives an
-  all-wrong arm an upper bound. With K > 1 the variance is estimated from n task
-  means, so z is replaced by Student's t with n - 1 degrees of freedom, the
+  all-wrong arm an upper bound. Where the interval rests on the variance
+  estimated from the n task means (a design effect strictly between 1 and K), z
+  is replaced by Student's t with n - 1 degrees of freedom, the
   degrees-of-freedom adjustment of Korn & Graubard (1998, Survey Methodology
-  24:193-201). With K = 1 it is exactly Wilson's interval.
-* **Paired difference: MOVER** (method of variance estimates recovery, Zou &
-  Donner 2008, Statistics in Medicine 27:1693-1702): the two arms' intervals above
-  combined "square and add" with the correlation of the arms' per-task means,
-  which is Newcombe's (1998) method 10 with clustered intervals in place of
-  Wilson's. It stays within [-1, 1] and is never zero-width.
+  24:193-201). Where the design effect is at a bound, the interval is Wilson's on
+  n (or nK) outcomes with its own binomial variance p(1 - p), nothing estimated
+  from the spread of the task means, so z stays, as for one run. With K = 1 the
+  bound always holds: exactly Wilson's interval.
+* **Paired difference of yes/no outcomes: Agresti & Min's adjusted Wald interval
+  with the Kish effective number of tasks.** Pooled over tasks and replicates, the
+  shares of pairs only the second arm (g) and only the first (l) got right give
+  the difference g - l, the mean of the per-task mean differences. Agresti & Min
+  (2005, Statistics in Medicine 24:729-740) add half a pseudo-observation to each
+  cell of the paired table; here the table's size is the effective number of
+  tasks, the Kish design effect of the per-task mean differences (their
+  cluster-robust variance over the multinomial (g + l - (g - l)^2) / nK) kept
+  within [1, K], with the same t-or-z rule as one arm. With K = 1 it is exactly
+  Agresti & Min's interval of a single run (compare.json's). Truncated to
+  [-1, 1], never zero-width. It replaced MOVER for yes/no outcomes because near
+  0 or 1 MOVER's correlation of the arms' task means is undefined whenever one arm
+  is constant, and taken as 0 it made the interval too wide (docs/statistics.md).
+* **Paired difference of continuous scores: MOVER** (method of variance estimates
+  recovery, Zou & Donner 2008, Statistics in Medicine 27:1693-1702): the two arms'
+  intervals above combined "square and add" with the correlation of the arms'
+  per-task means, which is Newcombe's (1998) method 10 with clustered intervals in
+  place of Wilson's. It stays within [-1, 1] and is never zero-width.
 * **Paired test: two-sided paired t-test** on the per-task mean differences
   (n - 1 degrees of freedom), tasks paired, replicates averaged within each.
 * **Variance decomposition** (Miller 2024, "resampling answers"): the within-task
@@ -51,7 +68,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .stats import CONFIDENCE, student_t_cdf, student_t_quantile
+from .stats import CONFIDENCE, adjusted_wald_bounds, student_t_cdf, student_t_quantile
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -63,12 +80,16 @@ METHODS = {
     "accuracy_ci": "each task averaged over its replicates, then a Wilson score interval (Wilson 1927) with the "
     "Kish effective number of tasks: design effect = the cluster-robust variance of the mean of the per-task "
     "means (Miller 2024, arXiv:2411.00640, tasks as clusters) over the binomial variance, kept within [1, K]; "
-    "z replaced by Student's t with tasks - 1 degrees of freedom when K > 1 (Korn & Graubard 1998); "
-    "with one replicate, the plain Wilson interval",
-    "difference_ci": "the per-task mean difference (each task averaged over its replicates, paired by task), "
-    "with a MOVER interval (Zou & Donner 2008): the two arms' intervals above combined with the correlation "
-    "of their per-task means, Newcombe's (1998) method 10 with clustered intervals; with one replicate, "
-    "Newcombe's method 10",
+    "z replaced by Student's t with tasks - 1 degrees of freedom where that estimated design effect is used "
+    "(strictly between 1 and K: Korn & Graubard 1998), z where it is at a bound (Wilson's own binomial "
+    "variance on tasks or on tasks x replicates); with one replicate, the plain Wilson interval",
+    "difference_ci": "the per-task mean difference (each task averaged over its replicates, paired by task); "
+    "for yes/no outcomes Agresti & Min's (2005) adjusted Wald interval for matched proportions (half a "
+    "pseudo-observation in each cell of the paired table of tasks x replicates, truncated to [-1, 1]) with "
+    "the Kish effective number of tasks (design effect = the cluster-robust variance of the mean per-task "
+    "difference over the multinomial one, kept within [1, K]; t or z as for accuracy_ci), with one "
+    "replicate exactly Agresti & Min's interval; for continuous scores a MOVER interval (Zou & Donner 2008): "
+    "the two arms' intervals above combined with the correlation of their per-task means",
     "p_value": "two-sided paired t-test on the per-task mean differences (tasks - 1 degrees of freedom); with "
     "one replicate, the exact McNemar test",
     "variance": "between-task and within-task (seed) variance of the per-task scores (Miller 2024, "
@@ -76,8 +97,8 @@ METHODS = {
     "variance of the task means less within / K",
     "power": "minimum detectable effect at 80% power, two-sided alpha 0.05: (z(0.975) + z(0.80)) * sd(d) / "
     "sqrt(tasks), sd(d) the standard deviation of the per-task mean differences (Miller 2024, power analysis)",
-    "per_replicate": "within each replicate: Newcombe (1998) method 10 paired interval and exact McNemar p on "
-    "the tasks both arms ran",
+    "per_replicate": "within each replicate: Agresti & Min (2005) adjusted Wald paired interval and exact "
+    "McNemar p on the tasks both arms ran",
 }
 
 
@@ -112,26 +133,36 @@ def _check(scores: Array) -> tuple[int, int]:
     return int(scores.shape[-2]), int(scores.shape[-1])
 
 
+def _kish(means: Array, per_outcome: Array, n: int, k: int) -> tuple[Array, Array]:
+    """``(mean, effective n)`` of per-task ``means`` whose single outcomes have the
+    variance ``per_outcome``: nK / deff, the Kish design effect (the cluster-robust
+    variance of the mean over ``per_outcome`` / nK) kept within [1, K]. With no
+    spread between task means the design effect is 1 (K when ``per_outcome`` is 0:
+    nothing says replicates add anything)."""
+    np = _numpy()
+    mean = means.mean(axis=-1)
+    variance = ((means - mean[..., None]) ** 2).mean(axis=-1) / n  # cluster-robust (CR0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(variance > 0, per_outcome / np.where(variance > 0, variance, 1.0), np.inf)
+    ratio = np.where(per_outcome > 0, ratio, n)
+    return mean, np.clip(ratio, n, n * k)
+
+
 def effective_tasks(scores: Array) -> tuple[Array, Array]:
     """``(estimate, effective n)``: the mean of the per-task means and nK / deff,
     the Kish design effect kept within [1, K] (see the module docstring). With no
     spread between task means the design effect is K at 0 and 1 (nothing says
     replicates add anything) and 1 otherwise."""
-    np = _numpy()
     n, k = _check(scores)
     means = scores.mean(axis=-1)
     estimate = means.mean(axis=-1)
-    variance = ((means - estimate[..., None]) ** 2).mean(axis=-1) / n  # cluster-robust (CR0)
-    binomial = estimate * (1 - estimate)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ratio = np.where(variance > 0, binomial / np.where(variance > 0, variance, 1.0), np.inf)
-    ratio = np.where(binomial > 0, ratio, n)
-    return estimate, np.clip(ratio, n, n * k)
+    return _kish(means, estimate * (1 - estimate), n, k)
 
 
-def wilson_bounds(estimate: Array, n: Array, z: float) -> tuple[Array, Array]:
+def wilson_bounds(estimate: Array, n: Array, z: Array | float) -> tuple[Array, Array]:
     """Wilson's score interval at ``estimate`` with a (possibly fractional) sample size
-    ``n``; exactly 0 and 1 at an estimate of 0 and 1."""
+    ``n`` and quantile ``z`` (one, or one per experiment); exactly 0 and 1 at an
+    estimate of 0 and 1."""
     np = _numpy()
     z2 = z * z
     denominator = 1 + z2 / n
@@ -142,10 +173,19 @@ def wilson_bounds(estimate: Array, n: Array, z: float) -> tuple[Array, Array]:
     return low, high
 
 
-def _quantile(tasks: int, replicates: int, confidence: float) -> float:
-    """z for one replicate (the binomial variance is known); t(tasks - 1) when the
-    design effect is estimated from the task means (Korn & Graubard 1998)."""
-    return z_quantile(confidence) if replicates == 1 or tasks < 2 else t_quantile(tasks - 1, confidence)
+def _quantile(effective: Array, tasks: int, replicates: int, confidence: float) -> Array:
+    """Per experiment: t(tasks - 1) where the effective n comes from a design effect
+    estimated from the task means (strictly between 1 and K: Korn & Graubard 1998),
+    z where it is at a bound, n or nK, so that the interval is Wilson's on those
+    outcomes with its binomial variance and nothing is estimated from the task
+    means' spread (always so with one replicate)."""
+    np = _numpy()
+    z = z_quantile(confidence)
+    if replicates == 1 or tasks < 2:
+        return np.full(np.shape(effective), z)
+    estimated = (effective > tasks * (1 + 1e-9)) & (effective < tasks * replicates * (1 - 1e-9))
+    quantile: Array = np.where(estimated, t_quantile(tasks - 1, confidence), z)
+    return quantile
 
 
 def arm_interval(scores: Array, confidence: float = CONFIDENCE) -> tuple[Array, Array, Array, Array]:
@@ -153,7 +193,7 @@ def arm_interval(scores: Array, confidence: float = CONFIDENCE) -> tuple[Array, 
     the Kish effective number of tasks)."""
     n, k = _check(scores)
     estimate, effective = effective_tasks(scores)
-    low, high = wilson_bounds(estimate, effective, _quantile(n, k, confidence))
+    low, high = wilson_bounds(estimate, effective, _quantile(effective, n, k, confidence))
     return estimate, low, high, effective
 
 
@@ -184,11 +224,30 @@ def mover_bounds(
     return difference, np.clip(difference - below, -1.0, 1.0), np.clip(difference + above, -1.0, 1.0)
 
 
-def difference_interval(first: Array, second: Array, confidence: float = CONFIDENCE) -> tuple[Array, Array, Array]:
+def binary_difference_interval(first: Array, second: Array, confidence: float = CONFIDENCE) -> tuple[Array, Array, Array]:
+    """``(mean difference, low, high)`` of ``second - first`` for 1/0 outcomes paired by
+    task: Agresti & Min's interval with the Kish effective number of tasks (module
+    docstring), within [-1, 1]."""
+    np = _numpy()
+    n, k = _check(first)
+    gained = (second * (1 - first)).mean(axis=(-1, -2))
+    lost = (first * (1 - second)).mean(axis=(-1, -2))
+    difference = gained - lost
+    _, effective = _kish(second.mean(axis=-1) - first.mean(axis=-1), gained + lost - difference**2, n, k)
+    low, high = adjusted_wald_bounds(gained, lost, effective, _quantile(effective, n, k, confidence))
+    return difference, np.clip(low, -1.0, 1.0), np.clip(high, -1.0, 1.0)
+
+
+def difference_interval(
+    first: Array, second: Array, confidence: float = CONFIDENCE, *, binary: bool = False
+) -> tuple[Array, Array, Array]:
     """``(mean difference, low, high)`` of ``second - first``, paired by task (both
-    shaped ``(..., tasks, replicates)``): the MOVER interval of the module docstring."""
+    shaped ``(..., tasks, replicates)``): for 1/0 outcomes (``binary``)
+    :func:`binary_difference_interval`, else the MOVER interval of the module docstring."""
     if first.shape != second.shape:
         raise ValueError(f"paired arms need the same tasks and replicates, got {first.shape} and {second.shape}")
+    if binary:
+        return binary_difference_interval(first, second, confidence)
     one = arm_interval(first, confidence)[:3]
     two = arm_interval(second, confidence)[:3]
     return mover_bounds(one, two, task_correlation(first, second))
@@ -337,7 +396,7 @@ def estimate_difference(
 ) -> DifferenceEstimate:
     """``second - first`` on the tasks both ran (rows paired by task, columns by
     replicate). One replicate of yes/no outcomes is a single run's comparison:
-    Newcombe's method 10 and the exact McNemar test, as compare.json's."""
+    Agresti & Min's interval and the exact McNemar test, as compare.json's."""
     np = _numpy()
     if not first:
         return DifferenceEstimate(None, None, None, 0, 0, "paired t", None, None, None)
@@ -347,14 +406,14 @@ def estimate_difference(
     sd = float(np.std(differences, ddof=0))
     split = variance_split(b - a)
     if k == 1 and binary:
-        from .stats import PairedTable, mcnemar_exact, newcombe_paired_interval
+        from .stats import PairedTable, mcnemar_exact, paired_difference_interval
 
         x, y = a[:, 0] > 0.5, b[:, 0] > 0.5
         table = PairedTable(int((x & y).sum()), int((x & ~y).sum()), int((~x & y).sum()), int((~x & ~y).sum()))
-        low, high = newcombe_paired_interval(table) or (-1.0, 1.0)
+        low, high = paired_difference_interval(table) or (-1.0, 1.0)
         p_value = mcnemar_exact(table.only_first, table.only_second)
         return DifferenceEstimate(float(differences.mean()), low, high, n, k, "McNemar", p_value, split, sd)
-    difference, low_, high_ = difference_interval(a, b, confidence)
+    difference, low_, high_ = difference_interval(a, b, confidence, binary=binary)
     return DifferenceEstimate(
         float(difference), float(low_), float(high_), n, k, "paired t", paired_t(a, b)[1], split, sd
     )
@@ -367,6 +426,7 @@ __all__ = [
     "VarianceSplit",
     "arm_interval",
     "as_scores",
+    "binary_difference_interval",
     "difference_interval",
     "effective_tasks",
     "estimate_arm",

@@ -4,7 +4,7 @@
 document :func:`build_comparison` returns, so they cannot disagree. Per stream
 and overall it holds each run's accuracy with its 95 % Wilson interval and, for
 every run after the first (the baseline), the paired difference on the tasks both
-ran with Newcombe's interval and the exact McNemar p-value (:mod:`.stats`).
+ran with Agresti & Min's interval and the exact McNemar p-value (:mod:`.stats`).
 When the runs' match modes declare a continuous headline figure (LoCoMo's F1,
 :func:`.summary.shared_headline`), each paired entry also holds, under
 ``continuous``, the paired bootstrap interval of the mean difference and the
@@ -395,7 +395,8 @@ def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
         "confidence": 0.95,
         "methods": {
             "accuracy_ci": "Wilson score interval",
-            "difference_ci": "Newcombe (1998) method 10, paired, on the tasks both runs ran",
+            "difference_ci": "Agresti & Min (2005) adjusted Wald interval for matched proportions (half a "
+            "pseudo-observation in each cell of the paired table, truncated to [-1, 1]), on the tasks both runs ran",
             "p_value": "exact McNemar (two-sided binomial test on the discordant tasks)",
             "power": "minimum detectable effect at 80% power, two-sided alpha 0.05: (z(0.975) + z(0.80)) * sd(d) / "
             "sqrt(paired tasks), sd(d) from the discordant tasks (Miller 2024, arXiv:2411.00640, power analysis)",

@@ -22,7 +22,7 @@ declared mean such as LoCoMo's F1, whose paired difference is the comparison's
 
 A session of replicates (``repeats``) is judged the same way on its own estimate:
 the per-task mean difference across the replicates (``replicates.json``), with its
-MOVER interval and paired t-test (:func:`check_replicate_gains`, :mod:`.clustered`).
+interval (Agresti-Min on the effective number of tasks; MOVER for a mean) and paired t-test (:func:`check_replicate_gains`, :mod:`.clustered`).
 """
 
 from __future__ import annotations
@@ -66,8 +66,8 @@ class GainResult:
     #: a session of replicates: how many replicates the mean difference is of; None
     #: for one run's comparison
     replicates: int | None = None
-    #: the 95 % interval of the difference (Newcombe; the bootstrap's for a declared
-    #: mean; MOVER across replicates)
+    #: the 95 % interval of the difference (Agresti-Min; the bootstrap's for a declared
+    #: mean; across replicates Agresti-Min on the effective number of tasks, MOVER for a mean)
     interval: tuple[float, float] | None = None
     #: the figure the difference is of: ``accuracy``, or a declared mean (``mean F1``)
     figure: str = "accuracy"
@@ -213,8 +213,8 @@ def check_replicate_gains(
     document: Mapping[str, Any], thresholds: Sequence[GainThreshold], *, complete: bool = True
 ) -> list[GainResult]:
     """:func:`check_gains` for a session of replicates, on ``replicates.json``'s
-    document: each arm's per-task mean difference across the replicates, its MOVER
-    interval and paired t-test; ``paired_tasks`` the tasks every replicate of both ran."""
+    document: each arm's per-task mean difference across the replicates, its interval
+    (:func:`.clustered.difference_interval`) and paired t-test; ``paired_tasks`` the tasks every replicate of both ran."""
     results = []
     for threshold in _in_order(thresholds):
         for entry in document["vs_baseline"]:

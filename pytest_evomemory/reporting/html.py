@@ -461,7 +461,7 @@ def _accuracy_table(comparison: Mapping[str, Any]) -> str:
         '<th class="num" title="tasks both this run and the baseline ran">paired tasks</th>'
         f"{continuous_heads}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
         '<p class="meta">Accuracy: 95% Wilson interval. \u0394: this run minus the baseline on the tasks both '
-        "ran, with Newcombe's paired 95% interval (method 10) and the exact McNemar p-value; "
+        "ran, with Agresti & Min's paired 95% interval and the exact McNemar p-value; "
         f"\u26a0 marks runs whose tasks differ from the baseline's.{continuous_note}</p>"
         + _power_notes(comparison["overall"]["vs_baseline"])
     )
@@ -495,7 +495,7 @@ def _sequence_robustness(comparison: Mapping[str, Any]) -> str:
     return (
         "<h2>Sequence robustness</h2>"
         '<p class="meta">Runs that differ from the baseline only in <code>benchmark.order</code>: the paired '
-        "difference between the two orders on the tasks both ran (Newcombe's 95% interval, exact McNemar p).</p>"
+        "difference between the two orders on the tasks both ran (Agresti & Min's 95% interval, exact McNemar p).</p>"
         '<div class="scroll"><table><thead><tr><th>run</th><th>orders</th><th>stream</th>'
         '<th class="num">Δ</th><th class="num">95% CI of Δ</th><th class="num">McNemar p</th>'
         f'<th class="num">paired tasks</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
@@ -744,7 +744,8 @@ def render_replicates(document: Mapping[str, Any], figures: str = "") -> str:
         f'<p class="meta">{_e(figure_heading[:1].upper() + figure_heading[1:])}: each task averaged over the '
         "replicates, then the mean over tasks, with the 95% Wilson interval on the effective number of tasks "
         "(per replicate: each replicate's summary figure). \u0394: this arm minus the baseline, per task "
-        "(paired by task, replicates averaged), with its 95% MOVER interval and the paired test's p; McNemar p: "
+        "(paired by task, replicates averaged), with its 95% interval (Agresti & Min on the effective number of "
+        "tasks; MOVER for a mean score) and the paired test's p; McNemar p: "
         "each replicate's exact test on the tasks both ran (docs/statistics.md).</p>"
         + _replicate_notes(arms, list(versus.values())),
         f"<ul>{''.join(robustness)}</ul>" if robustness else "",

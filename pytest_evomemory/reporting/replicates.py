@@ -7,9 +7,10 @@ figure in every replicate (``accuracies``) and, over the tasks every replicate
 scored, the mean of the per-task means with its 95 % interval (Wilson with the Kish
 effective number of tasks), the variance split between tasks and seeds; for every
 arm after the first (the baseline), the per-task mean difference from the baseline
-(paired by task, replicates averaged) with its MOVER interval, the paired t-test,
+(paired by task, replicates averaged) with its interval (Agresti-Min on the
+effective number of tasks; MOVER for a continuous score), the paired t-test,
 the minimum detectable effect at 80 % power (:mod:`.power`), beside each
-replicate's own paired test on the tasks both ran (Newcombe interval, exact
+replicate's own paired test on the tasks both ran (Agresti-Min interval, exact
 McNemar p, as compare.json's). ``replicates.html`` shows the same, with figures
 drawn from the replicate runs (:mod:`.replicatefigures`: each arm's learning curve
 as the mean over its replicates with their range, and a forest plot of the gains).

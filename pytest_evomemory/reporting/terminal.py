@@ -194,7 +194,8 @@ def format_replicates(document: Mapping[str, Any]) -> list[str]:
     Per stream and overall, each arm's mean over tasks (each task averaged over the
     replicates) with its 95 % interval (Wilson on the effective number of tasks) and
     each replicate's figure; for every arm after the baseline, the per-task mean
-    difference with its MOVER interval, the paired test's p and each replicate's
+    difference with its interval (Agresti-Min on the effective number of tasks; MOVER
+    for a continuous score), the paired test's p and each replicate's
     exact McNemar p; then where the variance comes from and the smallest gain the
     comparison could detect (:mod:`.clustered`, :mod:`.power`)."""
     count = int(document.get("replicates") or 0)
@@ -226,7 +227,8 @@ def format_replicates(document: Mapping[str, Any]) -> list[str]:
     test = "paired t" if count > 1 else "McNemar"
     lines.append(
         f"{count} replicate(s), seeds {seeds}; each task averaged over the replicates; 95% CI: Wilson on the "
-        f"effective number of tasks (diff: MOVER, paired by task); p: {test} (docs/statistics.md)"
+        f"effective number of tasks (diff: Agresti-Min on it, MOVER for a mean score; paired by task); p: {test} "
+        "(docs/statistics.md)"
     )
     lines += _replicate_power_lines(arms, list(versus.values()))
     for entry in versus.values():

@@ -49,7 +49,7 @@ def test_compare_gates_on_the_lower_bound_when_asked(
     make_run: MakeRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """``evomemory compare --min-gain-by``: +50 points on 2 tasks meets a 10-point
-    margin on the estimate, not on its interval's lower bound (Newcombe's, below 0)."""
+    margin on the estimate, not on its interval's lower bound (Agresti-Min's, below 0)."""
     a = make_run("a", {"facts": [False, False]})
     b = make_run("b", {"facts": [True, False]})
     out = str(tmp_path / "c.html")

@@ -193,7 +193,7 @@ def test_comparison_has_every_run_on_each_plot_and_a_side_by_side_table(make_run
     assert named.find_all("b")[0].all_text() == "no memory"  # named once, not in a column header
     assert accuracy[1][:3] == ["facts", "no memory", "0.0% (0/4)"] and accuracy[1][4] == "baseline"
     assert accuracy[2][:2] == ["memory", "75.0% (3/4)"]
-    assert accuracy[2][3:] == ["+75.0 pp", "[+8.5, +95.4]", "0.250", "4"]
+    assert accuracy[2][3:] == ["+75.0 pp", "[-1.6, +100.0]", "0.250", "4"]
     assert accuracy[4][:2] == ["memory", "\u2013"]  # choice: not in the second run
     assert [t.find_all("caption")[0].all_text() for t in tree.find_all("table", "compare-streams")] == [
         "Accuracy", "Work done", "Cost",

@@ -7,14 +7,14 @@ Published values:
   method 3 (81/263, 15/148, 0/20, 1/29, 29/29).
 * Paired difference and exact McNemar: Fagerland, Lydersen & Laake (2017),
   *Statistical Analysis of Contingency Tables*, chapter 8, the Cavo et al. (2012)
-  table [[59, 6], [16, 80]]: Newcombe square-and-add -0.0621 (-0.1186 to -0.0046),
-  McNemar exact conditional P = 0.052479, as asserted by the authors' R package
-  ocbe-uio/contingencytables, tests/testthat/test-ch8.R at commit
+  table [[59, 6], [16, 80]]: the Wald interval with Agresti-Min adjustment -0.0621
+  (-0.1182 to -0.0045), McNemar exact conditional P = 0.052479, as asserted by the
+  authors' R package ocbe-uio/contingencytables, tests/testthat/test-ch8.R at commit
   ac7bf36e91360ed47c269d65bc54e0134d7fdde1 (data in R/datasets.R).
 
-Reference implementation re-implemented below: stamats/MKinfer R/binomDiffCI.R at
-commit 0cbb769fe3218e32907a1ec259be3f94151e9795, ``paired=TRUE, method="wilson-cc"``
-(Newcombe's method 10), checked on every table with n <= 12.
+Reference implementation re-implemented below: ocbe-uio/contingencytables
+R/Wald_CI_AgrestiMin_paired_2x2.R (Agresti & Min 2005, its standard error written
+on the pseudo-counts), checked on every table with n <= 12.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from pytest_evomemory.reporting.stats import (
     Proportion,
     compare_paired,
     mcnemar_exact,
-    newcombe_paired_interval,
+    paired_difference_interval,
     pair,
     wilson_interval,
 )
@@ -61,8 +61,8 @@ def test_cavo_2012_paired_difference_and_exact_mcnemar() -> None:
     )
     assert comparison.table == table
     assert round(comparison.difference or 0, 4) == -0.0621
-    low, high = newcombe_paired_interval(table) or (0, 0)
-    assert (round(low, 4), round(high, 4)) == (-0.1186, -0.0046)
+    low, high = paired_difference_interval(table) or (0, 0)
+    assert (round(low, 4), round(high, 4)) == (-0.1182, -0.0045)
     assert round(mcnemar_exact(16, 6), 6) == 0.052479
     assert comparison.to_dict()["mcnemar_p"] == mcnemar_exact(16, 6)
 
@@ -86,60 +86,48 @@ def test_mcnemar_agrees_with_scipy_binomtest() -> None:
         assert mcnemar_exact(b, c) == pytest.approx(stats.binomtest(b, b + c, 0.5).pvalue, rel=1e-9)
 
 
-def _mkinfer_wilson_cc(a: int, b: int, c: int, d: int) -> tuple[float, float]:
-    """MKinfer binomDiffCI(a, b, c, d, paired=TRUE, method="wilson-cc"), line by line.
+def _contingencytables_agresti_min(a: int, b: int, c: int, d: int) -> tuple[float, float]:
+    """contingencytables' Wald_CI_AgrestiMin_paired_2x2 on [[a, b], [c, d]], line by line.
 
     a: both right, b: first measure right only, c: second measure right only,
     d: both wrong; the interval is for p1 - p2 = (b - c) / n.
     """
-    n = a + b + c + d
-    p1, p2 = (a + b) / n, (a + c) / n
-    D = (b - c) / n
+    n12, n21 = b + 0.5, c + 0.5
+    total = a + b + c + d + 2.0
+    se = math.sqrt((n12 + n21) - (n12 - n21) ** 2 / total) / total
     z = 1.959963984540054
-
-    def wilson(x: int) -> tuple[float, float]:  # MKinfer binomCI(method="wilson")
-        p = x / n
-        centre = (x + z**2 / 2) / (n + z**2)
-        half = z * math.sqrt(n) / (n + z**2) * math.sqrt(p * (1 - p) + z**2 / (4 * n))
-        return centre - half, centre + half
-
-    l1, u1 = wilson(a + b)
-    l2, u2 = wilson(a + c)
-    A = (a + b) * (c + d) * (a + c) * (b + d)
-    if A == 0:
-        phi = 0.0
-    else:
-        B = a * d - b * c
-        C = B if B <= 0 else max(B - n / 2, 0)
-        phi = C / math.sqrt(A)
-    lower = D - math.sqrt((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2)
-    upper = D + math.sqrt((p2 - l2) ** 2 - 2 * phi * (p2 - l2) * (u1 - p1) + (u1 - p1) ** 2)
-    return lower, upper
+    return max(-1.0, (n12 - n21) / total - z * se), min((n12 - n21) / total + z * se, 1.0)
 
 
-def test_newcombe_matches_mkinfer_on_every_small_table() -> None:
+def test_agresti_min_matches_contingencytables_on_every_small_table() -> None:
     checked = 0
     for n in range(1, 13):
         for a, b, c in itertools.product(range(n + 1), repeat=3):
             d = n - a - b - c
             if d < 0:
                 continue
-            # Our "second" is MKinfer's first measure (p1), our baseline its second.
-            ours = newcombe_paired_interval(PairedTable(both=a, only_first=c, only_second=b, neither=d))
-            assert ours is not None
-            expected = _mkinfer_wilson_cc(a, b, c, d)
-            assert ours == pytest.approx((max(-1.0, expected[0]), min(1.0, expected[1])), abs=1e-9), (a, b, c, d)
+            # Our "second" is the package's first measure (p1), our baseline its second.
+            ours = paired_difference_interval(PairedTable(both=a, only_first=c, only_second=b, neither=d))
+            assert ours == pytest.approx(_contingencytables_agresti_min(a, b, c, d), abs=1e-12), (a, b, c, d)
             checked += 1
     assert checked > 1000
 
 
+def test_the_paired_interval_stays_in_range_holds_the_estimate_and_is_never_zero_width() -> None:
+    for n in range(1, 61):
+        for gained in range(n + 1):
+            for lost in range(n + 1 - gained):
+                low, high = paired_difference_interval(PairedTable(n - gained - lost, lost, gained, 0)) or (0, 0)
+                assert -1 <= low <= (gained - lost) / n <= high <= 1 and low < high, (n, gained, lost)
+
+
 def test_interval_contains_the_estimate_and_flips_with_the_arms() -> None:
     for table in [PairedTable(3, 1, 5, 2), PairedTable(0, 0, 0, 4), PairedTable(10, 0, 0, 0), PairedTable(0, 6, 0, 0)]:
-        low, high = newcombe_paired_interval(table) or (0, 0)
+        low, high = paired_difference_interval(table) or (0, 0)
         difference = (table.only_second - table.only_first) / table.total
         assert -1 <= low <= difference <= high <= 1
         swapped = PairedTable(table.both, table.only_second, table.only_first, table.neither)
-        assert newcombe_paired_interval(swapped) == pytest.approx((-high, -low))
+        assert paired_difference_interval(swapped) == pytest.approx((-high, -low))
 
 
 def test_pairing_uses_only_the_tasks_both_ran() -> None:

@@ -28,6 +28,8 @@ from tests.schema import assert_run_dir_valid, assert_valid
 
 #: t(0.975, 9), from any table of Student's t
 T_975_9 = 2.2621571627409915
+#: the standard normal's 0.975 quantile
+Z_975 = 1.959963984540054
 
 
 def _run(label: str, correct: list[bool], replicate: int, seed: int, order: str = "given") -> RunData:
@@ -86,17 +88,19 @@ def test_replicate_statistics_match_a_hand_computation() -> None:
     assert overall["differences"] == [pytest.approx(0.1), pytest.approx(0.2), pytest.approx(0.0)]
     assert overall["mean"] == pytest.approx(0.1) and overall["paired_tasks"] == 10
     memory_means = [2 / 3, 1, 1, 1, 1, 1, 2 / 3, 2 / 3, 0, 0]
-    memory_variance = sum((m - 0.7) ** 2 for m in memory_means) / 100
-    m_low, m_high = _wilson(0.7, 0.21 / memory_variance, T_975_9)
-    # MOVER: the arms' intervals combined with the correlation r of their per-task means
-    ca = [m - 0.6 for m in control_means]
-    cb = [m - 0.7 for m in memory_means]
-    r = sum(x * y for x, y in zip(ca, cb, strict=True)) / math.sqrt(sum(x * x for x in ca) * sum(y * y for y in cb))
-    below = math.sqrt((0.7 - m_low) ** 2 - 2 * r * (0.7 - m_low) * (high - 0.6) + (high - 0.6) ** 2)
-    above = math.sqrt((m_high - 0.7) ** 2 - 2 * r * (m_high - 0.7) * (0.6 - low) + (0.6 - low) ** 2)
-    assert (overall["ci_low"], overall["ci_high"]) == (pytest.approx(0.1 - below), pytest.approx(0.1 + above))
-    # the paired t-test on the per-task differences: t = 0.1 / (sd / sqrt(10)), 9 degrees of freedom
+    # Agresti & Min on the effective number of tasks: over the 30 (task, replicate) pairs 4 only the
+    # memory arm solved (t5 in r1, t6-t7 in r2, t7 in r3) and 1 only the control (t0 in r3); the design
+    # effect of the per-task differences within [1, 3]; half a pseudo-observation per cell; t(9)
     differences = [b - a for a, b in zip(control_means, memory_means, strict=True)]
+    cluster_variance = sum((d - 0.1) ** 2 for d in differences) / 100
+    pairs = 30 * ((4 / 30 + 1 / 30 - 0.1**2) / 30) / cluster_variance
+    assert 10 < pairs < 30
+    gained, lost = (4 / 30 * pairs + 0.5) / (pairs + 2), (1 / 30 * pairs + 0.5) / (pairs + 2)
+    half = T_975_9 * math.sqrt((gained + lost - (gained - lost) ** 2) / (pairs + 2))
+    assert (overall["ci_low"], overall["ci_high"]) == (
+        pytest.approx(gained - lost - half), pytest.approx(gained - lost + half)
+    )
+    # the paired t-test on the per-task differences: t = 0.1 / (sd / sqrt(10)), 9 degrees of freedom
     sd = math.sqrt(sum((d - 0.1) ** 2 for d in differences) / 9)
     t = 0.1 / (sd / math.sqrt(10))
     assert overall["test"] == "paired t"
@@ -122,8 +126,9 @@ def test_replicate_intervals_are_never_zero_width_and_stay_in_range() -> None:
     document = build_replicate_comparison([("control", agree), ("none", nothing)])
     assert_valid("replicates.json", {**document, "comparisons": [], "generated": "now"})
     same = document["arms"][0]["overall"]
-    # every task the same in both replicates: the design effect is K, Wilson on the 10 tasks with t(9)
-    assert (same["ci_low"], same["ci_high"]) == tuple(pytest.approx(b) for b in _wilson(0.7, 10, T_975_9))
+    # every task the same in both replicates: the design effect is K, at its bound: nothing is estimated
+    # from the spread of the task means, so Wilson's interval on the 10 tasks, z as for one run
+    assert (same["ci_low"], same["ci_high"]) == tuple(pytest.approx(b) for b in _wilson(0.7, 10, Z_975))
     assert same["ci_low"] < 0.7 < same["ci_high"] and same["effective_tasks"] == pytest.approx(10)
     zero = document["arms"][1]["overall"]
     assert zero["mean"] == 0 and zero["ci_low"] == 0 and 0.2 < zero["ci_high"] < 1
