@@ -182,7 +182,8 @@ def _quantile(effective: Array, tasks: int, replicates: int, confidence: float) 
     np = _numpy()
     z = z_quantile(confidence)
     if replicates == 1 or tasks < 2:
-        return np.full(np.shape(effective), z)
+        constant: Array = np.full(np.shape(effective), z)
+        return constant
     estimated = (effective > tasks * (1 + 1e-9)) & (effective < tasks * replicates * (1 - 1e-9))
     quantile: Array = np.where(estimated, t_quantile(tasks - 1, confidence), z)
     return quantile

@@ -29,8 +29,8 @@ from pytest_evomemory.reporting.stats import (
     Proportion,
     compare_paired,
     mcnemar_exact,
-    paired_difference_interval,
     pair,
+    paired_difference_interval,
     wilson_interval,
 )
 
