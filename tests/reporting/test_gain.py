@@ -89,7 +89,7 @@ def test_bad_margins_are_refused_with_the_option_named(value: str, message: str)
 
 def test_a_gate_can_require_the_lower_bound_or_the_p_value() -> None:
     """``min-gain-by``: the same +30 points overall (McNemar p = 2/2^6 over 20 tasks,
-    Newcombe's interval about [+8, +49]) meets a 10-point margin on the estimate and on
+    Agresti & Min's interval about [+7, +48]) meets a 10-point margin on the estimate and on
     the p-value, misses it on the lower bound of a 20-point margin, and misses the
     p-value rule on stream b (+0 points, p = 1)."""
     document = _document()
