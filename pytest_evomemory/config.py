@@ -334,9 +334,11 @@ class ModelConfig(StrictModel):
     #: no single wait exceeds ``retry_backoff_max_s``.
     retry_backoff_s: Annotated[float, Field(ge=0.0, le=60.0)] = 0.5
     retry_backoff_max_s: Annotated[float, Field(ge=0.0, le=600.0)] = 20.0
-    max_concurrency: Annotated[int, Field(ge=1, le=256)] = 4
+    #: Concurrent requests to this endpoint from one process; ``None``: no bound of its
+    #: own (the chains in flight bound it, one request each: ``evomemory run --chains``).
+    max_concurrency: Annotated[int, Field(ge=1, le=256)] | None = None
     #: Concurrent requests to this endpoint across every process of the session
-    #: (all pytest-xdist workers together); ``None``: only ``max_concurrency`` per process.
+    #: (all pytest-xdist workers and chains together); ``None``: no bound across processes.
     max_connections: Annotated[int, Field(ge=1, le=4096)] | None = None
     #: Replay identical requests from disk; ``None`` means on for temperature 0.
     cache: bool | None = None

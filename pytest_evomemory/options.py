@@ -58,6 +58,13 @@ GAIN_REQUIRES = ("estimate", "lower-bound", "p-value")
 #: arm's run of it (the default), or one arm's run of one stream.
 SHARD_UNITS = ("stream", "arm")
 
+#: The chains ``evomemory run`` drives at once when ``chains`` is not given (fewer when
+#: the session has fewer): model calls are I/O, so a chain costs a thread and its
+#: agent and memory, and 16 keep a 2-core machine busy with 100 ms calls
+#: (benchmarks/bench_grid.py) without opening more connections than an API allows
+#: by default; ``model.max_connections`` bounds the requests whatever this is.
+DEFAULT_CHAINS = 16
+
 OPTIONS: tuple[Option, ...] = (
     Option(
         "config", metavar="PATH|NAME", kind="list",
@@ -122,6 +129,12 @@ OPTIONS: tuple[Option, ...] = (
         help="with shard: what a shard's cell is. 'stream' (default): a stream with all its arms, so each shard's "
         "comparison of the arms is complete; 'arm': one arm's run of one stream, so a stream that dominates the "
         "session spreads its arms over shards (better balance; only the merge compares the arms)",
+    ),
+    Option(
+        "chains", metavar="N", kind="count", counts="chains in flight",
+        help="run up to N chains at once in this process (a chain: one arm's run of one stream, a serial chain "
+        f"of episodes; default: every chain, at most {DEFAULT_CHAINS}). Results are those of a serial run. "
+        "pytest runs one chain per xdist worker: give it -n N instead (docs/scale.md)",
     ),
     Option("compare", metavar="OTHER_RUN_DIR",
            help="also write compare.html in the run directory: OTHER_RUN_DIR (baseline) vs this run"),
@@ -219,6 +232,8 @@ class SessionOptions:
     shard: tuple[int, int] | None = None
     #: ``shard-by``: what a shard's cell is (:data:`SHARD_UNITS`)
     shard_by: str = SHARD_UNITS[0]
+    #: ``chains``: chains run at once in one process (None: :data:`DEFAULT_CHAINS`)
+    chains: int | None = None
     #: which options the user gave (a resume re-applies the recorded ones only when not)
     given: frozenset[str] = field(default_factory=frozenset)
 
@@ -270,6 +285,7 @@ def read_options(values: Mapping[str, Any], flags: Flags) -> SessionOptions:
         compare=gathered.get("compare"),
         shard=gathered.get("shard"),
         shard_by=gathered.get("shard_by", SHARD_UNITS[0]),
+        chains=gathered.get("chains"),
         given=frozenset(given),
     )
 
@@ -356,6 +372,7 @@ def option_values(options: SessionOptions) -> Sequence[str]:
 __all__ = [
     "BY_NAME",
     "CLI_FLAGS",
+    "DEFAULT_CHAINS",
     "GAIN_FIGURE",
     "GAIN_REQUIRES",
     "OPTIONS",

@@ -515,6 +515,10 @@ class RunWriter:
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
         self._files: dict[str, IO[str]] = {}
+        #: per file of records of several streams: the rank of the stream last
+        #: appended, and the files whose lines came out of stream order
+        self._last_stream: dict[str, str] = {}
+        self._interleaved: set[str] = set()
         self.failure: str | None = None
         self._guard(lambda: (self.run_dir / TRANSCRIPTS).mkdir(parents=True, exist_ok=True))
 
@@ -552,8 +556,19 @@ class RunWriter:
             self.run_dir / RUN_DOCUMENT, {"schema_version": SCHEMA_VERSION, **document}
         ))
 
+    def _note_stream(self, relative: str, stream: object) -> None:
+        """Streams interleave in a file when several ran at once (xdist workers,
+        ``evomemory run``'s chains); :meth:`finalize_streams` orders it again."""
+        if not isinstance(stream, str):
+            return
+        last = self._last_stream.get(relative)
+        if last is not None and last != stream:
+            self._interleaved.add(relative)
+        self._last_stream[relative] = stream
+
     def add_response(self, response: Mapping[str, Any]) -> None:
         without_transcript = {k: v for k, v in response.items() if k != "messages"}
+        self._note_stream(RESPONSES, response.get("stream"))
         self._append(RESPONSES, without_transcript)
         self._append(
             f"{TRANSCRIPTS}/{response['stream']}.jsonl",
@@ -569,6 +584,7 @@ class RunWriter:
         self._append(SCORES, scored)
 
     def add_event(self, event: Mapping[str, Any]) -> None:
+        self._note_stream(EVENTS, event.get("stream"))
         self._append(EVENTS, event)
 
     def finalize_scores(self, scored: Sequence[Mapping[str, Any]], stream_order: Sequence[str]) -> None:
@@ -587,8 +603,35 @@ class RunWriter:
             return
         self._guard(lambda: _reorder_lines(self.run_dir / SCORES, sorted(range(len(keys)), key=keys.__getitem__), rank))
 
+    def finalize_streams(self, stream_order: Sequence[str]) -> None:
+        """Put responses.jsonl and events.jsonl in stream order, each stream's lines
+        in the order they came (one stream runs in order), so a run whose streams ran
+        side by side writes the files of a serial run. A line without a stream stays
+        after the line before it. Files whose streams never interleaved are left as
+        they are."""
+        rank = {name: index for index, name in reversed(list(enumerate(stream_order)))}
+        for relative in sorted(self._interleaved):
+            self._close(relative)
+            path = self.run_dir / relative
+            if not path.is_file():
+                continue
+
+            def rewrite(path: Path = path) -> None:
+                lines = path.read_text(encoding="ascii").splitlines(keepends=True)
+                keys, previous = [], len(rank)
+                for line in lines:
+                    stream = json.loads(line).get("stream") if line.strip() else None
+                    previous = rank.get(stream, len(rank)) if isinstance(stream, str) else previous
+                    keys.append(previous)
+                order = sorted(range(len(lines)), key=keys.__getitem__)  # stable: each stream's own order
+                write_atomically(path, (lines[index] for index in order), encoding="ascii")
+
+            self._guard(rewrite)
+        self._interleaved.clear()
+
     def restart_from(self, state: ResumeState) -> None:
         """Resume: keep only the completed episodes' records, dropping torn ones."""
+        self._interleaved |= {RESPONSES, EVENTS}  # the interrupted run's may have interleaved
         self.close()
         kept = {(r["stream"], r["task_id"]) for r in state.responses}
 

@@ -193,3 +193,8 @@ class MemoryBackend:
     #: outside what the session meters (tokens, cost, ``--evomemory-max-cost``,
     #: ``max_connections``, the shared 429 backoff), so a cost cap refuses them.
     own_model_calls: Callable[[MemoryConfig], str | None] | None = None
+    #: Whether one process may drive several of its instances at once (``evomemory run``
+    #: runs chains side by side in threads): False for a library whose state or client
+    #: is the process's, not the instance's; the session then runs its chains one at a
+    #: time (docs/memory.md, "Chains at once").
+    concurrent: bool = True

@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import json
+import threading
 from collections.abc import Iterable
-from dataclasses import dataclass, field
 
 #: (record id or None, content) of one recalled record.
 SeenRecord = tuple[str | None, str]
@@ -32,18 +32,36 @@ def _fingerprint(record_id: str | None, content: str) -> bytes:
     return hashlib.blake2b(f"{record_id}\0{content}".encode("utf-8", "surrogatepass"), digest_size=16).digest()
 
 
-@dataclass
 class IsolationGuard:
-    """Per-process bookkeeping of what each stream's recalls returned."""
+    """Per-process bookkeeping of what each stream's recalls returned (one per run).
 
-    stream: str | None = None
-    _written: bool = False
-    _current: set[bytes] = field(default_factory=set)
-    _earlier: dict[bytes, str] = field(default_factory=dict)
+    Streams of a run may be open at once (``evomemory run`` drives several chains
+    in one process): each opens its own view (:meth:`open`), and a record one
+    stream stored or recalled is a leak when another stream of the run recalls it,
+    whether that stream ended or is still running. One stream at a time, that is
+    exactly "an earlier stream"."""
 
-    def start_stream(self, stream: str) -> None:
+    def __init__(self) -> None:
+        #: fingerprint -> the first stream that stored or recalled it
+        self._seen: dict[bytes, str] = {}
+        self._lock = threading.Lock()
+
+    def open(self, stream: str) -> StreamGuard:
         """A stream begins (with a memory that must be empty)."""
-        self.end_stream()
+        return StreamGuard(self, stream)
+
+    def _claim(self, print_: bytes, stream: str) -> str | None:
+        """Note that ``stream`` saw ``print_``; the other stream that saw it first, if any."""
+        with self._lock:
+            owner = self._seen.setdefault(print_, stream)
+        return owner if owner != stream else None
+
+
+class StreamGuard:
+    """One stream's view of its run's :class:`IsolationGuard`."""
+
+    def __init__(self, guard: IsolationGuard, stream: str) -> None:
+        self._guard = guard
         self.stream = stream
         self._written = False
 
@@ -51,18 +69,18 @@ class IsolationGuard:
         """Something other than a recall reached the memory (or it was restored).
 
         ``retained``: the (id, content) a direct ``retain`` stored, so that it is
-        caught if a later stream recalls it even though this one never did.
+        caught if another stream recalls it even though this one never did.
         """
         self._written = True
         if retained is not None:
-            self._current.add(_fingerprint(*retained))
+            self._guard._claim(_fingerprint(*retained), self.stream)
 
     def check_recall(self, records: Iterable[SeenRecord]) -> str | None:
         """Record a recall's results; a message saying what leaked, or None if clean."""
         records = list(records)
         if not records:
             return None
-        stream = self.stream or "?"
+        stream = self.stream
         if not self._written:
             return (
                 f"memory leak: recall in stream {stream!r} returned {len(records)} record(s) before "
@@ -70,24 +88,17 @@ class IsolationGuard:
                 f"(first: {records[0][1][:80]!r})"
             )
         for record_id, content in records:
-            print_ = _fingerprint(record_id, content)
-            earlier = self._earlier.get(print_)
-            if earlier is not None:
+            other = self._guard._claim(_fingerprint(record_id, content), stream)
+            if other is not None:
                 return (
                     f"memory leak: recall in stream {stream!r} returned record {record_id!r} "
-                    f"({content[:80]!r}), which stream {earlier!r} stored or recalled earlier; the memory "
+                    f"({content[:80]!r}), which stream {other!r} stored or recalled earlier; the memory "
                     "system must give every stream its own, empty store"
                 )
-            self._current.add(print_)
         return None
 
     def end_stream(self) -> None:
-        """The stream finished: what it recalled must not show up in a later one."""
-        if self.stream is not None:
-            for print_ in self._current:
-                self._earlier.setdefault(print_, self.stream)
-        self._current = set()
-        self.stream = None
+        """The stream finished (what it saw stays noted: another stream must not recall it)."""
 
 
 def records_in_tool_result(result: str) -> list[SeenRecord] | None:

@@ -454,6 +454,7 @@ BACKEND = MemoryBackend(
     NAME, open=open_langmem_memory, options=LangMemOptions, extra="langmem",
     requires=("langmem", "langgraph", "langchain_openai"), check=check_langmem_config,
     own_model_calls=infer_calls(LangMemOptions, NAME),
+    concurrent=False,  # a library with process-wide state: its chains run one at a time
 )
 
 

@@ -686,6 +686,7 @@ def _store_locations(memory: MemoryConfig, context: MemoryContext) -> list[str]:
 BACKEND = MemoryBackend(
     NAME, open=open_mem0_memory, options=Mem0Options, extra="mem0", requires=("mem0", "qdrant_client"),
     locations=_store_locations, location_kind="directory", check=check_mem0_config, own_model_calls=infer_calls(Mem0Options, NAME),
+    concurrent=False,  # a library with process-wide state: its chains run one at a time
 )
 
 

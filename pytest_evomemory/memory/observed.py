@@ -94,8 +94,7 @@ class ObservedMemory:
     def __init__(self, backend: MemorySystem, stream: str, guard: IsolationGuard | None = None) -> None:
         self.backend = backend
         self.stream = stream
-        self.guard = guard if guard is not None else IsolationGuard()
-        self.guard.start_stream(stream)
+        self.guard = (guard if guard is not None else IsolationGuard()).open(stream)
         self.counts = OperationCounts()
         #: what reached the memory other than recalls, in order (for transcripts)
         self.writes: TurnLog[dict[str, Any]] = TurnLog()

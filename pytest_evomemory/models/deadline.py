@@ -131,6 +131,33 @@ class _Outcome(Generic[T]):
         self.done = threading.Event()
         self.value: T | None = None
         self.error: BaseException | None = None
+        #: the driver interrupted the session while this call was waited for
+        self.interrupted = False
+
+
+#: Set while the driver interrupts the session (:func:`interrupt_calls`): a call
+#: waited for on any thread ends as Ctrl-C ends the main thread's, and no new one starts.
+_INTERRUPTED = threading.Event()
+_WAITING: set[_Outcome[object]] = set()
+_WAITING_LOCK = threading.Lock()
+
+
+def interrupt_calls() -> None:
+    """Ctrl-C (or SIGTERM) for every thread: each call being waited for raises
+    ``KeyboardInterrupt`` in its caller, as Ctrl-C does in the main thread, and so
+    does every call started until :func:`allow_calls`. ``evomemory run``'s chains
+    run on threads of their own, which a signal never reaches."""
+    with _WAITING_LOCK:
+        _INTERRUPTED.set()
+        waiting = list(_WAITING)
+    for outcome in waiting:
+        outcome.interrupted = True
+        outcome.done.set()
+
+
+def allow_calls() -> None:
+    """The driver's interruption is over (the session ended): calls run again."""
+    _INTERRUPTED.clear()
 
 
 def call_within(seconds: float, attempt: Callable[[Attempt], T]) -> T:
@@ -140,6 +167,8 @@ def call_within(seconds: float, attempt: Callable[[Attempt], T]) -> T:
     when it is not done in time (the attempt is cancelled and left to end on its
     own thread). Ctrl-C in the caller cancels the attempt too.
     """
+    if _INTERRUPTED.is_set():
+        raise KeyboardInterrupt
     control = Attempt()
     outcome: _Outcome[T] = _Outcome()
 
@@ -151,12 +180,23 @@ def call_within(seconds: float, attempt: Callable[[Attempt], T]) -> T:
         finally:
             outcome.done.set()
 
+    waited: _Outcome[object] = outcome  # type: ignore[assignment]
+    with _WAITING_LOCK:
+        if _INTERRUPTED.is_set():
+            raise KeyboardInterrupt
+        _WAITING.add(waited)
     _run_on_a_worker(run)
     try:
         finished = outcome.done.wait(seconds)
     except BaseException:
         control.cancel()
         raise
+    finally:
+        with _WAITING_LOCK:
+            _WAITING.discard(waited)
+    if outcome.interrupted:
+        control.cancel()
+        raise KeyboardInterrupt
     if not finished:
         control.cancel()
         raise DeadlineExceeded(seconds, control.phase, control.received)
@@ -165,4 +205,4 @@ def call_within(seconds: float, attempt: Callable[[Attempt], T]) -> T:
     return outcome.value  # type: ignore[return-value]  # set whenever no error was
 
 
-__all__ = ["Attempt", "AttemptCancelled", "DeadlineExceeded", "call_within"]
+__all__ = ["Attempt", "AttemptCancelled", "DeadlineExceeded", "allow_calls", "call_within", "interrupt_calls"]

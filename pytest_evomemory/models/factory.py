@@ -56,6 +56,16 @@ def build_chat_model(
     return CachedChatModel(model, identity, directory)
 
 
+def exclusive_model(config: ModelConfig | None) -> str | None:
+    """What the chains using this model must take turns on, or None when one process
+    may drive several of them at once. An HTTP endpoint serves any number of clients;
+    the embedded llama.cpp model (``provider: local``) is one copy per process, its
+    generation serialized and its state shared, so its chains run one at a time."""
+    if config is not None and config.provider == "local":
+        return "the embedded model (provider: local)"
+    return None
+
+
 def model_pricing(config: ModelConfig) -> Pricing | None:
     """``model.pricing`` as prices (a file is read relative to the working directory
     here; a loaded config has read it already, relative to its agent config)."""

@@ -235,9 +235,13 @@ _SEMAPHORES: dict[str, threading.BoundedSemaphore] = {}
 _SEMAPHORES_LOCK = threading.Lock()
 
 
-def endpoint_semaphore(endpoint: str, limit: int) -> threading.BoundedSemaphore:
+def endpoint_semaphore(endpoint: str, limit: int | None) -> threading.BoundedSemaphore | contextlib.nullcontext[None]:
     """One semaphore per endpoint for the whole process, so that every agent (one
-    per stream) shares the endpoint's concurrency budget. The first limit wins."""
+    per stream) shares the endpoint's concurrency budget. The first limit wins;
+    ``None`` (``model.max_concurrency`` unset): no bound of this process's own (each
+    chain sends one request at a time, so the chains in flight bound it)."""
+    if limit is None:
+        return contextlib.nullcontext()
     with _SEMAPHORES_LOCK:
         semaphore = _SEMAPHORES.get(endpoint)
         if semaphore is None:

@@ -553,6 +553,7 @@ class Run:
                 if ran:  # what actually ran, known once streams opened (or from the run resumed)
                     self.writer.write_run({**self.document, "ran": ran})
                 self.writer.finalize_scores(self.collector.scores, self.benchmark.stream_order)
+                self.writer.finalize_streams(self.benchmark.stream_order)
                 if self.writer.failure is not None:
                     # results are missing from the directory: the run cannot pass
                     summary = {**summary, "passed": False, "write_failure": self.writer.failure}

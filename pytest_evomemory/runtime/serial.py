@@ -1,12 +1,16 @@
-"""The session's serial driver: every arm, stream and episode in order, in this process.
+"""The session's in-process driver: every arm, stream and episode, in this process.
 
 ``evomemory run`` and :func:`run_benchmark` use it; pytest drives the same
 :class:`~.session.Session` through its own life cycle (items, fixtures, xdist).
-Records go straight to the session, as a pytest controller receives them.
+Each chain (one arm's run of one stream) runs its episodes in order; up to
+``chains`` chains run at once, each on a thread (:mod:`.chains`), with the results
+of a serial run. Records go straight to the session, as a pytest controller
+receives them.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -14,7 +18,10 @@ from typing import Protocol
 
 from ..config import RunConfig
 from ..errors import SessionRefused
+from ..models.deadline import allow_calls, interrupt_calls
 from ..options import CLI_FLAGS, SessionOptions
+from ..types import BenchmarkSample
+from .chains import Lane, LaneRunner, chains_in_flight, exclusive_parts, plan_lanes
 from .notrun import NotRun
 from .records import Record
 from .resume import read_resume_source
@@ -40,24 +47,37 @@ def run_session(
     progress: Progress | None = None,
     notice: Callable[[str], None] | None = None,
 ) -> Outcome:
-    """Run every task the session has, stream by stream; SIGTERM and Ctrl-C end it
-    as interrupted (summarized, resumable). A refusal (a preflight's, or a stream's
-    first build, :class:`~..errors.SessionRefused`) is raised: nothing is written.
-    ``notice`` shows a line while something is being waited for (a memory factory
-    that has not returned); ``progress`` sees every record and every complete task.
-    The session's start-up heap, paused while it opened, is settled after the
-    preflight (and paused again while each stream opens)."""
+    """Run every task the session has, up to ``chains`` chains at once (each arm's
+    run of each stream is a chain, :mod:`.chains`; one chain: in session order, in
+    this thread); SIGTERM and Ctrl-C end it as interrupted (summarized, resumable).
+    A refusal (a preflight's, or a stream's first build, :class:`~..errors.SessionRefused`)
+    is raised: nothing is written. ``notice`` shows a line while something is being
+    waited for (a memory factory that has not returned); ``progress`` sees every
+    record and every complete task, one call at a time. The session's start-up heap,
+    paused while it opened, is settled after the preflight (and paused again while
+    each stream opens)."""
     with session.setup.heap.paused():
         session.preflight(builtin_agent=agent_factory is None, builtin_memory=memory_factory is None)
     wall = time.perf_counter()
     interrupted = False
+    keys = [arm.key(stream.name) for arm in session.arms for stream in arm.benchmark.streams]
+    lanes = plan_lanes([
+        (key, exclusive_parts(session.streams_by_key[key][0], builtin_agent=agent_factory is None,
+                              builtin_memory=memory_factory is None))
+        for key in keys
+    ])
+    chains = _Chains(session, agent_factory, memory_factory, notice, _Serialized.of(progress), keys)
     session.termination.install()
     try:
-        for arm in session.arms:
-            for stream in arm.benchmark.streams:
+        limit = chains_in_flight(session.options.chains, len(lanes))
+        if limit == 1:
+            for key in keys:
                 if session.stop_reason:
                     break
-                _run_stream(session, arm.key(stream.name), agent_factory, memory_factory, notice, progress)
+                chains.run(key)
+        else:  # the lane of the chain that opens first starts first: the others wait for it
+            lanes.sort(key=lambda lane: chains.first not in lane.keys)
+            interrupted = _run_at_once(session, lanes, limit, chains)
     except KeyboardInterrupt:
         interrupted = True
     finally:
@@ -67,36 +87,123 @@ def run_session(
     return session.finish(interrupted=interrupted)
 
 
-def _run_stream(
-    session: Session, key: str,
-    agent_factory: AgentFactoryFn | None, memory_factory: MemoryFactoryFn | None,
-    notice: Callable[[str], None] | None, progress: Progress | None,
-) -> None:
-    arm, name = session.streams_by_key[key]
-    pending = [sample for sample in arm.benchmark.by_name[name].samples if not session.is_done(key, sample)]
-    if not pending:
-        return
+def _run_at_once(session: Session, lanes: list[Lane], limit: int, chains: _Chains) -> bool:
+    """Run the lanes, ``limit`` at once; whether the session was interrupted. Ctrl-C
+    (here, the main thread) or SIGTERM (raised here, or on a chain's thread when it
+    came while records were being written) interrupts every chain's model call, as
+    it interrupts the one call of a serial run; a second Ctrl-C stops waiting for
+    them (what they record afterwards is not taken)."""
+    def on_error(error: BaseException) -> None:
+        session.interrupt()
+        if isinstance(error, KeyboardInterrupt):
+            interrupt_calls()
 
-    def sink(record: Record) -> None:
-        session.add_records([record])  # a reason to stop is kept as the session's
-        if progress is not None:
-            progress.record(key, record)
-
-    live = session.start_stream(key, sink, agent_factory=agent_factory, memory_factory=memory_factory, notice=notice)
+    runner = LaneRunner(lanes, limit, chains.run, halted=lambda: bool(session.stop_reason or session.interrupting),
+                        on_error=on_error)
+    interrupted = False
     try:
-        for sample in pending:
-            task = session.start_task(live, sample, sink)
-            if isinstance(task, NotRun) and task.refused:
-                raise SessionRefused(task.failure or task.reason)  # before the first task: exit 4, nothing written
-            if isinstance(task, NotRun):
-                return  # the stream could not start or cannot continue (recorded once): its tasks do not run
-            drive(task)
-            if progress is not None:
-                progress.task_done(key)
-            if session.stop_reason or session.cost_stop():  # a call refused for the cost cap records nothing
-                return
+        runner.start()
+        try:
+            runner.join()
+        except KeyboardInterrupt:
+            interrupted = True
+            session.interrupt()
+            interrupt_calls()
+            try:
+                runner.join()
+            except KeyboardInterrupt:
+                session.close_intake()
     finally:
-        session.close_stream(live, sink)
+        allow_calls()
+    failure = runner.failure
+    if isinstance(failure, KeyboardInterrupt):
+        return True
+    if failure is not None:
+        raise failure
+    return interrupted
+
+
+class _Chains:
+    """Runs one chain (one arm's run of one stream) of the session, on any thread.
+
+    The first chain with tasks to run opens its stream before any other chain opens
+    one, as in a serial run: a first build that refuses the session (a factory's
+    result that is not an Agent) then refuses it before anything is recorded, and a
+    later one fails only its own stream."""
+
+    def __init__(
+        self, session: Session, agent_factory: AgentFactoryFn | None, memory_factory: MemoryFactoryFn | None,
+        notice: Callable[[str], None] | None, progress: Progress | None, keys: list[str],
+    ) -> None:
+        self.session = session
+        self.agent_factory = agent_factory
+        self.memory_factory = memory_factory
+        self.notice = notice
+        self.progress = progress
+        self.pending = {key: self._pending(key) for key in keys}
+        self.first = next((key for key in keys if self.pending[key]), None)
+        self.first_opened = threading.Event()
+
+    def _pending(self, key: str) -> list[BenchmarkSample]:
+        arm, name = self.session.streams_by_key[key]
+        return [sample for sample in arm.benchmark.by_name[name].samples if not self.session.is_done(key, sample)]
+
+    def run(self, key: str) -> None:
+        session, progress = self.session, self.progress
+        pending = self.pending[key]
+        if not pending:
+            return
+        if key != self.first:
+            self.first_opened.wait()
+            if session.refused is not None or session.stop_reason or session.interrupting:
+                return
+
+        def sink(record: Record) -> None:
+            session.add_records([record])  # a reason to stop is kept as the session's
+            if progress is not None:
+                progress.record(key, record)
+
+        try:
+            live = session.start_stream(
+                key, sink, agent_factory=self.agent_factory, memory_factory=self.memory_factory, notice=self.notice
+            )
+        finally:
+            if key == self.first:
+                self.first_opened.set()
+        try:
+            for sample in pending:
+                task = session.start_task(live, sample, sink)
+                if isinstance(task, NotRun) and task.refused:
+                    raise SessionRefused(task.failure or task.reason)  # before the first task: exit 4, nothing written
+                if isinstance(task, NotRun):
+                    return  # the stream could not start or cannot continue (recorded once): its tasks do not run
+                drive(task)
+                if progress is not None:
+                    progress.task_done(key)
+                if session.stop_reason or session.cost_stop() or session.interrupting:
+                    return  # a call refused for the cost cap records nothing
+        finally:
+            session.close_stream(live, sink)
+
+
+class _Serialized:
+    """A driver's progress, called by one chain at a time (its lines stay whole)."""
+
+    def __init__(self, progress: Progress) -> None:
+        self._progress = progress
+        self._lock = threading.Lock()
+
+    @classmethod
+    def of(cls, progress: Progress | None) -> Progress | None:
+        return None if progress is None else cls(progress)
+
+    def record(self, key: str, record: Record) -> None:
+        with self._lock:
+            self._progress.record(key, record)
+
+    def task_done(self, key: str) -> None:
+        with self._lock:
+            self._progress.task_done(key)
 
 
 def run_benchmark(
@@ -108,10 +215,12 @@ def run_benchmark(
     write_artefacts: bool = True,
     resume: bool = False,
     command: tuple[str, ...] = (),
+    chains: int = 1,
 ) -> dict[str, object]:
-    """Run every selected stream of ``config`` into ``run_dir``, serially, and return
-    the summary (failed episodes are recorded and the stream goes on, as under pytest)."""
-    options = SessionOptions(resume=str(run_dir) if resume else None)
+    """Run every selected stream of ``config`` into ``run_dir``, one at a time (or up to
+    ``chains`` streams at once, with the same results), and return the summary (failed
+    episodes are recorded and the stream goes on, as under pytest)."""
+    options = SessionOptions(resume=str(run_dir) if resume else None, chains=chains)
     setup = SessionSetup(options, CLI_FLAGS, Path.cwd(), command, writes=write_artefacts)
     source = None
     if resume:

@@ -32,6 +32,7 @@ xdist); :mod:`.serial` runs it in one process. The session never imports pytest.
 
 from __future__ import annotations
 
+import threading
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -236,10 +237,21 @@ class Session:
         #: stream key (``<stream>``, or ``<arm>:<stream>`` with several arms) -> (arm, stream)
         self.streams_by_key = {arm.key(name): (arm, name) for arm in self.arms for name in arm.benchmark.stream_order}
         self.max_errors = self.options.max_errors
+        if self.options.chains is not None and self.flags.entry == "pytest":
+            raise ConfigError(
+                f"{self.flags('chains')}: pytest runs one chain per xdist worker, so the chains in flight are "
+                f"its -n N (pytest-xdist); or run the session with 'evomemory run --chains N', which runs "
+                "them in one process (docs/scale.md)"
+            )
         self.compare_dir = self._compare_dir(self.options.compare)
         self.gains = self._gains(self.options.min_gain)
         self.termination = Termination()
         self.stop_reason: str | None = None
+        #: where records enter the session (:meth:`add_records`), from any thread
+        self._intake = threading.RLock()
+        self._intake_closed = False
+        #: Ctrl-C or SIGTERM reached the driver (:meth:`interrupt`)
+        self.interrupting = False
         self.comparison: dict[str, Any] | None = None
         self.comparison_files: tuple[Path, Path] | None = None
         self.comparison_error: str | None = None
@@ -860,7 +872,15 @@ class Session:
         """Route records to their arms' runs; the reason to stop the session, if any
         (max errors reached, a run directory that can no longer be written, the cost
         cap reached by any process of the session). A worker's refusal refuses the
-        session or fails its stream (:meth:`refuse`); a refused session records nothing."""
+        session or fails its stream (:meth:`refuse`); a refused session records nothing.
+        Thread-safe: ``evomemory run``'s chains hand their records in from their own
+        threads, one call at a time enters (the writer, the counts, the stops)."""
+        with self._intake:
+            if self._intake_closed:
+                return self.stop_reason or "the session is over"
+            return self._add_records(records)
+
+    def _add_records(self, records: Sequence[Record]) -> str | None:
         received: list[Record] = []
         for record in records:
             if isinstance(record, RefusalRecord):
@@ -931,7 +951,19 @@ class Session:
         )
 
     def stop(self, reason: str) -> None:
-        self.stop_reason = self.stop_reason or reason
+        with self._intake:
+            self.stop_reason = self.stop_reason or reason
+
+    def interrupt(self) -> None:
+        """Ctrl-C or SIGTERM reached the driver: no chain starts another task."""
+        self.interrupting = True
+
+    def close_intake(self) -> None:
+        """The driver stopped waiting for its chains (a second Ctrl-C): a record that
+        arrives later is not taken (its task runs again on resume), so nothing is
+        written while the session finishes."""
+        with self._intake:
+            self._intake_closed = True
 
     # ----- the end
 

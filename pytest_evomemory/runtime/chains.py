@@ -1,0 +1,147 @@
+"""Chains at once: which chains of a session may run side by side in one process.
+
+A *chain* is one arm's run of one stream (a replicate is an arm of its own): a
+serial chain of episodes, each needing the memory the one before it left. Chains
+share nothing but the session (its records, its stops, the model side's limits), so
+``evomemory run`` drives several at once, each on a thread of its own (model calls
+are I/O, and the HTTP model client is synchronous), each with its own agent, memory
+and order: its records are those of a serial run.
+
+Some parts cannot share a process with another instance of themselves: a memory
+backend that says so (:attr:`~..memory.base.MemoryBackend.concurrent`, a library
+with process-wide state) and the embedded llama.cpp model (one copy per process,
+:func:`~..models.factory.exclusive_model`). The chains that use one run one after
+another, in session order, as one :class:`Lane`; every other chain is a lane of
+its own. :func:`run_lanes` runs at most ``chains`` lanes at once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..memory.factory import backend_spec
+from ..models.factory import exclusive_model
+from ..options import DEFAULT_CHAINS
+from .arm import Arm
+
+
+@dataclass(frozen=True)
+class Lane:
+    """Chains (stream keys) that run one after another, in session order."""
+
+    keys: tuple[str, ...]
+    #: what they take turns on (empty: a chain that runs beside any other)
+    exclusive: tuple[str, ...] = ()
+
+
+def exclusive_parts(arm: Arm, *, builtin_agent: bool, builtin_memory: bool) -> set[str]:
+    """What a chain of ``arm`` must not share with another chain in this process."""
+    parts: set[str] = set()
+    config = arm.run_config
+    if builtin_memory and arm.benchmark.memory_strategy != "none":
+        spec = backend_spec(config.memory.backend)
+        if spec is not None and not spec.concurrent:
+            parts.add(f"memory backend {spec.name!r}")
+    if builtin_agent:
+        model = exclusive_model(config.agent.model)
+        if model is not None:
+            parts.add(model)
+    return parts
+
+
+def plan_lanes(chains: Sequence[tuple[str, set[str]]]) -> list[Lane]:
+    """``chains``: each chain's key and exclusive parts, in session order. Chains
+    sharing a part (directly, or through a chain that uses both) form one lane;
+    lanes come in the order of their first chain."""
+    owner: dict[str, int] = {}  # part -> the lane that holds it
+    lanes: list[tuple[list[str], set[str]]] = []
+    for key, parts in chains:
+        joined = sorted({owner[part] for part in parts if part in owner})
+        if not joined:
+            lanes.append(([key], set(parts)))
+            index = len(lanes) - 1
+        else:
+            index = joined[0]
+            for other in joined[1:]:  # this chain links two lanes: they become one
+                lanes[index][0].extend(lanes[other][0])
+                lanes[index][1].update(lanes[other][1])
+                lanes[other] = ([], set())
+            lanes[index][0].append(key)
+            lanes[index][1].update(parts)
+        for part in lanes[index][1]:
+            owner[part] = index
+    order = {key: position for position, (key, _) in enumerate(chains)}
+    return [
+        Lane(tuple(sorted(keys, key=order.__getitem__)), tuple(sorted(parts)))
+        for keys, parts in lanes if keys
+    ]
+
+
+def chains_in_flight(requested: int | None, lanes: int) -> int:
+    """How many lanes run at once: ``requested`` (the ``chains`` option), else
+    :data:`~..options.DEFAULT_CHAINS`; never more than there are lanes, at least one."""
+    return max(1, min(requested or DEFAULT_CHAINS, lanes))
+
+
+class LaneRunner:
+    """Runs every lane's chains, at most ``limit`` lanes at once, each lane on a thread.
+
+    A lane starts its next chain only while ``halted()`` is false. The first error a
+    chain raises (``KeyboardInterrupt`` included: a deferred SIGTERM, an interrupted
+    model call) is kept in :attr:`failure` and stops the other lanes before their next
+    chain; ``on_error`` hears it on the chain's thread (to interrupt the others' calls).
+    The threads are daemons: a chain stuck in user code cannot keep the process alive
+    once the driver has given up on it.
+    """
+
+    def __init__(
+        self,
+        lanes: Sequence[Lane],
+        limit: int,
+        run_chain: Callable[[str], None],
+        *,
+        halted: Callable[[], bool],
+        on_error: Callable[[BaseException], None],
+    ) -> None:
+        self._pending = list(lanes)
+        self._lock = threading.Lock()
+        self._run_chain = run_chain
+        self._halted = halted
+        self._on_error = on_error
+        self.failure: BaseException | None = None
+        self.threads = [
+            threading.Thread(target=self._serve, name=f"evomemory-chain-{index + 1}", daemon=True)
+            for index in range(min(limit, len(lanes)))
+        ]
+
+    def start(self) -> None:
+        for thread in self.threads:
+            thread.start()
+
+    def join(self, poll_s: float = 0.2) -> None:
+        """Wait for every lane; a short timeout per join, so Ctrl-C reaches the caller at once."""
+        for thread in self.threads:
+            while thread.is_alive():
+                thread.join(poll_s)
+
+    def _next_lane(self) -> Lane | None:
+        with self._lock:
+            return self._pending.pop(0) if self._pending else None
+
+    def _serve(self) -> None:
+        while (lane := self._next_lane()) is not None:
+            for key in lane.keys:
+                if self._halted() or self.failure is not None:
+                    return
+                try:
+                    self._run_chain(key)
+                except BaseException as error:  # carried to the driver's thread
+                    with self._lock:
+                        self.failure = self.failure or error
+                    self._on_error(error)
+                    return
+
+
+__all__ = ["Lane", "LaneRunner", "chains_in_flight", "exclusive_parts", "plan_lanes"]

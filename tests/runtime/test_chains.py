@@ -1,0 +1,122 @@
+"""Chains at once (``evomemory run --chains N``): a grid run concurrently in one process
+gives the artefacts of the serial run, and the model side's limits hold across chains.
+
+Runtime-level: ``evomemory run`` in-process against the scripted server (TinyAgent:
+every answer goes through the model client, the memory through its tools)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_evomemory.cli import main as evomemory
+from pytest_evomemory.memory.factory import MEMORY_BACKENDS
+from pytest_evomemory.runtime.chains import Lane, chains_in_flight, plan_lanes
+from pytest_evomemory.testing.scripted_server import ScriptedServer, echo_policy
+
+#: what differs between two runs of one grid however they ran: times, the session, paths
+_VOLATILE = re.compile(
+    r'"(started|finished|generated|at|seconds|wall_seconds|session|command_line|run_dir|path|directory)": '
+    r'("[^"]*"|[0-9.e-]+|\[[^\]]*\])'
+)
+
+
+def _stable(text: str, root: Path) -> str:
+    return _VOLATILE.sub(r'"\1": "-"', text.replace(str(root), "<output dir>"))
+
+
+def _agent(server: ScriptedServer, strategy: str, **model: Any) -> dict[str, Any]:
+    return {
+        "kind": "tiny", "memory_strategy": strategy, "max_steps": 6,
+        "model": {"model": "scripted", "base_url": server.base_url, "api_key_env": None, "cache": False,
+                  "max_retries": 0, **model},
+    }
+
+
+@pytest.fixture
+def grid(tmp_path: Path, write_run_config: Callable[..., Path]) -> Iterator[tuple[ScriptedServer, list[str]]]:
+    """Three arms (control, tool use, deterministic recall) x 2 replicates x the
+    sample streams: 12 chains."""
+    with ScriptedServer(echo_policy, latency_s=0.002) as server:
+        configs = [
+            write_run_config("control", agent=_agent(server, "none")),
+            write_run_config("tools", agent=_agent(server, "tool_use")),
+            write_run_config("recall", agent=_agent(server, "deterministic_recall")),
+        ]
+        yield server, [arg for config in configs for arg in ("--config", str(config))]
+
+
+def _files(root: Path) -> dict[str, bytes]:
+    return {str(path.relative_to(root)): path.read_bytes() for path in sorted(root.rglob("*")) if path.is_file()}
+
+
+def test_a_grid_run_at_once_writes_the_serial_runs_artefacts(
+    grid: tuple[ScriptedServer, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+) -> None:
+    server, configs = grid
+    common = ["run", *configs, "--repeats", "2", "--limit", "5", "-q"]
+    assert evomemory([*common, "--chains", "1", "--output-dir", str(tmp_path / "serial")]) == 0
+    assert evomemory([*common, "--chains", "12", "--output-dir", str(tmp_path / "grid")]) == 0
+    serial, grid_files = _files(tmp_path / "serial"), _files(tmp_path / "grid")
+    assert serial.keys() == grid_files.keys()
+    assert any(name.endswith("scores.jsonl") for name in serial)
+    assert any(name.startswith("tools/r1/memory/") for name in serial), "the final memory of each stream is compared too"
+    for name, content in serial.items():
+        if name.endswith(".html"):
+            continue  # the report renders the same documents; its time stamps are not worth parsing
+        if name.endswith((".json", ".jsonl")):
+            assert _stable(grid_files[name].decode(), tmp_path / "grid") == _stable(
+                content.decode(), tmp_path / "serial"
+            ), name
+        else:
+            assert grid_files[name] == content, name
+
+
+def test_chains_at_once_share_the_endpoints_connection_cap(
+    grid: tuple[ScriptedServer, list[str]], tmp_path: Path, write_run_config: Callable[..., Path],
+) -> None:
+    """``max_connections: 2`` holds however many chains run (12 here); a chain is
+    serial, so with the cap lifted several of them are in flight together."""
+    server, _ = grid
+    server.latency_s = 0.02
+    capped = write_run_config("capped", agent=_agent(server, "none", max_connections=2))
+    assert evomemory(["run", "--config", str(capped), "--repeats", "6", "--limit", "3", "-q", "--chains", "12",
+                      "--output-dir", str(tmp_path / "capped")]) == 0
+    assert server.in_flight_max == 2
+    server.in_flight_max = 0
+    free = write_run_config("free", agent=_agent(server, "none"))
+    assert evomemory(["run", "--config", str(free), "--repeats", "6", "--limit", "3", "-q", "--chains", "12",
+                      "--output-dir", str(tmp_path / "free")]) == 0
+    assert server.in_flight_max > 2
+
+
+def test_chains_of_a_backend_that_cannot_share_its_process_form_one_lane() -> None:
+    assert MEMORY_BACKENDS.get("mem0").concurrent is False
+    assert MEMORY_BACKENDS.get("langmem").concurrent is False
+    assert all(MEMORY_BACKENDS.get(name).concurrent for name in ("inprocess", "sqlite", "postgres", "dense"))
+    lanes = plan_lanes([
+        ("a:s1", set()), ("m:s1", {"mem0"}), ("a:s2", set()), ("m:s2", {"mem0"}),
+        ("l:s1", {"local"}), ("x:s1", {"mem0", "local"}), ("a:s3", set()),
+    ])
+    assert lanes == [
+        Lane(("a:s1",)),
+        Lane(("m:s1", "m:s2", "l:s1", "x:s1"), ("local", "mem0")),  # linked through x
+        Lane(("a:s2",)),
+        Lane(("a:s3",)),
+    ]
+    assert chains_in_flight(None, 40) == 16 and chains_in_flight(None, 3) == 3 and chains_in_flight(64, 40) == 40
+
+
+def test_the_pytest_door_names_the_option_it_runs_chains_with(tmp_path: Path) -> None:
+    from pytest_evomemory.errors import ConfigError
+    from pytest_evomemory.options import PYTEST_FLAGS, read_options
+    from pytest_evomemory.runtime.session import Session, SessionSetup
+    from tests.conftest import SAMPLE_MEMORY_RUN
+
+    options = read_options({"evomemory_config": [str(SAMPLE_MEMORY_RUN)], "evomemory_chains": "4"}, PYTEST_FLAGS)
+    with pytest.raises(ConfigError, match=r"--evomemory-chains: pytest runs one chain per xdist worker.*-n N"):
+        Session.open(SessionSetup(options, PYTEST_FLAGS, tmp_path, writes=False))
