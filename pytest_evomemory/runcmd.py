@@ -3,7 +3,7 @@
 For users of the original harness (a command, a config, an output directory) and
 for scripts. It takes the plugin's options (``--limit`` for ``--evomemory-limit``,
 declared once in :mod:`.options`), runs the same :class:`~.runtime.Session` with
-its serial driver, writes the same artefacts, applies the same gates and returns
+its in-process driver, writes the same artefacts, applies the same gates and returns
 pytest's exit codes, so CI can switch between it and the plugin freely:
 
     0  every task ran, gates met, no failed episode
@@ -14,23 +14,28 @@ pytest's exit codes, so CI can switch between it and the plugin freely:
 
 It reads the repository's pytest settings as pytest would (``pythonpath``, so a
 user's ``module:factory`` imports the same; ``evomemory_config`` when no
-``--config`` is given). Streams run one after another; for parallel streams use
-the plugin (``pytest -n N``).
+``--config`` is given). Up to ``--chains N`` chains (each arm's run of each
+stream) run at once in this process, with the artefacts of a serial run: the door
+for a large grid (docs/scale.md).
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
+from types import FrameType
 from typing import Any
 
 from .errors import EvoMemoryError
 from .heap import StartupHeap
 from .options import CLI_FLAGS, PROGRESS_INTERVAL_INI, add_options, read_options
 from .redaction import shown
-from .reporting.progress import ProgressBoard, progress_interval, task_verdict
+from .reporting.progress import ProgressBoard, cost_text, progress_interval, task_verdict
 from .runtime.lines import Line
 from .runtime.records import Record
 from .runtime.session import EXIT_USAGE, Session, SessionSetup
@@ -43,7 +48,7 @@ def add_parser(commands: Any) -> None:
     run = commands.add_parser(
         "run",
         help="run a benchmark without pytest (same engine, options, artefacts and exit codes)",
-        description="Run a benchmark session from one or more run configs, serially, without pytest. "
+        description="Run a benchmark session from one or more run configs without pytest, up to --chains chains at once. "
         "Every option is the plugin's, without its --evomemory- prefix.",
     )
     # a usage error of ``run`` is exit 4, as the plugin's (argparse says 2, which this
@@ -58,7 +63,7 @@ def add_parser(commands: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from .pytestini import add_pythonpath, find_settings
-    from .runtime.serial import run_session
+    from .runtime.serial import chains_at_once, run_session
 
     here = Path.cwd()
     settings = find_settings(here)
@@ -78,13 +83,20 @@ def main(args: argparse.Namespace) -> int:
         print(text, flush=True)
     for note in session.resume_notes():
         _notice(note)
+    previous = None
     try:
-        progress = RunProgress(session, ProgressBoard(interval, final_only=args.quiet), verdicts=not args.quiet)
+        grid = chains_at_once(session) > 1
+        progress = RunProgress(session, ProgressBoard(interval, final_only=args.quiet), verdicts=not args.quiet,
+                               grid=grid)
+        if grid and hasattr(signal, "SIGUSR1"):  # each running chain's last event, on request
+            previous = signal.signal(signal.SIGUSR1, _print_chains(progress))
         outcome = run_session(session, progress=progress, notice=_notice)
     except EvoMemoryError as error:  # refused before any task (preflight)
         _error(f"evomemory: error: {error}")
         return EXIT_USAGE
     finally:
+        if previous is not None:
+            signal.signal(signal.SIGUSR1, previous)
         heap.resume()  # settled already unless the run failed before its preflight
         session.release()
     for line in session.report(resume_command="evomemory run"):
@@ -95,26 +107,90 @@ def main(args: argparse.Namespace) -> int:
 class RunProgress:
     """What pytest shows while a session runs, printed by ``evomemory run``: a line
     per task with its verdict (for pytest's letter) and each stream's line as the
-    board decides (every ``evomemory_progress_interval`` seconds and at its last task)."""
+    board decides (every ``evomemory_progress_interval`` seconds and at its last task).
 
-    def __init__(self, session: Session, board: ProgressBoard, *, verdicts: bool) -> None:
+    With several chains at once (``grid``) the lines of every interval are one line
+    for the whole session (chains done and running, tasks, model calls per second,
+    an ETA from the rate so far; :meth:`session_line`), a stream's own line comes
+    once, at its last task, and each running chain's last event is printed on
+    request (SIGUSR1: :meth:`chain_lines`). Never a line per chain per interval."""
+
+    def __init__(self, session: Session, board: ProgressBoard, *, verdicts: bool, grid: bool = False) -> None:
         self.board = board
         self.verdicts = verdicts
+        self.grid = grid
         totals = Counter(task.key for task in session.tasks() if not session.is_done(task.key, task.sample))
         board.start(totals, session.completed_scores)
+        self.chains = len(totals)
+        self.chains_done = 0
+        #: running chain -> its last event, in words
+        self.running: dict[str, str] = {}
+        self.began = self.last_line = time.monotonic()
+
+    def chain_started(self, key: str) -> None:
+        self.running[key] = "started"
+
+    def chain_ended(self, key: str) -> None:
+        if self.running.pop(key, None) is not None:
+            self.chains_done += 1
+            if self.grid and not self.running and self.chains_done == self.chains:
+                print(inert(self.session_line()), flush=True)  # the session's last line
 
     def record(self, key: str, record: Record) -> None:
         scored = getattr(record, "scored", None)
-        if self.verdicts and scored is not None:
-            arm = f"{record.arm}:" if record.arm else ""
-            print(inert(f"{arm}{scored['stream']}/{scored['task_id']} [{int(scored['position']) + 1}] "
-                        f"{task_verdict(scored)}"), flush=True)
+        if scored is not None:
+            verdict = task_verdict(scored)
+            self.running[key] = f"{scored['task_id']} [{int(scored['position']) + 1}] {verdict}"
+            if self.verdicts:
+                arm = f"{record.arm}:" if record.arm else ""
+                print(inert(f"{arm}{scored['stream']}/{scored['task_id']} [{int(scored['position']) + 1}] {verdict}"),
+                      flush=True)
         self.board.add(key, [record.to_wire()], show=False)
 
     def task_done(self, key: str) -> None:
         line = self.board.add(key, (), show=True)
-        if line is not None:
+        if self.grid:
+            stream = self.board.streams.get(key)
+            line = line if stream is not None and stream.finished else None  # its last line only
+            if self.board.final_only or time.monotonic() - self.last_line < self.board.interval:
+                if line is not None:
+                    print(inert(line), flush=True)
+                return
+            self.last_line = time.monotonic()
+            line = "\n".join(text for text in (line, self.session_line()) if text)
+        if line:
             print(inert(line), flush=True)
+
+    def session_line(self) -> str:
+        """``evomemory session: chains 3/16 done, 8 running  tasks 120/384  calls 240 (21.5/s)  eta 12s``."""
+        streams = list(self.board.streams.values())
+        done = sum(stream.done for stream in streams)
+        total = sum(stream.total for stream in streams)
+        calls = sum(stream.model_calls for stream in streams)
+        elapsed = max(time.monotonic() - self.began, 1e-9)
+        eta = "done" if done >= total else (_duration((total - done) * elapsed / done) if done else "?")
+        return (
+            f"evomemory session: chains {self.chains_done}/{self.chains} done, {len(self.running)} running  "
+            f"tasks {done}/{total}  calls {calls} ({calls / elapsed:.1f}/s)  eta {eta}{cost_text(streams)}"
+        )
+
+    def chain_lines(self) -> list[str]:
+        """Each running chain's last event (what SIGUSR1 prints)."""
+        return [inert(f"evomemory {key}: {event}") for key, event in sorted(self.running.items())]
+
+
+def _duration(seconds: float) -> str:
+    whole = round(seconds)
+    return f"{whole}s" if whole < 60 else f"{whole // 60}m{whole % 60:02d}s" if whole < 3600 else (
+        f"{whole // 3600}h{whole % 3600 // 60:02d}m")
+
+
+def _print_chains(progress: RunProgress) -> Callable[[int, FrameType | None], None]:
+    def show(signum: int, frame: FrameType | None) -> None:
+        lines = progress.chain_lines() or ["evomemory: no chain is running"]
+        print("\n".join([progress.session_line(), *lines]), flush=True)
+
+    return show
 
 
 def _ini_text(value: object) -> str | None:

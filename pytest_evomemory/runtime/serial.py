@@ -38,6 +38,10 @@ class Progress(Protocol):
 
     def task_done(self, key: str) -> None: ...
 
+    def chain_started(self, key: str) -> None: ...
+
+    def chain_ended(self, key: str) -> None: ...
+
 
 def run_session(
     session: Session,
@@ -60,12 +64,8 @@ def run_session(
         session.preflight(builtin_agent=agent_factory is None, builtin_memory=memory_factory is None)
     wall = time.perf_counter()
     interrupted = False
-    keys = [arm.key(stream.name) for arm in session.arms for stream in arm.benchmark.streams]
-    lanes = plan_lanes([
-        (key, exclusive_parts(session.streams_by_key[key][0], builtin_agent=agent_factory is None,
-                              builtin_memory=memory_factory is None))
-        for key in keys
-    ])
+    keys = _keys(session)
+    lanes = _lanes(session, builtin_agent=agent_factory is None, builtin_memory=memory_factory is None)
     chains = _Chains(session, agent_factory, memory_factory, notice, _Serialized.of(progress), keys)
     session.termination.install()
     try:
@@ -85,6 +85,26 @@ def run_session(
     for arm in session.arms:
         arm.run.extra["wall_seconds"] = round(time.perf_counter() - wall, 6)
     return session.finish(interrupted=interrupted)
+
+
+def _keys(session: Session) -> list[str]:
+    """Every chain of the session (its stream key), in session order."""
+    return [arm.key(stream.name) for arm in session.arms for stream in arm.benchmark.streams]
+
+
+def _lanes(session: Session, *, builtin_agent: bool, builtin_memory: bool) -> list[Lane]:
+    return plan_lanes([
+        (key, exclusive_parts(session.streams_by_key[key][0], builtin_agent=builtin_agent,
+                              builtin_memory=builtin_memory))
+        for key in _keys(session)
+    ])
+
+
+def chains_at_once(session: Session, *, builtin_agent: bool = True, builtin_memory: bool = True) -> int:
+    """How many chains :func:`run_session` runs at once (the driver's progress shows
+    one line for the session when it is more than one)."""
+    lanes = _lanes(session, builtin_agent=builtin_agent, builtin_memory=builtin_memory)
+    return chains_in_flight(session.options.chains, len(lanes))
 
 
 def _run_at_once(session: Session, lanes: list[Lane], limit: int, chains: _Chains) -> bool:
@@ -170,6 +190,8 @@ class _Chains:
         finally:
             if key == self.first:
                 self.first_opened.set()
+        if progress is not None:
+            progress.chain_started(key)
         try:
             for sample in pending:
                 task = session.start_task(live, sample, sink)
@@ -184,6 +206,8 @@ class _Chains:
                     return  # a call refused for the cost cap records nothing
         finally:
             session.close_stream(live, sink)
+            if progress is not None:
+                progress.chain_ended(key)
 
 
 class _Serialized:
@@ -204,6 +228,14 @@ class _Serialized:
     def task_done(self, key: str) -> None:
         with self._lock:
             self._progress.task_done(key)
+
+    def chain_started(self, key: str) -> None:
+        with self._lock:
+            self._progress.chain_started(key)
+
+    def chain_ended(self, key: str) -> None:
+        with self._lock:
+            self._progress.chain_ended(key)
 
 
 def run_benchmark(
@@ -234,4 +266,4 @@ def run_benchmark(
     return dict(summary) if summary is not None else {}
 
 
-__all__ = ["Progress", "run_benchmark", "run_session"]
+__all__ = ["Progress", "chains_at_once", "run_benchmark", "run_session"]

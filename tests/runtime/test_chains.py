@@ -57,7 +57,7 @@ def _files(root: Path) -> dict[str, bytes]:
 def test_a_grid_run_at_once_writes_the_serial_runs_artefacts(
     grid: tuple[ScriptedServer, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str],
 ) -> None:
-    server, configs = grid
+    _, configs = grid
     common = ["run", *configs, "--repeats", "2", "--limit", "5", "-q"]
     assert evomemory([*common, "--chains", "1", "--output-dir", str(tmp_path / "serial")]) == 0
     assert evomemory([*common, "--chains", "12", "--output-dir", str(tmp_path / "grid")]) == 0
@@ -120,3 +120,44 @@ def test_the_pytest_door_names_the_option_it_runs_chains_with(tmp_path: Path) ->
     options = read_options({"evomemory_config": [str(SAMPLE_MEMORY_RUN)], "evomemory_chains": "4"}, PYTEST_FLAGS)
     with pytest.raises(ConfigError, match=r"--evomemory-chains: pytest runs one chain per xdist worker.*-n N"):
         Session.open(SessionSetup(options, PYTEST_FLAGS, tmp_path, writes=False))
+
+
+def test_many_chains_show_one_line_for_the_session_and_each_chain_once(
+    grid: tuple[ScriptedServer, list[str]], tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    _, configs = grid
+    (tmp_path / "pytest.ini").write_text("[pytest]\nevomemory_progress_interval = 0\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert evomemory(["run", *configs, "--limit", "3", "--chains", "6", "--output-dir", str(tmp_path / "out")]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    chain_lines = [line for line in lines if re.match(r"evomemory \w+:sample_\w+: ", line)]
+    assert len(chain_lines) == 6 and all("3/3" in line and "eta done" in line for line in chain_lines)
+    session_lines = [line for line in lines if line.startswith("evomemory session: chains ")]
+    assert session_lines and re.search(r"chains 6/6 done, 0 running  tasks 18/18  calls \d+ \(", session_lines[-1])
+    assert len([line for line in lines if re.search(r"sample_\w+/\w+ \[\d+\] (correct|wrong|error)$", line)]) == 18
+
+
+def test_each_running_chains_last_event_on_request(tmp_path: Path) -> None:
+    from pytest_evomemory.options import CLI_FLAGS, SessionOptions
+    from pytest_evomemory.reporting.progress import ProgressBoard
+    from pytest_evomemory.runcmd import RunProgress
+    from pytest_evomemory.runtime.records import TaskRecord
+    from pytest_evomemory.runtime.session import Session, SessionSetup
+    from tests.conftest import SAMPLE_MEMORY_RUN
+
+    session = Session.open(SessionSetup(SessionOptions(configs=(str(SAMPLE_MEMORY_RUN),)), CLI_FLAGS, tmp_path,
+                                        writes=False))
+    try:
+        progress = RunProgress(session, ProgressBoard(10), verdicts=False, grid=True)
+        progress.chain_started("sample_facts")
+        progress.chain_started("sample_choice")
+        progress.record("sample_facts", TaskRecord(
+            {"stream": "sample_facts", "task_id": "f01", "kind": "task", "messages": []},
+            {"stream": "sample_facts", "task_id": "f01", "position": 0, "correct": True},
+        ))
+        progress.chain_ended("sample_choice")
+        assert progress.chain_lines() == ["evomemory sample_facts: f01 [1] correct"]
+        assert progress.session_line().startswith("evomemory session: chains 1/2 done, 1 running  tasks 1/")
+    finally:
+        session.release()
