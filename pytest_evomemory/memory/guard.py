@@ -45,10 +45,26 @@ class IsolationGuard:
         #: fingerprint -> the first stream that stored or recalled it
         self._seen: dict[bytes, str] = {}
         self._lock = threading.Lock()
+        self._serial: StreamGuard | None = None
 
     def open(self, stream: str) -> StreamGuard:
         """A stream begins (with a memory that must be empty)."""
         return StreamGuard(self, stream)
+
+    # One stream at a time, through the guard itself (a memory's own tests do this).
+
+    def start_stream(self, stream: str) -> None:
+        self._serial = self.open(stream)
+
+    def note_write(self, retained: SeenRecord | None = None) -> None:
+        if self._serial is not None:
+            self._serial.note_write(retained)
+
+    def check_recall(self, records: Iterable[SeenRecord]) -> str | None:
+        return self._serial.check_recall(records) if self._serial is not None else None
+
+    def end_stream(self) -> None:
+        self._serial = None
 
     def _claim(self, print_: bytes, stream: str) -> str | None:
         """Note that ``stream`` saw ``print_``; the other stream that saw it first, if any."""

@@ -498,12 +498,26 @@ class ResultCollector:
         task_failures = [
             {"stream": s["stream"], "task_id": s["task_id"], "position": s["position"],
              "phase": "task", "reason": s["error"], **({"traceback": s["traceback"]} if s.get("traceback") else {})}
-            for s in self.scores if s.get("error")
+            for s in self.ordered(self.scores, by_position=True) if s.get("error")
         ]
-        return task_failures + [dict(failure) for failure in self.failures]
+        return task_failures + [dict(failure) for failure in self.ordered(self.failures)]
+
+    def ordered(self, documents: Sequence[Document], *, by_position: bool = False) -> list[Document]:
+        """``documents`` (scores, failures) in stream order, each stream's as they came
+        (one stream runs in order) or ``by_position``: the order of a serial run,
+        however the streams ran (xdist workers, ``evomemory run``'s chains at once),
+        so every figure computed from them (a bootstrap interval resamples them in
+        order) is the serial run's."""
+        rank = {name: index for index, name in reversed(list(enumerate(self.stream_order)))}
+
+        def key(document: Document) -> tuple[int, int]:
+            position = document.get("position") if by_position else None
+            return rank.get(str(document.get("stream")), len(rank)), position if isinstance(position, int) else 0
+
+        return sorted(documents, key=key)
 
     def metrics(self) -> dict[str, StreamMetrics]:
-        return summarize(self.stream_order, self.scores, self.responses)
+        return summarize(self.stream_order, self.ordered(self.scores, by_position=True), self.responses)
 
     def summary(
         self,
@@ -526,11 +540,11 @@ class ResultCollector:
             "overall": metrics["overall"].to_dict(),
             "thresholds": [t.to_dict() for t in thresholds],
             # the headline mean figure per category (LoCoMo's F1), None for accuracy
-            "categories": category_table(self.scores, metrics["overall"].headline),
+            "categories": category_table(self.ordered(self.scores, by_position=True), metrics["overall"].headline),
             "thresholds_met": thresholds_met,
             "passed": thresholds_met and not failed and bool(completion.get("complete")),
             "failed_episodes": failed,
-            "skipped_feedback": [dict(s) for s in self.feedback_skipped],
+            "skipped_feedback": [dict(s) for s in self.ordered(self.feedback_skipped)],
             "completion": dict(completion),
             "ran": self.what_ran(),
             **(extra or {}),

@@ -6,6 +6,7 @@ every answer goes through the model client, the memory through its tools)."""
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -161,3 +162,34 @@ def test_each_running_chains_last_event_on_request(tmp_path: Path) -> None:
         assert progress.session_line().startswith("evomemory session: chains 1/2 done, 1 running  tasks 1/")
     finally:
         session.release()
+
+
+def test_ctrl_c_interrupts_every_chain_and_the_resume_completes_the_serial_runs_scores(
+    tmp_path: Path, write_run_config: Callable[..., Path],
+) -> None:
+    """Ctrl-C reaches the main thread only: every chain's model call in flight ends as
+    a serial run's would (its task not recorded), and the resume completes the run."""
+    import _thread
+
+    requests = 0
+
+    def interrupting(request: Any) -> Any:
+        nonlocal requests
+        requests += 1
+        if requests == 12:
+            _thread.interrupt_main()  # Ctrl-C, while six chains have calls in flight
+        return echo_policy(request)
+
+    with ScriptedServer(interrupting, latency_s=0.01) as server:
+        config = write_run_config("memory", agent=_agent(server, "tool_use"))
+        common = ["run", "--config", str(config), "--repeats", "3", "--limit", "4", "-q"]
+        assert evomemory([*common, "--chains", "6", "--output-dir", str(tmp_path / "cut")]) == 2
+        cut = json.loads((tmp_path / "cut" / "r1" / "summary.json").read_text(encoding="utf-8"))
+        assert cut["completion"]["complete"] is False
+        assert evomemory(["run", "--resume", str(tmp_path / "cut"), "--chains", "6", "-q"]) == 0
+        assert evomemory([*common, "--chains", "1", "--output-dir", str(tmp_path / "serial")]) == 0
+    for replicate in ("r1", "r2", "r3"):
+        for name in ("scores.jsonl", "responses.jsonl"):
+            resumed = (tmp_path / "cut" / replicate / name).read_text(encoding="utf-8")
+            serial = (tmp_path / "serial" / replicate / name).read_text(encoding="utf-8")
+            assert _stable(resumed, tmp_path) == _stable(serial, tmp_path), (replicate, name)
