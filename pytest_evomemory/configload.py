@@ -300,7 +300,7 @@ def validate_memory(data: Mapping[str, Any], source: str) -> MemoryConfig:
     run.json says every setting the backend used.
     """
     fields = set(MemoryConfig.model_fields)
-    sections = {name: MEMORY_BACKENDS.get(name).options for name in MEMORY_BACKENDS.names()}
+    sections = _sections_named([key for key in data if key not in fields])
     section_keys = {options.SECTION: name for name, options in sections.items() if options is not None}
     common = {key: value for key, value in data.items() if key in fields}
     unknown = [key for key in data if key not in fields and key not in section_keys]
@@ -335,6 +335,18 @@ def validate_memory(data: Mapping[str, Any], source: str) -> MemoryConfig:
     if spec is not None and spec.options is not None and spec.options.SECTION not in validated:
         validated[spec.options.SECTION] = _section(spec.options, {}, source)
     return memory.model_copy(update=validated) if validated else memory
+
+
+def _sections_named(keys: Sequence[str]) -> dict[str, type[BackendOptions] | None]:
+    """Backend -> its section's options model, for what ``keys`` (a memory config's keys
+    other than the common ones) may name. A backend's section is named after it, so
+    only those backends are loaded (each loads its library's adapter module: all of
+    them cost about 0.1 s, before the first model call); a key that names none of them
+    is an unknown key, and every backend is loaded to list the sections there are."""
+    named = {key: MEMORY_BACKENDS.get(key).options for key in keys if key in MEMORY_BACKENDS}
+    if all(options is not None and options.SECTION == key for key, options in named.items()) and len(named) == len(keys):
+        return named
+    return {name: MEMORY_BACKENDS.get(name).options for name in MEMORY_BACKENDS.names()}
 
 
 def _section(options: type[BackendOptions] | None, value: Any, source: str) -> dict[str, Any]:

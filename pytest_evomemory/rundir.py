@@ -28,6 +28,7 @@ Guarantees (each is tested):
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -114,6 +115,14 @@ def utc_now() -> str:
 
 
 def package_versions() -> dict[str, str | None]:
+    """The versions of the packages a run depends on (run.json records them)."""
+    return dict(_package_versions())
+
+
+@functools.cache
+def _package_versions() -> dict[str, str | None]:
+    """Read once per process: each lookup scans the installed distributions (about
+    20 ms), and a session of many arms starts each arm's run (run.json)."""
     versions: dict[str, str | None] = {}
     for name in _VERSIONED_PACKAGES:
         try:
