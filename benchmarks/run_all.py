@@ -8,7 +8,8 @@
 Scripts are found by name (``bench_*.py``), so a new benchmark joins the suite by
 being added here, with no list to keep up to date. A script whose full size takes
 many minutes (``QUICK``: the full-size two-arm comparison, 8-9 minutes; the
-20,000-task growth runs, several minutes each) runs shrunk
+20,000-task growth runs, several minutes each; the grid at 16 chains rather than 16
+and 64) runs shrunk
 by default, so that the whole suite stays a matter of minutes; ``--full``, or
 ``--args`` for that script, runs it as asked. Each runs in its own process
 with this interpreter: a crash or a missed budget in one does not hide the others'
@@ -32,7 +33,7 @@ HERE = Path(__file__).resolve().parent
 #: size takes many minutes (dropped by ``--full`` or by ``--args`` for the script)
 QUICK = {
     "bench_two_arms": ["--scale", "0.05"], "bench_growth": ["--sizes", "1000"], "bench_report": ["--tasks", "2000"],
-    "bench_statistics": ["--experiments", "300"],
+    "bench_statistics": ["--experiments", "300"], "bench_grid": ["--arms", "8"],
 }
 
 

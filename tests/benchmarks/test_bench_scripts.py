@@ -200,3 +200,14 @@ def test_bench_shards_prints_the_balance_and_merges_a_small_grid() -> None:
     by_arm = out.split("shards by arm (--evomemory-shard-by=arm")[1].split("merge of a full grid")[0]
     assert by_arm.count("  met") == 3, by_arm  # N = 2, 4, 8 within 1.2 x total/N
     assert "evomemory merge: " in out and "every arm complete: True; compare.json written: True" in out
+
+
+def test_bench_grid_prints_its_table_and_holds_the_cap() -> None:
+    """Two arms (four chains at once), capped at 2 connections in its second row."""
+    result = run_script(str(BENCHMARKS / "bench_grid.py"), "--arms", "2", "--latency", "0.01", "--cap", "2")
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = {line.split("  ")[0].strip(): line for line in result.stdout.splitlines()
+            if line.startswith("4 chains") and "RSS <= 1 GiB" in line}
+    assert set(rows) == {"4 chains", "4 chains, max_connections 2"}, result.stdout
+    assert rows["4 chains, max_connections 2"].split()[10] == "2"  # the server's peak of concurrent requests
+    assert "ms with Nagle off" in result.stdout
