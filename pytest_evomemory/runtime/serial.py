@@ -134,7 +134,8 @@ def _run_at_once(session: Session, lanes: list[Lane], limit: int, chains: _Chain
             except KeyboardInterrupt:
                 session.close_intake()
     finally:
-        allow_calls()
+        if not any(thread.is_alive() for thread in runner.threads):
+            allow_calls()  # a chain given up on (a second Ctrl-C) never starts another call
     failure = runner.failure
     if isinstance(failure, KeyboardInterrupt):
         return True
