@@ -89,7 +89,7 @@ class Registry(Generic[T]):
 
     def names(self) -> list[str]:
         """Every registered name: built-ins in declaration order, then the users'."""
-        return [*self._lazy, *(name for name in self._entries if name not in self._lazy)]
+        return [*self._owners, *(name for name in self._entries if name not in self._owners)]
 
     def is_builtin(self, name: str) -> bool:
         return name in self._owners

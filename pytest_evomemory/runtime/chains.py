@@ -115,22 +115,42 @@ class LaneRunner:
             threading.Thread(target=self._serve, name=f"evomemory-chain-{index + 1}", daemon=True)
             for index in range(min(limit, len(lanes)))
         ]
+        self._running = len(self.threads)
+        self._done = threading.Event()
+
+    @property
+    def running(self) -> bool:
+        """Whether a lane's thread is still at work. Counted here, not read from
+        ``Thread.is_alive``: Ctrl-C raised inside ``Thread.join`` marks the thread
+        joined as stopped while it still runs (CPython 3.11, bpo-45274's handling)."""
+        with self._lock:
+            return self._running > 0
 
     def start(self) -> None:
+        if not self.threads:
+            self._done.set()
         for thread in self.threads:
             thread.start()
 
     def join(self, poll_s: float = 0.2) -> None:
-        """Wait for every lane; a short timeout per join, so Ctrl-C reaches the caller at once."""
-        for thread in self.threads:
-            while thread.is_alive():
-                thread.join(poll_s)
+        """Wait for every lane; a short timeout per wait, so Ctrl-C reaches the caller at once."""
+        while not self._done.wait(poll_s):
+            pass
 
     def _next_lane(self) -> Lane | None:
         with self._lock:
             return self._pending.pop(0) if self._pending else None
 
     def _serve(self) -> None:
+        try:
+            self._serve_lanes()
+        finally:
+            with self._lock:
+                self._running -= 1
+                if not self._running:
+                    self._done.set()
+
+    def _serve_lanes(self) -> None:
         while (lane := self._next_lane()) is not None:
             for key in lane.keys:
                 if self._halted() or self.failure is not None:

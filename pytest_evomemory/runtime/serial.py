@@ -134,7 +134,7 @@ def _run_at_once(session: Session, lanes: list[Lane], limit: int, chains: _Chain
             except KeyboardInterrupt:
                 session.close_intake()
     finally:
-        if not any(thread.is_alive() for thread in runner.threads):
+        if not runner.running:
             allow_calls()  # a chain given up on (a second Ctrl-C) never starts another call
     failure = runner.failure
     if isinstance(failure, KeyboardInterrupt):

@@ -23,6 +23,10 @@ PRICES = {"input_per_million": 1000, "output_per_million": 2000}
 def _run_config(directory: Path, base_url: str, *, pricing: bool = True) -> str:
     for name in ("a", "b"):
         tasks_file(directory, count=5, name=f"{name}.jsonl")
+    # b's tasks its own: two streams storing the same record under the same id are a
+    # leak to the isolation guard, whichever runs first (the streams run at once)
+    b = directory / "b.jsonl"
+    b.write_text(b.read_text(encoding="utf-8").replace('"Say ', '"Repeat '), encoding="utf-8")
     (directory / "run.yaml").write_text(
         "name: costed\noutput_dir: results\n"
         "benchmark: {benchmark: files, files: [{name: a, path: a.jsonl}, {name: b, path: b.jsonl}]}\n"

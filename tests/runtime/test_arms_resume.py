@@ -25,7 +25,9 @@ def test_a_resumed_session_of_arms_never_adopts_an_arm_another_session_ran(
     monkeypatch.chdir(project)
     for name in ("a", "b"):
         (project / f"{name}.yaml").write_text(RUN.format(name=name), encoding="utf-8")
-    arms = ["run", "-q", "--config=a.yaml", "--config=b.yaml"]
+    # one chain at a time: the session stops in arm a before b starts (with chains at
+    # once b would run beside it)
+    arms = ["run", "-q", "--config=a.yaml", "--config=b.yaml", "--chains=1"]
     results = project / "evomemory-results"
 
     assert evomemory(arms) == 0  # session 1: both arms complete

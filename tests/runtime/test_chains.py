@@ -7,7 +7,9 @@ every answer goes through the model client, the memory through its tools)."""
 from __future__ import annotations
 
 import json
+import math
 import re
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -171,13 +173,16 @@ def test_ctrl_c_interrupts_every_chain_and_the_resume_completes_the_serial_runs_
     a serial run's would (its task not recorded), and the resume completes the run."""
     import _thread
 
-    requests = 0
+    requests, pressed = 0, [math.inf]
 
     def interrupting(request: Any) -> Any:
         nonlocal requests
         requests += 1
         if requests == 12:
+            pressed[0] = time.monotonic()
             _thread.interrupt_main()  # Ctrl-C, while six chains have calls in flight
+        if time.monotonic() < pressed[0] + 1.0:
+            time.sleep(0.5)  # still answering when the driver's thread sees the Ctrl-C
         return echo_policy(request)
 
     with ScriptedServer(interrupting, latency_s=0.01) as server:
