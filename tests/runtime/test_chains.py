@@ -198,3 +198,40 @@ def test_ctrl_c_interrupts_every_chain_and_the_resume_completes_the_serial_runs_
             resumed = (tmp_path / "cut" / replicate / name).read_text(encoding="utf-8")
             serial = (tmp_path / "serial" / replicate / name).read_text(encoding="utf-8")
             assert _stable(resumed, tmp_path) == _stable(serial, tmp_path), (replicate, name)
+
+
+def test_the_chains_of_a_backend_that_cannot_share_its_process_never_overlap(
+    grid: tuple[ScriptedServer, list[str]], tmp_path: Path, write_run_config: Callable[..., Path],
+) -> None:
+    """Two arms of a backend declaring ``concurrent=False`` and one of a backend that
+    may: the first two arms' four chains run one at a time, beside the third's."""
+    from pytest_evomemory.memory.base import MemoryBackend
+    from pytest_evomemory.memory.inprocess import InProcessMemory
+
+    server, _ = grid
+    open_now: list[int] = [0, 0]  # instances open now, the most ever
+
+    class Counted(InProcessMemory):
+        def close(self) -> None:
+            open_now[0] -= 1
+            super().close()
+
+    def opener(config: Any, context: Any) -> InProcessMemory:
+        open_now[0] += 1
+        open_now[1] = max(open_now)
+        return Counted(default_top_k=config.top_k)
+
+    MEMORY_BACKENDS.register("one_at_a_time", MemoryBackend("one_at_a_time", open=opener, concurrent=False))
+    try:
+        configs = [
+            write_run_config(name, agent=_agent(server, "deterministic_recall"), memory={"backend": backend})
+            for name, backend in (("first", "one_at_a_time"), ("second", "one_at_a_time"), ("free", "inprocess"))
+        ]
+        assert evomemory(["run", *(arg for c in configs for arg in ("--config", str(c))), "--limit", "3", "-q",
+                          "--output-dir", str(tmp_path / "out")]) == 0
+    finally:
+        MEMORY_BACKENDS.unregister("one_at_a_time")
+    assert open_now == [0, 1]
+    for name in ("first", "second", "free"):
+        summary = json.loads((tmp_path / "out" / name / "summary.json").read_text(encoding="utf-8"))
+        assert summary["completion"]["complete"] is True
