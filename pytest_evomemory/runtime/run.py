@@ -424,7 +424,7 @@ class Run:
     collector: ResultCollector = field(init=False)
     writer: RunWriter | None = field(default=None, init=False)
     stop_reason: str | None = None
-    #: further summary fields the driver knows (e.g. the serial driver's wall time)
+    #: further summary fields the driver knows (e.g. the in-process driver's wall time)
     extra: dict[str, Any] = field(default_factory=dict, init=False)
     #: run.json's ``shard`` when the session is one shard of several (:mod:`.shards`)
     shard: dict[str, Any] | None = field(default=None, init=False)
