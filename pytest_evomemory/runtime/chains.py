@@ -18,6 +18,7 @@ its own. :func:`run_lanes` runs at most ``chains`` lanes at once.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -132,10 +133,14 @@ class LaneRunner:
         for thread in self.threads:
             thread.start()
 
-    def join(self, poll_s: float = 0.2) -> None:
-        """Wait for every lane; a short timeout per wait, so Ctrl-C reaches the caller at once."""
+    def join(self, poll_s: float = 0.2, timeout_s: float | None = None) -> bool:
+        """Wait for every lane (at most ``timeout_s``); whether they all ended. A short
+        timeout per wait, so Ctrl-C reaches the caller at once."""
+        deadline = None if timeout_s is None else time.monotonic() + timeout_s
         while not self._done.wait(poll_s):
-            pass
+            if deadline is not None and time.monotonic() >= deadline:
+                return False
+        return True
 
     def _next_lane(self) -> Lane | None:
         with self._lock:

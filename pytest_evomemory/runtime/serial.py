@@ -107,12 +107,20 @@ def chains_at_once(session: Session, *, builtin_agent: bool = True, builtin_memo
     return chains_in_flight(session.options.chains, len(lanes))
 
 
+#: After Ctrl-C or SIGTERM, how long the driver waits for chains still in code no
+#: signal reaches (an agent's own loop, a memory library's call: a serial run's Ctrl-C
+#: would have interrupted it) before it gives up on them and ends the session; a
+#: second Ctrl-C gives up at once. What they record afterwards is not taken.
+GIVE_UP_AFTER_S = 5.0
+
+
 def _run_at_once(session: Session, lanes: list[Lane], limit: int, chains: _Chains) -> bool:
     """Run the lanes, ``limit`` at once; whether the session was interrupted. Ctrl-C
     (here, the main thread) or SIGTERM (raised here, or on a chain's thread when it
     came while records were being written) interrupts every chain's model call, as
-    it interrupts the one call of a serial run; a second Ctrl-C stops waiting for
-    them (what they record afterwards is not taken)."""
+    it interrupts the one call of a serial run; a chain still running after
+    :data:`GIVE_UP_AFTER_S` (or a second Ctrl-C) is given up on: what it records
+    afterwards is not taken."""
     def on_error(error: BaseException) -> None:
         session.interrupt()
         if isinstance(error, KeyboardInterrupt):
@@ -130,8 +138,10 @@ def _run_at_once(session: Session, lanes: list[Lane], limit: int, chains: _Chain
             session.interrupt()
             interrupt_calls()
             try:
-                runner.join()
+                ended = runner.join(timeout_s=GIVE_UP_AFTER_S)
             except KeyboardInterrupt:
+                ended = False
+            if not ended:
                 session.close_intake()
     finally:
         if not runner.running:
