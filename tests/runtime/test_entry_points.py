@@ -5,6 +5,7 @@ each naming the flag as its user typed it."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import subprocess
 import sys
@@ -57,10 +58,14 @@ def _stable(summary: dict[str, Any]) -> dict[str, Any]:
 
 def test_both_write_the_same_artefacts_with_a_factory_found_through_pythonpath(project: Path) -> None:
     plugin = run("pytest", project, "--@config=run.yaml", "--@output-dir=by-pytest")
+    # evomemory run: the sample's two streams at once (its chains); pytest: one after the other
     cli = run("cli", project, "--@config=run.yaml", "--@output-dir=by-cli")
     assert (plugin.returncode, cli.returncode) == (0, 0), plugin.stdout + plugin.stderr + cli.stdout + cli.stderr
     first, second = project / "by-pytest", project / "by-cli"
     assert (first / "scores.jsonl").read_text() == (second / "scores.jsonl").read_text()
+    timeless = [re.sub(r'"seconds": [0-9.e-]+', '"seconds": 0', (where / "responses.jsonl").read_text())
+                for where in (first, second)]
+    assert timeless[0] == timeless[1]  # record for record, in stream order
     assert _stable(json.loads((first / "summary.json").read_text())) == _stable(
         json.loads((second / "summary.json").read_text())
     )
