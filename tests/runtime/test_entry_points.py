@@ -5,8 +5,8 @@ each naming the flag as its user typed it."""
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
