@@ -20,6 +20,7 @@ from ..types import ConversationSession, MemoryHit
 
 if TYPE_CHECKING:
     from ..config import BackendOptions, MemoryConfig, ModelConfig
+    from ..pricing import Pricing
 
 
 @runtime_checkable
@@ -190,6 +191,10 @@ class MemoryBackend:
     check: MemoryCheck | None = None
     #: ``own_model_calls(memory_config)``: the key (``mem0.infer``) that makes the backend
     #: call a chat model through its library's own client, or None. Those calls are
-    #: outside what the session meters (tokens, cost, ``--evomemory-max-cost``,
-    #: ``max_connections``, the shared 429 backoff), so a cost cap refuses them.
+    #: outside the agent's figures (tokens, cost columns, ``max_connections``, the
+    #: shared 429 backoff); ``--evomemory-max-cost`` meters them at the price
+    #: ``own_model_price`` gives, and refuses the arm when it gives none.
     own_model_calls: Callable[[MemoryConfig], str | None] | None = None
+    #: ``own_model_price(memory_config, agent_model)``: the key of the price of those
+    #: calls (``mem0.llm.pricing``) and the price, None when no price is known.
+    own_model_price: Callable[[MemoryConfig, ModelConfig | None], tuple[str, Pricing | None]] | None = None

@@ -40,19 +40,22 @@ from ..atomicfile import write_atomically
 from ..config import MemoryConfig, ModelConfig
 from ..errors import MemoryBackendError
 from ..tools import Tool, ToolArgumentError, require_string
-from ..types import MemoryHit, ToolSpec
+from ..types import ConversationSession, MemoryHit, ToolSpec
 from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
 from .embedders import Embedder
 from .guard import SeenRecord
+from .ingestion import ingest_turns
 from .libraries import (
     NO_KEY,
     EmbeddingsEndpoint,
     LibraryOptions,
+    MeteredTransport,
     ResolvedChat,
     check_library_options,
     has_words,
     infer_calls,
     library_clients,
+    metered_price,
 )
 from .tools import MemoryTool
 
@@ -104,6 +107,7 @@ class LangMemMemory:
         embedder: Embedder | None = None,
         endpoint: EmbeddingsEndpoint | None = None,
         endpoint_api_key: str | None = None,
+        meter: MeteredTransport | None = None,
     ) -> None:
         if default_top_k < 1:
             raise MemoryBackendError("memory top_k must be at least 1")
@@ -120,6 +124,8 @@ class LangMemMemory:
         self._embeddings = _package_embeddings(embedder) if embedder is not None else _endpoint_embeddings(endpoint, endpoint_api_key)
         self._dims = embedder.dim if embedder is not None else _endpoint_dims(endpoint, self._embeddings)
         self._chat = chat
+        #: Under a cost cap: the transport the memory manager's chat client sends through.
+        self._meter = meter
         self._open_store()
 
     def _open_store(self) -> None:
@@ -137,9 +143,14 @@ class LangMemMemory:
         if self.infer:
             chat = self._chat
             assert chat is not None
+            metered: dict[str, Any] = {}
+            if self._meter is not None:
+                import httpx
+
+                metered["http_client"] = httpx.Client(transport=self._meter)
             model = lib.ChatOpenAI(
                 model=chat.model, base_url=chat.base_url, api_key=SecretStr(chat.api_key),
-                temperature=chat.temperature, max_completion_tokens=chat.max_tokens,
+                temperature=chat.temperature, max_completion_tokens=chat.max_tokens, **metered,
             )
             self._manager = lib.create_memory_store_manager(model, namespace=NAMESPACE, store=self._store)
 
@@ -155,9 +166,13 @@ class LangMemMemory:
             with self._lock, _untraced():
                 # One worker: the manager writes in a thread pool, and the order of
                 # the writes is the store's order, which must not vary between runs.
-                written = self._manager.invoke(
-                    {"messages": [{"role": "user", "content": content}]}, config={"max_concurrency": 1}
-                )
+                try:
+                    written = self._manager.invoke(
+                        {"messages": [{"role": "user", "content": content}]}, config={"max_concurrency": 1}
+                    )
+                finally:
+                    if self._meter is not None:
+                        self._meter.raise_refusal()  # whatever LangChain made of it
             return next((str(put["key"]) for put in written), "")
         key = str(uuid.uuid4())
         value: dict[str, Any] = {"content": content}
@@ -179,6 +194,37 @@ class LangMemMemory:
             MemoryHit(item.key, memory_text(item.value), float(item.score or 0.0), dict(item.value.get("metadata") or {}))
             for item in items
         ]
+
+    def recent(self, limit: int | None = None) -> list[MemoryHit]:
+        """The ``limit`` memories created last, newest first (:class:`~.base.RecencyRecall`).
+
+        Exact: the store keeps its items in a dict in the order they were first put
+        (an update by ``manage_memory`` or the memory manager keeps the item's place
+        and its ``created_at``; a deletion removes it), and a restore puts them back
+        in that order.
+        """
+        self._check_open()
+        count = self.default_top_k if limit is None else limit
+        if count < 1:
+            raise MemoryBackendError(f"recent: limit must be at least 1, got {count}")
+        with self._lock:
+            items = list(self._store._data.get(NAMESPACE, {}).values())[::-1][:count]
+        return [MemoryHit(item.key, memory_text(item.value), 0.0, dict(item.value.get("metadata") or {})) for item in items]
+
+    def forget(self, record_id: str) -> bool:
+        """Delete one memory by key, as ``manage_memory``'s delete does (:class:`~.base.Forgetting`)."""
+        self._check_open()
+        with self._lock, _untraced():
+            if not isinstance(record_id, str) or record_id not in self._store._data.get(NAMESPACE, {}):
+                return False
+            self._store.delete(NAMESPACE, record_id)
+        return True
+
+    def ingest(self, session: ConversationSession) -> None:
+        """A conversation session, one memory per turn with the turn's metadata, as the
+        built-in backends store it (:mod:`.ingestion`); with ``infer`` each turn goes
+        to LangMem's memory manager, whose memories keep no metadata (see :meth:`retain`)."""
+        ingest_turns(self, session)
 
     def reset(self) -> None:
         self._check_open()
@@ -454,6 +500,7 @@ BACKEND = MemoryBackend(
     NAME, open=open_langmem_memory, options=LangMemOptions, extra="langmem",
     requires=("langmem", "langgraph", "langchain_openai"), check=check_langmem_config,
     own_model_calls=infer_calls(LangMemOptions, NAME),
+    own_model_price=metered_price(LangMemOptions, NAME),
 )
 
 

@@ -39,20 +39,23 @@ from pydantic import Field, field_validator
 from ..config import MemoryConfig, ModelConfig, Text
 from ..errors import ConfigError, MemoryBackendError
 from ..tools import Tool, ToolArgumentError, require_string
-from ..types import MemoryHit, ToolSpec
+from ..types import ConversationSession, MemoryHit, ToolSpec
 from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
 from .embedders import Embedder
 from .guard import SeenRecord
+from .ingestion import ingest_turns
 from .libraries import (
     NO_KEY,
     EmbeddingsEndpoint,
     LibraryOptions,
+    MeteredTransport,
     ResolvedChat,
     check_library_options,
     claim_fresh_directory,
     has_words,
     infer_calls,
     library_clients,
+    metered_price,
     path_template_problem,
     store_directory,
 )
@@ -141,6 +144,7 @@ class Mem0Memory:
         embedder: Embedder | None = None,
         endpoint: EmbeddingsEndpoint | None = None,
         endpoint_api_key: str | None = None,
+        meter: MeteredTransport | None = None,
     ) -> None:
         if default_top_k < 1:
             raise MemoryBackendError("memory top_k must be at least 1")
@@ -156,6 +160,8 @@ class Mem0Memory:
         self._embedder = embedder
         self._endpoint = endpoint
         self._endpoint_api_key = endpoint_api_key or NO_KEY
+        #: Under a cost cap: the transport Mem0's LLM client sends through (see _open).
+        self._meter = meter
         self._lock = threading.RLock()
         self._closed = False
         #: What was written, in order (points as stored, deletions, history rows):
@@ -218,6 +224,8 @@ class Mem0Memory:
             ) from None
         if self._embedder is not None:
             memory.embedding_model = _PackageEmbedding(self._embedder)
+        if self._meter is not None and self._chat is not None:
+            memory.llm.client = _metered_openai_client(self._chat, self._meter)
         # fastembed's BM25 encoder downloads its model from the Hugging Face hub on
         # first use: Mem0 treats False as "tried, not available" and searches semantically.
         if hasattr(memory.vector_store, "_bm25_encoder"):
@@ -271,6 +279,41 @@ class Mem0Memory:
             MemoryHit(str(item["id"]), str(item["memory"]), float(item.get("score") or 0.0), dict(item.get("metadata") or {}))
             for item in found["results"]
         ]
+
+    def recent(self, limit: int | None = None) -> list[MemoryHit]:
+        """The ``limit`` memories Mem0 created last, newest first (:class:`~.base.RecencyRecall`).
+
+        Exact: the order is the journal's (every point in the order Mem0 added it,
+        which a restore replays), not Qdrant's, which keeps points by id; a memory
+        deleted since (by ``delete`` or by Mem0's own extraction) is skipped, one
+        Mem0 updated keeps its place with its new text.
+        """
+        self._check_open()
+        count = self.default_top_k if limit is None else limit
+        if count < 1:
+            raise MemoryBackendError(f"recent: limit must be at least 1, got {count}")
+        with self._lock:
+            newest = _live_in_creation_order(self._journal)[::-1][:count]
+            found = [self._memory.get(memory_id) for memory_id in newest]
+        return [
+            MemoryHit(str(item["id"]), str(item["memory"]), 0.0, dict(item.get("metadata") or {}))
+            for item in found if item is not None
+        ]
+
+    def forget(self, record_id: str) -> bool:
+        """``Memory.delete`` (:class:`~.base.Forgetting`); False for an id Mem0 does not hold."""
+        self._check_open()
+        with self._lock:
+            if not isinstance(record_id, str) or record_id not in _live_in_creation_order(self._journal):
+                return False
+            self._delete(record_id)
+        return True
+
+    def ingest(self, session: ConversationSession) -> None:
+        """A conversation session, one ``Memory.add`` per turn with the turn's metadata,
+        as the built-in backends store it (:mod:`.ingestion`); with ``infer`` Mem0's
+        LLM extracts facts from each turn and they carry the turn's metadata."""
+        ingest_turns(self, session)
 
     def reset(self) -> None:
         self._check_open()
@@ -328,16 +371,20 @@ class Mem0Memory:
     def _add(self, messages: str, metadata: dict[str, Any] | None) -> dict[str, Any]:
         self._check_open()
         with self._lock:
-            result: dict[str, Any] = self._memory.add(messages, agent_id=AGENT_ID, metadata=metadata, infer=self.infer)
-            added = [str(item["id"]) for item in result["results"] if item.get("event") == "ADD"]
-            self._journal_writes(added, None)
+            try:
+                result: dict[str, Any] = self._memory.add(messages, agent_id=AGENT_ID, metadata=metadata, infer=self.infer)
+            finally:
+                if self._meter is not None:
+                    self._meter.raise_refusal()  # Mem0 logs and swallows a failed extraction
+            events = [(str(item.get("event")), str(item["id"])) for item in result["results"] if "id" in item]
+            self._journal_writes(events)
         return result
 
     def _delete(self, memory_id: str) -> dict[str, Any]:
         self._check_open()
         with self._lock:
             outcome: dict[str, Any] = self._memory.delete(memory_id)
-            self._journal_writes([], memory_id)
+            self._journal_writes([("DELETE", memory_id)])
         return outcome
 
     def _search(self, query: str, top_k: int) -> dict[str, Any]:
@@ -352,17 +399,20 @@ class Mem0Memory:
 
     # ------------------------------------------------------------------ resume
 
-    def _journal_writes(self, added: Sequence[str], deleted: str | None) -> None:
-        """Append what one add or delete did to the journal that snapshots are made of:
-        each new point as Qdrant stored it (its original vectors — Qdrant normalises
-        cosine vectors in memory, and normalising twice is not exact — and payload),
-        the deletion, and the history rows Mem0 wrote."""
-        if added:
-            points = self._stored_points(added)
-            self._journal.extend({"op": "add", "point": points[memory_id]} for memory_id in added)
-        if deleted is not None:
-            # "memory_id", not "id": a journal entry's "id" is its place in the record log
-            self._journal.append({"op": "delete", "memory_id": deleted})
+    def _journal_writes(self, events: Sequence[tuple[str, str]]) -> None:
+        """Append what one add or delete did to the journal that snapshots are made of,
+        in Mem0's order: each new or updated point as Qdrant stored it (its original
+        vectors — Qdrant normalises cosine vectors in memory, and normalising twice is
+        not exact — and payload), each deletion (``delete``, or Mem0's extraction
+        deciding a memory is obsolete), and the history rows Mem0 wrote."""
+        stored = [memory_id for event, memory_id in events if event in ("ADD", "UPDATE")]
+        points = self._stored_points(stored) if stored else {}
+        for event, memory_id in events:
+            if event in ("ADD", "UPDATE"):
+                self._journal.append({"op": event.lower(), "point": points[memory_id]})
+            elif event == "DELETE":
+                # "memory_id", not "id": a journal entry's "id" is its place in the record log
+                self._journal.append({"op": "delete", "memory_id": memory_id})
         database = self._memory.db
         with database._lock:
             columns = [row[1] for row in database.connection.execute("PRAGMA table_info(history)")]
@@ -411,7 +461,11 @@ class Mem0Memory:
             _without_fsync(self._memory)
             client = self._memory.vector_store.client
             models = _qdrant_models()
+            # Points first, in the order they were added (Qdrant's storage order, which
+            # ranks ties), then the updates (in place: an upsert keeps a point's row),
+            # then the deletions (Qdrant keeps a deleted point's row as well).
             points = [event["point"] for event in events if event["op"] == "add"]
+            points += [event["point"] for event in events if event["op"] == "update"]
             for start in range(0, len(points), 256):
                 client.upsert(COLLECTION, points=[
                     models.PointStruct(id=point["id"], vector=_decode_vectors(point["vectors"]), payload=point["payload"])
@@ -570,6 +624,15 @@ class _PackageEmbedding:
         return [[float(value) for value in row] for row in self.embedder.embed(list(texts))]
 
 
+def _metered_openai_client(chat: ResolvedChat, meter: MeteredTransport) -> Any:
+    """The OpenAI client Mem0's LLM is built with, sending through ``meter``: the same
+    key and endpoint, an ``httpx.Client`` with the metering transport."""
+    import httpx
+    from openai import OpenAI
+
+    return OpenAI(api_key=chat.api_key, base_url=chat.base_url, http_client=httpx.Client(transport=meter))
+
+
 def _without_fsync(memory: Any) -> None:
     """No fsync per write in the store's SQLite files (Qdrant's point storage, Mem0's
     history): the live store is emptied when a stream opens it, and resume restores
@@ -584,6 +647,17 @@ def _without_fsync(memory: Any) -> None:
     for connection in connections:
         if isinstance(connection, sqlite3.Connection):
             connection.execute("PRAGMA synchronous=OFF")
+
+
+def _live_in_creation_order(journal: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The ids of the memories the journal leaves in the store, oldest first."""
+    live: dict[str, None] = {}
+    for event in journal:
+        if event["op"] == "add":
+            live[str(event["point"]["id"])] = None
+        elif event["op"] == "delete":
+            live.pop(str(event["memory_id"]), None)
+    return list(live)
 
 
 def _check_text(content: Any, operation: str) -> None:
@@ -686,6 +760,7 @@ def _store_locations(memory: MemoryConfig, context: MemoryContext) -> list[str]:
 BACKEND = MemoryBackend(
     NAME, open=open_mem0_memory, options=Mem0Options, extra="mem0", requires=("mem0", "qdrant_client"),
     locations=_store_locations, location_kind="directory", check=check_mem0_config, own_model_calls=infer_calls(Mem0Options, NAME),
+    own_model_price=metered_price(Mem0Options, NAME),
 )
 
 
