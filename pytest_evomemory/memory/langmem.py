@@ -57,6 +57,7 @@ from .libraries import (
     library_clients,
     metered_price,
 )
+from .metering import metered_client
 from .tools import MemoryTool
 
 NAME = "langmem"
@@ -145,9 +146,7 @@ class LangMemMemory:
             assert chat is not None
             metered: dict[str, Any] = {}
             if self._meter is not None:
-                import httpx
-
-                metered["http_client"] = httpx.Client(transport=self._meter)
+                metered["http_client"] = metered_client(self._meter)
             model = lib.ChatOpenAI(
                 model=chat.model, base_url=chat.base_url, api_key=SecretStr(chat.api_key),
                 temperature=chat.temperature, max_completion_tokens=chat.max_tokens, **metered,

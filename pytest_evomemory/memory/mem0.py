@@ -59,6 +59,7 @@ from .libraries import (
     path_template_problem,
     store_directory,
 )
+from .metering import metered_client
 from .snapshot import RecordLog
 from .tools import MemoryTool
 
@@ -627,10 +628,9 @@ class _PackageEmbedding:
 def _metered_openai_client(chat: ResolvedChat, meter: MeteredTransport) -> Any:
     """The OpenAI client Mem0's LLM is built with, sending through ``meter``: the same
     key and endpoint, an ``httpx.Client`` with the metering transport."""
-    import httpx
     from openai import OpenAI
 
-    return OpenAI(api_key=chat.api_key, base_url=chat.base_url, http_client=httpx.Client(transport=meter))
+    return OpenAI(api_key=chat.api_key, base_url=chat.base_url, http_client=metered_client(meter))
 
 
 def _without_fsync(memory: Any) -> None:

@@ -2,7 +2,7 @@
 
 With ``infer: true`` Mem0 and LangMem call their chat model through their own
 OpenAI clients (Mem0's ``openai.OpenAI``, LangChain's ``ChatOpenAI``), not through
-the agent's. Both clients take an ``httpx.Client``, and an ``httpx.Client`` takes a
+the agent's. Both clients take an ``httpx2.Client``, and an ``httpx2.Client`` takes a
 transport: :class:`MeteredTransport` sits there, under the library, and treats each
 ``/chat/completions`` request as the agent's model client treats a call under
 ``--evomemory-max-cost`` (:class:`~..models.budget.BudgetedChatModel`): before
@@ -24,7 +24,7 @@ import json
 import threading
 from typing import Any
 
-import httpx
+import httpx2
 
 from ..errors import BudgetExhausted, ConfigError
 from ..models.budget import CostGuard, active_cost_guard, most_a_call_costs
@@ -35,17 +35,17 @@ from ..types import Usage
 CHAT_PATH = "/chat/completions"
 
 
-class MeteredTransport(httpx.BaseTransport):
+class MeteredTransport(httpx2.BaseTransport):
     """An httpx transport that asks the cost guard before each chat request it sends."""
 
     def __init__(
-        self, guard: CostGuard, pricing: Pricing, max_tokens: int, inner: httpx.BaseTransport | None = None
+        self, guard: CostGuard, pricing: Pricing, max_tokens: int, inner: httpx2.BaseTransport | None = None
     ) -> None:
         self.guard = guard
         self.pricing = pricing
         #: The reply tokens assumed when a request names no ``max_tokens``.
         self.max_tokens = max_tokens
-        self.inner = inner if inner is not None else httpx.HTTPTransport()
+        self.inner = inner if inner is not None else httpx2.HTTPTransport()
         #: The first refusal, raised again by the backend when the library returns.
         self.refusal: BudgetExhausted | None = None
         #: What the metered calls used, summed (for the backend's own figures).
@@ -53,7 +53,7 @@ class MeteredTransport(httpx.BaseTransport):
         self.calls = 0
         self._lock = threading.Lock()
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         if not request.url.path.endswith(CHAT_PATH):
             return self.inner.handle_request(request)
         estimate = self._most(request)
@@ -86,7 +86,7 @@ class MeteredTransport(httpx.BaseTransport):
     def close(self) -> None:
         self.inner.close()
 
-    def _most(self, request: httpx.Request) -> float:
+    def _most(self, request: httpx2.Request) -> float:
         try:
             body: Any = json.loads(request.read() or b"{}")
         except ValueError:
@@ -133,4 +133,9 @@ def session_meter(pricing: Pricing | None, max_tokens: int, what: str) -> Metere
     return MeteredTransport(guard, pricing, max_tokens)
 
 
-__all__ = ["CHAT_PATH", "MeteredTransport", "session_meter"]
+def metered_client(meter: MeteredTransport) -> httpx2.Client:
+    """The ``http_client`` a library's OpenAI client is given: every request through ``meter``."""
+    return httpx2.Client(transport=meter, timeout=httpx2.Timeout(600.0, connect=5.0))
+
+
+__all__ = ["CHAT_PATH", "MeteredTransport", "metered_client", "session_meter"]
