@@ -402,11 +402,12 @@ def test_a_snapshot_of_another_kind_is_refused(library: str, open_library: Any, 
     source.retain("a record")
     source.snapshot(tmp_path)
     target = open_library(library, "s2")
-    with pytest.raises(MemoryBackendError, match=rf"{library} memory snapshot .*missing.* cannot be restored"):
+    with pytest.raises(MemoryBackendError, match=f"was not written by a {library} memory.* cannot be restored into one"):
         target.restore(tmp_path)
+    with pytest.raises(MemoryBackendError, match=rf"no {library} memory snapshot in .*manifest.json is missing"):
+        target.restore(tmp_path / "elsewhere")
     # a snapshot file of its own name, written by something else
-    own = "manifest.json" if library == "mem0" else f"{library}.json"
-    (tmp_path / own).write_text(json.dumps({"format": 99, "kind": other}), encoding="utf-8")
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": 99, "kind": other}), encoding="utf-8")
     with pytest.raises(MemoryBackendError, match=f"was not written by a {library} memory.* cannot be restored into one"):
         target.restore(tmp_path)
 
