@@ -169,6 +169,8 @@ class Mem0Memory:
         #: what a snapshot holds (see :meth:`_journal_writes`)
         self._journal: list[dict[str, Any]] = []
         self._history_rowid = 0
+        #: A read-only connection to Qdrant's point storage (see :meth:`_stored_points`).
+        self._storage_reader: sqlite3.Connection | None = None
         self._lock_file: IO[bytes] = claim_fresh_directory(directory, NAME)
         try:
             self._mem0 = import_mem0()
@@ -319,6 +321,7 @@ class Mem0Memory:
     def reset(self) -> None:
         self._check_open()
         with self._lock, _quiet_resets():
+            self._drop_storage_reader()
             self._memory.reset()
             _without_fsync(self._memory)
             self._journal, self._history_rowid = [], 0
@@ -458,6 +461,7 @@ class Mem0Memory:
             )
         events, state = RecordLog(directory, NAME).load()
         with self._lock, _quiet_resets():
+            self._drop_storage_reader()
             self._memory.reset()
             _without_fsync(self._memory)
             client = self._memory.vector_store.client
@@ -492,15 +496,14 @@ class Mem0Memory:
 
         storage = self.directory / "qdrant" / "collection" / COLLECTION / "storage.sqlite"
         keys = {CollectionPersistence.encode_key(normalize_point_id(memory_id)): memory_id for memory_id in ids}
-        connection = sqlite3.connect(f"file:{storage}?mode=ro", uri=True)
         try:
-            rows = connection.execute(
+            if self._storage_reader is None:  # one read-only connection while the store lives (reset drops it)
+                self._storage_reader = sqlite3.connect(f"file:{storage}?mode=ro", uri=True, check_same_thread=False)
+            rows = self._storage_reader.execute(
                 f"SELECT id, point FROM points WHERE id IN ({', '.join('?' * len(keys))})", list(keys)
             ).fetchall()
         except sqlite3.Error as error:
             raise MemoryBackendError(f"mem0 memory: could not read Qdrant's storage {storage}: {error}") from None
-        finally:
-            connection.close()
         points = {}
         for key, blob in rows:
             point = pickle.loads(blob)  # Qdrant's own storage format, written by this store
@@ -536,7 +539,13 @@ class Mem0Memory:
 
     # ------------------------------------------------------------------ helpers
 
+    def _drop_storage_reader(self) -> None:
+        if self._storage_reader is not None:
+            self._storage_reader.close()
+            self._storage_reader = None
+
     def _release(self) -> None:
+        self._drop_storage_reader()
         memory = getattr(self, "_memory", None)
         if memory is None:
             return
