@@ -503,7 +503,7 @@ def _journalled(store_class: Any) -> Any:
     """LangGraph's InMemoryStore telling its owner, after every ``batch`` (the one door
     of ``put`` and ``delete``), which operations it ran: the backend's journal."""
 
-    class JournalledStore(store_class):  # type: ignore[misc, valid-type]
+    class JournalledStore(store_class):  # type: ignore[misc]
         def __init__(self, *, on_write: Callable[[Sequence[Any]], None], **kwargs: Any) -> None:
             super().__init__(**kwargs)
             self.on_write = on_write

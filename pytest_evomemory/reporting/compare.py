@@ -38,7 +38,14 @@ from .categories import score_value
 from .columns import figures_of
 from .power import discordance_sd, power_entry
 from .similarity import similarity_analysis
-from .stats import NO_PAIRS, Proportion, compare_paired, order_difference, paired_bootstrap, wilcoxon_signed_rank
+from .stats import (
+    NO_PAIRS,
+    Proportion,
+    compare_paired,
+    order_difference,
+    paired_bootstrap,
+    wilcoxon_signed_rank,
+)
 from .summary import shared_headline
 
 if TYPE_CHECKING:

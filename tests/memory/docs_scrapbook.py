@@ -27,7 +27,8 @@ def documented_adapter() -> str:
 
 
 _namespace: dict[str, Any] = {"__name__": __name__}
-exec(compile(documented_adapter(), f"{PAGE}:my_memory.py", "exec"), _namespace)  # noqa: S102 - the page's own code
+# the page's own code, executed as a reader who copied it would run it
+exec(compile(documented_adapter(), f"{PAGE}:my_memory.py", "exec"), _namespace)
 
 create = _namespace["create"]
 Scrapbook = _namespace["Scrapbook"]

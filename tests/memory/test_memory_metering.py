@@ -36,8 +36,8 @@ from pytest_evomemory.models.budget import CostGuard, activate_cost_guard
 from pytest_evomemory.pricing import Pricing
 from pytest_evomemory.testing.scripted_server import (
     ScriptedServer,
-    mem0_new_messages,
     langmem_conversation,
+    mem0_new_messages,
     memory_library_policy,
     scripted_model_config,
 )

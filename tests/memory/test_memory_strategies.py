@@ -44,8 +44,8 @@ from pytest_evomemory.memory.guard import records_in_tool_result
 from pytest_evomemory.memory.langmem import read_search_result as langmem_results
 from pytest_evomemory.memory.mem0 import read_search_result as mem0_results
 from pytest_evomemory.runtime import ObservedMemory, StreamRun
-from pytest_evomemory.runtime.stream import Episode, TaskOutcome
 from pytest_evomemory.runtime.serial import run_benchmark
+from pytest_evomemory.runtime.stream import Episode, TaskOutcome
 from pytest_evomemory.streams.locomo import SAMPLE_FILE, read_file
 from pytest_evomemory.testing.fixtures import ServerFactory
 from pytest_evomemory.testing.scripted_server import (
@@ -149,7 +149,7 @@ def episodes(run: StreamRun, samples: list[BenchmarkSample]) -> list[TaskOutcome
 
 
 def newest_first(memory: MemorySystem) -> list[str]:
-    recent = getattr(memory, "recent")  # every backend of this suite offers it
+    recent = memory.recent  # every backend of this suite offers it
     return [hit.content for hit in recent(1000)]
 
 
@@ -293,7 +293,7 @@ def test_locomo_ingestion_stores_one_record_per_turn_with_its_metadata(
     for session in conversation.sessions:
         observed.ingest(session)
     turns = [(session, turn) for session in conversation.sessions for turn in session.turns]
-    stored = getattr(memory, "recent")(1000)[::-1]
+    stored = memory.recent(1000)[::-1]
     assert [hit.content for hit in stored] == [f"{session.date_time}: {turn.render()}" for session, turn in turns]
     assert [dict(hit.metadata) for hit in stored] == [
         {"conversation": session.conversation, "session": session.index, "date_time": session.date_time,
