@@ -29,7 +29,8 @@ import os
 import pickle
 import sqlite3
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Annotated, Any
 
@@ -219,14 +220,16 @@ class Mem0Memory:
         }
 
     def _open(self) -> Any:
+        embedding = _PackageEmbedding(self._embedder) if self._embedder is not None else None
         try:
-            memory = self._mem0.Memory.from_config(self._config())
+            with _unused_clients_not_built(embedding, llm_unused=self._chat is None):
+                memory = self._mem0.Memory.from_config(self._config())
         except Exception as error:
             raise MemoryBackendError(
                 f"mem0 memory could not be opened in {str(self.directory)!r}: {type(error).__name__}: {error}"
             ) from None
-        if self._embedder is not None:
-            memory.embedding_model = _PackageEmbedding(self._embedder)
+        if embedding is not None:
+            memory.embedding_model = embedding
         if self._meter is not None and self._chat is not None:
             memory.llm.client = _metered_openai_client(self._chat, self._meter)
         # fastembed's BM25 encoder downloads its model from the Hugging Face hub on
@@ -640,6 +643,46 @@ def _metered_openai_client(chat: ResolvedChat, meter: MeteredTransport) -> Any:
     from openai import OpenAI
 
     return OpenAI(api_key=chat.api_key, base_url=chat.base_url, http_client=metered_client(meter))
+
+
+_OPEN_LOCK = threading.Lock()
+
+
+class _UnusedLLM:
+    """Mem0's LLM when ``infer`` is off: Mem0 never calls it, and says so if it does."""
+
+    def generate_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise MemoryBackendError("mem0 memory: Mem0 called its LLM although mem0.infer is false")
+
+
+@contextmanager
+def _unused_clients_not_built(embedding: _PackageEmbedding | None, *, llm_unused: bool) -> Iterator[None]:
+    """While Mem0's ``Memory`` is built: the clients it would build and this backend
+    never uses are not built. Mem0 makes an OpenAI client for its LLM and one for its
+    embedder (each loading the system's TLS certificates, about 0.1 s, a third of a
+    store's opening); with ``infer: false`` the LLM is never called, and with this
+    package's embedder the embedder is replaced at once. The factories Mem0's
+    ``main`` module looks up are swapped for the duration, under a lock."""
+    import mem0.memory.main as main
+
+    llm_factory, embedder_factory = main.LlmFactory, main.EmbedderFactory
+
+    class _Llms:
+        @staticmethod
+        def create(*args: Any, **kwargs: Any) -> Any:
+            return _UnusedLLM() if llm_unused else llm_factory.create(*args, **kwargs)
+
+    class _Embedders:
+        @staticmethod
+        def create(*args: Any, **kwargs: Any) -> Any:
+            return embedding if embedding is not None else embedder_factory.create(*args, **kwargs)
+
+    with _OPEN_LOCK:
+        main.LlmFactory, main.EmbedderFactory = _Llms, _Embedders
+        try:
+            yield
+        finally:
+            main.LlmFactory, main.EmbedderFactory = llm_factory, embedder_factory
 
 
 def _without_fsync(memory: Any) -> None:
