@@ -250,7 +250,8 @@ def check_library_options(
 def infer_calls(options: type[LibraryOptions], backend: str) -> Callable[[MemoryConfig], str | None]:
     """The backend's ``own_model_calls``: ``<backend>.infer`` when it is on. The library
     then calls its chat model through its own client (Mem0's OpenAI SDK, LangChain's
-    ChatOpenAI), which the session's token counts and cost cap do not see."""
+    ChatOpenAI), which the agent's token counts do not see and the cost cap meters
+    through the client's transport (:mod:`.metering`)."""
 
     def key(memory: MemoryConfig) -> str | None:
         return f"{backend}.infer" if memory.section(options).infer else None

@@ -14,6 +14,11 @@ What the benchmark sees is Mem0's own behaviour:
   its LLM and embedder clients only reach the configured endpoints, and the parts
   that would download models at run time (fastembed's BM25 encoder, spaCy's
   entity model) stay off, so the ranking is the same on every machine.
+* Like the built-in backends: ``recent`` (ExpRecent's window, in the order Mem0
+  created its memories, from the journal below), ``forget`` and ``ingest`` (LoCoMo:
+  one ``Memory.add`` per dialogue turn with the turn's metadata).
+* Under ``--evomemory-max-cost`` with ``infer``, Mem0's LLM client sends through the
+  metering transport (:mod:`.metering`).
 * Resume: :meth:`Mem0Memory.snapshot` saves the Qdrant points exactly as stored
   (original vectors, payloads, storage order) and the history database's rows;
   :meth:`Mem0Memory.restore` writes them back in the same order, so the next
