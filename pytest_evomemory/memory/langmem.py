@@ -462,9 +462,17 @@ def _endpoint_dims(endpoint: EmbeddingsEndpoint | None, embeddings: Any) -> int:
 
 @contextmanager
 def _untraced() -> Iterator[None]:
-    """No LangSmith tracing, whatever LANGSMITH_TRACING says: runs must not leave the machine."""
-    from langsmith import tracing_context
+    """No LangSmith tracing, whatever LANGSMITH_TRACING says: runs must not leave the machine.
 
+    LangSmith's ``tracing_context`` costs about 75 µs (it sets a dozen context
+    variables), four times a task; when tracing is not enabled at all (no variable, no
+    enclosing context: ``tracing_is_enabled()``, 13 µs) there is nothing to turn off."""
+    from langsmith import tracing_context
+    from langsmith.utils import tracing_is_enabled
+
+    if not tracing_is_enabled():
+        yield
+        return
     with tracing_context(enabled=False):
         yield
 

@@ -545,3 +545,31 @@ def test_mem0_runs_under_xdist_through_the_plugin_as_it_runs_alone(pytester: pyt
         return sorted((s["stream"], s["task_id"], s["correct"], s["extracted"]) for s in read_jsonl(directory / "scores.jsonl"))
 
     assert scored(out) == scored(tmp_path / "alone")
+
+
+@pytest.mark.parametrize("variable", ["LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2"])
+def test_langmem_calls_are_never_traced_whatever_the_environment_says(
+    variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LangMem's calls run with LangSmith tracing off; the context that turns it off is
+    skipped only when nothing would trace (it costs 75 µs a call)."""
+    skip_without_extra("langmem")
+    from langsmith.utils import get_env_var, tracing_is_enabled
+
+    from pytest_evomemory.memory.langmem import _untraced
+
+    for name in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING_V2", "LANGCHAIN_TRACING"):
+        monkeypatch.delenv(name, raising=False)
+    get_env_var.cache_clear()
+    assert not tracing_is_enabled()
+    with _untraced():
+        assert not tracing_is_enabled()
+    monkeypatch.setenv(variable, "true")
+    get_env_var.cache_clear()
+    try:
+        assert tracing_is_enabled()  # the environment asks for tracing ...
+        with _untraced():
+            assert not tracing_is_enabled()  # ... and LangMem's calls are not traced
+    finally:
+        monkeypatch.delenv(variable)
+        get_env_var.cache_clear()
