@@ -12,10 +12,12 @@ request is refused; after it, the reservation is replaced by what the usage the
 server reports costs at the library model's price. So one cap, shared by every
 process of the session, holds the agent's and the library's spend together.
 
-A refusal raises :class:`~..errors.BudgetExhausted` inside the library's client,
-which may retry, wrap or (Mem0's extraction) swallow it; the transport keeps it, and
-the backend raises it again when the library returns (:meth:`MeteredTransport.raise_refusal`),
-so the session stops as it does for the agent's own calls.
+A refused request is not sent: the transport answers it itself with ``402 Payment
+Required`` (which the clients do not retry), and keeps the refusal
+(:class:`~..errors.BudgetExhausted`); the library may raise, wrap or (Mem0's
+extraction) swallow the error, so the backend raises the refusal again when the
+library returns (:meth:`MeteredTransport.raise_refusal`), and the session stops as
+it does for the agent's own calls.
 """
 
 from __future__ import annotations
@@ -62,7 +64,10 @@ class MeteredTransport(httpx2.BaseTransport):
         except BudgetExhausted as refusal:
             with self._lock:
                 self.refusal = self.refusal or refusal
-            raise
+            # Answered here, as "402 Payment Required": a client retries a raised error
+            # (with back-off sleeps) but not a 402, and nothing is sent.
+            body = {"error": {"message": str(refusal), "type": "evomemory_cost_cap", "code": "cost_cap"}}
+            return httpx2.Response(402, json=body, request=request)
         cost = 0.0
         try:
             response = self.inner.handle_request(request)
