@@ -135,19 +135,36 @@ def unstorable_reason(text: str, *, nul_allowed: bool) -> str | None:
     return None
 
 
+class ModelMeter(Protocol):
+    """An HTTP transport (``httpx2.BaseTransport``) that meters a library's chat
+    requests under the session's cost cap (:class:`~..models.metering.MeteredTransport`)."""
+
+    def raise_refusal(self) -> None:
+        """Raise the cost cap's refusal a request met, if any (BudgetExhausted)."""
+        ...
+
+
+#: ``meter(pricing, max_tokens, what)``: the transport a library's chat client sends
+#: through under the session's cost cap, or None without a cap.
+MeterFactory = Callable[["Pricing | None", int, str], "ModelMeter | None"]
+
+
 @dataclass(frozen=True)
 class MemoryContext:
     """Where a memory system lives: its stream and the run's output directory.
 
     ``agent_model`` is the agent's model config: a memory library that calls a
     model of its own (Mem0's and LangMem's ``infer``) uses that endpoint unless
-    its own settings name another.
+    its own settings name another. ``meter`` is how those calls are metered under
+    ``--evomemory-max-cost`` (the runtime gives
+    :func:`~..models.metering.session_meter`; None: not metered).
     """
 
     stream: str
     run_dir: Path
     run_name: str
     agent_model: ModelConfig | None = None
+    meter: MeterFactory | None = None
 
 
 MemoryOpener = Callable[["MemoryConfig", MemoryContext], MemorySystem]

@@ -44,7 +44,7 @@ from ..config import MemoryConfig, ModelConfig
 from ..errors import MemoryBackendError
 from ..tools import Tool, ToolArgumentError, require_string
 from ..types import ConversationSession, MemoryHit, ToolSpec
-from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
+from .base import MemoryBackend, MemoryContext, ModelMeter, RecordRejected, unstorable_reason
 from .embedders import Embedder
 from .guard import SeenRecord
 from .ingestion import ingest_turns
@@ -52,15 +52,14 @@ from .libraries import (
     NO_KEY,
     EmbeddingsEndpoint,
     LibraryOptions,
-    MeteredTransport,
     ResolvedChat,
     check_library_options,
     has_words,
     infer_calls,
     library_clients,
+    metered_client,
     metered_price,
 )
-from .metering import metered_client
 from .snapshot import RecordLog
 from .tools import MemoryTool
 
@@ -94,7 +93,7 @@ def open_langmem_memory(memory: MemoryConfig, context: MemoryContext) -> LangMem
     return LangMemMemory(
         default_top_k=memory.top_k,
         infer=options.infer,
-        **library_clients(memory, options, context.agent_model, NAME, source),
+        **library_clients(memory, options, context, NAME, source),
     )
 
 
@@ -110,7 +109,7 @@ class LangMemMemory:
         embedder: Embedder | None = None,
         endpoint: EmbeddingsEndpoint | None = None,
         endpoint_api_key: str | None = None,
-        meter: MeteredTransport | None = None,
+        meter: ModelMeter | None = None,
     ) -> None:
         if default_top_k < 1:
             raise MemoryBackendError("memory top_k must be at least 1")

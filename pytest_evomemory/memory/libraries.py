@@ -25,7 +25,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, Annotated, Any, cast
 
 from pydantic import Field, field_validator
 
@@ -41,8 +41,8 @@ from ..config import (
 from ..errors import ConfigError, MemoryBackendError
 from ..pricing import Pricing
 from ..text import tokens
+from .base import MemoryContext, ModelMeter
 from .embedders import BUNDLED_MODEL, Embedder, HashingEmbedder, SentenceTransformerEmbedder
-from .metering import MeteredTransport, session_meter
 
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 #: A query needs at least one letter or digit to mean anything (``""``, ``"?!"``).
@@ -251,7 +251,7 @@ def infer_calls(options: type[LibraryOptions], backend: str) -> Callable[[Memory
     """The backend's ``own_model_calls``: ``<backend>.infer`` when it is on. The library
     then calls its chat model through its own client (Mem0's OpenAI SDK, LangChain's
     ChatOpenAI), which the agent's token counts do not see and the cost cap meters
-    through the client's transport (:mod:`.metering`)."""
+    through the client's transport (:mod:`..models.metering`)."""
 
     def key(memory: MemoryConfig) -> str | None:
         return f"{backend}.infer" if memory.section(options).infer else None
@@ -270,19 +270,31 @@ def metered_price(options: type[LibraryOptions], backend: str) -> Callable[[Memo
 
 
 def library_clients(
-    memory: MemoryConfig, options: LibraryOptions, agent_model: ModelConfig | None, backend: str, source: str
+    memory: MemoryConfig, options: LibraryOptions, context: MemoryContext, backend: str, source: str
 ) -> dict[str, Any]:
     """The keyword arguments every library backend opens with: the chat model it
     extracts facts with (``infer`` only) and, under a cost cap, the transport that
-    meters its calls; the embedder in this process or the embeddings endpoint and its key."""
-    chat = resolve_chat(options.llm, agent_model, backend, source) if options.infer else None
+    meters its calls (``context.meter``); the embedder in this process or the
+    embeddings endpoint and its key."""
+    chat = resolve_chat(options.llm, context.agent_model, backend, source) if options.infer else None
+    meter = None
+    if chat is not None and context.meter is not None:
+        meter = context.meter(chat.pricing, chat.max_tokens, f"backend {backend!r}'s model")
     return {
         "chat": chat,
-        "meter": None if chat is None else session_meter(chat.pricing, chat.max_tokens, f"backend {backend!r}'s model"),
+        "meter": meter,
         "embedder": in_process_embedder(memory) if options.embeddings is None else None,
         "endpoint": options.embeddings,
         "endpoint_api_key": endpoint_key(options.embeddings, backend, source) if options.embeddings else None,
     }
+
+
+def metered_client(meter: ModelMeter) -> Any:
+    """The ``http_client`` a library's OpenAI client is given: every request through
+    ``meter`` (an httpx2 transport), with the OpenAI client's own timeouts."""
+    import httpx2
+
+    return httpx2.Client(transport=cast(httpx2.BaseTransport, meter), timeout=httpx2.Timeout(600.0, connect=5.0))
 
 
 def in_process_embedder(memory: MemoryConfig) -> Embedder:
@@ -368,7 +380,6 @@ __all__ = [
     "ChatEndpoint",
     "EmbeddingsEndpoint",
     "LibraryOptions",
-    "MeteredTransport",
     "ResolvedChat",
     "chat_pricing",
     "check_embedder",
@@ -377,6 +388,7 @@ __all__ = [
     "has_words",
     "in_process_embedder",
     "infer_calls",
+    "metered_client",
     "metered_price",
     "path_template_problem",
     "resolve_chat",

@@ -18,7 +18,7 @@ What the benchmark sees is Mem0's own behaviour:
   created its memories, from the journal below), ``forget`` and ``ingest`` (LoCoMo:
   one ``Memory.add`` per dialogue turn with the turn's metadata).
 * Under ``--evomemory-max-cost`` with ``infer``, Mem0's LLM client sends through the
-  metering transport (:mod:`.metering`).
+  metering transport (:mod:`..models.metering`).
 * Resume: :meth:`Mem0Memory.snapshot` saves the Qdrant points exactly as stored
   (original vectors, payloads, storage order) and the history database's rows;
   :meth:`Mem0Memory.restore` writes them back in the same order, so the next
@@ -46,7 +46,7 @@ from ..config import MemoryConfig, ModelConfig, Text
 from ..errors import ConfigError, MemoryBackendError
 from ..tools import Tool, ToolArgumentError, require_string
 from ..types import ConversationSession, MemoryHit, ToolSpec
-from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
+from .base import MemoryBackend, MemoryContext, ModelMeter, RecordRejected, unstorable_reason
 from .embedders import Embedder
 from .guard import SeenRecord
 from .ingestion import ingest_turns
@@ -54,18 +54,17 @@ from .libraries import (
     NO_KEY,
     EmbeddingsEndpoint,
     LibraryOptions,
-    MeteredTransport,
     ResolvedChat,
     check_library_options,
     claim_fresh_directory,
     has_words,
     infer_calls,
     library_clients,
+    metered_client,
     metered_price,
     path_template_problem,
     store_directory,
 )
-from .metering import metered_client
 from .snapshot import RecordLog
 from .tools import MemoryTool
 
@@ -133,7 +132,7 @@ def open_mem0_memory(memory: MemoryConfig, context: MemoryContext) -> Mem0Memory
         default_top_k=memory.top_k,
         infer=options.infer,
         search_threshold=options.search_threshold,
-        **library_clients(memory, options, context.agent_model, NAME, source),
+        **library_clients(memory, options, context, NAME, source),
     )
 
 
@@ -151,7 +150,7 @@ class Mem0Memory:
         embedder: Embedder | None = None,
         endpoint: EmbeddingsEndpoint | None = None,
         endpoint_api_key: str | None = None,
-        meter: MeteredTransport | None = None,
+        meter: ModelMeter | None = None,
     ) -> None:
         if default_top_k < 1:
             raise MemoryBackendError("memory top_k must be at least 1")
@@ -642,7 +641,7 @@ class _PackageEmbedding:
         return [[float(value) for value in row] for row in self.embedder.embed(list(texts))]
 
 
-def _metered_openai_client(chat: ResolvedChat, meter: MeteredTransport) -> Any:
+def _metered_openai_client(chat: ResolvedChat, meter: ModelMeter) -> Any:
     """The OpenAI client Mem0's LLM is built with, sending through ``meter``: the same
     key and endpoint, an ``httpx.Client`` with the metering transport."""
     from openai import OpenAI

@@ -332,7 +332,7 @@ class Session:
     def _check_metered_memory(self) -> None:
         """A memory library calling its own model (Mem0's fact extraction, LangMem's
         memory manager) through its own client is metered by the cost cap through that
-        client's HTTP transport (:mod:`..memory.metering`), at the price of the
+        client's HTTP transport (:mod:`..models.metering`), at the price of the
         library's model: an arm whose library model has no price is refused before any task."""
         for arm in self.arms:
             config = arm.run_config

@@ -2,7 +2,7 @@
 
 Mem0 and LangMem call their chat model through their own OpenAI clients; the
 backends give those clients an ``httpx2.Client`` whose transport
-(:class:`~pytest_evomemory.memory.metering.MeteredTransport`) reserves each chat
+(:class:`~pytest_evomemory.models.metering.MeteredTransport`) reserves each chat
 request's most with the session's cost guard and settles it at the price of the
 library's model. Against the scripted server on 127.0.0.1:
 
@@ -30,9 +30,9 @@ from pytest_evomemory.configload import validate_memory
 from pytest_evomemory.errors import BudgetExhausted, ConfigError
 from pytest_evomemory.memory import build_memory
 from pytest_evomemory.memory.base import MemoryContext
-from pytest_evomemory.memory.libraries import ChatEndpoint, chat_pricing
-from pytest_evomemory.memory.metering import MeteredTransport, metered_client
+from pytest_evomemory.memory.libraries import ChatEndpoint, chat_pricing, metered_client
 from pytest_evomemory.models.budget import CostGuard, activate_cost_guard
+from pytest_evomemory.models.metering import MeteredTransport, session_meter
 from pytest_evomemory.pricing import Pricing
 from pytest_evomemory.testing.scripted_server import (
     ScriptedServer,
@@ -121,7 +121,7 @@ def test_opening_an_unpriced_library_model_under_a_cap_is_refused(guard: Any, tm
             {"backend": "mem0", "embedder": "hashing", "mem0": {"infer": True, "llm": {"model": "another"}}}, "memory.yaml"
         )
         with pytest.raises(ConfigError, match=r"--evomemory-max-cost needs the price of backend 'mem0'.s model"):
-            build_memory(config, MemoryContext("s1", tmp_path, "r", scripted_model_config(server)))
+            build_memory(config, MemoryContext("s1", tmp_path, "r", scripted_model_config(server), session_meter))
 
 
 @pytest.mark.parametrize("backend", ["mem0", "langmem"])
@@ -133,7 +133,7 @@ def test_a_librarys_extraction_is_metered_and_a_refused_one_stops_the_memory(
         agent = scripted_model_config(server).model_copy(update={"pricing": PRICE})
         config = validate_memory({"backend": backend, "embedder": "hashing", backend: {"infer": True}}, "memory.yaml")
         cap = guard(1000.0)
-        memory = build_memory(config, MemoryContext("s1", tmp_path, "r", agent))
+        memory = build_memory(config, MemoryContext("s1", tmp_path, "r", agent, session_meter))
         try:
             memory.retain("Task: what colour are the post boxes?\nCorrect answer: teal")
             extraction = [r for r in server.requests if mem0_new_messages(r.body) or langmem_conversation(r.body)]

@@ -126,7 +126,11 @@ def _usage(content: bytes) -> Usage:
 def session_meter(pricing: Pricing | None, max_tokens: int, what: str) -> MeteredTransport | None:
     """A transport for a library's chat client under the session's cost cap, or None
     when the session has no cap. ``pricing`` is the library model's price; without one
-    a cap cannot be kept (the session's preflight refuses that before any task)."""
+    a cap cannot be kept (the session's preflight refuses that before any task).
+
+    The runtime hands this function to the memory backends in their
+    :class:`~..memory.base.MemoryContext` (``meter``): the memory layer does not
+    import this one."""
     guard = active_cost_guard()
     if guard is None:
         return None
@@ -138,9 +142,4 @@ def session_meter(pricing: Pricing | None, max_tokens: int, what: str) -> Metere
     return MeteredTransport(guard, pricing, max_tokens)
 
 
-def metered_client(meter: MeteredTransport) -> httpx2.Client:
-    """The ``http_client`` a library's OpenAI client is given: every request through ``meter``."""
-    return httpx2.Client(transport=meter, timeout=httpx2.Timeout(600.0, connect=5.0))
-
-
-__all__ = ["CHAT_PATH", "MeteredTransport", "metered_client", "session_meter"]
+__all__ = ["CHAT_PATH", "MeteredTransport", "session_meter"]
