@@ -64,16 +64,18 @@ def test_no_page_calls_a_built_in_memory_library_not_built_in() -> None:
 
 
 def test_the_quoted_cost_cap_refusal_of_a_memory_library_is_the_engines() -> None:
-    """docs/memory.md quotes the refusal of --evomemory-max-cost over a library's own model
-    calls; the engine's message begins the same way."""
+    """docs/memory.md quotes the refusal of --evomemory-max-cost over an unpriced library
+    model; the engine's message begins the same way."""
     import inspect
 
     from pytest_evomemory.runtime.session import Session
 
     memory_doc = (REPO / "docs" / "memory.md").read_text(encoding="utf-8")
-    assert "`key 'mem0.infer': --evomemory-max-cost cannot cap arm 'my_run': ...`" in memory_doc
+    quoted = "`key 'mem0.llm.pricing': --evomemory-max-cost meters the calls memory backend 'mem0' makes to its own chat model ...`"
+    assert quoted in memory_doc
     source = inspect.getsource(Session._check_metered_memory)
-    assert "key '{key}': {self.flags('max-cost')} cannot cap arm {arm.name!r}: with {key}: true" in source
+    assert "key '{price_key}': {self.flags('max-cost')} meters the calls memory backend " in source
+    assert "{config.memory.backend!r} makes to its own chat model" in source
 
 
 def test_the_retry_setting_promises_no_count_the_artefacts_do_not_keep() -> None:

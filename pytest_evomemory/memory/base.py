@@ -20,6 +20,7 @@ from ..types import ConversationSession, MemoryHit
 
 if TYPE_CHECKING:
     from ..config import BackendOptions, MemoryConfig, ModelConfig
+    from ..pricing import Pricing
 
 
 @runtime_checkable
@@ -134,19 +135,36 @@ def unstorable_reason(text: str, *, nul_allowed: bool) -> str | None:
     return None
 
 
+class ModelMeter(Protocol):
+    """An HTTP transport (``httpx2.BaseTransport``) that meters a library's chat
+    requests under the session's cost cap (:class:`~..models.metering.MeteredTransport`)."""
+
+    def raise_refusal(self) -> None:
+        """Raise the cost cap's refusal a request met, if any (BudgetExhausted)."""
+        ...
+
+
+#: ``meter(pricing, max_tokens, what)``: the transport a library's chat client sends
+#: through under the session's cost cap, or None without a cap.
+MeterFactory = Callable[["Pricing | None", int, str], "ModelMeter | None"]
+
+
 @dataclass(frozen=True)
 class MemoryContext:
     """Where a memory system lives: its stream and the run's output directory.
 
     ``agent_model`` is the agent's model config: a memory library that calls a
     model of its own (Mem0's and LangMem's ``infer``) uses that endpoint unless
-    its own settings name another.
+    its own settings name another. ``meter`` is how those calls are metered under
+    ``--evomemory-max-cost`` (the runtime gives
+    :func:`~..models.metering.session_meter`; None: not metered).
     """
 
     stream: str
     run_dir: Path
     run_name: str
     agent_model: ModelConfig | None = None
+    meter: MeterFactory | None = None
 
 
 MemoryOpener = Callable[["MemoryConfig", MemoryContext], MemorySystem]
@@ -190,11 +208,15 @@ class MemoryBackend:
     check: MemoryCheck | None = None
     #: ``own_model_calls(memory_config)``: the key (``mem0.infer``) that makes the backend
     #: call a chat model through its library's own client, or None. Those calls are
-    #: outside what the session meters (tokens, cost, ``--evomemory-max-cost``,
-    #: ``max_connections``, the shared 429 backoff), so a cost cap refuses them.
+    #: outside the agent's figures (tokens, cost columns, ``max_connections``, the
+    #: shared 429 backoff); ``--evomemory-max-cost`` meters them at the price
+    #: ``own_model_price`` gives, and refuses the arm when it gives none.
     own_model_calls: Callable[[MemoryConfig], str | None] | None = None
     #: Whether one process may drive several of its instances at once (``evomemory run``
     #: runs chains side by side in threads): False for a library whose state or client
     #: is the process's, not the instance's; the session then runs its chains one at a
     #: time (docs/memory.md, "Chains at once").
     concurrent: bool = True
+    #: ``own_model_price(memory_config, agent_model)``: the key of the price of those
+    #: calls (``mem0.llm.pricing``) and the price, None when no price is known.
+    own_model_price: Callable[[MemoryConfig, ModelConfig | None], tuple[str, Pricing | None]] | None = None

@@ -27,10 +27,11 @@ import numpy as np
 from ..config import MemoryConfig
 from ..errors import MemoryBackendError
 from ..tools import Tool
-from ..types import MemoryHit
+from ..types import ConversationSession, MemoryHit
 from ._ranking import VectorIndex, query_terms
 from .base import MemoryBackend, MemoryContext
 from .embedders import Embedder, SentenceTransformerEmbedder, Vectors, build_embedder
+from .ingestion import ingest_turns
 from .snapshot import LoggedRecord, RecordLog
 from .tools import memory_tools
 
@@ -97,6 +98,10 @@ class DenseMemory:
 
     def tools(self) -> Sequence[Tool]:
         return memory_tools(self)
+
+    def ingest(self, session: ConversationSession) -> None:
+        """A conversation session, one record per turn (:mod:`.ingestion`), as every built-in backend."""
+        ingest_turns(self, session)
 
     def __len__(self) -> int:
         return len(self._records)

@@ -14,9 +14,13 @@ memory's ``content``) and LangMem's own operations on it:
   LLM decides what to insert, update or delete (``infer: true``).
 
 The store lives in the process, so a stream's memory is gone when it closes;
-resume goes through :meth:`LangMemMemory.snapshot`, which saves the store's items
-and their vectors, and :meth:`LangMemMemory.restore`, which puts them back in
-the same order, so searches after a resume rank and score exactly as before.
+resume goes through :meth:`LangMemMemory.snapshot`, which appends to a record log
+(:class:`~.snapshot.RecordLog`) what the store was written since the last
+snapshot — every item put (value, timestamps, vectors) or deleted, in order, by
+``retain``, LangMem's tools or its memory manager alike — and
+:meth:`LangMemMemory.restore`, which replays it, so searches after a resume rank
+and score exactly as before. A snapshot costs what was written since the last one,
+not the whole store.
 LangSmith tracing is off for every call (nothing leaves the machine).
 """
 
@@ -36,14 +40,14 @@ from typing import Any, TypeVar
 import numpy as np
 from pydantic import SecretStr
 
-from ..atomicfile import write_atomically
 from ..config import MemoryConfig, ModelConfig
 from ..errors import MemoryBackendError
 from ..tools import Tool, ToolArgumentError, require_string
-from ..types import MemoryHit, ToolSpec
-from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
+from ..types import ConversationSession, MemoryHit, ToolSpec
+from .base import MemoryBackend, MemoryContext, ModelMeter, RecordRejected, unstorable_reason
 from .embedders import Embedder
 from .guard import SeenRecord
+from .ingestion import ingest_turns
 from .libraries import (
     NO_KEY,
     EmbeddingsEndpoint,
@@ -53,14 +57,15 @@ from .libraries import (
     has_words,
     infer_calls,
     library_clients,
+    metered_client,
+    metered_price,
 )
+from .snapshot import RecordLog
 from .tools import MemoryTool
 
 NAME = "langmem"
 #: Each stream has a store of its own; one namespace in it holds the memories.
 NAMESPACE = ("memories", "evomemory")
-SNAPSHOT_FILE = "langmem.json"
-SNAPSHOT_FORMAT = 1
 #: The value fields the store's index embeds: the memory, not its metadata.
 INDEXED_FIELDS = ["content"]
 
@@ -88,7 +93,7 @@ def open_langmem_memory(memory: MemoryConfig, context: MemoryContext) -> LangMem
     return LangMemMemory(
         default_top_k=memory.top_k,
         infer=options.infer,
-        **library_clients(memory, options, context.agent_model, NAME, source),
+        **library_clients(memory, options, context, NAME, source),
     )
 
 
@@ -104,6 +109,7 @@ class LangMemMemory:
         embedder: Embedder | None = None,
         endpoint: EmbeddingsEndpoint | None = None,
         endpoint_api_key: str | None = None,
+        meter: ModelMeter | None = None,
     ) -> None:
         if default_top_k < 1:
             raise MemoryBackendError("memory top_k must be at least 1")
@@ -120,26 +126,35 @@ class LangMemMemory:
         self._embeddings = _package_embeddings(embedder) if embedder is not None else _endpoint_embeddings(endpoint, endpoint_api_key)
         self._dims = embedder.dim if embedder is not None else _endpoint_dims(endpoint, self._embeddings)
         self._chat = chat
+        #: Under a cost cap: the transport the memory manager's chat client sends through.
+        self._meter = meter
         self._open_store()
 
     def _open_store(self) -> None:
         """A fresh store, with LangMem's tools (and, with ``infer``, its memory manager) bound to it."""
         lib = self._libraries
-        self._store: Any = lib.InMemoryStore(index={"dims": self._dims, "embed": self._embeddings, "fields": INDEXED_FIELDS})
+        self._store: Any = lib.InMemoryStore(
+            index={"dims": self._dims, "embed": self._embeddings, "fields": INDEXED_FIELDS}, on_write=self._written
+        )
         if not (isinstance(getattr(self._store, "_data", None), dict) and isinstance(getattr(self._store, "_vectors", None), dict)):
             raise MemoryBackendError(
                 "langmem memory: this langgraph version's InMemoryStore keeps its items differently than the one "
                 "this backend was built for (langgraph 1.x); install the versions the langmem extra pins"
             )
+        #: Every write to the store, in order (see :meth:`_journal_writes`): what snapshots are made of.
+        self._journal: list[dict[str, Any]] = []
         self._manage_tool = lib.create_manage_memory_tool(NAMESPACE, store=self._store)
         self._search_tool = lib.create_search_memory_tool(NAMESPACE, store=self._store)
         self._manager = None
         if self.infer:
             chat = self._chat
             assert chat is not None
+            metered: dict[str, Any] = {}
+            if self._meter is not None:
+                metered["http_client"] = metered_client(self._meter)
             model = lib.ChatOpenAI(
                 model=chat.model, base_url=chat.base_url, api_key=SecretStr(chat.api_key),
-                temperature=chat.temperature, max_completion_tokens=chat.max_tokens,
+                temperature=chat.temperature, max_completion_tokens=chat.max_tokens, **metered,
             )
             self._manager = lib.create_memory_store_manager(model, namespace=NAMESPACE, store=self._store)
 
@@ -155,9 +170,13 @@ class LangMemMemory:
             with self._lock, _untraced():
                 # One worker: the manager writes in a thread pool, and the order of
                 # the writes is the store's order, which must not vary between runs.
-                written = self._manager.invoke(
-                    {"messages": [{"role": "user", "content": content}]}, config={"max_concurrency": 1}
-                )
+                try:
+                    written = self._manager.invoke(
+                        {"messages": [{"role": "user", "content": content}]}, config={"max_concurrency": 1}
+                    )
+                finally:
+                    if self._meter is not None:
+                        self._meter.raise_refusal()  # whatever LangChain made of it
             return next((str(put["key"]) for put in written), "")
         key = str(uuid.uuid4())
         value: dict[str, Any] = {"content": content}
@@ -179,6 +198,36 @@ class LangMemMemory:
             MemoryHit(item.key, memory_text(item.value), float(item.score or 0.0), dict(item.value.get("metadata") or {}))
             for item in items
         ]
+
+    def recent(self, limit: int | None = None) -> list[MemoryHit]:
+        """The ``limit`` memories created last, newest first (:class:`~.base.RecencyRecall`).
+
+        Exact: the store keeps its items in a dict in the order they were first put
+        (an update by ``manage_memory`` or the memory manager keeps the item's place;
+        a deletion removes it), and a restore replays the writes in that order.
+        """
+        self._check_open()
+        count = self.default_top_k if limit is None else limit
+        if count < 1:
+            raise MemoryBackendError(f"recent: limit must be at least 1, got {count}")
+        with self._lock:
+            items = list(self._store._data.get(NAMESPACE, {}).values())[::-1][:count]
+        return [MemoryHit(item.key, memory_text(item.value), 0.0, dict(item.value.get("metadata") or {})) for item in items]
+
+    def forget(self, record_id: str) -> bool:
+        """Delete one memory by key, as ``manage_memory``'s delete does (:class:`~.base.Forgetting`)."""
+        self._check_open()
+        with self._lock, _untraced():
+            if not isinstance(record_id, str) or record_id not in self._store._data.get(NAMESPACE, {}):
+                return False
+            self._store.delete(NAMESPACE, record_id)
+        return True
+
+    def ingest(self, session: ConversationSession) -> None:
+        """A conversation session, one memory per turn with the turn's metadata, as the
+        built-in backends store it (:mod:`.ingestion`); with ``infer`` each turn goes
+        to LangMem's memory manager, whose memories keep no metadata (see :meth:`retain`)."""
+        ingest_turns(self, session)
 
     def reset(self) -> None:
         self._check_open()
@@ -231,59 +280,68 @@ class LangMemMemory:
 
     # ------------------------------------------------------------------ resume
 
+    def _written(self, ops: Sequence[Any]) -> None:
+        """The store's write hook (:class:`_Libraries`' store calls it after every
+        ``batch``, which ``put`` and ``delete`` go through, whoever calls them)."""
+        put_op = self._libraries.PutOp
+        self._journal_writes([str(op.key) for op in ops if isinstance(op, put_op) and tuple(op.namespace) == NAMESPACE])
+
+    def _journal_writes(self, keys: Sequence[str]) -> None:
+        """Append what the store now holds under each key just written: the item as
+        stored (value, timestamps, vectors exact as base64 float64) or its deletion."""
+        if not keys:
+            return
+        items = self._store._data.get(NAMESPACE, {})
+        vectors = self._store._vectors.get(NAMESPACE, {})
+        for key in dict.fromkeys(keys):
+            item = items.get(key)
+            if item is None:
+                self._journal.append({"op": "delete", "key": key})
+                continue
+            self._journal.append({
+                "op": "put", "key": key, "value": json.loads(json.dumps(item.value, default=str)),
+                "created_at": item.created_at.isoformat(), "updated_at": item.updated_at.isoformat(),
+                "vectors": {path: _encode(vector) for path, vector in vectors.get(key, {}).items()},
+            })
+
     def snapshot(self, directory: Path) -> None:
-        """Write every item of the store (value, timestamps) and its vectors, in the
-        store's order, to ``directory/langmem.json``."""
+        """Bring ``directory`` up to date with the journal (a :class:`RecordLog`: only
+        the writes since the directory's last snapshot are appended)."""
         self._check_open()
         with self._lock:
-            items = self._store._data.get(NAMESPACE, {})
-            vectors = self._store._vectors.get(NAMESPACE, {})
-            state = {
-                "format": SNAPSHOT_FORMAT,
-                "kind": NAME,
-                "items": [
-                    {
-                        "key": key,
-                        "value": item.value,
-                        "created_at": item.created_at.isoformat(),
-                        "updated_at": item.updated_at.isoformat(),
-                        "vectors": {path: _encode(vector) for path, vector in vectors.get(key, {}).items()},
-                    }
-                    for key, item in items.items()
-                ],
-            }
-        write_atomically(directory / SNAPSHOT_FILE, json.dumps(state, ensure_ascii=True))
+            journal = self._journal
+            RecordLog(directory, NAME).save(
+                len(journal),
+                lambda last_id: ({"id": index + 1, **journal[index]} for index in range(last_id, len(journal))),
+                {},
+            )
 
     def restore(self, directory: Path) -> None:
-        """Empty the store and put the snapshot's items and vectors back, in order."""
+        """Empty the store and replay the snapshot's writes into it, in order."""
         self._check_open()
-        path = directory / SNAPSHOT_FILE
-        if not path.exists():
+        if not (directory / "manifest.json").exists():
             raise MemoryBackendError(
-                f"no langmem memory snapshot in {directory} ({SNAPSHOT_FILE} is missing); it cannot be restored"
+                f"no langmem memory snapshot in {directory} (manifest.json is missing); it cannot be restored"
             )
-        try:
-            state = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
-            raise MemoryBackendError(f"langmem memory snapshot {path} is unreadable: {error}") from None
-        if not isinstance(state, dict) or state.get("kind") != NAME or state.get("format") != SNAPSHOT_FORMAT:
-            raise MemoryBackendError(
-                f"langmem memory snapshot {path} was not written by a langmem memory (format {SNAPSHOT_FORMAT}); "
-                "it cannot be restored into one"
-            )
+        events, _ = RecordLog(directory, NAME).load()
         item_class = self._libraries.Item
         with self._lock:
             self._open_store()
             data, vectors = self._store._data, self._store._vectors
-            for entry in state["items"]:
-                key = str(entry["key"])
-                data[NAMESPACE][key] = item_class(
-                    value=entry["value"], key=key, namespace=NAMESPACE,
-                    created_at=datetime.fromisoformat(entry["created_at"]),
-                    updated_at=datetime.fromisoformat(entry["updated_at"]),
-                )
-                for field, vector in entry["vectors"].items():
+            for event in events:
+                key = str(event["key"])
+                if event["op"] == "delete":
+                    data[NAMESPACE].pop(key, None)
+                    vectors[NAMESPACE].pop(key, None)
+                    continue
+                for field, vector in event["vectors"].items():  # the store inserts vectors first
                     vectors[NAMESPACE][key][field] = _decode(vector)
+                data[NAMESPACE][key] = item_class(
+                    value=event["value"], key=key, namespace=NAMESPACE,
+                    created_at=datetime.fromisoformat(event["created_at"]),
+                    updated_at=datetime.fromisoformat(event["updated_at"]),
+                )
+            self._journal = [{key: value for key, value in event.items() if key != "id"} for event in events]
 
     # ------------------------------------------------------------------ helpers
 
@@ -403,9 +461,17 @@ def _endpoint_dims(endpoint: EmbeddingsEndpoint | None, embeddings: Any) -> int:
 
 @contextmanager
 def _untraced() -> Iterator[None]:
-    """No LangSmith tracing, whatever LANGSMITH_TRACING says: runs must not leave the machine."""
-    from langsmith import tracing_context
+    """No LangSmith tracing, whatever LANGSMITH_TRACING says: runs must not leave the machine.
 
+    LangSmith's ``tracing_context`` costs about 75 µs (it sets a dozen context
+    variables), four times a task; when tracing is not enabled at all (no variable, no
+    enclosing context: ``tracing_is_enabled()``, 13 µs) there is nothing to turn off."""
+    from langsmith import tracing_context
+    from langsmith.utils import tracing_is_enabled
+
+    if not tracing_is_enabled():
+        yield
+        return
     with tracing_context(enabled=False):
         yield
 
@@ -420,7 +486,7 @@ class _Libraries:
                 # deprecated; that is for LangMem to fix, not for a benchmark run to show.
                 warnings.simplefilter("ignore", DeprecationWarning)
                 from langchain_openai import ChatOpenAI
-                from langgraph.store.base import Item
+                from langgraph.store.base import Item, PutOp
                 from langgraph.store.memory import InMemoryStore
                 from langmem import (
                     create_manage_memory_tool,
@@ -433,10 +499,35 @@ class _Libraries:
             ) from None
         self.ChatOpenAI = ChatOpenAI
         self.Item = Item
-        self.InMemoryStore = InMemoryStore
+        self.PutOp = PutOp
+        self.InMemoryStore = _journalled(InMemoryStore)
         self.create_manage_memory_tool = create_manage_memory_tool
         self.create_memory_store_manager = create_memory_store_manager
         self.create_search_memory_tool = create_search_memory_tool
+
+
+def _journalled(store_class: Any) -> Any:
+    """LangGraph's InMemoryStore telling its owner, after every ``batch`` (the one door
+    of ``put`` and ``delete``), which operations it ran: the backend's journal."""
+
+    class JournalledStore(store_class):  # type: ignore[misc]
+        def __init__(self, *, on_write: Callable[[Sequence[Any]], None], **kwargs: Any) -> None:
+            super().__init__(**kwargs)
+            self.on_write = on_write
+
+        def batch(self, ops: Any) -> Any:
+            ops = list(ops)
+            result = super().batch(ops)
+            self.on_write(ops)
+            return result
+
+        async def abatch(self, ops: Any) -> Any:
+            ops = list(ops)
+            result = await super().abatch(ops)
+            self.on_write(ops)
+            return result
+
+    return JournalledStore
 
 
 _LIBRARIES: list[_Libraries] = []
@@ -455,6 +546,7 @@ BACKEND = MemoryBackend(
     requires=("langmem", "langgraph", "langchain_openai"), check=check_langmem_config,
     own_model_calls=infer_calls(LangMemOptions, NAME),
     concurrent=False,  # a library with process-wide state: its chains run one at a time
+    own_model_price=metered_price(LangMemOptions, NAME),
 )
 
 

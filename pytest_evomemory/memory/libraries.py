@@ -25,7 +25,7 @@ import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Annotated, Any
+from typing import IO, Annotated, Any, cast
 
 from pydantic import Field, field_validator
 
@@ -39,7 +39,9 @@ from ..config import (
     http_url_problem,
 )
 from ..errors import ConfigError, MemoryBackendError
+from ..pricing import Pricing
 from ..text import tokens
+from .base import MemoryContext, ModelMeter
 from .embedders import BUNDLED_MODEL, Embedder, HashingEmbedder, SentenceTransformerEmbedder
 
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
@@ -67,6 +69,10 @@ class ChatEndpoint(StrictModel):
     api_key_env: str | None = None
     temperature: Annotated[float, Field(ge=0.0, le=2.0)] = 0.0
     max_tokens: Annotated[int, Field(ge=1, le=1_000_000)] = 2000
+    #: The library model's price (US dollars per million tokens), which
+    #: ``--evomemory-max-cost`` meters its calls at; unset: the agent's
+    #: ``model.pricing`` when the library calls the agent's model on its endpoint.
+    pricing: Pricing | None = None
 
     @field_validator("base_url")
     @classmethod
@@ -122,6 +128,8 @@ class ResolvedChat:
     api_key: str
     temperature: float
     max_tokens: int
+    #: The price the session's cost cap meters these calls at (None: not known).
+    pricing: Pricing | None = None
 
 
 def resolve_chat(
@@ -169,7 +177,21 @@ def resolve_chat(
             source=source, key=f"{backend}.llm.model",
         )
     base_url = endpoint.base_url or (agent.base_url if agent is not None else None)
-    return ResolvedChat(base_url, model, key, endpoint.temperature, endpoint.max_tokens)
+    return ResolvedChat(base_url, model, key, endpoint.temperature, endpoint.max_tokens, chat_pricing(endpoint, agent_model))
+
+
+def chat_pricing(endpoint: ChatEndpoint | None, agent_model: ModelConfig | None) -> Pricing | None:
+    """The price of the library's model: ``<backend>.llm.pricing``, else the agent's
+    when the library calls the agent's own model on the agent's endpoint (the same
+    calls, the same price), else unknown."""
+    endpoint = endpoint or ChatEndpoint()
+    if endpoint.pricing is not None:
+        return endpoint.pricing
+    if agent_model is None or agent_model.provider != "openai" or not isinstance(agent_model.pricing, Pricing):
+        return None
+    same_server = endpoint.base_url in (None, agent_model.base_url)
+    same_model = endpoint.model in (None, agent_model.model)
+    return agent_model.pricing if same_server and same_model else None
 
 
 def endpoint_key(endpoint: EmbeddingsEndpoint, backend: str, source: str) -> str:
@@ -228,7 +250,8 @@ def check_library_options(
 def infer_calls(options: type[LibraryOptions], backend: str) -> Callable[[MemoryConfig], str | None]:
     """The backend's ``own_model_calls``: ``<backend>.infer`` when it is on. The library
     then calls its chat model through its own client (Mem0's OpenAI SDK, LangChain's
-    ChatOpenAI), which the session's token counts and cost cap do not see."""
+    ChatOpenAI), which the agent's token counts do not see and the cost cap meters
+    through the client's transport (:mod:`..models.metering`)."""
 
     def key(memory: MemoryConfig) -> str | None:
         return f"{backend}.infer" if memory.section(options).infer else None
@@ -236,18 +259,42 @@ def infer_calls(options: type[LibraryOptions], backend: str) -> Callable[[Memory
     return key
 
 
+def metered_price(options: type[LibraryOptions], backend: str) -> Callable[[MemoryConfig, ModelConfig | None], tuple[str, Pricing | None]]:
+    """The backend's ``own_model_price``: the key of the library model's price and the
+    price itself (None when neither ``<backend>.llm.pricing`` nor the agent's gives one)."""
+
+    def price(memory: MemoryConfig, agent_model: ModelConfig | None) -> tuple[str, Pricing | None]:
+        return f"{backend}.llm.pricing", chat_pricing(memory.section(options).llm, agent_model)
+
+    return price
+
+
 def library_clients(
-    memory: MemoryConfig, options: LibraryOptions, agent_model: ModelConfig | None, backend: str, source: str
+    memory: MemoryConfig, options: LibraryOptions, context: MemoryContext, backend: str, source: str
 ) -> dict[str, Any]:
     """The keyword arguments every library backend opens with: the chat model it
-    extracts facts with (``infer`` only), the embedder in this process or the
+    extracts facts with (``infer`` only) and, under a cost cap, the transport that
+    meters its calls (``context.meter``); the embedder in this process or the
     embeddings endpoint and its key."""
+    chat = resolve_chat(options.llm, context.agent_model, backend, source) if options.infer else None
+    meter = None
+    if chat is not None and context.meter is not None:
+        meter = context.meter(chat.pricing, chat.max_tokens, f"backend {backend!r}'s model")
     return {
-        "chat": resolve_chat(options.llm, agent_model, backend, source) if options.infer else None,
+        "chat": chat,
+        "meter": meter,
         "embedder": in_process_embedder(memory) if options.embeddings is None else None,
         "endpoint": options.embeddings,
         "endpoint_api_key": endpoint_key(options.embeddings, backend, source) if options.embeddings else None,
     }
+
+
+def metered_client(meter: ModelMeter) -> Any:
+    """The ``http_client`` a library's OpenAI client is given: every request through
+    ``meter`` (an httpx2 transport), with the OpenAI client's own timeouts."""
+    import httpx2
+
+    return httpx2.Client(transport=cast(httpx2.BaseTransport, meter), timeout=httpx2.Timeout(600.0, connect=5.0))
 
 
 def in_process_embedder(memory: MemoryConfig) -> Embedder:
@@ -334,12 +381,15 @@ __all__ = [
     "EmbeddingsEndpoint",
     "LibraryOptions",
     "ResolvedChat",
+    "chat_pricing",
     "check_embedder",
     "claim_fresh_directory",
     "endpoint_key",
     "has_words",
     "in_process_embedder",
     "infer_calls",
+    "metered_client",
+    "metered_price",
     "path_template_problem",
     "resolve_chat",
     "store_directory",

@@ -14,6 +14,11 @@ What the benchmark sees is Mem0's own behaviour:
   its LLM and embedder clients only reach the configured endpoints, and the parts
   that would download models at run time (fastembed's BM25 encoder, spaCy's
   entity model) stay off, so the ranking is the same on every machine.
+* Like the built-in backends: ``recent`` (ExpRecent's window, in the order Mem0
+  created its memories, from the journal below), ``forget`` and ``ingest`` (LoCoMo:
+  one ``Memory.add`` per dialogue turn with the turn's metadata).
+* Under ``--evomemory-max-cost`` with ``infer``, Mem0's LLM client sends through the
+  metering transport (:mod:`..models.metering`).
 * Resume: :meth:`Mem0Memory.snapshot` saves the Qdrant points exactly as stored
   (original vectors, payloads, storage order) and the history database's rows;
   :meth:`Mem0Memory.restore` writes them back in the same order, so the next
@@ -29,7 +34,8 @@ import os
 import pickle
 import sqlite3
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Annotated, Any
 
@@ -39,10 +45,11 @@ from pydantic import Field, field_validator
 from ..config import MemoryConfig, ModelConfig, Text
 from ..errors import ConfigError, MemoryBackendError
 from ..tools import Tool, ToolArgumentError, require_string
-from ..types import MemoryHit, ToolSpec
-from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
+from ..types import ConversationSession, MemoryHit, ToolSpec
+from .base import MemoryBackend, MemoryContext, ModelMeter, RecordRejected, unstorable_reason
 from .embedders import Embedder
 from .guard import SeenRecord
+from .ingestion import ingest_turns
 from .libraries import (
     NO_KEY,
     EmbeddingsEndpoint,
@@ -53,6 +60,8 @@ from .libraries import (
     has_words,
     infer_calls,
     library_clients,
+    metered_client,
+    metered_price,
     path_template_problem,
     store_directory,
 )
@@ -123,7 +132,7 @@ def open_mem0_memory(memory: MemoryConfig, context: MemoryContext) -> Mem0Memory
         default_top_k=memory.top_k,
         infer=options.infer,
         search_threshold=options.search_threshold,
-        **library_clients(memory, options, context.agent_model, NAME, source),
+        **library_clients(memory, options, context, NAME, source),
     )
 
 
@@ -141,6 +150,7 @@ class Mem0Memory:
         embedder: Embedder | None = None,
         endpoint: EmbeddingsEndpoint | None = None,
         endpoint_api_key: str | None = None,
+        meter: ModelMeter | None = None,
     ) -> None:
         if default_top_k < 1:
             raise MemoryBackendError("memory top_k must be at least 1")
@@ -156,12 +166,16 @@ class Mem0Memory:
         self._embedder = embedder
         self._endpoint = endpoint
         self._endpoint_api_key = endpoint_api_key or NO_KEY
+        #: Under a cost cap: the transport Mem0's LLM client sends through (see _open).
+        self._meter = meter
         self._lock = threading.RLock()
         self._closed = False
         #: What was written, in order (points as stored, deletions, history rows):
         #: what a snapshot holds (see :meth:`_journal_writes`)
         self._journal: list[dict[str, Any]] = []
         self._history_rowid = 0
+        #: A read-only connection to Qdrant's point storage (see :meth:`_stored_points`).
+        self._storage_reader: sqlite3.Connection | None = None
         self._lock_file: IO[bytes] = claim_fresh_directory(directory, NAME)
         try:
             self._mem0 = import_mem0()
@@ -210,14 +224,18 @@ class Mem0Memory:
         }
 
     def _open(self) -> Any:
+        embedding = _PackageEmbedding(self._embedder) if self._embedder is not None else None
         try:
-            memory = self._mem0.Memory.from_config(self._config())
+            with _unused_clients_not_built(embedding, llm_unused=self._chat is None):
+                memory = self._mem0.Memory.from_config(self._config())
         except Exception as error:
             raise MemoryBackendError(
                 f"mem0 memory could not be opened in {str(self.directory)!r}: {type(error).__name__}: {error}"
             ) from None
-        if self._embedder is not None:
-            memory.embedding_model = _PackageEmbedding(self._embedder)
+        if embedding is not None:
+            memory.embedding_model = embedding
+        if self._meter is not None and self._chat is not None:
+            memory.llm.client = _metered_openai_client(self._chat, self._meter)
         # fastembed's BM25 encoder downloads its model from the Hugging Face hub on
         # first use: Mem0 treats False as "tried, not available" and searches semantically.
         if hasattr(memory.vector_store, "_bm25_encoder"):
@@ -272,9 +290,45 @@ class Mem0Memory:
             for item in found["results"]
         ]
 
+    def recent(self, limit: int | None = None) -> list[MemoryHit]:
+        """The ``limit`` memories Mem0 created last, newest first (:class:`~.base.RecencyRecall`).
+
+        Exact: the order is the journal's (every point in the order Mem0 added it,
+        which a restore replays), not Qdrant's, which keeps points by id; a memory
+        deleted since (by ``delete`` or by Mem0's own extraction) is skipped, one
+        Mem0 updated keeps its place with its new text.
+        """
+        self._check_open()
+        count = self.default_top_k if limit is None else limit
+        if count < 1:
+            raise MemoryBackendError(f"recent: limit must be at least 1, got {count}")
+        with self._lock:
+            newest = _live_in_creation_order(self._journal)[::-1][:count]
+            found = [self._memory.get(memory_id) for memory_id in newest]
+        return [
+            MemoryHit(str(item["id"]), str(item["memory"]), 0.0, dict(item.get("metadata") or {}))
+            for item in found if item is not None
+        ]
+
+    def forget(self, record_id: str) -> bool:
+        """``Memory.delete`` (:class:`~.base.Forgetting`); False for an id Mem0 does not hold."""
+        self._check_open()
+        with self._lock:
+            if not isinstance(record_id, str) or record_id not in _live_in_creation_order(self._journal):
+                return False
+            self._delete(record_id)
+        return True
+
+    def ingest(self, session: ConversationSession) -> None:
+        """A conversation session, one ``Memory.add`` per turn with the turn's metadata,
+        as the built-in backends store it (:mod:`.ingestion`); with ``infer`` Mem0's
+        LLM extracts facts from each turn and they carry the turn's metadata."""
+        ingest_turns(self, session)
+
     def reset(self) -> None:
         self._check_open()
         with self._lock, _quiet_resets():
+            self._drop_storage_reader()
             self._memory.reset()
             _without_fsync(self._memory)
             self._journal, self._history_rowid = [], 0
@@ -328,16 +382,20 @@ class Mem0Memory:
     def _add(self, messages: str, metadata: dict[str, Any] | None) -> dict[str, Any]:
         self._check_open()
         with self._lock:
-            result: dict[str, Any] = self._memory.add(messages, agent_id=AGENT_ID, metadata=metadata, infer=self.infer)
-            added = [str(item["id"]) for item in result["results"] if item.get("event") == "ADD"]
-            self._journal_writes(added, None)
+            try:
+                result: dict[str, Any] = self._memory.add(messages, agent_id=AGENT_ID, metadata=metadata, infer=self.infer)
+            finally:
+                if self._meter is not None:
+                    self._meter.raise_refusal()  # Mem0 logs and swallows a failed extraction
+            events = [(str(item.get("event")), str(item["id"])) for item in result["results"] if "id" in item]
+            self._journal_writes(events)
         return result
 
     def _delete(self, memory_id: str) -> dict[str, Any]:
         self._check_open()
         with self._lock:
             outcome: dict[str, Any] = self._memory.delete(memory_id)
-            self._journal_writes([], memory_id)
+            self._journal_writes([("DELETE", memory_id)])
         return outcome
 
     def _search(self, query: str, top_k: int) -> dict[str, Any]:
@@ -352,17 +410,20 @@ class Mem0Memory:
 
     # ------------------------------------------------------------------ resume
 
-    def _journal_writes(self, added: Sequence[str], deleted: str | None) -> None:
-        """Append what one add or delete did to the journal that snapshots are made of:
-        each new point as Qdrant stored it (its original vectors — Qdrant normalises
-        cosine vectors in memory, and normalising twice is not exact — and payload),
-        the deletion, and the history rows Mem0 wrote."""
-        if added:
-            points = self._stored_points(added)
-            self._journal.extend({"op": "add", "point": points[memory_id]} for memory_id in added)
-        if deleted is not None:
-            # "memory_id", not "id": a journal entry's "id" is its place in the record log
-            self._journal.append({"op": "delete", "memory_id": deleted})
+    def _journal_writes(self, events: Sequence[tuple[str, str]]) -> None:
+        """Append what one add or delete did to the journal that snapshots are made of,
+        in Mem0's order: each new or updated point as Qdrant stored it (its original
+        vectors — Qdrant normalises cosine vectors in memory, and normalising twice is
+        not exact — and payload), each deletion (``delete``, or Mem0's extraction
+        deciding a memory is obsolete), and the history rows Mem0 wrote."""
+        stored = [memory_id for event, memory_id in events if event in ("ADD", "UPDATE")]
+        points = self._stored_points(stored) if stored else {}
+        for event, memory_id in events:
+            if event in ("ADD", "UPDATE"):
+                self._journal.append({"op": event.lower(), "point": points[memory_id]})
+            elif event == "DELETE":
+                # "memory_id", not "id": a journal entry's "id" is its place in the record log
+                self._journal.append({"op": "delete", "memory_id": memory_id})
         database = self._memory.db
         with database._lock:
             columns = [row[1] for row in database.connection.execute("PRAGMA table_info(history)")]
@@ -407,11 +468,16 @@ class Mem0Memory:
             )
         events, state = RecordLog(directory, NAME).load()
         with self._lock, _quiet_resets():
+            self._drop_storage_reader()
             self._memory.reset()
             _without_fsync(self._memory)
             client = self._memory.vector_store.client
             models = _qdrant_models()
+            # Points first, in the order they were added (Qdrant's storage order, which
+            # ranks ties), then the updates (in place: an upsert keeps a point's row),
+            # then the deletions (Qdrant keeps a deleted point's row as well).
             points = [event["point"] for event in events if event["op"] == "add"]
+            points += [event["point"] for event in events if event["op"] == "update"]
             for start in range(0, len(points), 256):
                 client.upsert(COLLECTION, points=[
                     models.PointStruct(id=point["id"], vector=_decode_vectors(point["vectors"]), payload=point["payload"])
@@ -437,15 +503,14 @@ class Mem0Memory:
 
         storage = self.directory / "qdrant" / "collection" / COLLECTION / "storage.sqlite"
         keys = {CollectionPersistence.encode_key(normalize_point_id(memory_id)): memory_id for memory_id in ids}
-        connection = sqlite3.connect(f"file:{storage}?mode=ro", uri=True)
         try:
-            rows = connection.execute(
+            if self._storage_reader is None:  # one read-only connection while the store lives (reset drops it)
+                self._storage_reader = sqlite3.connect(f"file:{storage}?mode=ro", uri=True, check_same_thread=False)
+            rows = self._storage_reader.execute(
                 f"SELECT id, point FROM points WHERE id IN ({', '.join('?' * len(keys))})", list(keys)
             ).fetchall()
         except sqlite3.Error as error:
             raise MemoryBackendError(f"mem0 memory: could not read Qdrant's storage {storage}: {error}") from None
-        finally:
-            connection.close()
         points = {}
         for key, blob in rows:
             point = pickle.loads(blob)  # Qdrant's own storage format, written by this store
@@ -481,7 +546,13 @@ class Mem0Memory:
 
     # ------------------------------------------------------------------ helpers
 
+    def _drop_storage_reader(self) -> None:
+        if self._storage_reader is not None:
+            self._storage_reader.close()
+            self._storage_reader = None
+
     def _release(self) -> None:
+        self._drop_storage_reader()
         memory = getattr(self, "_memory", None)
         if memory is None:
             return
@@ -570,6 +641,54 @@ class _PackageEmbedding:
         return [[float(value) for value in row] for row in self.embedder.embed(list(texts))]
 
 
+def _metered_openai_client(chat: ResolvedChat, meter: ModelMeter) -> Any:
+    """The OpenAI client Mem0's LLM is built with, sending through ``meter``: the same
+    key and endpoint, an ``httpx.Client`` with the metering transport."""
+    from openai import OpenAI
+
+    return OpenAI(api_key=chat.api_key, base_url=chat.base_url, http_client=metered_client(meter))
+
+
+_OPEN_LOCK = threading.Lock()
+
+
+class _UnusedLLM:
+    """Mem0's LLM when ``infer`` is off: Mem0 never calls it, and says so if it does."""
+
+    def generate_response(self, *args: Any, **kwargs: Any) -> Any:
+        raise MemoryBackendError("mem0 memory: Mem0 called its LLM although mem0.infer is false")
+
+
+@contextmanager
+def _unused_clients_not_built(embedding: _PackageEmbedding | None, *, llm_unused: bool) -> Iterator[None]:
+    """While Mem0's ``Memory`` is built: the clients it would build and this backend
+    never uses are not built. Mem0 makes an OpenAI client for its LLM and one for its
+    embedder (each loading the system's TLS certificates, about 0.1 s, a third of a
+    store's opening); with ``infer: false`` the LLM is never called, and with this
+    package's embedder the embedder is replaced at once. The factories Mem0's
+    ``main`` module looks up are swapped for the duration, under a lock."""
+    import mem0.memory.main as main
+
+    llm_factory, embedder_factory = main.LlmFactory, main.EmbedderFactory
+
+    class _Llms:
+        @staticmethod
+        def create(*args: Any, **kwargs: Any) -> Any:
+            return _UnusedLLM() if llm_unused else llm_factory.create(*args, **kwargs)
+
+    class _Embedders:
+        @staticmethod
+        def create(*args: Any, **kwargs: Any) -> Any:
+            return embedding if embedding is not None else embedder_factory.create(*args, **kwargs)
+
+    with _OPEN_LOCK:
+        main.LlmFactory, main.EmbedderFactory = _Llms, _Embedders
+        try:
+            yield
+        finally:
+            main.LlmFactory, main.EmbedderFactory = llm_factory, embedder_factory
+
+
 def _without_fsync(memory: Any) -> None:
     """No fsync per write in the store's SQLite files (Qdrant's point storage, Mem0's
     history): the live store is emptied when a stream opens it, and resume restores
@@ -584,6 +703,17 @@ def _without_fsync(memory: Any) -> None:
     for connection in connections:
         if isinstance(connection, sqlite3.Connection):
             connection.execute("PRAGMA synchronous=OFF")
+
+
+def _live_in_creation_order(journal: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The ids of the memories the journal leaves in the store, oldest first."""
+    live: dict[str, None] = {}
+    for event in journal:
+        if event["op"] == "add":
+            live[str(event["point"]["id"])] = None
+        elif event["op"] == "delete":
+            live.pop(str(event["memory_id"]), None)
+    return list(live)
 
 
 def _check_text(content: Any, operation: str) -> None:
@@ -687,6 +817,7 @@ BACKEND = MemoryBackend(
     NAME, open=open_mem0_memory, options=Mem0Options, extra="mem0", requires=("mem0", "qdrant_client"),
     locations=_store_locations, location_kind="directory", check=check_mem0_config, own_model_calls=infer_calls(Mem0Options, NAME),
     concurrent=False,  # a library with process-wide state: its chains run one at a time
+    own_model_price=metered_price(Mem0Options, NAME),
 )
 
 

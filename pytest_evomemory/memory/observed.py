@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
 
-from ..errors import MemoryBackendError, ProtocolViolation
+from ..errors import BudgetExhausted, MemoryBackendError, ProtocolViolation
 from ..factories import user_frames
 from ..tools import Tool, ToolArgumentError
 from ..types import ConversationSession, MemoryHit
@@ -228,8 +228,8 @@ class ObservedMemory:
     def _forward(self, operation: Callable[[], _T], name: str) -> _T:
         try:
             return operation()
-        except (ProtocolViolation, MemoryBackendError, ToolArgumentError):
-            raise
+        except (ProtocolViolation, MemoryBackendError, ToolArgumentError, BudgetExhausted):
+            raise  # BudgetExhausted: a memory library's own model call met the cost cap
         except Exception as error:
             raise MemoryBackendError(
                 f"memory backend failed during {name} in stream {self.stream!r}: "

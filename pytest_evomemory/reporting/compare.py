@@ -38,7 +38,14 @@ from .categories import score_value
 from .columns import figures_of
 from .power import discordance_sd, power_entry
 from .similarity import similarity_analysis
-from .stats import Proportion, compare_paired, order_difference, paired_bootstrap, wilcoxon_signed_rank
+from .stats import (
+    NO_PAIRS,
+    Proportion,
+    compare_paired,
+    order_difference,
+    paired_bootstrap,
+    wilcoxon_signed_rank,
+)
 from .summary import shared_headline
 
 if TYPE_CHECKING:
@@ -82,18 +89,24 @@ def continuous_comparison(
     """``second - first`` on the tasks both ran: the mean difference with its paired
     percentile bootstrap 95 % interval, and the two-sided Wilcoxon signed-rank test."""
     estimate = paired_bootstrap(first, second)
-    test = wilcoxon_signed_rank(first, second)
     differences = [float(second[key]) - float(value) for key, value in first.items() if key in second]
     mean = sum(differences) / len(differences) if differences else 0.0
     sd = math.sqrt(sum((d - mean) ** 2 for d in differences) / len(differences)) if differences else 0.0
-    return {
+    document: dict[str, Any] = {
         "metric": metric.name, "label": metric.label, "paired_tasks": estimate.n,
         "mean_difference": estimate.mean, "ci_low": estimate.low, "ci_high": estimate.high,
-        "wilcoxon_statistic": test.statistic, "wilcoxon_p": test.p_value, "wilcoxon_method": test.method,
-        "nonzero": test.nonzero,
+        "wilcoxon_statistic": None, "wilcoxon_p": None, "wilcoxon_method": None, "nonzero": 0,
+        "no_test": NO_PAIRS,
         "power": power_entry(sd, len(differences), 1, f"the standard deviation of the per-task {metric.label} differences")
         if differences else None,
     }
+    if estimate.n:
+        test = wilcoxon_signed_rank(first, second)
+        document.update({
+            "wilcoxon_statistic": test.statistic, "wilcoxon_p": test.p_value, "wilcoxon_method": test.method,
+            "nonzero": test.nonzero, "no_test": None,
+        })
+    return document
 
 
 def stream_names(runs: Sequence[RunData]) -> list[str]:
@@ -146,6 +159,7 @@ def _scope(runs: Sequence[RunData], stream: str | None) -> dict[str, Any]:
         table = comparison.table
         paired.update({
             "label": run.label,
+            "no_test": None if paired["paired_tasks"] else NO_PAIRS,
             "same_tasks": same and bool(base),
             "only_in_baseline": len(set(base) - set(mine)),
             "only_in_this_run": len(set(mine) - set(base)),
@@ -343,6 +357,12 @@ def _warnings(runs: Sequence[RunData], document: Mapping[str, Any]) -> list[str]
                 warnings.append(f"{name}: {entry['label']} did not run this stream")
             elif not scope["runs"][0]["present"]:
                 warnings.append(f"{name}: the baseline {base} did not run this stream")
+            elif not versus["paired_tasks"]:
+                warnings.append(
+                    f"{name}: {entry['label']} against {base}: {NO_PAIRS} (scored tasks: {versus['only_in_this_run']} "
+                    f"in {entry['label']}, {versus['only_in_baseline']} in {base}); no difference, interval or "
+                    "p-value is given"
+                )
             elif versus["only_in_baseline"] or versus["only_in_this_run"]:
                 warnings.append(
                     f"{name}: {entry['label']} and {base} ran different tasks "

@@ -133,6 +133,11 @@ def pair(first: Mapping[_Key, bool], second: Mapping[_Key, bool]) -> PairedTable
     )
 
 
+#: Why a comparison over no paired task has no difference, interval or p-value: a
+#: test of nothing is not "no difference" (p = 1), and must not be shown as one.
+NO_PAIRS = "no task was scored in both runs, so there is no paired test"
+
+
 def mcnemar_exact(only_first: int, only_second: int) -> float:
     """Two-sided exact McNemar p-value: binomial test of the discordant pairs at 1/2.
 
@@ -414,9 +419,12 @@ def wilcoxon_signed_rank(first: Mapping[_Key, float], second: Mapping[_Key, floa
     ``correction=False``, ``method="auto"``): with at most 50 pairs and no zero or
     tied difference, the exact null distribution; with ties or zeros and at most 13
     pairs, every sign flip of the non-zero differences enumerated; else the normal
-    approximation, its variance corrected for ties. p is 1 when every difference is 0.
+    approximation, its variance corrected for ties. p is 1 when every difference is 0;
+    no pair at all is no test (ValueError: say :data:`NO_PAIRS` instead of a p-value).
     """
     differences = _paired_differences(first, second)
+    if not differences:
+        raise ValueError(f"a paired test needs at least one pair; {NO_PAIRS}")
     nonzero = [d for d in differences if d != 0]
     n = len(nonzero)
     if n == 0:
@@ -457,6 +465,7 @@ __all__ = [
     "BOOTSTRAP_RESAMPLES",
     "BOOTSTRAP_SEED",
     "CONFIDENCE",
+    "NO_PAIRS",
     "Z95",
     "MeanEstimate",
     "PairedComparison",

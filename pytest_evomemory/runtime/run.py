@@ -31,6 +31,7 @@ from ..memory.base import MemoryContext, MemorySystem
 from ..memory.factory import WaitNotice, backend_spec, build_memory, missing_extra, open_with_timeout
 from ..memory.snapshot import StreamSnapshots
 from ..models import check_agent_environment
+from ..models.metering import session_meter
 from ..options import PYTEST_FLAGS
 from ..pricing import Pricing
 from ..reporting.summary import StreamMetrics, ThresholdResult, check_thresholds
@@ -182,7 +183,8 @@ class BenchmarkRun:
         """
         context = MemoryContext(
             # a replicate's label: replicates of one run never share a store named after it
-            stream=name, run_dir=self.run_dir, run_name=self.config.label, agent_model=self.config.agent.model
+            stream=name, run_dir=self.run_dir, run_name=self.config.label, agent_model=self.config.agent.model,
+            meter=session_meter,  # a memory library's own model calls, under the session's cost cap
         )
         strategy = self.memory_strategy
         memory: ObservedMemory | None = None

@@ -342,24 +342,30 @@ class Session:
             )
 
     def _check_metered_memory(self) -> None:
-        """A cost cap sees only the agent's model calls: a memory library calling its
-        own model (Mem0's fact extraction, LangMem's memory manager) through its own
-        client would spend past it unseen, so that arm is refused before any task."""
+        """A memory library calling its own model (Mem0's fact extraction, LangMem's
+        memory manager) through its own client is metered by the cost cap through that
+        client's HTTP transport (:mod:`..models.metering`), at the price of the
+        library's model: an arm whose library model has no price is refused before any task."""
         for arm in self.arms:
             config = arm.run_config
             if config.agent.memory_strategy == "none":
                 continue
             spec = backend_spec(config.memory.backend)
             key = spec.own_model_calls(config.memory) if spec is not None and spec.own_model_calls else None
-            if key is not None:
-                where = config.sources.get("memory", "memory config")
+            if key is None or spec is None:
+                continue
+            where = config.sources.get("memory", "memory config")
+            price_key, price = (
+                spec.own_model_price(config.memory, config.agent.model) if spec.own_model_price else (key, None)
+            )
+            if price is None:
                 raise ConfigError(
-                    f"{where}: key '{key}': {self.flags('max-cost')} cannot cap arm {arm.name!r}: with {key}: true "
-                    f"memory backend {config.memory.backend!r} calls its chat model through its own client, whose "
-                    f"calls the cap (and the token and cost columns) never see; set {key}: false (e.g. "
-                    f"{self.flags('set')} memory.{key}=false), or run without {self.flags('max-cost')} and cap "
-                    "the spend at your provider",
-                    source=where, key=key,
+                    f"{where}: key '{price_key}': {self.flags('max-cost')} meters the calls memory backend "
+                    f"{config.memory.backend!r} makes to its own chat model ({key}: true) in arm {arm.name!r}, and "
+                    f"needs that model's price; add {price_key}: {{input_per_million: ..., output_per_million: ...}} "
+                    f"(0 and 0 for a model that costs nothing), or set {key}: false (e.g. {self.flags('set')} "
+                    f"memory.{key}=false)",
+                    source=where, key=price_key,
                 )
 
     def _open_model_side(self) -> None:

@@ -181,6 +181,18 @@ def test_bench_memory_libraries_prints_its_tables() -> None:
     assert "calls/retain" in out
 
 
+def test_bench_library_arms_prints_where_each_arms_time_goes() -> None:
+    pytest.importorskip("mem0")
+    pytest.importorskip("langmem")
+    result = run_script(str(BENCHMARKS / "bench_library_arms.py"), "--tasks", "30")
+    assert result.returncode == 0, result.stdout + result.stderr
+    rows = [line.split() for line in result.stdout.splitlines() if line.startswith(("sample streams ", "30 generated "))]
+    arms = [(row[-26], row[-25]) for row in rows]  # the columns after the workload's words
+    assert arms == [("mem0", "24"), ("langmem", "24"), ("mem0", "30"), ("langmem", "30")], result.stdout
+    for row in rows:  # texts embedded per recall and retain: nothing twice
+        assert row[-2] == "1.00" and row[-1].endswith("%")
+
+
 def test_bench_paper_tokens_prints_per_task_tokens_and_the_full_size_cost() -> None:
     result = run_script(str(BENCHMARKS / "bench_paper_tokens.py"), "--limit", "3", "--prompt-factor", "2")
     assert result.returncode == 0, result.stdout + result.stderr

@@ -27,11 +27,14 @@ from pytest_evomemory.configload import validate_memory
 from pytest_evomemory.memory import MemorySystem, build_memory
 from pytest_evomemory.memory.factory import MemoryContext
 from pytest_evomemory.memory.postgres import PostgresOptions
+from pytest_evomemory.testing.fixtures import scripted_openai_server  # noqa: F401 - a fixture
 
 #: The worked example of a third-party adapter (docs/memory.md) passes the suite too.
 EXAMPLE_ADAPTER = "tests.memory.example_adapter:create"
 #: A realistic one (consolidates, forgets, its own tool names, snapshot/restore).
 CONSOLIDATING_ADAPTER = "tests.memory.consolidating_adapter:create"
+#: The copyable adapter of docs/memory.md, executed from the page (tests/memory/docs_scrapbook.py).
+DOCS_ADAPTER = "tests.memory.docs_scrapbook:create"
 
 BACKENDS = [
     "inprocess",
@@ -44,6 +47,7 @@ BACKENDS = [
     "dense+sentence-transformers",
     EXAMPLE_ADAPTER,
     CONSOLIDATING_ADAPTER,
+    DOCS_ADAPTER,
     # The memory libraries, storing text as given; embedded with the hashing embedder,
     # which keeps the suite fast (their default, the bundled MiniLM, is the package's
     # own embedder, tested above; tests/memory/test_memory_libraries.py runs it).
@@ -117,6 +121,11 @@ def postgres_settings() -> dict[str, Any]:
 
 def memory_config(backend_id: str, postgres: dict[str, Any] | None = None, **overrides: Any) -> MemoryConfig:
     """The MemoryConfig of a conformance backend id such as ``sqlite+hashing``."""
+    return validate_memory(memory_document(backend_id, postgres, **overrides), "test memory config")
+
+
+def memory_document(backend_id: str, postgres: dict[str, Any] | None = None, **overrides: Any) -> dict[str, Any]:
+    """The memory config of a conformance backend id as a run config's ``memory`` holds it."""
     backend, _, embedder = backend_id.partition("+")
     document: dict[str, Any] = {"backend": backend, "top_k": CONFORMANCE_TOP_K}
     if embedder:
@@ -128,7 +137,7 @@ def memory_config(backend_id: str, postgres: dict[str, Any] | None = None, **ove
     if backend in LIBRARY_OPTIONS:  # the library's own section (memory.mem0, memory.langmem)
         document[backend] = dict(LIBRARY_OPTIONS[backend])
     document.update(overrides)
-    return validate_memory(document, "test memory config")
+    return document
 
 
 OpenMemory = Callable[..., MemorySystem]

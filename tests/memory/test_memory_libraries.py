@@ -402,11 +402,12 @@ def test_a_snapshot_of_another_kind_is_refused(library: str, open_library: Any, 
     source.retain("a record")
     source.snapshot(tmp_path)
     target = open_library(library, "s2")
-    with pytest.raises(MemoryBackendError, match=rf"{library} memory snapshot .*missing.* cannot be restored"):
+    with pytest.raises(MemoryBackendError, match=f"was not written by a {library} memory.* cannot be restored into one"):
         target.restore(tmp_path)
+    with pytest.raises(MemoryBackendError, match=rf"no {library} memory snapshot in .*manifest.json is missing"):
+        target.restore(tmp_path / "elsewhere")
     # a snapshot file of its own name, written by something else
-    own = "manifest.json" if library == "mem0" else f"{library}.json"
-    (tmp_path / own).write_text(json.dumps({"format": 99, "kind": other}), encoding="utf-8")
+    (tmp_path / "manifest.json").write_text(json.dumps({"format": 99, "kind": other}), encoding="utf-8")
     with pytest.raises(MemoryBackendError, match=f"was not written by a {library} memory.* cannot be restored into one"):
         target.restore(tmp_path)
 
@@ -544,3 +545,31 @@ def test_mem0_runs_under_xdist_through_the_plugin_as_it_runs_alone(pytester: pyt
         return sorted((s["stream"], s["task_id"], s["correct"], s["extracted"]) for s in read_jsonl(directory / "scores.jsonl"))
 
     assert scored(out) == scored(tmp_path / "alone")
+
+
+@pytest.mark.parametrize("variable", ["LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2"])
+def test_langmem_calls_are_never_traced_whatever_the_environment_says(
+    variable: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """LangMem's calls run with LangSmith tracing off; the context that turns it off is
+    skipped only when nothing would trace (it costs 75 µs a call)."""
+    skip_without_extra("langmem")
+    from langsmith.utils import get_env_var, tracing_is_enabled
+
+    from pytest_evomemory.memory.langmem import _untraced
+
+    for name in ("LANGSMITH_TRACING", "LANGCHAIN_TRACING_V2", "LANGSMITH_TRACING_V2", "LANGCHAIN_TRACING"):
+        monkeypatch.delenv(name, raising=False)
+    get_env_var.cache_clear()
+    assert not tracing_is_enabled()
+    with _untraced():
+        assert not tracing_is_enabled()
+    monkeypatch.setenv(variable, "true")
+    get_env_var.cache_clear()
+    try:
+        assert tracing_is_enabled()  # the environment asks for tracing ...
+        with _untraced():
+            assert not tracing_is_enabled()  # ... and LangMem's calls are not traced
+    finally:
+        monkeypatch.delenv(variable)
+        get_env_var.cache_clear()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -58,18 +57,9 @@ def test_example_adapter_by_module_factory_reference(pytester: pytest.Pytester) 
 
 
 def test_example_adapter_through_the_memory_factory_fixture(pytester: pytest.Pytester) -> None:
-    pytester.makeconftest(
-        textwrap.dedent(
-            """
-            import pytest
-            from tests.memory.example_adapter import create
+    from .test_memory_docs_blocks import documented_conftest
 
-            @pytest.fixture(scope="session")
-            def evomemory_memory_factory():
-                return create
-            """
-        )
-    )
+    pytester.makeconftest(documented_conftest())  # docs/memory.md's block, as written
     # the config names the built-in backend; the fixture overrides it
     config = write_run(pytester, {"backend": "inprocess"})
     pytester.runpytest(f"--evomemory-config={config}", "-p", "no:randomly").assert_outcomes(passed=24)

@@ -156,29 +156,53 @@ def test_a_session_directory_shared_on_purpose_shares_no_spend(
 
 
 @pytest.mark.parametrize("backend", ["mem0", "langmem"])
-def test_a_cap_refuses_a_memory_library_that_calls_its_own_model(
+def test_a_cap_meters_a_memory_library_that_calls_its_own_model(
     tmp_path: Path, scripted_openai_server: ServerFactory, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str], backend: str,
 ) -> None:
-    """Mem0's and LangMem's ``infer`` call the model through the library's own client,
-    which the cap never sees: refused before any call (exit 4), naming the key and the
-    way out, in the entry point's spelling; with ``infer: false`` that refusal is gone."""
+    """Mem0's and LangMem's ``infer`` call the agent's model through the library's own
+    client, metered by the cap at the agent's price (the same model): the library's
+    fact extraction, which asks for up to 2,000 reply tokens at $2,000 a million, could
+    pass a $5 cap, so the session stops before it is sent (exit 2) and a resume with a
+    higher cap finishes the run. A library model of its own without a price is refused
+    before any call (exit 4), naming its key and the way out in the entry point's spelling."""
     from pytest_evomemory.cli import main as evomemory
+    from pytest_evomemory.testing.scripted_server import (
+        echo_policy,
+        langmem_conversation,
+        mem0_new_messages,
+        memory_library_policy,
+    )
 
     monkeypatch.setenv(KEY_VARIABLE, SECRET)
     monkeypatch.chdir(tmp_path)
-    server = scripted_openai_server()
+    server = scripted_openai_server(memory_library_policy(lambda text: ["a fact"], then=echo_policy))
     config = _run_config(tmp_path, server.base_url)
     text = (tmp_path / "run.yaml").read_text(encoding="utf-8")
     (tmp_path / "run.yaml").write_text(
         text.replace("memory: {backend: inprocess}", f"memory: {{backend: {backend}, embedder: hashing}}"),
         encoding="utf-8",
     )
-    run = ["run", f"--{config.removeprefix('--evomemory-')}", "--max-cost", "5", "-q"]
-    assert evomemory(run) == 4
+    run = ["run", f"--{config.removeprefix('--evomemory-')}", "--limit", "2", "--max-cost", "5", "-q"]
+    assert evomemory(run) == 2
+    output = capsys.readouterr().out
+    assert "--max-cost $5 reached" in output and "Traceback" not in output, output
+
+    def extractions() -> int:
+        return sum(1 for r in server.requests if mem0_new_messages(r.body) or langmem_conversation(r.body))
+
+    assert extractions() == 0 and server.requests  # the agent's first task ran; the extraction was never sent
+    assert evomemory(["run", "--resume=results", "--max-cost", "100000", "-q"]) == 0, capsys.readouterr().out
+    assert extractions() == 4  # one per task's experience (2 streams of 2 tasks), all metered under the cap
+
+    own_model = text.replace(
+        "memory: {backend: inprocess}",
+        f"memory: {{backend: {backend}, embedder: hashing, {backend}: {{llm: {{model: another-model}}}}}}",
+    )
+    (tmp_path / "run.yaml").write_text(own_model, encoding="utf-8")
+    before = len(server.requests)
+    assert evomemory([*run, "--output-dir", "other"]) == 4
     error = capsys.readouterr().err
-    assert f"key '{backend}.infer': --max-cost cannot cap arm 'costed'" in error, error
+    assert f"key '{backend}.llm.pricing': --max-cost meters the calls memory backend '{backend}'" in error, error
     assert f"--set memory.{backend}.infer=false" in error and "--evomemory-" not in error
-    assert server.requests == []
-    evomemory([*run, "--set", f"memory.{backend}.infer=false", "--limit", "1"])
-    assert "cannot cap" not in capsys.readouterr().err
+    assert len(server.requests) == before

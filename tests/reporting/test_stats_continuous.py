@@ -53,7 +53,13 @@ def test_all_tied_differences_reduce_to_the_normal_sign_test() -> None:
 
 def test_no_difference_at_all_is_p_one_and_only_shared_tasks_count() -> None:
     assert wilcoxon_signed_rank({"a": 0.5, "b": 1.0}, {"a": 0.5, "b": 1.0, "c": 0.0}).p_value == 1.0
-    assert wilcoxon_signed_rank({}, {}).p_value == 1.0
+
+
+def test_no_pair_at_all_is_no_test_not_p_one() -> None:
+    """Zero paired tasks is not "no difference": the test refuses, and says why."""
+    for first, second in (({}, {}), ({"a": 0.5}, {}), ({"a": 0.5}, {"b": 0.5})):
+        with pytest.raises(ValueError, match="no task was scored in both runs"):
+            wilcoxon_signed_rank(first, second)
 
 
 def test_average_ranks() -> None:

@@ -21,6 +21,7 @@ from pytest_evomemory.reporting.categories import category_summary
 from pytest_evomemory.reporting.compare import build_comparison
 from pytest_evomemory.reporting.rundata import RunData
 from pytest_evomemory.reporting.stats import paired_bootstrap, wilcoxon_signed_rank
+from pytest_evomemory.reporting.terminal import format_comparison
 
 from ..schema import assert_run_dir_valid, assert_valid
 
@@ -122,6 +123,7 @@ def test_compare_of_two_locomo_arms_adds_the_paired_f1_statistics(
         "ci_low": bootstrap.low, "ci_high": bootstrap.high, "wilcoxon_statistic": wilcoxon.statistic,
         "wilcoxon_p": wilcoxon.p_value, "wilcoxon_method": wilcoxon.method, "nonzero": wilcoxon.nonzero,
         "power": continuous["power"],
+        "no_test": None,
     }
     # the smallest F1 gain detectable: (z(0.975) + z(0.80)) * sd of the F1 differences / sqrt(15)
     differences = [memory[key] - control[key] for key in control]
@@ -233,6 +235,35 @@ def test_the_continuous_comparison_agrees_with_a_hand_computation() -> None:
     assert (two["mean_difference"], two["ci_low"], two["ci_high"]) == (0.5, 0.0, 1.0)
     # one zero difference among two: a single ranked pair, p = 1 by sign-flip enumeration
     assert (two["nonzero"], two["wilcoxon_method"], two["wilcoxon_p"]) == (1, "permutation", 1.0)
+
+
+def test_an_arm_with_no_paired_task_gets_no_test_and_is_told_why() -> None:
+    """An arm whose every stream stopped before its first score (the Mem0 arm that
+    could not ingest) ran, but shares no scored task with the baseline: no McNemar,
+    no Wilcoxon, no difference or interval, and the reason instead of a p of 1."""
+    baseline = _run("base", {("a", "1"): 0.4, ("a", "2"): 0.9})
+    stopped = RunData(
+        run_dir=Path("stopped"), label="stopped", run={}, given_scores=[],
+        summary={"streams": {"a": {"tasks": 0, "correct": 0}}, "overall": {"tasks": 0, "correct": 0}},
+    )
+    document = build_comparison([baseline, stopped])
+    assert_valid("compare.json", document)
+    for scope in (document["streams"]["a"], document["overall"]):
+        versus = scope["vs_baseline"][0]
+        assert versus["paired_tasks"] == 0
+        assert (versus["mcnemar_p"], versus["difference"], versus["ci_low"], versus["ci_high"]) == (None,) * 4
+        assert versus["no_test"] == "no task was scored in both runs, so there is no paired test"
+        continuous = versus["continuous"]
+        assert (continuous["wilcoxon_p"], continuous["wilcoxon_statistic"], continuous["mean_difference"]) == (None,) * 3
+        assert continuous["no_test"] == versus["no_test"]
+    assert any(
+        warning.startswith("overall: stopped against base: no task was scored in both runs") and "2 in base" in warning
+        for warning in document["warnings"]
+    ), document["warnings"]
+    lines = "\n".join(format_comparison(document))
+    assert "1.000" not in lines and "no paired test" in lines
+    # an arm that did pair with the baseline says nothing of the kind
+    assert build_comparison([baseline, baseline])["overall"]["vs_baseline"][0]["no_test"] is None
 
 
 def test_an_accuracy_comparison_has_no_continuous_statistics() -> None:
