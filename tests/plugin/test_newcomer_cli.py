@@ -45,7 +45,7 @@ def test_set_overrides_any_key_and_is_recorded_in_run_json(pytester: pytest.Pyte
     assert json.loads(scores.splitlines()[0])["correct"] is True
 
 
-def test_set_reaches_into_a_part_that_is_not_set_yet(pytester: pytest.Pytester) -> None:
+def test_set_reaches_into_a_part_that_is_not_set_yet(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     result = pytester.runpytest(
         "--evomemory-config=sample_memory", "--evomemory-set", "agent.model.model=my-model", "--collect-only", "-q",
     )
@@ -56,7 +56,9 @@ def test_set_reaches_into_a_part_that_is_not_set_yet(pytester: pytest.Pytester) 
     config = load_run_config(builtin_path("sample_memory"), ["agent.model.model=my-model", "memory.top_k=2"])
     assert config.agent.model is not None and config.agent.model.model == "my-model"
     assert config.memory.top_k == 2
-    # A whole part replaced by another file (relative to the run config), then a key of it.
+    # A whole part replaced by another file (given on the command line, so relative to
+    # the working directory: docs/configuration.md "Relative paths"), then a key of it.
+    monkeypatch.chdir(builtin_path("sample_memory").parent)
     swapped = load_run_config(
         builtin_path("sample_memory"), ["agent=../agents/recall_baseline_no_memory.yaml", "agent.max_steps=2"]
     )
