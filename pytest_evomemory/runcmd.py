@@ -107,9 +107,9 @@ class RunProgress:
         scored = getattr(record, "scored", None)
         if self.verdicts and scored is not None:
             arm = f"{record.arm}:" if record.arm else ""
-            print(inert(f"{arm}{scored['stream']}/{scored['task_id']} [{int(scored['position']) + 1}] "
+            print(inert(f"{arm}{scored.stream}/{scored.task_id} [{scored.position + 1}] "
                         f"{task_verdict(scored)}"), flush=True)
-        self.board.add(key, [record.to_wire()], show=False)
+        self.board.add(key, [record], show=False)
 
     def task_done(self, key: str) -> None:
         line = self.board.add(key, (), show=True)

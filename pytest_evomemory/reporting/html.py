@@ -34,6 +34,7 @@ from ..atomicfile import write_atomically
 from ..identity import describe_component, describe_model, describe_ran, recorded_identity
 from ..redaction import dumps_redacted
 from ..rundir import utc_now
+from ..rundocs import StreamSummary
 from ..text import storable
 from ._markup import (
     _NONE,
@@ -47,7 +48,15 @@ from ._markup import (
     _position,
 )
 from .chart import LegendEntry, Series, curve_svg, legend_layout
-from .columns import Column, category_columns, category_rows, figure_column, grouped, stream_columns
+from .columns import (
+    CategoryColumn,
+    Column,
+    category_columns,
+    category_rows,
+    figure_column,
+    grouped,
+    stream_columns,
+)
 from .compare import OVERALL, build_comparison, continuous_label, stream_names
 from .drilldown import SCRIPT_HASH, script_tag, task_sections
 from .power import power_line
@@ -61,28 +70,20 @@ _CSP = f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-sr
 _FAILED_SHOWN = 100
 
 
-def _per(metrics: Mapping[str, Any]) -> Mapping[str, Any]:
-    per = metrics.get("per_stimulus")
-    return per if isinstance(per, Mapping) else {}
+def _curve(metrics: StreamSummary) -> list[float]:
+    return [min(1.0, max(0.0, float(v))) for v in metrics.learning_curve]
 
 
-def _curve(metrics: Mapping[str, Any]) -> list[float]:
-    curve = metrics.get("learning_curve")
-    if not isinstance(curve, list):
-        return []
-    return [min(1.0, max(0.0, n)) for n in (_number(v) for v in curve) if n is not None]
-
-
-def _table_columns(streams: Sequence[Mapping[str, Any]]) -> list[Column]:
+def _table_columns(streams: Sequence[StreamSummary]) -> list[Column]:
     """The per-stream tables' columns (:mod:`.columns`), shared by single and compare pages."""
     return stream_columns(streams, "html")
 
 
-def _metric_headers(columns: Sequence[Column]) -> str:
+def _metric_headers(columns: Sequence[Column | CategoryColumn]) -> str:
     return "".join(f'<th class="num" title="{_e(column.tooltip)}">{_e(column.header)}</th>' for column in columns)
 
 
-def _metric_cells(columns: Sequence[Column], metrics: Mapping[str, Any]) -> str:
+def _metric_cells(columns: Sequence[Column] | Sequence[CategoryColumn], metrics: Any) -> str:
     return "".join(f'<td class="num">{_e(column.cell(metrics) or _NONE)}</td>' for column in columns)
 
 
@@ -176,8 +177,8 @@ def _run_meta(run: RunData) -> str:
     strategy = agent.get("memory_strategy")
     items: list[tuple[str, object]] = [
         ("directory", str(run.run_dir)),
-        ("started", run.summary.get("started")),
-        ("finished", run.summary.get("finished")),
+        ("started", run.summary.started),
+        ("finished", run.summary.finished),
     ]
     if agent:
         kind = f"{agent.get('kind')}" + (f" ({strategy})" if strategy else "")
@@ -192,31 +193,29 @@ def _run_meta(run: RunData) -> str:
         ) if memory else "none"))
     if agent or identity.get("model"):
         items.append(("model", describe_model(_mapping(identity.get("model")))))
-    ran = describe_ran(_mapping(run.summary.get("ran")))
+    ran = describe_ran({stream: parts.written() for stream, parts in run.summary.ran.items()})
     if len(ran) > 1:  # the streams ran different things: say which ran what
         items += [("ran", line) for line in ran]
-    versions = _mapping(run.summary.get("versions") or run.run.get("versions"))
-    if versions.get("pytest-evomemory"):
-        items.append(("pytest-evomemory", versions["pytest-evomemory"]))
+    versions = run.summary.versions or run.run.versions
+    if versions.pytest_evomemory:
+        items.append(("pytest-evomemory", versions.pytest_evomemory))
     rows = "".join(f"<dt>{_e(key)}</dt><dd>{_e(value)}</dd>" for key, value in items if value not in (None, ""))
     return f'<dl class="meta">{rows}</dl>'
 
 
 def _verdict(run: RunData) -> str:
-    thresholds = run.summary.get("thresholds")
-    if not isinstance(thresholds, list) or not thresholds:
+    thresholds = run.summary.thresholds
+    if not thresholds:
         return '<p class="meta">no accuracy thresholds configured</p>'
-    passed = bool(run.summary.get("passed"))
+    passed = run.summary.passed
     rows = []
     for item in thresholds:
-        if not isinstance(item, Mapping):
-            continue
-        met = bool(item.get("met"))
+        met = item.met
         # a gate reads the scope's headline figure (LoCoMo: mean F1); older summaries hold the accuracy alone
-        value = item.get("value", item.get("accuracy"))
+        value = item.value if "value" in item.model_fields_set else item.accuracy
         rows.append(
-            f'<tr><td>{_e(item.get("scope"))}</td><td>{_e(item.get("label") or "accuracy")}</td>'
-            f'<td class="num">{_e(_percent(item.get("minimum")))}</td>'
+            f'<tr><td>{_e(item.scope)}</td><td>{_e(item.label or "accuracy")}</td>'
+            f'<td class="num">{_e(_percent(item.minimum))}</td>'
             f'<td class="num">{_e(_percent(value))}</td>'
             f'<td class="{"pass" if met else "fail"}">{"met" if met else "MISSED"}</td></tr>'
         )
@@ -233,15 +232,14 @@ def _verdict(run: RunData) -> str:
 
 
 def _failed_episodes(run: RunData) -> str:
-    failed = run.summary.get("failed_episodes")
-    if not isinstance(failed, list) or not failed:
+    failed = run.summary.failed_episodes
+    if not failed:
         return ""
     rows = "".join(
-        f"<tr>{_name_cell('td', f.get('stream'))}<td class=\"num\">{_e(_position(f.get('position')))}</td>"
-        f"<td class=\"id\"><code>{_e(f.get('task_id'))}</code></td><td>{_e(f.get('phase'))}</td>"
-        f"<td class=\"text\">{_e(f.get('reason'))}</td></tr>"
+        f"<tr>{_name_cell('td', f.stream)}<td class=\"num\">{_e(_position(f.position))}</td>"
+        f"<td class=\"id\"><code>{_e(f.task_id)}</code></td><td>{_e(f.phase)}</td>"
+        f"<td class=\"text\">{_e(f.reason)}</td></tr>"
         for f in failed[:_FAILED_SHOWN]
-        if isinstance(f, Mapping)
     )
     more = (
         f'<p class="meta">The first {_FAILED_SHOWN} of {len(failed):,} are listed; summary.json lists every one, and '
@@ -271,8 +269,8 @@ def _stream_table(run: RunData) -> str:
     return "".join(tables) + _cache_note(run.overall)
 
 
-def _cache_note(overall: Mapping[str, Any]) -> str:
-    cached, stimuli = _number(overall.get("cached_responses")), _number(overall.get("stimuli"))
+def _cache_note(overall: StreamSummary) -> str:
+    cached, stimuli = overall.cached_responses, overall.stimuli
     if not cached:
         return ""
     return (
@@ -285,7 +283,7 @@ def _category_table(run: RunData) -> str:
     """The headline mean figure per question category and overall (LoCoMo's F1
     table, summary.json's ``categories``), with evidence recall; nothing for a run
     judged on accuracy."""
-    found = category_rows(run.summary.get("categories"))
+    found = category_rows(run.summary.categories)
     if found is None:
         return ""
     label, rows, overall = found
@@ -305,15 +303,14 @@ def _group_tables(run: RunData) -> str:
     """Accuracy per group (e.g. MMLU-Pro category) of every stream that has groups."""
     parts = []
     for name, metrics in run.streams.items():
-        groups = metrics.get("groups")
-        if not isinstance(groups, Mapping) or not groups:
+        groups = metrics.groups
+        if not groups:
             continue
         rows = "".join(
-            f'<tr><th>{_e(group)}</th><td class="num">{_int(g.get("tasks"))}</td>'
-            f'<td class="num">{_int(g.get("correct"))}</td><td class="num">{_percent(g.get("accuracy"))}</td>'
-            f'<td class="num">{_ci(g.get("accuracy_ci"))}</td></tr>'
+            f'<tr><th>{_e(group)}</th><td class="num">{_int(g.tasks)}</td>'
+            f'<td class="num">{_int(g.correct)}</td><td class="num">{_percent(g.accuracy)}</td>'
+            f'<td class="num">{_ci(g.accuracy_ci)}</td></tr>'
             for group, g in groups.items()
-            if isinstance(g, Mapping)
         )
         parts.append(
             f"<h3>{_e(name)}</h3>"

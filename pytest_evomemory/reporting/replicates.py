@@ -66,7 +66,7 @@ class ReplicateFiles:
 def _accuracy(run: RunData, stream: str | None) -> float | None:
     """The figure the run's stream (or overall row) is judged on (:func:`.columns.headline`)."""
     metrics = run.overall if stream is None else run.streams.get(stream)
-    return headline(metrics)[2] if isinstance(metrics, Mapping) else None
+    return headline(metrics)[2] if metrics is not None else None
 
 
 def _figure(run: RunData) -> str:
@@ -75,9 +75,8 @@ def _figure(run: RunData) -> str:
 
 
 def _seed(run: RunData) -> int | None:
-    replicate = run.summary.get("replicate")
-    seed = replicate.get("seed") if isinstance(replicate, Mapping) else None
-    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+    replicate = run.summary.replicate
+    return replicate.seed if replicate is not None else None
 
 
 def _task_scores(run: RunData, stream: str | None, metric: Metric | None) -> dict[TaskKey, float]:

@@ -11,9 +11,10 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..rundocs import Categories, StreamSummary
 from ..text import inert
 from . import columns
-from .columns import Column
+from .columns import CategoryColumn, Column
 from .compare import continuous_label
 from .power import power_line
 from .summary import StreamMetrics
@@ -28,25 +29,22 @@ def interval(bounds: tuple[float, float] | None) -> str:
     return "-" if bounds is None else f"[{bounds[0] * 100:.1f}, {bounds[1] * 100:.1f}]"
 
 
-def _cells(columns: Sequence[Column], metrics: Mapping[str, Any], first: str) -> list[str]:
+def _cells(columns: Sequence[Column | CategoryColumn], metrics: Any, first: str) -> list[str]:
     return [first, *(column.cell(metrics) or "-" for column in columns)]
 
 
-def _group_rows(name: str, metrics: Mapping[str, Any], width: int) -> list[list[str]]:
+def _group_rows(name: str, metrics: StreamSummary, width: int) -> list[list[str]]:
     rows = []
-    groups = metrics.get("groups")
-    for group, counts in (groups.items() if isinstance(groups, Mapping) else ()):
-        if not isinstance(counts, Mapping):
-            continue
-        cells = [f"  {group}", columns.count(counts.get("tasks")) or "-", columns.count(counts.get("correct")) or "-",
-                 "", columns.percent(counts.get("accuracy")) or "-", columns.interval(counts.get("accuracy_ci")) or "-"]
+    for group, counts in metrics.groups.items():
+        cells = [f"  {group}", columns.count(counts.tasks) or "-", columns.count(counts.correct) or "-",
+                 "", columns.percent(counts.accuracy) or "-", columns.interval(counts.accuracy_ci) or "-"]
         rows.append(cells + [""] * (width - len(cells)))
     return rows
 
 
 def format_table(metrics: Mapping[str, StreamMetrics]) -> list[str]:
     """Aligned lines: one per stream (and its groups), then a rule and the overall row."""
-    documents = {name: m.to_dict() for name, m in metrics.items()}
+    documents = {name: m.document() for name, m in metrics.items()}
     streams = {name: document for name, document in documents.items() if name != "overall"}
     table = columns.stream_columns(list(streams.values()), "terminal")
     header = ["stream", *(column.header for column in table)]
@@ -77,7 +75,7 @@ def format_table(metrics: Mapping[str, StreamMetrics]) -> list[str]:
     return lines
 
 
-def format_categories(categories: object) -> list[str]:
+def format_categories(categories: Categories | None) -> list[str]:
     """The headline mean figure per question category and overall (``summary.json``'s
     ``categories``: LoCoMo's F1 table), or no lines when the summary has none."""
     found = columns.category_rows(categories)

@@ -122,7 +122,7 @@ def run_benchmark(
     finally:
         session.release()
     summary = session.baseline.summary
-    return dict(summary) if summary is not None else {}
+    return summary.written() if summary is not None else {}
 
 
 __all__ = ["Progress", "run_benchmark", "run_session"]
