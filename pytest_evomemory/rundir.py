@@ -58,6 +58,7 @@ from .rundocs import (
     RunFile,
     Score,
     Summary,
+    TranscriptEntry,
 )
 from .rundocs.base import Doc, problem_line
 from .rundocs.wire import Event, FeedbackSkippedRecord, Record
@@ -601,7 +602,8 @@ class RunWriter:
             _rewrite_jsonl(self.run_dir / EVENTS, [e.wire() for e in state.events])
             for path in (self.run_dir / TRANSCRIPTS).glob("*.jsonl"):
                 stream = path.stem
-                _rewrite_jsonl(path, [t for t in read_jsonl(path) if (stream, t.get("task_id")) in kept])
+                entries = _typed(TranscriptEntry, read_jsonl(path))
+                _rewrite_jsonl(path, [t for t in entries if t is not None and (stream, t.task_id) in kept])
 
         self._guard(rewrite)
 

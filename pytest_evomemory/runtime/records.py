@@ -31,6 +31,7 @@ from ..rundocs import (
     Summary,
     WriteFailure,
 )
+from ..rundocs.records import Phase
 from ..rundocs.wire import (
     ARM_FIELD,
     ErrorRecord,
@@ -109,11 +110,10 @@ def write_failed_record(stream: str, error: BaseException) -> WriteFailedRecord:
     return WriteFailedRecord(failure=WriteFailure(stream=stream, reason=reason))
 
 
-def stream_error_record(stream: str, reason: str, phase: str = "teardown") -> StreamErrorRecord:
-    """A stream that failed outside any episode (``phase``: ``start`` or ``teardown``)."""
-    return StreamErrorRecord(failure=Failure.model_validate(
-        {"stream": stream, "task_id": None, "position": None, "phase": phase, "reason": reason}
-    ))
+def stream_error_record(stream: str, reason: str, phase: Phase = "teardown") -> StreamErrorRecord:
+    """A stream that failed outside any episode (``phase``: ``start`` or ``teardown``):
+    it names no task and no position."""
+    return StreamErrorRecord(failure=Failure(stream=stream, phase=phase, reason=reason))
 
 
 def refusal_record(key: str, message: str) -> RefusalRecord:
