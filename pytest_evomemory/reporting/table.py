@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from ..evaluation.modes import MATCH_MODES
+from ..rundocs import Score
 from .clustered import estimate_arm, z_quantile
 from .columns import headline, number
 from .compare import TaskKey, outcomes, values
@@ -246,25 +247,24 @@ def column_scores(run: RunData, column: PaperColumn) -> dict[TaskKey, float]:
         return values(run, metric) if metric is not None else {key: float(o) for key, o in outcomes(run).items()}
     found: dict[TaskKey, float] = {}
     for scored in run.scores:
-        if str(scored.get("stream")) != column.stream:
+        if scored.stream != column.stream:
             continue
-        key = (column.stream, str(scored.get("task_id")))
-        right = bool(scored.get("correct")) and not scored.get("error")
+        key = (column.stream, scored.task_id)
+        right = scored.correct and not scored.error
         if column.metric.startswith("groups."):
-            if str(scored.get("group")) == column.metric.removeprefix("groups."):
+            if str(scored.group) == column.metric.removeprefix("groups."):
                 found[key] = float(right)
         elif column.metric.startswith("figure."):
             found[key] = float(_figure_match(scored, column.metric.removeprefix("figure.")))
     return found
 
 
-def _figure_match(scored: Mapping[str, Any], name: str) -> bool:
+def _figure_match(scored: Score, name: str) -> bool:
     """Whether a scored task has the figure ``name`` (ToolBench's API match); a failed episode has none."""
-    mode = scored.get("match_mode")
-    details = scored.get("details")
-    if scored.get("error") or not isinstance(mode, str) or mode not in MATCH_MODES or not isinstance(details, Mapping):
+    mode = scored.match_mode
+    if scored.error or mode not in MATCH_MODES:
         return False
-    return any(bool(details.get(metric.detail)) for metric in MATCH_MODES.get(mode).metrics if metric.name == name)
+    return any(bool(scored.details.get(metric.detail)) for metric in MATCH_MODES.get(mode).metrics if metric.name == name)
 
 
 @dataclass(frozen=True)
