@@ -35,6 +35,7 @@ from ..evaluation.modes import Metric
 from ..identity import recorded_identity
 from ..rundir import SCHEMA_VERSION
 from ..rundocs import Score, StreamSummary
+from ..rundocs.compare import Comparison, as_comparison
 from .categories import score_value
 from .columns import figures_of
 from .power import discordance_sd, power_entry
@@ -371,15 +372,10 @@ def _has_continuous(scope: Mapping[str, Any]) -> bool:
     return any(entry.get("continuous") for entry in scope["vs_baseline"])
 
 
-def continuous_label(document: Mapping[str, Any]) -> str | None:
+def continuous_label(document: Comparison | Mapping[str, Any]) -> str | None:
     """The label of the continuous headline figure a comparison tests (``F1``), or
     None when every paired entry is judged on accuracy alone."""
-    for scope in [*document["streams"].values(), document["overall"]]:
-        for against in scope["vs_baseline"]:
-            continuous = against.get("continuous")
-            if isinstance(continuous, Mapping):
-                return str(continuous.get("label") or continuous.get("metric"))
-    return None
+    return as_comparison(document).continuous_label()
 
 
 def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
@@ -417,7 +413,8 @@ def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
         "sequence_robustness": sequence_robustness(runs, list(streams)),
     }
     document["warnings"] = _warnings(runs, document)
-    return document
+    # the document as its model writes it: the shape compare.json is declared with (rundocs.compare)
+    return Comparison.model_validate(document).written()
 
 
 __all__ = [

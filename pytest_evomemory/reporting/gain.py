@@ -33,6 +33,7 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..options import GAIN_REQUIRES
+from ..rundocs.compare import Comparison, ContinuousComparison, PairedEntry, as_comparison
 from .compare import OVERALL
 
 #: What a gate requires to be met (``min-gain-by``), the default first: the point
@@ -160,42 +161,46 @@ def parse_min_gain(
 
 
 def check_gains(
-    document: Mapping[str, Any], thresholds: Sequence[GainThreshold], *, complete: bool = True
+    given: Comparison | Mapping[str, Any], thresholds: Sequence[GainThreshold], *, complete: bool = True
 ) -> list[GainResult]:
     """Every arm after the baseline against every gate, streams first, then overall.
 
     ``complete`` is false when a run stopped before its planned tasks ran: then no
     gate is met, whatever the difference on the tasks that did run.
     """
+    document = as_comparison(given)
     results = []
     for threshold in _in_order(thresholds):
-        scope = _scope(document, threshold)
-        labels = [run["label"] for run in document["runs"][1:]]
-        versus: list[Mapping[str, Any]] = list(scope["vs_baseline"]) if scope is not None else [{} for _ in labels]
+        scope = document.scope(threshold.scope)
+        labels = [run.label for run in document.runs[1:]]
+        versus = list(scope.vs_baseline) if scope is not None else [PairedEntry() for _ in labels]
         for label, paired in zip(labels, versus, strict=True):
-            continuous = paired.get("continuous")
-            source: Mapping[str, Any] = paired
-            if isinstance(continuous, Mapping):  # the stream is judged on a mean (LoCoMo's F1): so is its gain
+            continuous = paired.continuous
+            source: PairedEntry | ContinuousComparison = paired
+            if continuous is not None:  # the stream is judged on a mean (LoCoMo's F1): so is its gain
                 source = continuous
-                tasks = int(continuous.get("paired_tasks") or 0)
-                difference = continuous.get("mean_difference") if tasks else None
-                figure, wilcoxon, test = f"mean {continuous.get('label')}", continuous.get("wilcoxon_p"), "Wilcoxon"
+                tasks = continuous.paired_tasks
+                difference = continuous.mean_difference if tasks else None
+                figure, wilcoxon, test = f"mean {continuous.label}", continuous.wilcoxon_p, "Wilcoxon"
             else:
-                tasks = int(paired.get("paired_tasks") or 0)
-                difference = paired.get("difference") if tasks else None
+                tasks = paired.paired_tasks
+                difference = paired.difference if tasks else None
                 figure, wilcoxon, test = "accuracy", None, "McNemar"
             results.append(GainResult(
-                threshold, label, str(document["baseline"]),
-                None if difference is None else float(difference), tasks, paired.get("mcnemar_p"), complete,
-                interval=_interval(source) if tasks else None,
+                threshold, label, document.baseline,
+                None if difference is None else float(difference), tasks, paired.mcnemar_p, complete,
+                interval=_bounds(source.ci_low, source.ci_high) if tasks else None,
                 figure=figure, wilcoxon_p=None if wilcoxon is None else float(wilcoxon), test=test,
             ))
     return results
 
 
-def _interval(entry: Mapping[str, Any]) -> tuple[float, float] | None:
-    low, high = entry.get("ci_low"), entry.get("ci_high")
+def _bounds(low: float | None, high: float | None) -> tuple[float, float] | None:
     return None if low is None or high is None else (float(low), float(high))
+
+
+def _interval(entry: Mapping[str, Any]) -> tuple[float, float] | None:
+    return _bounds(entry.get("ci_low"), entry.get("ci_high"))
 
 
 def _in_order(thresholds: Sequence[GainThreshold]) -> list[GainThreshold]:

@@ -35,6 +35,7 @@ from ..identity import describe_component, describe_model, describe_ran, recorde
 from ..redaction import dumps_redacted
 from ..rundir import utc_now
 from ..rundocs import StreamSummary
+from ..rundocs.compare import Comparison, PairedEntry, RunEntry, as_comparison
 from ..text import storable
 from ._markup import (
     _NONE,
@@ -57,7 +58,7 @@ from .columns import (
     grouped,
     stream_columns,
 )
-from .compare import OVERALL, build_comparison, continuous_label, stream_names
+from .compare import OVERALL, build_comparison, stream_names
 from .drilldown import SCRIPT_HASH, script_tag, task_sections
 from .power import power_line
 from .rundata import ReportError, RunData, load_run, load_runs
@@ -376,67 +377,63 @@ def _p_value(value: object) -> str:
     return "< 0.001" if number < 0.001 else f"{number:.3f}"
 
 
-def _accuracy_cell(entry: Mapping[str, Any], figures: Sequence[Column]) -> str:
-    if not entry.get("present"):
+def _accuracy_cell(entry: RunEntry, figures: Sequence[Column]) -> str:
+    if not entry.present:
         return "".join(f'<td class="num">{_NONE}</td>' for _ in range(2 + len(figures)))
-    counts = f"{_int(entry.get('correct'))}/{_int(entry.get('tasks'))}"
+    counts = f"{_int(entry.correct)}/{_int(entry.tasks)}"
     return (
-        f'<td class="num">{_e(_percent(entry.get("accuracy")))} <small>({_e(counts)})</small></td>'
-        f'<td class="num">{_e(_ci([entry.get("ci_low"), entry.get("ci_high")]))}</td>'
-        + "".join(f'<td class="num">{_e(column.cell(entry) or _NONE)}</td>' for column in figures)
+        f'<td class="num">{_e(_percent(entry.accuracy))} <small>({_e(counts)})</small></td>'
+        f'<td class="num">{_e(_ci([entry.ci_low, entry.ci_high]))}</td>'
+        + "".join(f'<td class="num">{_e(column.cell(entry.written()) or _NONE)}</td>' for column in figures)
     )
 
 
-def _continuous_cells(versus: Mapping[str, Any] | None) -> str:
+def _continuous_cells(versus: PairedEntry | None) -> str:
     """Δ of the mean of a continuous headline figure (LoCoMo's F1), its paired
     bootstrap interval and the Wilcoxon p (compare.json's ``continuous``)."""
-    continuous = versus.get("continuous") if versus is not None else None
-    if not isinstance(continuous, Mapping):
+    continuous = versus.continuous if versus is not None else None
+    if continuous is None:
         return f'<td class="num">{_NONE}</td>' * 3
-    difference = _number(continuous.get("mean_difference"))
+    difference = _number(continuous.mean_difference)
     css = "" if difference is None else "better" if difference > 1e-12 else "worse" if difference < -1e-12 else ""
     return (
         f'<td class="num {css}">{_e(_pp(difference))}</td>'
-        f'<td class="num">{_e(_pp_interval(continuous.get("ci_low"), continuous.get("ci_high")))}</td>'
-        f'<td class="num">{_e(_p_value(continuous.get("wilcoxon_p")))}</td>'
+        f'<td class="num">{_e(_pp_interval(continuous.ci_low, continuous.ci_high))}</td>'
+        f'<td class="num">{_e(_p_value(continuous.wilcoxon_p))}</td>'
     )
 
 
-def _versus_cells(versus: Mapping[str, Any] | None) -> str:
+def _versus_cells(versus: PairedEntry | None) -> str:
     if versus is None:
         return f'<td class="num">baseline</td><td class="num">{_NONE}</td><td class="num">{_NONE}</td><td class="num">{_NONE}</td>'
-    difference = _number(versus.get("difference"))
+    difference = _number(versus.difference)
     css = "" if difference is None else "better" if difference > 1e-12 else "worse" if difference < -1e-12 else ""
-    paired = f"{_int(versus.get('paired_tasks'))}"
-    if not versus.get("same_tasks"):
+    paired = f"{_int(versus.paired_tasks)}"
+    if not versus.same_tasks:
         paired += " \u26a0"
     return (
         f'<td class="num {css}">{_e(_pp(difference))}</td>'
-        f'<td class="num">{_e(_pp_interval(versus.get("ci_low"), versus.get("ci_high")))}</td>'
-        f'<td class="num">{_e(_p_value(versus.get("mcnemar_p")))}</td><td class="num">{_e(paired)}</td>'
+        f'<td class="num">{_e(_pp_interval(versus.ci_low, versus.ci_high))}</td>'
+        f'<td class="num">{_e(_p_value(versus.mcnemar_p))}</td><td class="num">{_e(paired)}</td>'
     )
 
 
-def _accuracy_table(comparison: Mapping[str, Any]) -> str:
+def _accuracy_table(comparison: Comparison) -> str:
     """One row per scope and run: a long table whose width does not grow with runs."""
-    figures_found = comparison.get("figures")
-    figures = [
-        figure_column(str(name), str(label))
-        for name, label in (figures_found.items() if isinstance(figures_found, Mapping) else ())
-    ]
+    figures = [figure_column(name, label) for name, label in comparison.figures.items()]
     rows = []
-    label = continuous_label(comparison)
-    scopes = [*comparison["streams"].items(), (OVERALL, comparison[OVERALL])]
+    label = comparison.continuous_label()
+    scopes = [*comparison.streams.items(), (OVERALL, comparison.overall)]
     for name, scope in scopes:
-        entries, versus = scope["runs"], [None, *scope["vs_baseline"]]
+        entries, versus = scope.runs, [None, *scope.vs_baseline]
         for index, (entry, against) in enumerate(zip(entries, versus, strict=True)):
             head = _name_cell("th", name, f' rowspan="{len(entries)}"') if index == 0 else ""
             rows.append(
                 f'<tr class="{"overall" if name == OVERALL else ""}" data-scope="{_e(name)}">{head}'
-                f'<td class="run" title="{_e(entry["label"])}">{_e(entry["label"])}</td>{_accuracy_cell(entry, figures)}'
+                f'<td class="run" title="{_e(entry.label)}">{_e(entry.label)}</td>{_accuracy_cell(entry, figures)}'
                 f"{_versus_cells(against)}{_continuous_cells(against) if label else ''}</tr>"
             )
-    baseline = comparison["baseline"]
+    baseline = comparison.baseline
     continuous_heads = (
         f'<th class="num" title="mean {_e(label)} of this run minus the baseline\'s, on the tasks both ran">'
         f'\u0394 mean {_e(label)}</th><th class="num">95% CI (paired bootstrap)</th><th class="num">Wilcoxon p</th>'
@@ -460,34 +457,33 @@ def _accuracy_table(comparison: Mapping[str, Any]) -> str:
         '<p class="meta">Accuracy: 95% Wilson interval. \u0394: this run minus the baseline on the tasks both '
         "ran, with Agresti & Min's paired 95% interval and the exact McNemar p-value; "
         f"\u26a0 marks runs whose tasks differ from the baseline's.{continuous_note}</p>"
-        + _power_notes(comparison["overall"]["vs_baseline"])
+        + _power_notes(comparison.overall.vs_baseline)
     )
 
 
-def _power_notes(entries: Iterable[Mapping[str, Any]]) -> str:
+def _power_notes(entries: Iterable[PairedEntry]) -> str:
     """Each paired entry's minimum detectable effect (:func:`.power.power_line`), one line each."""
     found = []
     for entry in entries:
-        power = _mapping(entry.get("continuous")).get("power") or entry.get("power")  # the figure judged
-        if isinstance(power, Mapping):
-            found.append(power_line(str(entry.get("label")), power))
+        power = (entry.continuous.power if entry.continuous is not None else None) or entry.power  # the figure judged
+        if power is not None:
+            found.append(power_line(entry.label, power.written()))
     return "".join(f'<p class="meta power">{_e(line)}</p>' for line in found)
 
 
-def _sequence_robustness(comparison: Mapping[str, Any]) -> str:
+def _sequence_robustness(comparison: Comparison) -> str:
     """compare.json's ``sequence_robustness``: the same arm in two orders, paired by task."""
-    entries = comparison.get("sequence_robustness") or []
+    entries = comparison.sequence_robustness
     if not entries:
         return ""
     rows = []
     for entry in entries:
-        scopes = [*_mapping(entry.get("streams")).items(), (OVERALL, entry.get(OVERALL))]
+        scopes = [*entry.streams.items(), (OVERALL, entry.overall)]
         for name, scope in scopes:
-            scope = {**_mapping(scope), "same_tasks": True}
             rows.append(
-                f'<tr class="{"overall" if name == OVERALL else ""}"><td>{_e(entry.get("label"))}</td>'
-                f'<td>{_e(entry.get("order"))} \u2212 {_e(entry.get("baseline_order"))}</td>'
-                f"{_name_cell('td', name)}{_versus_cells(scope)}</tr>"
+                f'<tr class="{"overall" if name == OVERALL else ""}"><td>{_e(entry.label)}</td>'
+                f'<td>{_e(entry.order)} \u2212 {_e(entry.baseline_order)}</td>'
+                f"{_name_cell('td', name)}{_versus_cells(scope.model_copy(update={'same_tasks': True}))}</tr>"
             )
     return (
         "<h2>Sequence robustness</h2>"
@@ -499,8 +495,7 @@ def _sequence_robustness(comparison: Mapping[str, Any]) -> str:
     )
 
 
-def _warnings(comparison: Mapping[str, Any]) -> str:
-    warnings = comparison.get("warnings") or []
+def _warnings(warnings: Sequence[str]) -> str:
     if not warnings:
         return ""
     items = "".join(f"<li>{_e(w)}</li>" for w in warnings)
@@ -511,14 +506,14 @@ def _warnings(comparison: Mapping[str, Any]) -> str:
     )
 
 
-def _config_diff(runs: Sequence[RunData], comparison: Mapping[str, Any]) -> str:
-    rows = comparison.get("config_diff") or []
+def _config_diff(runs: Sequence[RunData], comparison: Comparison) -> str:
+    rows = comparison.config_diff
     if not rows:
         return '<p class="meta">The runs have the same configuration (apart from where their files were).</p>'
     head = _run_heads(runs)
     body = "".join(
-        f"<tr><th><code>{_e(row['key'])}</code></th>"
-        + "".join(f"<td><code>{_e(json.dumps(value, default=str))}</code></td>" for value in row["values"])
+        f"<tr><th><code>{_e(row.key)}</code></th>"
+        + "".join(f"<td><code>{_e(json.dumps(value, default=str))}</code></td>" for value in row.values)
         + "</tr>"
         for row in rows
     )
@@ -528,8 +523,8 @@ def _config_diff(runs: Sequence[RunData], comparison: Mapping[str, Any]) -> str:
     )
 
 
-def _flips(runs: Sequence[RunData], comparison: Mapping[str, Any]) -> str:
-    flips = comparison.get("flips") or []
+def _flips(runs: Sequence[RunData], comparison: Comparison) -> str:
+    flips = comparison.flips
     if not flips:
         return '<p class="meta">No task was answered correctly by one run and wrongly by another.</p>'
     head = _run_heads(runs)
@@ -540,8 +535,8 @@ def _flips(runs: Sequence[RunData], comparison: Mapping[str, Any]) -> str:
         return '<td class="pass">right</td>' if value else '<td class="fail">wrong</td>'
 
     body = "".join(
-        f'<tr>{_name_cell("td", flip["stream"])}<td class="num">{_e(flip["position"] if flip["position"] is not None else _NONE)}</td>'
-        f"<td><code>{_e(flip['task_id'])}</code></td>{''.join(mark(v) for v in flip['correct'])}</tr>"
+        f'<tr>{_name_cell("td", flip.stream)}<td class="num">{_e(flip.position if flip.position is not None else _NONE)}</td>'
+        f"<td><code>{_e(flip.task_id)}</code></td>{''.join(mark(v) for v in flip.correct)}</tr>"
         for flip in flips
     )
     return (
@@ -587,10 +582,10 @@ def _side_by_side(runs: Sequence[RunData]) -> str:
     return "".join(tables)
 
 
-def _similarity(comparison: Mapping[str, Any]) -> str:
+def _similarity(comparison: Comparison) -> str:
     """Per stream, one plot per memory arm: its gain over the first run against how
     similar each task was to what it recalled, with the correlation (.similarity)."""
-    analysis = _mapping(comparison.get("similarity"))
+    analysis = _mapping(comparison.similarity)
     figures = []
     for stream, entries in _mapping(analysis.get("streams")).items():
         for entry in entries if isinstance(entries, list) else []:
@@ -616,7 +611,7 @@ def _similarity(comparison: Mapping[str, Any]) -> str:
 
 
 def render_comparison(
-    runs: Sequence[RunData], comparison: Mapping[str, Any] | None = None, reports: Sequence[str | None] = ()
+    runs: Sequence[RunData], given: Comparison | Mapping[str, Any] | None = None, reports: Sequence[str | None] = ()
 ) -> str:
     """One page: accuracies with intervals and paired statistics, every run's curve
     on one plot per stream, the config diff, the tasks that flipped, tables side by side.
@@ -626,7 +621,7 @@ def render_comparison(
     """
     if len(runs) < 2:
         raise ReportError("a comparison needs at least two runs")
-    comparison = comparison if comparison is not None else build_comparison(runs)
+    comparison = as_comparison(given if given is not None else build_comparison(runs))
     labels = " vs ".join(run.label for run in runs)
     links = [*reports, *[None] * (len(runs) - len(reports))]
     runs_list = "".join(
@@ -638,7 +633,7 @@ def render_comparison(
     body = [
         f"<h1>Evo-Memory comparison: {_e(labels)}</h1>",
         f'<ul class="runs">{runs_list}</ul>',
-        _warnings(comparison),
+        _warnings(comparison.warnings),
         "<h2>Accuracy</h2>",
         _accuracy_table(comparison),
         _sequence_robustness(comparison),
@@ -732,7 +727,7 @@ def render_replicates(document: Mapping[str, Any], figures: str = "") -> str:
         f"<h1>Evo-Memory replicates: {_e(labels)}</h1>",
         f'<p class="meta">{_e(document.get("replicates"))} replicate(s) per arm, seeds {_e(seeds)}; '
         f'baseline <b>{_e(document.get("baseline"))}</b>.</p>',
-        _warnings(document),
+        _warnings([str(warning) for warning in document.get("warnings") or []]),
         '<div class="scroll"><table class="compare-accuracy replicates"><thead><tr><th>stream</th><th>arm</th>'
         f'<th class="num">{_e(figure_heading)}</th><th class="num">95% CI</th><th class="num">per replicate</th>'
         '<th class="num">\u0394 mean vs baseline</th><th class="num">95% CI of \u0394</th>'

@@ -12,10 +12,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..rundocs import Categories, StreamSummary
+from ..rundocs.compare import Comparison, ContinuousComparison, PairedEntry, SequenceRobustness, as_comparison
 from ..text import inert
 from . import columns
 from .columns import CategoryColumn, Column
-from .compare import continuous_label
 from .power import power_line
 from .summary import StreamMetrics
 
@@ -120,7 +120,7 @@ def _p(value: object) -> str:
     return "< 0.001" if value < 0.001 else f"{value:.3f}"
 
 
-def format_comparison(document: Mapping[str, Any]) -> list[str]:
+def format_comparison(given: Comparison | Mapping[str, Any]) -> list[str]:
     """The comparison (``compare.json``'s document) as aligned terminal lines.
 
     Per stream and overall, each run's accuracy with its 95 % interval and, for
@@ -129,58 +129,59 @@ def format_comparison(document: Mapping[str, Any]) -> list[str]:
     headline figure (LoCoMo's F1), the paired bootstrap interval of its mean
     difference and the Wilcoxon signed-rank p; then any warnings.
     """
-    figures = dict(document.get("figures") or {}) if isinstance(document.get("figures"), Mapping) else {}
-    label = continuous_label(document)
+    document = as_comparison(given)
+    figures = dict(document.figures)
+    label = document.continuous_label()
     header = ["stream", "run", "accuracy", "95% CI", *(f"{label} / Acc." for label in figures.values()),
-              f"diff vs {document['baseline']}", "95% CI of diff", "McNemar p", "paired",
+              f"diff vs {document.baseline}", "95% CI of diff", "McNemar p", "paired",
               *((f"{label} diff", f"95% CI of {label} diff", "Wilcoxon p") if label else ())]
     rows: list[list[str]] = [header]
-    scopes = [*document["streams"].items(), ("overall", document["overall"])]
+    scopes = [*document.streams.items(), ("overall", document.overall)]
     for name, scope in scopes:
-        versus: list[Mapping[str, Any] | None] = [None, *scope["vs_baseline"]]
-        for index, (entry, against) in enumerate(zip(scope["runs"], versus, strict=True)):
-            present = entry.get("present")
-            bounds = (entry["ci_low"], entry["ci_high"]) if present and entry.get("ci_low") is not None else None
-            row = [name if index == 0 else "", str(entry["label"]),
-                   percent(entry.get("accuracy")) if present else "not run", interval(bounds),
-                   *(columns.figure_column(figure, label).cell(entry) or "-" for figure, label in figures.items())]
+        versus: list[PairedEntry | None] = [None, *scope.vs_baseline]
+        for index, (entry, against) in enumerate(zip(scope.runs, versus, strict=True)):
+            present = entry.present
+            bounds = (entry.ci_low, entry.ci_high) if present and entry.ci_low is not None and entry.ci_high is not None else None
+            row = [name if index == 0 else "", entry.label,
+                   percent(entry.accuracy) if present else "not run", interval(bounds),
+                   *(columns.figure_column(figure, label).cell(entry.written()) or "-" for figure, label in figures.items())]
             if against is None:
                 row += ["baseline", "", "", ""] + ([""] * 3 if label else [])
             else:
                 row += [
-                    _points(against.get("difference")),
-                    _points_interval(against.get("ci_low"), against.get("ci_high")),
-                    _p(against.get("mcnemar_p")),
-                    str(against.get("paired_tasks")),
+                    _points(against.difference),
+                    _points_interval(against.ci_low, against.ci_high),
+                    _p(against.mcnemar_p),
+                    str(against.paired_tasks),
                 ]
                 if label:
-                    continuous = against.get("continuous") or {}
-                    row += [_points(continuous.get("mean_difference")),
-                            _points_interval(continuous.get("ci_low"), continuous.get("ci_high")),
-                            _p(continuous.get("wilcoxon_p"))]
+                    continuous = against.continuous or ContinuousComparison()
+                    row += [_points(continuous.mean_difference),
+                            _points_interval(continuous.ci_low, continuous.ci_high),
+                            _p(continuous.wilcoxon_p)]
             rows.append(row)
     right = [False, False, *([True] * (len(header) - 2))]
     lines = _aligned(rows, right)
     lines.insert(1, "-" * max(len(line) for line in lines))
-    lines += _sequence_lines(document.get("sequence_robustness") or [])
-    for against in document["overall"]["vs_baseline"]:
-        power = (against.get("continuous") or {}).get("power") or against.get("power")  # the figure judged
-        if isinstance(power, Mapping):
-            lines.append(inert(power_line(str(against.get("label")), power), one_line=True))
-    lines += [f"warning: {inert(str(warning), one_line=True)}" for warning in document.get("warnings") or []]
+    lines += _sequence_lines(document.sequence_robustness)
+    for against in document.overall.vs_baseline:
+        power = (against.continuous.power if against.continuous is not None else None) or against.power  # the figure judged
+        if power is not None:
+            lines.append(inert(power_line(against.label, power.written()), one_line=True))
+    lines += [f"warning: {inert(str(warning), one_line=True)}" for warning in document.warnings]
     return lines
 
 
-def _sequence_lines(entries: Sequence[Mapping[str, Any]]) -> list[str]:
+def _sequence_lines(entries: Sequence[SequenceRobustness]) -> list[str]:
     """compare.json's ``sequence_robustness``: one line per arm in another order."""
     lines = []
     for entry in entries:
-        overall = entry.get("overall") or {}
+        overall = entry.overall
         lines.append(inert(
-            f"sequence robustness: {entry.get('label')} ({entry.get('order')}) - baseline "
-            f"({entry.get('baseline_order')}): {_points(overall.get('difference'))} "
-            f"{_points_interval(overall.get('ci_low'), overall.get('ci_high'))}, McNemar p "
-            f"{_p(overall.get('mcnemar_p'))} on {overall.get('paired_tasks')} paired tasks",
+            f"sequence robustness: {entry.label} ({entry.order}) - baseline "
+            f"({entry.baseline_order}): {_points(overall.difference)} "
+            f"{_points_interval(overall.ci_low, overall.ci_high)}, McNemar p "
+            f"{_p(overall.mcnemar_p)} on {overall.paired_tasks} paired tasks",
             one_line=True,
         ))
     return lines

@@ -989,18 +989,17 @@ class Session:
                 )
                 document = self.replicate_comparison = dict(replicates.document)
                 self.replicate_files = list(replicates.paths)
-                check = check_replicate_gains
             else:
                 files = write_comparison(
                     [arm.run_dir for arm in ran], self.comparison_dir / "compare.html", [arm.name for arm in ran]
                 )
                 document = self.comparison = dict(files.document)
                 self.comparison_files = (files.html, files.json)
-                check = check_gains
         except (ReportError, OSError) as error:
             self.comparison_error = f"the comparison could not be written: {error}"
             return True
         complete = all(arm.result is not None and arm.result.complete for arm in ran)
+        check = check_replicate_gains if self.replicates is not None else check_gains
         self.gain_results = check(document, self.gains, complete=complete)
         return any(not result.met for result in self.gain_results)
 

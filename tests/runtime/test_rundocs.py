@@ -143,3 +143,17 @@ def test_every_record_of_a_run_reads_back_to_its_own_bytes(sample_run: Path, nam
 def test_the_run_documents_read_back_to_their_own_bytes(sample_run: Path, name: str, model: type[Any]) -> None:
     text = (sample_run / name).read_text(encoding="ascii")
     assert _document_text(model.model_validate(json.loads(text))) == text
+
+
+def test_a_comparison_is_its_model_and_writes_as_it_was_built(sample_run: Path, tmp_path: Path) -> None:
+    """compare.json is built, validated into its model (rundocs.compare) and written
+    with the keys, and key order, it was built with (it is not written key-sorted)."""
+    from pytest_evomemory.reporting.html import load_runs, write_comparison
+    from pytest_evomemory.rundocs.compare import Comparison
+
+    files = write_comparison([sample_run, sample_run], tmp_path / "compare.html")
+    written = json.loads(files.json.read_text(encoding="utf-8"))
+    model = Comparison.model_validate(written)
+    assert json.dumps(model.written()) == json.dumps(written)  # same keys, same order
+    assert model.overall.vs_baseline[0].paired_tasks == model.overall.runs[0].tasks == 6
+    assert model.continuous_label() is None and [run.label for run in load_runs([sample_run, sample_run])][1].endswith("#2")

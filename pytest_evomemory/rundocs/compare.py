@@ -1,0 +1,210 @@
+"""compare.json: runs compared task by task (the first is the baseline).
+
+:func:`..reporting.compare.build_comparison` computes it and validates it into
+:class:`Comparison`; the terminal, the compare page and the gain gates read the
+model. Every part is written with exactly the keys it was built with
+(``AS_GIVEN``): a run entry that did not run a stream is ``label`` and ``present``
+alone, and each figure a stream carries adds its ``<name>_accuracy`` keys to an
+entry. The schema's definition of this document is still the hand-written one
+(``schema/unmodeled.json``); these models say what the code builds and reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import (
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    ValidatorFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
+
+from .base import RunDoc, SchemaVersion
+from .fields import Count, Number, Scalar, Text
+
+
+class _Given(RunDoc):
+    """A part of compare.json: written with the keys it was built with, in the order
+    it was built with (compare.json, unlike the run's own files, is not written with
+    sorted keys)."""
+
+    AS_GIVEN = True
+    _given_order: tuple[str, ...] | None = PrivateAttr(default=None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_order(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        instance = handler(data)
+        if isinstance(data, Mapping) and isinstance(instance, _Given):
+            instance._given_order = tuple(str(key) for key in data)
+        return instance
+
+    @model_serializer(mode="wrap")
+    def _in_given_order(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = RunDoc._leave_out(self, handler)
+        order = self._given_order
+        if not isinstance(data, dict) or order is None:
+            return data
+        rank = {key: index for index, key in enumerate(order)}
+        return dict(sorted(data.items(), key=lambda item: rank.get(item[0], len(rank))))
+
+
+class PowerEstimate(_Given):
+    """The smallest difference the comparison would detect at 80 % power."""
+
+    alpha: Number | None = None
+    power: Number | None = None
+    tasks: Count = 0
+    replicates: Count = 1
+    sd_difference: Number | None = None
+    minimum_detectable_effect: Number | None = None
+    sd_from: str = ""
+
+
+class ContinuousComparison(_Given):
+    """A continuous headline figure (LoCoMo's F1) compared task by task: the mean difference, its paired bootstrap interval and the Wilcoxon signed-rank test."""
+
+    metric: Text = ""
+    label: Text = ""
+    paired_tasks: Count = 0
+    mean_difference: Number | None = None
+    ci_low: Number | None = None
+    ci_high: Number | None = None
+    wilcoxon_statistic: Number | None = None
+    wilcoxon_p: Number | None = None
+    wilcoxon_method: str | None = None
+    nonzero: Count = 0
+    power: PowerEstimate | None = None
+
+
+class PairedEntry(_Given):
+    """A run against the baseline on the tasks both ran: the accuracy difference, its Newcombe interval, the exact McNemar p."""
+
+    label: Text = ""
+    paired_tasks: Count = 0
+    baseline_correct: Count = 0
+    correct: Count = 0
+    only_baseline_correct: Count = 0
+    only_this_correct: Count = 0
+    difference: Number | None = None
+    ci_low: Number | None = None
+    ci_high: Number | None = None
+    mcnemar_p: Number | None = None
+    same_tasks: bool = False
+    only_in_baseline: Count = 0
+    only_in_this_run: Count = 0
+    continuous: ContinuousComparison | None = None
+    power: PowerEstimate | None = None
+
+
+class RunEntry(_Given):
+    """One run's figures in a scope (``present`` false: it did not run the stream); a figure a stream carries adds ``<name>_accuracy`` (and its interval) or ``<name>_mean``."""
+
+    label: Text = ""
+    present: bool = False
+    correct: Count | None = None
+    tasks: Count | None = None
+    accuracy: Number | None = None
+    ci_low: Number | None = None
+    ci_high: Number | None = None
+    protocol_violations: Count | None = None
+    cached_responses: Count | None = None
+    errors: Count | None = None
+    cost_usd: Number | None = None
+
+
+class Scope(_Given):
+    """A stream (or overall) compared: each run's figures, each run against the baseline."""
+
+    runs: list[RunEntry] = Field(default_factory=list)
+    vs_baseline: list[PairedEntry] = Field(default_factory=list)
+    task_sets_differ: bool = False
+
+    @property
+    def continuous(self) -> ContinuousComparison | None:
+        """The first continuous comparison of the scope, if any run has one."""
+        return next((entry.continuous for entry in self.vs_baseline if entry.continuous is not None), None)
+
+
+class ComparedRun(_Given):
+    """A run compared: its label, directory, name and what ran (agent, model, memory)."""
+
+    label: Text = ""
+    run_dir: Text = ""
+    run: Scalar = None
+    agent: dict[str, Any] | None = None
+    model: dict[str, Any] | None = None
+    memory: dict[str, Any] | None = None
+
+
+class ConfigDifference(_Given):
+    """A config key whose values differ between the runs (one value per run, null where absent)."""
+
+    key: Text = ""
+    values: list[Any] = Field(default_factory=list)
+
+
+class Flip(_Given):
+    """A task on which the runs disagree: each run's outcome (null: it did not run it)."""
+
+    stream: Text = ""
+    task_id: Text = ""
+    position: Count | None = None
+    correct: list[bool | None] = Field(default_factory=list)
+
+
+class SequenceRobustness(_Given):
+    """A run that is the baseline in another order: per stream and overall, the paired difference between the orders."""
+
+    label: Text = ""
+    baseline_order: Text = ""
+    order: Text = ""
+    streams: dict[str, PairedEntry] = Field(default_factory=dict)
+    overall: PairedEntry = Field(default_factory=PairedEntry)
+
+
+class Comparison(_Given):
+    """compare.json."""
+
+    schema_version: SchemaVersion = 2
+    baseline: Text = ""
+    confidence: Number = 0.95
+    methods: dict[str, str] = Field(default_factory=dict)
+    runs: list[ComparedRun] = Field(default_factory=list)
+    streams: dict[str, Scope] = Field(default_factory=dict)
+    overall: Scope = Field(default_factory=Scope)
+    figures: dict[str, str] = Field(default_factory=dict)
+    config_diff: list[ConfigDifference] = Field(default_factory=list)
+    flips: list[Flip] = Field(default_factory=list)
+    #: how each memory arm's gain over the first run tracks task similarity
+    similarity: dict[str, Any] | None = None
+    sequence_robustness: list[SequenceRobustness] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+    def scope(self, name: str) -> Scope | None:
+        """``overall``, or a stream's scope (None: no run ran it)."""
+        return self.overall if name == "overall" else self.streams.get(name)
+
+    def continuous_label(self) -> str | None:
+        """The label of the continuous headline figure the comparison tests (``F1``),
+        or None when every paired entry is judged on accuracy alone."""
+        for scope in [*self.streams.values(), self.overall]:
+            found = scope.continuous
+            if found is not None:
+                return found.label or found.metric
+        return None
+
+
+def as_comparison(document: Comparison | Mapping[str, Any]) -> Comparison:
+    """A comparison as its model (a mapping: as compare.json holds it)."""
+    return document if isinstance(document, Comparison) else Comparison.model_validate(document)
+
+
+__all__ = [
+    "ComparedRun", "Comparison", "ConfigDifference", "ContinuousComparison", "Flip", "PairedEntry",
+    "PowerEstimate", "RunEntry", "Scope", "SequenceRobustness", "as_comparison",
+]
