@@ -33,7 +33,15 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..options import GAIN_REQUIRES
-from ..rundocs.compare import Comparison, ContinuousComparison, PairedEntry, as_comparison
+from ..rundocs.compare import (
+    Comparison,
+    ContinuousComparison,
+    DifferenceScope,
+    PairedEntry,
+    Replicates,
+    as_comparison,
+    as_replicates,
+)
 from .compare import OVERALL
 
 #: What a gate requires to be met (``min-gain-by``), the default first: the point
@@ -199,9 +207,6 @@ def _bounds(low: float | None, high: float | None) -> tuple[float, float] | None
     return None if low is None or high is None else (float(low), float(high))
 
 
-def _interval(entry: Mapping[str, Any]) -> tuple[float, float] | None:
-    return _bounds(entry.get("ci_low"), entry.get("ci_high"))
-
 
 def _in_order(thresholds: Sequence[GainThreshold]) -> list[GainThreshold]:
     """The gates as their verdicts are listed: the streams' first, then overall."""
@@ -215,27 +220,29 @@ def _scope(block: Mapping[str, Any], threshold: GainThreshold) -> Mapping[str, A
 
 
 def check_replicate_gains(
-    document: Mapping[str, Any], thresholds: Sequence[GainThreshold], *, complete: bool = True
+    given: Replicates | Mapping[str, Any], thresholds: Sequence[GainThreshold], *, complete: bool = True
 ) -> list[GainResult]:
     """:func:`check_gains` for a session of replicates, on ``replicates.json``'s
     document: each arm's per-task mean difference across the replicates, its interval
     (:func:`.clustered.difference_interval`) and paired t-test; ``paired_tasks`` the tasks every replicate of both ran."""
+    document = as_replicates(given)
     results = []
     for threshold in _in_order(thresholds):
-        for entry in document["vs_baseline"]:
-            scope: Mapping[str, Any] = _scope(entry, threshold) or {}
-            mean = scope.get("mean")
-            tasks = int(scope.get("paired_tasks") or 0)
-            p_value = scope.get("p_value")
+        for entry in document.vs_baseline:
+            scope = entry.scope(threshold.scope) or DifferenceScope()
+            mean = scope.mean
+            tasks = scope.paired_tasks or 0
+            p_value = scope.p_value
             results.append(GainResult(
-                threshold, str(entry["label"]), str(document["baseline"]),
+                threshold, entry.label, document.baseline,
                 None if mean is None or not tasks else float(mean), tasks, None, complete,
-                replicates=int(scope.get("n") or 0),
-                interval=_interval(scope) if tasks else None,
-                figure=str(document.get("figure") or "accuracy"),
-                replicate_p=None if p_value is None else float(p_value), test=str(scope.get("test") or "paired t"),
+                replicates=scope.n,
+                interval=_bounds(scope.ci_low, scope.ci_high) if tasks else None,
+                figure=document.figure or "accuracy",
+                replicate_p=None if p_value is None else float(p_value), test=scope.test or "paired t",
             ))
     return results
+
 
 
 __all__ = ["ALPHA", "REQUIRES", "GainResult", "GainThreshold", "check_gains", "check_replicate_gains", "parse_min_gain"]

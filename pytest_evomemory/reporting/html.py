@@ -35,7 +35,18 @@ from ..identity import describe_component, describe_model, describe_ran, recorde
 from ..redaction import dumps_redacted
 from ..rundir import utc_now
 from ..rundocs import StreamSummary
-from ..rundocs.compare import Comparison, PairedEntry, RunEntry, as_comparison
+from ..rundocs.compare import (
+    ArmScope,
+    Comparison,
+    DifferenceScope,
+    PairedEntry,
+    ReplicateArm,
+    Replicates,
+    ReplicateVersus,
+    RunEntry,
+    as_comparison,
+    as_replicates,
+)
 from ..text import storable
 from ._markup import (
     _NONE,
@@ -652,21 +663,20 @@ def render_comparison(
     return "".join(_page(f"evomemory: {labels}", body))
 
 
-def _replicate_notes(arms: Sequence[Mapping[str, Any]], versus: Sequence[Mapping[str, Any]]) -> str:
+def _replicate_notes(arms: Sequence[ReplicateArm], versus: Sequence[ReplicateVersus]) -> str:
     """Overall: where each arm's variance comes from, and each comparison's power."""
     lines = []
     for arm in arms:
-        split = _mapping(_mapping(arm.get(OVERALL)).get("variance"))
+        split = _mapping(arm.overall.variance)
         share = split.get("seed_share")
         if isinstance(share, int | float) and split.get("standard_error"):
             lines.append(
-                f"{arm.get('label')}: {share:.0%} of the variance comes from the seeds; standard error "
+                f"{arm.label}: {share:.0%} of the variance comes from the seeds; standard error "
                 f"{_pp_plain(split.get('standard_error'))}, with twice the tasks "
                 f"{_pp_plain(split.get('standard_error_twice_the_tasks'))}, with twice the replicates "
                 f"{_pp_plain(split.get('standard_error_twice_the_replicates'))}"
             )
-    lines += [power_line(str(entry.get("label")), _mapping(entry.get(OVERALL))["power"]) for entry in versus
-              if isinstance(_mapping(entry.get(OVERALL)).get("power"), Mapping)]
+    lines += [power_line(entry.label, entry.overall.power.written()) for entry in versus if entry.overall.power is not None]
     return "".join(f'<p class="meta power">{_e(line)}</p>' for line in lines)
 
 
@@ -674,7 +684,7 @@ def _pp_plain(value: object) -> str:
     return "\u2013" if not isinstance(value, int | float) else f"{value * 100:.1f} pp"
 
 
-def render_replicates(document: Mapping[str, Any], figures: str = "") -> str:
+def render_replicates(given: Replicates | Mapping[str, Any], figures: str = "") -> str:
     """replicates.html: a repeated session's arms across replicates (replicates.json):
     per stream and overall, each arm's mean over tasks with its clustered interval and
     each replicate's figure, and each later arm's per-task mean difference from the
@@ -682,52 +692,53 @@ def render_replicates(document: Mapping[str, Any], figures: str = "") -> str:
     variance split and power; links to each replicate's comparison page. ``figures``:
     the forest plot and the learning curves across replicates (:mod:`.replicatefigures`),
     drawn from the replicate runs, shown after the table."""
-    versus = {str(entry.get("label")): entry for entry in document.get("vs_baseline") or []}
-    arms = [_mapping(arm) for arm in document.get("arms") or []]
-    streams = list(_mapping(arms[0].get("streams"))) if arms else []
+    document = as_replicates(given)
+    versus = {entry.label: entry for entry in document.vs_baseline}
+    arms = document.arms
+    streams = list(arms[0].streams) if arms else []
     rows = []
     for name in [*streams, OVERALL]:
         for index, arm in enumerate(arms):
-            scope = _mapping(arm.get(OVERALL) if name == OVERALL else _mapping(arm.get("streams")).get(name))
+            scope = arm.overall if name == OVERALL else arm.streams.get(name) or ArmScope()
             head = _name_cell("th", name, f' rowspan="{len(arms)}"') if index == 0 else ""
-            each = " ".join(_percent(value) for value in scope.get("accuracies") or [])
-            against = versus.get(str(arm.get("label")))
+            each = " ".join(_percent(value) for value in scope.accuracies)
+            against = versus.get(arm.label)
             if against is None:
                 cells = (f'<td class="num">baseline</td><td class="num">{_NONE}</td><td class="num">{_NONE}</td>'
                          f'<td class="num">{_NONE}</td>')
             else:
-                difference = _mapping(against.get(OVERALL) if name == OVERALL else _mapping(against.get("streams")).get(name))
-                tests = " ".join(_p_value(test.get("mcnemar_p")) for test in difference.get("per_replicate") or [])
+                difference = against.scope(name) or DifferenceScope()
+                tests = " ".join(_p_value(test.mcnemar_p) for test in difference.per_replicate)
                 cells = (
-                    f'<td class="num">{_e(_pp(difference.get("mean")))}</td>'
-                    f'<td class="num">{_e(_pp_interval(difference.get("ci_low"), difference.get("ci_high")))}</td>'
-                    f'<td class="num">{_e(_p_value(difference.get("p_value")))}</td>'
+                    f'<td class="num">{_e(_pp(difference.mean))}</td>'
+                    f'<td class="num">{_e(_pp_interval(difference.ci_low, difference.ci_high))}</td>'
+                    f'<td class="num">{_e(_p_value(difference.p_value))}</td>'
                     f'<td class="num each">{_e(tests)}</td>'
                 )
             rows.append(
-                f'<tr class="{"overall" if name == OVERALL else ""}">{head}<td class="run">{_e(arm.get("label"))}</td>'
-                f'<td class="num">{_e(_percent(scope.get("mean")))}</td>'
-                f'<td class="num">{_e(_ci([scope.get("ci_low"), scope.get("ci_high")]))}</td>'
+                f'<tr class="{"overall" if name == OVERALL else ""}">{head}<td class="run">{_e(arm.label)}</td>'
+                f'<td class="num">{_e(_percent(scope.mean))}</td>'
+                f'<td class="num">{_e(_ci([scope.ci_low, scope.ci_high]))}</td>'
                 f'<td class="num each">{_e(each)}</td>{cells}</tr>'
             )
     robustness = [
-        f"<li><b>{_e(label)}</b>: {_e(_mapping(entry.get('sequence_robustness')).get('order'))} \u2212 "
-        f"{_e(_mapping(entry.get('sequence_robustness')).get('baseline_order'))}: its \u0394 is the sequence "
+        f"<li><b>{_e(label)}</b>: {_e(_mapping(entry.sequence_robustness).get('order'))} \u2212 "
+        f"{_e(_mapping(entry.sequence_robustness).get('baseline_order'))}: its \u0394 is the sequence "
         "robustness, paired by seed across replicates and by task within each</li>"
-        for label, entry in versus.items() if entry.get("sequence_robustness")
+        for label, entry in versus.items() if entry.sequence_robustness
     ]
     links = "".join(
-        f'<li><a href="{_e(urllib.parse.quote(str(name)))}">{_e(name)}</a></li>' for name in document.get("comparisons") or []
+        f'<li><a href="{_e(urllib.parse.quote(str(name)))}">{_e(name)}</a></li>' for name in document.comparisons or []
     )
-    seeds = ", ".join(str(seed) for seed in document.get("seeds") or [])
-    labels = " vs ".join(str(arm.get("label")) for arm in arms)
-    figure = str(document.get("figure") or "accuracy")
+    seeds = ", ".join(str(seed) for seed in document.seeds)
+    labels = " vs ".join(arm.label for arm in arms)
+    figure = document.figure or "accuracy"
     figure_heading = "mean accuracy" if figure == "accuracy" else figure
     body = [
         f"<h1>Evo-Memory replicates: {_e(labels)}</h1>",
-        f'<p class="meta">{_e(document.get("replicates"))} replicate(s) per arm, seeds {_e(seeds)}; '
-        f'baseline <b>{_e(document.get("baseline"))}</b>.</p>',
-        _warnings([str(warning) for warning in document.get("warnings") or []]),
+        f'<p class="meta">{_e(document.replicates)} replicate(s) per arm, seeds {_e(seeds)}; '
+        f'baseline <b>{_e(document.baseline)}</b>.</p>',
+        _warnings(document.warnings),
         '<div class="scroll"><table class="compare-accuracy replicates"><thead><tr><th>stream</th><th>arm</th>'
         f'<th class="num">{_e(figure_heading)}</th><th class="num">95% CI</th><th class="num">per replicate</th>'
         '<th class="num">\u0394 mean vs baseline</th><th class="num">95% CI of \u0394</th>'

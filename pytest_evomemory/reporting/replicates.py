@@ -41,6 +41,7 @@ from typing import Any
 from ..evaluation.modes import Metric
 from ..redaction import dumps_redacted
 from ..rundir import REPLICATES_DATA, SCHEMA_VERSION, utc_now
+from ..rundocs.compare import Replicates
 from .clustered import METHODS, estimate_arm, estimate_difference
 from .columns import headline
 from .compare import OVERALL, TaskKey, order_only, outcomes, stream_names, values
@@ -197,7 +198,7 @@ def build_replicate_comparison(groups: Sequence[tuple[str, Sequence[RunData]]]) 
             f"{FEW_REPLICATES} or more replicates to see whether more seeds or more tasks would help)"
         )
     warnings += _dropped_tasks(groups, streams, metric)
-    return {
+    return _as_written({
         "schema_version": SCHEMA_VERSION,
         "baseline": base_label,
         "confidence": 0.95,
@@ -208,7 +209,13 @@ def build_replicate_comparison(groups: Sequence[tuple[str, Sequence[RunData]]]) 
         "arms": arms,
         "vs_baseline": versus,
         "warnings": warnings,
-    }
+    })
+
+
+def _as_written(document: dict[str, Any]) -> dict[str, Any]:
+    """The document as its model (rundocs.compare.Replicates) writes it: the shape
+    replicates.json is declared with, in the order it was built."""
+    return Replicates.model_validate(document).written()
 
 
 def _dropped_tasks(
@@ -243,7 +250,7 @@ def write_replicate_comparison(groups: Sequence[tuple[str, Sequence[Path]]], dir
                 [run_dirs[index] for _, run_dirs in groups], directory / f"compare-r{index + 1}.html", labels
             )
             paths.append(files.html)
-    document = {**document, "comparisons": [path.name for path in paths], "generated": utc_now()}
+    document = _as_written({**document, "comparisons": [path.name for path in paths], "generated": utc_now()})
     path = directory / REPLICATES_DATA
     write_page(path, dumps_redacted(document, indent=2) + "\n")  # as every artefact: redacted, strict JSON
     page = write_page(path.with_suffix(".html"), render_replicates(document, replicate_figures(document, loaded)))

@@ -12,7 +12,17 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..rundocs import Categories, StreamSummary
-from ..rundocs.compare import Comparison, ContinuousComparison, PairedEntry, SequenceRobustness, as_comparison
+from ..rundocs.compare import (
+    Comparison,
+    ContinuousComparison,
+    PairedEntry,
+    ReplicateArm,
+    Replicates,
+    ReplicateVersus,
+    SequenceRobustness,
+    as_comparison,
+    as_replicates,
+)
 from ..text import inert
 from . import columns
 from .columns import CategoryColumn, Column
@@ -187,7 +197,7 @@ def _sequence_lines(entries: Sequence[SequenceRobustness]) -> list[str]:
     return lines
 
 
-def format_replicates(document: Mapping[str, Any]) -> list[str]:
+def format_replicates(given: Replicates | Mapping[str, Any]) -> list[str]:
     """A repeated session's comparison (``replicates.json``) as aligned terminal lines.
 
     Per stream and overall, each arm's mean over tasks (each task averaged over the
@@ -197,32 +207,33 @@ def format_replicates(document: Mapping[str, Any]) -> list[str]:
     for a continuous score), the paired test's p and each replicate's
     exact McNemar p; then where the variance comes from and the smallest gain the
     comparison could detect (:mod:`.clustered`, :mod:`.power`)."""
-    count = int(document.get("replicates") or 0)
-    figure = str(document.get("figure") or "accuracy")
+    document = as_replicates(given)
+    count = document.replicates
+    figure = document.figure or "accuracy"
     header = ["stream", "arm", "mean accuracy" if figure == "accuracy" else figure, "95% CI", "per replicate",
-              f"diff vs {document.get('baseline')}", "95% CI of diff", "p", "McNemar p per replicate"]
+              f"diff vs {document.baseline}", "95% CI of diff", "p", "McNemar p per replicate"]
     rows: list[list[str]] = [header]
-    versus = {entry["label"]: entry for entry in document.get("vs_baseline") or []}
-    arms = document.get("arms") or []
-    names = list((arms[0].get("streams") or {}) if arms else {})
+    versus = {entry.label: entry for entry in document.vs_baseline}
+    arms = document.arms
+    names = list(arms[0].streams) if arms else []
     for name in [*names, "overall"]:
         for index, arm in enumerate(arms):
-            scope = arm["overall"] if name == "overall" else arm["streams"][name]
-            row = [name if index == 0 else "", str(arm["label"]), percent(scope.get("mean")),
-                   interval(_bounds(scope)), " ".join(percent(value) for value in scope.get("accuracies") or [])]
-            against = versus.get(arm["label"])
+            scope = arm.overall if name == "overall" else arm.streams[name]
+            row = [name if index == 0 else "", arm.label, percent(scope.mean),
+                   interval(_bounds(scope.ci_low, scope.ci_high)), " ".join(percent(value) for value in scope.accuracies)]
+            against = versus.get(arm.label)
             if against is None:
                 row += ["baseline", "", "", ""]
             else:
-                difference = against["overall"] if name == "overall" else against["streams"][name]
-                row += [_points(difference.get("mean")), _points_interval(difference.get("ci_low"), difference.get("ci_high")),
-                        _p(difference.get("p_value")),
-                        " ".join(_p(test.get("mcnemar_p")) for test in difference.get("per_replicate") or [])]
+                difference = against.overall if name == "overall" else against.streams[name]
+                row += [_points(difference.mean), _points_interval(difference.ci_low, difference.ci_high),
+                        _p(difference.p_value),
+                        " ".join(_p(test.mcnemar_p) for test in difference.per_replicate)]
             rows.append(row)
     right = [False, False, True, True, True, True, True, True, True]
     lines = _aligned(rows, right)
     lines.insert(1, "-" * max(len(line) for line in lines))
-    seeds = ", ".join(str(seed) for seed in document.get("seeds") or [])
+    seeds = ", ".join(str(seed) for seed in document.seeds)
     test = "paired t" if count > 1 else "McNemar"
     lines.append(
         f"{count} replicate(s), seeds {seeds}; each task averaged over the replicates; 95% CI: Wilson on the "
@@ -231,34 +242,34 @@ def format_replicates(document: Mapping[str, Any]) -> list[str]:
     )
     lines += _replicate_power_lines(arms, list(versus.values()))
     for entry in versus.values():
-        robustness = entry.get("sequence_robustness")
+        robustness = entry.sequence_robustness
         if robustness:
             lines.append(inert(
-                f"sequence robustness: {entry['label']} ({robustness.get('order')}) - baseline "
+                f"sequence robustness: {entry.label} ({robustness.get('order')}) - baseline "
                 f"({robustness.get('baseline_order')}): the diff above, paired by task within each replicate",
                 one_line=True,
             ))
-    lines += [f"warning: {inert(str(warning), one_line=True)}" for warning in document.get("warnings") or []]
+    lines += [f"warning: {inert(str(warning), one_line=True)}" for warning in document.warnings]
     return lines
 
 
-def _replicate_power_lines(arms: Sequence[Mapping[str, Any]], versus: Sequence[Mapping[str, Any]]) -> list[str]:
+def _replicate_power_lines(arms: Sequence[ReplicateArm], versus: Sequence[ReplicateVersus]) -> list[str]:
     """Overall: each arm's variance split and each comparison's minimum detectable effect."""
     lines = []
     for arm in arms:
-        split = (arm.get("overall") or {}).get("variance")
-        share = split.get("seed_share") if isinstance(split, Mapping) else None
-        if isinstance(split, Mapping) and isinstance(share, int | float) and split.get("standard_error"):
+        split = arm.overall.variance
+        share = split.get("seed_share") if split is not None else None
+        if split is not None and isinstance(share, int | float) and split.get("standard_error"):
             lines.append(inert(
-                f"variance: {arm['label']}: {share:.0%} from the seeds; standard error {_se(split, 'standard_error')}, "
+                f"variance: {arm.label}: {share:.0%} from the seeds; standard error {_se(split, 'standard_error')}, "
                 f"with twice the tasks {_se(split, 'standard_error_twice_the_tasks')}, with twice the replicates "
                 f"{_se(split, 'standard_error_twice_the_replicates')}",
                 one_line=True,
             ))
     for entry in versus:
-        power = (entry.get("overall") or {}).get("power")
-        if isinstance(power, Mapping):
-            lines.append(inert(power_line(str(entry["label"]), power), one_line=True))
+        power = entry.overall.power
+        if power is not None:
+            lines.append(inert(power_line(entry.label, power.written()), one_line=True))
     return lines
 
 
@@ -267,6 +278,5 @@ def _se(split: Mapping[str, Any], key: str) -> str:
     return "-" if not isinstance(value, int | float) else f"{value * 100:.1f} pp"
 
 
-def _bounds(scope: Mapping[str, Any]) -> tuple[float, float] | None:
-    low, high = scope.get("ci_low"), scope.get("ci_high")
-    return (float(low), float(high)) if isinstance(low, int | float) and isinstance(high, int | float) else None
+def _bounds(low: float | None, high: float | None) -> tuple[float, float] | None:
+    return (float(low), float(high)) if low is not None and high is not None else None

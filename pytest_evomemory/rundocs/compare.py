@@ -199,12 +199,110 @@ class Comparison(_Given):
         return None
 
 
+class ArmScope(_Given):
+    """An arm's figure in a scope across its replicates: each replicate's, their mean and spread, the interval clustered by task (its method's own keys beside)."""
+
+    accuracies: list[Number | None] = Field(default_factory=list)
+    n: Count = 0
+    mean: Number | None = None
+    sd: Number | None = None
+    ci_low: Number | None = None
+    ci_high: Number | None = None
+    #: where the variance comes from (tasks, seeds) and the standard errors more of either would give
+    variance: dict[str, Any] | None = None
+
+
+class ReplicateTest(_Given):
+    """One replicate's paired test of an arm against the baseline (the seed both ran)."""
+
+    replicate: Count = 0
+    seed: int | None = None
+    mcnemar_p: Number | None = None
+
+
+class DifferenceScope(_Given):
+    """An arm minus the baseline in a scope across the replicates: the per-replicate differences, the per-task mean difference's interval and test, each replicate's paired test."""
+
+    differences: list[Number | None] = Field(default_factory=list)
+    n: Count = 0
+    mean: Number | None = None
+    sd: Number | None = None
+    ci_low: Number | None = None
+    ci_high: Number | None = None
+    paired_tasks: Count | None = None
+    p_value: Number | None = None
+    test: str | None = None
+    power: PowerEstimate | None = None
+    per_replicate: list[ReplicateTest] = Field(default_factory=list)
+
+
+class ReplicateArm(_Given):
+    """An arm of a repeated session: its replicates' run directories and seeds, per stream and overall."""
+
+    label: Text = ""
+    run_dirs: list[str] = Field(default_factory=list)
+    seeds: list[int | None] = Field(default_factory=list)
+    streams: dict[str, ArmScope] = Field(default_factory=dict)
+    overall: ArmScope = Field(default_factory=ArmScope)
+
+
+class ReplicateVersus(_Given):
+    """An arm against the baseline across the replicates (``sequence_robustness``: the same arm in another order)."""
+
+    label: Text = ""
+    sequence_robustness: dict[str, Any] | None = None
+    streams: dict[str, DifferenceScope] = Field(default_factory=dict)
+    overall: DifferenceScope = Field(default_factory=DifferenceScope)
+
+    def scope(self, name: str) -> DifferenceScope | None:
+        """``overall``, or a stream's scope."""
+        return self.overall if name == "overall" else self.streams.get(name)
+
+
+class Replicates(_Given):
+    """replicates.json: a repeated session's arms compared across their replicates."""
+
+    schema_version: SchemaVersion = 2
+    baseline: Text = ""
+    confidence: Number = 0.95
+    figure: Text = "accuracy"
+    replicates: Count = 0
+    seeds: list[int | None] = Field(default_factory=list)
+    methods: dict[str, Any] = Field(default_factory=dict)
+    arms: list[ReplicateArm] = Field(default_factory=list)
+    vs_baseline: list[ReplicateVersus] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    comparisons: list[str] | None = None
+    generated: str | None = None
+
+
+def as_replicates(document: Replicates | Mapping[str, Any]) -> Replicates:
+    """A replicate comparison as its model (a mapping: as replicates.json holds it)."""
+    return document if isinstance(document, Replicates) else Replicates.model_validate(document)
+
+
 def as_comparison(document: Comparison | Mapping[str, Any]) -> Comparison:
     """A comparison as its model (a mapping: as compare.json holds it)."""
     return document if isinstance(document, Comparison) else Comparison.model_validate(document)
 
 
 __all__ = [
-    "ComparedRun", "Comparison", "ConfigDifference", "ContinuousComparison", "Flip", "PairedEntry",
-    "PowerEstimate", "RunEntry", "Scope", "SequenceRobustness", "as_comparison",
+    "ArmScope",
+    "ComparedRun",
+    "Comparison",
+    "ConfigDifference",
+    "ContinuousComparison",
+    "DifferenceScope",
+    "Flip",
+    "PairedEntry",
+    "PowerEstimate",
+    "ReplicateArm",
+    "ReplicateTest",
+    "ReplicateVersus",
+    "Replicates",
+    "RunEntry",
+    "Scope",
+    "SequenceRobustness",
+    "as_comparison",
+    "as_replicates",
 ]

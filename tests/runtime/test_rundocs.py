@@ -157,3 +157,25 @@ def test_a_comparison_is_its_model_and_writes_as_it_was_built(sample_run: Path, 
     assert json.dumps(model.written()) == json.dumps(written)  # same keys, same order
     assert model.overall.vs_baseline[0].paired_tasks == model.overall.runs[0].tasks == 6
     assert model.continuous_label() is None and [run.label for run in load_runs([sample_run, sample_run])][1].endswith("#2")
+
+
+def test_compare_and_replicates_parts_keep_the_keys_and_order_they_were_built_with() -> None:
+    """compare.json and replicates.json are written unsorted: a part validated into its
+    model writes exactly the keys it was given, extras (a figure's ``api_accuracy``,
+    an estimate's own keys) included, in the order given, values untouched."""
+    from pytest_evomemory.rundocs.compare import Replicates, RunEntry
+
+    entry = {"label": "m", "present": True, "correct": 3, "tasks": 4, "accuracy": 0.75, "ci_low": 0.3, "ci_high": 0.95,
+             "api_accuracy": 0.5, "api_ci_low": None, "api_ci_high": None, "protocol_violations": 0, "errors": None,
+             "cached_responses": 1, "cost_usd": None}
+    assert list(RunEntry.model_validate(entry).written().items()) == list(entry.items())
+    assert RunEntry.model_validate({"label": "x", "present": False}).written() == {"label": "x", "present": False}
+    document = {
+        "schema_version": 2, "baseline": "a", "confidence": 0.95, "figure": "accuracy", "replicates": 2, "seeds": [0, 1],
+        "methods": {"m": "x"}, "arms": [{"label": "a", "run_dirs": ["r1", "r2"], "seeds": [0, 1], "streams": {},
+                                         "overall": {"accuracies": [0.5, 1], "n": 2, "mean": 0.75, "sd": None,
+                                                     "ci_low": 0.1, "ci_high": 0.9, "effective_tasks": 3.5}}],
+        "vs_baseline": [], "warnings": [], "comparisons": [], "generated": "now",
+    }
+    written = Replicates.model_validate(document).written()
+    assert json.dumps(written) == json.dumps(document)  # an int accuracy stays an int, the extra key stays in place
