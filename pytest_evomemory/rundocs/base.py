@@ -168,6 +168,12 @@ class DamagedDocument(ValueError):
     """A run document (or record) that is not what the writer writes."""
 
 
+def as_model(model: type[Doc], value: Doc | Mapping[str, Any]) -> Doc:
+    """``value`` as ``model``: itself when it is one, else a mapping (a caller's own
+    document, as the file holds it) validated."""
+    return value if isinstance(value, model) else model.model_validate(value)
+
+
 def read(model: type[Doc], path: Path, value: Mapping[str, Any] | object, record: int | None = None) -> Doc:
     """``value`` (read from ``path``) as ``model``, or :class:`DamagedDocument`
     with :func:`problem_line`'s one line."""
@@ -205,4 +211,4 @@ def _without(data: Any, where: tuple[int | str, ...]) -> Any:
     return data
 
 
-__all__ = ["DAMAGED_ADVICE", "SCHEMA_VERSION", "DamagedDocument", "RunDoc", "SchemaVersion", "problem_line", "read", "tolerant"]
+__all__ = ["DAMAGED_ADVICE", "SCHEMA_VERSION", "DamagedDocument", "RunDoc", "SchemaVersion", "as_model", "problem_line", "read", "tolerant"]

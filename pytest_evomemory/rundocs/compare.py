@@ -23,7 +23,7 @@ from pydantic import (
     model_validator,
 )
 
-from .base import RunDoc, SchemaVersion
+from .base import RunDoc, SchemaVersion, as_model
 from .fields import Count, Number, Scalar, Text
 
 
@@ -278,12 +278,12 @@ class Replicates(_Given):
 
 def as_replicates(document: Replicates | Mapping[str, Any]) -> Replicates:
     """A replicate comparison as its model (a mapping: as replicates.json holds it)."""
-    return document if isinstance(document, Replicates) else Replicates.model_validate(document)
+    return as_model(Replicates, document)
 
 
 def as_comparison(document: Comparison | Mapping[str, Any]) -> Comparison:
     """A comparison as its model (a mapping: as compare.json holds it)."""
-    return document if isinstance(document, Comparison) else Comparison.model_validate(document)
+    return as_model(Comparison, document)
 
 
 __all__ = [

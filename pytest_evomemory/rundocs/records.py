@@ -13,7 +13,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from .base import RunDoc
+from .base import RunDoc, as_model
 from .fields import Amount, Count, Flag, Fraction, Scalar, Seconds, Text
 from .identity import StreamRan
 
@@ -178,12 +178,12 @@ class Refusal(RunDoc):
 
 def as_score(scored: Score | Mapping[str, Any]) -> Score:
     """A scored item as its model (a mapping is validated: a caller's own dict)."""
-    return scored if isinstance(scored, Score) else Score.model_validate(scored)
+    return as_model(Score, scored)
 
 
 def as_response(response: Response | Mapping[str, Any]) -> Response:
     """A response as its model (a mapping is validated: a caller's own dict)."""
-    return response if isinstance(response, Response) else Response.model_validate(response)
+    return as_model(Response, response)
 
 
 __all__ = [

@@ -143,43 +143,39 @@ _SHARD_DESCRIPTIONS = {
 }
 
 
-class ShardRecord(RunDoc):
-    """This run is shard index/count of a session (--evomemory-shard=I/N, docs/scale.md): the plan every shard computes from the configs and options, and the gates of the whole run, judged again by evomemory merge."""
+class _ShardPlan(RunDoc):
+    """The plan of a session's shards, as every shard computes it (run.json's ``shard``
+    and, after a merge, its ``merged``)."""
 
     NOT_REQUIRED = frozenset({"unit"})
     CLOSED = True
     SCHEMA_EXTRA: ClassVar[dict[str, Any]] = {"properties": {
-        "index": {"type": "integer", "minimum": 1},
         "count": {"type": "integer", "minimum": 1, "description": _SHARD_DESCRIPTIONS["count"]},
+    }}
+
+    count: Count = 1
+    config_fingerprint: Sha256 = Field(default="", description=_SHARD_DESCRIPTIONS["config_fingerprint"])
+    unit: Literal["stream", "arm"] = Field(default="stream", description=_SHARD_DESCRIPTIONS["unit"])
+    arms: list[Text] = Field(default_factory=list)
+    streams: list[Text] = Field(default_factory=list, description=_SHARD_DESCRIPTIONS["streams"])
+    cells: list[list[Text]] = Field(default_factory=list, description=_SHARD_DESCRIPTIONS["cells"])
+    calls: list[Count] = Field(default_factory=list, description=_SHARD_DESCRIPTIONS["calls"])
+
+
+class ShardRecord(_ShardPlan):
+    """This run is shard index/count of a session (--evomemory-shard=I/N, docs/scale.md): the plan every shard computes from the configs and options, and the gates of the whole run, judged again by evomemory merge."""
+
+    SCHEMA_EXTRA: ClassVar[dict[str, Any]] = {"properties": {
+        **_ShardPlan.SCHEMA_EXTRA["properties"], "index": {"type": "integer", "minimum": 1},
     }}
 
     index: Count = 1
-    count: Count = 1
-    config_fingerprint: Sha256 = Field(default="", description=_SHARD_DESCRIPTIONS["config_fingerprint"])
-    unit: Literal["stream", "arm"] = Field(default="stream", description=_SHARD_DESCRIPTIONS["unit"])
-    arms: list[Text] = Field(default_factory=list)
-    streams: list[Text] = Field(default_factory=list, description=_SHARD_DESCRIPTIONS["streams"])
-    cells: list[list[Text]] = Field(default_factory=list, description=_SHARD_DESCRIPTIONS["cells"])
-    calls: list[Count] = Field(default_factory=list, description=_SHARD_DESCRIPTIONS["calls"])
     thresholds: ShardThresholds = Field(default_factory=ShardThresholds)
 
 
-class MergedRecord(RunDoc):
+class MergedRecord(_ShardPlan):
     """This run was merged from the output directories of a session's shards (evomemory merge): their plan and where they were."""
 
-    NOT_REQUIRED = frozenset({"unit"})
-    CLOSED = True
-    SCHEMA_EXTRA: ClassVar[dict[str, Any]] = {"properties": {
-        "count": {"type": "integer", "minimum": 1, "description": _SHARD_DESCRIPTIONS["count"]},
-    }}
-
-    count: Count = 1
-    config_fingerprint: Sha256 = Field(default="", description=_SHARD_DESCRIPTIONS["config_fingerprint"])
-    unit: Literal["stream", "arm"] = Field(default="stream", description=_SHARD_DESCRIPTIONS["unit"])
-    arms: list[Text] = Field(default_factory=list)
-    streams: list[Text] = Field(default_factory=list, description=_SHARD_DESCRIPTIONS["streams"])
-    cells: list[list[Text]] = Field(default_factory=list, description=_SHARD_DESCRIPTIONS["cells"])
-    calls: list[Count] = Field(default_factory=list, description=_SHARD_DESCRIPTIONS["calls"])
     shards: list[Text] = Field(
         default_factory=list, description="The shards' directories as given to evomemory merge, in shard order."
     )
