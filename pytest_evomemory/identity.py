@@ -18,9 +18,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .rundocs import RunFile, Summary
+from .rundocs.base import as_model
+
 if TYPE_CHECKING:
     from .config import ModelConfig, RunConfig
-    from .rundocs import RunFile, Summary
 
 #: The sampling settings shown after a model's name.
 _SAMPLING = ("temperature", "max_tokens", "seed")
@@ -222,9 +224,10 @@ def run_identity(run_config: RunConfig, ran: Mapping[str, Any] | None = None) ->
     }
 
 
-def recorded_identity(summary: Summary, run_document: RunFile) -> dict[str, Any]:
+def recorded_identity(summary: Summary | Mapping[str, Any], run_document: RunFile | Mapping[str, Any]) -> dict[str, Any]:
     """:func:`merge_identity` of a finished run, from its summary.json and run.json
     (the reports' view; what ran wins, the recorded config fills in)."""
+    summary, run_document = as_model(Summary, summary), as_model(RunFile, run_document)
     agent, memory = run_document.run.agent.written(), run_document.run.memory.written()
     strategy = agent.get("memory_strategy")
     configured: dict[str, Any] = {

@@ -31,6 +31,7 @@ from ..rundocs import (
     Summary,
     WriteFailure,
 )
+from ..rundocs.base import as_model
 from ..rundocs.records import Phase
 from ..rundocs.wire import (
     ARM_FIELD,
@@ -189,7 +190,8 @@ class ResultCollector:
             if self.writer:
                 self.writer.add_event(record)
 
-    def _add_response(self, response: Response) -> None:
+    def _add_response(self, given: Response | Mapping[str, Any]) -> None:
+        response = as_model(Response, given)
         names = reported_models(response.messages or ())
         if names:
             self.reported_models.setdefault(response.stream, {}).update(dict.fromkeys(names))
@@ -207,13 +209,13 @@ class ResultCollector:
         responses: Sequence[Response],
         scores: Sequence[Score],
         events: Sequence[Event] = (),
-        ran: Mapping[str, StreamRan] | None = None,
+        ran: Mapping[str, StreamRan | Mapping[str, Any]] | None = None,
     ) -> None:
         """Resume: count the completed episodes' records without writing them again;
         ``ran`` is what ran in the interrupted run (its run.json's), kept for the
         streams this process does not start again."""
         writer, self.writer = self.writer, None
-        self.ran_before = dict(ran or {})
+        self.ran_before = {stream: as_model(StreamRan, parts) for stream, parts in (ran or {}).items()}
         try:
             for scored in scores:
                 self._scored.add((scored.stream, scored.task_id))
