@@ -125,8 +125,8 @@ def write_run(directory: Path, tasks: int, streams: int, seed: int = 0) -> Path:
     summary = {
         "schema_version": 1, "run": "bench_report", "started": "2025-01-01T00:00:00+00:00",
         "finished": "2025-01-01T01:00:00+00:00", "thresholds": [], "thresholds_met": True, "passed": True,
-        "streams": {name: m.to_dict() for name, m in metrics.items() if name != "overall"},
-        "overall": metrics["overall"].to_dict(), "failed_episodes": [], "skipped_feedback": [],
+        "streams": {name: m.document().written() for name, m in metrics.items() if name != "overall"},
+        "overall": metrics["overall"].document().written(), "failed_episodes": [], "skipped_feedback": [],
         "completion": {"complete": True, "tasks_planned": per_stream * streams, "tasks_run": per_stream * streams,
                        "reason": None},
         "ran": {name: {"agent": {"class": "pytest_evomemory.agents.baseline:RecallBaselineAgent",

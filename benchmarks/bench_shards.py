@@ -160,8 +160,8 @@ def write_shards(
             written += len(scores) + 3 * len(responses)
             summary = {key: value for key, value in parts["summary"].items() if key != "schema_version"}
             metrics = summarize(streams, [outcome(score) for score in scores], responses)  # what the records add up to
-            summary["streams"] = {name: value.to_dict() for name, value in metrics.items() if name != "overall"}
-            summary["overall"] = metrics["overall"].to_dict()
+            summary["streams"] = {name: value.document().written() for name, value in metrics.items() if name != "overall"}
+            summary["overall"] = metrics["overall"].document().written()
             summary["completion"] = {"complete": True, "tasks_planned": len(scores), "tasks_run": len(scores),
                                      "reason": None}
             summary["run"] = arm

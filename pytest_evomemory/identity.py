@@ -18,6 +18,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .rundocs import RunFile, Summary
+from .rundocs.base import as_model
+
 if TYPE_CHECKING:
     from .config import ModelConfig, RunConfig
 
@@ -221,13 +224,13 @@ def run_identity(run_config: RunConfig, ran: Mapping[str, Any] | None = None) ->
     }
 
 
-def recorded_identity(summary: Mapping[str, Any], run_document: Mapping[str, Any]) -> dict[str, Any]:
+def recorded_identity(summary: Summary | Mapping[str, Any], run_document: RunFile | Mapping[str, Any]) -> dict[str, Any]:
     """:func:`merge_identity` of a finished run, from its summary.json and run.json
     (the reports' view; what ran wins, the recorded config fills in)."""
-    config = _mapping(run_document.get("run"))
-    agent, memory = _mapping(config.get("agent")), _mapping(config.get("memory"))
+    summary, run_document = as_model(Summary, summary), as_model(RunFile, run_document)
+    agent, memory = run_document.run.agent.written(), run_document.run.memory.written()
     strategy = agent.get("memory_strategy")
-    configured = {
+    configured: dict[str, Any] = {
         "agent": {
             **{key: agent[key] for key in ("kind", "memory_strategy", "options") if key in agent},
             **({"full_context": True} if agent.get("full_context") is True else {}),
@@ -237,8 +240,8 @@ def recorded_identity(summary: Mapping[str, Any], run_document: Mapping[str, Any
             key: memory[key] for key in ("backend", "top_k") if key in memory
         },
     }
-    ran = summary.get("ran") or run_document.get("ran")
-    return merge_identity(ran if isinstance(ran, Mapping) else {}, configured)
+    ran = summary.ran or run_document.ran or {}
+    return merge_identity({stream: parts.written() for stream, parts in ran.items()}, configured)
 
 
 def _recorded_model(model: Any) -> dict[str, Any] | None:

@@ -70,9 +70,9 @@ def main(args: argparse.Namespace) -> int:
         _error(f"{MERGE}: {line}")
     failed = False
     for arm in merged.arms:
-        completion = arm.summary["completion"]
-        print(f"{MERGE}: {arm.name}: {completion['tasks_run']} of {completion['tasks_planned']} planned tasks"
-              + ("" if completion["complete"] else f" (incomplete: {completion['reason']})"))
+        completion = arm.summary.completion
+        print(f"{MERGE}: {arm.name}: {completion.tasks_run} of {completion.tasks_planned} planned tasks"
+              + ("" if completion.complete else f" (incomplete: {completion.reason})"))
         for line in format_table(arm.metrics):
             print(shown(line))
         for threshold in arm.thresholds:
@@ -83,7 +83,7 @@ def main(args: argparse.Namespace) -> int:
         else:
             print(f"report: {arm.run_dir / 'report.html'}")
         failed = failed or arm.failed
-    complete = all(arm.summary["completion"]["complete"] for arm in merged.arms)
+    complete = all(arm.summary.completion.complete for arm in merged.arms)
     if merged.comparison is not None and merged.comparison_files is not None:
         lines, results = format_comparison(merged.comparison), check_gains(merged.comparison, gates, complete=complete)
         html, json_path = merged.comparison_files

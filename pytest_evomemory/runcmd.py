@@ -140,12 +140,11 @@ class RunProgress:
         scored = getattr(record, "scored", None)
         if scored is not None:
             verdict = task_verdict(scored)
-            self.running[key] = f"{scored['task_id']} [{int(scored['position']) + 1}] {verdict}"
+            self.running[key] = f"{scored.task_id} [{scored.position + 1}] {verdict}"
             if self.verdicts:
                 arm = f"{record.arm}:" if record.arm else ""
-                print(inert(f"{arm}{scored['stream']}/{scored['task_id']} [{int(scored['position']) + 1}] {verdict}"),
-                      flush=True)
-        self.board.add(key, [record.to_wire()], show=False)
+                print(inert(f"{arm}{scored.stream}/{scored.task_id} [{scored.position + 1}] {verdict}"), flush=True)
+        self.board.add(key, [record], show=False)
 
     def task_done(self, key: str) -> None:
         line = self.board.add(key, (), show=True)

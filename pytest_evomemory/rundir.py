@@ -40,18 +40,34 @@ from importlib import metadata
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from .atomicfile import write_atomically
 from .errors import ConfigError
 from .redaction import dumps_redacted
+from .rundocs import (
+    DAMAGED_ADVICE as DAMAGED_ADVICE,
+)
+from .rundocs import (
+    SCHEMA_VERSION as SCHEMA_VERSION,
+)
+from .rundocs import (
+    ArmEntryDoc,
+    ArmsFile,
+    Response,
+    RunDoc,
+    RunFile,
+    Score,
+    Summary,
+    TranscriptEntry,
+)
+from .rundocs.base import Doc, problem_line
+from .rundocs.wire import Event, FeedbackSkippedRecord, Record
 from .text import inert, shorten
 from .validation import CONTROL_CHARACTERS, MAX_NAME_BYTES, long_name_problem, path_problem, run_name_problem
 
 if TYPE_CHECKING:
     from .streams import Stream
-
-#: The version of every JSON document this module writes (run.json, summary.json,
-#: compare.json, the JSON report's block): a reader refuses a newer one.
-SCHEMA_VERSION = 2
 
 RUN_DOCUMENT = "run.json"
 RESPONSES = "responses.jsonl"
@@ -234,17 +250,21 @@ def _nearest_existing(path: Path) -> Path | None:
 # --------------------------------------------------------------------------- encoding
 
 
-def dumps(record: Mapping[str, Any]) -> str:
+def _plain(record: Mapping[str, Any] | RunDoc) -> Mapping[str, Any]:
+    return record.written() if isinstance(record, RunDoc) else record
+
+
+def dumps(record: Mapping[str, Any] | RunDoc) -> str:
     """One record as one line: redacted (no secret reaches a file), ASCII JSON (no
-    character can break the line)."""
-    return dumps_redacted(record, ensure_ascii=True, sort_keys=True, default=str)
+    character can break the line), keys sorted."""
+    return dumps_redacted(_plain(record), ensure_ascii=True, sort_keys=True, default=str)
 
 
-def _document_text(document: Mapping[str, Any]) -> str:
-    return dumps_redacted(document, ensure_ascii=True, indent=2, sort_keys=True, default=str) + "\n"
+def _document_text(document: Mapping[str, Any] | RunDoc) -> str:
+    return dumps_redacted(_plain(document), ensure_ascii=True, indent=2, sort_keys=True, default=str) + "\n"
 
 
-def write_json_atomically(path: Path, document: Mapping[str, Any]) -> None:
+def write_json_atomically(path: Path, document: Mapping[str, Any] | RunDoc) -> None:
     """Readers (a dashboard polling summary.json) never see half a document."""
     write_atomically(path, _document_text(document), encoding="ascii")
 
@@ -253,12 +273,6 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     """Read a JSONL artefact, skipping a torn last line left by a killed process."""
     return list(iter_jsonl(path))
 
-
-#: What the reader of a damaged run file is told to do (the reports' field checks too).
-DAMAGED_ADVICE = (
-    "the file was edited or damaged: run the benchmark again, or restore the file "
-    "(an earlier run's copy may be under history/)"
-)
 
 #: The fields that name a record of a run file: the writer writes one record per
 #: value, so a second one is a line copied in, or another run's, never ours.
@@ -549,7 +563,7 @@ class RunWriter:
                 "this point are kept"
             )
 
-    def _append(self, relative: str, record: Mapping[str, Any]) -> None:
+    def _append(self, relative: str, record: Mapping[str, Any] | RunDoc) -> None:
         def write() -> None:
             handle = self._files.get(relative)
             if handle is None:
@@ -560,10 +574,8 @@ class RunWriter:
 
         self._guard(write)
 
-    def write_run(self, document: Mapping[str, Any]) -> None:
-        self._guard(lambda: write_json_atomically(
-            self.run_dir / RUN_DOCUMENT, {"schema_version": SCHEMA_VERSION, **document}
-        ))
+    def write_run(self, document: RunFile) -> None:
+        self._guard(lambda: write_json_atomically(self.run_dir / RUN_DOCUMENT, document))
 
     def _note_stream(self, relative: str, stream: object) -> None:
         """Streams interleave in a file when several ran at once (xdist workers,
@@ -575,28 +587,21 @@ class RunWriter:
             self._interleaved.add(relative)
         self._last_stream[relative] = stream
 
-    def add_response(self, response: Mapping[str, Any]) -> None:
-        without_transcript = {k: v for k, v in response.items() if k != "messages"}
-        self._note_stream(RESPONSES, response.get("stream"))
-        self._append(RESPONSES, without_transcript)
-        self._append(
-            f"{TRANSCRIPTS}/{response['stream']}.jsonl",
-            {
-                "task_id": response["task_id"],
-                "kind": response["kind"],
-                "messages": response.get("messages", []),
-                "tool_calls": response.get("tool_calls", []),
-            },
-        )
+    def add_response(self, response: Response) -> None:
+        """A response: its line in responses.jsonl, its messages in its stream's transcript."""
+        self._note_stream(RESPONSES, response.stream)
+        self._append(RESPONSES, response.line())
+        self._append(f"{TRANSCRIPTS}/{response.stream}.jsonl", response.transcript())
 
-    def add_score(self, scored: Mapping[str, Any]) -> None:
+    def add_score(self, scored: Score) -> None:
         self._append(SCORES, scored)
 
-    def add_event(self, event: Mapping[str, Any]) -> None:
-        self._note_stream(EVENTS, event.get("stream"))
-        self._append(EVENTS, event)
+    def add_event(self, event: Record) -> None:
+        wire = event.wire()
+        self._note_stream(EVENTS, wire.get("stream"))
+        self._append(EVENTS, wire)
 
-    def finalize_scores(self, scored: Sequence[Mapping[str, Any]], stream_order: Sequence[str]) -> None:
+    def finalize_scores(self, scored: Sequence[Score], stream_order: Sequence[str]) -> None:
         """Put scores.jsonl in stream order (arrival order differs under xdist).
 
         ``scored``: the scores in the order they were written, one line each; only
@@ -607,7 +612,7 @@ class RunWriter:
         rank: dict[str, int] = {}
         for index, name in enumerate(stream_order):
             rank.setdefault(name, index)
-        keys = [(rank.get(s["stream"], len(stream_order)), s["position"]) for s in scored]
+        keys = [(rank.get(s.stream, len(stream_order)), s.position) for s in scored]
         if all(keys[index] <= keys[index + 1] for index in range(len(keys) - 1)):
             return
         self._guard(lambda: _reorder_lines(self.run_dir / SCORES, sorted(range(len(keys)), key=keys.__getitem__), rank))
@@ -642,21 +647,20 @@ class RunWriter:
         """Resume: keep only the completed episodes' records, dropping torn ones."""
         self._interleaved |= {RESPONSES, EVENTS}  # the interrupted run's may have interleaved
         self.close()
-        kept = {(r["stream"], r["task_id"]) for r in state.responses}
+        kept = {(r.stream, r.task_id) for r in state.responses}
 
         def rewrite() -> None:
-            _rewrite_jsonl(self.run_dir / RESPONSES, [
-                {k: v for k, v in r.items() if k != "messages"} for r in state.responses
-            ])
+            _rewrite_jsonl(self.run_dir / RESPONSES, [r.line() for r in state.responses])
             _rewrite_jsonl(self.run_dir / SCORES, state.scores)
-            _rewrite_jsonl(self.run_dir / EVENTS, state.events)
+            _rewrite_jsonl(self.run_dir / EVENTS, [e.wire() for e in state.events])
             for path in (self.run_dir / TRANSCRIPTS).glob("*.jsonl"):
                 stream = path.stem
-                _rewrite_jsonl(path, [t for t in read_jsonl(path) if (stream, t.get("task_id")) in kept])
+                entries = _typed(TranscriptEntry, read_jsonl(path))
+                _rewrite_jsonl(path, [t for t in entries if t is not None and (stream, t.task_id) in kept])
 
         self._guard(rewrite)
 
-    def write_records(self, relative: str, records: Iterable[Mapping[str, Any]]) -> None:
+    def write_records(self, relative: str, records: Iterable[Mapping[str, Any] | RunDoc]) -> None:
         """Write a whole JSONL file of the run at once (the merge of shards' runs)."""
         target = self.run_dir / relative
 
@@ -673,10 +677,10 @@ class RunWriter:
         target = self.run_dir / relative
         self._guard(lambda: shutil.copytree(source, target, dirs_exist_ok=True))
 
-    def write_summary(self, document: Mapping[str, Any]) -> None:
+    def write_summary(self, document: Summary) -> None:
         self.close()
         try:
-            write_json_atomically(self.run_dir / SUMMARY, {"schema_version": SCHEMA_VERSION, **document})
+            write_json_atomically(self.run_dir / SUMMARY, document)
         except OSError as error:
             if self.failure is None:
                 self.failure = f"writing {self.run_dir / SUMMARY} failed: {error.strerror or error}"
@@ -694,7 +698,7 @@ class RunWriter:
             self._close(relative)
 
 
-def _rewrite_jsonl(path: Path, records: Iterable[Mapping[str, Any]]) -> None:
+def _rewrite_jsonl(path: Path, records: Iterable[Mapping[str, Any] | RunDoc]) -> None:
     write_atomically(path, (dumps(record) + "\n" for record in records), encoding="ascii")
 
 
@@ -732,11 +736,11 @@ class ResumeState:
     #: stream -> number of leading tasks that are complete
     done: dict[str, int] = field(default_factory=dict)
     #: records to keep, in their original order
-    responses: list[dict[str, Any]] = field(default_factory=list)
-    scores: list[dict[str, Any]] = field(default_factory=list)
-    events: list[dict[str, Any]] = field(default_factory=list)
+    responses: list[Response] = field(default_factory=list)
+    scores: list[Score] = field(default_factory=list)
+    events: list[Event] = field(default_factory=list)
     #: the interrupted run's run.json
-    document: dict[str, Any] = field(default_factory=dict)
+    document: RunFile = field(default_factory=RunFile)
     #: what the user is told before the resume runs (a damaged snapshot not trusted)
     notes: list[str] = field(default_factory=list)
 
@@ -754,32 +758,26 @@ class ResumeState:
             return
         self.done[stream] = done
 
-        def kept(record: Mapping[str, Any]) -> bool:
-            task = event_task(record) if ("failure" in record or "skipped" in record) else record
-            if task.get("stream") != stream:
-                return True
-            if record.get("kind") == "ingestion":
-                # a conversation's ingestion turns precede every task: the snapshot
-                # the stream continues from holds what they wrote
-                return True
-            return positions.get(str(task.get("task_id")), done) < done
+        def kept(task_stream: str, task_id: str | None) -> bool:
+            return task_stream != stream or positions.get(str(task_id), done) < done
 
-        self.responses = [r for r in self.responses if kept(r)]
-        self.scores = [s for s in self.scores if kept(s)]
-        self.events = [e for e in self.events if kept(e)]
+        # a conversation's ingestion turns precede every task: the snapshot the
+        # stream continues from holds what they wrote
+        self.responses = [r for r in self.responses if r.kind == "ingestion" or kept(r.stream, r.task_id)]
+        self.scores = [s for s in self.scores if kept(s.stream, s.task_id)]
+        self.events = [e for e in self.events if kept(*event_task(e))]
 
     def ingested(self, stream: str) -> bool:
         """Whether ``stream``'s conversation ingestion is among the kept records (kept
         only whole): its memory then continues from the snapshot that holds it."""
-        return any(r.get("stream") == stream and r.get("kind") == "ingestion" for r in self.responses)
+        return any(r.stream == stream and r.kind == "ingestion" for r in self.responses)
 
     def forget_ingestion(self, stream: str, ingestion_ids: Sequence[str]) -> None:
         """Drop ``stream``'s ingestion turns: its memory is ingested again (no
         snapshot holds the ingestion any more), and its turns are recorded anew."""
         wanted = set(ingestion_ids)
         self.responses = [
-            r for r in self.responses
-            if not (r.get("stream") == stream and r.get("kind") == "ingestion" and r.get("task_id") in wanted)
+            r for r in self.responses if not (r.stream == stream and r.kind == "ingestion" and r.task_id in wanted)
         ]
 
 
@@ -819,14 +817,10 @@ def write_arms_manifest(
         resolved = run_dir.resolve()
         return str(resolved.relative_to(base)) if base in resolved.parents else str(resolved)
 
-    write_json_atomically(directory / ARMS_MANIFEST, {
-        "schema_version": 1,
-        "session": session,
-        "baseline": arms[0][0],
-        "overrides": list(overrides),
-        **({"repeats": repeats} if repeats is not None else {}),
-        "arms": [{"name": name, "run_dir": where(run_dir), "config": config} for name, run_dir, config in arms],
-    })
+    write_json_atomically(directory / ARMS_MANIFEST, ArmsFile(
+        session=session, baseline=arms[0][0], overrides=list(overrides), repeats=repeats,
+        arms=[ArmEntryDoc(name=name, run_dir=where(run_dir), config=config) for name, run_dir, config in arms],
+    ))
 
 
 def read_arms_manifest(directory: Path, flag: str) -> ArmsManifest | None:
@@ -836,30 +830,28 @@ def read_arms_manifest(directory: Path, flag: str) -> ArmsManifest | None:
     if not path.exists():
         return None
     document = read_json(path)
-    arms = document.get("arms") if document is not None else None
     try:
-        entries = tuple(
-            ArmEntry(
-                str(arm["name"]),
-                recorded_arm_dir(directory, arm["run_dir"], path, flag),
-                recorded_config_path(arm["config"], f"{path}: an arm's 'config'"),
-            )
-            for arm in arms or ()
-        )
-    except (KeyError, TypeError):
-        entries = ()
-    if document is None or len(entries) < 2:
+        manifest = ArmsFile.model_validate(document)
+    except ValidationError:
+        manifest = None
+    if manifest is None or any(not arm.model_fields_set >= {"name", "run_dir", "config"} for arm in manifest.arms):
         raise RunDirError(
             f"{flag} {directory}: {path} is not a readable arms manifest; resume each arm's "
             f"directory on its own ({flag}=DIR/<arm>)"
         )
-    overrides = document.get("overrides")
-    session = document.get("session")
-    repeats = document.get("repeats")
+    entries = tuple(
+        ArmEntry(
+            str(arm.name),
+            recorded_arm_dir(directory, arm.run_dir, path, flag),
+            recorded_config_path(arm.config, f"{path}: an arm's 'config'"),
+        )
+        for arm in manifest.arms
+    )
+    repeats = manifest.repeats
     return ArmsManifest(
         entries,
-        tuple(str(item) for item in overrides) if isinstance(overrides, list) else (),
-        session if isinstance(session, str) else None,
+        tuple(str(item) for item in manifest.overrides),
+        manifest.session if isinstance(manifest.session, str) else None,
         repeats if isinstance(repeats, int) and not isinstance(repeats, bool) and 1 <= repeats <= 100 else None,
     )
 
@@ -905,8 +897,9 @@ def recorded_config_path(value: object, source: str) -> str:
     return text
 
 
-def read_run_document(run_dir: Path, purpose: str) -> dict[str, Any]:
-    document = read_json(run_dir / RUN_DOCUMENT)
+def read_run_document(run_dir: Path, purpose: str) -> RunFile:
+    path = run_dir / RUN_DOCUMENT
+    document = read_json(path)
     if document is None:
         raise RunDirError(
             f"{purpose} {run_dir}: no readable {RUN_DOCUMENT} there; pass the output directory "
@@ -916,10 +909,22 @@ def read_run_document(run_dir: Path, purpose: str) -> dict[str, Any]:
     if not isinstance(version, int) or isinstance(version, bool) or version > SCHEMA_VERSION:
         # A newer plugin's records may mean something else: continuing would mix them.
         raise RunDirError(
-            f"{purpose} {run_dir}: {run_dir / RUN_DOCUMENT} has schema version {version!r}, which this "
+            f"{purpose} {run_dir}: {path} has schema version {version!r}, which this "
             f"pytest-evomemory (schema {SCHEMA_VERSION}) cannot continue; upgrade pytest-evomemory, or start a new run"
         )
-    return document
+    try:
+        return RunFile.model_validate(document)
+    except ValidationError as error:
+        raise RunDirError(f"{purpose} {run_dir}: {problem_line(path, error)}") from None
+
+
+def _typed(model: type[Doc], records: Iterable[dict[str, Any]]) -> Iterator[Doc | None]:
+    """A JSONL file's records as ``model``; None for one that is not (edited or damaged by hand)."""
+    for record in records:
+        try:
+            yield model.model_validate(record)
+        except ValidationError:
+            yield None
 
 
 def load_resume_state(run_dir: Path, streams: Sequence[Stream], flag: str) -> ResumeState:
@@ -934,30 +939,33 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream], flag: str) -> Re
     # no task (a failure that is a string). A response cannot be left out so: its
     # episode would count as complete without it (a turn fewer), so it is refused, as
     # is a line that is no record or a record given twice (:func:`iter_jsonl`).
-    responses = read_jsonl(run_dir / RESPONSES)
-    for number, response in enumerate(responses, 1):
-        if not _names_a_task(response):
-            raise DamagedRecords(
-                f"{flag} {run_dir}: {run_dir / RESPONSES}, record {number} names no stream and task "
-                f"(its 'stream' or 'task_id' is not text); {DAMAGED_ADVICE}"
-            )
-    scores = [s for s in read_jsonl(run_dir / SCORES) if _names_a_task(s)]
-    events = [e for e in read_jsonl(run_dir / EVENTS) if _names_a_task(event_task(e))]
+    responses: list[Response] = []
+    for number, wire in enumerate(read_jsonl(run_dir / RESPONSES), 1):
+        try:
+            responses.append(Response.model_validate(wire))
+        except ValidationError as error:
+            if error.errors()[0]["loc"][:1] in (("stream",), ("task_id",)):
+                raise DamagedRecords(
+                    f"{flag} {run_dir}: {run_dir / RESPONSES}, record {number} names no stream and task "
+                    f"(its 'stream' or 'task_id' is not text); {DAMAGED_ADVICE}"
+                ) from None
+            raise DamagedRecords(f"{flag} {run_dir}: {problem_line(run_dir / RESPONSES, error, number)}") from None
+    scores = [s for s in _typed(Score, read_jsonl(run_dir / SCORES)) if s is not None]
+    events: list[Event] = []
+    for wire in read_jsonl(run_dir / EVENTS):
+        try:
+            events.append(_EVENTS.validate_python(wire))
+        except ValidationError:
+            continue
     for transcript in sorted((run_dir / TRANSCRIPTS).glob("*.jsonl")):  # rewritten when the resume starts
         for _ in iter_jsonl(transcript):
             pass
     state = ResumeState(document=document)
     for stream in streams:
         position_of = {sample.task_id: sample.position for sample in stream.samples}
-        scored = {s["task_id"]: s for s in scores if s.get("stream") == stream.name}
-        fed_back = {
-            r["task_id"] for r in responses if r.get("stream") == stream.name and r.get("kind") == "feedback"
-        }
-        ended = {
-            event_task(e).get("task_id")
-            for e in events
-            if event_task(e).get("stream") == stream.name
-        }
+        scored = {s.task_id: s for s in scores if s.stream == stream.name}
+        fed_back = {r.task_id for r in responses if r.stream == stream.name and r.kind == "feedback"}
+        ended = {task for name, task in map(event_task, events) if name == stream.name}
         done = 0
         for sample in stream.samples:  # a static-memory stream's episode has no feedback turn
             if sample.task_id not in scored or (stream.feedback and not (sample.task_id in fed_back or sample.task_id in ended)):
@@ -966,35 +974,26 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream], flag: str) -> Re
         state.done[stream.name] = done
         kept_ids = {sample.task_id for sample in stream.samples[:done]}
         answered = kept_ids | _ingested(stream, responses)
-        kept_responses = [
-            r for r in responses if r.get("stream") == stream.name and r.get("task_id") in answered
-        ]
-        state.responses += kept_responses
+        state.responses += [r for r in responses if r.stream == stream.name and r.task_id in answered]
         state.scores += [scored[task_id] for task_id in sorted(kept_ids, key=position_of.__getitem__)]
         state.events += [
-            e for e in events
-            if event_task(e).get("stream") == stream.name and event_task(e).get("task_id") in kept_ids
+            e for e in events if event_task(e)[0] == stream.name and event_task(e)[1] in kept_ids
         ]
     return state
 
 
-def _ingested(stream: Stream, responses: Sequence[Mapping[str, Any]]) -> set[str]:
+def _ingested(stream: Stream, responses: Sequence[Response]) -> set[str]:
     """A conversation stream's ingestion turns, kept only when every session's turn is
     there (runtime/ingestion.py saves them whole); a partial ingestion runs again."""
     wanted = set(stream.ingestion_ids)
-    seen = {
-        r["task_id"] for r in responses
-        if r.get("stream") == stream.name and r.get("kind") == "ingestion" and r.get("task_id") in wanted
-    }
+    seen = {r.task_id for r in responses if r.stream == stream.name and r.kind == "ingestion" and r.task_id in wanted}
     return seen if wanted and seen == wanted else set()
 
 
-def _names_a_task(record: Mapping[str, Any]) -> bool:
-    return isinstance(record.get("stream"), str) and isinstance(record.get("task_id"), str)
+_EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
 
 
-def event_task(event: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The task an event ended (a failure or a skip), or an empty mapping."""
-    task = event.get("failure") or event.get("skipped")
-    return task if isinstance(task, Mapping) else {}
-
+def event_task(event: Event) -> tuple[str, str | None]:
+    """``(stream, task id)`` of the task an event ended (a failure or a skip)."""
+    task = event.skipped if isinstance(event, FeedbackSkippedRecord) else event.failure
+    return task.stream, task.task_id

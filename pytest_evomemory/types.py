@@ -12,6 +12,10 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from .rundocs import Response, ToolCallDoc
+from .rundocs import Score as ScoreLine
+from .rundocs import Usage as UsageDoc
+
 #: Every stimulus an agent receives is one of these kinds. Only ``task`` stimuli
 #: are ever scored; ``feedback`` stimuli carry the corrective target; ``ingestion``
 #: stimuli (LoCoMo, ``ingest: agent``) give the agent one session of a conversation
@@ -252,13 +256,7 @@ class ToolCall:
     result: str
     error: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "arguments": dict(self.arguments),
-            "result": self.result,
-            "error": self.error,
-        }
+
 
 
 #: More tokens than any model call uses: a count above it is no count (a server's or
@@ -339,24 +337,20 @@ class AgentResponse:
     #: ``None`` when it has none.
     cost_usd: float | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "stream": self.stream,
-            "task_id": self.task_id,
-            "kind": self.kind,
-            "final_answer": self.final_answer,
-            "agent_turns": self.agent_turns,
-            "tool_calls": [call.to_dict() for call in self.tool_calls],
-            "messages": [dict(message) for message in self.messages],
-            "usage": self.usage.to_dict(),
-            "memory_retains": self.memory_retains,
-            "memory_recalls": self.memory_recalls,
-            "seconds": self.seconds,
-            "protocol_violation": self.protocol_violation,
-            "memory_writes": [dict(write) for write in self.memory_writes],
-            "memory_recalled": [dict(hit) for hit in self.memory_recalled],
-            "cost_usd": self.cost_usd,
-        }
+    def document(self) -> Response:
+        """The response as the run records it (responses.jsonl and its transcript)."""
+        return Response(
+            stream=self.stream, task_id=self.task_id, kind=self.kind, final_answer=self.final_answer,
+            agent_turns=self.agent_turns,
+            tool_calls=[ToolCallDoc(name=call.name, arguments=dict(call.arguments), result=call.result, error=call.error)
+                        for call in self.tool_calls],
+            messages=[dict(message) for message in self.messages],
+            usage=UsageDoc(prompt_tokens=self.usage.prompt_tokens, completion_tokens=self.usage.completion_tokens,
+                        total_tokens=self.usage.total_tokens),
+            memory_retains=self.memory_retains, memory_recalls=self.memory_recalls, seconds=self.seconds,
+            protocol_violation=self.protocol_violation, memory_writes=[dict(write) for write in self.memory_writes],
+            memory_recalled=[dict(hit) for hit in self.memory_recalled], cost_usd=self.cost_usd,
+        )
 
 
 @dataclass(frozen=True)
@@ -400,11 +394,13 @@ class ScoredItem:
     #: The task's ``BenchmarkSample.group`` (per-group accuracy in reports).
     group: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "stream": self.stream,
-            "task_id": self.task_id,
-            "position": self.position,
-            "group": self.group,
-            **self.score.to_dict(),
-        }
+    def document(self, recall_similarity: float | None = None) -> ScoreLine:
+        """The score as scores.jsonl records it (``recall_similarity``: how similar the
+        task was to what its recalls returned, when any returned something)."""
+        score = self.score
+        return ScoreLine(
+            stream=self.stream, task_id=self.task_id, position=self.position, group=self.group, correct=score.correct,
+            value=score.value, raw_answer=score.raw_answer, extracted=score.extracted, target=score.target,
+            match_mode=score.match_mode, reason=score.reason, details=dict(score.details),
+            recall_similarity=recall_similarity,
+        )

@@ -213,5 +213,5 @@ def test_a_resumed_collector_keeps_what_ran_before_and_the_names_reported_before
     })
     ran = collector.what_ran()
     assert list(ran) == ["s1", "s2"]
-    assert ran["s1"] == before["s1"]  # not started again: as the interrupted run recorded it
-    assert ran["s2"]["model"]["reported"] == ["m-1", "m-2"]  # the earlier replies' names and the new ones
+    assert ran["s1"].written() == before["s1"]  # not started again: as the interrupted run recorded it
+    assert ran["s2"].written()["model"]["reported"] == ["m-1", "m-2"]  # the earlier replies' names and the new ones

@@ -15,6 +15,7 @@ from jsonschema import Draft202012Validator
 
 from pytest_evomemory.rundir import SCHEMA_VERSION
 from pytest_evomemory.schema import ARTEFACTS, SCHEMA_FILE, load_schema, schema_for
+from pytest_evomemory.schema.generate import schema_text
 
 from .conftest import SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN
 from .schema import assert_json_report_valid, assert_run_dir_valid, assert_valid, problems
@@ -36,6 +37,15 @@ def test_the_schema_is_valid_versioned_and_shipped() -> None:
     assert f'"{SCHEMA_FILE.parent.name}/*.json"' in pyproject  # package data: in the wheel
     with pytest.raises(KeyError, match=r"no schema for 'nothing\.json'"):
         schema_for("nothing.json")
+
+
+def test_the_shipped_schema_is_the_one_the_models_generate() -> None:
+    """The schema is generated from the run documents' models (rundocs): a model
+    changed without regenerating the file (``python -m pytest_evomemory.schema``)
+    fails here, so the file and the code never describe two formats."""
+    assert SCHEMA_FILE.read_text(encoding="ascii") == schema_text(), (
+        "artefacts.schema.json differs from the models: run python -m pytest_evomemory.schema"
+    )
 
 
 def _report(pytester: pytest.Pytester) -> dict[str, Any]:

@@ -70,4 +70,4 @@ def test_task(evomemory_episode: Any, request: pytest.FixtureRequest) -> None:
     # user_properties (not the record_property fixture) reach JUnit XML in every
     # junit_family, and pytest-json-report's metadata (reporters.py).
     arm = get_session(request.config).arm_label(request.node.callspec.params["evomemory_stream"])
-    request.node.user_properties.extend(task_properties(outcome.scored.to_dict(), outcome.response.to_dict(), arm))
+    request.node.user_properties.extend(task_properties(outcome.scored.document(), outcome.response.document(), arm))

@@ -18,6 +18,7 @@ import pytest
 from ..errors import ConfigError
 from ..options import PROGRESS_INTERVAL_INI
 from ..reporting.progress import ProgressBoard, progress_interval, task_verdict
+from ..rundocs.wire import from_wires
 from ..runtime.session import Session
 from .items import stream_of_nodeid
 
@@ -48,8 +49,8 @@ class ProgressHooks:
     def pytest_report_teststatus(self, report: pytest.TestReport, config: pytest.Config) -> Any:
         if report.when != "call" or not report.passed:
             return None
-        for record in getattr(report, "evomemory_records", None) or ():
-            scored = record.get("scored")
+        for record in from_wires(getattr(report, "evomemory_records", None)):
+            scored = getattr(record, "scored", None)
             verdict = task_verdict(scored) if scored is not None else None
             if verdict == "correct":
                 return "passed", ".", ("CORRECT", {"green": True})
@@ -62,7 +63,7 @@ class ProgressHooks:
         (and arm); at teardown the task's feedback is in too, so lines show then."""
         key = stream_of_nodeid(report.nodeid)
         show = report.when == "teardown" and self.config.get_verbosity() > -2
-        line = self.board.add(key, getattr(report, "evomemory_records", None) or (), show=show) if key else None
+        line = self.board.add(key, from_wires(getattr(report, "evomemory_records", None)), show=show) if key else None
         if line is not None:
             self.pending.append(line)
 

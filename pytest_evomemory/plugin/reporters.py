@@ -11,15 +11,16 @@ the session's; only their way into each reporter is here.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
 
 from ..reporting.properties import session_identity_properties, task_metadata
+from ..rundocs import Summary
 
 
-def add_identity_properties(config: pytest.Config, runs: Sequence[tuple[str, Mapping[str, Any] | None]]) -> None:
+def add_identity_properties(config: pytest.Config, runs: Sequence[tuple[str, Summary | None]]) -> None:
     """Add each finished run's identity to the JUnit XML file, when one is written
     (each value prefixed ``<arm>: `` when a session runs several arms)."""
     from _pytest.junitxml import xml_key

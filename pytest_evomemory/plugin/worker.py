@@ -113,7 +113,7 @@ class WorkerPlugin:
             reason = str(call.excinfo.value).strip() if call.excinfo is not None else ""
             records += self.session.setup_failed(*task, records, reason)  # a user fixture failed: no record of ours
         if records:
-            report.evomemory_records = [record.to_wire() for record in records]  # type: ignore[attr-defined]
+            report.evomemory_records = [record.wire() for record in records]  # type: ignore[attr-defined]
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:

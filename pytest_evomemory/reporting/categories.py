@@ -16,6 +16,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ..evaluation.modes import Metric
+from ..rundocs import Categories, CategoryRow, Score
+from ..rundocs.records import as_score
 from .stats import mean_interval
 
 #: Row order by category name: the order of the LoCoMo paper's tables, which is how
@@ -31,30 +33,28 @@ def _finite(value: object) -> float | None:
     return None
 
 
-def score_value(scored: Mapping[str, Any], detail: str | None = None) -> float:
+def score_value(item: Score | Mapping[str, Any], detail: str | None = None) -> float:
     """A scored item's value in [0, 1]: its ``details[detail]`` when given and
     recorded (the mode's declared figure, LoCoMo's ``f1``), else ``value`` when
     recorded, else 1/0 from ``correct``; 0 for a failed episode."""
-    if scored.get("error"):
+    scored = as_score(item)
+    if scored.error:
         return 0.0
-    details = scored.get("details")
-    if detail is not None and isinstance(details, Mapping) and (found := _finite(details.get(detail))) is not None:
+    if detail is not None and (found := _finite(scored.details.get(detail))) is not None:
         return found
-    if (value := _finite(scored.get("value"))) is not None:
+    if "value" in scored.model_fields_set and (value := _finite(scored.value)) is not None:
         return value
-    return 1.0 if scored.get("correct") else 0.0
+    return 1.0 if scored.correct else 0.0
 
 
-def _row(items: list[Mapping[str, Any]], detail: str | None, seed: int) -> dict[str, Any]:
+def _row(items: list[Score], detail: str | None, seed: int) -> dict[str, Any]:
     values = [score_value(item, detail) for item in items]
     estimate = mean_interval(values, seed=seed)
     recalls = [
         float(recall) for item in items
-        if isinstance(item.get("details"), Mapping)
-        and isinstance(recall := item["details"].get("evidence_recall"), int | float)
-        and not isinstance(recall, bool)
+        if isinstance(recall := item.details.get("evidence_recall"), int | float) and not isinstance(recall, bool)
     ]
-    correct = sum(1 for item in items if not item.get("error") and item.get("correct"))
+    correct = sum(1 for item in items if not item.error and item.correct)
     return {
         "tasks": len(items),
         "mean": estimate.mean,
@@ -68,7 +68,7 @@ def _row(items: list[Mapping[str, Any]], detail: str | None, seed: int) -> dict[
 
 
 def category_summary(
-    scores: Iterable[Mapping[str, Any]], *, detail: str | None = None, seed: int = 0
+    scores: Iterable[Score | Mapping[str, Any]], *, detail: str | None = None, seed: int = 0
 ) -> dict[str, Any]:
     """``{"by_category": [row, ...], "overall": row}`` over ``scores``; each category's
     row names it (``category``), in order (JSON writers may sort an object's keys,
@@ -81,10 +81,10 @@ def category_summary(
     ``None`` if none). Categories are the scored items' ``group``, in the LoCoMo
     paper's order, other groups after them by name.
     """
-    items = list(scores)
-    groups: dict[str, list[Mapping[str, Any]]] = {}
+    items = [as_score(item) for item in scores]
+    groups: dict[str, list[Score]] = {}
     for item in items:
-        groups.setdefault(str(item.get("group")), []).append(item)
+        groups.setdefault(str(item.group), []).append(item)
     ordered = sorted(groups, key=lambda name: (_ORDER.get(name, 99), name))
     return {
         "by_category": [{"category": name, **_row(groups[name], detail, seed)} for name in ordered],
@@ -92,13 +92,17 @@ def category_summary(
     }
 
 
-def category_table(scores: Iterable[Mapping[str, Any]], metric: Metric | None) -> dict[str, Any] | None:
+def category_table(scores: Iterable[Score], metric: Metric | None) -> Categories | None:
     """``summary.json``'s ``categories``: the headline mean figure (``metric``,
     LoCoMo's F1) per category and overall, or None when the headline is accuracy
     (the per-group accuracy is then the streams' ``groups``)."""
     if metric is None:
         return None
-    return {"metric": metric.name, "label": metric.label, **category_summary(scores, detail=metric.detail)}
+    table = category_summary(scores, detail=metric.detail)
+    return Categories(
+        metric=metric.name, label=metric.label, by_category=[CategoryRow(**row) for row in table["by_category"]],
+        overall=CategoryRow(**table["overall"]),
+    )
 
 
 __all__ = ["category_summary", "category_table", "score_value"]

@@ -2,7 +2,7 @@
 and the live progress line.
 
 A column reads a stream's metrics in their summary form (``summary.json``'s
-``streams.<name>``, :meth:`~.summary.StreamMetrics.to_dict`) and gives its cell as
+``streams.<name>``, :class:`~pytest_evomemory.rundocs.StreamSummary`) and gives its cell as
 text, or ``None`` where the stream has no value (each renderer shows its own
 blank: ``-`` on the terminal, an en dash on a page). Adding a figure to the
 reports is one :class:`Column` here. Figures a match mode declares (ToolBench's
@@ -17,7 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-Metrics = Mapping[str, Any]
+from ..rundocs import Categories, CategoryRow, StreamSummary
+
+Metrics = StreamSummary
 Where = Literal["terminal", "html"]
 Group = Literal["accuracy", "work", "cost"]
 
@@ -40,11 +42,10 @@ def headline(metrics: Metrics) -> tuple[str, str, float | None]:
     ``("f1_mean", "mean F1", 0.41)`` for LoCoMo, else ``("accuracy", "accuracy", 0.6)``
     (also for a summary written before headlines were recorded). The one reader of
     that field for the reports that compare runs (replicates, ``evomemory table``)."""
-    found = metrics.get("headline")
-    if isinstance(found, Mapping) and found.get("metric") not in (None, "accuracy"):
-        metric = str(found.get("metric"))
-        return metric, str(found.get("label") or metric), number(found.get("value"))
-    return "accuracy", "accuracy", number(metrics.get("accuracy"))
+    found = metrics.headline
+    if "headline" in metrics.model_fields_set and found.metric != "accuracy":
+        return found.metric, found.label or found.metric, number(found.value)
+    return "accuracy", "accuracy", number(metrics.accuracy)
 
 
 def count(value: object) -> str | None:
@@ -85,23 +86,16 @@ def dollars(value: object) -> str | None:
 
 
 def tokens(metrics: Metrics) -> object:
-    total = metrics.get("total_tokens")
-    if total is None:
-        prompt, completion = number(metrics.get("prompt_tokens")), number(metrics.get("completion_tokens"))
-        total = None if prompt is None or completion is None else prompt + completion
-    return total
-
-
-def _per(metrics: Metrics) -> Metrics:
-    per = metrics.get("per_stimulus")
-    return per if isinstance(per, Mapping) else {}
+    if "total_tokens" in metrics.model_fields_set:
+        return metrics.total_tokens
+    return metrics.prompt_tokens + metrics.completion_tokens
 
 
 @dataclass(frozen=True)
 class Column:
     header: str
     tooltip: str
-    cell: Callable[[Metrics], str | None]
+    read: Callable[[Metrics], str | None]
     #: where the column is shown
     where: tuple[Where, ...] = ("terminal", "html")
     #: numbers are right-aligned
@@ -109,15 +103,40 @@ class Column:
     #: the table a page shows the column in (:data:`GROUPS`)
     group: Group = "accuracy"
 
+    def cell(self, metrics: Metrics | Mapping[str, Any]) -> str | None:
+        """The column's cell of a stream's metrics (a mapping: as summary.json holds them)."""
+        return self.read(as_metrics(metrics))
+
+
+def as_metrics(metrics: Metrics | Mapping[str, Any]) -> Metrics:
+    """A stream's metrics as their model (a mapping is read as summary.json's; a
+    comparison's entry holds its figures so too, and null for a count it lacks)."""
+    if isinstance(metrics, StreamSummary):
+        return metrics
+    return StreamSummary.model_validate({key: value for key, value in metrics.items() if value is not None})
+
+
+@dataclass(frozen=True)
+class CategoryColumn:
+    """A column of the per-category table (a row of ``summary.json``'s ``categories``)."""
+
+    header: str
+    tooltip: str
+    read: Callable[[CategoryRow], str | None]
+    numeric: bool = True
+
+    def cell(self, row: CategoryRow | Mapping[str, Any]) -> str | None:
+        """The column's cell of ``row`` (a mapping: the row as summary.json holds it)."""
+        return self.read(row if isinstance(row, CategoryRow) else CategoryRow.model_validate(row))
+
 
 def figures_of(metrics: Metrics) -> dict[str, str]:
     """The figures a stream carries beyond accuracy: name -> label (``api`` -> ``API``).
 
     Summaries written before figures were declared carry ``api_matches`` alone."""
-    declared = metrics.get("figures")
-    if isinstance(declared, Mapping):
-        return {str(name): str(label) for name, label in declared.items()}
-    return {"api": "API"} if number(metrics.get("api_matches")) is not None else {}
+    if "figures" in metrics.model_fields_set:
+        return dict(metrics.figures)
+    return {"api": "API"} if number(metrics.figure_value("api", "matches")) is not None else {}
 
 
 def figure_column(name: str, label: str) -> Column:
@@ -125,9 +144,9 @@ def figure_column(name: str, label: str) -> Column:
     a mean figure (LoCoMo's ``F1 / Acc.``) shows its mean over the tasks."""
 
     def cell(metrics: Metrics) -> str | None:
-        mean = metrics.get(f"{name}_mean")
-        share = percent(mean if mean is not None else metrics.get(f"{name}_accuracy"))
-        return None if share is None else f"{share} / {percent(metrics.get('accuracy')) or '-'}"
+        mean = metrics.figure_value(name, "mean")
+        share = percent(mean if mean is not None else metrics.figure_value(name, "accuracy"))
+        return None if share is None else f"{share} / {percent(metrics.accuracy) or '-'}"
 
     return Column(
         f"{label} / Acc.", f"share of tasks with the right {label} (or its mean over the tasks), then the accuracy", cell
@@ -135,29 +154,29 @@ def figure_column(name: str, label: str) -> Column:
 
 
 _HEAD = (
-    Column("tasks", "original tasks scored (feedback turns excluded)", lambda m: count(m.get("tasks"))),
-    Column("correct", "tasks answered correctly", lambda m: count(m.get("correct"))),
-    Column("errors", "episodes that could not complete; counted as wrong", lambda m: count(m.get("errors"))),
-    Column("accuracy", "correct / tasks", lambda m: percent(m.get("accuracy"))),
-    Column("95% CI", "95 % Wilson score interval of the accuracy, in percent", lambda m: interval(m.get("accuracy_ci"))),
+    Column("tasks", "original tasks scored (feedback turns excluded)", lambda m: count(m.tasks)),
+    Column("correct", "tasks answered correctly", lambda m: count(m.correct)),
+    Column("errors", "episodes that could not complete; counted as wrong", lambda m: count(m.errors)),
+    Column("accuracy", "correct / tasks", lambda m: percent(m.accuracy)),
+    Column("95% CI", "95 % Wilson score interval of the accuracy, in percent", lambda m: interval(m.accuracy_ci)),
 )
 _TAIL = (
-    Column("stimuli", "task and feedback turns delivered", lambda m: count(m.get("stimuli")), group="work"),
-    Column("agent turns", "model turns of the agent, feedback included", lambda m: count(m.get("agent_turns")), group="work"),
-    Column("tool calls", "tool calls, feedback included", lambda m: count(m.get("tool_calls")), group="work"),
-    Column("retains", "memory writes", lambda m: count(m.get("memory_retains")), group="work"),
-    Column("recalls", "memory reads", lambda m: count(m.get("memory_recalls")), group="work"),
-    Column("violations", "responses that broke the episode protocol", lambda m: count(m.get("protocol_violations")), group="work"),
+    Column("stimuli", "task and feedback turns delivered", lambda m: count(m.stimuli), group="work"),
+    Column("agent turns", "model turns of the agent, feedback included", lambda m: count(m.agent_turns), group="work"),
+    Column("tool calls", "tool calls, feedback included", lambda m: count(m.tool_calls), group="work"),
+    Column("retains", "memory writes", lambda m: count(m.memory_retains), group="work"),
+    Column("recalls", "memory reads", lambda m: count(m.memory_recalls), group="work"),
+    Column("violations", "responses that broke the episode protocol", lambda m: count(m.protocol_violations), group="work"),
     Column(
         "cached", "responses served from the response cache (their time is not the model's)",
-        lambda m: count(m.get("cached_responses")), group="work",
+        lambda m: count(m.cached_responses), group="work",
     ),
     Column("tokens", "prompt + completion tokens", lambda m: count(tokens(m)), group="cost"),
-    Column("tokens / stimulus", "per-stimulus efficiency", lambda m: decimal(_per(m).get("tokens"), 1), ("html",), group="cost"),
-    Column("turns / stimulus", "per-stimulus efficiency", lambda m: decimal(_per(m).get("agent_turns"), 2), ("html",), group="cost"),
+    Column("tokens / stimulus", "per-stimulus efficiency", lambda m: decimal(m.per_stimulus.tokens, 1), ("html",), group="cost"),
+    Column("turns / stimulus", "per-stimulus efficiency", lambda m: decimal(m.per_stimulus.agent_turns, 2), ("html",), group="cost"),
     Column(
         "time / stimulus", "per-stimulus efficiency (wall time of the agent)",
-        lambda m: seconds(_per(m).get("seconds")), ("html",), group="cost",
+        lambda m: seconds(m.per_stimulus.seconds), ("html",), group="cost",
     ),
 )
 
@@ -166,18 +185,19 @@ _TAIL = (
 #: shown only for runs whose model is priced, as an unpriced run's cost is unknown, not 0.
 COST = Column(
     "cost", "US dollars the model's responses cost (model.pricing), feedback turns included",
-    lambda m: dollars(m.get("cost_usd")),
+    lambda m: dollars(m.cost_usd),
 )
 
 
 def priced(streams: Sequence[Metrics]) -> bool:
     """Whether any of ``streams`` carries a cost (its model has prices)."""
-    return any(number(metrics.get("cost_usd")) is not None for metrics in streams)
+    return any(number(metrics.cost_usd) is not None for metrics in streams)
 
 
-def stream_columns(streams: Sequence[Metrics], where: Where) -> list[Column]:
+def stream_columns(given: Sequence[Metrics | Mapping[str, Any]], where: Where) -> list[Column]:
     """The per-stream table's columns for ``where``; a figure's column appears only
     when one of ``streams`` carries it, the cost only when one is priced."""
+    streams = [as_metrics(metrics) for metrics in given]
     figures: dict[str, str] = {}
     for metrics in streams:
         figures.update(figures_of(metrics))
@@ -188,35 +208,32 @@ def stream_columns(streams: Sequence[Metrics], where: Where) -> list[Column]:
     return [column for column in columns if where in column.where]
 
 
-def category_columns(label: str) -> list[Column]:
+def category_columns(label: str) -> list[CategoryColumn]:
     """The per-category table's columns (``summary.json``'s ``categories`` rows: the
     headline mean figure ``label``, LoCoMo's F1, per question category), for the
     terminal and the page alike."""
     return [
-        Column("questions", "questions of the category scored; a failed episode counts 0", lambda r: count(r.get("tasks"))),
-        Column(f"mean {label}", f"mean {label} over the questions (the figure the benchmark reports)",
-               lambda r: percent(r.get("mean"))),
-        Column("95% CI", f"95 % percentile bootstrap interval of the mean {label}, in percent",
-               lambda r: interval([r.get("ci_low"), r.get("ci_high")])),
-        Column("Acc.", "share of questions the match mode counts correct (LoCoMo: F1 >= 0.5)",
-               lambda r: percent(r.get("accuracy"))),
-        Column("evidence recall", "mean share of a question's evidence turns among the records recalled for it",
-               lambda r: percent(r.get("evidence_recall"))),
-        Column("with evidence", "questions that report an evidence recall (none for an arm without memory)",
-               lambda r: count(r.get("evidence_questions"))),
+        CategoryColumn("questions", "questions of the category scored; a failed episode counts 0", lambda r: count(r.tasks)),
+        CategoryColumn(f"mean {label}", f"mean {label} over the questions (the figure the benchmark reports)",
+               lambda r: percent(r.mean)),
+        CategoryColumn("95% CI", f"95 % percentile bootstrap interval of the mean {label}, in percent",
+               lambda r: interval([r.ci_low, r.ci_high])),
+        CategoryColumn("Acc.", "share of questions the match mode counts correct (LoCoMo: F1 >= 0.5)",
+               lambda r: percent(r.accuracy)),
+        CategoryColumn("evidence recall", "mean share of a question's evidence turns among the records recalled for it",
+               lambda r: percent(r.evidence_recall)),
+        CategoryColumn("with evidence", "questions that report an evidence recall (none for an arm without memory)",
+               lambda r: count(r.evidence_questions)),
     ]
 
 
-def category_rows(categories: object) -> tuple[str, list[tuple[str, Metrics]], Metrics] | None:
+def category_rows(categories: Categories | None) -> tuple[str, list[tuple[str, CategoryRow]], CategoryRow] | None:
     """``(label, [(category, row), ...], overall row)`` of a summary's ``categories``,
     or None when it has none (an accuracy headline, or a summary written before)."""
-    if not isinstance(categories, Mapping):
+    if categories is None:
         return None
-    by_category, overall = categories.get("by_category"), categories.get("overall")
-    if not isinstance(by_category, list) or not isinstance(overall, Mapping):
-        return None
-    rows = [(str(row.get("category")), row) for row in by_category if isinstance(row, Mapping)]
-    return str(categories.get("label") or "score"), rows, overall
+    rows = [(str(row.category), row) for row in categories.by_category]
+    return categories.label or "score", rows, categories.overall
 
 
 def grouped(columns: Sequence[Column]) -> list[tuple[Group, str, list[Column]]]:
@@ -229,6 +246,7 @@ def grouped(columns: Sequence[Column]) -> list[tuple[Group, str, list[Column]]]:
 __all__ = [
     "COST",
     "GROUPS",
+    "CategoryColumn",
     "Column",
     "Group",
     "category_columns",

@@ -34,6 +34,8 @@ from ..config import ORDER_KEYS
 from ..evaluation.modes import Metric
 from ..identity import recorded_identity
 from ..rundir import SCHEMA_VERSION
+from ..rundocs import Score, StreamSummary
+from ..rundocs.compare import Comparison, as_comparison
 from .categories import score_value
 from .columns import figures_of
 from .power import discordance_sd, power_entry
@@ -63,22 +65,22 @@ def outcomes(run: RunData, stream: str | None = None) -> dict[TaskKey, bool]:
     """Each scored task's outcome (a failed episode is wrong), optionally of one stream."""
     result: dict[TaskKey, bool] = {}
     for scored in run.scores:
-        name = str(scored.get("stream"))
+        name = scored.stream
         if stream is not None and name != stream:
             continue
-        result[(name, str(scored.get("task_id")))] = bool(scored.get("correct")) and not scored.get("error")
+        result[(name, scored.task_id)] = scored.correct and not scored.error
     return result
 
 
-def _scored(run: RunData, stream: str | None) -> list[Mapping[str, Any]]:
-    return [scored for scored in run.scores if stream is None or str(scored.get("stream")) == stream]
+def _scored(run: RunData, stream: str | None) -> list[Score]:
+    return [scored for scored in run.scores if stream is None or scored.stream == stream]
 
 
 def values(run: RunData, metric: Metric, stream: str | None = None) -> dict[TaskKey, float]:
     """Each scored task's value of the continuous figure ``metric`` (LoCoMo's F1; a
     failed episode is 0, :func:`.categories.score_value`), optionally of one stream."""
     return {
-        (str(scored.get("stream")), str(scored.get("task_id"))): score_value(scored, metric.detail)
+        (scored.stream, scored.task_id): score_value(scored, metric.detail)
         for scored in _scored(run, stream)
     }
 
@@ -123,22 +125,24 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _run_entry(run: RunData, metrics: Mapping[str, Any] | None) -> dict[str, Any]:
+def _run_entry(run: RunData, metrics: StreamSummary | None) -> dict[str, Any]:
     if metrics is None:
         return {"label": run.label, "present": False}
-    correct, tasks = int(_number(metrics.get("correct")) or 0), int(_number(metrics.get("tasks")) or 0)
+    correct, tasks = metrics.correct, metrics.tasks
     entry: dict[str, Any] = {"label": run.label, "present": True, **Proportion(correct, tasks).to_dict()}
     for name in figures_of(metrics):
-        matches = metrics.get(f"{name}_matches")
+        matches = metrics.figure_value(name, "matches")
         if isinstance(matches, int) and not isinstance(matches, bool):
             share = Proportion(matches, tasks)
             interval = share.interval
             entry[f"{name}_accuracy"] = share.estimate
             entry[f"{name}_ci_low"], entry[f"{name}_ci_high"] = interval if interval else (None, None)
-        elif (mean := _number(metrics.get(f"{name}_mean"))) is not None:
+        elif (mean := _number(metrics.figure_value(name, "mean"))) is not None:
             entry[f"{name}_mean"] = mean  # a mean figure (LoCoMo's F1): no paired test of it yet
+    # a count the summary does not hold (an older writer's) is none
+    set_here = metrics.model_fields_set
     for key in ("protocol_violations", "cached_responses", "errors", "cost_usd"):
-        entry[key] = metrics.get(key)
+        entry[key] = getattr(metrics, key) if key in set_here else None
     return entry
 
 
@@ -181,10 +185,7 @@ def _flips(runs: Sequence[RunData]) -> list[dict[str, Any]]:
     positions: dict[TaskKey, int] = {}
     for run in runs:
         for scored in run.scores:
-            key = (str(scored.get("stream")), str(scored.get("task_id")))
-            position = _number(scored.get("position"))
-            if position is not None:
-                positions.setdefault(key, int(position))
+            positions.setdefault((scored.stream, scored.task_id), scored.position)
     order = {name: index for index, name in enumerate(stream_names(runs))}
     keys = {key for results in per_run for key in results}
     flips = []
@@ -225,12 +226,10 @@ def config_diff(runs: Sequence[RunData]) -> list[dict[str, Any]]:
     """Config keys (run.json's resolved configs and stream list) whose values differ."""
     documents = []
     for run in runs:
-        config = run.run.get("run")
-        document: dict[str, Any] = dict(config) if isinstance(config, Mapping) else {}
-        listed = run.run.get("streams")
+        document: dict[str, Any] = run.run.run.written() if "run" in run.run.model_fields_set else {}
         document["streams"] = {
-            str(stream.get("name")): {key: item for key, item in stream.items() if key not in ("name", "description")}
-            for stream in (listed if isinstance(listed, list) else []) if isinstance(stream, Mapping)
+            stream.name: {key: item for key, item in stream.written().items() if key not in ("name", "description")}
+            for stream in run.run.streams
         }
         documents.append(document)
     rows: list[dict[str, Any]] = []
@@ -243,8 +242,7 @@ def _mapping(value: object) -> Mapping[str, Any]:
 
 
 def _listed_streams(run: RunData) -> list[Mapping[str, Any]]:
-    listed = run.run.get("streams")
-    return [entry for entry in listed if isinstance(entry, Mapping)] if isinstance(listed, list) else []
+    return [entry.written() for entry in run.run.streams]
 
 
 #: Keys of a stream's recorded provenance that say where its file was, not which bytes
@@ -258,9 +256,9 @@ def _what_ran_but_order(run: RunData) -> dict[str, Any] | None:
     was read. Never how the config was spelled (its name, files, ``set`` overrides,
     the command line's selection): the order may come from the config, a ``set``, a
     replicate's seed or a merge, and the same resolved settings are the same arm."""
-    config = run.run.get("run")
-    if not isinstance(config, Mapping):
+    if "run" not in run.run.model_fields_set:
         return None
+    config = run.run.run.written()
     benchmark = _mapping(config.get("benchmark"))
     return {
         "benchmark": {key: value for key, value in benchmark.items() if key not in ORDER_KEYS},
@@ -286,7 +284,7 @@ def _stream_orders(run: RunData) -> dict[str, Mapping[str, Any]]:
     recorded = {str(entry.get("name")): _mapping(entry.get("order")) for entry in _listed_streams(run)}
     if recorded and all(recorded.values()):
         return recorded
-    benchmark = _mapping(_mapping(run.run.get("run")).get("benchmark"))
+    benchmark = run.run.run.benchmark
     configured = {"kind": str(benchmark.get("order") or "given")}
     return {name: configured for name in recorded} or {"": configured}
 
@@ -394,15 +392,10 @@ def _has_continuous(scope: Mapping[str, Any]) -> bool:
     return any(entry.get("continuous") for entry in scope["vs_baseline"])
 
 
-def continuous_label(document: Mapping[str, Any]) -> str | None:
+def continuous_label(document: Comparison | Mapping[str, Any]) -> str | None:
     """The label of the continuous headline figure a comparison tests (``F1``), or
     None when every paired entry is judged on accuracy alone."""
-    for scope in [*document["streams"].values(), document["overall"]]:
-        for against in scope["vs_baseline"]:
-            continuous = against.get("continuous")
-            if isinstance(continuous, Mapping):
-                return str(continuous.get("label") or continuous.get("metric"))
-    return None
+    return as_comparison(document).continuous_label()
 
 
 def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
@@ -424,7 +417,7 @@ def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
         },
         "runs": [
             {
-                "label": run.label, "run_dir": str(run.run_dir), "run": run.summary.get("run"),
+                "label": run.label, "run_dir": str(run.run_dir), "run": run.summary.run,
                 **recorded_identity(run.summary, run.run),
             }
             for run in runs
@@ -440,7 +433,8 @@ def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
         "sequence_robustness": sequence_robustness(runs, list(streams)),
     }
     document["warnings"] = _warnings(runs, document)
-    return document
+    # the document as its model writes it: the shape compare.json is declared with (rundocs.compare)
+    return Comparison.model_validate(document).written()
 
 
 __all__ = [

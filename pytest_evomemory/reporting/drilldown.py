@@ -30,6 +30,8 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from ..rundocs import Response, Score, ToolCallDoc, TranscriptEntry
+from ..rundocs.records import as_response, as_score
 from ._markup import _NONE, _e, _mapping, _number, _position
 
 #: Tasks per page of the drill-down, and per compressed data block.
@@ -69,44 +71,41 @@ def _message_text(message: Mapping[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def _call_text(call: Mapping[str, Any]) -> str:
-    arguments = call.get("arguments")
+def _call_text(call: ToolCallDoc) -> str:
+    arguments = call.arguments
     shown = arguments if isinstance(arguments, str) else json.dumps(arguments, ensure_ascii=False)
-    return f"\u2192 {call.get('name')}({shown}) = {call.get('result')}"
+    return f"\u2192 {call.name}({shown}) = {call.result}"
 
 
-def transcript_entry(record: Mapping[str, Any]) -> tuple[dict[str, Any], bool]:
+def transcript_entry(record: TranscriptEntry) -> tuple[dict[str, Any], bool]:
     """A turn's transcript as the page shows it, and whether every model reply in
     it was replayed from the response cache (``False`` when it made no model call).
 
     ``{"m": [[role, text, cached], ...]}`` for its messages; an agent of one's own
     that records no messages: ``{"c": [tool call text, ...]}``; neither: ``{}``.
     """
-    messages = record.get("messages")
-    if isinstance(messages, list) and messages:
+    messages = record.messages
+    if messages:
         # dict, not Mapping: records come from JSON, and this runs 40,000 times in a long run
         kept = [message for message in messages if type(message) is dict]
         shown = [[_text(message.get("role")), _message_text(message), 1 if message.get("cached") else 0] for message in kept]
         replies = [message for message in kept if message.get("role") == "assistant"]
         return {"m": shown}, bool(replies) and all(message.get("cached") for message in replies)
-    calls = record.get("tool_calls")
-    if isinstance(calls, list) and calls:
-        return {"c": [_call_text(_mapping(call)) for call in calls]}, False
+    if record.tool_calls:
+        return {"c": [_call_text(call) for call in record.tool_calls]}, False
     return {}, False
 
 
-def _unread_results(response: Mapping[str, Any]) -> bool:
+def _unread_results(response: Response) -> bool:
     """Whether a tool call other than final_answer and the memory's writes returned
     something that is no JSON list: a recall tool answering free text, whose records
     the run cannot list (a JSON list, empty or not, was read into ``memory_recalled``)."""
-    writes = {_mapping(write).get("tool") for write in response.get("memory_writes") or ()}
-    calls = response.get("tool_calls")
-    for call in calls if isinstance(calls, list) else []:
-        call_map = _mapping(call)
-        if call_map.get("name") == "final_answer" or call_map.get("name") in writes:
+    writes = {_mapping(write).get("tool") for write in response.memory_writes}
+    for call in response.tool_calls:
+        if call.name == "final_answer" or call.name in writes:
             continue
         try:
-            result = json.loads(str(call_map.get("result")))
+            result = json.loads(str(call.result))
         except (ValueError, RecursionError):
             return True
         if not isinstance(result, list):
@@ -114,7 +113,7 @@ def _unread_results(response: Mapping[str, Any]) -> bool:
     return False
 
 
-def recalled_entry(response: Mapping[str, Any] | None) -> dict[str, Any]:
+def recalled_entry(response: Response | None) -> dict[str, Any]:
     """What memory gave the agent in the task turn: ``{"i": [[text, score], ...]}``
     for the records (``score`` formatted, or ``None``), else ``{"n": note}``.
 
@@ -124,25 +123,23 @@ def recalled_entry(response: Mapping[str, Any] | None) -> dict[str, Any]:
     """
     if response is None:
         return {"n": _NONE}
-    hits = response.get("memory_recalled")
+    hits = response.memory_recalled
     items: list[list[Any]] = []
-    if isinstance(hits, list):
-        for hit in hits:
-            if type(hit) is dict and hit:
-                score = _count(hit.get("score"))
-                items.append([_text(hit.get("content", hit)), None if score is None else f"score {score:.3f}"])
-            else:
-                items.append([_text(hit), None])
-    calls = response.get("tool_calls") if not items else None  # recall tools' hits are listed above
-    for call in calls if isinstance(calls, list) else []:
-        call_map = _mapping(call)
-        if call_map.get("name") in _RECALL_TOOLS:
-            query = _mapping(call_map.get("arguments")).get("query")
-            items.append([f"recall({_text(query)}) returned\n{_text(call_map.get('result'))}", None])
+    for hit in hits:
+        if hit:
+            score = _count(hit.get("score"))
+            items.append([_text(hit.get("content", hit)), None if score is None else f"score {score:.3f}"])
+        else:
+            items.append([_text(hit), None])
+    calls = response.tool_calls if not items else []  # recall tools' hits are listed above
+    for call in calls:
+        if call.name in _RECALL_TOOLS:
+            query = _mapping(call.arguments).get("query")
+            items.append([f"recall({_text(query)}) returned\n{_text(call.result)}", None])
     if items:
         return {"i": items}
-    count = _number(response.get("memory_recalls")) or 0
-    if count and isinstance(hits, list) and not _unread_results(response):
+    count = response.memory_recalls
+    if count and "memory_recalled" in response.model_fields_set and not _unread_results(response):
         return {"n": f"{int(count)} recall(s), no record returned"}
     if count:
         return {
@@ -160,31 +157,33 @@ def _count(value: object) -> float | None:
     return _number(value) if kind is float else None
 
 
-def turn_entry(response: Mapping[str, Any]) -> list[Any]:
+def turn_entry(response: Response) -> list[Any]:
     """A turn's costs: [tokens, prompt tokens, completion tokens, seconds, agent
     turns, cached (as the response says), protocol violation]; numbers are raw
     (``None``: unknown), the page formats them."""
-    usage = response.get("usage")
-    usage = usage if type(usage) is dict else {}
-    prompt, completion = _count(usage.get("prompt_tokens")), _count(usage.get("completion_tokens"))
-    tokens = _count(usage.get("total_tokens"))
+    given = "usage" in response.model_fields_set
+    usage = response.usage
+    prompt = usage.prompt_tokens if given and "prompt_tokens" in usage.model_fields_set else None
+    completion = usage.completion_tokens if given and "completion_tokens" in usage.model_fields_set else None
+    tokens = usage.total_tokens if given and "total_tokens" in usage.model_fields_set else None
     if tokens is None and prompt is not None and completion is not None:
         tokens = prompt + completion
-    violation = response.get("protocol_violation")
+    violation = response.protocol_violation
     return [
-        tokens, prompt, completion, _count(response.get("seconds")), _count(response.get("agent_turns")),
-        bool(response.get("cached")), _text(violation) if violation else None,
+        tokens, prompt, completion, _count(response.seconds) if "seconds" in response.model_fields_set else None,
+        response.agent_turns if "agent_turns" in response.model_fields_set else None,
+        bool(response.cached), _text(violation) if violation else None,
     ]
 
 
-def verdict(scored: Mapping[str, Any]) -> str:
-    if scored.get("error"):
+def verdict(scored: Score) -> str:
+    if scored.error:
         return "error"
-    return "correct" if scored.get("correct") else "wrong"
+    return "correct" if scored.correct else "wrong"
 
 
 def task_record(
-    scored: Mapping[str, Any],
+    scored: Score,
     turns: Mapping[str, list[Any]],
     recalled: dict[str, Any] | None,
     transcripts: Mapping[str, tuple[dict[str, Any], bool]],
@@ -195,14 +194,14 @@ def task_record(
     :func:`turn_entry` and :func:`transcript_entry`; ``recalled`` from
     :func:`recalled_entry` of the task turn's response.
     """
-    answer = scored.get("raw_answer")
+    answer = scored.raw_answer
     record: dict[str, Any] = {
-        "p": _position(scored.get("position")), "i": _text(scored.get("task_id")), "v": _VERDICT[verdict(scored)],
-        "x": _text(scored.get("extracted")), "t": _text(scored.get("target")), "m": _text(scored.get("match_mode")),
-        "r": _text(scored.get("reason")), "R": recalled if recalled is not None else {"n": _NONE},
+        "p": _position(scored.position), "i": _text(scored.task_id), "v": _VERDICT[verdict(scored)],
+        "x": _text(scored.extracted), "t": _text(scored.target), "m": _text(scored.match_mode),
+        "r": _text(scored.reason), "R": recalled if recalled is not None else {"n": _NONE},
     }
-    if scored.get("group") is not None:
-        record["g"] = _text(scored.get("group"))
+    if scored.group is not None:
+        record["g"] = _text(scored.group)
     for kind, key in (("task", "T"), ("feedback", "F")):
         turn = turns.get(kind)
         transcript = transcripts.get(kind)
@@ -234,7 +233,7 @@ class _Ahead:
     every response was before); records in no task order, at worst all of them.
     """
 
-    def __init__(self, records: Iterable[Mapping[str, Any]], key: Any, entry: Any) -> None:
+    def __init__(self, records: Iterable[Any], key: Any, entry: Any) -> None:
         self._records = iter(records)
         self._key = key
         self._entry = entry
@@ -262,18 +261,18 @@ class _Ahead:
             pass
 
 
-def _response_key(response: Mapping[str, Any]) -> tuple[str, str, str]:
-    return _text(response.get("stream")), _text(response.get("task_id")), _text(response.get("kind"))
+def _response_key(response: Response) -> tuple[str, str, str]:
+    return response.stream, response.task_id, response.kind
 
 
-def _turn(response: Mapping[str, Any]) -> tuple[list[Any], dict[str, Any] | None]:
+def _turn(response: Response) -> tuple[list[Any], dict[str, Any] | None]:
     """A response's costs (with its final answer) and, for a task turn, what it recalled."""
-    turn = [*turn_entry(response), response.get("final_answer")]
-    return turn, recalled_entry(response) if response.get("kind") == "task" else None
+    turn = [*turn_entry(response), response.final_answer]
+    return turn, recalled_entry(response) if response.kind == "task" else None
 
 
-def _transcript_key(record: Mapping[str, Any]) -> tuple[str, str]:
-    return _text(record.get("task_id")), _text(record.get("kind"))
+def _transcript_key(record: TranscriptEntry) -> tuple[str, str]:
+    return record.task_id, record.kind
 
 
 def _pack(records: Sequence[Mapping[str, Any]]) -> str:
@@ -284,17 +283,17 @@ def _pack(records: Sequence[Mapping[str, Any]]) -> str:
 
 def stream_pages(
     stream: str,
-    scores: Iterable[Mapping[str, Any]],
+    scores: Iterable[Score],
     ranks: Mapping[str, int],
     responses: _Ahead,
-    transcripts: Iterable[Mapping[str, Any]],
+    transcripts: Iterable[TranscriptEntry],
 ) -> Iterator[str]:
     """The packed pages of one stream's tasks, in stream order (``ranks``: each
     task id's place in it)."""
     kept = _Ahead(transcripts, _transcript_key, transcript_entry)
     page: list[dict[str, Any]] = []
     for scored in scores:
-        task_id = _text(scored.get("task_id"))
+        task_id = scored.task_id
         rank = ranks.get(task_id, -1)
 
         def later_transcript(key: tuple[str, str], rank: int = rank) -> bool:
@@ -336,13 +335,13 @@ class _StreamIndex:
         self.in_order = True
 
     @classmethod
-    def read(cls, scores: Iterable[Mapping[str, Any]]) -> _StreamIndex:
+    def read(cls, scores: Iterable[Score]) -> _StreamIndex:
         index = cls()
         last: str | None = None
         for scored in scores:
-            stream = _text(scored.get("stream"))
-            position = scored.get("position")
-            entry = (_number(position) or 0.0, _text(scored.get("task_id")), _VERDICT[verdict(scored)], _position(position))
+            stream = scored.stream
+            position = scored.position
+            entry = (float(position), scored.task_id, _VERDICT[verdict(scored)], _position(position))
             tasks = index.tasks.get(stream)
             if tasks is None:
                 tasks = index.tasks[stream] = []
@@ -362,29 +361,34 @@ class _StreamIndex:
         return ranks
 
 
-def _compact(scored: Mapping[str, Any]) -> dict[str, Any]:
-    return {key: scored.get(key) for key in _SCORE_KEYS}
+def _compact(scored: Score) -> Score:
+    """What the drill-down shows of a score (not ``details``, not the traceback)."""
+    return scored.model_copy(update={"details": {}, "traceback": None, "recall_similarity": None})
 
 
-def _streams_in_order(index: _StreamIndex, scores: Iterable[Mapping[str, Any]]) -> Iterator[tuple[str, Iterator[dict[str, Any]]]]:
+def _streams_in_order(index: _StreamIndex, scores: Iterable[Score]) -> Iterator[tuple[str, Iterator[Score]]]:
     """Each stream's scores in position order: read again from the file when it
     holds them so, else held (compact) and sorted."""
     if index.in_order:
-        for stream, group in itertools.groupby(scores, key=lambda scored: _text(scored.get("stream"))):
-            yield stream, map(_compact, group)
+        for stream, group in itertools.groupby(scores, key=lambda scored: scored.stream):
+            yield stream, group
         return
-    by_stream: dict[str, list[dict[str, Any]]] = {}
+    by_stream: dict[str, list[Score]] = {}
     for scored in scores:
-        by_stream.setdefault(_text(scored.get("stream")), []).append(_compact(scored))
+        by_stream.setdefault(scored.stream, []).append(_compact(scored))
     for stream, items in by_stream.items():
-        items.sort(key=lambda s: _number(s.get("position")) or 0.0)
+        items.sort(key=lambda s: s.position)
         yield stream, iter(items)
 
 
+def _transcript(record: TranscriptEntry | Mapping[str, Any]) -> TranscriptEntry:
+    return record if isinstance(record, TranscriptEntry) else TranscriptEntry.model_validate(record)
+
+
 def task_sections(
-    scores: Callable[[], Iterable[Mapping[str, Any]]],
-    responses: Iterable[Mapping[str, Any]],
-    transcripts: Any,
+    read_scores: Callable[[], Iterable[Score | Mapping[str, Any]]],
+    read_responses: Iterable[Response | Mapping[str, Any]],
+    read_transcripts: Callable[[str], Iterable[TranscriptEntry | Mapping[str, Any]]],
 ) -> Iterator[str]:
     """The page's "Tasks" part, piece by piece: per stream a drill-down of every task.
 
@@ -392,10 +396,16 @@ def task_sections(
     order, once for its pages); ``transcripts(stream)`` gives a stream's transcript
     records. A long run's records are read as the pages are written, not held.
     """
+    def scores() -> Iterator[Score]:
+        return map(as_score, read_scores())
+
+    def transcripts(stream: str) -> Iterator[TranscriptEntry]:
+        return map(_transcript, read_transcripts(stream))
+
     index = _StreamIndex.read(scores())
     if not index.tasks:
         return
-    turns = _Ahead(responses, _response_key, _turn)
+    turns = _Ahead(map(as_response, read_responses), _response_key, _turn)
     yield "<h2>Tasks</h2>"
     for number, (stream, scored_items) in enumerate(_streams_in_order(index, scores())):
         tasks = index.tasks[stream]
@@ -415,13 +425,6 @@ def task_sections(
             yield f'<script type="text/plain" class="task-page">{page}</script>'
         yield "</details>"
     turns.finish()
-
-
-#: The fields of a score the drill-down shows (the rest, e.g. ``details``, is not kept).
-_SCORE_KEYS = (
-    "stream", "task_id", "position", "correct", "error", "extracted", "target", "match_mode", "reason",
-    "group", "raw_answer",
-)
 
 
 _PAGE_BLOCK = re.compile(r'<script type="text/plain" class="task-page">([A-Za-z0-9+/=]*)</script>')

@@ -33,6 +33,15 @@ from typing import Any
 
 from ..errors import ConfigError
 from ..options import GAIN_REQUIRES
+from ..rundocs.compare import (
+    Comparison,
+    ContinuousComparison,
+    DifferenceScope,
+    PairedEntry,
+    Replicates,
+    as_comparison,
+    as_replicates,
+)
 from .compare import OVERALL
 
 #: What a gate requires to be met (``min-gain-by``), the default first: the point
@@ -160,42 +169,43 @@ def parse_min_gain(
 
 
 def check_gains(
-    document: Mapping[str, Any], thresholds: Sequence[GainThreshold], *, complete: bool = True
+    given: Comparison | Mapping[str, Any], thresholds: Sequence[GainThreshold], *, complete: bool = True
 ) -> list[GainResult]:
     """Every arm after the baseline against every gate, streams first, then overall.
 
     ``complete`` is false when a run stopped before its planned tasks ran: then no
     gate is met, whatever the difference on the tasks that did run.
     """
+    document = as_comparison(given)
     results = []
     for threshold in _in_order(thresholds):
-        scope = _scope(document, threshold)
-        labels = [run["label"] for run in document["runs"][1:]]
-        versus: list[Mapping[str, Any]] = list(scope["vs_baseline"]) if scope is not None else [{} for _ in labels]
+        scope = document.scope(threshold.scope)
+        labels = [run.label for run in document.runs[1:]]
+        versus = list(scope.vs_baseline) if scope is not None else [PairedEntry() for _ in labels]
         for label, paired in zip(labels, versus, strict=True):
-            continuous = paired.get("continuous")
-            source: Mapping[str, Any] = paired
-            if isinstance(continuous, Mapping):  # the stream is judged on a mean (LoCoMo's F1): so is its gain
+            continuous = paired.continuous
+            source: PairedEntry | ContinuousComparison = paired
+            if continuous is not None:  # the stream is judged on a mean (LoCoMo's F1): so is its gain
                 source = continuous
-                tasks = int(continuous.get("paired_tasks") or 0)
-                difference = continuous.get("mean_difference") if tasks else None
-                figure, wilcoxon, test = f"mean {continuous.get('label')}", continuous.get("wilcoxon_p"), "Wilcoxon"
+                tasks = continuous.paired_tasks
+                difference = continuous.mean_difference if tasks else None
+                figure, wilcoxon, test = f"mean {continuous.label}", continuous.wilcoxon_p, "Wilcoxon"
             else:
-                tasks = int(paired.get("paired_tasks") or 0)
-                difference = paired.get("difference") if tasks else None
+                tasks = paired.paired_tasks
+                difference = paired.difference if tasks else None
                 figure, wilcoxon, test = "accuracy", None, "McNemar"
             results.append(GainResult(
-                threshold, label, str(document["baseline"]),
-                None if difference is None else float(difference), tasks, paired.get("mcnemar_p"), complete,
-                interval=_interval(source) if tasks else None,
+                threshold, label, document.baseline,
+                None if difference is None else float(difference), tasks, paired.mcnemar_p, complete,
+                interval=_bounds(source.ci_low, source.ci_high) if tasks else None,
                 figure=figure, wilcoxon_p=None if wilcoxon is None else float(wilcoxon), test=test,
             ))
     return results
 
 
-def _interval(entry: Mapping[str, Any]) -> tuple[float, float] | None:
-    low, high = entry.get("ci_low"), entry.get("ci_high")
+def _bounds(low: float | None, high: float | None) -> tuple[float, float] | None:
     return None if low is None or high is None else (float(low), float(high))
+
 
 
 def _in_order(thresholds: Sequence[GainThreshold]) -> list[GainThreshold]:
@@ -210,27 +220,29 @@ def _scope(block: Mapping[str, Any], threshold: GainThreshold) -> Mapping[str, A
 
 
 def check_replicate_gains(
-    document: Mapping[str, Any], thresholds: Sequence[GainThreshold], *, complete: bool = True
+    given: Replicates | Mapping[str, Any], thresholds: Sequence[GainThreshold], *, complete: bool = True
 ) -> list[GainResult]:
     """:func:`check_gains` for a session of replicates, on ``replicates.json``'s
     document: each arm's per-task mean difference across the replicates, its interval
     (:func:`.clustered.difference_interval`) and paired t-test; ``paired_tasks`` the tasks every replicate of both ran."""
+    document = as_replicates(given)
     results = []
     for threshold in _in_order(thresholds):
-        for entry in document["vs_baseline"]:
-            scope: Mapping[str, Any] = _scope(entry, threshold) or {}
-            mean = scope.get("mean")
-            tasks = int(scope.get("paired_tasks") or 0)
-            p_value = scope.get("p_value")
+        for entry in document.vs_baseline:
+            scope = entry.scope(threshold.scope) or DifferenceScope()
+            mean = scope.mean
+            tasks = scope.paired_tasks or 0
+            p_value = scope.p_value
             results.append(GainResult(
-                threshold, str(entry["label"]), str(document["baseline"]),
+                threshold, entry.label, document.baseline,
                 None if mean is None or not tasks else float(mean), tasks, None, complete,
-                replicates=int(scope.get("n") or 0),
-                interval=_interval(scope) if tasks else None,
-                figure=str(document.get("figure") or "accuracy"),
-                replicate_p=None if p_value is None else float(p_value), test=str(scope.get("test") or "paired t"),
+                replicates=scope.n,
+                interval=_bounds(scope.ci_low, scope.ci_high) if tasks else None,
+                figure=document.figure or "accuracy",
+                replicate_p=None if p_value is None else float(p_value), test=scope.test or "paired t",
             ))
     return results
+
 
 
 __all__ = ["ALPHA", "REQUIRES", "GainResult", "GainThreshold", "check_gains", "check_replicate_gains", "parse_min_gain"]

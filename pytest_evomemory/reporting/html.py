@@ -34,6 +34,19 @@ from ..atomicfile import write_atomically
 from ..identity import describe_component, describe_model, describe_ran, recorded_identity
 from ..redaction import dumps_redacted
 from ..rundir import utc_now
+from ..rundocs import StreamSummary
+from ..rundocs.compare import (
+    ArmScope,
+    Comparison,
+    DifferenceScope,
+    PairedEntry,
+    ReplicateArm,
+    Replicates,
+    ReplicateVersus,
+    RunEntry,
+    as_comparison,
+    as_replicates,
+)
 from ..text import storable
 from ._markup import (
     _NONE,
@@ -47,8 +60,16 @@ from ._markup import (
     _position,
 )
 from .chart import LegendEntry, Series, curve_svg, legend_layout
-from .columns import Column, category_columns, category_rows, figure_column, grouped, stream_columns
-from .compare import OVERALL, build_comparison, continuous_label, stream_names
+from .columns import (
+    CategoryColumn,
+    Column,
+    category_columns,
+    category_rows,
+    figure_column,
+    grouped,
+    stream_columns,
+)
+from .compare import OVERALL, build_comparison, stream_names
 from .drilldown import SCRIPT_HASH, script_tag, task_sections
 from .power import power_line
 from .rundata import ReportError, RunData, load_run, load_runs
@@ -61,28 +82,20 @@ _CSP = f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-sr
 _FAILED_SHOWN = 100
 
 
-def _per(metrics: Mapping[str, Any]) -> Mapping[str, Any]:
-    per = metrics.get("per_stimulus")
-    return per if isinstance(per, Mapping) else {}
+def _curve(metrics: StreamSummary) -> list[float]:
+    return [min(1.0, max(0.0, float(v))) for v in metrics.learning_curve]
 
 
-def _curve(metrics: Mapping[str, Any]) -> list[float]:
-    curve = metrics.get("learning_curve")
-    if not isinstance(curve, list):
-        return []
-    return [min(1.0, max(0.0, n)) for n in (_number(v) for v in curve) if n is not None]
-
-
-def _table_columns(streams: Sequence[Mapping[str, Any]]) -> list[Column]:
+def _table_columns(streams: Sequence[StreamSummary]) -> list[Column]:
     """The per-stream tables' columns (:mod:`.columns`), shared by single and compare pages."""
     return stream_columns(streams, "html")
 
 
-def _metric_headers(columns: Sequence[Column]) -> str:
+def _metric_headers(columns: Sequence[Column | CategoryColumn]) -> str:
     return "".join(f'<th class="num" title="{_e(column.tooltip)}">{_e(column.header)}</th>' for column in columns)
 
 
-def _metric_cells(columns: Sequence[Column], metrics: Mapping[str, Any]) -> str:
+def _metric_cells(columns: Sequence[Column] | Sequence[CategoryColumn], metrics: Any) -> str:
     return "".join(f'<td class="num">{_e(column.cell(metrics) or _NONE)}</td>' for column in columns)
 
 
@@ -176,8 +189,8 @@ def _run_meta(run: RunData) -> str:
     strategy = agent.get("memory_strategy")
     items: list[tuple[str, object]] = [
         ("directory", str(run.run_dir)),
-        ("started", run.summary.get("started")),
-        ("finished", run.summary.get("finished")),
+        ("started", run.summary.started),
+        ("finished", run.summary.finished),
     ]
     if agent:
         kind = f"{agent.get('kind')}" + (f" ({strategy})" if strategy else "")
@@ -192,31 +205,29 @@ def _run_meta(run: RunData) -> str:
         ) if memory else "none"))
     if agent or identity.get("model"):
         items.append(("model", describe_model(_mapping(identity.get("model")))))
-    ran = describe_ran(_mapping(run.summary.get("ran")))
+    ran = describe_ran({stream: parts.written() for stream, parts in run.summary.ran.items()})
     if len(ran) > 1:  # the streams ran different things: say which ran what
         items += [("ran", line) for line in ran]
-    versions = _mapping(run.summary.get("versions") or run.run.get("versions"))
-    if versions.get("pytest-evomemory"):
-        items.append(("pytest-evomemory", versions["pytest-evomemory"]))
+    versions = run.summary.versions or run.run.versions
+    if versions.pytest_evomemory:
+        items.append(("pytest-evomemory", versions.pytest_evomemory))
     rows = "".join(f"<dt>{_e(key)}</dt><dd>{_e(value)}</dd>" for key, value in items if value not in (None, ""))
     return f'<dl class="meta">{rows}</dl>'
 
 
 def _verdict(run: RunData) -> str:
-    thresholds = run.summary.get("thresholds")
-    if not isinstance(thresholds, list) or not thresholds:
+    thresholds = run.summary.thresholds
+    if not thresholds:
         return '<p class="meta">no accuracy thresholds configured</p>'
-    passed = bool(run.summary.get("passed"))
+    passed = run.summary.passed
     rows = []
     for item in thresholds:
-        if not isinstance(item, Mapping):
-            continue
-        met = bool(item.get("met"))
+        met = item.met
         # a gate reads the scope's headline figure (LoCoMo: mean F1); older summaries hold the accuracy alone
-        value = item.get("value", item.get("accuracy"))
+        value = item.value if "value" in item.model_fields_set else item.accuracy
         rows.append(
-            f'<tr><td>{_e(item.get("scope"))}</td><td>{_e(item.get("label") or "accuracy")}</td>'
-            f'<td class="num">{_e(_percent(item.get("minimum")))}</td>'
+            f'<tr><td>{_e(item.scope)}</td><td>{_e(item.label or "accuracy")}</td>'
+            f'<td class="num">{_e(_percent(item.minimum))}</td>'
             f'<td class="num">{_e(_percent(value))}</td>'
             f'<td class="{"pass" if met else "fail"}">{"met" if met else "MISSED"}</td></tr>'
         )
@@ -233,15 +244,14 @@ def _verdict(run: RunData) -> str:
 
 
 def _failed_episodes(run: RunData) -> str:
-    failed = run.summary.get("failed_episodes")
-    if not isinstance(failed, list) or not failed:
+    failed = run.summary.failed_episodes
+    if not failed:
         return ""
     rows = "".join(
-        f"<tr>{_name_cell('td', f.get('stream'))}<td class=\"num\">{_e(_position(f.get('position')))}</td>"
-        f"<td class=\"id\"><code>{_e(f.get('task_id'))}</code></td><td>{_e(f.get('phase'))}</td>"
-        f"<td class=\"text\">{_e(f.get('reason'))}</td></tr>"
+        f"<tr>{_name_cell('td', f.stream)}<td class=\"num\">{_e(_position(f.position))}</td>"
+        f"<td class=\"id\"><code>{_e(f.task_id)}</code></td><td>{_e(f.phase)}</td>"
+        f"<td class=\"text\">{_e(f.reason)}</td></tr>"
         for f in failed[:_FAILED_SHOWN]
-        if isinstance(f, Mapping)
     )
     more = (
         f'<p class="meta">The first {_FAILED_SHOWN} of {len(failed):,} are listed; summary.json lists every one, and '
@@ -271,8 +281,8 @@ def _stream_table(run: RunData) -> str:
     return "".join(tables) + _cache_note(run.overall)
 
 
-def _cache_note(overall: Mapping[str, Any]) -> str:
-    cached, stimuli = _number(overall.get("cached_responses")), _number(overall.get("stimuli"))
+def _cache_note(overall: StreamSummary) -> str:
+    cached, stimuli = overall.cached_responses, overall.stimuli
     if not cached:
         return ""
     return (
@@ -285,7 +295,7 @@ def _category_table(run: RunData) -> str:
     """The headline mean figure per question category and overall (LoCoMo's F1
     table, summary.json's ``categories``), with evidence recall; nothing for a run
     judged on accuracy."""
-    found = category_rows(run.summary.get("categories"))
+    found = category_rows(run.summary.categories)
     if found is None:
         return ""
     label, rows, overall = found
@@ -305,15 +315,14 @@ def _group_tables(run: RunData) -> str:
     """Accuracy per group (e.g. MMLU-Pro category) of every stream that has groups."""
     parts = []
     for name, metrics in run.streams.items():
-        groups = metrics.get("groups")
-        if not isinstance(groups, Mapping) or not groups:
+        groups = metrics.groups
+        if not groups:
             continue
         rows = "".join(
-            f'<tr><th>{_e(group)}</th><td class="num">{_int(g.get("tasks"))}</td>'
-            f'<td class="num">{_int(g.get("correct"))}</td><td class="num">{_percent(g.get("accuracy"))}</td>'
-            f'<td class="num">{_ci(g.get("accuracy_ci"))}</td></tr>'
+            f'<tr><th>{_e(group)}</th><td class="num">{_int(g.tasks)}</td>'
+            f'<td class="num">{_int(g.correct)}</td><td class="num">{_percent(g.accuracy)}</td>'
+            f'<td class="num">{_ci(g.accuracy_ci)}</td></tr>'
             for group, g in groups.items()
-            if isinstance(g, Mapping)
         )
         parts.append(
             f"<h3>{_e(name)}</h3>"
@@ -379,67 +388,63 @@ def _p_value(value: object) -> str:
     return "< 0.001" if number < 0.001 else f"{number:.3f}"
 
 
-def _accuracy_cell(entry: Mapping[str, Any], figures: Sequence[Column]) -> str:
-    if not entry.get("present"):
+def _accuracy_cell(entry: RunEntry, figures: Sequence[Column]) -> str:
+    if not entry.present:
         return "".join(f'<td class="num">{_NONE}</td>' for _ in range(2 + len(figures)))
-    counts = f"{_int(entry.get('correct'))}/{_int(entry.get('tasks'))}"
+    counts = f"{_int(entry.correct)}/{_int(entry.tasks)}"
     return (
-        f'<td class="num">{_e(_percent(entry.get("accuracy")))} <small>({_e(counts)})</small></td>'
-        f'<td class="num">{_e(_ci([entry.get("ci_low"), entry.get("ci_high")]))}</td>'
-        + "".join(f'<td class="num">{_e(column.cell(entry) or _NONE)}</td>' for column in figures)
+        f'<td class="num">{_e(_percent(entry.accuracy))} <small>({_e(counts)})</small></td>'
+        f'<td class="num">{_e(_ci([entry.ci_low, entry.ci_high]))}</td>'
+        + "".join(f'<td class="num">{_e(column.cell(entry.written()) or _NONE)}</td>' for column in figures)
     )
 
 
-def _continuous_cells(versus: Mapping[str, Any] | None) -> str:
+def _continuous_cells(versus: PairedEntry | None) -> str:
     """Δ of the mean of a continuous headline figure (LoCoMo's F1), its paired
     bootstrap interval and the Wilcoxon p (compare.json's ``continuous``)."""
-    continuous = versus.get("continuous") if versus is not None else None
-    if not isinstance(continuous, Mapping):
+    continuous = versus.continuous if versus is not None else None
+    if continuous is None:
         return f'<td class="num">{_NONE}</td>' * 3
-    difference = _number(continuous.get("mean_difference"))
+    difference = _number(continuous.mean_difference)
     css = "" if difference is None else "better" if difference > 1e-12 else "worse" if difference < -1e-12 else ""
     return (
         f'<td class="num {css}">{_e(_pp(difference))}</td>'
-        f'<td class="num">{_e(_pp_interval(continuous.get("ci_low"), continuous.get("ci_high")))}</td>'
-        f'<td class="num">{_e(_p_value(continuous.get("wilcoxon_p")))}</td>'
+        f'<td class="num">{_e(_pp_interval(continuous.ci_low, continuous.ci_high))}</td>'
+        f'<td class="num">{_e(_p_value(continuous.wilcoxon_p))}</td>'
     )
 
 
-def _versus_cells(versus: Mapping[str, Any] | None) -> str:
+def _versus_cells(versus: PairedEntry | None) -> str:
     if versus is None:
         return f'<td class="num">baseline</td><td class="num">{_NONE}</td><td class="num">{_NONE}</td><td class="num">{_NONE}</td>'
-    difference = _number(versus.get("difference"))
+    difference = _number(versus.difference)
     css = "" if difference is None else "better" if difference > 1e-12 else "worse" if difference < -1e-12 else ""
-    paired = f"{_int(versus.get('paired_tasks'))}"
-    if not versus.get("same_tasks"):
+    paired = f"{_int(versus.paired_tasks)}"
+    if not versus.same_tasks:
         paired += " \u26a0"
     return (
         f'<td class="num {css}">{_e(_pp(difference))}</td>'
-        f'<td class="num">{_e(_pp_interval(versus.get("ci_low"), versus.get("ci_high")))}</td>'
-        f'<td class="num">{_e(_p_value(versus.get("mcnemar_p")))}</td><td class="num">{_e(paired)}</td>'
+        f'<td class="num">{_e(_pp_interval(versus.ci_low, versus.ci_high))}</td>'
+        f'<td class="num">{_e(_p_value(versus.mcnemar_p))}</td><td class="num">{_e(paired)}</td>'
     )
 
 
-def _accuracy_table(comparison: Mapping[str, Any]) -> str:
+def _accuracy_table(comparison: Comparison) -> str:
     """One row per scope and run: a long table whose width does not grow with runs."""
-    figures_found = comparison.get("figures")
-    figures = [
-        figure_column(str(name), str(label))
-        for name, label in (figures_found.items() if isinstance(figures_found, Mapping) else ())
-    ]
+    figures = [figure_column(name, label) for name, label in comparison.figures.items()]
     rows = []
-    label = continuous_label(comparison)
-    scopes = [*comparison["streams"].items(), (OVERALL, comparison[OVERALL])]
+    label = comparison.continuous_label()
+    scopes = [*comparison.streams.items(), (OVERALL, comparison.overall)]
     for name, scope in scopes:
-        entries, versus = scope["runs"], [None, *scope["vs_baseline"]]
+        entries, versus = scope.runs, [None, *scope.vs_baseline]
         for index, (entry, against) in enumerate(zip(entries, versus, strict=True)):
             head = _name_cell("th", name, f' rowspan="{len(entries)}"') if index == 0 else ""
             rows.append(
                 f'<tr class="{"overall" if name == OVERALL else ""}" data-scope="{_e(name)}">{head}'
-                f'<td class="run" title="{_e(entry["label"])}">{_e(entry["label"])}</td>{_accuracy_cell(entry, figures)}'
+                f'<td class="run" title="{_e(entry.label)}">{_e(entry.label)}</td>{_accuracy_cell(entry, figures)}'
                 f"{_versus_cells(against)}{_continuous_cells(against) if label else ''}</tr>"
             )
-    baseline = comparison["baseline"]
+    baseline = comparison.baseline
     continuous_heads = (
         f'<th class="num" title="mean {_e(label)} of this run minus the baseline\'s, on the tasks both ran">'
         f'\u0394 mean {_e(label)}</th><th class="num">95% CI (paired bootstrap)</th><th class="num">Wilcoxon p</th>'
@@ -463,34 +468,33 @@ def _accuracy_table(comparison: Mapping[str, Any]) -> str:
         '<p class="meta">Accuracy: 95% Wilson interval. \u0394: this run minus the baseline on the tasks both '
         "ran, with Agresti & Min's paired 95% interval and the exact McNemar p-value; "
         f"\u26a0 marks runs whose tasks differ from the baseline's.{continuous_note}</p>"
-        + _power_notes(comparison["overall"]["vs_baseline"])
+        + _power_notes(comparison.overall.vs_baseline)
     )
 
 
-def _power_notes(entries: Iterable[Mapping[str, Any]]) -> str:
+def _power_notes(entries: Iterable[PairedEntry]) -> str:
     """Each paired entry's minimum detectable effect (:func:`.power.power_line`), one line each."""
     found = []
     for entry in entries:
-        power = _mapping(entry.get("continuous")).get("power") or entry.get("power")  # the figure judged
-        if isinstance(power, Mapping):
-            found.append(power_line(str(entry.get("label")), power))
+        power = (entry.continuous.power if entry.continuous is not None else None) or entry.power  # the figure judged
+        if power is not None:
+            found.append(power_line(entry.label, power.written()))
     return "".join(f'<p class="meta power">{_e(line)}</p>' for line in found)
 
 
-def _sequence_robustness(comparison: Mapping[str, Any]) -> str:
+def _sequence_robustness(comparison: Comparison) -> str:
     """compare.json's ``sequence_robustness``: the same arm in two orders, paired by task."""
-    entries = comparison.get("sequence_robustness") or []
+    entries = comparison.sequence_robustness
     if not entries:
         return ""
     rows = []
     for entry in entries:
-        scopes = [*_mapping(entry.get("streams")).items(), (OVERALL, entry.get(OVERALL))]
+        scopes = [*entry.streams.items(), (OVERALL, entry.overall)]
         for name, scope in scopes:
-            scope = {**_mapping(scope), "same_tasks": True}
             rows.append(
-                f'<tr class="{"overall" if name == OVERALL else ""}"><td>{_e(entry.get("label"))}</td>'
-                f'<td>{_e(entry.get("order"))} \u2212 {_e(entry.get("baseline_order"))}</td>'
-                f"{_name_cell('td', name)}{_versus_cells(scope)}</tr>"
+                f'<tr class="{"overall" if name == OVERALL else ""}"><td>{_e(entry.label)}</td>'
+                f'<td>{_e(entry.order)} \u2212 {_e(entry.baseline_order)}</td>'
+                f"{_name_cell('td', name)}{_versus_cells(scope.model_copy(update={'same_tasks': True}))}</tr>"
             )
     return (
         "<h2>Sequence robustness</h2>"
@@ -502,8 +506,7 @@ def _sequence_robustness(comparison: Mapping[str, Any]) -> str:
     )
 
 
-def _warnings(comparison: Mapping[str, Any]) -> str:
-    warnings = comparison.get("warnings") or []
+def _warnings(warnings: Sequence[str]) -> str:
     if not warnings:
         return ""
     items = "".join(f"<li>{_e(w)}</li>" for w in warnings)
@@ -514,14 +517,14 @@ def _warnings(comparison: Mapping[str, Any]) -> str:
     )
 
 
-def _config_diff(runs: Sequence[RunData], comparison: Mapping[str, Any]) -> str:
-    rows = comparison.get("config_diff") or []
+def _config_diff(runs: Sequence[RunData], comparison: Comparison) -> str:
+    rows = comparison.config_diff
     if not rows:
         return '<p class="meta">The runs have the same configuration (apart from where their files were).</p>'
     head = _run_heads(runs)
     body = "".join(
-        f"<tr><th><code>{_e(row['key'])}</code></th>"
-        + "".join(f"<td><code>{_e(json.dumps(value, default=str))}</code></td>" for value in row["values"])
+        f"<tr><th><code>{_e(row.key)}</code></th>"
+        + "".join(f"<td><code>{_e(json.dumps(value, default=str))}</code></td>" for value in row.values)
         + "</tr>"
         for row in rows
     )
@@ -531,8 +534,8 @@ def _config_diff(runs: Sequence[RunData], comparison: Mapping[str, Any]) -> str:
     )
 
 
-def _flips(runs: Sequence[RunData], comparison: Mapping[str, Any]) -> str:
-    flips = comparison.get("flips") or []
+def _flips(runs: Sequence[RunData], comparison: Comparison) -> str:
+    flips = comparison.flips
     if not flips:
         return '<p class="meta">No task was answered correctly by one run and wrongly by another.</p>'
     head = _run_heads(runs)
@@ -543,8 +546,8 @@ def _flips(runs: Sequence[RunData], comparison: Mapping[str, Any]) -> str:
         return '<td class="pass">right</td>' if value else '<td class="fail">wrong</td>'
 
     body = "".join(
-        f'<tr>{_name_cell("td", flip["stream"])}<td class="num">{_e(flip["position"] if flip["position"] is not None else _NONE)}</td>'
-        f"<td><code>{_e(flip['task_id'])}</code></td>{''.join(mark(v) for v in flip['correct'])}</tr>"
+        f'<tr>{_name_cell("td", flip.stream)}<td class="num">{_e(flip.position if flip.position is not None else _NONE)}</td>'
+        f"<td><code>{_e(flip.task_id)}</code></td>{''.join(mark(v) for v in flip.correct)}</tr>"
         for flip in flips
     )
     return (
@@ -590,10 +593,10 @@ def _side_by_side(runs: Sequence[RunData]) -> str:
     return "".join(tables)
 
 
-def _similarity(comparison: Mapping[str, Any]) -> str:
+def _similarity(comparison: Comparison) -> str:
     """Per stream, one plot per memory arm: its gain over the first run against how
     similar each task was to what it recalled, with the correlation (.similarity)."""
-    analysis = _mapping(comparison.get("similarity"))
+    analysis = _mapping(comparison.similarity)
     figures = []
     for stream, entries in _mapping(analysis.get("streams")).items():
         for entry in entries if isinstance(entries, list) else []:
@@ -619,7 +622,7 @@ def _similarity(comparison: Mapping[str, Any]) -> str:
 
 
 def render_comparison(
-    runs: Sequence[RunData], comparison: Mapping[str, Any] | None = None, reports: Sequence[str | None] = ()
+    runs: Sequence[RunData], given: Comparison | Mapping[str, Any] | None = None, reports: Sequence[str | None] = ()
 ) -> str:
     """One page: accuracies with intervals and paired statistics, every run's curve
     on one plot per stream, the config diff, the tasks that flipped, tables side by side.
@@ -629,7 +632,7 @@ def render_comparison(
     """
     if len(runs) < 2:
         raise ReportError("a comparison needs at least two runs")
-    comparison = comparison if comparison is not None else build_comparison(runs)
+    comparison = as_comparison(given if given is not None else build_comparison(runs))
     labels = " vs ".join(run.label for run in runs)
     links = [*reports, *[None] * (len(runs) - len(reports))]
     runs_list = "".join(
@@ -641,7 +644,7 @@ def render_comparison(
     body = [
         f"<h1>Evo-Memory comparison: {_e(labels)}</h1>",
         f'<ul class="runs">{runs_list}</ul>',
-        _warnings(comparison),
+        _warnings(comparison.warnings),
         "<h2>Accuracy</h2>",
         _accuracy_table(comparison),
         _sequence_robustness(comparison),
@@ -660,21 +663,20 @@ def render_comparison(
     return "".join(_page(f"evomemory: {labels}", body))
 
 
-def _replicate_notes(arms: Sequence[Mapping[str, Any]], versus: Sequence[Mapping[str, Any]]) -> str:
+def _replicate_notes(arms: Sequence[ReplicateArm], versus: Sequence[ReplicateVersus]) -> str:
     """Overall: where each arm's variance comes from, and each comparison's power."""
     lines = []
     for arm in arms:
-        split = _mapping(_mapping(arm.get(OVERALL)).get("variance"))
+        split = _mapping(arm.overall.variance)
         share = split.get("seed_share")
         if isinstance(share, int | float) and split.get("standard_error"):
             lines.append(
-                f"{arm.get('label')}: {share:.0%} of the variance comes from the seeds; standard error "
+                f"{arm.label}: {share:.0%} of the variance comes from the seeds; standard error "
                 f"{_pp_plain(split.get('standard_error'))}, with twice the tasks "
                 f"{_pp_plain(split.get('standard_error_twice_the_tasks'))}, with twice the replicates "
                 f"{_pp_plain(split.get('standard_error_twice_the_replicates'))}"
             )
-    lines += [power_line(str(entry.get("label")), _mapping(entry.get(OVERALL))["power"]) for entry in versus
-              if isinstance(_mapping(entry.get(OVERALL)).get("power"), Mapping)]
+    lines += [power_line(entry.label, entry.overall.power.written()) for entry in versus if entry.overall.power is not None]
     return "".join(f'<p class="meta power">{_e(line)}</p>' for line in lines)
 
 
@@ -682,7 +684,7 @@ def _pp_plain(value: object) -> str:
     return "\u2013" if not isinstance(value, int | float) else f"{value * 100:.1f} pp"
 
 
-def render_replicates(document: Mapping[str, Any], figures: str = "") -> str:
+def render_replicates(given: Replicates | Mapping[str, Any], figures: str = "") -> str:
     """replicates.html: a repeated session's arms across replicates (replicates.json):
     per stream and overall, each arm's mean over tasks with its clustered interval and
     each replicate's figure, and each later arm's per-task mean difference from the
@@ -690,52 +692,53 @@ def render_replicates(document: Mapping[str, Any], figures: str = "") -> str:
     variance split and power; links to each replicate's comparison page. ``figures``:
     the forest plot and the learning curves across replicates (:mod:`.replicatefigures`),
     drawn from the replicate runs, shown after the table."""
-    versus = {str(entry.get("label")): entry for entry in document.get("vs_baseline") or []}
-    arms = [_mapping(arm) for arm in document.get("arms") or []]
-    streams = list(_mapping(arms[0].get("streams"))) if arms else []
+    document = as_replicates(given)
+    versus = {entry.label: entry for entry in document.vs_baseline}
+    arms = document.arms
+    streams = list(arms[0].streams) if arms else []
     rows = []
     for name in [*streams, OVERALL]:
         for index, arm in enumerate(arms):
-            scope = _mapping(arm.get(OVERALL) if name == OVERALL else _mapping(arm.get("streams")).get(name))
+            scope = arm.overall if name == OVERALL else arm.streams.get(name) or ArmScope()
             head = _name_cell("th", name, f' rowspan="{len(arms)}"') if index == 0 else ""
-            each = " ".join(_percent(value) for value in scope.get("accuracies") or [])
-            against = versus.get(str(arm.get("label")))
+            each = " ".join(_percent(value) for value in scope.accuracies)
+            against = versus.get(arm.label)
             if against is None:
                 cells = (f'<td class="num">baseline</td><td class="num">{_NONE}</td><td class="num">{_NONE}</td>'
                          f'<td class="num">{_NONE}</td>')
             else:
-                difference = _mapping(against.get(OVERALL) if name == OVERALL else _mapping(against.get("streams")).get(name))
-                tests = " ".join(_p_value(test.get("mcnemar_p")) for test in difference.get("per_replicate") or [])
+                difference = against.scope(name) or DifferenceScope()
+                tests = " ".join(_p_value(test.mcnemar_p) for test in difference.per_replicate)
                 cells = (
-                    f'<td class="num">{_e(_pp(difference.get("mean")))}</td>'
-                    f'<td class="num">{_e(_pp_interval(difference.get("ci_low"), difference.get("ci_high")))}</td>'
-                    f'<td class="num">{_e(_p_value(difference.get("p_value")))}</td>'
+                    f'<td class="num">{_e(_pp(difference.mean))}</td>'
+                    f'<td class="num">{_e(_pp_interval(difference.ci_low, difference.ci_high))}</td>'
+                    f'<td class="num">{_e(_p_value(difference.p_value))}</td>'
                     f'<td class="num each">{_e(tests)}</td>'
                 )
             rows.append(
-                f'<tr class="{"overall" if name == OVERALL else ""}">{head}<td class="run">{_e(arm.get("label"))}</td>'
-                f'<td class="num">{_e(_percent(scope.get("mean")))}</td>'
-                f'<td class="num">{_e(_ci([scope.get("ci_low"), scope.get("ci_high")]))}</td>'
+                f'<tr class="{"overall" if name == OVERALL else ""}">{head}<td class="run">{_e(arm.label)}</td>'
+                f'<td class="num">{_e(_percent(scope.mean))}</td>'
+                f'<td class="num">{_e(_ci([scope.ci_low, scope.ci_high]))}</td>'
                 f'<td class="num each">{_e(each)}</td>{cells}</tr>'
             )
     robustness = [
-        f"<li><b>{_e(label)}</b>: {_e(_mapping(entry.get('sequence_robustness')).get('order'))} \u2212 "
-        f"{_e(_mapping(entry.get('sequence_robustness')).get('baseline_order'))}: its \u0394 is the sequence "
+        f"<li><b>{_e(label)}</b>: {_e(_mapping(entry.sequence_robustness).get('order'))} \u2212 "
+        f"{_e(_mapping(entry.sequence_robustness).get('baseline_order'))}: its \u0394 is the sequence "
         "robustness, paired by seed across replicates and by task within each</li>"
-        for label, entry in versus.items() if entry.get("sequence_robustness")
+        for label, entry in versus.items() if entry.sequence_robustness
     ]
     links = "".join(
-        f'<li><a href="{_e(urllib.parse.quote(str(name)))}">{_e(name)}</a></li>' for name in document.get("comparisons") or []
+        f'<li><a href="{_e(urllib.parse.quote(str(name)))}">{_e(name)}</a></li>' for name in document.comparisons or []
     )
-    seeds = ", ".join(str(seed) for seed in document.get("seeds") or [])
-    labels = " vs ".join(str(arm.get("label")) for arm in arms)
-    figure = str(document.get("figure") or "accuracy")
+    seeds = ", ".join(str(seed) for seed in document.seeds)
+    labels = " vs ".join(arm.label for arm in arms)
+    figure = document.figure or "accuracy"
     figure_heading = "mean accuracy" if figure == "accuracy" else figure
     body = [
         f"<h1>Evo-Memory replicates: {_e(labels)}</h1>",
-        f'<p class="meta">{_e(document.get("replicates"))} replicate(s) per arm, seeds {_e(seeds)}; '
-        f'baseline <b>{_e(document.get("baseline"))}</b>.</p>',
-        _warnings(document),
+        f'<p class="meta">{_e(document.replicates)} replicate(s) per arm, seeds {_e(seeds)}; '
+        f'baseline <b>{_e(document.baseline)}</b>.</p>',
+        _warnings(document.warnings),
         '<div class="scroll"><table class="compare-accuracy replicates"><thead><tr><th>stream</th><th>arm</th>'
         f'<th class="num">{_e(figure_heading)}</th><th class="num">95% CI</th><th class="num">per replicate</th>'
         '<th class="num">\u0394 mean vs baseline</th><th class="num">95% CI of \u0394</th>'

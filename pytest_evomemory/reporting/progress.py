@@ -19,6 +19,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..errors import ConfigError
+from ..rundocs import Score
+from ..rundocs.records import as_response, as_score
+from ..rundocs.wire import Record
 from .columns import dollars, number
 from .summary import StreamMetrics, cache_counts
 
@@ -44,11 +47,12 @@ def progress_interval(raw: str | None, setting: str) -> float:
     return value
 
 
-def task_verdict(scored: Mapping[str, Any]) -> Verdict:
+def task_verdict(scored: Score | Mapping[str, Any]) -> Verdict:
     """A scored task's verdict (``error``: a failed episode), as the drivers print it."""
-    if scored.get("error"):
+    typed = as_score(scored)
+    if typed.error:
         return "error"
-    return "correct" if scored.get("correct") else "wrong"
+    return "correct" if typed.correct else "wrong"
 
 
 @dataclass
@@ -70,19 +74,21 @@ class StreamProgress:
     #: declares, LoCoMo's F1), as the table will
     scores: StreamMetrics = field(default_factory=lambda: StreamMetrics(stream=""))
 
-    def add(self, record: Mapping[str, Any]) -> None:
-        scored = record.get("scored")
+    def add(self, record: Record | Mapping[str, Any]) -> None:
+        """Count a record's score and response (a mapping: a record's parts by name)."""
+        parts = record if isinstance(record, Mapping) else vars(record)
+        scored = as_score(parts["scored"]) if parts.get("scored") is not None else None
         if scored is not None:
             self.scores.add_outcome(scored, with_groups=False)
-        response = record.get("response")
+        response = as_response(parts["response"]) if parts.get("response") is not None else None
         if response is not None:
-            self.violations += bool(response.get("protocol_violation"))
-            self.tokens += int((response.get("usage") or {}).get("total_tokens") or 0)
+            self.violations += bool(response.protocol_violation)
+            self.tokens += response.usage.total_tokens
             calls, cached = cache_counts(response)
             self.model_calls += calls
             self.cached_calls += cached
-            self.agent_seconds += float(response.get("seconds") or 0.0)
-            cost = number(response.get("cost_usd"))
+            self.agent_seconds += float(response.seconds)
+            cost = number(response.cost_usd)
             if cost is not None:
                 self.cost_usd = (self.cost_usd or 0.0) + cost
 
@@ -138,7 +144,7 @@ class ProgressBoard:
         self.final_only = final_only
         self.streams: dict[str, StreamProgress] = {}
 
-    def start(self, totals: Mapping[str, int], completed: Callable[[str], Sequence[Mapping[str, Any]]]) -> None:
+    def start(self, totals: Mapping[str, int], completed: Callable[[str], Sequence[Score]]) -> None:
         """The tasks this session runs, per stream key. A resumed stream's line counts
         the scores its interrupted run ``completed`` too: it says what the table at the
         end will say."""
@@ -147,9 +153,9 @@ class ProgressBoard:
             progress = self.streams[key] = StreamProgress(key, total)
             for scored in completed(key):
                 progress.total += 1
-                progress.add({"scored": scored})
+                progress.scores.add_outcome(scored, with_groups=False)
 
-    def add(self, key: str, records: Sequence[Mapping[str, Any]], *, show: bool = True) -> str | None:
+    def add(self, key: str, records: Sequence[Record | Mapping[str, Any]], *, show: bool = True) -> str | None:
         """Add one task phase's records to stream ``key``; its line when one is due
         (``show``: the task is complete, its feedback in; a stream without feedback
         turns, LoCoMo's, has nothing left to add then)."""

@@ -15,34 +15,39 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..identity import describe_component, describe_model, merge_identity
+from ..rundocs import Response, Score, Summary
+from ..rundocs.records import as_response, as_score
 from .summary import cache_counts
 
 #: The prefix of every property name (JUnit ``<property>``, pytest's user properties).
 PROPERTY_PREFIX = "evomemory_"
 
 
-def task_properties(scored: Mapping[str, Any], response: Mapping[str, Any], arm: str | None = None) -> list[tuple[str, Any]]:
+def task_properties(
+    scored_item: Score | Mapping[str, Any], response_record: Response | Mapping[str, Any], arm: str | None = None
+) -> list[tuple[str, Any]]:
     """What a dashboard needs of one task, as ``evomemory_<key>`` properties.
 
     ``cached`` is true when every model call of the task turn was replayed from
     the response cache (then ``seconds`` is not the model's latency). ``arm``
     names the task's arm (the run's name with one arm): one shape for every session.
     """
+    scored, response = as_score(scored_item), as_response(response_record)
     calls, cached = cache_counts(response)
     values = {
         **({"arm": arm} if arm is not None else {}),
-        "stream": scored["stream"],
-        "task_id": scored["task_id"],
-        "position": scored["position"],
-        "correct": scored["correct"],
-        "extracted": scored["extracted"],
-        "target": scored["target"],
-        "match_mode": scored["match_mode"],
-        "reason": scored["reason"],
-        "tokens": (response.get("usage") or {}).get("total_tokens", 0),
-        "seconds": response.get("seconds"),
+        "stream": scored.stream,
+        "task_id": scored.task_id,
+        "position": scored.position,
+        "correct": scored.correct,
+        "extracted": scored.extracted,
+        "target": scored.target,
+        "match_mode": scored.match_mode,
+        "reason": scored.reason,
+        "tokens": response.usage.total_tokens,
+        "seconds": response.seconds,
         "cached": bool(calls) and cached == calls,
-        "violation": response.get("protocol_violation"),
+        "violation": response.protocol_violation,
     }
     return [(_property_name(key), value) for key, value in values.items()]
 
@@ -75,7 +80,7 @@ def without_task_properties(properties: list[tuple[str, Any]]) -> list[tuple[str
     return [(name, value) for name, value in properties if not is_task_property(name)]
 
 
-def session_identity_properties(runs: Sequence[tuple[str, Mapping[str, Any] | None]]) -> list[tuple[str, str]]:
+def session_identity_properties(runs: Sequence[tuple[str, Summary | Mapping[str, Any] | None]]) -> list[tuple[str, str]]:
     """What ran in a session of one or several arms (``runs``: each arm's name and
     summary, None for one that did not finish): each finished run's
     :func:`identity_properties`, named by its arm when there are several."""
@@ -87,11 +92,16 @@ def session_identity_properties(runs: Sequence[tuple[str, Mapping[str, Any] | No
     return properties
 
 
-def identity_properties(summary: Mapping[str, Any], arm: str | None = None) -> list[tuple[str, str]]:
+def identity_properties(summary: Summary | Mapping[str, Any], arm: str | None = None) -> list[tuple[str, str]]:
     """``evomemory_agent``, ``evomemory_memory`` and ``evomemory_model`` of one run
-    (each value prefixed ``<arm>: `` when a session runs several arms)."""
-    ran = summary.get("ran")
-    identity = merge_identity(ran if isinstance(ran, Mapping) else {}, {})
+    (each value prefixed ``<arm>: `` when a session runs several arms; a mapping:
+    what ran, as summary.json holds it)."""
+    if isinstance(summary, Summary):
+        ran: Mapping[str, Any] = {stream: parts.written() for stream, parts in summary.ran.items()}
+    else:
+        found = summary.get("ran")
+        ran = found if isinstance(found, Mapping) else {}
+    identity = merge_identity(ran, {})
     prefix = f"{arm}: " if arm is not None else ""
     agent, memory = identity.get("agent"), identity.get("memory")
     return [

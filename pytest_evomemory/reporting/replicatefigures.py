@@ -87,10 +87,9 @@ class Band:
 
 def _curve(run: RunData, stream: str) -> list[float] | None:
     metrics = run.streams.get(stream)
-    values = metrics.get("learning_curve") if isinstance(metrics, Mapping) else None
-    if not isinstance(values, list):
+    if metrics is None:
         return None
-    found = [number(value) for value in values]
+    found = [number(value) for value in metrics.learning_curve]
     return [min(1.0, max(0.0, value)) for value in found if value is not None]
 
 

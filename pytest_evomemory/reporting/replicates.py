@@ -41,6 +41,7 @@ from typing import Any
 from ..evaluation.modes import Metric
 from ..redaction import dumps_redacted
 from ..rundir import REPLICATES_DATA, SCHEMA_VERSION, utc_now
+from ..rundocs.compare import Replicates
 from .clustered import METHODS, estimate_arm, estimate_difference
 from .columns import headline
 from .compare import OVERALL, TaskKey, order_only, outcomes, stream_names, values
@@ -66,7 +67,7 @@ class ReplicateFiles:
 def _accuracy(run: RunData, stream: str | None) -> float | None:
     """The figure the run's stream (or overall row) is judged on (:func:`.columns.headline`)."""
     metrics = run.overall if stream is None else run.streams.get(stream)
-    return headline(metrics)[2] if isinstance(metrics, Mapping) else None
+    return headline(metrics)[2] if metrics is not None else None
 
 
 def _figure(run: RunData) -> str:
@@ -75,9 +76,8 @@ def _figure(run: RunData) -> str:
 
 
 def _seed(run: RunData) -> int | None:
-    replicate = run.summary.get("replicate")
-    seed = replicate.get("seed") if isinstance(replicate, Mapping) else None
-    return seed if isinstance(seed, int) and not isinstance(seed, bool) else None
+    replicate = run.summary.replicate
+    return replicate.seed if replicate is not None else None
 
 
 def _task_scores(run: RunData, stream: str | None, metric: Metric | None) -> dict[TaskKey, float]:
@@ -198,7 +198,7 @@ def build_replicate_comparison(groups: Sequence[tuple[str, Sequence[RunData]]]) 
             f"{FEW_REPLICATES} or more replicates to see whether more seeds or more tasks would help)"
         )
     warnings += _dropped_tasks(groups, streams, metric)
-    return {
+    return _as_written({
         "schema_version": SCHEMA_VERSION,
         "baseline": base_label,
         "confidence": 0.95,
@@ -209,7 +209,13 @@ def build_replicate_comparison(groups: Sequence[tuple[str, Sequence[RunData]]]) 
         "arms": arms,
         "vs_baseline": versus,
         "warnings": warnings,
-    }
+    })
+
+
+def _as_written(document: dict[str, Any]) -> dict[str, Any]:
+    """The document as its model (rundocs.compare.Replicates) writes it: the shape
+    replicates.json is declared with, in the order it was built."""
+    return Replicates.model_validate(document).written()
 
 
 def _dropped_tasks(
@@ -244,7 +250,7 @@ def write_replicate_comparison(groups: Sequence[tuple[str, Sequence[Path]]], dir
                 [run_dirs[index] for _, run_dirs in groups], directory / f"compare-r{index + 1}.html", labels
             )
             paths.append(files.html)
-    document = {**document, "comparisons": [path.name for path in paths], "generated": utc_now()}
+    document = _as_written({**document, "comparisons": [path.name for path in paths], "generated": utc_now()})
     path = directory / REPLICATES_DATA
     write_page(path, dumps_redacted(document, indent=2) + "\n")  # as every artefact: redacted, strict JSON
     page = write_page(path.with_suffix(".html"), render_replicates(document, replicate_figures(document, loaded)))

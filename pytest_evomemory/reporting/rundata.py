@@ -12,13 +12,25 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from ..errors import EvoMemoryError
 from ..evaluation.modes import headline_metric
 from ..rundir import RESPONSES, RUN_DOCUMENT, SCHEMA_VERSION, SCORES, SUMMARY, TRANSCRIPTS, iter_jsonl
+from ..rundocs import (
+    DAMAGED_ADVICE,
+    DamagedDocument,
+    Response,
+    RunDoc,
+    RunFile,
+    Score,
+    StreamSummary,
+    Summary,
+    TranscriptEntry,
+    read,
+)
+from ..rundocs.records import as_score
 from ..text import shorten
-from . import artefactcheck as read
 from .summary import RESPONSE_COUNTS, SCORE_COUNTS, StreamMetrics, records_disagree
 from .summary import counted as counted_figures
 
@@ -40,25 +52,32 @@ class RunData:
 
     run_dir: Path
     label: str
-    summary: Mapping[str, Any]
-    run: Mapping[str, Any] = field(default_factory=dict)
+    summary: Summary
+    run: RunFile = field(default_factory=RunFile)
     #: Given scores (a comparison built in memory); ``None``: read scores.jsonl.
-    given_scores: Sequence[Mapping[str, Any]] | None = None
+    given_scores: Sequence[Score] | None = None
+
+    def __post_init__(self) -> None:
+        # a run built in memory (a comparison of given figures) may be given as plain
+        # documents: they are read as the models, as a run directory's files are
+        if not isinstance(self.summary, Summary):
+            object.__setattr__(self, "summary", Summary.model_validate(self.summary))
+        if not isinstance(self.run, RunFile):
+            object.__setattr__(self, "run", RunFile.model_validate(self.run))
+        if self.given_scores is not None and not all(isinstance(s, Score) for s in self.given_scores):
+            object.__setattr__(self, "given_scores", [as_score(scored) for scored in self.given_scores])
 
     @property
-    def streams(self) -> dict[str, Mapping[str, Any]]:
+    def streams(self) -> dict[str, StreamSummary]:
         """Per-stream metrics in the benchmark's stream order.
 
         summary.json is written with sorted keys, so its own order is alphabetical;
         the run order comes from run.json's stream list, else from scores.jsonl.
         """
-        streams = self.summary.get("streams")
-        if not isinstance(streams, Mapping):
-            return {}
-        listed = self.run.get("streams")
-        order = [s.get("name") for s in listed if isinstance(s, Mapping)] if isinstance(listed, list) else []
+        streams = self.summary.streams
+        order = [s.name for s in self.run.streams]
         if any(name not in order for name in streams):
-            order += [s.get("stream") for s in self.scores]
+            order += [s.stream for s in self.scores]
         rank: dict[object, int] = {}
         for name in order:
             rank.setdefault(name, len(rank))
@@ -66,35 +85,34 @@ class RunData:
         return {name: streams[name] for name in names}
 
     @property
-    def overall(self) -> Mapping[str, Any]:
-        overall = self.summary.get("overall")
-        return overall if isinstance(overall, Mapping) else {}
+    def overall(self) -> StreamSummary:
+        return self.summary.overall
 
     @cached_property
-    def scores(self) -> Sequence[Mapping[str, Any]]:
+    def scores(self) -> Sequence[Score]:
         """Each scored task's stream, id, position and outcome, in file order:
         what a comparison pairs (the rest of a score is read by the report as it goes)."""
         if self.given_scores is not None:
             return self.given_scores
         return [_outcome(scored) for scored in self.iter_scores()]
 
-    def iter_scores(self) -> Iterator[dict[str, Any]]:
+    def iter_scores(self) -> Iterator[Score]:
         """scores.jsonl, each record checked; read to its end, it must add up to the
         summary (what is paired and shown is what the summary counts)."""
         if self.given_scores is not None:
-            return (dict(scored) for scored in self.given_scores)
-        return self._adding_up(_checked(self.run_dir / SCORES, read.SCORE), SCORES, _count_score, SCORE_COUNTS)
+            return iter(self.given_scores)
+        return self._adding_up(_checked(self.run_dir / SCORES, Score), SCORES, _count_score, SCORE_COUNTS)
 
-    def iter_responses(self) -> Iterator[dict[str, Any]]:
+    def iter_responses(self) -> Iterator[Response]:
         """responses.jsonl: every agent response, task and feedback turns (adding up
         to the summary, as :meth:`iter_scores`)."""
-        return self._adding_up(_checked(self.run_dir / RESPONSES, read.RESPONSE), RESPONSES, _count_response,
+        return self._adding_up(_checked(self.run_dir / RESPONSES, Response), RESPONSES, _count_response,
                                RESPONSE_COUNTS)
 
     def _adding_up(
-        self, records: Iterator[dict[str, Any]], name: str,
-        count: Callable[[dict[str, StreamMetrics], dict[str, Any]], None], counts: Sequence[str],
-    ) -> Iterator[dict[str, Any]]:
+        self, records: Iterator[Doc], name: str,
+        count: Callable[[dict[str, StreamMetrics], Doc], None], counts: Sequence[str],
+    ) -> Iterator[Doc]:
         """``records`` as they are read, counted; at their end, one :class:`ReportError`
         when the counts are not the summary's: a record file cut, emptied, edited or
         copied from another run after the run ended (a page is written only whole)."""
@@ -104,7 +122,7 @@ class RunData:
             yield record
         problem = records_disagree(self.summary, counted, counts)
         if problem is not None:
-            raise ReportError(f"{self.run_dir / name} does not add up to its {SUMMARY} ({problem}); {read.ADVICE}")
+            raise ReportError(f"{self.run_dir / name} does not add up to its {SUMMARY} ({problem}); {DAMAGED_ADVICE}")
 
     def transcript_streams(self) -> list[str]:
         """The streams with a transcripts/<stream>.jsonl file."""
@@ -113,49 +131,47 @@ class RunData:
             return []
         return [path.stem for path in sorted(directory.glob("*.jsonl"))]
 
-    def iter_transcripts(self, stream: str) -> Iterator[dict[str, Any]]:
+    def iter_transcripts(self, stream: str) -> Iterator[TranscriptEntry]:
         """transcripts/<stream>.jsonl: each turn's messages and tool calls."""
         if stream not in self.transcript_streams():
             return iter(())
-        return _checked(self.run_dir / TRANSCRIPTS / f"{stream}.jsonl", read.TRANSCRIPT)
+        return _checked(self.run_dir / TRANSCRIPTS / f"{stream}.jsonl", TranscriptEntry)
 
 
-def _count_score(counted: dict[str, StreamMetrics], scored: dict[str, Any]) -> None:
-    name = str(scored.get("stream"))
-    counted.setdefault(name, StreamMetrics(name)).add_outcome(scored, with_groups=False)
+def _count_score(counted: dict[str, StreamMetrics], scored: Score) -> None:
+    counted.setdefault(scored.stream, StreamMetrics(scored.stream)).add_outcome(scored, with_groups=False)
 
 
-def _count_response(counted: dict[str, StreamMetrics], response: dict[str, Any]) -> None:
-    name = str(response.get("stream"))
-    counted.setdefault(name, StreamMetrics(name)).add_response(counted_figures(response))
+def _count_response(counted: dict[str, StreamMetrics], response: Response) -> None:
+    counted.setdefault(response.stream, StreamMetrics(response.stream)).add_response(counted_figures(response))
 
 
-def _checked(path: Path, spec: read.Check) -> Iterator[dict[str, Any]]:
-    """The records of ``path`` as they are read, each checked for every field the
-    reports read: a damaged one is one :class:`ReportError` naming the file, the
-    record and the key (never a traceback from the page code)."""
+Doc = TypeVar("Doc", bound=RunDoc)
+
+
+def _checked(path: Path, model: type[Doc]) -> Iterator[Doc]:
+    """The records of ``path`` as they are read, each read as its model: a damaged
+    one is one :class:`ReportError` naming the file, the record and the key (never
+    a traceback from the page code)."""
     for number, record in enumerate(iter_jsonl(path), 1):
-        problem = read.damaged(path, record, spec, number)
-        if problem is not None:
-            raise ReportError(problem)
-        yield record
+        try:
+            yield read(model, path, record, number)
+        except DamagedDocument as error:
+            raise ReportError(str(error)) from None
 
 
-#: The fields of a score that a comparison reads (``recall_similarity``: the gain
-#: versus similarity analysis, :data:`.similarity.SIMILARITY_KEY`; ``match_mode`` and
-#: ``value``: a continuous headline figure's paired statistics, :mod:`.compare`).
-_OUTCOME_KEYS = ("stream", "task_id", "position", "correct", "error", "recall_similarity", "match_mode", "value")
-
-
-def _outcome(scored: Mapping[str, Any]) -> dict[str, Any]:
-    """What a comparison keeps of a score: :data:`_OUTCOME_KEYS`, and of ``details``
-    only the mode's headline figure (LoCoMo's ``f1``), not the stems and evidence."""
-    kept = {key: scored.get(key) for key in _OUTCOME_KEYS}
-    metric = headline_metric(scored.get("match_mode"))
-    details = scored.get("details")
-    if metric is not None and isinstance(details, Mapping) and metric.detail in details:
-        kept["details"] = {metric.detail: details[metric.detail]}
-    return kept
+def _outcome(scored: Score) -> Score:
+    """What a comparison keeps of a score: its stream, task, position, outcome,
+    ``recall_similarity`` (the gain versus similarity analysis), ``match_mode`` and
+    ``value`` (a continuous headline figure's paired statistics, :mod:`.compare`),
+    and of ``details`` only the mode's headline figure (LoCoMo's ``f1``), not the
+    stems and evidence."""
+    metric = headline_metric(scored.match_mode)
+    details = {metric.detail: scored.details[metric.detail]} if metric is not None and metric.detail in scored.details else {}
+    return scored.model_copy(update={
+        "raw_answer": None, "extracted": None, "target": None, "reason": "", "details": details, "group": None,
+        "traceback": None,
+    })
 
 
 # --------------------------------------------------------------------------- loading
@@ -189,31 +205,27 @@ def load_run(run_dir: Path | str, label: str | None = None) -> RunData:
             f"{directory} has no summary.json; it is not a finished evomemory run "
             "(the file is written when the pytest session ends)"
         )
-    summary = _read_json(summary_path)
-    version = summary.get("schema_version")
+    document = _read_json(summary_path)
+    version = document.get("schema_version")
     if isinstance(version, int) and version > SCHEMA_VERSION:
         raise ReportError(
             f"{summary_path} has schema version {version}, newer than this pytest-evomemory "
             f"understands ({SCHEMA_VERSION}); upgrade pytest-evomemory"
         )
-    if not isinstance(summary.get("streams"), Mapping):
+    if not isinstance(document.get("streams"), Mapping):
         raise ReportError(f"{summary_path} has no 'streams' object; it is not an evomemory summary")
-    run = _read_json(directory / RUN_DOCUMENT) if (directory / RUN_DOCUMENT).is_file() else {}
-    problem = (
-        read.damaged(summary_path, summary, read.SUMMARY)
-        or read.damaged(directory / RUN_DOCUMENT, run, read.RUN_DOCUMENT)
-    )
-    if problem is not None:
-        raise ReportError(problem)
+    run_path = directory / RUN_DOCUMENT
+    try:
+        summary = read(Summary, summary_path, document)
+        run = read(RunFile, run_path, _read_json(run_path)) if run_path.is_file() else RunFile()
+    except DamagedDocument as error:
+        raise ReportError(str(error)) from None
     name = label if label is not None else _run_name(summary, run, directory)
     return RunData(run_dir=directory, label=name, summary=summary, run=run)
 
 
-def _run_name(summary: Mapping[str, Any], run: Mapping[str, Any], directory: Path) -> str:
-    name = summary.get("run")
-    if not name:
-        config = run.get("run")
-        name = config.get("name") if isinstance(config, Mapping) else None
+def _run_name(summary: Summary, run: RunFile, directory: Path) -> str:
+    name = summary.run or run.run.name
     return str(name) if name else directory.name
 
 

@@ -27,6 +27,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..rundocs import Score
 from ..text import similarity
 from .stats import Z95, average_ranks
 
@@ -90,24 +91,24 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
 def paired_points(control: RunData, memory: RunData, stream: str) -> tuple[list[dict[str, Any]], int]:
     """``(points, left_out)``: per task both runs scored, its similarity (from the
     memory run) and gain; tasks whose similarity is unknown are counted, not plotted."""
-    base = {str(s.get("task_id")): s for s in control.scores if s.get("stream") == stream}
+    base = {s.task_id: s for s in control.scores if s.stream == stream}
     points: list[dict[str, Any]] = []
     left_out = 0
     for scored in memory.scores:
-        if scored.get("stream") != stream or str(scored.get("task_id")) not in base:
+        if scored.stream != stream or scored.task_id not in base:
             continue
-        value = scored.get(SIMILARITY_KEY)
-        if not isinstance(value, int | float) or isinstance(value, bool):
+        value = scored.recall_similarity
+        if value is None:
             left_out += 1
             continue
-        other = base[str(scored.get("task_id"))]
+        other = base[scored.task_id]
         gain = _solved(scored) - _solved(other)
-        points.append({"task_id": str(scored.get("task_id")), "similarity": float(value), "gain": gain})
+        points.append({"task_id": scored.task_id, "similarity": float(value), "gain": gain})
     return points, left_out
 
 
-def _solved(scored: Mapping[str, Any]) -> int:
-    return int(bool(scored.get("correct")) and not scored.get("error"))
+def _solved(scored: Score) -> int:
+    return int(scored.correct and not scored.error)
 
 
 def analyse(points: Sequence[Mapping[str, Any]], left_out: int = 0) -> dict[str, Any]:

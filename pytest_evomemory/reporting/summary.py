@@ -20,10 +20,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..evaluation.modes import MATCH_MODES, Metric, headline_metric
+from ..rundocs import GroupSummary, Headline, PerStimulus, Response, Score, StreamSummary, Summary, Threshold
+from ..rundocs.base import tolerant
+from ..rundocs.records import as_response, as_score
 from .stats import Proportion
 
 
-def is_cached(response: Mapping[str, Any], messages: Sequence[Any] | None = None) -> bool:
+def _assistant_messages(messages: Sequence[Any] | None) -> list[Mapping[str, Any]]:
+    return [m for m in messages or () if isinstance(m, Mapping) and m.get("role") == "assistant"]
+
+
+def is_cached(response: Response | Mapping[str, Any], messages: Sequence[Any] | None = None) -> bool:
     """Whether a response was served from the response cache.
 
     A response may say so itself (``"cached": true``); otherwise it is cached when
@@ -31,21 +38,21 @@ def is_cached(response: Mapping[str, Any], messages: Sequence[Any] | None = None
     assistant message ``"cached": true``. ``messages`` defaults to the response's
     own (responses.jsonl omits them; pass the transcript's).
     """
-    if response.get("cached"):
+    typed = as_response(response)
+    if typed.cached:
         return True
-    listed = response.get("messages") if messages is None else messages
-    calls = [m for m in listed or () if isinstance(m, Mapping) and m.get("role") == "assistant"]
+    calls = _assistant_messages(typed.messages if messages is None else messages)
     return bool(calls) and all(m.get("cached") for m in calls)
 
 
-def cache_counts(response: Mapping[str, Any]) -> tuple[int, int]:
+def cache_counts(response: Response | Mapping[str, Any]) -> tuple[int, int]:
     """(model calls, of which served from the response cache) of one response record.
 
     The response cache marks each replayed assistant message ``"cached": true``
     (:mod:`pytest_evomemory.models.cache`, via TinyAgent); agents that call no
     model, or mark nothing, count as zero calls.
     """
-    calls = [m for m in response.get("messages") or () if isinstance(m, Mapping) and m.get("role") == "assistant"]
+    calls = _assistant_messages(as_response(response).messages)
     return len(calls), sum(1 for m in calls if m.get("cached"))
 
 
@@ -61,38 +68,23 @@ class GroupMetrics:
     tasks: int = 0
     correct: int = 0
 
-    def to_dict(self) -> dict[str, Any]:
+    def document(self) -> GroupSummary:
         proportion = Proportion(self.correct, self.tasks)
-        return {
-            "tasks": self.tasks,
-            "correct": self.correct,
-            "accuracy": proportion.estimate,
-            "accuracy_ci": _interval(proportion),
-        }
+        return GroupSummary(
+            tasks=self.tasks, correct=self.correct, accuracy=proportion.estimate, accuracy_ci=_interval(proportion)
+        )
 
 
-#: What :meth:`StreamMetrics.add_response` reads of a response, besides its tool calls
-#: and whether it was cached (:func:`counted` keeps those as names and a flag).
-_COUNTED = ("stream", "task_id", "kind", "agent_turns", "memory_retains", "memory_recalls",
-            "protocol_violation", "usage", "seconds", "cost_usd")
-
-
-def counted(response: Mapping[str, Any]) -> dict[str, Any]:
+def counted(response: Response | Mapping[str, Any]) -> Response:
     """The part of a response the summary counts (:class:`ResponseTally` counts it
     as each response arrives): the rest (messages, recalled hits, tool arguments) is
     in responses.jsonl and the transcripts."""
-    kept = {key: response[key] for key in _COUNTED if key in response}
-    # a record read back without a figure (edited, or an older writer's) counts none of it
-    for key in ("agent_turns", "memory_retains", "memory_recalls", "seconds"):
-        kept.setdefault(key, 0)
-    usage = kept.get("usage")
-    kept["usage"] = {
-        key: usage.get(key, 0) if isinstance(usage, Mapping) else 0 for key in ("prompt_tokens", "completion_tokens")
-    }
-    kept["tool_calls"] = [str(call.get("name")) if isinstance(call, Mapping) else "" for call in
-                          response.get("tool_calls") or ()]
-    kept["cached"] = is_cached(response)
-    return kept
+    typed = response if isinstance(response, Response) else tolerant(Response, response)
+    return typed.model_copy(update={
+        "messages": None, "final_answer": None, "memory_writes": [], "memory_recalled": [],
+        "tool_calls": [call.model_copy(update={"arguments": {}, "result": None}) for call in typed.tool_calls],
+        "cached": is_cached(typed),
+    })
 
 
 @dataclass
@@ -171,18 +163,19 @@ class StreamMetrics:
         total = self.figure_sums.get(metric.name, 0.0)
         return f"{metric.name}_mean", f"mean {metric.label}", total / self.tasks if self.tasks else None
 
-    def add_outcome(self, outcome: Mapping[str, Any], *, with_groups: bool = True) -> None:
+    def add_outcome(self, scored: Score | Mapping[str, Any], *, with_groups: bool = True) -> None:
         """Count one scored item; a failed episode is a wrong answer and no API match."""
+        outcome = as_score(scored)
         self.tasks += 1
-        self.note_headline(outcome.get("match_mode"))
-        correct = not outcome.get("error") and bool(outcome.get("correct"))
-        if outcome.get("error"):
+        self.note_headline(outcome.match_mode)
+        correct = not outcome.error and outcome.correct
+        if outcome.error:
             self.errors += 1
         elif correct:
             self.correct += 1
-        details = outcome.get("details")
-        if isinstance(details, Mapping):
-            for metric in _declared_metrics(outcome.get("match_mode")):
+        details = outcome.details
+        if details:
+            for metric in _declared_metrics(outcome.match_mode):
                 if metric.detail not in details:
                     continue
                 value = details[metric.detail]
@@ -192,28 +185,28 @@ class StreamMetrics:
                 else:
                     self.figures[metric.name] = self.figures.get(metric.name, 0) + bool(value)
                 self.figure_labels[metric.name] = metric.label
-        group = outcome.get("group")
+        group = outcome.group
         if with_groups and group is not None:
             counts = self.groups.setdefault(str(group), GroupMetrics())
             counts.tasks += 1
             counts.correct += correct
 
-    def add_response(self, response: Mapping[str, Any]) -> None:
+    def add_response(self, counted_response: Response | Mapping[str, Any]) -> None:
+        response = as_response(counted_response)
         self.stimuli += 1
-        if response.get("kind") == "feedback":
+        if response.kind == "feedback":
             self.feedback_turns += 1
-        self.agent_turns += _whole(response["agent_turns"])
-        self.tool_calls += len(response["tool_calls"])
-        self.memory_retains += _whole(response["memory_retains"])
-        self.memory_recalls += _whole(response["memory_recalls"])
-        self.protocol_violations += 1 if response.get("protocol_violation") else 0
+        self.agent_turns += _whole(response.agent_turns)
+        self.tool_calls += len(response.tool_calls)
+        self.memory_retains += _whole(response.memory_retains)
+        self.memory_recalls += _whole(response.memory_recalls)
+        self.protocol_violations += 1 if response.protocol_violation else 0
         self.cached_responses += 1 if is_cached(response) else 0
-        usage = response["usage"]
-        self.prompt_tokens += _whole(usage["prompt_tokens"])
-        self.completion_tokens += _whole(usage["completion_tokens"])
-        seconds = response["seconds"]
+        self.prompt_tokens += _whole(response.usage.prompt_tokens)
+        self.completion_tokens += _whole(response.usage.completion_tokens)
+        seconds = response.seconds
         self.seconds += float(seconds) if isinstance(seconds, int | float) and math.isfinite(seconds) else 0.0
-        cost = response.get("cost_usd")
+        cost = response.cost_usd
         if isinstance(cost, int | float) and not isinstance(cost, bool) and abs(cost) < 1e300:
             self.cost_usd = (self.cost_usd or 0.0) + float(cost)
 
@@ -224,50 +217,47 @@ class StreamMetrics:
         if tally.cost_usd is not None:
             self.cost_usd = (self.cost_usd or 0.0) + tally.cost_usd
 
-    def to_dict(self) -> dict[str, Any]:
+    def document(self) -> StreamSummary:
+        """The stream's metrics as summary.json holds them."""
         total_tokens = self.prompt_tokens + self.completion_tokens
         per = (lambda value: value / self.stimuli) if self.stimuli else (lambda value: None)
-        return {
-            "stream": self.stream,
-            "tasks": self.tasks,
-            "correct": self.correct,
-            "errors": self.errors,
-            "accuracy": self.accuracy,
-            "accuracy_ci": _interval(Proportion(self.correct, self.tasks)),
-            **self._figure_fields(),
-            "headline": self._headline_field(),
-            "groups": {name: group.to_dict() for name, group in self.groups.items()},
-            "stimuli": self.stimuli,
-            "feedback_turns": self.feedback_turns,
-            "agent_turns": self.agent_turns,
-            "tool_calls": self.tool_calls,
-            "memory_retains": self.memory_retains,
-            "memory_recalls": self.memory_recalls,
-            "protocol_violations": self.protocol_violations,
-            "cached_responses": self.cached_responses,
-            "prompt_tokens": self.prompt_tokens,
-            "completion_tokens": self.completion_tokens,
-            "total_tokens": total_tokens,
-            "seconds": round(self.seconds, 6),
-            "cost_usd": None if self.cost_usd is None else round(self.cost_usd, 6),
-            "per_stimulus": {
-                "tokens": per(total_tokens),
-                "agent_turns": per(self.agent_turns),
-                "seconds": per(self.seconds),
-            },
-            "learning_curve": self.curve,
-        }
-
-    def _headline_field(self) -> dict[str, Any]:
-        """``{"metric": "f1_mean", "label": "mean F1", "value": 0.43}``: what the
-        stream is judged on (the gates read it; see :attr:`headline`)."""
         key, label, value = self.headline_figure()
-        return {"metric": key, "label": label, "value": value}
+        return StreamSummary(
+            stream=self.stream,
+            tasks=self.tasks,
+            correct=self.correct,
+            errors=self.errors,
+            accuracy=self.accuracy,
+            accuracy_ci=_interval(Proportion(self.correct, self.tasks)),
+            figures=dict(self.figure_labels),
+            **self._figure_fields(),
+            # what the stream is judged on (the gates read it; see :attr:`headline`)
+            headline=Headline(metric=key, label=label, value=value),
+            groups={name: group.document() for name, group in self.groups.items()},
+            stimuli=self.stimuli,
+            feedback_turns=self.feedback_turns,
+            agent_turns=self.agent_turns,
+            tool_calls=self.tool_calls,
+            memory_retains=self.memory_retains,
+            memory_recalls=self.memory_recalls,
+            protocol_violations=self.protocol_violations,
+            cached_responses=self.cached_responses,
+            prompt_tokens=self.prompt_tokens,
+            completion_tokens=self.completion_tokens,
+            total_tokens=total_tokens,
+            seconds=round(self.seconds, 6),
+            cost_usd=None if self.cost_usd is None else round(self.cost_usd, 6),
+            per_stimulus=PerStimulus(
+                tokens=per(total_tokens), agent_turns=per(self.agent_turns), seconds=per(self.seconds)
+            ),
+            learning_curve=self.curve,
+        )
 
     def _figure_fields(self) -> dict[str, Any]:
-        """``<name>_matches``, ``<name>_accuracy``, ``<name>_accuracy_ci`` per figure, and
-        ``figures``: name -> label, for tables that show them (``API / Acc.``)."""
-        fields: dict[str, Any] = {"figures": dict(self.figure_labels)}
+        """``<name>_matches``, ``<name>_accuracy``, ``<name>_accuracy_ci`` per figure (a
+        mean figure's ``<name>_sum`` and ``<name>_mean``), for tables that show them
+        (``API / Acc.``)."""
+        fields: dict[str, Any] = {}
         for name, matches in self.figures.items():
             fields[f"{name}_matches"] = matches
             fields[f"{name}_accuracy"] = self.figure(name)
@@ -278,13 +268,13 @@ class StreamMetrics:
         return fields
 
 
-def shared_headline(scored: Iterable[Mapping[str, Any]]) -> Metric | None:
+def shared_headline(scored: Iterable[Score | Mapping[str, Any]]) -> Metric | None:
     """The headline mean figure every item of ``scored`` shares (LoCoMo's F1), by
     :attr:`StreamMetrics.headline`'s rule; None for accuracy (a comparison of runs
     asks this of the scored items it pairs)."""
     metrics = StreamMetrics("headline")
     for item in scored:
-        metrics.note_headline(item.get("match_mode"))
+        metrics.note_headline(as_score(item).match_mode)
     return metrics.headline
 
 
@@ -311,19 +301,19 @@ _OUTCOME = ("stream", "task_id", "position", "correct", "error", "traceback", "m
 _EVIDENCE_RECALL = "evidence_recall"
 
 
-def outcome(scored: Mapping[str, Any]) -> dict[str, Any]:
+def outcome(scored: Score | Mapping[str, Any]) -> Score:
     """The part of a scored item the summary counts, for a collector that holds every
     score of the session: the answer, extraction, reason and the details no figure
     reads are in scores.jsonl (held whole, they were ~0.5 KB a task, LoCoMo's
     stems and evidence more)."""
-    kept = {key: scored[key] for key in _OUTCOME if key in scored}
-    details = scored.get("details")
-    if isinstance(details, Mapping):
-        wanted = {metric.detail for metric in _declared_metrics(scored.get("match_mode"))}
-        counted_details = {key: value for key, value in details.items() if key in wanted or key == _EVIDENCE_RECALL}
-        if counted_details:  # none: nothing reads them (an empty dict a task adds up)
-            kept["details"] = counted_details
-    return kept
+    typed = as_score(scored)
+    given = typed.model_fields_set
+    kept = {name: getattr(typed, name) for name in _OUTCOME if name in given}
+    wanted = {metric.detail for metric in _declared_metrics(typed.match_mode)}
+    details = {key: value for key, value in typed.details.items() if key in wanted or key == _EVIDENCE_RECALL}
+    if details:  # none: nothing reads them (an empty dict a task adds up)
+        kept["details"] = details
+    return Score.model_construct(set(kept), **kept)
 
 
 #: What :meth:`StreamMetrics.add_response` counts (besides ``cost_usd``, None until priced).
@@ -342,15 +332,15 @@ class ResponseTally:
         self.overall = StreamMetrics("overall")
 
     @classmethod
-    def of(cls, responses: Iterable[Mapping[str, Any]]) -> ResponseTally:
+    def of(cls, responses: Iterable[Response | Mapping[str, Any]]) -> ResponseTally:
         tally = cls()
         for response in responses:
             tally.add(response)
         return tally
 
-    def add(self, response: Mapping[str, Any]) -> None:
+    def add(self, response: Response | Mapping[str, Any]) -> None:
         figures = counted(response)
-        name = figures["stream"]
+        name = figures.stream
         tally = self.streams.get(name)
         if tally is None:
             tally = self.streams[name] = StreamMetrics(name)
@@ -360,8 +350,8 @@ class ResponseTally:
 
 def summarize(
     stream_order: Sequence[str],
-    outcomes: Iterable[Mapping[str, Any]],
-    responses: Iterable[Mapping[str, Any]] | ResponseTally,
+    outcomes: Iterable[Score | Mapping[str, Any]],
+    responses: Iterable[Response | Mapping[str, Any]] | ResponseTally,
 ) -> dict[str, StreamMetrics]:
     """Metrics keyed by stream name (in stream order), plus ``"overall"``.
 
@@ -370,11 +360,9 @@ def summarize(
     """
     metrics = {name: StreamMetrics(name) for name in stream_order}
     overall = StreamMetrics("overall")
-    ordered = sorted(
-        outcomes, key=lambda o: (_index(stream_order, o["stream"]), int(o["position"]))
-    )
+    ordered = sorted(map(as_score, outcomes), key=lambda o: (_index(stream_order, o.stream), o.position))
     for outcome in ordered:
-        stream = metrics.setdefault(outcome["stream"], StreamMetrics(outcome["stream"]))
+        stream = metrics.setdefault(outcome.stream, StreamMetrics(outcome.stream))
         stream.add_outcome(outcome)
         # Groups belong to their stream (a category is not comparable across streams),
         # and a figure such as ToolBench's API to the streams that have one: overall has neither.
@@ -411,25 +399,24 @@ RECORD_COUNTS = (*SCORE_COUNTS, *RESPONSE_COUNTS)
 
 
 def records_disagree(
-    summary: Mapping[str, Any], metrics: Mapping[str, StreamMetrics], counts: Sequence[str] = RECORD_COUNTS
+    summary: Summary, metrics: Mapping[str, StreamMetrics], counts: Sequence[str] = RECORD_COUNTS
 ) -> str | None:
     """Where a finished run's summary.json and the ``metrics`` counted from its records
     differ (the first stream and count), else None: a record file emptied, cut,
     edited or copied from another run after the run ended. A count the summary does
     not hold (an older writer's) is not compared, nor a run whose writing failed
     (``write_failure``: its summary counts what the records could not keep)."""
-    if summary.get("write_failure"):
+    if summary.write_failure:
         return None
-    recorded = summary.get("streams")
-    streams = recorded if isinstance(recorded, Mapping) else {}
+    streams = summary.streams
     names = [*streams, *(name for name in metrics if name != "overall" and name not in streams)]
     for name in names:
         written = streams.get(name)
         counted_here = metrics.get(name)
         for key in counts:
-            if isinstance(written, Mapping) and key not in written:
+            if written is not None and key not in written.model_fields_set:
                 continue
-            want = written.get(key) if isinstance(written, Mapping) else 0
+            want = getattr(written, key) if written is not None else 0
             got = getattr(counted_here, key) if counted_here is not None else 0
             if want != got:
                 return f"stream {str(name)[:80]!r}: summary.json counts {key} {want!r}, the records {got}"
@@ -465,9 +452,9 @@ class ThresholdResult:
         shown = "n/a (no tasks ran)" if self.value is None else f"{self.value:.3f}"
         return f"{verdict}: {self.scope} {self.label} {shown}, minimum {self.minimum:.3f} (gated on {self.label}, not accuracy)"
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"scope": self.scope, "metric": self.metric, "label": self.label, "minimum": self.minimum,
-                "value": self.value, "accuracy": self.accuracy, "met": self.met}
+    def document(self) -> Threshold:
+        return Threshold(scope=self.scope, metric=self.metric, label=self.label, minimum=self.minimum,
+                         value=self.value, accuracy=self.accuracy, met=self.met)
 
 
 def threshold_result(scope: str, minimum: float, metrics: StreamMetrics | None) -> ThresholdResult:

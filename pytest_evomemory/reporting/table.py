@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from ..evaluation.modes import MATCH_MODES
+from ..rundocs import Score
 from .clustered import estimate_arm, z_quantile
 from .columns import headline, number
 from .compare import TaskKey, outcomes, values
@@ -165,23 +166,26 @@ def cell(run: RunData, column: PaperColumn) -> Cell:
     if column.metric.startswith("headline."):
         return _headline_cell(run, column.metric.removeprefix("headline."))
     metrics = run.overall if column.metric == "overall" else run.streams.get(column.stream)
-    if not isinstance(metrics, Mapping):
+    if metrics is None:
         return Cell(None)
-    tasks = metrics.get("tasks")
+    tasks = metrics.tasks
     if column.metric == "overall":
         metric, _, value = headline(metrics)
         if metric != "accuracy":
             return _headline_cell(run, metric)
-        return Cell(value, *_interval(metrics.get("accuracy_ci")), _count(tasks))
+        return Cell(value, *_interval(metrics.accuracy_ci), _count(tasks))
     if column.metric.startswith("groups."):
-        groups = metrics.get("groups")
-        group = groups.get(column.metric.removeprefix("groups.")) if isinstance(groups, Mapping) else None
-        if not isinstance(group, Mapping):
+        group = metrics.groups.get(column.metric.removeprefix("groups."))
+        if group is None:
             return Cell(None)
-        return Cell(number(group.get("accuracy")), *_interval(group.get("accuracy_ci")), _count(group.get("tasks")))
+        return Cell(number(group.accuracy), *_interval(group.accuracy_ci), _count(group.tasks))
     # a figure is summarised as ``<name>_accuracy`` (summary.StreamMetrics, columns.figure_column)
-    key = f"{column.metric.removeprefix('figure.')}_accuracy" if column.metric.startswith("figure.") else column.metric
-    return Cell(number(metrics.get(key)), *_interval(metrics.get(f"{key}_ci")), _count(tasks))
+    if column.metric.startswith("figure."):
+        name = column.metric.removeprefix("figure.")
+        value, bounds = metrics.figure_value(name, "accuracy"), metrics.figure_value(name, "accuracy_ci")
+    else:
+        value, bounds = getattr(metrics, column.metric, None), getattr(metrics, f"{column.metric}_ci", None)
+    return Cell(number(value), *_interval(bounds), _count(tasks))
 
 
 def _headline_cell(run: RunData, metric: str) -> Cell:
@@ -190,10 +194,10 @@ def _headline_cell(run: RunData, metric: str) -> Cell:
     found, _, value = headline(run.overall)
     if found != metric:
         return Cell(None)
-    categories = run.summary.get("categories")
-    overall = categories.get("overall") if isinstance(categories, Mapping) else None
-    low, high = (number(overall.get("ci_low")), number(overall.get("ci_high"))) if isinstance(overall, Mapping) else (None, None)
-    return Cell(value, low, high, _count(run.overall.get("tasks")))
+    categories = run.summary.categories
+    overall = categories.overall if categories is not None else None
+    low, high = (number(overall.ci_low), number(overall.ci_high)) if overall is not None else (None, None)
+    return Cell(value, low, high, _count(run.overall.tasks))
 
 
 def _count(value: object) -> int | None:
@@ -243,25 +247,24 @@ def column_scores(run: RunData, column: PaperColumn) -> dict[TaskKey, float]:
         return values(run, metric) if metric is not None else {key: float(o) for key, o in outcomes(run).items()}
     found: dict[TaskKey, float] = {}
     for scored in run.scores:
-        if str(scored.get("stream")) != column.stream:
+        if scored.stream != column.stream:
             continue
-        key = (column.stream, str(scored.get("task_id")))
-        right = bool(scored.get("correct")) and not scored.get("error")
+        key = (column.stream, scored.task_id)
+        right = scored.correct and not scored.error
         if column.metric.startswith("groups."):
-            if str(scored.get("group")) == column.metric.removeprefix("groups."):
+            if str(scored.group) == column.metric.removeprefix("groups."):
                 found[key] = float(right)
         elif column.metric.startswith("figure."):
             found[key] = float(_figure_match(scored, column.metric.removeprefix("figure.")))
     return found
 
 
-def _figure_match(scored: Mapping[str, Any], name: str) -> bool:
+def _figure_match(scored: Score, name: str) -> bool:
     """Whether a scored task has the figure ``name`` (ToolBench's API match); a failed episode has none."""
-    mode = scored.get("match_mode")
-    details = scored.get("details")
-    if scored.get("error") or not isinstance(mode, str) or mode not in MATCH_MODES or not isinstance(details, Mapping):
+    mode = scored.match_mode
+    if scored.error or mode not in MATCH_MODES:
         return False
-    return any(bool(details.get(metric.detail)) for metric in MATCH_MODES.get(mode).metrics if metric.name == name)
+    return any(bool(scored.details.get(metric.detail)) for metric in MATCH_MODES.get(mode).metrics if metric.name == name)
 
 
 @dataclass(frozen=True)

@@ -11,10 +11,21 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..rundocs import Categories, StreamSummary
+from ..rundocs.compare import (
+    Comparison,
+    ContinuousComparison,
+    PairedEntry,
+    ReplicateArm,
+    Replicates,
+    ReplicateVersus,
+    SequenceRobustness,
+    as_comparison,
+    as_replicates,
+)
 from ..text import inert
 from . import columns
-from .columns import Column
-from .compare import continuous_label
+from .columns import CategoryColumn, Column
 from .power import power_line
 from .summary import StreamMetrics
 
@@ -28,25 +39,22 @@ def interval(bounds: tuple[float, float] | None) -> str:
     return "-" if bounds is None else f"[{bounds[0] * 100:.1f}, {bounds[1] * 100:.1f}]"
 
 
-def _cells(columns: Sequence[Column], metrics: Mapping[str, Any], first: str) -> list[str]:
+def _cells(columns: Sequence[Column | CategoryColumn], metrics: Any, first: str) -> list[str]:
     return [first, *(column.cell(metrics) or "-" for column in columns)]
 
 
-def _group_rows(name: str, metrics: Mapping[str, Any], width: int) -> list[list[str]]:
+def _group_rows(name: str, metrics: StreamSummary, width: int) -> list[list[str]]:
     rows = []
-    groups = metrics.get("groups")
-    for group, counts in (groups.items() if isinstance(groups, Mapping) else ()):
-        if not isinstance(counts, Mapping):
-            continue
-        cells = [f"  {group}", columns.count(counts.get("tasks")) or "-", columns.count(counts.get("correct")) or "-",
-                 "", columns.percent(counts.get("accuracy")) or "-", columns.interval(counts.get("accuracy_ci")) or "-"]
+    for group, counts in metrics.groups.items():
+        cells = [f"  {group}", columns.count(counts.tasks) or "-", columns.count(counts.correct) or "-",
+                 "", columns.percent(counts.accuracy) or "-", columns.interval(counts.accuracy_ci) or "-"]
         rows.append(cells + [""] * (width - len(cells)))
     return rows
 
 
 def format_table(metrics: Mapping[str, StreamMetrics]) -> list[str]:
     """Aligned lines: one per stream (and its groups), then a rule and the overall row."""
-    documents = {name: m.to_dict() for name, m in metrics.items()}
+    documents = {name: m.document() for name, m in metrics.items()}
     streams = {name: document for name, document in documents.items() if name != "overall"}
     table = columns.stream_columns(list(streams.values()), "terminal")
     header = ["stream", *(column.header for column in table)]
@@ -77,7 +85,7 @@ def format_table(metrics: Mapping[str, StreamMetrics]) -> list[str]:
     return lines
 
 
-def format_categories(categories: object) -> list[str]:
+def format_categories(categories: Categories | None) -> list[str]:
     """The headline mean figure per question category and overall (``summary.json``'s
     ``categories``: LoCoMo's F1 table), or no lines when the summary has none."""
     found = columns.category_rows(categories)
@@ -122,7 +130,7 @@ def _p(value: object) -> str:
     return "< 0.001" if value < 0.001 else f"{value:.3f}"
 
 
-def format_comparison(document: Mapping[str, Any]) -> list[str]:
+def format_comparison(given: Comparison | Mapping[str, Any]) -> list[str]:
     """The comparison (``compare.json``'s document) as aligned terminal lines.
 
     Per stream and overall, each run's accuracy with its 95 % interval and, for
@@ -131,64 +139,65 @@ def format_comparison(document: Mapping[str, Any]) -> list[str]:
     headline figure (LoCoMo's F1), the paired bootstrap interval of its mean
     difference and the Wilcoxon signed-rank p; then any warnings.
     """
-    figures = dict(document.get("figures") or {}) if isinstance(document.get("figures"), Mapping) else {}
-    label = continuous_label(document)
+    document = as_comparison(given)
+    figures = dict(document.figures)
+    label = document.continuous_label()
     header = ["stream", "run", "accuracy", "95% CI", *(f"{label} / Acc." for label in figures.values()),
-              f"diff vs {document['baseline']}", "95% CI of diff", "McNemar p", "paired",
+              f"diff vs {document.baseline}", "95% CI of diff", "McNemar p", "paired",
               *((f"{label} diff", f"95% CI of {label} diff", "Wilcoxon p") if label else ())]
     rows: list[list[str]] = [header]
-    scopes = [*document["streams"].items(), ("overall", document["overall"])]
+    scopes = [*document.streams.items(), ("overall", document.overall)]
     for name, scope in scopes:
-        versus: list[Mapping[str, Any] | None] = [None, *scope["vs_baseline"]]
-        for index, (entry, against) in enumerate(zip(scope["runs"], versus, strict=True)):
-            present = entry.get("present")
-            bounds = (entry["ci_low"], entry["ci_high"]) if present and entry.get("ci_low") is not None else None
-            row = [name if index == 0 else "", str(entry["label"]),
-                   percent(entry.get("accuracy")) if present else "not run", interval(bounds),
-                   *(columns.figure_column(figure, label).cell(entry) or "-" for figure, label in figures.items())]
+        versus: list[PairedEntry | None] = [None, *scope.vs_baseline]
+        for index, (entry, against) in enumerate(zip(scope.runs, versus, strict=True)):
+            present = entry.present
+            bounds = (entry.ci_low, entry.ci_high) if present and entry.ci_low is not None and entry.ci_high is not None else None
+            row = [name if index == 0 else "", entry.label,
+                   percent(entry.accuracy) if present else "not run", interval(bounds),
+                   *(columns.figure_column(figure, label).cell(entry.written()) or "-" for figure, label in figures.items())]
             if against is None:
                 row += ["baseline", "", "", ""] + ([""] * 3 if label else [])
             else:
                 row += [
-                    _points(against.get("difference")),
-                    _points_interval(against.get("ci_low"), against.get("ci_high")),
-                    _p(against.get("mcnemar_p")),
-                    str(against.get("paired_tasks")),
+                    _points(against.difference),
+                    _points_interval(against.ci_low, against.ci_high),
+                    _p(against.mcnemar_p),
+                    str(against.paired_tasks),
                 ]
                 if label:
-                    continuous = against.get("continuous") or {}
-                    row += [_points(continuous.get("mean_difference")),
-                            _points_interval(continuous.get("ci_low"), continuous.get("ci_high")),
-                            _p(continuous.get("wilcoxon_p"))]
+                    continuous = against.continuous or ContinuousComparison()
+                    row += [_points(continuous.mean_difference),
+                            _points_interval(continuous.ci_low, continuous.ci_high),
+                            _p(continuous.wilcoxon_p)]
             rows.append(row)
     right = [False, False, *([True] * (len(header) - 2))]
     lines = _aligned(rows, right)
     lines.insert(1, "-" * max(len(line) for line in lines))
-    lines += _sequence_lines(document.get("sequence_robustness") or [])
-    for against in document["overall"]["vs_baseline"]:
-        power = (against.get("continuous") or {}).get("power") or against.get("power")  # the figure judged
-        if isinstance(power, Mapping):
-            lines.append(inert(power_line(str(against.get("label")), power), one_line=True))
-    lines += [f"warning: {inert(str(warning), one_line=True)}" for warning in document.get("warnings") or []]
+    lines += _sequence_lines(document.sequence_robustness)
+    for against in document.overall.vs_baseline:
+        power = (against.continuous.power if against.continuous is not None else None) or against.power  # the figure judged
+        if power is not None:
+            lines.append(inert(power_line(against.label, power.written()), one_line=True))
+    lines += [f"warning: {inert(str(warning), one_line=True)}" for warning in document.warnings]
     return lines
 
 
-def _sequence_lines(entries: Sequence[Mapping[str, Any]]) -> list[str]:
+def _sequence_lines(entries: Sequence[SequenceRobustness]) -> list[str]:
     """compare.json's ``sequence_robustness``: one line per arm in another order."""
     lines = []
     for entry in entries:
-        overall = entry.get("overall") or {}
+        overall = entry.overall
         lines.append(inert(
-            f"sequence robustness: {entry.get('label')} ({entry.get('order')}) - baseline "
-            f"({entry.get('baseline_order')}): {_points(overall.get('difference'))} "
-            f"{_points_interval(overall.get('ci_low'), overall.get('ci_high'))}, McNemar p "
-            f"{_p(overall.get('mcnemar_p'))} on {overall.get('paired_tasks')} paired tasks",
+            f"sequence robustness: {entry.label} ({entry.order}) - baseline "
+            f"({entry.baseline_order}): {_points(overall.difference)} "
+            f"{_points_interval(overall.ci_low, overall.ci_high)}, McNemar p "
+            f"{_p(overall.mcnemar_p)} on {overall.paired_tasks} paired tasks",
             one_line=True,
         ))
     return lines
 
 
-def format_replicates(document: Mapping[str, Any]) -> list[str]:
+def format_replicates(given: Replicates | Mapping[str, Any]) -> list[str]:
     """A repeated session's comparison (``replicates.json``) as aligned terminal lines.
 
     Per stream and overall, each arm's mean over tasks (each task averaged over the
@@ -198,32 +207,33 @@ def format_replicates(document: Mapping[str, Any]) -> list[str]:
     for a continuous score), the paired test's p and each replicate's
     exact McNemar p; then where the variance comes from and the smallest gain the
     comparison could detect (:mod:`.clustered`, :mod:`.power`)."""
-    count = int(document.get("replicates") or 0)
-    figure = str(document.get("figure") or "accuracy")
+    document = as_replicates(given)
+    count = document.replicates
+    figure = document.figure or "accuracy"
     header = ["stream", "arm", "mean accuracy" if figure == "accuracy" else figure, "95% CI", "per replicate",
-              f"diff vs {document.get('baseline')}", "95% CI of diff", "p", "McNemar p per replicate"]
+              f"diff vs {document.baseline}", "95% CI of diff", "p", "McNemar p per replicate"]
     rows: list[list[str]] = [header]
-    versus = {entry["label"]: entry for entry in document.get("vs_baseline") or []}
-    arms = document.get("arms") or []
-    names = list((arms[0].get("streams") or {}) if arms else {})
+    versus = {entry.label: entry for entry in document.vs_baseline}
+    arms = document.arms
+    names = list(arms[0].streams) if arms else []
     for name in [*names, "overall"]:
         for index, arm in enumerate(arms):
-            scope = arm["overall"] if name == "overall" else arm["streams"][name]
-            row = [name if index == 0 else "", str(arm["label"]), percent(scope.get("mean")),
-                   interval(_bounds(scope)), " ".join(percent(value) for value in scope.get("accuracies") or [])]
-            against = versus.get(arm["label"])
+            scope = arm.overall if name == "overall" else arm.streams[name]
+            row = [name if index == 0 else "", arm.label, percent(scope.mean),
+                   interval(_bounds(scope.ci_low, scope.ci_high)), " ".join(percent(value) for value in scope.accuracies)]
+            against = versus.get(arm.label)
             if against is None:
                 row += ["baseline", "", "", ""]
             else:
-                difference = against["overall"] if name == "overall" else against["streams"][name]
-                row += [_points(difference.get("mean")), _points_interval(difference.get("ci_low"), difference.get("ci_high")),
-                        _p(difference.get("p_value")),
-                        " ".join(_p(test.get("mcnemar_p")) for test in difference.get("per_replicate") or [])]
+                difference = against.overall if name == "overall" else against.streams[name]
+                row += [_points(difference.mean), _points_interval(difference.ci_low, difference.ci_high),
+                        _p(difference.p_value),
+                        " ".join(_p(test.mcnemar_p) for test in difference.per_replicate)]
             rows.append(row)
     right = [False, False, True, True, True, True, True, True, True]
     lines = _aligned(rows, right)
     lines.insert(1, "-" * max(len(line) for line in lines))
-    seeds = ", ".join(str(seed) for seed in document.get("seeds") or [])
+    seeds = ", ".join(str(seed) for seed in document.seeds)
     test = "paired t" if count > 1 else "McNemar"
     lines.append(
         f"{count} replicate(s), seeds {seeds}; each task averaged over the replicates; 95% CI: Wilson on the "
@@ -232,34 +242,34 @@ def format_replicates(document: Mapping[str, Any]) -> list[str]:
     )
     lines += _replicate_power_lines(arms, list(versus.values()))
     for entry in versus.values():
-        robustness = entry.get("sequence_robustness")
+        robustness = entry.sequence_robustness
         if robustness:
             lines.append(inert(
-                f"sequence robustness: {entry['label']} ({robustness.get('order')}) - baseline "
+                f"sequence robustness: {entry.label} ({robustness.get('order')}) - baseline "
                 f"({robustness.get('baseline_order')}): the diff above, paired by task within each replicate",
                 one_line=True,
             ))
-    lines += [f"warning: {inert(str(warning), one_line=True)}" for warning in document.get("warnings") or []]
+    lines += [f"warning: {inert(str(warning), one_line=True)}" for warning in document.warnings]
     return lines
 
 
-def _replicate_power_lines(arms: Sequence[Mapping[str, Any]], versus: Sequence[Mapping[str, Any]]) -> list[str]:
+def _replicate_power_lines(arms: Sequence[ReplicateArm], versus: Sequence[ReplicateVersus]) -> list[str]:
     """Overall: each arm's variance split and each comparison's minimum detectable effect."""
     lines = []
     for arm in arms:
-        split = (arm.get("overall") or {}).get("variance")
-        share = split.get("seed_share") if isinstance(split, Mapping) else None
-        if isinstance(split, Mapping) and isinstance(share, int | float) and split.get("standard_error"):
+        split = arm.overall.variance
+        share = split.get("seed_share") if split is not None else None
+        if split is not None and isinstance(share, int | float) and split.get("standard_error"):
             lines.append(inert(
-                f"variance: {arm['label']}: {share:.0%} from the seeds; standard error {_se(split, 'standard_error')}, "
+                f"variance: {arm.label}: {share:.0%} from the seeds; standard error {_se(split, 'standard_error')}, "
                 f"with twice the tasks {_se(split, 'standard_error_twice_the_tasks')}, with twice the replicates "
                 f"{_se(split, 'standard_error_twice_the_replicates')}",
                 one_line=True,
             ))
     for entry in versus:
-        power = (entry.get("overall") or {}).get("power")
-        if isinstance(power, Mapping):
-            lines.append(inert(power_line(str(entry["label"]), power), one_line=True))
+        power = entry.overall.power
+        if power is not None:
+            lines.append(inert(power_line(entry.label, power.written()), one_line=True))
     return lines
 
 
@@ -268,6 +278,5 @@ def _se(split: Mapping[str, Any], key: str) -> str:
     return "-" if not isinstance(value, int | float) else f"{value * 100:.1f} pp"
 
 
-def _bounds(scope: Mapping[str, Any]) -> tuple[float, float] | None:
-    low, high = scope.get("ci_low"), scope.get("ci_high")
-    return (float(low), float(high)) if isinstance(low, int | float) and isinstance(high, int | float) else None
+def _bounds(low: float | None, high: float | None) -> tuple[float, float] | None:
+    return (float(low), float(high)) if low is not None and high is not None else None

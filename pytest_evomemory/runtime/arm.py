@@ -20,9 +20,8 @@ worker, and a stream without memory spreads task by task.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from ..config import RunConfig
 from ..errors import ConfigError
@@ -30,6 +29,7 @@ from ..identity import describe_ran
 from ..reporting.summary import ThresholdResult
 from ..reporting.terminal import format_categories, format_table
 from ..rundir import ARMS_DIRECTORY_FILES, RESERVED_NAMES, holds_a_run
+from ..rundocs import Failure, Summary
 from .gates import ARM_SEPARATOR, parse_min_accuracy
 from .lines import Line
 from .records import Record
@@ -112,7 +112,7 @@ class Arm:
         return stream if self.prefix is None else f"{self.prefix}{ARM_SEPARATOR}{stream}"
 
     @property
-    def summary(self) -> dict[str, Any] | None:
+    def summary(self) -> Summary | None:
         return None if self.result is None else self.result.summary
 
     def _start(self) -> None:
@@ -144,7 +144,7 @@ class Arm:
             return None  # no task ran: an earlier run's results stay as they were
         # The session's stop (max-errors, Ctrl-C, -x) cuts short the arms still running;
         # an arm whose every planned task ran before it stays complete.
-        if self.prefix is None or not self.run.completion()["complete"]:
+        if self.prefix is None or not self.run.completion().complete:
             self.run.stop_reason = self.run.stop_reason or stop_reason
         self.result = self.run.finish(min_overall=self.min_overall, min_streams=self.min_streams)
         return self.result
@@ -159,7 +159,7 @@ class Arm:
     def cut_short(self) -> bool:
         """Whether something stopped this arm's run before its planned tasks ran
         (Ctrl-C, SIGTERM, -x, max errors), so that resuming continues it."""
-        return self.result is not None and bool(self.run.stop_reason) and not self.run.completion()["complete"]
+        return self.result is not None and bool(self.run.stop_reason) and not self.run.completion().complete
 
     @property
     def failed(self) -> bool:
@@ -167,7 +167,7 @@ class Arm:
         if result is None:
             return False
         return bool(result.artefacts_lost) or (
-            not result.summary["passed"] and bool(result.thresholds or result.summary["failed_episodes"])
+            not result.summary.passed and bool(result.thresholds or result.summary.failed_episodes)
         )
 
     def report(self, compare_dir: Path | None = None) -> list[Line]:
@@ -176,15 +176,17 @@ class Arm:
         if result is None:
             return []
         lines = [Line.of(line) for line in format_table(result.metrics)]
-        lines += [Line.of(line) for line in format_categories(result.summary.get("categories"))]
-        lines += [Line.of(f"ran: {line}") for line in describe_ran(result.summary.get("ran", {}))]
-        completion = result.summary["completion"]
-        if not completion["complete"]:
+        lines += [Line.of(line) for line in format_categories(result.summary.categories)]
+        lines += [Line.of(f"ran: {line}") for line in describe_ran(
+            {stream: ran.written() for stream, ran in result.summary.ran.items()}
+        )]
+        completion = result.summary.completion
+        if not completion.complete:
             # the reason is the shortfall itself unless something stopped the run
             why = f" ({self.run.stop_reason})" if self.run.stop_reason else ""
             lines.append(Line.of(
-                f"evomemory: the run is incomplete: {completion['tasks_run']} of "
-                f"{completion['tasks_planned']} planned tasks ran{why}; "
+                f"evomemory: the run is incomplete: {completion.tasks_run} of "
+                f"{completion.tasks_planned} planned tasks ran{why}; "
                 "thresholds are not passed by an incomplete run",
                 "yellow", bold=True,
             ))
@@ -193,14 +195,14 @@ class Arm:
         missed = sum(not t.met for t in result.thresholds)
         if missed:
             lines.append(Line(f"evomemory: {missed} {_gated(result.thresholds)}threshold(s) missed; the session fails", "red", bold=True))
-        elif result.thresholds and not result.summary["thresholds_met"]:
+        elif result.thresholds and not result.summary.thresholds_met:
             lines.append(Line("evomemory: thresholds are not passed by an incomplete run; the session fails",
                               "red", bold=True))
-        failures = result.summary["failed_episodes"]
+        failures = result.summary.failed_episodes
         for failure in failures:
-            if failure.get("phase") != "task":
-                where = failure["stream"] + (f"/{failure['task_id']}" if failure.get("task_id") else "")
-                lines.append(Line.of(f"evomemory: {failure['phase']} failed at {where}: {failure['reason']}", "red"))
+            if failure.phase != "task":
+                where = failure.stream + (f"/{failure.task_id}" if failure.task_id else "")
+                lines.append(Line.of(f"evomemory: {failure.phase} failed at {where}: {failure.reason}", "red"))
         if failures:
             lines.append(_failed_episodes_line(failures))
         if result.write_failure:
@@ -223,11 +225,11 @@ class Arm:
 _NAMED_FAILURES = 3
 
 
-def _failed_episodes_line(failures: Sequence[Mapping[str, Any]]) -> Line:
+def _failed_episodes_line(failures: Sequence[Failure]) -> Line:
     """Why a session with failed episodes fails, in both entry points: pytest lists
     them as failed tests, ``evomemory run`` has no other line saying so (its exit
     status 1 was otherwise unexplained). The first few are named with their reason."""
-    named = "; ".join(_first_line(failure["reason"]) for failure in failures[:_NAMED_FAILURES])  # they name the task
+    named = "; ".join(_first_line(failure.reason) for failure in failures[:_NAMED_FAILURES])  # they name the task
     more = f"; and {len(failures) - _NAMED_FAILURES} more" if len(failures) > _NAMED_FAILURES else ""
     return Line.of(
         f"evomemory: {len(failures)} failed episode(s), counted as wrong; the session fails: {named}{more} "

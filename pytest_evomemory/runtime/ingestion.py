@@ -96,7 +96,7 @@ def ingest_by_agent(
             response = deliver(ingestion_stimulus(session, speakers), session.session_id)
         finally:
             reset()
-        records.append(IngestionRecord(response.to_dict()))
+        records.append(IngestionRecord(response=response.document()))
 
 
 def with_evidence(sample: BenchmarkSample, response: AgentResponse, scored: ScoredItem, *, memory: bool) -> ScoredItem:

@@ -22,15 +22,16 @@ and ``--resume`` of the merged directory runs the rest on one machine.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import TypeAdapter, ValidationError
+
 from ..config import arm_label
 from ..errors import EvoMemoryError
 from ..memory.snapshot import StreamSnapshots
-from ..reporting import artefactcheck as read
 from ..reporting.html import ReportError, write_comparison, write_html_report
 from ..reporting.replicates import write_replicate_comparison
 from ..reporting.summary import (
@@ -63,6 +64,22 @@ from ..rundir import (
     utc_now,
     write_arms_manifest,
 )
+from ..rundocs import (
+    SCHEMA_VERSION,
+    Completion,
+    DamagedDocument,
+    MergedRecord,
+    Response,
+    RunFile,
+    Score,
+    ShardThresholds,
+    StreamRan,
+    Summary,
+    TranscriptEntry,
+    read,
+)
+from ..rundocs.base import Doc
+from ..rundocs.wire import Event
 from .records import ResultCollector
 from .replicates import replicate_groups
 from .shards import SHARD_FIELD, ShardPlan
@@ -96,8 +113,8 @@ class ShardRun:
     plan: ShardPlan
     #: arm name -> the arm's run directory in this shard (one arm: the directory itself)
     arm_dirs: dict[str, Path]
-    documents: dict[str, dict[str, Any]]
-    summaries: dict[str, dict[str, Any] | None]
+    documents: dict[str, RunFile]
+    summaries: dict[str, Summary | None]
     #: from the arms' manifest (a session of several arms): each arm's run config
     config_paths: dict[str, str] = field(default_factory=dict)
     #: from the arms' manifest: the session's ``set`` overrides
@@ -115,11 +132,11 @@ class ShardRun:
         summary = self.summaries.get(arm)
         if summary is None:
             return f"no {SUMMARY} (still running, or killed before it ended)"
-        completion = _mapping(summary.get("completion"))
-        if completion.get("complete") is True:
+        completion = summary.completion
+        if completion.complete:
             return None
-        return (f"{completion.get('tasks_run', '?')} of {completion.get('tasks_planned', '?')} planned tasks ran "
-                f"({completion.get('reason') or 'incomplete'})")
+        return (f"{completion.tasks_run} of {completion.tasks_planned} planned tasks ran "
+                f"({completion.reason or 'incomplete'})")
 
     @property
     def incomplete(self) -> str | None:
@@ -158,41 +175,42 @@ def read_shard(directory: Path) -> ShardRun:
             f"{directory} holds no run ({RUN_DOCUMENT} or {ARMS_MANIFEST}): a shard that ran nothing, or not a "
             "shard's output directory"
         ])
-    documents: dict[str, dict[str, Any]] = {}
-    summaries: dict[str, dict[str, Any] | None] = {}
+    documents: dict[str, RunFile] = {}
+    summaries: dict[str, Summary | None] = {}
     found: tuple[int, ShardPlan] | None = None
     for arm, run_dir in arm_dirs.items():
-        document = read_json(run_dir / RUN_DOCUMENT)
-        if document is None:
+        raw = read_json(run_dir / RUN_DOCUMENT)
+        if raw is None:
             damaged = (run_dir / RUN_DOCUMENT).exists() or (run_dir / RUN_DOCUMENT).is_symlink()
             raise MergeRefused([
                 f"{run_dir / RUN_DOCUMENT} is damaged (not a JSON object): the file was edited or cut; run that "
                 "shard again" if damaged else f"{run_dir}: no {RUN_DOCUMENT}; the shard did not start this arm"
             ])
-        if SHARD_FIELD not in document:
+        if SHARD_FIELD not in raw:
             raise MergeRefused([
                 f"{run_dir}: its {RUN_DOCUMENT} records no shard: a run of the whole session, not a shard "
                 "(give only directories written with --evomemory-shard=I/N)"
             ])
         try:
-            recorded = ShardPlan.from_record(document[SHARD_FIELD])
+            recorded = ShardPlan.from_record(raw[SHARD_FIELD])
         except ValueError as error:
             raise MergeRefused([f"{run_dir}: {RUN_DOCUMENT}: {error}"]) from None
+        document = _read(RunFile, run_dir / RUN_DOCUMENT, raw)
+        assert document is not None
         if found is not None and (found[0] != recorded[0] or not found[1].same_plan(recorded[1])):
             raise MergeRefused([f"{directory}: its arms record different shards (the directory was edited)"])
         found = recorded
         # an arm by its label, as the plan names it (a replicate's run name is its arm's)
-        name = arm or str(_mapping(document.get("run")).get("name") or arm)
+        name = arm or str(document.run.name or arm)
         documents[name] = document
-        summaries[name] = read_json(run_dir / SUMMARY)
+        summaries[name] = _read(Summary, run_dir / SUMMARY, read_json(run_dir / SUMMARY))
         if arm == "":
             arm_dirs = {name: run_dir}
     assert found is not None
     if len(found[1].arms) > 1 and not (directory / ARMS_MANIFEST).exists():
         # one arm's (or replicate's) run directory inside a shard, given for the shard
         ((name, document),) = documents.items()
-        replicate = _mapping(document.get("replicate")).get("index")
-        inside = arm_label(name, replicate if isinstance(replicate, int) else None)
+        inside = arm_label(name, document.replicate.index if document.replicate is not None else None)
         holder = next((parent for parent in directory.parents[:3] if (parent / ARMS_MANIFEST).exists()), None)
         raise MergeRefused([
             f"{directory} is the run directory of {inside!r}, one of the {len(found[1].arms)} arms of a shard; give "
@@ -245,7 +263,7 @@ class MergedArm:
 
     name: str
     run_dir: Path
-    summary: dict[str, Any]
+    summary: Summary
     metrics: dict[str, StreamMetrics]
     thresholds: list[ThresholdResult]
     report_error: str | None = None
@@ -255,8 +273,8 @@ class MergedArm:
         """As a run's: incomplete, or not passed with a threshold set or a failed episode
         (:attr:`..runtime.arm.Arm.failed`), or its report not written."""
         summary = self.summary
-        return bool(self.report_error) or not _mapping(summary.get("completion")).get("complete") or (
-            not summary.get("passed") and bool(self.thresholds or summary.get("failed_episodes"))
+        return bool(self.report_error) or not summary.completion.complete or (
+            not summary.passed and bool(self.thresholds or summary.failed_episodes)
         )
 
 
@@ -309,7 +327,7 @@ def merge_shards(
     for run_dir in arm_dirs.values():
         if run_dir in taken:
             raise MergeRefused([f"--output-dir {output} is a shard's own directory; merge into another directory"])
-    session = str(shards[0].documents[plan.arms[0]].get("session") or "")
+    session = shards[0].documents[plan.arms[0]].session or ""
     incomplete = [f"{shard.label} is incomplete: {reason}" for shard in shards if (reason := shard.incomplete)]
     locks = [RunLock(run_dir) for run_dir in arm_dirs.values()]
     try:
@@ -328,9 +346,8 @@ def merge_shards(
             lock.release()
     result = Merged(merged, incomplete)
     first = shards[0].documents
-    if any(isinstance(first[name].get("replicate"), Mapping) for name in plan.arms):  # a repeated session
-        groups = replicate_groups((str(_mapping(first[name].get("run")).get("name") or name), arm_dirs[name])
-                                  for name in plan.arms)
+    if any(first[name].replicate is not None for name in plan.arms):  # a repeated session
+        groups = replicate_groups((str(first[name].run.name or name), arm_dirs[name]) for name in plan.arms)
         replicates = write_replicate_comparison(groups, output)
         result.replicates = dict(replicates.document)
         result.replicate_files = list(replicates.paths)
@@ -351,8 +368,8 @@ def _merge_arm(
     documents = {shard.index: shard.documents[name] for shard in shards}
     summaries = {shard.index: shard.summaries[name] for shard in shards}
     entries = {
-        entry["name"]: entry for index, document in documents.items()
-        for entry in _list(document.get("streams")) if isinstance(entry, Mapping) and owner.get(str(entry.get("name"))) == index
+        entry.name: entry for index, document in documents.items()
+        for entry in document.streams if owner.get(entry.name) == index
     }
     order = [stream for stream in plan.streams if stream in entries]
     positions = {stream: position for position, stream in enumerate(order)}
@@ -360,61 +377,63 @@ def _merge_arm(
     def rank(stream: object) -> int:
         return positions.get(stream, len(positions)) if isinstance(stream, str) else len(positions)
 
-    responses: list[dict[str, Any]] = []
-    scores: list[dict[str, Any]] = []
-    events: list[dict[str, Any]] = []
+    responses: list[Response] = []
+    scores: list[Score] = []
+    events: list[Event] = []
     for shard in shards:
         responses += records[shard.index].responses
         scores += records[shard.index].scores
         events += records[shard.index].events
     # stream order; within a stream, the order the shard recorded (scores: by position)
-    responses.sort(key=lambda record: rank(record.get("stream")))
-    scores.sort(key=lambda record: (rank(record.get("stream")), _position(record)))
-    events.sort(key=lambda event: rank(event_task(event).get("stream")))
-    ran: dict[str, Any] = {}
+    responses.sort(key=lambda record: rank(record.stream))
+    scores.sort(key=lambda record: (rank(record.stream), record.position))
+    events.sort(key=lambda event: rank(event_task(event)[0]))
+    ran: dict[str, StreamRan] = {}
     for index, summary in summaries.items():
-        recorded = _mapping((summary or {}).get("ran")) or _mapping(documents[index].get("ran"))
+        recorded = (summary.ran if summary is not None else None) or documents[index].ran or {}
         ran.update({stream: parts for stream, parts in recorded.items() if owner.get(stream) == index})
     ran = {stream: ran[stream] for stream in sorted(ran, key=rank)}
 
     collector = ResultCollector(order)
     collector.preload(responses, scores, events, ran)
     metrics = collector.metrics()
-    gates = _mapping(_mapping(documents[shards[0].index].get(SHARD_FIELD)).get("thresholds"))
-    overall = gates.get("overall")
-    per_stream = {
-        str(gate["stream"]): float(gate["minimum"]) for gate in _list(gates.get("streams"))
-        if isinstance(gate, Mapping) and isinstance(gate.get("minimum"), int | float)
-    }
-    thresholds = check_thresholds(metrics, float(overall) if isinstance(overall, int | float) else None, per_stream)
-    planned = sum(int(entries[stream].get("tasks") or 0) for stream in order)
+    shard_record = documents[shards[0].index].shard
+    gates = shard_record.thresholds if shard_record is not None else ShardThresholds()
+    overall = gates.overall
+    per_stream = {gate.stream: float(gate.minimum) for gate in gates.streams}
+    thresholds = check_thresholds(metrics, float(overall) if overall is not None else None, per_stream)
+    planned = sum(entries[stream].tasks for stream in order)
     stopped = [f"{shard.label} is incomplete: {reason}" for shard in shards if (reason := shard.arm_incomplete(name))]
     complete = len(scores) >= planned and not stopped
     reason = None if complete else ("; ".join(stopped) or f"only {len(scores)} of {planned} planned tasks ran")
-    completion = {"complete": complete, "tasks_planned": planned, "tasks_run": len(scores), "reason": reason}
-    present = [summary for summary in summaries.values() if summary]
-    extra: dict[str, Any] = {key: value for key, value in (present[0] if present else {}).items() if key not in _COLLECTED}
-    walls = [wall for summary in present if isinstance(wall := summary.get("wall_seconds"), int | float)]
+    completion = Completion(complete=complete, tasks_planned=planned, tasks_run=len(scores), reason=reason)
+    present = [summary for summary in summaries.values() if summary is not None]
+    extra: dict[str, Any] = {
+        key: value for key, value in (present[0].written() if present else {}).items() if key not in _COLLECTED
+    }
+    walls = [summary.wall_seconds for summary in present if summary.wall_seconds is not None]
     if walls and len(walls) == len(present):
         extra["wall_seconds"] = max(walls)  # the shards ran side by side: the slowest is the wall
-    starts = [str(document.get("started")) for document in documents.values() if document.get("started")]
+    starts = [document.started for document in documents.values() if document.started]
     started = min(starts) if starts else utc_now()
-    finishes = [str(summary["finished"]) for summary in present if summary.get("finished")]
+    finishes = [summary.finished for summary in present if summary.finished]
     summary = collector.summary(thresholds, started, max(finishes) if finishes else utc_now(), completion, extra)
 
     move_previous_run_aside(run_dir)
     writer = RunWriter(run_dir)
     first = documents[shards[0].index]
-    document = {key: value for key, value in first.items() if key not in (SHARD_FIELD, "schema_version", "resumed")}
-    document.update({
+    assert first.shard is not None  # every shard's run.json records its shard (read_shard)
+    document = first.model_copy(update={
+        "shard": None, "resumed": None,
         "streams": [entries[stream] for stream in order],
         "started": started,
         "session": session or None,
-        "merged": {**{key: value for key, value in first[SHARD_FIELD].items() if key not in ("index", "thresholds")},
-                   "shards": [str(shard.directory) for shard in shards]},
+        "merged": MergedRecord.model_validate({
+            **{key: value for key, value in first.shard.written().items() if key not in ("index", "thresholds")},
+            "shards": [str(shard.directory) for shard in shards],
+        }),
+        "ran": ran or first.ran,
     })
-    if ran:
-        document["ran"] = ran
     writer.write_run(document)
     writer.write_records(RESPONSES, responses)
     writer.write_records(SCORES, scores)
@@ -429,8 +448,8 @@ def _merge_arm(
             if snapshots.is_dir():
                 writer.copy_tree(snapshots, str(snapshots.relative_to(source)))
     if writer.failure is not None:
-        summary = {**summary, "passed": False, "write_failure": writer.failure}
-    writer.write_summary(summary)
+        summary = summary.model_copy(update={"passed": False, "write_failure": writer.failure})
+    writer.write_summary(summary.model_copy(update={"schema_version": SCHEMA_VERSION}))
     if writer.failure is not None:
         raise MergeRefused([writer.failure])
     report_error = None
@@ -449,9 +468,9 @@ _RESPONSE_KEYS = ("stream", "task_id", "kind", "agent_turns", "tool_calls", "mem
 class ShardRecords:
     """One shard's records of one arm, those of the streams the plan gives the shard."""
 
-    responses: list[dict[str, Any]]
-    scores: list[dict[str, Any]]
-    events: list[dict[str, Any]]
+    responses: list[Response]
+    scores: list[Score]
+    events: list[Event]
 
 
 def read_shard_records(shard: ShardRun, name: str) -> ShardRecords:
@@ -462,20 +481,19 @@ def read_shard_records(shard: ShardRun, name: str) -> ShardRecords:
     source = shard.arm_dirs[name]
     owner = shard.plan.owners(name)
     try:
-        responses = _checked(source / RESPONSES, read.RESPONSE, _RESPONSE_KEYS)
-        scores = _checked(source / SCORES, read.SCORE, ("stream", "task_id", "position"))
-        events = list(iter_jsonl(source / EVENTS))
+        responses = _checked(source / RESPONSES, Response, _RESPONSE_KEYS)
+        scores = _checked(source / SCORES, Score, ("stream", "task_id", "position"))
+        events = [event for event in map(_event, iter_jsonl(source / EVENTS)) if event is not None]
         transcripts = {  # copied as they are: checked before
-            stream: len(_checked(source / TRANSCRIPTS / f"{stream}.jsonl", read.TRANSCRIPT, ("task_id", "kind")))
+            stream: len(_checked(source / TRANSCRIPTS / f"{stream}.jsonl", TranscriptEntry, ("task_id", "kind")))
             for stream in shard.plan.streams_of(shard.index, name)
         }
     except RunDirError as error:
         raise MergeRefused([f"{shard.label}: {error}"]) from None
     summary = shard.summaries.get(name)
     if summary is not None:
-        streams = _mapping(summary.get("streams"))
-        disagree = records_disagree(summary, summarize(list(streams), [outcome(s) for s in scores], responses))
-        stimuli = Counter(response["stream"] for response in responses)
+        disagree = records_disagree(summary, summarize(list(summary.streams), [outcome(s) for s in scores], responses))
+        stimuli = Counter(response.stream for response in responses)
         short = next((stream for stream, held in transcripts.items() if held != stimuli[stream]), None)
         if disagree is None and short is not None:
             disagree = (f"{TRANSCRIPTS}/{short}.jsonl holds {transcripts[short]} turns, {RESPONSES} "
@@ -486,46 +504,48 @@ def read_shard_records(shard: ShardRun, name: str) -> ShardRecords:
                 f"{DAMAGED_ADVICE}"
             ])
 
-    def owned(records: Iterable[dict[str, Any]], stream_of: Callable[[Mapping[str, Any]], object]) -> list[dict[str, Any]]:
-        return [
-            record for record in records
-            if isinstance(stream := stream_of(record), str) and owner.get(stream) == shard.index
-        ]
-
     return ShardRecords(
-        owned(responses, lambda record: record.get("stream")),
-        owned(scores, lambda record: record.get("stream")),
-        owned(events, lambda event: event_task(event).get("stream")),
+        [record for record in responses if owner.get(record.stream) == shard.index],
+        [record for record in scores if owner.get(record.stream) == shard.index],
+        [event for event in events if owner.get(event_task(event)[0]) == shard.index],
     )
 
 
-def _checked(path: Path, spec: read.Check, required: Sequence[str]) -> list[dict[str, Any]]:
-    """The records of ``path``, each with ``required`` and every field the reports read
-    as they read it (:mod:`..reporting.artefactcheck`), ``summarize`` reads them."""
+_EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def _event(wire: object) -> Event | None:
+    """An events.jsonl line as its record; None for one that is not (as a resume reads them)."""
+    try:
+        return _EVENTS.validate_python(wire)
+    except ValidationError:
+        return None
+
+
+def _checked(path: Path, model: type[Doc], required: Sequence[str]) -> list[Doc]:
+    """The records of ``path``, each with ``required`` and read as its model (as the
+    reports read it), as ``summarize`` reads them."""
     records = []
     for number, record in enumerate(iter_jsonl(path), 1):
         missing = next((key for key in required if key not in record), None)
-        problem = (
-            f"{path}, record {number}: key {missing!r} is missing; {DAMAGED_ADVICE}" if missing is not None
-            else read.damaged(path, record, spec, number)
-        )
-        if problem is not None:
-            raise DamagedRecords(problem)
-        records.append(record)
+        if missing is not None:
+            raise DamagedRecords(f"{path}, record {number}: key {missing!r} is missing; {DAMAGED_ADVICE}")
+        try:
+            records.append(read(model, path, record, number))
+        except DamagedDocument as error:
+            raise DamagedRecords(str(error)) from None
     return records
 
 
-def _position(record: Mapping[str, Any]) -> int:
-    position = record.get("position")
-    return position if isinstance(position, int) else 0
-
-
-def _mapping(value: object) -> dict[str, Any]:
-    return dict(value) if isinstance(value, Mapping) else {}
-
-
-def _list(value: object) -> list[Any]:
-    return value if isinstance(value, list) else []
+def _read(model: type[Doc], path: Path, value: object) -> Doc | None:
+    """A shard's JSON document as its model (None when there is none); a damaged one
+    is refused, naming the file and key."""
+    if value is None:
+        return None
+    try:
+        return read(model, path, value)
+    except DamagedDocument as error:
+        raise MergeRefused([str(error)]) from None
 
 
 __all__ = ["MERGE", "MergeRefused", "Merged", "MergedArm", "ShardRun", "check_shards", "merge_shards", "read_shard"]

@@ -34,6 +34,7 @@ from ..config import BenchmarkConfig
 from ..errors import ConfigError
 from ..reporting.rundata import ReportError, load_run
 from ..rundir import RunDirError
+from ..rundocs import RunFile
 from ..streams import Stream
 from ..types import BenchmarkSample
 
@@ -155,8 +156,7 @@ def _reference_difficulties(config: BenchmarkConfig, base_dir: Path, source: str
         except (ReportError, RunDirError) as error:
             raise ConfigError(f"{source}: key 'order_from': {error}", source=source, key="order_from") from None
         for scored in scores:
-            key = (str(scored.get("stream")), str(scored.get("task_id")))
-            solved.setdefault(key, []).append(bool(scored.get("correct")) and not scored.get("error"))
+            solved.setdefault((scored.stream, scored.task_id), []).append(scored.correct and not scored.error)
     return {key: 1.0 - sum(outcomes) / len(outcomes) for key, outcomes in solved.items()}
 
 
@@ -169,7 +169,8 @@ def task_order_digest(task_ids: Any) -> str:
 
 
 def check_resume_order(
-    document: Mapping[str, Any], streams: Sequence[Stream], run_dir: Path, flag: str = "--evomemory-resume"
+    recorded_run: RunFile | Mapping[str, Any], streams: Sequence[Stream], run_dir: Path,
+    flag: str = "--evomemory-resume",
 ) -> None:
     """Refuse to resume a stream whose task order differs from the interrupted run's.
 
@@ -177,15 +178,15 @@ def check_resume_order(
     this also catches a reference run that changed behind the same path. A run.json
     from before orders were recorded ran its streams in the given order.
     """
-    recorded = {
-        entry.get("name"): entry.get("order") for entry in document.get("streams") or [] if isinstance(entry, Mapping)
-    }
+    document = recorded_run if isinstance(recorded_run, RunFile) else RunFile.model_validate(recorded_run)
+    recorded = {entry.name: entry for entry in document.streams}
     for stream in streams:
         if stream.name not in recorded:
             continue
-        was = recorded[stream.name]
+        entry = recorded[stream.name]
+        was: Mapping[str, Any] = entry.order.written() if "order" in entry.model_fields_set else {}
         now = stream.order
-        if not isinstance(was, Mapping):
+        if not was:
             if now.get("kind", "given") == "given":
                 continue
             was = {"kind": "given"}

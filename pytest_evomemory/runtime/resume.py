@@ -15,7 +15,7 @@ the session's directory.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,6 +31,7 @@ from ..rundir import (
     read_run_document,
     recorded_config_path,
 )
+from ..rundocs import RunFile
 from ..validation import long_name_problem
 
 
@@ -87,19 +88,18 @@ def read_resume_source(directory: Path, flag: str) -> ResumeSource:
             *_recorded_shard(documents),
         )
     document = read_run_document(directory, flag)
-    if isinstance(document.get("replicate"), Mapping):
+    if document.replicate is not None:
         raise RunDirError(
             f"{flag} {directory}: this is one replicate of a repeated session; resume the session's directory "
             f"(the one holding its arms.json, {directory.parent}), which continues every replicate"
         )
-    run = document.get("run")
-    path = run.get("path") if isinstance(run, Mapping) else None
+    path = document.run.path
     if path is None or path == "":
         raise RunDirError(
             f"{flag} {directory}: its run.json names no run config; give the run config as well"
         )
     path = recorded_config_path(path, f"{flag} {directory}: {directory / RUN_DOCUMENT}: key 'run.path'")
-    overrides = run.get("overrides") if isinstance(run, Mapping) else None
+    overrides = document.run.overrides
     if overrides is None:
         overrides = []
     if not isinstance(overrides, list) or not all(isinstance(item, str) for item in overrides):
@@ -148,11 +148,11 @@ def check_manifest_dirs(resume: ResumeSource, run_configs: Sequence[RunConfig], 
             )
 
 
-def _recorded_selection(documents: list[dict[str, Any]]) -> tuple[int | None, tuple[str, ...]]:
+def _recorded_selection(documents: list[RunFile]) -> tuple[int | None, tuple[str, ...]]:
     """The limit and streams the interrupted run's command line gave, when every arm
     agrees on them (a limit or stream list from the config file is the config's own:
     the config is read again, and a changed one is refused as a changed config)."""
-    benchmarks = [_mapping(_mapping(document.get("run")).get("selection")) for document in documents]
+    benchmarks = [_mapping(document.run.selection) for document in documents]
     if not benchmarks:
         return None, ()
     limit: int | None = None
@@ -168,15 +168,14 @@ def _recorded_selection(documents: list[dict[str, Any]]) -> tuple[int | None, tu
     return limit, streams
 
 
-def _recorded_shard(documents: list[dict[str, Any]]) -> tuple[tuple[int, int] | None, str]:
+def _recorded_shard(documents: list[RunFile]) -> tuple[tuple[int, int] | None, str]:
     """The shard ``(I, N)`` the interrupted session ran (its run.json's ``shard``), if
     any arm recorded one, and its plan's unit; a resume runs the same shard (the plan
     is checked again)."""
     for document in documents:
-        record = _mapping(document.get("shard"))
-        index, count, unit = record.get("index"), record.get("count"), record.get("unit")
-        if isinstance(index, int) and isinstance(count, int) and not isinstance(index, bool) and 1 <= index <= count:
-            return (index, count), unit if unit in SHARD_UNITS else SHARD_UNITS[0]
+        record = document.shard
+        if record is not None and 1 <= record.index <= record.count:
+            return (record.index, record.count), record.unit
     return None, SHARD_UNITS[0]
 
 
@@ -186,9 +185,7 @@ def _mapping(value: object) -> dict[str, Any]:
 
 def started_by(run_dir: Path, flag: str) -> str | None:
     """The session that wrote the run directory's run.json (None: none recorded)."""
-    document = read_run_document(run_dir, flag)
-    session = document.get("session")
-    return session if isinstance(session, str) else None
+    return read_run_document(run_dir, flag).session
 
 
 __all__ = ["ResumeSource", "arm_dir_recorded", "check_manifest_dirs", "read_resume_source", "started_by"]

@@ -12,21 +12,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from ..rundir import RunDirError
+from ..rundocs import RunFile
 from ..streams import Stream
 
 
 def check_resume_data(
-    document: Mapping[str, Any], streams: Sequence[Stream], run_dir: Path, flag: str = "--evomemory-resume"
+    document: RunFile, streams: Sequence[Stream], run_dir: Path, flag: str = "--evomemory-resume"
 ) -> None:
     """Refuse to resume a stream whose unpinned data file changed since the interrupted run."""
-    recorded = {
-        entry.get("name"): entry.get("provenance")
-        for entry in document.get("streams") or []
-        if isinstance(entry, Mapping)
-    }
+    recorded = {entry.name: entry.provenance for entry in document.streams}
     for stream in streams:
         was = recorded.get(stream.name)
         now = stream.provenance

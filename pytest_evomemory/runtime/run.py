@@ -44,6 +44,17 @@ from ..rundir import (
     package_versions,
     utc_now,
 )
+from ..rundocs import (
+    SCHEMA_VERSION,
+    Completion,
+    Replicate,
+    Resumed,
+    RunFile,
+    ShardRecord,
+    StreamEntry,
+    StreamOrder,
+    Summary,
+)
 from ..streams import Stream, load_benchmark
 from ..text import shorten
 from .ingestion import check_conversation_options
@@ -260,29 +271,29 @@ class BenchmarkRun:
             ),
         }
 
-    def run_document(self, started: str, argv: Sequence[str] | None = None) -> dict[str, Any]:
-        return {
+    def run_document(self, started: str, argv: Sequence[str] | None = None) -> RunFile:
+        return RunFile.model_validate({
             "run": self.config.to_dict(),
             "config_fingerprint": self.fingerprint,
             "streams": [
-                {
-                    "name": s.name, "tasks": len(s), "match_mode": s.match_mode, "description": s.description,
-                    "breakdown": s.breakdown, "provenance": dict(s.provenance), "order": dict(s.order),
-                    "scorers": [scorer_identity(mode) for mode in sorted({x.match_mode for x in s.samples})],
-                }
+                StreamEntry(
+                    name=s.name, tasks=len(s), match_mode=s.match_mode, description=s.description,
+                    breakdown=s.breakdown, provenance=dict(s.provenance), order=StreamOrder.model_validate(dict(s.order)),
+                    scorers=[scorer_identity(mode) for mode in sorted({x.match_mode for x in s.samples})],
+                )
                 for s in self.streams
             ],
             "versions": package_versions(),
             "started": started,
             "command_line": list(sys.argv if argv is None else argv),
-            **self.replicate_fields,
-        }
+            "replicate": self.replicate,
+        })
 
     @property
-    def replicate_fields(self) -> dict[str, Any]:
+    def replicate(self) -> Replicate | None:
         """``replicate`` (index, count, seed) for run.json and summary.json, when repeated."""
         replicate = self.config.replicate
-        return {} if replicate is None else {"replicate": replicate.to_dict()}
+        return None if replicate is None else Replicate.model_validate(replicate.to_dict())
 
     @property
     def planned_tasks(self) -> int:
@@ -384,7 +395,7 @@ def evaluate_thresholds(
 class RunResult:
     """How a run ended: what the entry point prints and turns into its exit status."""
 
-    summary: dict[str, Any]
+    summary: Summary
     metrics: dict[str, StreamMetrics]
     thresholds: list[ThresholdResult]
     complete: bool
@@ -393,7 +404,7 @@ class RunResult:
 
     @property
     def thresholds_met(self) -> bool:
-        return bool(self.summary.get("thresholds_met"))
+        return self.summary.thresholds_met
 
     @property
     def artefacts_lost(self) -> str | None:
@@ -429,8 +440,8 @@ class Run:
     #: further summary fields the driver knows (e.g. the in-process driver's wall time)
     extra: dict[str, Any] = field(default_factory=dict, init=False)
     #: run.json's ``shard`` when the session is one shard of several (:mod:`.shards`)
-    shard: dict[str, Any] | None = field(default=None, init=False)
-    document: dict[str, Any] = field(default_factory=dict, init=False)
+    shard: ShardRecord | None = field(default=None, init=False)
+    document: RunFile = field(default_factory=RunFile, init=False)
     _lock: RunLock | None = field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -443,12 +454,12 @@ class Run:
     ) -> Run:
         """A run that continues the interrupted run in ``run_dir`` (its ``state``) with
         the same config; ``flag`` is the resume option as the user typed it."""
-        recorded = state.document.get("config_fingerprint")
+        recorded = state.document.config_fingerprint if "config_fingerprint" in state.document.model_fields_set else None
         if recorded is not None and recorded != benchmark.fingerprint:
-            was = state.document.get("run")
-            changed = config_differences(was if isinstance(was, dict) else {}, benchmark.config.to_dict())
+            was = state.document.run
+            changed = config_differences(was.written(), benchmark.config.to_dict())
             where = f" at {'; '.join(changed[:3])}{' ...' if len(changed) > 3 else ''}" if changed else ""
-            path = was.get("path") if isinstance(was, dict) and isinstance(was.get("path"), str) else "its run.json"
+            path = was.path if isinstance(was.path, str) else "its run.json"
             raise RunDirError(
                 f"{flag} {run_dir}: the run config differs from the interrupted run's{where} "
                 f"({path}); resume with the same config and options, or start a new run in another "
@@ -477,26 +488,21 @@ class Run:
             self.writer = RunWriter(self.run_dir)
             self.collector.writer = self.writer
         document = self.benchmark.run_document(self.started, self.command or None)
-        document["session"] = self.session_id
-        if self.shard is not None:
-            document["shard"] = self.shard
+        document.session = self.session_id
+        document.shard = self.shard
         if self.resume is not None:
             if self.writer is not None:
                 self.writer.restart_from(self.resume)
-            earlier_ran = self.resume.document.get("ran")
-            self.collector.preload(
-                self.resume.responses, self.resume.scores, self.resume.events,
-                earlier_ran if isinstance(earlier_ran, dict) else None,
-            )
-            # the run is the interrupted one, continued: its start and command stay its own
             earlier = self.resume.document
-            document["started"] = _text(earlier.get("started")) or self.started
-            document["command_line"] = earlier.get("command_line", document["command_line"])
-            resumed = earlier.get("resumed")
-            document["resumed"] = [
-                *(resumed if isinstance(resumed, list) else []),
-                {"at": self.started, "completed_tasks": dict(self.resume.done),
-                 "command_line": list(self.command or sys.argv)},
+            self.collector.preload(self.resume.responses, self.resume.scores, self.resume.events, earlier.ran)
+            # the run is the interrupted one, continued: its start and command stay its own
+            document.started = earlier.started or self.started
+            if "command_line" in earlier.model_fields_set:
+                document.command_line = earlier.command_line
+            document.resumed = [
+                *(earlier.resumed or []),
+                Resumed(at=self.started, completed_tasks=dict(self.resume.done),
+                        command_line=list(self.command or sys.argv)),
             ]
         self.document = document
         if self.writer is not None:
@@ -514,14 +520,14 @@ class Run:
         """Failed episodes (a task whose task and feedback turns both failed is one)."""
         return self.collector.failed_episode_count
 
-    def completion(self) -> dict[str, Any]:
+    def completion(self) -> Completion:
         planned = self.benchmark.planned_tasks
         ran = len(self.collector.scores)
         complete = ran >= planned and self.stop_reason is None
         reason = self.stop_reason
         if reason is None and not complete:
             reason = f"only {ran} of {planned} planned tasks ran"
-        return {"complete": complete, "tasks_planned": planned, "tasks_run": ran, "reason": reason}
+        return Completion(complete=complete, tasks_planned=planned, tasks_run=ran, reason=reason)
 
     def finish(
         self,
@@ -543,8 +549,9 @@ class Run:
                     "run": self.benchmark.config.name,
                     # what a dashboard needs to tell runs apart, without reading run.json
                     "config_fingerprint": self.benchmark.fingerprint,
-                    "versions": self.document.get("versions") or package_versions(),
-                    **self.benchmark.replicate_fields,
+                    "versions": self.document.versions if "versions" in self.document.model_fields_set
+                    else package_versions(),
+                    "replicate": self.benchmark.replicate,
                     **self.extra,
                     **(extra or {}),
                 },
@@ -553,29 +560,25 @@ class Run:
             if self.writer is not None:
                 ran = self.collector.what_ran()
                 if ran:  # what actually ran, known once streams opened (or from the run resumed)
-                    self.writer.write_run({**self.document, "ran": ran})
+                    self.writer.write_run(self.document.model_copy(update={"ran": ran}))
                 self.writer.finalize_scores(self.collector.scores, self.benchmark.stream_order)
                 self.writer.finalize_streams(self.benchmark.stream_order)
                 if self.writer.failure is not None:
                     # results are missing from the directory: the run cannot pass
-                    summary = {**summary, "passed": False, "write_failure": self.writer.failure}
-                self.writer.write_summary(summary)
+                    summary = summary.model_copy(update={"passed": False, "write_failure": self.writer.failure})
+                self.writer.write_summary(summary.model_copy(update={"schema_version": SCHEMA_VERSION}))
                 if report and self.writer.failure is None:
                     report_error = _write_report(self.run_dir)
             return RunResult(
                 summary=summary,
                 metrics=metrics,
                 thresholds=thresholds,
-                complete=bool(completion["complete"]),
+                complete=completion.complete,
                 write_failure=self.writer.failure if self.writer else None,
                 report_error=report_error,
             )
         finally:
             self.release()
-
-
-def _text(value: object) -> str | None:
-    return value if isinstance(value, str) else None
 
 
 def _write_report(run_dir: Path) -> str | None:

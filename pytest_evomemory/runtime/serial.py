@@ -274,7 +274,7 @@ def run_benchmark(
     finally:
         session.release()
     summary = session.baseline.summary
-    return dict(summary) if summary is not None else {}
+    return summary.written() if summary is not None else {}
 
 
 __all__ = ["Progress", "chains_at_once", "run_benchmark", "run_session"]

@@ -79,6 +79,7 @@ from ..rundir import (
     place_problem,
     write_arms_manifest,
 )
+from ..rundocs import Score, ShardThresholds, StreamMinimum, Summary
 from ..streams import Stream
 from ..streams.provenance import provenance_line
 from ..text import inert
@@ -93,6 +94,7 @@ from .records import (
     RefusalRecord,
     StreamErrorRecord,
     error_record,
+    refusal_record,
     stream_error_record,
     stream_started_record,
 )
@@ -224,14 +226,11 @@ class Session:
             )
             if self.shard_plan is not None:
                 overall, streams = effective_thresholds(run_config, arm.min_overall, arm.min_streams)
-                arm.run.shard = {
-                    **self.shard_plan.record(self.shard_index),
-                    # the gates of the whole run, judged again on the merged records
-                    "thresholds": {
-                        "overall": overall,
-                        "streams": [{"stream": name, "minimum": minimum} for name, minimum in streams.items()],
-                    },
-                }
+                # the gates of the whole run, judged again on the merged records
+                arm.run.shard = self.shard_plan.record(self.shard_index, ShardThresholds(
+                    overall=overall,
+                    streams=[StreamMinimum(stream=name, minimum=minimum) for name, minimum in streams.items()],
+                ))
             self.arms.append(arm)
         self.by_name = {arm.name: arm for arm in self.arms}
         #: stream key (``<stream>``, or ``<arm>:<stream>`` with several arms) -> (arm, stream)
@@ -648,13 +647,13 @@ class Session:
         resume = found[0].run.resume if found is not None else None
         return resume is not None and resume.is_done(sample.stream, sample.position)
 
-    def completed_scores(self, key: str) -> list[dict[str, Any]]:
+    def completed_scores(self, key: str) -> list[Score]:
         """The scores the interrupted run of stream ``key``'s arm recorded for it."""
         found = self.streams_by_key.get(key)
         resume = found[0].run.resume if found is not None else None
         if resume is None or found is None:
             return []
-        return [scored for scored in resume.scores if scored.get("stream") == found[1]]
+        return [scored for scored in resume.scores if scored.stream == found[1]]
 
     @property
     def resuming(self) -> bool:
@@ -710,7 +709,7 @@ class Session:
             if self.setup.worker or not self.started:
                 self.refused = self.refused or message
                 if self.setup.worker:  # the controller decides (refuse)
-                    sink(RefusalRecord({"key": key, "message": message}))
+                    sink(refusal_record(key, message))
                 raise SessionRefused(message) from None
             reason = f"stream {name!r} could not start: {message}"
             self.failed_streams[key] = reason
@@ -890,7 +889,7 @@ class Session:
         received: list[Record] = []
         for record in records:
             if isinstance(record, RefusalRecord):
-                received += self.refuse(str(record.refusal.get("key")), str(record.refusal.get("message")))
+                received += self.refuse(record.refusal.key, record.refusal.message)
             else:
                 received.append(record)
         records = received
@@ -1028,18 +1027,17 @@ class Session:
                 )
                 document = self.replicate_comparison = dict(replicates.document)
                 self.replicate_files = list(replicates.paths)
-                check = check_replicate_gains
             else:
                 files = write_comparison(
                     [arm.run_dir for arm in ran], self.comparison_dir / "compare.html", [arm.name for arm in ran]
                 )
                 document = self.comparison = dict(files.document)
                 self.comparison_files = (files.html, files.json)
-                check = check_gains
         except (ReportError, OSError) as error:
             self.comparison_error = f"the comparison could not be written: {error}"
             return True
         complete = all(arm.result is not None and arm.result.complete for arm in ran)
+        check = check_replicate_gains if self.replicates is not None else check_gains
         self.gain_results = check(document, self.gains, complete=complete)
         return any(not result.met for result in self.gain_results)
 
@@ -1199,8 +1197,8 @@ class Session:
                     "name": arm.name,
                     **({"replicate": arm.replicate.to_dict()} if arm.replicate is not None else {}),
                     "run_dir": str(arm.run_dir),
-                    "identity": run_identity(arm.run_config, (arm.summary or {}).get("ran")),
-                    "summary": arm.summary,
+                    "identity": run_identity(arm.run_config, _ran(arm.summary)),
+                    "summary": arm.summary.written() if arm.summary is not None else None,
                 }
                 for arm in self.arms
             ],
@@ -1209,6 +1207,11 @@ class Session:
             "gains": [result.to_dict() for result in self.gain_results],
         })
         return block
+
+
+def _ran(summary: Summary | None) -> dict[str, Any] | None:
+    """What ran per stream, as the JSON report's identity reads it."""
+    return None if summary is None else {stream: ran.written() for stream, ran in summary.ran.items()}
 
 
 def _arms_dir(setup: SessionSetup, run_configs: Sequence[RunConfig], replicated: bool = False) -> Path:
@@ -1364,7 +1367,7 @@ def _remove_claims(created: Sequence[Path]) -> None:
 
 def stream_start_failure(record: Record) -> bool:
     """Whether ``record`` says a stream could not start."""
-    return isinstance(record, StreamErrorRecord) and record.failure.get("phase") == "start"
+    return isinstance(record, StreamErrorRecord) and record.failure.phase == "start"
 
 
 __all__ = [

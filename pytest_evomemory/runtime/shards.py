@@ -32,13 +32,15 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from pydantic import ValidationError
 
 from ..options import SHARD_UNITS
 from ..rundir import RUN_DOCUMENT, RunDirError, read_json
+from ..rundocs import ShardRecord, ShardThresholds
 from ..streams import Stream
 
 #: run.json's key for the shard record.
@@ -134,43 +136,36 @@ class ShardPlan:
             return "other cells per shard (another version of the planner)"
         return ""
 
-    def record(self, index: int) -> dict[str, Any]:
-        """run.json's ``shard``: this shard and the whole plan (docs/artefacts.md)."""
-        return {
-            "index": index,
-            "count": self.count,
-            "config_fingerprint": self.fingerprint,
-            "unit": self.unit,
-            "arms": list(self.arms),
-            "streams": list(self.streams),
-            "cells": [list(cells) for cells in self.cells],
-            "calls": list(self.calls),
-        }
+    def record(self, index: int, thresholds: ShardThresholds | None = None) -> ShardRecord:
+        """run.json's ``shard``: this shard, the whole plan and the whole run's gates
+        (docs/artefacts.md)."""
+        return ShardRecord(
+            index=index, count=self.count, config_fingerprint=self.fingerprint, unit=self.unit,  # type: ignore[arg-type]
+            arms=list(self.arms), streams=list(self.streams), cells=[list(cells) for cells in self.cells],
+            calls=list(self.calls), thresholds=thresholds or ShardThresholds(),
+        )
 
     @classmethod
-    def from_record(cls, record: object) -> tuple[int, ShardPlan]:
+    def from_record(cls, value: ShardRecord | object) -> tuple[int, ShardPlan]:
         """``(index, plan)`` from a run.json's ``shard``; :class:`ValueError` when damaged."""
-        if not isinstance(record, Mapping):
-            raise ValueError("the shard record is not an object")
         try:
-            index, count = _whole(record["index"]), _whole(record["count"])
-            cells = tuple(tuple(_names(cell)) for cell in record["cells"])
-            unit = record.get("unit", SHARD_UNITS[0])  # a record of before the arm unit: streams
-            if unit not in SHARD_UNITS:
-                raise TypeError(f"unit {str(unit)[:20]!r} is not one of {', '.join(SHARD_UNITS)}")
-            if unit != SHARD_UNITS[0] and any(CELL_SEPARATOR not in name for names in cells for name in names):
-                raise TypeError(f"a cell of the {unit} unit does not name its arm (arm{CELL_SEPARATOR}stream)")
-            plan = cls(
-                count=count,
-                fingerprint=str(record["config_fingerprint"]),
-                arms=tuple(_names(record["arms"])),
-                streams=tuple(_names(record["streams"])),
-                cells=cells,
-                calls=tuple(_whole(calls) for calls in record["calls"]),
-                unit=unit,
+            record = ShardRecord.model_validate(value)
+        except ValidationError as error:
+            first = error.errors()[0]
+            where = ".".join(map(str, first["loc"]))
+            raise ValueError(f"the shard record is damaged ({where + ': ' if where else ''}{first['msg']})") from None
+        missing = {"index", "count", "config_fingerprint", "arms", "streams", "cells", "calls"} - record.model_fields_set
+        if missing:
+            raise ValueError(f"the shard record is damaged ({', '.join(sorted(missing))} missing)")
+        index, count, cells, unit = record.index, record.count, tuple(map(tuple, record.cells)), record.unit
+        if unit != SHARD_UNITS[0] and any(CELL_SEPARATOR not in name for names in cells for name in names):
+            raise ValueError(
+                f"the shard record is damaged (a cell of the {unit} unit does not name its arm (arm{CELL_SEPARATOR}stream))"
             )
-        except (KeyError, TypeError) as error:
-            raise ValueError(f"the shard record is damaged ({error})") from None
+        plan = cls(
+            count=count, fingerprint=record.config_fingerprint, arms=tuple(record.arms), streams=tuple(record.streams),
+            cells=cells, calls=tuple(record.calls), unit=unit,
+        )
         if not 1 <= index <= count or len(cells) != count or len(plan.calls) != count:
             raise ValueError(f"the shard record is damaged (shard {index} of {count}, {len(cells)} shares)")
         return index, plan
@@ -190,18 +185,6 @@ class ShardPlan:
             f"calls; busiest shard {max(self.calls):,}, total/N {total / self.count:,.0f})",
             f"evomemory: shard plan (config {self.fingerprint[:12]}): {plan}",
         ]
-
-
-def _whole(value: object) -> int:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{value!r} is not a whole number")
-    return value
-
-
-def _names(value: object) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
-        raise TypeError(f"{str(value)[:60]!r} is not a list of names")
-    return list(value)
 
 
 def plan_shards(cells: Sequence[Cell], count: int, fingerprint: str, arms: Sequence[str]) -> ShardPlan:

@@ -43,7 +43,8 @@ from ..memory.base import RecordRejected
 from ..memory.snapshot import ResumeRefused, StreamSnapshots
 from ..models.context import StimulusRef, answering
 from ..pricing import Pricing, cost_of
-from ..reporting.similarity import SIMILARITY_KEY, recall_similarity
+from ..reporting.similarity import recall_similarity
+from ..rundocs import Score
 from ..streams.base import IngestMode
 from ..tools import Tool
 from ..types import (
@@ -277,7 +278,7 @@ class StreamRun:
                     self.memory.ingest(session)
         except EvoMemoryError as error:
             if error.response is not None:  # the failed turn happened too: it is counted
-                records.append(IngestionRecord(error.response.to_dict()))
+                records.append(IngestionRecord(response=error.response.document()))
             self.broken = f"the conversation could not be ingested: {error}"
             _emit(records, record)
             raise
@@ -378,22 +379,20 @@ class Episode:
         except EvoMemoryError as error:
             self.failure = error
             self._task_ended = True
-            response = error.response.to_dict() if error.response is not None else None
+            response = error.response.document() if error.response is not None else None
             self.record(error_record(self.sample, str(error), response, user_traceback(error)))
             raise
         self._task_ended = True
-        self.record(TaskRecord(self.outcome.response.to_dict(), self._scored(self.outcome)))
+        self.record(TaskRecord(response=self.outcome.response.document(), scored=self._scored(self.outcome)))
         return self.outcome
 
-    def _scored(self, outcome: TaskOutcome) -> dict[str, Any]:
+    def _scored(self, outcome: TaskOutcome) -> Score:
         """The score, and how similar the task was to what its recalls returned
         (reporting/similarity.py: the gain-versus-similarity analysis reads it)."""
-        scored = outcome.scored.to_dict()
         response = outcome.response
-        closeness = recall_similarity(self.sample.prompt, response.memory_recalled, response.memory_recalls)
-        if closeness is not None:
-            scored[SIMILARITY_KEY] = closeness
-        return scored
+        return outcome.scored.document(
+            recall_similarity(self.sample.prompt, response.memory_recalled, response.memory_recalls)
+        )
 
     def finish(self) -> None:
         """Feedback, then reset; a task turn that never ended (Ctrl-C) gets no feedback."""
@@ -423,10 +422,10 @@ class Episode:
         except BudgetExhausted:
             raise  # no feedback recorded: the episode is not complete, a resume runs it again
         except EvoMemoryError as error:
-            failed = error.response.to_dict() if error.response is not None else None
+            failed = error.response.document() if error.response is not None else None
             self.record(feedback_error_record(self.sample, str(error), failed, user_traceback(error)))
             raise
-        self.record(FeedbackRecord(response.to_dict()))
+        self.record(FeedbackRecord(response=response.document()))
 
 
 def run_episode(run: StreamRun, sample: BenchmarkSample, record: RecordSink) -> TaskOutcome | None:

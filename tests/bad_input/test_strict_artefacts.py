@@ -120,7 +120,7 @@ def test_summary_arithmetic_survives_non_finite_records() -> None:
         "seconds": math.inf,
     }
     metrics = summarize(["s"], [{"stream": "s", "position": 0, "correct": True}], [response])
-    overall = metrics["overall"].to_dict()
+    overall = metrics["overall"].document().written()
     assert overall["prompt_tokens"] == 0 and overall["seconds"] == 0.0 and overall["agent_turns"] == 0
     strict_loads(dumps_redacted(overall))
 

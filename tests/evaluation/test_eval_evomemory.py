@@ -81,7 +81,7 @@ def test_feedback_turns_are_never_passed_to_the_evaluator() -> None:
     )
     outcomes = list(run_stream(run, samples(3), records.append))
 
-    delivered = [record.to_wire()["response"]["kind"] for record in records]
+    delivered = [record.wire()["response"]["kind"] for record in records]
     assert delivered == ["task", "feedback"] * 3  # feedback turns did happen ...
     assert evaluator.kinds == ["task"] * 3  # ... but only task turns were scored
     assert taskqa.seen == [(f"q{i}", "The answer is (B)") for i in range(3)]

@@ -41,7 +41,7 @@ def test_accuracy_interval_api_figure_groups_and_counts() -> None:
     responses = [response("mmlu_pro", cached=True), response("mmlu_pro", cached=True, kind="feedback"),
                  response("toolbench", violation="no final_answer"), response("toolbench")]
     metrics = summarize(["mmlu_pro", "toolbench"], outcomes(), responses)
-    mmlu, tool, overall = (metrics[n].to_dict() for n in ("mmlu_pro", "toolbench", "overall"))
+    mmlu, tool, overall = (metrics[n].document().written() for n in ("mmlu_pro", "toolbench", "overall"))
     assert mmlu["accuracy"] == 4 / 6 and mmlu["accuracy_ci"] == [round(b, 6) for b in wilson_interval(4, 6)]
     # a figure is reported where the stream's match mode declares it (toolbench's API)
     assert "api_accuracy" not in mmlu and mmlu["figures"] == {} and tool["figures"] == {"api": "API"}
@@ -60,7 +60,7 @@ def test_accuracy_interval_api_figure_groups_and_counts() -> None:
 
 def test_no_tasks_means_no_interval() -> None:
     metrics = summarize(["empty"], [], [])
-    assert metrics["empty"].to_dict()["accuracy_ci"] is None
+    assert metrics["empty"].document().written()["accuracy_ci"] is None
 
 
 def test_terminal_table_shows_interval_api_acc_groups_violations_and_cache() -> None:
@@ -105,13 +105,13 @@ def test_a_priced_run_gets_a_cost_column_and_an_unpriced_one_none() -> None:
 
     priced = [{**response("a"), "cost_usd": 0.0125}, {**response("a", kind="feedback"), "cost_usd": 0.0025}]
     metrics = summarize(["a"], [{"stream": "a", "position": 0, "correct": True}], priced)
-    assert metrics["a"].to_dict()["cost_usd"] == metrics["overall"].to_dict()["cost_usd"] == 0.015
+    assert metrics["a"].document().written()["cost_usd"] == metrics["overall"].document().written()["cost_usd"] == 0.015
     lines = format_table(metrics)
     assert lines[0].rstrip().endswith("cost")
     assert lines[2].rstrip().endswith("$0.0150") and lines[-2].rstrip().endswith("$0.0150")  # stream, overall
-    assert "cost" in [column.header for column in stream_columns([metrics["a"].to_dict()], "html")]
+    assert "cost" in [column.header for column in stream_columns([metrics["a"].document()], "html")]
     unpriced = summarize(["a"], [{"stream": "a", "position": 0, "correct": True}], [response("a")])
-    assert unpriced["a"].to_dict()["cost_usd"] is None
+    assert unpriced["a"].document().written()["cost_usd"] is None
     assert "cost" not in format_table(unpriced)[0]
 
 
@@ -145,4 +145,4 @@ def test_responses_tallied_as_they_arrive_sum_to_the_same_figures_as_kept_ones()
     kept = summarize(["mmlu_pro", "toolbench"], outcomes(), responses)
     tallied = summarize(["mmlu_pro", "toolbench"], outcomes(), tally)
     assert list(tallied) == list(kept) == ["mmlu_pro", "toolbench", "other", "overall"]
-    assert {name: m.to_dict() for name, m in tallied.items()} == {name: m.to_dict() for name, m in kept.items()}
+    assert {name: m.document().written() for name, m in tallied.items()} == {name: m.document().written() for name, m in kept.items()}

@@ -155,10 +155,10 @@ def test_each_running_chains_last_event_on_request(tmp_path: Path) -> None:
         progress = RunProgress(session, ProgressBoard(10), verdicts=False, grid=True)
         progress.chain_started("sample_facts")
         progress.chain_started("sample_choice")
-        progress.record("sample_facts", TaskRecord(
-            {"stream": "sample_facts", "task_id": "f01", "kind": "task", "messages": []},
-            {"stream": "sample_facts", "task_id": "f01", "position": 0, "correct": True},
-        ))
+        progress.record("sample_facts", TaskRecord.model_validate({
+            "response": {"stream": "sample_facts", "task_id": "f01", "kind": "task", "messages": []},
+            "scored": {"stream": "sample_facts", "task_id": "f01", "position": 0, "correct": True},
+        }))
         progress.chain_ended("sample_choice")
         assert progress.chain_lines() == ["evomemory sample_facts: f01 [1] correct"]
         assert progress.session_line().startswith("evomemory session: chains 1/2 done, 1 running  tasks 1/")

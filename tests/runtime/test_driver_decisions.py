@@ -159,10 +159,10 @@ def test_in_a_worker_a_refusing_stream_sends_its_refusal_and_runs_no_task(tmp_pa
         live = worker.start_stream(key, sent.append, memory_factory=lambda config, context: {"not": "a memory"})
         assert isinstance(live, FailedStream) and live.refused
         [refusal] = sent  # the controller decides (Session.add_records): nothing else is recorded
-        assert isinstance(refusal, RefusalRecord) and refusal.refusal["key"] == key
-        assert "does not implement the MemorySystem protocol" in refusal.refusal["message"]
+        assert isinstance(refusal, RefusalRecord) and refusal.refusal.key == key
+        assert "does not implement the MemorySystem protocol" in refusal.refusal.message
         first, second = (worker.start_task(live, sample, sent.append) for _ in range(2))
-        assert isinstance(first, NotRun) and first.refused and first.failure == refusal.refusal["message"]
+        assert isinstance(first, NotRun) and first.refused and first.failure == refusal.refusal.message
         assert isinstance(second, NotRun) and second.failure is None and len(sent) == 1
     finally:
         worker.release()
@@ -175,8 +175,8 @@ def _first(session: Session) -> tuple[str, BenchmarkSample]:
 
 def test_damaged_wire_records_are_passed_over(session: Session) -> None:
     key, sample = _first(session)
-    wire = session.failed_task(key, sample, "boom").to_wire()
-    assert [record.to_wire() for record in from_wires([{"type": "from-another-version"}, wire, {}])] == [wire]
+    wire = session.failed_task(key, sample, "boom").wire()
+    assert [record.wire() for record in from_wires([{"type": "from-another-version"}, wire, {}])] == [wire]
     assert from_wires(None) == []
 
 
@@ -184,7 +184,7 @@ def test_a_setup_failure_without_a_record_of_ours_is_one_failed_episode(session:
     key, sample = _first(session)
     [failed] = session.setup_failed(key, sample, [], "")
     assert failed.failed_episode == (sample.stream, sample.task_id)
-    assert failed.scored["error"] == "its setup failed"  # type: ignore[attr-defined]
+    assert failed.scored.error == "its setup failed"  # type: ignore[attr-defined]
     # the session recorded the failure already (its stream could not start): not twice
     started = stream_error_record(sample.stream, "could not start", phase="start")
     assert session.setup_failed(key, sample, [started], "fixture failed") == []
@@ -193,10 +193,10 @@ def test_a_setup_failure_without_a_record_of_ours_is_one_failed_episode(session:
 def test_a_task_whose_process_died_is_a_failed_episode_named_by_the_last_line(session: Session) -> None:
     key, sample = _first(session)
     [crashed] = session.crashed(key, sample.task_id, "worker 'gw0' crashed while running\n\n  node down: Not properly terminated \n")
-    assert crashed.scored["error"] == "the test process crashed: node down: Not properly terminated"  # type: ignore[attr-defined]
+    assert crashed.scored.error == "the test process crashed: node down: Not properly terminated"  # type: ignore[attr-defined]
     assert session.crashed(key, "no-such-task", "") == []
     [undetailed] = session.crashed(key, sample.task_id, " \n")
-    assert undetailed.scored["error"] == "the test process crashed: no details"  # type: ignore[attr-defined]
+    assert undetailed.scored.error == "the test process crashed: no details"  # type: ignore[attr-defined]
 
 
 def test_a_worker_refusal_refuses_a_session_that_recorded_nothing(session: Session) -> None:
@@ -216,13 +216,13 @@ def test_a_worker_refusal_after_results_were_recorded_fails_its_stream_once(
 ) -> None:
     key, sample = _first(session)
     monkeypatch.setattr(Session, "started", property(lambda self: True))
-    refusal = from_wires([RefusalRecord({"key": key, "message": "factory returned a dict"}).to_wire()])
+    refusal = from_wires([RefusalRecord(refusal={"key": key, "message": "factory returned a dict"}).wire()])
     # one failed stream (which --max-errors=1 counts), not a refused session
     assert session.add_records(refusal) == "1 failed episodes reached --max-errors"
     assert session.refused is None
     [failure] = session.baseline.run.collector.failures
-    assert failure["reason"] == f"stream {sample.stream!r} could not start: factory returned a dict"
-    assert session.failed_streams == {key: failure["reason"]}
+    assert failure.reason == f"stream {sample.stream!r} could not start: factory returned a dict"
+    assert session.failed_streams == {key: failure.reason}
 
 
 def test_a_worker_stops_itself_at_the_max_errors_counted_across_workers(session: Session, tmp_path: Path) -> None:

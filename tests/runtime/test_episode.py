@@ -134,9 +134,9 @@ def test_feedback_responses_are_never_scored_and_reset_leaves_no_trace() -> None
     list(run_stream(run, [sample("t1", "q", "42"), sample("t2", "q2", "42", position=1)], records.append))
     assert [line for line in log if line.startswith("score:")] == ["score:task:t1", "score:task:t2"]
     # two responses per task (task, feedback): the reset produced none
-    responses = [record.to_wire()["response"] for record in records]
+    responses = [record.wire()["response"] for record in records]
     assert [(r["kind"], r["task_id"]) for r in responses] == [("task", "t1"), ("feedback", "t1"), ("task", "t2"), ("feedback", "t2")]
-    assert [record.TYPE for record in records] == ["task", "feedback", "task", "feedback"]
+    assert [record.type for record in records] == ["task", "feedback", "task", "feedback"]
     assert all(isinstance(record, TaskRecord | FeedbackRecord) for record in records)
     feedback = AgentResponse(**{**responses[1], "tool_calls": (), "messages": (), "usage": Usage(), "memory_writes": ()})
     with pytest.raises(ProtocolViolation, match="only original task turns are scored"):

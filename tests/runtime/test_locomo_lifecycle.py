@@ -377,8 +377,8 @@ def test_an_ingestion_turn_travels_as_a_typed_record_and_counts_as_a_stimulus() 
         "agent_turns": 1, "tool_calls": [], "memory_retains": 3, "memory_recalls": 0, "seconds": 0.0,
         "usage": {"prompt_tokens": 10, "completion_tokens": 2}, "protocol_violation": None,
     }
-    record = IngestionRecord(response, arm="memory")
-    wire = record.to_wire()
+    record = IngestionRecord(response=response, arm="memory")
+    wire = record.wire()
     assert wire["type"] == "ingestion" and from_wire(wire) == record
     collector = ResultCollector(["conv-sample-1"])
     collector.add(record)

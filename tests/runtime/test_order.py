@@ -150,7 +150,7 @@ def test_order_from_a_reference_run_puts_solved_tasks_first_and_is_recorded(tmp_
     facts = benchmark.by_name["sample_facts"]
     assert [s.task_id for s in facts.samples] == solved + unsolved
     document = benchmark.run_document("now")
-    recorded = {s["name"]: s["order"] for s in document["streams"]}
+    recorded = {s["name"]: s["order"] for s in document.written()["streams"]}
     assert recorded["sample_facts"]["kind"] == "easy_to_hard"
     assert recorded["sample_facts"]["difficulty"].startswith("order_from: 1 - share of 1 reference run")
     assert recorded["sample_facts"]["tasks_sha256"] == task_order_digest(solved + unsolved)

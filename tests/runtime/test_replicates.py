@@ -148,7 +148,7 @@ def test_two_orders_of_one_arm_are_sequence_robustness() -> None:
     assert entry["overall"]["mcnemar_p"] == pytest.approx(2 * (1 + 6 + 15) / 64)
     assert entry["overall"]["ci_low"] < 0.2 < entry["overall"]["ci_high"]
     # another agent is no second order of the same arm
-    changed = RunData(other.run_dir, "h2e", other.summary, {"run": {**other.run["run"], "agent": {"kind": "x"}}},
+    changed = RunData(other.run_dir, "h2e", other.summary, {"run": {**other.run.run.written(), "agent": {"kind": "x"}}},
                       other.given_scores)
     assert build_comparison([given, changed])["sequence_robustness"] == []
 

@@ -112,11 +112,11 @@ def test_the_arm_unit_plans_each_arms_run_of_a_stream_and_balances_the_full_grid
         assert index == count and again == plan
         assert plan.difference(by_stream).startswith("cells by stream, not by arm")
     # a record written before the arm unit reads as the stream unit
-    old = by_stream.record(1)
+    old = by_stream.record(1).written()
     del old["unit"]
     assert ShardPlan.from_record(old) == (1, by_stream)
     with pytest.raises(ValueError, match="does not name its arm"):
-        ShardPlan.from_record({**by_stream.record(1), "unit": "arm"})
+        ShardPlan.from_record({**by_stream.record(1).written(), "unit": "arm"})
 
 
 #: per unit: the option, the plan of three shards, and each shard's streams per arm

@@ -51,7 +51,7 @@ def test_a_stream_without_provenance() -> None:
 
 def test_group_reaches_the_scored_item_dict() -> None:
     score = Score(True, "A", "A", "A", "choice", "match")
-    assert ScoredItem("s", "t", 0, score).to_dict()["group"] is None
-    assert ScoredItem("s", "t", 0, score, group="law").to_dict()["group"] == "law"
+    assert ScoredItem("s", "t", 0, score).document().group is None
+    assert ScoredItem("s", "t", 0, score, group="law").document().group == "law"
     sample = BenchmarkSample("t", "s", 0, "p", "A", group="law")
     assert sample.to_dict()["group"] == "law" and BenchmarkSample("t", "s", 0, "p", "A").group is None

@@ -1,0 +1,308 @@
+"""compare.json: runs compared task by task (the first is the baseline).
+
+:func:`..reporting.compare.build_comparison` computes it and validates it into
+:class:`Comparison`; the terminal, the compare page and the gain gates read the
+model. Every part is written with exactly the keys it was built with
+(``AS_GIVEN``): a run entry that did not run a stream is ``label`` and ``present``
+alone, and each figure a stream carries adds its ``<name>_accuracy`` keys to an
+entry. The schema's definition of this document is still the hand-written one
+(``schema/unmodeled.json``); these models say what the code builds and reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import (
+    Field,
+    PrivateAttr,
+    SerializerFunctionWrapHandler,
+    ValidatorFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
+
+from .base import RunDoc, SchemaVersion, as_model
+from .fields import Count, Number, Scalar, Text
+
+
+class _Given(RunDoc):
+    """A part of compare.json: written with the keys it was built with, in the order
+    it was built with (compare.json, unlike the run's own files, is not written with
+    sorted keys)."""
+
+    AS_GIVEN = True
+    _given_order: tuple[str, ...] | None = PrivateAttr(default=None)
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _remember_order(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
+        instance = handler(data)
+        if isinstance(data, Mapping) and isinstance(instance, _Given):
+            instance._given_order = tuple(str(key) for key in data)
+        return instance
+
+    @model_serializer(mode="wrap")
+    def _in_given_order(self, handler: SerializerFunctionWrapHandler) -> Any:
+        data = RunDoc._leave_out(self, handler)
+        order = self._given_order
+        if not isinstance(data, dict) or order is None:
+            return data
+        rank = {key: index for index, key in enumerate(order)}
+        return dict(sorted(data.items(), key=lambda item: rank.get(item[0], len(rank))))
+
+
+class PowerEstimate(_Given):
+    """The smallest difference the comparison would detect at 80 % power."""
+
+    alpha: Number | None = None
+    power: Number | None = None
+    tasks: Count = 0
+    replicates: Count = 1
+    sd_difference: Number | None = None
+    minimum_detectable_effect: Number | None = None
+    sd_from: str = ""
+
+
+class ContinuousComparison(_Given):
+    """A continuous headline figure (LoCoMo's F1) compared task by task: the mean difference, its paired bootstrap interval and the Wilcoxon signed-rank test."""
+
+    metric: Text = ""
+    label: Text = ""
+    paired_tasks: Count = 0
+    mean_difference: Number | None = None
+    ci_low: Number | None = None
+    ci_high: Number | None = None
+    wilcoxon_statistic: Number | None = None
+    wilcoxon_p: Number | None = None
+    wilcoxon_method: str | None = None
+    nonzero: Count = 0
+    power: PowerEstimate | None = None
+
+
+class PairedEntry(_Given):
+    """A run against the baseline on the tasks both ran: the accuracy difference, its Newcombe interval, the exact McNemar p."""
+
+    label: Text = ""
+    paired_tasks: Count = 0
+    baseline_correct: Count = 0
+    correct: Count = 0
+    only_baseline_correct: Count = 0
+    only_this_correct: Count = 0
+    difference: Number | None = None
+    ci_low: Number | None = None
+    ci_high: Number | None = None
+    mcnemar_p: Number | None = None
+    same_tasks: bool = False
+    only_in_baseline: Count = 0
+    only_in_this_run: Count = 0
+    continuous: ContinuousComparison | None = None
+    power: PowerEstimate | None = None
+
+
+class RunEntry(_Given):
+    """One run's figures in a scope (``present`` false: it did not run the stream); a figure a stream carries adds ``<name>_accuracy`` (and its interval) or ``<name>_mean``."""
+
+    label: Text = ""
+    present: bool = False
+    correct: Count | None = None
+    tasks: Count | None = None
+    accuracy: Number | None = None
+    ci_low: Number | None = None
+    ci_high: Number | None = None
+    protocol_violations: Count | None = None
+    cached_responses: Count | None = None
+    errors: Count | None = None
+    cost_usd: Number | None = None
+
+
+class Scope(_Given):
+    """A stream (or overall) compared: each run's figures, each run against the baseline."""
+
+    runs: list[RunEntry] = Field(default_factory=list)
+    vs_baseline: list[PairedEntry] = Field(default_factory=list)
+    task_sets_differ: bool = False
+
+    @property
+    def continuous(self) -> ContinuousComparison | None:
+        """The first continuous comparison of the scope, if any run has one."""
+        return next((entry.continuous for entry in self.vs_baseline if entry.continuous is not None), None)
+
+
+class ComparedRun(_Given):
+    """A run compared: its label, directory, name and what ran (agent, model, memory)."""
+
+    label: Text = ""
+    run_dir: Text = ""
+    run: Scalar = None
+    agent: dict[str, Any] | None = None
+    model: dict[str, Any] | None = None
+    memory: dict[str, Any] | None = None
+
+
+class ConfigDifference(_Given):
+    """A config key whose values differ between the runs (one value per run, null where absent)."""
+
+    key: Text = ""
+    values: list[Any] = Field(default_factory=list)
+
+
+class Flip(_Given):
+    """A task on which the runs disagree: each run's outcome (null: it did not run it)."""
+
+    stream: Text = ""
+    task_id: Text = ""
+    position: Count | None = None
+    correct: list[bool | None] = Field(default_factory=list)
+
+
+class SequenceRobustness(_Given):
+    """A run that is the baseline in another order: per stream and overall, the paired difference between the orders."""
+
+    label: Text = ""
+    baseline_order: Text = ""
+    order: Text = ""
+    streams: dict[str, PairedEntry] = Field(default_factory=dict)
+    overall: PairedEntry = Field(default_factory=PairedEntry)
+
+
+class Comparison(_Given):
+    """compare.json."""
+
+    schema_version: SchemaVersion = 2
+    baseline: Text = ""
+    confidence: Number = 0.95
+    methods: dict[str, str] = Field(default_factory=dict)
+    runs: list[ComparedRun] = Field(default_factory=list)
+    streams: dict[str, Scope] = Field(default_factory=dict)
+    overall: Scope = Field(default_factory=Scope)
+    figures: dict[str, str] = Field(default_factory=dict)
+    config_diff: list[ConfigDifference] = Field(default_factory=list)
+    flips: list[Flip] = Field(default_factory=list)
+    #: how each memory arm's gain over the first run tracks task similarity
+    similarity: dict[str, Any] | None = None
+    sequence_robustness: list[SequenceRobustness] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+
+    def scope(self, name: str) -> Scope | None:
+        """``overall``, or a stream's scope (None: no run ran it)."""
+        return self.overall if name == "overall" else self.streams.get(name)
+
+    def continuous_label(self) -> str | None:
+        """The label of the continuous headline figure the comparison tests (``F1``),
+        or None when every paired entry is judged on accuracy alone."""
+        for scope in [*self.streams.values(), self.overall]:
+            found = scope.continuous
+            if found is not None:
+                return found.label or found.metric
+        return None
+
+
+class ArmScope(_Given):
+    """An arm's figure in a scope across its replicates: each replicate's, their mean and spread, the interval clustered by task (its method's own keys beside)."""
+
+    accuracies: list[Number | None] = Field(default_factory=list)
+    n: Count = 0
+    mean: Number | None = None
+    sd: Number | None = None
+    ci_low: Number | None = None
+    ci_high: Number | None = None
+    #: where the variance comes from (tasks, seeds) and the standard errors more of either would give
+    variance: dict[str, Any] | None = None
+
+
+class ReplicateTest(_Given):
+    """One replicate's paired test of an arm against the baseline (the seed both ran)."""
+
+    replicate: Count = 0
+    seed: int | None = None
+    mcnemar_p: Number | None = None
+
+
+class DifferenceScope(_Given):
+    """An arm minus the baseline in a scope across the replicates: the per-replicate differences, the per-task mean difference's interval and test, each replicate's paired test."""
+
+    differences: list[Number | None] = Field(default_factory=list)
+    n: Count = 0
+    mean: Number | None = None
+    sd: Number | None = None
+    ci_low: Number | None = None
+    ci_high: Number | None = None
+    paired_tasks: Count | None = None
+    p_value: Number | None = None
+    test: str | None = None
+    power: PowerEstimate | None = None
+    per_replicate: list[ReplicateTest] = Field(default_factory=list)
+
+
+class ReplicateArm(_Given):
+    """An arm of a repeated session: its replicates' run directories and seeds, per stream and overall."""
+
+    label: Text = ""
+    run_dirs: list[str] = Field(default_factory=list)
+    seeds: list[int | None] = Field(default_factory=list)
+    streams: dict[str, ArmScope] = Field(default_factory=dict)
+    overall: ArmScope = Field(default_factory=ArmScope)
+
+
+class ReplicateVersus(_Given):
+    """An arm against the baseline across the replicates (``sequence_robustness``: the same arm in another order)."""
+
+    label: Text = ""
+    sequence_robustness: dict[str, Any] | None = None
+    streams: dict[str, DifferenceScope] = Field(default_factory=dict)
+    overall: DifferenceScope = Field(default_factory=DifferenceScope)
+
+    def scope(self, name: str) -> DifferenceScope | None:
+        """``overall``, or a stream's scope."""
+        return self.overall if name == "overall" else self.streams.get(name)
+
+
+class Replicates(_Given):
+    """replicates.json: a repeated session's arms compared across their replicates."""
+
+    schema_version: SchemaVersion = 2
+    baseline: Text = ""
+    confidence: Number = 0.95
+    figure: Text = "accuracy"
+    replicates: Count = 0
+    seeds: list[int | None] = Field(default_factory=list)
+    methods: dict[str, Any] = Field(default_factory=dict)
+    arms: list[ReplicateArm] = Field(default_factory=list)
+    vs_baseline: list[ReplicateVersus] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)
+    comparisons: list[str] | None = None
+    generated: str | None = None
+
+
+def as_replicates(document: Replicates | Mapping[str, Any]) -> Replicates:
+    """A replicate comparison as its model (a mapping: as replicates.json holds it)."""
+    return as_model(Replicates, document)
+
+
+def as_comparison(document: Comparison | Mapping[str, Any]) -> Comparison:
+    """A comparison as its model (a mapping: as compare.json holds it)."""
+    return as_model(Comparison, document)
+
+
+__all__ = [
+    "ArmScope",
+    "ComparedRun",
+    "Comparison",
+    "ConfigDifference",
+    "ContinuousComparison",
+    "DifferenceScope",
+    "Flip",
+    "PairedEntry",
+    "PowerEstimate",
+    "ReplicateArm",
+    "ReplicateTest",
+    "ReplicateVersus",
+    "Replicates",
+    "RunEntry",
+    "Scope",
+    "SequenceRobustness",
+    "as_comparison",
+    "as_replicates",
+]
