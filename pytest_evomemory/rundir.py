@@ -39,11 +39,20 @@ from importlib import metadata
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from . import boundedread
 from .atomicfile import write_atomically
 from .errors import ConfigError
+from .options import MAX_REPEATS, count_problem
 from .redaction import dumps_redacted
 from .text import inert, shorten
-from .validation import CONTROL_CHARACTERS, MAX_NAME_BYTES, long_name_problem, path_problem, run_name_problem
+from .validation import (
+    CONTROL_CHARACTERS,
+    MAX_NAME_BYTES,
+    long_name_problem,
+    path_problem,
+    resolve_path,
+    run_name_problem,
+)
 
 if TYPE_CHECKING:
     from .streams import Stream
@@ -216,6 +225,48 @@ def place_problem(path: Path, kind: str) -> str | None:
     return None
 
 
+#: What makes a directory a run's (or a session's): an output never goes inside one.
+RUN_MARKERS = (RUN_DOCUMENT, ARMS_MANIFEST)
+
+
+def enclosing_run(path: Path, *, itself: bool = True) -> tuple[Path, str] | None:
+    """The run (or session) directory ``path`` lies in, with the file that marks it,
+    or None: ``path`` itself when ``itself`` and it is one, else its nearest parent
+    holding a run.json or an arms.json (symbolic links resolved)."""
+    resolved = resolve_path(path)
+    for place in ((resolved,) if itself else ()) + tuple(resolved.parents):
+        for marker in RUN_MARKERS:
+            try:
+                if (place / marker).is_file():
+                    return place, marker
+            except OSError:
+                continue
+    return None
+
+
+def output_path_problem(path: Path, *, own: Iterable[Path] = (), directory: bool = False) -> str | None:
+    """Why a command's output ``path`` would overwrite a run, in words, or None.
+
+    The one rule of ``report``, ``table``, ``compare``, ``merge`` and ``init``: an
+    output never goes inside a run directory (one holding run.json or arms.json),
+    whichever file of it is named, unless it is one of ``own`` (the command's own
+    file there, as ``RUN/report.html`` for ``report RUN``). ``directory``: ``path``
+    is a directory the command makes or replaces as a whole (merge's output), which
+    may itself be a run; only a run around it is refused."""
+    resolved = resolve_path(path)
+    if resolved in {resolve_path(place) for place in own}:
+        return None
+    found = enclosing_run(path, itself=not directory)
+    if found is None:
+        return None
+    run, marker = found
+    where = "is the run directory" if run == resolved else "is inside the run directory"
+    return (
+        f"{path} {where} {run} (it holds {marker}): writing there would overwrite or mix with that run's "
+        "records; give a path outside every run directory"
+    )
+
+
 def _nearest_existing(path: Path) -> Path | None:
     """``path``, or the nearest of its parents that exists: where a run's new folders
     would be made, and so what must be a writable directory (OSError propagates)."""
@@ -284,6 +335,11 @@ def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     except OSError as error:  # a directory, a link loop, no permission: not a torn line
         problem = path_problem(path) or f"cannot be read ({error.strerror or error})"
         raise RunDirError(f"{path} {problem}; it is not a run's record file: remove it, or give another run directory") from None
+    kind = boundedread.special_file_kind(os.fstat(handle.fileno()).st_mode)
+    if kind is not None:  # a FIFO never ends, a device never ends a line
+        handle.close()
+        raise RunDirError(f"{path} is {kind}, not a regular file; it is not a run's record file: remove it, "
+                          "or give another run directory")
     key = UNIQUE_KEYS.get(path.name) or (TRANSCRIPT_KEY if path.parent.name == TRANSCRIPTS else None)
     return _records(handle, path, key)
 
@@ -304,8 +360,8 @@ def _records(handle: IO[bytes], path: Path, key: tuple[str, ...] | None) -> Iter
                 if not raw.isascii():  # the writer escapes every other character (dumps)
                     raise _damaged(path, number, "holds a byte that is not ASCII (the run writes ASCII JSON)")
                 try:
-                    value = json.loads(raw.decode("ascii"))
-                except (ValueError, RecursionError):  # a torn line, an integer of 5,000 digits, 40,000 brackets
+                    value = boundedread.loads(raw.decode("ascii"), depth=boundedread.MAX_ARTEFACT_DEPTH)
+                except ValueError:  # a torn line, an integer of 5,000 digits, 40,000 brackets
                     value = None
                 if not isinstance(value, dict):
                     what = "is not a JSON object" if value is not None else "is not valid JSON"
@@ -357,10 +413,18 @@ def _damaged(path: Path, number: int, what: str) -> DamagedRecords:
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
-    """A JSON document of the run directory, or None when absent or unreadable."""
+    """A JSON document of the run directory, or None when absent or not a JSON object.
+
+    Read through the bounded reader: a document that is a device, a FIFO or over the
+    size bound is :class:`RunDirError` naming it (it is no run's document, and reading
+    it would never end); one over a JSON bound (nesting, integer digits) reads as damaged."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        text = boundedread.read_bytes(path, limit=boundedread.DOCUMENT_BYTES, what="a run document", error=RunDirError)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    try:
+        value = boundedread.loads(text, depth=boundedread.MAX_ARTEFACT_DEPTH)
+    except ValueError:
         return None
     return value if isinstance(value, dict) else None
 
@@ -803,12 +867,46 @@ def read_arms_manifest(directory: Path, flag: str) -> ArmsManifest | None:
         )
     overrides = document.get("overrides")
     session = document.get("session")
-    repeats = document.get("repeats")
     return ArmsManifest(
         entries,
         tuple(str(item) for item in overrides) if isinstance(overrides, list) else (),
         session if isinstance(session, str) else None,
-        repeats if isinstance(repeats, int) and not isinstance(repeats, bool) and 1 <= repeats <= 100 else None,
+        _recorded_repeats(document, entries, path, flag),
+    )
+
+
+_REPLICATE_SUFFIX = re.compile(r"@r([1-9][0-9]{0,5})$")
+
+
+def _recorded_repeats(document: Mapping[str, Any], entries: Sequence[ArmEntry], path: Path, flag: str) -> int | None:
+    """The manifest's ``repeats``, checked as a record, never taken as an instruction:
+    within the range the option allows (:data:`.options.MAX_REPEATS`), and equal to the
+    replicates its own entries list for every arm (``<arm>@r1 .. @rN``). Anything else
+    is damage naming the file: a resume that obeyed ``repeats: 40`` in a finished
+    2-replicate session would run 38 replicates nobody asked for."""
+    if "repeats" not in document:
+        return None
+    repeats = document["repeats"]
+    problem = "is text, not a number" if isinstance(repeats, str) else count_problem(repeats, MAX_REPEATS)
+    if problem is None:
+        replicates: dict[str, set[int]] = {}
+        for entry in entries:
+            match = _REPLICATE_SUFFIX.search(entry.name)
+            base = entry.name[: match.start()] if match else entry.name
+            replicates.setdefault(base, set()).add(int(match.group(1)) if match else 0)
+        listed = {base: sorted(found) for base, found in replicates.items()}
+        wanted = list(range(1, int(repeats) + 1))
+        wrong = next((base for base, found in listed.items() if found != wanted), None)
+        if wrong is not None:
+            problem = (
+                f"is {repeats!r} but the manifest lists arm {wrong!r} with replicates "
+                f"{', '.join(f'r{n}' for n in listed[wrong] if n) or 'none'}"
+            )
+    if problem is None:
+        return int(repeats)
+    raise RunDirError(
+        f"{flag}: {path}: 'repeats' {problem} (a whole number from 1 to {MAX_REPEATS} that matches the arms it "
+        f"lists); the file was edited or damaged: restore it, or resume each replicate's directory on its own"
     )
 
 

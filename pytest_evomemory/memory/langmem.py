@@ -36,6 +36,7 @@ from typing import Any, TypeVar
 import numpy as np
 from pydantic import SecretStr
 
+from .. import boundedread
 from ..atomicfile import write_atomically
 from ..config import MemoryConfig, ModelConfig
 from ..errors import MemoryBackendError
@@ -263,8 +264,8 @@ class LangMemMemory:
                 f"no langmem memory snapshot in {directory} ({SNAPSHOT_FILE} is missing); it cannot be restored"
             )
         try:
-            state = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as error:
+            state = boundedread.read_json(path, what="a memory snapshot", error=MemoryBackendError)
+        except OSError as error:
             raise MemoryBackendError(f"langmem memory snapshot {path} is unreadable: {error}") from None
         if not isinstance(state, dict) or state.get("kind") != NAME or state.get("format") != SNAPSHOT_FORMAT:
             raise MemoryBackendError(
@@ -308,7 +309,7 @@ def memory_text(value: Mapping[str, Any]) -> str:
 def read_search_result(result: str) -> list[SeenRecord] | None:
     """The (key, text) records of ``search_memory``'s JSON list of items (for the isolation guard)."""
     try:
-        value = json.loads(result)
+        value = boundedread.loads(result, depth=boundedread.MAX_ARTEFACT_DEPTH)
     except (TypeError, ValueError):
         return None
     if not isinstance(value, list) or not all(isinstance(item, dict) and isinstance(item.get("value"), dict) for item in value):

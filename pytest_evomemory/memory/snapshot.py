@@ -33,6 +33,7 @@ about one store on disk, not one each.
 from __future__ import annotations
 
 import contextvars
+import errno
 import hashlib
 import json
 import math
@@ -45,6 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
+from .. import boundedread
 from ..atomicfile import write_atomically  # re-exported: adapters' snapshot() uses it (docs/memory.md)
 from ..errors import ArtefactWriteError, EvoMemoryError, MemoryBackendError
 
@@ -172,6 +174,16 @@ def _sync_path(path: str, *, directory: bool = False) -> None:
             raise
     finally:
         os.close(descriptor)
+
+
+def _read_small(path: Path | str) -> bytes:
+    """A label or manifest through the bounded reader: a device or FIFO put in its
+    place is an ``OSError`` (the slot reads as damaged), never a read without end."""
+
+    def refused(message: str) -> OSError:
+        return OSError(errno.EINVAL, message)
+
+    return boundedread.read_bytes(Path(path), limit=boundedread.CACHE_BYTES, what="a snapshot label", error=refused)
 
 
 def _sha256_file(path: str) -> str:
@@ -321,7 +333,7 @@ def _parse_label(data: bytes) -> tuple[_Label | None, str]:
     if not data.strip():
         return None, f"its label {_LABEL} is empty (its save never finished)"
     try:
-        value = json.loads(data.decode("utf-8"))
+        value = boundedread.loads(data, depth=boundedread.MAX_ARTEFACT_DEPTH)
     except ValueError:
         return None, f"its label {_LABEL} is cut short or not JSON (a save cut off, e.g. by a power cut)"
     if not isinstance(value, dict):
@@ -557,7 +569,7 @@ class StreamSnapshots:
         labels: list[tuple[_Label | None, Path]] = []
         for _, slot in self._slot_directories():
             try:
-                data = (slot / _LABEL).read_bytes()
+                data = _read_small(slot / _LABEL)
             except OSError:
                 labels.append((None, slot))
                 continue
@@ -631,7 +643,7 @@ class StreamSnapshots:
         for _, slot in self._slot_directories():
             path = slot / _LABEL
             try:
-                data = path.read_bytes()
+                data = _read_small(path)
             except FileNotFoundError:
                 others[slot] = f"its label {_LABEL} is missing"
                 continue
@@ -896,8 +908,7 @@ class RecordLog:
 
     def manifest(self) -> dict[str, Any] | None:
         try:
-            with open(self._manifest_path, "rb") as handle:
-                data = handle.read()
+            data = _read_small(self._manifest)
         except FileNotFoundError:
             return None
         except OSError as error:
@@ -912,9 +923,9 @@ class RecordLog:
 
     def _parse_manifest(self, data: bytes) -> dict[str, Any]:
         try:
-            value = json.loads(data.decode("utf-8"))
+            value = boundedread.loads(data, depth=boundedread.MAX_ARTEFACT_DEPTH)
         except ValueError as error:
-            raise self._damaged(f"{self._manifest.name} is unreadable: {error}") from None
+            raise self._damaged(f"{self._manifest.name} is unreadable: {boundedread.json_problem(error)}") from None
         if not isinstance(value, dict) or value.get("kind") != self.kind:
             raise self._damaged(
                 f"{self._manifest.name} was not written by a {self.kind} memory; it cannot be restored into one"
@@ -1098,7 +1109,9 @@ class RecordLog:
         if digest.hexdigest() != log["sha256"]:
             raise self._damaged(f"its record log {name} does not match its checksum (changed after it was written)")
         try:
-            records = [json.loads(line) for line in data.decode("ascii").splitlines()]
+            records = [
+                boundedread.loads(line, depth=boundedread.MAX_ARTEFACT_DEPTH) for line in data.decode("ascii").splitlines()
+            ]
         except ValueError as error:
             raise self._damaged(f"its record log {name} is not valid JSON lines: {error}") from None
         if len(records) != manifest["count"]:

@@ -30,6 +30,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from .. import boundedread
 from ._markup import _NONE, _e, _mapping, _number, _position
 
 #: Tasks per page of the drill-down, and per compressed data block.
@@ -106,7 +107,7 @@ def _unread_results(response: Mapping[str, Any]) -> bool:
         if call_map.get("name") == "final_answer" or call_map.get("name") in writes:
             continue
         try:
-            result = json.loads(str(call_map.get("result")))
+            result = boundedread.loads(str(call_map.get("result")), depth=boundedread.MAX_ARTEFACT_DEPTH)
         except (ValueError, RecursionError):
             return True
         if not isinstance(result, list):

@@ -29,6 +29,7 @@ from typing import Any
 
 from ..config import arm_label
 from ..errors import EvoMemoryError
+from ..identity import describe_model
 from ..memory.snapshot import StreamSnapshots
 from ..reporting import artefactcheck as read
 from ..reporting.html import ReportError, write_comparison, write_html_report
@@ -221,6 +222,7 @@ def check_shards(shards: Sequence[ShardRun]) -> list[str]:
             )
     if problems:
         return problems
+    problems += disagreements(shards)
     seen: dict[int, ShardRun] = {}
     for shard in shards:
         if shard.index in seen:
@@ -237,6 +239,55 @@ def check_shards(shards: Sequence[ShardRun]) -> list[str]:
                 f"shard {index}/{first.plan.count} is missing (cells {', '.join(cells)}): give its output directory too"
             )
     return problems
+
+
+#: The packages whose version changes a result (scoring, data loading): shards that ran
+#: different ones measured different things. The test runner's own are not among them.
+RESULT_PACKAGES = ("pytest-evomemory", "math-verify", "datasets", "huggingface-hub")
+
+
+def disagreements(shards: Sequence[ShardRun]) -> list[str]:
+    """Every way the shards of one plan ran differently where a result depends on it,
+    one line each naming it and the two shards: a package version
+    (:data:`RESULT_PACKAGES`), a stream's data file (its SHA-256), or an arm's model
+    (the identity each shard recorded: the server-reported names, the local file's
+    hash). One plan guarantees the same configs; this is what the configs cannot say."""
+    problems: list[str] = []
+    versions: dict[str, tuple[str, ShardRun]] = {}
+    data: dict[str, tuple[str, ShardRun]] = {}
+    models: dict[str, tuple[str, ShardRun]] = {}
+    advice = "run every shard with the same installation and data, then merge"
+    for shard in shards:
+        for arm, document in shard.documents.items():
+            recorded = _mapping(document.get("versions"))
+            for package in RESULT_PACKAGES:
+                _agree(versions, package, str(recorded.get(package)), shard, problems,
+                       f"{package} {{first}} and {{other}}")
+            for stream in document.get("streams") or ():
+                provenance = _mapping(_mapping(stream).get("provenance"))
+                if isinstance(provenance.get("sha256"), str):
+                    _agree(data, str(_mapping(stream).get("name")), provenance["sha256"], shard, problems,
+                           "stream {key!r}'s data file (sha256) {first} and {other}")
+            ran = _mapping((shard.summaries.get(arm) or {}).get("ran")) or _mapping(document.get("ran"))
+            for parts in ran.values():
+                model = _mapping(parts).get("model")
+                if isinstance(model, Mapping):
+                    _agree(models, arm, describe_model(model), shard, problems,
+                           "arm {key!r}'s model {first} and {other}" if len(shard.documents) > 1 else
+                           "the model {first} and {other}")
+    return [f"{problem}; {advice}" for problem in dict.fromkeys(problems)]
+
+
+def _agree(
+    seen: dict[str, tuple[str, ShardRun]], key: str, value: str, shard: ShardRun, problems: list[str], what: str
+) -> None:
+    """Record ``value`` for ``key``; a second, different one is a problem naming both shards."""
+    first = seen.setdefault(key, (value, shard))
+    if first[0] != value:
+        problems.append(
+            "the shards disagree on " + what.format(key=key, first=f"{first[0]!r} ({first[1].label})",
+                                                   other=f"{value!r} ({shard.label})")
+        )
 
 
 @dataclass

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 from typing import Any
 
+from ... import boundedread
 from .sources import SourceFormat
 
 Record = dict[str, Any]
@@ -77,7 +77,9 @@ def _read_parquet(path: Path, columns: tuple[str, ...], optional: tuple[str, ...
 
 
 def _read_csv(path: Path) -> list[Record]:
-    text = path.read_bytes().decode("utf-8-sig")
+    text = boundedread.read_text(
+        path, limit=boundedread.DOCUMENT_BYTES, what="a data file", error=SourceFormatError, encoding="utf-8-sig"
+    )
     reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     if not reader.fieldnames:
         raise SourceFormatError("the CSV file has no header row")
@@ -99,9 +101,9 @@ def _read_jsonl(path: Path) -> list[Record]:
             if not raw.strip():
                 continue
             try:
-                record = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as error:
-                raise SourceFormatError(f"line {number} is not valid JSON ({error})") from None
+                record = boundedread.loads(raw, depth=boundedread.MAX_ARTEFACT_DEPTH)
+            except ValueError as error:  # not UTF-8, not JSON, or over a bound
+                raise SourceFormatError(f"line {number}: {boundedread.json_problem(error)}") from None
             if not isinstance(record, dict):
                 raise SourceFormatError(f"line {number} is not a JSON object")
             records.append(record)
