@@ -47,7 +47,12 @@ CACHE_BYTES = 64 * 1024 * 1024
 
 class BoundExceeded(ValueError):
     """A JSON text over a bound (depth, integer digits): a ``ValueError``, so every
-    caller that already treats unparsable JSON as such treats it alike."""
+    caller that already treats unparsable JSON as such treats it alike. ``bound`` is
+    which: ``"depth"`` or ``"digits"``."""
+
+    def __init__(self, message: str, bound: str) -> None:
+        super().__init__(message)
+        self.bound = bound
 
 
 ErrorFactory = Callable[[str], Exception]
@@ -170,7 +175,7 @@ def bounded_int(text: str) -> int:
     """``parse_int`` for :func:`json.loads`: longer than :data:`MAX_INT_DIGITS` is refused."""
     digits = len(text.lstrip("+-"))
     if digits > MAX_INT_DIGITS:
-        raise BoundExceeded(f"an integer of {digits:,} digits (limit {MAX_INT_DIGITS}); write it as a string")
+        raise BoundExceeded(f"an integer of {digits:,} digits (limit {MAX_INT_DIGITS}); write it as a string", "digits")
     return int(text)
 
 
@@ -182,11 +187,11 @@ def loads(text: str | bytes, *, depth: int = MAX_NESTING_DEPTH, **hooks: Any) ->
         text = bytes(text).decode("utf-8")
     deepest = nesting_depth(text)
     if deepest > depth:
-        raise BoundExceeded(f"nested {deepest:,} levels deep (limit {depth}); flatten it")
+        raise BoundExceeded(f"nested {deepest:,} levels deep (limit {depth}); flatten it", "depth")
     try:
         return json.loads(text, parse_int=bounded_int, **hooks)
     except RecursionError:  # pragma: no cover - nesting_depth refuses this first
-        raise BoundExceeded(f"nested too deeply (limit {depth})") from None
+        raise BoundExceeded(f"nested too deeply (limit {depth})", "depth") from None
 
 
 def json_problem(error: ValueError) -> str:

@@ -43,11 +43,11 @@ def count_problem(value: object, maximum: int) -> str | None:
     """Why ``value`` is not a whole number from 1 to ``maximum``, or None: the one
     check of a count, whatever door or artefact it came through."""
     if isinstance(value, bool) or not isinstance(value, int | str):
-        return f"is {type(value).__name__}, not a whole number"
+        return "must be at least 1"
     text = str(value).strip()
     digits = text.lstrip("+-")
     if not (digits.isascii() and digits.isdigit()):
-        return "is not a whole number"
+        return "must be at least 1"
     significant = digits.lstrip("0")
     if text.startswith("-") or not significant:
         return "must be at least 1"
@@ -307,7 +307,7 @@ def _count(value: object, option: Option, flags: Flags) -> int:
     problem = count_problem(value, option.maximum)
     if problem is not None:
         raise ConfigError(
-            f"{flags(option.name)} {problem} (a whole number of {option.counts} from 1 to {option.maximum:,}), got "
+            f"{flags(option.name)} {problem} (a whole number of {option.counts}, from 1 to {option.maximum:,}), got "
             f"{str(value)[:40]!r}; write e.g. {flags(option.name)}=5"
         )
     return int(str(value).strip())

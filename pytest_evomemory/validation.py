@@ -124,7 +124,7 @@ def decode_json_line(raw: bytes, where: str, *, first_line: bool = False) -> Any
         raise DataError(f"{where}: {not_utf8(raw, error)}") from None
     depth = nesting_depth(text)
     if depth > MAX_NESTING_DEPTH:
-        raise DataError(f"{where}: nested {depth} levels deep (limit {MAX_NESTING_DEPTH}); flatten the record")
+        raise DataError(f"{where}: nested {depth:,} levels deep (limit {MAX_NESTING_DEPTH}); flatten the record")
     try:
         record = json.loads(
             text, parse_int=bounded_int, parse_constant=_no_constant, object_pairs_hook=_unique_keys

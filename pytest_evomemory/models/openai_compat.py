@@ -364,8 +364,13 @@ class OpenAICompatibleModel:
         try:
             payload = boundedread.loads(text, depth=boundedread.MAX_ARTEFACT_DEPTH)
         except boundedread.BoundExceeded as error:
+            if error.bound != "depth":
+                raise self._error(
+                    f"the reply is not JSON that can be read ({error}); content-type {content_type or 'missing'!r}",
+                    self.last_attempts, not_retried=_MALFORMED,
+                ) from None
             raise self._error(
-                f"the reply is JSON {error} (too deep or too long to read)", self.last_attempts, not_retried=_MALFORMED
+                f"the reply is JSON nested too deeply to read ({error})", self.last_attempts, not_retried=_MALFORMED
             ) from None
         except ValueError:
             raise self._error(

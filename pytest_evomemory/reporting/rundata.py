@@ -17,6 +17,7 @@ from .. import boundedread
 from ..errors import EvoMemoryError
 from ..evaluation.modes import headline_metric
 from ..rundir import RESPONSES, RUN_DOCUMENT, SCHEMA_VERSION, SCORES, SUMMARY, TRANSCRIPTS, iter_jsonl
+from ..text import shorten
 from . import artefactcheck as read
 from .summary import RESPONSE_COUNTS, SCORE_COUNTS, StreamMetrics, records_disagree
 from .summary import counted as counted_figures
@@ -164,9 +165,16 @@ def _read_json(path: Path) -> dict[str, Any]:
     """A run document through the bounded reader: a device, a FIFO, a file of
     gigabytes, 200,000 brackets or a 5,000-digit integer is one line naming it."""
     try:
-        document = boundedread.read_json(path, what="a run document", error=ReportError)
+        text = boundedread.read_text(path, limit=boundedread.DOCUMENT_BYTES, what="a run document", error=ReportError)
     except FileNotFoundError:
         raise ReportError(f"cannot read {path}: it does not exist") from None
+    try:
+        document = boundedread.loads(text, depth=boundedread.MAX_ARTEFACT_DEPTH)
+    except ValueError as error:  # invalid JSON, an integer of 5,000 digits, 200,000 brackets
+        raise ReportError(
+            f"{path} is not valid JSON ({shorten(boundedread.json_problem(error), 120)}); "
+            "was the run interrupted while writing it?"
+        ) from None
     if not isinstance(document, dict):
         raise ReportError(f"{path} does not hold a JSON object")
     return document
