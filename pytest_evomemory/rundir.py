@@ -220,6 +220,8 @@ def place_problem(path: Path, kind: str) -> str | None:
             return f"{parent} is a file where a directory is expected (for {path})"
         if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
             return f"{parent} is not writable (for {path})"
+        if parent is not None and (problem := filesystem_problem(parent)):
+            return f"{parent} {problem} (for {path})"
     except OSError as error:
         return f"{path} cannot be checked ({error.strerror or error})"
     return None
@@ -265,6 +267,21 @@ def output_path_problem(path: Path, *, own: Iterable[Path] = (), directory: bool
         f"{path} {where} {run} (it holds {marker}): writing there would overwrite or mix with that run's "
         "records; give a path outside every run directory"
     )
+
+
+def filesystem_problem(directory: Path) -> str | None:
+    """Why nothing can be written under ``directory`` whatever its permissions say, or
+    None: a read-only file system (``os.access`` answers for root as if it were not),
+    or one that holds no files at all (/proc, /sys: no blocks)."""
+    try:
+        info = os.statvfs(directory)
+    except (OSError, AttributeError):
+        return None
+    if info.f_flag & getattr(os, "ST_RDONLY", 1):
+        return "is on a read-only file system"
+    if (info.f_blocks == 0 and info.f_files == 0) or resolve_path(directory).parts[1:2] in (("proc",), ("sys",)):
+        return "is on a file system that holds no files (such as /proc or /sys)"
+    return None
 
 
 def _nearest_existing(path: Path) -> Path | None:

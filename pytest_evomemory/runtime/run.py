@@ -9,6 +9,7 @@ start (fresh or resume), record, finish (summary, thresholds, report). A
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sys
@@ -28,6 +29,7 @@ from ..evaluation.evomemory import EvoMemoryEvaluator
 from ..factories import call_factory, check_protocol, check_signature, load_factory
 from ..identity import component, factory_reference, ran_model
 from ..memory.base import MemoryContext, MemorySystem
+from ..memory.embedders import embedder_problem
 from ..memory.factory import WaitNotice, backend_spec, build_memory, missing_extra, open_with_timeout
 from ..memory.snapshot import StreamSnapshots
 from ..models import check_agent_environment
@@ -169,6 +171,7 @@ class BenchmarkRun:
         snapshots: bool = True,
         on_wait: WaitNotice | None = None,
         factories_from: str | None = None,
+        check_memory: Callable[[MemorySystem], None] | None = None,
     ) -> StreamRun:
         """A fresh memory system and agent for stream ``name``.
 
@@ -179,6 +182,8 @@ class BenchmarkRun:
         returned yet (:func:`..memory.factory.open_with_timeout`). A factory given
         here (``factories_from`` says by whom, e.g. a conftest fixture) whose result is
         not an Agent or a MemorySystem raises :class:`~..errors.SessionRefused`.
+        ``check_memory`` sees the memory just built, before the agent is (the
+        session's check of what it will ask of it, :mod:`.capabilities`).
         """
         context = MemoryContext(
             # a replicate's label: replicates of one run never share a store named after it
@@ -196,6 +201,13 @@ class BenchmarkRun:
             )
             if memory_factory is not None:
                 _check_given(backend, MemorySystem, "memory", memory_factory, factories_from)
+            if check_memory is not None:
+                try:
+                    check_memory(backend)
+                except BaseException:
+                    with contextlib.suppress(Exception):  # the refusal is what the user must see
+                        backend.close()
+                    raise
             memory = observe(backend, name, self.isolation_guard)
         try:
             agent = call_factory(
@@ -331,6 +343,8 @@ def check_builtin_parts(config: RunConfig, *, builtin_agent: bool, builtin_memor
     spec = backend_spec(config.memory.backend)
     if spec is not None and (problem := missing_extra(spec)):
         raise ConfigError(f"{where}: key 'backend': {problem}")
+    if problem := embedder_problem(config.memory):
+        raise ConfigError(f"{where}: key 'embedder': {problem}", key="embedder")
     if spec is not None and spec.check is not None:  # e.g. a model endpoint the memory's infer needs
         spec.check(config.memory, config.agent.model, where)
 
