@@ -464,8 +464,11 @@ class RunLock:
         import fcntl
 
         self._made = [path for path in (self.run_dir, *self.run_dir.parents) if not path.exists()]
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        handle = (self.run_dir / LOCK).open("a+", encoding="utf-8")
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            handle = (self.run_dir / LOCK).open("a+", encoding="utf-8")
+        except OSError as error:  # a full disk, a read-only file system
+            raise cannot_write(self.run_dir / LOCK, error) from None
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -482,9 +485,13 @@ class RunLock:
                 "finish or give this run another --evomemory-output-dir"
             ) from None
         self._handle = handle
-        write_json_atomically(
-            self.run_dir / LOCK_OWNER, {"pid": os.getpid(), "started": utc_now(), "command": list(command)}
-        )
+        try:
+            write_json_atomically(
+                self.run_dir / LOCK_OWNER, {"pid": os.getpid(), "started": utc_now(), "command": list(command)}
+            )
+        except OSError as error:
+            self.release()
+            raise cannot_write(self.run_dir / LOCK_OWNER, error) from None
 
     def release(self) -> None:
         if self._handle is None:
@@ -543,8 +550,38 @@ class SharedErrorCount:
 # --------------------------------------------------------------------------- writing
 
 
+def cannot_write(path: Path, error: OSError) -> RunDirError:
+    """One line for a write of the run directory the system refused before any task
+    (a full disk, a read-only file system, no permission), naming the file and the
+    system's reason: nothing was recorded, so the run is simply started again."""
+    import errno
+
+    code = errno.errorcode.get(error.errno or 0)
+    return RunDirError(
+        f"cannot write {path}: {error.strerror or error}{f' ({code})' if code else ''}; nothing of this run was "
+        "written: free space or fix the permissions, then run again"
+    )
+
+
 def move_previous_run_aside(run_dir: Path) -> Path | None:
-    """A new run keeps an earlier run's files under ``history/`` instead of deleting them."""
+    """A new run keeps an earlier run's files under ``history/`` instead of deleting them.
+
+    A move the system refuses (a full disk while ``history/`` is made) is one line
+    naming it; every earlier file is then either where it was or in ``history/``."""
+    try:
+        return _move_aside(run_dir)
+    except OSError as error:
+        import errno
+
+        code = errno.errorcode.get(error.errno or 0)
+        raise RunDirError(
+            f"cannot move the earlier run in {run_dir} aside to {run_dir / HISTORY}: {error.strerror or error}"
+            f"{f' ({code})' if code else ''}; its files are kept (in place, or under {HISTORY}/): free space or fix "
+            "the permissions, then run again"
+        ) from None
+
+
+def _move_aside(run_dir: Path) -> Path | None:
     present = [name for name in RUN_FILES if (run_dir / name).exists()]
     transcripts = run_dir / TRANSCRIPTS
     if not present and not (transcripts.is_dir() and any(transcripts.iterdir())):
