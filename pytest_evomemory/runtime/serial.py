@@ -20,6 +20,7 @@ from .records import Record
 from .resume import read_resume_source
 from .run import AgentFactoryFn, MemoryFactoryFn
 from .session import Outcome, Session, SessionSetup
+from .signals import lift_shield, shield_interrupts
 from .stream import drive
 
 
@@ -60,6 +61,7 @@ def run_session(
                 _run_stream(session, arm.key(stream.name), agent_factory, memory_factory, notice, progress)
     except KeyboardInterrupt:
         interrupted = True
+        shield_interrupts()  # lifted by the driver once everything is printed
     finally:
         session.termination.uninstall()
     for arm in session.arms:
@@ -121,6 +123,7 @@ def run_benchmark(
         run_session(session, agent_factory=agent_factory, memory_factory=memory_factory)
     finally:
         session.release()
+        lift_shield()
     summary = session.baseline.summary
     return dict(summary) if summary is not None else {}
 

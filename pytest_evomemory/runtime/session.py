@@ -108,7 +108,7 @@ from .run import (
     effective_thresholds,
 )
 from .shards import ShardPlan, check_shard_dir, plan_shards, session_cells, session_fingerprint
-from .signals import Termination
+from .signals import Termination, shield_interrupts
 from .stream import Episode, StreamRun
 
 RecordSink = Callable[[Record], None]
@@ -974,8 +974,11 @@ class Session:
 
     def finish(self, *, interrupted: bool = False) -> Outcome:
         """Every arm's summary, thresholds and report, the comparison and its gates;
-        for a refused session, nothing (it wrote nothing, and exits 4)."""
+        for a refused session, nothing (it wrote nothing, and exits 4). From here on
+        Ctrl-C and SIGTERM are ignored until the driver has printed everything
+        (:func:`.signals.shield_interrupts`): the summary is never cut in half."""
         self.termination.finishing = True
+        shield_interrupts()
         if self.refused is not None:
             return Outcome(interrupted=interrupted, refused=self.refused)
         stop_reason = self.stop_reason
