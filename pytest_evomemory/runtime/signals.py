@@ -72,7 +72,7 @@ class Termination:
 
 
 #: The handlers the shield replaced (None: no shield up).
-_SHIELDED: dict[int, Any] | None = None
+_SHIELDED: dict[signal.Signals, Any] | None = None
 
 
 def _noted(signum: int, frame: FrameType | None) -> None:
