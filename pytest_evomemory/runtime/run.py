@@ -29,7 +29,6 @@ from ..evaluation.evomemory import EvoMemoryEvaluator
 from ..factories import call_factory, check_protocol, check_signature, load_factory
 from ..identity import component, factory_reference, ran_model
 from ..memory.base import MemoryContext, MemorySystem
-from ..memory.embedders import embedder_problem
 from ..memory.factory import WaitNotice, backend_spec, build_memory, missing_extra, open_with_timeout
 from ..memory.snapshot import StreamSnapshots
 from ..models import check_agent_environment
@@ -343,8 +342,6 @@ def check_builtin_parts(config: RunConfig, *, builtin_agent: bool, builtin_memor
     spec = backend_spec(config.memory.backend)
     if spec is not None and (problem := missing_extra(spec)):
         raise ConfigError(f"{where}: key 'backend': {problem}")
-    if problem := embedder_problem(config.memory):
-        raise ConfigError(f"{where}: key 'embedder': {problem}", key="embedder")
     if spec is not None and spec.check is not None:  # e.g. a model endpoint the memory's infer needs
         spec.check(config.memory, config.agent.model, where)
 
