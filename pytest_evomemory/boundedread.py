@@ -24,6 +24,7 @@ import os
 import re
 import stat
 from collections.abc import Callable
+from io import BufferedReader
 from itertools import accumulate
 from pathlib import Path
 from typing import Any
@@ -133,6 +134,23 @@ def read_bytes(path: Path, *, limit: int, what: str = "this file", error: ErrorF
         os.close(descriptor)
 
 
+def open_regular(path: Path, *, what: str = "this file", error: ErrorFactory = _default_error) -> BufferedReader:
+    """``path`` opened for reading as a stream (a long JSONL file is read a line at a
+    time), when it is a regular file: a device, FIFO or socket is ``error`` before it
+    is opened (opening a FIFO would wait for a writer for ever) and again on the
+    descriptor. ``FileNotFoundError`` passes through; any other ``OSError`` too."""
+    info = os.stat(path)
+    kind = special_file_kind(info.st_mode)
+    if kind is not None:
+        raise error(f"{path}: is {kind}, not a regular file; {what} must be a regular file")
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0) | os.O_CLOEXEC)
+    kind = special_file_kind(os.fstat(descriptor).st_mode)
+    if kind is not None:
+        os.close(descriptor)
+        raise error(f"{path}: is {kind}, not a regular file; {what} must be a regular file")
+    return os.fdopen(descriptor, "rb")
+
+
 def read_text(path: Path, *, limit: int, what: str = "this file", error: ErrorFactory = _default_error,
               encoding: str = "utf-8") -> str:
     """:func:`read_bytes` decoded; text that is not ``encoding`` is ``error``."""
@@ -224,6 +242,7 @@ __all__ = [
     "json_problem",
     "loads",
     "nesting_depth",
+    "open_regular",
     "read_bytes",
     "read_json",
     "read_text",

@@ -345,18 +345,16 @@ def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     record. Lines are split on ``\\n`` only: ``str.splitlines`` would also split on
     U+2028, U+0085 and other characters that may stand unescaped in a file written by hand.
     """
+    def refused(problem: str) -> RunDirError:  # a FIFO never ends, a device never ends a line
+        return RunDirError(f"{problem}; it is not a run's record file: remove it, or give another run directory")
+
     try:
-        handle = path.open("rb")
+        handle = boundedread.open_regular(path, what="a run's record file", error=refused)
     except FileNotFoundError:
         return iter(())
     except OSError as error:  # a directory, a link loop, no permission: not a torn line
         problem = path_problem(path) or f"cannot be read ({error.strerror or error})"
         raise RunDirError(f"{path} {problem}; it is not a run's record file: remove it, or give another run directory") from None
-    kind = boundedread.special_file_kind(os.fstat(handle.fileno()).st_mode)
-    if kind is not None:  # a FIFO never ends, a device never ends a line
-        handle.close()
-        raise RunDirError(f"{path} is {kind}, not a regular file; it is not a run's record file: remove it, "
-                          "or give another run directory")
     key = UNIQUE_KEYS.get(path.name) or (TRANSCRIPT_KEY if path.parent.name == TRANSCRIPTS else None)
     return _records(handle, path, key)
 

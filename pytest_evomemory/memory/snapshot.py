@@ -43,6 +43,7 @@ import shutil
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from io import BufferedReader
 from pathlib import Path
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
@@ -186,9 +187,19 @@ def _read_small(path: Path | str) -> bytes:
     return boundedread.read_bytes(Path(path), limit=boundedread.CACHE_BYTES, what="a snapshot label", error=refused)
 
 
+def _open_log(path: Path | str) -> BufferedReader:
+    """A snapshot's file opened to be read whole: a FIFO or device in its place is an
+    ``OSError`` (the snapshot reads as damaged), never an open that waits for ever."""
+
+    def refused(message: str) -> OSError:
+        return OSError(errno.EINVAL, message)
+
+    return boundedread.open_regular(Path(path), what="a snapshot file", error=refused)
+
+
 def _sha256_file(path: str) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with _open_log(path) as handle:
         while chunk := handle.read(_READ_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
@@ -201,7 +212,7 @@ def _prefix_digests(path: str, offsets: Iterable[int]) -> dict[int, str | None]:
     found: dict[int, str | None] = dict.fromkeys(wanted)
     digest = hashlib.sha256()
     position = 0
-    with open(path, "rb") as handle:
+    with _open_log(path) as handle:
         for offset in wanted:
             while position < offset:
                 chunk = handle.read(min(_READ_CHUNK, offset - position))
@@ -1008,7 +1019,7 @@ class RecordLog:
             return known
         tracker = _LogTracker(log["generation"], log["bytes"], manifest["count"], manifest["last_id"])
         try:
-            with open(path, "rb") as handle:
+            with _open_log(path) as handle:
                 remaining = log["bytes"]
                 while remaining > 0 and (chunk := handle.read(min(_READ_CHUNK, remaining))):
                     tracker.digest.update(chunk)
@@ -1097,7 +1108,7 @@ class RecordLog:
         generation, size = log["generation"], log["bytes"]
         name = _log_name(generation)
         try:
-            with open(self._log_path(generation), "rb") as handle:
+            with _open_log(self._log_path(generation)) as handle:
                 data = handle.read(size)
         except FileNotFoundError:
             raise self._damaged(f"its record log {name} is missing") from None

@@ -51,10 +51,7 @@ def file_sha256(path: Path, cache_dir: Path | None = None) -> str:
         cached = ""
     if _HEX64.match(cached):
         return cached
-    with resolved.open("rb") as handle:
-        kind = boundedread.special_file_kind(os.fstat(handle.fileno()).st_mode)
-        if kind is not None:  # a hash of /dev/zero never ends
-            raise OSError(f"{path} is {kind}, not a regular file")
+    with boundedread.open_regular(resolved, what="a model file", error=OSError) as handle:  # /dev/zero never ends
         digest = hashlib.file_digest(handle, "sha256").hexdigest()
     _store(entry, digest)
     return digest

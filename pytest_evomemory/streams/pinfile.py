@@ -9,13 +9,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from ..atomicfile import write_atomically
-from ..boundedread import special_file_kind
+from ..boundedread import open_regular
 from ..errors import DataError
 
 #: The manifest a materializer writes beside (or for) a file it downloaded.
@@ -27,10 +26,7 @@ def size_and_sha256(path: Path) -> tuple[int, str]:
     read for ever, is a :class:`~..errors.DataError` naming it)."""
     digest = hashlib.sha256()
     size = 0
-    with path.open("rb") as handle:
-        kind = special_file_kind(os.fstat(handle.fileno()).st_mode)
-        if kind is not None:
-            raise DataError(f"{path}: is {kind}, not a regular file; a data file must be a regular file")
+    with open_regular(path, what="a data file", error=DataError) as handle:
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
             size += len(chunk)

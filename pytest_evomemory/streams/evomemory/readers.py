@@ -96,7 +96,7 @@ def _read_csv(path: Path) -> list[Record]:
 
 def _read_jsonl(path: Path) -> list[Record]:
     records = []
-    with path.open("rb") as handle:
+    with boundedread.open_regular(path, what="a data file", error=SourceFormatError) as handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue
