@@ -396,7 +396,7 @@ __all__ = [
     "SessionOptions",
     "add_min_gain_by",
     "add_options",
-    "min_gain_by",
     "count_problem",
+    "min_gain_by",
     "read_options",
 ]

@@ -530,7 +530,7 @@ class SharedErrorCount:
             with self.path.open("a+", encoding="ascii") as handle:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
                 handle.seek(0)
-                total = int(handle.read().strip() or 0) + count
+                total = int(handle.read(64).strip() or 0) + count
                 handle.seek(0)
                 handle.truncate()
                 handle.write(str(total))
@@ -540,8 +540,9 @@ class SharedErrorCount:
 
     def read(self) -> int:
         try:
-            return int(self.path.read_text(encoding="ascii").strip() or 0)
-        except (OSError, ValueError):
+            text = boundedread.read_text(self.path, limit=64, what="the error count", encoding="ascii")
+            return int(text.strip() or 0)
+        except (OSError, ValueError, boundedread.UnreadableFile):
             return 0
 
 

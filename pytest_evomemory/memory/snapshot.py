@@ -777,7 +777,7 @@ class StreamSnapshots:
                 "add them, or run again without --evomemory-resume"
             )
         slot = self.verify(completed)
-        label, _ = _parse_label((slot / _LABEL).read_bytes())
+        label, _ = _parse_label(_read_small(slot / _LABEL))
         if label is not None and label.memory != name:
             problem = f"it was written by memory system {label.memory}, and this run's is {name}"
             raise SnapshotDamaged(self._damage_message(slot, completed, problem), path=os.fspath(slot), problem=problem)
