@@ -307,7 +307,7 @@ def _count(value: object, option: Option, flags: Flags) -> int:
     problem = count_problem(value, option.maximum)
     if problem is not None:
         raise ConfigError(
-            f"{flags(option.name)} {problem} (a whole number of {option.counts}, from 1 to {option.maximum:,}), got "
+            f"{flags(option.name)} {problem} (a whole number of {option.counts}), got "
             f"{str(value)[:40]!r}; write e.g. {flags(option.name)}=5"
         )
     return int(str(value).strip())

@@ -346,6 +346,7 @@ def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     U+2028, U+0085 and other characters that may stand unescaped in a file written by hand.
     """
     def refused(problem: str) -> RunDirError:  # a FIFO never ends, a device never ends a line
+        problem = f"{path} {path_problem(path)}" if path.is_dir() else problem
         return RunDirError(f"{problem}; it is not a run's record file: remove it, or give another run directory")
 
     try:

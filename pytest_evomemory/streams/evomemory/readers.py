@@ -102,8 +102,10 @@ def _read_jsonl(path: Path) -> list[Record]:
                 continue
             try:
                 record = boundedread.loads(raw, depth=boundedread.MAX_ARTEFACT_DEPTH)
-            except ValueError as error:  # not UTF-8, not JSON, or over a bound
-                raise SourceFormatError(f"line {number}: {boundedread.json_problem(error)}") from None
+            except boundedread.BoundExceeded as error:
+                raise SourceFormatError(f"line {number}: {error}") from None
+            except ValueError as error:  # not UTF-8, not JSON
+                raise SourceFormatError(f"line {number} is not valid JSON ({error})") from None
             if not isinstance(record, dict):
                 raise SourceFormatError(f"line {number} is not a JSON object")
             records.append(record)

@@ -126,8 +126,10 @@ def read_conversations(layout: SourceFormat, data: bytes, where: str) -> list[Co
         return _read_zip(data, where)
     except zipfile.BadZipFile as error:
         raise DataError(f"{where}: unreadable ({type(error).__name__}: {error})") from None
-    except ValueError as error:  # not UTF-8, not JSON, or over a bound (nesting, integer digits)
-        raise DataError(f"{where}: unreadable: {boundedread.json_problem(error)}") from None
+    except boundedread.BoundExceeded as error:  # nesting, integer digits
+        raise DataError(f"{where}: unreadable: {error}") from None
+    except ValueError as error:  # not UTF-8, not JSON
+        raise DataError(f"{where}: unreadable ({type(error).__name__}: {error})") from None
 
 
 def _read_zip(data: bytes, where: str) -> list[Conversation]:
