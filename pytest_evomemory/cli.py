@@ -23,8 +23,15 @@ from .errors import ConfigError
 from .options import GAIN_FIGURE, add_min_gain_by, min_gain_by
 from .redaction import shown
 from .reporting.gain import GainThreshold, check_gains, parse_min_gain
-from .reporting.html import REPORT_NAME, ReportError, write_comparison, write_html_report
+from .reporting.html import (
+    REPORT_NAME,
+    ReportError,
+    comparison_json_path,
+    write_comparison,
+    write_html_report,
+)
 from .reporting.terminal import format_comparison
+from .rundir import ARMS_MANIFEST, output_path_problem
 
 PROG = "evomemory"
 DEFAULT_COMPARE_OUTPUT = "evomemory-compare.html"
@@ -119,6 +126,18 @@ def _labels(value: str | None, count: int) -> list[str] | None:
     return labels
 
 
+def refuse_run_output(path: Path, *, own: Sequence[Path] = ()) -> None:
+    """:class:`ReportError` when an output file would land inside a run directory
+    (:func:`.rundir.output_path_problem`): before any run is read."""
+    problem = output_path_problem(path, own=own)
+    if problem is not None:
+        raise ReportError(f"-o {problem}")
+
+
+def _session_comparison(path: Path) -> bool:
+    return path.name in ("compare.html", "compare.json") and (path.parent / ARMS_MANIFEST).is_file()
+
+
 def _gate(document: Mapping[str, Any], gates: Sequence[GainThreshold]) -> bool:
     """Print each gain gate's verdict; True when one is missed."""
     results = check_gains(document, gates)
@@ -168,11 +187,16 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return localcmd.main(args)
     try:
         if args.command == "report":
+            if args.output is not None:
+                refuse_run_output(args.output, own=[args.run_dir / REPORT_NAME])
             written = write_html_report(args.run_dir, args.output)
         else:
             if len(args.run_dirs) < 2:
                 parser.error("compare needs at least two run directories")
             requires = min_gain_by(args)  # refused before anything is written
+            for path in (args.output, comparison_json_path(args.output)):
+                # a session's own comparison (compare.html beside its arms.json) is compare's file to replace
+                refuse_run_output(path, own=[path] if _session_comparison(path) else [])
             files = write_comparison(args.run_dirs, args.output, _labels(args.labels, len(args.run_dirs)))
             gates = parse_min_gain(args.min_gain, list(files.document["streams"]), option="--min-gain", requires=requires)
             for line in format_comparison(files.document):

@@ -32,6 +32,7 @@ from pydantic import (
 )
 
 from .errors import ConfigError
+from .options import MAX_LIMIT, MAX_REPEATS
 from .pricing import Pricing
 
 MemoryStrategy = Literal["none", "deterministic_recall", "tool_use"]
@@ -116,9 +117,9 @@ class BenchmarkConfig(StrictModel):
 
     benchmark: str = "evomemory_single_turn"
     streams: list[str] | None = None
-    limit: Annotated[int, Field(ge=1)] | None = None
+    limit: Annotated[int, Field(ge=1, le=MAX_LIMIT)] | None = None
     data_dir: PathText | None = None
-    seed: int = 0
+    seed: Annotated[int, Field(ge=-(2**63), lt=2**63)] = 0
     #: evomemory_single_turn only: MMLU-Pro categories to keep; ``None`` means the
     #: paper's (economics, engineering, philosophy), ``"all"`` turns the filter off.
     mmlu_pro_categories: list[str] | Literal["all"] | None = None
@@ -129,7 +130,7 @@ class BenchmarkConfig(StrictModel):
     #: Which keys go together is checked by :mod:`.configload`.
     order: Literal["given", "shuffle", "easy_to_hard", "hard_to_easy"] = "given"
     #: The seed of ``order: shuffle`` (default: ``seed``, which also fixes GPQA's options).
-    order_seed: int | None = None
+    order_seed: Annotated[int, Field(ge=-(2**63), lt=2**63)] | None = None
     #: Finished run directories whose results give each task's difficulty (the share of
     #: them that solved it) for easy_to_hard / hard_to_easy (paths: :data:`PathText`).
     order_from: PathText | list[PathText] | None = None
@@ -143,7 +144,7 @@ class BenchmarkConfig(StrictModel):
     #: Independent replicates of the run in one session (docs/configuration.md,
     #: "Repeats"): ``repeats: N`` runs seeds ``seed .. seed + N - 1``; ``seeds`` lists
     #: them. One of the two; ``--evomemory-repeats`` replaces both.
-    repeats: Annotated[int, Field(ge=1, le=100)] | None = None
+    repeats: Annotated[int, Field(ge=1, le=MAX_REPEATS)] | None = None
     seeds: list[Annotated[int, Field(ge=-(2**63), lt=2**63)]] | None = None
 
     @field_validator("seeds")

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .configs import BUILTIN_DIR
+from .rundir import output_path_problem
 
 DEFAULT_DIR = "configs"
 #: Shipped for the package's own test suite, not as starters.
@@ -48,6 +49,10 @@ def starter_files() -> list[Path]:
 
 def main(args: argparse.Namespace) -> int:
     target = Path(args.directory)
+    problem = output_path_problem(target)
+    if problem is not None:  # starter configs are no files of a run
+        print(f"evomemory: error: {problem}", file=sys.stderr)
+        return EXIT_CANNOT_WRITE
     starters = starter_files()
     existing = {name for name in starters if (target / name).exists()}
     write = starters if args.force else [name for name in starters if name not in existing]

@@ -20,6 +20,7 @@ from .options import GAIN_FIGURE, add_min_gain_by, min_gain_by
 from .redaction import shown
 from .reporting.gain import GainThreshold, check_gains, check_replicate_gains, parse_min_gain
 from .reporting.terminal import format_comparison, format_replicates, format_table
+from .rundir import output_path_problem
 from .runtime.merge import MERGE, MergeRefused, merge_shards
 from .runtime.shards import ShardPlan
 
@@ -57,6 +58,10 @@ def main(args: argparse.Namespace) -> int:
             raise ConfigError("--min-gain gates the gain of an arm over the baseline: the shards ran one arm")
         gates.extend(parse_min_gain(args.min_gain, list(plan.streams), option="--min-gain", requires=min_gain_by(args)))
 
+    problem = output_path_problem(args.output_dir, directory=True)
+    if problem is not None:  # before any shard is read
+        _error(f"{MERGE}: error: --output-dir {problem}")
+        return USAGE_ERROR
     try:
         merged = merge_shards(args.shard_dirs, args.output_dir, tuple(sys.argv), check)
     except MergeRefused as refused:

@@ -29,6 +29,33 @@ Entry = Literal["pytest", "cli"]
 GAIN_FIGURE = "accuracy (for a stream whose match mode declares a headline mean, LoCoMo's mean F1)"
 
 
+#: The range of each count, in one place: the option at every door (``--evomemory-*``,
+#: ``evomemory run``), the config key that sets the same thing (:mod:`.config` uses
+#: these), and what a resume or merge accepts from an artefact (:mod:`.rundir`).
+MAX_REPEATS = 100
+#: Tasks per stream (``limit``): no stream holds more; a larger number is a typo.
+MAX_LIMIT = 100_000_000
+#: Failed episodes before the session stops (``max-errors``).
+MAX_ERRORS = 100_000_000
+
+
+def count_problem(value: object, maximum: int) -> str | None:
+    """Why ``value`` is not a whole number from 1 to ``maximum``, or None: the one
+    check of a count, whatever door or artefact it came through."""
+    if isinstance(value, bool) or not isinstance(value, int | str):
+        return "must be at least 1"
+    text = str(value).strip()
+    digits = text.lstrip("+-")
+    if not (digits.isascii() and digits.isdigit()):
+        return "must be at least 1"
+    significant = digits.lstrip("0")
+    if text.startswith("-") or not significant:
+        return "must be at least 1"
+    if len(significant) > len(str(maximum)) or int(significant) > maximum:
+        return f"must be at most {maximum:,}"
+    return None
+
+
 @dataclass(frozen=True)
 class Option:
     """One option: ``name`` is its spelling after the entry point's prefix."""
@@ -43,6 +70,8 @@ class Option:
     counts: str = ""
     #: a choice's values, the first its default
     choices: tuple[str, ...] = ()
+    #: a count's largest value (the config key's, where one sets the same thing)
+    maximum: int = MAX_LIMIT
 
     @property
     def dest(self) -> str:
@@ -79,7 +108,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option("output-dir", metavar="DIR", help="where the run's artefacts go (default: evomemory-results/<run name>; "
            "with several arms, the directory holding one directory per arm and their comparison)"),
-    Option("limit", metavar="N", kind="count", counts="tasks per stream",
+    Option("limit", metavar="N", kind="count", counts="tasks per stream", maximum=MAX_LIMIT,
            help="run only the first N tasks of each stream (overrides the benchmark config)"),
     Option("stream", metavar="NAME", kind="list",
            help="run only this stream (repeatable); default: every stream of the benchmark"),
@@ -107,11 +136,11 @@ OPTIONS: tuple[Option, ...] = (
         "interrupted session of arms, given the directory holding its arms.json): completed tasks are "
         "not run again and each stream's memory is restored",
     ),
-    Option("repeats", metavar="N", kind="count", counts="replicates per arm",
+    Option("repeats", metavar="N", kind="count", counts="replicates per arm", maximum=MAX_REPEATS,
            help="run each arm N times as independent replicates (seeds benchmark.seed .. +N-1, each its own run "
            "directory <arm dir>/r1..rN), reported as the mean with its 95%% interval across them; replaces the "
            "configs' benchmark.repeats / benchmark.seeds"),
-    Option("max-errors", metavar="N", kind="count", counts="failed episodes",
+    Option("max-errors", metavar="N", kind="count", counts="failed episodes", maximum=MAX_ERRORS,
            help="stop the session after N failed episodes (default: never)"),
     Option(
         "max-cost", metavar="USD", kind="dollars",
@@ -291,16 +320,13 @@ def read_options(values: Mapping[str, Any], flags: Flags) -> SessionOptions:
 
 
 def _count(value: object, option: Option, flags: Flags) -> int:
-    if isinstance(value, int) and not isinstance(value, bool) and value >= 1:
-        return value
-    text = str(value).strip()
-    count = int(text) if text.isascii() and text.isdigit() and len(text) <= 18 else 0
-    if count < 1:
+    problem = count_problem(value, option.maximum)
+    if problem is not None:
         raise ConfigError(
-            f"{flags(option.name)} must be at least 1 (a whole number of {option.counts}), got "
+            f"{flags(option.name)} {problem} (a whole number of {option.counts}), got "
             f"{str(value)[:40]!r}; write e.g. {flags(option.name)}=5"
         )
-    return count
+    return int(str(value).strip())
 
 
 def _dollars(value: object, option: Option, flags: Flags) -> float:
@@ -375,6 +401,9 @@ __all__ = [
     "DEFAULT_CHAINS",
     "GAIN_FIGURE",
     "GAIN_REQUIRES",
+    "MAX_ERRORS",
+    "MAX_LIMIT",
+    "MAX_REPEATS",
     "OPTIONS",
     "PROGRESS_INTERVAL_INI",
     "PYTEST_FLAGS",
@@ -384,6 +413,7 @@ __all__ = [
     "SessionOptions",
     "add_min_gain_by",
     "add_options",
+    "count_problem",
     "min_gain_by",
     "read_options",
 ]

@@ -22,6 +22,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from . import boundedread
 from .errors import ConfigError
 from .types import Usage
 from .yamlio import parse_yaml
@@ -64,9 +65,10 @@ class PricingFileError(ValueError):
 def load_pricing_file(path: Path, model: str) -> Pricing:
     """The prices of ``model`` in the pricing file at ``path``."""
     try:
-        if path.stat().st_size > MAX_PRICING_FILE_BYTES:
-            raise PricingFileError(f"{path} is over {MAX_PRICING_FILE_BYTES:,} bytes; a pricing file is a few lines")
-        data: Any = parse_yaml(path.read_text(encoding="utf-8"))  # the strict reader of every config file
+        text = boundedread.read_text(
+            path, limit=MAX_PRICING_FILE_BYTES, what="a pricing file (a few lines)", error=PricingFileError
+        )
+        data: Any = parse_yaml(text)  # the strict reader of every config file
     except OSError as error:
         raise PricingFileError(f"cannot read the pricing file {path}: {error.strerror or error}") from None
     except (yaml.YAMLError, UnicodeDecodeError) as error:

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import iniconfig
 
+from . import boundedread
+
 
 @dataclass(frozen=True)
 class PytestSettings:
@@ -35,12 +37,13 @@ class PytestSettings:
 def _section(path: Path) -> dict[str, object] | None:
     """The pytest section of ``path``, or None when the file holds none."""
     try:
+        text = boundedread.read_text(path, limit=boundedread.CONFIG_BYTES * 10, what="a pytest settings file")
         if path.name == "pyproject.toml":
-            table = tomllib.loads(path.read_text(encoding="utf-8")).get("tool", {}).get("pytest", {})
+            table = tomllib.loads(text).get("tool", {}).get("pytest", {})
             options = table.get("ini_options") if isinstance(table, dict) else None
             return dict(options) if isinstance(options, dict) else None
-        parsed = iniconfig.IniConfig(str(path))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, iniconfig.ParseError):
+        parsed = iniconfig.IniConfig(str(path), data=text)
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, iniconfig.ParseError, boundedread.UnreadableFile):
         return None
     name = {"setup.cfg": "tool:pytest", "tox.ini": "pytest"}.get(path.name, "pytest")
     if name not in parsed:

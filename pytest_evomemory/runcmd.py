@@ -39,6 +39,7 @@ from .reporting.progress import ProgressBoard, cost_text, progress_interval, tas
 from .runtime.lines import Line
 from .runtime.records import Record
 from .runtime.session import EXIT_USAGE, Session, SessionSetup
+from .runtime.signals import lift_shield
 from .text import inert
 
 __all__ = ["EXIT_USAGE", "RunProgress", "add_parser", "main"]
@@ -99,8 +100,11 @@ def main(args: argparse.Namespace) -> int:
             signal.signal(signal.SIGUSR1, previous)
         heap.resume()  # settled already unless the run failed before its preflight
         session.release()
-    for line in session.report(resume_command="evomemory run"):
-        _print(line)
+    try:
+        for line in session.report(resume_command="evomemory run"):
+            _print(line)
+    finally:
+        lift_shield()  # raised by an interrupt (runtime/signals.py): the session has ended
     return outcome.exit_status()
 
 

@@ -42,8 +42,10 @@ from typing import IO, TYPE_CHECKING, Any
 
 from pydantic import TypeAdapter, ValidationError
 
+from . import boundedread
 from .atomicfile import write_atomically
 from .errors import ConfigError
+from .options import MAX_REPEATS, count_problem
 from .redaction import dumps_redacted
 from .rundocs import (
     DAMAGED_ADVICE as DAMAGED_ADVICE,
@@ -64,7 +66,14 @@ from .rundocs import (
 from .rundocs.base import Doc, problem_line
 from .rundocs.wire import Event, FeedbackSkippedRecord, Record
 from .text import inert, shorten
-from .validation import CONTROL_CHARACTERS, MAX_NAME_BYTES, long_name_problem, path_problem, run_name_problem
+from .validation import (
+    CONTROL_CHARACTERS,
+    MAX_NAME_BYTES,
+    long_name_problem,
+    path_problem,
+    resolve_path,
+    run_name_problem,
+)
 
 if TYPE_CHECKING:
     from .streams import Stream
@@ -236,8 +245,67 @@ def place_problem(path: Path, kind: str) -> str | None:
             return f"{parent} is a file where a directory is expected (for {path})"
         if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
             return f"{parent} is not writable (for {path})"
+        if parent is not None and (problem := filesystem_problem(parent)):
+            return f"{parent} {problem} (for {path})"
     except OSError as error:
         return f"{path} cannot be checked ({error.strerror or error})"
+    return None
+
+
+#: What makes a directory a run's (or a session's): an output never goes inside one.
+RUN_MARKERS = (RUN_DOCUMENT, ARMS_MANIFEST)
+
+
+def enclosing_run(path: Path, *, itself: bool = True) -> tuple[Path, str] | None:
+    """The run (or session) directory ``path`` lies in, with the file that marks it,
+    or None: ``path`` itself when ``itself`` and it is one, else its nearest parent
+    holding a run.json or an arms.json (symbolic links resolved)."""
+    resolved = resolve_path(path)
+    for place in ((resolved,) if itself else ()) + tuple(resolved.parents):
+        for marker in RUN_MARKERS:
+            try:
+                if (place / marker).is_file():
+                    return place, marker
+            except OSError:
+                continue
+    return None
+
+
+def output_path_problem(path: Path, *, own: Iterable[Path] = (), directory: bool = False) -> str | None:
+    """Why a command's output ``path`` would overwrite a run, in words, or None.
+
+    The one rule of ``report``, ``table``, ``compare``, ``merge`` and ``init``: an
+    output never goes inside a run directory (one holding run.json or arms.json),
+    whichever file of it is named, unless it is one of ``own`` (the command's own
+    file there, as ``RUN/report.html`` for ``report RUN``). ``directory``: ``path``
+    is a directory the command makes or replaces as a whole (merge's output), which
+    may itself be a run; only a run around it is refused."""
+    resolved = resolve_path(path)
+    if resolved in {resolve_path(place) for place in own}:
+        return None
+    found = enclosing_run(path, itself=not directory)
+    if found is None:
+        return None
+    run, marker = found
+    where = "is the run directory" if run == resolved else "is inside the run directory"
+    return (
+        f"{path} {where} {run} (it holds {marker}): writing there would overwrite or mix with that run's "
+        "records; give a path outside every run directory"
+    )
+
+
+def filesystem_problem(directory: Path) -> str | None:
+    """Why nothing can be written under ``directory`` whatever its permissions say, or
+    None: a read-only file system (``os.access`` answers for root as if it were not),
+    or one that holds no files at all (/proc, /sys: no blocks)."""
+    try:
+        info = os.statvfs(directory)
+    except (OSError, AttributeError):
+        return None
+    if info.f_flag & getattr(os, "ST_RDONLY", 1):
+        return "is on a read-only file system"
+    if (info.f_blocks == 0 and info.f_files == 0) or resolve_path(directory).parts[1:2] in (("proc",), ("sys",)):
+        return "is on a file system that holds no files (such as /proc or /sys)"
     return None
 
 
@@ -300,8 +368,12 @@ def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     record. Lines are split on ``\\n`` only: ``str.splitlines`` would also split on
     U+2028, U+0085 and other characters that may stand unescaped in a file written by hand.
     """
+    def refused(problem: str) -> RunDirError:  # a FIFO never ends, a device never ends a line
+        problem = f"{path} {path_problem(path)}" if path.is_dir() else problem
+        return RunDirError(f"{problem}; it is not a run's record file: remove it, or give another run directory")
+
     try:
-        handle = path.open("rb")
+        handle = boundedread.open_regular(path, what="a run's record file", error=refused)
     except FileNotFoundError:
         return iter(())
     except OSError as error:  # a directory, a link loop, no permission: not a torn line
@@ -327,8 +399,8 @@ def _records(handle: IO[bytes], path: Path, key: tuple[str, ...] | None) -> Iter
                 if not raw.isascii():  # the writer escapes every other character (dumps)
                     raise _damaged(path, number, "holds a byte that is not ASCII (the run writes ASCII JSON)")
                 try:
-                    value = json.loads(raw.decode("ascii"))
-                except (ValueError, RecursionError):  # a torn line, an integer of 5,000 digits, 40,000 brackets
+                    value = boundedread.loads(raw.decode("ascii"), depth=boundedread.MAX_ARTEFACT_DEPTH)
+                except ValueError:  # a torn line, an integer of 5,000 digits, 40,000 brackets
                     value = None
                 if not isinstance(value, dict):
                     what = "is not a JSON object" if value is not None else "is not valid JSON"
@@ -380,10 +452,18 @@ def _damaged(path: Path, number: int, what: str) -> DamagedRecords:
 
 
 def read_json(path: Path) -> dict[str, Any] | None:
-    """A JSON document of the run directory, or None when absent or unreadable."""
+    """A JSON document of the run directory, or None when absent or not a JSON object.
+
+    Read through the bounded reader: a document that is a device, a FIFO or over the
+    size bound is :class:`RunDirError` naming it (it is no run's document, and reading
+    it would never end); one over a JSON bound (nesting, integer digits) reads as damaged."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError, RecursionError):
+        text = boundedread.read_bytes(path, limit=boundedread.DOCUMENT_BYTES, what="a run document", error=RunDirError)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+    try:
+        value = boundedread.loads(text, depth=boundedread.MAX_ARTEFACT_DEPTH)
+    except ValueError:
         return None
     return value if isinstance(value, dict) else None
 
@@ -406,8 +486,11 @@ class RunLock:
         import fcntl
 
         self._made = [path for path in (self.run_dir, *self.run_dir.parents) if not path.exists()]
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        handle = (self.run_dir / LOCK).open("a+", encoding="utf-8")
+        try:
+            self.run_dir.mkdir(parents=True, exist_ok=True)
+            handle = (self.run_dir / LOCK).open("a+", encoding="utf-8")
+        except OSError as error:  # a full disk, a read-only file system
+            raise cannot_write(self.run_dir / LOCK, error) from None
         try:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -424,9 +507,13 @@ class RunLock:
                 "finish or give this run another --evomemory-output-dir"
             ) from None
         self._handle = handle
-        write_json_atomically(
-            self.run_dir / LOCK_OWNER, {"pid": os.getpid(), "started": utc_now(), "command": list(command)}
-        )
+        try:
+            write_json_atomically(
+                self.run_dir / LOCK_OWNER, {"pid": os.getpid(), "started": utc_now(), "command": list(command)}
+            )
+        except OSError as error:
+            self.release()
+            raise cannot_write(self.run_dir / LOCK_OWNER, error) from None
 
     def release(self) -> None:
         if self._handle is None:
@@ -467,7 +554,7 @@ class SharedErrorCount:
             with self.path.open("a+", encoding="ascii") as handle:
                 fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
                 handle.seek(0)
-                total = int(handle.read().strip() or 0) + count
+                total = int(handle.read(64).strip() or 0) + count
                 handle.seek(0)
                 handle.truncate()
                 handle.write(str(total))
@@ -477,16 +564,47 @@ class SharedErrorCount:
 
     def read(self) -> int:
         try:
-            return int(self.path.read_text(encoding="ascii").strip() or 0)
-        except (OSError, ValueError):
+            text = boundedread.read_text(self.path, limit=64, what="the error count", encoding="ascii")
+            return int(text.strip() or 0)
+        except (OSError, ValueError, boundedread.UnreadableFile):
             return 0
 
 
 # --------------------------------------------------------------------------- writing
 
 
+def cannot_write(path: Path, error: OSError) -> RunDirError:
+    """One line for a write of the run directory the system refused before any task
+    (a full disk, a read-only file system, no permission), naming the file and the
+    system's reason: nothing was recorded, so the run is simply started again."""
+    import errno
+
+    code = errno.errorcode.get(error.errno or 0)
+    return RunDirError(
+        f"cannot write {path}: {error.strerror or error}{f' ({code})' if code else ''}; nothing of this run was "
+        "written: free space or fix the permissions, then run again"
+    )
+
+
 def move_previous_run_aside(run_dir: Path) -> Path | None:
-    """A new run keeps an earlier run's files under ``history/`` instead of deleting them."""
+    """A new run keeps an earlier run's files under ``history/`` instead of deleting them.
+
+    A move the system refuses (a full disk while ``history/`` is made) is one line
+    naming it; every earlier file is then either where it was or in ``history/``."""
+    try:
+        return _move_aside(run_dir)
+    except OSError as error:
+        import errno
+
+        code = errno.errorcode.get(error.errno or 0)
+        raise RunDirError(
+            f"cannot move the earlier run in {run_dir} aside to {run_dir / HISTORY}: {error.strerror or error}"
+            f"{f' ({code})' if code else ''}; its files are kept (in place, or under {HISTORY}/): free space or fix "
+            "the permissions, then run again"
+        ) from None
+
+
+def _move_aside(run_dir: Path) -> Path | None:
     present = [name for name in RUN_FILES if (run_dir / name).exists()]
     transcripts = run_dir / TRANSCRIPTS
     if not present and not (transcripts.is_dir() and any(transcripts.iterdir())):
@@ -847,12 +965,46 @@ def read_arms_manifest(directory: Path, flag: str) -> ArmsManifest | None:
         )
         for arm in manifest.arms
     )
-    repeats = manifest.repeats
     return ArmsManifest(
         entries,
         tuple(str(item) for item in manifest.overrides),
         manifest.session if isinstance(manifest.session, str) else None,
-        repeats if isinstance(repeats, int) and not isinstance(repeats, bool) and 1 <= repeats <= 100 else None,
+        _recorded_repeats(document or {}, entries, path, flag),
+    )
+
+
+_REPLICATE_SUFFIX = re.compile(r"@r([1-9][0-9]{0,5})$")
+
+
+def _recorded_repeats(document: Mapping[str, Any], entries: Sequence[ArmEntry], path: Path, flag: str) -> int | None:
+    """The manifest's ``repeats``, checked as a record, never taken as an instruction:
+    within the range the option allows (:data:`.options.MAX_REPEATS`), and equal to the
+    replicates its own entries list for every arm (``<arm>@r1 .. @rN``). Anything else
+    is damage naming the file: a resume that obeyed ``repeats: 40`` in a finished
+    2-replicate session would run 38 replicates nobody asked for."""
+    if "repeats" not in document:
+        return None
+    repeats = document["repeats"]
+    problem = "is text, not a number" if isinstance(repeats, str) else count_problem(repeats, MAX_REPEATS)
+    if problem is None:
+        replicates: dict[str, set[int]] = {}
+        for entry in entries:
+            match = _REPLICATE_SUFFIX.search(entry.name)
+            base = entry.name[: match.start()] if match else entry.name
+            replicates.setdefault(base, set()).add(int(match.group(1)) if match else 0)
+        listed = {base: sorted(found) for base, found in replicates.items()}
+        wanted = list(range(1, int(repeats) + 1))
+        wrong = next((base for base, found in listed.items() if found != wanted), None)
+        if wrong is not None:
+            problem = (
+                f"is {repeats!r} but the manifest lists arm {wrong!r} with replicates "
+                f"{', '.join(f'r{n}' for n in listed[wrong] if n) or 'none'}"
+            )
+    if problem is None:
+        return int(repeats)
+    raise RunDirError(
+        f"{flag}: {path}: 'repeats' {problem} (a whole number from 1 to {MAX_REPEATS} that matches the arms it "
+        f"lists); the file was edited or damaged: restore it, or resume each replicate's directory on its own"
     )
 
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from .reporting.rundata import ReportError
 from .reporting.table import FORMATS, write_table
+from .rundir import output_path_problem
 
 USAGE_ERROR = 2
 
@@ -50,6 +51,9 @@ def add_parser(commands: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     try:
+        problem = output_path_problem(args.output) if args.output is not None else None
+        if problem is not None:  # a table is no file of a run
+            raise ReportError(f"-o {problem}")
         text = write_table(
             args.run_dirs, args.output, form=args.format, labels=_labels(args.labels, len(args.run_dirs)),
             ci=args.ci, digits=args.digits, replicates=args.replicates,

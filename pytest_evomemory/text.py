@@ -87,7 +87,7 @@ def storable_json_text(text: str) -> str:
 
     try:
         value = json.loads(text)
-    except (ValueError, RecursionError):
+    except (ValueError, RecursionError):  # over the nesting bound the turn refuses it as such
         return text
     cleaned = _storable_value(value)
     return text if cleaned == value else json.dumps(cleaned, ensure_ascii=False)

@@ -18,15 +18,9 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from .boundedread import MAX_NESTING_DEPTH, bounded_int, nesting_depth
 from .errors import DataError
-from .text import JsonScan, shorten
-
-#: Nesting deeper than this in a config or a task record is refused: no real config
-#: or task needs it, and parsers recurse per level.
-MAX_NESTING_DEPTH = 100
-
-#: Python refuses to convert integers longer than this (``sys.int_info``); we say so.
-MAX_INT_DIGITS = 4300
+from .text import shorten
 
 #: A single task record (one JSONL line) larger than this is refused at load, so a
 #: 100 MB prompt never reaches a model. Raise it with ``EVOMEMORY_MAX_RECORD_BYTES``.
@@ -130,10 +124,10 @@ def decode_json_line(raw: bytes, where: str, *, first_line: bool = False) -> Any
         raise DataError(f"{where}: {not_utf8(raw, error)}") from None
     depth = nesting_depth(text)
     if depth > MAX_NESTING_DEPTH:
-        raise DataError(f"{where}: nested {depth} levels deep (limit {MAX_NESTING_DEPTH}); flatten the record")
+        raise DataError(f"{where}: nested {depth:,} levels deep (limit {MAX_NESTING_DEPTH}); flatten the record")
     try:
         record = json.loads(
-            text, parse_int=_bounded_int, parse_constant=_no_constant, object_pairs_hook=_unique_keys
+            text, parse_int=bounded_int, parse_constant=_no_constant, object_pairs_hook=_unique_keys
         )
     except json.JSONDecodeError as error:
         if first_line and text.strip() in ("[", "{"):
@@ -182,29 +176,8 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return record
 
 
-def _bounded_int(text: str) -> int:
-    if len(text.lstrip("-")) > MAX_INT_DIGITS:
-        raise ValueError(f"an integer of {len(text):,} digits (limit {MAX_INT_DIGITS}); write it as a string")
-    return int(text)
-
-
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON; write it as a string or null")
-
-
-def nesting_depth(text: str) -> int:
-    """The deepest bracket nesting of a JSON text (brackets inside strings ignored)."""
-    depth = deepest = 0
-    for char in JsonScan().brackets(text):
-        if char in "[{":
-            depth += 1
-            if depth > deepest:
-                deepest = depth
-                if deepest > MAX_NESTING_DEPTH:
-                    return deepest
-        else:
-            depth -= 1
-    return deepest
 
 
 #: Leading bytes of files a user may hand over as JSON lines by mistake.

@@ -14,11 +14,13 @@ from typing import Any
 
 import yaml
 
+from . import boundedread
+from .boundedread import MAX_INT_DIGITS, MAX_NESTING_DEPTH
 from .errors import ConfigError
-from .validation import MAX_INT_DIGITS, MAX_NESTING_DEPTH, not_utf8, path_problem
+from .validation import not_utf8, path_problem
 
 #: Config files are small; anything bigger is a mistake (or an attack) we refuse early.
-MAX_CONFIG_BYTES = 1_000_000
+MAX_CONFIG_BYTES = boundedread.CONFIG_BYTES
 
 
 class _ConfigLoader(yaml.SafeLoader):
@@ -168,11 +170,14 @@ def read_yaml_mapping(path: Path, *, empty: str | None = None) -> dict[str, Any]
             "put data in a data file, not in the config",
             source=str(path),
         )
+    def refused(message: str) -> ConfigError:
+        return ConfigError(message, source=str(path))
+
     try:
-        raw = path.read_bytes()
+        raw = boundedread.read_bytes(path, limit=MAX_CONFIG_BYTES, what="a config file", error=refused)
         text = raw.decode("utf-8")
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot be read ({error.strerror or error})", source=str(path)) from None
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found (it was removed while read)", source=str(path)) from None
     except UnicodeDecodeError as error:
         raise ConfigError(f"{path}: {not_utf8(raw, error)}", source=str(path)) from None
     try:

@@ -14,8 +14,7 @@ retrieval-only baseline whose token F1 measures what the recall found.
 
 from __future__ import annotations
 
-import json
-
+from .. import boundedread
 from ..config import AgentConfig
 from ..errors import ConfigError
 from ..memory.base import MemorySystem
@@ -100,7 +99,7 @@ class RecallBaselineAgent:
         else:
             result = turn.call_tool("recall", {"query": query})
             try:
-                contents = [str(item["content"]) for item in json.loads(result)]
+                contents = [str(item["content"]) for item in boundedread.loads(result, depth=boundedread.MAX_ARTEFACT_DEPTH)]
             except (ValueError, TypeError, KeyError):
                 contents = []
         best_answer: str | None = None

@@ -30,7 +30,7 @@ from ..tools import Tool
 from ..types import ConversationSession, MemoryHit
 from ._ranking import VectorIndex, query_terms
 from .base import MemoryBackend, MemoryContext
-from .embedders import Embedder, SentenceTransformerEmbedder, Vectors, build_embedder
+from .embedders import Embedder, SentenceTransformerEmbedder, Vectors, build_embedder, embedder_check
 from .ingestion import ingest_turns
 from .snapshot import LoggedRecord, RecordLog
 from .tools import memory_tools
@@ -186,7 +186,7 @@ def open_dense_memory(config: MemoryConfig, context: MemoryContext) -> DenseMemo
 
 
 #: In-process like ``inprocess``: no location outside the process to share.
-BACKEND = MemoryBackend("dense", open=open_dense_memory)
+BACKEND = MemoryBackend("dense", open=open_dense_memory, check=embedder_check("sentence-transformers"))
 
 
 __all__ = ["BACKEND", "DenseMemory", "open_dense_memory"]

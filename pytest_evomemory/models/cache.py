@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from .. import boundedread
 from ..atomicfile import write_atomically
 from ..config import ModelConfig
 from ..redaction import dumps_redacted
@@ -113,7 +114,7 @@ class CachedChatModel:
 def _read_entry(path: Path) -> ChatCompletion | None:
     """A damaged or foreign entry is a miss, not an error: the call is simply redone."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = boundedread.read_json(path, limit=boundedread.CACHE_BYTES, what="a response cache entry")
         if data.get("format") != CACHE_FORMAT:
             return None
         content, finish_reason = data.get("content"), data.get("finish_reason")
@@ -134,7 +135,7 @@ def _read_entry(path: Path) -> ChatCompletion | None:
             cached=True,
             model=model if isinstance(model, str) else None,
         )
-    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError, boundedread.UnreadableFile):
         return None
     return clean_completion(replayed)  # what a live reply gets: storable text, no secret, whole counts
 

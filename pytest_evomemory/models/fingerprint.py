@@ -15,6 +15,7 @@ import os
 import re
 from pathlib import Path
 
+from .. import boundedread
 from ..atomicfile import write_atomically
 
 #: Where the hashes live unless a directory is given: beside the response cache.
@@ -45,12 +46,12 @@ def file_sha256(path: Path, cache_dir: Path | None = None) -> str:
     key = _cache_key(resolved, stat)
     entry = directory / key[:2] / key
     try:
-        cached = entry.read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
+        cached = boundedread.read_text(entry, limit=256, what="a hash cache entry", encoding="ascii").strip()
+    except (OSError, boundedread.UnreadableFile):
         cached = ""
     if _HEX64.match(cached):
         return cached
-    with resolved.open("rb") as handle:
+    with boundedread.open_regular(resolved, what="a model file", error=OSError) as handle:  # /dev/zero never ends
         digest = hashlib.file_digest(handle, "sha256").hexdigest()
     _store(entry, digest)
     return digest

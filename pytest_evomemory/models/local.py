@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .. import boundedread
 from ..errors import ConfigError, ModelError
 from ..text import JsonScan
 from ..types import Usage
@@ -457,8 +458,8 @@ def _flatten(content: Any) -> str:
 def _compact_json(arguments: Any) -> str:
     if isinstance(arguments, str):
         try:
-            return json.dumps(json.loads(arguments), ensure_ascii=False)
-        except json.JSONDecodeError:
+            return json.dumps(boundedread.loads(arguments), ensure_ascii=False)
+        except ValueError:  # not JSON, or over a bound: passed on as text, refused as such by the turn
             return json.dumps(arguments)
     return json.dumps(arguments if arguments is not None else {}, ensure_ascii=False)
 
@@ -487,7 +488,9 @@ def _parse_tool_call(text: str, names: set[str]) -> tuple[str, str] | None:
     """
     for cut in range(len(text), 0, -1):
         try:
-            value = json.loads(close_json(text[:cut]))
+            value = boundedread.loads(close_json(text[:cut]))
+        except boundedread.BoundExceeded:
+            return None
         except json.JSONDecodeError:
             continue
         if isinstance(value, dict) and value.get("name") in names:

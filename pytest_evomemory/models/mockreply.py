@@ -17,12 +17,12 @@ baseline does.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from .. import boundedread
 from ..config import MockSettings
 from ..memory.ingestion import dialogue_text
 from ..text import similarity
@@ -134,8 +134,8 @@ def _shown_text(messages: Sequence[Mapping[str, Any]]) -> list[str]:
         text = _text(message)
         texts.append(text)
         try:
-            records = json.loads(text)
-        except ValueError:
+            records = boundedread.loads(text, depth=boundedread.MAX_ARTEFACT_DEPTH)
+        except ValueError:  # not JSON, or over a bound
             continue
         if isinstance(records, list):
             texts.extend(str(r["content"]) for r in records if isinstance(r, Mapping) and "content" in r)

@@ -27,6 +27,7 @@ from urllib.parse import urlsplit
 
 import httpx2
 
+from .. import boundedread
 from ..config import ModelConfig, http_url_problem
 from ..errors import ConfigError, ModelError
 from ..redaction import redact, register_secret
@@ -361,10 +362,15 @@ class OpenAICompatibleModel:
                 self.last_attempts, not_retried=_MALFORMED,
             ) from None
         try:
-            payload = json.loads(text)
-        except RecursionError:
+            payload = boundedread.loads(text, depth=boundedread.MAX_ARTEFACT_DEPTH)
+        except boundedread.BoundExceeded as error:
+            if error.bound != "depth":
+                raise self._error(
+                    f"the reply is not JSON that can be read ({error}); content-type {content_type or 'missing'!r}",
+                    self.last_attempts, not_retried=_MALFORMED,
+                ) from None
             raise self._error(
-                "the reply is JSON nested too deeply to read", self.last_attempts, not_retried=_MALFORMED
+                f"the reply is JSON nested too deeply to read ({error})", self.last_attempts, not_retried=_MALFORMED
             ) from None
         except ValueError:
             raise self._error(
@@ -498,8 +504,8 @@ def _error_text(raw: bytes) -> str:
     """The server's error message: ``{"error": {"message": ...}}`` as OpenAI sends it,
     ``{"message": ...}`` or ``{"detail": ...}`` as others do, else the body itself."""
     try:
-        payload = json.loads(raw)
-    except ValueError:
+        payload = boundedread.loads(raw)
+    except ValueError:  # not JSON, or over a bound (200,000 brackets): shown as text
         return _preview(raw)
     if isinstance(payload, Mapping):
         error = payload.get("error")

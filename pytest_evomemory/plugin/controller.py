@@ -21,6 +21,7 @@ from ..redaction import shown
 from ..reporting.properties import without_task_properties
 from ..runtime.records import from_wires
 from ..runtime.session import Session
+from ..runtime.signals import lift_shield, shield_interrupts
 from .items import task_of_nodeid
 from .reporters import add_identity_properties
 from .stash import STARTUP_HEAP, distributes
@@ -143,9 +144,18 @@ class ControllerPlugin:
             # one adds no count ("24 passed" stays true) but ends a failed session in red
             terminalreporter.stats.setdefault("failed", [])
 
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_keyboard_interrupt(self) -> None:
+        """Before pytest formats the first interrupt (its terminal reporter's hook),
+        further Ctrl-C is ignored until the session has ended: a second one 50 ms later
+        would land in pytest's own handling and print a Python traceback, and the run
+        would not be summarized as interrupted."""
+        shield_interrupts()
+
     def pytest_unconfigure(self, config: pytest.Config) -> None:
         self.session.termination.uninstall()
         self.session.release()
+        lift_shield()
 
 
 class ReleaseRecords:

@@ -30,6 +30,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
+from .. import boundedread
 from ..rundocs import Response, Score, ToolCallDoc, TranscriptEntry
 from ..rundocs.records import as_response, as_score
 from ._markup import _NONE, _e, _mapping, _number, _position
@@ -105,7 +106,7 @@ def _unread_results(response: Response) -> bool:
         if call.name == "final_answer" or call.name in writes:
             continue
         try:
-            result = json.loads(str(call.result))
+            result = boundedread.loads(str(call.result), depth=boundedread.MAX_ARTEFACT_DEPTH)
         except (ValueError, RecursionError):
             return True
         if not isinstance(result, list):

@@ -7,13 +7,13 @@ Kept apart from the page rendering (:mod:`.html`) and the statistics
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any, TypeVar
 
+from .. import boundedread
 from ..errors import EvoMemoryError
 from ..evaluation.modes import headline_metric
 from ..rundir import RESPONSES, RUN_DOCUMENT, SCHEMA_VERSION, SCORES, SUMMARY, TRANSCRIPTS, iter_jsonl
@@ -178,13 +178,17 @@ def _outcome(scored: Score) -> Score:
 
 
 def _read_json(path: Path) -> dict[str, Any]:
+    """A run document through the bounded reader: a device, a FIFO, a file of
+    gigabytes, 200,000 brackets or a 5,000-digit integer is one line naming it."""
     try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except OSError as error:
-        raise ReportError(f"cannot read {path}: {error.strerror or error}") from None
-    except (ValueError, RecursionError) as error:  # invalid JSON, not UTF-8, an integer of 5,000 digits
+        text = boundedread.read_text(path, limit=boundedread.DOCUMENT_BYTES, what="a run document", error=ReportError)
+    except FileNotFoundError:
+        raise ReportError(f"cannot read {path}: it does not exist") from None
+    try:
+        document = boundedread.loads(text, depth=boundedread.MAX_ARTEFACT_DEPTH)
+    except ValueError as error:  # invalid JSON, an integer of 5,000 digits, 200,000 brackets
         raise ReportError(
-            f"{path} is not valid JSON ({shorten(str(error), 120) if str(error) else 'nested too deeply'}); "
+            f"{path} is not valid JSON ({shorten(boundedread.json_problem(error), 120)}); "
             "was the run interrupted while writing it?"
         ) from None
     if not isinstance(document, dict):

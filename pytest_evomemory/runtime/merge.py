@@ -31,6 +31,7 @@ from pydantic import TypeAdapter, ValidationError
 
 from ..config import arm_label
 from ..errors import EvoMemoryError
+from ..identity import describe_model
 from ..memory.snapshot import StreamSnapshots
 from ..reporting.html import ReportError, write_comparison, write_html_report
 from ..reporting.replicates import write_replicate_comparison
@@ -239,6 +240,7 @@ def check_shards(shards: Sequence[ShardRun]) -> list[str]:
             )
     if problems:
         return problems
+    problems += disagreements(shards)
     seen: dict[int, ShardRun] = {}
     for shard in shards:
         if shard.index in seen:
@@ -255,6 +257,55 @@ def check_shards(shards: Sequence[ShardRun]) -> list[str]:
                 f"shard {index}/{first.plan.count} is missing (cells {', '.join(cells)}): give its output directory too"
             )
     return problems
+
+
+#: The packages whose version changes a result (scoring, data loading): shards that ran
+#: different ones measured different things. The test runner's own are not among them.
+RESULT_PACKAGES = ("pytest-evomemory", "math-verify", "datasets", "huggingface-hub")
+
+
+def disagreements(shards: Sequence[ShardRun]) -> list[str]:
+    """Every way the shards of one plan ran differently where a result depends on it,
+    one line each naming it and the two shards: a package version
+    (:data:`RESULT_PACKAGES`), a stream's data file (its SHA-256), or an arm's model
+    (the identity each shard recorded: the server-reported names, the local file's
+    hash). One plan guarantees the same configs; this is what the configs cannot say."""
+    problems: list[str] = []
+    versions: dict[str, tuple[str, ShardRun]] = {}
+    data: dict[str, tuple[str, ShardRun]] = {}
+    models: dict[str, tuple[str, ShardRun]] = {}
+    advice = "run every shard with the same installation and data, then merge"
+    for shard in shards:
+        for arm, document in shard.documents.items():
+            recorded = document.versions.written()
+            for package in RESULT_PACKAGES:
+                _agree(versions, package, str(recorded.get(package)), shard, problems,
+                       f"{package} {{first}} and {{other}}")
+            for stream in document.streams:
+                sha256 = stream.provenance.get("sha256")
+                if isinstance(sha256, str):
+                    _agree(data, str(stream.name), sha256, shard, problems,
+                           "stream {key!r}'s data file (sha256) {first} and {other}")
+            summary = shard.summaries.get(arm)
+            ran = (summary.ran if summary is not None and summary.ran else None) or document.ran or {}
+            for parts in ran.values():
+                if parts.model is not None:
+                    _agree(models, arm, describe_model(parts.model.written()), shard, problems,
+                           "arm {key!r}'s model {first} and {other}" if len(shard.documents) > 1 else
+                           "the model {first} and {other}")
+    return [f"{problem}; {advice}" for problem in dict.fromkeys(problems)]
+
+
+def _agree(
+    seen: dict[str, tuple[str, ShardRun]], key: str, value: str, shard: ShardRun, problems: list[str], what: str
+) -> None:
+    """Record ``value`` for ``key``; a second, different one is a problem naming both shards."""
+    first = seen.setdefault(key, (value, shard))
+    if first[0] != value:
+        problems.append(
+            "the shards disagree on " + what.format(key=key, first=f"{first[0]!r} ({first[1].label})",
+                                                   other=f"{value!r} ({shard.label})")
+        )
 
 
 @dataclass

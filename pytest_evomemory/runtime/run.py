@@ -9,6 +9,7 @@ start (fresh or resume), record, finish (summary, thresholds, report). A
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sys
@@ -181,6 +182,7 @@ class BenchmarkRun:
         snapshots: bool = True,
         on_wait: WaitNotice | None = None,
         factories_from: str | None = None,
+        check_memory: Callable[[MemorySystem], None] | None = None,
     ) -> StreamRun:
         """A fresh memory system and agent for stream ``name``.
 
@@ -191,6 +193,8 @@ class BenchmarkRun:
         returned yet (:func:`..memory.factory.open_with_timeout`). A factory given
         here (``factories_from`` says by whom, e.g. a conftest fixture) whose result is
         not an Agent or a MemorySystem raises :class:`~..errors.SessionRefused`.
+        ``check_memory`` sees the memory just built, before the agent is (the
+        session's check of what it will ask of it, :mod:`.capabilities`).
         """
         context = MemoryContext(
             # a replicate's label: replicates of one run never share a store named after it
@@ -209,6 +213,13 @@ class BenchmarkRun:
             )
             if memory_factory is not None:
                 _check_given(backend, MemorySystem, "memory", memory_factory, factories_from)
+            if check_memory is not None:
+                try:
+                    check_memory(backend)
+                except BaseException:
+                    with contextlib.suppress(Exception):  # the refusal is what the user must see
+                        backend.close()
+                    raise
             memory = observe(backend, name, self.isolation_guard)
         try:
             agent = call_factory(

@@ -27,6 +27,7 @@ from .records import Record
 from .resume import read_resume_source
 from .run import AgentFactoryFn, MemoryFactoryFn
 from .session import Outcome, Session, SessionSetup
+from .signals import lift_shield, shield_interrupts
 from .stream import drive
 
 
@@ -80,6 +81,7 @@ def run_session(
             interrupted = _run_at_once(session, lanes, limit, chains)
     except KeyboardInterrupt:
         interrupted = True
+        shield_interrupts()  # lifted by the driver once everything is printed
     finally:
         session.termination.uninstall()
     for arm in session.arms:
@@ -273,6 +275,7 @@ def run_benchmark(
         run_session(session, agent_factory=agent_factory, memory_factory=memory_factory)
     finally:
         session.release()
+        lift_shield()
     summary = session.baseline.summary
     return summary.written() if summary is not None else {}
 

@@ -43,6 +43,7 @@ from ..config import RunConfig
 from ..configload import load_run_config
 from ..configs import resolve_run_config
 from ..errors import ConfigError, EvoMemoryError, SessionRefused
+from ..factories import load_factory
 from ..heap import StartupHeap
 from ..identity import configured_model, describe_model, run_identity
 from ..memory.base import MemoryContext
@@ -86,6 +87,7 @@ from ..text import inert
 from ..types import BenchmarkSample
 from . import ingestion
 from .arm import Arm, check_arm_names
+from .capabilities import Need, declared_class, memory_needs, missing
 from .gates import thresholds_for_arms
 from .lines import Line, memory_wait_line, snapshot_fallback_line
 from .notrun import FailedStream, NotRun, stopped
@@ -109,7 +111,7 @@ from .run import (
     effective_thresholds,
 )
 from .shards import ShardPlan, check_shard_dir, plan_shards, session_cells, session_fingerprint
-from .signals import Termination
+from .signals import Termination, shield_interrupts
 from .stream import Episode, StreamRun
 
 RecordSink = Callable[[Record], None]
@@ -528,11 +530,45 @@ class Session:
             self._check_metered_memory()
         for arm in self.arms:
             check_builtin_parts(arm.run_config, builtin_agent=builtin_agent, builtin_memory=builtin_memory)
+            if builtin_memory:
+                self._check_capabilities(arm, builtin_agent)
         if builtin_memory:
             self._check_shared_stores()
         for arm in self.arms:
             self._check_resumed_snapshots(arm)
         self._claim()
+
+    def _memory_needs(self, arm: Arm, builtin_agent: bool) -> list[Need]:
+        resuming = arm.run.resume is not None and any(
+            arm.run.completed_before(stream) for stream in arm.benchmark.stream_order
+        )
+        return memory_needs(arm.run_config, arm.benchmark.streams, resuming=resuming, builtin_agent=builtin_agent)
+
+    def _where_memory(self, arm: Arm) -> str:
+        where = str(arm.run_config.sources.get("memory", "memory config"))
+        return f"arm {arm.name!r}: {where}" if self.several else where
+
+    def _check_capabilities(self, arm: Arm, builtin_agent: bool) -> None:
+        """Everything the session will ask of the arm's memory, asked of the class its
+        factory declares (:mod:`.capabilities`): refused once, before any task."""
+        needs = self._memory_needs(arm, builtin_agent)
+        backend = arm.run_config.memory.backend
+        spec = backend_spec(backend)
+        factory = spec.open if spec is not None else (load_factory(backend, "memory") if ":" in backend else None)
+        declared = declared_class(factory)
+        if needs and declared is not None and (problem := missing(declared, needs, self._where_memory(arm))):
+            raise SessionRefused(problem)
+
+    def _memory_check(self, arm: Arm, builtin_agent: bool) -> Callable[[object], None]:
+        """The same check of the instance a stream just built (a conftest factory
+        declares no class): :class:`SessionRefused` before anything is recorded."""
+        needs = self._memory_needs(arm, builtin_agent)
+
+        def check(memory: object) -> None:
+            if needs and (problem := missing(memory, needs, self._where_memory(arm))):
+                raise SessionRefused(problem)
+
+        return check
 
     def _check_resumed_snapshots(self, arm: Arm) -> None:
         """A resumed stream's memory continues from its snapshot: one that is missing
@@ -702,6 +738,7 @@ class Session:
             run = arm.benchmark.open_stream(
                 name, agent_factory=agent_factory, memory_factory=memory_factory, snapshots=self.setup.writes
                 or self.setup.worker, on_wait=on_wait, factories_from=factories_from,
+                check_memory=self._memory_check(arm, agent_factory is None),
             )
             self._check_restorable(arm, run)
         except (SessionRefused, ResumeRefused) as error:
@@ -974,8 +1011,11 @@ class Session:
 
     def finish(self, *, interrupted: bool = False) -> Outcome:
         """Every arm's summary, thresholds and report, the comparison and its gates;
-        for a refused session, nothing (it wrote nothing, and exits 4)."""
+        for a refused session, nothing (it wrote nothing, and exits 4). From here on
+        Ctrl-C and SIGTERM are ignored until the driver has printed everything
+        (:func:`.signals.shield_interrupts`): the summary is never cut in half."""
         self.termination.finishing = True
+        shield_interrupts()
         if self.refused is not None:
             return Outcome(interrupted=interrupted, refused=self.refused)
         stop_reason = self.stop_reason

@@ -71,4 +71,42 @@ class Termination:
             raise KeyboardInterrupt(*SIGTERM_ARGS)
 
 
-__all__ = ["SIGTERM_ARGS", "Termination", "is_sigterm"]
+#: The handlers the shield replaced (None: no shield up).
+_SHIELDED: dict[signal.Signals, Any] | None = None
+
+
+def _noted(signum: int, frame: FrameType | None) -> None:
+    """A further Ctrl-C or SIGTERM while the session ends: the session is already
+    ending as interrupted, so there is nothing more to stop."""
+
+
+def shield_interrupts() -> None:
+    """After the first interrupt, further SIGINT and SIGTERM are ignored until
+    :func:`lift_shield`: the session is already ending as interrupted, and a second
+    Ctrl-C 50 ms later would otherwise cut the summary in half, or land in pytest's
+    own handling of the first and print a Python traceback. Only the main thread can
+    set handlers; elsewhere this does nothing (signals reach the main thread only)."""
+    global _SHIELDED
+    if _SHIELDED is not None:
+        return
+    try:
+        previous = {number: signal.signal(number, _noted) for number in (signal.SIGINT, signal.SIGTERM)}
+    except ValueError:
+        return
+    _SHIELDED = previous
+
+
+def lift_shield() -> None:
+    """Put back the handlers :func:`shield_interrupts` replaced (at the session's very end)."""
+    global _SHIELDED
+    if _SHIELDED is None:
+        return
+    try:
+        for number, handler in _SHIELDED.items():
+            signal.signal(number, handler if handler is not None else signal.SIG_DFL)
+    except ValueError:
+        return
+    _SHIELDED = None
+
+
+__all__ = ["SIGTERM_ARGS", "Termination", "is_sigterm", "lift_shield", "shield_interrupts"]

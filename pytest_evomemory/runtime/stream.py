@@ -70,6 +70,7 @@ from .records import (
     feedback_skipped_record,
     write_failed_record,
 )
+from .signals import shield_interrupts
 from .turn import RuntimeTurn
 
 
@@ -189,6 +190,7 @@ class StreamRun:
                 response=response,
             ) from failure
         if failure is not None:
+            shield_interrupts()  # the session ends as interrupted: a second Ctrl-C must not cut that short
             raise failure  # KeyboardInterrupt (Ctrl-C, SIGTERM): not ours to record
         if violation and stimulus.kind == "task":
             raise ProtocolViolation(f"{self.stream}/{task_id}: {violation}", response=response)

@@ -12,6 +12,7 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from .. import boundedread
 from ..errors import EpisodeError, ProtocolViolation
 from ..tools import FINAL_ANSWER_TOOL, Tool, ToolArgumentError
 from ..types import MAX_TOKEN_COUNT, ToolCall, ToolSpec, Usage
@@ -21,7 +22,7 @@ MAX_TOOL_ARGUMENT_CHARS = 2_000_000
 
 #: Deepest nesting of a message or of tool arguments an agent may hand the turn (a
 #: structure that contains itself would otherwise end the run when it is written).
-MAX_NESTING = 100
+MAX_NESTING = boundedread.MAX_NESTING_DEPTH
 
 
 class RuntimeTurn:
@@ -187,9 +188,11 @@ def _parse_arguments(arguments: Mapping[str, Any] | str) -> tuple[dict[str, Any]
     if len(arguments) > MAX_TOOL_ARGUMENT_CHARS:
         return None, "error: tool arguments are too large"
     try:
-        value = json.loads(arguments) if arguments.strip() else {}
+        value = boundedread.loads(arguments, depth=MAX_NESTING) if arguments.strip() else {}
     except json.JSONDecodeError as error:
         return None, f"error: tool arguments are not valid JSON ({error.msg}); send a JSON object"
+    except ValueError as error:  # over a bound: nesting, integer digits
+        return None, f"error: tool arguments are {error}; send a small, flat JSON object"
     if not isinstance(value, dict):
         return None, "error: tool arguments must be a JSON object"
     return value, None

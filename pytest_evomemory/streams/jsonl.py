@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..boundedread import open_regular
 from ..config import BenchmarkConfig
 from ..errors import ConfigError, DataError
 from ..types import BenchmarkSample
@@ -38,7 +39,7 @@ def read_jsonl_stream(
         raise DataError(f"stream {name!r}: {path} is larger than 512 MiB")
     samples: list[BenchmarkSample] = []
     seen: set[str] = set()
-    with path.open("rb") as handle:
+    with open_regular(path, what="a stream's data file", error=DataError) as handle:
         for line_number, raw in enumerate(handle, start=1):
             if limit is not None and len(samples) >= limit:
                 break
@@ -69,7 +70,7 @@ def read_jsonl_stream(
 def local_provenance(path: Path, tasks: int) -> dict[str, Any]:
     """A local file has no upstream pin; its hash is recorded so runs can be compared."""
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    with open_regular(path, what="a stream's data file", error=DataError) as handle:
         while chunk := handle.read(1 << 20):
             digest.update(chunk)
     return {

@@ -100,7 +100,7 @@ def test_yaml_parser_bombs(pytester: pytest.Pytester, where: str, text: str, exp
     ("line", "expected"),
     [
         ('{"id": "t1", "prompt": "q", "target": "a", "metadata": {"n": ' + "7" * 5000 + "}}", "an integer of 5,000 digits"),
-        ('{"id": "t1", "prompt": "q", "target": "a", "metadata": {"n": ' + "[" * 40_000 + "]" * 40_000 + "}}", "nested 101 levels deep"),
+        ('{"id": "t1", "prompt": "q", "target": "a", "metadata": {"n": ' + "[" * 40_000 + "]" * 40_000 + "}}", "nested 40,002 levels deep (limit 100)"),
         ('{"id": "t1", "prompt": "' + "y" * (5 * 1024 * 1024) + '", "target": "a"}', "over the limit of 4,194,304"),
         ('{"id": "t1", "prompt": "bad \\ud800 escape", "target": "a"}', "unpaired surrogate escape"),
         ('{"id": "t1", "prompt": "q", "target": Infinity}', "Infinity is not valid JSON"),

@@ -52,6 +52,12 @@ CASES: dict[str, tuple[Reply, str]] = {
         tool_calls([("final_answer", {"answer": str(i)}) for i in range(1000)]), "error:1,000 tool calls at once"
     ),
     "huge_integer_in_reply": (Fault(200, raw=b'{"choices": ' + b"9" * 5000 + b"}"), "error:not JSON"),
+    # the arguments are a string inside the reply: bounded when the turn reads them, and
+    # handed back to the model as a tool error (it never answers, so max_steps ends the turn)
+    "deeply_nested_tool_arguments": (
+        tool_call("final_answer", '{"answer": ' + "[" * 50_000 + "]" * 50_000 + "}"), "error:max_steps"
+    ),
+    "huge_integer_in_tool_arguments": (tool_call("final_answer", '{"answer": ' + "9" * 6000 + "}"), "error:max_steps"),
 }
 
 
@@ -91,6 +97,7 @@ def test_a_hostile_reply_ends_that_turn_only(
         else:
             assert score["error"] and detail in score["error"], score["error"]
             assert "\n" not in score["error"]
+            assert "RecursionError" not in score["error"] and "Exceeds the limit" not in score["error"]
     assert json.loads((results / "summary.json").read_text(encoding="utf-8"))["overall"]["tasks"] == 2
 
 

@@ -75,7 +75,7 @@ def test_compare_gates_on_the_lower_bound_when_asked(
         (["compare", "{a}", "{missing}"], "is not a directory"),
         (["compare", "{a}", "{a}", "--labels", "x"], "--labels has 1 label(s) for 2 run directories"),
         (["compare", "{a}", "{a}", "--labels", "x,"], "--labels contains an empty label"),
-        (["report", "{a}", "-o", "{a}/summary.json/x.html"], "cannot write"),
+        (["report", "{a}", "-o", "{a}/summary.json/x.html"], "is inside the run directory"),
         (["compare", "{a}", "{a}", "--min-gain-by", "p-value"], "--min-gain-by says what --min-gain requires"),
         (["compare", "{a}", "{a}", "--min-gain", "1", "--min-gain-by", "bound"], "--min-gain-by must be one of"),
     ],

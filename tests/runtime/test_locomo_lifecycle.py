@@ -15,6 +15,7 @@ from pytest_evomemory.agents.baseline import RecallBaselineAgent
 from pytest_evomemory.agents.tiny import TinyAgent
 from pytest_evomemory.config import AgentConfig, MemoryConfig, ModelConfig
 from pytest_evomemory.configload import load_run_config
+from pytest_evomemory.errors import SessionRefused
 from pytest_evomemory.memory import InProcessMemory
 from pytest_evomemory.memory.base import MemoryContext, MemorySystem
 from pytest_evomemory.models.base import ChatCompletion, ModelToolCall
@@ -240,16 +241,18 @@ class PlainMemory:
         return self.inner.tools()
 
 
-def test_a_memory_that_cannot_ingest_fails_its_streams_with_what_to_do(
+def test_a_memory_that_cannot_ingest_refuses_the_session_once_before_any_task(
     write_run_config: Callable[..., Path], tmp_path: Path
 ) -> None:
+    """The instance a conftest factory builds declares nothing up front: the first
+    stream's build asks it, and the whole session is refused there, once, with what
+    to do, before any record (exit 4 through either door)."""
     config = load_run_config(write_run_config(benchmark={"benchmark": "locomo_sample"}))
-    summary = run_benchmark(config, tmp_path / "out", memory_factory=lambda c, ctx: PlainMemory())
-    failures = summary["failed_episodes"]
-    # each stream stops before its first question, once, naming what to do; its questions do not run
-    assert [(f["stream"], f["phase"]) for f in failures] == [("conv-sample-1", "start"), ("conv-sample-2", "start")]
-    assert all("has no ingest(session) method" in f["reason"] and "ingest: agent" in f["reason"] for f in failures)
-    assert not complete(summary) and summary["completion"]["tasks_run"] == 0
+    with pytest.raises(SessionRefused) as refused:
+        run_benchmark(config, tmp_path / "out", memory_factory=lambda c, ctx: PlainMemory())
+    message = str(refused.value)
+    assert "memory PlainMemory has no ingest(session) method" in message and "ingest: agent" in message
+    assert not (tmp_path / "out" / "scores.jsonl").exists()
 
 
 # ----------------------------------------------------------------------- the full-context arm

@@ -9,11 +9,11 @@ a file the user placed by hand is theirs to delete.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ... import boundedread
 from ...errors import DataError
 from ..pinfile import size_and_sha256, write_manifest_file
 from .sources import HubFile
@@ -72,8 +72,8 @@ def check_bytes(stream: str, source: HubFile, path: Path, manifest: dict[str, An
 
 def read_manifest(path: Path) -> dict[str, Any] | None:
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        data = boundedread.read_json(path, limit=boundedread.CACHE_BYTES)
+    except (OSError, ValueError, boundedread.UnreadableFile):
         return None
     return data if isinstance(data, dict) else None
 

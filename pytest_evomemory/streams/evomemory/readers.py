@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from pathlib import Path
 from typing import Any
 
+from ... import boundedread
 from .sources import SourceFormat
 
 Record = dict[str, Any]
@@ -77,7 +77,9 @@ def _read_parquet(path: Path, columns: tuple[str, ...], optional: tuple[str, ...
 
 
 def _read_csv(path: Path) -> list[Record]:
-    text = path.read_bytes().decode("utf-8-sig")
+    text = boundedread.read_text(
+        path, limit=boundedread.DOCUMENT_BYTES, what="a data file", error=SourceFormatError, encoding="utf-8-sig"
+    )
     reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     if not reader.fieldnames:
         raise SourceFormatError("the CSV file has no header row")
@@ -94,13 +96,15 @@ def _read_csv(path: Path) -> list[Record]:
 
 def _read_jsonl(path: Path) -> list[Record]:
     records = []
-    with path.open("rb") as handle:
+    with boundedread.open_regular(path, what="a data file", error=SourceFormatError) as handle:
         for number, raw in enumerate(handle, start=1):
             if not raw.strip():
                 continue
             try:
-                record = json.loads(raw.decode("utf-8"))
-            except (UnicodeDecodeError, json.JSONDecodeError) as error:
+                record = boundedread.loads(raw, depth=boundedread.MAX_ARTEFACT_DEPTH)
+            except boundedread.BoundExceeded as error:
+                raise SourceFormatError(f"line {number}: {error}") from None
+            except ValueError as error:  # not UTF-8, not JSON
                 raise SourceFormatError(f"line {number} is not valid JSON ({error})") from None
             if not isinstance(record, dict):
                 raise SourceFormatError(f"line {number} is not a JSON object")

@@ -22,7 +22,7 @@ from ...errors import ConfigError, DataError
 from ..base import Stream
 from ..pinfile import size_and_sha256
 from .convert import to_stream
-from .materialize import materialize, read_conversations, resolve_data_dir
+from .materialize import materialize, read_conversations, read_data_file, resolve_data_dir
 from .schema import Conversation
 from .source import LOCOMO10, GitHubFile, base_url
 from .userfile import UserFile, read_user_file
@@ -105,7 +105,7 @@ class LocomoSampleBenchmark:
 def read_file(path: Path) -> list[Conversation]:
     """Conversations from a JSON file in the README layout (a list of samples)."""
     try:
-        data = path.read_bytes()
+        data = read_data_file(path)
     except OSError as error:
         raise DataError(f"{path}: unreadable ({type(error).__name__}: {error})") from None
     return read_conversations("locomo_json", data, str(path))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import http.client
 import io
-import json
 import os
 import shutil
 import tempfile
@@ -25,6 +24,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from ... import boundedread
 from ...errors import DataError
 from ..pinfile import MANIFEST_NAME, size_and_sha256, write_manifest_file
 from .schema import Conversation, read_samples, read_zip_member
@@ -108,7 +108,13 @@ def _check_and_read(source: GitHubFile, path: Path) -> list[Conversation]:
             f"the pin is sha256 {source.sha256} ({source.size} bytes); delete it to download the genuine "
             f"file, or copy {source.filename!r} of {source.page_url} at commit {source.revision} there"
         )
-    return read_conversations(source.format, path.read_bytes(), str(path))
+    return read_conversations(source.format, read_data_file(path), str(path))
+
+
+def read_data_file(path: Path) -> bytes:
+    """The bytes of a LoCoMo file (the pinned one, the sample, a user's own): the
+    bounded reader's, so a link to ``/dev/zero`` or a FIFO is one line, not a hang."""
+    return boundedread.read_bytes(path, limit=MAX_DOWNLOAD_BYTES, what="a LoCoMo file", error=DataError)
 
 
 def read_conversations(layout: SourceFormat, data: bytes, where: str) -> list[Conversation]:
@@ -116,9 +122,13 @@ def read_conversations(layout: SourceFormat, data: bytes, where: str) -> list[Co
     one reader of the pinned file, the bundled sample and a user's own file."""
     try:
         if layout == "locomo_json":
-            return read_samples(json.loads(data.decode("utf-8")), where)
+            return read_samples(boundedread.loads(data), where)
         return _read_zip(data, where)
-    except (UnicodeDecodeError, json.JSONDecodeError, zipfile.BadZipFile) as error:
+    except zipfile.BadZipFile as error:
+        raise DataError(f"{where}: unreadable ({type(error).__name__}: {error})") from None
+    except boundedread.BoundExceeded as error:  # nesting, integer digits
+        raise DataError(f"{where}: unreadable: {error}") from None
+    except ValueError as error:  # not UTF-8, not JSON
         raise DataError(f"{where}: unreadable ({type(error).__name__}: {error})") from None
 
 
@@ -132,7 +142,10 @@ def _read_zip(data: bytes, where: str) -> list[Conversation]:
         for info in members:
             if info.file_size > MAX_DOWNLOAD_BYTES:
                 raise DataError(f"{where}: member {info.filename} claims {info.file_size} bytes; refused")
-            document = json.loads(archive.read(info).decode("utf-8"))
+            try:
+                document = boundedread.loads(archive.read(info))
+            except ValueError as error:
+                raise DataError(f"{where}:{info.filename}: unreadable: {boundedread.json_problem(error)}") from None
             conversations.append(read_zip_member(f"{where}:{info.filename}", document))
     if not conversations:
         raise DataError(f"{where}: the archive holds no conversation file (*.json)")
@@ -159,7 +172,7 @@ def _download(source: GitHubFile, data_dir: Path, target: Path) -> list[Conversa
                 f"({size} bytes), the pin is sha256 {source.sha256} ({source.size} bytes); it was not "
                 f"installed. If {BASE_URL_ENV} names a mirror, the mirror serves other bytes than upstream"
             )
-        conversations = read_conversations(source.format, downloaded.read_bytes(), url)
+        conversations = read_conversations(source.format, read_data_file(downloaded), url)
         target.parent.mkdir(parents=True, exist_ok=True)
         os.replace(downloaded, target)
         _write_manifest(source, target, size, digest)
@@ -196,8 +209,8 @@ def _fetch(url: str, destination: Path, source: GitHubFile) -> None:
 def _manifest_revision(target: Path) -> str | None:
     """The commit our own download of ``target`` came from (None: placed by hand)."""
     try:
-        manifest = json.loads((target.parent / MANIFEST_NAME).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+        manifest = boundedread.read_json(target.parent / MANIFEST_NAME, limit=boundedread.CACHE_BYTES)
+    except (OSError, ValueError, boundedread.UnreadableFile):
         return None
     revision = manifest.get("revision") if isinstance(manifest, dict) else None
     return revision if isinstance(revision, str) else None

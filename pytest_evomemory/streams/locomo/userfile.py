@@ -18,7 +18,7 @@ from ...config import STREAM_NAME
 from ...errors import ConfigError, DataError
 from ...validation import path_problem
 from ..pinfile import size_and_sha256
-from .materialize import MAX_DOWNLOAD_BYTES, read_conversations
+from .materialize import MAX_DOWNLOAD_BYTES, read_conversations, read_data_file
 from .schema import Conversation
 from .source import SourceFormat
 
@@ -65,7 +65,7 @@ def read_user_file(path: Path) -> UserFile:
     if path.stat().st_size > MAX_DOWNLOAD_BYTES:
         raise DataError(f"LoCoMo file {path} is larger than {MAX_DOWNLOAD_BYTES // (1 << 20)} MiB; refused")
     size, digest = size_and_sha256(path)
-    conversations = read_conversations(layout, path.read_bytes(), str(path))
+    conversations = read_conversations(layout, read_data_file(path), str(path))
     for conversation in conversations:
         # each becomes a stream, whose name is a directory of the run
         if not re.fullmatch(STREAM_NAME, conversation.sample_id) or len(conversation.sample_id) > 100:
