@@ -141,7 +141,7 @@ def write_shards(
             document["run"] = {**document["run"], "name": arm}
             base_stream = document["streams"][0]
             document["streams"] = [{**base_stream, "name": stream, "tasks": sizes[stream]} for stream in streams]
-            document["shard"] = {**plan.record(index), "thresholds": {"overall": None, "streams": []}}
+            document["shard"] = {**plan.record(index).written(), "thresholds": {"overall": None, "streams": []}}
             document["ran"] = {stream: template_ran for stream in streams}
             writer.write_run(document)
             scores, responses = [], []

@@ -57,10 +57,10 @@ def test_each_turn_gets_its_own_writes_and_recalls_and_nothing_older_is_kept() -
         # what the runtime view still holds: at most the last two turns' entries
         assert len(list(observed.writes)) <= 1 and len(list(observed.recalled)) <= observed.default_top_k
     feedback = [record.response for record in records if isinstance(record, FeedbackRecord)]
-    assert [[w["content"] for w in r["memory_writes"]] for r in feedback[:2]] == [
+    assert [[w["content"] for w in r.memory_writes] for r in feedback[:2]] == [
         ["lesson of t0: falcons nest on cliffs"], ["lesson of t1: falcons nest on cliffs"]
     ]
-    assert len(feedback) == 300 and all(len(r["memory_writes"]) == 1 for r in feedback)
+    assert len(feedback) == 300 and all(len(r.memory_writes) == 1 for r in feedback)
     assert len(observed.writes) == 300  # counted from the stream's start, kept only lately
 
 
