@@ -79,7 +79,7 @@ class StrictModel(BaseModel):
     ``.nan`` and ``.inf`` are not numbers any setting can use."""
 
     model_config = ConfigDict(
-        extra="forbid", frozen=True, str_strip_whitespace=False, strict=True, allow_inf_nan=False
+        extra="forbid", frozen=True, str_strip_whitespace=False, strict=True, allow_inf_nan=False, defer_build=True
     )
 
 

@@ -40,7 +40,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from pydantic import TypeAdapter, ValidationError
+from pydantic import ValidationError
 
 from . import boundedread
 from .atomicfile import write_atomically
@@ -64,7 +64,7 @@ from .rundocs import (
     TranscriptEntry,
 )
 from .rundocs.base import Doc, problem_line
-from .rundocs.wire import Event, FeedbackSkippedRecord, Record
+from .rundocs.wire import Event, FeedbackSkippedRecord, Record, event_or_none
 from .text import inert, shorten
 from .validation import (
     CONTROL_CHARACTERS,
@@ -1105,10 +1105,9 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream], flag: str) -> Re
     scores = [s for s in _typed(Score, read_jsonl(run_dir / SCORES)) if s is not None]
     events: list[Event] = []
     for wire in read_jsonl(run_dir / EVENTS):
-        try:
-            events.append(_EVENTS.validate_python(wire))
-        except ValidationError:
-            continue
+        event = event_or_none(wire)
+        if event is not None:
+            events.append(event)
     for transcript in sorted((run_dir / TRANSCRIPTS).glob("*.jsonl")):  # rewritten when the resume starts
         for _ in iter_jsonl(transcript):
             pass
@@ -1140,9 +1139,6 @@ def _ingested(stream: Stream, responses: Sequence[Response]) -> set[str]:
     wanted = set(stream.ingestion_ids)
     seen = {r.task_id for r in responses if r.stream == stream.name and r.kind == "ingestion" and r.task_id in wanted}
     return seen if wanted and seen == wanted else set()
-
-
-_EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
 
 
 def event_task(event: Event) -> tuple[str, str | None]:

@@ -84,7 +84,9 @@ def _schema_extra(schema: dict[str, Any], model: type[BaseModel]) -> None:
 class RunDoc(BaseModel):
     """A JSON document (or JSONL record) of a run directory."""
 
-    model_config = ConfigDict(extra="allow", populate_by_name=True, json_schema_extra=_schema_extra)
+    model_config = ConfigDict(
+        extra="allow", populate_by_name=True, json_schema_extra=_schema_extra, defer_build=True
+    )
 
     #: fields written only when they hold a value
     OMIT_NONE: ClassVar[frozenset[str]] = frozenset()

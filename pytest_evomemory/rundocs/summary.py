@@ -9,6 +9,7 @@ declares beyond accuracy (ToolBench's ``api``, LoCoMo's ``f1``) adds its own key
 
 from __future__ import annotations
 
+import functools
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field, TypeAdapter, ValidationError, model_validator
@@ -29,7 +30,14 @@ _FIGURE_KEYS: dict[str, Any] = {
     "_matches": Count, "_accuracy": Fraction | None, "_accuracy_ci": Interval | None, "_sum": Amount,
     "_mean": Fraction | None,
 }
-_ADAPTERS = {suffix: TypeAdapter(kind) for suffix, kind in _FIGURE_KEYS.items()}
+
+
+@functools.cache
+def _adapters() -> dict[str, TypeAdapter[Any]]:
+    """The validator of each figure key, built on first use (a summary is read or
+    written after the run, not at start-up)."""
+    return {suffix: TypeAdapter(kind) for suffix, kind in _FIGURE_KEYS.items()}
+
 
 
 def _at_most(part: str, whole: str, values: RunDoc) -> None:
@@ -126,7 +134,7 @@ class StreamSummary(RunDoc):
         _at_most("errors", "tasks", self)
         names = list(self.figures) or (["api"] if "api_matches" in (self.__pydantic_extra__ or {}) else [])
         for name in names:
-            for suffix, adapter in _ADAPTERS.items():
+            for suffix, adapter in _adapters().items():
                 key = f"{name}{suffix}"
                 value = self.extra(key, _ABSENT)
                 if value is _ABSENT or value is None:

@@ -26,6 +26,7 @@ also events.jsonl's lines, as they travelled.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any, Literal
 
@@ -192,10 +193,31 @@ AnyRecord = Annotated[
     | StreamStartedRecord | StreamErrorRecord | WriteFailedRecord | RefusalRecord,
     Field(discriminator="type"),
 ]
-_RECORDS: TypeAdapter[Record] = TypeAdapter(AnyRecord)
+
+
+@functools.cache
+def _records() -> TypeAdapter[Record]:
+    """The validator of every record kind, built on first use: a run reads no
+    wire record before its first model call, and building it is start-up time."""
+    return TypeAdapter(AnyRecord)
+
 
 #: An events.jsonl line: a failed or skipped feedback turn, or a failed stream.
 Event = Annotated[FeedbackErrorRecord | FeedbackSkippedRecord | StreamErrorRecord, Field(discriminator="type")]
+
+
+@functools.cache
+def _events() -> TypeAdapter[Event]:
+    return TypeAdapter(Event)
+
+
+def event_or_none(wire: object) -> Event | None:
+    """An events.jsonl line as its record; None for one that is not (a resume and a
+    merge pass over it). The validator is built on first use, not at start-up."""
+    try:
+        return _events().validate_python(wire)
+    except ValidationError:
+        return None
 
 
 class RecordError(ValueError):
@@ -205,7 +227,7 @@ class RecordError(ValueError):
 def from_wire(wire: Mapping[str, Any] | object) -> Record:
     """The typed record a wire mapping (:meth:`Record.wire`) holds."""
     try:
-        return _RECORDS.validate_python(wire)
+        return _records().validate_python(wire)
     except ValidationError as error:
         first = error.errors()[0]
         raise RecordError(f"not a record: {'.'.join(map(str, first['loc']))}: {first['msg']}") from None
@@ -227,5 +249,5 @@ def from_wires(wires: Iterable[Mapping[str, Any]] | None) -> list[Record]:
 __all__ = [
     "ARM_FIELD", "AnyRecord", "ErrorRecord", "Event", "FeedbackErrorRecord", "FeedbackRecord", "FeedbackSkippedRecord",
     "IngestionRecord", "Record", "RecordError", "RefusalRecord", "StreamErrorRecord", "StreamStartedRecord",
-    "TaskRecord", "WriteFailedRecord", "from_wire", "from_wires",
+    "TaskRecord", "WriteFailedRecord", "event_or_none", "from_wire", "from_wires",
 ]

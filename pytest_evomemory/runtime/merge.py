@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import TypeAdapter, ValidationError
-
 from ..config import arm_label
 from ..errors import EvoMemoryError
 from ..identity import describe_model
@@ -80,7 +78,7 @@ from ..rundocs import (
     read,
 )
 from ..rundocs.base import Doc
-from ..rundocs.wire import Event
+from ..rundocs.wire import Event, event_or_none
 from .records import ResultCollector
 from .replicates import replicate_groups
 from .shards import SHARD_FIELD, ShardPlan
@@ -534,7 +532,7 @@ def read_shard_records(shard: ShardRun, name: str) -> ShardRecords:
     try:
         responses = _checked(source / RESPONSES, Response, _RESPONSE_KEYS)
         scores = _checked(source / SCORES, Score, ("stream", "task_id", "position"))
-        events = [event for event in map(_event, iter_jsonl(source / EVENTS)) if event is not None]
+        events = [event for event in map(event_or_none, iter_jsonl(source / EVENTS)) if event is not None]
         transcripts = {  # copied as they are: checked before
             stream: len(_checked(source / TRANSCRIPTS / f"{stream}.jsonl", TranscriptEntry, ("task_id", "kind")))
             for stream in shard.plan.streams_of(shard.index, name)
@@ -560,17 +558,6 @@ def read_shard_records(shard: ShardRun, name: str) -> ShardRecords:
         [record for record in scores if owner.get(record.stream) == shard.index],
         [event for event in events if owner.get(event_task(event)[0]) == shard.index],
     )
-
-
-_EVENTS: TypeAdapter[Event] = TypeAdapter(Event)
-
-
-def _event(wire: object) -> Event | None:
-    """An events.jsonl line as its record; None for one that is not (as a resume reads them)."""
-    try:
-        return _EVENTS.validate_python(wire)
-    except ValidationError:
-        return None
 
 
 def _checked(path: Path, model: type[Doc], required: Sequence[str]) -> list[Doc]:
