@@ -19,10 +19,24 @@ from ..registry import Registry, is_reference
 from .base import Forgetting, MemoryBackend, MemoryContext, MemorySystem
 from .tools import EDITING_TOOLS_ATTRIBUTE
 
+
+def _open_inprocess(config: MemoryConfig, context: MemoryContext) -> MemorySystem:
+    # numpy (about 0.1 s of CPU) is loaded when a stream's memory opens, not when a
+    # config is checked: pytest's controller checks every arm's config and opens none.
+    from .inprocess import open_inprocess_memory
+
+    return open_inprocess_memory(config, context)
+
+
+#: The ``inprocess`` backend: declared here, not beside its code, so that naming it
+#: in a config does not load numpy.
+INPROCESS = MemoryBackend("inprocess", open=_open_inprocess)
+
+
 #: Every backend a memory config may name besides a ``module:factory`` reference.
-#: A backend module declares its :class:`MemoryBackend` as ``BACKEND``.
+#: A backend module declares its :class:`MemoryBackend` as ``BACKEND`` (``inprocess``'s is above).
 MEMORY_BACKENDS: Registry[MemoryBackend] = Registry("memory backend")
-MEMORY_BACKENDS.builtin("inprocess", "pytest_evomemory.memory.inprocess:BACKEND")
+MEMORY_BACKENDS.builtin("inprocess", INPROCESS, owner=__name__)
 MEMORY_BACKENDS.builtin("sqlite", "pytest_evomemory.memory.sqlite:BACKEND")
 MEMORY_BACKENDS.builtin("postgres", "pytest_evomemory.memory.postgres:BACKEND")
 # The memory libraries (optional extras): their modules import the library only

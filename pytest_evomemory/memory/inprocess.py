@@ -32,7 +32,7 @@ from ..text import tokens
 from ..tools import Tool
 from ..types import ConversationSession, MemoryHit
 from ._ranking import Gathering, plan_gathering
-from .base import MemoryBackend, MemoryContext
+from .base import MemoryContext
 from .ingestion import ingest_turns
 from .snapshot import LoggedRecord, RecordLog
 from .tools import memory_tools
@@ -278,5 +278,3 @@ def open_inprocess_memory(config: MemoryConfig, context: MemoryContext) -> InPro
     """The ``inprocess`` backend for one stream: nothing to configure but ``top_k``."""
     return InProcessMemory(default_top_k=config.top_k)
 
-
-BACKEND = MemoryBackend("inprocess", open=open_inprocess_memory)
