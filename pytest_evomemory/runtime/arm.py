@@ -27,7 +27,6 @@ from ..config import RunConfig
 from ..errors import ConfigError
 from ..identity import describe_ran
 from ..reporting.summary import ThresholdResult
-from ..reporting.terminal import format_categories, format_table
 from ..rundir import ARMS_DIRECTORY_FILES, RESERVED_NAMES, holds_a_run
 from ..rundocs import Failure, Summary
 from .gates import ARM_SEPARATOR, parse_min_accuracy
@@ -172,6 +171,8 @@ class Arm:
 
     def report(self, compare_dir: Path | None = None) -> list[Line]:
         """This arm's table, thresholds, failures and paths, as the terminal shows them."""
+        from ..reporting.terminal import format_categories, format_table  # at the end, not at start-up
+
         result = self.result
         if result is None:
             return []

@@ -32,7 +32,6 @@ from typing import Any
 
 from ..config import BenchmarkConfig
 from ..errors import ConfigError
-from ..reporting.rundata import ReportError, load_run
 from ..rundir import RunDirError
 from ..rundocs import RunFile
 from ..streams import Stream
@@ -145,6 +144,8 @@ def _number(value: object) -> float | None:
 def _reference_difficulties(config: BenchmarkConfig, base_dir: Path, source: str) -> dict[tuple[str, str], float]:
     """``(stream, task_id) -> 1 - solve rate`` over the reference runs (a failed
     episode counts as not solved), read through the report's run-directory reader."""
+    from ..reporting.rundata import ReportError, load_run  # only for order_from: not at every start-up
+
     given = config.order_from
     directories = given if isinstance(given, list) else [given] if given is not None else []
     solved: dict[tuple[str, str], list[bool]] = {}

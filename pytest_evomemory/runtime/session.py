@@ -37,7 +37,7 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..config import RunConfig
 from ..configload import load_run_config
@@ -60,10 +60,6 @@ from ..models.budget import (
 from ..models.limits import close_session_directory, open_session_directory, session_directory
 from ..options import SHARD_UNITS, Flags, SessionOptions
 from ..redaction import redact_strings
-from ..reporting.gain import GainResult, GainThreshold, check_gains, check_replicate_gains, parse_min_gain
-from ..reporting.html import ReportError, load_run, write_comparison, write_comparison_report
-from ..reporting.replicates import write_replicate_comparison
-from ..reporting.terminal import format_comparison, format_replicates
 from ..rundir import (
     DEFAULT_OUTPUT_ROOT,
     LOCK,
@@ -113,6 +109,9 @@ from .run import (
 from .shards import ShardPlan, check_shard_dir, plan_shards, session_cells, session_fingerprint
 from .signals import Termination, shield_interrupts
 from .stream import Episode, StreamRun
+
+if TYPE_CHECKING:
+    from ..reporting.gain import GainResult, GainThreshold
 
 RecordSink = Callable[[Record], None]
 
@@ -487,6 +486,8 @@ class Session:
     def _compare_dir(self, other: str | None) -> Path | None:
         if not other:
             return None
+        from ..reporting.rundata import ReportError, load_run  # the reporting modules load when used
+
         flag = self.flags("compare")
         if len(self.arms) > 1:
             raise ConfigError(
@@ -518,6 +519,8 @@ class Session:
                 f"{self.flags('config')}=CONTROL.yaml {self.flags('config')}=MEMORY.yaml (the first is the baseline)"
             )
         streams = list(dict.fromkeys(name for arm in self.arms for name in arm.benchmark.stream_order))
+        from ..reporting.gain import parse_min_gain
+
         return parse_min_gain(values, streams, option=flag, requires=self.options.min_gain_by)
 
     def preflight(self, *, builtin_agent: bool = True, builtin_memory: bool = True) -> None:
@@ -1014,6 +1017,8 @@ class Session:
         for a refused session, nothing (it wrote nothing, and exits 4). From here on
         Ctrl-C and SIGTERM are ignored until the driver has printed everything
         (:func:`.signals.shield_interrupts`): the summary is never cut in half."""
+        # the reporting modules load at the session's end, not at every process's start-up
+        from ..reporting.html import ReportError, write_comparison_report
         self.termination.finishing = True
         shield_interrupts()
         if self.refused is not None:
@@ -1055,6 +1060,9 @@ class Session:
         replicate, the arms' paired comparison (``compare-r<i>.html`` / ``.json``, when
         there are several arms), and each arm's mean figure and mean paired difference
         with their intervals (``replicates.json``)."""
+        from ..reporting.gain import check_gains, check_replicate_gains
+        from ..reporting.html import ReportError, write_comparison
+        from ..reporting.replicates import write_replicate_comparison
         ran = [arm for arm in self.arms if arm.result is not None and arm.result.write_failure is None]
         if len(ran) < len(self.arms):
             missing = ", ".join(arm.name for arm in self.arms if arm not in ran)
@@ -1176,6 +1184,7 @@ class Session:
             return str(path)
 
     def _comparison_lines(self) -> list[Line]:
+        from ..reporting.terminal import format_comparison
 
         lines = [Line(f"evomemory: {' vs '.join(arm.name for arm in self.arms)}", section=True)]
         if self.comparison is None:
@@ -1190,6 +1199,7 @@ class Session:
         return lines
 
     def _replicate_lines(self) -> list[Line]:
+        from ..reporting.terminal import format_replicates
         names = " vs ".join(arm.run_config.name for arm in self.baseline_arms)
         lines = [Line(f"evomemory: {names}, {self.replicates} replicate(s)", section=True)]
         if self.replicate_comparison is None:
