@@ -16,22 +16,16 @@ import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__, datacmd, initcmd, localcmd, mergecmd, powercmd, runcmd, tablecmd
 from .errors import ConfigError
 from .options import GAIN_FIGURE, add_min_gain_by, min_gain_by
 from .redaction import shown
-from .reporting.gain import GainThreshold, check_gains, parse_min_gain
-from .reporting.html import (
-    REPORT_NAME,
-    ReportError,
-    comparison_json_path,
-    write_comparison,
-    write_html_report,
-)
-from .reporting.terminal import format_comparison
-from .rundir import ARMS_MANIFEST, output_path_problem
+from .rundir import ARMS_MANIFEST, REPORT, output_path_problem
+
+if TYPE_CHECKING:
+    from .reporting.gain import GainThreshold
 
 PROG = "evomemory"
 DEFAULT_COMPARE_OUTPUT = "evomemory-compare.html"
@@ -66,7 +60,7 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         type=Path,
         default=None,
-        help=f"where to write (default: RUN_DIR/{REPORT_NAME})",
+        help=f"where to write (default: RUN_DIR/{REPORT})",
     )
 
     compare = commands.add_parser(
@@ -114,6 +108,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _labels(value: str | None, count: int) -> list[str] | None:
+    from .reporting.rundata import ReportError
+
     if value is None:
         return None
     labels = [label.strip() for label in value.split(",")]
@@ -129,6 +125,8 @@ def _labels(value: str | None, count: int) -> list[str] | None:
 def refuse_run_output(path: Path, *, own: Sequence[Path] = ()) -> None:
     """:class:`ReportError` when an output file would land inside a run directory
     (:func:`.rundir.output_path_problem`): before any run is read."""
+    from .reporting.rundata import ReportError
+
     problem = output_path_problem(path, own=own)
     if problem is not None:
         raise ReportError(f"-o {problem}")
@@ -140,6 +138,8 @@ def _session_comparison(path: Path) -> bool:
 
 def _gate(document: Mapping[str, Any], gates: Sequence[GainThreshold]) -> bool:
     """Print each gain gate's verdict; True when one is missed."""
+    from .reporting.gain import check_gains
+
     results = check_gains(document, gates)
     for result in results:
         print(shown(result.describe()))
@@ -185,10 +185,19 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return mergecmd.main(args)
     if args.command == "local-model":
         return localcmd.main(args)
+    return _report_or_compare(parser, args)
+
+
+def _report_or_compare(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    # the reporting modules load for these two commands only, not before a run's first model call
+    from .reporting.gain import parse_min_gain
+    from .reporting.html import ReportError, comparison_json_path, write_comparison, write_html_report
+    from .reporting.terminal import format_comparison
+
     try:
         if args.command == "report":
             if args.output is not None:
-                refuse_run_output(args.output, own=[args.run_dir / REPORT_NAME])
+                refuse_run_output(args.output, own=[args.run_dir / REPORT])
             written = write_html_report(args.run_dir, args.output)
         else:
             if len(args.run_dirs) < 2:

@@ -12,17 +12,17 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .config import arm_name
 from .errors import ConfigError, EvoMemoryError
 from .options import GAIN_FIGURE, add_min_gain_by, min_gain_by
 from .redaction import shown
-from .reporting.gain import GainThreshold, check_gains, check_replicate_gains, parse_min_gain
-from .reporting.terminal import format_comparison, format_replicates, format_table
 from .rundir import output_path_problem
-from .runtime.merge import MERGE, MergeRefused, merge_shards
-from .runtime.shards import ShardPlan
+
+if TYPE_CHECKING:
+    from .reporting.gain import GainThreshold
+    from .runtime.shards import ShardPlan
 
 USAGE_ERROR = 2
 
@@ -51,6 +51,11 @@ def add_parser(commands: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    # loaded by this command only: `evomemory run` builds its parser, not its merge
+    from .reporting.gain import check_gains, check_replicate_gains, parse_min_gain
+    from .reporting.terminal import format_comparison, format_replicates, format_table
+    from .runtime.merge import MERGE, MergeRefused, merge_shards
+
     gates: list[GainThreshold] = []
 
     def check(plan: ShardPlan) -> None:  # before anything is written

@@ -33,7 +33,7 @@ from typing import Any
 from ..atomicfile import write_atomically
 from ..identity import describe_component, describe_model, describe_ran, recorded_identity
 from ..redaction import dumps_redacted
-from ..rundir import utc_now
+from ..rundir import REPORT, utc_now
 from ..rundocs import StreamSummary
 from ..rundocs.compare import (
     ArmScope,
@@ -75,7 +75,7 @@ from .power import power_line
 from .rundata import ReportError, RunData, load_run, load_runs
 from .scatter import similarity_svg
 
-REPORT_NAME = "report.html"
+REPORT_NAME = REPORT  # rundir names every file of a run directory
 
 _CSP = f"default-src 'none'; style-src 'unsafe-inline'; img-src data:; script-src '{SCRIPT_HASH}'"
 #: Failed episodes listed at the top of a report; the drill-down's filter shows all of them.

@@ -114,13 +114,14 @@ def test_a_fault_of_ours_is_one_line_and_exit_3_not_a_traceback(
     KeyError holding a secret): one redacted line saying it is ours and how to see
     where, exit 3 (pytest's internal error); EVOMEMORY_TRACEBACK=1 shows the traceback."""
     from pytest_evomemory import cli
+    from pytest_evomemory.reporting import html
 
     secret = "sk-" + "z" * 40
 
     def broken(*args: object, **kwargs: object) -> None:
         raise KeyError(f"arm {secret}")
 
-    monkeypatch.setattr(cli, "write_html_report", broken)
+    monkeypatch.setattr(html, "write_html_report", broken)  # cli imports it when the command runs
     assert cli.main(["report", str(tmp_path)]) == cli.INTERNAL_ERROR
     error = capsys.readouterr().err
     assert error.startswith("evomemory: internal error (a bug in pytest-evomemory, not in your input): KeyError:")
