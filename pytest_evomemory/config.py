@@ -76,7 +76,9 @@ class StrictModel(BaseModel):
     """Unknown keys are errors, and no value is coerced: ``limit: true`` is not 1,
     ``limit: "5"`` is not 5 and ``temperature: yes`` is not 1.0 (pydantic's lax mode
     would take all three). An integer is still accepted where a number is wanted;
-    ``.nan`` and ``.inf`` are not numbers any setting can use."""
+    ``.nan`` and ``.inf`` are not numbers any setting can use. Validators are built
+    on first use (``defer_build``): a run reads the sections it has, not all of them,
+    and building every one at import was start-up time before the first model call."""
 
     model_config = ConfigDict(
         extra="forbid", frozen=True, str_strip_whitespace=False, strict=True, allow_inf_nan=False, defer_build=True

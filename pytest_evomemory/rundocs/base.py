@@ -82,7 +82,13 @@ def _schema_extra(schema: dict[str, Any], model: type[BaseModel]) -> None:
 
 
 class RunDoc(BaseModel):
-    """A JSON document (or JSONL record) of a run directory."""
+    """A JSON document (or JSONL record) of a run directory.
+
+    Each model's validator is built on its first use (``defer_build``): a process
+    uses a few of the some eighty documents, and building them all at import took
+    about a tenth of a second of every process's start-up (each xdist worker's
+    too). pydantic builds a deferred model under a lock, so chains in threads may
+    meet one first together."""
 
     model_config = ConfigDict(
         extra="allow", populate_by_name=True, json_schema_extra=_schema_extra, defer_build=True
