@@ -339,7 +339,10 @@ class ResponseTally:
         return tally
 
     def add(self, response: Response | Mapping[str, Any]) -> None:
-        figures = counted(response)
+        # StreamMetrics.add_response reads nothing counted() blanks out (and counts a
+        # response as cached exactly when counted() would say so): a typed response
+        # is counted as it is, without copying it and each of its tool calls
+        figures = response if isinstance(response, Response) else counted(response)
         name = figures.stream
         tally = self.streams.get(name)
         if tally is None:

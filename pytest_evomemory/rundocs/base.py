@@ -17,6 +17,7 @@ field the writer always writes as required (:func:`_schema_extra`).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from functools import cache
 from pathlib import Path
 from typing import Annotated, Any, ClassVar, TypeVar
 
@@ -116,10 +117,7 @@ class RunDoc(BaseModel):
                 for name, field in type(self).model_fields.items():
                     if name not in self.model_fields_set:
                         data.pop(field.alias or name, None)
-            fields = type(self).model_fields
-            for name in self.OMIT_NONE:
-                declared = fields.get(name)
-                key = (declared.alias or name) if declared is not None else name
+            for key in _omitted_keys(type(self)):
                 if key in data and data[key] is None:
                     del data[key]
         return data
@@ -133,6 +131,19 @@ class RunDoc(BaseModel):
         """A key this model does not declare (a figure's ``<name>_matches``, a newer
         writer's field), or ``default``."""
         return (self.__pydantic_extra__ or {}).get(key, default)
+
+
+@cache
+def _omitted_keys(model: type[RunDoc]) -> tuple[str, ...]:
+    """The keys ``model`` leaves out when None (its ``OMIT_NONE`` under their aliases),
+    worked out once per class: every record the run writes is serialized through
+    :meth:`RunDoc._leave_out`, nested documents included."""
+    fields = model.model_fields
+    keys = []
+    for name in model.OMIT_NONE:
+        declared = fields.get(name)
+        keys.append((declared.alias or name) if declared is not None else name)
+    return tuple(keys)
 
 
 Doc = TypeVar("Doc", bound=RunDoc)
