@@ -32,7 +32,6 @@ from ..rundocs import (
 from ..rundocs.records import as_score
 from ..text import shorten
 from .summary import RESPONSE_COUNTS, SCORE_COUNTS, StreamMetrics, records_disagree
-from .summary import counted as counted_figures
 
 
 class ReportError(EvoMemoryError):
@@ -138,12 +137,21 @@ class RunData:
         return _checked(self.run_dir / TRANSCRIPTS / f"{stream}.jsonl", TranscriptEntry)
 
 
+def _metrics(counted: dict[str, StreamMetrics], stream: str) -> StreamMetrics:
+    metrics = counted.get(stream)
+    if metrics is None:
+        metrics = counted[stream] = StreamMetrics(stream)
+    return metrics
+
+
 def _count_score(counted: dict[str, StreamMetrics], scored: Score) -> None:
-    counted.setdefault(scored.stream, StreamMetrics(scored.stream)).add_outcome(scored, with_groups=False)
+    _metrics(counted, scored.stream).add_outcome(scored, with_groups=False)
 
 
 def _count_response(counted: dict[str, StreamMetrics], response: Response) -> None:
-    counted.setdefault(response.stream, StreamMetrics(response.stream)).add_response(counted_figures(response))
+    # a typed response, counted as it is: add_response reads nothing summary.counted
+    # would blank out (see ResponseTally.add), so no copy of it and its tool calls
+    _metrics(counted, response.stream).add_response(response)
 
 
 Doc = TypeVar("Doc", bound=RunDoc)
