@@ -32,7 +32,6 @@ the start is printed with the table.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import functools
 import gc
 import json
@@ -42,7 +41,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +52,8 @@ from pytest_evomemory.configload import load_run_config  # noqa: E402
 from pytest_evomemory.runtime import run_benchmark  # noqa: E402
 
 TARGET_SHARE = 0.20
-HARNESS = ("opening", "snapshots", "journal", "teardown", "rest of the run")
+HARNESS = ("opening", "snapshots", "journal", "teardown", "adapter", "agent", "scoring", "records", "report",
+           "rest of the run")
 COLLECTION = "garbage collection"
 
 
@@ -82,15 +82,15 @@ class Clock:
         if self._stack:
             self._stack[-1][2] += spent
 
-    @contextlib.contextmanager
-    def part(self, name: str) -> Iterator[None]:
+    def call(self, name: str, function: Callable[..., Any], args: Any, kwargs: Any) -> Any:
+        """``function(*args, **kwargs)``, its time counted as ``name`` (no context
+        manager: the clock's own cost lands in the caller's part, so it is kept small)."""
         if threading.get_ident() != self._thread:  # the opening thread: counted as "opening"
-            yield
-            return
+            return function(*args, **kwargs)
         frame = [name, time.perf_counter(), 0.0]
         self._stack.append(frame)
         try:
-            yield
+            return function(*args, **kwargs)
         finally:
             self._stack.pop()
             spent = time.perf_counter() - frame[1]
@@ -109,8 +109,7 @@ def timed(clock: Clock, owner: Any, method: str, part: str, count_texts: bool = 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         if count_texts and len(args) > 1 and isinstance(args[1], list):
             clock.texts += len(args[1])
-        with clock.part(part):
-            return original(*args, **kwargs)
+        return clock.call(part, original, args, kwargs)
 
     setattr(owner, method, wrapper)
     return lambda: setattr(owner, method, original)
@@ -121,7 +120,13 @@ def instrument(clock: Clock) -> list[Callable[[], None]]:
     from mem0.memory.main import Memory
 
     import pytest_evomemory.runtime.run as run_module
+    from pytest_evomemory.agents.baseline import RecallBaselineAgent
+    from pytest_evomemory.evaluation.evomemory import EvoMemoryEvaluator
     from pytest_evomemory.memory import embedders, langmem, mem0
+    from pytest_evomemory.memory.observed import ObservedMemory
+    from pytest_evomemory.reporting import html
+    from pytest_evomemory.runtime.records import ResultCollector
+    from pytest_evomemory.runtime.stream import Episode
 
     undo = [
         timed(clock, embedders.HashingEmbedder, "embed", "embedder", count_texts=True),
@@ -137,6 +142,16 @@ def instrument(clock: Clock) -> list[Callable[[], None]]:
         undo.append(timed(clock, backend, "restore", "snapshots"))
         undo.append(timed(clock, backend, "reset", "teardown"))
         undo.append(timed(clock, backend, "close", "teardown"))
+    # the rest of the run, by part (each exclusive of the library, embedder and journal inside it)
+    undo += [
+        timed(clock, ObservedMemory, "retain", "adapter"),
+        timed(clock, ObservedMemory, "recall", "adapter"),
+        timed(clock, RecallBaselineAgent, "respond", "agent"),
+        timed(clock, EvoMemoryEvaluator, "score_response", "scoring"),
+        timed(clock, Episode, "_scored", "scoring"),
+        timed(clock, ResultCollector, "add", "records"),
+        timed(clock, html, "write_html_report", "report"),
+    ]
     for backend in (mem0.Mem0Memory, langmem.LangMemMemory):  # LangMem's runs inside the store's put
         undo.append(timed(clock, backend, "_journal_writes", "journal"))
     gc.callbacks.append(clock.on_gc)

@@ -708,8 +708,9 @@ class RunWriter:
     def add_response(self, response: Response) -> None:
         """A response: its line in responses.jsonl, its messages in its stream's transcript."""
         self._note_stream(RESPONSES, response.stream)
-        self._append(RESPONSES, response.line())
-        self._append(f"{TRANSCRIPTS}/{response.stream}.jsonl", response.transcript())
+        line, transcript = response.written_lines()
+        self._append(RESPONSES, line)
+        self._append(f"{TRANSCRIPTS}/{response.stream}.jsonl", transcript)
 
     def add_score(self, scored: Score) -> None:
         self._append(SCORES, scored)

@@ -111,6 +111,17 @@ class Response(RunDoc):
             task_id=self.task_id, kind=self.kind, messages=self.messages or [], tool_calls=self.tool_calls
         )
 
+    def written_lines(self) -> tuple[dict[str, Any], dict[str, Any]]:
+        """``line()`` and ``transcript().written()``, from one serialization of the
+        response: the writer writes both for every response, and building the
+        transcript entry anew validated and serialized its messages and tool calls
+        a second time."""
+        data = self.written()
+        messages = data.pop("messages", None)
+        entry = {"task_id": data["task_id"], "kind": data["kind"], "messages": messages or [],
+                 "tool_calls": data["tool_calls"]}
+        return data, entry
+
 
 class TranscriptEntry(RunDoc):
     """One line of transcripts/<stream>.jsonl: one stimulus's messages and tool calls."""

@@ -96,6 +96,17 @@ def test_records_are_written_as_the_hand_written_writers_wrote_them() -> None:
     })
 
 
+@pytest.mark.parametrize("update", [
+    {}, {"messages": None}, {"messages": []}, {"tool_calls": []}, {"cached": True},
+    {"evomemory_arm": "memory"},  # a key the model does not declare: in the line, not the transcript
+])
+def test_the_writers_two_lines_of_a_response_are_its_line_and_transcript(update: dict[str, Any]) -> None:
+    response = Response.model_validate({**RESPONSE.document().written(), **update})
+    line, transcript = response.written_lines()
+    assert dumps(line) == dumps(response.line())
+    assert dumps(transcript) == dumps(response.transcript())
+
+
 def test_a_streams_metrics_are_written_as_to_dict_wrote_them() -> None:
     scores = [ScoredItem("s", f"t{i}", i, VERDICT if i % 2 else Verdict(False, "x", "x", "4", "exact", "no")).document()
               for i in range(3)]
