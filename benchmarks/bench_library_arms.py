@@ -18,7 +18,8 @@ embedder's):
   ``--embedder bundled``: the bundled MiniLM, the libraries' default), and how many
   texts it embedded per library operation (1.0 means nothing is embedded twice);
 * **harness**, what this package adds around the library: opening each stream's
-  store, snapshots after every episode and the journal they are made of (Mem0: the
+  store, snapshots after every episode (the backend's own and the slot's label,
+  digests and syncs around it) and the journal they are made of (Mem0: the
   points read back from Qdrant's storage after each add; LangMem: each write of the
   store, which runs inside LangGraph's ``put``), teardown, the backend adapter and
   the runtime's observation of it (``adapter``), the recall agent's own code
@@ -137,6 +138,7 @@ def instrument(clock: Clock) -> list[Callable[[], None]]:
     from pytest_evomemory.evaluation.evomemory import EvoMemoryEvaluator
     from pytest_evomemory.memory import embedders, langmem, mem0
     from pytest_evomemory.memory.observed import ObservedMemory
+    from pytest_evomemory.memory.snapshot import StreamSnapshots
     from pytest_evomemory.reporting import html
     from pytest_evomemory.runtime.records import ResultCollector
     from pytest_evomemory.runtime.run import Run
@@ -166,6 +168,8 @@ def instrument(clock: Clock) -> list[Callable[[], None]]:
         timed(clock, Episode, "_scored", "scoring"),
         timed(clock, ResultCollector, "add", "records"),
         timed(clock, html, "write_html_report", "report"),
+        timed(clock, StreamSnapshots, "save", "snapshots"),  # the slot's label, digests and syncs around the backend's
+        timed(clock, StreamSnapshots, "restore", "snapshots"),
         timed(clock, Session, "preflight", "start and finish"),
         timed(clock, Run, "finish", "start and finish"),
     ]
