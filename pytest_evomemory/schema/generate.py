@@ -4,7 +4,7 @@ The schema is not written by hand: every document a run writes is a model in
 :mod:`pytest_evomemory.rundocs`, and this module turns the models into one JSON
 Schema (2020-12) document, one definition per document and per part they share
 (``stream_metrics``, ``model_identity``, ...). The documents not yet declared as
-models (compare.json, replicates.json, the JSON report's block) keep their
+models (replicates.json, the JSON report's block) keep their
 hand-written definitions in ``unmodeled.json``, merged in beside them.
 
 Regenerate after changing a model::
@@ -34,6 +34,7 @@ from ..rundocs import (
     SummaryFile,
     TranscriptEntry,
 )
+from ..rundocs.compare import Comparison
 
 #: Each document's definition name (what :data:`pytest_evomemory.schema.ARTEFACTS` names).
 DOCUMENTS: dict[str, type[BaseModel]] = {
@@ -44,6 +45,7 @@ DOCUMENTS: dict[str, type[BaseModel]] = {
     "response": Response,
     "transcript_entry": TranscriptEntry,
     "arms_json": ArmsFile,
+    "compare_json": Comparison,
 }
 
 #: Definitions named apart from their class (the names the schema has always used).
@@ -54,6 +56,7 @@ _NAMES = {
     "ArmEntryDoc": "arm_entry",
     "ShardRecord": "shard",
     "MergedRecord": "merged",
+    "Scope": "comparison_scope",
 }
 
 #: Definitions that are a model or null wherever they are used.
@@ -112,7 +115,7 @@ def build_schema() -> dict[str, Any]:
         "description": (
             "Every JSON document a run writes, one definition each under $defs, generated from the models in "
             f"pytest_evomemory.rundocs ({documents}) and, for the documents not yet declared as models, the "
-            f"definitions in schema/{UNMODELED_FILE.name} (compare_json, replicates_json, json_report, "
+            f"definitions in schema/{UNMODELED_FILE.name} (replicates_json, json_report, "
             "task_metadata). docs/artefacts.md describes each field. Validate a document against one definition "
             'with {"$ref": "#/$defs/<name>"} beside this document\'s $defs (pytest_evomemory.schema.schema_for does '
             "that)."
