@@ -69,7 +69,7 @@ from .columns import (
     grouped,
     stream_columns,
 )
-from .compare import OVERALL, build_comparison, stream_names
+from .compare import OVERALL, comparison_model, stream_names
 from .drilldown import SCRIPT_HASH, script_tag, task_sections
 from .power import power_line
 from .rundata import ReportError, RunData, load_run, load_runs
@@ -494,7 +494,7 @@ def _sequence_robustness(comparison: Comparison) -> str:
             rows.append(
                 f'<tr class="{"overall" if name == OVERALL else ""}"><td>{_e(entry.label)}</td>'
                 f'<td>{_e(entry.order)} \u2212 {_e(entry.baseline_order)}</td>'
-                f"{_name_cell('td', name)}{_versus_cells(scope.model_copy(update={'same_tasks': True}))}</tr>"
+                f"{_name_cell('td', name)}{_versus_cells(PairedEntry.model_validate({**scope.written(), 'same_tasks': True}))}</tr>"
             )
     return (
         "<h2>Sequence robustness</h2>"
@@ -632,7 +632,7 @@ def render_comparison(
     """
     if len(runs) < 2:
         raise ReportError("a comparison needs at least two runs")
-    comparison = as_comparison(given if given is not None else build_comparison(runs))
+    comparison = as_comparison(given) if given is not None else comparison_model(runs)
     labels = " vs ".join(run.label for run in runs)
     links = [*reports, *[None] * (len(runs) - len(reports))]
     runs_list = "".join(
@@ -803,12 +803,12 @@ def write_comparison(
     if len(run_dirs) < 2:
         raise ReportError("a comparison needs at least two run directories")
     runs = load_runs(run_dirs, labels)
-    comparison = build_comparison(runs)
+    comparison = comparison_model(runs)
     path = Path(output)
     json_path = comparison_json_path(path)
     if json_path == path:
         raise ReportError(f"{path}: give the comparison page an .html name, so compare.json can sit beside it")
-    document = {**comparison, "generated": utc_now()}
+    document = {**comparison.written(), "generated": utc_now()}
     _write(json_path, dumps_redacted(document, indent=2) + "\n")  # as every artefact: redacted, strict JSON
     reports = [_relative_link(run.run_dir / REPORT_NAME, path.parent) for run in runs]
     return ComparisonFiles(_write(path, render_comparison(runs, comparison, reports)), json_path, document)

@@ -67,7 +67,7 @@ class PowerEstimate(_Given):
     REQUIRED = frozenset({"alpha", "power", "tasks", "replicates", "sd_difference", "minimum_detectable_effect",
                           "sd_from"})
     CLOSED = True
-    SCHEMA_EXTRA = {"properties": {
+    SCHEMA_EXTRA: ClassVar[dict[str, Any] | None] = {"properties": {
         "alpha": {"const": 0.05}, "power": {"const": 0.8}, "tasks": {"type": "integer", "minimum": 1},
         "replicates": {"type": "integer", "minimum": 1},
         "sd_difference": {"type": "number", "minimum": 0},
@@ -146,7 +146,7 @@ class RunEntry(_Given):
 
     REQUIRED = frozenset({"label", "present"})
     CLOSED = True
-    SCHEMA_EXTRA = {"patternProperties": {
+    SCHEMA_EXTRA: ClassVar[dict[str, Any] | None] = {"patternProperties": {
         "^[a-z][a-z0-9_]*_(accuracy|ci_low|ci_high|mean)$": {"anyOf": [
             {"type": "number", "minimum": 0, "maximum": 1}, {"type": "null"}]},
     }}
@@ -186,7 +186,7 @@ class ComparedRun(_Given):
 
     REQUIRED = frozenset({"label", "run_dir", "run", "agent", "model", "memory"})
     CLOSED = True
-    SCHEMA_EXTRA = {"properties": {
+    SCHEMA_EXTRA: ClassVar[dict[str, Any] | None] = {"properties": {
         "run": {"anyOf": [{"type": "string"}, {"type": "null"}]},
         "agent": {"anyOf": [{"$ref": "#/$defs/agent_identity"}, {"type": "null"}]},
         "model": {"$ref": "#/$defs/model_identity"},
@@ -247,7 +247,7 @@ class Comparison(_Given):
     REQUIRED = frozenset({"schema_version", "baseline", "confidence", "methods", "runs", "streams", "overall",
                           "figures", "config_diff", "flips", "warnings"})
     CLOSED = True
-    SCHEMA_EXTRA = {"properties": {
+    SCHEMA_EXTRA: ClassVar[dict[str, Any] | None] = {"properties": {
         "confidence": {"const": 0.95},
         "runs": {"type": "array", "minItems": 2, "items": {"$ref": "#/$defs/compared_run"}},
         "similarity": {
