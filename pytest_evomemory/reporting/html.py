@@ -478,7 +478,7 @@ def _power_notes(entries: Iterable[PairedEntry]) -> str:
     for entry in entries:
         power = (entry.continuous.power if entry.continuous is not None else None) or entry.power  # the figure judged
         if power is not None:
-            found.append(power_line(entry.label, power.written()))
+            found.append(power_line(entry.label, power))
     return "".join(f'<p class="meta power">{_e(line)}</p>' for line in found)
 
 
@@ -667,16 +667,16 @@ def _replicate_notes(arms: Sequence[ReplicateArm], versus: Sequence[ReplicateVer
     """Overall: where each arm's variance comes from, and each comparison's power."""
     lines = []
     for arm in arms:
-        split = _mapping(arm.overall.variance)
-        share = split.get("seed_share")
-        if isinstance(share, int | float) and split.get("standard_error"):
+        split = arm.overall.variance
+        share = split.seed_share if split is not None else None
+        if split is not None and share is not None and split.standard_error:
             lines.append(
                 f"{arm.label}: {share:.0%} of the variance comes from the seeds; standard error "
-                f"{_pp_plain(split.get('standard_error'))}, with twice the tasks "
-                f"{_pp_plain(split.get('standard_error_twice_the_tasks'))}, with twice the replicates "
-                f"{_pp_plain(split.get('standard_error_twice_the_replicates'))}"
+                f"{_pp_plain(split.standard_error)}, with twice the tasks "
+                f"{_pp_plain(split.standard_error_twice_the_tasks)}, with twice the replicates "
+                f"{_pp_plain(split.standard_error_twice_the_replicates)}"
             )
-    lines += [power_line(entry.label, entry.overall.power.written()) for entry in versus if entry.overall.power is not None]
+    lines += [power_line(entry.label, entry.overall.power) for entry in versus if entry.overall.power is not None]
     return "".join(f'<p class="meta power">{_e(line)}</p>' for line in lines)
 
 
@@ -722,10 +722,10 @@ def render_replicates(given: Replicates | Mapping[str, Any], figures: str = "") 
                 f'<td class="num each">{_e(each)}</td>{cells}</tr>'
             )
     robustness = [
-        f"<li><b>{_e(label)}</b>: {_e(_mapping(entry.sequence_robustness).get('order'))} \u2212 "
-        f"{_e(_mapping(entry.sequence_robustness).get('baseline_order'))}: its \u0394 is the sequence "
+        f"<li><b>{_e(label)}</b>: {_e(robustness.order)} \u2212 "
+        f"{_e(robustness.baseline_order)}: its \u0394 is the sequence "
         "robustness, paired by seed across replicates and by task within each</li>"
-        for label, entry in versus.items() if entry.sequence_robustness
+        for label, entry in versus.items() if (robustness := entry.sequence_robustness) is not None
     ]
     links = "".join(
         f'<li><a href="{_e(urllib.parse.quote(str(name)))}">{_e(name)}</a></li>' for name in document.comparisons or []

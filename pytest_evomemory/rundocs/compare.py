@@ -7,7 +7,7 @@ model. Every part is written with exactly the keys it was built with
 alone, and each figure a stream carries adds its ``<name>_accuracy`` keys to an
 entry. compare.json's schema definitions are generated from these models (each
 part's ``REQUIRED`` keys are the ones the builder always writes); replicates.json's
-is still the hand-written one (``schema/unmodeled.json``).
+is generated from its models too.
 """
 
 from __future__ import annotations
@@ -301,45 +301,82 @@ class Comparison(_Given):
         return None
 
 
+class VarianceSplit(_Given):
+    """Where the variance of the per-task scores comes from: between tasks and within them (seeds)."""
+
+    SCHEMA_DESCRIPTION = (
+        "Where the variance of the per-task scores comes from (docs/statistics.md, 'Variance split'): between tasks "
+        "(difficulty; only more tasks shrink it) and within tasks (one replicate around its task's mean: seeds; more "
+        "replicates shrink it, null with one replicate); standard errors of the mean as run, with twice the tasks "
+        "and with twice the replicates."
+    )
+    REQUIRED = frozenset({"between_tasks", "within_tasks", "seed_share", "standard_error",
+                          "standard_error_twice_the_tasks", "standard_error_twice_the_replicates"})
+    CLOSED = True
+
+    between_tasks: Amount = 0.0
+    within_tasks: Amount | None = None
+    seed_share: Fraction | None = None
+    standard_error: Amount = 0.0
+    standard_error_twice_the_tasks: Amount = 0.0
+    standard_error_twice_the_replicates: Amount = 0.0
+
+
 class ArmScope(_Given):
     """An arm's figure in a scope across its replicates: each replicate's, their mean and spread, the interval clustered by task (its method's own keys beside)."""
 
-    accuracies: list[Number | None] = Field(default_factory=list)
+    REQUIRED = frozenset({"accuracies", "n", "mean", "sd", "ci_low", "ci_high", "tasks", "effective_tasks",
+                          "variance"})
+    CLOSED = True
+
+    accuracies: list[Fraction | None] = Field(default_factory=list)
     n: Count = 0
-    mean: Number | None = None
-    sd: Number | None = None
-    ci_low: Number | None = None
-    ci_high: Number | None = None
+    mean: Fraction | None = None
+    sd: Amount | None = None
+    ci_low: Fraction | None = None
+    ci_high: Fraction | None = None
+    tasks: Count = Field(default=0, description="tasks every replicate scored: the interval's sample")
+    effective_tasks: Amount | None = Field(default=None, description=(
+        "the Kish effective sample size the Wilson interval uses: tasks x replicates / design effect"))
     #: where the variance comes from (tasks, seeds) and the standard errors more of either would give
-    variance: dict[str, Any] | None = None
+    variance: VarianceSplit | None = None
 
 
-class ReplicateTest(_Given):
+class ReplicateTest(PairedTest):
     """One replicate's paired test of an arm against the baseline (the seed both ran)."""
 
-    replicate: Count = 0
+    REQUIRED = frozenset({"replicate", "seed", *PairedTest.REQUIRED})
+
+    replicate: Ordinal = 1
     seed: int | None = None
-    mcnemar_p: Number | None = None
 
 
 class DifferenceScope(_Given):
     """An arm minus the baseline in a scope across the replicates: the per-replicate differences, the per-task mean difference's interval and test, each replicate's paired test."""
 
-    differences: list[Number | None] = Field(default_factory=list)
+    REQUIRED = frozenset({"differences", "n", "mean", "sd", "ci_low", "ci_high", "per_replicate", "paired_tasks",
+                          "test", "p_value", "variance", "power"})
+    CLOSED = True
+
+    differences: list[Difference | None] = Field(default_factory=list)
     n: Count = 0
-    mean: Number | None = None
-    sd: Number | None = None
-    ci_low: Number | None = None
-    ci_high: Number | None = None
-    paired_tasks: Count | None = None
-    p_value: Number | None = None
-    test: str | None = None
+    mean: Difference | None = None
+    sd: Amount | None = None
+    ci_low: Difference | None = None
+    ci_high: Difference | None = None
+    paired_tasks: Count = Field(default=0, description="tasks every replicate of both arms scored")
+    p_value: Fraction | None = None
+    test: Literal["paired t", "McNemar"] | None = None
+    variance: VarianceSplit | None = None
     power: PowerEstimate | None = None
     per_replicate: list[ReplicateTest] = Field(default_factory=list)
 
 
 class ReplicateArm(_Given):
     """An arm of a repeated session: its replicates' run directories and seeds, per stream and overall."""
+
+    REQUIRED = frozenset({"label", "run_dirs", "seeds", "streams", "overall"})
+    CLOSED = True
 
     label: Text = ""
     run_dirs: list[str] = Field(default_factory=list)
@@ -348,11 +385,24 @@ class ReplicateArm(_Given):
     overall: ArmScope = Field(default_factory=ArmScope)
 
 
+class OrderPair(_Given):
+    """The two orders of the same arm (sequence robustness): the baseline's and this arm's."""
+
+    REQUIRED = frozenset({"baseline_order", "order"})
+    CLOSED = True
+
+    baseline_order: Text = ""
+    order: Text = ""
+
+
 class ReplicateVersus(_Given):
     """An arm against the baseline across the replicates (``sequence_robustness``: the same arm in another order)."""
 
+    REQUIRED = frozenset({"label", "sequence_robustness", "streams", "overall"})
+    CLOSED = True
+
     label: Text = ""
-    sequence_robustness: dict[str, Any] | None = None
+    sequence_robustness: OrderPair | None = None
     streams: dict[str, DifferenceScope] = Field(default_factory=dict)
     overall: DifferenceScope = Field(default_factory=DifferenceScope)
 
@@ -364,13 +414,30 @@ class ReplicateVersus(_Given):
 class Replicates(_Given):
     """replicates.json: a repeated session's arms compared across their replicates."""
 
+    SCHEMA_DESCRIPTION = (
+        "replicates.json: a repeated session's arms across their replicates (docs/artefacts.md, \"Replicates\"; "
+        "docs/statistics.md): each arm's figure per replicate and, over the tasks, the mean of the per-task means "
+        "with its Wilson interval on the Kish effective number of tasks and the variance split; each later arm's "
+        "per-task mean difference from the baseline with its MOVER interval, paired t-test and minimum detectable "
+        "effect, beside each replicate's McNemar test."
+    )
+    REQUIRED = frozenset({"schema_version", "baseline", "confidence", "replicates", "seeds", "methods", "arms",
+                          "vs_baseline", "comparisons", "warnings", "generated"})
+    CLOSED = True
+    SCHEMA_EXTRA: ClassVar[dict[str, Any] | None] = {"properties": {
+        "confidence": {"const": 0.95},
+        "arms": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/replicate_arm"}},
+    }}
+
     schema_version: SchemaVersion = 2
     baseline: Text = ""
     confidence: Number = 0.95
-    figure: Text = "accuracy"
-    replicates: Count = 0
+    figure: Text = Field(default="accuracy", description=(
+        "what the means compare: 'accuracy', or the mean the streams' match mode declares as its headline (LoCoMo: "
+        "'mean F1')"))
+    replicates: Ordinal = 1
     seeds: list[int | None] = Field(default_factory=list)
-    methods: dict[str, Any] = Field(default_factory=dict)
+    methods: dict[str, str] = Field(default_factory=dict)
     arms: list[ReplicateArm] = Field(default_factory=list)
     vs_baseline: list[ReplicateVersus] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
@@ -396,6 +463,7 @@ __all__ = [
     "ContinuousComparison",
     "DifferenceScope",
     "Flip",
+    "OrderPair",
     "PairedEntry",
     "PairedTest",
     "PowerEstimate",
@@ -406,6 +474,7 @@ __all__ = [
     "RunEntry",
     "Scope",
     "SequenceRobustness",
+    "VarianceSplit",
     "as_comparison",
     "as_replicates",
 ]

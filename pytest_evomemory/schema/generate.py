@@ -4,7 +4,7 @@ The schema is not written by hand: every document a run writes is a model in
 :mod:`pytest_evomemory.rundocs`, and this module turns the models into one JSON
 Schema (2020-12) document, one definition per document and per part they share
 (``stream_metrics``, ``model_identity``, ...). The documents not yet declared as
-models (replicates.json, the JSON report's block) keep their
+models (the JSON report's block, task metadata) keep their
 hand-written definitions in ``unmodeled.json``, merged in beside them.
 
 Regenerate after changing a model::
@@ -34,7 +34,7 @@ from ..rundocs import (
     SummaryFile,
     TranscriptEntry,
 )
-from ..rundocs.compare import Comparison
+from ..rundocs.compare import Comparison, Replicates
 
 #: Each document's definition name (what :data:`pytest_evomemory.schema.ARTEFACTS` names).
 DOCUMENTS: dict[str, type[BaseModel]] = {
@@ -46,6 +46,7 @@ DOCUMENTS: dict[str, type[BaseModel]] = {
     "transcript_entry": TranscriptEntry,
     "arms_json": ArmsFile,
     "compare_json": Comparison,
+    "replicates_json": Replicates,
 }
 
 #: Definitions named apart from their class (the names the schema has always used).
@@ -57,6 +58,8 @@ _NAMES = {
     "ShardRecord": "shard",
     "MergedRecord": "merged",
     "Scope": "comparison_scope",
+    "ArmScope": "replicate_arm_scope",
+    "DifferenceScope": "replicate_difference_scope",
 }
 
 #: Definitions that are a model or null wherever they are used.
@@ -115,7 +118,7 @@ def build_schema() -> dict[str, Any]:
         "description": (
             "Every JSON document a run writes, one definition each under $defs, generated from the models in "
             f"pytest_evomemory.rundocs ({documents}) and, for the documents not yet declared as models, the "
-            f"definitions in schema/{UNMODELED_FILE.name} (replicates_json, json_report, "
+            f"definitions in schema/{UNMODELED_FILE.name} (json_report, "
             "task_metadata). docs/artefacts.md describes each field. Validate a document against one definition "
             'with {"$ref": "#/$defs/<name>"} beside this document\'s $defs (pytest_evomemory.schema.schema_for does '
             "that)."
