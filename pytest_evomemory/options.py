@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .errors import ConfigError
-from .rundocs.report import GAIN_REQUIRES as _GAIN_REQUIRES
 
 Kind = Literal["flag", "text", "list", "count", "dollars", "shard", "choice"]
 Entry = Literal["pytest", "cli"]
@@ -80,8 +79,9 @@ class Option:
 
 
 #: What a gain gate requires to be met (``min-gain-by``; :mod:`.reporting.gain`), the
-#: default first: declared once with the verdict's document (:class:`.rundocs.report.GainDoc`).
-GAIN_REQUIRES = _GAIN_REQUIRES
+#: default first: the point estimate reaches the margin, the 95 % interval's lower
+#: bound does, or the estimate does and the paired test's p is below 0.05.
+GAIN_REQUIRES = ("estimate", "lower-bound", "p-value")
 
 #: What a shard's cell is (``shard-by``; :mod:`.runtime.shards`): a stream with every
 #: arm's run of it (the default), or one arm's run of one stream.

@@ -407,8 +407,9 @@ def _reader(model: type[Doc]) -> Callable[[bytes, Path, int], Doc | str]:
             return model.model_validate_json(raw)
         except ValidationError as error:
             first = error.errors()[0]
-            if first["type"] == "json_invalid":
-                return _NOT_JSON
+            if first["type"] == "json_invalid":  # or JSON only Python's parser reads (a lone surrogate escaped)
+                value = _mapping(raw, path, number)
+                return value if isinstance(value, str) else read(model, path, value, number)
             if first["type"] == "model_type" and not first["loc"]:
                 return _NOT_OBJECT
             raise DamagedDocument(problem_line(path, error, number)) from None

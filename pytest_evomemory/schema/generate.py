@@ -23,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from ..options import GAIN_REQUIRES
 from ..rundocs import (
     SCHEMA_VERSION,
     ArmsFile,
@@ -104,6 +105,8 @@ def build_schema() -> dict[str, Any]:
     models = {renamed[name]: schema for name, schema in json.loads(text).items()}
     for name in _NULLABLE:
         models[name] = {"anyOf": [models[name], {"type": "null"}]}
+    # a gate's requirement is one of the option's choices, declared with the option
+    models["gain"]["properties"]["requires"]["enum"] = list(GAIN_REQUIRES)
     every = _tidy(models, schema=False)
     documents = ", ".join(sorted(DOCUMENTS))
     return {
