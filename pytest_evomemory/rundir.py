@@ -33,12 +33,12 @@ import json
 import os
 import re
 import sys
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from importlib import metadata
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import IO, TYPE_CHECKING, Any, TypeVar
 
 from pydantic import ValidationError
 
@@ -63,7 +63,7 @@ from .rundocs import (
     Summary,
     TranscriptEntry,
 )
-from .rundocs.base import Doc, problem_line
+from .rundocs.base import DamagedDocument, Doc, problem_line, read
 from .rundocs.wire import Event, FeedbackSkippedRecord, Record, event_or_none
 from .text import inert, shorten
 from .validation import (
@@ -368,6 +368,63 @@ def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
     record. Lines are split on ``\\n`` only: ``str.splitlines`` would also split on
     U+2028, U+0085 and other characters that may stand unescaped in a file written by hand.
     """
+    return _open_records(path, _mapping)
+
+
+#: What a line of a record file is read as: a mapping (:func:`iter_jsonl`) or a model.
+Item = TypeVar("Item")
+_NOT_JSON = "is not valid JSON"
+_NOT_OBJECT = "is not a JSON object"
+
+
+def _mapping(raw: bytes, path: Path, number: int) -> dict[str, Any] | str:
+    """A line as a dict, or what it is instead."""
+    try:
+        value = boundedread.loads(raw.decode("ascii"), depth=boundedread.MAX_ARTEFACT_DEPTH)
+    except ValueError:  # a torn line, an integer of 5,000 digits, 40,000 brackets
+        return _NOT_JSON
+    return value if isinstance(value, dict) else _NOT_OBJECT
+
+
+#: A run of digits longer than an integer may be (in a string or not: such a line is
+#: read by the bounded reader, which tells them apart).
+_LONG_DIGITS = re.compile(rb"[0-9]{%d}" % (boundedread.MAX_INT_DIGITS + 1))
+
+
+def _reader(model: type[Doc]) -> Callable[[bytes, Path, int], Doc | str]:
+    """A line read straight into ``model`` by pydantic's JSON parser (no dict between:
+    the report reads 100,000 lines of a long run). Its nesting bound is the bounded
+    reader's (:data:`.boundedread.MAX_ARTEFACT_DEPTH`, 200 levels); a line that may
+    hold an integer over :data:`.boundedread.MAX_INT_DIGITS` digits goes through the
+    bounded reader. A record whose fields are not the writer's is
+    :class:`.rundocs.DamagedDocument` naming the file, the record and the key."""
+
+    def parse(raw: bytes, path: Path, number: int) -> Doc | str:
+        if len(raw) > boundedread.MAX_INT_DIGITS and _LONG_DIGITS.search(raw):
+            value = _mapping(raw, path, number)
+            return value if isinstance(value, str) else read(model, path, value, number)
+        try:
+            return model.model_validate_json(raw)
+        except ValidationError as error:
+            first = error.errors()[0]
+            if first["type"] == "json_invalid":  # or JSON only Python's parser reads (a lone surrogate escaped)
+                value = _mapping(raw, path, number)
+                return value if isinstance(value, str) else read(model, path, value, number)
+            if first["type"] == "model_type" and not first["loc"]:
+                return _NOT_OBJECT
+            raise DamagedDocument(problem_line(path, error, number)) from None
+
+    return parse
+
+
+def iter_documents(path: Path, model: type[Doc]) -> Iterator[Doc]:
+    """:func:`iter_jsonl`'s records, each read as ``model`` as it is read (a record
+    that is not one is :class:`.rundocs.DamagedDocument`, in one line)."""
+    return _open_records(path, _reader(model))
+
+
+def _open_records(path: Path, parse: Callable[[bytes, Path, int], Item | str]) -> Iterator[Item]:
+    """The file opened now (an unreadable one is refused here), its records read as they are asked for."""
     def refused(problem: str) -> RunDirError:  # a FIFO never ends, a device never ends a line
         problem = f"{path} {path_problem(path)}" if path.is_dir() else problem
         return RunDirError(f"{problem}; it is not a run's record file: remove it, or give another run directory")
@@ -380,10 +437,12 @@ def iter_jsonl(path: Path) -> Iterator[dict[str, Any]]:
         problem = path_problem(path) or f"cannot be read ({error.strerror or error})"
         raise RunDirError(f"{path} {problem}; it is not a run's record file: remove it, or give another run directory") from None
     key = UNIQUE_KEYS.get(path.name) or (TRANSCRIPT_KEY if path.parent.name == TRANSCRIPTS else None)
-    return _records(handle, path, key)
+    return _records(handle, path, key, parse)
 
 
-def _records(handle: IO[bytes], path: Path, key: tuple[str, ...] | None) -> Iterator[dict[str, Any]]:
+
+def _records(handle: IO[bytes], path: Path, key: tuple[str, ...] | None,
+             parse: Callable[[bytes, Path, int], Item | str]) -> Iterator[Item]:
     # The hashes of the keys read so far, not the keys: a 20,000-task run's three files
     # would hold 100,000 tuples of strings (about 25 MiB) until the report is written.
     # A hash seen twice is confirmed against the earlier line (:func:`_first_line_of`).
@@ -398,15 +457,11 @@ def _records(handle: IO[bytes], path: Path, key: tuple[str, ...] | None) -> Iter
                     raise _damaged(path, *pending)
                 if not raw.isascii():  # the writer escapes every other character (dumps)
                     raise _damaged(path, number, "holds a byte that is not ASCII (the run writes ASCII JSON)")
-                try:
-                    value = boundedread.loads(raw.decode("ascii"), depth=boundedread.MAX_ARTEFACT_DEPTH)
-                except ValueError:  # a torn line, an integer of 5,000 digits, 40,000 brackets
-                    value = None
-                if not isinstance(value, dict):
-                    what = "is not a JSON object" if value is not None else "is not valid JSON"
+                value = parse(raw, path, number)
+                if isinstance(value, str):  # no record: what it is instead
                     if raw.endswith(b"\n"):
-                        raise _damaged(path, number, what)
-                    pending = (number, what)
+                        raise _damaged(path, number, value)
+                    pending = (number, value)
                     continue
                 if key is not None:
                     named = _named(value, key)
@@ -423,8 +478,10 @@ def _records(handle: IO[bytes], path: Path, key: tuple[str, ...] | None) -> Iter
             raise RunDirError(f"{path} cannot be read ({error.strerror or error}); give another run directory") from None
 
 
-def _named(record: Mapping[str, Any], key: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(str(record.get(part)) for part in key)
+def _named(record: object, key: tuple[str, ...]) -> tuple[str, ...]:
+    if isinstance(record, Mapping):
+        return tuple(str(record.get(part)) for part in key)
+    return tuple(str(getattr(record, part, None)) for part in key)
 
 
 def _first_line_of(path: Path, key: tuple[str, ...], named: tuple[str, ...], before: int) -> int | None:

@@ -1,7 +1,7 @@
 """What a comparison of runs says, as data: the one place its numbers are decided.
 
 ``compare.json``, ``compare.html`` and the terminal comparison all render the
-document :func:`build_comparison` returns, so they cannot disagree. Per stream
+document :func:`comparison_model` builds, so they cannot disagree. Per stream
 and overall it holds each run's accuracy with its 95 % Wilson interval and, for
 every run after the first (the baseline), the paired difference on the tasks both
 ran with Agresti & Min's interval and the exact McNemar p-value (:mod:`.stats`).
@@ -35,7 +35,17 @@ from ..evaluation.modes import Metric
 from ..identity import recorded_identity
 from ..rundir import SCHEMA_VERSION
 from ..rundocs import Score, StreamSummary
-from ..rundocs.compare import Comparison, as_comparison
+from ..rundocs.compare import (
+    ComparedRun,
+    Comparison,
+    ConfigDifference,
+    Flip,
+    PairedEntry,
+    RunEntry,
+    Scope,
+    SequenceRobustness,
+    as_comparison,
+)
 from .categories import score_value
 from .columns import figures_of
 from .power import discordance_sd, power_entry
@@ -125,9 +135,9 @@ def _number(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
-def _run_entry(run: RunData, metrics: StreamSummary | None) -> dict[str, Any]:
+def _run_entry(run: RunData, metrics: StreamSummary | None) -> RunEntry:
     if metrics is None:
-        return {"label": run.label, "present": False}
+        return RunEntry(label=run.label, present=False)
     correct, tasks = metrics.correct, metrics.tasks
     entry: dict[str, Any] = {"label": run.label, "present": True, **Proportion(correct, tasks).to_dict()}
     for name in figures_of(metrics):
@@ -143,10 +153,10 @@ def _run_entry(run: RunData, metrics: StreamSummary | None) -> dict[str, Any]:
     set_here = metrics.model_fields_set
     for key in ("protocol_violations", "cached_responses", "errors", "cost_usd"):
         entry[key] = getattr(metrics, key) if key in set_here else None
-    return entry
+    return RunEntry(**entry)  # the figures' own keys (<name>_accuracy) are the entry's extras
 
 
-def _scope(runs: Sequence[RunData], stream: str | None) -> dict[str, Any]:
+def _scope(runs: Sequence[RunData], stream: str | None) -> Scope:
     picked = [run.overall if stream is None else run.streams.get(stream) for run in runs]
     entries = [_run_entry(run, metrics) for run, metrics in zip(runs, picked, strict=True)]
     base = outcomes(runs[0], stream)
@@ -175,8 +185,8 @@ def _scope(runs: Sequence[RunData], stream: str | None) -> dict[str, Any]:
                 "the discordant tasks: sd(d)^2 = p10 + p01 - (p10 - p01)^2",
             ) if table.total else None,
         })
-        versus.append(paired)
-    return {"runs": entries, "vs_baseline": versus, "task_sets_differ": differ}
+        versus.append(PairedEntry(**paired))
+    return Scope(runs=entries, vs_baseline=versus, task_sets_differ=differ)
 
 
 def _flips(runs: Sequence[RunData]) -> list[dict[str, Any]]:
@@ -341,7 +351,7 @@ def sequence_robustness(runs: Sequence[RunData], streams: Sequence[str]) -> list
     return found
 
 
-def _warnings(runs: Sequence[RunData], document: Mapping[str, Any]) -> list[str]:
+def _warnings(runs: Sequence[RunData], scopes: Mapping[str, Scope]) -> list[str]:
     base = runs[0].label
     warnings = []
     for run in runs:
@@ -349,23 +359,23 @@ def _warnings(runs: Sequence[RunData], document: Mapping[str, Any]) -> list[str]
             warnings.append(
                 f"{run.label}: no scores.jsonl in {run.run_dir}; its paired statistics cannot be computed"
             )
-    for name, scope in [*document["streams"].items(), (OVERALL, document[OVERALL])]:
-        for entry, versus in zip(scope["runs"][1:], scope["vs_baseline"], strict=True):
-            if not entry["present"]:
-                warnings.append(f"{name}: {entry['label']} did not run this stream")
-            elif not scope["runs"][0]["present"]:
+    for name, scope in scopes.items():
+        for entry, versus in zip(scope.runs[1:], scope.vs_baseline, strict=True):
+            if not entry.present:
+                warnings.append(f"{name}: {entry.label} did not run this stream")
+            elif not scope.runs[0].present:
                 warnings.append(f"{name}: the baseline {base} did not run this stream")
-            elif not versus["paired_tasks"]:
+            elif not versus.paired_tasks:
                 warnings.append(
-                    f"{name}: {entry['label']} against {base}: {NO_PAIRS} (scored tasks: {versus['only_in_this_run']} "
-                    f"in {entry['label']}, {versus['only_in_baseline']} in {base}); no difference, interval or "
+                    f"{name}: {entry.label} against {base}: {NO_PAIRS} (scored tasks: {versus.only_in_this_run} "
+                    f"in {entry.label}, {versus.only_in_baseline} in {base}); no difference, interval or "
                     "p-value is given"
                 )
-            elif versus["only_in_baseline"] or versus["only_in_this_run"]:
+            elif versus.only_in_baseline or versus.only_in_this_run:
                 warnings.append(
-                    f"{name}: {entry['label']} and {base} ran different tasks "
-                    f"({versus['only_in_baseline']} only in {base}, {versus['only_in_this_run']} only in "
-                    f"{entry['label']}); the difference and p-value use the {versus['paired_tasks']} tasks both ran"
+                    f"{name}: {entry.label} and {base} ran different tasks "
+                    f"({versus.only_in_baseline} only in {base}, {versus.only_in_this_run} only in "
+                    f"{entry.label}); the difference and p-value use the {versus.paired_tasks} tasks both ran"
                 )
     return warnings
 
@@ -388,8 +398,6 @@ _CONTINUOUS_METHODS = {
 }
 
 
-def _has_continuous(scope: Mapping[str, Any]) -> bool:
-    return any(entry.get("continuous") for entry in scope["vs_baseline"])
 
 
 def continuous_label(document: Comparison | Mapping[str, Any]) -> str | None:
@@ -398,48 +406,51 @@ def continuous_label(document: Comparison | Mapping[str, Any]) -> str | None:
     return as_comparison(document).continuous_label()
 
 
-def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
-    """The comparison document (written as compare.json); ``runs[0]`` is the baseline."""
+def comparison_model(runs: Sequence[RunData]) -> Comparison:
+    """The comparison (written as compare.json), built as its model; ``runs[0]`` is the baseline."""
     streams = {name: _scope(runs, name) for name in stream_names(runs)}
     overall = _scope(runs, None)
-    document: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
-        "baseline": runs[0].label,
-        "confidence": 0.95,
-        "methods": {
+    continuous = any(scope.continuous is not None for scope in [*streams.values(), overall])
+    return Comparison(
+        schema_version=SCHEMA_VERSION,
+        baseline=runs[0].label,
+        confidence=0.95,
+        methods={
             "accuracy_ci": "Wilson score interval",
             "difference_ci": "Agresti & Min (2005) adjusted Wald interval for matched proportions (half a "
             "pseudo-observation in each cell of the paired table, truncated to [-1, 1]), on the tasks both runs ran",
             "p_value": "exact McNemar (two-sided binomial test on the discordant tasks)",
             "power": "minimum detectable effect at 80% power, two-sided alpha 0.05: (z(0.975) + z(0.80)) * sd(d) / "
             "sqrt(paired tasks), sd(d) from the discordant tasks (Miller 2024, arXiv:2411.00640, power analysis)",
-            **(_CONTINUOUS_METHODS if any(_has_continuous(scope) for scope in [*streams.values(), overall]) else {}),
+            **(_CONTINUOUS_METHODS if continuous else {}),
         },
-        "runs": [
-            {
-                "label": run.label, "run_dir": str(run.run_dir), "run": run.summary.run,
-                **recorded_identity(run.summary, run.run),
-            }
+        runs=[
+            ComparedRun(label=run.label, run_dir=str(run.run_dir), run=run.summary.run,
+                        **recorded_identity(run.summary, run.run))
             for run in runs
         ],
-        "streams": streams,
-        OVERALL: overall,
-        "figures": _figures(runs),
-        "config_diff": config_diff(runs),
-        "flips": _flips(runs),
+        streams=streams,
+        overall=overall,
+        figures=_figures(runs),
+        config_diff=[ConfigDifference(**row) for row in config_diff(runs)],
+        flips=[Flip(**flip) for flip in _flips(runs)],
         # how each memory arm's gain over the first run tracks task similarity (.similarity)
-        "similarity": similarity_analysis(runs, list(streams)),
+        similarity=similarity_analysis(runs, list(streams)),
         # the same arm in two orders: the paired difference between the orders
-        "sequence_robustness": sequence_robustness(runs, list(streams)),
-    }
-    document["warnings"] = _warnings(runs, document)
-    # the document as its model writes it: the shape compare.json is declared with (rundocs.compare)
-    return Comparison.model_validate(document).written()
+        sequence_robustness=[SequenceRobustness(**found) for found in sequence_robustness(runs, list(streams))],
+        warnings=_warnings(runs, {**streams, OVERALL: overall}),
+    )
+
+
+def build_comparison(runs: Sequence[RunData]) -> dict[str, Any]:
+    """The comparison document as compare.json holds it (:func:`comparison_model`, written)."""
+    return comparison_model(runs).written()
 
 
 __all__ = [
     "OVERALL",
     "build_comparison",
+    "comparison_model",
     "config_diff",
     "continuous_comparison",
     "continuous_label",

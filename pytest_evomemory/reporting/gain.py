@@ -42,6 +42,7 @@ from ..rundocs.compare import (
     as_comparison,
     as_replicates,
 )
+from ..rundocs.report import GainDoc
 from .compare import OVERALL
 
 #: What a gate requires to be met (``min-gain-by``), the default first: the point
@@ -130,16 +131,17 @@ class GainResult:
             f"minimum {self.threshold.points:+.1f} points{judged}"
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "scope": self.threshold.scope, "label": self.label, "baseline": self.baseline,
-            "minimum_points": self.threshold.points,
-            "difference_points": None if self.difference is None else self.difference * 100,
-            "paired_tasks": self.paired_tasks, "mcnemar_p": self.p_value, "complete": self.complete,
-            "met": self.met, "figure": self.figure, "wilcoxon_p": self.wilcoxon_p, "replicates": self.replicates,
-            "difference_ci_points": None if self.interval is None else [bound * 100 for bound in self.interval],
-            "requires": self.threshold.requires, "test": self.test, "p_value": self.test_p,
-        }
+    def document(self) -> GainDoc:
+        """The verdict as the JSON report's ``gains`` holds it."""
+        return GainDoc(
+            scope=self.threshold.scope, label=self.label, baseline=self.baseline,
+            minimum_points=self.threshold.points,
+            difference_points=None if self.difference is None else self.difference * 100,
+            paired_tasks=self.paired_tasks, mcnemar_p=self.p_value, complete=self.complete,
+            met=self.met, figure=self.figure, wilcoxon_p=self.wilcoxon_p, replicates=self.replicates,
+            difference_ci_points=None if self.interval is None else [bound * 100 for bound in self.interval],
+            requires=self.threshold.requires, test=self.test, p_value=self.test_p,
+        )
 
 
 def parse_min_gain(

@@ -69,7 +69,7 @@ from .columns import (
     grouped,
     stream_columns,
 )
-from .compare import OVERALL, build_comparison, stream_names
+from .compare import OVERALL, comparison_model, stream_names
 from .drilldown import SCRIPT_HASH, script_tag, task_sections
 from .power import power_line
 from .rundata import ReportError, RunData, load_run, load_runs
@@ -478,7 +478,7 @@ def _power_notes(entries: Iterable[PairedEntry]) -> str:
     for entry in entries:
         power = (entry.continuous.power if entry.continuous is not None else None) or entry.power  # the figure judged
         if power is not None:
-            found.append(power_line(entry.label, power.written()))
+            found.append(power_line(entry.label, power))
     return "".join(f'<p class="meta power">{_e(line)}</p>' for line in found)
 
 
@@ -494,7 +494,7 @@ def _sequence_robustness(comparison: Comparison) -> str:
             rows.append(
                 f'<tr class="{"overall" if name == OVERALL else ""}"><td>{_e(entry.label)}</td>'
                 f'<td>{_e(entry.order)} \u2212 {_e(entry.baseline_order)}</td>'
-                f"{_name_cell('td', name)}{_versus_cells(scope.model_copy(update={'same_tasks': True}))}</tr>"
+                f"{_name_cell('td', name)}{_versus_cells(PairedEntry.model_validate({**scope.written(), 'same_tasks': True}))}</tr>"
             )
     return (
         "<h2>Sequence robustness</h2>"
@@ -632,7 +632,7 @@ def render_comparison(
     """
     if len(runs) < 2:
         raise ReportError("a comparison needs at least two runs")
-    comparison = as_comparison(given if given is not None else build_comparison(runs))
+    comparison = as_comparison(given) if given is not None else comparison_model(runs)
     labels = " vs ".join(run.label for run in runs)
     links = [*reports, *[None] * (len(runs) - len(reports))]
     runs_list = "".join(
@@ -667,16 +667,16 @@ def _replicate_notes(arms: Sequence[ReplicateArm], versus: Sequence[ReplicateVer
     """Overall: where each arm's variance comes from, and each comparison's power."""
     lines = []
     for arm in arms:
-        split = _mapping(arm.overall.variance)
-        share = split.get("seed_share")
-        if isinstance(share, int | float) and split.get("standard_error"):
+        split = arm.overall.variance
+        share = split.seed_share if split is not None else None
+        if split is not None and share is not None and split.standard_error:
             lines.append(
                 f"{arm.label}: {share:.0%} of the variance comes from the seeds; standard error "
-                f"{_pp_plain(split.get('standard_error'))}, with twice the tasks "
-                f"{_pp_plain(split.get('standard_error_twice_the_tasks'))}, with twice the replicates "
-                f"{_pp_plain(split.get('standard_error_twice_the_replicates'))}"
+                f"{_pp_plain(split.standard_error)}, with twice the tasks "
+                f"{_pp_plain(split.standard_error_twice_the_tasks)}, with twice the replicates "
+                f"{_pp_plain(split.standard_error_twice_the_replicates)}"
             )
-    lines += [power_line(entry.label, entry.overall.power.written()) for entry in versus if entry.overall.power is not None]
+    lines += [power_line(entry.label, entry.overall.power) for entry in versus if entry.overall.power is not None]
     return "".join(f'<p class="meta power">{_e(line)}</p>' for line in lines)
 
 
@@ -722,10 +722,10 @@ def render_replicates(given: Replicates | Mapping[str, Any], figures: str = "") 
                 f'<td class="num each">{_e(each)}</td>{cells}</tr>'
             )
     robustness = [
-        f"<li><b>{_e(label)}</b>: {_e(_mapping(entry.sequence_robustness).get('order'))} \u2212 "
-        f"{_e(_mapping(entry.sequence_robustness).get('baseline_order'))}: its \u0394 is the sequence "
+        f"<li><b>{_e(label)}</b>: {_e(robustness.order)} \u2212 "
+        f"{_e(robustness.baseline_order)}: its \u0394 is the sequence "
         "robustness, paired by seed across replicates and by task within each</li>"
-        for label, entry in versus.items() if entry.sequence_robustness
+        for label, entry in versus.items() if (robustness := entry.sequence_robustness) is not None
     ]
     links = "".join(
         f'<li><a href="{_e(urllib.parse.quote(str(name)))}">{_e(name)}</a></li>' for name in document.comparisons or []
@@ -803,12 +803,12 @@ def write_comparison(
     if len(run_dirs) < 2:
         raise ReportError("a comparison needs at least two run directories")
     runs = load_runs(run_dirs, labels)
-    comparison = build_comparison(runs)
+    comparison = comparison_model(runs)
     path = Path(output)
     json_path = comparison_json_path(path)
     if json_path == path:
         raise ReportError(f"{path}: give the comparison page an .html name, so compare.json can sit beside it")
-    document = {**comparison, "generated": utc_now()}
+    document = {**comparison.written(), "generated": utc_now()}
     _write(json_path, dumps_redacted(document, indent=2) + "\n")  # as every artefact: redacted, strict JSON
     reports = [_relative_link(run.run_dir / REPORT_NAME, path.parent) for run in runs]
     return ComparisonFiles(_write(path, render_comparison(runs, comparison, reports)), json_path, document)

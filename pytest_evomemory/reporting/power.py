@@ -20,10 +20,9 @@ more replicates shrink only the within-task (seed) part, more tasks shrink both.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
 
+from ..rundocs.compare import PowerEstimate
 from .clustered import z_quantile
 
 ALPHA = 0.05
@@ -78,14 +77,14 @@ def least_sd(tasks: int, replicates: int) -> float:
     return math.sqrt(max(step * step / tasks - (step / tasks) ** 2, 0.0))
 
 
-def power_entry(sd: float, tasks: int, replicates: int, source: str) -> dict[str, Any]:
+def power_entry(sd: float, tasks: int, replicates: int, source: str) -> PowerEstimate:
     """The ``power`` entry of compare.json and replicates.json: the MDE and what it
     rests on (an ``sd`` of 0, no task differed, is replaced by :func:`least_sd`)."""
     sd = sd if sd > 0 else least_sd(tasks, replicates)
-    return {
-        "alpha": ALPHA, "power": POWER, "tasks": tasks, "replicates": replicates, "sd_difference": sd,
-        "minimum_detectable_effect": minimum_detectable_effect(sd, tasks), "sd_from": source,
-    }
+    return PowerEstimate(
+        alpha=ALPHA, power=POWER, tasks=tasks, replicates=replicates, sd_difference=sd,
+        minimum_detectable_effect=minimum_detectable_effect(sd, tasks), sd_from=source,
+    )
 
 
 @dataclass(frozen=True)
@@ -133,16 +132,16 @@ class Plan:
         return power_at(self.gain, self.sd(replicates), tasks, alpha=alpha)
 
 
-def power_line(label: str, power: Mapping[str, Any]) -> str:
+def power_line(label: str, power: PowerEstimate) -> str:
     """One line saying a ``power`` entry (:func:`power_entry`) in words, for the
     terminal and the pages."""
-    effect = power.get("minimum_detectable_effect")
-    shown = "-" if not isinstance(effect, int | float) else f"{effect * 100:.1f} pp"
-    replicates = int(power.get("replicates") or 1)
+    effect = power.minimum_detectable_effect
+    shown = "-" if effect is None else f"{effect * 100:.1f} pp"
+    replicates = power.replicates or 1
     with_replicates = f" x {replicates} replicates" if replicates > 1 else ""
     return (
-        f"power: {label}: the smallest gain detectable with {float(power.get('power') or 0.8):.0%} power "
-        f"(two-sided alpha {power.get('alpha')}) on {power.get('tasks')} tasks{with_replicates} is {shown}"
+        f"power: {label}: the smallest gain detectable with {float(power.power or 0.8):.0%} power "
+        f"(two-sided alpha {power.alpha}) on {power.tasks} tasks{with_replicates} is {shown}"
     )
 
 

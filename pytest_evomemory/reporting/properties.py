@@ -2,7 +2,7 @@
 
 The pytest plugin hands them to reporters a CI system or a dashboard reads
 (docs/artefacts.md): each task's fields become its ``evomemory_<key>`` JUnit
-properties and its pytest-json-report ``metadata`` (schema ``task_metadata``);
+properties and its pytest-json-report ``metadata`` (:class:`..rundocs.report.TaskMetadata`);
 what ran (agent, memory, model, from the summary's record of what ran, never from
 the config alone) becomes the JUnit suite's properties. Their content is decided
 here, beside the other reports; which reporter gets them is the plugin's business.
@@ -17,6 +17,7 @@ from typing import Any
 from ..identity import describe_component, describe_model, merge_identity
 from ..rundocs import Response, Score, Summary
 from ..rundocs.records import as_response, as_score
+from ..rundocs.report import TaskMetadata
 from .summary import cache_counts
 
 #: The prefix of every property name (JUnit ``<property>``, pytest's user properties).
@@ -34,22 +35,13 @@ def task_properties(
     """
     scored, response = as_score(scored_item), as_response(response_record)
     calls, cached = cache_counts(response)
-    values = {
-        **({"arm": arm} if arm is not None else {}),
-        "stream": scored.stream,
-        "task_id": scored.task_id,
-        "position": scored.position,
-        "correct": scored.correct,
-        "extracted": scored.extracted,
-        "target": scored.target,
-        "match_mode": scored.match_mode,
-        "reason": scored.reason,
-        "tokens": response.usage.total_tokens,
-        "seconds": response.seconds,
-        "cached": bool(calls) and cached == calls,
-        "violation": response.protocol_violation,
-    }
-    return [(_property_name(key), value) for key, value in values.items()]
+    metadata = TaskMetadata(
+        arm=arm, stream=scored.stream, task_id=scored.task_id, position=scored.position, correct=scored.correct,
+        extracted=scored.extracted, target=scored.target, match_mode=scored.match_mode, reason=scored.reason,
+        tokens=response.usage.total_tokens, seconds=response.seconds, cached=bool(calls) and cached == calls,
+        violation=response.protocol_violation,
+    )
+    return [(_property_name(key), value) for key, value in metadata.written().items()]
 
 
 def _property_name(key: str) -> str:

@@ -41,10 +41,18 @@ from typing import Any
 from ..evaluation.modes import Metric
 from ..redaction import dumps_redacted
 from ..rundir import REPLICATES_DATA, SCHEMA_VERSION, utc_now
-from ..rundocs.compare import Replicates
+from ..rundocs.compare import (
+    ArmScope,
+    DifferenceScope,
+    OrderPair,
+    ReplicateArm,
+    Replicates,
+    ReplicateTest,
+    ReplicateVersus,
+)
 from .clustered import METHODS, estimate_arm, estimate_difference
 from .columns import headline
-from .compare import OVERALL, TaskKey, order_only, outcomes, stream_names, values
+from .compare import TaskKey, order_only, outcomes, stream_names, values
 from .html import render_replicates, write_comparison, write_page
 from .power import power_entry
 from .replicatefigures import replicate_figures
@@ -106,21 +114,20 @@ def _spread(values: Sequence[float | None]) -> tuple[int, float | None, float | 
     return len(present), mean, math.sqrt(math.fsum((v - mean) ** 2 for v in present) / (len(present) - 1))
 
 
-def _arm_scope(runs: Sequence[RunData], stream: str | None, metric: Metric | None) -> dict[str, Any]:
+def _arm_scope(runs: Sequence[RunData], stream: str | None, metric: Metric | None) -> ArmScope:
     accuracies = [_accuracy(run, stream) for run in runs]
     count, mean, sd = _spread(accuracies)
     rows = _rows(runs, stream, metric)
     estimate = estimate_arm(list(rows.values()))
-    return {
-        "accuracies": accuracies, "n": count,
-        "mean": estimate.estimate if estimate.estimate is not None else mean, "sd": sd,
-        "ci_low": estimate.low, "ci_high": estimate.high, **estimate.to_dict(),
-    }
+    return ArmScope(
+        accuracies=accuracies, n=count, mean=estimate.estimate if estimate.estimate is not None else mean, sd=sd,
+        ci_low=estimate.low, ci_high=estimate.high, **estimate.to_dict(),
+    )
 
 
 def _difference_scope(
     base: Sequence[RunData], mine: Sequence[RunData], stream: str | None, order: bool, metric: Metric | None
-) -> dict[str, Any]:
+) -> DifferenceScope:
     first = [_accuracy(run, stream) for run in base]
     second = [_accuracy(run, stream) for run in mine]
     differences = [None if a is None or b is None else b - a for a, b in zip(first, second, strict=True)]
@@ -134,19 +141,18 @@ def _difference_scope(
     per_replicate = []
     for index, (baseline, run) in enumerate(zip(base, mine, strict=True), 1):
         test = paired(outcomes(baseline, stream), outcomes(run, stream)).to_dict()
-        per_replicate.append({"replicate": index, "seed": _seed(run), **test})
+        per_replicate.append(ReplicateTest(replicate=index, seed=_seed(run), **test))
     power = None
     if estimate.sd is not None and estimate.tasks:
         power = power_entry(
             estimate.sd, estimate.tasks, estimate.replicates,
             "the standard deviation of the per-task mean differences",
         )
-    return {
-        "differences": differences, "n": count,
-        "mean": estimate.difference if estimate.difference is not None else mean, "sd": sd,
-        "ci_low": estimate.low, "ci_high": estimate.high, **estimate.to_dict(), "power": power,
-        "per_replicate": per_replicate,
-    }
+    return DifferenceScope(
+        differences=differences, n=count, mean=estimate.difference if estimate.difference is not None else mean,
+        sd=sd, ci_low=estimate.low, ci_high=estimate.high, **estimate.to_dict(), power=power,
+        per_replicate=per_replicate,
+    )
 
 
 def _headline_metric(runs: Sequence[RunData]) -> Metric | None:
@@ -154,9 +160,9 @@ def _headline_metric(runs: Sequence[RunData]) -> Metric | None:
     return shared_headline(item for run in runs for item in run.scores)
 
 
-def build_replicate_comparison(groups: Sequence[tuple[str, Sequence[RunData]]]) -> dict[str, Any]:
-    """The document of ``replicates.json``: ``groups`` are the arms, each with its
-    replicate runs in replicate order; the first arm is the baseline."""
+def replicate_comparison_model(groups: Sequence[tuple[str, Sequence[RunData]]]) -> Replicates:
+    """The document of ``replicates.json``, built as its model: ``groups`` are the
+    arms, each with its replicate runs in replicate order; the first arm is the baseline."""
     if not groups or any(not runs for _, runs in groups):
         raise ReportError("a replicate comparison needs at least one run of each arm")
     counts = {len(runs) for _, runs in groups}
@@ -167,25 +173,24 @@ def build_replicate_comparison(groups: Sequence[tuple[str, Sequence[RunData]]]) 
     metric = _headline_metric(all_runs)
     base_label, base = groups[0]
     arms = [
-        {
-            "label": label,
-            "run_dirs": [str(run.run_dir) for run in runs],
-            "seeds": [_seed(run) for run in runs],
-            "streams": {name: _arm_scope(runs, name, metric) for name in streams},
-            OVERALL: _arm_scope(runs, None, metric),
-        }
+        ReplicateArm(
+            label=label,
+            run_dirs=[str(run.run_dir) for run in runs],
+            seeds=[_seed(run) for run in runs],
+            streams={name: _arm_scope(runs, name, metric) for name in streams},
+            overall=_arm_scope(runs, None, metric),
+        )
         for label, runs in groups
     ]
     versus = []
     for label, runs in groups[1:]:
         orders = order_only(base[0], runs[0])
-        entry: dict[str, Any] = {
-            "label": label,
-            "sequence_robustness": None if orders is None else {"baseline_order": orders[0], "order": orders[1]},
-            "streams": {name: _difference_scope(base, runs, name, orders is not None, metric) for name in streams},
-            OVERALL: _difference_scope(base, runs, None, orders is not None, metric),
-        }
-        versus.append(entry)
+        versus.append(ReplicateVersus(
+            label=label,
+            sequence_robustness=None if orders is None else OrderPair(baseline_order=orders[0], order=orders[1]),
+            streams={name: _difference_scope(base, runs, name, orders is not None, metric) for name in streams},
+            overall=_difference_scope(base, runs, None, orders is not None, metric),
+        ))
     warnings = [
         f"{label}: replicate {index} has no accuracy for {name}"
         for label, runs in groups for index, run in enumerate(runs, 1)
@@ -198,24 +203,23 @@ def build_replicate_comparison(groups: Sequence[tuple[str, Sequence[RunData]]]) 
             f"{FEW_REPLICATES} or more replicates to see whether more seeds or more tasks would help)"
         )
     warnings += _dropped_tasks(groups, streams, metric)
-    return _as_written({
-        "schema_version": SCHEMA_VERSION,
-        "baseline": base_label,
-        "confidence": 0.95,
-        "figure": _figure(base[0]),
-        "replicates": len(base),
-        "seeds": [_seed(run) for run in base],
-        "methods": METHODS,
-        "arms": arms,
-        "vs_baseline": versus,
-        "warnings": warnings,
-    })
+    return Replicates(
+        schema_version=SCHEMA_VERSION,
+        baseline=base_label,
+        confidence=0.95,
+        figure=_figure(base[0]),
+        replicates=len(base),
+        seeds=[_seed(run) for run in base],
+        methods=METHODS,
+        arms=arms,
+        vs_baseline=versus,
+        warnings=warnings,
+    )
 
 
-def _as_written(document: dict[str, Any]) -> dict[str, Any]:
-    """The document as its model (rundocs.compare.Replicates) writes it: the shape
-    replicates.json is declared with, in the order it was built."""
-    return Replicates.model_validate(document).written()
+def build_replicate_comparison(groups: Sequence[tuple[str, Sequence[RunData]]]) -> dict[str, Any]:
+    """replicates.json's document as the file holds it (:func:`replicate_comparison_model`, written)."""
+    return replicate_comparison_model(groups).written()
 
 
 def _dropped_tasks(
@@ -241,7 +245,7 @@ def write_replicate_comparison(groups: Sequence[tuple[str, Sequence[Path]]], dir
     """Write ``replicates.json`` in ``directory`` and, with several arms, each
     replicate's comparison of the arms (``compare-r<i>.html`` and ``.json``)."""
     loaded = [(label, [load_run(run_dir, label) for run_dir in run_dirs]) for label, run_dirs in groups]
-    document = build_replicate_comparison(loaded)
+    model = replicate_comparison_model(loaded)
     paths: list[Path] = []
     if len(groups) > 1:
         labels = [label for label, _ in groups]
@@ -250,11 +254,19 @@ def write_replicate_comparison(groups: Sequence[tuple[str, Sequence[Path]]], dir
                 [run_dirs[index] for _, run_dirs in groups], directory / f"compare-r{index + 1}.html", labels
             )
             paths.append(files.html)
-    document = _as_written({**document, "comparisons": [path.name for path in paths], "generated": utc_now()})
+    model = model.model_copy(update={"comparisons": [path.name for path in paths], "generated": utc_now()})
+    document = model.written()
     path = directory / REPLICATES_DATA
     write_page(path, dumps_redacted(document, indent=2) + "\n")  # as every artefact: redacted, strict JSON
-    page = write_page(path.with_suffix(".html"), render_replicates(document, replicate_figures(document, loaded)))
+    page = write_page(path.with_suffix(".html"), render_replicates(model, replicate_figures(document, loaded)))
     return ReplicateFiles(document, [page, path, *paths])
 
 
-__all__ = ["FEW_REPLICATES", "METHODS", "ReplicateFiles", "build_replicate_comparison", "write_replicate_comparison"]
+__all__ = [
+    "FEW_REPLICATES",
+    "METHODS",
+    "ReplicateFiles",
+    "build_replicate_comparison",
+    "replicate_comparison_model",
+    "write_replicate_comparison",
+]

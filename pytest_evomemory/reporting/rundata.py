@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from .. import boundedread
 from ..errors import EvoMemoryError
 from ..evaluation.modes import headline_metric
-from ..rundir import RESPONSES, RUN_DOCUMENT, SCHEMA_VERSION, SCORES, SUMMARY, TRANSCRIPTS, iter_jsonl
+from ..rundir import RESPONSES, RUN_DOCUMENT, SCHEMA_VERSION, SCORES, SUMMARY, TRANSCRIPTS, iter_documents
 from ..rundocs import (
     DAMAGED_ADVICE,
     DamagedDocument,
@@ -161,11 +161,10 @@ def _checked(path: Path, model: type[Doc]) -> Iterator[Doc]:
     """The records of ``path`` as they are read, each read as its model: a damaged
     one is one :class:`ReportError` naming the file, the record and the key (never
     a traceback from the page code)."""
-    for number, record in enumerate(iter_jsonl(path), 1):
-        try:
-            yield read(model, path, record, number)
-        except DamagedDocument as error:
-            raise ReportError(str(error)) from None
+    try:
+        yield from iter_documents(path, model)
+    except DamagedDocument as error:
+        raise ReportError(str(error)) from None
 
 
 def _outcome(scored: Score) -> Score:

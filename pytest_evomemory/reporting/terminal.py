@@ -177,7 +177,7 @@ def format_comparison(given: Comparison | Mapping[str, Any]) -> list[str]:
     for against in document.overall.vs_baseline:
         power = (against.continuous.power if against.continuous is not None else None) or against.power  # the figure judged
         if power is not None:
-            lines.append(inert(power_line(against.label, power.written()), one_line=True))
+            lines.append(inert(power_line(against.label, power), one_line=True))
     lines += [f"warning: {inert(str(warning), one_line=True)}" for warning in document.warnings]
     return lines
 
@@ -243,10 +243,10 @@ def format_replicates(given: Replicates | Mapping[str, Any]) -> list[str]:
     lines += _replicate_power_lines(arms, list(versus.values()))
     for entry in versus.values():
         robustness = entry.sequence_robustness
-        if robustness:
+        if robustness is not None:
             lines.append(inert(
-                f"sequence robustness: {entry.label} ({robustness.get('order')}) - baseline "
-                f"({robustness.get('baseline_order')}): the diff above, paired by task within each replicate",
+                f"sequence robustness: {entry.label} ({robustness.order}) - baseline "
+                f"({robustness.baseline_order}): the diff above, paired by task within each replicate",
                 one_line=True,
             ))
     lines += [f"warning: {inert(str(warning), one_line=True)}" for warning in document.warnings]
@@ -258,23 +258,22 @@ def _replicate_power_lines(arms: Sequence[ReplicateArm], versus: Sequence[Replic
     lines = []
     for arm in arms:
         split = arm.overall.variance
-        share = split.get("seed_share") if split is not None else None
-        if split is not None and isinstance(share, int | float) and split.get("standard_error"):
+        share = split.seed_share if split is not None else None
+        if split is not None and share is not None and split.standard_error:
             lines.append(inert(
-                f"variance: {arm.label}: {share:.0%} from the seeds; standard error {_se(split, 'standard_error')}, "
-                f"with twice the tasks {_se(split, 'standard_error_twice_the_tasks')}, with twice the replicates "
-                f"{_se(split, 'standard_error_twice_the_replicates')}",
+                f"variance: {arm.label}: {share:.0%} from the seeds; standard error {_se(split.standard_error)}, "
+                f"with twice the tasks {_se(split.standard_error_twice_the_tasks)}, with twice the replicates "
+                f"{_se(split.standard_error_twice_the_replicates)}",
                 one_line=True,
             ))
     for entry in versus:
         power = entry.overall.power
         if power is not None:
-            lines.append(inert(power_line(entry.label, power.written()), one_line=True))
+            lines.append(inert(power_line(entry.label, power), one_line=True))
     return lines
 
 
-def _se(split: Mapping[str, Any], key: str) -> str:
-    value = split.get(key)
+def _se(value: float) -> str:
     return "-" if not isinstance(value, int | float) else f"{value * 100:.1f} pp"
 
 

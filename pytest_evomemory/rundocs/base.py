@@ -57,7 +57,7 @@ DAMAGED_ADVICE = (
 def _schema_extra(schema: dict[str, Any], model: type[BaseModel]) -> None:
     """Every field the writer always writes is required in the schema (a reader
     defaults a missing one; the writer never leaves one out)."""
-    omitted: frozenset[str] = getattr(model, "OMIT_NONE", frozenset())
+    omitted: frozenset[str] = getattr(model, "OMIT_NONE", frozenset()) | getattr(model, "OMIT_UNSET", frozenset())
     optional: frozenset[str] = getattr(model, "NOT_REQUIRED", frozenset())
     if getattr(model, "AS_GIVEN", False):
         optional = optional | frozenset(model.model_fields) - getattr(model, "REQUIRED", frozenset())
@@ -97,6 +97,9 @@ class RunDoc(BaseModel):
 
     #: fields written only when they hold a value
     OMIT_NONE: ClassVar[frozenset[str]] = frozenset()
+    #: fields written only when they were given (even as None): the JSON report's
+    #: ``replicates``, present (null or not) in a repeated session only
+    OMIT_UNSET: ClassVar[frozenset[str]] = frozenset()
     #: fields the writer may leave out for other reasons (a schema says so)
     NOT_REQUIRED: ClassVar[frozenset[str]] = frozenset()
     #: the schema forbids keys it does not list (the writer writes no others)
@@ -117,6 +120,10 @@ class RunDoc(BaseModel):
                 for name, field in type(self).model_fields.items():
                     if name not in self.model_fields_set:
                         data.pop(field.alias or name, None)
+            if self.OMIT_UNSET:
+                fields = type(self).model_fields
+                for name in self.OMIT_UNSET - self.model_fields_set:
+                    data.pop(fields[name].alias or name, None)
             for key in _omitted_keys(type(self)):
                 if key in data and data[key] is None:
                     del data[key]

@@ -5,14 +5,15 @@
 model. Every part is written with exactly the keys it was built with
 (``AS_GIVEN``): a run entry that did not run a stream is ``label`` and ``present``
 alone, and each figure a stream carries adds its ``<name>_accuracy`` keys to an
-entry. The schema's definition of this document is still the hand-written one
-(``schema/unmodeled.json``); these models say what the code builds and reads.
+entry. compare.json's schema definitions are generated from these models (each
+part's ``REQUIRED`` keys are the ones the builder always writes); replicates.json's
+is generated from its models too.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, ClassVar, Literal
 
 from pydantic import (
     Field,
@@ -24,7 +25,7 @@ from pydantic import (
 )
 
 from .base import RunDoc, SchemaVersion, as_model
-from .fields import Count, Number, Scalar, Text
+from .fields import Amount, Count, Difference, Fraction, Number, Ordinal, Scalar, Text
 
 
 class _Given(RunDoc):
@@ -33,6 +34,8 @@ class _Given(RunDoc):
     sorted keys)."""
 
     AS_GIVEN = True
+    #: the keys the builder always writes (the schema requires them; the rest it may leave out)
+    REQUIRED: ClassVar[frozenset[str]] = frozenset()
     _given_order: tuple[str, ...] | None = PrivateAttr(default=None)
 
     @model_validator(mode="wrap")
@@ -56,6 +59,21 @@ class _Given(RunDoc):
 class PowerEstimate(_Given):
     """The smallest difference the comparison would detect at 80 % power."""
 
+    SCHEMA_DESCRIPTION = (
+        "The smallest gain the comparison could have detected (docs/statistics.md, 'Power'): "
+        "minimum_detectable_effect = (z(1 - alpha/2) + z(power)) * sd_difference / sqrt(tasks), a fraction; an "
+        "sd_difference of 0 (no task differed) is taken as one task differing in one replicate."
+    )
+    REQUIRED = frozenset({"alpha", "power", "tasks", "replicates", "sd_difference", "minimum_detectable_effect",
+                          "sd_from"})
+    CLOSED = True
+    SCHEMA_EXTRA: ClassVar[dict[str, Any] | None] = {"properties": {
+        "alpha": {"const": 0.05}, "power": {"const": 0.8}, "tasks": {"type": "integer", "minimum": 1},
+        "replicates": {"type": "integer", "minimum": 1},
+        "sd_difference": {"type": "number", "minimum": 0},
+        "minimum_detectable_effect": {"type": "number", "minimum": 0}, "sd_from": {"type": "string"},
+    }}
+
     alpha: Number | None = None
     power: Number | None = None
     tasks: Count = 0
@@ -68,57 +86,90 @@ class PowerEstimate(_Given):
 class ContinuousComparison(_Given):
     """A continuous headline figure (LoCoMo's F1) compared task by task: the mean difference, its paired bootstrap interval and the Wilcoxon signed-rank test."""
 
+    REQUIRED = frozenset({"metric", "label", "paired_tasks", "mean_difference", "ci_low", "ci_high",
+                          "wilcoxon_statistic", "wilcoxon_p", "wilcoxon_method", "nonzero"})
+    CLOSED = True
+
     metric: Text = ""
     label: Text = ""
     paired_tasks: Count = 0
-    mean_difference: Number | None = None
-    ci_low: Number | None = None
-    ci_high: Number | None = None
-    wilcoxon_statistic: Number | None = None
-    wilcoxon_p: Number | None = None
-    wilcoxon_method: str | None = None
+    mean_difference: Difference | None = None
+    ci_low: Difference | None = None
+    ci_high: Difference | None = None
+    wilcoxon_statistic: Amount | None = None
+    wilcoxon_p: Fraction | None = None
+    wilcoxon_method: Literal["exact", "permutation", "normal"] | None = None
     nonzero: Count = 0
     power: PowerEstimate | None = None
+    no_test: str | None = Field(default=None, description=(
+        "why there is no Wilcoxon test (no task scored in both runs: the test fields are null), or null"))
 
 
-class PairedEntry(_Given):
-    """A run against the baseline on the tasks both ran: the accuracy difference, its Newcombe interval, the exact McNemar p."""
+class PairedTest(_Given):
+    """A paired comparison on the tasks both runs ran: Newcombe interval of the difference, exact McNemar p."""
 
-    label: Text = ""
+    REQUIRED = frozenset({"paired_tasks", "baseline_correct", "correct", "only_baseline_correct", "only_this_correct",
+                          "difference", "ci_low", "ci_high", "mcnemar_p"})
+    CLOSED = True
+
     paired_tasks: Count = 0
     baseline_correct: Count = 0
     correct: Count = 0
     only_baseline_correct: Count = 0
     only_this_correct: Count = 0
-    difference: Number | None = None
-    ci_low: Number | None = None
-    ci_high: Number | None = None
-    mcnemar_p: Number | None = None
+    difference: Difference | None = None
+    ci_low: Difference | None = None
+    ci_high: Difference | None = None
+    mcnemar_p: Fraction | None = None
+
+
+class PairedEntry(PairedTest):
+    """A run against the baseline on the tasks both ran: the accuracy difference, its Newcombe interval, the exact McNemar p."""
+
+    REQUIRED = frozenset({"label", "paired_tasks", "difference", "ci_low", "ci_high", "mcnemar_p", "same_tasks"})
+
+    label: Text = ""
     same_tasks: bool = False
     only_in_baseline: Count = 0
     only_in_this_run: Count = 0
-    continuous: ContinuousComparison | None = None
+    continuous: ContinuousComparison | None = Field(default=None, description=(
+        "For a continuous headline figure (LoCoMo's F1): the paired bootstrap mean difference (this run - baseline) "
+        "with its 95 % percentile interval and the two-sided Wilcoxon signed-rank test, on the tasks both ran; null "
+        "for an accuracy headline."))
     power: PowerEstimate | None = None
+    no_test: str | None = Field(default=None, description=(
+        "why no difference, interval or p-value is given (no task scored in both runs), or null"))
 
 
 class RunEntry(_Given):
     """One run's figures in a scope (``present`` false: it did not run the stream); a figure a stream carries adds ``<name>_accuracy`` (and its interval) or ``<name>_mean``."""
 
+    REQUIRED = frozenset({"label", "present"})
+    CLOSED = True
+    SCHEMA_EXTRA: ClassVar[dict[str, Any] | None] = {"patternProperties": {
+        "^[a-z][a-z0-9_]*_(accuracy|ci_low|ci_high|mean)$": {"anyOf": [
+            {"type": "number", "minimum": 0, "maximum": 1}, {"type": "null"}]},
+    }}
+
     label: Text = ""
     present: bool = False
     correct: Count | None = None
     tasks: Count | None = None
-    accuracy: Number | None = None
-    ci_low: Number | None = None
-    ci_high: Number | None = None
+    accuracy: Fraction | None = None
+    ci_low: Fraction | None = None
+    ci_high: Fraction | None = None
     protocol_violations: Count | None = None
     cached_responses: Count | None = None
     errors: Count | None = None
-    cost_usd: Number | None = None
+    cost_usd: Amount | None = Field(default=None, description=(
+        "US dollars, priced by the agent config's model.pricing; null when the model has no pricing."))
 
 
 class Scope(_Given):
     """A stream (or overall) compared: each run's figures, each run against the baseline."""
+
+    REQUIRED = frozenset({"runs", "vs_baseline", "task_sets_differ"})
+    CLOSED = True
 
     runs: list[RunEntry] = Field(default_factory=list)
     vs_baseline: list[PairedEntry] = Field(default_factory=list)
@@ -133,6 +184,15 @@ class Scope(_Given):
 class ComparedRun(_Given):
     """A run compared: its label, directory, name and what ran (agent, model, memory)."""
 
+    REQUIRED = frozenset({"label", "run_dir", "run", "agent", "model", "memory"})
+    CLOSED = True
+    SCHEMA_EXTRA: ClassVar[dict[str, Any] | None] = {"properties": {
+        "run": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        "agent": {"anyOf": [{"$ref": "#/$defs/agent_identity"}, {"type": "null"}]},
+        "model": {"$ref": "#/$defs/model_identity"},
+        "memory": {"$ref": "#/$defs/memory_identity"},
+    }}
+
     label: Text = ""
     run_dir: Text = ""
     run: Scalar = None
@@ -144,6 +204,9 @@ class ComparedRun(_Given):
 class ConfigDifference(_Given):
     """A config key whose values differ between the runs (one value per run, null where absent)."""
 
+    REQUIRED = frozenset({"key", "values"})
+    CLOSED = True
+
     key: Text = ""
     values: list[Any] = Field(default_factory=list)
 
@@ -151,24 +214,61 @@ class ConfigDifference(_Given):
 class Flip(_Given):
     """A task on which the runs disagree: each run's outcome (null: it did not run it)."""
 
+    REQUIRED = frozenset({"stream", "task_id", "position", "correct"})
+    CLOSED = True
+
     stream: Text = ""
     task_id: Text = ""
-    position: Count | None = None
+    position: Ordinal | None = Field(default=None, description="1-based position in the stream.")
     correct: list[bool | None] = Field(default_factory=list)
 
 
 class SequenceRobustness(_Given):
     """A run that is the baseline in another order: per stream and overall, the paired difference between the orders."""
 
+    SCHEMA_DESCRIPTION = (
+        "A run that is the baseline in another benchmark.order (nothing else differs): the paired difference "
+        "between the two orders, per stream and overall."
+    )
+    REQUIRED = frozenset({"label", "baseline_order", "order", "streams", "overall"})
+    CLOSED = True
+
     label: Text = ""
     baseline_order: Text = ""
     order: Text = ""
-    streams: dict[str, PairedEntry] = Field(default_factory=dict)
-    overall: PairedEntry = Field(default_factory=PairedEntry)
+    streams: dict[str, PairedTest] = Field(default_factory=dict)
+    overall: PairedTest = Field(default_factory=PairedTest)
 
 
 class Comparison(_Given):
     """compare.json."""
+
+    SCHEMA_DESCRIPTION = "compare.json: runs compared with the first (the baseline), paired on the tasks both ran."
+    REQUIRED = frozenset({"schema_version", "baseline", "confidence", "methods", "runs", "streams", "overall",
+                          "figures", "config_diff", "flips", "warnings"})
+    CLOSED = True
+    SCHEMA_EXTRA: ClassVar[dict[str, Any] | None] = {"properties": {
+        "confidence": {"const": 0.95},
+        "runs": {"type": "array", "minItems": 2, "items": {"$ref": "#/$defs/compared_run"}},
+        "similarity": {
+            "description": "Gain versus similarity (docs/artefacts.md): per stream, one entry per run after the "
+            "baseline (the control).",
+            "type": "object",
+            "properties": {"control": {"type": "string"}, "method": {"type": "string"}, "streams": {
+                "type": "object", "additionalProperties": {"type": "array", "items": {
+                    "type": "object",
+                    "properties": {
+                        "label": {"type": "string"}, "tasks": {"type": "integer", "minimum": 0},
+                        "tasks_without_similarity": {"type": "integer", "minimum": 0},
+                        "bins": {"type": "array", "items": {"type": "object"}},
+                        "points": {"type": "array", "items": {"type": "object"}},
+                    },
+                    "required": ["label"],
+                }},
+            }},
+            "required": ["control", "method", "streams"],
+        },
+    }}
 
     schema_version: SchemaVersion = 2
     baseline: Text = ""
@@ -184,6 +284,8 @@ class Comparison(_Given):
     similarity: dict[str, Any] | None = None
     sequence_robustness: list[SequenceRobustness] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
+    #: when the page was written (a comparison the compare command wrote)
+    generated: str | None = None
 
     def scope(self, name: str) -> Scope | None:
         """``overall``, or a stream's scope (None: no run ran it)."""
@@ -199,45 +301,82 @@ class Comparison(_Given):
         return None
 
 
+class VarianceSplit(_Given):
+    """Where the variance of the per-task scores comes from: between tasks and within them (seeds)."""
+
+    SCHEMA_DESCRIPTION = (
+        "Where the variance of the per-task scores comes from (docs/statistics.md, 'Variance split'): between tasks "
+        "(difficulty; only more tasks shrink it) and within tasks (one replicate around its task's mean: seeds; more "
+        "replicates shrink it, null with one replicate); standard errors of the mean as run, with twice the tasks "
+        "and with twice the replicates."
+    )
+    REQUIRED = frozenset({"between_tasks", "within_tasks", "seed_share", "standard_error",
+                          "standard_error_twice_the_tasks", "standard_error_twice_the_replicates"})
+    CLOSED = True
+
+    between_tasks: Amount = 0.0
+    within_tasks: Amount | None = None
+    seed_share: Fraction | None = None
+    standard_error: Amount = 0.0
+    standard_error_twice_the_tasks: Amount = 0.0
+    standard_error_twice_the_replicates: Amount = 0.0
+
+
 class ArmScope(_Given):
     """An arm's figure in a scope across its replicates: each replicate's, their mean and spread, the interval clustered by task (its method's own keys beside)."""
 
-    accuracies: list[Number | None] = Field(default_factory=list)
+    REQUIRED = frozenset({"accuracies", "n", "mean", "sd", "ci_low", "ci_high", "tasks", "effective_tasks",
+                          "variance"})
+    CLOSED = True
+
+    accuracies: list[Fraction | None] = Field(default_factory=list)
     n: Count = 0
-    mean: Number | None = None
-    sd: Number | None = None
-    ci_low: Number | None = None
-    ci_high: Number | None = None
+    mean: Fraction | None = None
+    sd: Amount | None = None
+    ci_low: Fraction | None = None
+    ci_high: Fraction | None = None
+    tasks: Count = Field(default=0, description="tasks every replicate scored: the interval's sample")
+    effective_tasks: Amount | None = Field(default=None, description=(
+        "the Kish effective sample size the Wilson interval uses: tasks x replicates / design effect"))
     #: where the variance comes from (tasks, seeds) and the standard errors more of either would give
-    variance: dict[str, Any] | None = None
+    variance: VarianceSplit | None = None
 
 
-class ReplicateTest(_Given):
+class ReplicateTest(PairedTest):
     """One replicate's paired test of an arm against the baseline (the seed both ran)."""
 
-    replicate: Count = 0
+    REQUIRED = frozenset({"replicate", "seed", *PairedTest.REQUIRED})
+
+    replicate: Ordinal = 1
     seed: int | None = None
-    mcnemar_p: Number | None = None
 
 
 class DifferenceScope(_Given):
     """An arm minus the baseline in a scope across the replicates: the per-replicate differences, the per-task mean difference's interval and test, each replicate's paired test."""
 
-    differences: list[Number | None] = Field(default_factory=list)
+    REQUIRED = frozenset({"differences", "n", "mean", "sd", "ci_low", "ci_high", "per_replicate", "paired_tasks",
+                          "test", "p_value", "variance", "power"})
+    CLOSED = True
+
+    differences: list[Difference | None] = Field(default_factory=list)
     n: Count = 0
-    mean: Number | None = None
-    sd: Number | None = None
-    ci_low: Number | None = None
-    ci_high: Number | None = None
-    paired_tasks: Count | None = None
-    p_value: Number | None = None
-    test: str | None = None
+    mean: Difference | None = None
+    sd: Amount | None = None
+    ci_low: Difference | None = None
+    ci_high: Difference | None = None
+    paired_tasks: Count = Field(default=0, description="tasks every replicate of both arms scored")
+    p_value: Fraction | None = None
+    test: Literal["paired t", "McNemar"] | None = None
+    variance: VarianceSplit | None = None
     power: PowerEstimate | None = None
     per_replicate: list[ReplicateTest] = Field(default_factory=list)
 
 
 class ReplicateArm(_Given):
     """An arm of a repeated session: its replicates' run directories and seeds, per stream and overall."""
+
+    REQUIRED = frozenset({"label", "run_dirs", "seeds", "streams", "overall"})
+    CLOSED = True
 
     label: Text = ""
     run_dirs: list[str] = Field(default_factory=list)
@@ -246,11 +385,24 @@ class ReplicateArm(_Given):
     overall: ArmScope = Field(default_factory=ArmScope)
 
 
+class OrderPair(_Given):
+    """The two orders of the same arm (sequence robustness): the baseline's and this arm's."""
+
+    REQUIRED = frozenset({"baseline_order", "order"})
+    CLOSED = True
+
+    baseline_order: Text = ""
+    order: Text = ""
+
+
 class ReplicateVersus(_Given):
     """An arm against the baseline across the replicates (``sequence_robustness``: the same arm in another order)."""
 
+    REQUIRED = frozenset({"label", "sequence_robustness", "streams", "overall"})
+    CLOSED = True
+
     label: Text = ""
-    sequence_robustness: dict[str, Any] | None = None
+    sequence_robustness: OrderPair | None = None
     streams: dict[str, DifferenceScope] = Field(default_factory=dict)
     overall: DifferenceScope = Field(default_factory=DifferenceScope)
 
@@ -262,13 +414,30 @@ class ReplicateVersus(_Given):
 class Replicates(_Given):
     """replicates.json: a repeated session's arms compared across their replicates."""
 
+    SCHEMA_DESCRIPTION = (
+        "replicates.json: a repeated session's arms across their replicates (docs/artefacts.md, \"Replicates\"; "
+        "docs/statistics.md): each arm's figure per replicate and, over the tasks, the mean of the per-task means "
+        "with its Wilson interval on the Kish effective number of tasks and the variance split; each later arm's "
+        "per-task mean difference from the baseline with its MOVER interval, paired t-test and minimum detectable "
+        "effect, beside each replicate's McNemar test."
+    )
+    REQUIRED = frozenset({"schema_version", "baseline", "confidence", "replicates", "seeds", "methods", "arms",
+                          "vs_baseline", "comparisons", "warnings", "generated"})
+    CLOSED = True
+    SCHEMA_EXTRA: ClassVar[dict[str, Any] | None] = {"properties": {
+        "confidence": {"const": 0.95},
+        "arms": {"type": "array", "minItems": 1, "items": {"$ref": "#/$defs/replicate_arm"}},
+    }}
+
     schema_version: SchemaVersion = 2
     baseline: Text = ""
     confidence: Number = 0.95
-    figure: Text = "accuracy"
-    replicates: Count = 0
+    figure: Text = Field(default="accuracy", description=(
+        "what the means compare: 'accuracy', or the mean the streams' match mode declares as its headline (LoCoMo: "
+        "'mean F1')"))
+    replicates: Ordinal = 1
     seeds: list[int | None] = Field(default_factory=list)
-    methods: dict[str, Any] = Field(default_factory=dict)
+    methods: dict[str, str] = Field(default_factory=dict)
     arms: list[ReplicateArm] = Field(default_factory=list)
     vs_baseline: list[ReplicateVersus] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
@@ -294,7 +463,9 @@ __all__ = [
     "ContinuousComparison",
     "DifferenceScope",
     "Flip",
+    "OrderPair",
     "PairedEntry",
+    "PairedTest",
     "PowerEstimate",
     "ReplicateArm",
     "ReplicateTest",
@@ -303,6 +474,7 @@ __all__ = [
     "RunEntry",
     "Scope",
     "SequenceRobustness",
+    "VarianceSplit",
     "as_comparison",
     "as_replicates",
 ]

@@ -71,6 +71,16 @@ Count = Annotated[
             lambda v: not isinstance(v, bool) and isinstance(v, int) and 0 <= v <= MAX_COUNT),
     WithJsonSchema({"type": "integer", "minimum": 0}),
 ]
+#: A whole number of at least 1 (a 1-based position).
+Ordinal = Annotated[
+    int,
+    checked("a whole number of at least 1",
+            lambda v: not isinstance(v, bool) and isinstance(v, int) and 1 <= v <= MAX_COUNT),
+    WithJsonSchema({"type": "integer", "minimum": 1}),
+]
+#: A difference of two shares (this run's minus the baseline's), from -1 to 1.
+Difference = Annotated[float, checked("a number from -1 to 1", lambda v: _within(v, -1.0, 1.0)),
+                       WithJsonSchema({"type": "number", "minimum": -1, "maximum": 1})]
 Fraction = Annotated[float, checked("a number from 0 to 1", lambda v: _within(v, 0.0, 1.0)),
                      WithJsonSchema(_FRACTION_SCHEMA)]
 Seconds = Annotated[float, checked("a finite number of seconds, at least 0", lambda v: _within(v, 0.0, MAX_COUNT)),
@@ -92,5 +102,5 @@ Sha256 = Annotated[str, checked("a SHA-256 in hex", lambda v: isinstance(v, str)
                    WithJsonSchema({"type": "string", "pattern": "^[0-9a-f]{64}$"})]
 
 
-__all__ = ["CHECK", "MAX_COUNT", "Amount", "Count", "Flag", "Fraction", "Interval", "Number", "Scalar", "Seconds",
-           "Sha256", "Text", "checked"]
+__all__ = ["CHECK", "MAX_COUNT", "Amount", "Count", "Difference", "Flag", "Fraction", "Interval", "Number", "Ordinal",
+           "Scalar", "Seconds", "Sha256", "Text", "checked"]

@@ -77,6 +77,9 @@ from ..rundir import (
     write_arms_manifest,
 )
 from ..rundocs import Score, ShardThresholds, StreamMinimum, Summary
+from ..rundocs.compare import as_comparison, as_replicates
+from ..rundocs.report import JsonReport, ReportArm, ReportIdentity
+from ..rundocs.summary import Replicate
 from ..streams import Stream
 from ..streams.provenance import provenance_line
 from ..text import inert
@@ -1239,23 +1242,25 @@ class Session:
         (no bare NaN) as the run directory writes it."""
         if not self.started:
             return None
-        block: dict[str, Any] = redact_strings({
-            "schema_version": SCHEMA_VERSION,
-            "baseline": self.baseline.name,
-            "arms": [
-                {
-                    "name": arm.name,
-                    **({"replicate": arm.replicate.to_dict()} if arm.replicate is not None else {}),
-                    "run_dir": str(arm.run_dir),
-                    "identity": run_identity(arm.run_config, _ran(arm.summary)),
-                    "summary": arm.summary.written() if arm.summary is not None else None,
-                }
+        report = JsonReport(
+            schema_version=SCHEMA_VERSION,
+            baseline=self.baseline.name,
+            arms=[
+                ReportArm(
+                    name=arm.name,
+                    replicate=None if arm.replicate is None else Replicate.model_validate(arm.replicate.to_dict()),
+                    run_dir=str(arm.run_dir),
+                    identity=ReportIdentity.model_validate(run_identity(arm.run_config, _ran(arm.summary))),
+                    summary=arm.summary,
+                )
                 for arm in self.arms
             ],
-            "comparison": self.comparison,
-            **({"replicates": self.replicate_comparison} if self.replicates is not None else {}),
-            "gains": [result.to_dict() for result in self.gain_results],
-        })
+            comparison=None if self.comparison is None else as_comparison(self.comparison),
+            gains=[result.document() for result in self.gain_results],
+        )
+        if self.replicates is not None:  # a repeated session says so, null or not
+            report.replicates = None if self.replicate_comparison is None else as_replicates(self.replicate_comparison)
+        block: dict[str, Any] = redact_strings(report.written())
         return block
 
 

@@ -3,9 +3,8 @@
 The schema is not written by hand: every document a run writes is a model in
 :mod:`pytest_evomemory.rundocs`, and this module turns the models into one JSON
 Schema (2020-12) document, one definition per document and per part they share
-(``stream_metrics``, ``model_identity``, ...). The documents not yet declared as
-models (compare.json, replicates.json, the JSON report's block) keep their
-hand-written definitions in ``unmodeled.json``, merged in beside them.
+(``stream_metrics``, ``model_identity``, ...), the JSON report's block and a task
+test's metadata included. No definition is written by hand.
 
 Regenerate after changing a model::
 
@@ -24,6 +23,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from ..options import GAIN_REQUIRES
 from ..rundocs import (
     SCHEMA_VERSION,
     ArmsFile,
@@ -34,6 +34,8 @@ from ..rundocs import (
     SummaryFile,
     TranscriptEntry,
 )
+from ..rundocs.compare import Comparison, Replicates
+from ..rundocs.report import JsonReport, TaskMetadata
 
 #: Each document's definition name (what :data:`pytest_evomemory.schema.ARTEFACTS` names).
 DOCUMENTS: dict[str, type[BaseModel]] = {
@@ -44,6 +46,10 @@ DOCUMENTS: dict[str, type[BaseModel]] = {
     "response": Response,
     "transcript_entry": TranscriptEntry,
     "arms_json": ArmsFile,
+    "compare_json": Comparison,
+    "replicates_json": Replicates,
+    "json_report": JsonReport,
+    "task_metadata": TaskMetadata,
 }
 
 #: Definitions named apart from their class (the names the schema has always used).
@@ -54,14 +60,14 @@ _NAMES = {
     "ArmEntryDoc": "arm_entry",
     "ShardRecord": "shard",
     "MergedRecord": "merged",
+    "Scope": "comparison_scope",
+    "ArmScope": "replicate_arm_scope",
+    "DifferenceScope": "replicate_difference_scope",
+    "GainDoc": "gain",
 }
 
 #: Definitions that are a model or null wherever they are used.
 _NULLABLE = ("memory_identity", "model_identity")
-
-#: The definitions written by hand, for the documents not yet declared as models.
-UNMODELED_FILE = Path(__file__).with_name("unmodeled.json")
-
 
 def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
@@ -99,11 +105,9 @@ def build_schema() -> dict[str, Any]:
     models = {renamed[name]: schema for name, schema in json.loads(text).items()}
     for name in _NULLABLE:
         models[name] = {"anyOf": [models[name], {"type": "null"}]}
-    unmodeled: dict[str, Any] = json.loads(UNMODELED_FILE.read_text(encoding="utf-8"))["$defs"]
-    clash = set(models) & set(unmodeled)
-    if clash:
-        raise ValueError(f"{UNMODELED_FILE.name} defines {', '.join(sorted(clash))}, which a model defines too")
-    every = {**_tidy(models, schema=False), **unmodeled}
+    # a gate's requirement is one of the option's choices, declared with the option
+    models["gain"]["properties"]["requires"]["enum"] = list(GAIN_REQUIRES)
+    every = _tidy(models, schema=False)
     documents = ", ".join(sorted(DOCUMENTS))
     return {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -111,9 +115,8 @@ def build_schema() -> dict[str, Any]:
         "title": f"pytest-evomemory artefacts, schema_version {SCHEMA_VERSION}",
         "description": (
             "Every JSON document a run writes, one definition each under $defs, generated from the models in "
-            f"pytest_evomemory.rundocs ({documents}) and, for the documents not yet declared as models, the "
-            f"definitions in schema/{UNMODELED_FILE.name} (compare_json, replicates_json, json_report, "
-            "task_metadata). docs/artefacts.md describes each field. Validate a document against one definition "
+            f"pytest_evomemory.rundocs ({documents}; json_report is the evomemory block of pytest-json-report's "
+            "report, task_metadata a task test's metadata.evomemory). docs/artefacts.md describes each field. Validate a document against one definition "
             'with {"$ref": "#/$defs/<name>"} beside this document\'s $defs (pytest_evomemory.schema.schema_for does '
             "that)."
         ),
@@ -135,4 +138,4 @@ def write_schema(path: Path | None = None) -> Path:
     return target
 
 
-__all__ = ["DOCUMENTS", "UNMODELED_FILE", "build_schema", "schema_text", "write_schema"]
+__all__ = ["DOCUMENTS", "build_schema", "schema_text", "write_schema"]

@@ -63,7 +63,7 @@ def test_an_incomplete_comparison_meets_no_gate() -> None:
     results = check_gains(_document(), [GainThreshold("overall", -100.0)], complete=False)
     assert [r.met for r in results] == [False]
     assert results[0].describe().startswith("MISSED (incomplete run): overall gain")
-    assert results[0].to_dict()["complete"] is False
+    assert results[0].document().written()["complete"] is False
 
 
 def test_a_stream_no_run_covered_in_common_misses() -> None:
@@ -108,6 +108,6 @@ def test_a_gate_can_require_the_lower_bound_or_the_p_value() -> None:
     # the verdict line carries the estimate and the bound, and says what was required
     assert line.startswith("MISSED: overall gain of memory over control +30.0 points over 20 paired tasks, 95% CI [")
     assert f"[{low:+.1f}, " in line and line.endswith("minimum +20.0 points (required of the 95% CI's lower bound)")
-    assert result.to_dict()["requires"] == "lower-bound" and result.to_dict()["test"] == "McNemar"
+    assert result.document().written()["requires"] == "lower-bound" and result.document().written()["test"] == "McNemar"
     with pytest.raises(ConfigError, match="requires one of estimate, lower-bound, p-value"):
         parse_min_gain(["5"], [], requires="bound")
