@@ -81,9 +81,10 @@ def run_session(
             interrupted = _run_at_once(session, lanes, limit, chains)
     except KeyboardInterrupt:
         interrupted = True
-        shield_interrupts()  # lifted by the driver once everything is printed
     finally:
         session.termination.uninstall()
+    if interrupted:  # however it came (here, or on a chain's thread): lifted by the driver once everything is printed
+        shield_interrupts()
     for arm in session.arms:
         arm.run.extra["wall_seconds"] = round(time.perf_counter() - wall, 6)
     return session.finish(interrupted=interrupted)
@@ -143,6 +144,8 @@ def _run_at_once(session: Session, lanes: list[Lane], limit: int, chains: _Chain
                 ended = runner.join(timeout_s=GIVE_UP_AFTER_S)
             except KeyboardInterrupt:
                 ended = False
+            finally:  # from here on the session is ending: a further interrupt must not cut it
+                shield_interrupts()
             if not ended:
                 session.close_intake()
     finally:
