@@ -260,10 +260,13 @@ class ResultCollector:
 
     @property
     def failed_episodes(self) -> list[Failure]:
+        return self._failed_episodes(self.ordered(self.scores, by_position=True))
+
+    def _failed_episodes(self, scores_in_order: Sequence[Score]) -> list[Failure]:
         task_failures = [
             Failure(stream=s.stream, task_id=s.task_id, position=s.position, phase="task", reason=s.error,
                     traceback=s.traceback or None)
-            for s in self.ordered(self.scores, by_position=True) if s.error
+            for s in scores_in_order if s.error
         ]
         return task_failures + self.ordered(self.failures)
 
@@ -282,8 +285,12 @@ class ResultCollector:
 
         return sorted(documents, key=key)
 
-    def metrics(self) -> dict[str, StreamMetrics]:
-        return summarize(self.stream_order, self.ordered(self.scores, by_position=True), self.responses)
+    def metrics(self, scores_in_order: Sequence[Score] | None = None) -> dict[str, StreamMetrics]:
+        """Per stream and overall; ``scores_in_order``: the scores already put in a
+        serial run's order (:meth:`ordered`), when the caller has them."""
+        if scores_in_order is None:
+            scores_in_order = self.ordered(self.scores, by_position=True)
+        return summarize(self.stream_order, scores_in_order, self.responses)
 
     def summary(
         self,
@@ -296,8 +303,9 @@ class ResultCollector:
         """The summary document: metrics, thresholds, failures, and whether the run is
         complete. ``passed`` needs every threshold met, no failed episode and a
         complete run: a run that did not run its tasks never passes."""
-        metrics = self.metrics()
-        failed = self.failed_episodes
+        scores = self.ordered(self.scores, by_position=True)  # once: metrics, failures and categories read it
+        metrics = self.metrics(scores)
+        failed = self._failed_episodes(scores)
         thresholds_met = all(t.met for t in thresholds) and (completion.complete or not thresholds)
         return Summary.model_validate({
             "started": started,
@@ -306,7 +314,7 @@ class ResultCollector:
             "overall": metrics["overall"].document(),
             "thresholds": [t.document() for t in thresholds],
             # the headline mean figure per category (LoCoMo's F1), None for accuracy
-            "categories": category_table(self.ordered(self.scores, by_position=True), metrics["overall"].headline),
+            "categories": category_table(scores, metrics["overall"].headline),
             "thresholds_met": thresholds_met,
             "passed": thresholds_met and not failed and completion.complete,
             "failed_episodes": failed,
