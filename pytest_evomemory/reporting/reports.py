@@ -13,25 +13,27 @@ from pathlib import Path
 
 from ..analysis.summary import StreamMetrics
 from ..rundocs import Categories
-from .html import ComparisonFiles, write_comparison, write_html_report
-from .replicates import ReplicateFiles, write_replicate_comparison
-from .terminal import format_categories, format_table
+from . import html, replicates, terminal
 
 
 class Renderers:
-    """Structurally a :class:`..runtime.reports.Reports` (mypy checks it where it is handed over)."""
+    """Structurally a :class:`..runtime.reports.Reports` (mypy checks it where it is
+    handed over). Each call looks its function up in its module when it is made, as
+    the engine's own imports at the end of a run did (a test may replace one)."""
 
     def run_report(self, run_dir: Path) -> Path:
-        return write_html_report(run_dir)
+        return html.write_html_report(run_dir)
 
-    def comparison(self, run_dirs: Sequence[Path], output: Path, labels: Sequence[str]) -> ComparisonFiles:
-        return write_comparison(run_dirs, output, labels)
+    def comparison(self, run_dirs: Sequence[Path], output: Path, labels: Sequence[str]) -> html.ComparisonFiles:
+        return html.write_comparison(run_dirs, output, labels)
 
-    def replicate_comparison(self, groups: Sequence[tuple[str, Sequence[Path]]], directory: Path) -> ReplicateFiles:
-        return write_replicate_comparison(groups, directory)
+    def replicate_comparison(
+        self, groups: Sequence[tuple[str, Sequence[Path]]], directory: Path
+    ) -> replicates.ReplicateFiles:
+        return replicates.write_replicate_comparison(groups, directory)
 
     def arm_tables(self, metrics: Mapping[str, StreamMetrics], categories: Categories | None) -> list[str]:
-        return [*format_table(metrics), *format_categories(categories)]
+        return [*terminal.format_table(metrics), *terminal.format_categories(categories)]
 
 
 #: What the entry points hand the engine.
