@@ -8,8 +8,9 @@ comparison), its records in stream order, and its summary, thresholds, report
 and comparison recomputed from the merged per-task records by the code every
 run uses (:class:`~.records.ResultCollector`,
 :func:`~..analysis.summary.check_thresholds`; the pages by the renderers the
-command hands it, :class:`~.reports.Reports`). With a deterministic agent the merged scores and summary equal the unsharded run's,
-record for record (times aside).
+command hands it, :class:`~.reports.Reports`). With a deterministic agent the
+merged scores and summary equal the unsharded run's, record for record (times
+aside).
 
 Refused, each problem one line naming the shards (:func:`check_shards`): a
 directory that holds no shard's run, shards of different plans (configs,
