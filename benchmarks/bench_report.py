@@ -61,7 +61,7 @@ def _experience(stream: str, index: int, rng: random.Random) -> str:
 
 def write_run(directory: Path, tasks: int, streams: int, seed: int = 0) -> Path:
     """A run directory as the plugin writes it (summary via the package's own summarize)."""
-    from pytest_evomemory.reporting.summary import summarize
+    from pytest_evomemory.analysis.summary import summarize
     from pytest_evomemory.rundir import TRANSCRIPTS, dumps
 
     rng = random.Random(seed)

@@ -38,9 +38,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_two_arms import STREAMS
 
+from pytest_evomemory.analysis.summary import outcome, summarize
 from pytest_evomemory.cli import main as evomemory
 from pytest_evomemory.options import SHARD_UNITS
-from pytest_evomemory.reporting.summary import outcome, summarize
 from pytest_evomemory.rundir import RunWriter, write_arms_manifest
 from pytest_evomemory.runtime.shards import Cell, plan_shards, session_cells
 from pytest_evomemory.streams import Stream

@@ -15,9 +15,9 @@ Each experiment draws a benchmark the way a real one varies:
 mu_A and mu_B are set so that the population accuracies are exactly p and p + gain
 (Gauss-Hermite quadrature), the truth the intervals must cover: the accuracy of
 the population of tasks, not of the n drawn. The intervals are the package's
-own (:mod:`pytest_evomemory.reporting.clustered` across replicates; for K = 1 the
+own (:mod:`pytest_evomemory.analysis.clustered` across replicates; for K = 1 the
 same code is Wilson's interval, and the paired difference is Agresti & Min's
-adjusted Wald interval of :mod:`pytest_evomemory.reporting.stats`, as a single run
+adjusted Wald interval of :mod:`pytest_evomemory.analysis.stats`, as a single run
 reports it).
 
 The truth of the difference is the population gain E[chance_B] - E[chance_A],
@@ -55,8 +55,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from pytest_evomemory.reporting.clustered import arm_interval, difference_interval
-from pytest_evomemory.reporting.stats import PairedTable, paired_difference_interval, wilson_interval
+from pytest_evomemory.analysis.clustered import arm_interval, difference_interval
+from pytest_evomemory.analysis.stats import PairedTable, paired_difference_interval, wilson_interval
 
 SIGMA = 1.5
 RHO = 0.8

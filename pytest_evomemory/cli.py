@@ -25,7 +25,7 @@ from .redaction import shown
 from .rundir import ARMS_MANIFEST, REPORT, output_path_problem
 
 if TYPE_CHECKING:
-    from .reporting.gain import GainThreshold
+    from .analysis.gain import GainThreshold
 
 PROG = "evomemory"
 DEFAULT_COMPARE_OUTPUT = "evomemory-compare.html"
@@ -138,7 +138,7 @@ def _session_comparison(path: Path) -> bool:
 
 def _gate(document: Mapping[str, Any], gates: Sequence[GainThreshold]) -> bool:
     """Print each gain gate's verdict; True when one is missed."""
-    from .reporting.gain import check_gains
+    from .analysis.gain import check_gains
 
     results = check_gains(document, gates)
     for result in results:
@@ -190,7 +190,7 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
 def _report_or_compare(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     # the reporting modules load for these two commands only, not before a run's first model call
-    from .reporting.gain import parse_min_gain
+    from .analysis.gain import parse_min_gain
     from .reporting.html import ReportError, comparison_json_path, write_comparison, write_html_report
     from .reporting.terminal import format_comparison
 

@@ -108,6 +108,12 @@ class ArtefactWriteError(EvoMemoryError):
         )
 
 
+class ReportError(EvoMemoryError):
+    """A run directory cannot be turned into a report (missing or unreadable artefacts),
+    or a page cannot be written. Declared here, not beside the page code, so the engine
+    can tell a report that failed from its own errors without importing the renderers."""
+
+
 class ModelError(EvoMemoryError):
     """The model could not be reached, kept failing after the configured retries,
     or sent a reply that cannot be used.

@@ -21,7 +21,7 @@ from .redaction import shown
 from .rundir import output_path_problem
 
 if TYPE_CHECKING:
-    from .reporting.gain import GainThreshold
+    from .analysis.gain import GainThreshold
     from .runtime.shards import ShardPlan
 
 USAGE_ERROR = 2
@@ -52,7 +52,8 @@ def add_parser(commands: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     # loaded by this command only: `evomemory run` builds its parser, not its merge
-    from .reporting.gain import check_gains, check_replicate_gains, parse_min_gain
+    from .analysis.gain import check_gains, check_replicate_gains, parse_min_gain
+    from .reporting.reports import REPORTS
     from .reporting.terminal import format_comparison, format_replicates, format_table
     from .runtime.merge import MERGE, MergeRefused, merge_shards
 
@@ -68,7 +69,7 @@ def main(args: argparse.Namespace) -> int:
         _error(f"{MERGE}: error: --output-dir {problem}")
         return USAGE_ERROR
     try:
-        merged = merge_shards(args.shard_dirs, args.output_dir, tuple(sys.argv), check)
+        merged = merge_shards(args.shard_dirs, args.output_dir, REPORTS, tuple(sys.argv), check)
     except MergeRefused as refused:
         for problem in refused.problems:
             _error(f"{MERGE}: error: {problem}")

@@ -78,7 +78,7 @@ class Option:
         return self.name.replace("-", "_")
 
 
-#: What a gain gate requires to be met (``min-gain-by``; :mod:`.reporting.gain`), the
+#: What a gain gate requires to be met (``min-gain-by``; :mod:`.analysis.gain`), the
 #: default first: the point estimate reaches the margin, the 95 % interval's lower
 #: bound does, or the estimate does and the paired test's p is below 0.05.
 GAIN_REQUIRES = ("estimate", "lower-bound", "p-value")

@@ -1,6 +1,6 @@
 """``evomemory power``: before a run, how many tasks and replicates a gain needs.
 
-Kept apart from :mod:`.cli` (argparse only) and thin over :mod:`.reporting.power`
+Kept apart from :mod:`.cli` (argparse only) and thin over :mod:`.analysis.power`
 (the formulas, shared with the minimum detectable effect compare.json and
 replicates.json report after a run): this module parses the command's arguments
 and prints the table.
@@ -13,7 +13,7 @@ import math
 import sys
 from typing import Any
 
-from .reporting.power import ALPHA, POWER, Plan
+from .analysis.power import ALPHA, POWER, Plan
 
 USAGE_ERROR = 2
 #: Replicate counts the table always shows, beside the one asked for.

@@ -4,9 +4,9 @@
 document :func:`comparison_model` builds, so they cannot disagree. Per stream
 and overall it holds each run's accuracy with its 95 % Wilson interval and, for
 every run after the first (the baseline), the paired difference on the tasks both
-ran with Agresti & Min's interval and the exact McNemar p-value (:mod:`.stats`).
+ran with Agresti & Min's interval and the exact McNemar p-value (:mod:`..analysis.stats`).
 When the runs' match modes declare a continuous headline figure (LoCoMo's F1,
-:func:`.summary.shared_headline`), each paired entry also holds, under
+:func:`..analysis.summary.shared_headline`), each paired entry also holds, under
 ``continuous``, the paired bootstrap interval of the mean difference and the
 Wilcoxon signed-rank p-value on the tasks both ran, beside McNemar on the yes/no
 outcome (F1 >= 0.5).
@@ -14,7 +14,7 @@ outcome (F1 >= 0.5).
 A run that is the baseline in another order (:func:`order_only`: the resolved
 configs run.json records are equal apart from the order keys, however the order was
 set) is also listed under ``sequence_robustness``: the paired difference between the
-two orders, the paper's sequence robustness (:func:`.stats.order_difference`). A repeated
+two orders, the paper's sequence robustness (:func:`..analysis.stats.order_difference`). A repeated
 session compares its arms across replicates in :mod:`.replicates`.
 
 Runs are only comparable task by task: when two runs cover different streams or
@@ -30,12 +30,25 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..analysis.categories import score_value
+from ..analysis.power import discordance_sd, power_entry
+from ..analysis.similarity import similarity_analysis
+from ..analysis.stats import (
+    NO_PAIRS,
+    Proportion,
+    compare_paired,
+    order_difference,
+    paired_bootstrap,
+    wilcoxon_signed_rank,
+)
+from ..analysis.summary import shared_headline
 from ..config import ORDER_KEYS
 from ..evaluation.modes import Metric
 from ..identity import recorded_identity
 from ..rundir import SCHEMA_VERSION
 from ..rundocs import Score, StreamSummary
 from ..rundocs.compare import (
+    OVERALL,
     ComparedRun,
     Comparison,
     ConfigDifference,
@@ -46,24 +59,10 @@ from ..rundocs.compare import (
     SequenceRobustness,
     as_comparison,
 )
-from .categories import score_value
 from .columns import figures_of
-from .power import discordance_sd, power_entry
-from .similarity import similarity_analysis
-from .stats import (
-    NO_PAIRS,
-    Proportion,
-    compare_paired,
-    order_difference,
-    paired_bootstrap,
-    wilcoxon_signed_rank,
-)
-from .summary import shared_headline
 
 if TYPE_CHECKING:
     from .rundata import RunData
-
-OVERALL = "overall"
 
 #: run.json keys left out of the config diff: where files were, not what ran.
 _NOT_CONFIG = ("sources", "path", "paths")
@@ -88,7 +87,7 @@ def _scored(run: RunData, stream: str | None) -> list[Score]:
 
 def values(run: RunData, metric: Metric, stream: str | None = None) -> dict[TaskKey, float]:
     """Each scored task's value of the continuous figure ``metric`` (LoCoMo's F1; a
-    failed episode is 0, :func:`.categories.score_value`), optionally of one stream."""
+    failed episode is 0, :func:`..analysis.categories.score_value`), optionally of one stream."""
     return {
         (scored.stream, scored.task_id): score_value(scored, metric.detail)
         for scored in _scored(run, stream)
@@ -335,7 +334,7 @@ def order_only(first: RunData, second: RunData) -> tuple[str, str] | None:
 def sequence_robustness(runs: Sequence[RunData], streams: Sequence[str]) -> list[dict[str, Any]]:
     """For each run that is the baseline in another order (:func:`order_only`): per
     stream and overall, the paired difference between the two orders on the tasks
-    both ran (:func:`.stats.order_difference`), ``second - first``."""
+    both ran (:func:`..analysis.stats.order_difference`), ``second - first``."""
     found = []
     for run in runs[1:]:
         orders = order_only(runs[0], run)
@@ -434,7 +433,7 @@ def comparison_model(runs: Sequence[RunData]) -> Comparison:
         figures=_figures(runs),
         config_diff=[ConfigDifference(**row) for row in config_diff(runs)],
         flips=[Flip(**flip) for flip in _flips(runs)],
-        # how each memory arm's gain over the first run tracks task similarity (.similarity)
+        # how each memory arm's gain over the first run tracks task similarity (..analysis.similarity)
         similarity=similarity_analysis(runs, list(streams)),
         # the same arm in two orders: the paired difference between the orders
         sequence_robustness=[SequenceRobustness(**found) for found in sequence_robustness(runs, list(streams))],

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..analysis.power import power_line
 from ..atomicfile import write_atomically
 from ..identity import describe_component, describe_model, describe_ran, recorded_identity
 from ..redaction import dumps_redacted
@@ -71,7 +72,6 @@ from .columns import (
 )
 from .compare import OVERALL, comparison_model, stream_names
 from .drilldown import SCRIPT_HASH, script_tag, task_sections
-from .power import power_line
 from .rundata import ReportError, RunData, load_run, load_runs
 from .scatter import similarity_svg
 
@@ -473,7 +473,7 @@ def _accuracy_table(comparison: Comparison) -> str:
 
 
 def _power_notes(entries: Iterable[PairedEntry]) -> str:
-    """Each paired entry's minimum detectable effect (:func:`.power.power_line`), one line each."""
+    """Each paired entry's minimum detectable effect (:func:`..analysis.power.power_line`), one line each."""
     found = []
     for entry in entries:
         power = (entry.continuous.power if entry.continuous is not None else None) or entry.power  # the figure judged
@@ -595,7 +595,7 @@ def _side_by_side(runs: Sequence[RunData]) -> str:
 
 def _similarity(comparison: Comparison) -> str:
     """Per stream, one plot per memory arm: its gain over the first run against how
-    similar each task was to what it recalled, with the correlation (.similarity)."""
+    similar each task was to what it recalled, with the correlation (..analysis.similarity)."""
     analysis = _mapping(comparison.similarity)
     figures = []
     for stream, entries in _mapping(analysis.get("streams")).items():

@@ -18,12 +18,12 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ..analysis.summary import StreamMetrics, cache_counts
 from ..errors import ConfigError
 from ..rundocs import Score
 from ..rundocs.records import as_response, as_score
 from ..rundocs.wire import Record
 from .columns import dollars, number
-from .summary import StreamMetrics, cache_counts
 
 #: Seconds between a stream's lines unless the driver is told otherwise.
 DEFAULT_INTERVAL = 10.0

@@ -14,11 +14,11 @@ import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..analysis.summary import cache_counts
 from ..identity import describe_component, describe_model, merge_identity
 from ..rundocs import Response, Score, Summary
 from ..rundocs.records import as_response, as_score
 from ..rundocs.report import TaskMetadata
-from .summary import cache_counts
 
 #: The prefix of every property name (JUnit ``<property>``, pytest's user properties).
 PROPERTY_PREFIX = "evomemory_"

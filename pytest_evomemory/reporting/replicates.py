@@ -2,14 +2,14 @@
 
 A replicate is one whole run of an arm with its own seed (:mod:`..runtime.replicates`).
 The unit of sampling is the task; replicates are repeated measurements of each task
-(:mod:`.clustered`). Per stream and overall, ``replicates.json`` holds each arm's
+(:mod:`..analysis.clustered`). Per stream and overall, ``replicates.json`` holds each arm's
 figure in every replicate (``accuracies``) and, over the tasks every replicate
 scored, the mean of the per-task means with its 95 % interval (Wilson with the Kish
 effective number of tasks), the variance split between tasks and seeds; for every
 arm after the first (the baseline), the per-task mean difference from the baseline
 (paired by task, replicates averaged) with its interval (Agresti-Min on the
 effective number of tasks; MOVER for a continuous score), the paired t-test,
-the minimum detectable effect at 80 % power (:mod:`.power`), beside each
+the minimum detectable effect at 80 % power (:mod:`..analysis.power`), beside each
 replicate's own paired test on the tasks both ran (Agresti-Min interval, exact
 McNemar p, as compare.json's). ``replicates.html`` shows the same, with figures
 drawn from the replicate runs (:mod:`.replicatefigures`: each arm's learning curve
@@ -20,10 +20,10 @@ arms, each replicate's full comparison is also written as ``compare-r<i>.html`` 
 
 When an arm differs from the baseline only in ``benchmark.order`` (the same arm in
 two orders), the entry says so under ``sequence_robustness``: its difference is the
-paper's sequence robustness, with its interval (:func:`.stats.order_difference`).
+paper's sequence robustness, with its interval (:func:`..analysis.stats.order_difference`).
 
 The figure compared is each run's summary.json headline, the figure its streams are
-judged on (:attr:`.summary.StreamMetrics.headline`, read by
+judged on (:attr:`..analysis.summary.StreamMetrics.headline`, read by
 :func:`.columns.headline`): the ``accuracy``, or a mean its match mode declares
 (LoCoMo's F1); ``figure`` names it. The per-task scores behind the intervals are
 the same figure task by task (1/0, or the task's F1, :func:`.compare.values`). The
@@ -38,6 +38,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..analysis.clustered import METHODS, estimate_arm, estimate_difference
+from ..analysis.power import power_entry
+from ..analysis.stats import compare_paired, order_difference
+from ..analysis.summary import shared_headline
 from ..evaluation.modes import Metric
 from ..redaction import dumps_redacted
 from ..rundir import REPLICATES_DATA, SCHEMA_VERSION, utc_now
@@ -50,15 +54,11 @@ from ..rundocs.compare import (
     ReplicateTest,
     ReplicateVersus,
 )
-from .clustered import METHODS, estimate_arm, estimate_difference
 from .columns import headline
 from .compare import TaskKey, order_only, outcomes, stream_names, values
 from .html import render_replicates, write_comparison, write_page
-from .power import power_entry
 from .replicatefigures import replicate_figures
 from .rundata import ReportError, RunData, load_run
-from .stats import compare_paired, order_difference
-from .summary import shared_headline
 
 #: Fewer replicates than this and the seeds' share of the variance is a guess: warned.
 FEW_REPLICATES = 3

@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from .. import boundedread
-from ..errors import EvoMemoryError
+from ..analysis.summary import RESPONSE_COUNTS, SCORE_COUNTS, StreamMetrics, records_disagree
+from ..errors import ReportError as ReportError  # declared with the errors; read from here too
 from ..evaluation.modes import headline_metric
 from ..rundir import RESPONSES, RUN_DOCUMENT, SCHEMA_VERSION, SCORES, SUMMARY, TRANSCRIPTS, iter_documents
 from ..rundocs import (
@@ -31,11 +32,6 @@ from ..rundocs import (
 )
 from ..rundocs.records import as_score
 from ..text import shorten
-from .summary import RESPONSE_COUNTS, SCORE_COUNTS, StreamMetrics, records_disagree
-
-
-class ReportError(EvoMemoryError):
-    """A run directory cannot be turned into a report (missing or unreadable artefacts)."""
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 One small plot per stream and memory arm: each task is a dot at (its similarity to
 what it recalled, the memory arm's gain over the control on it: -1, 0 or +1), and
-a line joins the mean gain of each similarity bin (:mod:`.similarity`). Dots are
+a line joins the mean gain of each similarity bin (:mod:`..analysis.similarity`). Dots are
 drawn translucent: many tasks share a gain, and overlap shows as darker dots.
 """
 

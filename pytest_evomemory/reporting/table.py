@@ -47,13 +47,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..analysis.clustered import estimate_arm, z_quantile
+from ..analysis.summary import shared_headline
 from ..evaluation.modes import MATCH_MODES
 from ..rundocs import Score
-from .clustered import estimate_arm, z_quantile
 from .columns import headline, number
 from .compare import TaskKey, outcomes, values
 from .rundata import ReportError, RunData, load_run, load_runs
-from .summary import shared_headline
 
 _DASH = "\u2013"
 #: The key prefix of a column of a run's own stream.
@@ -278,7 +278,7 @@ class _Clustered:
 
 def _clustered(runs: Sequence[RunData], column: PaperColumn) -> _Clustered:
     """The interval of ``column`` over the tasks every replicate scored, each task
-    averaged over the replicates (:func:`.clustered.estimate_arm`)."""
+    averaged over the replicates (:func:`..analysis.clustered.estimate_arm`)."""
     scores = [column_scores(run, column) for run in runs]
     shared = set(scores[0]).intersection(*scores[1:])
     estimate = estimate_arm([[found[key] for found in scores] for key in scores[0] if key in shared])
@@ -291,7 +291,7 @@ def replicate_row(label: str, runs: Sequence[RunData], extra: Sequence[PaperColu
     """A method run several times (independent replicates): each value is the mean of
     the replicates' values, its 95 % interval clustered by task (each task averaged
     over the replicates, Wilson on the effective number of tasks:
-    :func:`.clustered.estimate_arm`); the average's is normal, from its entries'
+    :func:`..analysis.clustered.estimate_arm`); the average's is normal, from its entries'
     standard errors (streams are independent samples of tasks; ToolBench's two
     entries, on the same tasks, add up as if fully correlated). A cell some replicate
     lacks stays empty."""

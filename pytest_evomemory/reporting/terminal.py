@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..analysis.power import power_line
+from ..analysis.summary import StreamMetrics
 from ..rundocs import Categories, StreamSummary
 from ..rundocs.compare import (
     Comparison,
@@ -26,8 +28,6 @@ from ..rundocs.compare import (
 from ..text import inert
 from . import columns
 from .columns import CategoryColumn, Column
-from .power import power_line
-from .summary import StreamMetrics
 
 
 def percent(value: float | None) -> str:
@@ -206,7 +206,7 @@ def format_replicates(given: Replicates | Mapping[str, Any]) -> list[str]:
     difference with its interval (Agresti-Min on the effective number of tasks; MOVER
     for a continuous score), the paired test's p and each replicate's
     exact McNemar p; then where the variance comes from and the smallest gain the
-    comparison could detect (:mod:`.clustered`, :mod:`.power`)."""
+    comparison could detect (:mod:`..analysis.clustered`, :mod:`..analysis.power`)."""
     document = as_replicates(given)
     count = document.replicates
     figure = document.figure or "accuracy"

@@ -27,6 +27,10 @@ from pydantic import (
 from .base import RunDoc, SchemaVersion, as_model
 from .fields import Amount, Count, Difference, Fraction, Number, Ordinal, Scalar, Text
 
+#: The scope of every stream together, beside the streams' own (compare.json's and
+#: replicates.json's ``overall``; what a gain gate without ``STREAM=`` judges).
+OVERALL = "overall"
+
 
 class _Given(RunDoc):
     """A part of compare.json: written with the keys it was built with, in the order
@@ -289,7 +293,7 @@ class Comparison(_Given):
 
     def scope(self, name: str) -> Scope | None:
         """``overall``, or a stream's scope (None: no run ran it)."""
-        return self.overall if name == "overall" else self.streams.get(name)
+        return self.overall if name == OVERALL else self.streams.get(name)
 
     def continuous_label(self) -> str | None:
         """The label of the continuous headline figure the comparison tests (``F1``),
@@ -408,7 +412,7 @@ class ReplicateVersus(_Given):
 
     def scope(self, name: str) -> DifferenceScope | None:
         """``overall``, or a stream's scope."""
-        return self.overall if name == "overall" else self.streams.get(name)
+        return self.overall if name == OVERALL else self.streams.get(name)
 
 
 class Replicates(_Given):
@@ -456,6 +460,7 @@ def as_comparison(document: Comparison | Mapping[str, Any]) -> Comparison:
 
 
 __all__ = [
+    "OVERALL",
     "ArmScope",
     "ComparedRun",
     "Comparison",

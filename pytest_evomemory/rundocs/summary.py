@@ -1,7 +1,7 @@
 """summary.json: a run's metrics, gates, failures and completion.
 
 :class:`StreamSummary` is one stream's metrics (or all streams', ``overall``), as
-:class:`..reporting.summary.StreamMetrics` counts them; a figure a match mode
+:class:`..analysis.summary.StreamMetrics` counts them; a figure a match mode
 declares beyond accuracy (ToolBench's ``api``, LoCoMo's ``f1``) adds its own keys
 (``<name>_matches``, ``<name>_accuracy``, ``<name>_accuracy_ci``; a mean figure
 ``<name>_sum`` and ``<name>_mean``), read with :meth:`StreamSummary.figure_value`.

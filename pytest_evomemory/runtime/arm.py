@@ -23,15 +23,16 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
+from ..analysis.summary import ThresholdResult
 from ..config import RunConfig
 from ..errors import ConfigError
 from ..identity import describe_ran
-from ..reporting.summary import ThresholdResult
 from ..rundir import ARMS_DIRECTORY_FILES, RESERVED_NAMES, holds_a_run
 from ..rundocs import Failure, Summary
 from .gates import ARM_SEPARATOR, parse_min_accuracy
 from .lines import Line
 from .records import Record
+from .reports import Reports
 from .run import BenchmarkRun, Run, RunResult, effective_thresholds
 
 #: Arm names end up in node ids, directory names and table headers.
@@ -126,8 +127,9 @@ class Arm:
         for record in records:
             self.run.record(record)
 
-    def finish(self, stop_reason: str | None) -> RunResult | None:
-        """Summary, thresholds and report of this arm; ``None`` when none of its tasks ran."""
+    def finish(self, stop_reason: str | None, reports: Reports) -> RunResult | None:
+        """Summary, thresholds and report of this arm (written by ``reports``, the
+        renderers the entry point handed the session); ``None`` when none of its tasks ran."""
         resumed = self.run.resume
         if not self.started and (
             (resumed is not None and resumed.completed_tasks)
@@ -145,7 +147,7 @@ class Arm:
         # an arm whose every planned task ran before it stays complete.
         if self.prefix is None or not self.run.completion().complete:
             self.run.stop_reason = self.run.stop_reason or stop_reason
-        self.result = self.run.finish(min_overall=self.min_overall, min_streams=self.min_streams)
+        self.result = self.run.finish(reports=reports, min_overall=self.min_overall, min_streams=self.min_streams)
         return self.result
 
     @property
@@ -169,15 +171,13 @@ class Arm:
             not result.summary.passed and bool(result.thresholds or result.summary.failed_episodes)
         )
 
-    def report(self, compare_dir: Path | None = None) -> list[Line]:
-        """This arm's table, thresholds, failures and paths, as the terminal shows them."""
-        from ..reporting.terminal import format_categories, format_table  # at the end, not at start-up
-
+    def report(self, reports: Reports, compare_dir: Path | None = None) -> list[Line]:
+        """This arm's table, thresholds, failures and paths, as the terminal shows them
+        (the tables drawn by ``reports``, the renderers the entry point handed the session)."""
         result = self.result
         if result is None:
             return []
-        lines = [Line.of(line) for line in format_table(result.metrics)]
-        lines += [Line.of(line) for line in format_categories(result.summary.categories)]
+        lines = [Line.of(line) for line in reports.arm_tables(result.metrics, result.summary.categories)]
         lines += [Line.of(f"ran: {line}") for line in describe_ran(
             {stream: ran.written() for stream, ran in result.summary.ran.items()}
         )]

@@ -2,8 +2,8 @@
 
 This module parses the minimums; which figure a minimum is compared with is not
 decided here but by the scope's match modes (their declared headline figure:
-accuracy, or LoCoMo's mean F1; :func:`pytest_evomemory.reporting.summary.check_thresholds`).
-(The gain gates of a comparison are :mod:`pytest_evomemory.reporting.gain`'s.)
+accuracy, or LoCoMo's mean F1; :func:`pytest_evomemory.analysis.summary.check_thresholds`).
+(The gain gates of a comparison are :mod:`pytest_evomemory.analysis.gain`'s.)
 Messages name the option as the user typed it (``flag``).
 """
 

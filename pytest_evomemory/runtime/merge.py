@@ -5,11 +5,12 @@ shards of one plan wrote (:mod:`.shards`: each holds some cells, every arm's run
 of a stream, or one arm's) and writes what one machine would have written: one run directory
 (or, for a session of several arms, one per arm, their ``arms.json`` and the
 comparison), its records in stream order, and its summary, thresholds, report
-and comparison recomputed from the merged per-task records by the reporting
-code every run uses (:class:`~.records.ResultCollector`,
-:func:`~..reporting.summary.check_thresholds`, :mod:`..reporting.html`). With a
-deterministic agent the merged scores and summary equal the unsharded run's,
-record for record (times aside).
+and comparison recomputed from the merged per-task records by the code every
+run uses (:class:`~.records.ResultCollector`,
+:func:`~..analysis.summary.check_thresholds`; the pages by the renderers the
+command hands it, :class:`~.reports.Reports`). With a deterministic agent the
+merged scores and summary equal the unsharded run's, record for record (times
+aside).
 
 Refused, each problem one line naming the shards (:func:`check_shards`): a
 directory that holds no shard's run, shards of different plans (configs,
@@ -27,13 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import arm_label
-from ..errors import EvoMemoryError
-from ..identity import describe_model
-from ..memory.snapshot import StreamSnapshots
-from ..reporting.html import ReportError, write_comparison, write_html_report
-from ..reporting.replicates import write_replicate_comparison
-from ..reporting.summary import (
+from ..analysis.summary import (
     StreamMetrics,
     ThresholdResult,
     check_thresholds,
@@ -41,6 +36,10 @@ from ..reporting.summary import (
     records_disagree,
     summarize,
 )
+from ..config import arm_label
+from ..errors import EvoMemoryError, ReportError
+from ..identity import describe_model
+from ..memory.snapshot import StreamSnapshots
 from ..rundir import (
     ARMS_MANIFEST,
     DAMAGED_ADVICE,
@@ -81,6 +80,7 @@ from ..rundocs.base import Doc
 from ..rundocs.wire import Event, event_or_none
 from .records import ResultCollector
 from .replicates import replicate_groups
+from .reports import Reports
 from .shards import SHARD_FIELD, ShardPlan
 
 #: How the merge names itself in messages.
@@ -342,11 +342,12 @@ class Merged:
 
 
 def merge_shards(
-    directories: Sequence[Path], output: Path, command: Sequence[str] = (),
+    directories: Sequence[Path], output: Path, reports: Reports, command: Sequence[str] = (),
     check: Callable[[ShardPlan], None] | None = None,
 ) -> Merged:
-    """Read, check and merge the shards in ``directories`` into ``output``; ``check``
-    sees the plan before anything is written (the command's own options against it)."""
+    """Read, check and merge the shards in ``directories`` into ``output``, the pages
+    written by ``reports``; ``check`` sees the plan before anything is written (the
+    command's own options against it)."""
     shards: list[ShardRun] = []
     problems: list[str] = []
     for directory in directories:
@@ -383,7 +384,7 @@ def merge_shards(
         for lock in locks:
             lock.acquire(command)
         merged = [
-            _merge_arm(name, shards, plan, arm_dirs[name], session, records[name]) for name in plan.arms
+            _merge_arm(name, shards, plan, arm_dirs[name], session, records[name], reports) for name in plan.arms
         ]
         if several:
             write_arms_manifest(
@@ -397,11 +398,11 @@ def merge_shards(
     first = shards[0].documents
     if any(first[name].replicate is not None for name in plan.arms):  # a repeated session
         groups = replicate_groups((str(first[name].run.name or name), arm_dirs[name]) for name in plan.arms)
-        replicates = write_replicate_comparison(groups, output)
+        replicates = reports.replicate_comparison(groups, output)
         result.replicates = dict(replicates.document)
         result.replicate_files = list(replicates.paths)
     elif several:
-        files = write_comparison([arm.run_dir for arm in merged], output / "compare.html", list(plan.arms))
+        files = reports.comparison([arm.run_dir for arm in merged], output / "compare.html", list(plan.arms))
         result.comparison = dict(files.document)
         result.comparison_files = (files.html, files.json)
     return result
@@ -409,7 +410,7 @@ def merge_shards(
 
 def _merge_arm(
     name: str, shards: Sequence[ShardRun], plan: ShardPlan, run_dir: Path, session: str,
-    records: Mapping[int, ShardRecords],
+    records: Mapping[int, ShardRecords], reports: Reports,
 ) -> MergedArm:
     """One arm's run directory, from every shard's run of the arm (``records``: each
     shard's, read and checked by :func:`read_shard_records`)."""
@@ -503,13 +504,13 @@ def _merge_arm(
         raise MergeRefused([writer.failure])
     report_error = None
     try:
-        write_html_report(run_dir)
+        reports.run_report(run_dir)
     except (ReportError, OSError, ValueError) as error:
         report_error = str(error)
     return MergedArm(name, run_dir, summary, metrics, thresholds, report_error)
 
 
-#: What the summary reads of every response (:meth:`..reporting.summary.StreamMetrics.add_response`).
+#: What the summary reads of every response (:meth:`..analysis.summary.StreamMetrics.add_response`).
 _RESPONSE_KEYS = ("stream", "task_id", "kind", "agent_turns", "tool_calls", "memory_retains", "memory_recalls", "usage")
 
 

@@ -15,9 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..analysis.categories import category_table
+from ..analysis.summary import ResponseTally, StreamMetrics, ThresholdResult, is_cached, outcome, summarize
 from ..identity import reported_models
-from ..reporting.categories import category_table
-from ..reporting.summary import ResponseTally, StreamMetrics, ThresholdResult, is_cached, outcome, summarize
 from ..rundocs import (
     Completion,
     Failure,
@@ -141,7 +141,7 @@ class ResultCollector:
     writer: RunWriter | None = None
     #: what the summary counts of the responses (they are in responses.jsonl)
     responses: ResponseTally = field(default_factory=ResponseTally)
-    #: what the summary counts of each score (reporting.summary.outcome; whole in scores.jsonl)
+    #: what the summary counts of each score (analysis.summary.outcome; whole in scores.jsonl)
     scores: list[Score] = field(default_factory=list)
     failures: list[Failure] = field(default_factory=list)
     feedback_skipped: list[SkippedFeedback] = field(default_factory=list)

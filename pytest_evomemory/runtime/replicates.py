@@ -14,7 +14,7 @@ Each replicate is an arm of its own (its label ``<arm>@r<i>``: item ids
 memory per stream), so pytest, xdist and ``evomemory run`` schedule, resume and
 report it as any arm. The comparison (:mod:`..reporting.replicates`) averages each
 task over its replicates and pairs the arms by task (the task is the unit of
-sampling, the replicates repeated measurements of it: :mod:`..reporting.clustered`),
+sampling, the replicates repeated measurements of it: :mod:`..analysis.clustered`),
 beside each replicate's own paired test. The arms of one session must run the same
 seeds: replicate ``i`` of each arm is paired with the others' replicate ``i``.
 """

@@ -21,9 +21,10 @@ from typing import Any
 
 from ..agents.base import Agent
 from ..agents.factory import AGENTS, build_agent
+from ..analysis.summary import StreamMetrics, ThresholdResult, check_thresholds
 from ..config import AgentConfig, MemoryConfig, RunConfig
 from ..configload import unread_agent_options, unread_memory_options
-from ..errors import ConfigError, DataError, SessionRefused
+from ..errors import ConfigError, DataError, ReportError, SessionRefused
 from ..evaluation import scorer_identity
 from ..evaluation.evomemory import EvoMemoryEvaluator
 from ..factories import call_factory, check_protocol, check_signature, load_factory
@@ -35,7 +36,6 @@ from ..models import check_agent_environment
 from ..models.metering import session_meter
 from ..options import PYTEST_FLAGS
 from ..pricing import Pricing
-from ..reporting.summary import StreamMetrics, ThresholdResult, check_thresholds
 from ..rundir import (
     ResumeState,
     RunDirError,
@@ -62,6 +62,7 @@ from .ingestion import check_conversation_options
 from .memory import IsolationGuard, ObservedMemory, observe
 from .order import check_resume_order, order_streams
 from .records import Record, ResultCollector
+from .reports import Reports
 from .resumedata import check_resume_data
 from .stream import StreamRun
 
@@ -543,11 +544,13 @@ class Run:
     def finish(
         self,
         *,
+        reports: Reports | None,
         min_overall: float | None = None,
         min_streams: Mapping[str, float] | None = None,
         extra: Mapping[str, Any] | None = None,
-        report: bool = True,
     ) -> RunResult:
+        """Write the summary, evaluate the thresholds and, with ``reports`` (the
+        renderers the entry point handed the session; None: no page), write report.html."""
         try:
             metrics = self.collector.metrics()
             thresholds = evaluate_thresholds(
@@ -578,8 +581,8 @@ class Run:
                     # results are missing from the directory: the run cannot pass
                     summary = summary.model_copy(update={"passed": False, "write_failure": self.writer.failure})
                 self.writer.write_summary(summary.model_copy(update={"schema_version": SCHEMA_VERSION}))
-                if report and self.writer.failure is None:
-                    report_error = _write_report(self.run_dir)
+                if reports is not None and self.writer.failure is None:
+                    report_error = _write_report(reports, self.run_dir)
             return RunResult(
                 summary=summary,
                 metrics=metrics,
@@ -592,11 +595,9 @@ class Run:
             self.release()
 
 
-def _write_report(run_dir: Path) -> str | None:
-    from ..reporting.html import ReportError, write_html_report
-
+def _write_report(reports: Reports, run_dir: Path) -> str | None:
     try:
-        write_html_report(run_dir)
+        reports.run_report(run_dir)
     except ReportError as error:
         return str(error)
     except (OSError, ValueError) as error:

@@ -114,7 +114,7 @@ from .signals import Termination, shield_interrupts
 from .stream import Episode, StreamRun
 
 if TYPE_CHECKING:
-    from ..reporting.gain import GainResult, GainThreshold
+    from ..analysis.gain import GainResult, GainThreshold
 
 RecordSink = Callable[[Record], None]
 
@@ -522,7 +522,7 @@ class Session:
                 f"{self.flags('config')}=CONTROL.yaml {self.flags('config')}=MEMORY.yaml (the first is the baseline)"
             )
         streams = list(dict.fromkeys(name for arm in self.arms for name in arm.benchmark.stream_order))
-        from ..reporting.gain import parse_min_gain
+        from ..analysis.gain import parse_min_gain
 
         return parse_min_gain(values, streams, option=flag, requires=self.options.min_gain_by)
 
@@ -1022,6 +1022,7 @@ class Session:
         (:func:`.signals.shield_interrupts`): the summary is never cut in half."""
         # the reporting modules load at the session's end, not at every process's start-up
         from ..reporting.html import ReportError, write_comparison_report
+        from ..reporting.reports import REPORTS
         self.termination.finishing = True
         shield_interrupts()
         if self.refused is not None:
@@ -1030,7 +1031,7 @@ class Session:
         if interrupted and stop_reason is None:
             stop_reason = "terminated by SIGTERM" if self.termination.terminated else "interrupted (Ctrl-C)"
         for arm in self.arms:
-            arm.finish(stop_reason)
+            arm.finish(stop_reason, REPORTS)
         failed = any(arm.failed for arm in self.arms)
         result = self.baseline.result
         if self.compare_dir is not None and result is not None and result.write_failure is None:
@@ -1063,7 +1064,7 @@ class Session:
         replicate, the arms' paired comparison (``compare-r<i>.html`` / ``.json``, when
         there are several arms), and each arm's mean figure and mean paired difference
         with their intervals (``replicates.json``)."""
-        from ..reporting.gain import check_gains, check_replicate_gains
+        from ..analysis.gain import check_gains, check_replicate_gains
         from ..reporting.html import ReportError, write_comparison
         from ..reporting.replicates import write_replicate_comparison
         ran = [arm for arm in self.arms if arm.result is not None and arm.result.write_failure is None]
@@ -1157,6 +1158,8 @@ class Session:
         A refused session says why, and nothing else."""
         if self.refused is not None:
             return [Line.of(f"evomemory: error: {self.refused}", "red", bold=True)]
+        from ..reporting.reports import REPORTS
+
         lines: list[Line] = []
         for arm in self.arms:
             if arm.result is None:
@@ -1168,7 +1171,7 @@ class Session:
                     ))
                 continue
             lines.append(Line(f"evomemory: {arm.name}", section=True))
-            lines += arm.report(self.compare_dir)
+            lines += arm.report(REPORTS, self.compare_dir)
         if self.several and self.started:
             lines += self._replicate_lines() if self.replicates is not None else self._comparison_lines()
         if any(arm.cut_short for arm in self.arms):

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..agents.base import Agent
+from ..analysis.similarity import recall_similarity
 from ..errors import (
     ArtefactWriteError,
     BudgetExhausted,
@@ -43,7 +44,6 @@ from ..memory.base import RecordRejected
 from ..memory.snapshot import ResumeRefused, StreamSnapshots
 from ..models.context import StimulusRef, answering
 from ..pricing import Pricing, cost_of
-from ..reporting.similarity import recall_similarity
 from ..rundocs import Score
 from ..streams.base import IngestMode
 from ..tools import Tool
@@ -390,7 +390,7 @@ class Episode:
 
     def _scored(self, outcome: TaskOutcome) -> Score:
         """The score, and how similar the task was to what its recalls returned
-        (reporting/similarity.py: the gain-versus-similarity analysis reads it)."""
+        (analysis/similarity.py: the gain-versus-similarity analysis reads it)."""
         response = outcome.response
         return outcome.scored.document(
             recall_similarity(self.sample.prompt, response.memory_recalled, response.memory_recalls)

@@ -26,9 +26,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_evomemory.analysis.stats import Proportion
+from pytest_evomemory.analysis.summary import StreamMetrics
 from pytest_evomemory.redaction import MASK, redact, register_secret
-from pytest_evomemory.reporting.stats import Proportion
-from pytest_evomemory.reporting.summary import StreamMetrics
 from pytest_evomemory.reporting.terminal import format_comparison, format_table
 from pytest_evomemory.testing.fixtures import ServerFactory
 from pytest_evomemory.testing.scripted_server import (
@@ -136,7 +136,7 @@ def test_inert_shows_what_a_terminal_would_obey() -> None:
 def test_tables_show_names_from_artefacts_inertly() -> None:
     stream = StreamMetrics(f"s{HOSTILE}", tasks=2, correct=1)
     stream.groups = {}
-    from pytest_evomemory.reporting.summary import GroupMetrics
+    from pytest_evomemory.analysis.summary import GroupMetrics
 
     stream.groups[f"g{HOSTILE}"] = GroupMetrics(tasks=2, correct=1)
     lines = format_table({"s": stream, "overall": StreamMetrics("overall", tasks=2, correct=1)})

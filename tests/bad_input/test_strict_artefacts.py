@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from pytest_evomemory.analysis.summary import summarize
 from pytest_evomemory.errors import ProtocolViolation
 from pytest_evomemory.redaction import dumps_redacted, redact_strings, strict_number
-from pytest_evomemory.reporting.summary import summarize
 from pytest_evomemory.runtime.turn import RuntimeTurn
 from pytest_evomemory.testing.fixtures import ServerFactory
 from pytest_evomemory.testing.scripted_server import (

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from pytest_evomemory.reporting.stats import wilson_interval
-from pytest_evomemory.reporting.summary import RESPONSE_COUNTS, ResponseTally, StreamMetrics
+from pytest_evomemory.analysis.stats import wilson_interval
+from pytest_evomemory.analysis.summary import RESPONSE_COUNTS, ResponseTally, StreamMetrics
 
 from ._browser import Browser, find_chromium, launch
 

@@ -1,4 +1,4 @@
-"""Intervals across replicates, clustered by task (reporting.clustered): their
+"""Intervals across replicates, clustered by task (analysis.clustered): their
 properties against hand computations, and their coverage on simulated benchmarks
 whose truth is known (benchmarks/bench_statistics.py's model, at a modest size and a
 fixed seed: deterministic)."""
@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from pytest_evomemory.reporting.clustered import (
+from pytest_evomemory.analysis.clustered import (
     arm_interval,
     as_scores,
     difference_interval,
@@ -21,7 +21,7 @@ from pytest_evomemory.reporting.clustered import (
     estimate_difference,
     variance_split,
 )
-from pytest_evomemory.reporting.stats import (
+from pytest_evomemory.analysis.stats import (
     PairedTable,
     mcnemar_exact,
     paired_difference_interval,

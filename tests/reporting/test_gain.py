@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from pytest_evomemory.analysis.gain import GainThreshold, check_gains, parse_min_gain
 from pytest_evomemory.errors import ConfigError
 from pytest_evomemory.reporting.compare import build_comparison
-from pytest_evomemory.reporting.gain import GainThreshold, check_gains, parse_min_gain
 from pytest_evomemory.reporting.rundata import RunData
 
 

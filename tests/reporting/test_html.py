@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_evomemory.analysis.stats import wilson_interval
 from pytest_evomemory.reporting.chart import _ticks, display_points
 from pytest_evomemory.reporting.drilldown import SCRIPT
 from pytest_evomemory.reporting.html import (
@@ -24,7 +25,6 @@ from pytest_evomemory.reporting.html import (
     write_comparison_report,
     write_html_report,
 )
-from pytest_evomemory.reporting.stats import wilson_interval
 
 from .conftest import (
     HOSTILE,

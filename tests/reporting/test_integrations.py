@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from pytest_evomemory.reporting.stats import mcnemar_exact
+from pytest_evomemory.analysis.stats import mcnemar_exact
 
 from ..conftest import SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN, read_jsonl
 from .conftest import parse_html, task_records

@@ -1,4 +1,4 @@
-"""Power (reporting.power, evomemory power): the formulas against hand computations
+"""Power (analysis.power, evomemory power): the formulas against hand computations
 and a simulation, and the command as a shell sees it."""
 
 from __future__ import annotations
@@ -8,8 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from pytest_evomemory.cli import main
-from pytest_evomemory.reporting.power import (
+from pytest_evomemory.analysis.power import (
     Plan,
     discordance_sd,
     least_sd,
@@ -17,6 +16,7 @@ from pytest_evomemory.reporting.power import (
     power_at,
     tasks_needed,
 )
+from pytest_evomemory.cli import main
 
 #: z(0.975) + z(0.80), from any normal table
 Z_SUM = 1.959964 + 0.841621

@@ -1,4 +1,4 @@
-"""Student's t (behind the intervals across replicates, reporting.clustered) and the
+"""Student's t (behind the intervals across replicates, analysis.clustered) and the
 difference between two orders of one arm, each against a hand computation or a table."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from pytest_evomemory.reporting.stats import (
+from pytest_evomemory.analysis.stats import (
     compare_paired,
     order_difference,
     student_t_cdf,

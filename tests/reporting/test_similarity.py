@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from pytest_evomemory import load_run_config, run_benchmark
-from pytest_evomemory.reporting.html import write_comparison
-from pytest_evomemory.reporting.similarity import (
+from pytest_evomemory.analysis.similarity import (
     SIMILARITY_KEY,
     analyse,
     fisher_interval,
@@ -20,6 +19,7 @@ from pytest_evomemory.reporting.similarity import (
     recall_similarity,
     spearman,
 )
+from pytest_evomemory.reporting.html import write_comparison
 from pytest_evomemory.text import similarity
 
 from ..conftest import SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN

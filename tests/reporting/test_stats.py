@@ -24,7 +24,7 @@ import math
 
 import pytest
 
-from pytest_evomemory.reporting.stats import (
+from pytest_evomemory.analysis.stats import (
     PairedTable,
     Proportion,
     compare_paired,

@@ -8,8 +8,8 @@ import random
 
 import pytest
 
-from pytest_evomemory.reporting.categories import category_summary, score_value
-from pytest_evomemory.reporting.stats import (
+from pytest_evomemory.analysis.categories import category_summary, score_value
+from pytest_evomemory.analysis.stats import (
     average_ranks,
     bootstrap_means,
     mean_interval,

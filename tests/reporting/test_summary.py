@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pytest_evomemory.reporting.stats import wilson_interval
-from pytest_evomemory.reporting.summary import ResponseTally, is_cached, summarize
+from pytest_evomemory.analysis.stats import wilson_interval
+from pytest_evomemory.analysis.summary import ResponseTally, is_cached, summarize
 from pytest_evomemory.reporting.terminal import format_table
 
 

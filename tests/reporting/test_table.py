@@ -13,9 +13,9 @@ from typing import Any
 
 import pytest
 
+from pytest_evomemory.analysis.stats import wilson_interval
 from pytest_evomemory.cli import main
 from pytest_evomemory.reporting.rundata import load_runs
-from pytest_evomemory.reporting.stats import wilson_interval
 from pytest_evomemory.reporting.table import (
     COLUMNS,
     build_replicate_table,

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
+from pytest_evomemory.analysis.categories import category_summary
+from pytest_evomemory.analysis.stats import paired_bootstrap, wilcoxon_signed_rank
 from pytest_evomemory.cli import main
 from pytest_evomemory.evaluation.modes import MatchModeSpec, Metric, exact, match_mode
-from pytest_evomemory.reporting.categories import category_summary
 from pytest_evomemory.reporting.compare import build_comparison
 from pytest_evomemory.reporting.rundata import RunData
-from pytest_evomemory.reporting.stats import paired_bootstrap, wilcoxon_signed_rank
 from pytest_evomemory.reporting.terminal import format_comparison
 
 from ..schema import assert_run_dir_valid, assert_valid

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
+from pytest_evomemory.analysis.categories import category_summary
+from pytest_evomemory.analysis.summary import outcome, summarize
 from pytest_evomemory.plugin.controller import ReleaseRecords
-from pytest_evomemory.reporting.categories import category_summary
-from pytest_evomemory.reporting.summary import outcome, summarize
 from pytest_evomemory.rundir import SCORES, RunWriter, dumps
 
 STREAMS = ["a", "b"]

@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
+from pytest_evomemory.analysis.stats import student_t_cdf
 from pytest_evomemory.cli import main as evomemory
 from pytest_evomemory.config import BenchmarkConfig
 from pytest_evomemory.reporting.compare import build_comparison
 from pytest_evomemory.reporting.replicates import build_replicate_comparison
 from pytest_evomemory.reporting.rundata import RunData
-from pytest_evomemory.reporting.stats import student_t_cdf
 from pytest_evomemory.runtime.order import order_streams
 from pytest_evomemory.streams import load_benchmark
 from tests.conftest import SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN, read_jsonl

@@ -25,14 +25,23 @@ from __future__ import annotations
 import itertools
 import math
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..rundocs import Score
 from ..text import similarity
 from .stats import Z95, average_ranks
 
-if TYPE_CHECKING:
-    from .rundata import RunData
+
+class ScoredRun(Protocol):
+    """What the analysis reads of a finished run: its label and its scores (a run
+    loaded from its directory, :class:`..reporting.rundata.RunData`, has both). A
+    protocol, so this layer does not import the code that reads run directories."""
+
+    @property
+    def label(self) -> str: ...
+
+    @property
+    def scores(self) -> Sequence[Score]: ...
 
 #: The key a task's similarity is recorded under in its scored record (scores.jsonl).
 SIMILARITY_KEY = "recall_similarity"
@@ -88,7 +97,7 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     return pearson(ranks(xs), ranks(ys))
 
 
-def paired_points(control: RunData, memory: RunData, stream: str) -> tuple[list[dict[str, Any]], int]:
+def paired_points(control: ScoredRun, memory: ScoredRun, stream: str) -> tuple[list[dict[str, Any]], int]:
     """``(points, left_out)``: per task both runs scored, its similarity (from the
     memory run) and gain; tasks whose similarity is unknown are counted, not plotted."""
     base = {s.task_id: s for s in control.scores if s.stream == stream}
@@ -137,7 +146,7 @@ def analyse(points: Sequence[Mapping[str, Any]], left_out: int = 0) -> dict[str,
     }
 
 
-def similarity_analysis(runs: Sequence[RunData], streams: Sequence[str]) -> dict[str, Any]:
+def similarity_analysis(runs: Sequence[ScoredRun], streams: Sequence[str]) -> dict[str, Any]:
     """compare.json's ``similarity``: per stream, per run after the first (the control),
     the correlation summary and the points."""
     per_stream: dict[str, list[dict[str, Any]]] = {}
@@ -154,6 +163,7 @@ def similarity_analysis(runs: Sequence[RunData], streams: Sequence[str]) -> dict
 __all__ = [
     "BIN_EDGES",
     "SIMILARITY_KEY",
+    "ScoredRun",
     "analyse",
     "fisher_interval",
     "paired_points",

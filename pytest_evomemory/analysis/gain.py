@@ -2,7 +2,7 @@
 
 ``--evomemory-min-gain [STREAM=]POINTS`` (pytest, several arms in one session) and
 ``evomemory compare --min-gain`` (existing run directories) both read the margin
-here and judge it on the comparison document (:func:`.compare.build_comparison`),
+here and judge it on the comparison document (:func:`..reporting.compare.build_comparison`),
 so the gate, ``compare.json`` and the terminal table use one difference: the
 paired one, on the tasks both runs ran, in percentage points.
 
@@ -34,6 +34,7 @@ from typing import Any
 from ..errors import ConfigError
 from ..options import GAIN_REQUIRES
 from ..rundocs.compare import (
+    OVERALL,
     Comparison,
     ContinuousComparison,
     DifferenceScope,
@@ -43,7 +44,6 @@ from ..rundocs.compare import (
     as_replicates,
 )
 from ..rundocs.report import GainDoc
-from .compare import OVERALL
 
 #: What a gate requires to be met (``min-gain-by``), the default first: the point
 #: estimate reaches the margin; the 95 % interval's lower bound does; or the estimate

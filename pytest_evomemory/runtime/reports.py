@@ -1,0 +1,79 @@
+"""What the engine has the renderers write, declared without importing them.
+
+A run ends with its page (report.html); a session of arms, or a merge of shards,
+with the comparison (compare.html and compare.json, or a repeated session's
+replicates.json); each arm's end in the terminal with its tables. Pages and tables
+are the renderers' (:mod:`pytest_evomemory.reporting`), which sit above the engine
+and read what it wrote. So the engine declares here what it asks of them, and the
+entry points hand it the renderers' implementation,
+:data:`pytest_evomemory.reporting.reports.REPORTS`. The engine imports the figures
+it computes from below (:mod:`pytest_evomemory.analysis`) and never the renderers
+(``tests/test_import_graph.py`` checks).
+
+Every method that writes raises :class:`~pytest_evomemory.errors.ReportError` when
+the runs cannot be read or a page cannot be written, and may raise ``OSError`` or
+``ValueError`` (a full disk, text a page cannot hold); the caller decides what
+that failure means for the run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, Protocol
+
+from ..analysis.summary import StreamMetrics
+from ..rundocs import Categories
+
+
+class WrittenComparison(Protocol):
+    """A comparison of runs, written: the page, compare.json beside it, and its document."""
+
+    @property
+    def html(self) -> Path: ...
+
+    @property
+    def json(self) -> Path: ...
+
+    @property
+    def document(self) -> Mapping[str, Any]: ...
+
+
+class WrittenReplicates(Protocol):
+    """A repeated session's comparison across its replicates, written: replicates.json's
+    document and the files (replicates.json, each replicate's comparison)."""
+
+    @property
+    def document(self) -> Mapping[str, Any]: ...
+
+    @property
+    def paths(self) -> Sequence[Path]: ...
+
+
+class Reports(Protocol):
+    """The pages and tables the engine asks for (see the module docstring)."""
+
+    def run_report(self, run_dir: Path) -> Path:
+        """Write ``run_dir``'s report.html from what the run wrote; its path."""
+        ...
+
+    def comparison(self, run_dirs: Sequence[Path], output: Path, labels: Sequence[str]) -> WrittenComparison:
+        """Write the page ``output`` comparing ``run_dirs`` (the first is the baseline)
+        and compare.json beside it."""
+        ...
+
+    def replicate_comparison(
+        self, groups: Sequence[tuple[str, Sequence[Path]]], directory: Path
+    ) -> WrittenReplicates:
+        """Write ``directory``'s replicates.json from each arm's replicate runs
+        (``groups``: an arm's name and its runs) and, with several arms, each
+        replicate's comparison."""
+        ...
+
+    def arm_tables(self, metrics: Mapping[str, StreamMetrics], categories: Categories | None) -> list[str]:
+        """An arm's figures as the terminal shows them: the table of its streams, then
+        its category table (none without categories)."""
+        ...
+
+
+__all__ = ["Reports", "WrittenComparison", "WrittenReplicates"]
