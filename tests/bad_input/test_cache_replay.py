@@ -152,12 +152,18 @@ def test_a_report_that_cannot_be_written_fails_the_run(
     ])
     assert json.loads((pytester.path / "results" / "summary.json").read_text())["overall"]["tasks"] == 2
 
-    from pytest_evomemory.reporting import html
+    import importlib
+
+    from pytest_evomemory import reporting
     from pytest_evomemory.runtime.session import EXIT_FAILED
 
     def full_disk(*args: object, **kwargs: object) -> Path:
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(html, "write_html_report", full_disk)
+    # An in-process pytester run earlier in this worker restores sys.modules but can
+    # leave the package attribute on an older copy of the module: patch every live copy.
+    fresh = importlib.import_module("pytest_evomemory.reporting.html")
+    for module in {id(m): m for m in (fresh, vars(reporting)["html"])}.values():
+        monkeypatch.setattr(module, "write_html_report", full_disk)
     monkeypatch.chdir(pytester.path)
     assert main(["run", "--config", str(run), "-q"]) == EXIT_FAILED
