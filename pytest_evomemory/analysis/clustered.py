@@ -64,11 +64,11 @@ from __future__ import annotations
 
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .stats import CONFIDENCE, adjusted_wald_bounds, student_t_cdf, student_t_quantile
+from .stats import CONFIDENCE, MeanEstimate, adjusted_wald_bounds, student_t_cdf, student_t_quantile
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -466,6 +466,35 @@ def estimate_difference(
     )
 
 
+def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> MeanEstimate:
+    """The mean of one run's per-task scores (LoCoMo's F1 per category) with
+    :func:`arm_interval` at one replicate: Wilson on the effective number of tasks
+    (continuous scores: the design effect of :func:`_continuous_effective`, t with
+    tasks - 1 degrees of freedom). Nones when empty. It replaced the percentile
+    bootstrap, which covered 85-93 % on 24 tasks (docs/statistics.md)."""
+    if not values:
+        return MeanEstimate(None, None, None, 0)
+    estimate, low, high, _ = arm_interval(as_scores([[value] for value in values]), confidence)
+    return MeanEstimate(float(estimate), float(low), float(high), len(values))
+
+
+def paired_mean_interval(
+    first: Mapping[Hashable, float], second: Mapping[Hashable, float], confidence: float = CONFIDENCE
+) -> MeanEstimate:
+    """``second - first`` of one run each on the tasks both ran (``first``'s order):
+    the mean difference with MOVER's interval of :func:`difference_interval` (the
+    two runs' intervals of :func:`mean_interval` and the correlation of their task
+    scores). It replaced the paired percentile bootstrap (docs/statistics.md)."""
+    keys = [key for key in first if key in second]
+    if not keys:
+        return MeanEstimate(None, None, None, 0)
+    a = as_scores([[float(first[key])] for key in keys])
+    b = as_scores([[float(second[key])] for key in keys])
+    _, low, high = difference_interval(a, b, confidence)
+    mean = math.fsum(float(second[key]) - float(first[key]) for key in keys) / len(keys)
+    return MeanEstimate(mean, float(low), float(high), len(keys))
+
+
 __all__ = [
     "METHODS",
     "ArmEstimate",
@@ -478,7 +507,9 @@ __all__ = [
     "effective_tasks",
     "estimate_arm",
     "estimate_difference",
+    "mean_interval",
     "mover_bounds",
+    "paired_mean_interval",
     "paired_t",
     "t_quantile",
     "task_correlation",

@@ -305,8 +305,8 @@ def _category_table(run: RunData) -> str:
         f"<h2>Per category: mean {_e(label)}</h2>"
         f'<div class="scroll"><table class="categories"><thead><tr><th>category</th>{_metric_headers(columns)}'
         f"</tr></thead><tbody>{body}</tbody><tfoot><tr><th>overall</th>{_metric_cells(columns, overall)}</tr></tfoot>"
-        f'</table></div><p class="meta">Every stream\'s questions together. 95% CI: percentile bootstrap interval '
-        f"of the mean {_e(label)}. Acc.: the share the match mode counts correct. Evidence recall: the mean share "
+        f'</table></div><p class="meta">Every stream\'s questions together. 95% CI: Wilson interval on the '
+        f"effective number of tasks of the mean {_e(label)}. Acc.: the share the match mode counts correct. Evidence recall: the mean share "
         "of a question's evidence turns among the records recalled for it.</p>"
     )
 
@@ -401,7 +401,7 @@ def _accuracy_cell(entry: RunEntry, figures: Sequence[Column]) -> str:
 
 def _continuous_cells(versus: PairedEntry | None) -> str:
     """Δ of the mean of a continuous headline figure (LoCoMo's F1), its paired
-    bootstrap interval and the Wilcoxon p (compare.json's ``continuous``)."""
+    MOVER interval and the Wilcoxon p (compare.json's ``continuous``)."""
     continuous = versus.continuous if versus is not None else None
     if continuous is None:
         return f'<td class="num">{_NONE}</td>' * 3
@@ -447,12 +447,12 @@ def _accuracy_table(comparison: Comparison) -> str:
     baseline = comparison.baseline
     continuous_heads = (
         f'<th class="num" title="mean {_e(label)} of this run minus the baseline\'s, on the tasks both ran">'
-        f'\u0394 mean {_e(label)}</th><th class="num">95% CI (paired bootstrap)</th><th class="num">Wilcoxon p</th>'
+        f'\u0394 mean {_e(label)}</th><th class="num">95% CI (MOVER)</th><th class="num">Wilcoxon p</th>'
         if label else ""
     )
     continuous_note = (
-        f" \u0394 mean {_e(label)}: the paired mean difference of the continuous score with its 95% percentile "
-        "bootstrap interval (tasks resampled together) and the two-sided Wilcoxon signed-rank p-value; the "
+        f" \u0394 mean {_e(label)}: the paired mean difference of the continuous score with its 95% MOVER "
+        "interval (the two runs' Wilson intervals on the effective number of tasks, paired by task) and the two-sided Wilcoxon signed-rank p-value; the "
         "accuracy and McNemar use the yes/no outcome (LoCoMo: F1 \u2265 0.5)."
         if label else ""
     )
