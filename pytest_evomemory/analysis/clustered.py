@@ -66,7 +66,7 @@ import functools
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .stats import CONFIDENCE, MeanEstimate, adjusted_wald_bounds, student_t_cdf, student_t_quantile
 
@@ -74,6 +74,8 @@ if TYPE_CHECKING:
     import numpy.typing as npt
 
     Array = npt.NDArray[Any]
+
+_Key = TypeVar("_Key", bound=Hashable)
 
 #: How replicates.json's ``methods`` names each computation (words a reader can cite).
 METHODS = {
@@ -479,7 +481,7 @@ def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> Me
 
 
 def paired_mean_interval(
-    first: Mapping[Hashable, float], second: Mapping[Hashable, float], confidence: float = CONFIDENCE
+    first: Mapping[_Key, float], second: Mapping[_Key, float], confidence: float = CONFIDENCE
 ) -> MeanEstimate:
     """``second - first`` of one run each on the tasks both ran (``first``'s order):
     the mean difference with MOVER's interval of :func:`difference_interval` (the
