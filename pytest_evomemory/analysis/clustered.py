@@ -178,7 +178,10 @@ def _continuous_effective(means: Array, n: int, k: int) -> Array:
     total = n + 2 * weight
     centre = (means.sum(axis=-1) + weight) / total
     spread = (((means - centre[..., None]) ** 2).sum(axis=-1) + weight * (centre**2 + (1 - centre) ** 2)) / total
-    deff = np.clip(k * spread / (centre * (1 - centre)), CONTINUOUS_LEAST_DEFF, k)
+    binomial = centre * (1 - centre)
+    with np.errstate(divide="ignore", invalid="ignore"):  # 0 only without pseudo-outcomes, all at 0 or 1
+        ratio = np.where(binomial > 0, k * spread / np.where(binomial > 0, binomial, 1.0), k)
+    deff = np.clip(ratio, CONTINUOUS_LEAST_DEFF, k)
     effective: Array = n * k / deff
     return effective
 
