@@ -26,7 +26,16 @@ Methods, and why (docs/statistics.md has a worked example of each):
   24:193-201). Where the design effect is at a bound, the interval is Wilson's on
   n (or nK) outcomes with its own binomial variance p(1 - p), nothing estimated
   from the spread of the task means, so z stays, as for one run. With K = 1 the
-  bound always holds: exactly Wilson's interval.
+  bound always holds for yes/no outcomes: exactly Wilson's interval.
+* **One arm of continuous scores (F1): the same interval, its design effect
+  estimated.** A score in [0, 1] varies less than a yes/no outcome of the same
+  mean (p(1 - p) is its largest variance), so the design effect may fall below 1
+  (kept at or above 1/4) and is estimated with half a pseudo-outcome at 0 and
+  half at 1 added, which keeps a few small scores among zeros from claiming a
+  tiny variance; t(n - 1) wherever it is estimated (more than n effective tasks).
+  With K = 1 this is a single run's interval of a mean F1 (:func:`mean_interval`,
+  which replaced a percentile bootstrap that covered 85-93 % on 24 tasks).
+  benchmarks/bench_statistics.py checks its coverage on simulated F1 scores.
 * **Paired difference of yes/no outcomes: Agresti & Min's adjusted Wald interval
   with the Kish effective number of tasks.** Pooled over tasks and replicates, the
   shares of pairs only the second arm (g) and only the first (l) got right give
@@ -44,7 +53,8 @@ Methods, and why (docs/statistics.md has a worked example of each):
   recovery, Zou & Donner 2008, Statistics in Medicine 27:1693-1702): the two arms'
   intervals above combined "square and add" with the correlation of the arms'
   per-task means, which is Newcombe's (1998) method 10 with clustered intervals in
-  place of Wilson's. It stays within [-1, 1] and is never zero-width.
+  place of Wilson's. It stays within [-1, 1] and is never zero-width. With K = 1
+  it is a single run's interval of a mean F1 difference (:func:`paired_mean_interval`).
 * **Paired test: two-sided paired t-test** on the per-task mean differences
   (n - 1 degrees of freedom), tasks paired, replicates averaged within each.
 * **Variance decomposition** (Miller 2024, "resampling answers"): the within-task
@@ -84,7 +94,9 @@ METHODS = {
     "means (Miller 2024, arXiv:2411.00640, tasks as clusters) over the binomial variance, kept within [1, K]; "
     "z replaced by Student's t with tasks - 1 degrees of freedom where that estimated design effect is used "
     "(strictly between 1 and K: Korn & Graubard 1998), z where it is at a bound (Wilson's own binomial "
-    "variance on tasks or on tasks x replicates); with one replicate, the plain Wilson interval",
+    "variance on tasks or on tasks x replicates); with one replicate, the plain Wilson interval; for continuous "
+    "scores (F1) the design effect is estimated with half a pseudo-outcome at 0 and at 1 added, kept within "
+    "[1/4, K], and t used wherever it is estimated",
     "difference_ci": "the per-task mean difference (each task averaged over its replicates, paired by task); "
     "for yes/no outcomes Agresti & Min's (2005) adjusted Wald interval for matched proportions (half a "
     "pseudo-observation in each cell of the paired table of tasks x replicates, truncated to [-1, 1]) with "
