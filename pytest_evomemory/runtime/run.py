@@ -667,12 +667,12 @@ def _write_report(reports: Reports, run_dir: Path) -> str | None:
 
 
 __all__ = [
+    "THROUGHPUT_KEYS",
     "AgentFactoryFn",
     "BenchmarkRun",
     "MemoryFactoryFn",
     "Run",
     "RunResult",
-    "THROUGHPUT_KEYS",
     "check_builtin_parts",
     "config_differences",
     "config_fingerprint",
