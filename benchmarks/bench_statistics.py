@@ -73,7 +73,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from pytest_evomemory.analysis.clustered import arm_interval, difference_interval
 from pytest_evomemory.analysis.stats import PairedTable, paired_difference_interval, wilson_interval
@@ -94,7 +94,8 @@ def _chance(chance: np.ndarray) -> np.ndarray:
 
 def expected_f1(chance: np.ndarray) -> np.ndarray:
     """A replicate's expected F1 on a task of chance c: c^2 + 2c(1 - c) * c (module docstring)."""
-    return 3 * chance**2 - 2 * chance**3
+    expected: np.ndarray = 3 * chance**2 - 2 * chance**3
+    return expected
 
 
 def _population_mean(mu: float, nodes: np.ndarray, weights: np.ndarray, score: Callable[[np.ndarray], np.ndarray]) -> float:
@@ -251,48 +252,57 @@ def miss(coverage: float, experiments: int) -> tuple[str, float, float] | None:
     return ("too narrow" if high * 100 < LOW else "too wide (conservative)"), low * 100, high * 100
 
 
-def _missed(what: str, coverage: float, experiments: int, where: str, reason: Callable[[str, float], str]) -> str | None:
-    """The MISSED line of a cell's coverage (%), else None."""
-    verdict = miss(coverage, experiments)
-    if verdict is None:
-        return None
-    side, low, high = verdict
-    return (
-        f"MISSED: {what} interval covers {coverage:.1f} % at {where} (target {LOW:.0f}-{HIGH:.0f} %, Monte Carlo "
-        f"95% interval {low:.1f}-{high:.1f}): {reason(side, high)}"
-    )
+def _grid(replicates: str, tasks: str, levels: str) -> Iterator[tuple[int, int, float]]:
+    """Every cell ``(K, n, level)`` of a table, K outermost (as the table prints)."""
+    for k in replicates.split(","):
+        for n in tasks.split(","):
+            for level in levels.split(","):
+                yield int(k), int(n), float(level)
+
+
+def _head(title: str, header: str, experiments: int) -> None:
+    print(f"{title}: coverage of 95% intervals, {experiments} experiments per row (target {LOW:.0f}-{HIGH:.0f} %)")
+    print(header)
+    print("-" * len(header))
+
+
+def _misses(found: dict[str, float], experiments: int, what: str, where: str,
+            reason: Callable[[str, str, float], str]) -> list[str]:
+    """The MISSED lines of a row: ``what`` names the figure (``F1 arm``), ``reason``
+    ``(interval, side, Monte Carlo high)`` says why."""
+    lines = []
+    for interval in ("arm", "difference"):
+        verdict = miss(found[interval], experiments)
+        if verdict is not None:
+            side, low, high = verdict
+            lines.append(
+                f"MISSED: {what}{interval} interval covers {found[interval]:.1f} % at {where} (target {LOW:.0f}-"
+                f"{HIGH:.0f} %, Monte Carlo 95% interval {low:.1f}-{high:.1f}): {reason(interval, side, high)}"
+            )
+    return lines
 
 
 def _yes_no_table(args: argparse.Namespace, generator: np.random.Generator) -> list[str]:
-    header = f"{'K':>2} {'tasks':>5} {'p':>5} {'gain':>5} {'arm cover %':>11} {'diff cover %':>12} {'arm width':>9} {'diff width':>10}"
-    print(f"yes/no outcomes: coverage of 95% intervals, {args.experiments} experiments per row "
-          f"(target {LOW:.0f}-{HIGH:.0f} %)")
-    print(header)
-    print("-" * len(header))
+    _head("yes/no outcomes", f"{'K':>2} {'tasks':>5} {'p':>5} {'gain':>5} {'arm cover %':>11} {'diff cover %':>12} "
+          f"{'arm width':>9} {'diff width':>10}", args.experiments)
     missed = []
-    for replicates in [int(k) for k in args.replicates.split(",")]:
-        for tasks in [int(n) for n in args.tasks.split(",")]:
-            for accuracy in [float(p) for p in args.accuracies.split(",")]:
-                found = cell(generator, args.experiments, tasks, replicates, accuracy)
-                print(
-                    f"{replicates:>2} {tasks:>5} {accuracy:>5.2f} {gain_for(accuracy):>+5.3f} {found['arm']:>11.1f} "
-                    f"{found['difference']:>12.1f} {found['arm_width']:>9.1f} {found['difference_width']:>10.1f}",
-                    flush=True,
-                )
+    for replicates, tasks, accuracy in _grid(args.replicates, args.tasks, args.accuracies):
+        found = cell(generator, args.experiments, tasks, replicates, accuracy)
+        print(
+            f"{replicates:>2} {tasks:>5} {accuracy:>5.2f} {gain_for(accuracy):>+5.3f} {found['arm']:>11.1f} "
+            f"{found['difference']:>12.1f} {found['arm_width']:>9.1f} {found['difference_width']:>10.1f}",
+            flush=True,
+        )
 
-                def reason(side: str, high: float, what: str = "", tasks: int = tasks, accuracy: float = accuracy,
-                           replicates: int = replicates) -> str:
-                    if what == "difference" and replicates == 1 and high >= LOW:
-                        best = attainable_coverage(tasks, accuracy)
-                        if best > HIGH:
-                            side += f"; an interval that errs at most 2.5 % on each side covers at least {best:.1f} % here"
-                    return side
+        def reason(interval: str, side: str, high: float, tasks: int = tasks, accuracy: float = accuracy,
+                   replicates: int = replicates) -> str:
+            if interval == "difference" and replicates == 1 and high >= LOW:
+                best = attainable_coverage(tasks, accuracy)
+                if best > HIGH:
+                    side += f"; an interval that errs at most 2.5 % on each side covers at least {best:.1f} % here"
+            return side
 
-                for what in ("arm", "difference"):
-                    line = _missed(what, found[what], args.experiments, f"K={replicates}, n={tasks}, p={accuracy}",
-                                   lambda side, high, what=what: reason(side, high, what))
-                    if line is not None:
-                        missed.append(line)
+        missed += _misses(found, args.experiments, "", f"K={replicates}, n={tasks}, p={accuracy}", reason)
     print("K = 1: Wilson (arm) and Agresti-Min adjusted Wald (difference), as a single run reports them; K > 1: "
           "Wilson (arm) and Agresti-Min (difference) on the Kish effective number of tasks, as replicates.json does")
     return missed
@@ -309,30 +319,22 @@ def f1_reason(side: str, zeros: float, ones: float, tasks: int) -> str:
 
 
 def _f1_table(args: argparse.Namespace, generator: np.random.Generator) -> list[str]:
-    header = (f"{'K':>2} {'tasks':>5} {'F1':>5} {'gain':>5} {'zeros %':>7} {'ones %':>6} {'arm cover %':>11} "
-              f"{'diff cover %':>12} {'arm width':>9} {'diff width':>10}")
-    print(f"F1 scores (continuous, in [0, 1]): coverage of 95% intervals, {args.experiments} experiments per row "
-          f"(target {LOW:.0f}-{HIGH:.0f} %)")
-    print(header)
-    print("-" * len(header))
+    _head("F1 scores (continuous, in [0, 1])", f"{'K':>2} {'tasks':>5} {'F1':>5} {'gain':>5} {'zeros %':>7} "
+          f"{'ones %':>6} {'arm cover %':>11} {'diff cover %':>12} {'arm width':>9} {'diff width':>10}", args.experiments)
     missed = []
-    for replicates in [int(k) for k in args.replicates.split(",")]:
-        for tasks in [int(n) for n in args.f1_tasks.split(",")]:
-            for mean in [float(p) for p in args.f1_means.split(",")]:
-                found = f1_cell(generator, args.experiments, tasks, replicates, mean)
-                print(
-                    f"{replicates:>2} {tasks:>5} {mean:>5.2f} {gain_for(mean):>+5.3f} {found['zeros']:>7.0f} "
-                    f"{found['ones']:>6.0f} {found['arm']:>11.1f} {found['difference']:>12.1f} "
-                    f"{found['arm_width']:>9.1f} {found['difference_width']:>10.1f}",
-                    flush=True,
-                )
-                for what in ("arm", "difference"):
-                    line = _missed(
-                        f"F1 {what}", found[what], args.experiments, f"K={replicates}, n={tasks}, mean F1={mean}",
-                        lambda side, _high, tasks=tasks, found=found: f1_reason(side, found["zeros"], found["ones"], tasks),
-                    )
-                    if line is not None:
-                        missed.append(line)
+    for replicates, tasks, mean in _grid(args.replicates, args.f1_tasks, args.f1_means):
+        found = f1_cell(generator, args.experiments, tasks, replicates, mean)
+        print(
+            f"{replicates:>2} {tasks:>5} {mean:>5.2f} {gain_for(mean):>+5.3f} {found['zeros']:>7.0f} "
+            f"{found['ones']:>6.0f} {found['arm']:>11.1f} {found['difference']:>12.1f} "
+            f"{found['arm_width']:>9.1f} {found['difference_width']:>10.1f}",
+            flush=True,
+        )
+
+        def reason(_interval: str, side: str, _high: float, tasks: int = tasks, found: dict[str, float] = found) -> str:
+            return f1_reason(side, found["zeros"], found["ones"], tasks)
+
+        missed += _misses(found, args.experiments, "F1 ", f"K={replicates}, n={tasks}, mean F1={mean}", reason)
     print("arm: Wilson on the effective number of tasks (continuous scores: design effect with half a pseudo-outcome "
           "at 0 and at 1, t with tasks - 1 df); difference: MOVER (Zou & Donner) of the two arms' intervals; "
           "K = 1 as a single run reports them (summary.json, compare.json), K > 1 as replicates.json does")
