@@ -215,7 +215,8 @@ def effective_tasks(scores: Array) -> tuple[Array, Array]:
     np = _numpy()
     n, k = _check(scores)
     means = scores.mean(axis=-1)
-    estimate, binary = _kish(means, means.mean(axis=-1) * (1 - means.mean(axis=-1)), n, k)
+    estimate = means.mean(axis=-1)
+    _, binary = _kish(means, estimate * (1 - estimate), n, k)
     effective: Array = np.where(yes_no(scores), binary, _continuous_effective(means, n, k))
     return estimate, effective
 
