@@ -299,6 +299,7 @@ def _beta_fraction(x: float, a: float, b: float) -> float:
 
 # --------------------------------------------------------------------------- continuous scores
 
+
 @dataclass(frozen=True)
 class MeanEstimate:
     """A mean of per-task scores with its 95 % interval (:func:`.clustered.mean_interval`)."""
