@@ -197,7 +197,7 @@ def test_the_f1_coverage_check_catches_an_interval_too_narrow(monkeypatch: pytes
     a design effect far below 1 and an interval that misses the truth above it: the
     check above fails for it (as it did for the percentile bootstrap, 85-93 %)."""
     bench = _bench()
-    monkeypatch.setattr("pytest_evomemory.reporting.clustered.CONTINUOUS_PSEUDO_OUTCOMES", 0.0)
+    monkeypatch.setattr("pytest_evomemory.analysis.clustered.CONTINUOUS_PSEUDO_OUTCOMES", 0.0)
     found = bench.f1_cell(np.random.default_rng(12), 1000, 24, 1, 0.1)
     verdict = bench.miss(found["arm"], 1000)
     assert verdict is not None and verdict[0] == "too narrow", found
