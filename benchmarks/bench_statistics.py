@@ -2,8 +2,10 @@
 
     python benchmarks/bench_statistics.py                       # 1,000 experiments per cell
     python benchmarks/bench_statistics.py --experiments 300     # a quick check (run_all.py's)
+    python benchmarks/bench_statistics.py --scores f1           # only the continuous (F1) table
 
-Each experiment draws a benchmark the way a real one varies:
+Two tables: yes/no outcomes (accuracy) and continuous per-task scores (LoCoMo's
+token F1). Each experiment of the first draws a benchmark the way a real one varies:
 
 * n tasks from a population whose difficulty varies: task i's chance of being
   solved by the baseline arm is expit(mu_A + sigma * u_i), the other arm's
@@ -27,6 +29,22 @@ is a draw from the population's paired 2x2 table (cell probabilities E[c_A c_B],
 ...), with K replicates each task's pair of means has expectation (E c_A, E c_B).
 The gain of the drawn tasks would be the wrong truth: it leaves task sampling out,
 which the intervals are built to cover.
+
+The F1 table draws per-task token F1 scores the way LoCoMo's vary (:func:`simulate_f1`):
+task i has a chance c_i drawn as above (the two arms correlated by rho), and each of
+its K replicates scores 1 with probability c_i^2, 0 with probability (1 - c_i)^2, and
+otherwise a Beta(kappa c_i, kappa (1 - c_i)) value (kappa = 4): many exact 0s and 1s
+(at a mean F1 of 0.4, about 41 % zeros and 24 % ones) and a continuous middle, the
+replicates of a task clustered by its c_i. A replicate's expected F1 is
+m(c) = 3c^2 - 2c^3; the truth is the population mean E[m(c)] (quadrature), and the
+gain's truth E[m(c_B)] - E[m(c_A)]. The intervals are the ones the package prints for
+a mean figure: for one arm the clustered Wilson interval on the effective number of
+tasks of :mod:`pytest_evomemory.analysis.clustered` (continuous scores: a design
+effect estimated with half a pseudo-outcome at 0 and at 1, :func:`~pytest_evomemory.
+analysis.clustered.effective_tasks`), for the paired difference MOVER over those
+intervals; with one replicate these are a single run's (summary.json's categories,
+compare.json's continuous comparison), with K the replicates' (replicates.json,
+``evomemory table --ci``).
 
 A 95 % interval must cover the truth in 93-97 % of the experiments. A cell is
 MISSED (a line says so; with ``--strict`` the exit status is 1) when its coverage is outside that
@@ -55,26 +73,43 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from collections.abc import Callable, Iterator
+
 from pytest_evomemory.analysis.clustered import arm_interval, difference_interval
 from pytest_evomemory.analysis.stats import PairedTable, paired_difference_interval, wilson_interval
 
 SIGMA = 1.5
 RHO = 0.8
+#: the concentration of a partly right answer's F1 around its task's chance
+KAPPA = 4.0
 LOW, HIGH = 93.0, 97.0
+F1_TASKS = "24,100,500"
+F1_MEANS = "0.1,0.4,0.8"
 
 
-def _population_accuracy(mu: float, nodes: np.ndarray, weights: np.ndarray) -> float:
-    return float((weights / (1 + np.exp(-(mu + SIGMA * nodes)))).sum())
+def _chance(chance: np.ndarray) -> np.ndarray:
+    """A yes/no outcome's expected score: the task's chance itself."""
+    return chance
 
 
-def location_for(accuracy: float) -> float:
-    """mu such that the population of tasks has ``accuracy`` (bisection on quadrature)."""
+def expected_f1(chance: np.ndarray) -> np.ndarray:
+    """A replicate's expected F1 on a task of chance c: c^2 + 2c(1 - c) * c (module docstring)."""
+    expected: np.ndarray = 3 * chance**2 - 2 * chance**3
+    return expected
+
+
+def _population_mean(mu: float, nodes: np.ndarray, weights: np.ndarray, score: Callable[[np.ndarray], np.ndarray]) -> float:
+    return float((weights * score(1 / (1 + np.exp(-(mu + SIGMA * nodes))))).sum())
+
+
+def location_for(accuracy: float, score: Callable[[np.ndarray], np.ndarray] = _chance) -> float:
+    """mu such that the population of tasks has mean ``score`` ``accuracy`` (bisection on quadrature)."""
     nodes, weights = np.polynomial.hermite_e.hermegauss(80)
     weights = weights / weights.sum()
     low, high = -20.0, 20.0
     for _ in range(200):
         middle = (low + high) / 2
-        if _population_accuracy(middle, nodes, weights) < accuracy:
+        if _population_mean(middle, nodes, weights, score) < accuracy:
             low = middle
         else:
             high = middle
@@ -86,19 +121,49 @@ def gain_for(accuracy: float) -> float:
     return min(0.10, (1 - accuracy) / 2)
 
 
-def simulate(
-    generator: np.random.Generator, experiments: int, tasks: int, replicates: int, accuracy: float
+def _chances(
+    generator: np.random.Generator, experiments: int, tasks: int, accuracy: float,
+    score: Callable[[np.ndarray], np.ndarray] = _chance,
 ) -> tuple[np.ndarray, np.ndarray]:
-    """Outcomes ``(experiments, tasks, replicates)`` of the two arms (see the module docstring)."""
-    mu_a, mu_b = location_for(accuracy), location_for(accuracy + gain_for(accuracy))
+    """Each task's chance in the two arms, shaped ``(experiments, tasks, 1)``, their
+    population means of ``score`` being ``accuracy`` and ``accuracy`` + the gain."""
+    mu_a, mu_b = location_for(accuracy, score), location_for(accuracy + gain_for(accuracy), score)
     u = generator.standard_normal((experiments, tasks, 1))
     v = generator.standard_normal((experiments, tasks, 1))
     chance_a = 1 / (1 + np.exp(-(mu_a + SIGMA * u)))
     chance_b = 1 / (1 + np.exp(-(mu_b + SIGMA * (RHO * u + math.sqrt(1 - RHO * RHO) * v))))
+    return chance_a, chance_b
+
+
+def simulate(
+    generator: np.random.Generator, experiments: int, tasks: int, replicates: int, accuracy: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """Outcomes ``(experiments, tasks, replicates)`` of the two arms (see the module docstring)."""
+    chance_a, chance_b = _chances(generator, experiments, tasks, accuracy)
     shape = (experiments, tasks, replicates)
     first = (generator.random(shape) < chance_a).astype(np.float64)
     second = (generator.random(shape) < chance_b).astype(np.float64)
     return first, second
+
+
+def _f1_draws(generator: np.random.Generator, chance: np.ndarray, replicates: int) -> np.ndarray:
+    """K replicate F1 scores of each task: 1 with probability c^2, 0 with (1 - c)^2,
+    else Beta(kappa c, kappa (1 - c)) (module docstring)."""
+    shape = (*chance.shape[:-1], replicates)
+    chance = np.broadcast_to(chance, shape)
+    draw = generator.random(shape)
+    middle = generator.beta(KAPPA * np.clip(chance, 1e-9, 1.0), KAPPA * np.clip(1 - chance, 1e-9, 1.0))
+    scores: np.ndarray = np.where(draw < chance**2, 1.0, np.where(draw < chance**2 + (1 - chance) ** 2, 0.0, middle))
+    return scores
+
+
+def simulate_f1(
+    generator: np.random.Generator, experiments: int, tasks: int, replicates: int, mean: float
+) -> tuple[np.ndarray, np.ndarray]:
+    """F1 scores ``(experiments, tasks, replicates)`` of the two arms, the population's
+    mean F1 being ``mean`` and ``mean`` + :func:`gain_for` (module docstring)."""
+    chance_a, chance_b = _chances(generator, experiments, tasks, mean, expected_f1)
+    return _f1_draws(generator, chance_a, replicates), _f1_draws(generator, chance_b, replicates)
 
 
 def paired_cells(accuracy: float) -> tuple[float, float]:
@@ -161,6 +226,22 @@ def cell(generator: np.random.Generator, experiments: int, tasks: int, replicate
     }
 
 
+def f1_cell(generator: np.random.Generator, experiments: int, tasks: int, replicates: int, mean: float) -> dict[str, float]:
+    """The F1 table's row: coverage and width of the arm's interval and of MOVER's paired
+    difference, as the package computes them for a mean figure."""
+    first, second = simulate_f1(generator, experiments, tasks, replicates, mean)
+    gain = gain_for(mean)
+    _, low, high, _ = arm_interval(first)
+    _, d_low, d_high = difference_interval(first, second, binary=False)
+    assert ((0 <= low) & (high <= 1)).all() and ((-1 <= d_low) & (d_high <= 1)).all()
+    return {
+        "arm": float(((low <= mean) & (mean <= high)).mean() * 100),
+        "difference": float(((d_low <= gain) & (gain <= d_high)).mean() * 100),
+        "arm_width": float((high - low).mean() * 100), "difference_width": float((d_high - d_low).mean() * 100),
+        "zeros": float((first == 0).mean() * 100), "ones": float((first == 1).mean() * 100),
+    }
+
+
 def miss(coverage: float, experiments: int) -> tuple[str, float, float] | None:
     """``(side, low, high)`` when a coverage (%) over ``experiments`` misses the band by
     more than the simulation's error (its 95 % Wilson interval, in %, does not reach
@@ -171,47 +252,114 @@ def miss(coverage: float, experiments: int) -> tuple[str, float, float] | None:
     return ("too narrow" if high * 100 < LOW else "too wide (conservative)"), low * 100, high * 100
 
 
+def _grid(replicates: str, tasks: str, levels: str) -> Iterator[tuple[int, int, float]]:
+    """Every cell ``(K, n, level)`` of a table, K outermost (as the table prints)."""
+    for k in replicates.split(","):
+        for n in tasks.split(","):
+            for level in levels.split(","):
+                yield int(k), int(n), float(level)
+
+
+def _head(title: str, header: str, experiments: int) -> None:
+    print(f"{title}: coverage of 95% intervals, {experiments} experiments per row (target {LOW:.0f}-{HIGH:.0f} %)")
+    print(header)
+    print("-" * len(header))
+
+
+def _misses(found: dict[str, float], experiments: int, what: str, where: str,
+            reason: Callable[[str, str, float], str]) -> list[str]:
+    """The MISSED lines of a row: ``what`` names the figure (``F1 arm``), ``reason``
+    ``(interval, side, Monte Carlo high)`` says why."""
+    lines = []
+    for interval in ("arm", "difference"):
+        verdict = miss(found[interval], experiments)
+        if verdict is not None:
+            side, low, high = verdict
+            lines.append(
+                f"MISSED: {what}{interval} interval covers {found[interval]:.1f} % at {where} (target {LOW:.0f}-"
+                f"{HIGH:.0f} %, Monte Carlo 95% interval {low:.1f}-{high:.1f}): {reason(interval, side, high)}"
+            )
+    return lines
+
+
+def _yes_no_table(args: argparse.Namespace, generator: np.random.Generator) -> list[str]:
+    _head("yes/no outcomes", f"{'K':>2} {'tasks':>5} {'p':>5} {'gain':>5} {'arm cover %':>11} {'diff cover %':>12} "
+          f"{'arm width':>9} {'diff width':>10}", args.experiments)
+    missed = []
+    for replicates, tasks, accuracy in _grid(args.replicates, args.tasks, args.accuracies):
+        found = cell(generator, args.experiments, tasks, replicates, accuracy)
+        print(
+            f"{replicates:>2} {tasks:>5} {accuracy:>5.2f} {gain_for(accuracy):>+5.3f} {found['arm']:>11.1f} "
+            f"{found['difference']:>12.1f} {found['arm_width']:>9.1f} {found['difference_width']:>10.1f}",
+            flush=True,
+        )
+
+        def reason(interval: str, side: str, high: float, tasks: int = tasks, accuracy: float = accuracy,
+                   replicates: int = replicates) -> str:
+            if interval == "difference" and replicates == 1 and high >= LOW:
+                best = attainable_coverage(tasks, accuracy)
+                if best > HIGH:
+                    side += f"; an interval that errs at most 2.5 % on each side covers at least {best:.1f} % here"
+            return side
+
+        missed += _misses(found, args.experiments, "", f"K={replicates}, n={tasks}, p={accuracy}", reason)
+    print("K = 1: Wilson (arm) and Agresti-Min adjusted Wald (difference), as a single run reports them; K > 1: "
+          "Wilson (arm) and Agresti-Min (difference) on the Kish effective number of tasks, as replicates.json does")
+    return missed
+
+
+def f1_reason(side: str, zeros: float, ones: float, tasks: int) -> str:
+    """Why an F1 cell misses: too narrow is the method's fault; too wide where the
+    scores pile up at 0 or 1 on few tasks is their discreteness (as Wilson's 97 % on
+    24 yes/no outcomes near 0)."""
+    if side.startswith("too wide") and tasks <= 30 and max(zeros, ones) >= 50:
+        return (f"{side}; {max(zeros, ones):.0f} % of the scores are exactly {0 if zeros >= ones else 1} on {tasks} "
+                "tasks, nearly yes/no outcomes, whose 95 % intervals cannot come closer than about 97 % there")
+    return side
+
+
+def _f1_table(args: argparse.Namespace, generator: np.random.Generator) -> list[str]:
+    _head("F1 scores (continuous, in [0, 1])", f"{'K':>2} {'tasks':>5} {'F1':>5} {'gain':>5} {'zeros %':>7} "
+          f"{'ones %':>6} {'arm cover %':>11} {'diff cover %':>12} {'arm width':>9} {'diff width':>10}", args.experiments)
+    missed = []
+    for replicates, tasks, mean in _grid(args.replicates, args.f1_tasks, args.f1_means):
+        found = f1_cell(generator, args.experiments, tasks, replicates, mean)
+        print(
+            f"{replicates:>2} {tasks:>5} {mean:>5.2f} {gain_for(mean):>+5.3f} {found['zeros']:>7.0f} "
+            f"{found['ones']:>6.0f} {found['arm']:>11.1f} {found['difference']:>12.1f} "
+            f"{found['arm_width']:>9.1f} {found['difference_width']:>10.1f}",
+            flush=True,
+        )
+
+        def reason(_interval: str, side: str, _high: float, tasks: int = tasks, found: dict[str, float] = found) -> str:
+            return f1_reason(side, found["zeros"], found["ones"], tasks)
+
+        missed += _misses(found, args.experiments, "F1 ", f"K={replicates}, n={tasks}, mean F1={mean}", reason)
+    print("arm: Wilson on the effective number of tasks (continuous scores: design effect with half a pseudo-outcome "
+          "at 0 and at 1, t with tasks - 1 df); difference: MOVER (Zou & Donner) of the two arms' intervals; "
+          "K = 1 as a single run reports them (summary.json, compare.json), K > 1 as replicates.json does")
+    return missed
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--experiments", type=int, default=1000, help="experiments per cell (default 1,000)")
-    parser.add_argument("--tasks", default="24,200", help="comma-separated task counts (default 24,200)")
+    parser.add_argument("--tasks", default="24,200", help="yes/no table: comma-separated task counts (default 24,200)")
     parser.add_argument("--replicates", default="1,3,5", help="comma-separated replicate counts (default 1,3,5)")
-    parser.add_argument("--accuracies", default="0.05,0.5,0.95", help="true baseline accuracies (default 0.05,0.5,0.95)")
+    parser.add_argument("--accuracies", default="0.05,0.5,0.95", help="yes/no table: true baseline accuracies (default 0.05,0.5,0.95)")
+    parser.add_argument("--f1-tasks", default=F1_TASKS, help=f"F1 table: comma-separated task counts (default {F1_TASKS})")
+    parser.add_argument("--f1-means", default=F1_MEANS, help=f"F1 table: true baseline mean F1 (default {F1_MEANS})")
+    parser.add_argument("--scores", choices=("both", "yes-no", "f1"), default="both", help="which tables (default both)")
     parser.add_argument("--seed", type=int, default=20241101)
     parser.add_argument("--strict", action="store_true", help="exit 1 when a cell is MISSED")
     args = parser.parse_args(argv)
     generator = np.random.default_rng(args.seed)
     started = time.perf_counter()
-    header = f"{'K':>2} {'tasks':>5} {'p':>5} {'gain':>5} {'arm cover %':>11} {'diff cover %':>12} {'arm width':>9} {'diff width':>10}"
-    print(f"coverage of 95% intervals, {args.experiments} experiments per row (target {LOW:.0f}-{HIGH:.0f} %)")
-    print(header)
-    print("-" * len(header))
     missed = []
-    for replicates in [int(k) for k in args.replicates.split(",")]:
-        for tasks in [int(n) for n in args.tasks.split(",")]:
-            for accuracy in [float(p) for p in args.accuracies.split(",")]:
-                found = cell(generator, args.experiments, tasks, replicates, accuracy)
-                print(
-                    f"{replicates:>2} {tasks:>5} {accuracy:>5.2f} {gain_for(accuracy):>+5.3f} {found['arm']:>11.1f} "
-                    f"{found['difference']:>12.1f} {found['arm_width']:>9.1f} {found['difference_width']:>10.1f}",
-                    flush=True,
-                )
-                for what in ("arm", "difference"):
-                    verdict = miss(found[what], args.experiments)
-                    if verdict is None:
-                        continue
-                    side, low, high = verdict
-                    if what == "difference" and replicates == 1 and high >= LOW:
-                        best = attainable_coverage(tasks, accuracy)
-                        if best > HIGH:
-                            side += f"; an interval that errs at most 2.5 % on each side covers at least {best:.1f} % here"
-                    missed.append(
-                        f"MISSED: {what} interval covers {found[what]:.1f} % at K={replicates}, n={tasks}, "
-                        f"p={accuracy} (target {LOW:.0f}-{HIGH:.0f} %, Monte Carlo 95% interval "
-                        f"{low:.1f}-{high:.1f}): {side}"
-                    )
-    print("K = 1: Wilson (arm) and Agresti-Min adjusted Wald (difference), as a single run reports them; K > 1: "
-          "Wilson (arm) and Agresti-Min (difference) on the Kish effective number of tasks, as replicates.json does")
+    if args.scores in ("both", "yes-no"):
+        missed += _yes_no_table(args, generator)
+    if args.scores in ("both", "f1"):
+        missed += _f1_table(args, generator)
     print(f"widths: mean interval width in percentage points; {time.perf_counter() - started:.1f} s")
     for line in missed:
         print(line)

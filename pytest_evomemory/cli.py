@@ -67,8 +67,8 @@ def build_parser() -> argparse.ArgumentParser:
         "compare",
         help="compare two or more runs on one page",
         description="Compare runs: accuracy with 95% intervals, the paired difference from the first run "
-        "(the baseline) with its interval and exact McNemar p-value (for LoCoMo's F1 also the paired "
-        "bootstrap interval of the mean difference and the Wilcoxon signed-rank p), every run's learning curve on one "
+        "(the baseline) with its interval and exact McNemar p-value (for LoCoMo's F1 also the MOVER "
+        "interval of the mean difference and the Wilcoxon signed-rank p), every run's learning curve on one "
         "plot per stream, the config diff and the tasks that flipped. Writes the page and, beside it, "
         "compare.json (same name, .json); prints the comparison, then both paths.",
     )

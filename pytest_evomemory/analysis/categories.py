@@ -2,8 +2,8 @@
 
 LoCoMo reports its token F1 per category (single-hop, multi-hop, temporal,
 open-domain, adversarial) and overall; this is that table, computed from the
-run's scored items (``scores.jsonl``), each mean with its bootstrap interval
-(:func:`.stats.mean_interval`), beside the share of answers with F1 >= 0.5 and
+run's scored items (``scores.jsonl``), each mean with its 95 % interval
+(:func:`.clustered.mean_interval`: Wilson on the effective number of tasks), beside the share of answers with F1 >= 0.5 and
 the mean evidence recall. A failed episode is a scored item with value 0: it
 stays in the denominator, as it does for accuracy. ``summary.json`` carries it
 as ``categories`` (:func:`category_table`) when the run's match modes declare a
@@ -18,7 +18,7 @@ from typing import Any
 from ..evaluation.modes import Metric
 from ..rundocs import Categories, CategoryRow, Score
 from ..rundocs.records import as_score
-from .stats import mean_interval
+from .clustered import mean_interval
 
 #: Row order by category name: the order of the LoCoMo paper's tables, which is how
 #: upstream prints its per-category figures (snap-research/locomo,
@@ -47,9 +47,9 @@ def score_value(item: Score | Mapping[str, Any], detail: str | None = None) -> f
     return 1.0 if scored.correct else 0.0
 
 
-def _row(items: list[Score], detail: str | None, seed: int) -> dict[str, Any]:
+def _row(items: list[Score], detail: str | None) -> dict[str, Any]:
     values = [score_value(item, detail) for item in items]
-    estimate = mean_interval(values, seed=seed)
+    estimate = mean_interval(values)
     recalls = [
         float(recall) for item in items
         if isinstance(recall := item.details.get("evidence_recall"), int | float) and not isinstance(recall, bool)
@@ -68,14 +68,14 @@ def _row(items: list[Score], detail: str | None, seed: int) -> dict[str, Any]:
 
 
 def category_summary(
-    scores: Iterable[Score | Mapping[str, Any]], *, detail: str | None = None, seed: int = 0
+    scores: Iterable[Score | Mapping[str, Any]], *, detail: str | None = None
 ) -> dict[str, Any]:
     """``{"by_category": [row, ...], "overall": row}`` over ``scores``; each category's
     row names it (``category``), in order (JSON writers may sort an object's keys,
     never a list).
 
     A row: ``tasks``, ``mean`` (mean score, e.g. F1: :func:`score_value`) with
-    ``ci_low``/``ci_high`` (95 % percentile bootstrap), ``correct`` and
+    ``ci_low``/``ci_high`` (95 %, :func:`.clustered.mean_interval`), ``correct`` and
     ``accuracy`` (the items' yes/no outcome, F1 >= 0.5 for LoCoMo), and
     ``evidence_recall`` (mean over the ``evidence_questions`` that report one,
     ``None`` if none). Categories are the scored items' ``group``, in the LoCoMo
@@ -87,8 +87,8 @@ def category_summary(
         groups.setdefault(str(item.group), []).append(item)
     ordered = sorted(groups, key=lambda name: (_ORDER.get(name, 99), name))
     return {
-        "by_category": [{"category": name, **_row(groups[name], detail, seed)} for name in ordered],
-        "overall": _row(items, detail, seed),
+        "by_category": [{"category": name, **_row(groups[name], detail)} for name in ordered],
+        "overall": _row(items, detail),
     }
 
 

@@ -76,7 +76,7 @@ class GainResult:
     #: a session of replicates: how many replicates the mean difference is of; None
     #: for one run's comparison
     replicates: int | None = None
-    #: the 95 % interval of the difference (Agresti-Min; the bootstrap's for a declared
+    #: the 95 % interval of the difference (Agresti-Min; MOVER for a declared
     #: mean; across replicates Agresti-Min on the effective number of tasks, MOVER for a mean)
     interval: tuple[float, float] | None = None
     #: the figure the difference is of: ``accuracy``, or a declared mean (``mean F1``)

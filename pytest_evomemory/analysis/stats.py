@@ -3,8 +3,7 @@
 Streams have 12 to a few hundred tasks, so a bare percentage misleads; every
 accuracy comes with a 95 % interval, and every "memory versus no memory"
 difference with an interval and a p-value computed on the tasks both runs ran.
-Pure Python (no scipy), exact where it matters; only the bootstrap draws its
-resamples with numpy.
+Pure Python (no scipy), exact where it matters.
 
 Choices, and why:
 
@@ -29,11 +28,12 @@ Choices, and why:
 For a continuous per-task score (LoCoMo's token F1 in [0, 1]) a yes/no outcome
 throws information away, so beside McNemar on ``F1 >= 0.5`` there are:
 
-* **Mean with a percentile bootstrap interval**, and **the paired bootstrap** of
-  the mean difference (Efron & Tibshirani 1993, ch. 13): tasks are resampled with
-  replacement, the same tasks for both runs, so the pairing is kept. F1 is bounded,
-  skewed and often 0 or 1, where a t interval's normality is a poor assumption.
-  Seeded (numpy's PCG64 ``default_rng``), so a report is reproducible.
+* **Mean with Wilson's interval on the effective number of tasks**, and **MOVER**
+  for the paired mean difference (:func:`.clustered.mean_interval`,
+  :func:`.clustered.paired_mean_interval`: one replicate of the replicates'
+  methods). F1 is bounded, skewed and often 0 or 1: the interval stays in [0, 1]
+  and follows the skew as Wilson's does. (A percentile bootstrap did this before;
+  it covered 85-93 % on 24 tasks, docs/statistics.md.)
 * **Wilcoxon signed-rank test** on the paired differences, as
   ``scipy.stats.wilcoxon`` computes it by default (zero differences dropped,
   average ranks for ties, no continuity correction): exact null distribution for
@@ -299,17 +299,10 @@ def _beta_fraction(x: float, a: float, b: float) -> float:
 
 # --------------------------------------------------------------------------- continuous scores
 
-#: Bootstrap resamples behind every interval of a mean (the percentile's Monte
-#: Carlo error at 95 % is then about 0.2 percentage points of F1).
-BOOTSTRAP_RESAMPLES = 10_000
-BOOTSTRAP_SEED = 0
-#: Resamples drawn per numpy call (bounds memory at about 8 MB per 1,000 tasks).
-_CHUNK = 1_000
-
 
 @dataclass(frozen=True)
 class MeanEstimate:
-    """A mean of per-task scores with its 95 % percentile bootstrap interval."""
+    """A mean of per-task scores with its 95 % interval (:func:`.clustered.mean_interval`)."""
 
     mean: float | None
     low: float | None
@@ -320,58 +313,9 @@ class MeanEstimate:
         return {"mean": self.mean, "ci_low": self.low, "ci_high": self.high, "tasks": self.n}
 
 
-def bootstrap_means(
-    values: Sequence[float], *, resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED
-) -> list[float]:
-    """The means of ``resamples`` resamples (with replacement) of ``values``."""
-    import numpy as np
-
-    data = np.asarray(values, dtype=np.float64)
-    if data.ndim != 1 or data.size == 0:
-        raise ValueError("need a non-empty sequence of numbers")
-    generator = np.random.default_rng(seed)
-    means: list[float] = []
-    left = resamples
-    while left > 0:
-        size = min(_CHUNK, left)
-        picks = generator.integers(0, data.size, size=(size, data.size))
-        means.extend(float(mean) for mean in data[picks].mean(axis=1))
-        left -= size
-    return means
-
-
-def _percentiles(samples: Sequence[float], confidence: float) -> tuple[float, float]:
-    import numpy as np
-
-    tail = (1 - confidence) / 2 * 100
-    low, high = np.percentile(np.asarray(samples), [tail, 100 - tail])
-    return float(low), float(high)
-
-
-def mean_interval(
-    values: Sequence[float], *, confidence: float = CONFIDENCE,
-    resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
-) -> MeanEstimate:
-    """The mean of ``values`` and its percentile bootstrap interval (Nones when empty)."""
-    if not values:
-        return MeanEstimate(None, None, None, 0)
-    low, high = _percentiles(bootstrap_means(values, resamples=resamples, seed=seed), confidence)
-    return MeanEstimate(sum(values) / len(values), low, high, len(values))
-
-
 def _paired_differences(first: Mapping[_Key, float], second: Mapping[_Key, float]) -> list[float]:
     """``second - first`` per task both ran, in ``first``'s key order."""
     return [float(second[key]) - float(value) for key, value in first.items() if key in second]
-
-
-def paired_bootstrap(
-    first: Mapping[_Key, float], second: Mapping[_Key, float], *, confidence: float = CONFIDENCE,
-    resamples: int = BOOTSTRAP_RESAMPLES, seed: int = BOOTSTRAP_SEED,
-) -> MeanEstimate:
-    """Mean difference (``second - first``) over the tasks both ran, with its paired
-    percentile bootstrap interval: each resample draws tasks, and both runs' scores
-    of a drawn task go in together."""
-    return mean_interval(_paired_differences(first, second), confidence=confidence, resamples=resamples, seed=seed)
 
 
 @dataclass(frozen=True)
@@ -462,8 +406,6 @@ def wilcoxon_signed_rank(first: Mapping[_Key, float], second: Mapping[_Key, floa
 
 
 __all__ = [
-    "BOOTSTRAP_RESAMPLES",
-    "BOOTSTRAP_SEED",
     "CONFIDENCE",
     "NO_PAIRS",
     "Z95",
@@ -474,13 +416,10 @@ __all__ = [
     "WilcoxonResult",
     "adjusted_wald_bounds",
     "average_ranks",
-    "bootstrap_means",
     "compare_paired",
     "mcnemar_exact",
-    "mean_interval",
     "order_difference",
     "pair",
-    "paired_bootstrap",
     "paired_difference_interval",
     "student_t_cdf",
     "student_t_quantile",

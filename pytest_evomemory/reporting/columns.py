@@ -216,7 +216,7 @@ def category_columns(label: str) -> list[CategoryColumn]:
         CategoryColumn("questions", "questions of the category scored; a failed episode counts 0", lambda r: count(r.tasks)),
         CategoryColumn(f"mean {label}", f"mean {label} over the questions (the figure the benchmark reports)",
                lambda r: percent(r.mean)),
-        CategoryColumn("95% CI", f"95 % percentile bootstrap interval of the mean {label}, in percent",
+        CategoryColumn("95% CI", f"95 % Wilson interval of the mean {label} on the effective number of tasks, in percent",
                lambda r: interval([r.ci_low, r.ci_high])),
         CategoryColumn("Acc.", "share of questions the match mode counts correct (LoCoMo: F1 >= 0.5)",
                lambda r: percent(r.accuracy)),

@@ -7,7 +7,7 @@ every run after the first (the baseline), the paired difference on the tasks bot
 ran with Agresti & Min's interval and the exact McNemar p-value (:mod:`..analysis.stats`).
 When the runs' match modes declare a continuous headline figure (LoCoMo's F1,
 :func:`..analysis.summary.shared_headline`), each paired entry also holds, under
-``continuous``, the paired bootstrap interval of the mean difference and the
+``continuous``, the MOVER interval of the mean difference (:func:`..analysis.clustered.paired_mean_interval`) and the
 Wilcoxon signed-rank p-value on the tasks both ran, beside McNemar on the yes/no
 outcome (F1 >= 0.5).
 
@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.categories import score_value
+from ..analysis.clustered import paired_mean_interval
 from ..analysis.power import discordance_sd, power_entry
 from ..analysis.similarity import similarity_analysis
 from ..analysis.stats import (
@@ -38,7 +39,6 @@ from ..analysis.stats import (
     Proportion,
     compare_paired,
     order_difference,
-    paired_bootstrap,
     wilcoxon_signed_rank,
 )
 from ..analysis.summary import shared_headline
@@ -97,9 +97,10 @@ def values(run: RunData, metric: Metric, stream: str | None = None) -> dict[Task
 def continuous_comparison(
     metric: Metric, first: Mapping[TaskKey, float], second: Mapping[TaskKey, float]
 ) -> dict[str, Any]:
-    """``second - first`` on the tasks both ran: the mean difference with its paired
-    percentile bootstrap 95 % interval, and the two-sided Wilcoxon signed-rank test."""
-    estimate = paired_bootstrap(first, second)
+    """``second - first`` on the tasks both ran: the mean difference with its 95 %
+    MOVER interval (:func:`..analysis.clustered.paired_mean_interval`), and the two-sided
+    Wilcoxon signed-rank test."""
+    estimate = paired_mean_interval(first, second)
     differences = [float(second[key]) - float(value) for key, value in first.items() if key in second]
     mean = sum(differences) / len(differences) if differences else 0.0
     sd = math.sqrt(sum((d - mean) ** 2 for d in differences) / len(differences)) if differences else 0.0
@@ -390,7 +391,9 @@ def _figures(runs: Sequence[RunData]) -> dict[str, str]:
 
 #: How ``continuous`` (a continuous headline figure, LoCoMo's F1) is computed.
 _CONTINUOUS_METHODS = {
-    "mean_difference_ci": "paired percentile bootstrap (10,000 resamples of the tasks both runs ran, seed 0)",
+    "mean_difference_ci": "MOVER (Zou & Donner 2008) on the tasks both runs ran: each run's Wilson interval on the "
+    "effective number of tasks (design effect of the F1 scores with half a pseudo-outcome at 0 and at 1, t with "
+    "tasks - 1 degrees of freedom) combined with the correlation of the runs' task scores",
     "continuous_p_value": "two-sided Wilcoxon signed-rank test (zero differences dropped, as scipy.stats.wilcoxon's "
     "defaults: exact, sign-flip enumeration with ties or zeros up to 13 pairs, else normal approximation)",
     "yes_no_outcome": "McNemar and the accuracy use the match mode's yes/no outcome (LoCoMo: F1 >= 0.5)",

@@ -21,8 +21,8 @@ AIME 2025 stream (a run with a stream named ``aime_2025`` fills it).
 A LoCoMo run (docs/locomo.md) has none of these streams and is judged on its mean
 F1, not on accuracy: its row shows that figure, summary.json's overall ``headline``
 (the mean the gates and ``replicates.json`` read), in a column of its own headed
-"LoCoMo mean F1" after the average and never in it, with the summary's percentile
-bootstrap interval. The column appears only in a table that has such a row, so an
+"LoCoMo mean F1" after the average and never in it, with the summary's interval
+(Wilson on the effective number of tasks). The column appears only in a table that has such a row, so an
 Evo-Memory table keeps the paper's shape.
 
 Runs on other streams (the bundled sample streams, a user's own): when no run fills
@@ -190,7 +190,7 @@ def cell(run: RunData, column: PaperColumn) -> Cell:
 
 def _headline_cell(run: RunData, metric: str) -> Cell:
     """The run's overall headline when it is ``metric`` (LoCoMo's ``f1_mean``), with
-    the 95 % percentile bootstrap interval of summary.json's ``categories.overall``."""
+    the 95 % interval (Wilson on the effective number of tasks) of summary.json's ``categories.overall``."""
     found, _, value = headline(run.overall)
     if found != metric:
         return Cell(None)
@@ -456,9 +456,9 @@ def _average(row: Row) -> Cell:
 
 def _interval_note(table: Table) -> str:
     replicated = {row.replicates > 1 for row in table.rows}
-    # a single run's LoCoMo mean F1 carries the summary's bootstrap interval, not Wilson's
+    # a single run's LoCoMo mean F1 carries the summary's interval of a mean, not Wilson's of a share
     locomo = (
-        f" ({_heading(LOCOMO)}: 95 % percentile bootstrap interval)"
+        f" ({_heading(LOCOMO)}: 95 % Wilson interval on the effective number of tasks)"
         if LOCOMO in table.extra and any(row.replicates == 1 and row.cells[LOCOMO.key].value is not None for row in table.rows)
         else ""
     )

@@ -98,7 +98,7 @@ def format_categories(categories: Categories | None) -> list[str]:
                      [False, *(column.numeric for column in table)])
     rule = "-" * max(len(line) for line in lines)
     lines = [lines[0], rule, *lines[1:-1], rule, lines[-1]]
-    lines.append(f"95% CI: percentile bootstrap interval of the mean {label}, in percent")
+    lines.append(f"95% CI: Wilson interval of the mean {label} on the effective number of tasks, in percent")
     return lines
 
 
@@ -136,7 +136,7 @@ def format_comparison(given: Comparison | Mapping[str, Any]) -> list[str]:
     Per stream and overall, each run's accuracy with its 95 % interval and, for
     every run after the baseline, the paired difference with its interval, the
     exact McNemar p-value and how many tasks both ran, and, for a continuous
-    headline figure (LoCoMo's F1), the paired bootstrap interval of its mean
+    headline figure (LoCoMo's F1), the MOVER interval of its mean
     difference and the Wilcoxon signed-rank p; then any warnings.
     """
     document = as_comparison(given)

@@ -88,7 +88,7 @@ class PowerEstimate(_Given):
 
 
 class ContinuousComparison(_Given):
-    """A continuous headline figure (LoCoMo's F1) compared task by task: the mean difference, its paired bootstrap interval and the Wilcoxon signed-rank test."""
+    """A continuous headline figure (LoCoMo's F1) compared task by task: the mean difference, its MOVER interval and the Wilcoxon signed-rank test."""
 
     REQUIRED = frozenset({"metric", "label", "paired_tasks", "mean_difference", "ci_low", "ci_high",
                           "wilcoxon_statistic", "wilcoxon_p", "wilcoxon_method", "nonzero"})
@@ -137,8 +137,8 @@ class PairedEntry(PairedTest):
     only_in_baseline: Count = 0
     only_in_this_run: Count = 0
     continuous: ContinuousComparison | None = Field(default=None, description=(
-        "For a continuous headline figure (LoCoMo's F1): the paired bootstrap mean difference (this run - baseline) "
-        "with its 95 % percentile interval and the two-sided Wilcoxon signed-rank test, on the tasks both ran; null "
+        "For a continuous headline figure (LoCoMo's F1): the mean difference (this run - baseline) "
+        "with its 95 % MOVER interval and the two-sided Wilcoxon signed-rank test, on the tasks both ran; null "
         "for an accuracy headline."))
     power: PowerEstimate | None = None
     no_test: str | None = Field(default=None, description=(

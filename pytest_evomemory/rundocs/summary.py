@@ -193,7 +193,7 @@ class CategoryRow(RunDoc):
 
 
 class Categories(RunDoc):
-    """The headline mean figure (LoCoMo's F1) per question category and overall, each with its 95 % bootstrap interval, the share with the yes/no outcome and the mean evidence recall."""
+    """The headline mean figure (LoCoMo's F1) per question category and overall, each with its 95 % interval (Wilson on the effective number of tasks), the share with the yes/no outcome and the mean evidence recall."""
 
     CLOSED = True
 

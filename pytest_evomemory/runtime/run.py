@@ -76,14 +76,63 @@ MemoryFactoryFn = Callable[[MemoryConfig, MemoryContext], MemorySystem]
 #: the settings came from the command line (the effective limit and streams are in
 #: ``benchmark``).
 _LOCATION_KEYS = ("path", "sources", "paths", "selection")
+#: Settings that decide how fast a run goes, never what it scores (dotted keys of the
+#: resolved config): how many requests one process, or the whole session, has in
+#: flight. They are not part of the config identity, so a resume with another
+#: concurrency continues the run; so does a run recorded while they were, e.g. under
+#: ``model.max_concurrency``'s former default of 4 (:func:`same_run`).
+THROUGHPUT_KEYS = ("agent.model.max_concurrency", "agent.model.max_connections")
+
+
+def _without_location(document: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in document.items() if key not in _LOCATION_KEYS}
+
+
+def _with_throughput(document: Mapping[str, Any], recorded: Mapping[str, Any] | None) -> dict[str, Any]:
+    """``document`` with each of :data:`THROUGHPUT_KEYS` taken from ``recorded`` (left
+    out where ``recorded`` is None or lacks it); copies only the dicts on the path."""
+    result = dict(document)
+    for dotted in THROUGHPUT_KEYS:
+        *parents, last = dotted.split(".")
+        target, source = result, recorded
+        for part in parents:
+            inner = target.get(part)
+            if not isinstance(inner, Mapping):
+                break
+            target[part] = target = dict(inner)
+            source = source.get(part) if isinstance(source, Mapping) else None
+        else:
+            target.pop(last, None)
+            if isinstance(source, Mapping) and last in source:
+                target[last] = source[last]
+    return result
+
+
+def _digest(document: Mapping[str, Any]) -> str:
+    text = json.dumps(document, sort_keys=True, ensure_ascii=True, default=str)
+    return hashlib.sha256(text.encode("ascii")).hexdigest()
 
 
 def config_fingerprint(config: RunConfig) -> str:
     """What must be equal for a resume to continue the same run: every resolved
-    setting, but not where the files were (:data:`_LOCATION_KEYS`)."""
-    document = {key: value for key, value in config.to_dict().items() if key not in _LOCATION_KEYS}
-    text = json.dumps(document, sort_keys=True, ensure_ascii=True, default=str)
-    return hashlib.sha256(text.encode("ascii")).hexdigest()
+    setting, but not where the files were (:data:`_LOCATION_KEYS`) nor how fast the
+    run goes (:data:`THROUGHPUT_KEYS`, whether set in a file or with ``--set``)."""
+    document = _with_throughput(_without_location(config.to_dict()), None)
+    document["overrides"] = [
+        item for item in config.overrides if item.partition("=")[0].strip() not in THROUGHPUT_KEYS
+    ]
+    return _digest(document)
+
+
+def same_run(recorded: str, recorded_config: Mapping[str, Any], config: RunConfig) -> bool:
+    """Whether ``config`` continues the run whose run.json recorded the fingerprint
+    ``recorded`` and the resolved config ``recorded_config``: the one decision a resume
+    makes. Equal fingerprints, or a run recorded before :data:`THROUGHPUT_KEYS` left
+    the fingerprint (it hashed them, as they were then): equal once they are put back
+    as that run recorded them, whatever they are now."""
+    if recorded == config_fingerprint(config):
+        return True
+    return recorded == _digest(_with_throughput(_without_location(config.to_dict()), recorded_config))
 
 
 def config_differences(was: Mapping[str, Any], now: Mapping[str, Any], prefix: str = "") -> list[str]:
@@ -91,7 +140,7 @@ def config_differences(was: Mapping[str, Any], now: Mapping[str, Any], prefix: s
     keys :func:`config_fingerprint` ignores are left out. Says what a refused resume changed."""
     changes: list[str] = []
     for key in sorted(set(was) | set(now)):
-        if not prefix and key in _LOCATION_KEYS:
+        if (not prefix and key in _LOCATION_KEYS) or f"{prefix}{key}" in THROUGHPUT_KEYS:
             continue
         old, new = was.get(key), now.get(key)
         if isinstance(old, Mapping) and isinstance(new, Mapping):
@@ -145,8 +194,16 @@ class BenchmarkRun:
 
     @cached_property
     def fingerprint(self) -> str:
-        """This run config's :func:`config_fingerprint` (run.json's ``config_fingerprint``)."""
+        """This run config's :func:`config_fingerprint` (run.json's ``config_fingerprint``),
+        or the one a resumed run was recorded under (:meth:`continue_as`)."""
         return config_fingerprint(self.config)
+
+    def continue_as(self, recorded: str) -> None:
+        """Go on under the fingerprint the resumed run recorded (:func:`same_run` found
+        it the same run): its memory snapshots are labelled with it, and its run.json
+        and summary keep it, even where it was taken before :data:`THROUGHPUT_KEYS`
+        left the fingerprint."""
+        self.__dict__["fingerprint"] = recorded
 
     def snapshots(self, stream: str) -> StreamSnapshots:
         """The memory snapshots of ``stream`` in this run's directory, labelled with this
@@ -467,8 +524,8 @@ class Run:
         """A run that continues the interrupted run in ``run_dir`` (its ``state``) with
         the same config; ``flag`` is the resume option as the user typed it."""
         recorded = state.document.config_fingerprint if "config_fingerprint" in state.document.model_fields_set else None
-        if recorded is not None and recorded != benchmark.fingerprint:
-            was = state.document.run
+        was = state.document.run
+        if recorded is not None and not same_run(recorded, was.written(), benchmark.config):
             changed = config_differences(was.written(), benchmark.config.to_dict())
             where = f" at {'; '.join(changed[:3])}{' ...' if len(changed) > 3 else ''}" if changed else ""
             path = was.path if isinstance(was.path, str) else "its run.json"
@@ -477,6 +534,8 @@ class Run:
                 f"({path}); resume with the same config and options, or start a new run in another "
                 "output directory"
             )
+        if recorded is not None:
+            benchmark.continue_as(recorded)
         check_resume_order(state.document, benchmark.streams, run_dir, flag)
         check_resume_data(state.document, benchmark.streams, run_dir, flag)
         return cls(benchmark, run_dir, resume=state, command=command, session_id=session_id)
@@ -608,6 +667,7 @@ def _write_report(reports: Reports, run_dir: Path) -> str | None:
 
 
 __all__ = [
+    "THROUGHPUT_KEYS",
     "AgentFactoryFn",
     "BenchmarkRun",
     "MemoryFactoryFn",

@@ -1,5 +1,6 @@
-"""Statistics for a continuous per-task score (LoCoMo's F1): bootstrap intervals,
-the paired bootstrap, the Wilcoxon signed-rank test and the per-category table."""
+"""Statistics for a continuous per-task score (LoCoMo's F1): a single run's interval
+of the mean and of the paired mean difference, the Wilcoxon signed-rank test and
+the per-category table."""
 
 from __future__ import annotations
 
@@ -9,12 +10,11 @@ import random
 import pytest
 
 from pytest_evomemory.analysis.categories import category_summary, score_value
+from pytest_evomemory.analysis.clustered import mean_interval, paired_mean_interval, t_quantile
 from pytest_evomemory.analysis.stats import (
     average_ranks,
-    bootstrap_means,
-    mean_interval,
-    paired_bootstrap,
     wilcoxon_signed_rank,
+    wilson_interval,
 )
 
 
@@ -88,30 +88,53 @@ def test_agrees_with_scipy_on_every_branch() -> None:
     assert checked == {"exact", "permutation", "normal"}
 
 
-# ----------------------------------------------------------------------- bootstrap
+# ----------------------------------------------------------------------- one run's intervals of a mean
 
 
-def test_bootstrap_intervals_are_seeded_and_reproducible() -> None:
-    values = [0.0, 1.0] * 50
-    estimate = mean_interval(values)
-    assert estimate == mean_interval(values)
-    assert estimate.mean == 0.5 and estimate.n == 100
-    # close to the normal interval 0.5 +- 1.96 * sqrt(0.25 / 100)
-    assert estimate.low == pytest.approx(0.402, abs=0.015) and estimate.high == pytest.approx(0.598, abs=0.015)
-    assert bootstrap_means(values, resamples=50, seed=1) != bootstrap_means(values, resamples=50, seed=0)
-    assert bootstrap_means(values, resamples=50) == bootstrap_means(values, resamples=50)
+def test_yes_no_scores_get_wilsons_interval_and_nothing_solved_an_upper_bound() -> None:
+    estimate = mean_interval([0.0, 1.0] * 50)
+    assert (estimate.mean, estimate.n) == (0.5, 100)
+    assert (estimate.low, estimate.high) == pytest.approx(wilson_interval(50, 100))
+    none = mean_interval([0.0] * 24)
+    assert (none.low, none.high) == pytest.approx(wilson_interval(0, 24))
     assert mean_interval([]).mean is None
 
 
-def test_the_paired_bootstrap_keeps_tasks_together() -> None:
+def test_continuous_scores_estimate_their_design_effect() -> None:
+    """F1 scores between 0 and 1 vary less than yes/no outcomes of the same mean: the
+    interval is Wilson's on more effective tasks (with t), by hand, and narrower than
+    Wilson's on the tasks; scores that do not spread still give an interval."""
+    values = [0.0] * 10 + [1.0] * 5 + [0.25, 0.5, 0.75, 0.5, 0.25, 0.75, 0.5, 0.5, 0.25]
+    n = len(values)
+    estimate = mean_interval(values)
+    mean = sum(values) / n
+    weight = 0.5  # half a pseudo-outcome at 0 and at 1
+    centre = (sum(values) + weight) / (n + 2 * weight)
+    spread = (sum((v - centre) ** 2 for v in values) + weight * (centre**2 + (1 - centre) ** 2)) / (n + 2 * weight)
+    effective = n / max(spread / (centre * (1 - centre)), 0.25)
+    z = t_quantile(n - 1)
+    middle = (mean + z * z / (2 * effective)) / (1 + z * z / effective)
+    half = z / (1 + z * z / effective) * math.sqrt(mean * (1 - mean) / effective + z * z / (4 * effective**2))
+    assert (estimate.low, estimate.high) == pytest.approx((middle - half, middle + half))
+    wilson = wilson_interval(round(mean * n), n)
+    assert estimate.high - estimate.low < wilson[1] - wilson[0]
+    flat = mean_interval([0.5] * 24)
+    assert flat.low is not None and flat.high is not None and 0 < flat.low < 0.5 < flat.high < 1
+
+
+def test_the_paired_mean_difference_keeps_tasks_together() -> None:
     rng = random.Random(3)
-    first = [rng.random() for _ in range(80)]
-    shifted = paired_bootstrap(*pairs(first, [value + 0.2 for value in first]))
-    assert (shifted.low, shifted.high) == (pytest.approx(0.2), pytest.approx(0.2))  # every pair differs by 0.2
-    same = paired_bootstrap(*pairs(first, first))
-    assert (same.mean, same.low, same.high) == (0.0, 0.0, 0.0)
-    noisy = paired_bootstrap(*pairs(first, [rng.random() for _ in range(80)]))
-    assert noisy.low is not None and noisy.high is not None and noisy.low < noisy.mean < noisy.high  # type: ignore[operator]
+    first = [rng.random() * 0.8 for _ in range(80)]
+    shifted = paired_mean_interval(*pairs(first, [value + 0.2 for value in first]))
+    independent = paired_mean_interval(*pairs(first, [rng.random() * 0.8 + 0.2 for _ in range(80)]))
+    assert shifted.mean == pytest.approx(0.2) and shifted.n == 80
+    assert shifted.low is not None and shifted.high is not None and shifted.low < 0.2 < shifted.high
+    # paired by task: the correlation of the runs' scores narrows it against unrelated runs
+    assert independent.low is not None and independent.high is not None
+    assert shifted.high - shifted.low < (independent.high - independent.low) / 2
+    same = paired_mean_interval(*pairs(first, first))
+    assert same.mean == 0.0 and same.low is not None and same.high is not None and same.low <= 0.0 <= same.high
+    assert paired_mean_interval({}, {}).mean is None and -1 <= independent.low <= independent.high <= 1
 
 
 # ----------------------------------------------------------------------- per category

@@ -297,15 +297,15 @@ def test_a_locomo_row_shows_its_mean_f1_labelled_so_alone_and_as_replicates(
     f1, accuracy = summary["overall"]["f1_mean"], summary["overall"]["accuracy"]
     assert f1 > 0 and f1 != accuracy  # the two figures differ, so the test tells them apart
 
-    # one run: its mean F1 with the summary's bootstrap interval, labelled, outside the average
+    # one run: its mean F1 with the summary's interval of a mean, labelled, outside the average
     table = build_table(load_runs([memory_runs[0]]))
     cell = table.rows[0].cells["locomo_f1"]
-    bootstrap = summary["categories"]["overall"]
-    assert (cell.value, cell.low, cell.high) == (f1, bootstrap["ci_low"], bootstrap["ci_high"])
+    overall = summary["categories"]["overall"]
+    assert (cell.value, cell.low, cell.high) == (f1, overall["ci_low"], overall["ci_high"])
     assert table.rows[0].average is None and [c.key for c in table.extra] == ["locomo_f1"]
     markdown = to_markdown(table, ci=True)
     assert "| Avg. | LoCoMo mean F1 |" in markdown and f"| {f1:.2f} [" in markdown
-    assert "LoCoMo mean F1: 95 % percentile bootstrap interval" in markdown
+    assert "LoCoMo mean F1: 95 % Wilson interval on the effective number of tasks" in markdown
     assert "LoCoMo mean F1: the run's overall mean F1" in markdown
     assert r"& Avg. & LoCoMo \\" in to_latex(table) and r"& mean F1 \\" in to_latex(table)
 

@@ -1,7 +1,7 @@
 """LoCoMo's figures where a user reads and gates them: ``--min-accuracy`` gates on the
 mean F1 (the match mode's declared headline), ``summary.json``, the terminal and
 ``report.html`` carry the mean F1 per category with its interval and the evidence
-recall, and a comparison of two arms adds the paired bootstrap and Wilcoxon test of
+recall, and a comparison of two arms adds the paired mean difference (MOVER) and Wilcoxon test of
 the F1 beside McNemar. Driven in process through ``evomemory run`` / ``compare``
 (:func:`pytest_evomemory.cli.main`) on the bundled sample conversations."""
 
@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.analysis.categories import category_summary
-from pytest_evomemory.analysis.stats import paired_bootstrap, wilcoxon_signed_rank
+from pytest_evomemory.analysis.clustered import mean_interval, paired_mean_interval
+from pytest_evomemory.analysis.stats import wilcoxon_signed_rank
 from pytest_evomemory.cli import main
 from pytest_evomemory.evaluation.modes import MatchModeSpec, Metric, exact, match_mode
 from pytest_evomemory.reporting.compare import build_comparison
@@ -97,7 +98,7 @@ def test_the_summary_gives_mean_f1_per_category_with_interval_and_evidence_recal
 def test_terminal_and_page_show_the_category_table(arms: dict[str, Any]) -> None:
     text = arms["stdout"]
     assert "category     questions  mean F1       95% CI  Acc.  evidence recall  with evidence" in text
-    assert "95% CI: percentile bootstrap interval of the mean F1, in percent" in text
+    assert "95% CI: Wilson interval of the mean F1 on the effective number of tasks, in percent" in text
     page = (arms["memory"] / "report.html").read_text(encoding="utf-8")
     table = page[page.index('<table class="categories">'):]
     table = table[: table.index("</table>")]
@@ -117,10 +118,10 @@ def test_compare_of_two_locomo_arms_adds_the_paired_f1_statistics(
     control = {(s["stream"], s["task_id"]): s["value"] for s in _jsonl(arms["control"] / "scores.jsonl")}
     memory = {(s["stream"], s["task_id"]): s["value"] for s in _jsonl(arms["memory"] / "scores.jsonl")}
     continuous = document["overall"]["vs_baseline"][0]["continuous"]
-    bootstrap, wilcoxon = paired_bootstrap(control, memory), wilcoxon_signed_rank(control, memory)
+    interval, wilcoxon = paired_mean_interval(control, memory), wilcoxon_signed_rank(control, memory)
     assert continuous == {
-        "metric": "f1", "label": "F1", "paired_tasks": 15, "mean_difference": pytest.approx(bootstrap.mean),
-        "ci_low": bootstrap.low, "ci_high": bootstrap.high, "wilcoxon_statistic": wilcoxon.statistic,
+        "metric": "f1", "label": "F1", "paired_tasks": 15, "mean_difference": pytest.approx(interval.mean),
+        "ci_low": interval.low, "ci_high": interval.high, "wilcoxon_statistic": wilcoxon.statistic,
         "wilcoxon_p": wilcoxon.p_value, "wilcoxon_method": wilcoxon.method, "nonzero": wilcoxon.nonzero,
         "power": continuous["power"],
         "no_test": None,
@@ -135,7 +136,7 @@ def test_compare_of_two_locomo_arms_adds_the_paired_f1_statistics(
     out = capsys.readouterr().out
     assert "F1 diff" in out and "Wilcoxon p" in out
     html = page.read_text(encoding="utf-8")
-    assert "Wilcoxon p" in html and "95% CI (paired bootstrap)" in html
+    assert "Wilcoxon p" in html and "95% CI (MOVER)" in html
 
 
 def test_the_gain_gate_of_locomo_arms_judges_the_mean_f1_difference(
@@ -214,9 +215,10 @@ def test_the_continuous_comparison_agrees_with_a_hand_computation() -> None:
     zeros); SciPy reports min(W+, W-) = 3 as its two-sided statistic where we report
     W+ = 7, and the p-value is the same.
 
-    Stream ``b``: differences 0 and 1: a bootstrap resample of two tasks has mean 0,
-    0.5 or 1 with chances 1/4, 1/2, 1/4, so the 2.5th and 97.5th percentiles of 10,000
-    resamples are 0 and 1 (each end's chance far above 2.5 %)."""
+    Stream ``b``: F1 0.5, 0.0 against 0.5, 1.0: the runs' task scores have
+    correlation -1, so MOVER's interval adds the two runs' half-widths on each side:
+    [0.5 - (p2 - l2) - (u1 - p1), 0.5 + (u2 - p2) + (p1 - l1)] (Zou & Donner 2008),
+    each run's interval being its own :func:`mean_interval`."""
     baseline = _run("base", {("a", "1"): 0.4, ("a", "2"): 0.3, ("a", "3"): 0.8, ("a", "4"): 0.5,
                              ("b", "1"): 0.5, ("b", "2"): 0.0})
     other = _run("other", {("a", "1"): 0.5, ("a", "2"): 0.5, ("a", "3"): 0.5, ("a", "4"): 0.9,
@@ -232,7 +234,13 @@ def test_the_continuous_comparison_agrees_with_a_hand_computation() -> None:
         2, 0, pytest.approx(2 * 0.5**2)
     )
     two = document["streams"]["b"]["vs_baseline"][0]["continuous"]
-    assert (two["mean_difference"], two["ci_low"], two["ci_high"]) == (0.5, 0.0, 1.0)
+    first, second = mean_interval([0.5, 0.0]), mean_interval([0.5, 1.0])
+    assert (first.mean, second.mean) == (0.25, 0.75)
+    low = 0.5 - (second.mean - second.low) - (first.high - first.mean)  # type: ignore[operator]
+    high = 0.5 + (second.high - second.mean) + (first.mean - first.low)  # type: ignore[operator]
+    assert (two["mean_difference"], two["ci_low"], two["ci_high"]) == (
+        0.5, pytest.approx(max(low, -1.0)), pytest.approx(min(high, 1.0))
+    )
     # one zero difference among two: a single ranked pair, p = 1 by sign-flip enumeration
     assert (two["nonzero"], two["wilcoxon_method"], two["wilcoxon_p"]) == (1, "permutation", 1.0)
 
