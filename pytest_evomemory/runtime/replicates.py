@@ -57,7 +57,6 @@ def expand_replicates(run_configs: Sequence[RunConfig], repeats: int | None) -> 
                 f"{_described(first)}; the arms' replicates pair by seed, so give every run config the same "
                 f"benchmark.repeats or benchmark.seeds (and benchmark.seed), or use {named('repeats')}=N for all",
                 source=str(config.path), key="benchmark.repeats",
-                option="repeats",
             )
     assert first is not None
     return [replicate_config(config, index, first) for config in run_configs for index in range(1, len(first) + 1)]
