@@ -204,7 +204,7 @@ def test_a_damaged_snapshot_restores_the_intact_state_or_is_refused(
         assert isinstance(error, ResumeRefused) and isinstance(error, EvoMemoryError)
         assert error.path is not None and Path(error.path).parent == snapshots.directory
         assert Path(error.path).name in str(error) and error.problem and error.problem in str(error)
-        assert "without --evomemory-resume" in str(error)
+        assert "without --evomemory-resume" in render(str(error), "pytest")
         assert fresh.recall("ferry pier") == []  # nothing was loaded
     if intact:
         restored = open_backend(backend, tmp_path, f"restored{intact}")
