@@ -18,6 +18,7 @@ writes the flag as its user types it where it catches the error
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
@@ -36,6 +37,10 @@ def named(option: OptionName) -> str:
     message reaches fills with its own spelling (:func:`.options.render`), so the
     engine says which option without knowing how the user typed it."""
     return f"{{--{option}}}"
+
+
+#: An option named in a message (:func:`named`), waiting for its door's spelling.
+NAMED = re.compile(r"\{--([a-z][a-z-]*[a-z])\}")
 
 
 class EvoMemoryError(Exception):

@@ -6,8 +6,8 @@ spelling (:func:`add_options`, as pytest-benchmark declares its display options
 once for its plugin and its CLI). The engine names an option by identity
 (:func:`.errors.named`); :func:`flag` is the one place an option is spelled for a
 door, and each door fills the messages it catches with :func:`render`, so the CLI
-never answers in the plugin's words. :func:`read_options` turns either entry point's parsed values into
-one :class:`SessionOptions`, the only thing a :class:`~.runtime.session.Session`
+never answers in the plugin's words. :func:`read_options` turns either entry
+point's parsed values into one :class:`SessionOptions`, the only thing a :class:`~.runtime.session.Session`
 is told about the command line.
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .errors import ConfigError, EvoMemoryError, OptionName
+from .errors import NAMED, ConfigError, EvoMemoryError, OptionName
 
 Kind = Literal["flag", "text", "list", "count", "dollars", "shard", "choice"]
 Entry = Literal["pytest", "cli"]
@@ -183,10 +183,6 @@ def flag(option: OptionName, door: Entry) -> str:
     return f"{PREFIXES[door]}{option}"
 
 
-#: An option named in a message (:func:`.errors.named`), waiting for its door's spelling.
-_NAMED = re.compile(r"\{--([a-z][a-z-]*[a-z])\}")
-
-
 def render(text: str, door: Entry) -> str:
     """``text`` with every option it names (:func:`.errors.named`) spelled as ``door``
     takes it: what a door does once with a message it is about to show."""
@@ -194,7 +190,7 @@ def render(text: str, door: Entry) -> str:
         option = BY_NAME.get(match.group(1))
         return match.group(0) if option is None else flag(option.name, door)
 
-    return _NAMED.sub(spell, text)
+    return NAMED.sub(spell, text)
 
 
 def rendered(error: EvoMemoryError, door: Entry) -> EvoMemoryError:
