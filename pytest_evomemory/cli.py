@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 
 from . import __version__, datacmd, initcmd, localcmd, mergecmd, powercmd, runcmd, tablecmd
 from .errors import ConfigError
-from .options import GAIN_FIGURE, add_min_gain_by, min_gain_by
+from .options import GAIN_FIGURE, add_min_gain_by, min_gain_by, render
 from .redaction import shown
 from .rundir import ARMS_MANIFEST, REPORT, output_path_problem
 
@@ -207,7 +207,7 @@ def _report_or_compare(parser: argparse.ArgumentParser, args: argparse.Namespace
                 # a session's own comparison (compare.html beside its arms.json) is compare's file to replace
                 refuse_run_output(path, own=[path] if _session_comparison(path) else [])
             files = write_comparison(args.run_dirs, args.output, _labels(args.labels, len(args.run_dirs)))
-            gates = parse_min_gain(args.min_gain, list(files.document["streams"]), option="--min-gain", requires=requires)
+            gates = parse_min_gain(args.min_gain, list(files.document["streams"]), requires=requires)
             for line in format_comparison(files.document):
                 print(line)
             missed = _gate(files.document, gates)
@@ -215,7 +215,7 @@ def _report_or_compare(parser: argparse.ArgumentParser, args: argparse.Namespace
             print(files.json)
             return 1 if missed else 0
     except (ReportError, ConfigError) as error:
-        print(shown(f"{PROG}: error: {error}", one_line=True), file=sys.stderr)  # may quote an artefact
+        print(shown(render(f"{PROG}: error: {error}", "cli"), one_line=True), file=sys.stderr)  # may quote an artefact
         return USAGE_ERROR
     print(written)
     return 0

@@ -30,7 +30,7 @@ from .config import (
 )
 from .configpaths import base_for, locate
 from .configs import builtin_part, builtin_part_names
-from .errors import ConfigError
+from .errors import ConfigError, named
 from .memory.factory import MEMORY_BACKENDS, backend_spec
 from .pricing import PricingFileError, resolve_pricing
 from .registry import is_reference
@@ -38,10 +38,6 @@ from .settings import Setting, apply_settings, parse_settings
 from .streams import BENCHMARKS, unread_benchmark_keys
 from .validation import path_problem, resolve_path, run_name_problem
 from .yamlio import read_yaml_mapping
-
-#: The option that sets a key from the command line, as pytest spells it; the CLI
-#: passes its own spelling (``--set``) so messages name the flag the user typed.
-SET_FLAG = "--evomemory-set"
 
 
 class _RunFile(StrictModel):
@@ -82,15 +78,15 @@ def _resolve_part(
     return read_yaml_mapping(path, empty=f"the {key} config"), str(path), path.parent
 
 
-def load_run_config(path: str | Path, settings: Sequence[str] = (), *, set_flag: str = SET_FLAG) -> RunConfig:
+def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig:
     """Load a run config and the benchmark, agent and memory configs it names;
-    ``settings`` are ``KEY=VALUE`` overrides (:mod:`.settings`) given with ``set_flag``."""
-    parsed = parse_settings(settings, flag=set_flag)
+    ``settings`` are ``KEY=VALUE`` overrides (:mod:`.settings`) given with the ``set`` option."""
+    parsed = parse_settings(settings)
     shown = [
         f"{text.partition('=')[0]}=***" if looks_like_a_secret(text.partition("=")[2].strip()) else text
         for text in settings
     ]
-    suffix = f" (with {set_flag} {' '.join(shown)})" if settings else ""
+    suffix = f" (with {named('set')} {' '.join(shown)})" if settings else ""
     run_path = resolve_path(Path(path).expanduser())
     raw = read_yaml_mapping(run_path)
     raw.update({s.part: s.value for s in parsed if len(s.path) == 1})
@@ -412,7 +408,6 @@ def unread_memory_options(memory: MemoryConfig) -> str | None:
 
 
 __all__ = [
-    "SET_FLAG",
     "Setting",
     "load_run_config",
     "order_keys_problem",

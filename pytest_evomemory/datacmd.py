@@ -205,6 +205,7 @@ def _check(data_dir: Path, streams: list[HubStream], download: bool) -> int:
 
 
 def _error(message: str) -> None:
+    from .options import render
     from .redaction import shown
 
-    print(shown(f"{PROG}: error: {message}"), file=sys.stderr)  # may quote a download server or a data file
+    print(shown(render(f"{PROG}: error: {message}", "cli")), file=sys.stderr)  # may quote a download server or a data file

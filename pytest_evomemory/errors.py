@@ -8,14 +8,39 @@ Like httpx's exceptions, the errors also carry that context as attributes
 (``ConfigError.source``/``.key``, ``ModelError.endpoint``/``.status``/``.attempts``),
 so callers and reports can act on it without parsing the message. Every attribute
 is keyword-only and optional: ``ConfigError("message")`` keeps working everywhere.
+
+An error never spells a command-line option: ``--evomemory-output-dir`` is pytest's
+word and ``--output-dir`` that of ``evomemory run``. The engine names an option by
+identity (``option="output-dir"``, and :func:`named` in the message), and each door
+writes the flag as its user types it where it catches the error
+(:func:`.options.render`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+import re
+from typing import TYPE_CHECKING, Literal
 
 if TYPE_CHECKING:
     from .types import AgentResponse
+
+#: An option's identity: its name without any door's prefix. :mod:`.options` declares
+#: each option once under this name (a test keeps the two lists equal).
+OptionName = Literal[
+    "config", "set", "output-dir", "limit", "stream", "min-accuracy", "min-gain", "min-gain-by", "resume",
+    "repeats", "max-errors", "max-cost", "shard", "shard-by", "chains", "compare",
+]
+
+
+def named(option: OptionName) -> str:
+    """``option`` in a message: a placeholder (``{--output-dir}``) that the door the
+    message reaches fills with its own spelling (:func:`.options.render`), so the
+    engine says which option without knowing how the user typed it."""
+    return f"{{--{option}}}"
+
+
+#: An option named in a message (:func:`named`), waiting for its door's spelling.
+NAMED = re.compile(r"\{--([a-z][a-z-]*[a-z])\}")
 
 
 class EvoMemoryError(Exception):
@@ -27,10 +52,14 @@ class EvoMemoryError(Exception):
     """
 
     response: AgentResponse | None = None
+    #: the option at fault, by identity, when one is (the message names it with :func:`named`)
+    option: OptionName | None = None
 
-    def __init__(self, message: str = "") -> None:
+    def __init__(self, message: str = "", *, option: OptionName | None = None) -> None:
         super().__init__(message)
         self.message = message
+        if option is not None:
+            self.option = option
 
     def __str__(self) -> str:
         return self.message
@@ -39,11 +68,14 @@ class EvoMemoryError(Exception):
 class ConfigError(EvoMemoryError):
     """A configuration file or option is invalid; raised before any test runs.
 
-    ``source`` is the file (or option) at fault, ``key`` the dotted key path in it.
+    ``source`` is the file at fault, ``key`` the dotted key path in it, ``option``
+    the command-line option.
     """
 
-    def __init__(self, message: str = "", *, source: str | None = None, key: str | None = None) -> None:
-        super().__init__(message)
+    def __init__(
+        self, message: str = "", *, source: str | None = None, key: str | None = None, option: OptionName | None = None
+    ) -> None:
+        super().__init__(message, option=option)
         self.source = source
         self.key = key
 
@@ -85,7 +117,9 @@ class ArtefactWriteError(EvoMemoryError):
 
     ``path`` is the file or directory being written. The run stops on it once: what
     was written before it (scores, snapshots of earlier episodes) is kept and a
-    resume continues from there.
+    resume continues from there. Its message reaches the run's own files (the
+    summary's ``write_failure``), which either door may read back, so it names no
+    option: the session's last lines say how to resume.
     """
 
     def __init__(self, message: str = "", *, path: str | None = None) -> None:
@@ -102,8 +136,7 @@ class ArtefactWriteError(EvoMemoryError):
         where = str(path)
         return cls(
             f"could not write {where}: {reason}{f' ({code})' if code else ''}; the results written before "
-            "it are kept; free space or fix the permissions, then continue the run with --evomemory-resume "
-            "(evomemory run --resume)",
+            "it are kept; free space or fix the permissions, then resume the run (it continues from there)",
             path=where,
         )
 
@@ -137,7 +170,7 @@ class ModelError(EvoMemoryError):
 
 
 class BudgetExhausted(EvoMemoryError):
-    """The next model call could take the session past ``--evomemory-max-cost``.
+    """The next model call could take the session past the cost cap (option ``max-cost``).
 
     Not a failure of the task: the session stops before the call, the task is left
     unrun (no record), and a resume runs it. ``spent_usd`` is the session's spend

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from .config import arm_name
 from .errors import ConfigError, EvoMemoryError
-from .options import GAIN_FIGURE, add_min_gain_by, min_gain_by
+from .options import GAIN_FIGURE, add_min_gain_by, min_gain_by, render
 from .redaction import shown
 from .rundir import output_path_problem
 
@@ -62,7 +62,7 @@ def main(args: argparse.Namespace) -> int:
     def check(plan: ShardPlan) -> None:  # before anything is written
         if args.min_gain and len({arm_name(label) for label in plan.arms}) < 2:  # a replicate is its arm's
             raise ConfigError("--min-gain gates the gain of an arm over the baseline: the shards ran one arm")
-        gates.extend(parse_min_gain(args.min_gain, list(plan.streams), option="--min-gain", requires=min_gain_by(args)))
+        gates.extend(parse_min_gain(args.min_gain, list(plan.streams), requires=min_gain_by(args)))
 
     problem = output_path_problem(args.output_dir, directory=True)
     if problem is not None:  # before any shard is read
@@ -114,7 +114,7 @@ def main(args: argparse.Namespace) -> int:
 
 
 def _error(text: str) -> None:
-    print(shown(text, one_line=True), file=sys.stderr)
+    print(shown(render(text, "cli"), one_line=True), file=sys.stderr)  # options as this command spells them
 
 
 __all__ = ["add_parser", "main"]

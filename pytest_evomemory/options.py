@@ -3,10 +3,11 @@
 ``pytest --evomemory-limit=5`` and ``evomemory run --limit 5`` are the same option:
 its help, metavar and check live here, and each entry point adds it with its own
 spelling (:func:`add_options`, as pytest-benchmark declares its display options
-once for its plugin and its CLI). A value is checked here too, and an error names
-the flag as the user typed it (:class:`Flags`), so the CLI never answers in the
-plugin's words. :func:`read_options` turns either entry point's parsed values into
-one :class:`SessionOptions`, the only thing a :class:`~.runtime.session.Session`
+once for its plugin and its CLI). The engine names an option by identity
+(:func:`.errors.named`); :func:`flag` is the one place an option is spelled for a
+door, and each door fills the messages it catches with :func:`render`, so the CLI
+never answers in the plugin's words. :func:`read_options` turns either entry
+point's parsed values into one :class:`SessionOptions`, the only thing a :class:`~.runtime.session.Session`
 is told about the command line.
 """
 
@@ -18,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .errors import ConfigError
+from .errors import NAMED, ConfigError, EvoMemoryError, OptionName
 
 Kind = Literal["flag", "text", "list", "count", "dollars", "shard", "choice"]
 Entry = Literal["pytest", "cli"]
@@ -58,9 +59,9 @@ def count_problem(value: object, maximum: int) -> str | None:
 
 @dataclass(frozen=True)
 class Option:
-    """One option: ``name`` is its spelling after the entry point's prefix."""
+    """One option: ``name`` is its identity, its spelling after the entry point's prefix."""
 
-    name: str
+    name: OptionName
     help: str
     kind: Kind = "text"
     metavar: str | None = None
@@ -169,7 +170,35 @@ OPTIONS: tuple[Option, ...] = (
            help="also write compare.html in the run directory: OTHER_RUN_DIR (baseline) vs this run"),
 )
 
-BY_NAME = {option.name: option for option in OPTIONS}
+BY_NAME: dict[str, Option] = {option.name: option for option in OPTIONS}
+
+
+#: Each door's prefix before an option's name.
+PREFIXES: dict[Entry, str] = {"pytest": "--evomemory-", "cli": "--"}
+
+
+def flag(option: OptionName, door: Entry) -> str:
+    """``option`` as ``door``'s user types it: ``--evomemory-output-dir`` for pytest,
+    ``--output-dir`` for ``evomemory run``. The one place an option is spelled."""
+    return f"{PREFIXES[door]}{option}"
+
+
+def render(text: str, door: Entry) -> str:
+    """``text`` with every option it names (:func:`.errors.named`) spelled as ``door``
+    takes it: what a door does once with a message it is about to show."""
+    def spell(match: re.Match[str]) -> str:
+        option = BY_NAME.get(match.group(1))
+        return match.group(0) if option is None else flag(option.name, door)
+
+    return NAMED.sub(spell, text)
+
+
+def rendered(error: EvoMemoryError, door: Entry) -> EvoMemoryError:
+    """``error`` with its message rendered for ``door`` (:func:`render`), for a door
+    that hands the error itself on (the Python API raises it to its caller)."""
+    error.message = render(error.message, door)
+    error.args = (error.message, *error.args[1:])
+    return error
 
 
 @dataclass(frozen=True)
@@ -177,41 +206,19 @@ class Flags:
     """How one entry point spells the options: ``--evomemory-limit`` or ``--limit``,
     parsed into ``evomemory_limit`` (beside pytest's own options) or ``limit``."""
 
-    prefix: str
     entry: Entry
     dest_prefix: str = ""
 
-    def __call__(self, name: str) -> str:
-        return f"{self.prefix}{name}"
+    def __call__(self, name: OptionName) -> str:
+        return flag(name, self.entry)
 
     def dest(self, option: Option) -> str:
         """Where the entry point's parser puts ``option``'s value."""
         return f"{self.dest_prefix}{option.dest}"
 
-    def spelled(self, text: str) -> str:
-        """``text`` with every option written as pytest spells it (``--evomemory-output-dir``,
-        as messages deep in the engine name them) spelled as this entry point takes it,
-        so ``evomemory run`` tells its user the flag to type. ``pytest --evomemory-...``
-        and anything in single quotes (a command or a value quoted as it was given,
-        another session's command line) are left as they are."""
-        if self.prefix == PYTEST_PREFIX or PYTEST_PREFIX not in text:
-            return text
-        names = {option.name for option in OPTIONS if self.entry in option.entries}
 
-        def spell(match: re.Match[str]) -> str:
-            return self(match.group(1)) if match.group(1) in names else match.group(0)
-
-        parts = _QUOTED.split(text)  # odd indexes: the quoted parts
-        return "".join(part if index % 2 else _PYTEST_SPELLING.sub(spell, part) for index, part in enumerate(parts))
-
-
-PYTEST_PREFIX = "--evomemory-"
-#: Text in single quotes, on one line: quoted as given, never respelled.
-_QUOTED = re.compile(r"('[^'\n]*')")
-#: An option in pytest's spelling, not inside a quoted ``pytest ...`` command.
-_PYTEST_SPELLING = re.compile(r"(?<!pytest )--evomemory-([a-z][a-z-]*[a-z])")
-PYTEST_FLAGS = Flags(PYTEST_PREFIX, "pytest", "evomemory_")
-CLI_FLAGS = Flags("--", "cli")
+PYTEST_FLAGS = Flags("pytest", "evomemory_")
+CLI_FLAGS = Flags("cli")
 #: The ini option for the seconds between a stream's progress lines, read by both
 #: doors (``evomemory run`` reads the repository's pytest settings)
 PROGRESS_INTERVAL_INI = "evomemory_progress_interval"
@@ -405,6 +412,7 @@ __all__ = [
     "MAX_LIMIT",
     "MAX_REPEATS",
     "OPTIONS",
+    "PREFIXES",
     "PROGRESS_INTERVAL_INI",
     "PYTEST_FLAGS",
     "SHARD_UNITS",
@@ -414,6 +422,9 @@ __all__ = [
     "add_min_gain_by",
     "add_options",
     "count_problem",
+    "flag",
     "min_gain_by",
     "read_options",
+    "render",
+    "rendered",
 ]

@@ -33,7 +33,7 @@ from typing import Any
 
 from .errors import EvoMemoryError
 from .heap import StartupHeap
-from .options import CLI_FLAGS, PROGRESS_INTERVAL_INI, add_options, read_options
+from .options import CLI_FLAGS, PROGRESS_INTERVAL_INI, add_options, read_options, render
 from .redaction import shown
 from .reporting.progress import ProgressBoard, cost_text, progress_interval, task_verdict
 from .runtime.lines import Line
@@ -212,10 +212,10 @@ def _print(line: Line) -> None:
 def _notice(text: str) -> None:
     """A line while something is waited for (already redacted and inert), naming
     options as this command takes them."""
-    print(CLI_FLAGS.spelled(text), file=sys.stderr, flush=True)
+    print(render(text, "cli"), file=sys.stderr, flush=True)
 
 
 def _error(text: str) -> None:
-    print(CLI_FLAGS.spelled(shown(text)), file=sys.stderr)
+    print(shown(render(text, "cli")), file=sys.stderr)
 
 

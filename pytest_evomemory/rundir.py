@@ -44,7 +44,7 @@ from pydantic import ValidationError
 
 from . import boundedread
 from .atomicfile import write_atomically
-from .errors import ConfigError
+from .errors import ConfigError, named
 from .options import MAX_REPEATS, count_problem
 from .redaction import dumps_redacted
 from .rundocs import (
@@ -209,18 +209,21 @@ def check_output_dir(path: Path) -> Path:
     if parent is not None and not parent.is_dir():
         raise RunDirError(
             f"output directory {resolved}: {parent} is a file, not a directory; "
-            "remove it or give another --evomemory-output-dir"
+            f"remove it or give another {named('output-dir')}",
+            option="output-dir",
         )
     if parent is not None and not os.access(parent, os.W_OK | os.X_OK):
         raise RunDirError(
             f"output directory {resolved}: {parent} is not writable; "
-            "give a writable --evomemory-output-dir"
+            f"give a writable {named('output-dir')}",
+            option="output-dir",
         )
     for name, kind in ((MEMORY, "directory"), (TRANSCRIPTS, "directory")):
         problem = place_problem(resolved / name, kind)
         if problem is not None:
             raise RunDirError(
-                f"output directory {resolved}: {problem}; remove it or give another --evomemory-output-dir"
+                f"output directory {resolved}: {problem}; remove it or give another {named('output-dir')}",
+                option="output-dir",
             )
     return resolved
 
@@ -561,7 +564,8 @@ class RunLock:
                 who += f" (command '{' '.join(map(str, owner['command']))}')"
             raise RunDirError(
                 f"run directory {self.run_dir} is in use by another run: {who}; wait for it to "
-                "finish or give this run another --evomemory-output-dir"
+                f"finish or give this run another {named('output-dir')}",
+                option="output-dir",
             ) from None
         self._handle = handle
         try:
@@ -999,9 +1003,10 @@ def write_arms_manifest(
     ))
 
 
-def read_arms_manifest(directory: Path, flag: str) -> ArmsManifest | None:
+def read_arms_manifest(directory: Path, purpose: str) -> ArmsManifest | None:
     """The arms of the session that wrote ``directory``, or None when it holds no
-    manifest (a single run's directory). ``flag`` names the resume option in errors."""
+    manifest (a single run's directory). ``purpose`` begins an error: what reads it
+    (the resume option, :func:`.errors.named`, or the merge command)."""
     path = directory / ARMS_MANIFEST
     if not path.exists():
         return None
@@ -1012,13 +1017,13 @@ def read_arms_manifest(directory: Path, flag: str) -> ArmsManifest | None:
         manifest = None
     if manifest is None or any(not arm.model_fields_set >= {"name", "run_dir", "config"} for arm in manifest.arms):
         raise RunDirError(
-            f"{flag} {directory}: {path} is not a readable arms manifest; resume each arm's "
-            f"directory on its own ({flag}=DIR/<arm>)"
+            f"{purpose} {directory}: {path} is not a readable arms manifest; resume each arm's "
+            f"directory on its own ({named('resume')}=DIR/<arm>)"
         )
     entries = tuple(
         ArmEntry(
             str(arm.name),
-            recorded_arm_dir(directory, arm.run_dir, path, flag),
+            recorded_arm_dir(directory, arm.run_dir, path, purpose),
             recorded_config_path(arm.config, f"{path}: an arm's 'config'"),
         )
         for arm in manifest.arms
@@ -1027,14 +1032,14 @@ def read_arms_manifest(directory: Path, flag: str) -> ArmsManifest | None:
         entries,
         tuple(str(item) for item in manifest.overrides),
         manifest.session if isinstance(manifest.session, str) else None,
-        _recorded_repeats(document or {}, entries, path, flag),
+        _recorded_repeats(document or {}, entries, path, purpose),
     )
 
 
 _REPLICATE_SUFFIX = re.compile(r"@r([1-9][0-9]{0,5})$")
 
 
-def _recorded_repeats(document: Mapping[str, Any], entries: Sequence[ArmEntry], path: Path, flag: str) -> int | None:
+def _recorded_repeats(document: Mapping[str, Any], entries: Sequence[ArmEntry], path: Path, purpose: str) -> int | None:
     """The manifest's ``repeats``, checked as a record, never taken as an instruction:
     within the range the option allows (:data:`.options.MAX_REPEATS`), and equal to the
     replicates its own entries list for every arm (``<arm>@r1 .. @rN``). Anything else
@@ -1061,12 +1066,12 @@ def _recorded_repeats(document: Mapping[str, Any], entries: Sequence[ArmEntry], 
     if problem is None:
         return int(repeats)
     raise RunDirError(
-        f"{flag}: {path}: 'repeats' {problem} (a whole number from 1 to {MAX_REPEATS} that matches the arms it "
+        f"{purpose}: {path}: 'repeats' {problem} (a whole number from 1 to {MAX_REPEATS} that matches the arms it "
         f"lists); the file was edited or damaged: restore it, or resume each replicate's directory on its own"
     )
 
 
-def recorded_arm_dir(directory: Path, value: object, source: Path, flag: str) -> str:
+def recorded_arm_dir(directory: Path, value: object, source: Path, purpose: str) -> str:
     """An arm's directory as an arms manifest records it: a plain relative path (inside
     ``directory``) or an absolute one (an arm whose run config has its own
     ``output_dir``: the session checks it against that config, see
@@ -1079,9 +1084,9 @@ def recorded_arm_dir(directory: Path, value: object, source: Path, flag: str) ->
         or ".." in candidate.parts or (not candidate.is_absolute() and not candidate.parts)
     ):
         raise RunDirError(
-            f"{flag} {directory}: {source} names the arm directory {str(value)[:120]!r}, which is not a "
+            f"{purpose} {directory}: {source} names the arm directory {str(value)[:120]!r}, which is not a "
             "directory inside it (the manifest was edited or damaged); resume each arm's directory on its own "
-            f"({flag}=DIR/<arm>)"
+            f"({named('resume')}=DIR/<arm>)"
         )
     return text
 
@@ -1113,7 +1118,7 @@ def read_run_document(run_dir: Path, purpose: str) -> RunFile:
     if document is None:
         raise RunDirError(
             f"{purpose} {run_dir}: no readable {RUN_DOCUMENT} there; pass the output directory "
-            "of the interrupted run (and, if its run config moved, pass --evomemory-config as well)"
+            f"of the interrupted run (and, if its run config moved, pass {named('config')} as well)"
         )
     version = document.get("schema_version", SCHEMA_VERSION)
     if not isinstance(version, int) or isinstance(version, bool) or version > SCHEMA_VERSION:
@@ -1137,13 +1142,14 @@ def _typed(model: type[Doc], records: Iterable[dict[str, Any]]) -> Iterator[Doc 
             yield None
 
 
-def load_resume_state(run_dir: Path, streams: Sequence[Stream], flag: str) -> ResumeState:
+def load_resume_state(run_dir: Path, streams: Sequence[Stream]) -> ResumeState:
     """Read an interrupted run's artefacts; a torn last line (SIGKILL) is ignored.
 
     Per stream, the completed episodes are the longest prefix of tasks that each have
     a score and either a feedback response, a failed feedback turn or a skipped one.
     """
-    document = read_run_document(run_dir, flag)
+    resume = named("resume")
+    document = read_run_document(run_dir, resume)
     # A score edited or damaged by hand (a task id that is a list) is treated like a
     # torn line: its episode is incomplete and runs again; so is an event that names
     # no task (a failure that is a string). A response cannot be left out so: its
@@ -1156,10 +1162,13 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream], flag: str) -> Re
         except ValidationError as error:
             if error.errors()[0]["loc"][:1] in (("stream",), ("task_id",)):
                 raise DamagedRecords(
-                    f"{flag} {run_dir}: {run_dir / RESPONSES}, record {number} names no stream and task "
-                    f"(its 'stream' or 'task_id' is not text); {DAMAGED_ADVICE}"
+                    f"{resume} {run_dir}: {run_dir / RESPONSES}, record {number} names no stream and task "
+                    f"(its 'stream' or 'task_id' is not text); {DAMAGED_ADVICE}",
+                    option="resume",
                 ) from None
-            raise DamagedRecords(f"{flag} {run_dir}: {problem_line(run_dir / RESPONSES, error, number)}") from None
+            raise DamagedRecords(
+                f"{resume} {run_dir}: {problem_line(run_dir / RESPONSES, error, number)}", option="resume"
+            ) from None
     scores = [s for s in _typed(Score, read_jsonl(run_dir / SCORES)) if s is not None]
     events: list[Event] = []
     for wire in read_jsonl(run_dir / EVENTS):

@@ -16,12 +16,14 @@ from typing import Any
 
 import yaml
 
-from .errors import ConfigError
+from .errors import ConfigError, named
 from .text import shorten
 
 #: The run config's own keys, and the three parts a setting can reach into.
 RUN_KEYS = ("name", "output_dir")
 PARTS = ("benchmark", "agent", "memory")
+#: The option a setting comes with, in a message (the door spells it).
+OPTION = named("set")
 
 
 @dataclass(frozen=True)
@@ -31,23 +33,25 @@ class Setting:
     text: str
     path: tuple[str, ...]
     value: Any
-    #: the option it came with, as the user typed it (``--evomemory-set`` or ``--set``)
-    flag: str = "--evomemory-set"
 
     @property
     def part(self) -> str:
         return self.path[0]
 
 
-def parse_setting(text: str, flag: str = "--evomemory-set") -> Setting:
+def parse_setting(text: str) -> Setting:
     key, sep, raw = text.partition("=")
     path = tuple(key.strip().split("."))
     if not sep or not all(path):
-        raise ConfigError(f"{flag} {_shown(text)}: expected KEY=VALUE with a dotted KEY, e.g. agent.model.model=gpt-4o-mini")
+        raise ConfigError(
+            f"{OPTION} {_shown(text)}: expected KEY=VALUE with a dotted KEY, e.g. agent.model.model=gpt-4o-mini",
+            option="set",
+        )
     if path[0] not in (*PARTS, *RUN_KEYS) or (path[0] in RUN_KEYS and len(path) > 1):
         raise ConfigError(
-            f"{flag} {_shown(text)}: unknown key {key.strip()!r}; a key starts with one of "
-            f"{', '.join(PARTS)} (then the part's keys) or is one of {', '.join(RUN_KEYS)}"
+            f"{OPTION} {_shown(text)}: unknown key {key.strip()!r}; a key starts with one of "
+            f"{', '.join(PARTS)} (then the part's keys) or is one of {', '.join(RUN_KEYS)}",
+            option="set",
         )
     from .yamlio import parse_yaml  # the same strict YAML rules as a config file
 
@@ -56,8 +60,8 @@ def parse_setting(text: str, flag: str = "--evomemory-set") -> Setting:
     except yaml.YAMLError:
         value = raw  # not YAML: the plain string, as a shell user would expect
     except ConfigError as error:
-        raise ConfigError(f"{flag} {_shown(text)}: {error}", key=".".join(path)) from None
-    return Setting(text, path, value, flag)
+        raise ConfigError(f"{OPTION} {_shown(text)}: {error}", key=".".join(path), option="set") from None
+    return Setting(text, path, value)
 
 
 def _shown(text: str) -> str:
@@ -65,8 +69,8 @@ def _shown(text: str) -> str:
     return repr(shorten(text, 120))
 
 
-def parse_settings(texts: Sequence[str], flag: str = "--evomemory-set") -> list[Setting]:
-    return [parse_setting(text, flag) for text in texts]
+def parse_settings(texts: Sequence[str]) -> list[Setting]:
+    return [parse_setting(text) for text in texts]
 
 
 def apply_settings(data: Mapping[str, Any], settings: Sequence[Setting], part: str) -> dict[str, Any]:
@@ -82,7 +86,9 @@ def apply_settings(data: Mapping[str, Any], settings: Sequence[Setting], part: s
                 child = target[key] = {}
             if not isinstance(child, dict):
                 where = ".".join(setting.path[: index + 1])
-                raise ConfigError(f"{setting.flag} {_shown(setting.text)}: {where!r} is not a mapping, so it has no keys")
+                raise ConfigError(
+                    f"{OPTION} {_shown(setting.text)}: {where!r} is not a mapping, so it has no keys", option="set"
+                )
             target = child
         target[setting.path[-1]] = setting.value
     return result

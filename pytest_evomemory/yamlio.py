@@ -16,7 +16,7 @@ import yaml
 
 from . import boundedread
 from .boundedread import MAX_INT_DIGITS, MAX_NESTING_DEPTH
-from .errors import ConfigError
+from .errors import ConfigError, named
 from .validation import not_utf8, path_problem
 
 #: Config files are small; anything bigger is a mistake (or an attack) we refuse early.
@@ -114,7 +114,7 @@ def _construct_plain_str(loader: _ConfigLoader, node: yaml.ScalarNode) -> Any:
         # It would be used as written: a model named "${MODEL}", a URL "$BASE_URL".
         raise ConfigError(
             f"{match.group(0)!r} at line {node.start_mark.line + 1}: config files do not expand environment "
-            "variables; write the value, or pass it with --evomemory-set KEY=\"$VARIABLE\" from your shell"
+            f"variables; write the value, or pass it with {named('set')} KEY=\"$VARIABLE\" from your shell"
         )
     return value
 

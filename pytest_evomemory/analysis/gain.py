@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError
+from ..errors import ConfigError, named
 from ..options import GAIN_REQUIRES
 from ..rundocs.compare import (
     OVERALL,
@@ -144,13 +144,13 @@ class GainResult:
         )
 
 
-def parse_min_gain(
-    values: Sequence[str], streams: Sequence[str], option: str = "--evomemory-min-gain", requires: str = REQUIRES[0]
-) -> list[GainThreshold]:
+def parse_min_gain(values: Sequence[str], streams: Sequence[str], requires: str = REQUIRES[0]) -> list[GainThreshold]:
     """``[STREAM=]POINTS`` margins (percentage points, e.g. ``5`` or ``sample_facts=10``),
-    each judged as ``requires`` says (:data:`REQUIRES`)."""
+    each judged as ``requires`` says (:data:`REQUIRES`). Errors name the option by
+    identity (the door spells it)."""
+    option = named("min-gain")
     if requires not in REQUIRES:
-        raise ConfigError(f"{option}: a gate requires one of {', '.join(REQUIRES)}, got {requires!r}", source=option)
+        raise ConfigError(f"{option}: a gate requires one of {', '.join(REQUIRES)}, got {requires!r}", option="min-gain")
     thresholds: dict[str, GainThreshold] = {}
     for value in values:
         name, _, number = str(value).rpartition("=")
@@ -159,12 +159,12 @@ def parse_min_gain(
         except ValueError:
             raise ConfigError(
                 f"{option} {value!r}: expected [STREAM=]POINTS in percentage points, such as 5 or sample_facts=10",
-                source=option,
+                option="min-gain",
             ) from None
         if not -100.0 <= points <= 100.0 or points != points:
-            raise ConfigError(f"{option} {value!r}: the margin must be between -100 and 100 percentage points", source=option)
+            raise ConfigError(f"{option} {value!r}: the margin must be between -100 and 100 percentage points", option="min-gain")
         if name and name not in streams:
-            raise ConfigError(f"{option} {value!r}: unknown stream {name!r}; streams: {', '.join(streams)}", source=option)
+            raise ConfigError(f"{option} {value!r}: unknown stream {name!r}; streams: {', '.join(streams)}", option="min-gain")
         scope = name or OVERALL
         thresholds[scope] = GainThreshold(scope, points, requires)
     return list(thresholds.values())

@@ -49,7 +49,7 @@ from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from .. import boundedread
 from ..atomicfile import write_atomically  # re-exported: adapters' snapshot() uses it (docs/memory.md)
-from ..errors import ArtefactWriteError, EvoMemoryError, MemoryBackendError
+from ..errors import ArtefactWriteError, EvoMemoryError, MemoryBackendError, named
 
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 
@@ -624,7 +624,7 @@ class StreamSnapshots:
         slot, problem = self._find(completed)
         return f"{slot.name}: {problem}" if problem else ""
 
-    def refuse_foreign(self, flag: str) -> None:
+    def refuse_foreign(self) -> None:
         """Refuse (:class:`SnapshotDamaged`, one line) a resume whose stream would
         restore from this directory while it holds a slot of this stream written
         under another run config: copied in from another run (another config, another
@@ -634,12 +634,12 @@ class StreamSnapshots:
             if label is not None and label.stream == self.stream and not self._own(label):
                 problem = self._foreign_problem(label)
                 raise SnapshotDamaged(
-                    f"{flag}: stream {self.stream!r}: the memory snapshots in {self.directory} were written by "
+                    f"{named('resume')}: stream {self.stream!r}: the memory snapshots in {self.directory} were written by "
                     f"another run's config, not by this run ({slot.name}/{_LABEL} names config {label.config[:12]}, "
                     f"this run's is {self.config[:12]}); nothing was restored, since "
                     "the rest of the stream would continue from a memory its recorded episodes never built; put "
                     f"back this run's own {self.directory.parent.name}/{self.directory.name}/ directory, or run "
-                    f"again without {flag}",
+                    f"again without {named('resume')}",
                     path=os.fspath(slot), problem=problem,
                 )
 
@@ -699,7 +699,7 @@ class StreamSnapshots:
             f"memory snapshot taken after episode {completed} that is intact (snapshots for: {available}): "
             f"{slot.name}: {problem}; nothing was loaded from it, since the remaining tasks would see another "
             f"memory than the one their scores came from; {fallback}; run the stream again without "
-            "--evomemory-resume"
+            f"{named('resume')}"
         )
 
     def _log_digests(self, labels: Iterable[_Label]) -> dict[tuple[int, int], str | None]:
@@ -774,7 +774,7 @@ class StreamSnapshots:
                 f"stream {self.stream!r}: {completed} episode(s) were completed, but memory system "
                 f"{name} cannot be resumed: it does not implement snapshot(directory) and "
                 "restore(directory) (docs/memory.md, 'What a memory system must offer for resume'); "
-                "add them, or run again without --evomemory-resume"
+                f"add them, or run again without {named('resume')}"
             )
         slot = self.verify(completed)
         label, _ = _parse_label(_read_small(slot / _LABEL))
@@ -804,7 +804,7 @@ class StreamSnapshots:
             raise ResumeRefused(
                 f"stream {self.stream!r}: memory system {name} failed to restore its snapshot "
                 f"{slot / 'state'}: {type(error).__name__}: {error}; the stream cannot continue with the "
-                "memory it had; run it again without --evomemory-resume"
+                f"memory it had; run it again without {named('resume')}"
             ) from error
         finally:
             _SHARED.reset(token)

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import boundedread
-from ..errors import BudgetExhausted, ConfigError
+from ..errors import BudgetExhausted, ConfigError, named
 from ..pricing import Pricing
 from .base import ChatCompletion, ChatModel
 
@@ -67,13 +67,13 @@ def most_a_call_costs(
 class CostGuard:
     """The session's spend against its cap, shared through ``path``."""
 
-    def __init__(self, path: Path, cap_usd: float, *, flag: str = "--evomemory-max-cost") -> None:
+    def __init__(self, path: Path, cap_usd: float) -> None:
         if not cap_usd > 0:
             raise ValueError(f"the cost cap must be above 0, got {cap_usd}")
         self.path = path
         self.cap_usd = cap_usd
-        #: the option as the session's entry point spells it (``--max-cost`` for ``evomemory run``)
-        self.flag = flag
+        #: the cap's option in messages (the door that shows one spells it)
+        self.flag = named("max-cost")
         self._numbers = itertools.count(1)
         self._lock = threading.Lock()  # flock is per open file; threads of one process also take this
 
@@ -287,7 +287,7 @@ def guarded(model: ChatModel, pricing: Pricing | None, max_tokens: int | None, w
             f"{guard.flag} needs the price of every model it caps; {what} has no 'model.pricing': "
             "add pricing: {input_per_million: ..., output_per_million: ...} to its agent config "
             "(0 and 0 for a model that costs nothing)",
-            key="model.pricing",
+            key="model.pricing", option="max-cost",
         )
     return BudgetedChatModel(model, guard, pricing, max_tokens)
 

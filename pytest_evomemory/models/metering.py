@@ -137,7 +137,7 @@ def session_meter(pricing: Pricing | None, max_tokens: int, what: str) -> Metere
     if pricing is None:
         raise ConfigError(
             f"{guard.flag} needs the price of {what}; set its llm.pricing: "
-            "{input_per_million: ..., output_per_million: ...}", key="llm.pricing",
+            "{input_per_million: ..., output_per_million: ...}", key="llm.pricing", option="max-cost",
         )
     return MeteredTransport(guard, pricing, max_tokens)
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from ..errors import ConfigError, EvoMemoryError
-from ..options import PYTEST_FLAGS, read_options
+from ..options import PYTEST_FLAGS, read_options, render
 from ..redaction import shown
 from ..runtime.session import Session, SessionSetup
 from .items import ITEMS_MODULE, task_argument
@@ -33,7 +33,8 @@ def activate(config: pytest.Config) -> None:
         )
         session = Session.open(setup, _ini_configs(config), config.rootpath)
     except EvoMemoryError as error:
-        raise pytest.UsageError(shown(f"evomemory: {error}")) from None  # one line, as evomemory run says it
+        # one line, as evomemory run says it, naming the options as pytest takes them
+        raise pytest.UsageError(shown(render(f"evomemory: {error}", "pytest"))) from None
     config.stash[SESSION_KEY] = session
     try:
         _register(config, session, worker)

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from ..errors import EvoMemoryError
+from ..options import render
 from ..redaction import shown
 from ..reporting.properties import without_task_properties
 from ..runtime.records import from_wires
@@ -60,7 +61,7 @@ class ControllerPlugin:
                 builtin_memory=not self._overridden("evomemory_memory_factory"),
             )
         except EvoMemoryError as error:
-            raise pytest.UsageError(shown(f"evomemory: {error}")) from None
+            raise pytest.UsageError(shown(render(f"evomemory: {error}", "pytest"))) from None
         if distributes(self.config):
             # The xdist controller collects nothing: its start-up ends here.
             self.config.stash[STARTUP_HEAP].settle()

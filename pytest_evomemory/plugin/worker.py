@@ -17,6 +17,7 @@ from typing import Any, NoReturn
 import pytest
 
 from ..errors import BudgetExhausted, EpisodeError, EvoMemoryError
+from ..options import render
 from ..redaction import shown
 from ..reporting.properties import without_task_properties
 from ..runtime import Episode, StreamRun, TaskOutcome
@@ -158,11 +159,11 @@ class PytestEpisode:
 def _raise_for_test(error: EvoMemoryError, prefix: str) -> NoReturn:
     __tracebackhide__ = True
     if isinstance(error, BudgetExhausted):  # the session stops here; the task runs on resume
-        pytest.skip(shown(str(error)))
+        pytest.skip(shown(render(str(error), "pytest")))
     cause = error.__cause__
     if isinstance(error, EpisodeError) and cause is not None and not isinstance(cause, EvoMemoryError):
         raise cause from None
-    fail_test(f"{prefix}{type(error).__name__}: {error}")
+    fail_test(render(f"{prefix}{type(error).__name__}: {error}", "pytest"))
 
 
 def fail_test(message: str) -> NoReturn:

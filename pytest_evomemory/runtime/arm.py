@@ -90,7 +90,6 @@ class Arm:
         *,
         labelled: bool,
         min_accuracy: Sequence[str],
-        min_accuracy_flag: str,
     ) -> None:
         #: the run name, with its replicate when the session repeats it (``memory@r2``)
         self.name = run_config.label
@@ -100,9 +99,7 @@ class Arm:
         self.run_dir = run_dir
         self.benchmark = benchmark
         self.run = run
-        self.min_overall, self.min_streams = parse_min_accuracy(
-            min_accuracy, benchmark.planned_stream_order, min_accuracy_flag
-        )
+        self.min_overall, self.min_streams = parse_min_accuracy(min_accuracy, benchmark.planned_stream_order)
         self.started = False
         self.result: RunResult | None = None
 

@@ -37,7 +37,7 @@ from ..analysis.summary import (
     summarize,
 )
 from ..config import arm_label
-from ..errors import EvoMemoryError, ReportError
+from ..errors import EvoMemoryError, ReportError, named
 from ..identity import describe_model
 from ..memory.snapshot import StreamSnapshots
 from ..rundir import (
@@ -163,7 +163,7 @@ def read_shard(directory: Path) -> ShardRun:
             if Path(entry.run_dir).is_absolute():
                 raise MergeRefused([
                     f"{directory}: arm {entry.name!r} was written outside it ({entry.run_dir}); run the shards with "
-                    "--evomemory-output-dir so that every arm lives inside the shard's directory"
+                    f"{named('output-dir')} so that every arm lives inside the shard's directory"
                 ])
             arm_dirs[entry.name] = directory / entry.run_dir
             config_paths[entry.name] = entry.config
@@ -188,7 +188,7 @@ def read_shard(directory: Path) -> ShardRun:
         if SHARD_FIELD not in raw:
             raise MergeRefused([
                 f"{run_dir}: its {RUN_DOCUMENT} records no shard: a run of the whole session, not a shard "
-                "(give only directories written with --evomemory-shard=I/N)"
+                f"(give only directories written with {named('shard')}=I/N)"
             ])
         try:
             recorded = ShardPlan.from_record(raw[SHARD_FIELD])

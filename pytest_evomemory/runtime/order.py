@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import BenchmarkConfig
-from ..errors import ConfigError
+from ..errors import ConfigError, named
 from ..rundir import RunDirError
 from ..rundocs import RunFile
 from ..streams import Stream
@@ -170,8 +170,7 @@ def task_order_digest(task_ids: Any) -> str:
 
 
 def check_resume_order(
-    recorded_run: RunFile | Mapping[str, Any], streams: Sequence[Stream], run_dir: Path,
-    flag: str = "--evomemory-resume",
+    recorded_run: RunFile | Mapping[str, Any], streams: Sequence[Stream], run_dir: Path
 ) -> None:
     """Refuse to resume a stream whose task order differs from the interrupted run's.
 
@@ -193,10 +192,11 @@ def check_resume_order(
             was = {"kind": "given"}
         if was.get("tasks_sha256") not in (None, now.get("tasks_sha256")) or was.get("kind") != now.get("kind"):
             raise RunDirError(
-                f"{flag} {run_dir}: stream {stream.name!r} would run its tasks in another order "
+                f"{named('resume')} {run_dir}: stream {stream.name!r} would run its tasks in another order "
                 f"than the interrupted run ({_described(was)} then, {_described(now)} now); the remaining tasks "
                 "would follow a different history, so resume with the same order (and the same order_from "
-                "runs), or start a new run in another output directory"
+                "runs), or start a new run in another output directory",
+                option="resume",
             )
 
 

@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..config import Replicate, RunConfig
-from ..errors import ConfigError
+from ..errors import ConfigError, named
 
 
 def replicate_seeds(config: RunConfig, repeats: int | None) -> tuple[int, ...] | None:
@@ -42,7 +42,7 @@ def replicate_seeds(config: RunConfig, repeats: int | None) -> tuple[int, ...] |
     return None
 
 
-def expand_replicates(run_configs: Sequence[RunConfig], repeats: int | None, flag: str) -> list[RunConfig]:
+def expand_replicates(run_configs: Sequence[RunConfig], repeats: int | None) -> list[RunConfig]:
     """Each config as its replicates (arm by arm, replicate 1 first), or the configs
     as given when none is repeated. Refused (before anything is written): arms that
     would run different seeds, which could not be paired replicate by replicate."""
@@ -55,7 +55,7 @@ def expand_replicates(run_configs: Sequence[RunConfig], repeats: int | None, fla
             raise ConfigError(
                 f"{config.path}: arm {config.name!r} runs {_described(found)}, but arm {run_configs[0].name!r} runs "
                 f"{_described(first)}; the arms' replicates pair by seed, so give every run config the same "
-                f"benchmark.repeats or benchmark.seeds (and benchmark.seed), or use {flag}=N for all",
+                f"benchmark.repeats or benchmark.seeds (and benchmark.seed), or use {named('repeats')}=N for all",
                 source=str(config.path), key="benchmark.repeats",
             )
     assert first is not None

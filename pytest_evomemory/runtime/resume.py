@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from ..config import RunConfig, replicate_of
+from ..errors import named
 from ..options import SHARD_UNITS
 from ..rundir import (
     RUN_DOCUMENT,
@@ -33,6 +34,9 @@ from ..rundir import (
 )
 from ..rundocs import RunFile
 from ..validation import long_name_problem
+
+#: The resume option, in a message (the door spells it).
+RESUME = named("resume")
 
 
 @dataclass(frozen=True)
@@ -70,15 +74,17 @@ class ResumeSource:
         return tuple(entry.config for entry in self.manifest.entries if replicate_of(entry.name) in (None, 1))
 
 
-def read_resume_source(directory: Path, flag: str) -> ResumeSource:
-    """What ``flag=directory`` resumes; :class:`RunDirError` naming what is missing."""
+def read_resume_source(directory: Path) -> ResumeSource:
+    """What resuming ``directory`` resumes; :class:`RunDirError` naming what is missing."""
     too_long = long_name_problem(directory)
     if too_long is not None:
-        raise RunDirError(f"{flag} {str(directory)[:80]!r}...: {too_long}; give the directory of the run to resume")
-    manifest = read_arms_manifest(directory, flag)
+        raise RunDirError(
+            f"{RESUME} {str(directory)[:80]!r}...: {too_long}; give the directory of the run to resume", option="resume"
+        )
+    manifest = read_arms_manifest(directory, RESUME)
     if manifest is not None:
         documents = [
-            read_run_document(directory / entry.run_dir, flag)
+            read_run_document(directory / entry.run_dir, RESUME)
             for entry in manifest.entries
             if _inside(directory, entry.run_dir) and (directory / entry.run_dir / RUN_DOCUMENT).exists()
         ]
@@ -87,25 +93,28 @@ def read_resume_source(directory: Path, flag: str) -> ResumeSource:
             directory, tuple(entry.config for entry in manifest.entries), manifest.overrides, limit, streams, manifest,
             *_recorded_shard(documents),
         )
-    document = read_run_document(directory, flag)
+    document = read_run_document(directory, RESUME)
     if document.replicate is not None:
         raise RunDirError(
-            f"{flag} {directory}: this is one replicate of a repeated session; resume the session's directory "
-            f"(the one holding its arms.json, {directory.parent}), which continues every replicate"
+            f"{RESUME} {directory}: this is one replicate of a repeated session; resume the session's directory "
+            f"(the one holding its arms.json, {directory.parent}), which continues every replicate",
+            option="resume",
         )
     path = document.run.path
     if path is None or path == "":
         raise RunDirError(
-            f"{flag} {directory}: its run.json names no run config; give the run config as well"
+            f"{RESUME} {directory}: its run.json names no run config; give the run config as well",
+            option="resume",
         )
-    path = recorded_config_path(path, f"{flag} {directory}: {directory / RUN_DOCUMENT}: key 'run.path'")
+    path = recorded_config_path(path, f"{RESUME} {directory}: {directory / RUN_DOCUMENT}: key 'run.path'")
     overrides = document.run.overrides
     if overrides is None:
         overrides = []
     if not isinstance(overrides, list) or not all(isinstance(item, str) for item in overrides):
         raise RunDirError(
-            f"{flag} {directory}: its run.json key 'run.overrides' is not a list of KEY=VALUE strings "
-            "(the file was edited or damaged); fix it, or give the overrides yourself"
+            f"{RESUME} {directory}: its run.json key 'run.overrides' is not a list of KEY=VALUE strings "
+            "(the file was edited or damaged); fix it, or give the overrides yourself",
+            option="resume",
         )
     limit, streams = _recorded_selection([document])
     return ResumeSource(directory, (path,), tuple(overrides), limit, streams, None, *_recorded_shard([document]))
@@ -130,7 +139,7 @@ def arm_dir_recorded(manifest: ArmsManifest, name: str, directory: Path) -> Path
     return None
 
 
-def check_manifest_dirs(resume: ResumeSource, run_configs: Sequence[RunConfig], here: Path, flag: str) -> None:
+def check_manifest_dirs(resume: ResumeSource, run_configs: Sequence[RunConfig], here: Path) -> None:
     """Each arm directory the arms manifest names must be one the session's own inputs
     name: inside the manifest's directory, or the arm's config's ``output_dir``."""
     if resume.manifest is None:
@@ -142,9 +151,10 @@ def check_manifest_dirs(resume: ResumeSource, run_configs: Sequence[RunConfig], 
         own = here / run_config.output_dir if run_config.output_dir else None
         if not arm_dir_allowed(run_dir, directory, own):
             raise RunDirError(
-                f"{flag} {directory}: its arms.json names {run_dir} as arm {entry.name!r}'s directory, which is "
+                f"{RESUME} {directory}: its arms.json names {run_dir} as arm {entry.name!r}'s directory, which is "
                 "neither inside it nor that arm's output_dir (the manifest was edited or damaged); resume each "
-                f"arm's directory on its own ({flag}=DIR/<arm>)"
+                f"arm's directory on its own ({RESUME}=DIR/<arm>)",
+                option="resume",
             )
 
 
@@ -183,9 +193,9 @@ def _mapping(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def started_by(run_dir: Path, flag: str) -> str | None:
+def started_by(run_dir: Path) -> str | None:
     """The session that wrote the run directory's run.json (None: none recorded)."""
-    return read_run_document(run_dir, flag).session
+    return read_run_document(run_dir, RESUME).session
 
 
 __all__ = ["ResumeSource", "arm_dir_recorded", "check_manifest_dirs", "read_resume_source", "started_by"]

@@ -13,14 +13,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from ..errors import named
 from ..rundir import RunDirError
 from ..rundocs import RunFile
 from ..streams import Stream
 
 
-def check_resume_data(
-    document: RunFile, streams: Sequence[Stream], run_dir: Path, flag: str = "--evomemory-resume"
-) -> None:
+def check_resume_data(document: RunFile, streams: Sequence[Stream], run_dir: Path) -> None:
     """Refuse to resume a stream whose unpinned data file changed since the interrupted run."""
     recorded = {entry.name: entry.provenance for entry in document.streams}
     for stream in streams:
@@ -30,10 +29,11 @@ def check_resume_data(
             continue
         if was.get("sha256") and was.get("sha256") != now.get("sha256"):
             raise RunDirError(
-                f"{flag} {run_dir}: stream {stream.name!r}: its data file {now.get('file')} changed since the "
+                f"{named('resume')} {run_dir}: stream {stream.name!r}: its data file {now.get('file')} changed since the "
                 f"interrupted run (sha256 {str(was.get('sha256'))[:12]} then, {str(now.get('sha256'))[:12]} now); "
                 "the remaining tasks would be scored on other data, so put the file back as it was, or start a "
-                "new run in another output directory"
+                "new run in another output directory",
+                option="resume",
             )
 
 

@@ -24,7 +24,7 @@ from ..agents.factory import AGENTS, build_agent
 from ..analysis.summary import StreamMetrics, ThresholdResult, check_thresholds
 from ..config import AgentConfig, MemoryConfig, RunConfig
 from ..configload import unread_agent_options, unread_memory_options
-from ..errors import ConfigError, DataError, ReportError, SessionRefused
+from ..errors import ConfigError, DataError, ReportError, SessionRefused, named
 from ..evaluation import scorer_identity
 from ..evaluation.evomemory import EvoMemoryEvaluator
 from ..factories import call_factory, check_protocol, check_signature, load_factory
@@ -34,7 +34,6 @@ from ..memory.factory import WaitNotice, backend_spec, build_memory, missing_ext
 from ..memory.snapshot import StreamSnapshots
 from ..models import check_agent_environment
 from ..models.metering import session_meter
-from ..options import PYTEST_FLAGS
 from ..pricing import Pricing
 from ..rundir import (
     ResumeState,
@@ -155,9 +154,9 @@ def _shown(value: Any) -> str:
 
 
 def _selected_by(config: RunConfig) -> str | None:
-    """The option that selected the streams, when the command line did (in pytest's
-    spelling, as every engine message; ``evomemory run`` respells it)."""
-    return PYTEST_FLAGS("stream") if "streams" in config.selection else None
+    """The option that selected the streams, when the command line did (by identity:
+    the door spells it)."""
+    return named("stream") if "streams" in config.selection else None
 
 
 class BenchmarkRun:
@@ -518,11 +517,11 @@ class Run:
 
     @classmethod
     def resuming(
-        cls, benchmark: BenchmarkRun, state: ResumeState, run_dir: Path, *, flag: str, command: Sequence[str] = (),
+        cls, benchmark: BenchmarkRun, state: ResumeState, run_dir: Path, *, command: Sequence[str] = (),
         session_id: str | None = None,
     ) -> Run:
         """A run that continues the interrupted run in ``run_dir`` (its ``state``) with
-        the same config; ``flag`` is the resume option as the user typed it."""
+        the same config."""
         recorded = state.document.config_fingerprint if "config_fingerprint" in state.document.model_fields_set else None
         was = state.document.run
         if recorded is not None and not same_run(recorded, was.written(), benchmark.config):
@@ -530,14 +529,15 @@ class Run:
             where = f" at {'; '.join(changed[:3])}{' ...' if len(changed) > 3 else ''}" if changed else ""
             path = was.path if isinstance(was.path, str) else "its run.json"
             raise RunDirError(
-                f"{flag} {run_dir}: the run config differs from the interrupted run's{where} "
+                f"{named('resume')} {run_dir}: the run config differs from the interrupted run's{where} "
                 f"({path}); resume with the same config and options, or start a new run in another "
-                "output directory"
+                "output directory",
+                option="resume",
             )
         if recorded is not None:
             benchmark.continue_as(recorded)
-        check_resume_order(state.document, benchmark.streams, run_dir, flag)
-        check_resume_data(state.document, benchmark.streams, run_dir, flag)
+        check_resume_order(state.document, benchmark.streams, run_dir)
+        check_resume_data(state.document, benchmark.streams, run_dir)
         return cls(benchmark, run_dir, resume=state, command=command, session_id=session_id)
 
     def lock(self) -> None:

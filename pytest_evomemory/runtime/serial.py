@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Protocol
 
 from ..config import RunConfig
-from ..errors import SessionRefused
+from ..errors import EvoMemoryError, SessionRefused
 from ..models.deadline import allow_calls, interrupt_calls
-from ..options import CLI_FLAGS, SessionOptions
+from ..options import CLI_FLAGS, SessionOptions, rendered
 from ..types import BenchmarkSample
 from .chains import Lane, LaneRunner, chains_in_flight, exclusive_parts, plan_lanes
 from .notrun import NotRun
@@ -267,18 +267,21 @@ def run_benchmark(
 ) -> dict[str, object]:
     """Run every selected stream of ``config`` into ``run_dir``, one at a time (or up to
     ``chains`` streams at once, with the same results), and return the summary (failed
-    episodes are recorded and the stream goes on, as under pytest)."""
+    episodes are recorded and the stream goes on, as under pytest). An error it raises
+    names the options as ``evomemory run`` spells them (``--resume``)."""
     options = SessionOptions(resume=str(run_dir) if resume else None, chains=chains)
     setup = SessionSetup(options, CLI_FLAGS, Path.cwd(), command, writes=write_artefacts)
-    source = None
-    if resume:
-        source = read_resume_source(run_dir, CLI_FLAGS("resume"))
-    session = Session(setup, [config], [run_dir], source)
     try:
-        run_session(session, agent_factory=agent_factory, memory_factory=memory_factory)
-    finally:
-        session.release()
-        lift_shield()
+        source = read_resume_source(run_dir) if resume else None
+        session = Session(setup, [config], [run_dir], source)
+        try:
+            run_session(session, agent_factory=agent_factory, memory_factory=memory_factory)
+        finally:
+            session.release()
+            lift_shield()
+    except EvoMemoryError as error:
+        rendered(error, CLI_FLAGS.entry)
+        raise
     summary = session.baseline.summary
     return summary.written() if summary is not None else {}
 

@@ -58,7 +58,7 @@ from ..models.budget import (
     open_spend_file,
 )
 from ..models.limits import close_session_directory, open_session_directory, session_directory
-from ..options import SHARD_UNITS, Flags, SessionOptions
+from ..options import SHARD_UNITS, Flags, SessionOptions, render
 from ..redaction import redact_strings
 from ..rundir import (
     DEFAULT_OUTPUT_ROOT,
@@ -216,7 +216,7 @@ class Session:
         if labelled:
             check_arm_names(bases, self.comparison_dir)
         minimums = thresholds_for_arms(
-            self.options.min_accuracy, [config.name for config in bases], self.flags("min-accuracy")
+            self.options.min_accuracy, [config.name for config in bases]
         )
         benchmarks = [BenchmarkRun(config, run_dir) for config, run_dir in zip(run_configs, run_dirs, strict=True)]
         #: the plan of shards and this session's shard (1-based) when it runs one of several
@@ -226,7 +226,6 @@ class Session:
             arm = Arm(
                 run_config, run_dir, self._run(benchmark, run_dir, labelled), benchmark,
                 labelled=labelled, min_accuracy=minimums[run_config.name],
-                min_accuracy_flag=self.flags("min-accuracy"),
             )
             if self.shard_plan is not None:
                 overall, streams = effective_thresholds(run_config, arm.min_overall, arm.min_streams)
@@ -307,7 +306,7 @@ class Session:
             benchmark.keep(plan.streams_of(index, benchmark.config.label))
         if self.setup.writes:
             for run_dir in run_dirs:
-                check_shard_dir(run_dir, plan, index, self.flags("shard"), self.flags("output-dir"))
+                check_shard_dir(run_dir, plan, index)
         return plan, index
 
     @property
@@ -392,7 +391,7 @@ class Session:
             else:  # a spend of this session's own, even in a directory other sessions share
                 self._spend_file = open_spend_file(session_directory())
                 spend = self._spend_file[0]
-            self.cost_guard = CostGuard(spend, self.max_cost, flag=self.flags("max-cost"))
+            self.cost_guard = CostGuard(spend, self.max_cost)
             activate_cost_guard(self.cost_guard)
 
     def _close_model_side(self) -> None:
@@ -412,6 +411,7 @@ class Session:
             return None
         reason = self.cost_guard.stop_reason
         if reason is not None:
+            reason = self.said(reason)
             self.stop(reason)
         return reason
 
@@ -446,7 +446,7 @@ class Session:
                     f"{flags('resume')}=DIR continues an interrupted session as it was: a session of several "
                     f"arms reads them from DIR/arms.json, so give {flags('resume')} alone"
                 )
-            resume = read_resume_source(here / options.resume, flags("resume"))
+            resume = read_resume_source(here / options.resume)
             options = _with_recorded(options, resume)
             setup = replace(setup, options=options)
         paths = [str(resolve_run_config(path, here)) for path in options.configs] if options.configs else (
@@ -455,7 +455,7 @@ class Session:
         if not paths:
             raise ConfigError(f"no run config: give {flags('config')}=PATH (or a built-in config's name)")
         run_configs = [
-            load_run_config(path, options.settings, set_flag=flags("set")).with_overrides(
+            load_run_config(path, options.settings).with_overrides(
                 limit=options.limit, streams=options.streams
             )
             for path in paths
@@ -463,7 +463,7 @@ class Session:
         replicated = any(replicate_seeds(config, options.repeats) is not None for config in run_configs)
         if len(run_configs) > 1:  # before placing the arms: a clash of names says so, not a clash of directories
             check_arm_names(run_configs, _arms_dir(setup, run_configs, replicated))
-        run_configs = expand_replicates(run_configs, options.repeats, flags("repeats"))
+        run_configs = expand_replicates(run_configs, options.repeats)
         run_dirs = _run_dirs(setup, run_configs, resume)
         return cls(setup, run_configs, run_dirs, resume)
 
@@ -474,16 +474,16 @@ class Session:
         writes = self.setup.writes
         if resume is None or not (run_dir / RUN_DOCUMENT).exists():
             return Run(benchmark, run_dir, command=command, write=writes, session_id=self.session_id)
-        if labelled and started_by(run_dir, self.flags("resume")) != resume.session:
+        if labelled and started_by(run_dir) != resume.session:
             # another session's results (the same arms run again, interrupted in an
             # earlier arm): this session never started the arm, so it starts afresh
             return Run(benchmark, run_dir, command=command, write=writes, session_id=self.session_id)
-        state = load_resume_state(run_dir, benchmark.streams, self.flags("resume"))
+        state = load_resume_state(run_dir, benchmark.streams)
         # the config first: snapshots of another config are that refusal's to explain
         run = Run.resuming(
-            benchmark, state, run_dir, flag=self.flags("resume"), command=command, session_id=self.session_id
+            benchmark, state, run_dir, command=command, session_id=self.session_id
         )
-        _fall_back_to_snapshots(state, benchmark, self.flags("resume"))
+        _fall_back_to_snapshots(state, benchmark)
         return run
 
     def _compare_dir(self, other: str | None) -> Path | None:
@@ -524,7 +524,7 @@ class Session:
         streams = list(dict.fromkeys(name for arm in self.arms for name in arm.benchmark.stream_order))
         from ..analysis.gain import parse_min_gain
 
-        return parse_min_gain(values, streams, option=flag, requires=self.options.min_gain_by)
+        return parse_min_gain(values, streams, requires=self.options.min_gain_by)
 
     def preflight(self, *, builtin_agent: bool = True, builtin_memory: bool = True) -> None:
         """Refuse, before any task, what would fail every stream or be silently
@@ -748,7 +748,7 @@ class Session:
             )
             self._check_restorable(arm, run)
         except (SessionRefused, ResumeRefused) as error:
-            message = f"{self.flags('resume')} {arm.run_dir}: {error}" if isinstance(error, ResumeRefused) else str(error)
+            message = self.said(f"{self.flags('resume')} {arm.run_dir}: {error}" if isinstance(error, ResumeRefused) else error)
             if self.setup.worker or not self.started:
                 self.refused = self.refused or message
                 if self.setup.worker:  # the controller decides (refuse)
@@ -759,7 +759,7 @@ class Session:
             sink(stream_error_record(name, reason, phase="start").for_arm(arm.prefix))
             raise
         except EvoMemoryError as error:
-            reason = f"stream {name!r} could not start: {error}"
+            reason = self.said(f"stream {name!r} could not start: {error}")
             self.failed_streams[key] = reason
             sink(stream_error_record(name, reason, phase="start").for_arm(arm.prefix))
             raise
@@ -784,7 +784,7 @@ class Session:
         except EvoMemoryError as error:
             failure = self.failed_streams.get(key)
             if failure is None:  # not recorded as this stream's failure: it refused the session
-                return FailedStream(key, str(error), refused=True)
+                return FailedStream(key, self.said(error), refused=True)
             return FailedStream(key, failure)
 
     def start_task(
@@ -801,7 +801,7 @@ class Session:
         try:
             return self.episode(live, sample, sink, first_position)
         except EvoMemoryError as error:
-            return stopped(sample.stream, str(error))
+            return stopped(sample.stream, self.said(error))
 
     def _check_restorable(self, arm: Arm, run: StreamRun) -> None:
         """A resumed stream's memory, just built, must be able to restore its snapshot
@@ -845,7 +845,7 @@ class Session:
         try:
             run.close()
         except EvoMemoryError as error:
-            sink(stream_error_record(run.stream, f"stream teardown failed: {error}").for_arm(arm.prefix))
+            sink(stream_error_record(run.stream, self.said(f"stream teardown failed: {error}")).for_arm(arm.prefix))
 
     def episode(
         self, run: StreamRun, sample: BenchmarkSample, sink: RecordSink, first_position: int | None = None
@@ -863,8 +863,8 @@ class Session:
                     lambda record: sink(record.for_arm(arm.prefix)),
                 )
             except EvoMemoryError as error:
-                run.broken = str(error)
-                reason = f"stream {sample.stream!r} cannot continue: {error}"
+                run.broken = self.said(error)
+                reason = f"stream {sample.stream!r} cannot continue: {run.broken}"
                 self.failed_streams[arm.key(sample.stream)] = reason
                 sink(stream_error_record(sample.stream, reason, phase="start").for_arm(arm.prefix))
                 raise
@@ -1182,6 +1182,11 @@ class Session:
             ))
         return lines
 
+    def said(self, text: object) -> str:
+        """Engine text (an error, a reason) with the options it names spelled as this
+        session's door takes them (:func:`..options.render`): before it is recorded or shown."""
+        return render(str(text), self.flags.entry)
+
     def shown(self, path: Path) -> str:
         """``path`` as the user would type it: relative to where the session started, if inside."""
         try:
@@ -1342,7 +1347,7 @@ def _run_dirs(setup: SessionSetup, run_configs: Sequence[RunConfig], resume: Res
     ]
     if len(run_configs) > 1:
         if resume is not None and resume.manifest is not None:
-            check_manifest_dirs(resume, run_configs, here, setup.flags("resume"))
+            check_manifest_dirs(resume, run_configs, here)
             for run_config, run_dir in zip(run_configs, run_dirs, strict=True):
                 recorded = arm_dir_recorded(resume.manifest, run_config.label, resume.directory)
                 if recorded is not None and recorded != run_dir.resolve():
@@ -1363,7 +1368,7 @@ def _run_dirs(setup: SessionSetup, run_configs: Sequence[RunConfig], resume: Res
     return [check_output_dir(run_dir) for run_dir in run_dirs]
 
 
-def _fall_back_to_snapshots(state: ResumeState, benchmark: BenchmarkRun, flag: str) -> None:
+def _fall_back_to_snapshots(state: ResumeState, benchmark: BenchmarkRun) -> None:
     """Resume each stream from the newest memory snapshot the interrupted run left
     at or before its completed prefix: the episodes after it run again (their
     records replaced), so the rest of the stream never sees a memory other than
@@ -1382,7 +1387,7 @@ def _fall_back_to_snapshots(state: ResumeState, benchmark: BenchmarkRun, flag: s
         done = state.done.get(stream.name, 0)
         snapshots = benchmark.snapshots(stream.name)
         if done or state.ingested(stream.name):
-            snapshots.refuse_foreign(flag)
+            snapshots.refuse_foreign()
         # No snapshot directory: the memory keeps no snapshots, and the stream's start
         # says it cannot resume; but a conversation stream (which saves its ingested
         # memory as slot 0) lost them, and starts again with its ingestion.

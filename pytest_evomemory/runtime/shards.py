@@ -38,6 +38,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
+from ..errors import named
 from ..options import SHARD_UNITS
 from ..rundir import RUN_DOCUMENT, RunDirError, read_json
 from ..rundocs import ShardRecord, ShardThresholds
@@ -224,31 +225,34 @@ def session_cells(arms: Sequence[tuple[str, Sequence[Stream]]], unit: str = SHAR
     return [Cell(name, each, arm) for name, per_arm in calls.items() for arm, each in per_arm.items()]
 
 
-def check_shard_dir(run_dir: Path, plan: ShardPlan, index: int, flag: str, output_flag: str) -> None:
+def check_shard_dir(run_dir: Path, plan: ShardPlan, index: int) -> None:
     """Refuse to write shard ``index`` into a run directory that holds a shard's run of
     another plan, or another shard's run of this plan; a run without a shard record
     (an unsharded earlier run) moves to ``history/`` as any earlier run does."""
     document = read_json(run_dir / RUN_DOCUMENT)
     if document is None or SHARD_FIELD not in document:
         return
-    this = f"{flag}={index}/{plan.count}"
+    this, output_flag = f"{named('shard')}={index}/{plan.count}", named("output-dir")
     try:
         was_index, was = ShardPlan.from_record(document[SHARD_FIELD])
     except ValueError as error:
         raise RunDirError(
             f"{this}: {run_dir} holds a shard's run whose plan cannot be read ({error}); give this shard "
-            f"another {output_flag}, or remove that run"
+            f"another {output_flag}, or remove that run",
+            option="shard",
         ) from None
     difference = plan.difference(was)
     if difference:
         raise RunDirError(
             f"{this}: {run_dir} holds shard {was_index}/{was.count} of another plan ({difference}); its results "
-            f"cannot be merged with this shard's: give this shard another {output_flag}, or remove that run"
+            f"cannot be merged with this shard's: give this shard another {output_flag}, or remove that run",
+            option="shard",
         )
     if was_index != index:
         raise RunDirError(
             f"{this}: {run_dir} holds shard {was_index}/{plan.count} of the same plan; give each shard its own "
-            f"{output_flag} (e.g. results/shard-{index}), then merge them with 'evomemory merge'"
+            f"{output_flag} (e.g. results/shard-{index}), then merge them with 'evomemory merge'",
+            option="shard",
         )
 
 

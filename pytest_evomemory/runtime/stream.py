@@ -36,6 +36,7 @@ from ..errors import (
     MemoryBackendError,
     ModelError,
     ProtocolViolation,
+    named,
 )
 from ..evaluation.evomemory import EvoMemoryEvaluator
 from ..factories import user_frames
@@ -242,7 +243,7 @@ class StreamRun:
             if completed and self.memory is not None:
                 raise ResumeRefused(
                     f"stream {self.stream!r}: {completed} episode(s) were completed, but this run keeps "
-                    "no memory snapshots; run again without --evomemory-resume"
+                    f"no memory snapshots; run again without {named('resume')}"
                 )
             return
         if completed is None or completed == 0:
@@ -264,7 +265,7 @@ class StreamRun:
             if snapshots is None:
                 raise ResumeRefused(
                     f"stream {self.stream!r}: the conversation was ingested in an earlier run, but this run "
-                    "keeps no memory snapshots; run again without --evomemory-resume"
+                    f"keeps no memory snapshots; run again without {named('resume')}"
                 )
             snapshots.restore_saved(self.memory.backend, completed or 0)
             self.memory.restored()

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from pytest_evomemory.errors import named
 from pytest_evomemory.rundir import (
     HISTORY,
     RUN_FILES,
@@ -101,7 +102,7 @@ def _manifest(directory: Path, run_dirs: list[object], configs: list[object] | N
 def test_an_arms_manifest_cannot_send_an_arm_outside(tmp_path: Path, run_dir: object) -> None:
     _manifest(tmp_path / "arms", ["a0", run_dir])
     with pytest.raises(RunDirError, match=r"names the arm directory .* which is not a directory inside it") as caught:
-        read_arms_manifest(tmp_path / "arms", "--evomemory-resume")
+        read_arms_manifest(tmp_path / "arms", named("resume"))
     assert "\n" not in str(caught.value)
 
 
@@ -113,7 +114,7 @@ def test_an_arms_manifest_cannot_send_an_arm_outside(tmp_path: Path, run_dir: ob
 def test_an_arms_manifest_names_only_run_config_files(tmp_path: Path, config: object) -> None:
     _manifest(tmp_path / "arms", ["a0", "a1"], [str(tmp_path / "ok.yaml"), config])
     with pytest.raises(RunDirError, match=r"an arm's 'config' is .*which is not a run config file"):
-        read_arms_manifest(tmp_path / "arms", "--evomemory-resume")
+        read_arms_manifest(tmp_path / "arms", named("resume"))
     with pytest.raises(RunDirError, match=r"key 'run.path' is .*not a run config file"):
         recorded_config_path(config, "run.json: key 'run.path'")
 

@@ -19,6 +19,7 @@ library's model. Against the scripted server on 127.0.0.1:
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -33,6 +34,7 @@ from pytest_evomemory.memory.base import MemoryContext
 from pytest_evomemory.memory.libraries import ChatEndpoint, chat_pricing, metered_client
 from pytest_evomemory.models.budget import CostGuard, activate_cost_guard
 from pytest_evomemory.models.metering import MeteredTransport, session_meter
+from pytest_evomemory.options import render
 from pytest_evomemory.pricing import Pricing
 from pytest_evomemory.testing.scripted_server import (
     ScriptedServer,
@@ -97,8 +99,9 @@ def test_a_request_that_could_pass_the_cap_never_leaves_the_process(guard: Any) 
             client.chat.completions.create(model="m", messages=[{"role": "user", "content": "hi"}])
         assert server.requests == []
     assert raised.value.status_code == 402  # answered in the process: no retry, nothing sent
-    with pytest.raises(BudgetExhausted, match=r"--evomemory-max-cost \$0.3 reached"):
+    with pytest.raises(BudgetExhausted) as refusal:
         meter.raise_refusal()
+    assert re.search(r"--evomemory-max-cost \$0.3 reached", render(str(refusal.value), "pytest"))
     assert cap.spent_usd == 0 and cap.stop_reason is not None
 
 
@@ -120,8 +123,10 @@ def test_opening_an_unpriced_library_model_under_a_cap_is_refused(guard: Any, tm
         config = validate_memory(
             {"backend": "mem0", "embedder": "hashing", "mem0": {"infer": True, "llm": {"model": "another"}}}, "memory.yaml"
         )
-        with pytest.raises(ConfigError, match=r"--evomemory-max-cost needs the price of backend 'mem0'.s model"):
+        with pytest.raises(ConfigError) as unpriced:
             build_memory(config, MemoryContext("s1", tmp_path, "r", scripted_model_config(server), session_meter))
+        assert re.search(r"--evomemory-max-cost needs the price of backend 'mem0'.s model",
+                         render(str(unpriced.value), "pytest"))
 
 
 @pytest.mark.parametrize("backend", ["mem0", "langmem"])

@@ -23,6 +23,7 @@ from pytest_evomemory.memory.snapshot import (
     SnapshotDamaged,
     StreamSnapshots,
 )
+from pytest_evomemory.options import render
 from tests.memory.example_adapter import KeywordNotebook
 
 from .conftest import LIBRARY_EXTRAS, OpenMemory
@@ -161,7 +162,7 @@ def test_a_memory_without_the_capability_refuses_resume_and_says_what_it_needs(t
     snapshots.restore(notebook, 0)  # a stream that had not started resumes empty
     with pytest.raises(ResumeRefused) as refused:
         snapshots.restore(notebook, 2)
-    message = str(refused.value)
+    message = render(str(refused.value), "pytest")
     assert "stream 'gpqa': 2 episode(s) were completed" in message
     assert "KeywordNotebook cannot be resumed" in message
     assert "snapshot(directory) and restore(directory)" in message

@@ -33,6 +33,7 @@ from pytest_evomemory.memory import MemorySystem, build_memory
 from pytest_evomemory.memory import snapshot as snapshot_module
 from pytest_evomemory.memory.factory import MemoryContext
 from pytest_evomemory.memory.snapshot import ResumeRefused, SnapshotDamaged, StreamSnapshots
+from pytest_evomemory.options import render
 
 from .conftest import CONSOLIDATING_ADAPTER, memory_config
 
@@ -203,7 +204,7 @@ def test_a_damaged_snapshot_restores_the_intact_state_or_is_refused(
         assert isinstance(error, ResumeRefused) and isinstance(error, EvoMemoryError)
         assert error.path is not None and Path(error.path).parent == snapshots.directory
         assert Path(error.path).name in str(error) and error.problem and error.problem in str(error)
-        assert "without --evomemory-resume" in str(error)
+        assert "without --evomemory-resume" in render(str(error), "pytest")
         assert fresh.recall("ferry pier") == []  # nothing was loaded
     if intact:
         restored = open_backend(backend, tmp_path, f"restored{intact}")
@@ -250,12 +251,12 @@ def test_a_snapshot_written_under_another_run_config_is_never_restored(tmp_path:
     with pytest.raises(SnapshotDamaged, match=rf"{slot.name}: it was written by another run's config "
                        rf"\(config bbbbbbbbbbbb, this run's aaaaaaaaaaaa\)") as refused:
         ours.restore(open_backend("inprocess", tmp_path, "c"), EPISODES)
-    assert "without --evomemory-resume" in str(refused.value)
+    assert "without --evomemory-resume" in render(str(refused.value), "pytest")
     # the resume's own check, before any memory is built: one line naming the
     # directory, the stream, another run's config and what to do
     with pytest.raises(SnapshotDamaged) as foreign:
-        ours.refuse_foreign("--resume")
-    message = str(foreign.value)
+        ours.refuse_foreign()
+    message = render(str(foreign.value), "cli")
     assert "\n" not in message and str(ours.directory) in message and "stream 's1'" in message
     assert "written by another run's config" in message
     assert message.endswith("put back this run's own memory/s1/ directory, or run again without --resume")
@@ -284,7 +285,7 @@ def test_a_label_of_the_previous_format_is_passed_over_with_its_reason(tmp_path:
     )
     with pytest.raises(SnapshotDamaged, match="another format"):
         snapshots.restore(open_backend("inprocess", tmp_path, "b"), EPISODES)
-    snapshots.refuse_foreign("--resume")  # not another config's: nothing to tell apart
+    snapshots.refuse_foreign()  # not another config's: nothing to tell apart
 
 
 def test_restoring_forgets_the_snapshots_after_it(tmp_path: Path) -> None:

@@ -26,6 +26,7 @@ from pytest_evomemory.models.budget import (
 )
 from pytest_evomemory.models.factory import model_pricing
 from pytest_evomemory.models.openai_compat import OpenAICompatibleModel
+from pytest_evomemory.options import render
 from pytest_evomemory.pricing import Pricing, PricingFileError, cost_of, load_pricing_file
 from pytest_evomemory.reporting.progress import StreamProgress, cost_text
 from pytest_evomemory.runtime import Episode
@@ -131,7 +132,7 @@ def test_a_call_is_reserved_then_settled_at_its_cost(tmp_path: Path) -> None:
     second = guard.check_before_call(0.4)
     with pytest.raises(BudgetExhausted, match=r"\$0\.0000 spent and \$0\.8000 in calls under way"):
         guard.check_before_call(0.4)  # 0.8 reserved + 0.4 would pass 1.0
-    assert guard.stop_reason is not None and "--evomemory-max-cost $1 reached" in guard.stop_reason
+    assert guard.stop_reason is not None and "--evomemory-max-cost $1 reached" in render(guard.stop_reason, "pytest")
     guard.settle(first, 0.1)
     guard.settle(second, 0.2)
     assert guard.spent_usd == pytest.approx(0.3)
