@@ -11,7 +11,6 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -66,10 +65,10 @@ def test_threads_share_the_slots(tmp_path: Path) -> None:
     assert seen.peak == 2
 
 
-def _until(condition: Callable[[], bool]) -> None:
-    """Wait for a thread to get somewhere (never a figure of time in an assertion)."""
+def _until_waiting(limiter: EndpointLimiter, count: int) -> None:
+    """Wait for the threads to be in line (never a figure of time in an assertion)."""
     deadline = time.monotonic() + 30
-    while not condition():
+    while len(limiter._line) != count:
         assert time.monotonic() < deadline, "the thread never got there"
         time.sleep(0.001)
 
@@ -88,7 +87,7 @@ def test_threads_of_a_process_take_a_freed_slot_in_the_order_they_asked(tmp_path
     with limiter.slot():
         for number, thread in enumerate(threads):
             thread.start()
-            _until(lambda: len(limiter._line) == number + 1)
+            _until_waiting(limiter, number + 1)
     for thread in threads:
         thread.join(timeout=30)
     assert order == [0, 1, 2, 3, 4]
