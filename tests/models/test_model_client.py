@@ -490,3 +490,24 @@ def test_an_unannounced_endless_reply_is_cut_at_the_limit() -> None:
     thread.join(timeout=10)
     listener.close()
     assert len(sent) < 2000
+
+
+def test_the_scripted_server_takes_a_grids_connections_at_once() -> None:
+    """Every chain of ``evomemory run --chains`` opens its connection at the same
+    moment; with the standard library's listen queue of 5, those past it were
+    dropped and retried a second later. Not accepting at all, the server's queue
+    still holds 64 connections (a full queue would leave a connect hanging)."""
+    import socket
+
+    from pytest_evomemory.testing.scripted_server import ScriptedServer
+
+    server = ScriptedServer()  # listening, never started: nothing is accepted
+    connections: list[socket.socket] = []
+    try:
+        for _ in range(64):
+            connections.append(socket.create_connection(("127.0.0.1", server.port), timeout=20))
+        assert len(connections) == 64
+    finally:
+        for connection in connections:
+            connection.close()
+        server._httpd.server_close()
