@@ -69,6 +69,8 @@ class ThreadClient:
 
     def __init__(self, client: httpx2.Client) -> None:
         self.client = client
+        #: the thread it serves: once that thread has ended, the client is closed
+        self.thread = threading.current_thread()
         self._sockets: list[socket.socket] = []
         #: given with every request: hears each connection being made
         self.extensions: dict[str, Any] = {"trace": self._trace}
@@ -95,7 +97,7 @@ _SSL_CONTEXT: ssl.SSLContext | None = None
 
 
 def shared_client(endpoint: str, timeout_s: float) -> ThreadClient:
-    """One HTTP client per endpoint, timeout and thread, kept for the whole process.
+    """One HTTP client per endpoint, timeout and thread, kept while the thread lives.
 
     Streams run one after another in a process (or one per xdist worker, or one per
     thread of ``evomemory run --chains``), and each builds its own agent: keeping the
@@ -106,12 +108,15 @@ def shared_client(endpoint: str, timeout_s: float) -> ThreadClient:
     environment variables (``HTTPS_PROXY``, ``NO_PROXY``).
     """
     key = (endpoint, timeout_s, threading.get_ident())
+    here = threading.current_thread()
     found = _CLIENTS.get(key)
-    if found is not None:
+    if found is not None and found.thread is here:
         return found
     with _CLIENTS_LOCK:
         found = _CLIENTS.get(key)
-        if found is None:
+        if found is None or found.thread is not here:  # none yet, or an ended thread's (its id reused)
+            for ended in [other for other, held in _CLIENTS.items() if not held.thread.is_alive()]:
+                _CLIENTS.pop(ended).client.close()  # its connections stay open no longer
             problem = proxy_problem()
             if problem:
                 raise ConfigError(problem)

@@ -274,6 +274,9 @@ def test_one_http_client_per_endpoint_and_thread_is_shared_by_models(scripted_op
     thread.start()
     thread.join()
     assert elsewhere[0] is not client_of(first)
+    # the client of a thread that has ended is closed when the next one is made
+    OpenAICompatibleModel(scripted_model_config(server, timeout_s=8.0))
+    assert elsewhere[0].client.is_closed and not client_of(first).client.is_closed
     first.complete(MESSAGES, TOOLS)
     second.complete(MESSAGES, TOOLS)
     assert len(server.requests) == 2
