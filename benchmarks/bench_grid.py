@@ -132,7 +132,7 @@ def measure(server: GridServer, workdir: Path, arms: int, cap: int | None, laten
     return {
         "arms": arms, "chains": len(per_chain), "cap": cap, "wall_s": measured.wall_s, "longest_s": longest,
         "calls": server.calls, "first_call_s": first, "rss_mib": measured.peak_rss_mib,
-        "in_flight_max": server.in_flight_max, "latency": latency,
+        "in_flight_max": server.in_flight_max, "latency": latency, "cpu_s": measured.cpu_s, "waits": measured.waits,
         "timeline": f"first call at {first:.2f} s, last reply at {last:.2f} s, exit at {measured.wall_s:.2f} s",
     }
 
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"stub at latency 0, median per call through the model client: {stub_fast:.2f} ms with Nagle off "
           f"(TCP_NODELAY, used here), {stub_nagle:.1f} ms with http.server's default (delayed ACK)\n")
     header = (f"{'row':<28} {'wall s':>7} {'longest chain s':>15} {'ratio':>6} {'ideal s':>8} {'first call s':>12} "
-              f"{'peak RSS MiB':>12} {'in flight':>9} {'calls':>6}  verdict")
+              f"{'peak RSS MiB':>12} {'in flight':>9} {'calls':>6} {'CPU s':>6} {'waits':>6}  verdict")
     print(header)
     print("-" * len(header))
     ok = True
@@ -201,13 +201,15 @@ def main(argv: list[str] | None = None) -> int:
         label = f"{row['chains']} chains" + (f", max_connections {row['cap']}" if row["cap"] else "")
         print(f"{label:<28} {row['wall_s']:>7.2f} {row['longest_s']:>15.2f} {row['wall_s'] / ideal:>6.3f} "
               f"{ideal:>8.2f} {row['first_call_s']:>12.2f} {row['rss_mib']:>12.0f} {row['in_flight_max']:>9} "
-              f"{row['calls']:>6}  {'; '.join(verdicts)}")
+              f"{row['calls']:>6} {row['cpu_s']:>6.2f} {row['waits']:>6}  {'; '.join(verdicts)}")
     for row in rows:
         label = f"{row['chains']} chains" + (f", max_connections {row['cap']}" if row["cap"] else "")
         print(f"{label}: {row['timeline']}")
     print("wall: the whole evomemory run command; longest chain s: the server's time answering that chain's "
           "calls, summed; ideal: the longest chain (uncapped) or calls x latency / max_connections (capped); "
-          "ratio = wall / ideal; first call: from the command's start to the first request's arrival")
+          "ratio = wall / ideal; first call: from the command's start to the first request's arrival; CPU s: "
+          "user + sys of the command; waits: its voluntary context switches (a thread waiting for a lock, another "
+          "thread, a reply or the disk), which the load does not change, where it changes wall time")
     return 0 if ok or not args.strict else 1
 
 

@@ -139,6 +139,12 @@ class Measured:
     peak_rss_mib: float
     output: str
     returncode: int
+    #: CPU seconds (user + sys) of the command and the children it waited for: on a
+    #: machine shared with others, what the command costs, where wall time is the load's
+    cpu_s: float = 0.0
+    #: voluntary context switches (the process gave up its core: it waited for a
+    #: lock, a thread, a reply or the disk), counted, so comparable at any load
+    waits: int = 0
 
 
 def run_measured(command: list[str], cwd: Path, env: dict[str, str], timeout_s: float = 3600) -> Measured:
@@ -160,7 +166,9 @@ def run_measured(command: list[str], cwd: Path, env: dict[str, str], timeout_s: 
         process.returncode = os.waitstatus_to_exitcode(status)
         sink.seek(0)
         output = sink.read().decode("utf-8", "replace")
-    return Measured(elapsed, usage.ru_maxrss / 1024.0, output, process.returncode)
+    return Measured(
+        elapsed, usage.ru_maxrss / 1024.0, output, process.returncode, usage.ru_utime + usage.ru_stime, usage.ru_nvcsw
+    )
 
 
 def write_jsonl(path: Path, records: list[dict[str, Any]]) -> None:
@@ -317,6 +325,9 @@ class OverheadSample:
     server_s: float
     calls: int
     accuracy: float | None
+    #: the whole process's CPU seconds and voluntary context switches (Measured)
+    cpu_s: float = 0.0
+    waits: int = 0
 
     @property
     def harness_s(self) -> float:
@@ -334,6 +345,15 @@ class OverheadResult:
     def per_task_ms(self, small: int, large: int) -> float:
         a, b = self.best(small), self.best(large)
         return 1000 * slope((a.tasks, a.harness_s), (b.tasks, b.harness_s))
+
+    def per_task_cpu_ms(self, small: int, large: int) -> float:
+        """CPU per task (slope), of the run that gave the wall figure at each size."""
+        a, b = self.best(small), self.best(large)
+        return 1000 * slope((a.tasks, a.cpu_s), (b.tasks, b.cpu_s))
+
+    def waits_per_task(self, small: int, large: int) -> float:
+        a, b = self.best(small), self.best(large)
+        return slope((a.tasks, float(a.waits)), (b.tasks, float(b.waits)))
 
     def fixed_s(self, small: int, large: int) -> float:
         """The intercept: start-up and teardown that every run pays once."""
@@ -357,9 +377,10 @@ def measure_overhead(workdir: Path, sizes: list[int], repeat: int) -> list[Overh
                 if measured.returncode != 0:
                     raise SystemExit(f"pytest overhead run failed ({measured.returncode}):\n{measured.output[-3000:]}")
                 overall = read_summary(run)["overall"]
-                pytest_result.samples.append(
-                    OverheadSample(size, measured.wall_s, server.busy_s, server.calls, overall.get("accuracy"))
-                )
+                pytest_result.samples.append(OverheadSample(
+                    size, measured.wall_s, server.busy_s, server.calls, overall.get("accuracy"),
+                    measured.cpu_s, measured.waits,
+                ))
                 server.reset_counters()
                 plain = run_measured(
                     [sys.executable, "-c", RUN_BENCHMARK_SNIPPET, str(run), str(directory / "plain")], directory, env
@@ -367,9 +388,10 @@ def measure_overhead(workdir: Path, sizes: list[int], repeat: int) -> list[Overh
                 if plain.returncode != 0:
                     raise SystemExit(f"run_benchmark overhead run failed:\n{plain.output[-3000:]}")
                 report = json.loads(plain.output.strip().splitlines()[-1])
-                plain_result.samples.append(
-                    OverheadSample(size, report["seconds"], server.busy_s, server.calls, report["overall"].get("accuracy"))
-                )
+                plain_result.samples.append(OverheadSample(
+                    size, report["seconds"], server.busy_s, server.calls, report["overall"].get("accuracy"),
+                    plain.cpu_s, plain.waits,
+                ))
     return [pytest_result, plain_result]
 
 
@@ -575,6 +597,11 @@ def _print_overhead(
                     f"{1:>10.1f} {(peer.accuracy if peer.accuracy is not None else float('nan')):>5.2f}  (peer, per sample)"
                 )
         emit("(peer: one in-process mock generate per sample, no HTTP, no feedback turn; ours: two HTTP model calls per task)")
+    for result in overhead:
+        emit(
+            f"{result.path}: CPU {result.per_task_cpu_ms(small, large):.2f} ms per task (user + sys of the whole "
+            f"process, the same slope), {result.waits_per_task(small, large):.1f} voluntary context switches per task"
+        )
     if small == large:
         emit("(one size only: per task = whole run / tasks, start-up included; use --small < --tasks for the slope)")
     emit(

@@ -112,6 +112,8 @@ def _measure_once(
     return {
         "mode": label,
         "wall_s": measured.wall_s,
+        "cpu_s": measured.cpu_s,
+        "waits": measured.waits,
         "session_s": session_s,
         "active_s": active_s,
         "critical_s": critical_s,
@@ -171,6 +173,7 @@ def main(argv: list[str] | None = None) -> int:
             runs.sort(key=lambda row: row["wall_s"])
             median = dict(runs[len(runs) // 2])
             median["walls"] = [row["wall_s"] for row in runs]
+            median["cpus"] = [(row["cpu_s"], row["waits"]) for row in runs]
             rows.append(median)
 
     print(
@@ -206,6 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{row['mode']}: {row['timeline']}")
         if len(row["walls"]) > 1:
             print(f"{row['mode']}: wall s of each run: {', '.join(f'{wall:.2f}' for wall in row['walls'])}")
+        print(f"{row['mode']}: CPU s (user + sys, every process of the command) and voluntary context switches "
+              f"of each run: {', '.join(f'{cpu:.2f} s / {waits}' for cpu, waits in row['cpus'])}")
     print(
         f"longest stream: {rows[0]['longest']}; its model s = the server's time from each request's arrival to "
         "its reply, summed; nominal = agent_turns x latency; calls = agent_turns in summary.json, served = "

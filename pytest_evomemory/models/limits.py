@@ -22,6 +22,7 @@ the variable. Without one, a private directory serves this process alone.
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import fcntl
 import hashlib
@@ -43,6 +44,10 @@ SESSION_DIR_ENV = "EVOMEMORY_SESSION_DIR"
 FIRST_POLL_S = 0.0005
 MAX_POLL_S = 0.01
 
+#: How many times in a row a slot goes from one thread of a process to the next
+#: waiting one before it is unlocked, so that other processes get their turn.
+MAX_HANDOFFS = 8
+
 _BLOCKED_UNTIL = "blocked-until"
 
 
@@ -51,11 +56,20 @@ class EndpointLimiter:
     process that uses the same ``directory``.
 
     ``max_connections=None`` leaves concurrency alone (only the backoff is shared).
-    Each slot file is opened once per limiter and held under ``flock`` (which
-    excludes other processes) and a lock of this process (which excludes its other
-    threads: they share the open file, and ``flock`` belongs to the open file).
-    Limiters of one process for the same endpoint are one object
-    (:func:`endpoint_limiter`).
+    Each slot file is opened once per limiter; a slot is held under ``flock`` (which
+    excludes other processes, and other limiters of this process: ``flock`` belongs
+    to the open file) and handed to one thread of this process at a time.
+
+    Threads of one process wait in line, first come first served: a thread done with
+    its slot hands it, still locked, to the first thread waiting (no file is touched,
+    and the waiter is woken at once rather than at its next look). Slots held by other
+    processes are looked for by the first thread in line only, every
+    :data:`FIRST_POLL_S` to :data:`MAX_POLL_S`. So the chains of one ``evomemory run``
+    take turns in order, all of them finishing together, instead of winning slots by
+    chance. So that other processes are not shut out by one whose line never empties,
+    a slot is handed on within the process at most :data:`MAX_HANDOFFS` times in a
+    row; then it is unlocked and taken again like any free slot. Limiters of one
+    process for the same endpoint are one object (:func:`endpoint_limiter`).
     """
 
     def __init__(
@@ -73,8 +87,16 @@ class EndpointLimiter:
         self.directory = Path(directory) / f"endpoint-{hashlib.sha256(url.encode()).hexdigest()[:16]}"
         self.directory.mkdir(parents=True, exist_ok=True)
         self._sleep = sleep
-        self._slots: list[int | None] = [None] * (max_connections or 0)
-        self._slot_locks = [threading.Lock() for _ in self._slots]
+        count = max_connections or 0
+        #: every slot's file, opened when first needed (``None``: not open)
+        self._slots: list[int | None] = [None] * count
+        #: the slots this process holds (locked, and in a thread's hands)
+        self._held = [False] * count
+        #: how many times in a row each held slot was handed on within this process
+        self._handoffs = [0] * count
+        #: threads of this process waiting for a slot, in the order they asked
+        self._line: collections.deque[_Waiter] = collections.deque()
+        self._lock = threading.Lock()
         # Read before every request: kept open, so a look is one pread (a few µs).
         self._blocked: int | None = None
         self._blocked_lock = threading.Lock()
@@ -87,14 +109,11 @@ class EndpointLimiter:
 
     def close(self) -> None:
         """Close the files no request holds now (they are opened again when needed)."""
-        for index, lock in enumerate(self._slot_locks):
-            if lock.acquire(blocking=False):
-                try:
-                    descriptor, self._slots[index] = self._slots[index], None
-                    if descriptor is not None:
-                        os.close(descriptor)
-                finally:
-                    lock.release()
+        with self._lock:
+            for index, descriptor in enumerate(self._slots):
+                if descriptor is not None and not self._held[index]:
+                    self._slots[index] = None
+                    os.close(descriptor)
         with self._blocked_lock:
             descriptor, self._blocked = self._blocked, None
             if descriptor is not None:
@@ -112,40 +131,87 @@ class EndpointLimiter:
         try:
             yield
         finally:
+            self._release(index)
+
+    def _acquire(self) -> int:
+        with self._lock:
+            if not self._line:
+                index = self._take_free()
+                if index is not None:
+                    return index
+            waiter = _Waiter()
+            self._line.append(waiter)
+            first = self._line[0] is waiter
+        poll = FIRST_POLL_S
+        try:
+            while True:
+                # The first in line looks at the files; the others wait to be handed a slot.
+                waiter.ready.wait(poll * (0.5 + random.random()) if first else None)
+                with self._lock:
+                    if waiter.slot is None and self._line[0] is waiter:
+                        waiter.slot = self._take_free()
+                        if waiter.slot is not None:
+                            self._line.popleft()
+                            self._wake_first()
+                    if waiter.slot is not None:
+                        return waiter.slot
+                    waiter.ready.clear()
+                    poll = min(poll * 2, MAX_POLL_S) if first else FIRST_POLL_S
+                    first = self._line[0] is waiter
+        except BaseException:
+            with self._lock:
+                if waiter.slot is None:
+                    first = self._line[0] is waiter
+                    self._line.remove(waiter)
+                    if first:
+                        self._wake_first()
+            if waiter.slot is not None:  # handed one while giving up: pass it on
+                self._release(waiter.slot)
+            raise
+
+    def _release(self, index: int) -> None:
+        with self._lock:
+            if self._line and self._handoffs[index] < MAX_HANDOFFS:
+                self._handoffs[index] += 1
+                waiter = self._line.popleft()
+                waiter.slot = index
+                waiter.ready.set()
+                self._wake_first()
+                return
+            self._handoffs[index] = 0
+            self._held[index] = False
             descriptor = self._slots[index]
             if descriptor is not None:
                 fcntl.flock(descriptor, fcntl.LOCK_UN)
-            self._slot_locks[index].release()
 
-    def _acquire(self) -> int:
+    def _wake_first(self) -> None:
+        """The new first in line starts looking at the files (under ``_lock``)."""
+        if self._line:
+            self._line[0].ready.set()
+
+    def _take_free(self) -> int | None:
+        """A slot no thread of this process and no other process holds, now held (under ``_lock``)."""
         count = len(self._slots)
-        poll = FIRST_POLL_S
-        while True:
-            start = random.randrange(count)  # waiters spread over the slots
-            for offset in range(count):
-                index = (start + offset) % count
-                if self._try_slot(index):
-                    return index
-            self._sleep(poll * (0.5 + random.random()))
-            poll = min(poll * 2, MAX_POLL_S)
+        start = random.randrange(count)  # processes spread over the slots
+        for offset in range(count):
+            index = (start + offset) % count
+            if not self._held[index] and self._try_slot(index):
+                return index
+        return None
 
     def _try_slot(self, index: int) -> bool:
-        """Take slot ``index`` if no thread of this process and no other process holds it."""
-        if not self._slot_locks[index].acquire(blocking=False):
-            return False
+        """Lock slot ``index``'s file if no other process (or limiter) holds it."""
+        descriptor = self._slots[index]
+        if descriptor is None:
+            descriptor = self._slots[index] = os.open(
+                self.directory / f"slot-{index}.lock", os.O_RDWR | os.O_CREAT, 0o600
+            )
         try:
-            descriptor = self._slots[index]
-            if descriptor is None:
-                descriptor = self._slots[index] = os.open(
-                    self.directory / f"slot-{index}.lock", os.O_RDWR | os.O_CREAT, 0o600
-                )
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
-            self._slot_locks[index].release()
             return False
-        except BaseException:
-            self._slot_locks[index].release()
-            raise
+        self._held[index] = True
+        self._handoffs[index] = 0
         return True
 
     # ------------------------------------------------------------------ backoff
@@ -247,6 +313,17 @@ def endpoint_semaphore(endpoint: str, limit: int | None) -> threading.BoundedSem
         if semaphore is None:
             semaphore = _SEMAPHORES[endpoint] = threading.BoundedSemaphore(limit)
         return semaphore
+
+
+class _Waiter:
+    """A thread waiting in a limiter's line: woken with a slot handed to it, or to
+    look at the files (the first in line)."""
+
+    __slots__ = ("ready", "slot")
+
+    def __init__(self) -> None:
+        self.ready = threading.Event()
+        self.slot: int | None = None
 
 
 _LIMITERS: dict[tuple[Path, str, int | None], EndpointLimiter] = {}

@@ -54,23 +54,69 @@ MAX_MODEL_NAME_CHARS = 200
 #: only repeat it (and spend the model's tokens).
 _MALFORMED = "a malformed reply is not transient"
 
-_CLIENTS: dict[tuple[str, float], httpx2.Client] = {}
+class ThreadClient:
+    """The HTTP client one thread sends an endpoint's requests with, and the sockets
+    its connections opened, so that an attempt can be aborted wherever it blocks.
+
+    A total deadline (:mod:`.deadline`) is kept by shutting the attempt's socket
+    down from the watchdog thread, which ends a blocked connect, write or read at
+    once. The socket of a request is known only to the connection pool; a pool
+    that serves one thread holds no connection but that thread's, so aborting the
+    thread's attempt shuts down every socket its pool opened (reported through
+    httpcore's ``trace`` extension when each connection is made). An idle
+    keep-alive connection shut down with them is found closed and replaced.
+    """
+
+    def __init__(self, client: httpx2.Client) -> None:
+        self.client = client
+        #: the thread it serves: once that thread has ended, the client is closed
+        self.thread = threading.current_thread()
+        self._sockets: list[socket.socket] = []
+        #: given with every request: hears each connection being made
+        self.extensions: dict[str, Any] = {"trace": self._trace}
+
+    def _trace(self, event: str, info: Mapping[str, Any]) -> None:
+        if event.endswith((".connect_tcp.complete", ".start_tls.complete", ".connect_unix_socket.complete")):
+            stream = info.get("return_value")
+            sock = stream.get_extra_info("socket") if stream is not None else None
+            if isinstance(sock, socket.socket):
+                self._sockets = [*(known for known in self._sockets if known.fileno() != -1), sock]
+
+    def abort(self) -> None:
+        """Shut down every socket of this thread's connections (from any thread)."""
+        for sock in list(self._sockets):
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass  # closed already
+
+
+_CLIENTS: dict[tuple[str, float, int], ThreadClient] = {}
 _CLIENTS_LOCK = threading.Lock()
 _SSL_CONTEXT: ssl.SSLContext | None = None
 
 
-def shared_client(endpoint: str, timeout_s: float) -> httpx2.Client:
-    """One HTTP client per endpoint and timeout for the whole process.
+def shared_client(endpoint: str, timeout_s: float) -> ThreadClient:
+    """One HTTP client per endpoint, timeout and thread, kept while the thread lives.
 
-    Streams run one after another in a process (or one per xdist worker), and each
-    builds its own agent: sharing the client keeps its connections alive across
-    them, and the TLS context (about 20 ms to load the trust store) is built once.
-    Proxies come from the usual environment variables (``HTTPS_PROXY``, ``NO_PROXY``).
+    Streams run one after another in a process (or one per xdist worker, or one per
+    thread of ``evomemory run --chains``), and each builds its own agent: keeping the
+    client keeps its connections alive across them, and the TLS context (about 20 ms
+    to load the trust store) is built once. One per thread because a call runs on
+    its caller's thread, and aborting it at its deadline aborts the connections of
+    its thread's client (:class:`ThreadClient`). Proxies come from the usual
+    environment variables (``HTTPS_PROXY``, ``NO_PROXY``).
     """
-    key = (endpoint, timeout_s)
+    key = (endpoint, timeout_s, threading.get_ident())
+    here = threading.current_thread()
+    found = _CLIENTS.get(key)
+    if found is not None and found.thread is here:
+        return found
     with _CLIENTS_LOCK:
-        client = _CLIENTS.get(key)
-        if client is None:
+        found = _CLIENTS.get(key)
+        if found is None or found.thread is not here:  # none yet, or an ended thread's (its id reused)
+            for ended in [other for other, held in _CLIENTS.items() if not held.thread.is_alive()]:
+                _CLIENTS.pop(ended).client.close()  # its connections stay open no longer
             problem = proxy_problem()
             if problem:
                 raise ConfigError(problem)
@@ -86,8 +132,8 @@ def shared_client(endpoint: str, timeout_s: float) -> httpx2.Client:
                     f"cannot build an HTTP client for {endpoint} ({redact(str(error))}); "
                     "check HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY"
                 ) from None
-            _CLIENTS[key] = client
-        return client
+            found = _CLIENTS[key] = ThreadClient(client)
+        return found
 
 
 _PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
@@ -142,8 +188,8 @@ def _tls_for(endpoint: str) -> ssl.SSLContext | bool:
 @atexit.register
 def _close_clients() -> None:
     with _CLIENTS_LOCK:
-        for client in _CLIENTS.values():
-            client.close()
+        for found in _CLIENTS.values():
+            found.client.close()
         _CLIENTS.clear()
 
 
@@ -221,7 +267,7 @@ class OpenAICompatibleModel:
         #: Slots (model.max_connections) and 429 backoff shared with the session's other processes.
         self._limiter = endpoint_limiter(self.endpoint, config.max_connections)
         self._waited = threading.local()
-        self._client = shared_client(self.endpoint, config.timeout_s)
+        shared_client(self.endpoint, config.timeout_s)  # a bad proxy variable is refused here, not at a task
         self._headers = {"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json"}
         #: Attempts made by the most recent ``complete`` call (for tests and logs).
         self.last_attempts = 0
@@ -331,12 +377,15 @@ class OpenAICompatibleModel:
         server must not fill this process's memory).
 
         The transport seam: whatever client sends the request reports each chunk
-        of the body to ``attempt`` (which stops an attempt the caller gave up on,
-        see :mod:`.deadline`) and may register a way to abort a blocked read.
+        of the body to ``attempt`` (which stops an attempt past its deadline, see
+        :mod:`.deadline`) and registers how to abort it wherever it blocks.
         """
         limit = self.config.max_reply_bytes
-        with self._client.stream("POST", "/chat/completions", content=content, headers=self._headers) as response:
-            attempt.on_cancel(lambda: _shut_down(response))
+        connections = shared_client(self.endpoint, self.config.timeout_s)
+        attempt.on_cancel(connections.abort)
+        with connections.client.stream(
+            "POST", "/chat/completions", content=content, headers=self._headers, extensions=connections.extensions
+        ) as response:
             announced = response.headers.get("content-length", "")
             if announced.isdigit() and int(announced) > limit:
                 raise _ReplyTooLarge(response.status_code, f"; it announced {int(announced):,}")
@@ -462,15 +511,6 @@ def _deadline_problem(error: DeadlineExceeded) -> str:
         + (f", {error.received:,} bytes of the reply received" if error.received else "")
         + "; check that the server is up and not overloaded, or raise model.timeout_s in the agent config"
     )
-
-
-def _shut_down(response: httpx2.Response) -> None:
-    """Abort a read blocked on an abandoned attempt's socket (closing it from
-    another thread would not wake the read; shutting it down does)."""
-    stream = response.extensions.get("network_stream")
-    sock = stream.get_extra_info("socket") if stream is not None else None
-    if sock is not None:
-        sock.shutdown(socket.SHUT_RDWR)
 
 
 class _ReplyTooLarge(Exception):

@@ -13,7 +13,14 @@ import pytest
 
 from pytest_evomemory.errors import ModelError
 from pytest_evomemory.models import build_chat_model
-from pytest_evomemory.models.deadline import Attempt, AttemptCancelled, DeadlineExceeded, call_within
+from pytest_evomemory.models.deadline import (
+    Attempt,
+    AttemptCancelled,
+    DeadlineExceeded,
+    allow_calls,
+    call_within,
+    interrupt_calls,
+)
 from pytest_evomemory.testing.fixtures import ServerFactory
 from pytest_evomemory.testing.scripted_server import Fault, Script, final_answer, scripted_model_config
 
@@ -112,3 +119,42 @@ def test_a_trickling_server_fails_the_task_in_time_through_the_plugin(
     assert "timed out after 1s (model.timeout_s" in output and "Traceback" not in output
     assert elapsed < 30  # 2 tasks x 1 s and the start-up, never the 45 s of the report
     assert Path(pytester.path / "results" / "summary.json").is_file()
+
+
+def test_an_attempt_runs_on_its_callers_thread() -> None:
+    """No helper thread per call (two thread wake-ups a call, each waiting for a core
+    on a loaded machine); the watchdog keeps the deadline."""
+    assert call_within(1.0, lambda attempt: threading.get_ident()) == threading.get_ident()
+
+
+def test_the_driver_interrupts_a_call_waiting_for_headers_on_another_thread(
+    scripted_openai_server: ServerFactory,
+) -> None:
+    """``evomemory run``'s chains run on threads no signal reaches: Ctrl-C aborts
+    their calls wherever they block (here before any byte of the reply came), and
+    each raises KeyboardInterrupt in its chain."""
+    server = scripted_openai_server(Script([Fault(200, delay_s=60.0, then=final_answer("late"))], then=None))
+    model = build_chat_model(scripted_model_config(server, timeout_s=120.0, max_retries=0))
+    raised: list[BaseException] = []
+
+    def chain() -> None:
+        try:
+            model.complete(MESSAGES, [])
+        except BaseException as error:
+            raised.append(error)
+
+    thread = threading.Thread(target=chain, daemon=True)
+    thread.start()
+    settled = time.monotonic() + 30
+    while not server.in_flight and time.monotonic() < settled:
+        time.sleep(0.01)
+    assert server.in_flight == 1
+    interrupt_calls()
+    try:
+        thread.join(timeout=30)
+        assert not thread.is_alive() and len(raised) == 1 and isinstance(raised[0], KeyboardInterrupt)
+        with pytest.raises(KeyboardInterrupt):  # and no call starts until the driver allows it
+            call_within(1.0, lambda attempt: 42)
+    finally:
+        allow_calls()
+    assert call_within(1.0, lambda attempt: 42) == 42

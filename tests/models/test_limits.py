@@ -16,8 +16,10 @@ from pathlib import Path
 import pytest
 
 from pytest_evomemory.models.limits import (
+    MAX_HANDOFFS,
     SESSION_DIR_ENV,
     EndpointLimiter,
+    _Waiter,
     close_session_directory,
     open_session_directory,
     session_directory,
@@ -61,6 +63,52 @@ def test_threads_share_the_slots(tmp_path: Path) -> None:
     for thread in threads:
         thread.join()
     assert seen.peak == 2
+
+
+def _until_waiting(limiter: EndpointLimiter, count: int) -> None:
+    """Wait for the threads to be in line (never a figure of time in an assertion)."""
+    deadline = time.monotonic() + 30
+    while len(limiter._line) != count:
+        assert time.monotonic() < deadline, "the thread never got there"
+        time.sleep(0.001)
+
+
+def test_threads_of_a_process_take_a_freed_slot_in_the_order_they_asked(tmp_path: Path) -> None:
+    """The chains of one ``evomemory run`` take turns: a freed slot goes, still
+    locked, to the thread that has waited longest, so they all finish together."""
+    limiter = EndpointLimiter(tmp_path, URL, 1)
+    order: list[int] = []
+
+    def take(number: int) -> None:
+        with limiter.slot():
+            order.append(number)
+
+    threads = [threading.Thread(target=take, args=(number,)) for number in range(5)]
+    with limiter.slot():
+        for number, thread in enumerate(threads):
+            thread.start()
+            _until_waiting(limiter, number + 1)
+    for thread in threads:
+        thread.join(timeout=30)
+    assert order == [0, 1, 2, 3, 4]
+    assert EndpointLimiter(tmp_path, URL, 1)._try_slot(0)  # the last holder unlocked it
+
+
+def test_a_slot_handed_on_within_a_process_is_unlocked_for_the_others_in_time(tmp_path: Path) -> None:
+    """A process whose line never empties hands a slot on at most MAX_HANDOFFS times
+    in a row; then the slot is unlocked, so another process (here another limiter on
+    the same files, which ``flock`` excludes as it excludes a process) can take it."""
+    limiter, other = EndpointLimiter(tmp_path, URL, 1), EndpointLimiter(tmp_path, URL, 1)
+    index = limiter._acquire()
+    waiters = [_Waiter() for _ in range(MAX_HANDOFFS + 2)]
+    limiter._line.extend(waiters)
+    for handed in range(MAX_HANDOFFS):
+        limiter._release(index)
+        assert waiters[handed].slot == index and waiters[handed].ready.is_set()
+        assert not other._try_slot(index)  # still locked: handed on, not freed
+    limiter._release(index)
+    assert waiters[MAX_HANDOFFS].slot is None and len(limiter._line) == 2
+    assert other._try_slot(index)
 
 
 def test_no_cap_means_no_waiting(tmp_path: Path) -> None:

@@ -16,8 +16,10 @@ from pytest_evomemory.models import build_chat_model
 from pytest_evomemory.models.cache import CachedChatModel, default_cache_dir
 from pytest_evomemory.models.openai_compat import (
     OpenAICompatibleModel,
+    ThreadClient,
     check_model_environment,
     completion_from_json,
+    shared_client,
 )
 from pytest_evomemory.testing.fixtures import ServerFactory
 from pytest_evomemory.testing.scripted_server import (
@@ -253,13 +255,28 @@ def test_error_messages_of_other_servers_are_quoted(scripted_openai_server: Serv
         build_chat_model(scripted_model_config(server)).complete(MESSAGES, TOOLS)
 
 
-def test_one_http_client_per_endpoint_is_shared_by_models(scripted_openai_server: ServerFactory) -> None:
+def test_one_http_client_per_endpoint_and_thread_is_shared_by_models(scripted_openai_server: ServerFactory) -> None:
+    """Models of one endpoint share a thread's client (and its kept-alive connection);
+    each thread has its own, so that a call past its deadline is aborted by shutting
+    down its own thread's connections and no other's."""
     server = scripted_openai_server()
     first = OpenAICompatibleModel(scripted_model_config(server))
     second = OpenAICompatibleModel(scripted_model_config(server))
     other_timeout = OpenAICompatibleModel(scripted_model_config(server, timeout_s=7.0))
-    assert first._client is second._client
-    assert other_timeout._client is not first._client
+
+    def client_of(model: OpenAICompatibleModel) -> ThreadClient:
+        return shared_client(model.endpoint, model.config.timeout_s)
+
+    assert client_of(first) is client_of(second)
+    assert client_of(other_timeout) is not client_of(first)
+    elsewhere: list[ThreadClient] = []
+    thread = threading.Thread(target=lambda: elsewhere.append(client_of(first)))
+    thread.start()
+    thread.join()
+    assert elsewhere[0] is not client_of(first)
+    # the client of a thread that has ended is closed when the next one is made
+    OpenAICompatibleModel(scripted_model_config(server, timeout_s=8.0))
+    assert elsewhere[0].client.is_closed and not client_of(first).client.is_closed
     first.complete(MESSAGES, TOOLS)
     second.complete(MESSAGES, TOOLS)
     assert len(server.requests) == 2
@@ -476,3 +493,24 @@ def test_an_unannounced_endless_reply_is_cut_at_the_limit() -> None:
     thread.join(timeout=10)
     listener.close()
     assert len(sent) < 2000
+
+
+def test_the_scripted_server_takes_a_grids_connections_at_once() -> None:
+    """Every chain of ``evomemory run --chains`` opens its connection at the same
+    moment; with the standard library's listen queue of 5, those past it were
+    dropped and retried a second later. Not accepting at all, the server's queue
+    still holds 64 connections (a full queue would leave a connect hanging)."""
+    import socket
+
+    from pytest_evomemory.testing.scripted_server import ScriptedServer
+
+    server = ScriptedServer()  # listening, never started: nothing is accepted
+    connections: list[socket.socket] = []
+    try:
+        for _ in range(64):
+            connections.append(socket.create_connection(("127.0.0.1", server.port), timeout=20))
+        assert len(connections) == 64
+    finally:
+        for connection in connections:
+            connection.close()
+        server._httpd.server_close()
