@@ -94,8 +94,7 @@ def _memory_tool(role: str, tools: Sequence[Mapping[str, Any]], stimulus: Stimul
         if not isinstance(function, Mapping) or function.get("name") not in names:
             continue
         parameters = function.get("parameters")
-        properties = parameters.get("properties") if isinstance(parameters, Mapping) else None
-        if not isinstance(properties, Mapping):
+        if not isinstance(parameters, Mapping) or not isinstance(properties := parameters.get("properties"), Mapping):
             return None
         required = [name for name in parameters.get("required") or () if name in properties]
         for name in [*required, *(name for name in properties if name not in required)]:
