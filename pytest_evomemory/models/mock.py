@@ -38,7 +38,7 @@ from .cleaning import clean_completion
 from .context import current_stimulus
 from .fingerprint import file_sha256
 from .limits import endpoint_limiter, endpoint_semaphore
-from .mockreply import Reply, script_reply
+from .mockreply import SCRIPT_REVISION, Reply, script_reply
 
 #: Characters per token of the estimated usage (as the scripted test server counts).
 CHARS_PER_TOKEN = 4
@@ -157,7 +157,8 @@ def provide(config: ModelConfig, **options: Any) -> Provided:
     """The factory's entry (:data:`~.factory.PROVIDERS`): the model, keyed in the
     cache by its settings and its answers file's hash."""
     model = MockChatModel(config, **options)
-    return Provided(model, model.endpoint, model.answers_sha256, {"mock": config.mock.model_dump()})
+    return Provided(model, model.endpoint, model.answers_sha256,
+                    {"mock": config.mock.model_dump(), "script": SCRIPT_REVISION})
 
 
 __all__ = ["MockChatModel", "endpoint_of", "mock_identity", "provide", "read_answers", "resolve_answers_path"]

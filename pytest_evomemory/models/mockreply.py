@@ -7,7 +7,8 @@ feedback turn admits only the acknowledgement), the current task from the first
 user message (after ``Current task:`` where experiences precede it), the
 correct answer from the feedback's ``The correct answer:`` line, and experiences
 from any ``Task: ... Correct answer: ...`` text it is shown: in the prompt
-(``deterministic_recall``) or in what a ``recall`` call returned (``tool_use``).
+(``deterministic_recall``) or in what the memory's recall tool returned (``tool_use``,
+ReMem: the tools are called by the role the memory declares, whatever their names).
 That is TinyAgent's experience format (and the recall baseline's); an agent of
 your own that writes experiences otherwise gets the fallback ``answer``. With no
 experience shown, a remembered conversation turn (LoCoMo's ``[D1:3] Name: text``
@@ -40,6 +41,12 @@ _EXPERIENCE = re.compile(
 )
 
 
+#: The script's revision, in the mock's response-cache key: raised whenever the reply
+#: to the same request changes (2: memory tools called by their declared role), so a
+#: dry run after an upgrade does not replay the old script's replies from the cache.
+SCRIPT_REVISION = 2
+
+
 @dataclass(frozen=True)
 class Reply:
     """A scripted reply: tool calls (name, arguments), or text when no tools are offered."""
@@ -56,21 +63,54 @@ def script_reply(
     answers: Mapping[str, str],
 ) -> Reply:
     """The reply to one request (see the module docstring)."""
-    offered = {name for tool in tools if (name := _tool_name(tool))}
     called = _called_this_turn(messages)
     kind = stimulus.kind if stimulus is not None else _kind_from_tools(tools)
     memory = settings.mode == "memory"
     if kind in ("feedback", "ingestion"):
         acknowledgement = FEEDBACK_ACKNOWLEDGEMENT if kind == "feedback" else INGESTION_ACKNOWLEDGEMENT
-        if memory and "retain" in offered and "retain" not in called:
+        retain = _memory_tool("retain", tools, stimulus) if memory else None
+        if retain is not None and retain[0] not in called:
             content = _experience(messages) if kind == "feedback" else _last_user_text(messages)
             if content:
-                return Reply(calls=(("retain", {"content": content}),))
+                return Reply(calls=((retain[0], {retain[1]: content}),))
         return _final(acknowledgement, tools)
     task = current_task(messages)
-    if memory and "recall" in offered and "recall" not in called:
-        return Reply(calls=(("recall", {"query": task}),))
+    recall = _memory_tool("recall", tools, stimulus) if memory else None
+    if recall is not None and recall[0] not in called:
+        return Reply(calls=((recall[0], {recall[1]: task}),))
     return _final(_answer(settings, task, messages, stimulus, answers), tools)
+
+
+def _memory_tool(role: str, tools: Sequence[Mapping[str, Any]], stimulus: StimulusRef | None) -> tuple[str, str] | None:
+    """The offered tool with ``role`` and the argument that takes its text: the tool
+    the runtime names with that role (any name: Mem0's ``add``, an adapter's ``jot``),
+    or the tool named after the role (a plain ``recall`` tool has that role). Its text argument is
+    the first free-text parameter of its schema, required ones first (``content``,
+    ``query``, Mem0's ``messages``, LangMem's ``content`` beside its ``action``)."""
+    declared = stimulus.memory_tools if stimulus is not None else ()
+    names = {role, *(name for name, named in declared if named == role)}
+    for tool in tools:
+        function = tool.get("function", tool)
+        if not isinstance(function, Mapping) or function.get("name") not in names:
+            continue
+        parameters = function.get("parameters")
+        if not isinstance(parameters, Mapping) or not isinstance(properties := parameters.get("properties"), Mapping):
+            return None
+        required = [name for name in parameters.get("required") or () if name in properties]
+        for name in [*required, *(name for name in properties if name not in required)]:
+            if _free_text(properties[name]):
+                return str(function["name"]), str(name)
+        return None
+    return None
+
+
+def _free_text(schema: Any) -> bool:
+    """A parameter that takes any string (not an enum, not a formatted id)."""
+    if not isinstance(schema, Mapping) or "enum" in schema or "format" in schema:
+        return False
+    if schema.get("type") == "string":
+        return True
+    return any(_free_text(option) for option in schema.get("anyOf") or ())
 
 
 def _answer(
@@ -137,9 +177,21 @@ def _shown_text(messages: Sequence[Mapping[str, Any]]) -> list[str]:
             records = boundedread.loads(text, depth=boundedread.MAX_ARTEFACT_DEPTH)
         except ValueError:  # not JSON, or over a bound
             continue
-        if isinstance(records, list):
-            texts.extend(str(r["content"]) for r in records if isinstance(r, Mapping) and "content" in r)
+        texts.extend(_strings(records))
     return texts
+
+
+def _strings(value: Any) -> list[str]:
+    """Every string in a recall tool's JSON result, whatever its shape (the built-in
+    ``[{"id", "content"}]``, Mem0's ``{"results": [{"memory", ...}]}``, LangMem's
+    items with a ``value``), so the experiences in it read as text."""
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, Mapping):
+        value = list(value.values())
+    if isinstance(value, list):
+        return [text for item in value for text in _strings(item)]
+    return []
 
 
 def _final(answer: str, tools: Sequence[Mapping[str, Any]]) -> Reply:
@@ -180,12 +232,6 @@ def _last_user_text(messages: Sequence[Mapping[str, Any]]) -> str:
     return next((_text(m) for m in reversed(messages) if m.get("role") == "user"), "")
 
 
-def _tool_name(tool: Mapping[str, Any]) -> str | None:
-    function = tool.get("function", tool)
-    name = function.get("name") if isinstance(function, Mapping) else None
-    return name if isinstance(name, str) else None
-
-
 def _text(message: Mapping[str, Any]) -> str:
     content = message.get("content")
     if isinstance(content, str):
@@ -195,4 +241,4 @@ def _text(message: Mapping[str, Any]) -> str:
     return ""
 
 
-__all__ = ["Reply", "current_task", "remembered_answer", "script_reply"]
+__all__ = ["SCRIPT_REVISION", "Reply", "current_task", "remembered_answer", "script_reply"]

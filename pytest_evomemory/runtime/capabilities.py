@@ -55,7 +55,7 @@ def memory_needs(config: RunConfig, streams: Sequence[Stream], *, resuming: bool
         needs.append(Need(
             RecencyRecall, "recent(limit)",
             "agent kind 'exprecent' recalls the most recently retained records",
-            "use a built-in backend that has it (inprocess, dense, sqlite, postgres), add one, or use agent kind "
+            "use a built-in backend that has it (inprocess, dense, sqlite, postgres, mem0, langmem), add one, or use agent kind "
             "'exprag'",
         ))
     if config.memory.editing_tools:

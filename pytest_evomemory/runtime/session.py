@@ -45,7 +45,7 @@ from ..configs import resolve_run_config
 from ..errors import ConfigError, EvoMemoryError, SessionRefused
 from ..factories import load_factory
 from ..heap import StartupHeap
-from ..identity import configured_model, describe_model, run_identity
+from ..identity import configured_model, describe_model, factory_reference, run_identity
 from ..memory.base import MemoryContext
 from ..memory.factory import backend_spec
 from ..memory.snapshot import ResumeRefused, StreamSnapshots, supports_snapshots
@@ -565,13 +565,15 @@ class Session:
         if needs and declared is not None and (problem := missing(declared, needs, self._where_memory(arm))):
             raise SessionRefused(problem)
 
-    def _memory_check(self, arm: Arm, builtin_agent: bool) -> Callable[[object], None]:
+    def _memory_check(self, arm: Arm, builtin_agent: bool, given_by: str | None = None) -> Callable[[object], None]:
         """The same check of the instance a stream just built (a conftest factory
-        declares no class): :class:`SessionRefused` before anything is recorded."""
+        declares no class): :class:`SessionRefused` before anything is recorded.
+        ``given_by`` names the factory that built it when the memory config did not."""
         needs = self._memory_needs(arm, builtin_agent)
+        where = given_by or self._where_memory(arm)
 
         def check(memory: object) -> None:
-            if needs and (problem := missing(memory, needs, self._where_memory(arm))):
+            if needs and (problem := missing(memory, needs, where)):
                 raise SessionRefused(problem)
 
         return check
@@ -744,7 +746,7 @@ class Session:
             run = arm.benchmark.open_stream(
                 name, agent_factory=agent_factory, memory_factory=memory_factory, snapshots=self.setup.writes
                 or self.setup.worker, on_wait=on_wait, factories_from=factories_from,
-                check_memory=self._memory_check(arm, agent_factory is None),
+                check_memory=self._memory_check(arm, agent_factory is None, _given_by(memory_factory, factories_from)),
             )
             self._check_restorable(arm, run)
         except (SessionRefused, ResumeRefused) as error:
@@ -1270,6 +1272,15 @@ class Session:
             report.replicates = None if self.replicate_comparison is None else as_replicates(self.replicate_comparison)
         block: dict[str, Any] = redact_strings(report.written())
         return block
+
+
+def _given_by(memory_factory: MemoryFactoryFn | None, factories_from: str | None) -> str | None:
+    """Who built a stream's memory when the memory config did not (a conftest fixture):
+    a refusal names it instead of the memory config it did not come from."""
+    if memory_factory is None:
+        return None
+    by = f" (from {factories_from})" if factories_from else ""
+    return f"memory factory {factory_reference(memory_factory)}{by}"
 
 
 def _ran(summary: Summary | None) -> dict[str, Any] | None:

@@ -43,6 +43,7 @@ from ..factories import user_frames
 from ..feedback import QuoteAnswer, render_feedback
 from ..memory.base import RecordRejected
 from ..memory.snapshot import ResumeRefused, StreamSnapshots
+from ..memory.tools import tool_role
 from ..models.context import StimulusRef, answering
 from ..pricing import Pricing, cost_of
 from ..rundocs import Score
@@ -135,12 +136,14 @@ class StreamRun:
             raise EpisodeError(f"stream {self.stream!r} was already torn down")
         if self.broken is not None:
             raise MemoryBackendError(f"stream {self.stream!r} stopped: {self.broken}")
-        turn = RuntimeTurn(self._turn_tools(), self.max_steps, task=f"{self.stream}/{task_id}")
+        tools = self._turn_tools()
+        turn = RuntimeTurn(tools, self.max_steps, task=f"{self.stream}/{task_id}")
+        roles = tuple((tool.name, role) for tool in tools if (role := tool_role(tool)) is not None)
         before = mark(self.memory)
         started = time.perf_counter()
         failure: BaseException | None = None
         try:
-            with answering(StimulusRef(self.stream, task_id, stimulus.kind)):
+            with answering(StimulusRef(self.stream, task_id, stimulus.kind, roles)):
                 self.agent.respond(stimulus, turn)
         except BaseException as error:  # recorded below, then re-raised
             failure = error

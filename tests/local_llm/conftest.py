@@ -37,7 +37,7 @@ def llama_cpp_available() -> bool:
 def _require_llama_cpp() -> None:
     if llama_cpp_available():
         return
-    message = "llama-cpp-python is not installed; run: pip install 'pytest-evomemory[local]'"
+    message = "llama-cpp-python is not installed; run: evomemory local-model build"
     if os.environ.get("CI"):
         pytest.fail(f"CI must run the local_llm tests: {message}", pytrace=False)
     pytest.skip(message)

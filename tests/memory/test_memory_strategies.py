@@ -281,6 +281,26 @@ def test_remem_recalls_retains_and_forgets_through_the_memorys_own_tools(
     assert all(r.protocol_violation is None for r in responses)
 
 
+def test_the_dry_run_model_recalls_and_retains_through_the_memorys_own_tools(
+    strategy_backend: str, open_backend: Callable[..., MemorySystem]
+) -> None:
+    """``provider: mock`` (``mode: memory``) checks a memory adapter before a paid run:
+    it calls the memory's tools by the role the memory declares (Mem0's ``search``/``add``,
+    LangMem's ``search_memory``/``manage_memory``, the docs' ``lookup``/``jot``), not by
+    the names ``recall``/``retain``, and answers from what its recall returned."""
+    memory = open_backend(strategy_backend, top_k=1)
+    config = validate_agent({"kind": "tiny", "memory_strategy": "tool_use", "max_steps": 6,
+                             "model": {"provider": "mock", "cache": False, "mock": {"mode": "memory"}}},
+                            "test agent config")
+    observed = ObservedMemory(memory, "facts")
+    run = StreamRun(stream="facts", agent=TinyAgent(config, None), memory=observed, evaluator=EvoMemoryEvaluator(),
+                    memory_strategy=config.memory_strategy, max_steps=config.max_steps)
+    outcomes = episodes(run, [POST, POST_AGAIN])
+    assert (observed.counts.recalls, observed.counts.retains) == (2, 2)
+    assert [o.scored.score.correct for o in outcomes] == [False, True]
+    assert outcomes[1].response.final_answer == "teal"
+
+
 # --------------------------------------------------------------------------- LoCoMo: ingestion, and resume
 
 

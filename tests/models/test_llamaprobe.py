@@ -127,3 +127,23 @@ def test_both_doors_refuse_a_library_that_dies_before_any_task(
     assert "evomemory local-model build" in output
     assert "Traceback" not in output and "Fatal Python error" not in output
     assert not (crashing_library / "evomemory-results").exists()
+
+
+def test_an_embedded_model_that_cannot_load_is_refused_before_any_task(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A wheel user has neither llama-cpp-python nor the bundled model until
+    ``evomemory local-model build``: one line saying so before any stream starts, not
+    a failed episode per stream naming ``pip install '...[local]'`` (the native build)."""
+    from pytest_evomemory.config import AgentConfig, ModelConfig
+    from pytest_evomemory.models import check_agent_environment, llamaprobe
+
+    agent = AgentConfig(kind="tiny", model=ModelConfig(provider="local", model_path=str(tmp_path / "absent.gguf")))
+    monkeypatch.setattr(llamaprobe, "library_location", lambda: None)
+    with pytest.raises(ConfigError, match=r"needs llama-cpp-python, which is not installed; run: evomemory "
+                                          r"local-model build") as refused:
+        check_agent_environment(agent)
+    assert "pip install" not in str(refused.value) and "\n" not in str(refused.value)
+    monkeypatch.setattr(llamaprobe, "library_location", lambda: tmp_path)
+    with pytest.raises(ConfigError, match=r"absent\.gguf is not a file.*evomemory local-model build"):
+        check_agent_environment(agent)

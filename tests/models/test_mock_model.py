@@ -25,8 +25,10 @@ from ..conftest import CONFIGS, read_jsonl
 
 FINAL = {"type": "function", "function": {"name": "final_answer", "parameters": {
     "type": "object", "properties": {"answer": {"type": "string"}}}}}
-RECALL = {"type": "function", "function": {"name": "recall", "parameters": {"type": "object"}}}
-RETAIN = {"type": "function", "function": {"name": "retain", "parameters": {"type": "object"}}}
+RECALL = {"type": "function", "function": {"name": "recall", "parameters": {
+    "type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}
+RETAIN = {"type": "function", "function": {"name": "retain", "parameters": {
+    "type": "object", "properties": {"content": {"type": "string"}, "metadata": {"type": "object"}}}}}
 ACK = {"type": "function", "function": {"name": "final_answer", "parameters": {
     "type": "object", "properties": {"answer": {"type": "string", "enum": ["Feedback recorded"]}}}}}
 
@@ -121,7 +123,9 @@ def test_memory_mode_with_memory_tools_recalls_then_answers_and_retains_the_feed
         ("final_answer", {"answer": "Feedback recorded"}),)
 
 
-def test_cache_keys_the_mock_by_its_settings_and_answers_file(tmp_path: Path, isolated_cache: Path) -> None:
+def test_cache_keys_the_mock_by_its_settings_and_answers_file(
+    tmp_path: Path, isolated_cache: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     answers = tmp_path / "answers.yaml"
     answers.write_text("t1: first\n")
     config = mock(mode="answers", answers=str(answers))
@@ -132,6 +136,9 @@ def test_cache_keys_the_mock_by_its_settings_and_answers_file(tmp_path: Path, is
         answers.write_text("t1: second\n")  # another file: not answered from the old one's replies
         assert answer_of(build_chat_model(config), "q") == "second"
         assert answer_of(build_chat_model(mock(mode="fixed", answer="third")), "q") == "third"
+        # Another revision of the script (a package upgrade): not answered from the old replies.
+        monkeypatch.setattr("pytest_evomemory.models.mock.SCRIPT_REVISION", -1)
+        assert not build_chat_model(config).complete([{"role": "user", "content": "q"}], [FINAL]).cached
 
 
 def test_the_request_bound_and_the_registry() -> None:

@@ -252,6 +252,9 @@ def test_a_memory_that_cannot_ingest_refuses_the_session_once_before_any_task(
         run_benchmark(config, tmp_path / "out", memory_factory=lambda c, ctx: PlainMemory())
     message = str(refused.value)
     assert "memory PlainMemory has no ingest(session) method" in message and "ingest: agent" in message
+    # It names the factory that built the memory, not the memory config it did not come from.
+    assert message.startswith("memory factory ") and "<lambda>" in message.split(":", 2)[1]
+    assert str(config.sources.get("memory", "memory config")) not in message
     assert not (tmp_path / "out" / "scores.jsonl").exists()
 
 
