@@ -31,7 +31,7 @@ from ._ranking import VectorIndex, query_terms
 from .backend import MemoryBase
 from .base import MemoryBackend, MemoryContext
 from .embedders import Embedder, SentenceTransformerEmbedder, Vectors, build_embedder, embedder_check
-from .snapshot import LoggedRecord, RecordLog
+from .recordlog import LoggedRecord, RecordLog
 
 
 @dataclass(frozen=True)

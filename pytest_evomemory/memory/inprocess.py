@@ -32,7 +32,7 @@ from ..types import MemoryHit
 from ._ranking import Gathering, plan_gathering
 from .backend import MemoryBase
 from .base import MemoryContext
-from .snapshot import LoggedRecord, RecordLog
+from .recordlog import LoggedRecord, RecordLog
 
 
 @dataclass(frozen=True)

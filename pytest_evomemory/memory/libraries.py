@@ -48,7 +48,7 @@ from ..tools import ToolArgumentError
 from .backend import MemoryBase
 from .base import MemoryContext, ModelMeter, RecordRejected, unstorable_reason
 from .embedders import BUNDLED_MODEL, Embedder, HashingEmbedder, SentenceTransformerEmbedder
-from .snapshot import LoggedRecord, RecordLog
+from .recordlog import LoggedRecord, RecordLog
 
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 #: A query needs at least one letter or digit to mean anything (``""``, ``"?!"``).

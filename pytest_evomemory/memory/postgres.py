@@ -53,7 +53,7 @@ from ._ranking import (
 from .backend import MemoryBase
 from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
 from .embedders import Embedder, build_embedder, embedder_check
-from .snapshot import LoggedRecord, RecordLog
+from .recordlog import LoggedRecord, RecordLog
 
 #: Characters of a record that go into its tsvector (PostgreSQL's limit is 1 MB
 #: of lexemes and positions; 256k characters of prose stays well under it).

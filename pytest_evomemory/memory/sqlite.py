@@ -36,7 +36,7 @@ from ._ranking import VectorIndex, gathered_ranking, hybrid_ranking, plan_gather
 from .backend import MemoryBase
 from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
 from .embedders import Embedder, build_embedder, embedder_check
-from .snapshot import LoggedRecord, RecordLog
+from .recordlog import LoggedRecord, RecordLog
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

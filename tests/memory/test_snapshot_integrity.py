@@ -29,7 +29,8 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.errors import ArtefactWriteError, EvoMemoryError
-from pytest_evomemory.memory import MemorySystem, build_memory
+from pytest_evomemory.memory import MemorySystem, build_memory, snapfiles, snaplabel
+from pytest_evomemory.memory import recordlog as recordlog_module
 from pytest_evomemory.memory import snapshot as snapshot_module
 from pytest_evomemory.memory.factory import MemoryContext
 from pytest_evomemory.memory.snapshot import ResumeRefused, SnapshotDamaged, StreamSnapshots
@@ -277,8 +278,8 @@ def test_a_label_of_the_previous_format_is_passed_over_with_its_reason(tmp_path:
     for slot in snapshots.directory.glob("slot-*"):
         label = json.loads((slot / "episodes.json").read_text())
         body = {key: value for key, value in label.items() if key not in ("sha256", "config")} | {"format": 2}
-        (slot / "episodes.json").write_bytes(snapshot_module._CANONICAL.encode(
-            {**body, "sha256": snapshot_module._label_digest(body)}).encode("ascii"))
+        (slot / "episodes.json").write_bytes(snaplabel.CANONICAL.encode(
+            {**body, "sha256": snaplabel.label_digest(body)}).encode("ascii"))
     assert snapshots.newest_intact(EPISODES) == 0 and snapshots.completed_prefixes() == []
     assert snapshots.distrusted(EPISODES).endswith(
         "is in another format (2, this version writes 3): it was written by another version of pytest-evomemory"
@@ -321,7 +322,7 @@ def test_a_save_that_cannot_write_is_one_artefact_write_error(
     def full(*args: Any, **kwargs: Any) -> int:
         raise OSError(code, os.strerror(code))
 
-    monkeypatch.setattr(snapshot_module.os, "pwrite", full)
+    monkeypatch.setattr(os, "pwrite", full)
     with pytest.raises(ArtefactWriteError) as failed:
         snapshots.save(memory, 2)
     error = failed.value
@@ -374,13 +375,14 @@ def test_a_durable_save_syncs_files_then_label_and_keeps_its_slot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     synced: list[str] = []
-    real = snapshot_module._datasync
+    real = snapshot_module.datasync
 
     def spy(descriptor: int) -> None:
         synced.append(os.readlink(f"/proc/self/fd/{descriptor}") if os.path.exists("/proc/self/fd") else "?")
         real(descriptor)
 
-    monkeypatch.setattr(snapshot_module, "_datasync", spy)
+    for module in (snapshot_module, recordlog_module, snapfiles):  # label; log and manifest; other state files
+        monkeypatch.setattr(module, "datasync", spy)
     snapshots = StreamSnapshots.for_stream(tmp_path / "run", "s1", CONFIG)
     memory = open_backend("sqlite", tmp_path, "a")
     for episode in range(1, 3 * snapshot_module.SNAPSHOT_SLOTS):
