@@ -82,6 +82,11 @@ class _Progress:
     synced_at: float = -math.inf
     #: the log directory as a string, built once
     log_folder: str | None = None
+    #: directories whose entries this process may have changed (created, removed or
+    #: replaced a file or directory in them) since it last synced them: a durable
+    #: save syncs these, not every directory on the slot's path (an fsync of a
+    #: directory costs as much as a file's, and in the steady state no entry changes)
+    unsynced: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -149,6 +154,7 @@ class StreamSnapshots(SnapshotChecks):
         self._progress.tracker = None
         self._progress.pinned = None
         self._progress.synced_at = -math.inf
+        self._progress.unsynced.clear()
 
     def save(self, memory: object, completed: int) -> None:
         """Snapshot ``memory`` as it is after ``completed`` episodes (task + feedback).
@@ -171,6 +177,9 @@ class StreamSnapshots(SnapshotChecks):
 
     def _save(self, memory: SnapshotCapable, completed: int, index: int, slot: str, label: str, state: Path) -> None:
         progress = self._progress
+        stream, state_folder = os.fspath(self.directory), os.fspath(state)
+        #: the directories a power cut must find this slot's entries in, innermost first
+        path = (state_folder, slot, self._log_folder(), stream, os.fspath(self.directory.parent))
         known = index in progress.labels  # this process wrote the slot's label: no need to read it
         if not known:
             os.makedirs(slot, exist_ok=True)
@@ -179,6 +188,10 @@ class StreamSnapshots(SnapshotChecks):
         except FileNotFoundError:  # the slot was removed behind this process's back
             os.makedirs(slot, exist_ok=True)
             descriptor, known = os.open(label, os.O_RDWR | os.O_CREAT, 0o644), False
+        if not known:
+            # a slot this process has not written yet: any entry on its path may be new
+            # (or another process's, never synced by this one)
+            progress.unsynced.update(path)
         try:
             if known:
                 episodes, size = progress.labels[index], None
@@ -195,6 +208,7 @@ class StreamSnapshots(SnapshotChecks):
                 # updating incrementally must not build on it.
                 shutil.rmtree(state, ignore_errors=True)
                 state.mkdir(parents=True)
+                progress.unsynced.update((state_folder, slot))
             durable = time.monotonic() - progress.synced_at >= SYNC_INTERVAL_S
             shared = SharedLogs(self._log_folder(), os.fspath(state), progress.tracker, sync=durable)
             token = SHARED.set(shared)
@@ -204,11 +218,18 @@ class StreamSnapshots(SnapshotChecks):
                 SHARED.reset(token)
             progress.tracker = shared.tracker
             files = state_digests(state, shared.reported, sync=durable)
+            if shared.new_generation:
+                progress.unsynced.update((shared.directory, stream))
+            if files.keys() - shared.reported.keys():
+                # files the memory wrote itself (not through a RecordLog, which
+                # rewrites its manifest in place): they may be new, or renamed over
+                progress.unsynced.add(state_folder)
             text = label_bytes(self.stream, self.config, completed, type(memory).__qualname__, files, shared.logs)
             if durable:
-                for directory in (os.fspath(state), slot, shared.directory, os.fspath(self.directory)):
-                    sync_path(directory, directory=True)
-                sync_path(os.fspath(self.directory.parent), directory=True)
+                for directory in path:
+                    if directory in progress.unsynced:
+                        sync_path(directory, directory=True)
+                        progress.unsynced.discard(directory)
             overwrite(descriptor, text, size)
             if durable:
                 datasync(descriptor)
@@ -243,6 +264,7 @@ class StreamSnapshots(SnapshotChecks):
                     os.unlink(os.path.join(directory, log_name(generation)))
                 except FileNotFoundError:
                     pass
+                self._progress.unsynced.add(directory)
 
     def restore(self, memory: object, completed: int) -> None:
         """Load the state after ``completed`` episodes into a fresh ``memory``, or refuse.
@@ -306,6 +328,7 @@ class StreamSnapshots(SnapshotChecks):
         progress.tracker = shared.tracker
         progress.labels.clear()
         progress.pinned, progress.synced_at = None, -math.inf
+        progress.unsynced.clear()  # every slot is unknown again: its first save marks its path
 
     def _forget_later_than(self, completed: int) -> None:
         """Invalidate the labels of snapshots taken after ``completed`` episodes: the
