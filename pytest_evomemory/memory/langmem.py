@@ -46,15 +46,15 @@ from ..config import MemoryConfig, ModelConfig
 from ..errors import MemoryBackendError
 from ..tools import Tool, ToolArgumentError, require_string
 from ..types import MemoryHit, ToolSpec
-from .base import MemoryBackend, MemoryContext, ModelMeter
+from .base import MemoryBackend, MemoryContext
 from .embedders import Embedder
 from .guard import SeenRecord
 from .libraries import (
     NO_KEY,
     EmbeddingsEndpoint,
+    LibraryClients,
     LibraryMemory,
     LibraryOptions,
-    ResolvedChat,
     check_library_options,
     decode_floats,
     encode_floats,
@@ -94,9 +94,7 @@ def open_langmem_memory(memory: MemoryConfig, context: MemoryContext) -> LangMem
     check_langmem_config(memory, context.agent_model, source)
     options = memory.section(LangMemOptions)
     return LangMemMemory(
-        default_top_k=memory.top_k,
-        infer=options.infer,
-        **library_clients(memory, options, context, NAME, source),
+        library_clients(memory, options, context, NAME, source), default_top_k=memory.top_k, infer=options.infer
     )
 
 
@@ -105,22 +103,10 @@ class LangMemMemory(LibraryMemory):
 
     KIND = NAME
 
-    def __init__(
-        self,
-        *,
-        default_top_k: int = 4,
-        infer: bool = False,
-        chat: ResolvedChat | None = None,
-        embedder: Embedder | None = None,
-        endpoint: EmbeddingsEndpoint | None = None,
-        endpoint_api_key: str | None = None,
-        meter: ModelMeter | None = None,
-    ) -> None:
-        super().__init__(
-            default_top_k=default_top_k, infer=infer, chat=chat, embedder=embedder, endpoint=endpoint,
-            endpoint_api_key=endpoint_api_key, meter=meter,
-        )
+    def __init__(self, clients: LibraryClients, *, default_top_k: int = 4, infer: bool = False) -> None:
+        super().__init__(clients, default_top_k=default_top_k, infer=infer)
         self._libraries = import_langmem()
+        embedder, endpoint = clients.embedder, clients.endpoint
         self._embeddings = (
             _package_embeddings(embedder) if embedder is not None else _endpoint_embeddings(endpoint, self._endpoint_api_key)
         )

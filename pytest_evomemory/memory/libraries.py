@@ -275,24 +275,35 @@ def metered_price(options: type[LibraryOptions], backend: str) -> Callable[[Memo
     return price
 
 
+@dataclass(frozen=True)
+class LibraryClients:
+    """What every library backend opens with: the chat model it extracts facts with
+    (``infer`` only) and, under a cost cap, the transport that meters its calls; the
+    embedder in this process, or the embeddings endpoint and its key (exactly one)."""
+
+    chat: ResolvedChat | None = None
+    meter: ModelMeter | None = None
+    embedder: Embedder | None = None
+    endpoint: EmbeddingsEndpoint | None = None
+    endpoint_api_key: str | None = None
+
+
 def library_clients(
     memory: MemoryConfig, options: LibraryOptions, context: MemoryContext, backend: str, source: str
-) -> dict[str, Any]:
-    """The keyword arguments every library backend opens with: the chat model it
-    extracts facts with (``infer`` only) and, under a cost cap, the transport that
-    meters its calls (``context.meter``); the embedder in this process or the
-    embeddings endpoint and its key."""
+) -> LibraryClients:
+    """The clients a library backend opens with, from its settings and the stream's
+    context (``context.meter`` meters the chat model's calls under a cost cap)."""
     chat = resolve_chat(options.llm, context.agent_model, backend, source) if options.infer else None
     meter = None
     if chat is not None and context.meter is not None:
         meter = context.meter(chat.pricing, chat.max_tokens, f"backend {backend!r}'s model")
-    return {
-        "chat": chat,
-        "meter": meter,
-        "embedder": in_process_embedder(memory) if options.embeddings is None else None,
-        "endpoint": options.embeddings,
-        "endpoint_api_key": endpoint_key(options.embeddings, backend, source) if options.embeddings else None,
-    }
+    return LibraryClients(
+        chat=chat,
+        meter=meter,
+        embedder=in_process_embedder(memory) if options.embeddings is None else None,
+        endpoint=options.embeddings,
+        endpoint_api_key=endpoint_key(options.embeddings, backend, source) if options.embeddings else None,
+    )
 
 
 def metered_client(meter: ModelMeter) -> Any:
@@ -394,31 +405,21 @@ class LibraryMemory(MemoryBase):
     order by ``restore``. A subclass sets ``KIND`` to its backend's name.
     """
 
-    def __init__(
-        self,
-        *,
-        default_top_k: int = 4,
-        infer: bool = False,
-        chat: ResolvedChat | None = None,
-        embedder: Embedder | None = None,
-        endpoint: EmbeddingsEndpoint | None = None,
-        endpoint_api_key: str | None = None,
-        meter: ModelMeter | None = None,
-    ) -> None:
+    def __init__(self, clients: LibraryClients, *, default_top_k: int = 4, infer: bool = False) -> None:
         super().__init__(default_top_k)
-        if (embedder is None) == (endpoint is None):
+        if (clients.embedder is None) == (clients.endpoint is None):
             raise MemoryBackendError(
                 f"{self.KIND} memory needs exactly one of an in-process embedder and an embeddings endpoint"
             )
-        if infer and chat is None:
+        if infer and clients.chat is None:
             raise MemoryBackendError(f"{self.KIND} memory with infer needs a chat endpoint")
         self.infer = infer
-        self._chat = chat
-        self._embedder = embedder
-        self._endpoint = endpoint
-        self._endpoint_api_key = endpoint_api_key or NO_KEY
+        self._chat = clients.chat
+        self._embedder = clients.embedder
+        self._endpoint = clients.endpoint
+        self._endpoint_api_key = clients.endpoint_api_key or NO_KEY
         #: Under a cost cap: the transport the library's chat client sends through.
-        self._meter = meter
+        self._meter = clients.meter
         self._lock = threading.RLock()
         #: What the store was written, in order: what snapshots are made of.
         self._journal: list[dict[str, Any]] = []
@@ -477,6 +478,7 @@ __all__ = [
     "NO_KEY",
     "ChatEndpoint",
     "EmbeddingsEndpoint",
+    "LibraryClients",
     "LibraryMemory",
     "LibraryOptions",
     "ResolvedChat",

@@ -42,15 +42,13 @@ from ..config import MemoryConfig, ModelConfig, Text
 from ..errors import ConfigError, MemoryBackendError
 from ..tools import Tool, ToolArgumentError, require_string
 from ..types import MemoryHit
-from .base import MemoryBackend, MemoryContext, ModelMeter, RecordRejected
-from .embedders import Embedder
+from .base import MemoryBackend, MemoryContext, RecordRejected
 from .guard import SeenRecord
 from .libraries import (
     NO_KEY,
-    EmbeddingsEndpoint,
+    LibraryClients,
     LibraryMemory,
     LibraryOptions,
-    ResolvedChat,
     check_library_options,
     claim_fresh_directory,
     decode_floats,
@@ -133,10 +131,10 @@ def open_mem0_memory(memory: MemoryConfig, context: MemoryContext) -> Mem0Memory
     options = memory.section(Mem0Options)
     return Mem0Memory(
         store_path(memory, context),
+        library_clients(memory, options, context, NAME, source),
         default_top_k=memory.top_k,
         infer=options.infer,
         search_threshold=options.search_threshold,
-        **library_clients(memory, options, context, NAME, source),
     )
 
 
@@ -148,20 +146,13 @@ class Mem0Memory(LibraryMemory):
     def __init__(
         self,
         directory: Path,
+        clients: LibraryClients,
         *,
         default_top_k: int = 4,
         infer: bool = False,
         search_threshold: float = 0.1,
-        chat: ResolvedChat | None = None,
-        embedder: Embedder | None = None,
-        endpoint: EmbeddingsEndpoint | None = None,
-        endpoint_api_key: str | None = None,
-        meter: ModelMeter | None = None,
     ) -> None:
-        super().__init__(
-            default_top_k=default_top_k, infer=infer, chat=chat, embedder=embedder, endpoint=endpoint,
-            endpoint_api_key=endpoint_api_key, meter=meter,
-        )
+        super().__init__(clients, default_top_k=default_top_k, infer=infer)
         self.search_threshold = search_threshold
         self.directory = directory
         #: The journal (see :meth:`_journal_writes`) holds points as stored, deletions and history rows.
@@ -171,7 +162,7 @@ class Mem0Memory(LibraryMemory):
         self._lock_file: IO[bytes] = claim_fresh_directory(directory, NAME)
         try:
             self._mem0 = import_mem0()
-            self._dims = embedder.dim if embedder is not None else self._endpoint_dims()
+            self._dims = self._embedder.dim if self._embedder is not None else self._endpoint_dims()
             self._memory = self._open()
         except BaseException:
             self._lock_file.close()
