@@ -19,7 +19,6 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from ..errors import MemoryBackendError
 from ..text import STOPWORDS
 from .embedders import Vectors
 
@@ -260,19 +259,14 @@ def hybrid_ranking(
     return reciprocal_rank_fusion([lexical_ids, semantic_ids])[:limit]
 
 
-def prepare_recall(
-    query: str, top_k: int | None, default_top_k: int, embedder: Any
-) -> tuple[int, list[str], Any] | None:
-    """What both SQL backends check before a recall: ``(limit, terms, vector)``.
+def prepare_recall(query: str, embedder: Any) -> tuple[list[str], Any] | None:
+    """What both SQL backends need before a recall: ``(terms, vector)``.
 
     ``None`` means there is no word to search for, so the recall returns nothing
     (not even a dense embedder is asked to guess).
     """
-    limit = default_top_k if top_k is None else top_k
-    if limit < 1:
-        raise MemoryBackendError(f"recall: top_k must be at least 1, got {limit}")
     terms = query_terms(query)
     if not terms:
         return None
     vector = embedder.embed([query])[0] if embedder else None
-    return limit, terms, vector
+    return terms, vector

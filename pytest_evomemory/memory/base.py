@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, runtime_checkable
 
 from ..errors import MemoryBackendError
 from ..tools import Tool
@@ -113,6 +113,59 @@ class Ingestible(Protocol):
     def ingest(self, session: ConversationSession) -> None:
         """Store what this memory keeps of one session (called once per session, in order)."""
         ...
+
+
+@runtime_checkable
+class SnapshotCapable(Protocol):
+    """Optional MemorySystem capability: save and load the whole memory state.
+
+    ``snapshot(directory)`` makes ``directory`` hold this memory's current state;
+    the same directory is passed again later, so an implementation may update it
+    incrementally, but it must stay loadable if the process is killed at any
+    instant (write new files, then atomically replace a manifest). ``restore``
+    is called once, on a freshly opened memory of the same stream and config,
+    before the agent touches it, and must leave it exactly as it was when the
+    snapshot was taken: same records, same ids, same next recalls.
+    """
+
+    def snapshot(self, directory: Path) -> None: ...
+
+    def restore(self, directory: Path) -> None: ...
+
+
+class ResumeRefused(MemoryBackendError):
+    """A partly run stream cannot be resumed with the memory it had."""
+
+
+class SnapshotDamaged(ResumeRefused):
+    """A snapshot is missing, damaged or not this stream's: nothing was loaded from it.
+
+    ``path`` is the slot (or snapshot directory), ``problem`` what is wrong with it.
+    """
+
+    def __init__(self, message: str = "", *, path: str | None = None, problem: str | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.problem = problem
+
+
+#: Classes already known to implement :class:`SnapshotCapable`: a runtime protocol
+#: check walks the class's attributes each time (tens of microseconds), and the
+#: runtime asks once per episode. Only classes that offer both methods themselves
+#: are remembered, for which the protocol check is a check of the class alone.
+_CAPABLE_TYPES: set[type] = set()
+
+
+def supports_snapshots(memory: object) -> TypeGuard[SnapshotCapable]:
+    """Whether ``memory`` (a MemorySystem) implements :class:`SnapshotCapable`."""
+    kind = type(memory)
+    if kind in _CAPABLE_TYPES:
+        return True
+    if not isinstance(memory, SnapshotCapable):
+        return False
+    if all(callable(getattr(kind, name, None)) for name in ("snapshot", "restore")):
+        _CAPABLE_TYPES.add(kind)
+    return True
 
 
 class RecordRejected(MemoryBackendError):

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import base64
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,14 +26,12 @@ import numpy as np
 
 from ..config import MemoryConfig
 from ..errors import MemoryBackendError
-from ..tools import Tool
-from ..types import ConversationSession, MemoryHit
+from ..types import MemoryHit
 from ._ranking import VectorIndex, query_terms
+from .backend import MemoryBase
 from .base import MemoryBackend, MemoryContext
 from .embedders import Embedder, SentenceTransformerEmbedder, Vectors, build_embedder, embedder_check
-from .ingestion import ingest_turns
-from .snapshot import LoggedRecord, RecordLog
-from .tools import memory_tools
+from .recordlog import LoggedRecord, RecordLog
 
 
 @dataclass(frozen=True)
@@ -44,18 +42,15 @@ class _Record:
     vector: Vectors
 
 
-class DenseMemory:
+class DenseMemory(MemoryBase):
     """Cosine top-k over one embedder's unit vectors; ties go to the older record."""
 
-    #: Offer ``forget``/``update`` tools too (set by the factory for ``editing_tools: true``).
-    editing_tools = False
+    KIND = "dense"
+    CLOSED = "this {what} was closed at stream teardown"
 
     def __init__(self, embedder: Embedder, default_top_k: int = 4) -> None:
-        if default_top_k < 1:
-            raise MemoryBackendError("memory top_k must be at least 1")
-        self.default_top_k = default_top_k
+        super().__init__(default_top_k)
         self.embedder = embedder
-        self._closed = False
         self._next_id = 1
         self._records: dict[int, _Record] = {}
         self._index = VectorIndex(embedder.dim)
@@ -78,9 +73,7 @@ class DenseMemory:
 
     def recall(self, query: str, top_k: int | None = None) -> list[MemoryHit]:
         self._check_open()
-        limit = self.default_top_k if top_k is None else top_k
-        if limit < 1:
-            raise MemoryBackendError(f"recall: top_k must be at least 1, got {limit}")
+        limit = self._checked_limit(top_k)
         if not query_terms(query) or not self._records:
             return []  # no word to search for: not even the encoder is asked to guess
         ranked = self._index.search(self.embedder.embed([query])[0], limit)
@@ -96,13 +89,6 @@ class DenseMemory:
         self._records.clear()
         self._index.clear()
 
-    def tools(self) -> Sequence[Tool]:
-        return memory_tools(self)
-
-    def ingest(self, session: ConversationSession) -> None:
-        """A conversation session, one record per turn (:mod:`.ingestion`), as every built-in backend."""
-        ingest_turns(self, session)
-
     def __len__(self) -> int:
         return len(self._records)
 
@@ -111,9 +97,7 @@ class DenseMemory:
     def recent(self, limit: int | None = None) -> list[MemoryHit]:
         """The ``limit`` records retained last, newest first."""
         self._check_open()
-        count = self.default_top_k if limit is None else limit
-        if count < 1:
-            raise MemoryBackendError(f"recent: limit must be at least 1, got {count}")
+        count = self._recent_limit(limit)
         # Ids only grow and forget only removes, so insertion order is id order.
         numbers = itertools.islice(reversed(self._records), count)
         return [self._hit(self._records[number], 0.0) for number in numbers]
@@ -171,10 +155,6 @@ class DenseMemory:
     @staticmethod
     def _hit(record: _Record, score: float) -> MemoryHit:
         return MemoryHit(str(record.number), record.content, score, record.metadata)
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise MemoryBackendError("this dense memory was closed at stream teardown")
 
 
 def open_dense_memory(config: MemoryConfig, context: MemoryContext) -> DenseMemory:

@@ -27,15 +27,12 @@ import numpy as np
 import numpy.typing as npt
 
 from ..config import MemoryConfig
-from ..errors import MemoryBackendError
 from ..text import tokens
-from ..tools import Tool
-from ..types import ConversationSession, MemoryHit
+from ..types import MemoryHit
 from ._ranking import Gathering, plan_gathering
+from .backend import MemoryBase
 from .base import MemoryContext
-from .ingestion import ingest_turns
-from .snapshot import LoggedRecord, RecordLog
-from .tools import memory_tools
+from .recordlog import LoggedRecord, RecordLog
 
 
 @dataclass(frozen=True)
@@ -66,16 +63,16 @@ class _GrowingArray:
         return self._data[: self.size]
 
 
-class InProcessMemory:
+class InProcessMemory(MemoryBase):
     """TF-IDF weighted bag-of-words cosine recall; ties go to the older record."""
 
+    KIND = "in-process"
+    CLOSED = "this {what} was closed at stream teardown"
+
     def __init__(self, default_top_k: int = 4) -> None:
-        if default_top_k < 1:
-            raise MemoryBackendError("memory top_k must be at least 1")
-        self.default_top_k = default_top_k
+        super().__init__(default_top_k)
         self._ids = itertools.count(1)
         self._next_id = 1
-        self._closed = False
         self._clear()
 
     def _clear(self) -> None:
@@ -118,7 +115,7 @@ class InProcessMemory:
 
     def recall(self, query: str, top_k: int | None = None) -> list[MemoryHit]:
         self._check_open()
-        limit = self.default_top_k if top_k is None else top_k
+        limit = self._limit(top_k)
         query_bag = Counter(tokens(query))
         total = len(self._records)
         if not query_bag or not total:
@@ -201,15 +198,10 @@ class InProcessMemory:
 
     # ------------------------------------------------------------------ optional capabilities
 
-    #: Offer ``forget``/``update`` tools too (set by the factory for ``editing_tools: true``).
-    editing_tools = False
-
     def recent(self, limit: int | None = None) -> list[MemoryHit]:
         """The ``limit`` records retained last, newest first (:class:`~.base.RecencyRecall`)."""
         self._check_open()
-        count = self.default_top_k if limit is None else limit
-        if count < 1:
-            raise MemoryBackendError(f"recent: limit must be at least 1, got {count}")
+        count = self._recent_limit(limit)
         return [MemoryHit(r.record_id, r.content, 0.0, r.metadata) for r in reversed(self._records[-count:])]
 
     def forget(self, record_id: str) -> bool:
@@ -227,13 +219,6 @@ class InProcessMemory:
     def close(self) -> None:
         self._closed = True
         self._clear()
-
-    def tools(self) -> Sequence[Tool]:
-        return memory_tools(self)
-
-    def ingest(self, session: ConversationSession) -> None:
-        """A conversation session, one record per turn (:mod:`.ingestion`)."""
-        ingest_turns(self, session)
 
     def __len__(self) -> int:
         return len(self._records)
@@ -264,10 +249,6 @@ class InProcessMemory:
             self._add(_Record(f"mem-{record['id']}", record["content"], record["metadata"]))
         self._next_id = int(state["next_id"])
         self._ids = itertools.count(self._next_id)
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise MemoryBackendError("this in-process memory was closed at stream teardown")
 
 
 def _number(record: _Record) -> int:

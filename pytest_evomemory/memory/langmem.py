@@ -11,7 +11,10 @@ memory's ``content``) and LangMem's own operations on it:
 * ``recall`` is the store search those tools run; ``retain`` stores the text as
   ``manage_memory`` would (``infer: false``, the metadata kept beside it) or
   hands it to LangMem's memory manager (``create_memory_store_manager``), whose
-  LLM decides what to insert, update or delete (``infer: true``).
+  LLM decides what to insert, update or delete (``infer: true``);
+* ``ingest`` (LoCoMo) retains one memory per turn with the turn's metadata, as
+  the built-in backends do (with ``infer`` each turn goes to the memory manager,
+  whose memories keep no metadata).
 
 The store lives in the process, so a stream's memory is gone when it closes;
 resume goes through :meth:`LangMemMemory.snapshot`, which appends to a record log
@@ -26,7 +29,6 @@ LangSmith tracing is off for every call (nothing leaves the machine).
 
 from __future__ import annotations
 
-import base64
 import json
 import threading
 import uuid
@@ -37,31 +39,31 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TypeVar
 
-import numpy as np
 from pydantic import SecretStr
 
 from .. import boundedread
 from ..config import MemoryConfig, ModelConfig
 from ..errors import MemoryBackendError
 from ..tools import Tool, ToolArgumentError, require_string
-from ..types import ConversationSession, MemoryHit, ToolSpec
-from .base import MemoryBackend, MemoryContext, ModelMeter, RecordRejected, unstorable_reason
+from ..types import MemoryHit, ToolSpec
+from .base import MemoryBackend, MemoryContext
 from .embedders import Embedder
 from .guard import SeenRecord
-from .ingestion import ingest_turns
 from .libraries import (
     NO_KEY,
     EmbeddingsEndpoint,
+    LibraryClients,
+    LibraryMemory,
     LibraryOptions,
-    ResolvedChat,
     check_library_options,
+    decode_floats,
+    encode_floats,
     has_words,
     infer_calls,
     library_clients,
     metered_client,
     metered_price,
 )
-from .snapshot import RecordLog
 from .tools import MemoryTool
 
 NAME = "langmem"
@@ -92,43 +94,23 @@ def open_langmem_memory(memory: MemoryConfig, context: MemoryContext) -> LangMem
     check_langmem_config(memory, context.agent_model, source)
     options = memory.section(LangMemOptions)
     return LangMemMemory(
-        default_top_k=memory.top_k,
-        infer=options.infer,
-        **library_clients(memory, options, context, NAME, source),
+        library_clients(memory, options, context, NAME, source), default_top_k=memory.top_k, infer=options.infer
     )
 
 
-class LangMemMemory:
+class LangMemMemory(LibraryMemory):
     """One stream's LangGraph store and LangMem tools behind the MemorySystem protocol."""
 
-    def __init__(
-        self,
-        *,
-        default_top_k: int = 4,
-        infer: bool = False,
-        chat: ResolvedChat | None = None,
-        embedder: Embedder | None = None,
-        endpoint: EmbeddingsEndpoint | None = None,
-        endpoint_api_key: str | None = None,
-        meter: ModelMeter | None = None,
-    ) -> None:
-        if default_top_k < 1:
-            raise MemoryBackendError("memory top_k must be at least 1")
-        if (embedder is None) == (endpoint is None):
-            raise MemoryBackendError("langmem memory needs exactly one of an in-process embedder and an embeddings endpoint")
-        if infer and chat is None:
-            raise MemoryBackendError("langmem memory with infer needs a chat endpoint")
-        self.default_top_k = default_top_k
-        self.infer = infer
-        self._lock = threading.RLock()
-        self._closed = False
+    KIND = NAME
+
+    def __init__(self, clients: LibraryClients, *, default_top_k: int = 4, infer: bool = False) -> None:
+        super().__init__(clients, default_top_k=default_top_k, infer=infer)
         self._libraries = import_langmem()
-        self._embedder = embedder
-        self._embeddings = _package_embeddings(embedder) if embedder is not None else _endpoint_embeddings(endpoint, endpoint_api_key)
+        embedder, endpoint = clients.embedder, clients.endpoint
+        self._embeddings = (
+            _package_embeddings(embedder) if embedder is not None else _endpoint_embeddings(endpoint, self._endpoint_api_key)
+        )
         self._dims = embedder.dim if embedder is not None else _endpoint_dims(endpoint, self._embeddings)
-        self._chat = chat
-        #: Under a cost cap: the transport the memory manager's chat client sends through.
-        self._meter = meter
         self._open_store()
 
     def _open_store(self) -> None:
@@ -143,7 +125,7 @@ class LangMemMemory:
                 "this backend was built for (langgraph 1.x); install the versions the langmem extra pins"
             )
         #: Every write to the store, in order (see :meth:`_journal_writes`): what snapshots are made of.
-        self._journal: list[dict[str, Any]] = []
+        self._journal = []
         self._manage_tool = lib.create_manage_memory_tool(NAMESPACE, store=self._store)
         self._search_tool = lib.create_search_memory_tool(NAMESPACE, store=self._store)
         self._manager = None
@@ -166,7 +148,7 @@ class LangMemMemory:
         ``infer``, let LangMem's memory manager turn it into memories (the first
         key it wrote; "" when it wrote none). Metadata is kept only without ``infer``."""
         self._check_open()
-        _check_text(content, "retain")
+        self._check_text(content, "retain")
         if self._manager is not None:
             with self._lock, _untraced():
                 # One worker: the manager writes in a thread pool, and the order of
@@ -190,7 +172,7 @@ class LangMemMemory:
     def recall(self, query: str, top_k: int | None = None) -> list[MemoryHit]:
         """The store search ``search_memory`` runs, most similar first."""
         self._check_open()
-        limit = self.default_top_k if top_k is None else top_k
+        limit = self._limit(top_k)
         if not has_words(query, self._embedder) or limit < 1:
             return []
         with self._lock, _untraced():
@@ -208,9 +190,7 @@ class LangMemMemory:
         a deletion removes it), and a restore replays the writes in that order.
         """
         self._check_open()
-        count = self.default_top_k if limit is None else limit
-        if count < 1:
-            raise MemoryBackendError(f"recent: limit must be at least 1, got {count}")
+        count = self._recent_limit(limit)
         with self._lock:
             items = list(self._store._data.get(NAMESPACE, {}).values())[::-1][:count]
         return [MemoryHit(item.key, memory_text(item.value), 0.0, dict(item.value.get("metadata") or {})) for item in items]
@@ -223,12 +203,6 @@ class LangMemMemory:
                 return False
             self._store.delete(NAMESPACE, record_id)
         return True
-
-    def ingest(self, session: ConversationSession) -> None:
-        """A conversation session, one memory per turn with the turn's metadata, as the
-        built-in backends store it (:mod:`.ingestion`); with ``infer`` each turn goes
-        to LangMem's memory manager, whose memories keep no metadata (see :meth:`retain`)."""
-        ingest_turns(self, session)
 
     def reset(self) -> None:
         self._check_open()
@@ -247,10 +221,7 @@ class LangMemMemory:
         def manage(arguments: Mapping[str, Any]) -> str:
             content = arguments.get("content")
             if isinstance(content, str):
-                try:
-                    _check_text(content, "manage_memory")
-                except RecordRejected as error:
-                    raise ToolArgumentError(str(error)) from None
+                self._check_tool_text(content, "manage_memory")
             return self._call_tool(lambda: self._manage_tool.invoke(dict(arguments)), "manage_memory")
 
         def search(arguments: Mapping[str, Any]) -> str:
@@ -302,7 +273,7 @@ class LangMemMemory:
             self._journal.append({
                 "op": "put", "key": key, "value": json.loads(json.dumps(item.value, default=str)),
                 "created_at": item.created_at.isoformat(), "updated_at": item.updated_at.isoformat(),
-                "vectors": {path: _encode(vector) for path, vector in vectors.get(key, {}).items()},
+                "vectors": {path: encode_floats(vector) for path, vector in vectors.get(key, {}).items()},
             })
 
     def snapshot(self, directory: Path) -> None:
@@ -310,21 +281,12 @@ class LangMemMemory:
         the writes since the directory's last snapshot are appended)."""
         self._check_open()
         with self._lock:
-            journal = self._journal
-            RecordLog(directory, NAME).save(
-                len(journal),
-                lambda last_id: ({"id": index + 1, **journal[index]} for index in range(last_id, len(journal))),
-                {},
-            )
+            self._save_journal(directory, {})
 
     def restore(self, directory: Path) -> None:
         """Empty the store and replay the snapshot's writes into it, in order."""
         self._check_open()
-        if not (directory / "manifest.json").exists():
-            raise MemoryBackendError(
-                f"no langmem memory snapshot in {directory} (manifest.json is missing); it cannot be restored"
-            )
-        events, _ = RecordLog(directory, NAME).load()
+        events, _ = self._load_journal(directory)
         item_class = self._libraries.Item
         with self._lock:
             self._open_store()
@@ -336,21 +298,13 @@ class LangMemMemory:
                     vectors[NAMESPACE].pop(key, None)
                     continue
                 for field, vector in event["vectors"].items():  # the store inserts vectors first
-                    vectors[NAMESPACE][key][field] = _decode(vector)
+                    vectors[NAMESPACE][key][field] = decode_floats(vector)
                 data[NAMESPACE][key] = item_class(
                     value=event["value"], key=key, namespace=NAMESPACE,
                     created_at=datetime.fromisoformat(event["created_at"]),
                     updated_at=datetime.fromisoformat(event["updated_at"]),
                 )
-            self._journal = [{key: value for key, value in event.items() if key != "id"} for event in events]
-
-    # ------------------------------------------------------------------ helpers
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise MemoryBackendError(
-                "langmem memory is closed (stream teardown closed it); it cannot be used any more"
-            )
+            self._replayed(events)
 
 
 def memory_text(value: Mapping[str, Any]) -> str:
@@ -402,23 +356,6 @@ def _clean_schema(schema: dict[str, Any]) -> dict[str, Any]:
     cleaned: dict[str, Any] = strip(schema)
     cleaned.pop("description", None)
     return cleaned
-
-
-def _check_text(content: Any, operation: str) -> None:
-    if not isinstance(content, str):
-        raise MemoryBackendError(f"{operation}: content must be a string, got {type(content).__name__}")
-    reason = unstorable_reason(content, nul_allowed=True)
-    if reason:
-        raise RecordRejected(f"langmem memory: this record was not stored: its content {reason}")
-
-
-def _encode(vector: Sequence[float]) -> str:
-    return base64.b64encode(np.asarray(vector, dtype=np.float64).tobytes()).decode("ascii")
-
-
-def _decode(text: str) -> list[float]:
-    decoded: list[float] = np.frombuffer(base64.b64decode(text), dtype=np.float64).tolist()
-    return decoded
 
 
 def _package_embeddings(embedder: Embedder) -> Callable[[Sequence[str]], list[list[float]]]:

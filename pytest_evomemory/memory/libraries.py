@@ -18,15 +18,18 @@ network; what the libraries send goes only to the endpoints configured.
 
 from __future__ import annotations
 
+import base64
 import importlib.util
 import os
 import re
 import shutil
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Annotated, Any, cast
 
+import numpy as np
 from pydantic import Field, field_validator
 
 from ..config import (
@@ -41,8 +44,11 @@ from ..config import (
 from ..errors import ConfigError, MemoryBackendError
 from ..pricing import Pricing
 from ..text import tokens
-from .base import MemoryContext, ModelMeter
+from ..tools import ToolArgumentError
+from .backend import MemoryBase
+from .base import MemoryContext, ModelMeter, RecordRejected, unstorable_reason
 from .embedders import BUNDLED_MODEL, Embedder, HashingEmbedder, SentenceTransformerEmbedder
+from .recordlog import LoggedRecord, RecordLog
 
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 #: A query needs at least one letter or digit to mean anything (``""``, ``"?!"``).
@@ -269,24 +275,35 @@ def metered_price(options: type[LibraryOptions], backend: str) -> Callable[[Memo
     return price
 
 
+@dataclass(frozen=True)
+class LibraryClients:
+    """What every library backend opens with: the chat model it extracts facts with
+    (``infer`` only) and, under a cost cap, the transport that meters its calls; the
+    embedder in this process, or the embeddings endpoint and its key (exactly one)."""
+
+    chat: ResolvedChat | None = None
+    meter: ModelMeter | None = None
+    embedder: Embedder | None = None
+    endpoint: EmbeddingsEndpoint | None = None
+    endpoint_api_key: str | None = None
+
+
 def library_clients(
     memory: MemoryConfig, options: LibraryOptions, context: MemoryContext, backend: str, source: str
-) -> dict[str, Any]:
-    """The keyword arguments every library backend opens with: the chat model it
-    extracts facts with (``infer`` only) and, under a cost cap, the transport that
-    meters its calls (``context.meter``); the embedder in this process or the
-    embeddings endpoint and its key."""
+) -> LibraryClients:
+    """The clients a library backend opens with, from its settings and the stream's
+    context (``context.meter`` meters the chat model's calls under a cost cap)."""
     chat = resolve_chat(options.llm, context.agent_model, backend, source) if options.infer else None
     meter = None
     if chat is not None and context.meter is not None:
         meter = context.meter(chat.pricing, chat.max_tokens, f"backend {backend!r}'s model")
-    return {
-        "chat": chat,
-        "meter": meter,
-        "embedder": in_process_embedder(memory) if options.embeddings is None else None,
-        "endpoint": options.embeddings,
-        "endpoint_api_key": endpoint_key(options.embeddings, backend, source) if options.embeddings else None,
-    }
+    return LibraryClients(
+        chat=chat,
+        meter=meter,
+        embedder=in_process_embedder(memory) if options.embeddings is None else None,
+        endpoint=options.embeddings,
+        endpoint_api_key=endpoint_key(options.embeddings, backend, source) if options.embeddings else None,
+    )
 
 
 def metered_client(meter: ModelMeter) -> Any:
@@ -375,15 +392,101 @@ def claim_fresh_directory(directory: Path, backend: str) -> IO[bytes]:
     return handle
 
 
+# --------------------------------------------------------------------------- the memory side
+
+
+class LibraryMemory(MemoryBase):
+    """What both library backends do alike around their library's store.
+
+    The clients they open with (:func:`library_clients`), the text a library store
+    takes, and the journal their snapshots are made of: every write of the store
+    in order (as the backend records it), appended to a :class:`~.snapshot.RecordLog`
+    after each episode (only what was written since the last one) and replayed in
+    order by ``restore``. A subclass sets ``KIND`` to its backend's name.
+    """
+
+    def __init__(self, clients: LibraryClients, *, default_top_k: int = 4, infer: bool = False) -> None:
+        super().__init__(default_top_k)
+        if (clients.embedder is None) == (clients.endpoint is None):
+            raise MemoryBackendError(
+                f"{self.KIND} memory needs exactly one of an in-process embedder and an embeddings endpoint"
+            )
+        if infer and clients.chat is None:
+            raise MemoryBackendError(f"{self.KIND} memory with infer needs a chat endpoint")
+        self.infer = infer
+        self._chat = clients.chat
+        self._embedder = clients.embedder
+        self._endpoint = clients.endpoint
+        self._endpoint_api_key = clients.endpoint_api_key or NO_KEY
+        #: Under a cost cap: the transport the library's chat client sends through.
+        self._meter = clients.meter
+        self._lock = threading.RLock()
+        #: What the store was written, in order: what snapshots are made of.
+        self._journal: list[dict[str, Any]] = []
+
+    def _check_text(self, content: Any, operation: str) -> None:
+        """Refuse what the library's store cannot hold (RecordRejected: the stream goes on)."""
+        if not isinstance(content, str):
+            raise MemoryBackendError(f"{operation}: content must be a string, got {type(content).__name__}")
+        reason = unstorable_reason(content, nul_allowed=True)
+        if reason:
+            raise RecordRejected(f"{self.KIND} memory: this record was not stored: its content {reason}")
+
+    def _check_tool_text(self, content: Any, operation: str) -> None:
+        """:meth:`_check_text` for a tool's argument: a refusal is the tool's error."""
+        try:
+            self._check_text(content, operation)
+        except RecordRejected as error:
+            raise ToolArgumentError(str(error)) from None
+
+    def _save_journal(self, directory: Path, state: dict[str, Any]) -> None:
+        """Bring ``directory`` up to date with the journal (a :class:`~.snapshot.RecordLog`:
+        only the entries written since the directory's last snapshot are appended)."""
+        journal = self._journal
+        RecordLog(directory, self.KIND).save(
+            len(journal),
+            lambda last_id: ({"id": index + 1, **journal[index]} for index in range(last_id, len(journal))),
+            state,
+        )
+
+    def _load_journal(self, directory: Path) -> tuple[list[LoggedRecord], dict[str, Any]]:
+        """The snapshot's journal entries, in order, and its state (a missing snapshot
+        is refused naming the directory)."""
+        if not (directory / "manifest.json").exists():
+            raise MemoryBackendError(
+                f"no {self.KIND} memory snapshot in {directory} (manifest.json is missing); it cannot be restored"
+            )
+        return RecordLog(directory, self.KIND).load()
+
+    def _replayed(self, events: Sequence[LoggedRecord]) -> None:
+        """The journal once ``events`` were replayed into the store: theirs, without
+        their place in the record log."""
+        self._journal = [{key: value for key, value in event.items() if key != "id"} for event in events]
+
+
+def encode_floats(vector: Sequence[float]) -> str:
+    """A vector for a journal: base64 float64, exact."""
+    return base64.b64encode(np.asarray(vector, dtype=np.float64).tobytes()).decode("ascii")
+
+
+def decode_floats(text: str) -> list[float]:
+    decoded: list[float] = np.frombuffer(base64.b64decode(text), dtype=np.float64).tolist()
+    return decoded
+
+
 __all__ = [
     "NO_KEY",
     "ChatEndpoint",
     "EmbeddingsEndpoint",
+    "LibraryClients",
+    "LibraryMemory",
     "LibraryOptions",
     "ResolvedChat",
     "chat_pricing",
     "check_embedder",
     "claim_fresh_directory",
+    "decode_floats",
+    "encode_floats",
     "endpoint_key",
     "has_words",
     "in_process_embedder",

@@ -27,47 +27,48 @@ What the benchmark sees is Mem0's own behaviour:
 
 from __future__ import annotations
 
-import base64
 import json
-import logging
 import os
 import pickle
 import sqlite3
-import threading
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import IO, Annotated, Any
 
-import numpy as np
 from pydantic import Field, field_validator
 
 from .. import boundedread
 from ..config import MemoryConfig, ModelConfig, Text
 from ..errors import ConfigError, MemoryBackendError
 from ..tools import Tool, ToolArgumentError, require_string
-from ..types import ConversationSession, MemoryHit, ToolSpec
-from .base import MemoryBackend, MemoryContext, ModelMeter, RecordRejected, unstorable_reason
-from .embedders import Embedder
+from ..types import MemoryHit
+from .base import MemoryBackend, MemoryContext, RecordRejected
 from .guard import SeenRecord
-from .ingestion import ingest_turns
 from .libraries import (
     NO_KEY,
-    EmbeddingsEndpoint,
+    LibraryClients,
+    LibraryMemory,
     LibraryOptions,
-    ResolvedChat,
     check_library_options,
     claim_fresh_directory,
+    decode_floats,
+    encode_floats,
     has_words,
     infer_calls,
     library_clients,
-    metered_client,
     metered_price,
     path_template_problem,
     store_directory,
 )
-from .snapshot import RecordLog
-from .tools import MemoryTool
+from .mem0_library import (
+    PackageEmbedding,
+    import_mem0,
+    metered_openai_client,
+    quiet_resets,
+    unused_clients_not_built,
+    without_fsync,
+)
+from .tools import MemoryTool, text_tool_spec
 
 NAME = "mem0"
 #: Each stream has a store of its own, so one scope (Mem0 needs a user, agent or run id) suffices.
@@ -130,57 +131,38 @@ def open_mem0_memory(memory: MemoryConfig, context: MemoryContext) -> Mem0Memory
     options = memory.section(Mem0Options)
     return Mem0Memory(
         store_path(memory, context),
+        library_clients(memory, options, context, NAME, source),
         default_top_k=memory.top_k,
         infer=options.infer,
         search_threshold=options.search_threshold,
-        **library_clients(memory, options, context, NAME, source),
     )
 
 
-class Mem0Memory:
+class Mem0Memory(LibraryMemory):
     """One stream's Mem0 ``Memory`` behind the MemorySystem protocol."""
+
+    KIND = NAME
 
     def __init__(
         self,
         directory: Path,
+        clients: LibraryClients,
         *,
         default_top_k: int = 4,
         infer: bool = False,
         search_threshold: float = 0.1,
-        chat: ResolvedChat | None = None,
-        embedder: Embedder | None = None,
-        endpoint: EmbeddingsEndpoint | None = None,
-        endpoint_api_key: str | None = None,
-        meter: ModelMeter | None = None,
     ) -> None:
-        if default_top_k < 1:
-            raise MemoryBackendError("memory top_k must be at least 1")
-        if (embedder is None) == (endpoint is None):
-            raise MemoryBackendError("mem0 memory needs exactly one of an in-process embedder and an embeddings endpoint")
-        if infer and chat is None:
-            raise MemoryBackendError("mem0 memory with infer needs a chat endpoint")
-        self.default_top_k = default_top_k
-        self.infer = infer
+        super().__init__(clients, default_top_k=default_top_k, infer=infer)
         self.search_threshold = search_threshold
         self.directory = directory
-        self._chat = chat
-        self._embedder = embedder
-        self._endpoint = endpoint
-        self._endpoint_api_key = endpoint_api_key or NO_KEY
-        #: Under a cost cap: the transport Mem0's LLM client sends through (see _open).
-        self._meter = meter
-        self._lock = threading.RLock()
-        self._closed = False
-        #: What was written, in order (points as stored, deletions, history rows):
-        #: what a snapshot holds (see :meth:`_journal_writes`)
-        self._journal: list[dict[str, Any]] = []
+        #: The journal (see :meth:`_journal_writes`) holds points as stored, deletions and history rows.
         self._history_rowid = 0
         #: A read-only connection to Qdrant's point storage (see :meth:`_stored_points`).
         self._storage_reader: sqlite3.Connection | None = None
         self._lock_file: IO[bytes] = claim_fresh_directory(directory, NAME)
         try:
             self._mem0 = import_mem0()
-            self._dims = embedder.dim if embedder is not None else self._endpoint_dims()
+            self._dims = self._embedder.dim if self._embedder is not None else self._endpoint_dims()
             self._memory = self._open()
         except BaseException:
             self._lock_file.close()
@@ -225,9 +207,9 @@ class Mem0Memory:
         }
 
     def _open(self) -> Any:
-        embedding = _PackageEmbedding(self._embedder) if self._embedder is not None else None
+        embedding = PackageEmbedding(self._embedder) if self._embedder is not None else None
         try:
-            with _unused_clients_not_built(embedding, llm_unused=self._chat is None):
+            with unused_clients_not_built(embedding, llm_unused=self._chat is None):
                 memory = self._mem0.Memory.from_config(self._config())
         except Exception as error:
             raise MemoryBackendError(
@@ -236,12 +218,12 @@ class Mem0Memory:
         if embedding is not None:
             memory.embedding_model = embedding
         if self._meter is not None and self._chat is not None:
-            memory.llm.client = _metered_openai_client(self._chat, self._meter)
+            memory.llm.client = metered_openai_client(self._chat, self._meter)
         # fastembed's BM25 encoder downloads its model from the Hugging Face hub on
         # first use: Mem0 treats False as "tried, not available" and searches semantically.
         if hasattr(memory.vector_store, "_bm25_encoder"):
             memory.vector_store._bm25_encoder = False
-        _without_fsync(memory)
+        without_fsync(memory)
         return memory
 
     def _endpoint_dims(self) -> int:
@@ -271,7 +253,7 @@ class Mem0Memory:
         """``Memory.add``; the id of the first memory Mem0 added ("" when, with
         ``infer``, it extracted nothing new)."""
         self._check_open()
-        _check_text(content, "retain")
+        self._check_text(content, "retain")
         extra = dict(metadata or {})
         clash = sorted(RESERVED_METADATA & set(extra))
         if clash:
@@ -285,7 +267,7 @@ class Mem0Memory:
     def recall(self, query: str, top_k: int | None = None) -> list[MemoryHit]:
         """``Memory.search`` within this stream's scope, most similar first."""
         self._check_open()
-        found = self._search(query, self.default_top_k if top_k is None else top_k)
+        found = self._search(query, self._limit(top_k))
         return [
             MemoryHit(str(item["id"]), str(item["memory"]), float(item.get("score") or 0.0), dict(item.get("metadata") or {}))
             for item in found["results"]
@@ -300,9 +282,7 @@ class Mem0Memory:
         Mem0 updated keeps its place with its new text.
         """
         self._check_open()
-        count = self.default_top_k if limit is None else limit
-        if count < 1:
-            raise MemoryBackendError(f"recent: limit must be at least 1, got {count}")
+        count = self._recent_limit(limit)
         with self._lock:
             newest = _live_in_creation_order(self._journal)[::-1][:count]
             found = [self._memory.get(memory_id) for memory_id in newest]
@@ -320,18 +300,12 @@ class Mem0Memory:
             self._delete(record_id)
         return True
 
-    def ingest(self, session: ConversationSession) -> None:
-        """A conversation session, one ``Memory.add`` per turn with the turn's metadata,
-        as the built-in backends store it (:mod:`.ingestion`); with ``infer`` Mem0's
-        LLM extracts facts from each turn and they carry the turn's metadata."""
-        ingest_turns(self, session)
-
     def reset(self) -> None:
         self._check_open()
-        with self._lock, _quiet_resets():
+        with self._lock, quiet_resets():
             self._drop_storage_reader()
             self._memory.reset()
-            _without_fsync(self._memory)
+            without_fsync(self._memory)
             self._journal, self._history_rowid = [], 0
 
     def close(self) -> None:
@@ -349,10 +323,7 @@ class Mem0Memory:
 
         def add(arguments: Mapping[str, Any]) -> str:
             messages = require_string(arguments, "messages", "add")
-            try:
-                _check_text(messages, "add")
-            except RecordRejected as error:
-                raise ToolArgumentError(str(error)) from None
+            self._check_tool_text(messages, "add")
             return json.dumps(self._add(messages, None), ensure_ascii=False, default=str)
 
         def search(arguments: Mapping[str, Any]) -> str:
@@ -446,7 +417,6 @@ class Mem0Memory:
         """
         self._check_open()
         with self._lock:
-            journal = self._journal
             database = self._memory.db
             with database._lock:
                 columns = [row[1] for row in database.connection.execute("PRAGMA table_info(messages)")]
@@ -454,24 +424,16 @@ class Mem0Memory:
                     dict(zip(columns, row, strict=True))
                     for row in database.connection.execute(f"SELECT {', '.join(columns)} FROM messages ORDER BY rowid")
                 ]
-            RecordLog(directory, NAME).save(
-                len(journal),
-                lambda last_id: ({"id": index + 1, **journal[index]} for index in range(last_id, len(journal))),
-                {"messages": messages},
-            )
+            self._save_journal(directory, {"messages": messages})
 
     def restore(self, directory: Path) -> None:
         """Empty the store and replay the snapshot's journal into it, in order."""
         self._check_open()
-        if not (directory / "manifest.json").exists():
-            raise MemoryBackendError(
-                f"no mem0 memory snapshot in {directory} (manifest.json is missing); it cannot be restored"
-            )
-        events, state = RecordLog(directory, NAME).load()
-        with self._lock, _quiet_resets():
+        events, state = self._load_journal(directory)
+        with self._lock, quiet_resets():
             self._drop_storage_reader()
             self._memory.reset()
-            _without_fsync(self._memory)
+            without_fsync(self._memory)
             client = self._memory.vector_store.client
             models = _qdrant_models()
             # Points first, in the order they were added (Qdrant's storage order, which
@@ -490,7 +452,7 @@ class Mem0Memory:
             history = [event["row"] for event in events if event["op"] == "history"]
             self._insert_rows("history", history)
             self._insert_rows("messages", state.get("messages") or [])
-            self._journal = [{key: value for key, value in event.items() if key != "id"} for event in events]
+            self._replayed(events)
             database = self._memory.db
             with database._lock:
                 row = database.connection.execute("SELECT max(rowid) FROM history").fetchone()
@@ -562,51 +524,27 @@ class Mem0Memory:
         if client is not None:
             client.close()  # releases Qdrant's lock on the directory
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise MemoryBackendError(
-                f"mem0 memory {str(self.directory)!r} is closed (stream teardown closed it); it cannot be used any more"
-            )
+    def _described(self) -> str:
+        return f"mem0 memory {str(self.directory)!r}"
 
 
-ADD_SPEC = ToolSpec(
-    name="add",
-    description=(
-        "Mem0 add: store a memory for later tasks of this stream (e.g. the task, your answer and the "
-        "correct answer). Depending on the memory's configuration Mem0 stores the text as given, or its "
-        "LLM extracts the facts worth keeping from it. Returns the memories Mem0 added."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {"messages": {"type": "string", "description": "The text to remember."}},
-        "required": ["messages"],
-        "additionalProperties": False,
-    },
+ADD_SPEC = text_tool_spec(
+    "add",
+    "Mem0 add: store a memory for later tasks of this stream (e.g. the task, your answer and the "
+    "correct answer). Depending on the memory's configuration Mem0 stores the text as given, or its "
+    "LLM extracts the facts worth keeping from it. Returns the memories Mem0 added.",
+    "messages", "The text to remember.",
 )
-
-SEARCH_SPEC = ToolSpec(
-    name="search",
-    description=(
-        "Mem0 search: find the stored memories most similar to the query, most similar first, "
-        "with their ids and scores."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {"query": {"type": "string", "description": "What to look for."}},
-        "required": ["query"],
-        "additionalProperties": False,
-    },
+SEARCH_SPEC = text_tool_spec(
+    "search",
+    "Mem0 search: find the stored memories most similar to the query, most similar first, "
+    "with their ids and scores.",
+    "query", "What to look for.",
 )
-
-DELETE_SPEC = ToolSpec(
-    name="delete",
-    description="Mem0 delete: remove one stored memory by its id (as search returned it), e.g. one that misled you.",
-    parameters={
-        "type": "object",
-        "properties": {"memory_id": {"type": "string", "description": "The id of the memory to delete."}},
-        "required": ["memory_id"],
-        "additionalProperties": False,
-    },
+DELETE_SPEC = text_tool_spec(
+    "delete",
+    "Mem0 delete: remove one stored memory by its id (as search returned it), e.g. one that misled you.",
+    "memory_id", "The id of the memory to delete.",
 )
 
 
@@ -622,90 +560,6 @@ def read_search_result(result: str) -> list[SeenRecord] | None:
     return [(None if item.get("id") is None else str(item["id"]), item["memory"]) for item in items]
 
 
-class _PackageEmbedding:
-    """Mem0's embedding-model interface (``embed``, ``embed_batch``) over this
-    package's embedder: the bundled MiniLM is loaded once per process, not once
-    per stream, and never from the network."""
-
-    def __init__(self, embedder: Embedder) -> None:
-        self.embedder = embedder
-
-        class _Config:
-            embedding_dims = embedder.dim
-
-        self.config = _Config()
-
-    def embed(self, text: str, memory_action: str | None = None) -> list[float]:
-        return [float(value) for value in self.embedder.embed([text])[0]]
-
-    def embed_batch(self, texts: Sequence[str], memory_action: str = "add") -> list[list[float]]:
-        return [[float(value) for value in row] for row in self.embedder.embed(list(texts))]
-
-
-def _metered_openai_client(chat: ResolvedChat, meter: ModelMeter) -> Any:
-    """The OpenAI client Mem0's LLM is built with, sending through ``meter``: the same
-    key and endpoint, an ``httpx.Client`` with the metering transport."""
-    from openai import OpenAI
-
-    return OpenAI(api_key=chat.api_key, base_url=chat.base_url, http_client=metered_client(meter))
-
-
-_OPEN_LOCK = threading.Lock()
-
-
-class _UnusedLLM:
-    """Mem0's LLM when ``infer`` is off: Mem0 never calls it, and says so if it does."""
-
-    def generate_response(self, *args: Any, **kwargs: Any) -> Any:
-        raise MemoryBackendError("mem0 memory: Mem0 called its LLM although mem0.infer is false")
-
-
-@contextmanager
-def _unused_clients_not_built(embedding: _PackageEmbedding | None, *, llm_unused: bool) -> Iterator[None]:
-    """While Mem0's ``Memory`` is built: the clients it would build and this backend
-    never uses are not built. Mem0 makes an OpenAI client for its LLM and one for its
-    embedder (each loading the system's TLS certificates, about 0.1 s, a third of a
-    store's opening); with ``infer: false`` the LLM is never called, and with this
-    package's embedder the embedder is replaced at once. The factories Mem0's
-    ``main`` module looks up are swapped for the duration, under a lock."""
-    import mem0.memory.main as main
-
-    llm_factory, embedder_factory = main.LlmFactory, main.EmbedderFactory
-
-    class _Llms:
-        @staticmethod
-        def create(*args: Any, **kwargs: Any) -> Any:
-            return _UnusedLLM() if llm_unused else llm_factory.create(*args, **kwargs)
-
-    class _Embedders:
-        @staticmethod
-        def create(*args: Any, **kwargs: Any) -> Any:
-            return embedding if embedding is not None else embedder_factory.create(*args, **kwargs)
-
-    with _OPEN_LOCK:
-        main.LlmFactory, main.EmbedderFactory = _Llms, _Embedders
-        try:
-            yield
-        finally:
-            main.LlmFactory, main.EmbedderFactory = llm_factory, embedder_factory
-
-
-def _without_fsync(memory: Any) -> None:
-    """No fsync per write in the store's SQLite files (Qdrant's point storage, Mem0's
-    history): the live store is emptied when a stream opens it, and resume restores
-    a snapshot, never these files, so durability buys nothing there — and two
-    fsyncs per ``add`` made it about 50 times slower. Reached through Qdrant's local
-    client internals; where they differ, the store just stays slower."""
-    connections = [getattr(memory.db, "connection", None)]
-    local = getattr(memory.vector_store.client, "_client", None)
-    for collection in (getattr(local, "collections", None) or {}).values():
-        storage = getattr(collection, "storage", None)
-        connections.append(getattr(storage, "storage", None))
-    for connection in connections:
-        if isinstance(connection, sqlite3.Connection):
-            connection.execute("PRAGMA synchronous=OFF")
-
-
 def _live_in_creation_order(journal: Sequence[Mapping[str, Any]]) -> list[str]:
     """The ids of the memories the journal leaves in the store, oldest first."""
     live: dict[str, None] = {}
@@ -717,21 +571,13 @@ def _live_in_creation_order(journal: Sequence[Mapping[str, Any]]) -> list[str]:
     return list(live)
 
 
-def _check_text(content: Any, operation: str) -> None:
-    if not isinstance(content, str):
-        raise MemoryBackendError(f"{operation}: content must be a string, got {type(content).__name__}")
-    reason = unstorable_reason(content, nul_allowed=True)
-    if reason:
-        raise RecordRejected(f"mem0 memory: this record was not stored: its content {reason}")
-
-
 def _encode_vectors(vector: Any) -> dict[str, Any]:
     """A point's vectors for JSON: dense ones as base64 float64 (exact), sparse ones as lists."""
     named = vector if isinstance(vector, Mapping) else {"": vector}
     encoded: dict[str, Any] = {}
     for name, value in named.items():
         if isinstance(value, list):
-            encoded[name] = {"dense": base64.b64encode(np.asarray(value, dtype=np.float64).tobytes()).decode("ascii")}
+            encoded[name] = {"dense": encode_floats(value)}
         else:  # a sparse vector
             encoded[name] = {"sparse": {"indices": list(value.indices), "values": list(value.values)}}
     return encoded
@@ -742,7 +588,7 @@ def _decode_vectors(encoded: Mapping[str, Any]) -> dict[str, Any]:
     decoded: dict[str, Any] = {}
     for name, value in encoded.items():
         if "dense" in value:
-            decoded[name] = np.frombuffer(base64.b64decode(value["dense"]), dtype=np.float64).tolist()
+            decoded[name] = decode_floats(value["dense"])
         else:
             decoded[name] = models.SparseVector(indices=value["sparse"]["indices"], values=value["sparse"]["values"])
     return decoded
@@ -752,62 +598,6 @@ def _qdrant_models() -> Any:
     from qdrant_client import models
 
     return models
-
-
-# --------------------------------------------------------------------------- importing Mem0 offline
-
-_IMPORT_LOCK = threading.Lock()
-
-
-def import_mem0() -> Any:
-    """The ``mem0`` package with its telemetry off and no model downloads.
-
-    ``MEM0_TELEMETRY`` is read when Mem0 is imported, so it is set first (for
-    this process: a benchmark's memory must not report to anyone); a Mem0 that
-    was imported before with telemetry on is switched off as well. spaCy's
-    entity and lemma models are marked unavailable, so Mem0 never tries to
-    download ``en_core_web_sm`` mid-run, keeps no entity collection beside the
-    memories (which a snapshot would have to hold too) and ranks the same
-    whether or not spaCy happens to be installed.
-    """
-    with _IMPORT_LOCK:
-        os.environ["MEM0_TELEMETRY"] = "False"
-        try:
-            import mem0
-            import mem0.memory.main as main
-            import mem0.memory.telemetry as telemetry
-            import mem0.utils.spacy_models as spacy_models
-        except ImportError as error:
-            raise MemoryBackendError(
-                f"backend 'mem0' needs the mem0 extra: pip install 'pytest-evomemory[mem0]' ({error})"
-            ) from None
-        telemetry.MEM0_TELEMETRY = False
-        main.MEM0_TELEMETRY = False
-        spacy_models._load_failed_full = True
-        spacy_models._load_failed_lemma = True
-        return mem0
-
-
-class _DropResetNotices(logging.Filter):
-    """Mem0 logs every reset as a warning; a stream teardown is not worth one."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        return not str(record.msg).startswith(("Resetting", "Deleting"))
-
-
-class _quiet_resets:
-    """While Mem0 resets a store, its "Resetting ..." warnings are dropped."""
-
-    _LOGGERS = ("mem0.memory.main", "mem0.vector_stores.qdrant")
-    _filter = _DropResetNotices()
-
-    def __enter__(self) -> None:
-        for name in self._LOGGERS:
-            logging.getLogger(name).addFilter(self._filter)
-
-    def __exit__(self, *exc_info: object) -> None:
-        for name in self._LOGGERS:
-            logging.getLogger(name).removeFilter(self._filter)
 
 
 def _store_locations(memory: MemoryConfig, context: MemoryContext) -> list[str]:

@@ -40,8 +40,7 @@ from pydantic import Field, field_validator
 
 from ..config import BackendOptions, MemoryConfig, Text, env_variable_name
 from ..errors import MemoryBackendError
-from ..tools import Tool
-from ..types import ConversationSession, MemoryHit
+from ..types import MemoryHit
 from ._ranking import (
     COMMON_TERM_SHARE,
     SMALL_STORE,
@@ -51,11 +50,10 @@ from ._ranking import (
     plan_gathering,
     prepare_recall,
 )
+from .backend import MemoryBase
 from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
 from .embedders import Embedder, build_embedder, embedder_check
-from .ingestion import ingest_turns
-from .snapshot import LoggedRecord, RecordLog
-from .tools import memory_tools
+from .recordlog import LoggedRecord, RecordLog
 
 #: Characters of a record that go into its tsvector (PostgreSQL's limit is 1 MB
 #: of lexemes and positions; 256k characters of prose stays well under it).
@@ -121,8 +119,10 @@ def table_name(prefix: str, run_name: str, stream: str) -> str:
     return f"{readable}_{digest}"
 
 
-class PostgresMemory:
+class PostgresMemory(MemoryBase):
     """A stream's memory in its own PostgreSQL table: ts_rank_cd, optionally hybrid."""
+
+    KIND = "postgres"
 
     def __init__(
         self,
@@ -133,8 +133,7 @@ class PostgresMemory:
         text_search_config: str = "english",
         password_env: str | None = None,
     ) -> None:
-        if default_top_k < 1:
-            raise MemoryBackendError("memory top_k must be at least 1")
+        super().__init__(default_top_k)
         if not _TEXT_SEARCH_CONFIG.match(text_search_config):
             raise MemoryBackendError(f"postgres memory: invalid text_search_config {text_search_config!r}")
         try:
@@ -145,7 +144,6 @@ class PostgresMemory:
                 "memory backend 'postgres' needs psycopg 3: pip install 'pytest-evomemory[postgres]'"
             ) from None
         self._psycopg = psycopg
-        self.default_top_k = default_top_k
         self.table = table
         self.embedder = embedder
         self.where = (
@@ -160,7 +158,6 @@ class PostgresMemory:
         #: the largest id handed out (ids only grow, also across reset)
         self._last_id = 0
         self._count = 0
-        self._closed = False
         self._config = sql.Literal(text_search_config)
         self._text_search_config = text_search_config
         self._table = sql.Identifier(table)
@@ -252,10 +249,11 @@ class PostgresMemory:
         from psycopg import sql
 
         self._check_open()
-        request = prepare_recall(query, top_k, self.default_top_k, self.embedder)
+        limit = self._checked_limit(top_k)
+        request = prepare_recall(query, self.embedder)
         if request is None:
             return []
-        limit, terms, vector = request
+        terms, vector = request
         try:
             with self._lock:
                 self._check_open()
@@ -395,17 +393,12 @@ class PostgresMemory:
 
     # ------------------------------------------------------------------ optional capabilities
 
-    #: Offer ``forget``/``update`` tools too (set by the factory for ``editing_tools: true``).
-    editing_tools = False
-
     def recent(self, limit: int | None = None) -> list[MemoryHit]:
         """The ``limit`` records retained last, newest first (:class:`~.base.RecencyRecall`)."""
         from psycopg import sql
 
         self._check_open()
-        count = self.default_top_k if limit is None else limit
-        if count < 1:
-            raise MemoryBackendError(f"recent: limit must be at least 1, got {count}")
+        count = self._recent_limit(limit)
         try:
             with self._lock:
                 self._check_open()
@@ -471,13 +464,6 @@ class PostgresMemory:
                 pass  # the server went away; nothing of this stream is left to protect
             finally:
                 self._connection.close()
-
-    def tools(self) -> Sequence[Tool]:
-        return memory_tools(self)
-
-    def ingest(self, session: ConversationSession) -> None:
-        """A conversation session, one record per turn (:mod:`.ingestion`)."""
-        ingest_turns(self, session)
 
     def __len__(self) -> int:
         self._check_open()
@@ -564,12 +550,8 @@ class PostgresMemory:
         assert row is not None and row[0]
         return str(row[0])
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise MemoryBackendError(
-                f"postgres memory {self.table!r} on {self.where} is closed (stream teardown "
-                "closed it); it cannot be used any more"
-            )
+    def _described(self) -> str:
+        return f"postgres memory {self.table!r} on {self.where}"
 
 
 def _server_said(error: BaseException) -> str:

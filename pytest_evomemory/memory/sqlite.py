@@ -31,14 +31,12 @@ from pydantic import field_validator
 
 from ..config import BackendOptions, MemoryConfig, Text
 from ..errors import MemoryBackendError
-from ..tools import Tool
-from ..types import ConversationSession, MemoryHit
+from ..types import MemoryHit
 from ._ranking import VectorIndex, gathered_ranking, hybrid_ranking, plan_gathering, prepare_recall
+from .backend import MemoryBase
 from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
 from .embedders import Embedder, build_embedder, embedder_check
-from .ingestion import ingest_turns
-from .snapshot import LoggedRecord, RecordLog
-from .tools import memory_tools
+from .recordlog import LoggedRecord, RecordLog
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -132,13 +130,13 @@ def stream_database_path(config: MemoryConfig, context: MemoryContext) -> Path:
     return path if path.is_absolute() else context.run_dir / path
 
 
-class SqliteMemory:
+class SqliteMemory(MemoryBase):
     """A stream's memory in a fresh SQLite file: FTS5 BM25, optionally hybrid."""
 
+    KIND = "sqlite"
+
     def __init__(self, path: Path, default_top_k: int = 4, embedder: Embedder | None = None) -> None:
-        if default_top_k < 1:
-            raise MemoryBackendError("memory top_k must be at least 1")
-        self.default_top_k = default_top_k
+        super().__init__(default_top_k)
         self.path = path
         self.embedder = embedder
         self._lock = threading.RLock()
@@ -150,7 +148,6 @@ class SqliteMemory:
         #: records stored since the index was last merged into one segment
         self._unmerged = 0
         self._count = 0
-        self._closed = False
         self._lock_file = _lock_exclusively(path)
         try:
             self._connection = self._open(path)
@@ -234,10 +231,11 @@ class SqliteMemory:
 
     def recall(self, query: str, top_k: int | None = None) -> list[MemoryHit]:
         self._check_open()
-        request = prepare_recall(query, top_k, self.default_top_k, self.embedder)
+        limit = self._checked_limit(top_k)
+        request = prepare_recall(query, self.embedder)
         if request is None:
             return []
-        limit, terms, vector = request
+        terms, vector = request
         try:
             with self._lock:
                 self._check_open()
@@ -345,15 +343,10 @@ class SqliteMemory:
 
     # ------------------------------------------------------------------ optional capabilities
 
-    #: Offer ``forget``/``update`` tools too (set by the factory for ``editing_tools: true``).
-    editing_tools = False
-
     def recent(self, limit: int | None = None) -> list[MemoryHit]:
         """The ``limit`` records retained last, newest first (:class:`~.base.RecencyRecall`)."""
         self._check_open()
-        count = self.default_top_k if limit is None else limit
-        if count < 1:
-            raise MemoryBackendError(f"recent: limit must be at least 1, got {count}")
+        count = self._recent_limit(limit)
         try:
             with self._lock:
                 self._check_open()
@@ -404,13 +397,6 @@ class SqliteMemory:
                 self._index.clear()
             self._connection.close()
             self._lock_file.close()
-
-    def tools(self) -> Sequence[Tool]:
-        return memory_tools(self)
-
-    def ingest(self, session: ConversationSession) -> None:
-        """A conversation session, one record per turn (:mod:`.ingestion`)."""
-        ingest_turns(self, session)
 
     def __len__(self) -> int:
         self._check_open()
@@ -481,12 +467,8 @@ class SqliteMemory:
 
     # ------------------------------------------------------------------ helpers
 
-    def _check_open(self) -> None:
-        if self._closed:
-            raise MemoryBackendError(
-                f"sqlite memory {str(self.path)!r} is closed (stream teardown closed it); "
-                "it cannot be used any more"
-            )
+    def _described(self) -> str:
+        return f"sqlite memory {str(self.path)!r}"
 
     def _rollback(self) -> None:
         try:

@@ -56,47 +56,37 @@ def tool_role(tool: Tool) -> MemoryRole | None:
     return STANDARD_ROLES.get(tool.name)
 
 
-RETAIN_SPEC = ToolSpec(
-    name="retain",
-    description=(
-        "Store a piece of experience in long-term memory so that it can be recalled "
-        "in later tasks of this stream (e.g. the task, your answer and the correct answer)."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {"content": {"type": "string", "description": "Text to remember."}},
-        "required": ["content"],
-        "additionalProperties": False,
-    },
+def text_tool_spec(name: str, description: str, argument: str, argument_description: str) -> ToolSpec:
+    """A tool that takes one string argument (every memory tool but ``update``): the
+    schema a model is shown, with no other argument allowed."""
+    return ToolSpec(
+        name=name,
+        description=description,
+        parameters={
+            "type": "object",
+            "properties": {argument: {"type": "string", "description": argument_description}},
+            "required": [argument],
+            "additionalProperties": False,
+        },
+    )
+
+
+RETAIN_SPEC = text_tool_spec(
+    "retain",
+    "Store a piece of experience in long-term memory so that it can be recalled "
+    "in later tasks of this stream (e.g. the task, your answer and the correct answer).",
+    "content", "Text to remember.",
 )
-
-RECALL_SPEC = ToolSpec(
-    name="recall",
-    description=(
-        "Search long-term memory for experiences similar to the query; returns "
-        "the most similar records first."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {"query": {"type": "string", "description": "What to look for."}},
-        "required": ["query"],
-        "additionalProperties": False,
-    },
+RECALL_SPEC = text_tool_spec(
+    "recall",
+    "Search long-term memory for experiences similar to the query; returns the most similar records first.",
+    "query", "What to look for.",
 )
-
-
-FORGET_SPEC = ToolSpec(
-    name="forget",
-    description=(
-        "Delete one record from long-term memory by its id (the id retain or recall "
-        "returned), e.g. an experience that is wrong, misleading or superseded."
-    ),
-    parameters={
-        "type": "object",
-        "properties": {"id": {"type": "string", "description": "The id of the record to delete."}},
-        "required": ["id"],
-        "additionalProperties": False,
-    },
+FORGET_SPEC = text_tool_spec(
+    "forget",
+    "Delete one record from long-term memory by its id (the id retain or recall "
+    "returned), e.g. an experience that is wrong, misleading or superseded.",
+    "id", "The id of the record to delete.",
 )
 
 UPDATE_SPEC = ToolSpec(

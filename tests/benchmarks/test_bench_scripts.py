@@ -194,6 +194,8 @@ def test_bench_library_arms_prints_where_each_arms_time_goes() -> None:
     assert arms == [("mem0", "24"), ("langmem", "24"), ("mem0", "30"), ("langmem", "30")], result.stdout
     for row in rows:  # texts embedded per recall and retain: nothing twice
         assert row[-3] == "1.00" and row[-2].endswith("%") and row[-1].endswith("%"), row
+    # the last column's header and legend say it counts garbage collection as the harness's
+    assert " harness+gc" in result.stdout and "harness+gc: with every collection pass counted" in result.stdout
 
 
 def test_bench_paper_tokens_prints_per_task_tokens_and_the_full_size_cost() -> None:

@@ -10,7 +10,9 @@
 * The ``conftest.py`` block is the conftest tests/memory/test_memory_plugin.py runs.
 * The excerpts of the repository's adapters (KeywordNotebook, FactMemory) are the
   files' own lines, the elided ones written ``...``: every other line is in the file
-  the block excerpts, and that file runs in the conformance suite.
+  the block excerpts, and that file runs in the conformance suite. The excerpt of
+  Jar (a memory on the backends' base) is likewise the lines of the test file that
+  runs it.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ _BLOCK = re.compile(r"(?:<!-- doc-snippet: (?P<marker>[^>]*?) -->\n)?```python\n
 EXCERPTS = {
     "class KeywordNotebook:": "tests/memory/example_adapter.py",
     "class FactMemory:": "tests/memory/consolidating_adapter.py",
+    "class Jar(MemoryBase):": "tests/memory/test_memory_backend_base.py",
 }
 CONFTEST_BLOCK_START = "import pytest\nfrom tests.memory.example_adapter import create"
 

@@ -15,9 +15,9 @@ import pytest
 
 from pytest_evomemory.errors import MemoryBackendError
 from pytest_evomemory.memory import MemorySystem
+from pytest_evomemory.memory.recordlog import RecordLog
 from pytest_evomemory.memory.snapshot import (
     SNAPSHOT_SLOTS,
-    RecordLog,
     ResumeRefused,
     SnapshotCapable,
     SnapshotDamaged,

@@ -29,7 +29,8 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.errors import ArtefactWriteError, EvoMemoryError
-from pytest_evomemory.memory import MemorySystem, build_memory
+from pytest_evomemory.memory import MemorySystem, build_memory, snapfiles, snaplabel
+from pytest_evomemory.memory import recordlog as recordlog_module
 from pytest_evomemory.memory import snapshot as snapshot_module
 from pytest_evomemory.memory.factory import MemoryContext
 from pytest_evomemory.memory.snapshot import ResumeRefused, SnapshotDamaged, StreamSnapshots
@@ -277,8 +278,8 @@ def test_a_label_of_the_previous_format_is_passed_over_with_its_reason(tmp_path:
     for slot in snapshots.directory.glob("slot-*"):
         label = json.loads((slot / "episodes.json").read_text())
         body = {key: value for key, value in label.items() if key not in ("sha256", "config")} | {"format": 2}
-        (slot / "episodes.json").write_bytes(snapshot_module._CANONICAL.encode(
-            {**body, "sha256": snapshot_module._label_digest(body)}).encode("ascii"))
+        (slot / "episodes.json").write_bytes(snaplabel.CANONICAL.encode(
+            {**body, "sha256": snaplabel.label_digest(body)}).encode("ascii"))
     assert snapshots.newest_intact(EPISODES) == 0 and snapshots.completed_prefixes() == []
     assert snapshots.distrusted(EPISODES).endswith(
         "is in another format (2, this version writes 3): it was written by another version of pytest-evomemory"
@@ -321,7 +322,7 @@ def test_a_save_that_cannot_write_is_one_artefact_write_error(
     def full(*args: Any, **kwargs: Any) -> int:
         raise OSError(code, os.strerror(code))
 
-    monkeypatch.setattr(snapshot_module.os, "pwrite", full)
+    monkeypatch.setattr(os, "pwrite", full)
     with pytest.raises(ArtefactWriteError) as failed:
         snapshots.save(memory, 2)
     error = failed.value
@@ -374,13 +375,14 @@ def test_a_durable_save_syncs_files_then_label_and_keeps_its_slot(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     synced: list[str] = []
-    real = snapshot_module._datasync
+    real = snapshot_module.datasync
 
     def spy(descriptor: int) -> None:
         synced.append(os.readlink(f"/proc/self/fd/{descriptor}") if os.path.exists("/proc/self/fd") else "?")
         real(descriptor)
 
-    monkeypatch.setattr(snapshot_module, "_datasync", spy)
+    for module in (snapshot_module, recordlog_module, snapfiles):  # label; log and manifest; other state files
+        monkeypatch.setattr(module, "datasync", spy)
     snapshots = StreamSnapshots.for_stream(tmp_path / "run", "s1", CONFIG)
     memory = open_backend("sqlite", tmp_path, "a")
     for episode in range(1, 3 * snapshot_module.SNAPSHOT_SLOTS):
@@ -392,3 +394,61 @@ def test_a_durable_save_syncs_files_then_label_and_keeps_its_slot(
     # the durable slot (episode 1's) is never reused while it is the durable one
     assert 1 in snapshots.completed_prefixes()
     assert snapshots.newest_intact(1) == 1
+
+
+def synced_directories(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
+    """Every save made durable, and the directories each one synced (a list per save)."""
+    monkeypatch.setattr(snapshot_module, "SYNC_INTERVAL_S", 0.0)
+    saves: list[list[str]] = []
+    real = snapshot_module.sync_path
+
+    def spy(path: str, *, directory: bool = False) -> None:
+        if directory:
+            saves[-1].append(path)
+        real(path, directory=directory)
+
+    monkeypatch.setattr(snapshot_module, "sync_path", spy)
+    return saves
+
+
+def test_a_durable_save_syncs_the_directories_whose_entries_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A slot's first durable save syncs every directory on its path (its entries are
+    new); once every slot exists and is rewritten in place, a durable save syncs the
+    files and the label only: an unchanged directory has nothing to make durable."""
+    saves = synced_directories(monkeypatch)
+    snapshots = StreamSnapshots.for_stream(tmp_path / "run", "s1", CONFIG)
+    memory = open_backend("inprocess", tmp_path, "a")
+    run = snapshots.directory
+    for episode in range(1, 4 * (snapshot_module.SNAPSHOT_SLOTS + 1)):
+        memory.retain(f"episode {episode} lesson")
+        saves.append([])
+        snapshots.save(memory, episode)
+    assert saves[0] == [str(run / "slot-1" / "state"), str(run / "slot-1"), str(run / "log"), str(run), str(run.parent)]
+    # the steady state: every slot reused with its own state, nothing new on any path
+    assert saves[-1] == [] and saves[-2] == []
+    memory.reset()  # emptied: a new log generation, whose entry must be durable with the next slot
+    saves.append([])
+    snapshots.save(memory, 4 * (snapshot_module.SNAPSHOT_SLOTS + 1))
+    assert str(run / "log") in saves[-1]
+    restored = open_backend("inprocess", tmp_path, "b")
+    snapshots.restore(restored, 4 * (snapshot_module.SNAPSHOT_SLOTS + 1))
+    assert len(restored) == 0
+
+
+def test_a_memory_writing_its_own_files_has_its_state_directory_synced_each_time(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A third-party snapshot may create or rename files (write_atomically does) on
+    every save: its state directory is synced by every durable save."""
+    saves = synced_directories(monkeypatch)
+    snapshots = StreamSnapshots.for_stream(tmp_path / "run", "s1", CONFIG)
+    memory = open_backend(CONSOLIDATING_ADAPTER, tmp_path, "a")
+    for episode in range(1, 3 * (snapshot_module.SNAPSHOT_SLOTS + 1)):
+        memory.retain(f"episode {episode}: the ferry leaves at {episode}")
+        saves.append([])
+        snapshots.save(memory, episode)
+    index = (3 * (snapshot_module.SNAPSHOT_SLOTS + 1) - 1) % snapshot_module.SNAPSHOT_SLOTS
+    assert [Path(path).name for path in saves[-1]] == ["state"], saves[-1]
+    assert Path(saves[-1][0]).parent.name in (f"slot-{index}", f"slot-{snapshot_module.SNAPSHOT_SLOTS}")

@@ -16,11 +16,12 @@ from typing import Any
 
 import pytest
 
-from pytest_evomemory.memory import snapshot as snapshot_module
+from pytest_evomemory.memory import base as base_module
+from pytest_evomemory.memory import recordlog as recordlog_module
 from pytest_evomemory.memory.inprocess import InProcessMemory
+from pytest_evomemory.memory.recordlog import RecordLog
 from pytest_evomemory.memory.snapshot import (
     SNAPSHOT_SLOTS,
-    RecordLog,
     StreamSnapshots,
     supports_snapshots,
 )
@@ -56,7 +57,7 @@ def test_an_emptied_store_is_written_anew_with_a_fresh_manifest(tmp_path: Path) 
 
 
 def test_a_large_first_save_is_written_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(snapshot_module, "_WRITE_CHUNK", 64)  # several writes
+    monkeypatch.setattr(recordlog_module, "_WRITE_CHUNK", 64)  # several writes
     log = RecordLog(tmp_path, "inprocess")
     stored = records(40)
     log.save(40, lambda last: [r for r in stored if r["id"] > last], {"next_id": 41})
@@ -86,7 +87,7 @@ def count_opens(monkeypatch: pytest.MonkeyPatch) -> list[str]:
         opened.append(os.path.basename(os.fspath(path)))
         return real_open(path, flags, mode, **kwargs)
 
-    monkeypatch.setattr(snapshot_module.os, "open", spy)
+    monkeypatch.setattr(os, "open", spy)
     return opened
 
 
@@ -150,10 +151,10 @@ class Bare:
 
 def test_the_capability_check_remembers_only_classes_that_offer_both_methods() -> None:
     assert supports_snapshots(Capable()) and supports_snapshots(Capable())
-    assert Capable in snapshot_module._CAPABLE_TYPES
+    assert Capable in base_module._CAPABLE_TYPES
     dressed = Bare()
     dressed.snapshot = lambda directory: None  # type: ignore[attr-defined]
     dressed.restore = lambda directory: None  # type: ignore[attr-defined]
     assert supports_snapshots(dressed)
-    assert Bare not in snapshot_module._CAPABLE_TYPES
+    assert Bare not in base_module._CAPABLE_TYPES
     assert not supports_snapshots(Bare())
