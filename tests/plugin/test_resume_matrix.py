@@ -292,10 +292,19 @@ TIMESTAMP = re.compile(r"\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?\+00:00")
 
 
 def logged_recalls(path: Path) -> list[tuple[str, str, str]]:
-    """The agent's recall log: (stream, task id, the recall tool's result) per task turn."""
+    """The agent's recall log: (stream, task id, the recall tool's result) per task turn.
+
+    Under xdist the kill of the run can land while another worker is writing its line:
+    that torn tail belongs to a task that never finished (it runs again on resume), so
+    it is cut from the file here, before the resumed run appends after it.
+    """
     if not path.exists():
         return []
-    return [tuple(json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines()]
+    text = path.read_text(encoding="utf-8")
+    if not text.endswith("\n"):
+        text = text[: text.rfind("\n") + 1]
+        path.write_text(text, encoding="utf-8")
+    return [tuple(json.loads(line)) for line in text.splitlines()]
 
 
 def final_state(stream_dir: Path, episodes: int = 12) -> dict[str, str]:
@@ -367,7 +376,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_memory_or_is_refused(
     resumed_from: list[int] = []
     for kill_at in kills:
         monkeypatch.setenv("KILL_AT", kill_at)
-        resumed_from.append(len(log.read_text().splitlines()) if log.exists() else 0)
+        resumed_from.append(len(logged_recalls(log)))
         args = ["--evomemory-config=run.yaml", "--evomemory-output-dir=out"] if first else ["--evomemory-resume=out"]
         killed = run(pytester, *args, *xdist)
         assert killed.ret != 0, killed.stdout.str()
@@ -375,7 +384,7 @@ def test_a_killed_run_resumes_to_the_uninterrupted_memory_or_is_refused(
         if refused:
             break
     monkeypatch.delenv("KILL_AT")
-    resumed_from.append(len(log.read_text().splitlines()))
+    resumed_from.append(len(logged_recalls(log)))
     scores_file = pytester.path / "out" / "scores.jsonl"
     scores_before = scores_file.read_bytes() if scores_file.exists() else b""
     final = run(pytester, "--evomemory-resume=out", *xdist)
