@@ -600,15 +600,28 @@ def arm_label(name: str, replicate: int | None = None) -> str:
     return name if replicate is None else f"{name}{REPLICATE_SEPARATOR}{replicate_tag(replicate)}"
 
 
+#: A replicate's tag at the end of an arm's label, exactly as :func:`arm_label` forms
+#: it: ``@r`` and the replicate's number (1 to 999999, no leading zero).
+_REPLICATE_LABEL = re.compile(rf"{re.escape(REPLICATE_SEPARATOR)}r([1-9][0-9]{{0,5}})$")
+
+
+def split_label(label: str) -> tuple[str, int | None]:
+    """``(run name, replicate)`` of an arm's label (``memory@r2``: ``("memory", 2)``;
+    ``memory``: ``("memory", None)``). The one parser of a label: strict, so a label
+    read back from an artefact (``memory@r01``, ``memory@r``, ``memory@rx``,
+    ``memory@r1234567``) is no replicate's, and names itself whole."""
+    match = _REPLICATE_LABEL.search(label)
+    return (label[: match.start()], int(match.group(1))) if match else (label, None)
+
+
 def arm_name(label: str) -> str:
     """The run name in an arm's label (``memory@r2``: ``memory``)."""
-    return label.partition(REPLICATE_SEPARATOR)[0]
+    return split_label(label)[0]
 
 
 def replicate_of(label: str) -> int | None:
     """The replicate an arm's label names (``memory@r2``: 2; ``memory``: None)."""
-    tag = label.partition(REPLICATE_SEPARATOR)[2]
-    return int(tag[1:]) if tag.startswith("r") and tag[1:].isdigit() else None
+    return split_label(label)[1]
 
 
 @dataclass(frozen=True)
@@ -694,6 +707,11 @@ class RunConfig:
         if self.located:
             document["paths"] = dict(self.located)
         return document
+
+
+def base_configs(run_configs: Sequence[RunConfig]) -> list[RunConfig]:
+    """One config per arm (its first replicate when repeated): what names the arms."""
+    return [config for config in run_configs if config.replicate is None or config.replicate.index == 1]
 
 
 def _put(document: dict[str, Any], key: Sequence[str], value: Any) -> None:

@@ -14,7 +14,7 @@ from pytest_evomemory.atomicfile import write_atomically
 #: Every place in the package that writes a temporary file and renames it over a target
 #: must be atomicfile.py; a download moved into place (materialize) or a run moved to
 #: history/ is a move of a finished file, not a write.
-ALLOWED_RENAMES = {"atomicfile.py", "rundir.py", "materialize.py"}
+ALLOWED_RENAMES = {"atomicfile.py", "history.py", "materialize.py"}
 PACKAGE = Path(__file__).resolve().parent.parent / "pytest_evomemory"
 
 

@@ -60,7 +60,7 @@ def test_a_run_directory_error_names_the_output_option(tmp_path: Path) -> None:
 
 #: One refusal of each kind, as ``(options, what the door prints)``: an option's value
 #: (options.py), a setting (settings.py), a gate (runtime/gates.py), the output
-#: directory (rundir), a resume naming two options (rundir via runtime/resume.py), and
+#: directory (rundir), a resume naming two options (rundir/resume.py), and
 #: the session's own check of two options together (runtime/session.py).
 KINDS = {
     "value": (["--@limit=0"], ["--@limit must be at least 1 (a whole number of tasks per stream), got '0'; "

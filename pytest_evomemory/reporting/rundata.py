@@ -1,23 +1,23 @@
 """A finished run as the reports read it: loaded from its run directory.
 
 Kept apart from the page rendering (:mod:`.html`) and the statistics
-(:mod:`.compare`), which both work on :class:`RunData`; the file names come from
-:mod:`pytest_evomemory.rundir`, the one owner of the directory's format.
+(:mod:`.compare`), which both work on :class:`RunData`; the directory is read by
+:mod:`pytest_evomemory.rundir` (:class:`~..rundir.RunReader`, typed), the one owner
+of its format, and every problem it finds is a :class:`ReportError` here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 
-from .. import boundedread
 from ..analysis.summary import RESPONSE_COUNTS, SCORE_COUNTS, StreamMetrics, records_disagree
 from ..errors import ReportError as ReportError  # declared with the errors; read from here too
 from ..evaluation.modes import headline_metric
-from ..rundir import RESPONSES, RUN_DOCUMENT, SCHEMA_VERSION, SCORES, SUMMARY, TRANSCRIPTS, iter_documents
+from ..rundir import RESPONSES, SCORES, SUMMARY, RunReader, read_finished_run
 from ..rundocs import (
     DAMAGED_ADVICE,
     DamagedDocument,
@@ -28,10 +28,8 @@ from ..rundocs import (
     StreamSummary,
     Summary,
     TranscriptEntry,
-    read,
 )
 from ..rundocs.records import as_score
-from ..text import shorten
 
 
 @dataclass(frozen=True)
@@ -96,13 +94,12 @@ class RunData:
         summary (what is paired and shown is what the summary counts)."""
         if self.given_scores is not None:
             return iter(self.given_scores)
-        return self._adding_up(_checked(self.run_dir / SCORES, Score), SCORES, _count_score, SCORE_COUNTS)
+        return self._adding_up(_checked(self.reader.scores), SCORES, _count_score, SCORE_COUNTS)
 
     def iter_responses(self) -> Iterator[Response]:
         """responses.jsonl: every agent response, task and feedback turns (adding up
         to the summary, as :meth:`iter_scores`)."""
-        return self._adding_up(_checked(self.run_dir / RESPONSES, Response), RESPONSES, _count_response,
-                               RESPONSE_COUNTS)
+        return self._adding_up(_checked(self.reader.responses), RESPONSES, _count_response, RESPONSE_COUNTS)
 
     def _adding_up(
         self, records: Iterator[Doc], name: str,
@@ -119,18 +116,18 @@ class RunData:
         if problem is not None:
             raise ReportError(f"{self.run_dir / name} does not add up to its {SUMMARY} ({problem}); {DAMAGED_ADVICE}")
 
+    @property
+    def reader(self) -> RunReader:
+        """The run directory's records, read typed by :mod:`..rundir`."""
+        return RunReader(self.run_dir)
+
     def transcript_streams(self) -> list[str]:
         """The streams with a transcripts/<stream>.jsonl file."""
-        directory = self.run_dir / TRANSCRIPTS
-        if not directory.is_dir():
-            return []
-        return [path.stem for path in sorted(directory.glob("*.jsonl"))]
+        return self.reader.transcript_streams()
 
     def iter_transcripts(self, stream: str) -> Iterator[TranscriptEntry]:
         """transcripts/<stream>.jsonl: each turn's messages and tool calls."""
-        if stream not in self.transcript_streams():
-            return iter(())
-        return _checked(self.run_dir / TRANSCRIPTS / f"{stream}.jsonl", TranscriptEntry)
+        return _checked(lambda: self.reader.transcript(stream))
 
 
 def _metrics(counted: dict[str, StreamMetrics], stream: str) -> StreamMetrics:
@@ -153,12 +150,12 @@ def _count_response(counted: dict[str, StreamMetrics], response: Response) -> No
 Doc = TypeVar("Doc", bound=RunDoc)
 
 
-def _checked(path: Path, model: type[Doc]) -> Iterator[Doc]:
-    """The records of ``path`` as they are read, each read as its model: a damaged
-    one is one :class:`ReportError` naming the file, the record and the key (never
-    a traceback from the page code)."""
+def _checked(records: Callable[[], Iterator[Doc]]) -> Iterator[Doc]:
+    """Records as :class:`~..rundir.RunReader` reads them (opened at the first one
+    asked for), each as its model: a damaged one is one :class:`ReportError` naming
+    the file, the record and the key (never a traceback from the page code)."""
     try:
-        yield from iter_documents(path, model)
+        yield from records()
     except DamagedDocument as error:
         raise ReportError(str(error)) from None
 
@@ -180,53 +177,10 @@ def _outcome(scored: Score) -> Score:
 # --------------------------------------------------------------------------- loading
 
 
-def _read_json(path: Path) -> dict[str, Any]:
-    """A run document through the bounded reader: a device, a FIFO, a file of
-    gigabytes, 200,000 brackets or a 5,000-digit integer is one line naming it."""
-    try:
-        text = boundedread.read_text(path, limit=boundedread.DOCUMENT_BYTES, what="a run document", error=ReportError)
-    except FileNotFoundError:
-        raise ReportError(f"cannot read {path}: it does not exist") from None
-    try:
-        document = boundedread.loads(text, depth=boundedread.MAX_ARTEFACT_DEPTH)
-    except ValueError as error:  # invalid JSON, an integer of 5,000 digits, 200,000 brackets
-        raise ReportError(
-            f"{path} is not valid JSON ({shorten(boundedread.json_problem(error), 120)}); "
-            "was the run interrupted while writing it?"
-        ) from None
-    if not isinstance(document, dict):
-        raise ReportError(f"{path} does not hold a JSON object")
-    return document
-
-
 def load_run(run_dir: Path | str, label: str | None = None) -> RunData:
     """Read a finished run's artefacts; ``summary.json`` is the one that must exist."""
     directory = Path(run_dir)
-    if not directory.is_dir():
-        raise ReportError(
-            f"{directory} is not a directory; pass a run directory such as evomemory-results/<run name>"
-        )
-    summary_path = directory / SUMMARY
-    if not summary_path.is_file():
-        raise ReportError(
-            f"{directory} has no summary.json; it is not a finished evomemory run "
-            "(the file is written when the pytest session ends)"
-        )
-    document = _read_json(summary_path)
-    version = document.get("schema_version")
-    if isinstance(version, int) and version > SCHEMA_VERSION:
-        raise ReportError(
-            f"{summary_path} has schema version {version}, newer than this pytest-evomemory "
-            f"understands ({SCHEMA_VERSION}); upgrade pytest-evomemory"
-        )
-    if not isinstance(document.get("streams"), Mapping):
-        raise ReportError(f"{summary_path} has no 'streams' object; it is not an evomemory summary")
-    run_path = directory / RUN_DOCUMENT
-    try:
-        summary = read(Summary, summary_path, document)
-        run = read(RunFile, run_path, _read_json(run_path)) if run_path.is_file() else RunFile()
-    except DamagedDocument as error:
-        raise ReportError(str(error)) from None
+    summary, run = read_finished_run(directory, ReportError)
     name = label if label is not None else _run_name(summary, run, directory)
     return RunData(run_dir=directory, label=name, summary=summary, run=run)
 

@@ -220,9 +220,9 @@ class ArmEntryDoc(RunDoc):
     }}
 
     name: Scalar = None
-    #: checked where it is used (:func:`..rundir.recorded_arm_dir`): a damaged one is named so
+    #: checked where it is used (:func:`..rundir.paths.recorded_arm_dir`): a damaged one is named so
     run_dir: Any = None
-    #: checked where it is used (:func:`..rundir.recorded_config_path`)
+    #: checked where it is used (:func:`..rundir.paths.recorded_config_path`)
     config: Any = None
 
 

@@ -49,16 +49,16 @@ from ..rundir import (
     SCORES,
     SUMMARY,
     TRANSCRIPTS,
-    DamagedRecords,
     RunDirError,
     RunLock,
+    RunReader,
     RunWriter,
     check_output_dir,
     event_task,
     iter_jsonl,
     move_previous_run_aside,
     read_arms_manifest,
-    read_json,
+    read_complete,
     utc_now,
     write_arms_manifest,
 )
@@ -77,7 +77,7 @@ from ..rundocs import (
     read,
 )
 from ..rundocs.base import Doc
-from ..rundocs.wire import Event, event_or_none
+from ..rundocs.wire import Event
 from .records import ResultCollector
 from .replicates import replicate_groups
 from .reports import Reports
@@ -178,11 +178,12 @@ def read_shard(directory: Path) -> ShardRun:
     summaries: dict[str, Summary | None] = {}
     found: tuple[int, ShardPlan] | None = None
     for arm, run_dir in arm_dirs.items():
-        raw = read_json(run_dir / RUN_DOCUMENT)
+        reader = RunReader(run_dir)
+        raw = reader.recorded_run()
         if raw is None:
-            damaged = (run_dir / RUN_DOCUMENT).exists() or (run_dir / RUN_DOCUMENT).is_symlink()
+            damaged = reader.run_path.exists() or reader.run_path.is_symlink()
             raise MergeRefused([
-                f"{run_dir / RUN_DOCUMENT} is damaged (not a JSON object): the file was edited or cut; run that "
+                f"{reader.run_path} is damaged (not a JSON object): the file was edited or cut; run that "
                 "shard again" if damaged else f"{run_dir}: no {RUN_DOCUMENT}; the shard did not start this arm"
             ])
         if SHARD_FIELD not in raw:
@@ -194,7 +195,7 @@ def read_shard(directory: Path) -> ShardRun:
             recorded = ShardPlan.from_record(raw[SHARD_FIELD])
         except ValueError as error:
             raise MergeRefused([f"{run_dir}: {RUN_DOCUMENT}: {error}"]) from None
-        document = _read(RunFile, run_dir / RUN_DOCUMENT, raw)
+        document = _read(RunFile, reader.run_path, raw)
         assert document is not None
         if found is not None and (found[0] != recorded[0] or not found[1].same_plan(recorded[1])):
             raise MergeRefused([f"{directory}: its arms record different shards (the directory was edited)"])
@@ -202,7 +203,7 @@ def read_shard(directory: Path) -> ShardRun:
         # an arm by its label, as the plan names it (a replicate's run name is its arm's)
         name = arm or str(document.run.name or arm)
         documents[name] = document
-        summaries[name] = _read(Summary, run_dir / SUMMARY, read_json(run_dir / SUMMARY))
+        summaries[name] = _read(Summary, reader.summary_path, reader.recorded_summary())
         if arm == "":
             arm_dirs = {name: run_dir}
     assert found is not None
@@ -491,7 +492,7 @@ def _merge_arm(
     for shard in shards:
         source = shard.arm_dirs[name]
         for stream in plan.streams_of(shard.index, name):
-            transcript = source / TRANSCRIPTS / f"{stream}.jsonl"
+            transcript = RunReader(source).transcript_path(stream)
             if transcript.is_file():
                 writer.write_records(f"{TRANSCRIPTS}/{stream}.jsonl", iter_jsonl(transcript))
             snapshots = StreamSnapshots.directory_for(source, stream)
@@ -529,13 +530,14 @@ def read_shard_records(shard: ShardRun, name: str) -> ShardRecords:
     emptied, cut, edited, or holding a line twice or another run's lines is refused
     (:class:`MergeRefused`, naming the file), never merged into wrong figures."""
     source = shard.arm_dirs[name]
+    reader = RunReader(source)
     owner = shard.plan.owners(name)
     try:
-        responses = _checked(source / RESPONSES, Response, _RESPONSE_KEYS)
-        scores = _checked(source / SCORES, Score, ("stream", "task_id", "position"))
-        events = [event for event in map(event_or_none, iter_jsonl(source / EVENTS)) if event is not None]
+        responses = read_complete(source / RESPONSES, Response, _RESPONSE_KEYS)
+        scores = read_complete(source / SCORES, Score, ("stream", "task_id", "position"))
+        events = reader.events()
         transcripts = {  # copied as they are: checked before
-            stream: len(_checked(source / TRANSCRIPTS / f"{stream}.jsonl", TranscriptEntry, ("task_id", "kind")))
+            stream: len(read_complete(reader.transcript_path(stream), TranscriptEntry, ("task_id", "kind")))
             for stream in shard.plan.streams_of(shard.index, name)
         }
     except RunDirError as error:
@@ -559,21 +561,6 @@ def read_shard_records(shard: ShardRun, name: str) -> ShardRecords:
         [record for record in scores if owner.get(record.stream) == shard.index],
         [event for event in events if owner.get(event_task(event)[0]) == shard.index],
     )
-
-
-def _checked(path: Path, model: type[Doc], required: Sequence[str]) -> list[Doc]:
-    """The records of ``path``, each with ``required`` and read as its model (as the
-    reports read it), as ``summarize`` reads them."""
-    records = []
-    for number, record in enumerate(iter_jsonl(path), 1):
-        missing = next((key for key in required if key not in record), None)
-        if missing is not None:
-            raise DamagedRecords(f"{path}, record {number}: key {missing!r} is missing; {DAMAGED_ADVICE}")
-        try:
-            records.append(read(model, path, record, number))
-        except DamagedDocument as error:
-            raise DamagedRecords(str(error)) from None
-    return records
 
 
 def _read(model: type[Doc], path: Path, value: object) -> Doc | None:

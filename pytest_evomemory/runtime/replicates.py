@@ -25,7 +25,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from ..config import Replicate, RunConfig
+from ..config import Replicate, RunConfig, base_configs
 from ..errors import ConfigError, named
 
 
@@ -90,11 +90,6 @@ def replicate_groups(runs: Iterable[tuple[str, Path]]) -> list[tuple[str, list[P
     for name, run_dir in runs:
         groups.setdefault(name, []).append(run_dir)
     return list(groups.items())
-
-
-def base_configs(run_configs: Sequence[RunConfig]) -> list[RunConfig]:
-    """One config per arm (its first replicate when repeated): what names the arms."""
-    return [config for config in run_configs if config.replicate is None or config.replicate.index == 1]
 
 
 __all__ = ["base_configs", "expand_replicates", "replicate_config", "replicate_groups", "replicate_seeds"]

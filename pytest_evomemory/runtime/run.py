@@ -40,6 +40,7 @@ from ..rundir import (
     RunDirError,
     RunLock,
     RunWriter,
+    check_resume_data,
     move_previous_run_aside,
     package_versions,
     utc_now,
@@ -62,7 +63,6 @@ from .memory import IsolationGuard, ObservedMemory, observe
 from .order import check_resume_order, order_streams
 from .records import Record, ResultCollector
 from .reports import Reports
-from .resumedata import check_resume_data
 from .stream import StreamRun
 
 AgentFactoryFn = Callable[[AgentConfig, MemorySystem | None], Agent]

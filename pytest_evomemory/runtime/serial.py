@@ -20,11 +20,11 @@ from ..config import RunConfig
 from ..errors import EvoMemoryError, SessionRefused
 from ..models.deadline import allow_calls, interrupt_calls
 from ..options import CLI_FLAGS, SessionOptions, rendered
+from ..rundir import read_resume_source
 from ..types import BenchmarkSample
 from .chains import Lane, LaneRunner, chains_in_flight, exclusive_parts, plan_lanes
 from .notrun import NotRun
 from .records import Record
-from .resume import read_resume_source
 from .run import AgentFactoryFn, MemoryFactoryFn
 from .session import Outcome, Session, SessionSetup
 from .signals import lift_shield, shield_interrupts

@@ -61,19 +61,19 @@ from ..models.limits import close_session_directory, open_session_directory, ses
 from ..options import SHARD_UNITS, Flags, SessionOptions, render
 from ..redaction import redact_strings
 from ..rundir import (
-    DEFAULT_OUTPUT_ROOT,
-    LOCK,
-    LOCK_OWNER,
     RUN_DOCUMENT,
     SCHEMA_VERSION,
     SIDE_RUN,
+    Placement,
+    ResumeSource,
     ResumeState,
-    RunDirError,
     SharedErrorCount,
-    check_output_dir,
-    default_run_dir,
     load_resume_state,
     place_problem,
+    read_resume_source,
+    remove_claims,
+    started_by,
+    with_recorded,
     write_arms_manifest,
 )
 from ..rundocs import Score, ShardThresholds, StreamMinimum, Summary
@@ -100,7 +100,6 @@ from .records import (
     stream_started_record,
 )
 from .replicates import base_configs, expand_replicates, replicate_groups, replicate_seeds
-from .resume import ResumeSource, arm_dir_recorded, check_manifest_dirs, read_resume_source, started_by
 from .run import (
     AgentFactoryFn,
     BenchmarkRun,
@@ -447,7 +446,7 @@ class Session:
                     f"arms reads them from DIR/arms.json, so give {flags('resume')} alone"
                 )
             resume = read_resume_source(here / options.resume)
-            options = _with_recorded(options, resume)
+            options = with_recorded(options, resume)
             setup = replace(setup, options=options)
         paths = [str(resolve_run_config(path, here)) for path in options.configs] if options.configs else (
             list(resume.arm_configs) if resume is not None else list(configs)
@@ -462,9 +461,9 @@ class Session:
         ]
         replicated = any(replicate_seeds(config, options.repeats) is not None for config in run_configs)
         if len(run_configs) > 1:  # before placing the arms: a clash of names says so, not a clash of directories
-            check_arm_names(run_configs, _arms_dir(setup, run_configs, replicated))
+            check_arm_names(run_configs, placement(setup).arms_dir(run_configs, replicated))
         run_configs = expand_replicates(run_configs, options.repeats)
-        run_dirs = _run_dirs(setup, run_configs, resume)
+        run_dirs = placement(setup).run_dirs(run_configs, resume)
         return cls(setup, run_configs, run_dirs, resume)
 
     def _run(self, benchmark: BenchmarkRun, run_dir: Path, labelled: bool) -> Run:
@@ -665,7 +664,7 @@ class Session:
         """Where a session of several arms writes compare.html, compare.json and its
         arms manifest (a resumed session: where the interrupted one wrote them); a
         repeated single run: the directory holding its replicates."""
-        return _arms_dir(self.setup, self._bases, self.replicates is not None)
+        return placement(self.setup).arms_dir(self._bases, self.replicates is not None)
 
     # ----- tasks
 
@@ -1101,7 +1100,7 @@ class Session:
         for arm in self.arms:
             arm.run.release()
         if self.refused is not None:
-            _remove_claims(self._created_dirs)
+            remove_claims(self._created_dirs)
         self._close_model_side()
 
     # ----- what the terminal shows
@@ -1288,95 +1287,9 @@ def _ran(summary: Summary | None) -> dict[str, Any] | None:
     return None if summary is None else {stream: ran.written() for stream, ran in summary.ran.items()}
 
 
-def _arms_dir(setup: SessionSetup, run_configs: Sequence[RunConfig], replicated: bool = False) -> Path:
-    """The directory holding a session's arms (see :attr:`Session.comparison_dir`):
-    for one repeated run config, the directory its run would have had."""
-    bases = base_configs(run_configs)
-    if replicated and len(bases) == 1:
-        return _single_run_dir(setup, bases[0]).resolve()
-    where = setup.options.resume or setup.options.output_dir or DEFAULT_OUTPUT_ROOT
-    return _side(setup, (setup.invocation_dir / where).resolve())
-
-
-def _single_run_dir(setup: SessionSetup, run_config: RunConfig) -> Path:
-    """Where the run of a session's only run config goes (:func:`_run_dirs`)."""
-    output = setup.options.resume or setup.options.output_dir or run_config.output_dir
-    here = setup.invocation_dir
-    return _side(setup, (here / output) if output else default_run_dir(run_config.name, here))
-
-
-def _side(setup: SessionSetup, run_dir: Path) -> Path:
-    """Where a session writes what it would write to ``run_dir``: a side run of
-    hand-picked tasks goes inside it (``side-run/``), so it never moves the full run
-    to ``history/``; a directory the user named (output dir, resume) is used as named."""
-    if setup.hand_picked is None or setup.options.output_dir or setup.options.resume:
-        return run_dir
-    return run_dir / SIDE_RUN
-
-
-def _with_recorded(options: SessionOptions, resume: ResumeSource) -> SessionOptions:
-    """The resumed session's options: what it recorded, unless given again."""
-
-    return replace(
-        options,
-        settings=options.settings if "set" in options.given else resume.overrides,
-        repeats=options.repeats if "repeats" in options.given else resume.repeats,
-        limit=options.limit if "limit" in options.given else resume.limit,
-        streams=options.streams if "stream" in options.given else resume.streams,
-        shard=options.shard if "shard" in options.given else resume.shard,
-        shard_by=options.shard_by if "shard_by" in options.given else resume.shard_by,
-    )
-
-
-def _run_dirs(setup: SessionSetup, run_configs: Sequence[RunConfig], resume: ResumeSource | None) -> list[Path]:
-    """One run directory per arm, as the options and configs place it.
-
-    A single run goes to the output directory option (or the resumed directory), the
-    run config's ``output_dir``, or ``evomemory-results/<name>``. With several arms the
-    output directory option is the directory that holds them, each in
-    ``<dir>/<name>``, and the comparison; without it an arm goes to its config's
-    ``output_dir`` or ``evomemory-results/<name>``. A resumed session of arms is
-    placed the same way under the resumed directory, and the arms' manifest must
-    agree (nothing read from it is used as a path). A replicate's run directory is
-    ``r<i>`` inside the directory its arm would have had (:mod:`.replicates`).
-    """
-    here = setup.invocation_dir
-    option = setup.options.output_dir
-    bases = base_configs(run_configs)
-    if len(bases) == 1:
-        run_dirs = [_single_run_dir(setup, run_config) for run_config in run_configs]
-    else:
-        parent = _side(setup, here / (option or setup.options.resume or DEFAULT_OUTPUT_ROOT))
-        run_dirs = [
-            _side(setup, here / run_config.output_dir) if run_config.output_dir and not option
-            and not setup.options.resume else parent / run_config.name
-            for run_config in run_configs
-        ]
-    run_dirs = [
-        run_dir if run_config.replicate is None else run_dir / run_config.replicate.tag
-        for run_config, run_dir in zip(run_configs, run_dirs, strict=True)
-    ]
-    if len(run_configs) > 1:
-        if resume is not None and resume.manifest is not None:
-            check_manifest_dirs(resume, run_configs, here)
-            for run_config, run_dir in zip(run_configs, run_dirs, strict=True):
-                recorded = arm_dir_recorded(resume.manifest, run_config.label, resume.directory)
-                if recorded is not None and recorded != run_dir.resolve():
-                    raise RunDirError(
-                        f"{setup.flags('resume')} {resume.directory}: its arms.json puts arm {run_config.label!r} in "
-                        f"{recorded}, but this session would write it to {run_dir.resolve()}; resume that arm on its "
-                        f"own ({setup.flags('resume')}={recorded})"
-                    )
-        resolved = [run_dir.resolve() for run_dir in run_dirs]
-        for index, run_dir in enumerate(resolved):
-            if run_dir in resolved[:index]:
-                raise ConfigError(
-                    f"arms {run_configs[resolved.index(run_dir)].label!r} and {run_configs[index].label!r} would both "
-                    f"write to {run_dir}; remove `output_dir` from their run configs or give each its own"
-                )
-    if not setup.writes:
-        return [run_dir.resolve() for run_dir in run_dirs]
-    return [check_output_dir(run_dir) for run_dir in run_dirs]
+def placement(setup: SessionSetup) -> Placement:
+    """Where this session's runs go: :class:`..rundir.Placement` decides, from what the driver said."""
+    return Placement(setup.options, setup.flags, setup.invocation_dir, setup.hand_picked is not None, setup.writes)
 
 
 def _fall_back_to_snapshots(state: ResumeState, benchmark: BenchmarkRun) -> None:
@@ -1422,21 +1335,6 @@ def _restored_count(stream: Stream, completed: int | None, snapshots: StreamSnap
         saved = completed is not None and 0 in snapshots.completed_prefixes()
         return completed if ingestion.plan(completed, saved) == "restore" else None
     return completed or None
-
-
-def _remove_claims(created: Sequence[Path]) -> None:
-    """After a refusal: the directories this session created (innermost first) hold
-    nothing but its lock; remove them (one that holds anything else stays)."""
-    for directory in created:
-        for name in (LOCK, LOCK_OWNER):
-            try:
-                (directory / name).unlink(missing_ok=True)
-            except OSError:
-                pass
-        try:
-            directory.rmdir()
-        except OSError:
-            pass  # not empty: something besides the lock was written there
 
 
 def stream_start_failure(record: Record) -> bool:

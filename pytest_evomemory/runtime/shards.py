@@ -40,7 +40,7 @@ from pydantic import ValidationError
 
 from ..errors import named
 from ..options import SHARD_UNITS
-from ..rundir import RUN_DOCUMENT, RunDirError, read_json
+from ..rundir import RunDirError, RunReader
 from ..rundocs import ShardRecord, ShardThresholds
 from ..streams import Stream
 
@@ -229,7 +229,7 @@ def check_shard_dir(run_dir: Path, plan: ShardPlan, index: int) -> None:
     """Refuse to write shard ``index`` into a run directory that holds a shard's run of
     another plan, or another shard's run of this plan; a run without a shard record
     (an unsharded earlier run) moves to ``history/`` as any earlier run does."""
-    document = read_json(run_dir / RUN_DOCUMENT)
+    document = RunReader(run_dir).recorded_run()
     if document is None or SHARD_FIELD not in document:
         return
     this, output_flag = f"{named('shard')}={index}/{plan.count}", named("output-dir")

@@ -3,7 +3,7 @@
 With several ``--evomemory-config`` arms, each arm's directory is ``<dir>/<arm
 name>`` beside the session's ``arms.json``, ``compare.html`` and ``compare.json``;
 an arm named like one of them (or like anything a run directory holds) would end
-the session after every paid task ran. The reserved names come from rundir.py, the
+the session after every paid task ran. The reserved names come from rundir/layout.py, the
 one owner of the directory's format.
 """
 

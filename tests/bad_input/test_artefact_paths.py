@@ -18,12 +18,12 @@ from pytest_evomemory.rundir import (
     HISTORY,
     RUN_FILES,
     RunDirError,
-    arm_dir_allowed,
-    history_name,
     move_previous_run_aside,
     read_arms_manifest,
-    recorded_config_path,
 )
+from pytest_evomemory.rundir.history import history_name
+from pytest_evomemory.rundir.paths import recorded_config_path
+from pytest_evomemory.rundir.placement import arm_dir_allowed
 
 from .conftest import KEY_VARIABLE, SECRET, assert_no_internal_error, tiny_run_config
 

@@ -279,7 +279,7 @@ def test_a_full_disk_while_the_earlier_run_moves_aside_is_one_line(
             raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
         replace(source, target)
 
-    monkeypatch.setattr(rundir.os, "replace", full)
+    monkeypatch.setattr(rundir.history.os, "replace", full)
     capsys.readouterr()
     assert main(["run", "-q", *SAMPLE, "--output-dir", str(run)]) == 4
     _one_line(capsys, "cannot move the earlier run", "No space left on device (ENOSPC)")

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from pytest_evomemory.rundir import read_jsonl
+from pytest_evomemory.rundir.jsonl import read_jsonl
 
 from .guarantee_project import calls, importable_by_xdist_workers, make_project
 

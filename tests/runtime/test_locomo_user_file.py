@@ -165,7 +165,7 @@ def test_a_resume_on_an_edited_user_file_is_refused_and_on_the_same_file_goes_on
 def test_a_resume_on_an_edited_files_stream_is_refused_as_for_a_locomo_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """The check is one for every unpinned local file (runtime/resumedata.py):
+    """The check is one for every unpinned local file (rundir/resumestate.py):
     ``benchmark: files`` streams are refused the same way."""
     data = tmp_path / "tasks.jsonl"
     data.write_text('{"id": "t1", "prompt": "2+2?", "target": "4"}\n', encoding="utf-8")

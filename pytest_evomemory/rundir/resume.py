@@ -6,34 +6,30 @@ run configs (each arm's fingerprint is checked against its run.json), the same
 gives them again), the same arms, and only the arms that session itself started
 (an arm whose run.json another session wrote is started afresh, never adopted).
 
-Nothing read here is used as a path to write to: an arm's directory is the one the
-session derives from its own config and options, which the manifest is checked
-against; the manifest's run directory entries only say whether an arm lived inside
-the session's directory.
+Nothing read here is used as a path to write to: an arm's directory is the one
+:class:`.placement.Placement` derives from the session's own config and options,
+which the manifest is checked against; the manifest's run directory entries only
+say whether an arm lived inside the session's directory.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..config import RunConfig, replicate_of
+from pydantic import BaseModel, ConfigDict
+
+from ..config import replicate_of
 from ..errors import named
-from ..options import SHARD_UNITS
-from ..rundir import (
-    RUN_DOCUMENT,
-    ArmsManifest,
-    RunDirError,
-    arm_dir_allowed,
-    read_arms_manifest,
-    read_run_document,
-    recorded_config_path,
-)
+from ..options import SHARD_UNITS, SessionOptions
 from ..rundocs import RunFile
 from ..validation import long_name_problem
+from .arms import ArmsManifest, inside, read_arms_manifest
+from .layout import RUN_DOCUMENT, RunDirError
+from .paths import recorded_config_path
+from .reader import read_run_document
 
 #: The resume option, in a message (the door spells it).
 RESUME = named("resume")
@@ -86,7 +82,7 @@ def read_resume_source(directory: Path) -> ResumeSource:
         documents = [
             read_run_document(directory / entry.run_dir, RESUME)
             for entry in manifest.entries
-            if _inside(directory, entry.run_dir) and (directory / entry.run_dir / RUN_DOCUMENT).exists()
+            if inside(directory, entry.run_dir) and (directory / entry.run_dir / RUN_DOCUMENT).exists()
         ]
         limit, streams = _recorded_selection(documents)
         return ResumeSource(
@@ -120,59 +116,31 @@ def read_resume_source(directory: Path) -> ResumeSource:
     return ResumeSource(directory, (path,), tuple(overrides), limit, streams, None, *_recorded_shard([document]))
 
 
-def _inside(directory: Path, relative: str) -> bool:
-    """Whether a manifest's run directory entry names a folder inside ``directory``."""
-    if Path(relative).is_absolute():
-        return False
-    base = directory.resolve()
-    target = (directory / relative).resolve()
-    return base in target.parents
+class _Selection(BaseModel):
+    """run.json's ``run.selection``: the limit and streams the command line gave, as
+    recorded (each checked where it is used: a damaged one is not the command line's)."""
 
+    model_config = ConfigDict(extra="ignore")
 
-def arm_dir_recorded(manifest: ArmsManifest, name: str, directory: Path) -> Path | None:
-    """Where the manifest says arm ``name`` lived, resolved, or None if it names none."""
-    for entry in manifest.entries:
-        if entry.name == name:
-            if _inside(directory, entry.run_dir):
-                return (directory / entry.run_dir).resolve()
-            return Path(entry.run_dir).resolve() if Path(entry.run_dir).is_absolute() else None
-    return None
-
-
-def check_manifest_dirs(resume: ResumeSource, run_configs: Sequence[RunConfig], here: Path) -> None:
-    """Each arm directory the arms manifest names must be one the session's own inputs
-    name: inside the manifest's directory, or the arm's config's ``output_dir``."""
-    if resume.manifest is None:
-        return
-    directory = resume.directory
-    for entry, run_config in zip(resume.manifest.entries, run_configs, strict=False):
-        recorded = Path(entry.run_dir)
-        run_dir = recorded if recorded.is_absolute() else directory / recorded
-        own = here / run_config.output_dir if run_config.output_dir else None
-        if not arm_dir_allowed(run_dir, directory, own):
-            raise RunDirError(
-                f"{RESUME} {directory}: its arms.json names {run_dir} as arm {entry.name!r}'s directory, which is "
-                "neither inside it nor that arm's output_dir (the manifest was edited or damaged); resume each "
-                f"arm's directory on its own ({RESUME}=DIR/<arm>)",
-                option="resume",
-            )
+    limit: Any = None
+    streams: Any = None
 
 
 def _recorded_selection(documents: list[RunFile]) -> tuple[int | None, tuple[str, ...]]:
     """The limit and streams the interrupted run's command line gave, when every arm
     agrees on them (a limit or stream list from the config file is the config's own:
     the config is read again, and a changed one is refused as a changed config)."""
-    benchmarks = [_mapping(document.run.selection) for document in documents]
-    if not benchmarks:
+    selections = [_Selection.model_validate(_mapping(document.run.selection)) for document in documents]
+    if not selections:
         return None, ()
     limit: int | None = None
-    if len({json.dumps(benchmark.get("limit")) for benchmark in benchmarks}) == 1:
-        value = benchmarks[0].get("limit")
+    if len({json.dumps(selection.limit) for selection in selections}) == 1:
+        value = selections[0].limit
         if isinstance(value, int) and not isinstance(value, bool):
             limit = value
     streams: tuple[str, ...] = ()
-    if len({json.dumps(benchmark.get("streams")) for benchmark in benchmarks}) == 1:
-        names = benchmarks[0].get("streams")
+    if len({json.dumps(selection.streams) for selection in selections}) == 1:
+        names = selections[0].streams
         if isinstance(names, list) and names and all(isinstance(name, str) for name in names):
             streams = tuple(names)
     return limit, streams
@@ -193,9 +161,22 @@ def _mapping(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def with_recorded(options: SessionOptions, resume: ResumeSource) -> SessionOptions:
+    """The resumed session's options: what it recorded, unless given again."""
+    return replace(
+        options,
+        settings=options.settings if "set" in options.given else resume.overrides,
+        repeats=options.repeats if "repeats" in options.given else resume.repeats,
+        limit=options.limit if "limit" in options.given else resume.limit,
+        streams=options.streams if "stream" in options.given else resume.streams,
+        shard=options.shard if "shard" in options.given else resume.shard,
+        shard_by=options.shard_by if "shard_by" in options.given else resume.shard_by,
+    )
+
+
 def started_by(run_dir: Path) -> str | None:
     """The session that wrote the run directory's run.json (None: none recorded)."""
     return read_run_document(run_dir, RESUME).session
 
 
-__all__ = ["ResumeSource", "arm_dir_recorded", "check_manifest_dirs", "read_resume_source", "started_by"]
+__all__ = ["ResumeSource", "read_resume_source", "started_by", "with_recorded"]

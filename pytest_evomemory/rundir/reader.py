@@ -1,0 +1,184 @@
+"""Reading a run directory back, typed: its documents and records as the
+:mod:`..rundocs` models, for every reader (report, compare, table, merge, resume).
+
+A reader outside the package asks :class:`RunReader` (or one of the functions
+here) and gets models (a document as recorded only where a check must see it
+before its model: :meth:`RunReader.recorded_run`); what it must say when a file is missing or
+damaged it says in its own error class (``error``: the report's
+:class:`~..reporting.rundata.ReportError`, the resume's :class:`.layout.RunDirError`),
+with the messages these functions word.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from .. import boundedread
+from ..errors import named
+from ..rundocs import DAMAGED_ADVICE, SCHEMA_VERSION, Response, RunFile, Score, Summary, TranscriptEntry
+from ..rundocs.base import DamagedDocument, Doc, problem_line, read
+from ..rundocs.wire import Event, event_or_none
+from ..text import shorten
+from .jsonl import DamagedRecords, iter_documents, iter_jsonl, read_json
+from .layout import EVENTS, RESPONSES, RUN_DOCUMENT, SCORES, SUMMARY, TRANSCRIPTS, RunDirError
+
+ErrorFactory = boundedread.ErrorFactory
+
+
+@dataclass(frozen=True)
+class RunReader:
+    """One run directory's records, each read as its model as it is read (a long
+    run's files need not fit in memory). A damaged record is
+    :class:`~..rundocs.DamagedDocument` naming the file, the record and the key."""
+
+    run_dir: Path
+
+    def scores(self) -> Iterator[Score]:
+        return iter_documents(self.run_dir / SCORES, Score)
+
+    def responses(self) -> Iterator[Response]:
+        return iter_documents(self.run_dir / RESPONSES, Response)
+
+    def transcript_streams(self) -> list[str]:
+        """The streams with a transcripts/<stream>.jsonl file."""
+        directory = self.run_dir / TRANSCRIPTS
+        if not directory.is_dir():
+            return []
+        return [path.stem for path in sorted(directory.glob("*.jsonl"))]
+
+    def transcript_path(self, stream: str) -> Path:
+        return self.run_dir / TRANSCRIPTS / f"{stream}.jsonl"
+
+    def transcript(self, stream: str) -> Iterator[TranscriptEntry]:
+        """transcripts/<stream>.jsonl: each turn's messages and tool calls (none for
+        a stream without a transcript file)."""
+        if stream not in self.transcript_streams():
+            return iter(())
+        return iter_documents(self.transcript_path(stream), TranscriptEntry)
+
+    def events(self) -> list[Event]:
+        """events.jsonl's failed and skipped turns; a line that is no event (edited by
+        hand: a failure that is a string) is passed over, as a torn line is."""
+        return read_events(self.run_dir / EVENTS)
+
+    @property
+    def run_path(self) -> Path:
+        return self.run_dir / RUN_DOCUMENT
+
+    @property
+    def summary_path(self) -> Path:
+        return self.run_dir / SUMMARY
+
+    def recorded_run(self) -> dict[str, Any] | None:
+        """run.json as recorded, before it is read as its model (None: absent, or no
+        JSON object): for a check whose own message must come first (a shard's plan)."""
+        return read_json(self.run_path)
+
+    def recorded_summary(self) -> dict[str, Any] | None:
+        """summary.json as recorded (None: absent, or no JSON object)."""
+        return read_json(self.summary_path)
+
+
+def read_events(path: Path) -> list[Event]:
+    """An events.jsonl file's records that are events (:meth:`RunReader.events`)."""
+    return [event for event in map(event_or_none, iter_jsonl(path)) if event is not None]
+
+
+def read_complete(path: Path, model: type[Doc], required: Sequence[str]) -> list[Doc]:
+    """The records of ``path``, each with the keys ``required`` and read as ``model``
+    (as the reports read it); one without is :class:`.jsonl.DamagedRecords` naming
+    the file, the record and the key (the merge: a record it would count)."""
+    records = []
+    for number, record in enumerate(iter_jsonl(path), 1):
+        missing = next((key for key in required if key not in record), None)
+        if missing is not None:
+            raise DamagedRecords(f"{path}, record {number}: key {missing!r} is missing; {DAMAGED_ADVICE}")
+        try:
+            records.append(read(model, path, record, number))
+        except DamagedDocument as error:
+            raise DamagedRecords(str(error)) from None
+    return records
+
+
+def read_run_document(run_dir: Path, purpose: str) -> RunFile:
+    """The run.json of a run to continue or to check (``purpose``: the option that
+    names it), refused as :class:`.layout.RunDirError` when absent, damaged or of a
+    newer schema (a newer plugin's records may mean something else)."""
+    path = run_dir / RUN_DOCUMENT
+    document = read_json(path)
+    if document is None:
+        raise RunDirError(
+            f"{purpose} {run_dir}: no readable {RUN_DOCUMENT} there; pass the output directory "
+            f"of the interrupted run (and, if its run config moved, pass {named('config')} as well)"
+        )
+    version = document.get("schema_version", SCHEMA_VERSION)
+    if not isinstance(version, int) or isinstance(version, bool) or version > SCHEMA_VERSION:
+        # A newer plugin's records may mean something else: continuing would mix them.
+        raise RunDirError(
+            f"{purpose} {run_dir}: {path} has schema version {version!r}, which this "
+            f"pytest-evomemory (schema {SCHEMA_VERSION}) cannot continue; upgrade pytest-evomemory, or start a new run"
+        )
+    try:
+        return RunFile.model_validate(document)
+    except ValidationError as error:
+        raise RunDirError(f"{purpose} {run_dir}: {problem_line(path, error)}") from None
+
+
+def read_document(path: Path, error: ErrorFactory) -> dict[str, Any]:
+    """A run's JSON document through the bounded reader, or ``error`` in one line: a
+    missing file, a device, a FIFO, a file of gigabytes, 200,000 brackets, a
+    5,000-digit integer, invalid JSON or no JSON object."""
+    try:
+        text = boundedread.read_text(path, limit=boundedread.DOCUMENT_BYTES, what="a run document", error=error)
+    except FileNotFoundError:
+        raise error(f"cannot read {path}: it does not exist") from None
+    try:
+        document = boundedread.loads(text, depth=boundedread.MAX_ARTEFACT_DEPTH)
+    except ValueError as problem:  # invalid JSON, an integer of 5,000 digits, 200,000 brackets
+        raise error(
+            f"{path} is not valid JSON ({shorten(boundedread.json_problem(problem), 120)}); "
+            "was the run interrupted while writing it?"
+        ) from None
+    if not isinstance(document, dict):
+        raise error(f"{path} does not hold a JSON object")
+    return document
+
+
+def read_finished_run(directory: Path, error: ErrorFactory) -> tuple[Summary, RunFile]:
+    """A finished run's summary.json (which must exist) and run.json (which may not:
+    an empty one then), typed; ``error`` for a directory that holds no finished run,
+    a summary of a newer schema or none at all, or a damaged document."""
+    if not directory.is_dir():
+        raise error(f"{directory} is not a directory; pass a run directory such as evomemory-results/<run name>")
+    summary_path = directory / SUMMARY
+    if not summary_path.is_file():
+        raise error(
+            f"{directory} has no summary.json; it is not a finished evomemory run "
+            "(the file is written when the pytest session ends)"
+        )
+    document = read_document(summary_path, error)
+    version = document.get("schema_version")
+    if isinstance(version, int) and version > SCHEMA_VERSION:
+        raise error(
+            f"{summary_path} has schema version {version}, newer than this pytest-evomemory "
+            f"understands ({SCHEMA_VERSION}); upgrade pytest-evomemory"
+        )
+    if not isinstance(document.get("streams"), Mapping):
+        raise error(f"{summary_path} has no 'streams' object; it is not an evomemory summary")
+    run_path = directory / RUN_DOCUMENT
+    try:
+        summary = read(Summary, summary_path, document)
+        run = read(RunFile, run_path, read_document(run_path, error)) if run_path.is_file() else RunFile()
+    except DamagedDocument as damaged:
+        raise error(str(damaged)) from None
+    return summary, run
+
+
+__all__ = [
+    "RunReader", "read_complete", "read_document", "read_events", "read_finished_run", "read_run_document",
+]

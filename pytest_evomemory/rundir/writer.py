@@ -1,0 +1,252 @@
+"""Writing a run: :class:`RunWriter` appends its records and writes its documents;
+the times and package versions a run records.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from datetime import UTC, datetime
+from importlib import metadata
+from pathlib import Path
+from typing import IO, TYPE_CHECKING, Any
+
+from ..atomicfile import write_atomically
+from ..rundocs import Response, RunDoc, RunFile, Score, Summary, TranscriptEntry
+from ..rundocs.wire import Record
+from .jsonl import dumps, read_jsonl, rewrite_jsonl, typed, write_json_atomically
+from .layout import EVENTS, RESPONSES, RUN_DOCUMENT, SCORES, SUMMARY, TRANSCRIPTS
+
+if TYPE_CHECKING:
+    from .resumestate import ResumeState
+
+_VERSIONED_PACKAGES = (
+    "pytest-evomemory", "pytest", "pytest-xdist", "pluggy", "pyyaml", "pydantic",
+    "datasets", "huggingface-hub", "httpx2", "math-verify", "pytest-json-report",
+)
+
+
+def utc_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def package_versions() -> dict[str, str | None]:
+    """The versions of the packages a run depends on (run.json records them)."""
+    return dict(_package_versions())
+
+
+@functools.cache
+def _package_versions() -> dict[str, str | None]:
+    """Read once per process: each lookup scans the installed distributions (about
+    20 ms), and a session of many arms starts each arm's run (run.json)."""
+    versions: dict[str, str | None] = {}
+    for name in _VERSIONED_PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            versions[name] = None
+    versions["python"] = sys.version.split()[0]
+    return versions
+
+
+class RunWriter:
+    """Appends records to the run directory; only one process (the controller) writes.
+
+    JSONL files are appended and flushed per record, so an interrupted run keeps all
+    that happened before the interruption; ``scores.jsonl`` is rewritten in stream
+    order at the end so that serial and parallel runs produce the same file. The
+    first write that fails is kept in :attr:`failure` and ends writing.
+    """
+
+    def __init__(self, run_dir: Path) -> None:
+        self.run_dir = run_dir
+        self._files: dict[str, IO[str]] = {}
+        #: per file of records of several streams: the rank of the stream last
+        #: appended, and the files whose lines came out of stream order
+        self._last_stream: dict[str, str] = {}
+        self._interleaved: set[str] = set()
+        self.failure: str | None = None
+        self._guard(lambda: (self.run_dir / TRANSCRIPTS).mkdir(parents=True, exist_ok=True))
+
+    def fail(self, reason: str) -> None:
+        """A run file written elsewhere (a worker's memory snapshot) failed: writing
+        ends here too, as if this writer's own write had failed."""
+        if self.failure is None:
+            self.failure = reason
+
+    def _guard(self, write: Any) -> None:
+        if self.failure is not None:
+            return
+        try:
+            write()
+        except OSError as error:
+            self.failure = (
+                f"writing the run directory {self.run_dir} failed: {error.strerror or error}"
+                f"{f' ({error.filename})' if error.filename else ''}; results written before "
+                "this point are kept"
+            )
+
+    def _append(self, relative: str, record: Mapping[str, Any] | RunDoc) -> None:
+        def write() -> None:
+            handle = self._files.get(relative)
+            if handle is None:
+                handle = (self.run_dir / relative).open("a", encoding="ascii")
+                self._files[relative] = handle
+            handle.write(dumps(record) + "\n")
+            handle.flush()
+
+        self._guard(write)
+
+    def write_run(self, document: RunFile) -> None:
+        self._guard(lambda: write_json_atomically(self.run_dir / RUN_DOCUMENT, document))
+
+    def _note_stream(self, relative: str, stream: object) -> None:
+        """Streams interleave in a file when several ran at once (xdist workers,
+        ``evomemory run``'s chains); :meth:`finalize_streams` orders it again."""
+        if not isinstance(stream, str):
+            return
+        last = self._last_stream.get(relative)
+        if last is not None and last != stream:
+            self._interleaved.add(relative)
+        self._last_stream[relative] = stream
+
+    def add_response(self, response: Response) -> None:
+        """A response: its line in responses.jsonl, its messages in its stream's transcript."""
+        self._note_stream(RESPONSES, response.stream)
+        line, transcript = response.written_lines()
+        self._append(RESPONSES, line)
+        self._append(f"{TRANSCRIPTS}/{response.stream}.jsonl", transcript)
+
+    def add_score(self, scored: Score) -> None:
+        self._append(SCORES, scored)
+
+    def add_event(self, event: Record) -> None:
+        wire = event.wire()
+        self._note_stream(EVENTS, wire.get("stream"))
+        self._append(EVENTS, wire)
+
+    def finalize_scores(self, scored: Sequence[Score], stream_order: Sequence[str]) -> None:
+        """Put scores.jsonl in stream order (arrival order differs under xdist).
+
+        ``scored``: the scores in the order they were written, one line each; only
+        their ``stream`` and ``position`` are read. A file already in order (a serial
+        run) is left as it is; another is rewritten from its own lines, so a caller
+        need not hold 20,000 whole records to have them sorted."""
+        self._close(SCORES)
+        rank: dict[str, int] = {}
+        for index, name in enumerate(stream_order):
+            rank.setdefault(name, index)
+        keys = [(rank.get(s.stream, len(stream_order)), s.position) for s in scored]
+        if all(keys[index] <= keys[index + 1] for index in range(len(keys) - 1)):
+            return
+        self._guard(lambda: _reorder_lines(self.run_dir / SCORES, sorted(range(len(keys)), key=keys.__getitem__), rank))
+
+    def finalize_streams(self, stream_order: Sequence[str]) -> None:
+        """Put responses.jsonl and events.jsonl in stream order, each stream's lines
+        in the order they came (one stream runs in order), so a run whose streams ran
+        side by side writes the files of a serial run. A line without a stream stays
+        after the line before it. Files whose streams never interleaved are left as
+        they are."""
+        rank = {name: index for index, name in reversed(list(enumerate(stream_order)))}
+        for relative in sorted(self._interleaved):
+            self._close(relative)
+            path = self.run_dir / relative
+            if not path.is_file():
+                continue
+
+            def rewrite(path: Path = path) -> None:
+                lines = path.read_text(encoding="ascii").splitlines(keepends=True)
+                keys, previous = [], len(rank)
+                for line in lines:
+                    stream = json.loads(line).get("stream") if line.strip() else None
+                    previous = rank.get(stream, len(rank)) if isinstance(stream, str) else previous
+                    keys.append(previous)
+                order = sorted(range(len(lines)), key=keys.__getitem__)  # stable: each stream's own order
+                write_atomically(path, (lines[index] for index in order), encoding="ascii")
+
+            self._guard(rewrite)
+        self._interleaved.clear()
+
+    def restart_from(self, state: ResumeState) -> None:
+        """Resume: keep only the completed episodes' records, dropping torn ones."""
+        self._interleaved |= {RESPONSES, EVENTS}  # the interrupted run's may have interleaved
+        self.close()
+        kept = {(r.stream, r.task_id) for r in state.responses}
+
+        def rewrite() -> None:
+            rewrite_jsonl(self.run_dir / RESPONSES, [r.line() for r in state.responses])
+            rewrite_jsonl(self.run_dir / SCORES, state.scores)
+            rewrite_jsonl(self.run_dir / EVENTS, [e.wire() for e in state.events])
+            for path in (self.run_dir / TRANSCRIPTS).glob("*.jsonl"):
+                stream = path.stem
+                entries = typed(TranscriptEntry, read_jsonl(path))
+                rewrite_jsonl(path, [t for t in entries if t is not None and (stream, t.task_id) in kept])
+
+        self._guard(rewrite)
+
+    def write_records(self, relative: str, records: Iterable[Mapping[str, Any] | RunDoc]) -> None:
+        """Write a whole JSONL file of the run at once (the merge of shards' runs)."""
+        target = self.run_dir / relative
+
+        def write() -> None:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            rewrite_jsonl(target, records)
+
+        self._guard(write)
+
+    def copy_tree(self, source: Path, relative: str) -> None:
+        """Copy a folder of another run directory (a shard's memory snapshots) into this one."""
+        import shutil
+
+        target = self.run_dir / relative
+        self._guard(lambda: shutil.copytree(source, target, dirs_exist_ok=True))
+
+    def write_summary(self, document: Summary) -> None:
+        self.close()
+        try:
+            write_json_atomically(self.run_dir / SUMMARY, document)
+        except OSError as error:
+            if self.failure is None:
+                self.failure = f"writing {self.run_dir / SUMMARY} failed: {error.strerror or error}"
+
+    def _close(self, relative: str) -> None:
+        handle = self._files.pop(relative, None)
+        if handle is not None:
+            try:
+                handle.close()
+            except OSError:
+                pass
+
+    def close(self) -> None:
+        for relative in list(self._files):
+            self._close(relative)
+
+
+
+def _reorder_lines(path: Path, order: Sequence[int], rank: Mapping[str, int]) -> None:
+    """Rewrite a JSONL file with its lines in ``order`` (indexes of its lines as
+    written), reading each line again as it is written out. A file whose lines are
+    not the ones ``order`` counts (changed by a hand) is read whole and sorted
+    by stream ``rank`` and position instead."""
+    offsets = []
+    with path.open("rb") as source:
+        where = 0
+        for line in source:
+            offsets.append(where)
+            where += len(line)
+        if len(offsets) == len(order):
+            def lines() -> Iterator[str]:
+                for index in order:
+                    source.seek(offsets[index])
+                    yield source.readline().decode("ascii", errors="surrogateescape")
+
+            write_atomically(path, lines(), encoding="ascii")
+            return
+    records = read_jsonl(path)
+    records.sort(key=lambda s: (rank.get(s.get("stream"), len(rank)), s.get("position")))  # type: ignore[arg-type]
+    rewrite_jsonl(path, records)
+
+
+__all__ = ["RunWriter", "package_versions", "utc_now"]
