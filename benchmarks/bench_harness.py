@@ -310,7 +310,7 @@ RUN_BENCHMARK_SNIPPET = """
 import json, sys, time
 from pathlib import Path
 from pytest_evomemory.configload import load_run_config
-from pytest_evomemory.runtime import run_benchmark
+from pytest_evomemory import run_benchmark
 config = load_run_config(sys.argv[1])
 started = time.perf_counter()
 summary = run_benchmark(config, Path(sys.argv[2]))

@@ -59,8 +59,8 @@ from typing import Any
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
+from pytest_evomemory import run_benchmark  # noqa: E402
 from pytest_evomemory.configload import load_run_config  # noqa: E402
-from pytest_evomemory.runtime import run_benchmark  # noqa: E402
 
 TARGET_SHARE = 0.20
 HARNESS = ("opening", "snapshots", "journal", "teardown", "adapter", "agent", "scoring", "records", "report",
@@ -141,9 +141,9 @@ def instrument(clock: Clock) -> list[Callable[[], None]]:
     from pytest_evomemory.memory.observed import ObservedMemory
     from pytest_evomemory.memory.snapshot import StreamSnapshots
     from pytest_evomemory.reporting import html
+    from pytest_evomemory.runtime.collector import Collector
     from pytest_evomemory.runtime.records import ResultCollector
     from pytest_evomemory.runtime.run import Run
-    from pytest_evomemory.runtime.session import Session
     from pytest_evomemory.runtime.stream import Episode
 
     undo = [
@@ -171,7 +171,7 @@ def instrument(clock: Clock) -> list[Callable[[], None]]:
         timed(clock, html, "write_html_report", "report"),
         timed(clock, StreamSnapshots, "save", "snapshots"),  # the slot's label, digests and syncs around the backend's
         timed(clock, StreamSnapshots, "restore", "snapshots"),
-        timed(clock, Session, "preflight", "start and finish"),
+        timed(clock, Collector, "preflight", "start and finish"),
         timed(clock, Run, "finish", "start and finish"),
     ]
     for backend in (mem0.Mem0Memory, langmem.LangMemMemory):  # LangMem's runs inside the store's put

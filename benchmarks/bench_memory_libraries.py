@@ -224,7 +224,7 @@ def bench_infer(retains: int) -> list[dict[str, Any]]:
 
 
 def bench_scores() -> list[dict[str, Any]]:
-    from pytest_evomemory.runtime import run_benchmark
+    from pytest_evomemory import run_benchmark
 
     configs = HERE.parent / "pytest_evomemory" / "configs"
     base = load_run_config(configs / "runs" / "sample_memory.yaml")

@@ -10,7 +10,7 @@ unraisable-exception check) rescanned the whole heap, most of a worker's shutdow
 
 So both drivers pause the collector while the session starts (pytest: from the
 switch until collection is over; ``evomemory run``: while the session opens), and
-the session pauses it again while a stream opens (``Session.start_stream``, with
+the session pauses it again while a stream opens (``StreamDriver.start_stream``, with
 the heap its driver gave it), then what exists moves out of its sight with
 ``gc.freeze()``. What the run allocates afterwards is collected as usual. Freezing
 never reclaims cyclic garbage that already exists, so it is done only in a process

@@ -31,18 +31,30 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from .config import RunConfig
 from .errors import EvoMemoryError
 from .heap import StartupHeap
-from .options import CLI_FLAGS, PROGRESS_INTERVAL_INI, add_options, read_options, render
+from .options import (
+    CLI_FLAGS,
+    PROGRESS_INTERVAL_INI,
+    SessionOptions,
+    add_options,
+    read_options,
+    render,
+    rendered,
+)
 from .redaction import shown
+from .reporting.lines import Line
 from .reporting.progress import ProgressBoard, cost_text, progress_interval, task_verdict
-from .runtime.lines import Line
+from .reporting.reports import REPORTS
+from .reporting.sessionlines import report, resume_notes, shard_lines
 from .runtime.records import Record
-from .runtime.session import EXIT_USAGE, Session, SessionSetup
+from .runtime.run import AgentFactoryFn, MemoryFactoryFn
+from .runtime.session import EXIT_USAGE, Session, SessionPlan, SessionSetup
 from .runtime.signals import lift_shield
 from .text import inert
 
-__all__ = ["EXIT_USAGE", "RunProgress", "add_parser", "main"]
+__all__ = ["EXIT_USAGE", "RunProgress", "add_parser", "main", "run_benchmark"]
 
 
 def add_parser(commands: Any) -> None:
@@ -76,13 +88,13 @@ def main(args: argparse.Namespace) -> int:
         ini_configs = [settings.evomemory_config] if settings.evomemory_config and settings.rootdir else []
         setup = SessionSetup(options, CLI_FLAGS, here, tuple(sys.argv), writes=True, heap=heap)
         with heap.paused(settle_after=False):  # settled after the preflight (run_session)
-            session = Session.open(setup, ini_configs, settings.rootdir)
+            session = Session.open(setup, ini_configs, settings.rootdir, reports=REPORTS)
     except EvoMemoryError as error:
         _error(f"evomemory: error: {error}")
         return EXIT_USAGE
-    for text in session.shard_lines():
+    for text in shard_lines(session):
         print(text, flush=True)
-    for note in session.resume_notes():
+    for note in resume_notes(session):
         _notice(note)
     previous = None
     try:
@@ -101,11 +113,48 @@ def main(args: argparse.Namespace) -> int:
         heap.resume()  # settled already unless the run failed before its preflight
         session.release()
     try:
-        for line in session.report(resume_command="evomemory run"):
+        for line in report(session, resume_command="evomemory run"):
             _print(line)
     finally:
         lift_shield()  # raised by an interrupt (runtime/signals.py): the session has ended
     return outcome.exit_status()
+
+
+def run_benchmark(
+    config: RunConfig,
+    run_dir: Path,
+    *,
+    agent_factory: AgentFactoryFn | None = None,
+    memory_factory: MemoryFactoryFn | None = None,
+    write_artefacts: bool = True,
+    resume: bool = False,
+    command: tuple[str, ...] = (),
+    chains: int = 1,
+) -> dict[str, object]:
+    """Run every selected stream of ``config`` into ``run_dir``, one at a time (or up to
+    ``chains`` streams at once, with the same results), and return the summary (failed
+    episodes are recorded and the stream goes on, as under pytest). The door for
+    Python (notebooks, tools, agents built in code): the session ``evomemory run``
+    drives, with the same renderers. An error it raises names the options as
+    ``evomemory run`` spells them (``--resume``)."""
+    from .rundir import read_resume_source
+    from .runtime.serial import run_session
+
+    options = SessionOptions(resume=str(run_dir) if resume else None, chains=chains)
+    setup = SessionSetup(options, CLI_FLAGS, Path.cwd(), command, writes=write_artefacts)
+    try:
+        source = read_resume_source(run_dir) if resume else None
+        session = Session(SessionPlan(setup, [config], [run_dir], source, reports=REPORTS))
+        try:
+            run_session(session, agent_factory=agent_factory, memory_factory=memory_factory)
+        finally:
+            session.release()
+            lift_shield()
+    except EvoMemoryError as error:
+        rendered(error, CLI_FLAGS.entry)
+        raise
+    summary = session.plan.baseline.summary
+    return summary.written() if summary is not None else {}
 
 
 class RunProgress:
@@ -123,8 +172,9 @@ class RunProgress:
         self.board = board
         self.verdicts = verdicts
         self.grid = grid
-        totals = Counter(task.key for task in session.tasks() if not session.is_done(task.key, task.sample))
-        board.start(totals, session.completed_scores)
+        plan = session.plan
+        totals = Counter(task.key for task in plan.tasks() if not plan.is_done(task.key, task.sample))
+        board.start(totals, plan.completed_scores)
         self.chains = len(totals)
         self.chains_done = 0
         #: running chain -> its last event, in words

@@ -68,13 +68,13 @@ def test_the_quoted_cost_cap_refusal_of_a_memory_library_is_the_engines() -> Non
     model; the engine's message begins the same way."""
     import inspect
 
-    from pytest_evomemory.runtime.session import Session
+    from pytest_evomemory.runtime.preflight import check_metered_memory
 
     memory_doc = (REPO / "docs" / "memory.md").read_text(encoding="utf-8")
     quoted = "`key 'mem0.llm.pricing': --evomemory-max-cost meters the calls memory backend 'mem0' makes to its own chat model ...`"
     assert quoted in memory_doc
-    source = inspect.getsource(Session._check_metered_memory)
-    assert "key '{price_key}': {self.flags('max-cost')} meters the calls memory backend " in source
+    source = inspect.getsource(check_metered_memory)
+    assert "key '{price_key}': {plan.flags('max-cost')} meters the calls memory backend " in source
     assert "{config.memory.backend!r} makes to its own chat model" in source
 
 

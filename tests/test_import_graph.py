@@ -143,10 +143,10 @@ class StillPending(AssertionError):
     """Only the modules named in the xfail below still import a part above them."""
 
 
-#: runtime modules that import reporting/ until their owners' work lands: session.py
-#: (split behind the session's reporter protocol) and order.py (``load_run``, moving
-#: from reporting/rundata.py into the rundir package). Emptied with the xfail.
-PENDING = {f"{NAME}.runtime.session", f"{NAME}.runtime.order"}
+#: runtime modules that import reporting/ until their owners' work lands: order.py
+#: (``load_run``, moving from reporting/rundata.py into the rundir package). Emptied
+#: with the xfail.
+PENDING = {f"{NAME}.runtime.order"}
 
 
 def imports_from_above(graph: dict[str, set[str]], part: str) -> list[str]:
@@ -165,8 +165,8 @@ def imports_from_above(graph: dict[str, set[str]], part: str) -> list[str]:
         "analysis",
         pytest.param("runtime", marks=pytest.mark.xfail(
             strict=True, raises=StillPending,
-            reason="runtime/session.py (being split by the session engineer) and runtime/order.py (load_run, "
-            "reporting/rundata.py moving to the rundir package) still import reporting/; remove with PENDING",
+            reason="runtime/order.py (load_run, reporting/rundata.py moving to the rundir package) still "
+            "imports reporting/; remove with PENDING",
         )),
     ],
 )

@@ -117,7 +117,7 @@ def evomemory_memory_factory() -> MemoryFactoryFn | None:
 @pytest.fixture(scope="session")
 def evomemory_run(pytestconfig: pytest.Config) -> Any:
     """The loaded benchmark of the baseline arm: configs, streams, output directory."""
-    return get_session(pytestconfig).baseline.benchmark
+    return get_session(pytestconfig).plan.baseline.benchmark
 
 
 @pytest.fixture(scope="session")
@@ -138,7 +138,7 @@ def evomemory_stream(
     try:
         yield live
     finally:
-        worker.session.close_stream(live, worker.sink)
+        worker.driver.close_stream(live, worker.sink)
 
 
 @pytest.fixture
@@ -164,4 +164,8 @@ def evomemory_episode(
 
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
     session = config.stash.get(SESSION_KEY, None)
-    return None if session is None else session.header()
+    if session is None:
+        return None
+    from ..reporting.sessionlines import header
+
+    return header(session)

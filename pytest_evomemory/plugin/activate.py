@@ -9,13 +9,16 @@ process that runs tasks, and points pytest at the benchmark's items.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from ..errors import ConfigError, EvoMemoryError
 from ..options import PYTEST_FLAGS, read_options, render
 from ..redaction import shown
+from ..reporting.reports import REPORTS
 from ..runtime.session import Session, SessionSetup
 from .items import ITEMS_MODULE, task_argument
 from .stash import SESSION_KEY, STARTUP_HEAP, distributes, is_xdist_worker
@@ -31,7 +34,7 @@ def activate(config: pytest.Config) -> None:
             tuple(str(arg) for arg in config.invocation_params.args), writes=writes, worker=worker,
             hand_picked=_hand_picked(config), heap=config.stash[STARTUP_HEAP],
         )
-        session = Session.open(setup, _ini_configs(config), config.rootpath)
+        session = Session.open(setup, _ini_configs(config), config.rootpath, reports=REPORTS)
     except EvoMemoryError as error:
         # one line, as evomemory run says it, naming the options as pytest takes them
         raise pytest.UsageError(shown(render(f"evomemory: {error}", "pytest"))) from None
@@ -46,7 +49,7 @@ def activate(config: pytest.Config) -> None:
 def _register(config: pytest.Config, session: Session, worker: bool) -> None:
     from .collection import CollectionHooks
 
-    config.pluginmanager.register(CollectionHooks(session), "evomemory-collection")
+    config.pluginmanager.register(CollectionHooks(session.plan), "evomemory-collection")
     if not worker:
         from .controller import ControllerPlugin
 
@@ -56,13 +59,24 @@ def _register(config: pytest.Config, session: Session, worker: bool) -> None:
 
         # pytest-json-report asks for a task's metadata where the task runs and sends it
         # on with the report; the block is the session's where results are written
-        block = (lambda: None) if worker else session.json_report
+        block = (lambda: None) if worker else _json_block(session)
         config.pluginmanager.register(JsonReportHooks(block), "evomemory-jsonreport")
     if not distributes(config):
         from .worker import WorkerPlugin
 
         config.pluginmanager.register(WorkerPlugin(config, session), "evomemory-worker")
     _point_args_at_items(config, session)
+
+
+def _json_block(session: Session) -> Callable[[], dict[str, Any] | None]:
+    """The session's block of the JSON report, rendered when pytest-json-report asks."""
+
+    def block() -> dict[str, Any] | None:
+        from ..reporting.sessionlines import json_block
+
+        return json_block(session)
+
+    return block
 
 
 def _ini_configs(config: pytest.Config) -> list[str]:
@@ -118,7 +132,7 @@ def _point_args_at_items(config: pytest.Config, session: Session) -> None:
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         config.args[:] = [module]
         return
-    known = session.task_ids()
+    known = session.plan.task_ids()
     unknown = [arg for arg in config.args if (task := task_argument(arg)) is not None and task not in known]
     if unknown:
         raise pytest.UsageError(

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from ..runtime.session import Session
+from ..runtime.plan import SessionPlan
 from ..types import BenchmarkSample
 from .items import ITEMS_MODULE, NODE_PREFIX
 from .stash import STARTUP_HEAP
@@ -31,8 +31,8 @@ def task_of(item: pytest.Item) -> tuple[str, BenchmarkSample] | None:
 
 
 class CollectionHooks:
-    def __init__(self, session: Session) -> None:
-        self.session = session
+    def __init__(self, plan: SessionPlan) -> None:
+        self.plan = plan
         #: stream key -> position of the first task this process runs
         self.first_positions: dict[str, int] = {}
 
@@ -48,11 +48,11 @@ class CollectionHooks:
         """Put benchmark items back in arm and stream order after every other plugin's reordering."""
         result = yield
         ours = {index: task for index, item in enumerate(items) if (task := task_of(item)) is not None}
-        order = {key: index for index, key in enumerate(self.session.streams_by_key)}
+        order = {key: index for index, key in enumerate(self.plan.streams_by_key)}
         placed = iter(sorted(ours, key=lambda index: (order[ours[index][0]], ours[index][1].position)))
         items[:] = [items[next(placed)] if index in ours else item for index, item in enumerate(items)]
-        if self.session.resuming:
-            done = [item for item in items if (task := task_of(item)) is not None and self.session.is_done(*task)]
+        if self.plan.resuming:
+            done = [item for item in items if (task := task_of(item)) is not None and self.plan.is_done(*task)]
             if done:
                 config.hook.pytest_deselected(items=done)
                 finished = set(map(id, done))

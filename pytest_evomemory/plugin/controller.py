@@ -3,10 +3,11 @@ the only process.
 
 As pytest-xdist registers its ``DSession`` on the controller only, this plugin is
 registered only where results are written: it refuses what the session refuses
-before any task, hands every record arriving on a test report to the
-:class:`~..runtime.session.Session`, turns the session's stop reasons into pytest's
-``shouldstop``, finishes the session before other plugins' ``sessionfinish`` (so
-JUnit and JSON reports carry its verdict), and prints the session's lines.
+before any task, hands every record arriving on a test report to the session's
+:class:`~..runtime.collector.Collector`, turns the session's stop reasons into
+pytest's ``shouldstop``, finishes the session before other plugins'
+``sessionfinish`` (so JUnit and JSON reports carry its verdict), and prints the
+session's lines (:mod:`..reporting.sessionlines`).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from ..errors import EvoMemoryError
 from ..options import render
 from ..redaction import shown
 from ..reporting.properties import without_task_properties
+from ..reporting.sessionlines import report
 from ..runtime.records import from_wires
 from ..runtime.session import Session
 from ..runtime.signals import lift_shield, shield_interrupts
@@ -36,6 +38,7 @@ class ControllerPlugin:
     def __init__(self, config: pytest.Config, session: Session) -> None:
         self.config = config
         self.session = session
+        self.collector = session.collector
         self.pytest_session: pytest.Session | None = None
         #: the benchmark failed the session (a gate missed, results not written)
         self._failed_by_benchmark = False
@@ -47,7 +50,7 @@ class ControllerPlugin:
             )
         from .progress import ProgressHooks
 
-        config.pluginmanager.register(ProgressHooks(config, session), "evomemory-progress")
+        config.pluginmanager.register(ProgressHooks(config, session.plan), "evomemory-progress")
         config.pluginmanager.register(ReleaseRecords(), "evomemory-release-records")
 
     # ----- before any task
@@ -56,7 +59,7 @@ class ControllerPlugin:
     def pytest_sessionstart(self, session: pytest.Session) -> None:
         self.pytest_session = session
         try:
-            self.session.preflight(
+            self.collector.preflight(
                 builtin_agent=not self._overridden("evomemory_agent_factory"),
                 builtin_memory=not self._overridden("evomemory_memory_factory"),
             )
@@ -65,7 +68,7 @@ class ControllerPlugin:
         if distributes(self.config):
             # The xdist controller collects nothing: its start-up ends here.
             self.config.stash[STARTUP_HEAP].settle()
-        self.session.termination.install()
+        self.session.state.termination.install()
 
     def _overridden(self, fixture: str) -> bool:
         """Whether a conftest (or another plugin) defines the factory fixture ``fixture``."""
@@ -85,7 +88,7 @@ class ControllerPlugin:
         from .xdist import LOAD_MODES, StreamScheduling
 
         if config.getvalue("dist") in LOAD_MODES:
-            return StreamScheduling(config, log, self.session.independent_streams)
+            return StreamScheduling(config, log, self.session.plan.independent_streams)
         return None
 
     # ----- records
@@ -95,8 +98,8 @@ class ControllerPlugin:
         if not records and report.failed and report.when not in ("setup", "teardown"):
             # no record at all (xdist reports a crash with when "???"): the process running the task died
             task = task_of_nodeid(report.nodeid)
-            records = self.session.crashed(*task, report.longreprtext) if task is not None else []
-        stop = self.session.add_records(records)
+            records = self.collector.crashed(*task, report.longreprtext) if task is not None else []
+        stop = self.collector.add_records(records)
         if stop is not None and self.pytest_session is not None:
             reason = f"evomemory: {stop}"
             self.pytest_session.shouldstop = reason
@@ -115,18 +118,18 @@ class ControllerPlugin:
         return (yield)
 
     def _finish(self, session: pytest.Session) -> None:
-        interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED or self.session.termination.terminated
+        interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED or self.session.state.termination.terminated
         if not interrupted:
             if session.shouldfail and self.config.getoption("maxfail", 0):
-                self.session.stop(f"stopped early by -x/--maxfail: {session.shouldfail}")
+                self.collector.stop(f"stopped early by -x/--maxfail: {session.shouldfail}")
             elif session.shouldfail:
-                self.session.stop(f"stopped early: {session.shouldfail}")
+                self.collector.stop(f"stopped early: {session.shouldfail}")
             elif session.shouldstop:
-                self.session.stop(f"stopped early: {session.shouldstop}")
-        outcome = self.session.finish(interrupted=interrupted)
+                self.collector.stop(f"stopped early: {session.shouldstop}")
+        outcome = self.collector.finish(interrupted=interrupted)
         self._failed_by_benchmark = outcome.failed
         # junitxml writes its file in its own sessionfinish, after this: it names what ran
-        add_identity_properties(self.config, [(arm.name, arm.summary) for arm in self.session.arms])
+        add_identity_properties(self.config, [(arm.name, arm.summary) for arm in self.session.plan.arms])
         status = outcome.exit_status(session.exitstatus)
         if status != session.exitstatus:  # the session's own verdict (a pytest.exit code stays as given)
             session.exitstatus = pytest.ExitCode(status)
@@ -134,7 +137,7 @@ class ControllerPlugin:
     def pytest_terminal_summary(self, terminalreporter: Any) -> None:
         if self.config.option.collectonly:
             return
-        for line in self.session.report(resume_command="pytest"):
+        for line in report(self.session, resume_command="pytest"):
             if line.section:
                 terminalreporter.section(line.text, sep="=")
             else:
@@ -154,7 +157,7 @@ class ControllerPlugin:
         shield_interrupts()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
-        self.session.termination.uninstall()
+        self.session.state.termination.uninstall()
         self.session.release()
         lift_shield()
 

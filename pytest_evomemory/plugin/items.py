@@ -53,7 +53,7 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     params = [
         pytest.param(task.key, task.sample, id=task.item_id, marks=[pytest.mark.evomemory])
-        for task in get_session(metafunc.config).tasks()
+        for task in get_session(metafunc.config).plan.tasks()
     ]
     metafunc.parametrize(
         ["evomemory_stream", "evomemory_sample"], params,
@@ -69,5 +69,5 @@ def test_task(evomemory_episode: Any, request: pytest.FixtureRequest) -> None:
     outcome = evomemory_episode.run_task()
     # user_properties (not the record_property fixture) reach JUnit XML in every
     # junit_family, and pytest-json-report's metadata (reporters.py).
-    arm = get_session(request.config).arm_label(request.node.callspec.params["evomemory_stream"])
+    arm = get_session(request.config).plan.arm_label(request.node.callspec.params["evomemory_stream"])
     request.node.user_properties.extend(task_properties(outcome.scored.document(), outcome.response.document(), arm))

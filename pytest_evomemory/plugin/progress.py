@@ -19,14 +19,14 @@ from ..errors import ConfigError
 from ..options import PROGRESS_INTERVAL_INI
 from ..reporting.progress import ProgressBoard, progress_interval, task_verdict
 from ..rundocs.wire import from_wires
-from ..runtime.session import Session
+from ..runtime.plan import SessionPlan
 from .items import stream_of_nodeid
 
 
 class ProgressHooks:
-    def __init__(self, config: pytest.Config, session: Session) -> None:
+    def __init__(self, config: pytest.Config, plan: SessionPlan) -> None:
         self.config = config
-        self.session = session
+        self.plan = plan
         try:
             interval = progress_interval(config.getini(PROGRESS_INTERVAL_INI), PROGRESS_INTERVAL_INI)
         except ConfigError as error:
@@ -36,7 +36,7 @@ class ProgressHooks:
 
     def _start(self, nodeids: Sequence[str]) -> None:
         totals = Counter(filter(None, map(stream_of_nodeid, nodeids)))  # tasks per stream key
-        self.board.start(totals, self.session.completed_scores)
+        self.board.start(totals, self.plan.completed_scores)
 
     def pytest_collection_finish(self, session: pytest.Session) -> None:
         self._start([item.nodeid for item in session.items])

@@ -45,6 +45,8 @@ class WorkerPlugin:
     def __init__(self, config: pytest.Config, session: Session) -> None:
         self.config = config
         self.session = session
+        #: the session's side that runs episodes
+        self.driver = session.driver
         self.is_worker = is_xdist_worker(config)
         #: records of the phase in progress, moved onto its report
         self.pending: list[Record] = []
@@ -57,7 +59,7 @@ class WorkerPlugin:
 
     def open_stream(self, key: str, agent_factory: Any, memory_factory: Any) -> StreamRun | FailedStream:
         """The stream fixture's setup: a fresh memory and agent, or a failed stream."""
-        return self.session.start_stream(
+        return self.driver.start_stream(
             key, self.sink, agent_factory=agent_factory, memory_factory=memory_factory,
             notice=self._write_past_capture, factories_from=_FIXTURES,
         )
@@ -76,11 +78,11 @@ class WorkerPlugin:
         run: the task that carries its stream's failure fails with it, the others are
         skipped. A refused session runs nothing: this process stops, and the
         controller refuses the session (exit 4), or, if it recorded results already,
-        fails the stream (Session.add_records)."""
+        fails the stream (Collector.add_records)."""
         __tracebackhide__ = True
         hooks = self.config.pluginmanager.get_plugin("evomemory-collection")
         first = hooks.first_positions.get(key) if isinstance(hooks, CollectionHooks) else None
-        task = self.session.start_task(live, sample, self.sink, first)
+        task = self.driver.start_task(live, sample, self.sink, first)
         if isinstance(task, Episode):
             return PytestEpisode(task)
         if task.refused:  # its refusal went to the controller with the stream's records
@@ -112,7 +114,7 @@ class WorkerPlugin:
         records, self.pending, task = self.pending, [], task_of(item)
         if report.when == "setup" and report.failed and task is not None:
             reason = str(call.excinfo.value).strip() if call.excinfo is not None else ""
-            records += self.session.setup_failed(*task, records, reason)  # a user fixture failed: no record of ours
+            records += self.driver.setup_failed(*task, records, reason)  # a user fixture failed: no record of ours
         if records:
             report.evomemory_records = [record.wire() for record in records]  # type: ignore[attr-defined]
         return report
@@ -124,7 +126,7 @@ class WorkerPlugin:
         if not self.is_worker or self.pytest_session is None:
             return
         records = from_wires(getattr(report, "evomemory_records", None))
-        reason = self.session.stop_here(records, task_over=report.when == "teardown")
+        reason = self.driver.stop_here(records, task_over=report.when == "teardown")
         if reason is not None:
             self.pytest_session.shouldstop = f"evomemory: {reason}"
 

@@ -47,7 +47,7 @@ class StreamScheduling(LoadScopeScheduling):  # type: ignore[misc]
         Unlike xdist's own loadscope scheduler, the task that was running when the
         worker died is not sent again: it is reported as failed (a task that kills
         its worker would otherwise kill every replacement too). The new worker
-        restores the stream's memory from the artefacts (see session.py).
+        restores the stream's memory from the artefacts (see runtime/driver.py).
         """
         workload = self.assigned_work.pop(node)
         if not self._pending_of(workload):

@@ -1,19 +1,21 @@
 """The renderers the engine is handed: what :class:`..runtime.reports.Reports` asks for.
 
-The engine declares the pages and tables it needs and never imports this package;
-each entry point (``evomemory run``, ``evomemory merge``, the pytest plugin's end
-of session) hands it :data:`REPORTS`, which writes them with the page and terminal
-code here. Loaded when a session or a merge ends, not at start-up.
+The engine declares the pages it needs and never imports this package; each entry
+point (``evomemory run`` and ``run_benchmark``, ``evomemory merge``, the pytest
+plugin) hands it :data:`REPORTS` when the session opens, which writes them with the
+page code here. The page modules load when a page is first asked for (a session's
+or a merge's end, or a ``compare`` run checked at opening), not at start-up.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..analysis.summary import StreamMetrics
-from ..rundocs import Categories
-from . import html, replicates, terminal
+if TYPE_CHECKING:
+    from .html import ComparisonFiles
+    from .replicates import ReplicateFiles
 
 
 class Renderers:
@@ -21,19 +23,29 @@ class Renderers:
     handed over). Each call looks its function up in its module when it is made, as
     the engine's own imports at the end of a run did (a test may replace one)."""
 
+    def check_run(self, run_dir: Path) -> None:
+        from . import rundata
+
+        rundata.load_run(run_dir)
+
     def run_report(self, run_dir: Path) -> Path:
+        from . import html
+
         return html.write_html_report(run_dir)
 
-    def comparison(self, run_dirs: Sequence[Path], output: Path, labels: Sequence[str]) -> html.ComparisonFiles:
+    def comparison(
+        self, run_dirs: Sequence[Path], output: Path, labels: Sequence[str] | None = None
+    ) -> ComparisonFiles:
+        from . import html
+
         return html.write_comparison(run_dirs, output, labels)
 
     def replicate_comparison(
         self, groups: Sequence[tuple[str, Sequence[Path]]], directory: Path
-    ) -> replicates.ReplicateFiles:
-        return replicates.write_replicate_comparison(groups, directory)
+    ) -> ReplicateFiles:
+        from . import replicates
 
-    def arm_tables(self, metrics: Mapping[str, StreamMetrics], categories: Categories | None) -> list[str]:
-        return [*terminal.format_table(metrics), *terminal.format_categories(categories)]
+        return replicates.write_replicate_comparison(groups, directory)
 
 
 #: What the entry points hand the engine.

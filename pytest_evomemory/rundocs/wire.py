@@ -177,7 +177,7 @@ class WriteFailedRecord(Record):
 class RefusalRecord(Record):
     """A stream's first build refused the session in a process that does not write
     (an xdist worker): the session that writes decides what it means
-    (:meth:`~..runtime.session.Session.refuse`). Never written to a run."""
+    (:meth:`~..runtime.driver.StreamDriver.refuse`). Never written to a run."""
 
     type: Literal["refusal"] = "refusal"
     #: ``key``: the stream key; ``message``: why

@@ -1,6 +1,7 @@
 """The engine of a benchmark session, usable without pytest.
 
-:class:`Session` owns everything a session decides (arms, resume, gates, records,
+:class:`Session` owns everything a session decides, in parts: its plan (arms,
+resume, shards), its stream driver (episodes) and its collector (records, gates,
 the end); :class:`BenchmarkRun` loads one run config's streams and opens them,
 :class:`Run` owns one run directory, :class:`Episode` drives every episode (task,
 feedback, reset). The pytest plugin and the ``evomemory run`` command are thin
@@ -20,7 +21,7 @@ from .run import (
     config_fingerprint,
     evaluate_thresholds,
 )
-from .serial import run_benchmark, run_session
+from .serial import run_session
 from .session import Outcome, Session, SessionSetup
 from .stream import Episode, StreamRun, TaskOutcome, run_episode, run_stream
 from .turn import RuntimeTurn
@@ -43,7 +44,6 @@ __all__ = [
     "TaskOutcome",
     "config_fingerprint",
     "evaluate_thresholds",
-    "run_benchmark",
     "run_episode",
     "run_session",
     "run_stream",

@@ -23,14 +23,11 @@ import re
 from collections.abc import Sequence
 from pathlib import Path
 
-from ..analysis.summary import ThresholdResult
 from ..config import RunConfig
 from ..errors import ConfigError
-from ..identity import describe_ran
 from ..rundir import ARMS_DIRECTORY_FILES, RESERVED_NAMES, holds_a_run
-from ..rundocs import Failure, Summary
+from ..rundocs import Summary
 from .gates import ARM_SEPARATOR, parse_min_accuracy
-from .lines import Line
 from .records import Record
 from .reports import Reports
 from .run import BenchmarkRun, Run, RunResult, effective_thresholds
@@ -167,84 +164,6 @@ class Arm:
         return bool(result.artefacts_lost) or (
             not result.summary.passed and bool(result.thresholds or result.summary.failed_episodes)
         )
-
-    def report(self, reports: Reports, compare_dir: Path | None = None) -> list[Line]:
-        """This arm's table, thresholds, failures and paths, as the terminal shows them
-        (the tables drawn by ``reports``, the renderers the entry point handed the session)."""
-        result = self.result
-        if result is None:
-            return []
-        lines = [Line.of(line) for line in reports.arm_tables(result.metrics, result.summary.categories)]
-        lines += [Line.of(f"ran: {line}") for line in describe_ran(
-            {stream: ran.written() for stream, ran in result.summary.ran.items()}
-        )]
-        completion = result.summary.completion
-        if not completion.complete:
-            # the reason is the shortfall itself unless something stopped the run
-            why = f" ({self.run.stop_reason})" if self.run.stop_reason else ""
-            lines.append(Line.of(
-                f"evomemory: the run is incomplete: {completion.tasks_run} of "
-                f"{completion.tasks_planned} planned tasks ran{why}; "
-                "thresholds are not passed by an incomplete run",
-                "yellow", bold=True,
-            ))
-        for threshold in result.thresholds:
-            lines.append(Line.of(threshold.describe(), "green" if threshold.met else "red"))
-        missed = sum(not t.met for t in result.thresholds)
-        if missed:
-            lines.append(Line(f"evomemory: {missed} {_gated(result.thresholds)}threshold(s) missed; the session fails", "red", bold=True))
-        elif result.thresholds and not result.summary.thresholds_met:
-            lines.append(Line("evomemory: thresholds are not passed by an incomplete run; the session fails",
-                              "red", bold=True))
-        failures = result.summary.failed_episodes
-        for failure in failures:
-            if failure.phase != "task":
-                where = failure.stream + (f"/{failure.task_id}" if failure.task_id else "")
-                lines.append(Line.of(f"evomemory: {failure.phase} failed at {where}: {failure.reason}", "red"))
-        if failures:
-            lines.append(_failed_episodes_line(failures))
-        if result.write_failure:
-            lines.append(Line.of(f"evomemory: {result.write_failure}", "red", bold=True))
-        lines.append(Line.of(f"results: {self.run_dir}"))
-        if result.report_error:
-            lines.append(Line.of(
-                f"evomemory: the HTML report could not be written: {result.report_error}; the session fails "
-                f"(the results are written: 'evomemory report {self.run_dir}' renders it again)",
-                "red", bold=True,
-            ))
-        elif result.write_failure is None:
-            lines.append(Line.of(f"report: {self.run_dir / 'report.html'}"))
-            if compare_dir is not None:
-                lines.append(Line.of(f"comparison: {self.run_dir / 'compare.html'} ({compare_dir} vs this run)"))
-        return lines
-
-
-#: failed episodes a session's last lines name (the rest are in summary.json and report.html)
-_NAMED_FAILURES = 3
-
-
-def _failed_episodes_line(failures: Sequence[Failure]) -> Line:
-    """Why a session with failed episodes fails, in both entry points: pytest lists
-    them as failed tests, ``evomemory run`` has no other line saying so (its exit
-    status 1 was otherwise unexplained). The first few are named with their reason."""
-    named = "; ".join(_first_line(failure.reason) for failure in failures[:_NAMED_FAILURES])  # they name the task
-    more = f"; and {len(failures) - _NAMED_FAILURES} more" if len(failures) > _NAMED_FAILURES else ""
-    return Line.of(
-        f"evomemory: {len(failures)} failed episode(s), counted as wrong; the session fails: {named}{more} "
-        "(every one, with its traceback: summary.json 'failed_episodes', report.html)",
-        "red", bold=True,
-    )
-
-
-def _first_line(reason: object) -> str:
-    lines = str(reason).strip().splitlines()
-    return lines[0] if lines else "?"
-
-
-def _gated(thresholds: Sequence[ThresholdResult]) -> str:
-    """``"accuracy "`` when every gate reads the accuracy, else nothing (a gate on
-    LoCoMo's mean F1 says so in its own line)."""
-    return "accuracy " if all(threshold.metric == "accuracy" for threshold in thresholds) else ""
 
 
 __all__ = ["Arm", "check_arm_names"]

@@ -1,33 +1,14 @@
-"""What a session says on the terminal, as lines both entry points print alike.
+"""The lines the engine says while a session runs, as both entry points print them.
 
-The session composes its end-of-run report once (:class:`Line` objects with a
-style); pytest writes them through its terminal reporter (colours, sections), the
-``evomemory`` command prints them. Text that came from a model, a server or a data
-file is made inert on the way (escape and control characters shown, not obeyed).
+A memory factory that has not returned yet, a resumed stream whose newest memory
+snapshot is not trusted: one line each, redacted and inert, worded here once. The
+session's other lines (its header, its end) are rendered by the doors
+(:mod:`..reporting.sessionlines`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
-
 from ..redaction import shown
-
-Style = Literal["plain", "red", "green", "yellow"]
-
-
-@dataclass(frozen=True)
-class Line:
-    text: str
-    style: Style = "plain"
-    bold: bool = False
-    #: a section title (pytest draws it as ``=== title ===``), not a line of text
-    section: bool = False
-
-    @classmethod
-    def of(cls, text: str, style: Style = "plain", *, bold: bool = False) -> Line:
-        """A line of text that may quote what a model, server or file said."""
-        return cls(shown(text), style, bold)
 
 
 def memory_wait_line(stream: str, elapsed_s: float, factory: str, timeout_s: float) -> str:
@@ -56,4 +37,4 @@ def snapshot_fallback_line(stream: str, completed: int, newest: int, why: str) -
     )
 
 
-__all__ = ["Line", "Style", "memory_wait_line", "snapshot_fallback_line"]
+__all__ = ["memory_wait_line", "snapshot_fallback_line"]

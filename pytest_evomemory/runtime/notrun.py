@@ -1,7 +1,7 @@
 """Tasks that do not run, and why: one decision for both drivers.
 
 A stream that cannot start is one failure, recorded once by the session
-(:meth:`~.session.Session.open_stream`), not one per task: its first task carries the
+(:meth:`~.driver.StreamDriver.open_stream`), not one per task: its first task carries the
 failure (pytest fails that test with the reason, so a test run shows the failure
 where it happened; ``evomemory run`` has no test to fail) and its other tasks are not
 run, saying why. A stream whose memory cannot be prepared stops the same way, at the
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class NotRun:
-    """A task that does not run (:meth:`~.session.Session.start_task`)."""
+    """A task that does not run (:meth:`~.driver.StreamDriver.start_task`)."""
 
     #: why, in the words of a task that is not run (pytest's skip reason)
     reason: str
@@ -30,7 +30,7 @@ class NotRun:
 
 @dataclass
 class FailedStream:
-    """A stream that could not start, in place of its run (:meth:`~.session.Session.start_stream`)."""
+    """A stream that could not start, in place of its run (:meth:`~.driver.StreamDriver.start_stream`)."""
 
     key: str
     #: the stream's failure as recorded, or the refusal

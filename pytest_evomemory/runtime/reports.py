@@ -22,9 +22,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol
 
-from ..analysis.summary import StreamMetrics
-from ..rundocs import Categories
-
 
 class WrittenComparison(Protocol):
     """A comparison of runs, written: the page, compare.json beside it, and its document."""
@@ -51,15 +48,22 @@ class WrittenReplicates(Protocol):
 
 
 class Reports(Protocol):
-    """The pages and tables the engine asks for (see the module docstring)."""
+    """The pages the engine asks for (see the module docstring)."""
+
+    def check_run(self, run_dir: Path) -> None:
+        """Raise unless ``run_dir`` holds a finished run a comparison can read (the
+        run a session compares itself with, ``compare``: refused when it opens)."""
+        ...
 
     def run_report(self, run_dir: Path) -> Path:
         """Write ``run_dir``'s report.html from what the run wrote; its path."""
         ...
 
-    def comparison(self, run_dirs: Sequence[Path], output: Path, labels: Sequence[str]) -> WrittenComparison:
+    def comparison(
+        self, run_dirs: Sequence[Path], output: Path, labels: Sequence[str] | None = None
+    ) -> WrittenComparison:
         """Write the page ``output`` comparing ``run_dirs`` (the first is the baseline)
-        and compare.json beside it."""
+        and compare.json beside it; ``labels`` name the runs (by default, their names)."""
         ...
 
     def replicate_comparison(
@@ -68,11 +72,6 @@ class Reports(Protocol):
         """Write ``directory``'s replicates.json from each arm's replicate runs
         (``groups``: an arm's name and its runs) and, with several arms, each
         replicate's comparison."""
-        ...
-
-    def arm_tables(self, metrics: Mapping[str, StreamMetrics], categories: Categories | None) -> list[str]:
-        """An arm's figures as the terminal shows them: the table of its streams, then
-        its category table (none without categories)."""
         ...
 
 

@@ -1,7 +1,9 @@
 """The session's in-process driver: every arm, stream and episode, in this process.
 
-``evomemory run`` and :func:`run_benchmark` use it; pytest drives the same
+``evomemory run`` and :func:`~..runcmd.run_benchmark` use it; pytest drives the same
 :class:`~.session.Session` through its own life cycle (items, fixtures, xdist).
+Here one process is both sides of the session: its stream driver runs the episodes
+and its collector takes their records.
 Each chain (one arm's run of one stream) runs its episodes in order; up to
 ``chains`` chains run at once, each on a thread (:mod:`.chains`), with the results
 of a serial run. Records go straight to the session, as a pytest controller
@@ -13,21 +15,17 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Protocol
 
-from ..config import RunConfig
-from ..errors import EvoMemoryError, SessionRefused
+from ..errors import SessionRefused
 from ..models.deadline import allow_calls, interrupt_calls
-from ..options import CLI_FLAGS, SessionOptions, rendered
-from ..rundir import read_resume_source
 from ..types import BenchmarkSample
 from .chains import Lane, LaneRunner, chains_in_flight, exclusive_parts, plan_lanes
 from .notrun import NotRun
 from .records import Record
 from .run import AgentFactoryFn, MemoryFactoryFn
-from .session import Outcome, Session, SessionSetup
-from .signals import lift_shield, shield_interrupts
+from .session import Outcome, Session
+from .signals import shield_interrupts
 from .stream import drive
 
 
@@ -61,19 +59,20 @@ def run_session(
     record and every complete task, one call at a time. The session's start-up heap,
     paused while it opened, is settled after the preflight (and paused again while
     each stream opens)."""
-    with session.setup.heap.paused():
-        session.preflight(builtin_agent=agent_factory is None, builtin_memory=memory_factory is None)
+    plan, state, collector = session.plan, session.state, session.collector
+    with plan.setup.heap.paused():
+        collector.preflight(builtin_agent=agent_factory is None, builtin_memory=memory_factory is None)
     wall = time.perf_counter()
     interrupted = False
     keys = _keys(session)
     lanes = _lanes(session, builtin_agent=agent_factory is None, builtin_memory=memory_factory is None)
     chains = _Chains(session, agent_factory, memory_factory, notice, _Serialized.of(progress), keys)
-    session.termination.install()
+    state.termination.install()
     try:
-        limit = chains_in_flight(session.options.chains, len(lanes))
+        limit = chains_in_flight(plan.options.chains, len(lanes))
         if limit == 1:
             for key in keys:
-                if session.stop_reason:
+                if state.stop_reason:
                     break
                 chains.run(key)
         else:  # the lane of the chain that opens first starts first: the others wait for it
@@ -82,22 +81,22 @@ def run_session(
     except KeyboardInterrupt:
         interrupted = True
     finally:
-        session.termination.uninstall()
+        state.termination.uninstall()
     if interrupted:  # however it came (here, or on a chain's thread): lifted by the driver once everything is printed
         shield_interrupts()
-    for arm in session.arms:
+    for arm in plan.arms:
         arm.run.extra["wall_seconds"] = round(time.perf_counter() - wall, 6)
-    return session.finish(interrupted=interrupted)
+    return collector.finish(interrupted=interrupted)
 
 
 def _keys(session: Session) -> list[str]:
     """Every chain of the session (its stream key), in session order."""
-    return [arm.key(stream.name) for arm in session.arms for stream in arm.benchmark.streams]
+    return [arm.key(stream.name) for arm in session.plan.arms for stream in arm.benchmark.streams]
 
 
 def _lanes(session: Session, *, builtin_agent: bool, builtin_memory: bool) -> list[Lane]:
     return plan_lanes([
-        (key, exclusive_parts(session.streams_by_key[key][0], builtin_agent=builtin_agent,
+        (key, exclusive_parts(session.plan.streams_by_key[key][0], builtin_agent=builtin_agent,
                               builtin_memory=builtin_memory))
         for key in _keys(session)
     ])
@@ -107,7 +106,7 @@ def chains_at_once(session: Session, *, builtin_agent: bool = True, builtin_memo
     """How many chains :func:`run_session` runs at once (the driver's progress shows
     one line for the session when it is more than one)."""
     lanes = _lanes(session, builtin_agent=builtin_agent, builtin_memory=builtin_memory)
-    return chains_in_flight(session.options.chains, len(lanes))
+    return chains_in_flight(session.plan.options.chains, len(lanes))
 
 
 #: After Ctrl-C or SIGTERM, how long the driver waits for chains still in code no
@@ -124,12 +123,14 @@ def _run_at_once(session: Session, lanes: list[Lane], limit: int, chains: _Chain
     it interrupts the one call of a serial run; a chain still running after
     :data:`GIVE_UP_AFTER_S` (or a second Ctrl-C) is given up on: what it records
     afterwards is not taken."""
+    state, collector = session.state, session.collector
+
     def on_error(error: BaseException) -> None:
-        session.interrupt()
+        collector.interrupt()
         if isinstance(error, KeyboardInterrupt):
             interrupt_calls()
 
-    runner = LaneRunner(lanes, limit, chains.run, halted=lambda: bool(session.stop_reason or session.interrupting),
+    runner = LaneRunner(lanes, limit, chains.run, halted=lambda: bool(state.stop_reason or state.interrupting),
                         on_error=on_error)
     interrupted = False
     try:
@@ -138,7 +139,7 @@ def _run_at_once(session: Session, lanes: list[Lane], limit: int, chains: _Chain
             runner.join()
         except KeyboardInterrupt:
             interrupted = True
-            session.interrupt()
+            collector.interrupt()
             interrupt_calls()
             try:
                 ended = runner.join(timeout_s=GIVE_UP_AFTER_S)
@@ -147,7 +148,7 @@ def _run_at_once(session: Session, lanes: list[Lane], limit: int, chains: _Chain
             finally:  # from here on the session is ending: a further interrupt must not cut it
                 shield_interrupts()
             if not ended:
-                session.close_intake()
+                collector.close_intake()
     finally:
         if not runner.running:
             allow_calls()  # a chain given up on (a second Ctrl-C) never starts another call
@@ -181,26 +182,27 @@ class _Chains:
         self.first_opened = threading.Event()
 
     def _pending(self, key: str) -> list[BenchmarkSample]:
-        arm, name = self.session.streams_by_key[key]
-        return [sample for sample in arm.benchmark.by_name[name].samples if not self.session.is_done(key, sample)]
+        plan = self.session.plan
+        arm, name = plan.streams_by_key[key]
+        return [sample for sample in arm.benchmark.by_name[name].samples if not plan.is_done(key, sample)]
 
     def run(self, key: str) -> None:
-        session, progress = self.session, self.progress
+        state, driver, collector, progress = self.session.state, self.session.driver, self.session.collector, self.progress
         pending = self.pending[key]
         if not pending:
             return
         if key != self.first:
             self.first_opened.wait()
-            if session.refused is not None or session.stop_reason or session.interrupting:
+            if state.refused is not None or state.stop_reason or state.interrupting:
                 return
 
         def sink(record: Record) -> None:
-            session.add_records([record])  # a reason to stop is kept as the session's
+            collector.add_records([record])  # a reason to stop is kept as the session's
             if progress is not None:
                 progress.record(key, record)
 
         try:
-            live = session.start_stream(
+            live = driver.start_stream(
                 key, sink, agent_factory=self.agent_factory, memory_factory=self.memory_factory, notice=self.notice
             )
         finally:
@@ -210,7 +212,7 @@ class _Chains:
             progress.chain_started(key)
         try:
             for sample in pending:
-                task = session.start_task(live, sample, sink)
+                task = driver.start_task(live, sample, sink)
                 if isinstance(task, NotRun) and task.refused:
                     raise SessionRefused(task.failure or task.reason)  # before the first task: exit 4, nothing written
                 if isinstance(task, NotRun):
@@ -218,10 +220,10 @@ class _Chains:
                 drive(task)
                 if progress is not None:
                     progress.task_done(key)
-                if session.stop_reason or session.cost_stop() or session.interrupting:
+                if state.stop_reason or state.cost_stop() or state.interrupting:
                     return  # a call refused for the cost cap records nothing
         finally:
-            session.close_stream(live, sink)
+            driver.close_stream(live, sink)
             if progress is not None:
                 progress.chain_ended(key)
 
@@ -254,36 +256,4 @@ class _Serialized:
             self._progress.chain_ended(key)
 
 
-def run_benchmark(
-    config: RunConfig,
-    run_dir: Path,
-    *,
-    agent_factory: AgentFactoryFn | None = None,
-    memory_factory: MemoryFactoryFn | None = None,
-    write_artefacts: bool = True,
-    resume: bool = False,
-    command: tuple[str, ...] = (),
-    chains: int = 1,
-) -> dict[str, object]:
-    """Run every selected stream of ``config`` into ``run_dir``, one at a time (or up to
-    ``chains`` streams at once, with the same results), and return the summary (failed
-    episodes are recorded and the stream goes on, as under pytest). An error it raises
-    names the options as ``evomemory run`` spells them (``--resume``)."""
-    options = SessionOptions(resume=str(run_dir) if resume else None, chains=chains)
-    setup = SessionSetup(options, CLI_FLAGS, Path.cwd(), command, writes=write_artefacts)
-    try:
-        source = read_resume_source(run_dir) if resume else None
-        session = Session(setup, [config], [run_dir], source)
-        try:
-            run_session(session, agent_factory=agent_factory, memory_factory=memory_factory)
-        finally:
-            session.release()
-            lift_shield()
-    except EvoMemoryError as error:
-        rendered(error, CLI_FLAGS.entry)
-        raise
-    summary = session.baseline.summary
-    return summary.written() if summary is not None else {}
-
-
-__all__ = ["Progress", "chains_at_once", "run_benchmark", "run_session"]
+__all__ = ["Progress", "chains_at_once", "run_session"]

@@ -24,10 +24,9 @@ from typing import Any
 
 import pytest
 
-from pytest_evomemory import cli
+from pytest_evomemory import cli, run_benchmark
 from pytest_evomemory.cli import main
 from pytest_evomemory.configload import load_run_config
-from pytest_evomemory.runtime import run_benchmark
 
 from ..conftest import SAMPLE_MEMORY_RUN
 

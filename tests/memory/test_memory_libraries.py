@@ -34,6 +34,7 @@ from typing import Any
 
 import pytest
 
+from pytest_evomemory import run_benchmark
 from pytest_evomemory.config import MemoryConfig, ModelConfig
 from pytest_evomemory.configload import load_run_config, unread_memory_options, validate_memory
 from pytest_evomemory.errors import ConfigError, MemoryBackendError, ProtocolViolation
@@ -42,7 +43,6 @@ from pytest_evomemory.memory.base import MemoryContext
 from pytest_evomemory.memory.factory import MEMORY_BACKENDS
 from pytest_evomemory.memory.libraries import NO_KEY, ChatEndpoint, resolve_chat
 from pytest_evomemory.memory.tools import MemoryTool, tool_role
-from pytest_evomemory.runtime import run_benchmark
 from pytest_evomemory.testing.scripted_server import (
     ScriptedServer,
     final_answer,

@@ -33,6 +33,7 @@ from typing import Any
 
 import pytest
 
+from pytest_evomemory import run_benchmark
 from pytest_evomemory.agents.baseline import RecallBaselineAgent
 from pytest_evomemory.agents.tiny import TinyAgent
 from pytest_evomemory.config import AgentConfig
@@ -44,7 +45,6 @@ from pytest_evomemory.memory.guard import records_in_tool_result
 from pytest_evomemory.memory.langmem import read_search_result as langmem_results
 from pytest_evomemory.memory.mem0 import read_search_result as mem0_results
 from pytest_evomemory.runtime import ObservedMemory, StreamRun
-from pytest_evomemory.runtime.serial import run_benchmark
 from pytest_evomemory.runtime.stream import Episode, TaskOutcome
 from pytest_evomemory.streams.locomo import SAMPLE_FILE, read_file
 from pytest_evomemory.testing.fixtures import ServerFactory

@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from pytest_evomemory import run_benchmark
 from pytest_evomemory.config import ModelConfig
 from pytest_evomemory.configload import load_run_config
 from pytest_evomemory.errors import BudgetExhausted, ConfigError
@@ -31,7 +32,6 @@ from pytest_evomemory.pricing import Pricing, PricingFileError, cost_of, load_pr
 from pytest_evomemory.reporting.progress import StreamProgress, cost_text
 from pytest_evomemory.runtime import Episode
 from pytest_evomemory.runtime.records import Record, TaskRecord
-from pytest_evomemory.runtime.serial import run_benchmark
 from pytest_evomemory.testing.fixtures import ServerFactory
 from pytest_evomemory.testing.scripted_server import Script, final_answer, scripted_model_config, text
 from pytest_evomemory.types import BenchmarkSample, Usage

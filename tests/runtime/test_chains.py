@@ -117,12 +117,13 @@ def test_chains_of_a_backend_that_cannot_share_its_process_form_one_lane() -> No
 def test_the_pytest_door_names_the_option_it_runs_chains_with(tmp_path: Path) -> None:
     from pytest_evomemory.errors import ConfigError
     from pytest_evomemory.options import PYTEST_FLAGS, read_options
+    from pytest_evomemory.reporting.reports import REPORTS
     from pytest_evomemory.runtime.session import Session, SessionSetup
     from tests.conftest import SAMPLE_MEMORY_RUN
 
     options = read_options({"evomemory_config": [str(SAMPLE_MEMORY_RUN)], "evomemory_chains": "4"}, PYTEST_FLAGS)
     with pytest.raises(ConfigError, match=r"--evomemory-chains: pytest runs one chain per xdist worker.*-n N"):
-        Session.open(SessionSetup(options, PYTEST_FLAGS, tmp_path, writes=False))
+        Session.open(SessionSetup(options, PYTEST_FLAGS, tmp_path, writes=False), reports=REPORTS)
 
 
 def test_many_chains_show_one_line_for_the_session_and_each_chain_once(
@@ -144,13 +145,14 @@ def test_many_chains_show_one_line_for_the_session_and_each_chain_once(
 def test_each_running_chains_last_event_on_request(tmp_path: Path) -> None:
     from pytest_evomemory.options import CLI_FLAGS, SessionOptions
     from pytest_evomemory.reporting.progress import ProgressBoard
+    from pytest_evomemory.reporting.reports import REPORTS
     from pytest_evomemory.runcmd import RunProgress
     from pytest_evomemory.runtime.records import TaskRecord
     from pytest_evomemory.runtime.session import Session, SessionSetup
     from tests.conftest import SAMPLE_MEMORY_RUN
 
     session = Session.open(SessionSetup(SessionOptions(configs=(str(SAMPLE_MEMORY_RUN),)), CLI_FLAGS, tmp_path,
-                                        writes=False))
+                                        writes=False), reports=REPORTS)
     try:
         progress = RunProgress(session, ProgressBoard(10), verdicts=False, grid=True)
         progress.chain_started("sample_facts")

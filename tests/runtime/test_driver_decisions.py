@@ -14,10 +14,12 @@ from pytest_evomemory import load_run_config, run_benchmark
 from pytest_evomemory.errors import ConfigError
 from pytest_evomemory.memory import InProcessMemory
 from pytest_evomemory.options import CLI_FLAGS, SessionOptions
+from pytest_evomemory.reporting.lines import Line
 from pytest_evomemory.reporting.progress import DEFAULT_INTERVAL, progress_interval
 from pytest_evomemory.reporting.properties import session_identity_properties, task_metadata
+from pytest_evomemory.reporting.reports import REPORTS
+from pytest_evomemory.reporting.sessionlines import json_block, report
 from pytest_evomemory.rundir import SharedErrorCount
-from pytest_evomemory.runtime.lines import Line
 from pytest_evomemory.runtime.notrun import FailedStream, NotRun
 from pytest_evomemory.runtime.records import Record, RefusalRecord, from_wires, stream_error_record
 from pytest_evomemory.runtime.session import (
@@ -28,6 +30,7 @@ from pytest_evomemory.runtime.session import (
     EXIT_USAGE,
     Outcome,
     Session,
+    SessionPlan,
     SessionSetup,
 )
 from pytest_evomemory.types import BenchmarkSample
@@ -143,7 +146,7 @@ def test_a_stream_that_could_not_start_is_one_failure_and_the_session_goes_on(
 def session(tmp_path: Path) -> Iterator[Session]:
     """A session that writes nothing (as an xdist worker's, or --collect-only's)."""
     options = SessionOptions(configs=(str(SAMPLE_MEMORY_RUN),), output_dir=str(tmp_path), limit=2, max_errors=1)
-    opened = Session.open(SessionSetup(options, CLI_FLAGS, tmp_path, writes=False))
+    opened = Session.open(SessionSetup(options, CLI_FLAGS, tmp_path, writes=False), reports=REPORTS)
     try:
         yield opened
     finally:
@@ -152,16 +155,16 @@ def session(tmp_path: Path) -> Iterator[Session]:
 
 def test_in_a_worker_a_refusing_stream_sends_its_refusal_and_runs_no_task(tmp_path: Path) -> None:
     options = SessionOptions(configs=(str(SAMPLE_MEMORY_RUN),), output_dir=str(tmp_path), limit=2)
-    worker = Session.open(SessionSetup(options, CLI_FLAGS, tmp_path, writes=False, worker=True))
+    worker = Session.open(SessionSetup(options, CLI_FLAGS, tmp_path, writes=False, worker=True), reports=REPORTS)
     try:
         key, sample = _first(worker)
         sent: list[Record] = []
-        live = worker.start_stream(key, sent.append, memory_factory=lambda config, context: {"not": "a memory"})
+        live = worker.driver.start_stream(key, sent.append, memory_factory=lambda config, context: {"not": "a memory"})
         assert isinstance(live, FailedStream) and live.refused
         [refusal] = sent  # the controller decides (Session.add_records): nothing else is recorded
         assert isinstance(refusal, RefusalRecord) and refusal.refusal.key == key
         assert "does not implement the MemorySystem protocol" in refusal.refusal.message
-        first, second = (worker.start_task(live, sample, sent.append) for _ in range(2))
+        first, second = (worker.driver.start_task(live, sample, sent.append) for _ in range(2))
         assert isinstance(first, NotRun) and first.refused and first.failure == refusal.refusal.message
         assert isinstance(second, NotRun) and second.failure is None and len(sent) == 1
     finally:
@@ -169,44 +172,44 @@ def test_in_a_worker_a_refusing_stream_sends_its_refusal_and_runs_no_task(tmp_pa
 
 
 def _first(session: Session) -> tuple[str, BenchmarkSample]:
-    task = next(session.tasks())
+    task = next(session.plan.tasks())
     return task.key, task.sample
 
 
 def test_damaged_wire_records_are_passed_over(session: Session) -> None:
     key, sample = _first(session)
-    wire = session.failed_task(key, sample, "boom").wire()
+    wire = session.driver.failed_task(key, sample, "boom").wire()
     assert [record.wire() for record in from_wires([{"type": "from-another-version"}, wire, {}])] == [wire]
     assert from_wires(None) == []
 
 
 def test_a_setup_failure_without_a_record_of_ours_is_one_failed_episode(session: Session) -> None:
     key, sample = _first(session)
-    [failed] = session.setup_failed(key, sample, [], "")
+    [failed] = session.driver.setup_failed(key, sample, [], "")
     assert failed.failed_episode == (sample.stream, sample.task_id)
     assert failed.scored.error == "its setup failed"  # type: ignore[attr-defined]
     # the session recorded the failure already (its stream could not start): not twice
     started = stream_error_record(sample.stream, "could not start", phase="start")
-    assert session.setup_failed(key, sample, [started], "fixture failed") == []
+    assert session.driver.setup_failed(key, sample, [started], "fixture failed") == []
 
 
 def test_a_task_whose_process_died_is_a_failed_episode_named_by_the_last_line(session: Session) -> None:
     key, sample = _first(session)
-    [crashed] = session.crashed(key, sample.task_id, "worker 'gw0' crashed while running\n\n  node down: Not properly terminated \n")
+    [crashed] = session.collector.crashed(key, sample.task_id, "worker 'gw0' crashed while running\n\n  node down: Not properly terminated \n")
     assert crashed.scored.error == "the test process crashed: node down: Not properly terminated"  # type: ignore[attr-defined]
-    assert session.crashed(key, "no-such-task", "") == []
-    [undetailed] = session.crashed(key, sample.task_id, " \n")
+    assert session.collector.crashed(key, "no-such-task", "") == []
+    [undetailed] = session.collector.crashed(key, sample.task_id, " \n")
     assert undetailed.scored.error == "the test process crashed: no details"  # type: ignore[attr-defined]
 
 
 def test_a_worker_refusal_refuses_a_session_that_recorded_nothing(session: Session) -> None:
-    assert session.refuse("sample_facts", "factory returned a \x1b[2Jdict") == []
-    assert session.refused == "factory returned a \x1b[2Jdict"
-    assert session.add_records([]) == "the session is refused"
-    outcome = session.finish()
+    assert session.driver.refuse("sample_facts", "factory returned a \x1b[2Jdict") == []
+    assert session.state.refused == "factory returned a \x1b[2Jdict"
+    assert session.collector.add_records([]) == "the session is refused"
+    outcome = session.collector.finish()
     assert (outcome.refused, outcome.exit_status()) == ("factory returned a \x1b[2Jdict", EXIT_USAGE)
-    assert all(arm.summary is None for arm in session.arms)  # nothing summarized, nothing written
-    assert session.report(resume_command="pytest") == [
+    assert all(arm.summary is None for arm in session.plan.arms)  # nothing summarized, nothing written
+    assert report(session, resume_command="pytest") == [
         Line("evomemory: error: factory returned a \\x1b[2Jdict", "red", bold=True)  # one inert line
     ]
 
@@ -215,22 +218,22 @@ def test_a_worker_refusal_after_results_were_recorded_fails_its_stream_once(
     session: Session, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     key, sample = _first(session)
-    monkeypatch.setattr(Session, "started", property(lambda self: True))
+    monkeypatch.setattr(SessionPlan, "started", property(lambda self: True))
     refusal = from_wires([RefusalRecord(refusal={"key": key, "message": "factory returned a dict"}).wire()])
     # one failed stream (which --max-errors=1 counts), not a refused session
-    assert session.add_records(refusal) == "1 failed episodes reached --max-errors"
-    assert session.refused is None
-    [failure] = session.baseline.run.collector.failures
+    assert session.collector.add_records(refusal) == "1 failed episodes reached --max-errors"
+    assert session.state.refused is None
+    [failure] = session.plan.baseline.run.collector.failures
     assert failure.reason == f"stream {sample.stream!r} could not start: factory returned a dict"
-    assert session.failed_streams == {key: failure.reason}
+    assert session.state.failed_streams == {key: failure.reason}
 
 
 def test_a_worker_stops_itself_at_the_max_errors_counted_across_workers(session: Session, tmp_path: Path) -> None:
     key, sample = _first(session)
-    session.shared_errors = SharedErrorCount(tmp_path)  # as the process that writes shares it
-    assert session.stop_here([], task_over=True) is None
-    failed = session.failed_task(key, sample, "boom")
-    assert session.stop_here([failed], task_over=False) == "failed episodes reached --max-errors"
+    session.state.shared_errors = SharedErrorCount(tmp_path)  # as the process that writes shares it
+    assert session.driver.stop_here([], task_over=True) is None
+    failed = session.driver.failed_task(key, sample, "boom")
+    assert session.driver.stop_here([failed], task_over=False) == "failed episodes reached --max-errors"
 
 
 # --------------------------------------------------------------------------- what the reporters carry
@@ -252,9 +255,9 @@ def test_what_ran_is_named_by_arm_only_when_a_session_runs_several() -> None:
 
 
 def test_the_json_report_block_is_redacted_as_the_run_directory(session: Session, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(Session, "started", property(lambda self: True))
-    session.comparison = {"note": "key sk-proj-abcdefghijklmnopqrstuvwx", "ratio": float("nan")}
-    block = session.json_report()
+    monkeypatch.setattr(SessionPlan, "started", property(lambda self: True))
+    session.collector.comparison = {"note": "key sk-proj-abcdefghijklmnopqrstuvwx", "ratio": float("nan")}
+    block = json_block(session)
     assert block is not None
     assert block["comparison"] == {"note": "key ***", "ratio": "NaN"}  # strict JSON: no bare NaN
     json.dumps(block, allow_nan=False)
@@ -267,10 +270,10 @@ def test_a_session_that_ran_no_task_says_its_gates_were_not_checked(
     """A -k typo with a gate set: exit 5 from pytest, and the line says the gate was not
     judged (a CI reader would otherwise look for a verdict)."""
     options = SessionOptions(configs=(str(SAMPLE_MEMORY_RUN),), output_dir=str(tmp_path), min_accuracy=min_accuracy)
-    session = Session.open(SessionSetup(options, CLI_FLAGS, tmp_path, writes=False))
+    session = Session.open(SessionSetup(options, CLI_FLAGS, tmp_path, writes=False), reports=REPORTS)
     try:
-        session.finish()
-        [line] = session.report(resume_command="pytest")
+        session.collector.finish()
+        [line] = report(session, resume_command="pytest")
     finally:
         session.release()
     assert line.text == f"evomemory: no benchmark task ran; {tmp_path} was left as it was{says}"

@@ -349,7 +349,7 @@ def test_run_benchmark_records_failed_episodes_like_the_plugin_and_goes_on(tmp_p
 def test_run_json_records_each_streams_scorer_and_data(tmp_path: Path) -> None:
     import json
 
-    from pytest_evomemory.runtime import run_benchmark
+    from pytest_evomemory import run_benchmark
 
     config = load_run_config(SAMPLE_MEMORY_RUN).with_overrides(limit=1)
     run_benchmark(config, tmp_path / "out")

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from pytest_evomemory import run_benchmark
 from pytest_evomemory.agents.baseline import RecallBaselineAgent
 from pytest_evomemory.agents.tiny import TinyAgent
 from pytest_evomemory.config import AgentConfig, MemoryConfig, ModelConfig
@@ -21,7 +22,6 @@ from pytest_evomemory.memory.base import MemoryContext, MemorySystem
 from pytest_evomemory.models.base import ChatCompletion, ModelToolCall
 from pytest_evomemory.runtime import StreamRun
 from pytest_evomemory.runtime.run import BenchmarkRun
-from pytest_evomemory.runtime.serial import run_benchmark
 from pytest_evomemory.streams.locomo import SAMPLE_FILE, read_file
 from pytest_evomemory.tools import Tool
 from pytest_evomemory.types import (

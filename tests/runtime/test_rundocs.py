@@ -15,12 +15,12 @@ from typing import Any
 
 import pytest
 
+from pytest_evomemory import run_benchmark
 from pytest_evomemory.analysis.summary import StreamMetrics, summarize
 from pytest_evomemory.configload import load_run_config
 from pytest_evomemory.rundir import dumps, write_arms_manifest
 from pytest_evomemory.rundir.jsonl import _document_text
 from pytest_evomemory.rundocs import ArmsFile, Response, RunFile, Score, SummaryFile, TranscriptEntry
-from pytest_evomemory.runtime import run_benchmark
 from pytest_evomemory.runtime.records import (
     error_record,
     feedback_error_record,
