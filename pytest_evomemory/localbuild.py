@@ -9,7 +9,7 @@ runs on a **portable** build: AVX2/FMA/F16C on x86-64 (every x86 CPU of the last
 ten years), the compiler's generic target elsewhere, built once into a cache of
 our own keyed by version, machine and flavour, then installed from there.
 
-``evomemory local-model build`` (:mod:`.localcmd`) does that for wheel users, and
+``evomemory local-model build`` (:mod:`pytest_evomemory.cli.local`) does that for wheel users, and
 ``scripts/_venv.sh`` for a checkout: it runs this file (standard library only, so
 it works before the package's dependencies are installed) as
 ``python -P pytest_evomemory/localbuild.py shell|build``.

@@ -5,7 +5,7 @@ for the configs shipped here, by name from any directory
 (``--evomemory-config=sample_memory`` or ``builtin:sample_memory``). This module
 is the one place that decides which of the two a value means, so the plugin, the
 ini option and ``evomemory run`` agree. ``evomemory init`` copies these files into
-a user's repository as editable starters (:mod:`pytest_evomemory.initcmd`).
+a user's repository as editable starters (:mod:`pytest_evomemory.cli.init`).
 """
 
 from __future__ import annotations

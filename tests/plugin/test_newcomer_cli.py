@@ -14,8 +14,8 @@ import pytest
 
 import pytest_evomemory
 from pytest_evomemory.cli import main
+from pytest_evomemory.cli.init import starter_files
 from pytest_evomemory.configs import BUILTIN_DIR
-from pytest_evomemory.initcmd import starter_files
 
 from ..conftest import REPO
 

@@ -143,10 +143,10 @@ def test_many_chains_show_one_line_for_the_session_and_each_chain_once(
 
 
 def test_each_running_chains_last_event_on_request(tmp_path: Path) -> None:
+    from pytest_evomemory.cli.run import RunProgress
     from pytest_evomemory.options import CLI_FLAGS, SessionOptions
     from pytest_evomemory.reporting.progress import ProgressBoard
     from pytest_evomemory.reporting.reports import REPORTS
-    from pytest_evomemory.runcmd import RunProgress
     from pytest_evomemory.runtime.records import TaskRecord
     from pytest_evomemory.runtime.session import Session, SessionSetup
     from tests.conftest import SAMPLE_MEMORY_RUN

@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .configs import BUILTIN_DIR
-from .rundir import output_path_problem
+from ..configs import BUILTIN_DIR
+from ..rundir import output_path_problem
 
 DEFAULT_DIR = "configs"
 #: Shipped for the package's own test suite, not as starters.

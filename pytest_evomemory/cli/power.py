@@ -1,6 +1,6 @@
 """``evomemory power``: before a run, how many tasks and replicates a gain needs.
 
-Kept apart from :mod:`.cli` (argparse only) and thin over :mod:`.analysis.power`
+Thin over :mod:`..analysis.power`
 (the formulas, shared with the minimum detectable effect compare.json and
 replicates.json report after a run): this module parses the command's arguments
 and prints the table.
@@ -13,9 +13,9 @@ import math
 import sys
 from typing import Any
 
-from .analysis.power import ALPHA, POWER, Plan
+from ..analysis.power import ALPHA, POWER, Plan
+from .common import USAGE_ERROR
 
-USAGE_ERROR = 2
 #: Replicate counts the table always shows, beside the one asked for.
 SHOWN_REPLICATES = (1, 3, 5)
 

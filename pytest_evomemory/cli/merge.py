@@ -1,6 +1,6 @@
 """``evomemory merge SHARD_DIR... --output-dir DIR``: the shards of a session, joined.
 
-Thin over :mod:`.runtime.merge` (which reads, checks and writes): this module parses
+Thin over :mod:`..runtime.merge` (which reads, checks and writes): this module parses
 the command's arguments and prints what was merged. Exit status: 0 merged, complete
 and passed; 1 merged, but incomplete (a shard did not finish: named on stderr), a
 threshold or gain gate missed, or a failed episode; 2 refused (each problem one line
@@ -14,17 +14,17 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .config import arm_name
-from .errors import ConfigError, EvoMemoryError
-from .options import GAIN_FIGURE, add_min_gain_by, min_gain_by, render
-from .redaction import shown
-from .rundir import output_path_problem
+from ..config import arm_name
+from ..errors import ConfigError, EvoMemoryError
+from ..options import GAIN_FIGURE, add_min_gain_by, min_gain_by, render
+from ..redaction import shown
+from ..rundir import output_path_problem
+from .common import USAGE_ERROR
 
 if TYPE_CHECKING:
-    from .analysis.gain import GainThreshold
-    from .runtime.shards import ShardPlan
+    from ..analysis.gain import GainThreshold
+    from ..runtime.shards import ShardPlan
 
-USAGE_ERROR = 2
 
 
 def add_parser(commands: Any) -> None:
@@ -52,10 +52,10 @@ def add_parser(commands: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     # loaded by this command only: `evomemory run` builds its parser, not its merge
-    from .analysis.gain import check_gains, check_replicate_gains, parse_min_gain
-    from .reporting.reports import REPORTS
-    from .reporting.terminal import format_comparison, format_replicates, format_table
-    from .runtime.merge import MERGE, MergeRefused, merge_shards
+    from ..analysis.gain import check_gains, check_replicate_gains, parse_min_gain
+    from ..reporting.reports import REPORTS
+    from ..reporting.terminal import format_comparison, format_replicates, format_table
+    from ..runtime.merge import MERGE, MergeRefused, merge_shards
 
     gates: list[GainThreshold] = []
 

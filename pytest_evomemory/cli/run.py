@@ -2,7 +2,7 @@
 
 For users of the original harness (a command, a config, an output directory) and
 for scripts. It takes the plugin's options (``--limit`` for ``--evomemory-limit``,
-declared once in :mod:`.options`), runs the same :class:`~.runtime.Session` with
+declared once in :mod:`..options`), runs the same :class:`~..runtime.Session` with
 its in-process driver, writes the same artefacts, applies the same gates and returns
 pytest's exit codes, so CI can switch between it and the plugin freely:
 
@@ -31,10 +31,10 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-from .config import RunConfig
-from .errors import EvoMemoryError
-from .heap import StartupHeap
-from .options import (
+from ..config import RunConfig
+from ..errors import EvoMemoryError
+from ..heap import StartupHeap
+from ..options import (
     CLI_FLAGS,
     PROGRESS_INTERVAL_INI,
     SessionOptions,
@@ -43,16 +43,16 @@ from .options import (
     render,
     rendered,
 )
-from .redaction import shown
-from .reporting.lines import Line
-from .reporting.progress import ProgressBoard, cost_text, progress_interval, task_verdict
-from .reporting.reports import REPORTS
-from .reporting.sessionlines import report, resume_notes, shard_lines
-from .runtime.records import Record
-from .runtime.run import AgentFactoryFn, MemoryFactoryFn
-from .runtime.session import EXIT_USAGE, Session, SessionPlan, SessionSetup
-from .runtime.signals import lift_shield
-from .text import inert
+from ..redaction import shown
+from ..reporting.lines import Line
+from ..reporting.progress import ProgressBoard, cost_text, progress_interval, task_verdict
+from ..reporting.reports import REPORTS
+from ..reporting.sessionlines import report, resume_notes, shard_lines
+from ..runtime.records import Record
+from ..runtime.run import AgentFactoryFn, MemoryFactoryFn
+from ..runtime.session import EXIT_USAGE, Session, SessionPlan, SessionSetup
+from ..runtime.signals import lift_shield
+from ..text import inert
 
 __all__ = ["EXIT_USAGE", "RunProgress", "add_parser", "main", "run_benchmark"]
 
@@ -75,8 +75,8 @@ def add_parser(commands: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from .pytestini import add_pythonpath, find_settings
-    from .runtime.serial import chains_at_once, run_session
+    from ..pytestini import add_pythonpath, find_settings
+    from ..runtime.serial import chains_at_once, run_session
 
     here = Path.cwd()
     settings = find_settings(here)

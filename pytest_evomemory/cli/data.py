@@ -18,12 +18,13 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from .errors import ConfigError, DataError
+from ..errors import ConfigError, DataError
+from .common import USAGE_ERROR
 
 if TYPE_CHECKING:
-    from .streams.evomemory import HubStream
+    from ..streams.evomemory import HubStream
 
 #: The benchmarks with upstream files, for ``--benchmark``.
 BENCHMARKS = ("evomemory_single_turn", "locomo")
@@ -31,10 +32,9 @@ BENCHMARKS = ("evomemory_single_turn", "locomo")
 PROG = "evomemory data"
 OK = 0
 DATA_PROBLEM = 1
-USAGE_ERROR = 2
 
 
-def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+def add_parser(commands: Any) -> None:
     """Register ``data`` on the ``evomemory`` command's subparsers."""
     data = commands.add_parser(
         "data",
@@ -82,7 +82,7 @@ def add_parser(commands: argparse._SubParsersAction) -> None:  # type: ignore[ty
         )
 
 
-def run(args: argparse.Namespace) -> int:
+def main(args: argparse.Namespace) -> int:
     """Carry out ``evomemory data ...``; returns the exit status."""
     try:
         benchmark, configured, base_dir, selected = _chosen(args)
@@ -99,8 +99,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _chosen(args: argparse.Namespace) -> tuple[str, str | None, Path, list[str] | None]:
     """(benchmark, the config's data_dir, the directory it is relative to, the streams selected)."""
-    from .configload import load_run_config
-    from .configs import resolve_run_config
+    from ..configload import load_run_config
+    from ..configs import resolve_run_config
 
     configured: str | None = None
     base_dir = Path.cwd()
@@ -131,9 +131,9 @@ def _unknown(selected: list[str] | None, available: list[str]) -> None:
 def _selection(
     benchmark: str, configured: str | None, base_dir: Path, selected: list[str] | None, data_dir: Path | None
 ) -> tuple[Path, list[HubStream]]:
-    from .streams import get_source
-    from .streams.evomemory import HubBenchmark
-    from .streams.evomemory.materialize import resolve_data_dir
+    from ..streams import get_source
+    from ..streams.evomemory import HubBenchmark
+    from ..streams.evomemory.materialize import resolve_data_dir
 
     source = get_source(benchmark)
     if not isinstance(source, HubBenchmark):
@@ -149,9 +149,9 @@ def _selection(
 def _locomo(args: argparse.Namespace, configured: str | None, base_dir: Path, selected: list[str] | None) -> int:
     """``evomemory data ... --benchmark locomo``: the one pinned file of the ten
     conversations, one line per selected conversation."""
-    from .streams import get_source
-    from .streams.locomo import LocomoBenchmark
-    from .streams.locomo.materialize import local_path, materialize, resolve_data_dir, verify
+    from ..streams import get_source
+    from ..streams.locomo import LocomoBenchmark
+    from ..streams.locomo.materialize import local_path, materialize, resolve_data_dir, verify
 
     source = get_source("locomo")
     if not isinstance(source, LocomoBenchmark):  # pragma: no cover - the registry's own entry
@@ -177,7 +177,7 @@ def _locomo(args: argparse.Namespace, configured: str | None, base_dir: Path, se
 
 
 def _where(data_dir: Path, streams: list[HubStream]) -> int:
-    from .streams.evomemory.materialize import stream_file
+    from ..streams.evomemory.materialize import stream_file
 
     print(f"data_dir\t{data_dir}")
     for stream in streams:
@@ -187,8 +187,8 @@ def _where(data_dir: Path, streams: list[HubStream]) -> int:
 
 
 def _check(data_dir: Path, streams: list[HubStream], download: bool) -> int:
-    from .streams.evomemory.hub import HubAccess
-    from .streams.evomemory.materialize import materialize, verify
+    from ..streams.evomemory.hub import HubAccess
+    from ..streams.evomemory.materialize import materialize, verify
 
     status = OK
     access = HubAccess()  # the hub is probed once, not once per stream
@@ -205,7 +205,7 @@ def _check(data_dir: Path, streams: list[HubStream], download: bool) -> int:
 
 
 def _error(message: str) -> None:
-    from .options import render
-    from .redaction import shown
+    from ..options import render
+    from ..redaction import shown
 
     print(shown(render(f"{PROG}: error: {message}", "cli")), file=sys.stderr)  # may quote a download server or a data file

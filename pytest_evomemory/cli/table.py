@@ -1,7 +1,7 @@
 """``evomemory table RUN_DIR...``: the runs as rows of a table shaped like the paper's Table 1.
 
-Kept apart from :mod:`.cli` (argparse only) and thin over
-:func:`.reporting.table.write_table` (the table itself): this module only parses the
+Thin over
+:func:`..reporting.table.write_table` (the table itself): this module only parses the
 command's arguments and prints the text or the path written.
 """
 
@@ -12,11 +12,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from .reporting.rundata import ReportError
-from .reporting.table import FORMATS, write_table
-from .rundir import output_path_problem
-
-USAGE_ERROR = 2
+from ..reporting.rundata import ReportError
+from ..reporting.table import FORMATS, write_table
+from ..rundir import output_path_problem
+from .common import USAGE_ERROR
 
 
 def add_parser(commands: Any) -> None:

@@ -3,13 +3,13 @@
 A wheel has no ``scripts/``, and ``pip install '...whl[local]'`` compiles
 llama-cpp-python for the building machine's CPU. So the package itself offers:
 
-* ``build``: compile the portable llama-cpp-python wheel (:mod:`.localbuild`, with
+* ``build``: compile the portable llama-cpp-python wheel (:mod:`..localbuild`, with
   progress lines while it compiles), install it over any other build, then install
   the rest of the ``[local]`` extra (its requirements as the installed package
   declares them) with pip told to take llama-cpp-python from that wheel only;
 * ``flags``: print the ``CMAKE_ARGS`` of that build, for building it yourself;
 * ``check``: run the embedded model's library in a child process
-  (:mod:`.models.llamaprobe`) and say whether it runs on this CPU.
+  (:mod:`..models.llamaprobe`) and say whether it runs on this CPU.
 """
 
 from __future__ import annotations
@@ -23,8 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .errors import ConfigError
-from .localbuild import BuildPlan, build_wheel, portable_plan
+from ..errors import ConfigError
+from ..localbuild import BuildPlan, build_wheel, portable_plan
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -109,8 +109,14 @@ def extra_requirements(extra: str, distribution: str = DISTRIBUTION) -> list[str
 
 
 def _check(say: Callable[[str], None]) -> int:
-    from .models.llamaprobe import cpu_flags, crash_message, library_location, missing_instructions, run_probe
-    from .models.local import resolve_model_path
+    from ..models.llamaprobe import (
+        cpu_flags,
+        crash_message,
+        library_location,
+        missing_instructions,
+        run_probe,
+    )
+    from ..models.local import resolve_model_path
 
     library = library_location()
     if library is None:
