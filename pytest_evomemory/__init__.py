@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from .evaluation import Evaluator, EvoMemoryEvaluator, TaskQAEvaluator, register_match_mode
     from .memory.base import Ingestible, MemoryContext, MemorySystem
     from .memory.tools import memory_tools
-    from .runcmd import run_benchmark
+    from .cli.run import run_benchmark
     from .runtime import (
         BenchmarkRun,
         Episode,
@@ -107,7 +107,7 @@ _EXPORTS: dict[str, str] = {
     "load_run_config": ".configload",
     "memory_tools": ".memory.tools",
     "register_match_mode": ".evaluation",
-    "run_benchmark": ".runcmd",
+    "run_benchmark": ".cli.run",
     "run_stream": ".runtime",
 }
 

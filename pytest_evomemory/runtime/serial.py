@@ -1,6 +1,6 @@
 """The session's in-process driver: every arm, stream and episode, in this process.
 
-``evomemory run`` and :func:`~..runcmd.run_benchmark` use it; pytest drives the same
+``evomemory run`` and :func:`~..cli.run.run_benchmark` use it; pytest drives the same
 :class:`~.session.Session` through its own life cycle (items, fixtures, xdist).
 Here one process is both sides of the session: its stream driver runs the episodes
 and its collector takes their records.
