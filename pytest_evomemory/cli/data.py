@@ -21,13 +21,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..errors import ConfigError, DataError
+from ..streams import upstream_benchmarks
 from .common import USAGE_ERROR
 
 if TYPE_CHECKING:
+    from ..streams import BenchmarkSource
     from ..streams.evomemory import HubStream
+    from ..streams.locomo import LocomoBenchmark
 
-#: The benchmarks with upstream files, for ``--benchmark``.
-BENCHMARKS = ("evomemory_single_turn", "locomo")
+#: The benchmark whose files a command without ``--benchmark`` or ``--config`` means.
+DEFAULT_BENCHMARK = "evomemory_single_turn"
 
 PROG = "evomemory data"
 OK = 0
@@ -76,19 +79,23 @@ def add_parser(commands: Any) -> None:
         )
         action.add_argument(
             "--benchmark",
-            choices=BENCHMARKS,
+            choices=upstream_benchmarks(),  # the registry's benchmarks with upstream files
             default=None,
-            help="whose files (default: --config's benchmark, else evomemory_single_turn)",
+            help=f"whose files (default: --config's benchmark, else {DEFAULT_BENCHMARK})",
         )
 
 
 def main(args: argparse.Namespace) -> int:
     """Carry out ``evomemory data ...``; returns the exit status."""
+    from ..streams import get_source
+    from ..streams.locomo import LocomoBenchmark
+
     try:
         benchmark, configured, base_dir, selected = _chosen(args)
-        if benchmark == "locomo":
-            return _locomo(args, configured, base_dir, selected)
-        data_dir, streams = _selection(benchmark, configured, base_dir, selected, args.data_dir)
+        source = get_source(benchmark)
+        if isinstance(source, LocomoBenchmark):
+            return _locomo(args, source, configured, base_dir, selected)
+        data_dir, streams = _selection(benchmark, source, configured, base_dir, selected, args.data_dir)
     except ConfigError as error:
         _error(str(error))
         return USAGE_ERROR
@@ -104,7 +111,7 @@ def _chosen(args: argparse.Namespace) -> tuple[str, str | None, Path, list[str] 
 
     configured: str | None = None
     base_dir = Path.cwd()
-    benchmark = args.benchmark or "evomemory_single_turn"
+    benchmark = args.benchmark or DEFAULT_BENCHMARK
     selected: list[str] | None = args.stream
     if args.config is not None:
         config = load_run_config(resolve_run_config(str(args.config), Path.cwd()))
@@ -129,13 +136,16 @@ def _unknown(selected: list[str] | None, available: list[str]) -> None:
 
 
 def _selection(
-    benchmark: str, configured: str | None, base_dir: Path, selected: list[str] | None, data_dir: Path | None
+    benchmark: str,
+    source: BenchmarkSource,
+    configured: str | None,
+    base_dir: Path,
+    selected: list[str] | None,
+    data_dir: Path | None,
 ) -> tuple[Path, list[HubStream]]:
-    from ..streams import get_source
     from ..streams.evomemory import HubBenchmark
     from ..streams.evomemory.materialize import resolve_data_dir
 
-    source = get_source(benchmark)
     if not isinstance(source, HubBenchmark):
         raise ConfigError(f"benchmark {benchmark!r} has no upstream data files to fetch")
     available = dict(source.streams)
@@ -146,16 +156,13 @@ def _selection(
     return resolve_data_dir(configured, base_dir), streams
 
 
-def _locomo(args: argparse.Namespace, configured: str | None, base_dir: Path, selected: list[str] | None) -> int:
+def _locomo(
+    args: argparse.Namespace, source: LocomoBenchmark, configured: str | None, base_dir: Path, selected: list[str] | None
+) -> int:
     """``evomemory data ... --benchmark locomo``: the one pinned file of the ten
     conversations, one line per selected conversation."""
-    from ..streams import get_source
-    from ..streams.locomo import LocomoBenchmark
     from ..streams.locomo.materialize import local_path, materialize, resolve_data_dir, verify
 
-    source = get_source("locomo")
-    if not isinstance(source, LocomoBenchmark):  # pragma: no cover - the registry's own entry
-        raise ConfigError("benchmark 'locomo' is not LoCoMo's reader")
     _unknown(selected, list(source.names))
     names = [name for name in source.names if selected is None or name in selected]
     data_dir = args.data_dir.expanduser().resolve() if args.data_dir is not None else resolve_data_dir(configured, base_dir)

@@ -30,6 +30,7 @@ BENCHMARKS.builtin(
         "evomemory_single_turn",
         lazy("pytest_evomemory.streams.evomemory:EvoMemorySingleTurn"),  # type: ignore[arg-type]
         reads=frozenset({"data_dir", "mmlu_pro_categories"}),
+        upstream_files=True,
     ),
     owner=__name__,
 )
@@ -38,6 +39,7 @@ BENCHMARKS.builtin(
     BenchmarkSpec(
         "locomo", lazy("pytest_evomemory.streams.locomo:LocomoBenchmark"),  # type: ignore[arg-type]
         reads=frozenset({"data_dir", "ingest", "path"}),
+        upstream_files=True,
     ),
     owner=__name__,
 )
@@ -49,6 +51,11 @@ BENCHMARKS.builtin(
     ),
     owner=__name__,
 )
+
+
+def upstream_benchmarks() -> list[str]:
+    """The registered benchmarks with pinned upstream files (``evomemory data``'s choices)."""
+    return [name for name in BENCHMARKS.names() if BENCHMARKS.get(name).upstream_files]
 
 
 def get_source(name: str) -> BenchmarkSource:
@@ -156,4 +163,12 @@ def _check_match_modes(streams: list[Stream]) -> None:
                 )
 
 
-__all__ = ["BENCHMARKS", "BenchmarkSource", "BenchmarkSpec", "Stream", "get_source", "load_benchmark"]
+__all__ = [
+    "BENCHMARKS",
+    "BenchmarkSource",
+    "BenchmarkSpec",
+    "Stream",
+    "get_source",
+    "load_benchmark",
+    "upstream_benchmarks",
+]

@@ -89,11 +89,14 @@ class BenchmarkSpec:
     ``source`` makes its :class:`BenchmarkSource`; ``reads`` are the benchmark
     config keys only some benchmarks read (``files``, ``data_dir``, ...): such a key
     given to a benchmark that does not read it is refused, never ignored.
+    ``upstream_files``: the benchmark downloads pinned upstream files into the data
+    cache, which ``evomemory data`` fetches, verifies and locates ahead of a run.
     """
 
     name: str
     source: Callable[[], BenchmarkSource]
     reads: frozenset[str] = frozenset()
+    upstream_files: bool = False
 
 
 def select_streams(

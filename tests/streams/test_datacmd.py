@@ -148,3 +148,22 @@ def test_the_console_command(hub: FakeHub, data_dir: Path) -> None:
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("aime_2024\tunverified") and result.stderr == ""
     assert stream_file(STREAMS["aime_2024"], data_dir).read_bytes() == upstream_files()["aime_2024"]
+
+
+def test_the_benchmarks_with_upstream_files_come_from_the_registry(
+    capsys: pytest.CaptureFixture[str], request: pytest.FixtureRequest
+) -> None:
+    """``--benchmark``'s choices are the registry's benchmarks with upstream files
+    (``BenchmarkSpec.upstream_files``), not a list kept beside it."""
+    from pytest_evomemory.streams import BENCHMARKS, BenchmarkSpec, get_source
+
+    BENCHMARKS.register("mirror", BenchmarkSpec("mirror", lambda: get_source("sample"), upstream_files=True))
+    request.addfinalizer(lambda: BENCHMARKS.unregister("mirror"))
+    with pytest.raises(SystemExit) as refused:
+        main(["data", "where", "--benchmark", "sample"])
+    assert refused.value.code == 2
+    assert "(choose from 'evomemory_single_turn', 'locomo', 'mirror')" in capsys.readouterr().err
+    # a benchmark with upstream files that neither downloader knows is refused in one line
+    status, out, err = _run(capsys, "where", "--benchmark", "mirror")
+    assert (status, out) == (2, [])
+    assert err == ["evomemory data: error: benchmark 'mirror' has no upstream data files to fetch"]
