@@ -543,8 +543,9 @@ class MemoryConfig(StrictModel):
     """The memory system under test: backend and its settings (it owns ``top_k``).
 
     A backend's own settings sit under a key of its own (``sqlite: {path: ...}``),
-    validated by the options model the backend declares beside its code (see
-    :mod:`pytest_evomemory.memory.backends`); the loader checks those keys, so this
+    validated by the options model the backend declares beside its code (its
+    ``BACKEND`` spec, registered in :data:`pytest_evomemory.memory.factory.MEMORY_BACKENDS`,
+    e.g. :mod:`pytest_evomemory.memory.sqlite`); the loader checks those keys, so this
     model admits them as extra keys and :meth:`section` hands each backend its own.
     """
 
