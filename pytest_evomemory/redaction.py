@@ -370,7 +370,7 @@ def _redact_walk(record: Any, values: tuple[str, ...]) -> Any:
 
 def redact_record(record: Any, secrets: Iterable[str] = ()) -> Any:
     """A copy of a JSON-like record that is safe to write: every string redacted and
-    made storable (NUL and lone surrogates become U+FFFD, see :func:`..text.storable`).
+    made storable (NUL and lone surrogates become U+FFFD, see :func:`.text.storable`).
 
     Keys are kept as field names (made storable), values are redacted at any depth;
     the artefact writer passes every record through this before writing it, so an
@@ -388,5 +388,5 @@ def redact_record(record: Any, secrets: Iterable[str] = ()) -> Any:
 
 def shown(text: str, *, one_line: bool = False) -> str:
     """``text`` on its way to a terminal: redacted, then made inert (control and
-    bidirectional characters shown, not obeyed; see :func:`..text.inert`)."""
+    bidirectional characters shown, not obeyed; see :func:`.text.inert`)."""
     return inert(redact(text), one_line=one_line)

@@ -3,7 +3,7 @@
 ``KEY`` is dotted from the run config down (``agent.model.model``,
 ``benchmark.limit``, ``memory.top_k``, ``name``); ``VALUE`` is read as YAML, so
 ``3`` is a number, ``null`` is null and ``[a, b]`` a list. A setting is applied to
-the config's raw mapping *before* validation (:func:`~.config.load_run_config`),
+the config's raw mapping *before* validation (:func:`~.configload.load_run_config`),
 so an overridden config is checked exactly like a written one: an unknown key is
 the same one-line error naming it.
 """
