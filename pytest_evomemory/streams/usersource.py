@@ -68,7 +68,7 @@ class UserSource:
                 if not isinstance(sample, BenchmarkSample):
                     raise self._error(
                         f"stream {stream.name!r}: a task is {returned(sample)}; make each task a "
-                        "pytest_evomemory.types.BenchmarkSample"
+                        "pytest_evomemory.BenchmarkSample"
                     )
                 if sample.stream != stream.name:
                     raise self._error(

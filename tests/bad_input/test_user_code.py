@@ -66,7 +66,7 @@ CASES: dict[str, tuple[str, str]] = {
     ),
     "task_not_a_sample": (
         "def load(asked):\n    return [Stream('mine', ({'task_id': 't0'},), 'exact')]\n",
-        "a task is a dict; make each task a pytest_evomemory.types.BenchmarkSample",
+        "a task is a dict; make each task a pytest_evomemory.BenchmarkSample",
     ),
     "task_of_another_stream": (
         "def load(asked):\n    return [Stream('mine', (task(0, stream='zzz'),), 'exact')]\n",
