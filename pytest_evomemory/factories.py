@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -58,7 +59,9 @@ def check_signature(factory: Callable[..., Any], parameters: tuple[str, ...], wh
         ) from None
 
 
-_PACKAGE_DIR = str(Path(__file__).resolve().parent)
+#: The package's own directory, wherever this module sits in it (the top package is
+#: imported before any of its modules).
+_PACKAGE_DIR = str(Path(str(sys.modules[__name__.partition(".")[0]].__file__)).resolve().parent)
 
 
 def user_frames(error: BaseException, limit: int = 3) -> str:
