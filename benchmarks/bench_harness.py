@@ -309,7 +309,7 @@ def slope(small: tuple[int, float], large: tuple[int, float]) -> float:
 RUN_BENCHMARK_SNIPPET = """
 import json, sys, time
 from pathlib import Path
-from pytest_evomemory.configload import load_run_config
+from pytest_evomemory.configs.load import load_run_config
 from pytest_evomemory import run_benchmark
 config = load_run_config(sys.argv[1])
 started = time.perf_counter()

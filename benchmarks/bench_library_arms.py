@@ -60,7 +60,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 from pytest_evomemory import run_benchmark  # noqa: E402
-from pytest_evomemory.configload import load_run_config  # noqa: E402
+from pytest_evomemory.configs.load import load_run_config  # noqa: E402
 
 TARGET_SHARE = 0.20
 HARNESS = ("opening", "snapshots", "journal", "teardown", "adapter", "agent", "scoring", "records", "report",

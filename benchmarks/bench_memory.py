@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 
 from pytest_evomemory.config import MemoryConfig
-from pytest_evomemory.errors import MemoryBackendError
+from pytest_evomemory.core.errors import MemoryBackendError
 from pytest_evomemory.memory import MemorySystem, build_memory
 from pytest_evomemory.memory.factory import MemoryContext
 from pytest_evomemory.memory.postgres import PostgresOptions

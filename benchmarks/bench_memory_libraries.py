@@ -51,7 +51,7 @@ sys.path.insert(0, str(HERE))
 
 from bench_memory import SentenceGenerator, percentile  # noqa: E402
 
-from pytest_evomemory.configload import load_run_config, validate_memory  # noqa: E402
+from pytest_evomemory.configs.load import load_run_config, validate_memory  # noqa: E402
 from pytest_evomemory.memory import MemorySystem, build_memory  # noqa: E402
 from pytest_evomemory.memory.factory import MemoryContext  # noqa: E402
 from pytest_evomemory.memory.snapshot import supports_snapshots  # noqa: E402

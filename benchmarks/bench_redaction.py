@@ -1,9 +1,9 @@
 """Redaction's cost per record and per string, with a key registered.
 
 Every record the run directory writes, and every string quoted from a server,
-passes :func:`pytest_evomemory.redaction.redact`; with an API key registered it
+passes :func:`pytest_evomemory.util.redaction.redact`; with an API key registered it
 also looks for the key's other spellings (percent-encoded, escaped, base64, hex;
-pytest_evomemory/spellings.py). This measures what that costs on the records a
+pytest_evomemory/util/spellings.py). This measures what that costs on the records a
 task writes (a task response with its transcript, its score, the feedback
 response) and on single strings: plain prose, text with escape introducers
 (``%``, ``&``, backslashes: LaTeX answers, JSON-in-JSON tool arguments), and text
@@ -75,8 +75,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     os.environ["OPENAI_API_KEY"] = KEY  # a key in SECRET_VARIABLES: registered as a user's key is
-    from pytest_evomemory.redaction import redact
     from pytest_evomemory.rundir import dumps
+    from pytest_evomemory.util.redaction import redact
 
     records = [record for index in range(args.records) for record in task_records(index)]
     strings = {

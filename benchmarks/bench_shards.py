@@ -40,11 +40,11 @@ from bench_two_arms import STREAMS
 
 from pytest_evomemory.analysis.summary import outcome, summarize
 from pytest_evomemory.cli import main as evomemory
+from pytest_evomemory.core.types import BenchmarkSample
 from pytest_evomemory.options import SHARD_UNITS
 from pytest_evomemory.rundir import RunWriter, write_arms_manifest
 from pytest_evomemory.runtime.shards import Cell, plan_shards, session_cells
 from pytest_evomemory.streams import Stream
-from pytest_evomemory.types import BenchmarkSample
 
 METHODS = ("control", "memory")
 ORDERS = ("given", "shuffle", "easy_to_hard")

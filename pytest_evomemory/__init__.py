@@ -16,9 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from .agents.base import Agent, AgentFactory, Turn
+    from .cli.run import run_benchmark
     from .config import AgentConfig, BenchmarkConfig, MemoryConfig, RunConfig
-    from .configload import load_run_config
-    from .errors import (
+    from .configs.load import load_run_config
+    from .core.errors import (
         ConfigError,
         DataError,
         EpisodeError,
@@ -27,21 +28,8 @@ if TYPE_CHECKING:
         ModelError,
         ProtocolViolation,
     )
-    from .evaluation import Evaluator, EvoMemoryEvaluator, TaskQAEvaluator, register_match_mode
-    from .memory.base import Ingestible, MemoryContext, MemorySystem
-    from .memory.tools import memory_tools
-    from .cli.run import run_benchmark
-    from .runtime import (
-        BenchmarkRun,
-        Episode,
-        Run,
-        Session,
-        StreamRun,
-        run_episode,
-        run_stream,
-    )
-    from .tools import Tool
-    from .types import (
+    from .core.tools import Tool
+    from .core.types import (
         FEEDBACK_ACKNOWLEDGEMENT,
         INGESTION_ACKNOWLEDGEMENT,
         AgentResponse,
@@ -58,6 +46,18 @@ if TYPE_CHECKING:
         Usage,
         UserStimulus,
     )
+    from .evaluation import Evaluator, EvoMemoryEvaluator, TaskQAEvaluator, register_match_mode
+    from .memory.base import Ingestible, MemoryContext, MemorySystem
+    from .memory.tools import memory_tools
+    from .runtime import (
+        BenchmarkRun,
+        Episode,
+        Run,
+        Session,
+        StreamRun,
+        run_episode,
+        run_stream,
+    )
 
 __version__ = "0.1.0"
 
@@ -65,46 +65,46 @@ _EXPORTS: dict[str, str] = {
     "Agent": ".agents.base",
     "AgentConfig": ".config",
     "AgentFactory": ".agents.base",
-    "AgentResponse": ".types",
+    "AgentResponse": ".core.types",
     "BenchmarkConfig": ".config",
     "BenchmarkRun": ".runtime",
     "Episode": ".runtime",
     "Run": ".runtime",
     "run_episode": ".runtime",
-    "BenchmarkSample": ".types",
-    "ConfigError": ".errors",
-    "DataError": ".errors",
-    "EpisodeError": ".errors",
+    "BenchmarkSample": ".core.types",
+    "ConfigError": ".core.errors",
+    "DataError": ".core.errors",
+    "EpisodeError": ".core.errors",
     "Evaluator": ".evaluation",
-    "EvoMemoryError": ".errors",
+    "EvoMemoryError": ".core.errors",
     "EvoMemoryEvaluator": ".evaluation",
-    "FEEDBACK_ACKNOWLEDGEMENT": ".types",
-    "INGESTION_ACKNOWLEDGEMENT": ".types",
-    "ConversationSession": ".types",
-    "DialogueTurn": ".types",
-    "IngestionStimulus": ".types",
+    "FEEDBACK_ACKNOWLEDGEMENT": ".core.types",
+    "INGESTION_ACKNOWLEDGEMENT": ".core.types",
+    "ConversationSession": ".core.types",
+    "DialogueTurn": ".core.types",
+    "IngestionStimulus": ".core.types",
     "Ingestible": ".memory.base",
-    "MemoryBackendError": ".errors",
+    "MemoryBackendError": ".core.errors",
     "MemoryConfig": ".config",
     "MemoryContext": ".memory.base",
-    "MemoryHit": ".types",
+    "MemoryHit": ".core.types",
     "MemorySystem": ".memory.base",
-    "ModelError": ".errors",
-    "ProtocolViolation": ".errors",
+    "ModelError": ".core.errors",
+    "ProtocolViolation": ".core.errors",
     "RunConfig": ".config",
-    "Score": ".types",
-    "ScoredItem": ".types",
+    "Score": ".core.types",
+    "ScoredItem": ".core.types",
     "Session": ".runtime",
     "StreamRun": ".runtime",
     "TaskQAEvaluator": ".evaluation",
-    "TaskView": ".types",
-    "Tool": ".tools",
-    "ToolCall": ".types",
-    "ToolSpec": ".types",
+    "TaskView": ".core.types",
+    "Tool": ".core.tools",
+    "ToolCall": ".core.types",
+    "ToolSpec": ".core.types",
     "Turn": ".agents.base",
-    "Usage": ".types",
-    "UserStimulus": ".types",
-    "load_run_config": ".configload",
+    "Usage": ".core.types",
+    "UserStimulus": ".core.types",
+    "load_run_config": ".configs.load",
     "memory_tools": ".memory.tools",
     "register_match_mode": ".evaluation",
     "run_benchmark": ".cli.run",

@@ -4,7 +4,7 @@
 its help, metavar and check live here, and each entry point adds it with its own
 spelling (:func:`add_options`, as pytest-benchmark declares its display options
 once for its plugin and its CLI). The engine names an option by identity
-(:func:`.errors.named`); :func:`flag` is the one place an option is spelled for a
+(:func:`.core.errors.named`); :func:`flag` is the one place an option is spelled for a
 door, and each door fills the messages it catches with :func:`render`, so the CLI
 never answers in the plugin's words. :func:`read_options` turns either entry
 point's parsed values into one :class:`SessionOptions`, the only thing a :class:`~.runtime.session.Session`
@@ -19,7 +19,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from .errors import NAMED, ConfigError, EvoMemoryError, OptionName
+from .core.errors import NAMED, ConfigError, EvoMemoryError, OptionName
 
 Kind = Literal["flag", "text", "list", "count", "dollars", "shard", "choice"]
 Entry = Literal["pytest", "cli"]
@@ -184,7 +184,7 @@ def flag(option: OptionName, door: Entry) -> str:
 
 
 def render(text: str, door: Entry) -> str:
-    """``text`` with every option it names (:func:`.errors.named`) spelled as ``door``
+    """``text`` with every option it names (:func:`.core.errors.named`) spelled as ``door``
     takes it: what a door does once with a message it is about to show."""
     def spell(match: re.Match[str]) -> str:
         option = BY_NAME.get(match.group(1))

@@ -14,10 +14,10 @@ fi
 # in pip's cache and is reused on machines whose CPU lacks its instructions. We
 # build a portable wheel once, keep it in a cache of our own keyed by version and
 # flags, and install that one. The version, flags and cache directory live in the
-# package (pytest_evomemory/localbuild.py, also behind `evomemory local-model
+# package (pytest_evomemory/models/localbuild.py, also behind `evomemory local-model
 # build`): run as a file with -P (standard library only), it works before the
 # package's dependencies are installed.
-LOCALBUILD=("$VENV/bin/python" -P "$ROOT/pytest_evomemory/localbuild.py")
+LOCALBUILD=("$VENV/bin/python" -P "$ROOT/pytest_evomemory/models/localbuild.py")
 eval "$("${LOCALBUILD[@]}" shell)"   # LLAMA_CPP_VERSION, _FLAVOUR, _CMAKE_ARGS, _WHEELS
 
 portable_llama_cpp_wheel() {

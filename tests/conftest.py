@@ -15,9 +15,9 @@ import yaml
 
 import pytest_evomemory.memory.inprocess
 import pytest_evomemory.models.openai_compat  # noqa: F401
-from pytest_evomemory.errors import EvoMemoryError
+from pytest_evomemory.core.errors import EvoMemoryError
+from pytest_evomemory.core.types import AgentResponse
 from pytest_evomemory.runtime import StreamRun
-from pytest_evomemory.types import AgentResponse
 
 # pytester's in-process runs drop every module first imported during the run from
 # sys.modules afterwards. The package imports numpy, the HTTP client and its

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_evomemory.atomicfile import write_atomically
+from pytest_evomemory.util.atomicfile import write_atomically
 
 #: Every place in the package that writes a temporary file and renames it over a target
 #: must be atomicfile.py; a download moved into place (materialize) or a run moved to
@@ -83,4 +83,4 @@ def test_no_other_module_writes_and_renames_a_file_of_its_own() -> None:
         text = path.read_text(encoding="utf-8")
         if re.search(r"\bos\.(replace|rename)\(", text) or "mkstemp(" in text:
             offenders.append(str(path.relative_to(PACKAGE)))
-    assert not offenders, f"write through pytest_evomemory.atomicfile instead: {offenders}"
+    assert not offenders, f"write through pytest_evomemory.util.atomicfile instead: {offenders}"

@@ -1,4 +1,4 @@
-"""One rule for every path in a config (:mod:`pytest_evomemory.configpaths`): a path
+"""One rule for every path in a config (:mod:`pytest_evomemory.config.paths`): a path
 written in a config file is relative to that file, one given on the command line
 (``--evomemory-set`` / ``--set``) to the working directory.
 
@@ -23,8 +23,8 @@ import yaml
 
 from pytest_evomemory.cli import main as evomemory
 from pytest_evomemory.config import AgentConfig, BenchmarkConfig, ModelConfig, StreamFile
-from pytest_evomemory.configload import _RunFile, load_run_config
-from pytest_evomemory.configpaths import path_keys
+from pytest_evomemory.config.paths import path_keys
+from pytest_evomemory.configs.load import _RunFile, load_run_config
 from pytest_evomemory.runtime.run import config_fingerprint
 
 from .conftest import SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN

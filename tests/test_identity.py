@@ -11,9 +11,11 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.config import DEFAULT_API_MODEL, ModelConfig, RunConfig
-from pytest_evomemory.configload import load_run_config
-from pytest_evomemory.errors import ConfigError
-from pytest_evomemory.identity import (
+from pytest_evomemory.configs.load import load_run_config
+from pytest_evomemory.core.errors import ConfigError
+from pytest_evomemory.models import fingerprint, local
+from pytest_evomemory.models.cache import CachedChatModel, _read_entry, _write_entry
+from pytest_evomemory.models.identity import (
     configured_model,
     describe_model,
     merge_identity,
@@ -22,8 +24,6 @@ from pytest_evomemory.identity import (
     reported_models,
     run_identity,
 )
-from pytest_evomemory.models import fingerprint, local
-from pytest_evomemory.models.cache import CachedChatModel, _read_entry, _write_entry
 from pytest_evomemory.models.openai_compat import completion_from_json
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_evomemory import localbuild
 from pytest_evomemory.cli import main as evomemory
-from pytest_evomemory.localbuild import X86_CMAKE_ARGS, portable_plan, run_with_progress
+from pytest_evomemory.models import localbuild
+from pytest_evomemory.models.localbuild import X86_CMAKE_ARGS, portable_plan, run_with_progress
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -70,7 +70,7 @@ def test_the_plan_is_portable_per_machine_and_versioned(monkeypatch: pytest.Monk
 def test_scripts_venv_reads_the_flags_from_the_package(tmp_path: Path) -> None:
     """scripts/_venv.sh evals the module run as a file, before the package's dependencies exist."""
     shown = subprocess.run(
-        ["bash", "-c", f'eval "$("{sys.executable}" -P "{REPO}/pytest_evomemory/localbuild.py" shell)"; '
+        ["bash", "-c", f'eval "$("{sys.executable}" -P "{REPO}/pytest_evomemory/models/localbuild.py" shell)"; '
                        'echo "$LLAMA_CPP_CMAKE_ARGS|$LLAMA_CPP_WHEELS"'],
         capture_output=True, text=True, check=True, cwd=tmp_path, env={**os.environ, "XDG_CACHE_HOME": str(tmp_path)},
     ).stdout.strip()

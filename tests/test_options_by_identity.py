@@ -10,11 +10,11 @@ from typing import get_args
 
 import pytest
 
-from pytest_evomemory.errors import ConfigError, OptionName, named
+from pytest_evomemory.config.settings import parse_setting
+from pytest_evomemory.core.errors import ConfigError, OptionName, named
 from pytest_evomemory.options import CLI_FLAGS, OPTIONS, PYTEST_FLAGS, flag, render
 from pytest_evomemory.rundir import check_output_dir
 from pytest_evomemory.runtime.gates import parse_min_accuracy
-from pytest_evomemory.settings import parse_setting
 
 PACKAGE = Path(__file__).resolve().parents[1] / "pytest_evomemory"
 #: Each door's spelling of an option, for the expected texts below (``--@name``).

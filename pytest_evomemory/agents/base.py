@@ -7,8 +7,8 @@ and ends when the agent calls ``final_answer``. Between tasks the runtime calls
 not the agent's state and is never touched by ``reset``.
 
 The agent never holds the answer key while it answers: a task turn gives it a
-:class:`~pytest_evomemory.types.TaskView`, and the evaluator keeps the full
-:class:`~pytest_evomemory.types.BenchmarkSample`.
+:class:`~pytest_evomemory.core.types.TaskView`, and the evaluator keeps the full
+:class:`~pytest_evomemory.core.types.BenchmarkSample`.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..types import Stimulus, ToolSpec, Usage
+from ..core.types import Stimulus, ToolSpec, Usage
 
 if TYPE_CHECKING:
     from ..config import AgentConfig, MemoryStrategy
@@ -65,11 +65,11 @@ class Agent(Protocol):
     def respond(self, stimulus: Stimulus, turn: Turn) -> None:
         """Work on ``stimulus`` and end by calling ``turn.call_tool("final_answer", ...)``.
 
-        A task arrives as a :class:`~pytest_evomemory.types.TaskView` (prompt,
+        A task arrives as a :class:`~pytest_evomemory.core.types.TaskView` (prompt,
         choices and question metadata, never the answer); its feedback as a
-        :class:`~pytest_evomemory.types.UserStimulus` holding the target; on a
+        :class:`~pytest_evomemory.core.types.UserStimulus` holding the target; on a
         LoCoMo stream with ``ingest: agent``, one session of the conversation as an
-        :class:`~pytest_evomemory.types.IngestionStimulus` before the first question,
+        :class:`~pytest_evomemory.core.types.IngestionStimulus` before the first question,
         ended with ``final_answer("Session recorded")``. Tell them apart by
         ``stimulus.kind`` (``"task"``, ``"feedback"`` or ``"ingestion"``).
         """

@@ -14,13 +14,19 @@ retrieval-only baseline whose token F1 measures what the recall found.
 
 from __future__ import annotations
 
-from .. import boundedread
 from ..config import AgentConfig
-from ..errors import ConfigError
+from ..core import boundedread
+from ..core.errors import ConfigError
+from ..core.types import (
+    FEEDBACK_ACKNOWLEDGEMENT,
+    INGESTION_ACKNOWLEDGEMENT,
+    IngestionStimulus,
+    Stimulus,
+    TaskView,
+)
 from ..memory.base import MemorySystem
 from ..memory.ingestion import dialogue_text, turn_record
-from ..text import similarity
-from ..types import FEEDBACK_ACKNOWLEDGEMENT, INGESTION_ACKNOWLEDGEMENT, IngestionStimulus, Stimulus, TaskView
+from ..util.text import similarity
 from .base import Turn
 
 _TASK = "Task: "

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import cast
 
 from ..config import AgentConfig
-from ..factories import check_protocol, load_factory
+from ..core.factories import check_protocol, load_factory
+from ..core.registry import Registry, is_reference, lazy
 from ..memory.base import MemorySystem
-from ..registry import Registry, is_reference, lazy
 from .base import Agent, AgentKind
 
 #: Every agent kind an agent config may name besides a ``module:factory`` reference.

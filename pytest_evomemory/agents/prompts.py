@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-from ..tools import FINAL_ANSWER_TOOL
-from ..types import (
+from ..core.tools import FINAL_ANSWER_TOOL
+from ..core.types import (
     FEEDBACK_ACKNOWLEDGEMENT,
     INGESTION_ACKNOWLEDGEMENT,
     ConversationSession,

@@ -32,8 +32,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..tools import FINAL_ANSWER_TOOL
-from ..types import ToolSpec
+from ..core.tools import FINAL_ANSWER_TOOL
+from ..core.types import ToolSpec
 
 #: Labels the format uses besides tool names; ``Rationale`` is free text.
 _RATIONALE = "RATIONALE"

@@ -46,13 +46,9 @@ import re
 from typing import Any
 
 from ..config import DEFAULT_CONTEXT_WINDOW, AgentConfig
-from ..errors import ConfigError, EpisodeError
-from ..memory.base import MemorySystem, RecencyRecall, supports_recency
-from ..memory.ingestion import turn_record
-from ..models.base import ChatCompletion, ChatModel, ModelToolCall
-from ..text import normalize
-from ..tools import FINAL_ANSWER_TOOL
-from ..types import (
+from ..core.errors import ConfigError, EpisodeError
+from ..core.tools import FINAL_ANSWER_TOOL
+from ..core.types import (
     FEEDBACK_ACKNOWLEDGEMENT,
     INGESTION_ACKNOWLEDGEMENT,
     IngestionStimulus,
@@ -61,6 +57,10 @@ from ..types import (
     ToolSpec,
     UserStimulus,
 )
+from ..memory.base import MemorySystem, RecencyRecall, supports_recency
+from ..memory.ingestion import turn_record
+from ..models.base import ChatCompletion, ChatModel, ModelToolCall
+from ..util.text import normalize
 from . import prompts, textproto
 from .base import Turn
 from .baseline import recall_query

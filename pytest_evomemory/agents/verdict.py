@@ -3,7 +3,7 @@
 The paper's experiences carry a correctness label, and its experience-quality study
 keeps only the successes. The framework never tells the agent its score: the
 feedback turn shows the agent its submitted answer and the correct answer (see
-:mod:`pytest_evomemory.feedback`), and the agent compares them itself, here. The
+:mod:`pytest_evomemory.runtime.feedback`), and the agent compares them itself, here. The
 rules are deliberately simple and visible (the official scorers are richer, e.g.
 ToolBench's AST match): the same text after normalisation, the same option letter
 for a multiple-choice task, or the same number. Where this verdict and the score
@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from decimal import Decimal, InvalidOperation
 
-from ..text import normalize
+from ..util.text import normalize
 
 #: A leading option letter: "B", "(B)", "B.", "B) text", "b: text".
 _LEADING_LETTER = re.compile(r"^\(?([A-Za-z])\)?(?:[.):\s]|$)")

@@ -31,7 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ConfigError, named
+from ..core.errors import ConfigError, named
 from ..options import GAIN_REQUIRES
 from ..rundocs.compare import (
     OVERALL,

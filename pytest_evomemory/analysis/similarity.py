@@ -8,7 +8,7 @@ memory arm's gain over the control arm on the same task (paired by task id).
 
 Why lexical: a hit's ``score`` is backend-specific (BM25, fused ranks, cosines of
 one encoder or another), so it cannot be compared across memory systems. The
-similarity here is the bag-of-words cosine of :func:`pytest_evomemory.text.similarity`
+similarity here is the bag-of-words cosine of :func:`pytest_evomemory.util.text.similarity`
 (content words, stop words dropped, light stemming): backend-independent, cheap,
 needing no model, and the same for every run on every machine. A task's similarity
 is the largest over its recalled records (0.0 when its recalls returned nothing;
@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from ..rundocs import Score
-from ..text import similarity
+from ..util.text import similarity
 from .stats import Z95, average_ranks
 
 
@@ -50,7 +50,7 @@ SIMILARITY_KEY = "recall_similarity"
 BIN_EDGES = (0.0, 0.2, 0.4, 0.6, 0.8, 1.0)
 
 METHOD = (
-    "lexical bag-of-words cosine (pytest_evomemory.text.similarity) between the task prompt and each "
+    "lexical bag-of-words cosine (pytest_evomemory.util.text.similarity) between the task prompt and each "
     "record its task turn recalled, the largest per task; gain = memory correct - control correct, "
     "paired by task"
 )

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn, Protocol
 
 from .. import __version__
-from ..redaction import shown
+from ..util.redaction import shown
 from . import compare, data, init, local, merge, power, report, run, table
 from .common import PROG, USAGE_ERROR
 

@@ -14,10 +14,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ..options import GAIN_FIGURE, add_min_gain_by, min_gain_by, render
-from ..redaction import shown
 from ..rundir import ARMS_MANIFEST
+from ..util.redaction import shown
 from .common import PROG, USAGE_ERROR, refuse_run_output, usage_line
 
 if TYPE_CHECKING:

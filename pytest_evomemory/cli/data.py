@@ -20,7 +20,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ConfigError, DataError
+from ..core.errors import ConfigError, DataError
 from ..streams import upstream_benchmarks
 from .common import USAGE_ERROR
 
@@ -106,8 +106,8 @@ def main(args: argparse.Namespace) -> int:
 
 def _chosen(args: argparse.Namespace) -> tuple[str, str | None, Path, list[str] | None]:
     """(benchmark, the config's data_dir, the directory it is relative to, the streams selected)."""
-    from ..configload import load_run_config
     from ..configs import resolve_run_config
+    from ..configs.load import load_run_config
 
     configured: str | None = None
     base_dir = Path.cwd()
@@ -213,6 +213,6 @@ def _check(data_dir: Path, streams: list[HubStream], download: bool) -> int:
 
 def _error(message: str) -> None:
     from ..options import render
-    from ..redaction import shown
+    from ..util.redaction import shown
 
     print(shown(render(f"{PROG}: error: {message}", "cli")), file=sys.stderr)  # may quote a download server or a data file

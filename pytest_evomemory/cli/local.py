@@ -3,7 +3,7 @@
 A wheel has no ``scripts/``, and ``pip install '...whl[local]'`` compiles
 llama-cpp-python for the building machine's CPU. So the package itself offers:
 
-* ``build``: compile the portable llama-cpp-python wheel (:mod:`..localbuild`, with
+* ``build``: compile the portable llama-cpp-python wheel (:mod:`..models.localbuild`, with
   progress lines while it compiles), install it over any other build, then install
   the rest of the ``[local]`` extra (its requirements as the installed package
   declares them) with pip told to take llama-cpp-python from that wheel only;
@@ -23,8 +23,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
-from ..localbuild import BuildPlan, build_wheel, portable_plan
+from ..core.errors import ConfigError
+from ..models.localbuild import BuildPlan, build_wheel, portable_plan
 
 EXIT_OK = 0
 EXIT_FAILED = 1

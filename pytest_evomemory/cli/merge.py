@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..config import arm_name
-from ..errors import ConfigError, EvoMemoryError
+from ..core.errors import ConfigError, EvoMemoryError
 from ..options import GAIN_FIGURE, add_min_gain_by, min_gain_by, render
-from ..redaction import shown
 from ..rundir import output_path_problem
+from ..util.redaction import shown
 from .common import USAGE_ERROR
 
 if TYPE_CHECKING:

@@ -11,10 +11,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ..options import render
-from ..redaction import shown
 from ..rundir import REPORT
+from ..util.redaction import shown
 from .common import PROG, USAGE_ERROR, refuse_run_output
 
 

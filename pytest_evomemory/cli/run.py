@@ -32,8 +32,7 @@ from types import FrameType
 from typing import Any
 
 from ..config import RunConfig
-from ..errors import EvoMemoryError
-from ..heap import StartupHeap
+from ..core.errors import EvoMemoryError
 from ..options import (
     CLI_FLAGS,
     PROGRESS_INTERVAL_INI,
@@ -43,7 +42,6 @@ from ..options import (
     render,
     rendered,
 )
-from ..redaction import shown
 from ..reporting.lines import Line
 from ..reporting.progress import ProgressBoard, cost_text, progress_interval, task_verdict
 from ..reporting.reports import REPORTS
@@ -52,7 +50,9 @@ from ..runtime.records import Record
 from ..runtime.run import AgentFactoryFn, MemoryFactoryFn
 from ..runtime.session import EXIT_USAGE, Session, SessionPlan, SessionSetup
 from ..runtime.signals import lift_shield
-from ..text import inert
+from ..util.heap import StartupHeap
+from ..util.redaction import shown
+from ..util.text import inert
 
 __all__ = ["EXIT_USAGE", "RunProgress", "add_parser", "main", "run_benchmark"]
 
@@ -75,8 +75,8 @@ def add_parser(commands: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ..pytestini import add_pythonpath, find_settings
     from ..runtime.serial import chains_at_once, run_session
+    from .pytestini import add_pythonpath, find_settings
 
     here = Path.cwd()
     settings = find_settings(here)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 #: The directory of the shipped configs: ``runs/``, ``agents/``, ``benchmarks/``, ``memory/``.
 BUILTIN_DIR = Path(__file__).resolve().parent

@@ -25,8 +25,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
-from ..text import shorten
-from ..types import BenchmarkSample, Score
+from ..core.types import BenchmarkSample, Score
+from ..util.text import shorten
 from .modes import last_match, register_match_mode
 
 #: math-verify parses with sympy; bounding its input keeps every call in milliseconds.

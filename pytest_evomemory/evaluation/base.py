@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
-from ..types import BenchmarkSample, Score
+from ..core.types import BenchmarkSample, Score
 
 
 @runtime_checkable

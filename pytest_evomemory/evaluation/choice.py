@@ -36,7 +36,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from ..types import BenchmarkSample, Score
+from ..core.types import BenchmarkSample, Score
 from .modes import last_match, normalize_answer, register_match_mode
 
 #: MMLU-Pro has at most ten options (A-J); used when a sample lists no choices.

@@ -7,8 +7,8 @@ caller does, rather than relying on every caller to filter.
 
 from __future__ import annotations
 
-from ..errors import ProtocolViolation
-from ..types import AgentResponse, BenchmarkSample, ScoredItem
+from ..core.errors import ProtocolViolation
+from ..core.types import AgentResponse, BenchmarkSample, ScoredItem
 from .taskqa import TaskQAEvaluator
 
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 
-from ..types import BenchmarkSample, Score
+from ..core.types import BenchmarkSample, Score
 from .choice import extract_choice, score_letter, target_problem
 from .modes import register_match_mode
 

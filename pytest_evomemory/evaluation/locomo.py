@@ -36,7 +36,7 @@ from typing import Any
 import regex
 from nltk.stem import PorterStemmer
 
-from ..types import BenchmarkSample, Score
+from ..core.types import BenchmarkSample, Score
 from .modes import Metric, register_match_mode
 
 MODE = "locomo_f1"

@@ -19,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
-from ..registry import Registry
-from ..text import shorten
-from ..types import BenchmarkSample, Score
+from ..core.registry import Registry
+from ..core.types import BenchmarkSample, Score
+from ..util.text import shorten
 
 MatchMode = Callable[[str, BenchmarkSample], Score]
 

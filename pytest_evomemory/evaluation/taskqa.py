@@ -11,8 +11,8 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from ..errors import ConfigError
-from ..types import BenchmarkSample, Score
+from ..core.errors import ConfigError
+from ..core.types import BenchmarkSample, Score
 from .modes import MATCH_MODES, UNPRINTABLE
 
 #: Answers longer than this are scored on their last part: models put the final

@@ -30,7 +30,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from ..types import BenchmarkSample, Score
+from ..core.types import BenchmarkSample, Score
 from .modes import Metric, register_match_mode
 
 #: Named parameters that positional arguments fill, in order, per function; further

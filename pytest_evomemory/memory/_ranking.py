@@ -19,7 +19,7 @@ from typing import Any, Generic, TypeVar
 
 import numpy as np
 
-from ..text import STOPWORDS
+from ..util.text import STOPWORDS
 from .embedders import Vectors
 
 #: The customary RRF constant; it damps the influence of the very top ranks.

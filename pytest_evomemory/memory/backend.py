@@ -20,9 +20,9 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
 
-from ..errors import MemoryBackendError
-from ..tools import Tool
-from ..types import ConversationSession, MemoryHit
+from ..core.errors import MemoryBackendError
+from ..core.tools import Tool
+from ..core.types import ConversationSession, MemoryHit
 from .ingestion import ingest_turns
 from .tools import memory_tools
 

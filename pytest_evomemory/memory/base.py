@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, runtime_checkable
 
-from ..errors import MemoryBackendError
-from ..tools import Tool
-from ..types import ConversationSession, MemoryHit
+from ..core.errors import MemoryBackendError
+from ..core.tools import Tool
+from ..core.types import ConversationSession, MemoryHit
 
 if TYPE_CHECKING:
     from ..config import BackendOptions, MemoryConfig, ModelConfig
-    from ..pricing import Pricing
+    from ..config.pricing import Pricing
 
 
 @runtime_checkable

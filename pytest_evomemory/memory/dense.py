@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from ..config import MemoryConfig
-from ..errors import MemoryBackendError
-from ..types import MemoryHit
+from ..core.errors import MemoryBackendError
+from ..core.types import MemoryHit
 from ._ranking import VectorIndex, query_terms
 from .backend import MemoryBase
 from .base import MemoryBackend, MemoryContext

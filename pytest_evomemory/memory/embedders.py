@@ -29,8 +29,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..config import MemoryConfig, ModelConfig
-from ..errors import ConfigError, MemoryBackendError
-from ..text import tokens
+from ..core.errors import ConfigError, MemoryBackendError
+from ..util.text import tokens
 
 Vectors = npt.NDArray[np.float32]
 

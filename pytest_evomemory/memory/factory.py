@@ -13,9 +13,9 @@ from collections.abc import Callable
 from typing import cast
 
 from ..config import MemoryConfig
-from ..errors import ConfigError, EvoMemoryError, MemoryBackendError
-from ..factories import check_protocol, load_factory, user_frames
-from ..registry import Registry, is_reference
+from ..core.errors import ConfigError, EvoMemoryError, MemoryBackendError
+from ..core.factories import check_protocol, load_factory, user_frames
+from ..core.registry import Registry, is_reference
 from .base import Forgetting, MemoryBackend, MemoryContext, MemorySystem
 from .tools import EDITING_TOOLS_ATTRIBUTE
 

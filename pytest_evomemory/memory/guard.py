@@ -23,7 +23,7 @@ import hashlib
 import threading
 from collections.abc import Iterable
 
-from .. import boundedread
+from ..core import boundedread
 
 #: (record id or None, content) of one recalled record.
 SeenRecord = tuple[str | None, str]

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Protocol
 
-from ..types import ConversationSession, DialogueTurn
+from ..core.types import ConversationSession, DialogueTurn
 
 #: A dialogue id as :meth:`DialogueTurn.render` tags it in a text.
 DIA_TAG = re.compile(r"\[(D\d+:\d+)\]")

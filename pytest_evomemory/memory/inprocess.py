@@ -27,8 +27,8 @@ import numpy as np
 import numpy.typing as npt
 
 from ..config import MemoryConfig
-from ..text import tokens
-from ..types import MemoryHit
+from ..core.types import MemoryHit
+from ..util.text import tokens
 from ._ranking import Gathering, plan_gathering
 from .backend import MemoryBase
 from .base import MemoryContext

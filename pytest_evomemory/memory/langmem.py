@@ -41,11 +41,11 @@ from typing import Any, TypeVar
 
 from pydantic import SecretStr
 
-from .. import boundedread
 from ..config import MemoryConfig, ModelConfig
-from ..errors import MemoryBackendError
-from ..tools import Tool, ToolArgumentError, require_string
-from ..types import MemoryHit, ToolSpec
+from ..core import boundedread
+from ..core.errors import MemoryBackendError
+from ..core.tools import Tool, ToolArgumentError, require_string
+from ..core.types import MemoryHit, ToolSpec
 from .base import MemoryBackend, MemoryContext
 from .embedders import Embedder
 from .guard import SeenRecord

@@ -41,10 +41,10 @@ from ..config import (
     env_variable_name,
     http_url_problem,
 )
-from ..errors import ConfigError, MemoryBackendError
-from ..pricing import Pricing
-from ..text import tokens
-from ..tools import ToolArgumentError
+from ..config.pricing import Pricing
+from ..core.errors import ConfigError, MemoryBackendError
+from ..core.tools import ToolArgumentError
+from ..util.text import tokens
 from .backend import MemoryBase
 from .base import MemoryContext, ModelMeter, RecordRejected, unstorable_reason
 from .embedders import BUNDLED_MODEL, Embedder, HashingEmbedder, SentenceTransformerEmbedder

@@ -37,11 +37,11 @@ from typing import IO, Annotated, Any
 
 from pydantic import Field, field_validator
 
-from .. import boundedread
 from ..config import MemoryConfig, ModelConfig, Text
-from ..errors import ConfigError, MemoryBackendError
-from ..tools import Tool, ToolArgumentError, require_string
-from ..types import MemoryHit
+from ..core import boundedread
+from ..core.errors import ConfigError, MemoryBackendError
+from ..core.tools import Tool, ToolArgumentError, require_string
+from ..core.types import MemoryHit
 from .base import MemoryBackend, MemoryContext, RecordRejected
 from .guard import SeenRecord
 from .libraries import (

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
-from ..errors import MemoryBackendError
+from ..core.errors import MemoryBackendError
 from .base import ModelMeter
 from .embedders import Embedder
 from .libraries import ResolvedChat, metered_client

@@ -15,10 +15,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, overload
 
-from ..errors import BudgetExhausted, MemoryBackendError, ProtocolViolation
-from ..factories import user_frames
-from ..tools import Tool, ToolArgumentError
-from ..types import ConversationSession, MemoryHit
+from ..core.errors import BudgetExhausted, MemoryBackendError, ProtocolViolation
+from ..core.factories import user_frames
+from ..core.tools import Tool, ToolArgumentError
+from ..core.types import ConversationSession, MemoryHit
 from .base import Ingestible, MemorySystem, RecencyRecall
 from .guard import IsolationGuard
 from .tools import MemoryTool, MemoryToolCall, instrument_memory_tools

@@ -39,8 +39,8 @@ import numpy as np
 from pydantic import Field, field_validator
 
 from ..config import BackendOptions, MemoryConfig, Text, env_variable_name
-from ..errors import MemoryBackendError
-from ..types import MemoryHit
+from ..core.errors import MemoryBackendError
+from ..core.types import MemoryHit
 from ._ranking import (
     COMMON_TERM_SHARE,
     SMALL_STORE,

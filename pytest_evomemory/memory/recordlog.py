@@ -18,8 +18,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from .. import boundedread
-from ..errors import ArtefactWriteError, MemoryBackendError
+from ..core import boundedread
+from ..core.errors import ArtefactWriteError, MemoryBackendError
 from .base import SnapshotDamaged
 from .snapfiles import (
     READ_CHUNK,
@@ -150,7 +150,7 @@ class RecordLog:
         ``records_after(last_id)`` yields, in id order, the records whose id is
         greater than ``last_id``; ``state`` is whatever else the backend needs
         (for instance the next id it will hand out). An OSError (disk full) is an
-        :class:`~pytest_evomemory.errors.ArtefactWriteError` naming the file.
+        :class:`~pytest_evomemory.core.errors.ArtefactWriteError` naming the file.
         """
         path = self._manifest_path
         try:

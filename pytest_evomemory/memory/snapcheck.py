@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import named
+from ..core.errors import named
 from .base import SnapshotDamaged
 from .snapfiles import log_name, prefix_digests, read_small, sha256_file, state_files
 from .snaplabel import LABEL, Label, parse_label

@@ -22,7 +22,7 @@ from io import BufferedReader
 from pathlib import Path
 from typing import Any
 
-from .. import boundedread
+from ..core import boundedread
 
 
 def overwrite(descriptor: int, data: bytes, size: int | None = None) -> int:

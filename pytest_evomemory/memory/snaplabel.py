@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .. import boundedread
+from ..core import boundedread
 
 LABEL = "episodes.json"
 #: 3: the label names the run config that wrote it (``config``). A label of

@@ -38,8 +38,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..atomicfile import write_atomically  # re-exported: adapters' snapshot() uses it (docs/memory.md)
-from ..errors import ArtefactWriteError, EvoMemoryError, named
+from ..core.errors import ArtefactWriteError, EvoMemoryError, named
+from ..util.atomicfile import write_atomically  # re-exported: adapters' snapshot() uses it (docs/memory.md)
 from .base import ResumeRefused, SnapshotCapable, SnapshotDamaged, supports_snapshots
 from .snapcheck import SNAPSHOT_SLOTS, SnapshotChecks
 from .snapfiles import (
@@ -162,7 +162,7 @@ class StreamSnapshots(SnapshotChecks):
         The label is opened once and rewritten in place twice: "no snapshot"
         before the memory touches the slot's state, the episode count (with the
         checksums) after. Any OSError (disk full, read-only) is an
-        :class:`~pytest_evomemory.errors.ArtefactWriteError` naming the file.
+        :class:`~pytest_evomemory.core.errors.ArtefactWriteError` naming the file.
         """
         if not supports_snapshots(memory):
             return

@@ -30,8 +30,8 @@ import numpy as np
 from pydantic import field_validator
 
 from ..config import BackendOptions, MemoryConfig, Text
-from ..errors import MemoryBackendError
-from ..types import MemoryHit
+from ..core.errors import MemoryBackendError
+from ..core.types import MemoryHit
 from ._ranking import VectorIndex, gathered_ranking, hybrid_ranking, plan_gathering, prepare_recall
 from .backend import MemoryBase
 from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason

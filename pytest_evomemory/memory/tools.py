@@ -17,8 +17,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..tools import Tool, ToolArgumentError, require_string
-from ..types import ToolSpec
+from ..core.tools import Tool, ToolArgumentError, require_string
+from ..core.types import ToolSpec
 from .base import Forgetting, RecordRejected
 from .guard import SeenRecord, records_in_tool_result
 

@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from ..types import Usage
+from ..core.types import Usage
 
 if TYPE_CHECKING:
     from ..config import ModelConfig
@@ -65,7 +65,7 @@ class ChatModel(Protocol):
 
     The built-in models also offer ``identity() -> dict``: what answers (the GGUF
     file and its hash, or the endpoint and model name), which every artefact of a
-    run records (:mod:`pytest_evomemory.identity`).
+    run records (:mod:`pytest_evomemory.models.identity`).
     """
 
     def complete(

@@ -11,7 +11,7 @@ the most the call can cost (:func:`most_a_call_costs`: every byte of the request
 counted as a prompt token, which no tokenizer exceeds, and ``max_tokens`` of
 reply). If what is spent, plus what calls in flight elsewhere may still spend,
 plus this call's most would pass the cap, the call is not made:
-:class:`~pytest_evomemory.errors.BudgetExhausted` stops the session, and the task
+:class:`~pytest_evomemory.core.errors.BudgetExhausted` stops the session, and the task
 is left for a resume. Otherwise the most is reserved, and replaced by the call's
 actual cost (priced from the usage it reports) when it returns. So the cap holds
 in the middle of a stream and across workers, at the price of stopping up to one
@@ -38,9 +38,9 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import boundedread
-from ..errors import BudgetExhausted, ConfigError, named
-from ..pricing import Pricing
+from ..config.pricing import Pricing
+from ..core import boundedread
+from ..core.errors import BudgetExhausted, ConfigError, named
 from .base import ChatCompletion, ChatModel
 
 #: The environment variable naming the session's spend file, for the workers it starts.

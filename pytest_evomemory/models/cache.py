@@ -17,11 +17,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .. import boundedread
-from ..atomicfile import write_atomically
 from ..config import ModelConfig
-from ..redaction import dumps_redacted
-from ..types import Usage
+from ..core import boundedread
+from ..core.types import Usage
+from ..util.atomicfile import write_atomically
+from ..util.redaction import dumps_redacted
 from .base import ChatCompletion, ChatModel, ModelToolCall
 from .cleaning import MAX_TOOL_CALLS_PER_REPLY, clean_completion
 

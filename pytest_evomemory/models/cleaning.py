@@ -15,9 +15,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
-from ..redaction import redact
-from ..text import storable, storable_json_text
-from ..types import MAX_TOKEN_COUNT, Usage
+from ..core.types import MAX_TOKEN_COUNT, Usage
+from ..util.redaction import redact
+from ..util.text import storable, storable_json_text
 from .base import ChatCompletion
 
 #: Parallel tool calls a reply may carry (openai_compat.py refuses more, with its own

@@ -1,6 +1,6 @@
 """Build the ChatModel an agent config asks for, with the response cache around it.
 
-Providers are a :class:`~pytest_evomemory.registry.Registry` of :class:`ModelProvider`
+Providers are a :class:`~pytest_evomemory.core.registry.Registry` of :class:`ModelProvider`
 specs: what builds the model (``provide(config, **options) -> Provided``, imported on
 first use, so that HTTP-endpoint users never import llama-cpp-python and vice
 versa; a module that cannot be imported names the extra that installs its library), what its chains must take turns on, and what it checks in the environment
@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any, cast
 
 from ..config import AgentConfig, ModelConfig
-from ..errors import ConfigError
-from ..pricing import Pricing, PricingFileError, resolve_pricing
-from ..registry import Registry, import_reference
+from ..config.pricing import Pricing, PricingFileError, resolve_pricing
+from ..core.errors import ConfigError
+from ..core.registry import Registry, import_reference
 from .base import ChatModel, Provided
 from .budget import guarded
 from .cache import CachedChatModel, cache_identity, default_cache_dir
@@ -147,7 +147,7 @@ def check_agent_environment(agent: AgentConfig) -> None:
     llama-cpp-python that crashes on this CPU (:func:`check_local_library`). The
     model-free ``recall_baseline`` never calls a model, so nothing is checked for it.
 
-    Raises :class:`~pytest_evomemory.errors.ConfigError` naming the variable.
+    Raises :class:`~pytest_evomemory.core.errors.ConfigError` naming the variable.
     """
     if agent.kind == "recall_baseline" or agent.model is None:
         return

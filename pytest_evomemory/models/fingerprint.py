@@ -15,8 +15,8 @@ import os
 import re
 from pathlib import Path
 
-from .. import boundedread
-from ..atomicfile import write_atomically
+from ..core import boundedread
+from ..util.atomicfile import write_atomically
 
 #: Where the hashes live unless a directory is given: beside the response cache.
 CACHE_SUBDIR = "file-sha256"

@@ -34,8 +34,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import ConfigError
-from ..localbuild import cache_root
+from ..core.errors import ConfigError
+from .localbuild import cache_root
 
 #: The child's program: build info first (so a crash later still names the build).
 PROBE_CODE = """

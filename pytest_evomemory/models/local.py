@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .. import boundedread
-from ..errors import ConfigError, ModelError
-from ..text import JsonScan
-from ..types import Usage
+from ..core import boundedread
+from ..core.errors import ConfigError, ModelError
+from ..core.types import Usage
+from ..util.text import JsonScan
 from .base import ChatCompletion, ModelToolCall, Provided, sampling_identity
 from .fingerprint import file_sha256
 from .llamaprobe import INSTALL_HINT, check_embedded_library

@@ -14,7 +14,7 @@ process of the session, holds the agent's and the library's spend together.
 
 A refused request is not sent: the transport answers it itself with ``402 Payment
 Required`` (which the clients do not retry), and keeps the refusal
-(:class:`~..errors.BudgetExhausted`); the library may raise, wrap or (Mem0's
+(:class:`~..core.errors.BudgetExhausted`); the library may raise, wrap or (Mem0's
 extraction) swallow the error, so the backend raises the refusal again when the
 library returns (:meth:`MeteredTransport.raise_refusal`), and the session stops as
 it does for the agent's own calls.
@@ -28,10 +28,10 @@ from typing import Any
 
 import httpx2
 
-from ..errors import BudgetExhausted, ConfigError
-from ..models.budget import CostGuard, active_cost_guard, most_a_call_costs
-from ..pricing import Pricing
-from ..types import Usage
+from ..config.pricing import Pricing
+from ..core.errors import BudgetExhausted, ConfigError
+from ..core.types import Usage
+from .budget import CostGuard, active_cost_guard, most_a_call_costs
 
 #: The path suffix of the OpenAI-compatible chat endpoint (the only calls that cost).
 CHAT_PATH = "/chat/completions"

@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Any
 
 from ..config import ModelConfig
-from ..errors import ConfigError, ModelError
-from ..types import Usage
-from ..yamlio import read_yaml_mapping
+from ..config.yamlio import read_yaml_mapping
+from ..core.errors import ConfigError, ModelError
+from ..core.types import Usage
 from .base import ChatCompletion, ModelToolCall, Provided, sampling_identity
 from .cleaning import clean_completion
 from .context import current_stimulus

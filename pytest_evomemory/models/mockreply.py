@@ -23,11 +23,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from .. import boundedread
 from ..config import MockSettings
+from ..core import boundedread
+from ..core.types import FEEDBACK_ACKNOWLEDGEMENT, INGESTION_ACKNOWLEDGEMENT
 from ..memory.ingestion import dialogue_text
-from ..text import similarity
-from ..types import FEEDBACK_ACKNOWLEDGEMENT, INGESTION_ACKNOWLEDGEMENT
+from ..util.text import similarity
 from .context import StimulusRef
 
 _CURRENT_TASK = "Current task:\n"

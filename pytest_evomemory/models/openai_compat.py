@@ -27,12 +27,12 @@ from urllib.parse import urlsplit
 
 import httpx2
 
-from .. import boundedread
 from ..config import ModelConfig, http_url_problem
-from ..errors import ConfigError, ModelError
-from ..redaction import redact, register_secret
-from ..text import storable, storable_json_text
-from ..types import Usage
+from ..core import boundedread
+from ..core.errors import ConfigError, ModelError
+from ..core.types import Usage
+from ..util.redaction import redact, register_secret
+from ..util.text import storable, storable_json_text
 from .base import ChatCompletion, ModelToolCall, Provided, sampling_identity
 from .cleaning import clean_completion
 from .deadline import Attempt, DeadlineExceeded, call_within
@@ -239,7 +239,7 @@ def check_model_environment(config: ModelConfig | None) -> None:
     before the first task; checking them here (at plugin activation, before
     collection) refuses the run once with a ``ConfigError`` naming the variable,
     instead of failing every task of every stream. It also registers the key with
-    :mod:`..redaction`, so this process redacts it from everything it writes.
+    :mod:`..util.redaction`, so this process redacts it from everything it writes.
     """
     if config is None or config.provider != "openai":
         return
@@ -490,7 +490,7 @@ class OpenAICompatibleModel:
         )
 
     def _redact(self, text: str) -> str:
-        """The one redaction step (:func:`..redaction.redact`), with this model's key."""
+        """The one redaction step (:func:`..util.redaction.redact`), with this model's key."""
         secrets = (self._api_key,) if self._api_key != NO_KEY_PLACEHOLDER else ()
         return redact(text, secrets)
 

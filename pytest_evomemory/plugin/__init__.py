@@ -24,9 +24,9 @@ import pytest
 from .stash import SESSION_KEY, STARTUP_HEAP, get_session, is_xdist_worker
 
 if TYPE_CHECKING:
+    from ..core.types import BenchmarkSample
     from ..runtime import AgentFactoryFn, MemoryFactoryFn, StreamRun
     from ..runtime.notrun import FailedStream
-    from ..types import BenchmarkSample
     from .worker import PytestEpisode
 
 
@@ -82,7 +82,7 @@ def pytest_configure(config: pytest.Config) -> None:
     if not _switched_on(config):
         _refuse_options_without_benchmark(config)
         return
-    from ..heap import StartupHeap
+    from ..util.heap import StartupHeap
 
     heap = config.stash[STARTUP_HEAP] = StartupHeap.for_process(fresh=is_xdist_worker(config))
     with heap.paused(settle_after=False):  # settled when collection is over

@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from ..errors import ConfigError, EvoMemoryError
+from ..core.errors import ConfigError, EvoMemoryError
 from ..options import PYTEST_FLAGS, read_options, render
-from ..redaction import shown
 from ..reporting.reports import REPORTS
 from ..runtime.session import Session, SessionSetup
+from ..util.redaction import shown
 from .items import ITEMS_MODULE, task_argument
 from .stash import SESSION_KEY, STARTUP_HEAP, distributes, is_xdist_worker
 

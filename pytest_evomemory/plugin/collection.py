@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
+from ..core.types import BenchmarkSample
 from ..runtime.plan import SessionPlan
-from ..types import BenchmarkSample
 from .items import ITEMS_MODULE, NODE_PREFIX
 from .stash import STARTUP_HEAP
 

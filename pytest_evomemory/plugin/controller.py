@@ -17,14 +17,14 @@ from typing import Any
 
 import pytest
 
-from ..errors import EvoMemoryError
+from ..core.errors import EvoMemoryError
 from ..options import render
-from ..redaction import shown
 from ..reporting.properties import without_task_properties
 from ..reporting.sessionlines import report
 from ..runtime.records import from_wires
 from ..runtime.session import Session
 from ..runtime.signals import lift_shield, shield_interrupts
+from ..util.redaction import shown
 from .items import task_of_nodeid
 from .reporters import add_identity_properties
 from .stash import STARTUP_HEAP, distributes

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ..options import PROGRESS_INTERVAL_INI
 from ..reporting.progress import ProgressBoard, progress_interval, task_verdict
 from ..rundocs.wire import from_wires

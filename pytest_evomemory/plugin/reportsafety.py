@@ -5,7 +5,7 @@ A task's failure text leaves through pytest (the terminal's failure section and
 and traceback entries, captured output), and its words come from a model server's
 error or from the user's code raising with whatever it holds (an API key, an escape
 sequence a server sent). So every report of a benchmark item passes
-:func:`..redaction.shown` (secrets masked in every spelling, control characters
+:func:`..util.redaction.shown` (secrets masked in every spelling, control characters
 written out) before any reporter or xdist's serialization sees it.
 
 The representation is rewritten in place, whatever its form: a string, a skip's
@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from _pytest._code.code import TerminalRepr
 
-from ..redaction import redact_strings, shown
+from ..util.redaction import redact_strings, shown
 
 
 def clean_report(report: pytest.TestReport) -> None:

@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from ..heap import StartupHeap
     from ..runtime.session import Session
+    from ..util.heap import StartupHeap
 
 #: The benchmark session, set only when a run config turns the benchmark on.
 #: Typed loosely here so this module imports no core.

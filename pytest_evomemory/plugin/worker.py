@@ -16,15 +16,15 @@ from typing import Any, NoReturn
 
 import pytest
 
-from ..errors import BudgetExhausted, EpisodeError, EvoMemoryError
+from ..core.errors import BudgetExhausted, EpisodeError, EvoMemoryError
+from ..core.types import BenchmarkSample
 from ..options import render
-from ..redaction import shown
 from ..reporting.properties import without_task_properties
 from ..runtime import Episode, StreamRun, TaskOutcome
 from ..runtime.notrun import FailedStream
 from ..runtime.records import Record, from_wires
 from ..runtime.session import Session
-from ..types import BenchmarkSample
+from ..util.redaction import shown
 from .collection import CollectionHooks, task_of
 from .reportsafety import clean_report
 from .stash import is_xdist_worker

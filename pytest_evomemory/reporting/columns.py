@@ -181,7 +181,7 @@ _TAIL = (
 )
 
 
-#: What the stream's responses cost (``model.pricing``, :mod:`pytest_evomemory.pricing`);
+#: What the stream's responses cost (``model.pricing``, :mod:`pytest_evomemory.config.pricing`);
 #: shown only for runs whose model is priced, as an unpriced run's cost is unknown, not 0.
 COST = Column(
     "cost", "US dollars the model's responses cost (model.pricing), feedback turns included",

@@ -44,7 +44,7 @@ from ..analysis.stats import (
 from ..analysis.summary import shared_headline
 from ..config import ORDER_KEYS
 from ..evaluation.modes import Metric
-from ..identity import recorded_identity
+from ..models.identity import recorded_identity
 from ..rundir import SCHEMA_VERSION
 from ..rundocs import Score, StreamSummary
 from ..rundocs.compare import (

@@ -30,7 +30,7 @@ import zlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from .. import boundedread
+from ..core import boundedread
 from ..rundocs import Response, Score, ToolCallDoc, TranscriptEntry
 from ..rundocs.records import as_response, as_score
 from ._markup import _NONE, _e, _mapping, _number, _position

@@ -32,10 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..atomicfile import write_atomically
-from ..redaction import dumps_redacted
 from ..rundir import REPORT, utc_now
-from ..text import storable
+from ..util.atomicfile import write_atomically
+from ..util.redaction import dumps_redacted
+from ..util.text import storable
 from .chart import LegendEntry, Series, curve_svg, legend_layout
 from .compare import comparison_model
 from .comparepage import render_comparison

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
-from ..identity import describe_component, describe_model, describe_ran, recorded_identity
+from ..models.identity import describe_component, describe_model, describe_ran, recorded_identity
 from ..rundir import utc_now
 from ..rundocs import StreamSummary
 from ._markup import (
@@ -136,7 +136,7 @@ def _plots(runs: Sequence[RunData]) -> str:
 def _run_meta(run: RunData) -> str:
     """Where, when and what ran, as a definition list: the agent, memory and model
     that actually ran (a conftest's classes, the model file or the names the
-    server reported), from the summary's record (:mod:`..identity`)."""
+    server reported), from the summary's record (:mod:`..models.identity`)."""
     identity = recorded_identity(run.summary, run.run)
     agent, memory = _mapping(identity.get("agent")), _mapping(identity.get("memory"))
     strategy = agent.get("memory_strategy")

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
-from ..redaction import shown
+from ..util.redaction import shown
 
 Style = Literal["plain", "red", "green", "yellow"]
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ..analysis.summary import StreamMetrics, cache_counts
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ..rundocs import Score
 from ..rundocs.records import as_response, as_score
 from ..rundocs.wire import Record

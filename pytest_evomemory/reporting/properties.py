@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..analysis.summary import cache_counts
-from ..identity import describe_component, describe_model, merge_identity
+from ..models.identity import describe_component, describe_model, merge_identity
 from ..rundocs import Response, Score, Summary
 from ..rundocs.records import as_response, as_score
 from ..rundocs.report import TaskMetadata

@@ -43,7 +43,6 @@ from ..analysis.power import power_entry
 from ..analysis.stats import compare_paired, order_difference
 from ..analysis.summary import shared_headline
 from ..evaluation.modes import Metric
-from ..redaction import dumps_redacted
 from ..rundir import REPLICATES_DATA, SCHEMA_VERSION, utc_now
 from ..rundocs.compare import (
     ArmScope,
@@ -54,6 +53,7 @@ from ..rundocs.compare import (
     ReplicateTest,
     ReplicateVersus,
 )
+from ..util.redaction import dumps_redacted
 from .columns import headline
 from .compare import TaskKey, order_only, outcomes, stream_names, values
 from .html import render_replicates, write_comparison, write_page

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..analysis.summary import RESPONSE_COUNTS, SCORE_COUNTS, StreamMetrics, records_disagree
-from ..errors import ReportError as ReportError  # declared with the errors; read from here too
+from ..core.errors import ReportError as ReportError  # declared with the errors; read from here too
 from ..evaluation.modes import headline_metric
 from ..rundir import RESPONSES, SCORES, SUMMARY, RunReader, read_finished_run
 from ..rundocs import (

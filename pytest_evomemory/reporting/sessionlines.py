@@ -21,8 +21,7 @@ from typing import Any, Literal, Protocol
 from ..analysis.gain import GainResult
 from ..analysis.summary import StreamMetrics, ThresholdResult
 from ..config import Replicate, RunConfig
-from ..identity import configured_model, describe_model, describe_ran, run_identity
-from ..redaction import redact_strings
+from ..models.identity import configured_model, describe_model, describe_ran, run_identity
 from ..rundir import SCHEMA_VERSION, SIDE_RUN, ResumeState
 from ..rundocs import Failure, Summary
 from ..rundocs.compare import as_comparison, as_replicates
@@ -30,7 +29,8 @@ from ..rundocs.report import JsonReport, ReportArm, ReportIdentity
 from ..rundocs.summary import Replicate as ReplicateDoc
 from ..streams import Stream
 from ..streams.provenance import provenance_line
-from ..text import inert
+from ..util.redaction import redact_strings
+from ..util.text import inert
 from .lines import Line
 from .terminal import format_categories, format_comparison, format_replicates, format_table
 

@@ -25,7 +25,7 @@ from ..rundocs.compare import (
     as_comparison,
     as_replicates,
 )
-from ..text import inert
+from ..util.text import inert
 from . import columns
 from .columns import CategoryColumn, Column
 

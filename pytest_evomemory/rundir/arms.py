@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from ..config import split_label
-from ..errors import named
+from ..core.errors import named
 from ..options import MAX_REPEATS, count_problem
 from ..rundocs import ArmEntryDoc, ArmsFile
 from .jsonl import read_json, write_json_atomically

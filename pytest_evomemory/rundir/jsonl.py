@@ -14,13 +14,13 @@ from typing import IO, Any, TypeVar
 
 from pydantic import ValidationError
 
-from .. import boundedread
-from ..atomicfile import write_atomically
-from ..redaction import dumps_redacted
+from ..core import boundedread
+from ..core.validation import path_problem
 from ..rundocs import DAMAGED_ADVICE, RunDoc
 from ..rundocs.base import DamagedDocument, Doc, problem_line, read
-from ..text import inert, shorten
-from ..validation import path_problem
+from ..util.atomicfile import write_atomically
+from ..util.redaction import dumps_redacted
+from ..util.text import inert, shorten
 from .layout import RESPONSES, SCORES, TRANSCRIPTS, RunDirError
 
 

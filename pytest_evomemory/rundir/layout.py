@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 RUN_DOCUMENT = "run.json"
 RESPONSES = "responses.jsonl"

@@ -11,8 +11,8 @@ from typing import IO, Any
 
 from pydantic import BaseModel
 
-from .. import boundedread
-from ..errors import named
+from ..core import boundedread
+from ..core.errors import named
 from .jsonl import read_json, write_json_atomically
 from .layout import ERROR_COUNT, LOCK, LOCK_OWNER, RunDirError, cannot_write
 from .writer import utc_now

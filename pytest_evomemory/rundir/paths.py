@@ -12,8 +12,8 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..errors import named
-from ..validation import (
+from ..core.errors import named
+from ..core.validation import (
     CONTROL_CHARACTERS,
     long_name_problem,
     resolve_path,

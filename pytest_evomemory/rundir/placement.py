@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..config import RunConfig, base_configs
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ..options import Flags, SessionOptions
 from .arms import ArmsManifest, inside
 from .layout import DEFAULT_OUTPUT_ROOT, SIDE_RUN, RunDirError

@@ -18,12 +18,12 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from .. import boundedread
-from ..errors import named
+from ..core import boundedread
+from ..core.errors import named
 from ..rundocs import DAMAGED_ADVICE, SCHEMA_VERSION, Response, RunFile, Score, Summary, TranscriptEntry
 from ..rundocs.base import DamagedDocument, Doc, problem_line, read
 from ..rundocs.wire import Event, event_or_none
-from ..text import shorten
+from ..util.text import shorten
 from .jsonl import DamagedRecords, iter_documents, iter_jsonl, read_json
 from .layout import EVENTS, RESPONSES, RUN_DOCUMENT, SCORES, SUMMARY, TRANSCRIPTS, RunDirError
 

@@ -22,10 +22,10 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from ..config import replicate_of
-from ..errors import named
+from ..core.errors import named
+from ..core.validation import long_name_problem
 from ..options import SHARD_UNITS, SessionOptions
 from ..rundocs import RunFile
-from ..validation import long_name_problem
 from .arms import ArmsManifest, inside, read_arms_manifest
 from .layout import RUN_DOCUMENT, RunDirError
 from .paths import recorded_config_path

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from ..errors import named
+from ..core.errors import named
 from ..rundocs import DAMAGED_ADVICE, Response, RunFile, Score
 from ..rundocs.base import problem_line
 from ..rundocs.wire import Event, FeedbackSkippedRecord

@@ -13,9 +13,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from ..atomicfile import write_atomically
 from ..rundocs import Response, RunDoc, RunFile, Score, Summary, TranscriptEntry
 from ..rundocs.wire import Record
+from ..util.atomicfile import write_atomically
 from .jsonl import dumps, read_jsonl, rewrite_jsonl, typed, write_json_atomically
 from .layout import EVENTS, RESPONSES, RUN_DOCUMENT, SCORES, SUMMARY, TRANSCRIPTS
 

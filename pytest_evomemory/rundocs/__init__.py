@@ -12,7 +12,7 @@ Schema (``schema/artefacts.schema.json``) is generated from these classes
 Why a package of its own, at the bottom of the import graph: the runtime (records,
 the collector, merge, resume), the reporting (summary, pages, comparisons) and the
 run directory's code all read or write these documents, so the documents may import
-none of them. They import pydantic, :mod:`..text` and :mod:`..options` (a gain gate's
+none of them. They import pydantic, :mod:`..util.text` and :mod:`..options` (a gain gate's
 requirements) only.
 """
 

@@ -31,7 +31,7 @@ from pydantic import (
 )
 from pydantic_core import ErrorDetails
 
-from ..text import inert, shorten
+from ..util.text import inert, shorten
 from .fields import CHECK, checked
 
 #: The version of every JSON document a run writes (run.json, summary.json,

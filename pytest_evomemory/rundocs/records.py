@@ -17,7 +17,7 @@ from .base import RunDoc, as_model
 from .fields import Amount, Count, Flag, Fraction, Scalar, Seconds, Text
 from .identity import StreamRan
 
-#: Every stimulus an agent receives is one of these kinds (:data:`..types.StimulusKind`).
+#: Every stimulus an agent receives is one of these kinds (:data:`..core.types.StimulusKind`).
 Kind = Literal["task", "feedback", "ingestion"]
 
 

@@ -24,7 +24,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..config import RunConfig
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ..rundir import ARMS_DIRECTORY_FILES, RESERVED_NAMES, holds_a_run
 from ..rundocs import Summary
 from .gates import ARM_SEPARATOR, parse_min_accuracy

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..analysis.gain import GainResult, check_gains, check_replicate_gains
-from ..errors import ReportError
+from ..core.errors import ReportError
 from ..rundir import remove_claims, write_arms_manifest
 from .driver import StreamDriver
 from .outcome import Outcome

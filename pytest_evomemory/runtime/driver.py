@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ..errors import EvoMemoryError, SessionRefused
-from ..identity import factory_reference
+from ..core.errors import EvoMemoryError, SessionRefused
+from ..core.types import BenchmarkSample
 from ..memory.snapshot import ResumeRefused, supports_snapshots
-from ..types import BenchmarkSample
+from ..models.identity import factory_reference
 from .arm import Arm
 from .lines import memory_wait_line
 from .notrun import FailedStream, NotRun, stopped

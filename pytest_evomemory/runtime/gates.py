@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..errors import ConfigError, named
+from ..core.errors import ConfigError, named
 
 #: What separates the arm from the stream in a gate (``memory:sample_facts=0.5``)
 #: and in an item's id (``memory:sample_facts/f01``).

@@ -29,10 +29,8 @@ import dataclasses
 from collections.abc import Callable, Sequence
 from typing import Literal
 
-from ..errors import ConfigError
-from ..memory.ingestion import dia_ids_of, evidence_recall
-from ..streams.base import Stream
-from ..types import (
+from ..core.errors import ConfigError
+from ..core.types import (
     INGESTION_ACKNOWLEDGEMENT,
     AgentResponse,
     BenchmarkSample,
@@ -40,6 +38,8 @@ from ..types import (
     IngestionStimulus,
     ScoredItem,
 )
+from ..memory.ingestion import dia_ids_of, evidence_recall
+from ..streams.base import Stream
 from .records import IngestionRecord, Record
 
 #: What :meth:`StreamRun.prepare_memory` does about a conversation's ingestion.

@@ -8,7 +8,7 @@ session's other lines (its header, its end) are rendered by the doors
 
 from __future__ import annotations
 
-from ..redaction import shown
+from ..util.redaction import shown
 
 
 def memory_wait_line(stream: str, elapsed_s: float, factory: str, timeout_s: float) -> str:

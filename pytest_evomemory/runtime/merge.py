@@ -37,9 +37,9 @@ from ..analysis.summary import (
     summarize,
 )
 from ..config import arm_label
-from ..errors import EvoMemoryError, ReportError, named
-from ..identity import describe_model
+from ..core.errors import EvoMemoryError, ReportError, named
 from ..memory.snapshot import StreamSnapshots
+from ..models.identity import describe_model
 from ..rundir import (
     ARMS_MANIFEST,
     DAMAGED_ADVICE,

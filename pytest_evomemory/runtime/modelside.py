@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from ..models.budget import (
     CostGuard,
     activate_cost_guard,

@@ -6,7 +6,7 @@ failure (pytest fails that test with the reason, so a test run shows the failure
 where it happened; ``evomemory run`` has no test to fail) and its other tasks are not
 run, saying why. A stream whose memory cannot be prepared stops the same way, at the
 task where it did. A stream whose first build refused the whole session
-(:class:`~..errors.SessionRefused`, before any result is recorded) runs no task and
+(:class:`~..core.errors.SessionRefused`, before any result is recorded) runs no task and
 fails none: the driver stops and the session is refused (exit 4).
 """
 

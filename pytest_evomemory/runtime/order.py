@@ -31,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from ..config import BenchmarkConfig
-from ..errors import ConfigError, named
+from ..core.errors import ConfigError, named
+from ..core.types import BenchmarkSample
 from ..rundir import RunDirError
 from ..rundocs import RunFile
 from ..streams import Stream
-from ..types import BenchmarkSample
 
 #: Where each built-in stream's own difficulty comes from (``metadata.difficulty``,
 #: set by its converter); any other stream reads a user's ``metadata.difficulty``.

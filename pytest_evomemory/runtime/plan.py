@@ -31,10 +31,10 @@ from pathlib import Path
 
 from ..analysis.gain import GainThreshold, parse_min_gain
 from ..config import RunConfig
-from ..configload import load_run_config
 from ..configs import resolve_run_config
-from ..errors import ConfigError, ReportError
-from ..heap import StartupHeap
+from ..configs.load import load_run_config
+from ..core.errors import ConfigError, ReportError
+from ..core.types import BenchmarkSample
 from ..options import SHARD_UNITS, Flags, SessionOptions, render
 from ..rundir import (
     RUN_DOCUMENT,
@@ -47,7 +47,7 @@ from ..rundir import (
     with_recorded,
 )
 from ..rundocs import Score, ShardThresholds, StreamMinimum
-from ..types import BenchmarkSample
+from ..util.heap import StartupHeap
 from .arm import Arm, check_arm_names
 from .gates import thresholds_for_arms
 from .lines import snapshot_fallback_line
@@ -73,7 +73,7 @@ class SessionSetup:
     #: how the user picked tasks by hand (``"node ids"``, ``"-k"``), if they did: such a
     #: side run goes to ``<run dir>/side-run/`` and the full run stays the one readers find
     hand_picked: str | None = None
-    #: this process's garbage collector at start-up (:mod:`..heap`): a stream's parts
+    #: this process's garbage collector at start-up (:mod:`..util.heap`): a stream's parts
     #: (agent, model client, memory) are start-up too, built with it paused
     heap: StartupHeap = field(default_factory=lambda: StartupHeap(may_freeze=False))
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ..errors import ConfigError, SessionRefused
-from ..factories import load_factory
+from ..core.errors import ConfigError, SessionRefused
+from ..core.factories import load_factory
 from ..memory.base import MemoryContext
 from ..memory.factory import backend_spec
 from ..memory.snapshot import ResumeRefused, StreamSnapshots

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..analysis.categories import category_table
 from ..analysis.summary import ResponseTally, StreamMetrics, ThresholdResult, is_cached, outcome, summarize
-from ..identity import reported_models
+from ..core.types import BenchmarkSample
+from ..models.identity import reported_models
 from ..rundocs import (
     Completion,
     Failure,
@@ -51,7 +52,6 @@ from ..rundocs.wire import (
     from_wire,
     from_wires,
 )
-from ..types import BenchmarkSample
 
 #: a document with a ``stream`` (and, for scores, a ``position``), ordered by :meth:`ResultCollector.ordered`
 _Ordered = TypeVar("_Ordered")

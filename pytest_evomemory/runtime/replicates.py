@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from ..config import Replicate, RunConfig, base_configs
-from ..errors import ConfigError, named
+from ..core.errors import ConfigError, named
 
 
 def replicate_seeds(config: RunConfig, repeats: int | None) -> tuple[int, ...] | None:

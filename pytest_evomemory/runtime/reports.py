@@ -10,7 +10,7 @@ entry points hand it the renderers' implementation,
 it computes from below (:mod:`pytest_evomemory.analysis`) and never the renderers
 (``tests/test_import_graph.py`` checks).
 
-Every method that writes raises :class:`~pytest_evomemory.errors.ReportError` when
+Every method that writes raises :class:`~pytest_evomemory.core.errors.ReportError` when
 the runs cannot be read or a page cannot be written, and may raise ``OSError`` or
 ``ValueError`` (a full disk, text a page cannot hold); the caller decides what
 that failure means for the run.

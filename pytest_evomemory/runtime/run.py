@@ -23,18 +23,18 @@ from ..agents.base import Agent
 from ..agents.factory import AGENTS, build_agent
 from ..analysis.summary import StreamMetrics, ThresholdResult, check_thresholds
 from ..config import AgentConfig, MemoryConfig, RunConfig
-from ..configload import unread_agent_options, unread_memory_options
-from ..errors import ConfigError, DataError, ReportError, SessionRefused, named
+from ..config.pricing import Pricing
+from ..configs.load import unread_agent_options, unread_memory_options
+from ..core.errors import ConfigError, DataError, ReportError, SessionRefused, named
+from ..core.factories import call_factory, check_protocol, check_signature, load_factory
 from ..evaluation import scorer_identity
 from ..evaluation.evomemory import EvoMemoryEvaluator
-from ..factories import call_factory, check_protocol, check_signature, load_factory
-from ..identity import component, factory_reference, ran_model
 from ..memory.base import MemoryContext, MemorySystem
 from ..memory.factory import WaitNotice, backend_spec, build_memory, missing_extra, open_with_timeout
 from ..memory.snapshot import StreamSnapshots
 from ..models import check_agent_environment
+from ..models.identity import component, factory_reference, ran_model
 from ..models.metering import session_meter
-from ..pricing import Pricing
 from ..rundir import (
     ResumeState,
     RunDirError,
@@ -57,7 +57,7 @@ from ..rundocs import (
     Summary,
 )
 from ..streams import Stream, load_benchmark
-from ..text import shorten
+from ..util.text import shorten
 from .ingestion import check_conversation_options
 from .memory import IsolationGuard, ObservedMemory, observe
 from .order import check_resume_order, order_streams
@@ -71,7 +71,7 @@ MemoryFactoryFn = Callable[[MemoryConfig, MemoryContext], MemorySystem]
 
 #: Where a run's config files were, not what they set: a moved checkout may resume.
 #: Not settings of the run: where the files were, where their paths resolved
-#: (``paths``; the config holds each as written, :mod:`..configpaths`), and which of
+#: (``paths``; the config holds each as written, :mod:`..config.paths`), and which of
 #: the settings came from the command line (the effective limit and streams are in
 #: ``benchmark``).
 _LOCATION_KEYS = ("path", "sources", "paths", "selection")
@@ -249,7 +249,7 @@ class BenchmarkRun:
         ``on_wait`` hears, every few seconds, that the memory factory has not
         returned yet (:func:`..memory.factory.open_with_timeout`). A factory given
         here (``factories_from`` says by whom, e.g. a conftest fixture) whose result is
-        not an Agent or a MemorySystem raises :class:`~..errors.SessionRefused`.
+        not an Agent or a MemorySystem raises :class:`~..core.errors.SessionRefused`.
         ``check_memory`` sees the memory just built, before the agent is (the
         session's check of what it will ask of it, :mod:`.capabilities`).
         """
@@ -318,7 +318,7 @@ class BenchmarkRun:
         memory_factory: MemoryFactoryFn | None,
     ) -> dict[str, Any]:
         """What a stream built: the ``stream_started`` record's, from which every
-        artefact names what ran (:mod:`..identity`). A part a conftest factory built
+        artefact names what ran (:mod:`..models.identity`). A part a conftest factory built
         is named by that factory, not by the config's kind or backend."""
         agent_config, memory_config = self.config.agent, self.config.memory
         return {

@@ -17,9 +17,9 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from ..errors import SessionRefused
+from ..core.errors import SessionRefused
+from ..core.types import BenchmarkSample
 from ..models.deadline import allow_calls, interrupt_calls
-from ..types import BenchmarkSample
 from .chains import Lane, LaneRunner, chains_in_flight, exclusive_parts, plan_lanes
 from .notrun import NotRun
 from .records import Record
@@ -53,7 +53,7 @@ def run_session(
     """Run every task the session has, up to ``chains`` chains at once (each arm's
     run of each stream is a chain, :mod:`.chains`; one chain: in session order, in
     this thread); SIGTERM and Ctrl-C end it as interrupted (summarized, resumable).
-    A refusal (a preflight's, or a stream's first build, :class:`~..errors.SessionRefused`)
+    A refusal (a preflight's, or a stream's first build, :class:`~..core.errors.SessionRefused`)
     is raised: nothing is written. ``notice`` shows a line while something is being
     waited for (a memory factory that has not returned); ``progress`` sees every
     record and every complete task, one call at a time. The session's start-up heap,

@@ -32,7 +32,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ..configs import resolve_run_config
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 from .collector import Collector
 from .driver import RecordSink, StreamDriver
 from .modelside import ModelSide

@@ -38,7 +38,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from ..errors import named
+from ..core.errors import named
 from ..options import SHARD_UNITS
 from ..rundir import RunDirError, RunReader
 from ..rundocs import ShardRecord, ShardThresholds

@@ -9,7 +9,7 @@ the test body (:meth:`Episode.run_task`) and the episode fixture's teardown
 (:meth:`Episode.finish`); :func:`run_episode` calls them back to back for every
 other entry point (``run_benchmark``, ``evomemory run``). The runtime observes every
 tool call and memory operation itself, so the records in
-:class:`~pytest_evomemory.types.AgentResponse` do not depend on the agent reporting
+:class:`~pytest_evomemory.core.types.AgentResponse` do not depend on the agent reporting
 honestly.
 
 A static-memory stream (LoCoMo, ``Stream.feedback`` false) has no feedback step:
@@ -28,7 +28,8 @@ from typing import Any
 
 from ..agents.base import Agent
 from ..analysis.similarity import recall_similarity
-from ..errors import (
+from ..config.pricing import Pricing, cost_of
+from ..core.errors import (
     ArtefactWriteError,
     BudgetExhausted,
     EpisodeError,
@@ -38,18 +39,9 @@ from ..errors import (
     ProtocolViolation,
     named,
 )
-from ..evaluation.evomemory import EvoMemoryEvaluator
-from ..factories import user_frames
-from ..feedback import QuoteAnswer, render_feedback
-from ..memory.base import RecordRejected
-from ..memory.snapshot import ResumeRefused, StreamSnapshots
-from ..memory.tools import tool_role
-from ..models.context import StimulusRef, answering
-from ..pricing import Pricing, cost_of
-from ..rundocs import Score
-from ..streams.base import IngestMode
-from ..tools import Tool
-from ..types import (
+from ..core.factories import user_frames
+from ..core.tools import Tool
+from ..core.types import (
     FEEDBACK_ACKNOWLEDGEMENT,
     INGESTION_ACKNOWLEDGEMENT,
     AgentResponse,
@@ -59,7 +51,15 @@ from ..types import (
     Stimulus,
     TaskView,
 )
+from ..evaluation.evomemory import EvoMemoryEvaluator
+from ..memory.base import RecordRejected
+from ..memory.snapshot import ResumeRefused, StreamSnapshots
+from ..memory.tools import tool_role
+from ..models.context import StimulusRef, answering
+from ..rundocs import Score
+from ..streams.base import IngestMode
 from . import ingestion
+from .feedback import QuoteAnswer, render_feedback
 from .memory import ObservedMemory, mark
 from .records import (
     FeedbackRecord,
@@ -107,7 +107,7 @@ class StreamRun:
     snapshots: StreamSnapshots | None = None
     #: Set by :meth:`prepare_memory`, before the first episode this process runs.
     prepared: bool = False
-    #: What was built for this stream (see :mod:`pytest_evomemory.identity`).
+    #: What was built for this stream (see :mod:`pytest_evomemory.models.identity`).
     identity: dict[str, Any] = field(default_factory=dict)
     #: How the feedback quotes the source's own answer (the stream declares it).
     quote_answer: QuoteAnswer | None = None

@@ -12,10 +12,10 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .. import boundedread
-from ..errors import EpisodeError, ProtocolViolation
-from ..tools import FINAL_ANSWER_TOOL, Tool, ToolArgumentError
-from ..types import MAX_TOKEN_COUNT, ToolCall, ToolSpec, Usage
+from ..core import boundedread
+from ..core.errors import EpisodeError, ProtocolViolation
+from ..core.tools import FINAL_ANSWER_TOOL, Tool, ToolArgumentError
+from ..core.types import MAX_TOKEN_COUNT, ToolCall, ToolSpec, Usage
 
 #: Largest tool-call argument payload accepted from a model, in characters.
 MAX_TOOL_ARGUMENT_CHARS = 2_000_000

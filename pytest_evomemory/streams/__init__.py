@@ -6,10 +6,10 @@ import errno
 from pathlib import Path
 
 from ..config import BenchmarkConfig
-from ..errors import ConfigError, DataError
+from ..core.errors import ConfigError, DataError
+from ..core.registry import Registry, is_reference, lazy
+from ..core.validation import resolve_path
 from ..evaluation import MATCH_MODES
-from ..registry import Registry, is_reference, lazy
-from ..validation import resolve_path
 from .base import BenchmarkSource, BenchmarkSpec, Stream, select_streams
 from .usersource import open_user_source
 

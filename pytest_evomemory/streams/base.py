@@ -12,8 +12,8 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from ..config import BenchmarkConfig, check_threshold_streams
-from ..errors import ConfigError
-from ..types import BenchmarkSample, ConversationSession
+from ..core.errors import ConfigError
+from ..core.types import BenchmarkSample, ConversationSession
 
 #: Who writes a conversation's sessions into memory before its questions: the
 #: memory system's own ingestion, or the agent in unscored ingestion turns.
@@ -75,7 +75,7 @@ class BenchmarkSource(Protocol):
     def load(self, config: BenchmarkConfig, base_dir: Path, names: Sequence[str]) -> list[Stream]:
         """Load the named streams (already validated and ordered), limit applied.
 
-        Raises :class:`~pytest_evomemory.errors.DataError` naming the stream and the
+        Raises :class:`~pytest_evomemory.core.errors.DataError` naming the stream and the
         cause if any one of them cannot be materialized or loaded.
         """
         ...

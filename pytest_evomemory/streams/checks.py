@@ -3,12 +3,12 @@ the same tasks, with the same words, naming the file and line."""
 
 from __future__ import annotations
 
-from ..errors import ConfigError, DataError
+from ..core.errors import ConfigError, DataError
+from ..core.factories import user_frames
+from ..core.types import BenchmarkSample
+from ..core.validation import MAX_CHOICES, check_task_id
 from ..evaluation.modes import MATCH_MODES, MatchModeSpec
-from ..factories import user_frames
-from ..text import shorten
-from ..types import BenchmarkSample
-from ..validation import MAX_CHOICES, check_task_id
+from ..util.text import shorten
 
 
 def check_sample(sample: BenchmarkSample, where: str, *, empty_options: bool = False) -> None:

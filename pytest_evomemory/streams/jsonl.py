@@ -14,11 +14,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..boundedread import open_regular
 from ..config import BenchmarkConfig
-from ..errors import ConfigError, DataError
-from ..types import BenchmarkSample
-from ..validation import JQ_HINT, decode_json_line, path_problem, resolve_path
+from ..core.boundedread import open_regular
+from ..core.errors import ConfigError, DataError
+from ..core.types import BenchmarkSample
+from ..core.validation import JQ_HINT, decode_json_line, path_problem, resolve_path
 from .base import Stream, apply_limit
 from .checks import check_sample
 

@@ -13,9 +13,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from ..atomicfile import write_atomically
-from ..boundedread import open_regular
-from ..errors import DataError
+from ..core.boundedread import open_regular
+from ..core.errors import DataError
+from ..util.atomicfile import write_atomically
 
 #: The manifest a materializer writes beside (or for) a file it downloaded.
 MANIFEST_NAME = ".evomemory-source.json"
@@ -23,7 +23,7 @@ MANIFEST_NAME = ".evomemory-source.json"
 
 def size_and_sha256(path: Path) -> tuple[int, str]:
     """The size and SHA-256 of a regular file (a device or FIFO, which a hash would
-    read for ever, is a :class:`~..errors.DataError` naming it)."""
+    read for ever, is a :class:`~..core.errors.DataError` naming it)."""
     digest = hashlib.sha256()
     size = 0
     with open_regular(path, what="a data file", error=DataError) as handle:

@@ -4,8 +4,8 @@ Built-in sources are ours and tested; a user's source is code we did not write,
 called at configure time before any task. Whatever it does wrong (a factory that
 raises or wants arguments, a ``stream_names`` that is not a list of names, a
 ``load`` that raises or returns something other than the streams asked for, a task
-that is not a :class:`~pytest_evomemory.types.BenchmarkSample`) is one
-:class:`~pytest_evomemory.errors.ConfigError` here, naming the factory and what to
+that is not a :class:`~pytest_evomemory.core.types.BenchmarkSample`) is one
+:class:`~pytest_evomemory.core.errors.ConfigError` here, naming the factory and what to
 fix: never a traceback from inside the plugin, and never a run whose tasks are
 scored under another stream's name or twice under one id.
 """
@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import TypeVar
 
 from ..config import BenchmarkConfig
-from ..errors import ConfigError, DataError, EvoMemoryError
-from ..factories import call_factory, check_protocol, load_factory, returned, user_frames
-from ..types import BenchmarkSample
+from ..core.errors import ConfigError, DataError, EvoMemoryError
+from ..core.factories import call_factory, check_protocol, load_factory, returned, user_frames
+from ..core.types import BenchmarkSample
 from .base import BenchmarkSource, Stream
 from .checks import check_sample
 

@@ -33,7 +33,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
 
 from ..config import ModelConfig
-from ..types import FEEDBACK_ACKNOWLEDGEMENT
+from ..core.types import FEEDBACK_ACKNOWLEDGEMENT
 
 CHAT_PATH = "/v1/chat/completions"
 EMBEDDINGS_PATH = "/v1/embeddings"

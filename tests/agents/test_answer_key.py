@@ -20,13 +20,13 @@ import pytest
 
 from pytest_evomemory import FEEDBACK_ACKNOWLEDGEMENT, BenchmarkSample, TaskView, run_benchmark
 from pytest_evomemory.config import BenchmarkConfig
-from pytest_evomemory.configload import load_run_config
-from pytest_evomemory.feedback import render_feedback
+from pytest_evomemory.configs.load import load_run_config
+from pytest_evomemory.core.types import TASK_METADATA_KEYS
+from pytest_evomemory.runtime.feedback import render_feedback
 from pytest_evomemory.streams import load_benchmark
 from pytest_evomemory.streams.evomemory import catalog
 from pytest_evomemory.streams.evomemory.catalog import GPQA_DIAMOND, MMLU_PRO
 from pytest_evomemory.streams.evomemory.converters import MMLU_PRO_OPTION_FIELD
-from pytest_evomemory.types import TASK_METADATA_KEYS
 
 from ..streams.conftest import (
     GPQA_RECORDS,

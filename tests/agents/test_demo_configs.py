@@ -6,8 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from pytest_evomemory.configload import load_run_config
 from pytest_evomemory.configs import RUNS_DIR as RUNS
+from pytest_evomemory.configs.load import load_run_config
 
 ROOT = Path(__file__).resolve().parents[2]
 

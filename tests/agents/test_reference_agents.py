@@ -13,8 +13,9 @@ import pytest
 from pytest_evomemory.agents.tiny import TinyAgent
 from pytest_evomemory.agents.verdict import judged_correct
 from pytest_evomemory.config import AgentConfig
-from pytest_evomemory.configload import validate_agent
-from pytest_evomemory.errors import ConfigError, EpisodeError
+from pytest_evomemory.configs.load import validate_agent
+from pytest_evomemory.core.errors import ConfigError, EpisodeError
+from pytest_evomemory.core.types import FEEDBACK_ACKNOWLEDGEMENT, BenchmarkSample
 from pytest_evomemory.evaluation.evomemory import EvoMemoryEvaluator
 from pytest_evomemory.memory.inprocess import InProcessMemory
 from pytest_evomemory.runtime import ObservedMemory, StreamRun, run_stream
@@ -29,7 +30,6 @@ from pytest_evomemory.testing.scripted_server import (
     text,
     tool_call,
 )
-from pytest_evomemory.types import FEEDBACK_ACKNOWLEDGEMENT, BenchmarkSample
 
 from ..conftest import capture_responses
 

@@ -13,7 +13,9 @@ import pytest
 from pytest_evomemory.agents import prompts
 from pytest_evomemory.agents.textproto import TextCall, parse_reply, text_tools
 from pytest_evomemory.config import AgentConfig
-from pytest_evomemory.errors import EpisodeError
+from pytest_evomemory.core.errors import EpisodeError
+from pytest_evomemory.core.tools import FINAL_ANSWER_TOOL
+from pytest_evomemory.core.types import FEEDBACK_ACKNOWLEDGEMENT, BenchmarkSample
 from pytest_evomemory.memory.tools import RECALL_SPEC, RETAIN_SPEC
 from pytest_evomemory.runtime import StreamRun, run_stream
 from pytest_evomemory.testing.fixtures import ServerFactory
@@ -25,8 +27,6 @@ from pytest_evomemory.testing.scripted_server import (
     task_text,
     text,
 )
-from pytest_evomemory.tools import FINAL_ANSWER_TOOL
-from pytest_evomemory.types import FEEDBACK_ACKNOWLEDGEMENT, BenchmarkSample
 
 from ..conftest import capture_responses
 

@@ -13,7 +13,9 @@ import pytest
 from pytest_evomemory.agents.prompts import ACKNOWLEDGEMENT_TOOL
 from pytest_evomemory.agents.tiny import TinyAgent
 from pytest_evomemory.config import AgentConfig, validate_mapping
-from pytest_evomemory.errors import ConfigError, EpisodeError, ProtocolViolation
+from pytest_evomemory.config.yamlio import read_yaml_mapping
+from pytest_evomemory.core.errors import ConfigError, EpisodeError, ProtocolViolation
+from pytest_evomemory.core.types import BenchmarkSample
 from pytest_evomemory.runtime import StreamRun, run_stream
 from pytest_evomemory.testing.fixtures import ServerFactory
 from pytest_evomemory.testing.scripted_server import (
@@ -27,8 +29,6 @@ from pytest_evomemory.testing.scripted_server import (
     tool_call,
     tool_calls,
 )
-from pytest_evomemory.types import BenchmarkSample
-from pytest_evomemory.yamlio import read_yaml_mapping
 
 from ..conftest import capture_responses
 
@@ -119,7 +119,7 @@ def test_tool_use_sends_exactly_the_turn_tools(
 
 
 def _turn_specs(run: Any) -> list[Any]:
-    from pytest_evomemory.tools import FINAL_ANSWER_TOOL
+    from pytest_evomemory.core.tools import FINAL_ANSWER_TOOL
 
     return [FINAL_ANSWER_TOOL, *(tool.spec for tool in run._turn_tools())]
 

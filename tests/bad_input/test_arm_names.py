@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from pytest_evomemory.configload import load_run_config
-from pytest_evomemory.errors import ConfigError
+from pytest_evomemory.configs.load import load_run_config
+from pytest_evomemory.core.errors import ConfigError
+from pytest_evomemory.core.validation import OUTPUT_ROOT_FILES
 from pytest_evomemory.rundir import ARMS_DIRECTORY_FILES, RESERVED_NAMES
 from pytest_evomemory.runtime.arm import check_arm_names
 from pytest_evomemory.testing.fixtures import ServerFactory
-from pytest_evomemory.validation import OUTPUT_ROOT_FILES
 
 from .conftest import KEY_VARIABLE, SECRET, assert_no_internal_error, tiny_run_config
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_evomemory.errors import named
+from pytest_evomemory.core.errors import named
 from pytest_evomemory.rundir import (
     HISTORY,
     RUN_FILES,

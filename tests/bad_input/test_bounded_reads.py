@@ -20,16 +20,16 @@ from typing import Any
 
 import pytest
 
-from pytest_evomemory import boundedread
 from pytest_evomemory.cli import main
-from pytest_evomemory.errors import EvoMemoryError
+from pytest_evomemory.cli.pytestini import _section
+from pytest_evomemory.config.pricing import PricingFileError, load_pricing_file
+from pytest_evomemory.config.yamlio import read_yaml_mapping
+from pytest_evomemory.core import boundedread
+from pytest_evomemory.core.errors import EvoMemoryError
 from pytest_evomemory.models.cache import _read_entry
-from pytest_evomemory.pricing import PricingFileError, load_pricing_file
-from pytest_evomemory.pytestini import _section
 from pytest_evomemory.rundir import RunDirError, read_json
 from pytest_evomemory.streams.locomo import SAMPLE_FILE
 from pytest_evomemory.streams.locomo.userfile import read_user_file
-from pytest_evomemory.yamlio import read_yaml_mapping
 
 from .conftest import assert_no_internal_error
 

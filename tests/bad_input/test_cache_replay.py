@@ -20,9 +20,9 @@ from pytest_evomemory.cli import main
 from pytest_evomemory.models.cache import _read_entry
 from pytest_evomemory.models.cleaning import clean_completion
 from pytest_evomemory.models.openai_compat import completion_from_json
-from pytest_evomemory.redaction import register_secret
 from pytest_evomemory.testing.fixtures import ServerFactory
 from pytest_evomemory.testing.scripted_server import echo_policy
+from pytest_evomemory.util.redaction import register_secret
 
 from .conftest import KEY_VARIABLE, SECRET, assert_no_internal_error, tiny_run_config
 

@@ -26,7 +26,7 @@ import pytest
 
 from pytest_evomemory import cli, run_benchmark
 from pytest_evomemory.cli import main
-from pytest_evomemory.configload import load_run_config
+from pytest_evomemory.configs.load import load_run_config
 
 from ..conftest import SAMPLE_MEMORY_RUN
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_evomemory.errors import DataError
+from pytest_evomemory.core.errors import DataError
 from pytest_evomemory.testing.fixtures import ServerFactory
 
 from .conftest import KEY_VARIABLE, SECRET, tiny_run_config
@@ -117,7 +117,11 @@ def test_jsonl_bombs_are_refused_before_any_model_call(
 
 
 def test_record_limit_can_be_raised(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
-    from pytest_evomemory.validation import DEFAULT_MAX_RECORD_BYTES, MAX_RECORD_BYTES_ENV, max_record_bytes
+    from pytest_evomemory.core.validation import (
+        DEFAULT_MAX_RECORD_BYTES,
+        MAX_RECORD_BYTES_ENV,
+        max_record_bytes,
+    )
 
     assert max_record_bytes() == DEFAULT_MAX_RECORD_BYTES
     monkeypatch.setenv(MAX_RECORD_BYTES_ENV, "100")

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from pytest_evomemory.errors import MemoryBackendError
+from pytest_evomemory.core.errors import MemoryBackendError
 from pytest_evomemory.memory.factory import WAIT_NOTICE_EVERY_S, open_with_timeout
 from pytest_evomemory.memory.inprocess import InProcessMemory
 

@@ -422,8 +422,8 @@ def test_options_are_left_to_a_conftest_factory_that_reads_them(
 
 def test_run_benchmark_refuses_options_its_built_in_agent_would_ignore(tmp_path: Path) -> None:
     from pytest_evomemory import run_benchmark
-    from pytest_evomemory.configload import load_run_config
-    from pytest_evomemory.errors import ConfigError
+    from pytest_evomemory.configs.load import load_run_config
+    from pytest_evomemory.core.errors import ConfigError
 
     config_file = tmp_path / "run.yaml"
     config_file.write_text("name: core\nbenchmark: {benchmark: sample, limit: 1}\nagent: {options: {top_p: 0.9}}\n")

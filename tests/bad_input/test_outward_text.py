@@ -28,7 +28,6 @@ import pytest
 
 from pytest_evomemory.analysis.stats import Proportion
 from pytest_evomemory.analysis.summary import StreamMetrics
-from pytest_evomemory.redaction import MASK, redact, register_secret
 from pytest_evomemory.reporting.terminal import format_comparison, format_table
 from pytest_evomemory.testing.fixtures import ServerFactory
 from pytest_evomemory.testing.scripted_server import (
@@ -38,7 +37,8 @@ from pytest_evomemory.testing.scripted_server import (
     final_answer,
     text,
 )
-from pytest_evomemory.text import inert
+from pytest_evomemory.util.redaction import MASK, redact, register_secret
+from pytest_evomemory.util.text import inert
 
 from .conftest import (
     KEY_VARIABLE,

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from pytest_evomemory.redaction import MASK, redact, redact_record, register_secret
+from pytest_evomemory.util.redaction import MASK, redact, redact_record, register_secret
 
 KEY = "k3y-Registered-Value-77"
 

@@ -20,8 +20,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_evomemory import redaction
-from pytest_evomemory.redaction import (
+from pytest_evomemory.util import redaction
+from pytest_evomemory.util.redaction import (
     _BEARER,
     _KEY_SHAPED,
     _NAMED_VALUE,
@@ -36,7 +36,7 @@ from pytest_evomemory.redaction import (
     redact,
     register_secret,
 )
-from pytest_evomemory.spellings import spellings_of
+from pytest_evomemory.util.spellings import spellings_of
 
 SECRET = "Zq7-fastpath-Secret-91"
 LINE = {"ensure_ascii": True, "sort_keys": True, "default": str}  # rundir.dumps

@@ -18,8 +18,8 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.analysis.summary import summarize
-from pytest_evomemory.errors import ProtocolViolation
-from pytest_evomemory.redaction import dumps_redacted, redact_strings, strict_number
+from pytest_evomemory.core.errors import ProtocolViolation
+from pytest_evomemory.core.types import Usage
 from pytest_evomemory.runtime.turn import RuntimeTurn
 from pytest_evomemory.testing.fixtures import ServerFactory
 from pytest_evomemory.testing.scripted_server import (
@@ -28,7 +28,7 @@ from pytest_evomemory.testing.scripted_server import (
     is_feedback,
     tool_call,
 )
-from pytest_evomemory.types import Usage
+from pytest_evomemory.util.redaction import dumps_redacted, redact_strings, strict_number
 
 from .conftest import KEY_VARIABLE, SECRET, assert_no_internal_error, tiny_run_config
 

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.cli import main as evomemory
-from pytest_evomemory.errors import ProtocolViolation
+from pytest_evomemory.core.errors import ProtocolViolation
 from pytest_evomemory.runtime.turn import RuntimeTurn
 
 #: A benchmark source of the user's; each case below replaces one of its parts.
 SOURCE = '''
 from pytest_evomemory.streams.base import Stream
-from pytest_evomemory.types import BenchmarkSample
+from pytest_evomemory.core.types import BenchmarkSample
 
 
 def task(i, task_id=None, **fields):
@@ -216,10 +216,10 @@ def test_arguments_that_contain_themselves_are_answered_as_an_error() -> None:
 def test_a_match_mode_whose_own_target_check_raises_is_refused_naming_the_mode() -> None:
     """A user's ``check_target`` is code we did not write: it raising is one line
     naming the mode and its file, not an error inside the plugin."""
-    from pytest_evomemory.errors import ConfigError
+    from pytest_evomemory.core.errors import ConfigError
+    from pytest_evomemory.core.types import BenchmarkSample
     from pytest_evomemory.evaluation.modes import MATCH_MODES, register_match_mode
     from pytest_evomemory.streams.checks import check_sample
-    from pytest_evomemory.types import BenchmarkSample
 
     def broken_check(sample: BenchmarkSample) -> str | None:
         raise KeyError("units")
@@ -238,9 +238,9 @@ def test_a_match_mode_whose_own_target_check_raises_is_refused_naming_the_mode()
 
 
 def test_a_target_no_answer_matches_names_its_task_once() -> None:
-    from pytest_evomemory.errors import DataError
+    from pytest_evomemory.core.errors import DataError
+    from pytest_evomemory.core.types import BenchmarkSample
     from pytest_evomemory.streams.checks import check_sample
-    from pytest_evomemory.types import BenchmarkSample
 
     sample = BenchmarkSample(task_id="q7", stream="mine", position=0, prompt="Pick", target="C",
                              choices=("yes", "no"), match_mode="choice")

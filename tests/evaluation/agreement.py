@@ -16,10 +16,10 @@ import re
 from collections import Counter
 from dataclasses import dataclass, field
 
+from pytest_evomemory.core.types import Score
 from pytest_evomemory.evaluation import TaskQAEvaluator
 from pytest_evomemory.evaluation.choice import as_ascii
 from pytest_evomemory.evaluation.toolbench import parse_call, read_call, same_api
-from pytest_evomemory.types import Score
 
 from . import corpus, references
 

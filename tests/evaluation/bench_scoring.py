@@ -10,8 +10,8 @@ import random
 import statistics
 import time
 
+from pytest_evomemory.core.types import BenchmarkSample
 from pytest_evomemory.evaluation import TaskQAEvaluator
-from pytest_evomemory.types import BenchmarkSample
 
 REASONING = (
     "Let me work through this step by step. First we set up the relation between the "

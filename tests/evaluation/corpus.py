@@ -14,7 +14,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from pytest_evomemory.types import BenchmarkSample
+from pytest_evomemory.core.types import BenchmarkSample
 
 LETTERS = "ABCDEFGHIJ"
 

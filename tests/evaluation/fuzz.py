@@ -21,7 +21,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from pytest_evomemory.types import BenchmarkSample
+from pytest_evomemory.core.types import BenchmarkSample
 
 from . import agreement, corpus
 from .corpus import LETTERS, CorpusItem

@@ -16,10 +16,10 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_evomemory.core.types import BenchmarkSample
 from pytest_evomemory.streams.base import Stream
 from pytest_evomemory.streams.locomo.convert import to_stream
 from pytest_evomemory.streams.locomo.schema import read_samples
-from pytest_evomemory.types import BenchmarkSample
 
 #: (category, gold) pairs; category 5 golds are the adversarial answer.
 GOLDS: list[tuple[int, Any]] = [

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_evomemory.core.types import BenchmarkSample
 from pytest_evomemory.evaluation import TaskQAEvaluator
-from pytest_evomemory.types import BenchmarkSample
 
 from . import agreement, corpus, references
 

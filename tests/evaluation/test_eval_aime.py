@@ -11,8 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_evomemory.core.types import BenchmarkSample
 from pytest_evomemory.evaluation import TaskQAEvaluator
-from pytest_evomemory.types import BenchmarkSample
 
 EVALUATOR = TaskQAEvaluator()
 

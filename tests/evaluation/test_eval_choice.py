@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from pytest_evomemory.core.types import BenchmarkSample
 from pytest_evomemory.evaluation import MATCH_MODES, TaskQAEvaluator
 from pytest_evomemory.evaluation.modes import normalize_answer
-from pytest_evomemory.types import BenchmarkSample
 
 GPQA_OPTIONS = ("1.2 eV", "3.4 eV", "0.5 eV", "2.1 eV")
 MMLU_OPTIONS = (

@@ -8,10 +8,8 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.agents.base import Turn
-from pytest_evomemory.errors import ProtocolViolation
-from pytest_evomemory.evaluation import EvoMemoryEvaluator, TaskQAEvaluator
-from pytest_evomemory.runtime import StreamRun, run_stream
-from pytest_evomemory.types import (
+from pytest_evomemory.core.errors import ProtocolViolation
+from pytest_evomemory.core.types import (
     FEEDBACK_ACKNOWLEDGEMENT,
     AgentResponse,
     BenchmarkSample,
@@ -21,6 +19,8 @@ from pytest_evomemory.types import (
     StimulusKind,
     Usage,
 )
+from pytest_evomemory.evaluation import EvoMemoryEvaluator, TaskQAEvaluator
+from pytest_evomemory.runtime import StreamRun, run_stream
 
 
 class SpyTaskQA(TaskQAEvaluator):

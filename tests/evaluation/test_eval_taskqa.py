@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import pytest_evomemory
-from pytest_evomemory.errors import ConfigError
+from pytest_evomemory.core.errors import ConfigError
+from pytest_evomemory.core.types import BenchmarkSample, Score
 from pytest_evomemory.evaluation import (
     MATCH_MODES,
     Evaluator,
@@ -20,7 +21,6 @@ from pytest_evomemory.evaluation import (
     register_match_mode,
 )
 from pytest_evomemory.evaluation.taskqa import MAX_RECORDED_CHARS, MAX_SCORED_CHARS
-from pytest_evomemory.types import BenchmarkSample, Score
 
 EVALUATOR = TaskQAEvaluator()
 
@@ -150,7 +150,7 @@ def test_built_in_modes_load_on_first_lookup_and_cannot_be_replaced() -> None:
 
     code = """
 import sys
-from pytest_evomemory.errors import ConfigError
+from pytest_evomemory.core.errors import ConfigError
 from pytest_evomemory.evaluation import MATCH_MODES
 from pytest_evomemory.evaluation.modes import register_match_mode
 loaded = lambda: sorted(m.rsplit(".", 1)[1] for m in sys.modules if m.startswith("pytest_evomemory.evaluation.")

@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_evomemory.core.types import BenchmarkSample
 from pytest_evomemory.evaluation import TaskQAEvaluator
-from pytest_evomemory.types import BenchmarkSample
 
 from . import agreement, corpus, fuzz, references
 

@@ -100,7 +100,7 @@ def test_the_docs_quote_the_current_figures(corpus_tally) -> None:  # type: igno
 
 
 def _sample(category: int, target: str, options: dict[str, str] | None = None):  # type: ignore[no-untyped-def]
-    from pytest_evomemory.types import BenchmarkSample
+    from pytest_evomemory.core.types import BenchmarkSample
 
     metadata: dict[str, object] = {"locomo_category": category}
     if options:

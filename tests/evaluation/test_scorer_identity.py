@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 import pytest_evomemory
-from pytest_evomemory.errors import ConfigError
+from pytest_evomemory.core.errors import ConfigError
+from pytest_evomemory.core.types import BenchmarkSample, Score
 from pytest_evomemory.evaluation import MATCH_MODES, register_match_mode, scorer_identity
-from pytest_evomemory.types import BenchmarkSample, Score
 
 
 @pytest.mark.parametrize("name", ["exact", "choice", "gpqa", "aime", "toolbench"])

@@ -13,11 +13,11 @@ import re
 
 import pytest
 
+from pytest_evomemory.core.types import BenchmarkSample
 from pytest_evomemory.evaluation import TaskQAEvaluator
 from pytest_evomemory.evaluation.toolbench import parse_call, toolbench
 from pytest_evomemory.streams.evomemory.catalog import TOOLBENCH
 from pytest_evomemory.streams.evomemory.stream import ConvertOptions
-from pytest_evomemory.types import BenchmarkSample
 
 from . import corpus
 

@@ -16,11 +16,11 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.config import ModelConfig
-from pytest_evomemory.errors import ConfigError
+from pytest_evomemory.core.errors import ConfigError
+from pytest_evomemory.core.tools import FINAL_ANSWER_TOOL
 from pytest_evomemory.memory.tools import RECALL_SPEC, RETAIN_SPEC
 from pytest_evomemory.models import local
 from pytest_evomemory.models.base import ChatCompletion, ChatModel
-from pytest_evomemory.tools import FINAL_ANSWER_TOOL
 
 pytestmark = pytest.mark.local_llm
 
@@ -208,7 +208,7 @@ def test_the_feedback_schema_admits_only_the_acknowledgement(gguf_path: Path) ->
     """The grammar built from the feedback turn's final_answer schema leaves the
     model no other answer, even when the conversation invites one."""
     from pytest_evomemory.agents.prompts import ACKNOWLEDGEMENT_TOOL
-    from pytest_evomemory.types import FEEDBACK_ACKNOWLEDGEMENT
+    from pytest_evomemory.core.types import FEEDBACK_ACKNOWLEDGEMENT
 
     model = make_model(gguf_path)
     conversation = [

@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from pytest_evomemory.config import ModelConfig
-from pytest_evomemory.tools import FINAL_ANSWER_TOOL
-from pytest_evomemory.types import FEEDBACK_ACKNOWLEDGEMENT
+from pytest_evomemory.core.tools import FINAL_ANSWER_TOOL
+from pytest_evomemory.core.types import FEEDBACK_ACKNOWLEDGEMENT
 
 from .conftest import ModelServer
 

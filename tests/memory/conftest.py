@@ -23,7 +23,7 @@ import pytest
 import pytest_evomemory.memory.postgres
 import pytest_evomemory.memory.sqlite  # noqa: F401
 from pytest_evomemory.config import MemoryConfig
-from pytest_evomemory.configload import validate_memory
+from pytest_evomemory.configs.load import validate_memory
 from pytest_evomemory.memory import MemorySystem, build_memory
 from pytest_evomemory.memory.factory import MemoryContext
 from pytest_evomemory.memory.postgres import PostgresOptions

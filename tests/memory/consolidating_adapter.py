@@ -29,13 +29,13 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_evomemory.atomicfile import write_atomically
 from pytest_evomemory.config import MemoryConfig
-from pytest_evomemory.errors import MemoryBackendError
+from pytest_evomemory.core.errors import MemoryBackendError
+from pytest_evomemory.core.tools import Tool, ToolArgumentError, require_string
+from pytest_evomemory.core.types import MemoryHit, ToolSpec
 from pytest_evomemory.memory.factory import MemoryContext
 from pytest_evomemory.memory.tools import MemoryTool
-from pytest_evomemory.tools import Tool, ToolArgumentError, require_string
-from pytest_evomemory.types import MemoryHit, ToolSpec
+from pytest_evomemory.util.atomicfile import write_atomically
 
 _WORD = re.compile(r"[^\W_]{3,}")
 _FACT = re.compile(r"(?P<subject>[^\n]{3,80}?) is (?P<value>[^\n]+?)\.?", re.IGNORECASE)

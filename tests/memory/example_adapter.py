@@ -21,11 +21,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pytest_evomemory.config import MemoryConfig
-from pytest_evomemory.errors import MemoryBackendError
+from pytest_evomemory.core.errors import MemoryBackendError
+from pytest_evomemory.core.tools import Tool
+from pytest_evomemory.core.types import MemoryHit
 from pytest_evomemory.memory.factory import MemoryContext
 from pytest_evomemory.memory.tools import memory_tools
-from pytest_evomemory.tools import Tool
-from pytest_evomemory.types import MemoryHit
 
 _WORD = re.compile(r"[^\W_]{3,}")
 

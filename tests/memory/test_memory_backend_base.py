@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from pytest_evomemory.errors import MemoryBackendError
+from pytest_evomemory.core.errors import MemoryBackendError
+from pytest_evomemory.core.types import MemoryHit
 from pytest_evomemory.memory.backend import MemoryBase
 from pytest_evomemory.memory.base import MemorySystem
 from pytest_evomemory.memory.dense import DenseMemory
@@ -17,7 +18,6 @@ from pytest_evomemory.memory.embedders import HashingEmbedder
 from pytest_evomemory.memory.inprocess import InProcessMemory
 from pytest_evomemory.memory.sqlite import SqliteMemory
 from pytest_evomemory.memory.tools import tool_role
-from pytest_evomemory.types import MemoryHit
 
 
 class Jar(MemoryBase):

@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from pytest_evomemory.errors import MemoryBackendError, ProtocolViolation
+from pytest_evomemory.core.errors import MemoryBackendError, ProtocolViolation
+from pytest_evomemory.core.tools import Tool, ToolArgumentError
 from pytest_evomemory.memory import IsolationGuard, MemorySystem, ObservedMemory
 from pytest_evomemory.memory.base import Forgetting, RecencyRecall, supports_forgetting, supports_recency
 from pytest_evomemory.memory.inprocess import InProcessMemory
 from pytest_evomemory.memory.snapshot import SnapshotCapable
 from pytest_evomemory.memory.tools import tool_role
-from pytest_evomemory.tools import Tool, ToolArgumentError
 
 from .conftest import CONFORMANCE_TOP_K, DOCS_ADAPTER, OpenMemory
 

@@ -10,11 +10,11 @@ import random
 
 import pytest
 
-from pytest_evomemory.errors import MemoryBackendError
+from pytest_evomemory.core.errors import MemoryBackendError
+from pytest_evomemory.core.tools import Tool
 from pytest_evomemory.memory import IsolationGuard, MemorySystem, ObservedMemory
 from pytest_evomemory.memory.guard import records_in_tool_result
 from pytest_evomemory.memory.tools import MemoryTool, tool_role
-from pytest_evomemory.tools import Tool
 
 from .conftest import CONFORMANCE_TOP_K, OpenMemory
 

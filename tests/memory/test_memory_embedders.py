@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from pytest_evomemory.config import MemoryConfig
-from pytest_evomemory.errors import MemoryBackendError
+from pytest_evomemory.core.errors import MemoryBackendError
 from pytest_evomemory.memory import build_memory
 from pytest_evomemory.memory.embedders import HashingEmbedder, build_embedder
 from pytest_evomemory.memory.factory import MemoryContext

@@ -9,7 +9,9 @@ from typing import Any
 
 import pytest
 
-from pytest_evomemory.errors import ProtocolViolation
+from pytest_evomemory.core.errors import ProtocolViolation
+from pytest_evomemory.core.tools import Tool, ToolArgumentError
+from pytest_evomemory.core.types import ToolSpec
 from pytest_evomemory.memory.guard import IsolationGuard, records_in_tool_result
 from pytest_evomemory.memory.tools import (
     RECALL_SPEC,
@@ -20,8 +22,6 @@ from pytest_evomemory.memory.tools import (
     memory_tools,
     tool_role,
 )
-from pytest_evomemory.tools import Tool, ToolArgumentError
-from pytest_evomemory.types import ToolSpec
 from tests.memory.consolidating_adapter import FactMemory
 
 from .conftest import OpenMemory
@@ -240,7 +240,7 @@ def test_observed_memory_catches_a_leak_through_the_recall_tool(tmp_path: Any) -
 
 
 def test_observed_memory_names_the_tool_when_a_declared_handler_crashes() -> None:
-    from pytest_evomemory.errors import MemoryBackendError
+    from pytest_evomemory.core.errors import MemoryBackendError
     from pytest_evomemory.memory.observed import ObservedMemory
 
     class Crashing(FactMemory):

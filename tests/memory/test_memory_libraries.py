@@ -36,8 +36,10 @@ import pytest
 
 from pytest_evomemory import run_benchmark
 from pytest_evomemory.config import MemoryConfig, ModelConfig
-from pytest_evomemory.configload import load_run_config, unread_memory_options, validate_memory
-from pytest_evomemory.errors import ConfigError, MemoryBackendError, ProtocolViolation
+from pytest_evomemory.configs.load import load_run_config, unread_memory_options, validate_memory
+from pytest_evomemory.core.errors import ConfigError, MemoryBackendError, ProtocolViolation
+from pytest_evomemory.core.tools import ToolArgumentError
+from pytest_evomemory.core.types import FEEDBACK_ACKNOWLEDGEMENT
 from pytest_evomemory.memory import IsolationGuard, ObservedMemory, build_memory
 from pytest_evomemory.memory.base import MemoryContext
 from pytest_evomemory.memory.factory import MEMORY_BACKENDS
@@ -53,8 +55,6 @@ from pytest_evomemory.testing.scripted_server import (
     task_text,
     tool_call,
 )
-from pytest_evomemory.tools import ToolArgumentError
-from pytest_evomemory.types import FEEDBACK_ACKNOWLEDGEMENT
 
 from ..conftest import read_jsonl
 from .conftest import HAS_EMBEDDINGS_EXTRA, NO_EMBEDDINGS_REASON, skip_without_extra
@@ -130,7 +130,7 @@ def test_the_backends_are_registered_with_their_sections_without_importing_the_l
     assert (getattr(mem0.options, "SECTION", None), getattr(langmem.options, "SECTION", None)) == ("mem0", "langmem")
     code = (
         "import sys\n"
-        "from pytest_evomemory.configload import validate_memory\n"
+        "from pytest_evomemory.configs.load import validate_memory\n"
         "for name in ('mem0', 'langmem'):\n"
         "    validate_memory({'backend': name, name: {'infer': False}}, 'memory.yaml')\n"
         "loaded = sorted(m for m in sys.modules if m.split('.')[0] in ('mem0', 'langmem', 'langgraph', 'langchain_openai', 'qdrant_client'))\n"

@@ -27,15 +27,16 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.config import ModelConfig
-from pytest_evomemory.configload import validate_memory
-from pytest_evomemory.errors import BudgetExhausted, ConfigError
+from pytest_evomemory.config.pricing import Pricing
+from pytest_evomemory.configs.load import validate_memory
+from pytest_evomemory.core.errors import BudgetExhausted, ConfigError
+from pytest_evomemory.core.types import Usage
 from pytest_evomemory.memory import build_memory
 from pytest_evomemory.memory.base import MemoryContext
 from pytest_evomemory.memory.libraries import ChatEndpoint, chat_pricing, metered_client
 from pytest_evomemory.models.budget import CostGuard, activate_cost_guard
 from pytest_evomemory.models.metering import MeteredTransport, session_meter
 from pytest_evomemory.options import render
-from pytest_evomemory.pricing import Pricing
 from pytest_evomemory.testing.scripted_server import (
     ScriptedServer,
     langmem_conversation,
@@ -43,7 +44,6 @@ from pytest_evomemory.testing.scripted_server import (
     memory_library_policy,
     scripted_model_config,
 )
-from pytest_evomemory.types import Usage
 
 from .conftest import skip_without_extra
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from pytest_evomemory.errors import MemoryBackendError
+from pytest_evomemory.core.errors import MemoryBackendError
 from pytest_evomemory.memory import MemorySystem, RecordRejected, build_memory, open_with_timeout
 from pytest_evomemory.memory.factory import MemoryContext
 from pytest_evomemory.memory.inprocess import InProcessMemory
@@ -104,7 +104,7 @@ def test_the_same_sqlite_file_in_another_process_is_refused(tmp_path: Path) -> N
     first = build_memory(config, MemoryContext("s1", tmp_path, "a"))
     script = (
         "from pathlib import Path\n"
-        "from pytest_evomemory.errors import MemoryBackendError\n"
+        "from pytest_evomemory.core.errors import MemoryBackendError\n"
         "from pytest_evomemory.memory.sqlite import SqliteMemory\n"
         f"try:\n    SqliteMemory(Path({str(tmp_path / 'memory-s1.sqlite3')!r}))\n"
         "except MemoryBackendError as error:\n    print(error)\n"

@@ -38,7 +38,7 @@ from pytest_evomemory.memory.factory import MemoryContext
 from pytest_evomemory.memory.inprocess import InProcessMemory
 from pytest_evomemory.memory.postgres import PostgresMemory, _tsquery
 from pytest_evomemory.memory.sqlite import SqliteMemory, _match_expression
-from pytest_evomemory.text import tokens
+from pytest_evomemory.util.text import tokens
 
 from .conftest import memory_config
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_evomemory.errors import MemoryBackendError
+from pytest_evomemory.core.errors import MemoryBackendError
 from pytest_evomemory.memory import MemorySystem
 from pytest_evomemory.memory.recordlog import RecordLog
 from pytest_evomemory.memory.snapshot import (

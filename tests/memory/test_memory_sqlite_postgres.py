@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.config import MemoryConfig
-from pytest_evomemory.errors import ConfigError, MemoryBackendError
+from pytest_evomemory.core.errors import ConfigError, MemoryBackendError
 from pytest_evomemory.memory import build_memory
 from pytest_evomemory.memory.factory import MemoryContext
 from pytest_evomemory.memory.postgres import PostgresMemory, table_name
@@ -226,7 +226,7 @@ def test_table_names_are_valid_distinct_and_bounded() -> None:
 def test_shipped_memory_configs_are_valid_and_sqlite_ones_open(tmp_path: Path, name: str) -> None:
     import yaml
 
-    from pytest_evomemory.configload import validate_memory
+    from pytest_evomemory.configs.load import validate_memory
 
     from .conftest import HAS_EMBEDDINGS_EXTRA
 

@@ -37,7 +37,8 @@ from pytest_evomemory import run_benchmark
 from pytest_evomemory.agents.baseline import RecallBaselineAgent
 from pytest_evomemory.agents.tiny import TinyAgent
 from pytest_evomemory.config import AgentConfig
-from pytest_evomemory.configload import load_run_config, validate_agent
+from pytest_evomemory.configs.load import load_run_config, validate_agent
+from pytest_evomemory.core.types import FEEDBACK_ACKNOWLEDGEMENT, BenchmarkSample, Stimulus
 from pytest_evomemory.evaluation.evomemory import EvoMemoryEvaluator
 from pytest_evomemory.memory import MemorySystem, build_memory
 from pytest_evomemory.memory.base import MemoryContext
@@ -57,7 +58,6 @@ from pytest_evomemory.testing.scripted_server import (
     text,
     tool_call,
 )
-from pytest_evomemory.types import FEEDBACK_ACKNOWLEDGEMENT, BenchmarkSample, Stimulus
 
 from ..conftest import capture_responses, read_jsonl
 from .conftest import DOCS_ADAPTER, LIBRARY_EXTRAS, memory_config, memory_document, skip_without_extra

@@ -13,13 +13,13 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.agents.base import Turn
+from pytest_evomemory.core.types import FEEDBACK_ACKNOWLEDGEMENT, BenchmarkSample, Stimulus, TaskView
 from pytest_evomemory.evaluation import EvoMemoryEvaluator
 from pytest_evomemory.memory import InProcessMemory, ObservedMemory
 from pytest_evomemory.memory.observed import TurnLog
 from pytest_evomemory.runtime import StreamRun, run_stream
 from pytest_evomemory.runtime.memory import mark
 from pytest_evomemory.runtime.records import FeedbackRecord, Record
-from pytest_evomemory.types import FEEDBACK_ACKNOWLEDGEMENT, BenchmarkSample, Stimulus, TaskView
 
 
 class RememberingAgent:

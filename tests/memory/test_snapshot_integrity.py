@@ -28,7 +28,7 @@ from typing import Any
 
 import pytest
 
-from pytest_evomemory.errors import ArtefactWriteError, EvoMemoryError
+from pytest_evomemory.core.errors import ArtefactWriteError, EvoMemoryError
 from pytest_evomemory.memory import MemorySystem, build_memory, snapfiles, snaplabel
 from pytest_evomemory.memory import recordlog as recordlog_module
 from pytest_evomemory.memory import snapshot as snapshot_module

@@ -65,14 +65,14 @@ def test_a_large_first_save_is_written_whole(tmp_path: Path, monkeypatch: pytest
 
 
 def test_a_store_that_yields_too_few_records_is_an_error(tmp_path: Path) -> None:
-    from pytest_evomemory.errors import MemoryBackendError
+    from pytest_evomemory.core.errors import MemoryBackendError
 
     with pytest.raises(MemoryBackendError, match="reports 3 records but yielded 2"):
         RecordLog(tmp_path, "inprocess").save(3, lambda last: records(2), {})
 
 
 def test_an_unreadable_manifest_stops_the_save(tmp_path: Path) -> None:
-    from pytest_evomemory.errors import MemoryBackendError
+    from pytest_evomemory.core.errors import MemoryBackendError
 
     (tmp_path / "manifest.json").write_text("{not json")
     with pytest.raises(MemoryBackendError, match=r"manifest\.json is unreadable"):

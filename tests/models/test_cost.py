@@ -1,5 +1,5 @@
 """Cost (issue 27 item 5): ``model.pricing`` prices every response in one place
-(pytest_evomemory/pricing.py), and ``--evomemory-max-cost`` stops the session
+(pytest_evomemory/config/pricing.py), and ``--evomemory-max-cost`` stops the session
 before a model call could pass the cap, across xdist workers, keeping complete
 records and leaving the run resumable."""
 
@@ -16,8 +16,10 @@ import pytest
 
 from pytest_evomemory import run_benchmark
 from pytest_evomemory.config import ModelConfig
-from pytest_evomemory.configload import load_run_config
-from pytest_evomemory.errors import BudgetExhausted, ConfigError
+from pytest_evomemory.config.pricing import Pricing, PricingFileError, cost_of, load_pricing_file
+from pytest_evomemory.configs.load import load_run_config
+from pytest_evomemory.core.errors import BudgetExhausted, ConfigError
+from pytest_evomemory.core.types import BenchmarkSample, Usage
 from pytest_evomemory.models import build_chat_model
 from pytest_evomemory.models.budget import (
     BudgetedChatModel,
@@ -28,13 +30,11 @@ from pytest_evomemory.models.budget import (
 from pytest_evomemory.models.factory import model_pricing
 from pytest_evomemory.models.openai_compat import OpenAICompatibleModel
 from pytest_evomemory.options import render
-from pytest_evomemory.pricing import Pricing, PricingFileError, cost_of, load_pricing_file
 from pytest_evomemory.reporting.progress import StreamProgress, cost_text
 from pytest_evomemory.runtime import Episode
 from pytest_evomemory.runtime.records import Record, TaskRecord
 from pytest_evomemory.testing.fixtures import ServerFactory
 from pytest_evomemory.testing.scripted_server import Script, final_answer, scripted_model_config, text
-from pytest_evomemory.types import BenchmarkSample, Usage
 
 from ..bad_input.conftest import tasks_file
 

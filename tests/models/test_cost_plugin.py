@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from pytest_evomemory.pricing import Pricing
+from pytest_evomemory.config.pricing import Pricing
+from pytest_evomemory.core.types import Usage
 from pytest_evomemory.testing.fixtures import ServerFactory
-from pytest_evomemory.types import Usage
 
 from ..bad_input.conftest import KEY_VARIABLE, SECRET, tasks_file
 

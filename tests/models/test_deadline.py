@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_evomemory.errors import ModelError
+from pytest_evomemory.core.errors import ModelError
 from pytest_evomemory.models import build_chat_model
 from pytest_evomemory.models.deadline import (
     Attempt,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from pytest_evomemory.errors import ConfigError
+from pytest_evomemory.core.errors import ConfigError
 from pytest_evomemory.models.llamaprobe import (
     ProbeResult,
     built_for,

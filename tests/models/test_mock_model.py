@@ -13,8 +13,8 @@ import yaml
 
 from pytest_evomemory.cli import main as evomemory
 from pytest_evomemory.config import ModelConfig
-from pytest_evomemory.configload import load_run_config
-from pytest_evomemory.errors import ConfigError, ModelError
+from pytest_evomemory.configs.load import load_run_config
+from pytest_evomemory.core.errors import ConfigError, ModelError
 from pytest_evomemory.models import build_chat_model
 from pytest_evomemory.models.context import StimulusRef, answering
 from pytest_evomemory.models.factory import PROVIDERS

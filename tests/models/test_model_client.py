@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from pytest_evomemory.config import ModelConfig
-from pytest_evomemory.errors import ConfigError, ModelError
+from pytest_evomemory.core.errors import ConfigError, ModelError
+from pytest_evomemory.core.types import Usage
 from pytest_evomemory.models import build_chat_model
 from pytest_evomemory.models.cache import CachedChatModel, default_cache_dir
 from pytest_evomemory.models.openai_compat import (
@@ -30,7 +31,6 @@ from pytest_evomemory.testing.scripted_server import (
     text,
     tool_call,
 )
-from pytest_evomemory.types import Usage
 
 MESSAGES = [{"role": "user", "content": "What is 2 + 2?"}]
 TOOLS = [

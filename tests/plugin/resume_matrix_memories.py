@@ -23,12 +23,12 @@ from pathlib import Path
 from typing import Any
 
 from pytest_evomemory.config import MemoryConfig
-from pytest_evomemory.errors import MemoryBackendError
+from pytest_evomemory.core.errors import MemoryBackendError
+from pytest_evomemory.core.tools import Tool, ToolArgumentError, require_string
+from pytest_evomemory.core.types import MemoryHit, ToolSpec
 from pytest_evomemory.memory.factory import MemoryContext
 from pytest_evomemory.memory.snapshot import write_atomically
 from pytest_evomemory.memory.tools import MemoryRole, MemoryTool
-from pytest_evomemory.tools import Tool, ToolArgumentError, require_string
-from pytest_evomemory.types import MemoryHit, ToolSpec
 
 _WORD = re.compile(r"[^\W_]{3,}")
 

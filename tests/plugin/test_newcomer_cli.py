@@ -50,8 +50,8 @@ def test_set_reaches_into_a_part_that_is_not_set_yet(pytester: pytest.Pytester, 
         "--evomemory-config=sample_memory", "--evomemory-set", "agent.model.model=my-model", "--collect-only", "-q",
     )
     assert result.ret == 0
-    from pytest_evomemory.configload import load_run_config
     from pytest_evomemory.configs import builtin_path
+    from pytest_evomemory.configs.load import load_run_config
 
     config = load_run_config(builtin_path("sample_memory"), ["agent.model.model=my-model", "memory.top_k=2"])
     assert config.agent.model is not None and config.agent.model.model == "my-model"

@@ -250,7 +250,7 @@ def _model_keys_problems(model: type[Any], data: Any, prefix: str) -> list[str]:
 
 def _config_model_for(keys: set[str]) -> tuple[type[Any], str] | None:
     from pytest_evomemory.config import AgentConfig, BenchmarkConfig, MemoryConfig
-    from pytest_evomemory.configload import _RunFile
+    from pytest_evomemory.configs.load import _RunFile
 
     if ({"agent", "memory"} & keys and "benchmark" in keys) or "name" in keys:
         return _RunFile, "run"
@@ -267,7 +267,7 @@ def test_every_config_key_the_pages_name_exists() -> None:
     import yaml
 
     from pytest_evomemory.config import AgentConfig, BenchmarkConfig, MemoryConfig
-    from pytest_evomemory.configload import _RunFile
+    from pytest_evomemory.configs.load import _RunFile
 
     parts = {"agent": AgentConfig, "memory": MemoryConfig, "benchmark": BenchmarkConfig}
     problems = []

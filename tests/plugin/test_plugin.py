@@ -371,7 +371,7 @@ def test_the_plugin_imports_nothing_of_the_core_until_a_run_config_turns_it_on(
         seen[label] = json.loads(out.read_text())
     # the plugin, its stash keys and the option declarations it adds to pytest's
     # parser (standard library only)
-    assert seen["with"]["ours"] == ["pytest_evomemory", "pytest_evomemory.errors", "pytest_evomemory.options",
+    assert seen["with"]["ours"] == ["pytest_evomemory", "pytest_evomemory.core", "pytest_evomemory.core.errors", "pytest_evomemory.options",
                                     "pytest_evomemory.plugin", "pytest_evomemory.plugin.stash"]
     assert seen["without"]["ours"] == []
     assert seen["with"]["heavy"] == seen["without"]["heavy"]  # the plugin adds none

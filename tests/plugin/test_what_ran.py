@@ -112,7 +112,7 @@ import json
 import threading
 
 from pytest_evomemory.models import local
-from pytest_evomemory.types import Usage
+from pytest_evomemory.core.types import Usage
 
 
 def load_model(path, n_ctx, n_threads=1):

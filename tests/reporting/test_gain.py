@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.analysis.gain import GainThreshold, check_gains, parse_min_gain
-from pytest_evomemory.errors import ConfigError
+from pytest_evomemory.core.errors import ConfigError
 from pytest_evomemory.options import render
 from pytest_evomemory.reporting.compare import build_comparison
 from pytest_evomemory.reporting.rundata import RunData

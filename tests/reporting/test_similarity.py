@@ -20,7 +20,7 @@ from pytest_evomemory.analysis.similarity import (
     spearman,
 )
 from pytest_evomemory.reporting.html import write_comparison
-from pytest_evomemory.text import similarity
+from pytest_evomemory.util.text import similarity
 
 from ..conftest import SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN
 

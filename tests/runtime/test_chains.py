@@ -115,7 +115,7 @@ def test_chains_of_a_backend_that_cannot_share_its_process_form_one_lane() -> No
 
 
 def test_the_pytest_door_names_the_option_it_runs_chains_with(tmp_path: Path) -> None:
-    from pytest_evomemory.errors import ConfigError
+    from pytest_evomemory.core.errors import ConfigError
     from pytest_evomemory.options import PYTEST_FLAGS, read_options
     from pytest_evomemory.reporting.reports import REPORTS
     from pytest_evomemory.runtime.session import Session, SessionSetup

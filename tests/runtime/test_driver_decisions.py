@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from pytest_evomemory import load_run_config, run_benchmark
-from pytest_evomemory.errors import ConfigError
+from pytest_evomemory.core.errors import ConfigError
+from pytest_evomemory.core.types import BenchmarkSample
 from pytest_evomemory.memory import InProcessMemory
 from pytest_evomemory.options import CLI_FLAGS, SessionOptions
 from pytest_evomemory.reporting.lines import Line
@@ -33,7 +34,6 @@ from pytest_evomemory.runtime.session import (
     SessionPlan,
     SessionSetup,
 )
-from pytest_evomemory.types import BenchmarkSample
 
 from ..conftest import SAMPLE_MEMORY_RUN
 

@@ -19,14 +19,14 @@ from pytest_evomemory import (
     run_benchmark,
 )
 from pytest_evomemory.agents.base import Turn
-from pytest_evomemory.errors import EpisodeError
+from pytest_evomemory.core.errors import EpisodeError
+from pytest_evomemory.core.tools import Tool
+from pytest_evomemory.core.types import AgentResponse, Score, Stimulus, TaskView, Usage
 from pytest_evomemory.evaluation import EvoMemoryEvaluator, TaskQAEvaluator
-from pytest_evomemory.feedback import render_feedback
 from pytest_evomemory.memory import InProcessMemory, memory_tools
 from pytest_evomemory.runtime import ObservedMemory, StreamRun, run_stream
+from pytest_evomemory.runtime.feedback import render_feedback
 from pytest_evomemory.runtime.records import FeedbackRecord, Record, TaskRecord
-from pytest_evomemory.tools import Tool
-from pytest_evomemory.types import AgentResponse, Score, Stimulus, TaskView, Usage
 
 from ..conftest import SAMPLE_MEMORY_RUN
 

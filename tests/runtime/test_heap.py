@@ -1,4 +1,4 @@
-"""The garbage collector around a run's start-up (pytest_evomemory.heap)."""
+"""The garbage collector around a run's start-up (pytest_evomemory.util.heap)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from pytest_evomemory import load_run_config, run_benchmark
-from pytest_evomemory.heap import StartupHeap
 from pytest_evomemory.memory import InProcessMemory
+from pytest_evomemory.util.heap import StartupHeap
 
 from ..conftest import SAMPLE_MEMORY_RUN
 
@@ -54,7 +54,7 @@ def test_a_collector_the_user_disabled_stays_disabled() -> None:
 def test_freezing_only_in_a_process_that_exists_for_the_run() -> None:
     code = """
 import gc, os
-from pytest_evomemory.heap import StartupHeap
+from pytest_evomemory.util.heap import StartupHeap
 os.environ.pop("PYTEST_CURRENT_TEST", None)
 heap = StartupHeap.for_process(fresh=False)
 assert heap.may_freeze

@@ -15,22 +15,22 @@ from pytest_evomemory import run_benchmark
 from pytest_evomemory.agents.baseline import RecallBaselineAgent
 from pytest_evomemory.agents.tiny import TinyAgent
 from pytest_evomemory.config import AgentConfig, MemoryConfig, ModelConfig
-from pytest_evomemory.configload import load_run_config
-from pytest_evomemory.errors import SessionRefused
-from pytest_evomemory.memory import InProcessMemory
-from pytest_evomemory.memory.base import MemoryContext, MemorySystem
-from pytest_evomemory.models.base import ChatCompletion, ModelToolCall
-from pytest_evomemory.runtime import StreamRun
-from pytest_evomemory.runtime.run import BenchmarkRun
-from pytest_evomemory.streams.locomo import SAMPLE_FILE, read_file
-from pytest_evomemory.tools import Tool
-from pytest_evomemory.types import (
+from pytest_evomemory.configs.load import load_run_config
+from pytest_evomemory.core.errors import SessionRefused
+from pytest_evomemory.core.tools import Tool
+from pytest_evomemory.core.types import (
     INGESTION_ACKNOWLEDGEMENT,
     ConversationSession,
     MemoryHit,
     Stimulus,
     TaskView,
 )
+from pytest_evomemory.memory import InProcessMemory
+from pytest_evomemory.memory.base import MemoryContext, MemorySystem
+from pytest_evomemory.models.base import ChatCompletion, ModelToolCall
+from pytest_evomemory.runtime import StreamRun
+from pytest_evomemory.runtime.run import BenchmarkRun
+from pytest_evomemory.streams.locomo import SAMPLE_FILE, read_file
 
 Log = list[tuple[str, str, str]]
 SESSIONS = {"conv-sample-1": 3, "conv-sample-2": 2}
@@ -361,7 +361,7 @@ def test_an_ingestion_turn_with_another_final_answer_is_a_recorded_violation() -
 
 def test_full_context_on_streams_without_a_conversation_is_refused_up_front() -> None:
     from pytest_evomemory.config import BenchmarkConfig
-    from pytest_evomemory.errors import ConfigError
+    from pytest_evomemory.core.errors import ConfigError
     from pytest_evomemory.runtime.ingestion import check_conversation_options
     from pytest_evomemory.streams import load_benchmark
 

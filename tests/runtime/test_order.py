@@ -12,14 +12,14 @@ import yaml
 
 from pytest_evomemory import load_run_config, run_benchmark
 from pytest_evomemory.config import BenchmarkConfig
-from pytest_evomemory.configload import order_keys_problem
-from pytest_evomemory.errors import ConfigError
+from pytest_evomemory.configs.load import order_keys_problem
+from pytest_evomemory.core.errors import ConfigError
+from pytest_evomemory.core.types import BenchmarkSample
 from pytest_evomemory.rundir import RunDirError
 from pytest_evomemory.runtime.order import check_resume_order, order_streams, task_order_digest
 from pytest_evomemory.runtime.run import BenchmarkRun
 from pytest_evomemory.streams import Stream
 from pytest_evomemory.streams.evomemory.converters import aime_problem_number, gpqa_difficulty
-from pytest_evomemory.types import BenchmarkSample
 
 
 def stream(name: str, difficulties: list[float | None]) -> Stream:

@@ -121,7 +121,7 @@ def test_concurrency_given_with_set_is_not_part_of_the_identity(
 ) -> None:
     """``--set agent.model.max_concurrency=8`` names a config of the same run; a
     result setting given with ``--set`` does not."""
-    from pytest_evomemory.configload import load_run_config
+    from pytest_evomemory.configs.load import load_run_config
 
     project = make_project(pytester, monkeypatch)
     (project / "run.yaml").write_text(RUN % "", encoding="utf-8")

@@ -17,7 +17,9 @@ import pytest
 
 from pytest_evomemory import run_benchmark
 from pytest_evomemory.analysis.summary import StreamMetrics, summarize
-from pytest_evomemory.configload import load_run_config
+from pytest_evomemory.configs.load import load_run_config
+from pytest_evomemory.core.types import AgentResponse, BenchmarkSample, ScoredItem, ToolCall, Usage
+from pytest_evomemory.core.types import Score as Verdict
 from pytest_evomemory.rundir import dumps, write_arms_manifest
 from pytest_evomemory.rundir.jsonl import _document_text
 from pytest_evomemory.rundocs import ArmsFile, Response, RunFile, Score, SummaryFile, TranscriptEntry
@@ -27,8 +29,6 @@ from pytest_evomemory.runtime.records import (
     feedback_skipped_record,
     stream_error_record,
 )
-from pytest_evomemory.types import AgentResponse, BenchmarkSample, ScoredItem, ToolCall, Usage
-from pytest_evomemory.types import Score as Verdict
 
 from ..conftest import SAMPLE_MEMORY_RUN
 

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.cli import main as evomemory
-from pytest_evomemory.errors import ConfigError
+from pytest_evomemory.core.errors import ConfigError
 from pytest_evomemory.runtime.order import order_streams
 
 from ..conftest import SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN

@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.cli import main as evomemory
+from pytest_evomemory.core.types import BenchmarkSample
 from pytest_evomemory.runtime.shards import Cell, ShardPlan, plan_shards, session_cells
 from pytest_evomemory.streams import Stream
-from pytest_evomemory.types import BenchmarkSample
 
 from ..conftest import SAMPLE_MEMORY_RUN
 from ..schema import assert_run_dir_valid, assert_valid

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_evomemory.config import BenchmarkConfig
-from pytest_evomemory.errors import ConfigError, DataError
+from pytest_evomemory.core.errors import ConfigError, DataError
 from pytest_evomemory.streams import load_benchmark
 from pytest_evomemory.streams.base import Stream
 from pytest_evomemory.streams.evomemory.catalog import STREAMS

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.config import BenchmarkConfig
-from pytest_evomemory.errors import DataError
+from pytest_evomemory.core.errors import DataError
 from pytest_evomemory.streams import get_source, load_benchmark
 from pytest_evomemory.streams.locomo import LOCOMO10_CONVERSATIONS, LocomoBenchmark, read_file
 from pytest_evomemory.streams.locomo.convert import to_stream
@@ -235,7 +235,7 @@ def test_selection_and_limit_keep_the_first_questions_and_every_session(host: Ra
 
 
 def test_the_pinned_benchmark_is_registered_and_checks_names_before_the_network() -> None:
-    from pytest_evomemory.errors import ConfigError
+    from pytest_evomemory.core.errors import ConfigError
 
     assert list(get_source("locomo").stream_names(BenchmarkConfig(benchmark="locomo"))) == list(LOCOMO10_CONVERSATIONS)
     with pytest.raises(ConfigError, match=r"unknown stream\(s\) 'conv-1'.*conv-26"):
@@ -408,8 +408,8 @@ def test_the_bundled_sample_is_in_the_readme_layout_with_every_category() -> Non
 
 
 def test_ingest_is_refused_under_a_benchmark_that_does_not_read_it(write_run_config: Callable[..., Path]) -> None:
-    from pytest_evomemory.configload import load_run_config
-    from pytest_evomemory.errors import ConfigError
+    from pytest_evomemory.configs.load import load_run_config
+    from pytest_evomemory.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="key 'ingest' is read only by benchmark locomo or locomo_sample"):
         load_run_config(write_run_config(benchmark={"benchmark": "sample", "ingest": "memory"}))
@@ -420,8 +420,8 @@ def test_ingest_is_refused_under_a_benchmark_that_does_not_read_it(write_run_con
 
 
 def test_full_context_needs_an_arm_without_memory(write_run_config: Callable[..., Path]) -> None:
-    from pytest_evomemory.configload import load_run_config
-    from pytest_evomemory.errors import ConfigError
+    from pytest_evomemory.configs.load import load_run_config
+    from pytest_evomemory.core.errors import ConfigError
 
     model = {"provider": "openai", "base_url": "http://127.0.0.1:9/v1", "model": "m"}
     with pytest.raises(ConfigError, match=r"key 'full_context'.*set memory_strategy to none"):
@@ -439,7 +439,7 @@ def test_full_context_needs_an_arm_without_memory(write_run_config: Callable[...
         agent={"kind": "tiny", "memory_strategy": "none", "full_context": True, "model": model},
     ))
     assert loaded.agent.full_context
-    from pytest_evomemory.identity import run_identity
+    from pytest_evomemory.models.identity import run_identity
 
     assert run_identity(loaded)["agent"]["full_context"] is True  # told apart from the control arm
     control = load_run_config(write_run_config(benchmark={"benchmark": "locomo_sample"},

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_evomemory.config import BenchmarkConfig
-from pytest_evomemory.errors import DataError
+from pytest_evomemory.core.errors import DataError
 from pytest_evomemory.streams import load_benchmark
 from pytest_evomemory.streams.base import Stream
 from pytest_evomemory.streams.evomemory import EvoMemorySingleTurn, catalog, load_stream

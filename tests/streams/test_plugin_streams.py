@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_evomemory.configload import load_run_config
+from pytest_evomemory.configs.load import load_run_config
 from pytest_evomemory.streams.evomemory.catalog import STREAMS as SOURCES
 from pytest_evomemory.streams.evomemory.materialize import stream_file
 

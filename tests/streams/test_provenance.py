@@ -6,10 +6,10 @@ import hashlib
 from pathlib import Path
 
 from pytest_evomemory.config import BenchmarkConfig, StreamFile
+from pytest_evomemory.core.types import BenchmarkSample, Score, ScoredItem
 from pytest_evomemory.streams import load_benchmark
 from pytest_evomemory.streams.base import Stream
 from pytest_evomemory.streams.provenance import describe_provenance, provenance_line, unverified_streams
-from pytest_evomemory.types import BenchmarkSample, Score, ScoredItem
 
 from .conftest import FakeHub, upstream_files
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from pytest_evomemory.core.types import BenchmarkSample
 from pytest_evomemory.evaluation import MATCH_MODES
 from pytest_evomemory.evaluation.toolbench import parse_call, toolbench
-from pytest_evomemory.types import BenchmarkSample
 
 REFERENCE = "torch.hub.load(repo_or_dir='pytorch/vision', model='deeplabv3_resnet50', pretrained=True)"
 

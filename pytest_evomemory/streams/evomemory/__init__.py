@@ -3,7 +3,7 @@
 Each stream is declared once in :mod:`.catalog` (pinned source file, reader fields,
 converter), materialized on first use into a local data directory and verified
 against its pin (:mod:`.materialize`), then converted into
-:class:`~pytest_evomemory.types.BenchmarkSample` objects. Loading is all-or-nothing:
+:class:`~pytest_evomemory.core.types.BenchmarkSample` objects. Loading is all-or-nothing:
 every selected stream is materialized and converted before any is returned, so a
 run never starts with one of them missing.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ...config import BenchmarkConfig
-from ...errors import ConfigError, DataError
+from ...core.errors import ConfigError, DataError
 from ...evaluation import toolbench as _toolbench  # noqa: F401  (registers "toolbench")
 from ..base import Stream, apply_limit
 from . import catalog

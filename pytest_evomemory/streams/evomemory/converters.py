@@ -15,8 +15,8 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ...errors import ConfigError, DataError
-from ...types import BenchmarkSample
+from ...core.errors import ConfigError, DataError
+from ...core.types import BenchmarkSample
 from ..jsonl import render_choices
 from .readers import Record
 from .stream import Converting, ConvertOptions

@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...errors import DataError
+from ...core.errors import DataError
 from .sources import HubFile
 
 _TRUE = {"1", "true", "yes", "on"}

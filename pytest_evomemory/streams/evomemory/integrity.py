@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ... import boundedread
-from ...errors import DataError
+from ...core import boundedread
+from ...core.errors import DataError
 from ..pinfile import size_and_sha256, write_manifest_file
 from .sources import HubFile
 

@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ...errors import DataError
+from ...core.errors import DataError
 from ..pinfile import MANIFEST_NAME, size_and_sha256
 from .hub import HubAccess, HubUnreachable, describe_hub_error, download, hub_endpoint, hub_offline
 from .integrity import (
@@ -54,7 +54,7 @@ def default_data_dir() -> Path:
 
 def resolve_data_dir(configured: str | None, base_dir: Path) -> Path:
     """``$EVOMEMORY_DATA_DIR``, else the config's ``data_dir`` (absolute once loaded,
-    :mod:`...configpaths`; in a config built in code, relative to ``base_dir``), else
+    :mod:`...config.paths`; in a config built in code, relative to ``base_dir``), else
     :func:`default_data_dir`."""
     from_env = os.environ.get(DATA_DIR_ENV)
     if from_env:

@@ -12,7 +12,7 @@ import io
 from pathlib import Path
 from typing import Any
 
-from ... import boundedread
+from ...core import boundedread
 from .sources import SourceFormat
 
 Record = dict[str, Any]

@@ -18,8 +18,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ...errors import DataError
-from ...types import BenchmarkSample
+from ...core.errors import DataError
+from ...core.types import BenchmarkSample
 from ..base import QuoteAnswer
 from ..checks import check_sample
 from .readers import Record

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ...config import BenchmarkConfig
-from ...errors import ConfigError, DataError
+from ...core.errors import ConfigError, DataError
 from ..base import Stream
 from ..pinfile import size_and_sha256
 from .convert import to_stream

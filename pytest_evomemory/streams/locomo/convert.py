@@ -26,8 +26,8 @@ import random
 from collections.abc import Mapping
 from typing import Any
 
+from ...core.types import BenchmarkSample
 from ...evaluation.locomo import CATEGORY_NAMES, MODE
-from ...types import BenchmarkSample
 from ..base import IngestMode, Stream, apply_limit
 from ..checks import check_sample
 from .schema import Conversation, Question

@@ -24,8 +24,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from ... import boundedread
-from ...errors import DataError
+from ...core import boundedread
+from ...core.errors import DataError
 from ..pinfile import MANIFEST_NAME, size_and_sha256, write_manifest_file
 from .schema import Conversation, read_samples, read_zip_member
 from .source import BASE_URL_ENV, GitHubFile, SourceFormat, base_url
@@ -50,7 +50,7 @@ def default_data_dir() -> Path:
 
 def resolve_data_dir(configured: str | None, base_dir: Path) -> Path:
     """``$EVOMEMORY_DATA_DIR``, else the config's ``data_dir`` (absolute once loaded,
-    :mod:`...configpaths`; in a config built in code, relative to ``base_dir``), else
+    :mod:`...config.paths`; in a config built in code, relative to ``base_dir``), else
     :func:`default_data_dir` (as for the Evo-Memory streams)."""
     from_env = os.environ.get(DATA_DIR_ENV)
     if from_env:

@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from ...errors import DataError
-from ...types import ConversationSession, DialogueTurn
+from ...core.errors import DataError
+from ...core.types import ConversationSession, DialogueTurn
 
 _SESSION_KEY = re.compile(r"session_(\d+)")
 _SURROGATE = re.compile("[\ud800-\udfff]")

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ...config import http_url_problem
-from ...errors import DataError
+from ...core.errors import DataError
 
 #: Overrides the host raw files are read from (a mirror, or a test's stand-in on
 #: 127.0.0.1). Files are fetched as ``<base>/<owner>/<repo>/<commit>/<path>``,

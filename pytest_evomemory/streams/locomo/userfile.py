@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from ...config import STREAM_NAME
-from ...errors import ConfigError, DataError
-from ...validation import path_problem
+from ...core.errors import ConfigError, DataError
+from ...core.validation import path_problem
 from ..pinfile import size_and_sha256
 from .materialize import MAX_DOWNLOAD_BYTES, read_conversations, read_data_file
 from .schema import Conversation

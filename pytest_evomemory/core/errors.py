@@ -13,7 +13,7 @@ An error never spells a command-line option: ``--evomemory-output-dir`` is pytes
 word and ``--output-dir`` that of ``evomemory run``. The engine names an option by
 identity (``option="output-dir"``, and :func:`named` in the message), and each door
 writes the flag as its user types it where it catches the error
-(:func:`.options.render`).
+(:func:`..options.render`).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Literal
 if TYPE_CHECKING:
     from .types import AgentResponse
 
-#: An option's identity: its name without any door's prefix. :mod:`.options` declares
+#: An option's identity: its name without any door's prefix. :mod:`..options` declares
 #: each option once under this name (a test keeps the two lists equal).
 OptionName = Literal[
     "config", "set", "output-dir", "limit", "stream", "min-accuracy", "min-gain", "min-gain-by", "resume",
@@ -34,7 +34,7 @@ OptionName = Literal[
 
 def named(option: OptionName) -> str:
     """``option`` in a message: a placeholder (``{--output-dir}``) that the door the
-    message reaches fills with its own spelling (:func:`.options.render`), so the
+    message reaches fills with its own spelling (:func:`..options.render`), so the
     engine says which option without knowing how the user typed it."""
     return f"{{--{option}}}"
 

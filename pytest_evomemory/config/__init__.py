@@ -1,10 +1,10 @@
 """The configuration of a run: the models every layer reads, and how their errors read.
 
 A run config names a benchmark config, an agent config and a memory config (paths
-relative to the run config, or inline mappings; :mod:`.configload` reads them). Each
+relative to the run config, or inline mappings; :mod:`..configs.load` reads them). Each
 part is validated by a strict pydantic model (unknown keys are errors, nothing is
 coerced), and every problem is reported as a
-:class:`~pytest_evomemory.errors.ConfigError` naming the file and the key path, so a
+:class:`~pytest_evomemory.core.errors.ConfigError` naming the file and the key path, so a
 run is refused before a single task executes. This package imports no component:
 the models are the low layer that agents, memories and streams read. Each part's
 models live in their own module; every name is importable from here.
@@ -12,121 +12,121 @@ models live in their own module; every name is importable from here.
 
 from __future__ import annotations
 
-from .configagent import (
+from .agent import (
     DEFAULT_API_MODEL as DEFAULT_API_MODEL,
 )
-from .configagent import (
+from .agent import (
     DEFAULT_CONTEXT_WINDOW as DEFAULT_CONTEXT_WINDOW,
 )
-from .configagent import (
+from .agent import (
     DEFAULT_MAX_REPLY_BYTES as DEFAULT_MAX_REPLY_BYTES,
 )
-from .configagent import (
+from .agent import (
     DEFAULT_MAX_REQUEST_BYTES as DEFAULT_MAX_REQUEST_BYTES,
 )
-from .configagent import (
+from .agent import (
     DEFAULT_MOCK_MODEL as DEFAULT_MOCK_MODEL,
 )
-from .configagent import (
+from .agent import (
     PROVIDER_KEYS as PROVIDER_KEYS,
 )
-from .configagent import (
+from .agent import (
     AgentConfig as AgentConfig,
 )
-from .configagent import (
+from .agent import (
     BaselineOptions as BaselineOptions,
 )
-from .configagent import (
+from .agent import (
     MemoryStrategy as MemoryStrategy,
 )
-from .configagent import (
+from .agent import (
     MockMode as MockMode,
 )
-from .configagent import (
+from .agent import (
     MockSettings as MockSettings,
 )
-from .configagent import (
+from .agent import (
     ModelConfig as ModelConfig,
 )
-from .configagent import (
+from .agent import (
     env_variable_name as env_variable_name,
 )
-from .configagent import (
+from .agent import (
     foreign_keys as foreign_keys,
 )
-from .configagent import (
+from .agent import (
     http_url_problem as http_url_problem,
 )
-from .configagent import (
+from .agent import (
     looks_like_a_secret as looks_like_a_secret,
 )
-from .configbase import (
+from .base import (
     CONFIG_PATH as CONFIG_PATH,
 )
-from .configbase import (
+from .base import (
     PathText as PathText,
 )
-from .configbase import (
+from .base import (
     StrictModel as StrictModel,
 )
-from .configbase import (
+from .base import (
     Text as Text,
 )
-from .configbase import (
+from .base import (
     format_validation_error as format_validation_error,
 )
-from .configbase import (
+from .base import (
     validate_mapping as validate_mapping,
 )
-from .configbenchmark import (
+from .benchmark import (
     ORDER_KEYS as ORDER_KEYS,
 )
-from .configbenchmark import (
+from .benchmark import (
     STREAM_NAME as STREAM_NAME,
 )
-from .configbenchmark import (
+from .benchmark import (
     BenchmarkConfig as BenchmarkConfig,
 )
-from .configbenchmark import (
+from .benchmark import (
     StreamFile as StreamFile,
 )
-from .configbenchmark import (
+from .benchmark import (
     Thresholds as Thresholds,
 )
-from .configbenchmark import (
+from .benchmark import (
     check_threshold_streams as check_threshold_streams,
 )
-from .configmemory import (
+from .memory import (
     BackendOptions as BackendOptions,
 )
-from .configmemory import (
+from .memory import (
     MemoryConfig as MemoryConfig,
 )
-from .configrun import (
+from .run import (
     REPLICATE_SEPARATOR as REPLICATE_SEPARATOR,
 )
-from .configrun import (
+from .run import (
     Replicate as Replicate,
 )
-from .configrun import (
+from .run import (
     RunConfig as RunConfig,
 )
-from .configrun import (
+from .run import (
     arm_label as arm_label,
 )
-from .configrun import (
+from .run import (
     arm_name as arm_name,
 )
-from .configrun import (
+from .run import (
     base_configs as base_configs,
 )
-from .configrun import (
+from .run import (
     replicate_of as replicate_of,
 )
-from .configrun import (
+from .run import (
     replicate_tag as replicate_tag,
 )
-from .configrun import (
+from .run import (
     split_label as split_label,
 )
 

@@ -22,9 +22,9 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from . import boundedread
-from .errors import ConfigError
-from .types import Usage
+from ..core import boundedread
+from ..core.errors import ConfigError
+from ..core.types import Usage
 from .yamlio import parse_yaml
 
 #: Keys of one price mapping.

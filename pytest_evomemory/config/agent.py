@@ -19,7 +19,7 @@ from pydantic import (
     model_validator,
 )
 
-from .configbase import PathText, StrictModel, Text
+from .base import PathText, StrictModel, Text
 from .pricing import Pricing
 
 MemoryStrategy = Literal["none", "deterministic_recall", "tool_use"]

@@ -3,7 +3,7 @@
 ``KEY`` is dotted from the run config down (``agent.model.model``,
 ``benchmark.limit``, ``memory.top_k``, ``name``); ``VALUE`` is read as YAML, so
 ``3`` is a number, ``null`` is null and ``[a, b]`` a list. A setting is applied to
-the config's raw mapping *before* validation (:func:`~.configload.load_run_config`),
+the config's raw mapping *before* validation (:func:`~..configs.load.load_run_config`),
 so an overridden config is checked exactly like a written one: an unknown key is
 the same one-line error naming it.
 """
@@ -16,8 +16,8 @@ from typing import Any
 
 import yaml
 
-from .errors import ConfigError, named
-from .text import shorten
+from ..core.errors import ConfigError, named
+from ..util.text import shorten
 
 #: The run config's own keys, and the three parts a setting can reach into.
 RUN_KEYS = ("name", "output_dir")

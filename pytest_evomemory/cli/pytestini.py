@@ -17,7 +17,7 @@ from pathlib import Path
 
 import iniconfig
 
-from . import boundedread
+from ..core import boundedread
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from .types import FEEDBACK_ACKNOWLEDGEMENT, BenchmarkSample, UserStimulus
+from ..core.types import FEEDBACK_ACKNOWLEDGEMENT, BenchmarkSample, UserStimulus
 
 QuoteAnswer = Callable[[BenchmarkSample], Mapping[str, str]]
 

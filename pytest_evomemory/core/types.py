@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from .rundocs import Response, ToolCallDoc
-from .rundocs import Score as ScoreLine
-from .rundocs import Usage as UsageDoc
+from ..rundocs import Response, ToolCallDoc
+from ..rundocs import Score as ScoreLine
+from ..rundocs import Usage as UsageDoc
 
 #: Every stimulus an agent receives is one of these kinds. Only ``task`` stimuli
 #: are ever scored; ``feedback`` stimuli carry the corrective target; ``ingestion``
@@ -333,7 +333,7 @@ class AgentResponse:
     #: Every hit the stream's memory returned during this stimulus (``MemoryHit``
     #: dicts, in order), so a report can show what was recalled into the prompt.
     memory_recalled: tuple[Mapping[str, Any], ...] = ()
-    #: ``usage`` priced by the model's ``pricing`` (:mod:`pytest_evomemory.pricing`),
+    #: ``usage`` priced by the model's ``pricing`` (:mod:`pytest_evomemory.config.pricing`),
     #: ``None`` when it has none.
     cost_usd: float | None = None
 

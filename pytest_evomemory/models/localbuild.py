@@ -12,7 +12,7 @@ our own keyed by version, machine and flavour, then installed from there.
 ``evomemory local-model build`` (:mod:`pytest_evomemory.cli.local`) does that for wheel users, and
 ``scripts/_venv.sh`` for a checkout: it runs this file (standard library only, so
 it works before the package's dependencies are installed) as
-``python -P pytest_evomemory/localbuild.py shell|build``.
+``python -P pytest_evomemory/models/localbuild.py shell|build``.
 
 The build takes minutes (measured in docs/local-model.md), so :func:`run_with_progress`
 reads pip's verbose output and prints the compile step (``[34/140]``) and the time

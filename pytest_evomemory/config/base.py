@@ -1,7 +1,7 @@
 """What every config model shares: strictness, the text and path types, and how a
 validation error reads.
 
-Every problem is reported as a :class:`~pytest_evomemory.errors.ConfigError` naming
+Every problem is reported as a :class:`~pytest_evomemory.core.errors.ConfigError` naming
 the file and the key path, so a run is refused before a single task executes.
 """
 
@@ -13,7 +13,7 @@ from typing import Annotated, Any, TypeVar, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
-from .errors import ConfigError
+from ..core.errors import ConfigError
 
 
 def _not_blank(value: str) -> str:
@@ -29,7 +29,7 @@ Text = Annotated[str, AfterValidator(_not_blank)]
 
 class _ConfigPath:
     """Marks a config field whose value is a filesystem path: the loader makes it
-    absolute, by one rule for every such key (:mod:`.configpaths`)."""
+    absolute, by one rule for every such key (:mod:`.paths`)."""
 
     def __repr__(self) -> str:
         return "CONFIG_PATH"
@@ -37,7 +37,7 @@ class _ConfigPath:
 
 CONFIG_PATH = _ConfigPath()
 #: A path: relative to the config file that writes it, or to the working directory
-#: when the command line gives it (:mod:`.configpaths`); absolute once loaded.
+#: when the command line gives it (:mod:`.paths`); absolute once loaded.
 PathText = Annotated[str, AfterValidator(_not_blank), CONFIG_PATH]
 
 

@@ -8,7 +8,7 @@ file system, so the rename is atomic), named for this process and thread so that
 concurrent writers never share one, created with the usual permissions (the umask's,
 as any other artefact), and renamed over the target; on any failure it is removed.
 No fsync: what must survive a power cut (memory snapshots) syncs itself where it
-decides (:mod:`.memory.snapshot`), and a killed process loses nothing the kernel holds.
+decides (:mod:`..memory.snapshot`), and a killed process loses nothing the kernel holds.
 """
 
 from __future__ import annotations

@@ -8,9 +8,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from .configagent import AgentConfig
-from .configbenchmark import BenchmarkConfig
-from .configmemory import MemoryConfig
+from .agent import AgentConfig
+from .benchmark import BenchmarkConfig
+from .memory import MemoryConfig
 
 #: What joins an arm's name and its replicate in the arm's label (``memory@r2``): a
 #: character no run name may hold, so a replicate's label is never another arm's name.
@@ -53,7 +53,7 @@ def replicate_of(label: str) -> int | None:
 
 @dataclass(frozen=True)
 class Replicate:
-    """Which replicate of a repeated run a run config is (:mod:`.runtime.replicates`):
+    """Which replicate of a repeated run a run config is (:mod:`..runtime.replicates`):
     ``index`` from 1 of ``count``, and the seed it runs with."""
 
     index: int
@@ -89,7 +89,7 @@ class RunConfig:
     replicate: Replicate | None = None
     #: Each path-valued key the loader made absolute (dotted, ``benchmark.order_from``,
     #: ``benchmark.files.0.path``): its value as written, and where it resolved
-    #: (:mod:`.configpaths`). run.json records the first in the config (a moved checkout
+    #: (:mod:`.paths`). run.json records the first in the config (a moved checkout
     #: or another machine's shard is the same run) and the second under ``paths``.
     spelled: Mapping[str, Any] = field(default_factory=dict)
     located: Mapping[str, str] = field(default_factory=dict)

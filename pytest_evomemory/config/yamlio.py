@@ -14,10 +14,10 @@ from typing import Any
 
 import yaml
 
-from . import boundedread
-from .boundedread import MAX_INT_DIGITS, MAX_NESTING_DEPTH
-from .errors import ConfigError, named
-from .validation import not_utf8, path_problem
+from ..core import boundedread
+from ..core.boundedread import MAX_INT_DIGITS, MAX_NESTING_DEPTH
+from ..core.errors import ConfigError, named
+from ..core.validation import not_utf8, path_problem
 
 #: Config files are small; anything bigger is a mistake (or an attack) we refuse early.
 MAX_CONFIG_BYTES = boundedread.CONFIG_BYTES

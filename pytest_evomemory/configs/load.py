@@ -1,9 +1,9 @@
 """Load a run config: the run file, the three parts it names, the settings on top.
 
-:mod:`.config` holds the models every layer reads; this module reads files and
+:mod:`..config` holds the models every layer reads; this module reads files and
 decides what a registered component accepts, so it sits above the registries
 (benchmarks, agents, memory backends) and below the session. Every problem is one
-:class:`~pytest_evomemory.errors.ConfigError` naming the file and the key, and all
+:class:`~pytest_evomemory.core.errors.ConfigError` naming the file and the key, and all
 the problems of a run's files are reported at once: a user who mistyped a key in
 the agent config and another in the memory config fixes both after one run.
 """
@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, Field
 
-from .agents.factory import AGENTS, agent_kind
-from .config import (
+from ..agents.factory import AGENTS, agent_kind
+from ..config import (
     AgentConfig,
     BackendOptions,
     BenchmarkConfig,
@@ -28,16 +28,16 @@ from .config import (
     looks_like_a_secret,
     validate_mapping,
 )
-from .configpaths import base_for, locate
-from .configs import builtin_part, builtin_part_names
-from .errors import ConfigError, named
-from .memory.factory import MEMORY_BACKENDS, backend_spec
-from .pricing import PricingFileError, resolve_pricing
-from .registry import is_reference
-from .settings import Setting, apply_settings, parse_settings
-from .streams import BENCHMARKS, unread_benchmark_keys
-from .validation import path_problem, resolve_path, run_name_problem
-from .yamlio import read_yaml_mapping
+from ..config.paths import base_for, locate
+from ..config.pricing import PricingFileError, resolve_pricing
+from ..config.settings import Setting, apply_settings, parse_settings
+from ..config.yamlio import read_yaml_mapping
+from ..core.errors import ConfigError, named
+from ..core.registry import is_reference
+from ..core.validation import path_problem, resolve_path, run_name_problem
+from ..memory.factory import MEMORY_BACKENDS, backend_spec
+from ..streams import BENCHMARKS, unread_benchmark_keys
+from . import builtin_part, builtin_part_names
 
 
 class _RunFile(StrictModel):
@@ -52,7 +52,7 @@ def _resolve_part(
     value: str | Mapping[str, Any], base_dir: Path, key: str, run_path: Path
 ) -> tuple[dict[str, Any], str, Path]:
     """The part's raw mapping, its source as messages name it, and the directory its
-    relative paths are relative to (:mod:`.configpaths`): its file's, or, inline, the
+    relative paths are relative to (:mod:`..config.paths`): its file's, or, inline, the
     run config's. ``base_dir``: where a file the part names is relative to."""
     if isinstance(value, Mapping):
         return dict(value), f"{run_path} (inline '{key}')", run_path.parent
@@ -80,7 +80,7 @@ def _resolve_part(
 
 def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig:
     """Load a run config and the benchmark, agent and memory configs it names;
-    ``settings`` are ``KEY=VALUE`` overrides (:mod:`.settings`) given with the ``set`` option."""
+    ``settings`` are ``KEY=VALUE`` overrides (:mod:`..config.settings`) given with the ``set`` option."""
     parsed = parse_settings(settings)
     shown = [
         f"{text.partition('=')[0]}=***" if looks_like_a_secret(text.partition("=")[2].strip()) else text
@@ -167,7 +167,7 @@ def _validate_part(key: str, model: type[BaseModel], data: dict[str, Any], sourc
 
 
 def validate_agent(data: Mapping[str, Any], source: str) -> AgentConfig:
-    """The agent config, with its kind's defaults (:class:`~.agents.base.AgentKind`:
+    """The agent config, with its kind's defaults (:class:`~..agents.base.AgentKind`:
     a preset's memory strategy and other keys, where the config sets none) and what
     the kind accepts."""
     kind = agent_kind(data["kind"]) if isinstance(data.get("kind"), str) and data["kind"] in AGENTS else None
@@ -231,7 +231,7 @@ def _unread_agent_key(agent: AgentConfig, reads: frozenset[str]) -> str | None:
 
 
 def _with_pricing_resolved(agent: AgentConfig, source: str) -> AgentConfig:
-    """``model.pricing`` given as a file (already absolute, :mod:`.configpaths`): its
+    """``model.pricing`` given as a file (already absolute, :mod:`..config.paths`): its
     prices for this model, read now, so the run records the prices it used and a bad
     file stops the run before any task."""
     model = agent.model
@@ -246,12 +246,12 @@ def _with_pricing_resolved(agent: AgentConfig, source: str) -> AgentConfig:
 
 def _with_answers_resolved(agent: AgentConfig, source: str) -> AgentConfig:
     """The dry-run model's answers file (``model.mock.answers``, already absolute,
-    :mod:`.configpaths`), read now: a missing or malformed file stops the run before
+    :mod:`..config.paths`), read now: a missing or malformed file stops the run before
     any task."""
     model = agent.model
     if model is None or model.provider != "mock" or model.mock.answers is None:
         return agent
-    from .models.mock import read_answers
+    from ..models.mock import read_answers
 
     try:
         read_answers(Path(model.mock.answers))

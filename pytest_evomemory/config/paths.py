@@ -5,10 +5,10 @@
 * A path given on the command line (``--evomemory-set`` / ``--set``) is relative to
   the working directory, as any path typed in a shell.
 
-``~`` is the home directory in both. The loader (:mod:`.configload`) applies the rule
+``~`` is the home directory in both. The loader (:mod:`..configs.load`) applies the rule
 to each part once, before the part is validated, so every reader gets an absolute path
 and decides nothing about it. Which keys are paths is declared once, by their type in
-:mod:`.config` (:data:`~.config.PathText`: ``data_dir``, ``files[].path``, ``path``,
+:mod:`pytest_evomemory.config` (:data:`~.PathText`: ``data_dir``, ``files[].path``, ``path``,
 ``order_from``, ``model.cache_dir``, ``model.model_path``, ``model.pricing`` as a file,
 the run file's ``output_dir``); :func:`path_keys` finds them, so a new path key follows
 the rule by its type alone. The run file's parts (``benchmark: my.yaml``) follow it too
@@ -21,7 +21,7 @@ of one config would share one store.
 
 run.json records each value as written (the config fingerprint that a resume, and the
 shards of one session, compare must not change with where the checkout is) and where
-it resolved under ``run.paths`` (:attr:`.config.RunConfig.spelled`, ``located``).
+it resolved under ``run.paths`` (:attr:`.RunConfig.spelled`, ``located``).
 """
 
 from __future__ import annotations
@@ -35,14 +35,14 @@ from typing import Annotated, Any, get_args, get_origin
 
 from pydantic import BaseModel
 
-from .config import CONFIG_PATH
+from . import CONFIG_PATH
 
 #: A key path's step into each entry of a list of models (``files[].path``).
 EACH = "[]"
 
 
 def _is_path(annotation: Any) -> bool:
-    """Whether a field's type is (or offers, in a union or list) a :data:`~.config.PathText`."""
+    """Whether a field's type is (or offers, in a union or list) a :data:`~.PathText`."""
     if get_origin(annotation) is Annotated:
         return CONFIG_PATH in annotation.__metadata__ or _is_path(get_args(annotation)[0])
     return any(_is_path(argument) for argument in get_args(annotation))

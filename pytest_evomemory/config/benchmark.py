@@ -7,9 +7,9 @@ from typing import Annotated, Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from .configbase import PathText, StrictModel
-from .errors import ConfigError
-from .options import MAX_LIMIT, MAX_REPEATS
+from ..core.errors import ConfigError
+from ..options import MAX_LIMIT, MAX_REPEATS
+from .base import PathText, StrictModel
 
 
 class Thresholds(StrictModel):
@@ -32,9 +32,9 @@ class StreamFile(StrictModel):
     match_mode: str = "exact"
 
 
-#: The benchmark keys that set the order of a stream's tasks (:mod:`.runtime.order`)
+#: The benchmark keys that set the order of a stream's tasks (:mod:`..runtime.order`)
 #: and nothing else: two runs whose resolved configs differ only here ran the same
-#: arm in two orders (:func:`.reporting.compare.order_only`), however each was set.
+#: arm in two orders (:func:`..reporting.compare.order_only`), however each was set.
 ORDER_KEYS = ("order", "order_seed", "order_from")
 
 
@@ -53,7 +53,7 @@ class BenchmarkConfig(StrictModel):
     thresholds: Thresholds = Field(default_factory=Thresholds)
     #: The order of the tasks within each stream, an experimental factor (docs/
     #: configuration.md, "Task order"): the source's, a seeded shuffle, or by difficulty.
-    #: Which keys go together is checked by :mod:`.configload`.
+    #: Which keys go together is checked by :mod:`..configs.load`.
     order: Literal["given", "shuffle", "easy_to_hard", "hard_to_easy"] = "given"
     #: The seed of ``order: shuffle`` (default: ``seed``, which also fixes GPQA's options).
     order_seed: Annotated[int, Field(ge=-(2**63), lt=2**63)] | None = None

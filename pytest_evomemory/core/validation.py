@@ -1,6 +1,6 @@
 """Checks shared by every door input comes through: files, JSON lines, task records.
 
-Config files (:mod:`.config`) and data files (:mod:`.benchmarks.jsonl`) are read by
+Config files (:mod:`..config`) and data files (:mod:`.benchmarks.jsonl`) are read by
 different modules but fail in the same ways: a path that is a directory, a
 symbolic-link loop, a byte-order mark, an integer of 5,000 digits, 40,000 nested
 brackets, a record of 100 MB. Each such case is decided here once, and turned
@@ -18,9 +18,9 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from ..util.text import shorten
 from .boundedread import MAX_NESTING_DEPTH, bounded_int, nesting_depth
 from .errors import DataError
-from .text import shorten
 
 #: A single task record (one JSONL line) larger than this is refused at load, so a
 #: 100 MB prompt never reaches a model. Raise it with ``EVOMEMORY_MAX_RECORD_BYTES``.
