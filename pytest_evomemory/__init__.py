@@ -59,7 +59,7 @@ if TYPE_CHECKING:
         run_stream,
     )
 
-__version__ = "0.1.0"
+from .util.version import __version__ as __version__
 
 _EXPORTS: dict[str, str] = {
     "Agent": ".agents.base",

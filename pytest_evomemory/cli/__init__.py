@@ -19,8 +19,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn, Protocol
 
-from .. import __version__
 from ..util.redaction import shown
+from ..util.version import __version__
 from . import compare, data, init, local, merge, power, report, run, table
 from .common import PROG, USAGE_ERROR
 
