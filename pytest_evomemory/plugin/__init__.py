@@ -51,7 +51,7 @@ def _load_the_core_without_assertion_rewriting(pluginmanager: pytest.PytestPlugi
     """
     hook = getattr(pluginmanager, "rewrite_hook", None)
     marked = getattr(hook, "_must_rewrite", None)
-    if not isinstance(marked, set) or _PACKAGE not in marked:
+    if hook is None or not isinstance(marked, set) or _PACKAGE not in marked:
         return
     marked.discard(_PACKAGE)
     cached = getattr(hook, "_marked_for_rewrite_cache", None)
@@ -59,7 +59,7 @@ def _load_the_core_without_assertion_rewriting(pluginmanager: pytest.PytestPlugi
         for name in [name for name in cached if name.partition(".")[0] == _PACKAGE]:
             del cached[name]
     helpers = f"{_PACKAGE}.testing"
-    if helpers not in sys.modules and hasattr(hook, "mark_rewrite"):  # one imported already stays as it is
+    if helpers not in sys.modules:  # one imported already stays as it is
         hook.mark_rewrite(helpers)
 
 
