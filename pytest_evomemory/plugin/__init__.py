@@ -16,6 +16,7 @@ again in every xdist worker, so it imports nothing of the core at module level.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
@@ -30,7 +31,40 @@ if TYPE_CHECKING:
     from .worker import PytestEpisode
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
+#: The package pytest marks for assertion rewriting as the plugin's distribution.
+_PACKAGE = __name__.partition(".")[0]
+
+
+def _load_the_core_without_assertion_rewriting(pluginmanager: pytest.PytestPluginManager) -> None:
+    """Import the package's modules as Python does, not through pytest's assertion rewriting.
+
+    pytest rewrites the asserts of every module of a plugin's distribution, so each
+    of the some 120 modules a process imports before its first model call goes
+    through its import hook: a second path search, the source read and hashed, the
+    cached code unmarshalled from an open file (several times slower than from
+    bytes): about 0.1 s of CPU per pytest process, each xdist worker's included
+    (docs/performance.md, "Start-up"). The package's asserts are internal checks that
+    never meet a user's values; its test helpers (``pytest_evomemory.testing``),
+    which a user's tests call, stay rewritten. pytest offers no public way to unmark
+    a name: where its hook has no such set (another pytest version, ``--assert=plain``)
+    nothing changes.
+    """
+    hook = getattr(pluginmanager, "rewrite_hook", None)
+    marked = getattr(hook, "_must_rewrite", None)
+    if hook is None or not isinstance(marked, set) or _PACKAGE not in marked:
+        return
+    marked.discard(_PACKAGE)
+    cached = getattr(hook, "_marked_for_rewrite_cache", None)
+    if isinstance(cached, dict):
+        for name in [name for name in cached if name.partition(".")[0] == _PACKAGE]:
+            del cached[name]
+    helpers = f"{_PACKAGE}.testing"
+    if helpers not in sys.modules:  # one imported already stays as it is
+        hook.mark_rewrite(helpers)
+
+
+def pytest_addoption(parser: pytest.Parser, pluginmanager: pytest.PytestPluginManager) -> None:
+    _load_the_core_without_assertion_rewriting(pluginmanager)
     from ..options import PROGRESS_INTERVAL_INI, PYTEST_FLAGS, add_options
 
     group = parser.getgroup("evomemory", "Evo-Memory benchmark")

@@ -51,6 +51,9 @@ class WorkerPlugin:
         #: records of the phase in progress, moved onto its report
         self.pending: list[Record] = []
         self.pytest_session: pytest.Session | None = None
+        #: the last report's typed records: this process logs the report it made, and
+        #: need not validate its own records back from their wire form
+        self.reported: tuple[pytest.TestReport, list[Record]] | None = None
 
     def sink(self, record: Record) -> None:
         self.pending.append(record)
@@ -117,6 +120,7 @@ class WorkerPlugin:
             records += self.driver.setup_failed(*task, records, reason)  # a user fixture failed: no record of ours
         if records:
             report.evomemory_records = [record.wire() for record in records]  # type: ignore[attr-defined]
+        self.reported = (report, records)
         return report
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
@@ -125,7 +129,11 @@ class WorkerPlugin:
         count and stops itself once the total reaches the max errors."""
         if not self.is_worker or self.pytest_session is None:
             return
-        records = from_wires(getattr(report, "evomemory_records", None))
+        reported, self.reported = self.reported, None
+        if reported is not None and reported[0] is report:
+            records = reported[1]
+        else:
+            records = from_wires(getattr(report, "evomemory_records", None))
         reason = self.driver.stop_here(records, task_over=report.when == "teardown")
         if reason is not None:
             self.pytest_session.shouldstop = f"evomemory: {reason}"

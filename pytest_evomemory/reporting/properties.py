@@ -2,7 +2,7 @@
 
 The pytest plugin hands them to reporters a CI system or a dashboard reads
 (docs/artefacts.md): each task's fields become its ``evomemory_<key>`` JUnit
-properties and its pytest-json-report ``metadata`` (:class:`..rundocs.report.TaskMetadata`);
+properties and its pytest-json-report ``metadata`` (:class:`..rundocs.taskmeta.TaskMetadata`);
 what ran (agent, memory, model, from the summary's record of what ran, never from
 the config alone) becomes the JUnit suite's properties. Their content is decided
 here, beside the other reports; which reporter gets them is the plugin's business.
@@ -18,7 +18,7 @@ from ..analysis.summary import cache_counts
 from ..models.identity import describe_component, describe_model, merge_identity
 from ..rundocs import Response, Score, Summary
 from ..rundocs.records import as_response, as_score
-from ..rundocs.report import TaskMetadata
+from ..rundocs.taskmeta import TaskMetadata
 
 #: The prefix of every property name (JUnit ``<property>``, pytest's user properties).
 PROPERTY_PREFIX = "evomemory_"

@@ -16,23 +16,26 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from ..analysis.gain import GainResult
 from ..analysis.summary import StreamMetrics, ThresholdResult
 from ..config import Replicate, RunConfig
 from ..models.identity import configured_model, describe_model, describe_ran, run_identity
 from ..rundir import SCHEMA_VERSION, SIDE_RUN, ResumeState
 from ..rundocs import Failure, Summary
-from ..rundocs.compare import as_comparison, as_replicates
-from ..rundocs.report import JsonReport, ReportArm, ReportIdentity
 from ..rundocs.summary import Replicate as ReplicateDoc
 from ..streams import Stream
 from ..streams.provenance import provenance_line
 from ..util.redaction import redact_strings
 from ..util.text import inert
 from .lines import Line
-from .terminal import format_categories, format_comparison, format_replicates, format_table
+
+if TYPE_CHECKING:
+    from ..analysis.gain import GainResult
+
+# The session's end (its tables, the comparison, the JSON block) imports the terminal
+# tables and the comparison's documents when it comes: ``evomemory run`` imports this
+# module for its first lines, before its first model call.
 
 # ----- what the lines read of a session (the engine's parts satisfy these)
 
@@ -307,6 +310,8 @@ def _comparison_lines(plan: PlanView, end: EndView) -> list[Line]:
         deferred = plan.deferred_comparison is not None  # not a failure: the merge's
         lines.append(Line.of(f"evomemory: {end.comparison_error}", "plain" if deferred else "red", bold=not deferred))
         return lines + _gain_lines(plan, end)
+    from .terminal import format_comparison
+
     lines += [Line.of(line) for line in format_comparison(end.comparison)]
     lines += _gain_lines(plan, end)
     if end.comparison_files is not None:
@@ -321,6 +326,8 @@ def _replicate_lines(plan: PlanView, end: EndView) -> list[Line]:
     if end.replicate_comparison is None:
         lines.append(Line.of(f"evomemory: {end.comparison_error}", "red", bold=True))
         return lines + _gain_lines(plan, end)
+    from .terminal import format_replicates
+
     lines += [Line.of(line) for line in format_replicates(end.replicate_comparison)]
     lines += _gain_lines(plan, end)
     lines += [Line.of(f"comparison: {path}") for path in end.replicate_files]
@@ -352,6 +359,8 @@ def arm_lines(arm: ArmView, compare_dir: Path | None = None) -> list[Line]:
     result = arm.result
     if result is None:
         return []
+    from .terminal import format_categories, format_table
+
     lines = [Line.of(line) for line in format_table(result.metrics)]
     lines += [Line.of(line) for line in format_categories(result.summary.categories)]
     lines += [Line.of(f"ran: {line}") for line in describe_ran(
@@ -433,6 +442,9 @@ def json_block(session: SessionView) -> dict[str, Any] | None:
     plan, end = session.plan, session.collector
     if not plan.started:
         return None
+    from ..rundocs.compare import as_comparison, as_replicates
+    from ..rundocs.report import JsonReport, ReportArm, ReportIdentity
+
     report = JsonReport(
         schema_version=SCHEMA_VERSION,
         baseline=plan.baseline.name,

@@ -1,11 +1,10 @@
 """What a test report says of the benchmark: pytest-json-report's ``evomemory``
-block (:class:`JsonReport`, with each gain gate's verdict, :class:`GainDoc`) and a
-task test's ``metadata.evomemory`` (:class:`TaskMetadata`, also its JUnit
-``evomemory_<key>`` properties).
+block (:class:`JsonReport`, with each gain gate's verdict, :class:`GainDoc`); a
+task test's ``metadata.evomemory`` is :class:`.taskmeta.TaskMetadata`.
 
 They are no file of the run directory, but a dashboard reads them as it reads the
 run's files, so they are declared here once and the shipped schema is generated
-from them (``json_report``, ``gain``, ``task_metadata``).
+from them (``json_report``, ``gain``).
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from pydantic import Field
 
 from .base import RunDoc, SchemaVersion
 from .compare import Comparison, Replicates
-from .fields import Count, Flag, Fraction, Seconds, Text
+from .fields import Count, Flag, Fraction, Text
 from .summary import Replicate, Summary
 
 
@@ -102,29 +101,4 @@ class JsonReport(RunDoc):
     gains: list[GainDoc] = Field(default_factory=list)
 
 
-class TaskMetadata(RunDoc):
-    """A task test's metadata.evomemory in the JSON report (and its JUnit properties, evomemory_<key>)."""
-
-    OMIT_NONE = frozenset({"arm"})
-    CLOSED = True
-    # the plugin always names the arm (the run's name with one arm)
-    SCHEMA_EXTRA: ClassVar[dict[str, Any] | None] = {"required": [
-        "arm", "stream", "task_id", "position", "correct", "extracted", "target", "match_mode", "reason", "tokens",
-        "seconds", "cached", "violation"]}
-
-    arm: str | None = None
-    stream: Text = ""
-    task_id: Text = ""
-    position: Count = 0
-    correct: Flag = False
-    extracted: str | None = None
-    target: Any = None
-    match_mode: Text = ""
-    reason: str = ""
-    tokens: Count = 0
-    seconds: Seconds | None = None
-    cached: Flag = False
-    violation: str | None = None
-
-
-__all__ = ["GainDoc", "JsonReport", "ReportArm", "ReportIdentity", "TaskMetadata"]
+__all__ = ["GainDoc", "JsonReport", "ReportArm", "ReportIdentity"]

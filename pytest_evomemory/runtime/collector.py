@@ -17,9 +17,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..analysis.gain import GainResult, check_gains, check_replicate_gains
 from ..core.errors import ReportError
 from ..rundir import remove_claims, write_arms_manifest
 from .driver import StreamDriver
@@ -30,6 +29,9 @@ from .records import Record, RefusalRecord
 from .replicates import replicate_groups
 from .sessionstate import SessionState
 from .signals import shield_interrupts
+
+if TYPE_CHECKING:
+    from ..analysis.gain import GainResult
 
 
 class Collector:
@@ -236,6 +238,10 @@ class Collector:
             self.comparison_error = f"the comparison could not be written: {error}"
             return True
         complete = all(arm.result is not None and arm.result.complete for arm in ran)
+        # the gates (and the comparison's documents they read) load here, at the end:
+        # every process that runs streams imports this module before its first call
+        from ..analysis.gain import check_gains, check_replicate_gains
+
         check = check_replicate_gains if self.plan.replicates is not None else check_gains
         self.gain_results = check(document, self.plan.gains, complete=complete)
         return any(not result.met for result in self.gain_results)

@@ -28,8 +28,8 @@ import uuid
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from ..analysis.gain import GainThreshold, parse_min_gain
 from ..config import RunConfig
 from ..configs import resolve_run_config
 from ..configs.load import load_run_config
@@ -55,6 +55,9 @@ from .replicates import base_configs, expand_replicates, replicate_seeds
 from .reports import Reports
 from .run import BenchmarkRun, Run, effective_thresholds
 from .shards import ShardPlan, check_shard_dir, plan_shards, session_cells, session_fingerprint
+
+if TYPE_CHECKING:
+    from ..analysis.gain import GainThreshold
 
 
 @dataclass(frozen=True)
@@ -238,6 +241,10 @@ class SessionPlan:
                 f"{self.flags('config')}=CONTROL.yaml {self.flags('config')}=MEMORY.yaml (the first is the baseline)"
             )
         streams = list(dict.fromkeys(name for arm in self.arms for name in arm.benchmark.stream_order))
+        # the gates' module reads the comparison's documents (about 20 ms of CPU to
+        # define): it loads when a session has a gate, not in every process that plans one
+        from ..analysis.gain import parse_min_gain
+
         return parse_min_gain(values, streams, requires=self.options.min_gain_by)
 
     # ----- shards: one machine's share of the session (runtime/shards.py)

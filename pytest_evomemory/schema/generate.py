@@ -35,7 +35,8 @@ from ..rundocs import (
     TranscriptEntry,
 )
 from ..rundocs.compare import Comparison, Replicates
-from ..rundocs.report import JsonReport, TaskMetadata
+from ..rundocs.report import JsonReport
+from ..rundocs.taskmeta import TaskMetadata
 
 #: Each document's definition name (what :data:`pytest_evomemory.schema.ARTEFACTS` names).
 DOCUMENTS: dict[str, type[BaseModel]] = {

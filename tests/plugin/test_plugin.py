@@ -378,6 +378,35 @@ def test_the_plugin_imports_nothing_of_the_core_until_a_run_config_turns_it_on(
     assert seen["with"]["heavy"] == seen["without"]["heavy"]  # the plugin adds none
 
 
+@pytest.mark.slow  # a pytest subprocess: in-process runs share this process's imported modules
+def test_the_core_is_imported_without_assertion_rewriting_and_the_test_helpers_with_it(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest marks the plugin's whole distribution for assertion rewriting, which
+    costs every pytest process about 0.1 s of CPU for the core's modules
+    (docs/performance.md, "Start-up"); the helpers a user's tests call stay rewritten."""
+    pytester.makepyfile(test_mine="""
+        import json
+        import os
+
+        import pytest_evomemory.runtime
+        import pytest_evomemory.testing
+
+        def test_loaders():
+            loaders = {module.__name__: type(module.__loader__).__name__
+                       for module in (pytest_evomemory.runtime, pytest_evomemory.testing)}
+            with open(os.environ["LOADERS_OUT"], "w") as out:
+                json.dump(loaders, out)
+    """)
+    out = pytester.path / "loaders.json"
+    monkeypatch.setenv("LOADERS_OUT", str(out))
+    pytester.runpytest_subprocess("-p", "no:randomly").assert_outcomes(passed=1)
+    assert json.loads(out.read_text()) == {
+        "pytest_evomemory.runtime": "SourceFileLoader",
+        "pytest_evomemory.testing": "AssertionRewritingHook",
+    }
+
+
 def test_dist_each_is_refused_before_any_worker_runs_a_stream(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest(f"--evomemory-config={SAMPLE_MEMORY_RUN}", "-n", "2", "--dist", "each")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
