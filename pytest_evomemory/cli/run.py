@@ -137,8 +137,8 @@ def run_benchmark(
     Python (notebooks, tools, agents built in code): the session ``evomemory run``
     drives, with the same renderers. An error it raises names the options as
     ``evomemory run`` spells them (``--resume``)."""
-    from .rundir import read_resume_source
-    from .runtime.serial import run_session
+    from ..rundir import read_resume_source
+    from ..runtime.serial import run_session
 
     options = SessionOptions(resume=str(run_dir) if resume else None, chains=chains)
     setup = SessionSetup(options, CLI_FLAGS, Path.cwd(), command, writes=write_artefacts)
