@@ -298,3 +298,41 @@ def test_two_arms_records_are_written_at_once_and_the_intake_closes_after_both(t
     finally:
         release.set()
         session.release()
+
+
+def test_a_sigterm_while_two_chains_write_is_raised_once_when_the_last_section_ends() -> None:
+    """Termination.critical counts the sections of every thread: SIGTERM while two
+    chains write is deferred, not raised when the first ends, raised once when the
+    last ends (there, on the thread that ends it), and not again after."""
+    import signal
+    import threading
+
+    from pytest_evomemory.runtime.signals import Termination, is_sigterm
+
+    termination = Termination()
+    inside, leave = threading.Event(), threading.Event()
+    raised: list[str] = []
+
+    def chain() -> None:
+        try:
+            with termination.critical():
+                inside.set()
+                assert leave.wait(60)
+        except KeyboardInterrupt:
+            raised.append("chain")
+
+    other = threading.Thread(target=chain)
+    other.start()
+    assert inside.wait(60)
+    try:
+        with termination.critical():
+            termination._on_sigterm(signal.SIGTERM, None)  # what the handler does when SIGTERM comes
+            leave.set()
+            other.join(60)
+            assert raised == [] and termination.terminated
+    except KeyboardInterrupt as interrupt:
+        assert is_sigterm(interrupt)
+        raised.append("last")
+    assert raised == ["last"]
+    with termination.critical():
+        pass
