@@ -20,6 +20,7 @@ worker, and a stream without memory spreads task by task.
 from __future__ import annotations
 
 import re
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -99,6 +100,9 @@ class Arm:
         self.min_overall, self.min_streams = parse_min_accuracy(min_accuracy, benchmark.planned_stream_order)
         self.started = False
         self.result: RunResult | None = None
+        #: held while this arm's records are written (its run directory, its counts):
+        #: chains of other arms write theirs at the same time (:meth:`.Collector.add_records`)
+        self.lock = threading.Lock()
 
     def key(self, stream: str) -> str:
         """The stream as items and the xdist scheduler name it (the arm's prefix only

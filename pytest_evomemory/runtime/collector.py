@@ -97,32 +97,46 @@ class Collector:
         cap reached by any process of the session). A worker's refusal refuses the
         session or fails its stream (:meth:`.StreamDriver.refuse`); a refused session records nothing.
         Thread-safe: ``evomemory run``'s chains hand their records in from their own
-        threads, one call at a time enters (the writer, the counts, the stops)."""
+        threads. The session's decisions (the refusal, the manifest, the stops and
+        their counts) are taken under the session's small lock (``state.intake``);
+        the writing of an arm's records under that arm's own lock only
+        (:attr:`.Arm.lock`), so chains of different arms write at once, and the
+        records of one stream, handed in by its one chain in order, stay in order."""
         with self.state.intake:
             if self.state.intake_closed:
                 return self.state.stop_reason or "the session is over"
-            return self._add_records(records)
+            records = self._received(records)
+            if self.state.refused is not None:
+                return "the session is refused"
+            if not records:  # a call refused for the cost cap leaves no record (its task runs on resume)
+                return self.state.cost_stop()
+            if not self._manifest_written and self.plan.several:
+                with self.state.termination.critical():
+                    self._write_manifest()
+            self.state.writes_begin()
+        try:
+            with self.state.termination.critical():
+                for arm in self.plan.arms:
+                    mine = [record for record in records if (record.arm or self.plan.baseline.name) == arm.name
+                            or (record.arm is None and arm is self.plan.baseline)]
+                    if mine:
+                        with arm.lock:
+                            arm.add(mine)
+        finally:
+            with self.state.intake:
+                self.state.writes_end()
+                stop = self._check_stop()
+        return stop
 
-    def _add_records(self, records: Sequence[Record]) -> str | None:
+    def _received(self, records: Sequence[Record]) -> list[Record]:
+        """The records to write: a worker's refusal becomes what the driver makes of it."""
         received: list[Record] = []
         for record in records:
             if isinstance(record, RefusalRecord):
                 received += self.driver.refuse(record.refusal.key, record.refusal.message)
             else:
                 received.append(record)
-        records = received
-        if self.state.refused is not None:
-            return "the session is refused"
-        if records:
-            with self.state.termination.critical():
-                if not self._manifest_written and self.plan.several:
-                    self._write_manifest()
-                for arm in self.plan.arms:
-                    mine = [record for record in records if (record.arm or self.plan.baseline.name) == arm.name
-                            or (record.arm is None and arm is self.plan.baseline)]
-                    arm.add(mine)
-        # a call refused for the cost cap leaves no record (its task runs on resume)
-        return self._check_stop() if records else self.state.cost_stop()
+        return received
 
     def _check_stop(self) -> str | None:
         for arm in self.plan.arms:
@@ -165,6 +179,7 @@ class Collector:
         written while the session finishes."""
         with self.state.intake:
             self.state.intake_closed = True
+        self.state.wait_for_writes()
 
     # ----- the end
 
@@ -175,6 +190,7 @@ class Collector:
         (:func:`.signals.shield_interrupts`): the summary is never cut in half."""
         self.state.termination.finishing = True
         shield_interrupts()
+        self.state.wait_for_writes()  # an arm's records still being written (by a chain given up on)
         if self.state.refused is not None:
             return Outcome(interrupted=interrupted, refused=self.state.refused)
         stop_reason = self.state.stop_reason

@@ -30,6 +30,9 @@ class SessionState:
         #: where records enter the session (:meth:`.Collector.add_records`), from any thread
         self.intake = threading.RLock()
         self.intake_closed = False
+        #: records being written now, each under its arm's lock (outside ``intake``)
+        self._writing = 0
+        self._written = threading.Condition(self.intake)
         #: Ctrl-C or SIGTERM reached the driver (:meth:`.Collector.interrupt`)
         self.interrupting = False
         #: stream keys that could not start: their remaining tasks are not run
@@ -43,6 +46,22 @@ class SessionState:
         """Keep the first reason to stop the session."""
         with self.intake:
             self.stop_reason = self.stop_reason or reason
+
+    def writes_begin(self) -> None:
+        """A call of :meth:`.Collector.add_records` starts writing (``intake`` held)."""
+        self._writing += 1
+
+    def writes_end(self) -> None:
+        """That call's writing is over (``intake`` held)."""
+        self._writing -= 1
+        if not self._writing:
+            self._written.notify_all()
+
+    def wait_for_writes(self) -> None:
+        """Until no record is being written: the intake closes, or the session
+        finishes, only once every write in progress is whole."""
+        with self.intake:
+            self._written.wait_for(lambda: not self._writing)
 
     def cost_stop(self) -> str | None:
         """Once any process of the session refused a model call for the cost cap, why

@@ -12,6 +12,7 @@ interrupt the summary being written).
 from __future__ import annotations
 
 import signal
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import FrameType
@@ -29,8 +30,11 @@ class Termination:
     def __init__(self) -> None:
         self.terminated = False
         self.finishing = False
+        #: critical sections open now, on any thread (``evomemory run``'s chains write
+        #: their records at once, each arm under its own lock): counted under ``_count``
         self._depth = 0
         self._deferred = False
+        self._count = threading.Lock()
         self._previous: Any = None
         self._installed = False
 
@@ -60,14 +64,22 @@ class Termination:
 
     @contextmanager
     def critical(self) -> Iterator[None]:
-        """A section SIGTERM must not cut in half (records being written)."""
-        self._depth += 1
+        """A section SIGTERM must not cut in half (records being written), on any
+        thread. A SIGTERM that came during one is raised when the last open section
+        ends, on the thread that ends it. The handler (main thread, between any two
+        bytecodes) only reads the count and never takes ``_count``, so it cannot wait
+        for a lock its own thread holds."""
+        with self._count:
+            self._depth += 1
         try:
             yield
         finally:
-            self._depth -= 1
-        if not self._depth and self._deferred and not self.finishing:
-            self._deferred = False
+            with self._count:
+                self._depth -= 1
+                deferred = not self._depth and self._deferred and not self.finishing
+                if deferred:
+                    self._deferred = False
+        if deferred:
             raise KeyboardInterrupt(*SIGTERM_ARGS)
 
 

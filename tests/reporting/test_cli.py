@@ -129,3 +129,32 @@ def test_a_fault_of_ours_is_one_line_and_exit_3_not_a_traceback(
     monkeypatch.setenv(cli.TRACEBACK_ENV, "1")
     with pytest.raises(KeyError):
         cli.main(["report", str(tmp_path)])
+
+
+def test_a_chosen_commands_parser_alone_parses_and_helps_as_in_the_whole_parser(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """main() builds only the chosen command's parser: its help and its parse are
+    those of the parser of every command (``evomemory --help``)."""
+    from pytest_evomemory.cli import COMMANDS, build_parser, chosen_command
+
+    assert chosen_command(["run", "--help"]) == "run"
+    assert chosen_command(["--help", "run"]) is None and chosen_command(["runn"]) is None and chosen_command([]) is None
+    for name in COMMANDS:
+        helps = []
+        for parser in (build_parser(), build_parser(name)):
+            with pytest.raises(SystemExit):
+                parser.parse_args([name, "--help"])
+            helps.append(capsys.readouterr().out)
+        assert helps[0] == helps[1] and helps[0].startswith(f"usage: evomemory {name} "), name
+    assert vars(build_parser("report").parse_args(["report", "x"])) == vars(build_parser().parse_args(["report", "x"]))
+
+
+def test_running_a_command_imports_no_other_commands_module() -> None:
+    code = (
+        "import sys\nfrom pytest_evomemory.cli import main\n"
+        "try:\n    main(['report', '/nonexistent-run-dir'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in sys.modules if m.startswith('pytest_evomemory.cli.')))"
+    )
+    shown = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert shown.strip().splitlines()[-1] == "['pytest_evomemory.cli.common', 'pytest_evomemory.cli.report']"

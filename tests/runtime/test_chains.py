@@ -237,3 +237,102 @@ def test_the_chains_of_a_backend_that_cannot_share_its_process_never_overlap(
     for name in ("first", "second", "free"):
         summary = json.loads((tmp_path / "out" / name / "summary.json").read_text(encoding="utf-8"))
         assert summary["completion"]["complete"] is True
+
+
+def test_two_arms_records_are_written_at_once_and_the_intake_closes_after_both(tmp_path: Path) -> None:
+    """An arm's records are written under that arm's lock only: while one arm's write
+    is held up, another arm's records go in (the session's lock is not held across
+    the writing); closing the intake waits for the held-up write to be whole."""
+    import threading
+
+    from pytest_evomemory.options import CLI_FLAGS, SessionOptions
+    from pytest_evomemory.reporting.reports import REPORTS
+    from pytest_evomemory.runtime.records import TaskRecord
+    from pytest_evomemory.runtime.session import Session, SessionSetup
+    from tests.conftest import SAMPLE_MEMORY_RUN
+
+    session = Session.open(SessionSetup(SessionOptions(configs=(str(SAMPLE_MEMORY_RUN),), repeats=2), CLI_FLAGS,
+                                        tmp_path, writes=False), reports=REPORTS)
+    first, second = session.plan.arms
+    entered, release = threading.Event(), threading.Event()
+    order: list[str] = []
+    add = first.add
+
+    def held_up(records: Any) -> None:
+        entered.set()
+        assert release.wait(60)
+        add(records)
+        order.append("first arm written")
+
+    first.add = held_up  # type: ignore[method-assign]
+
+    def record(arm: str, task_id: str) -> TaskRecord:
+        return TaskRecord.model_validate({
+            "evomemory_arm": arm,
+            "response": {"stream": "sample_facts", "task_id": task_id, "kind": "task", "messages": []},
+            "scored": {"stream": "sample_facts", "task_id": task_id, "position": 0, "correct": True},
+        })
+
+    def close() -> None:
+        session.collector.close_intake()
+        order.append("intake closed")
+
+    writer = threading.Thread(target=session.collector.add_records, args=([record(first.name, "f01")],))
+    other = threading.Thread(target=session.collector.add_records, args=([record(second.name, "f01")],))
+    closer = threading.Thread(target=close)
+    try:
+        writer.start()
+        assert entered.wait(60)
+        other.start()
+        other.join(60)
+        assert not other.is_alive(), "the second arm's records waited for the first arm's write"
+        assert [outcome.task_id for outcome in second.run.collector.scores] == ["f01"]
+        closer.start()
+        closer.join(0.2)  # were it not waiting, it would be done by now (or later: the order still tells)
+        release.set()
+        writer.join(60)
+        closer.join(60)
+        assert order == ["first arm written", "intake closed"]
+        assert [outcome.task_id for outcome in first.run.collector.scores] == ["f01"]
+        assert session.collector.add_records([record(second.name, "f02")]) == "the session is over"
+    finally:
+        release.set()
+        session.release()
+
+
+def test_a_sigterm_while_two_chains_write_is_raised_once_when_the_last_section_ends() -> None:
+    """Termination.critical counts the sections of every thread: SIGTERM while two
+    chains write is deferred, not raised when the first ends, raised once when the
+    last ends (there, on the thread that ends it), and not again after."""
+    import signal
+    import threading
+
+    from pytest_evomemory.runtime.signals import Termination, is_sigterm
+
+    termination = Termination()
+    inside, leave = threading.Event(), threading.Event()
+    raised: list[str] = []
+
+    def chain() -> None:
+        try:
+            with termination.critical():
+                inside.set()
+                assert leave.wait(60)
+        except KeyboardInterrupt:
+            raised.append("chain")
+
+    other = threading.Thread(target=chain)
+    other.start()
+    assert inside.wait(60)
+    try:
+        with termination.critical():
+            termination._on_sigterm(signal.SIGTERM, None)  # what the handler does when SIGTERM comes
+            leave.set()
+            other.join(60)
+            assert raised == [] and termination.terminated
+    except KeyboardInterrupt as interrupt:
+        assert is_sigterm(interrupt)
+        raised.append("last")
+    assert raised == ["last"]
+    with termination.critical():
+        pass
