@@ -31,9 +31,9 @@ from pathlib import Path
 from typing import Any
 
 from ..config import BenchmarkConfig
-from ..core.errors import ConfigError, named
+from ..core.errors import ConfigError, ReportError, named
 from ..core.types import BenchmarkSample
-from ..rundir import RunDirError
+from ..rundir import RunDirError, open_finished_run
 from ..rundocs import RunFile
 from ..streams import Stream
 
@@ -143,9 +143,7 @@ def _number(value: object) -> float | None:
 
 def _reference_difficulties(config: BenchmarkConfig, base_dir: Path, source: str) -> dict[tuple[str, str], float]:
     """``(stream, task_id) -> 1 - solve rate`` over the reference runs (a failed
-    episode counts as not solved), read through the report's run-directory reader."""
-    from ..reporting.rundata import ReportError, load_run  # only for order_from: not at every start-up
-
+    episode counts as not solved), read checked as a report reads them (:mod:`..rundir`)."""
     given = config.order_from
     directories = given if isinstance(given, list) else [given] if given is not None else []
     solved: dict[tuple[str, str], list[bool]] = {}
@@ -153,7 +151,8 @@ def _reference_difficulties(config: BenchmarkConfig, base_dir: Path, source: str
         path = Path(directory).expanduser()
         path = path if path.is_absolute() else base_dir / path
         try:
-            scores = load_run(path).scores  # read whole here: a damaged file is refused here too
+            # read whole here: a damaged file, or one not adding up to its summary, is refused here too
+            scores = list(open_finished_run(path, ReportError).scores())
         except (ReportError, RunDirError) as error:
             raise ConfigError(f"{source}: key 'order_from': {error}", source=source, key="order_from") from None
         for scored in scores:
