@@ -174,7 +174,7 @@ def _scope(runs: Sequence[RunData], stream: str | None) -> Scope:
         table = comparison.table
         paired.update({
             "label": run.label,
-            "no_test": None if paired["paired_tasks"] else NO_PAIRS,
+            "no_test": None if table.total else NO_PAIRS,
             "same_tasks": same and bool(base),
             "only_in_baseline": len(set(base) - set(mine)),
             "only_in_this_run": len(set(mine) - set(base)),
