@@ -130,7 +130,9 @@ def test_no_part_of_the_package_imports_itself_through_others() -> None:
 
 
 #: Parts that never import the parts above them (docs/design.md's layers): the
-#: analysis computes from records alone; the engine computes with the analysis below
+#: analysis computes from records alone (it reads no run directory); the run
+#: directory's reader checks a finished run's records against its summary with the
+#: analysis's counts, and knows no engine nor renderer; the engine computes with the analysis below
 #: it and has its pages and tables written by the renderers through a protocol the
 #: entry points fill (runtime/reports.py), never importing them.
 #: The low parts (util, rundocs, core, config) import only the parts below them:
@@ -142,19 +144,10 @@ ABOVE = {
     "rundocs": ("core", "options", "config", *_COMPONENTS, "analysis", "runtime", "reporting", "plugin", "cli"),
     "core": ("options", "config", *_COMPONENTS, "analysis", "runtime", "reporting", "plugin", "cli"),
     "config": (*_COMPONENTS, "analysis", "runtime", "reporting", "plugin", "cli"),
-    "analysis": ("reporting", "runtime", "plugin", "cli"),
+    "analysis": ("rundir", "reporting", "runtime", "plugin", "cli"),
+    "rundir": ("runtime", "reporting", "plugin", "cli"),
     "runtime": ("reporting", "plugin", "cli"),
 }
-
-
-class StillPending(AssertionError):
-    """Only the modules named in the xfail below still import a part above them."""
-
-
-#: runtime modules that import reporting/ until their owners' work lands: order.py
-#: (``load_run``, moving from reporting/rundata.py into the rundir package). Emptied
-#: with the xfail.
-PENDING = {f"{NAME}.runtime.order"}
 
 
 def imports_from_above(graph: dict[str, set[str]], part: str) -> list[str]:
@@ -175,19 +168,13 @@ def imports_from_above(graph: dict[str, set[str]], part: str) -> list[str]:
         "core",
         "config",
         "analysis",
-        pytest.param("runtime", marks=pytest.mark.xfail(
-            strict=True, raises=StillPending,
-            reason="runtime/order.py (load_run, reporting/rundata.py moving to the rundir package) still "
-            "imports reporting/; remove with PENDING",
-        )),
+        "rundir",
+        "runtime",
     ],
 )
 def test_a_layer_imports_no_part_above_it(part: str) -> None:
     found = imports_from_above(import_graph(), part)
-    new = [line for line in found if line.split(" -> ")[0] not in PENDING]
-    assert not new, f"{part}/ imports a part above it: " + "; ".join(new)
-    if found:
-        raise StillPending("; ".join(found))
+    assert not found, f"{part}/ imports a part above it: " + "; ".join(found)
 
 
 def test_the_layer_check_sees_an_import_from_above() -> None:

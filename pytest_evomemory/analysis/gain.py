@@ -215,12 +215,6 @@ def _in_order(thresholds: Sequence[GainThreshold]) -> list[GainThreshold]:
     return sorted(thresholds, key=lambda threshold: threshold.scope == OVERALL)
 
 
-def _scope(block: Mapping[str, Any], threshold: GainThreshold) -> Mapping[str, Any] | None:
-    """A comparison's entry for the gate's scope (``overall``, or a stream of ``streams``)."""
-    found: Mapping[str, Any] | None = block[OVERALL] if threshold.scope == OVERALL else block["streams"].get(threshold.scope)
-    return found
-
-
 def check_replicate_gains(
     given: Replicates | Mapping[str, Any], thresholds: Sequence[GainThreshold], *, complete: bool = True
 ) -> list[GainResult]:

@@ -28,6 +28,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 from ..rundocs import Score
+from ..rundocs.compare import Similarity, SimilarityBin, SimilarityEntry, SimilarityPoint
 from ..util.text import similarity
 from .stats import Z95, average_ranks
 
@@ -97,11 +98,11 @@ def spearman(xs: Sequence[float], ys: Sequence[float]) -> float | None:
     return pearson(ranks(xs), ranks(ys))
 
 
-def paired_points(control: ScoredRun, memory: ScoredRun, stream: str) -> tuple[list[dict[str, Any]], int]:
+def paired_points(control: ScoredRun, memory: ScoredRun, stream: str) -> tuple[list[SimilarityPoint], int]:
     """``(points, left_out)``: per task both runs scored, its similarity (from the
     memory run) and gain; tasks whose similarity is unknown are counted, not plotted."""
     base = {s.task_id: s for s in control.scores if s.stream == stream}
-    points: list[dict[str, Any]] = []
+    points: list[SimilarityPoint] = []
     left_out = 0
     for scored in memory.scores:
         if scored.stream != stream or scored.task_id not in base:
@@ -112,7 +113,7 @@ def paired_points(control: ScoredRun, memory: ScoredRun, stream: str) -> tuple[l
             continue
         other = base[scored.task_id]
         gain = _solved(scored) - _solved(other)
-        points.append({"task_id": scored.task_id, "similarity": float(value), "gain": gain})
+        points.append(SimilarityPoint(task_id=scored.task_id, similarity=float(value), gain=gain))
     return points, left_out
 
 
@@ -120,44 +121,46 @@ def _solved(scored: Score) -> int:
     return int(scored.correct and not scored.error)
 
 
-def analyse(points: Sequence[Mapping[str, Any]], left_out: int = 0) -> dict[str, Any]:
-    """The correlation summary of one stream's points (see the module docstring)."""
-    xs = [float(p["similarity"]) for p in points]
-    ys = [float(p["gain"]) for p in points]
+def analyse(points: Sequence[SimilarityPoint], left_out: int = 0, label: str = "") -> SimilarityEntry:
+    """The correlation summary of one stream's points (see the module docstring),
+    with the points, for the run ``label``."""
+    xs = [float(p.similarity) for p in points]
+    ys = [float(p.gain) for p in points]
     r = pearson(xs, ys)
     interval = fisher_interval(r, len(xs))
     bins = []
     for low, high in itertools.pairwise(BIN_EDGES):
         inside = [y for x, y in zip(xs, ys, strict=True) if low <= x < high or (high == BIN_EDGES[-1] and x == high)]
-        bins.append({
-            "low": low, "high": high, "tasks": len(inside),
-            "mean_gain": sum(inside) / len(inside) if inside else None,
-        })
-    return {
-        "tasks": len(xs),
-        "tasks_without_similarity": left_out,
-        "mean_similarity": sum(xs) / len(xs) if xs else None,
-        "mean_gain": sum(ys) / len(ys) if ys else None,
-        "pearson_r": r,
-        "pearson_ci_low": None if interval is None else interval[0],
-        "pearson_ci_high": None if interval is None else interval[1],
-        "spearman_rho": spearman(xs, ys),
-        "bins": bins,
-    }
+        bins.append(SimilarityBin(
+            low=low, high=high, tasks=len(inside), mean_gain=sum(inside) / len(inside) if inside else None,
+        ))
+    return SimilarityEntry(
+        label=label,
+        tasks=len(xs),
+        tasks_without_similarity=left_out,
+        mean_similarity=sum(xs) / len(xs) if xs else None,
+        mean_gain=sum(ys) / len(ys) if ys else None,
+        pearson_r=r,
+        pearson_ci_low=None if interval is None else interval[0],
+        pearson_ci_high=None if interval is None else interval[1],
+        spearman_rho=spearman(xs, ys),
+        bins=bins,
+        points=list(points),
+    )
 
 
-def similarity_analysis(runs: Sequence[ScoredRun], streams: Sequence[str]) -> dict[str, Any]:
+def similarity_analysis(runs: Sequence[ScoredRun], streams: Sequence[str]) -> Similarity:
     """compare.json's ``similarity``: per stream, per run after the first (the control),
     the correlation summary and the points."""
-    per_stream: dict[str, list[dict[str, Any]]] = {}
+    per_stream: dict[str, list[SimilarityEntry]] = {}
     control = runs[0]
     for stream in streams:
         entries = []
         for run in runs[1:]:
             points, left_out = paired_points(control, run, stream)
-            entries.append({"label": run.label, **analyse(points, left_out), "points": points})
+            entries.append(analyse(points, left_out, run.label))
         per_stream[stream] = entries
-    return {"control": control.label, "method": METHOD, "streams": per_stream}
+    return Similarity(control=control.label, method=METHOD, streams=per_stream)
 
 
 __all__ = [

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..analysis.categories import score_value
@@ -173,7 +174,7 @@ def _scope(runs: Sequence[RunData], stream: str | None) -> Scope:
         table = comparison.table
         paired.update({
             "label": run.label,
-            "no_test": None if paired["paired_tasks"] else NO_PAIRS,
+            "no_test": None if table.total else NO_PAIRS,
             "same_tasks": same and bool(base),
             "only_in_baseline": len(set(base) - set(mine)),
             "only_in_this_run": len(set(mine) - set(base)),
@@ -189,7 +190,7 @@ def _scope(runs: Sequence[RunData], stream: str | None) -> Scope:
     return Scope(runs=entries, vs_baseline=versus, task_sets_differ=differ)
 
 
-def _flips(runs: Sequence[RunData]) -> list[dict[str, Any]]:
+def _flips(runs: Sequence[RunData]) -> list[Flip]:
     """Tasks on which the runs disagree (one right, another wrong), in stream order."""
     per_run = [outcomes(run) for run in runs]
     positions: dict[TaskKey, int] = {}
@@ -204,11 +205,9 @@ def _flips(runs: Sequence[RunData]) -> list[dict[str, Any]]:
         known = {value for value in seen if value is not None}
         if len(known) > 1:
             position = positions.get(key)
-            flips.append({
-                "stream": key[0], "task_id": key[1],
-                "position": None if position is None else position + 1,
-                "correct": seen,
-            })
+            flips.append(Flip(
+                stream=key[0], task_id=key[1], position=None if position is None else position + 1, correct=seen,
+            ))
     return flips
 
 
@@ -251,10 +250,6 @@ def _mapping(value: object) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
-def _listed_streams(run: RunData) -> list[Mapping[str, Any]]:
-    return [entry.written() for entry in run.run.streams]
-
-
 #: Keys of a stream's recorded provenance that say where its file was, not which bytes
 #: it held (its sha256 says that): two checkouts read the same data from two places.
 _PROVENANCE_LOCATION = ("file", "path")
@@ -276,35 +271,42 @@ def _what_ran_but_order(run: RunData) -> dict[str, Any] | None:
         "memory": config.get("memory"),
         "streams": [
             {
-                **{key: value for key, value in entry.items() if key not in ("order", "provenance")},
+                **{key: value for key, value in entry.written().items() if key not in ("order", "provenance")},
                 "provenance": {
-                    key: value for key, value in _mapping(entry.get("provenance")).items()
-                    if key not in _PROVENANCE_LOCATION
+                    key: value for key, value in entry.provenance.items() if key not in _PROVENANCE_LOCATION
                 },
             }
-            for entry in _listed_streams(run)
+            for entry in run.run.streams
         ],
     }
 
 
-def _stream_orders(run: RunData) -> dict[str, Mapping[str, Any]]:
+def _stream_orders(run: RunData) -> dict[str, _Order]:
     """Each stream's order as the run recorded it (run.json ``streams[].order``: kind,
     seed, the digest of its task ids in order), or, in a run.json from before orders
-    were recorded, the configured order for every stream."""
-    recorded = {str(entry.get("name")): _mapping(entry.get("order")) for entry in _listed_streams(run)}
-    if recorded and all(recorded.values()):
-        return recorded
-    benchmark = run.run.run.benchmark
-    configured = {"kind": str(benchmark.get("order") or "given")}
+    were recorded, the configured order for every stream (the config's own key)."""
+    recorded = {str(entry.name): entry.order for entry in run.run.streams}
+    if recorded and all(order.model_fields_set for order in recorded.values()):
+        return {name: _Order(order.named, order.seed, order.tasks_sha256) for name, order in recorded.items()}
+    configured = _Order(str(run.run.run.benchmark.get("order") or "given"))
     return {name: configured for name in recorded} or {"": configured}
 
 
-def _same_order(first: Mapping[str, Any], second: Mapping[str, Any]) -> bool:
+@dataclass(frozen=True)
+class _Order:
+    """A stream's order as two runs' are compared: its kind, seed and task digest."""
+
+    kind: str
+    seed: int | None = None
+    tasks_sha256: str | None = None
+
+
+def _same_order(first: _Order, second: _Order) -> bool:
     """Whether two recorded orders of a stream put its tasks in one sequence: the
     same kind and seed, and the same task digest where both recorded one."""
-    if first.get("kind", "given") != second.get("kind", "given") or first.get("seed") != second.get("seed"):
+    if first.kind != second.kind or first.seed != second.seed:
         return False
-    digests = first.get("tasks_sha256"), second.get("tasks_sha256")
+    digests = first.tasks_sha256, second.tasks_sha256
     return None in digests or digests[0] == digests[1]
 
 
@@ -312,8 +314,8 @@ def _order(run: RunData, seeded: bool = False) -> str:
     """The run's order by name (``shuffle``), with its seed (``shuffle seed 5``) when
     ``seeded``: two shuffles are told apart by their seeds."""
     orders = list(_stream_orders(run).values())
-    kind = str(orders[0].get("kind") or "given") if orders else "given"
-    seed = orders[0].get("seed") if orders else None
+    kind = orders[0].kind if orders else "given"
+    seed = orders[0].seed if orders else None
     return f"{kind} seed {seed}" if seeded and seed is not None else kind
 
 
@@ -435,7 +437,7 @@ def comparison_model(runs: Sequence[RunData]) -> Comparison:
         overall=overall,
         figures=_figures(runs),
         config_diff=[ConfigDifference(**row) for row in config_diff(runs)],
-        flips=[Flip(**flip) for flip in _flips(runs)],
+        flips=_flips(runs),
         # how each memory arm's gain over the first run tracks task similarity (..analysis.similarity)
         similarity=similarity_analysis(runs, list(streams)),
         # the same arm in two orders: the paired difference between the orders

@@ -14,6 +14,7 @@ from ..rundocs.compare import (
     Comparison,
     PairedEntry,
     RunEntry,
+    Similarity,
     as_comparison,
 )
 from ._markup import (
@@ -22,7 +23,6 @@ from ._markup import (
     _decimal,
     _e,
     _int,
-    _mapping,
     _number,
     _percent,
 )
@@ -271,25 +271,24 @@ def _side_by_side(runs: Sequence[RunData]) -> str:
 def _similarity(comparison: Comparison) -> str:
     """Per stream, one plot per memory arm: its gain over the first run against how
     similar each task was to what it recalled, with the correlation (..analysis.similarity)."""
-    analysis = _mapping(comparison.similarity)
+    analysis = comparison.similarity or Similarity()
     figures = []
-    for stream, entries in _mapping(analysis.get("streams")).items():
-        for entry in entries if isinstance(entries, list) else []:
-            if not entry.get("tasks") and not entry.get("tasks_without_similarity"):
+    for stream, entries in analysis.streams.items():
+        for entry in entries:
+            if not entry.tasks and not entry.tasks_without_similarity:
                 continue
-            r, low, high = entry.get("pearson_r"), entry.get("pearson_ci_low"), entry.get("pearson_ci_high")
             stats = (
-                f"r = {_decimal(r)} [{_decimal(low)}, {_decimal(high)}], \u03c1 = {_decimal(entry.get('spearman_rho'))}, "
-                f"n = {_int(entry.get('tasks'))}"
+                f"r = {_decimal(entry.pearson_r)} [{_decimal(entry.pearson_ci_low)}, {_decimal(entry.pearson_ci_high)}], "
+                f"\u03c1 = {_decimal(entry.spearman_rho)}, n = {_int(entry.tasks)}"
             )
-            caption = f"{_e(stream)}: {_e(entry.get('label'))}<br>{_e(stats)}"
-            svg = similarity_svg(str(stream), str(entry.get("label")), entry.get("points") or [], entry.get("bins") or [])
+            caption = f"{_e(stream)}: {_e(entry.label)}<br>{_e(stats)}"
+            svg = similarity_svg(str(stream), str(entry.label), entry.points, entry.bins)
             figures.append(f"<figure><figcaption>{caption}</figcaption>{svg}</figure>")
     if not figures:
         return '<p class="meta">No run after the first recalled anything in a task turn, so there is nothing to correlate.</p>'
     return (
-        f'<p class="meta">Each dot is a task: how similar it was to what the run recalled for it ({_e(analysis.get("method"))}), '
-        f"against the run's gain over {_e(analysis.get('control'))} on it (+1 only this run right, "
+        f'<p class="meta">Each dot is a task: how similar it was to what the run recalled for it ({_e(analysis.method)}), '
+        f"against the run's gain over {_e(analysis.control)} on it (+1 only this run right, "
         "\u22121 only the control right); squares are the mean gain per similarity bin. r: Pearson with its 95 % "
         "interval (Fisher z), \u03c1: Spearman.</p>"
         f'<div class="plots">{"".join(figures)}</div>'

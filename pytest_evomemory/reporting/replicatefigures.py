@@ -11,8 +11,7 @@ from seeds. The per-position data come from the replicate runs themselves
 (summary.json's ``learning_curve``), not from ``replicates.json``.
 
 Forest plot: each later arm's gain over the baseline per stream and overall, read
-from ``replicates.json``'s ``vs_baseline`` through the small readers below
-(:func:`gain_of`, :func:`interval_method`), so a renamed field is a one-line change.
+from ``replicates.json``'s ``vs_baseline``, read as its model (:class:`~..rundocs.Replicates`).
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ..rundocs.compare import DifferenceScope, Replicates, as_replicates
 from ._markup import _e
 from .chart import Series, curve_svg
 from .columns import number
@@ -28,40 +28,41 @@ from .compare import OVERALL
 from .forest import Gain, forest_svg
 from .rundata import RunData
 
+#: replicates.json's ``methods`` key naming the gain interval's method
+DIFFERENCE_CI = "difference_ci"
+
 # --------------------------------------------------------------------------- replicates.json readers
 
 
-def arm_labels(document: Mapping[str, Any]) -> list[str]:
+def arm_labels(document: Replicates) -> list[str]:
     """The arms in order, the baseline first."""
-    return [str(arm.get("label")) for arm in document.get("arms") or [] if isinstance(arm, Mapping)]
+    return [str(arm.label) for arm in document.arms]
 
 
-def gain_of(scope: Mapping[str, Any]) -> tuple[float | None, float | None, float | None]:
+def gain_of(scope: DifferenceScope) -> tuple[float | None, float | None, float | None]:
     """(gain, interval low, interval high) of one ``vs_baseline`` scope, as fractions."""
-    return number(scope.get("mean")), number(scope.get("ci_low")), number(scope.get("ci_high"))
+    return number(scope.mean), number(scope.ci_low), number(scope.ci_high)
 
 
-def interval_method(document: Mapping[str, Any]) -> str:
+def interval_method(document: Replicates) -> str:
     """How the gain's interval was computed, in the document's own words."""
-    methods = document.get("methods")
-    found = methods.get("difference_ci") if isinstance(methods, Mapping) else None
+    found = document.methods.get(DIFFERENCE_CI)
     return str(found) if found else "95 % interval of the mean difference"
 
 
-def gains(document: Mapping[str, Any]) -> list[Gain]:
+def gains(given: Replicates | Mapping[str, Any]) -> list[Gain]:
     """Every later arm's gain per stream (in the arms' stream order), then overall."""
+    document = as_replicates(given)
     labels = arm_labels(document)
-    entries = [entry for entry in document.get("vs_baseline") or [] if isinstance(entry, Mapping)]
     streams: list[str] = []
-    for entry in entries:
-        found = entry.get("streams")
-        streams += [str(name) for name in (found if isinstance(found, Mapping) else {}) if str(name) not in streams]
+    for entry in document.vs_baseline:
+        streams += [str(name) for name in entry.streams if str(name) not in streams]
     rows = []
     for scope in [*streams, OVERALL]:
-        for entry in entries:
-            label = str(entry.get("label"))
-            found = entry.get(OVERALL) if scope == OVERALL else (entry.get("streams") or {}).get(scope)
-            if not isinstance(found, Mapping):
+        for entry in document.vs_baseline:
+            label = str(entry.label)
+            found = entry.scope(scope)
+            if found is None:
                 continue
             index = labels.index(label) if label in labels else len(labels)
             rows.append(Gain(scope, label, index, *gain_of(found)))
@@ -147,12 +148,13 @@ def curve_figures(groups: Sequence[tuple[str, Sequence[RunData]]]) -> str:
     )
 
 
-def forest_figure(document: Mapping[str, Any]) -> str:
+def forest_figure(given: Replicates | Mapping[str, Any]) -> str:
     """The forest plot of every later arm's gain over the baseline, with its caption."""
+    document = as_replicates(given)
     rows = gains(document)
     if not rows:
         return '<p class="meta">One arm only: there is no gain over a baseline to show.</p>'
-    baseline = str(document.get("baseline") or (arm_labels(document) or ["the baseline"])[0])
+    baseline = str(document.baseline or (arm_labels(document) or ["the baseline"])[0])
     svg = forest_svg(rows, baseline=baseline)
     return (
         f"<figure><figcaption>Gain of each arm over {_e(baseline)}, per stream and overall</figcaption>{svg}</figure>"
@@ -162,7 +164,7 @@ def forest_figure(document: Mapping[str, Any]) -> str:
     )
 
 
-def replicate_figures(document: Mapping[str, Any], groups: Sequence[tuple[str, Sequence[RunData]]]) -> str:
+def replicate_figures(document: Replicates | Mapping[str, Any], groups: Sequence[tuple[str, Sequence[RunData]]]) -> str:
     """Both figures' sections, for :func:`.html.render_replicates`."""
     return (
         "<h2>Gain over the baseline</h2>" + forest_figure(document)

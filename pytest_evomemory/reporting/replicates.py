@@ -258,7 +258,7 @@ def write_replicate_comparison(groups: Sequence[tuple[str, Sequence[Path]]], dir
     document = model.written()
     path = directory / REPLICATES_DATA
     write_page(path, dumps_redacted(document, indent=2) + "\n")  # as every artefact: redacted, strict JSON
-    page = write_page(path.with_suffix(".html"), render_replicates(model, replicate_figures(document, loaded)))
+    page = write_page(path.with_suffix(".html"), render_replicates(model, replicate_figures(model, loaded)))
     return ReplicateFiles(document, [page, path, *paths])
 
 

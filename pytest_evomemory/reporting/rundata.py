@@ -2,33 +2,22 @@
 
 Kept apart from the page rendering (:mod:`.html`) and the statistics
 (:mod:`.compare`), which both work on :class:`RunData`; the directory is read by
-:mod:`pytest_evomemory.rundir` (:class:`~..rundir.RunReader`, typed), the one owner
-of its format, and every problem it finds is a :class:`ReportError` here.
+:mod:`pytest_evomemory.rundir` (:class:`~..rundir.FinishedRun`: typed, checked,
+adding up to its summary), the one owner of its format, and every problem it finds
+is a :class:`ReportError` here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TypeVar
 
-from ..analysis.summary import RESPONSE_COUNTS, SCORE_COUNTS, StreamMetrics, records_disagree
 from ..core.errors import ReportError as ReportError  # declared with the errors; read from here too
 from ..evaluation.modes import headline_metric
-from ..rundir import RESPONSES, SCORES, SUMMARY, RunReader, read_finished_run
-from ..rundocs import (
-    DAMAGED_ADVICE,
-    DamagedDocument,
-    Response,
-    RunDoc,
-    RunFile,
-    Score,
-    StreamSummary,
-    Summary,
-    TranscriptEntry,
-)
+from ..rundir import FinishedRun, open_finished_run
+from ..rundocs import Response, RunFile, Score, StreamSummary, Summary, TranscriptEntry
 from ..rundocs.records import as_score
 
 
@@ -94,70 +83,26 @@ class RunData:
         summary (what is paired and shown is what the summary counts)."""
         if self.given_scores is not None:
             return iter(self.given_scores)
-        return self._adding_up(_checked(self.reader.scores), SCORES, _count_score, SCORE_COUNTS)
+        return self.finished.scores()
 
     def iter_responses(self) -> Iterator[Response]:
         """responses.jsonl: every agent response, task and feedback turns (adding up
         to the summary, as :meth:`iter_scores`)."""
-        return self._adding_up(_checked(self.reader.responses), RESPONSES, _count_response, RESPONSE_COUNTS)
-
-    def _adding_up(
-        self, records: Iterator[Doc], name: str,
-        count: Callable[[dict[str, StreamMetrics], Doc], None], counts: Sequence[str],
-    ) -> Iterator[Doc]:
-        """``records`` as they are read, counted; at their end, one :class:`ReportError`
-        when the counts are not the summary's: a record file cut, emptied, edited or
-        copied from another run after the run ended (a page is written only whole)."""
-        counted: dict[str, StreamMetrics] = {}
-        for record in records:
-            count(counted, record)
-            yield record
-        problem = records_disagree(self.summary, counted, counts)
-        if problem is not None:
-            raise ReportError(f"{self.run_dir / name} does not add up to its {SUMMARY} ({problem}); {DAMAGED_ADVICE}")
+        return self.finished.responses()
 
     @property
-    def reader(self) -> RunReader:
-        """The run directory's records, read typed by :mod:`..rundir`."""
-        return RunReader(self.run_dir)
+    def finished(self) -> FinishedRun:
+        """The run directory's records, read checked by :mod:`..rundir` (each problem
+        a :class:`ReportError`)."""
+        return FinishedRun(run_dir=self.run_dir, summary=self.summary, run=self.run, error=ReportError)
 
     def transcript_streams(self) -> list[str]:
         """The streams with a transcripts/<stream>.jsonl file."""
-        return self.reader.transcript_streams()
+        return self.finished.transcript_streams()
 
     def iter_transcripts(self, stream: str) -> Iterator[TranscriptEntry]:
         """transcripts/<stream>.jsonl: each turn's messages and tool calls."""
-        return _checked(lambda: self.reader.transcript(stream))
-
-
-def _metrics(counted: dict[str, StreamMetrics], stream: str) -> StreamMetrics:
-    metrics = counted.get(stream)
-    if metrics is None:
-        metrics = counted[stream] = StreamMetrics(stream)
-    return metrics
-
-
-def _count_score(counted: dict[str, StreamMetrics], scored: Score) -> None:
-    _metrics(counted, scored.stream).add_outcome(scored, with_groups=False)
-
-
-def _count_response(counted: dict[str, StreamMetrics], response: Response) -> None:
-    # a typed response, counted as it is: add_response reads nothing summary.counted
-    # would blank out (see ResponseTally.add), so no copy of it and its tool calls
-    _metrics(counted, response.stream).add_response(response)
-
-
-Doc = TypeVar("Doc", bound=RunDoc)
-
-
-def _checked(records: Callable[[], Iterator[Doc]]) -> Iterator[Doc]:
-    """Records as :class:`~..rundir.RunReader` reads them (opened at the first one
-    asked for), each as its model: a damaged one is one :class:`ReportError` naming
-    the file, the record and the key (never a traceback from the page code)."""
-    try:
-        yield from records()
-    except DamagedDocument as error:
-        raise ReportError(str(error)) from None
+        return self.finished.transcripts(stream)
 
 
 def _outcome(scored: Score) -> Score:
@@ -179,10 +124,9 @@ def _outcome(scored: Score) -> Score:
 
 def load_run(run_dir: Path | str, label: str | None = None) -> RunData:
     """Read a finished run's artefacts; ``summary.json`` is the one that must exist."""
-    directory = Path(run_dir)
-    summary, run = read_finished_run(directory, ReportError)
-    name = label if label is not None else _run_name(summary, run, directory)
-    return RunData(run_dir=directory, label=name, summary=summary, run=run)
+    finished = open_finished_run(run_dir, ReportError)
+    name = label if label is not None else _run_name(finished.summary, finished.run, finished.run_dir)
+    return RunData(run_dir=finished.run_dir, label=name, summary=finished.summary, run=finished.run)
 
 
 def _run_name(summary: Summary, run: RunFile, directory: Path) -> str:

@@ -8,9 +8,9 @@ drawn translucent: many tasks share a gain, and overlap shows as darker dots.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Sequence
 
+from ..rundocs.compare import SimilarityBin, SimilarityPoint
 from ._markup import _e
 
 _DOT = "#0072B2"
@@ -18,7 +18,7 @@ _MEAN = "#D55E00"
 
 
 def similarity_svg(
-    stream: str, label: str, points: Sequence[Mapping[str, Any]], bins: Sequence[Mapping[str, Any]],
+    stream: str, label: str, points: Sequence[SimilarityPoint], bins: Sequence[SimilarityBin],
     *, width: int = 340, height: int = 230,
 ) -> str:
     left, right, top, bottom = 44, 12, 12, 40
@@ -57,24 +57,21 @@ def similarity_svg(
         )
     parts.append('<g class="points">')
     for point in points:
-        similarity, gain = float(point["similarity"]), float(point["gain"])
-        tip = f"{point.get('task_id')}: similarity {similarity:.2f}, gain {gain:+.0f}"
+        similarity, gain = float(point.similarity), float(point.gain)
+        tip = f"{point.task_id}: similarity {similarity:.2f}, gain {gain:+.0f}"
         parts.append(
             f'<circle cx="{x(similarity):.1f}" cy="{y(gain):.1f}" r="3" fill="{_DOT}" fill-opacity="0.35">'
             f"<title>{_e(tip)}</title></circle>"
         )
     parts.append("</g>")
-    means = [
-        (x((float(b["low"]) + float(b["high"])) / 2), y(float(b["mean_gain"])), b)
-        for b in bins if b.get("mean_gain") is not None
-    ]
+    means = [(x((b.low + b.high) / 2), y(b.mean_gain), b) for b in bins if b.mean_gain is not None]
     if means:
         parts.append(
             f'<polyline class="line" points="{" ".join(f"{px:.1f},{py:.1f}" for px, py, _ in means)}" '
             f'stroke="{_MEAN}"/>'
         )
         for px, py, b in means:
-            tip = f"similarity {b['low']:g}-{b['high']:g}: mean gain {float(b['mean_gain']):+.2f} over {b['tasks']} task(s)"
+            tip = f"similarity {b.low:g}-{b.high:g}: mean gain {float(b.mean_gain or 0.0):+.2f} over {b.tasks} task(s)"
             parts.append(
                 f'<rect x="{px - 3:.1f}" y="{py - 3:.1f}" width="6" height="6" fill="{_MEAN}">'
                 f"<title>{_e(tip)}</title></rect>"

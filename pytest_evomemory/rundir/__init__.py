@@ -33,7 +33,8 @@ Modules (each one job; the rest of the package imports from this package only):
 * :mod:`.placement`: where a run goes (:class:`Placement`), the one decision;
 * :mod:`.jsonl`: the codec (one record, one ASCII JSON line; a document written
   atomically; records read back with a torn last line skipped);
-* :mod:`.reader`: the run read back typed (:class:`RunReader`, run.json, summary.json);
+* :mod:`.reader`: the run read back typed (:class:`RunReader`, run.json, summary.json), a
+  finished run read checked (:class:`FinishedRun`: its records add up to its summary);
 * :mod:`.lock`: one writer per directory, the shared error count;
 * :mod:`.writer`: :class:`RunWriter`, which appends records and writes documents;
 * :mod:`.history`: an earlier run moved aside;
@@ -70,7 +71,7 @@ from .layout import (
 from .lock import RunLock, SharedErrorCount, remove_claims
 from .paths import check_output_dir, output_path_problem, place_problem
 from .placement import Placement
-from .reader import RunReader, read_complete, read_finished_run
+from .reader import FinishedRun, RunReader, open_finished_run, read_complete, read_finished_run
 from .resume import ResumeSource, read_resume_source, started_by, with_recorded
 from .resumestate import ResumeState, check_resume_data, event_task, load_resume_state
 from .writer import RunWriter, package_versions, utc_now
@@ -78,10 +79,10 @@ from .writer import RunWriter, package_versions, utc_now
 __all__ = [
     "ARMS_DIRECTORY_FILES", "ARMS_MANIFEST", "DAMAGED_ADVICE", "EVENTS", "HISTORY", "LOCK", "REPLICATES_DATA",
     "REPORT", "RESERVED_NAMES", "RESPONSES", "RUN_DOCUMENT", "RUN_FILES", "SCHEMA_VERSION", "SCORES", "SIDE_RUN",
-    "SUMMARY", "TRANSCRIPTS", "DamagedRecords", "Placement", "ResumeSource", "ResumeState", "RunDirError", "RunLock",
+    "SUMMARY", "TRANSCRIPTS", "DamagedRecords", "FinishedRun", "Placement", "ResumeSource", "ResumeState", "RunDirError", "RunLock",
     "RunReader", "RunWriter", "SharedErrorCount", "check_output_dir", "check_resume_data", "dumps", "event_task",
     "holds_a_run", "iter_documents", "iter_jsonl", "load_resume_state", "move_previous_run_aside",
-    "output_path_problem", "package_versions", "place_problem", "read_arms_manifest", "read_complete",
+    "open_finished_run", "output_path_problem", "package_versions", "place_problem", "read_arms_manifest", "read_complete",
     "read_finished_run", "read_json", "read_resume_source", "remove_claims", "started_by", "utc_now",
     "with_recorded", "write_arms_manifest",
 ]

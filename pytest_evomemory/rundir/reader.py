@@ -5,19 +5,22 @@ A reader outside the package asks :class:`RunReader` (or one of the functions
 here) and gets models (a document as recorded only where a check must see it
 before its model: :meth:`RunReader.recorded_run`); what it must say when a file is missing or
 damaged it says in its own error class (``error``: the report's
-:class:`~..reporting.rundata.ReportError`, the resume's :class:`.layout.RunDirError`),
-with the messages these functions word.
+:class:`~..core.errors.ReportError`, the resume's :class:`.layout.RunDirError`),
+with the messages these functions word. A finished run (:func:`open_finished_run`)
+is read checked: each record as its model, and its record files adding up to its
+summary.json, counted as :mod:`..analysis.summary` counts a run (the layer below).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
 
+from ..analysis.summary import RESPONSE_COUNTS, SCORE_COUNTS, StreamMetrics, records_disagree
 from ..core import boundedread
 from ..core.errors import named
 from ..rundocs import DAMAGED_ADVICE, SCHEMA_VERSION, Response, RunFile, Score, Summary, TranscriptEntry
@@ -179,6 +182,91 @@ def read_finished_run(directory: Path, error: ErrorFactory) -> tuple[Summary, Ru
     return summary, run
 
 
+@dataclass(frozen=True)
+class FinishedRun:
+    """A finished run read back checked: its summary.json and run.json typed, its
+    record files read as they go (a long run's are hundreds of megabytes), each
+    record as its model and, read to its end, adding up to the summary (what a
+    report shows and a comparison pairs is what the summary counts). Every problem
+    is one ``error`` naming the file, the record and the key."""
+
+    run_dir: Path
+    summary: Summary
+    run: RunFile
+    error: ErrorFactory
+
+    @property
+    def reader(self) -> RunReader:
+        return RunReader(self.run_dir)
+
+    def scores(self) -> Iterator[Score]:
+        """scores.jsonl, each record checked, adding up to the summary."""
+        return self._adding_up(self._checked(self.reader.scores), SCORES, _count_score, SCORE_COUNTS)
+
+    def responses(self) -> Iterator[Response]:
+        """responses.jsonl: every agent response, task and feedback turns (adding up
+        to the summary, as :meth:`scores`)."""
+        return self._adding_up(self._checked(self.reader.responses), RESPONSES, _count_response, RESPONSE_COUNTS)
+
+    def transcript_streams(self) -> list[str]:
+        """The streams with a transcripts/<stream>.jsonl file."""
+        return self.reader.transcript_streams()
+
+    def transcripts(self, stream: str) -> Iterator[TranscriptEntry]:
+        """transcripts/<stream>.jsonl: each turn's messages and tool calls, checked."""
+        return self._checked(lambda: self.reader.transcript(stream))
+
+    def _adding_up(
+        self, records: Iterator[Doc], name: str,
+        count: Callable[[dict[str, StreamMetrics], Doc], None], counts: Sequence[str],
+    ) -> Iterator[Doc]:
+        """``records`` as they are read, counted; at their end, one ``error`` when the
+        counts are not the summary's: a record file cut, emptied, edited or copied
+        from another run after the run ended (a page is written only whole)."""
+        counted: dict[str, StreamMetrics] = {}
+        for record in records:
+            count(counted, record)
+            yield record
+        problem = records_disagree(self.summary, counted, counts)
+        if problem is not None:
+            raise self.error(f"{self.run_dir / name} does not add up to its {SUMMARY} ({problem}); {DAMAGED_ADVICE}")
+
+    def _checked(self, records: Callable[[], Iterator[Doc]]) -> Iterator[Doc]:
+        """Records as :class:`RunReader` reads them (opened at the first one asked
+        for), each as its model: a damaged one is one ``error`` naming the file, the
+        record and the key (never a traceback from the page code)."""
+        try:
+            yield from records()
+        except DamagedDocument as damaged:
+            raise self.error(str(damaged)) from None
+
+
+def open_finished_run(run_dir: Path | str, error: ErrorFactory) -> FinishedRun:
+    """A finished run's documents read (:func:`read_finished_run`); its records are
+    read checked when asked for (:class:`FinishedRun`)."""
+    directory = Path(run_dir)
+    summary, run = read_finished_run(directory, error)
+    return FinishedRun(run_dir=directory, summary=summary, run=run, error=error)
+
+
+def _metrics(counted: dict[str, StreamMetrics], stream: str) -> StreamMetrics:
+    metrics = counted.get(stream)
+    if metrics is None:
+        metrics = counted[stream] = StreamMetrics(stream)
+    return metrics
+
+
+def _count_score(counted: dict[str, StreamMetrics], scored: Score) -> None:
+    _metrics(counted, scored.stream).add_outcome(scored, with_groups=False)
+
+
+def _count_response(counted: dict[str, StreamMetrics], response: Response) -> None:
+    # a typed response, counted as it is: add_response reads nothing summary.counted
+    # would blank out (see ResponseTally.add), so no copy of it and its tool calls
+    _metrics(counted, response.stream).add_response(response)
+
+
 __all__ = [
-    "RunReader", "read_complete", "read_document", "read_events", "read_finished_run", "read_run_document",
+    "FinishedRun", "RunReader", "open_finished_run", "read_complete", "read_document", "read_events",
+    "read_finished_run", "read_run_document",
 ]

@@ -244,6 +244,57 @@ class SequenceRobustness(_Given):
     overall: PairedTest = Field(default_factory=PairedTest)
 
 
+class SimilarityPoint(_Given):
+    """A task both runs scored: how similar it was to what the later run recalled, and that run's gain on it."""
+
+    REQUIRED = frozenset({"task_id", "similarity", "gain"})
+    CLOSED = True
+
+    task_id: Text = ""
+    similarity: float = 0.0
+    gain: int = Field(default=0, description="+1 only this run right, -1 only the control right, else 0.")
+
+
+class SimilarityBin(_Given):
+    """The tasks whose similarity falls in [low, high) (the last bin: [low, high]) and their mean gain."""
+
+    REQUIRED = frozenset({"low", "high", "tasks", "mean_gain"})
+    CLOSED = True
+
+    low: float = 0.0
+    high: float = 0.0
+    tasks: Count = 0
+    mean_gain: float | None = None
+
+
+class SimilarityEntry(_Given):
+    """A run after the control on one stream: the correlation of its gain with task similarity, the bins and the points."""
+
+    REQUIRED = frozenset({"label"})
+
+    label: Text = ""
+    tasks: Count = 0
+    tasks_without_similarity: Count = 0
+    mean_similarity: float | None = None
+    mean_gain: float | None = None
+    pearson_r: float | None = None
+    pearson_ci_low: float | None = None
+    pearson_ci_high: float | None = None
+    spearman_rho: float | None = None
+    bins: list[SimilarityBin] = Field(default_factory=list)
+    points: list[SimilarityPoint] = Field(default_factory=list)
+
+
+class Similarity(_Given):
+    """Gain versus similarity (docs/artefacts.md): per stream, one entry per run after the baseline (the control)."""
+
+    REQUIRED = frozenset({"control", "method", "streams"})
+
+    control: Text = ""
+    method: Text = ""
+    streams: dict[str, list[SimilarityEntry]] = Field(default_factory=dict)
+
+
 class Comparison(_Given):
     """compare.json."""
 
@@ -254,24 +305,6 @@ class Comparison(_Given):
     SCHEMA_EXTRA: ClassVar[dict[str, Any] | None] = {"properties": {
         "confidence": {"const": 0.95},
         "runs": {"type": "array", "minItems": 2, "items": {"$ref": "#/$defs/compared_run"}},
-        "similarity": {
-            "description": "Gain versus similarity (docs/artefacts.md): per stream, one entry per run after the "
-            "baseline (the control).",
-            "type": "object",
-            "properties": {"control": {"type": "string"}, "method": {"type": "string"}, "streams": {
-                "type": "object", "additionalProperties": {"type": "array", "items": {
-                    "type": "object",
-                    "properties": {
-                        "label": {"type": "string"}, "tasks": {"type": "integer", "minimum": 0},
-                        "tasks_without_similarity": {"type": "integer", "minimum": 0},
-                        "bins": {"type": "array", "items": {"type": "object"}},
-                        "points": {"type": "array", "items": {"type": "object"}},
-                    },
-                    "required": ["label"],
-                }},
-            }},
-            "required": ["control", "method", "streams"],
-        },
     }}
 
     schema_version: SchemaVersion = 2
@@ -285,7 +318,7 @@ class Comparison(_Given):
     config_diff: list[ConfigDifference] = Field(default_factory=list)
     flips: list[Flip] = Field(default_factory=list)
     #: how each memory arm's gain over the first run tracks task similarity
-    similarity: dict[str, Any] | None = None
+    similarity: Similarity | None = None
     sequence_robustness: list[SequenceRobustness] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)
     #: when the page was written (a comparison the compare command wrote)

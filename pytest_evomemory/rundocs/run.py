@@ -93,6 +93,15 @@ class StreamOrder(RunDoc):
 
     kind: Literal["given", "shuffle", "easy_to_hard", "hard_to_easy"] | None = None
     tasks_sha256: str | None = None
+    seed: int | None = Field(default=None, description="The seed of a shuffle.")
+    difficulty: str | None = Field(
+        default=None, description="Where an easy_to_hard or hard_to_easy order's task difficulties came from."
+    )
+
+    @property
+    def named(self) -> str:
+        """The kind, ``given`` when none was recorded (a run.json from before orders were recorded)."""
+        return self.kind or "given"
 
 
 class StreamEntry(RunDoc):

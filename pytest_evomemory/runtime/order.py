@@ -31,10 +31,10 @@ from pathlib import Path
 from typing import Any
 
 from ..config import BenchmarkConfig
-from ..core.errors import ConfigError, named
+from ..core.errors import ConfigError, ReportError, named
 from ..core.types import BenchmarkSample
-from ..rundir import RunDirError
-from ..rundocs import RunFile
+from ..rundir import RunDirError, open_finished_run
+from ..rundocs import RunFile, StreamOrder
 from ..streams import Stream
 
 #: Where each built-in stream's own difficulty comes from (``metadata.difficulty``,
@@ -57,8 +57,8 @@ def order_streams(streams: Sequence[Stream], config: BenchmarkConfig, base_dir: 
     for stream in streams:
         in_order, described = _order_one(stream, config, solve_rates, source)
         samples = tuple(replace(sample, position=index) for index, sample in enumerate(in_order))
-        described["tasks_sha256"] = task_order_digest(sample.task_id for sample in samples)
-        ordered.append(replace(stream, samples=samples, order=described))
+        digest = task_order_digest(sample.task_id for sample in samples)
+        ordered.append(replace(stream, samples=samples, order=described.model_copy(update={"tasks_sha256": digest})))
     return ordered
 
 
@@ -67,15 +67,15 @@ def _order_one(
     config: BenchmarkConfig,
     solve_rates: Mapping[tuple[str, str], float] | None,
     source: str,
-) -> tuple[list[BenchmarkSample], dict[str, Any]]:
+) -> tuple[list[BenchmarkSample], StreamOrder]:
     samples = list(stream.samples)
     kind = config.order
     if kind == "given":
-        return samples, {"kind": kind}
+        return samples, StreamOrder(kind=kind)
     if kind == "shuffle":
         seed = config.seed if config.order_seed is None else config.order_seed
         random.Random(f"{seed}/{stream.name}").shuffle(samples)
-        return samples, {"kind": kind, "seed": seed}
+        return samples, StreamOrder(kind=kind, seed=seed)
     if solve_rates is not None:
         difficulty = {s.task_id: solve_rates.get((stream.name, s.task_id)) for s in samples}
         missing = [task for task, value in difficulty.items() if value is None]
@@ -103,7 +103,7 @@ def _order_one(
     sign = 1.0 if kind == "easy_to_hard" else -1.0
     # sorted() is stable: equally difficult tasks keep the source order, in both directions
     samples.sort(key=lambda sample: sign * float(difficulty[sample.task_id] or 0.0))
-    return samples, {"kind": kind, "difficulty": where}
+    return samples, StreamOrder(kind=kind, difficulty=where)
 
 
 def _refuse_all_tied(
@@ -143,9 +143,7 @@ def _number(value: object) -> float | None:
 
 def _reference_difficulties(config: BenchmarkConfig, base_dir: Path, source: str) -> dict[tuple[str, str], float]:
     """``(stream, task_id) -> 1 - solve rate`` over the reference runs (a failed
-    episode counts as not solved), read through the report's run-directory reader."""
-    from ..reporting.rundata import ReportError, load_run  # only for order_from: not at every start-up
-
+    episode counts as not solved), read checked as a report reads them (:mod:`..rundir`)."""
     given = config.order_from
     directories = given if isinstance(given, list) else [given] if given is not None else []
     solved: dict[tuple[str, str], list[bool]] = {}
@@ -153,7 +151,8 @@ def _reference_difficulties(config: BenchmarkConfig, base_dir: Path, source: str
         path = Path(directory).expanduser()
         path = path if path.is_absolute() else base_dir / path
         try:
-            scores = load_run(path).scores  # read whole here: a damaged file is refused here too
+            # read whole here: a damaged file, or one not adding up to its summary, is refused here too
+            scores = list(open_finished_run(path, ReportError).scores())
         except (ReportError, RunDirError) as error:
             raise ConfigError(f"{source}: key 'order_from': {error}", source=source, key="order_from") from None
         for scored in scores:
@@ -184,13 +183,13 @@ def check_resume_order(
         if stream.name not in recorded:
             continue
         entry = recorded[stream.name]
-        was: Mapping[str, Any] = entry.order.written() if "order" in entry.model_fields_set else {}
+        was = entry.order if "order" in entry.model_fields_set else StreamOrder()
         now = stream.order
-        if not was:
-            if now.get("kind", "given") == "given":
+        if not was.model_fields_set:
+            if now.named == "given":
                 continue
-            was = {"kind": "given"}
-        if was.get("tasks_sha256") not in (None, now.get("tasks_sha256")) or was.get("kind") != now.get("kind"):
+            was = StreamOrder(kind="given")
+        if was.tasks_sha256 not in (None, now.tasks_sha256) or was.kind != now.kind:
             raise RunDirError(
                 f"{named('resume')} {run_dir}: stream {stream.name!r} would run its tasks in another order "
                 f"than the interrupted run ({_described(was)} then, {_described(now)} now); the remaining tasks "
@@ -200,12 +199,12 @@ def check_resume_order(
             )
 
 
-def _described(order: Mapping[str, Any]) -> str:
-    parts = [str(order.get("kind", "given"))]
-    if order.get("seed") is not None:
-        parts.append(f"seed {order['seed']}")
-    if order.get("tasks_sha256"):
-        parts.append(f"tasks {str(order['tasks_sha256'])[:12]}")
+def _described(order: StreamOrder) -> str:
+    parts = [order.named]
+    if order.seed is not None:
+        parts.append(f"seed {order.seed}")
+    if order.tasks_sha256:
+        parts.append(f"tasks {order.tasks_sha256[:12]}")
     return " ".join(parts)
 
 

@@ -53,7 +53,6 @@ from ..rundocs import (
     RunFile,
     ShardRecord,
     StreamEntry,
-    StreamOrder,
     Summary,
 )
 from ..streams import Stream, load_benchmark
@@ -346,7 +345,7 @@ class BenchmarkRun:
             "streams": [
                 StreamEntry(
                     name=s.name, tasks=len(s), match_mode=s.match_mode, description=s.description,
-                    breakdown=s.breakdown, provenance=dict(s.provenance), order=StreamOrder.model_validate(dict(s.order)),
+                    breakdown=s.breakdown, provenance=dict(s.provenance), order=s.order,
                     scorers=[scorer_identity(mode) for mode in sorted({x.match_mode for x in s.samples})],
                 )
                 for s in self.streams

@@ -14,6 +14,7 @@ from typing import Any, Literal, Protocol
 from ..config import BenchmarkConfig, check_threshold_streams
 from ..core.errors import ConfigError
 from ..core.types import BenchmarkSample, ConversationSession
+from ..rundocs import StreamOrder
 
 #: Who writes a conversation's sessions into memory before its questions: the
 #: memory system's own ingestion, or the agent in unscored ingestion turns.
@@ -43,8 +44,8 @@ class Stream:
     quote_answer: QuoteAnswer | None = None
     #: The task order in use and where it came from (``benchmark.order``; set by
     #: :func:`pytest_evomemory.runtime.order.order_streams`), recorded per stream in
-    #: run.json; empty until ordered.
-    order: Mapping[str, Any] = field(default_factory=dict)
+    #: run.json; empty (no field set) until ordered.
+    order: StreamOrder = field(default_factory=StreamOrder)
     #: Whether each task is followed by a corrective feedback turn (Evo-Memory's
     #: test-time learning). ``False`` for static-memory streams (LoCoMo): the
     #: episode is task -> reset, and nothing tells the agent the answer.

@@ -20,6 +20,7 @@ from pytest_evomemory.analysis.similarity import (
     spearman,
 )
 from pytest_evomemory.reporting.html import write_comparison
+from pytest_evomemory.rundocs.compare import SimilarityPoint
 from pytest_evomemory.util.text import similarity
 
 from ..conftest import SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN
@@ -56,15 +57,16 @@ def test_spearman_uses_average_ranks_for_ties() -> None:
 
 
 def test_bins_hold_the_mean_gain_and_the_top_edge_is_inside() -> None:
-    points = [{"similarity": s, "gain": g} for s, g in [(0.05, 0), (0.1, -1), (0.5, 1), (0.55, 0), (1.0, 1)]]
+    given = [(0.05, 0), (0.1, -1), (0.5, 1), (0.55, 0), (1.0, 1)]
+    points = [SimilarityPoint(task_id=f"t{i}", similarity=s, gain=g) for i, (s, g) in enumerate(given)]
     result = analyse(points, left_out=2)
-    bins = {(b["low"], b["high"]): (b["tasks"], b["mean_gain"]) for b in result["bins"]}
+    bins = {(b.low, b.high): (b.tasks, b.mean_gain) for b in result.bins}
     assert bins[(0.0, 0.2)] == (2, -0.5)
     assert bins[(0.4, 0.6)] == (2, 0.5)
     assert bins[(0.8, 1.0)] == (1, 1.0)
     assert bins[(0.2, 0.4)] == (0, None)
-    assert result["tasks"] == 5 and result["tasks_without_similarity"] == 2
-    assert result["mean_gain"] == pytest.approx(0.2)
+    assert result.tasks == 5 and result.tasks_without_similarity == 2
+    assert result.mean_gain == pytest.approx(0.2)
 
 
 def test_compare_correlates_the_memory_arms_gain_with_what_it_recalled(tmp_path: Path) -> None:

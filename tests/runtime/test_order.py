@@ -47,7 +47,7 @@ def config(**keys: Any) -> BenchmarkConfig:
 def test_given_keeps_the_source_order_and_records_it() -> None:
     (ordered,) = order_streams([stream("s", [3, 1, 2])], config(), Path("."), "b.yaml")
     assert ids(ordered) == ["t0", "t1", "t2"]
-    assert ordered.order == {"kind": "given", "tasks_sha256": task_order_digest(["t0", "t1", "t2"])}
+    assert ordered.order.written() == {"kind": "given", "tasks_sha256": task_order_digest(["t0", "t1", "t2"])}
 
 
 def test_shuffle_is_reproducible_from_its_seed_and_differs_per_seed_and_stream() -> None:
@@ -64,7 +64,7 @@ def test_shuffle_is_reproducible_from_its_seed_and_differs_per_seed_and_stream()
     assert shuffled(order_seed=7, seed=99) == first  # order_seed wins over seed (which also seeds GPQA)
     ordered = order_streams(streams, config(order="shuffle", seed=7), Path("."), "b.yaml")[0]
     assert [sample.position for sample in ordered.samples] == list(range(20))
-    assert ordered.order["kind"] == "shuffle" and ordered.order["seed"] == 7
+    assert ordered.order.kind == "shuffle" and ordered.order.seed == 7
     # pinned: a run's order must be reproducible by a later version from its recorded seed
     (eight,) = order_streams([stream("a", [None] * 8)], config(order="shuffle", seed=7), Path("."), "b.yaml")
     assert ids(eight) == ["t2", "t7", "t0", "t6", "t3", "t1", "t4", "t5"]
@@ -76,7 +76,7 @@ def test_difficulty_orders_keep_ties_in_the_source_order() -> None:
     (hard,) = order_streams(source, config(order="hard_to_easy"), Path("."), "b.yaml")
     assert ids(easy) == ["t1", "t3", "t0", "t4", "t2"]
     assert ids(hard) == ["t2", "t0", "t4", "t1", "t3"]
-    assert easy.order["difficulty"] == "source: the task's metadata.difficulty"
+    assert easy.order.difficulty == "source: the task's metadata.difficulty"
 
 
 def test_a_stream_without_difficulty_is_refused_naming_it_and_the_way_out() -> None:

@@ -239,7 +239,7 @@ def test_repeats_are_reproducible_from_their_seeds(
             BenchmarkConfig(benchmark="sample", order="shuffle", seed=seed), Path("."), "b",
         )
         ran = json.loads((replicate / "run.json").read_text(encoding="utf-8"))["streams"]
-        assert [s["order"]["tasks_sha256"] for s in ran] == [s.order["tasks_sha256"] for s in expected]
+        assert [s["order"]["tasks_sha256"] for s in ran] == [s.order.tasks_sha256 for s in expected]
         # ... and a single run with that seed gives the same outcomes, task by task
         single = tmp_path / f"single-{seed}"
         assert evomemory(["run", "--config", str(config), "--output-dir", str(single),

@@ -121,7 +121,7 @@ def test_a_difficulty_order_of_tasks_all_tied_is_refused_naming_why(kind: str) -
         order_streams([stream("s", [1, 2]), stream("flat", [2, 2, 2])], config(order=kind), Path("."), "b.yaml")
     # one task has no order to get wrong; partial ties keep the source order (tests/runtime/test_order.py)
     (single,) = order_streams([stream("one", [5])], config(order=kind), Path("."), "b.yaml")
-    assert single.order["kind"] == kind
+    assert single.order.kind == kind
 
 
 @pytest.mark.parametrize("solved", ["none", "all"])
