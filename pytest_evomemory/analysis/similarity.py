@@ -24,12 +24,12 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import Protocol
 
 from ..rundocs import Score
 from ..rundocs.compare import Similarity, SimilarityBin, SimilarityEntry, SimilarityPoint
-from ..util.text import similarity
+from .recall import recall_similarity
 from .stats import Z95, average_ranks
 
 
@@ -55,14 +55,6 @@ METHOD = (
     "record its task turn recalled, the largest per task; gain = memory correct - control correct, "
     "paired by task"
 )
-
-
-def recall_similarity(prompt: str, recalled: Sequence[Mapping[str, Any]], recalls: int) -> float | None:
-    """A task's similarity to what its recalls returned (see the module docstring)."""
-    if recalls <= 0:
-        return None
-    contents = [str(hit.get("content", "")) for hit in recalled]
-    return round(max((similarity(prompt, content) for content in contents), default=0.0), 6)
 
 
 def pearson(xs: Sequence[float], ys: Sequence[float]) -> float | None:

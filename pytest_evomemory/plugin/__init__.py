@@ -50,14 +50,17 @@ def _load_the_core_without_assertion_rewriting(pluginmanager: pytest.PytestPlugi
     nothing changes.
     """
     hook = getattr(pluginmanager, "rewrite_hook", None)
-    marked = getattr(hook, "_must_rewrite", None)
-    if hook is None or not isinstance(marked, set) or _PACKAGE not in marked:
+    if hook is None:
         return
-    marked.discard(_PACKAGE)
-    cached = getattr(hook, "_marked_for_rewrite_cache", None)
-    if isinstance(cached, dict):
-        for name in [name for name in cached if name.partition(".")[0] == _PACKAGE]:
-            del cached[name]
+    marked = getattr(hook, "_must_rewrite", None)
+    if isinstance(marked, set) and _PACKAGE in marked:
+        marked.discard(_PACKAGE)
+        cached = getattr(hook, "_marked_for_rewrite_cache", None)
+        if isinstance(cached, dict):
+            for name in [name for name in cached if name.partition(".")[0] == _PACKAGE]:
+                del cached[name]
+    # marked whatever the install: pytest finds the package's files (and marks them)
+    # only in a wheel's metadata, not in an editable install's
     helpers = f"{_PACKAGE}.testing"
     if helpers not in sys.modules:  # one imported already stays as it is
         hook.mark_rewrite(helpers)

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..agents.base import Agent
-from ..analysis.similarity import recall_similarity
+from ..analysis.recall import recall_similarity
 from ..config.pricing import Pricing, cost_of
 from ..core.errors import (
     ArtefactWriteError,
