@@ -33,7 +33,7 @@ from ..config.pricing import PricingFileError, resolve_pricing
 from ..config.settings import Setting, apply_settings, parse_settings
 from ..config.yamlio import read_yaml_mapping
 from ..core.errors import ConfigError, named
-from ..core.registry import is_reference
+from ..core.registry import is_reference, key_read_by_others
 from ..core.validation import path_problem, resolve_path, run_name_problem
 from ..memory.factory import MEMORY_BACKENDS, backend_spec
 from ..streams import BENCHMARKS, unread_benchmark_keys
@@ -219,15 +219,14 @@ def _check_agent(agent: AgentConfig, source: str) -> None:
 def _unread_agent_key(agent: AgentConfig, reads: frozenset[str]) -> str | None:
     """Why an agent config key only other kinds read was given (``full_context`` to
     ``recall_baseline``), or None; a ``module:factory`` agent may read any key."""
-    for name in AGENTS.names():
-        for key in sorted(AGENTS.get(name).reads - reads):
-            if key in agent.model_fields_set and getattr(agent, key):
-                readers = sorted(other for other in AGENTS.names() if key in AGENTS.get(other).reads)
-                return (
-                    f"key '{key}' is read by kind {' or '.join(map(repr, readers))} (or a module:factory agent), "
-                    f"not by {agent.kind!r}; remove it, or set kind to {readers[0]}"
-                )
-    return None
+    found = key_read_by_others(AGENTS, reads, agent)
+    if found is None:
+        return None
+    key, readers = found
+    return (
+        f"key '{key}' is read by kind {' or '.join(map(repr, readers))} (or a module:factory agent), "
+        f"not by {agent.kind!r}; remove it, or set kind to {readers[0]}"
+    )
 
 
 def _with_pricing_resolved(agent: AgentConfig, source: str) -> AgentConfig:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import importlib
 import re
 from collections.abc import Callable, Iterator
-from typing import Generic, TypeVar
+from typing import Generic, Protocol, TypeVar
 
 from .errors import ConfigError
 
@@ -36,6 +36,31 @@ def import_reference(reference: str) -> object:
     """The object a ``package.module:attribute`` reference names (ImportError/AttributeError as raised)."""
     module, _, attribute = reference.partition(":")
     return getattr(importlib.import_module(module), attribute)
+
+
+class ReadsKeys(Protocol):
+    """A registry entry that declares the config keys only it (and its likes) read."""
+
+    @property
+    def reads(self) -> frozenset[str]: ...
+
+
+R = TypeVar("R", bound=ReadsKeys)
+
+
+def key_read_by_others(
+    registry: Registry[R], reads: frozenset[str], given: object
+) -> tuple[str, list[str]] | None:
+    """The first key ``given`` sets (to a truthy value) that the chosen entry, which
+    reads ``reads``, does not read but another entry does, with the entries that read
+    it; None when there is none. Such a key would be silently ignored (``files`` under
+    ``benchmark: sample`` runs the sample); each config kind words its own refusal."""
+    fields_set: set[str] = getattr(given, "model_fields_set", set())
+    for name in registry.names():
+        for key in sorted(registry.get(name).reads - reads):
+            if key in fields_set and getattr(given, key):
+                return key, sorted(other for other in registry.names() if key in registry.get(other).reads)
+    return None
 
 
 class Registry(Generic[T]):

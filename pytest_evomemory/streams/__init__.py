@@ -7,7 +7,7 @@ from pathlib import Path
 
 from ..config import BenchmarkConfig
 from ..core.errors import ConfigError, DataError
-from ..core.registry import Registry, is_reference, lazy
+from ..core.registry import Registry, is_reference, key_read_by_others, lazy
 from ..core.validation import resolve_path
 from ..evaluation import MATCH_MODES
 from .base import BenchmarkSource, BenchmarkSpec, Stream, select_streams
@@ -70,16 +70,14 @@ def unread_benchmark_keys(config: BenchmarkConfig) -> str | None:
     ``module:factory`` benchmark may read any key.)"""
     if is_reference(config.benchmark) or config.benchmark not in BENCHMARKS:
         return None
-    reads = BENCHMARKS.get(config.benchmark).reads
-    for name in BENCHMARKS.names():
-        for key in sorted(BENCHMARKS.get(name).reads - reads):
-            if key in config.model_fields_set and getattr(config, key):
-                readers = sorted(other for other in BENCHMARKS.names() if key in BENCHMARKS.get(other).reads)
-                return (
-                    f"key '{key}' is read only by benchmark {' or '.join(readers)}, not by "
-                    f"{config.benchmark!r}; remove it, or set 'benchmark' to the one that reads it"
-                )
-    return None
+    found = key_read_by_others(BENCHMARKS, BENCHMARKS.get(config.benchmark).reads, config)
+    if found is None:
+        return None
+    key, readers = found
+    return (
+        f"key '{key}' is read only by benchmark {' or '.join(readers)}, not by "
+        f"{config.benchmark!r}; remove it, or set 'benchmark' to the one that reads it"
+    )
 
 
 def load_benchmark(
