@@ -120,7 +120,9 @@ class ObservedMemory:
         """
         now = (len(self.writes), len(self.recalled))
         if isinstance(self.backend, SelectiveStore):
-            self.counts.unstored = self.backend.unstored_retains
+            found = self.backend.unstored_retains
+            if isinstance(found, int) and not isinstance(found, bool):  # an adapter's own attribute: a count or nothing
+                self.counts.unstored = found
         self.writes.forget_before(self._marked[0])
         self.recalled.forget_before(self._marked[1])
         self._marked = now

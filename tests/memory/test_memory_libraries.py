@@ -391,6 +391,21 @@ def test_without_infer_every_retain_is_stored_and_none_is_counted(library: str, 
     assert memory.unstored_retains == 0 and len(memory) == 1
 
 
+class _CountsOddly:
+    """An adapter's own ``unstored_retains`` that is no count."""
+
+    unstored_retains: object = "many"
+
+
+def test_an_adapters_unstored_count_that_is_no_whole_number_is_not_read() -> None:
+    memory = ObservedMemory(_CountsOddly(), "s")  # type: ignore[arg-type]
+    memory.mark()
+    assert memory.counts.unstored == 0
+    memory.backend.unstored_retains = 2  # type: ignore[attr-defined]
+    memory.mark()
+    assert memory.counts.unstored == 2
+
+
 def test_a_run_whose_mem0_stored_nothing_says_so_once_per_stream(
     write_run_config: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
