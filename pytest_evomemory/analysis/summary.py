@@ -101,6 +101,8 @@ class StreamMetrics:
     tool_calls: int = 0
     memory_retains: int = 0
     memory_recalls: int = 0
+    #: retains the memory stored nothing for (a response's ``memory_unstored``)
+    memory_unstored: int = 0
     protocol_violations: int = 0
     cached_responses: int = 0
     #: Figures the streams' match modes declare beyond accuracy (ToolBench's "API",
@@ -200,6 +202,7 @@ class StreamMetrics:
         self.tool_calls += len(response.tool_calls)
         self.memory_retains += _whole(response.memory_retains)
         self.memory_recalls += _whole(response.memory_recalls)
+        self.memory_unstored += _whole(response.memory_unstored)
         self.protocol_violations += 1 if response.protocol_violation else 0
         self.cached_responses += 1 if is_cached(response) else 0
         self.prompt_tokens += _whole(response.usage.prompt_tokens)
@@ -240,6 +243,7 @@ class StreamMetrics:
             tool_calls=self.tool_calls,
             memory_retains=self.memory_retains,
             memory_recalls=self.memory_recalls,
+            memory_unstored=self.memory_unstored or None,
             protocol_violations=self.protocol_violations,
             cached_responses=self.cached_responses,
             prompt_tokens=self.prompt_tokens,
@@ -321,7 +325,7 @@ def outcome(scored: Score | Mapping[str, Any]) -> Score:
 
 #: What :meth:`StreamMetrics.add_response` counts (besides ``cost_usd``, None until priced).
 _RESPONSE_FIELDS = ("stimuli", "feedback_turns", "agent_turns", "tool_calls", "memory_retains", "memory_recalls",
-                    "protocol_violations", "cached_responses", "prompt_tokens", "completion_tokens", "seconds")
+                    "memory_unstored", "protocol_violations", "cached_responses", "prompt_tokens", "completion_tokens", "seconds")
 
 
 class ResponseTally:

@@ -336,6 +336,9 @@ class AgentResponse:
     #: ``usage`` priced by the model's ``pricing`` (:mod:`pytest_evomemory.config.pricing`),
     #: ``None`` when it has none.
     cost_usd: float | None = None
+    #: Retains of this stimulus that the memory stored nothing for (its own count:
+    #: :class:`pytest_evomemory.memory.base.SelectiveStore`).
+    memory_unstored: int = 0
 
     def document(self) -> Response:
         """The response as the run records it (responses.jsonl and its transcript)."""
@@ -350,6 +353,7 @@ class AgentResponse:
             memory_retains=self.memory_retains, memory_recalls=self.memory_recalls, seconds=self.seconds,
             protocol_violation=self.protocol_violation, memory_writes=[dict(write) for write in self.memory_writes],
             memory_recalled=[dict(hit) for hit in self.memory_recalled], cost_usd=self.cost_usd,
+            memory_unstored=self.memory_unstored or None,
         )
 
 

@@ -76,6 +76,22 @@ class RecencyRecall(Protocol):
 
 
 @runtime_checkable
+class SelectiveStore(Protocol):
+    """Optional capability: a memory that may store nothing for a retain says how often.
+
+    A library whose own LLM decides what to keep (Mem0 and LangMem with ``infer:
+    true``) stores nothing when that LLM finds nothing new to keep in the text, or
+    when its reply is not what the library parses (a stub or a small model): the
+    retain succeeds and the store stays empty. The runtime reads the count around
+    each turn (a response's ``memory_unstored``, a stream's in the summary) and says
+    so once per stream, so an empty memory and a flat learning curve are explained.
+    """
+
+    #: Retains (and retain-role tool calls) so far that stored nothing; never decreases.
+    unstored_retains: int
+
+
+@runtime_checkable
 class Forgetting(Protocol):
     """Optional capability: delete one record by the id ``retain``/``recall`` gave.
 

@@ -160,6 +160,8 @@ class LangMemMemory(LibraryMemory):
                 finally:
                     if self._meter is not None:
                         self._meter.raise_refusal()  # whatever LangChain made of it
+            if not written:
+                self.unstored_retains += 1  # the memory manager wrote nothing (SelectiveStore)
             return next((str(put["key"]) for put in written), "")
         key = str(uuid.uuid4())
         value: dict[str, Any] = {"content": content}

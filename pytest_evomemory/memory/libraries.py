@@ -423,6 +423,8 @@ class LibraryMemory(MemoryBase):
         self._lock = threading.RLock()
         #: What the store was written, in order: what snapshots are made of.
         self._journal: list[dict[str, Any]] = []
+        #: Retains the library's extraction stored nothing for (:class:`~.base.SelectiveStore`).
+        self.unstored_retains = 0
 
     def _check_text(self, content: Any, operation: str) -> None:
         """Refuse what the library's store cannot hold (RecordRejected: the stream goes on)."""

@@ -19,6 +19,10 @@ What the benchmark sees is Mem0's own behaviour:
   one ``Memory.add`` per dialogue turn with the turn's metadata).
 * Under ``--evomemory-max-cost`` with ``infer``, Mem0's LLM client sends through the
   metering transport (:mod:`..models.metering`).
+* An add that stored nothing (with ``infer``: Mem0's LLM extracted no new fact, or
+  replied in a form Mem0 does not read, as a stub or a small model does) is counted
+  (:attr:`Mem0Memory.unstored_retains`, :class:`~.base.SelectiveStore`): the run says
+  so once per stream instead of showing an empty memory without a word.
 * Resume: :meth:`Mem0Memory.snapshot` saves the Qdrant points exactly as stored
   (original vectors, payloads, storage order) and the history database's rows;
   :meth:`Mem0Memory.restore` writes them back in the same order, so the next
@@ -361,6 +365,10 @@ class Mem0Memory(LibraryMemory):
                     self._meter.raise_refusal()  # Mem0 logs and swallows a failed extraction
             events = [(str(item.get("event")), str(item["id"])) for item in result["results"] if "id" in item]
             self._journal_writes(events)
+            if not any(event in ("ADD", "UPDATE") for event, _ in events):
+                # with infer, Mem0's LLM found no new fact (or gave a reply Mem0 could not
+                # read): nothing was stored, and Mem0 says so only in its own log
+                self.unstored_retains += 1
         return result
 
     def _delete(self, memory_id: str) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from ..core.errors import BudgetExhausted, MemoryBackendError, ProtocolViolation
 from ..core.factories import user_frames
 from ..core.tools import Tool, ToolArgumentError
 from ..core.types import ConversationSession, MemoryHit
-from .base import Ingestible, MemorySystem, RecencyRecall
+from .base import Ingestible, MemorySystem, RecencyRecall, SelectiveStore
 from .guard import IsolationGuard
 from .tools import MemoryTool, MemoryToolCall, instrument_memory_tools
 
@@ -86,6 +86,9 @@ class OperationCounts:
     recalls: int = 0
     forgets: int = 0
     other: int = 0
+    #: retains the memory stored nothing for, as it counts them
+    #: (:class:`~.base.SelectiveStore`; 0 for a memory that does not), as of the last mark
+    unstored: int = 0
 
 
 class ObservedMemory:
@@ -111,9 +114,15 @@ class ObservedMemory:
         """``(len(writes), len(recalled))`` now, as a turn begins or ends.
 
         A turn reads its entries between the marks taken at its start and end, so
-        what came before the previous mark is needed no more and is dropped.
+        what came before the previous mark is needed no more and is dropped. The
+        memory's own count of retains that stored nothing is read here too: the
+        difference between two marks is the turn's.
         """
         now = (len(self.writes), len(self.recalled))
+        if isinstance(self.backend, SelectiveStore):
+            found = self.backend.unstored_retains
+            if isinstance(found, int) and not isinstance(found, bool):  # an adapter's own attribute: a count or nothing
+                self.counts.unstored = found
         self.writes.forget_before(self._marked[0])
         self.recalled.forget_before(self._marked[1])
         self._marked = now

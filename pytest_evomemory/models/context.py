@@ -3,7 +3,7 @@
 A real endpoint sees only the conversation. The dry-run model (:mod:`.mock`) can
 answer from a file keyed by task id, which the conversation does not hold; the
 runtime names the stimulus here around each agent turn
-(:meth:`~pytest_evomemory.runtime.stream.RuntimeStream.deliver`), and the mock
+(:meth:`~pytest_evomemory.runtime.stream.StreamRun.deliver`), and the mock
 reads it. A context variable, because a session drives several chains at once:
 each turn runs in one thread, and a variable set there is seen only there.
 """

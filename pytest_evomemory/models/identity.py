@@ -16,10 +16,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..rundocs import RunFile, Summary
-from ..rundocs.base import as_model
+from ..rundocs import AgentIdentity, MemoryIdentity, ModelIdentity, RunFile, StreamRan, Summary
+from ..rundocs.base import RunDoc, as_model, tolerant
 
 if TYPE_CHECKING:
     from ..config import ModelConfig, RunConfig
@@ -125,53 +125,58 @@ def reported_models(messages: Iterable[Any]) -> list[str]:
     return list(names)
 
 
-def describe_model(model: Mapping[str, Any] | None) -> str:
+def describe_model(model: ModelIdentity | Mapping[str, Any] | None) -> str:
     """E.g. ``openai gpt-4o-mini at http://127.0.0.1:8000/v1 (temperature 0, max_tokens 1024, seed 0)``
     or ``local SmolLM2-135M-Instruct.Q4_1.gguf sha256 0123456789ab (temperature 0, ...)``.
 
-    Reads what :func:`ran_model` records, and the older records (``model_path``,
-    ``base_url``) of runs written before it."""
-    if not model:
+    Reads what :func:`ran_model` records (as the typed :class:`~..rundocs.ModelIdentity`; a
+    mapping is read as one), and the older records (``model_path``, ``base_url``) of runs
+    written before it."""
+    identity = _present(_typed(ModelIdentity, model))
+    if identity is None:
         return "none (model-free agent)"
-    provider = str(model.get("provider") or "openai")
+    provider = str(identity.provider or "openai")
     if provider == "local":
-        name = str(model.get("file") or model.get("model_path") or "model (file not recorded)")
+        name = identity.file or _extra_text(identity, "model_path") or "model (file not recorded)"
         name = name.replace("\\", "/").rsplit("/", 1)[-1]
-        digest = model.get("sha256")
-        if isinstance(digest, str) and digest:
-            name += f" sha256 {digest[:SHORT_HASH]}"
+        if identity.sha256:
+            name += f" sha256 {identity.sha256[:SHORT_HASH]}"
     else:
-        name = str(model.get("model") or "?")
-        reported = [r for r in model.get("reported") or [] if isinstance(r, str)]
+        name = identity.model or "?"
+        reported = identity.reported or []
         if reported and reported != [name]:
             name += f" (the server reported {', '.join(reported)})"
-        if provider == "mock" and model.get("mode"):
-            name += f" ({model['mode']} replies)"
-    endpoint = model.get("endpoint") or model.get("base_url")
+        mode = identity.extra("mode")
+        if provider == "mock" and mode:
+            name += f" ({mode} replies)"
+    endpoint = identity.endpoint or _extra_text(identity, "base_url")
     where = f" at {endpoint}" if endpoint and provider != "local" else ""
-    sampling = ", ".join(f"{key} {model[key]}" for key in _SAMPLING if model.get(key) is not None)
+    settings = {"temperature": identity.temperature, "max_tokens": identity.max_tokens, "seed": identity.seed}
+    sampling = ", ".join(f"{key} {value}" for key, value in settings.items() if value is not None)
     text = f"{provider} {name}{where}" + (f" ({sampling})" if sampling else "")
-    if model.get("source") == "config":
+    if identity.source == "config":
         text += " as configured (the agent does not say which model it ran)"
     return text
 
 
-def describe_component(part: Mapping[str, Any] | None) -> str:
-    if not part:
+def describe_component(part: AgentIdentity | MemoryIdentity | None) -> str:
+    """E.g. ``conftest:MyAgent (built by conftest:build)``; ``none`` without one."""
+    if part is None:
         return "none"
-    return f"{part.get('class')} (built by {part.get('factory')})"
+    return f"{part.class_} (built by {part.factory})"
 
 
-def describe_ran(ran: Mapping[str, Mapping[str, Any]]) -> list[str]:
+def describe_ran(ran: Mapping[str, StreamRan | Mapping[str, Any]]) -> list[str]:
     """One line per distinct combination of what ran, naming the streams."""
     lines: dict[str, list[str]] = {}
-    for stream, parts in ran.items():
-        if not isinstance(parts, Mapping):
+    for stream, found in ran.items():
+        parts = found if isinstance(found, StreamRan) else _typed(StreamRan, found, empty=True)
+        if parts is None:
             continue
         line = (
-            f"agent {describe_component(parts.get('agent'))}; "
-            f"memory {describe_component(parts.get('memory'))}; "
-            f"model {describe_model(parts.get('model'))}"
+            f"agent {describe_component(_present(parts.agent))}; "
+            f"memory {describe_component(_present(parts.memory))}; "
+            f"model {describe_model(parts.model)}"
         )
         lines.setdefault(line, []).append(stream)
     return [f"{line} [{', '.join(streams)}]" for line, streams in lines.items()]
@@ -244,6 +249,54 @@ def recorded_identity(summary: Summary | Mapping[str, Any], run_document: RunFil
     return merge_identity({stream: parts.written() for stream, parts in ran.items()}, configured)
 
 
+def recorded_ran(summary: Summary | Mapping[str, Any], run_document: RunFile | Mapping[str, Any]) -> StreamRan:
+    """:func:`recorded_identity` as the typed identities the readers use (the run
+    page's metadata): each part None when the run records none of it."""
+    return typed_identity(recorded_identity(summary, run_document))
+
+
+def summary_ran(summary: Summary | Mapping[str, Any]) -> StreamRan:
+    """What ran in a run, from its summary's record alone (:func:`merge_identity`
+    over no config), typed; a mapping is read as summary.json, a damaged field left out."""
+    typed = summary if isinstance(summary, Summary) else tolerant(Summary, summary)
+    return typed_identity(merge_identity({stream: parts.written() for stream, parts in typed.ran.items()}, {}))
+
+
+def typed_identity(identity: Mapping[str, Any]) -> StreamRan:
+    """A merged identity (:func:`merge_identity`'s ``agent``, ``memory``, ``model``) as
+    the run documents' models; a part that is absent or empty is None, a damaged
+    field is left out (a report shows what it can rather than failing on it)."""
+    return StreamRan(
+        agent=_typed(AgentIdentity, identity.get("agent")),
+        memory=_typed(MemoryIdentity, identity.get("memory")),
+        model=_typed(ModelIdentity, identity.get("model")),
+    )
+
+
+Part = TypeVar("Part", bound=RunDoc)
+
+
+def _typed(model: type[Part], value: Part | Mapping[str, Any] | None, *, empty: bool = False) -> Part | None:
+    """``value`` as ``model`` (itself when it is one; a mapping validated, a damaged
+    field left out), None when it is not a mapping or, unless ``empty``, is empty."""
+    if isinstance(value, model):
+        return value
+    if not isinstance(value, Mapping) or not (value or empty):
+        return None
+    return tolerant(model, value)
+
+
+def _present(part: Part | None) -> Part | None:
+    """``part`` unless it records nothing (an empty block reads as none)."""
+    return part if part is not None and part.written() else None
+
+
+def _extra_text(identity: ModelIdentity, key: str) -> str | None:
+    """A key an older writer recorded that the model no longer declares, when it is text."""
+    value = identity.extra(key)
+    return value if isinstance(value, str) and value else None
+
+
 def _recorded_model(model: Any) -> dict[str, Any] | None:
     """A model section as run.json recorded it, in :func:`describe_model`'s terms; a
     local model's API name (a default older versions wrote) is no name of it."""
@@ -255,10 +308,6 @@ def _recorded_model(model: Any) -> dict[str, Any] | None:
         path = model.get("model_path")
         return {"provider": "local", **({"file": str(path)} if path else {}), **sampling}
     return {"provider": provider, "model": model.get("model"), "endpoint": model.get("base_url"), **sampling}
-
-
-def _mapping(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
 
 
 __all__ = [
@@ -273,6 +322,9 @@ __all__ = [
     "model_of",
     "ran_model",
     "recorded_identity",
+    "recorded_ran",
     "reported_models",
     "run_identity",
+    "summary_ran",
+    "typed_identity",
 ]

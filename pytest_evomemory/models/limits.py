@@ -12,11 +12,12 @@ session-wide directory, one subdirectory per endpoint URL:
   until T" (``blocked-until``); every worker waits for T before its next request
   to that endpoint, instead of each finding out with a 429 of its own.
 
-The directory is the session's (:func:`session_directory`): the engine's
-:class:`~pytest_evomemory.runtime.session.Session` creates it in the process that
-drives the session (``evomemory run``, or the pytest controller before xdist starts
-its workers), names it in :data:`SESSION_DIR_ENV`, and pytest-xdist workers inherit
-the variable. Without one, a private directory serves this process alone.
+The directory is the session's (:func:`session_directory`): the session's model
+side (:class:`~pytest_evomemory.runtime.modelside.ModelSide`) opens it
+(:func:`open_session_directory`) in the process that drives the session
+(``evomemory run``, or the pytest controller before xdist starts its workers),
+names it in :data:`SESSION_DIR_ENV`, and pytest-xdist workers inherit the
+variable. Without one, a private directory serves this process alone.
 """
 
 from __future__ import annotations

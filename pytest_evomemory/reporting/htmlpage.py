@@ -8,16 +8,15 @@ plots, a run's metadata list). Every string from an artefact goes through ``_e``
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..models.identity import describe_component, describe_model, describe_ran, recorded_identity
+from ..models.identity import describe_component, describe_model, describe_ran, recorded_ran
 from ..rundir import utc_now
 from ..rundocs import StreamSummary
 from ._markup import (
     _NONE,
     _e,
-    _mapping,
 )
 from .chart import Series, curve_svg
 from .columns import (
@@ -137,28 +136,27 @@ def _run_meta(run: RunData) -> str:
     """Where, when and what ran, as a definition list: the agent, memory and model
     that actually ran (a conftest's classes, the model file or the names the
     server reported), from the summary's record (:mod:`..models.identity`)."""
-    identity = recorded_identity(run.summary, run.run)
-    agent, memory = _mapping(identity.get("agent")), _mapping(identity.get("memory"))
-    strategy = agent.get("memory_strategy")
+    identity = recorded_ran(run.summary, run.run)
+    agent, memory = identity.agent, identity.memory
     items: list[tuple[str, object]] = [
         ("directory", str(run.run_dir)),
         ("started", run.summary.started),
         ("finished", run.summary.finished),
     ]
-    if agent:
-        kind = f"{agent.get('kind')}" + (f" ({strategy})" if strategy else "")
-        items.append(("agent", kind + (f": {describe_component(agent)}" if agent.get("class") else "")))
-        options = agent.get("options")
-        if isinstance(options, Mapping) and options:
-            items.append(("agent options", json.dumps(options, sort_keys=True, default=str)))
-    if agent or memory:
+    if agent is not None:
+        strategy = agent.memory_strategy
+        kind = f"{agent.kind}" + (f" ({strategy})" if strategy else "")
+        items.append(("agent", kind + (f": {describe_component(agent)}" if agent.class_ else "")))
+        if agent.options:
+            items.append(("agent options", json.dumps(agent.options, sort_keys=True, default=str)))
+    if agent is not None or memory is not None:
         items.append(("memory", (
-            f"{memory.get('backend')}" + (f" (top_k {memory['top_k']})" if memory.get("top_k") is not None else "")
-            + (f": {describe_component(memory)}" if memory.get("class") else "")
-        ) if memory else "none"))
-    if agent or identity.get("model"):
-        items.append(("model", describe_model(_mapping(identity.get("model")))))
-    ran = describe_ran({stream: parts.written() for stream, parts in run.summary.ran.items()})
+            f"{memory.backend}" + (f" (top_k {memory.top_k})" if memory.top_k is not None else "")
+            + (f": {describe_component(memory)}" if memory.class_ else "")
+        ) if memory is not None else "none"))
+    if agent is not None or identity.model is not None:
+        items.append(("model", describe_model(identity.model)))
+    ran = describe_ran(run.summary.ran)
     if len(ran) > 1:  # the streams ran different things: say which ran what
         items += [("ran", line) for line in ran]
     versions = run.summary.versions or run.run.versions

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..analysis.summary import cache_counts
-from ..models.identity import describe_component, describe_model, merge_identity
+from ..models.identity import describe_component, describe_model, summary_ran
 from ..rundocs import Response, Score, Summary
 from ..rundocs.records import as_response, as_score
 from ..rundocs.taskmeta import TaskMetadata
@@ -88,18 +88,12 @@ def identity_properties(summary: Summary | Mapping[str, Any], arm: str | None = 
     """``evomemory_agent``, ``evomemory_memory`` and ``evomemory_model`` of one run
     (each value prefixed ``<arm>: `` when a session runs several arms; a mapping:
     what ran, as summary.json holds it)."""
-    if isinstance(summary, Summary):
-        ran: Mapping[str, Any] = {stream: parts.written() for stream, parts in summary.ran.items()}
-    else:
-        found = summary.get("ran")
-        ran = found if isinstance(found, Mapping) else {}
-    identity = merge_identity(ran, {})
+    identity = summary_ran(summary)
     prefix = f"{arm}: " if arm is not None else ""
-    agent, memory = identity.get("agent"), identity.get("memory")
     return [
-        (f"{PROPERTY_PREFIX}agent", prefix + describe_component(agent if isinstance(agent, Mapping) else None)),
-        (f"{PROPERTY_PREFIX}memory", prefix + describe_component(memory if isinstance(memory, Mapping) else None)),
-        (f"{PROPERTY_PREFIX}model", prefix + describe_model(identity.get("model"))),
+        (f"{PROPERTY_PREFIX}agent", prefix + describe_component(identity.agent)),
+        (f"{PROPERTY_PREFIX}memory", prefix + describe_component(identity.memory)),
+        (f"{PROPERTY_PREFIX}model", prefix + describe_model(identity.model)),
     ]
 
 

@@ -359,13 +359,14 @@ def arm_lines(arm: ArmView, compare_dir: Path | None = None) -> list[Line]:
     result = arm.result
     if result is None:
         return []
-    from .terminal import format_categories, format_table
+    from .terminal import format_categories, format_table, unstored_lines
 
     lines = [Line.of(line) for line in format_table(result.metrics)]
     lines += [Line.of(line) for line in format_categories(result.summary.categories)]
     lines += [Line.of(f"ran: {line}") for line in describe_ran(
         {stream: ran.written() for stream, ran in result.summary.ran.items()}
     )]
+    lines += [Line.of(line, "yellow") for line in unstored_lines(result.summary)]
     completion = result.summary.completion
     if not completion.complete:
         # the reason is the shortfall itself unless something stopped the run

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..analysis.power import power_line
 from ..analysis.summary import StreamMetrics
-from ..rundocs import Categories, StreamSummary
+from ..rundocs import Categories, StreamSummary, Summary
 from ..rundocs.compare import (
     Comparison,
     ContinuousComparison,
@@ -99,6 +99,28 @@ def format_categories(categories: Categories | None) -> list[str]:
     rule = "-" * max(len(line) for line in lines)
     lines = [lines[0], rule, *lines[1:-1], rule, lines[-1]]
     lines.append(f"95% CI: Wilson interval of the mean {label} on the effective number of tasks, in percent")
+    return lines
+
+
+def unstored_lines(summary: Summary) -> list[str]:
+    """One line per stream whose memory stored nothing for some retains
+    (``memory_unstored``: a library's own extraction kept nothing, e.g. Mem0 with
+    ``infer: true`` and a model that does not answer its extraction prompt as it
+    parses): otherwise an empty memory and a flat learning curve go unexplained.
+    Shown through :meth:`.lines.Line.of`, which makes the names inert."""
+    lines = []
+    for name, stream in summary.streams.items():
+        if not stream.memory_unstored:
+            continue
+        ran = summary.ran.get(name)
+        memory = ran.memory if ran is not None else None
+        backend = f"{memory.backend} " if memory is not None and memory.backend else ""
+        lines.append(
+            f"evomemory: stream {name!r}: the {backend}memory stored nothing for "
+            f"{stream.memory_unstored} of {stream.memory_retains} retains (its own extraction kept nothing from "
+            "them: with infer: true its model found no new fact, or replied in a form the library does not "
+            'read; docs/memory.md, "When a library stores nothing")'
+        )
     return lines
 
 

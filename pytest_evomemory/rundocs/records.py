@@ -73,7 +73,7 @@ class ToolCallDoc(RunDoc):
 class Response(RunDoc):
     """One line of responses.jsonl: an agent response to a task, feedback or ingestion turn (its messages are in transcripts/<stream>.jsonl)."""
 
-    OMIT_NONE = frozenset({"messages", "cached"})
+    OMIT_NONE = frozenset({"messages", "cached", "memory_unstored"})
     NOT_REQUIRED = frozenset({"final_answer", "protocol_violation", "memory_writes", "memory_recalled", "cost_usd"})
 
     stream: Text = ""
@@ -98,6 +98,9 @@ class Response(RunDoc):
         default=None,
         description="true: served from the response cache (every model call of the turn replayed); absent otherwise.",
     )
+    memory_unstored: Count | None = Field(default=None, description=(
+        "Retains of this turn the memory stored nothing for (a library's own extraction, e.g. Mem0's or LangMem's "
+        "with infer: true, kept nothing); absent when none did."))
 
     def line(self) -> dict[str, Any]:
         """The response as responses.jsonl holds it: without its messages."""

@@ -91,7 +91,7 @@ class StreamSummary(RunDoc):
         "(ToolBench's api) add <name>_matches, <name>_accuracy and <name>_accuracy_ci. A figure a mode declares "
         "as its headline (LoCoMo's f1) is also kept in overall."
     )
-    OMIT_NONE = frozenset()
+    OMIT_NONE = frozenset({"memory_unstored"})
     NOT_REQUIRED = frozenset({"cost_usd"})
     CLOSED = True
     SCHEMA_EXTRA: ClassVar[dict[str, Any]] = {"patternProperties": {
@@ -117,6 +117,9 @@ class StreamSummary(RunDoc):
     tool_calls: Count = 0
     memory_retains: Count = 0
     memory_recalls: Count = 0
+    memory_unstored: Count | None = Field(default=None, description=(
+        "Retains the memory stored nothing for (a library's own extraction, e.g. Mem0's or LangMem's with infer: "
+        "true, kept nothing; docs/memory.md); absent when none did."))
     protocol_violations: Count = 0
     cached_responses: Count = 0
     prompt_tokens: Count = 0

@@ -289,7 +289,7 @@ def disagreements(shards: Sequence[ShardRun]) -> list[str]:
             ran = (summary.ran if summary is not None and summary.ran else None) or document.ran or {}
             for parts in ran.values():
                 if parts.model is not None:
-                    _agree(models, arm, describe_model(parts.model.written()), shard, problems,
+                    _agree(models, arm, describe_model(parts.model), shard, problems,
                            "arm {key!r}'s model {first} and {other}" if len(shard.documents) > 1 else
                            "the model {first} and {other}")
     return [f"{problem}; {advice}" for problem in dict.fromkeys(problems)]

@@ -179,6 +179,7 @@ class StreamRun:
                 tuple(self.memory.recalled[before.recalled:after.recalled]) if self.memory else ()
             ),
             cost_usd=cost_of(turn.usage, self.pricing),
+            memory_unstored=max(after.counts.unstored - before.counts.unstored, 0),  # a count that went back: none
         )
         if isinstance(failure, BudgetExhausted):
             raise failure  # the session stops before the call: not a failure of this turn

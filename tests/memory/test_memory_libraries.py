@@ -41,18 +41,20 @@ from pytest_evomemory.core.errors import ConfigError, MemoryBackendError, Protoc
 from pytest_evomemory.core.tools import ToolArgumentError
 from pytest_evomemory.core.types import FEEDBACK_ACKNOWLEDGEMENT
 from pytest_evomemory.memory import IsolationGuard, ObservedMemory, build_memory
-from pytest_evomemory.memory.base import MemoryContext
+from pytest_evomemory.memory.base import MemoryContext, SelectiveStore
 from pytest_evomemory.memory.factory import MEMORY_BACKENDS
 from pytest_evomemory.memory.libraries import NO_KEY, ChatEndpoint, resolve_chat
 from pytest_evomemory.memory.tools import MemoryTool, tool_role
 from pytest_evomemory.testing.scripted_server import (
     ScriptedServer,
+    echo_policy,
     final_answer,
     langmem_conversation,
     mem0_new_messages,
     memory_library_policy,
     scripted_model_config,
     task_text,
+    text,
     tool_call,
 )
 
@@ -347,6 +349,96 @@ def test_infer_stores_what_the_librarys_model_extracted_and_alike_facts_are_no_l
             assert [hit.content for hit in hits] == ["Q: What colour are the post boxes? A: teal"]
             memory.close()
         assert server.requests and all(request.status == 200 for request in server.requests)
+
+
+def _stub_model(request: Mapping[str, Any]) -> Any:
+    """A stub model: "A" to every request, the library's extraction included (no
+    fact in a form the library reads)."""
+    return final_answer("A") if request.get("tools") else {"choices": [
+        {"message": {"role": "assistant", "content": "A"}, "finish_reason": "stop"}]}
+
+
+def test_a_retain_the_librarys_extraction_stored_nothing_for_is_counted(library: str, open_library: Any) -> None:
+    """With infer the library's model decides what to keep: a reply with no new fact
+    (or one the library cannot read, as a stub model gives) stores nothing and the
+    retain still succeeds. The memory counts it (SelectiveStore), and the observed
+    memory's marks carry the count, so a turn's response says how many."""
+    with ScriptedServer(memory_library_policy(the_facts)) as server:
+        memory = ObservedMemory(open_library(library, "s", scripted_model_config(server), infer=True), "s")
+        assert isinstance(memory.backend, SelectiveStore) and memory.backend.unstored_retains == 0
+        memory.mark()
+        assert memory.retain("Q: What colour are the post boxes?\nA: teal")  # a fact: stored
+        assert memory.backend.unstored_retains == 0
+        assert memory.retain("Nothing worth remembering was said.") == ""  # no fact: nothing stored
+        memory.mark()
+        assert (memory.backend.unstored_retains, memory.counts.unstored, memory.counts.retains) == (1, 1, 2)
+        assert len(memory.backend) == 1
+    with ScriptedServer(_stub_model) as server:
+        stub = ObservedMemory(open_library(library, "t", scripted_model_config(server), infer=True), "t")
+        for number in range(3):
+            stub.retain(f"Q: Question {number}?\nA: answer {number}")
+        if library == "mem0":  # Mem0's add tool goes through the same extraction
+            add = next(tool for tool in stub.tools() if tool.name == "add")
+            add.handler({"messages": "Q: What colour are the post boxes?\nA: teal"})
+        stub.mark()
+        assert stub.counts.unstored == stub.backend.unstored_retains == (4 if library == "mem0" else 3)
+        assert len(stub.backend) == 0
+
+
+def test_without_infer_every_retain_is_stored_and_none_is_counted(library: str, open_library: Any) -> None:
+    memory = open_library(library, "s")
+    memory.retain("Nothing worth remembering was said.")
+    assert memory.unstored_retains == 0 and len(memory) == 1
+
+
+class _CountsOddly:
+    """An adapter's own ``unstored_retains`` that is no count."""
+
+    unstored_retains: object = "many"
+
+
+def test_an_adapters_unstored_count_that_is_no_whole_number_is_not_read() -> None:
+    memory = ObservedMemory(_CountsOddly(), "s")  # type: ignore[arg-type]
+    memory.mark()
+    assert memory.counts.unstored == 0
+    memory.backend.unstored_retains = 2  # type: ignore[attr-defined]
+    memory.mark()
+    assert memory.counts.unstored == 2
+
+
+def test_a_run_whose_mem0_stored_nothing_says_so_once_per_stream(
+    write_run_config: Any, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """``evomemory run`` with Mem0 (infer) and a stub model: Mem0's extraction finds
+    no fact in "A", so the store stays empty. Each feedback turn's response counts
+    the retain that stored nothing, the stream's summary adds them up, and the
+    terminal says so in one line for the stream, not one per retain."""
+    skip_without_extra("mem0")
+    from pytest_evomemory.cli import main
+
+    def stub(request: Mapping[str, Any]) -> Any:
+        return text("A") if mem0_new_messages(request) is not None else echo_policy(request)
+
+    with ScriptedServer(stub) as server:
+        run = write_run_config(
+            benchmark={"benchmark": "sample", "streams": ["sample_facts"], "limit": 3},
+            agent={"kind": "tiny", "memory_strategy": "deterministic_recall",
+                   "model": scripted_model_config(server).model_dump(mode="json")},
+            memory={"backend": "mem0", "top_k": 3, "embedder": "hashing", "mem0": {"infer": True}},
+        )
+        status = main(["run", "--config", str(run), "--output-dir", str(tmp_path / "out")])
+    shown = capsys.readouterr().out
+    assert status == 0, shown
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    stream = summary["streams"]["sample_facts"]
+    assert stream["memory_retains"] == 3 and stream["memory_unstored"] == 3
+    assert summary["overall"]["memory_unstored"] == 3
+    responses = read_jsonl(tmp_path / "out" / "responses.jsonl")
+    assert [r.get("memory_unstored") for r in responses] == [None, 1] * 3  # each feedback turn's retain
+    lines = [line for line in shown.splitlines() if "stored nothing" in line]
+    assert lines == ["evomemory: stream 'sample_facts': the mem0 memory stored nothing for 3 of 3 retains (its own "
+                     "extraction kept nothing from them: with infer: true its model found no new fact, or replied in "
+                     'a form the library does not read; docs/memory.md, "When a library stores nothing")']
 
 
 def test_an_embeddings_endpoint_is_used_through_the_librarys_client(library: str, tmp_path: Path) -> None:
