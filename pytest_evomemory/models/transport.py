@@ -35,7 +35,9 @@ class Connection(Protocol):
 
     #: the thread it serves: once that thread has ended, the connection is closed
     thread: threading.Thread
-    is_closed: bool
+
+    @property
+    def is_closed(self) -> bool: ...
 
     def post(self, path: str, content: bytes, headers: Mapping[str, str], attempt: Attempt, limit: int) -> Reply:
         """``POST`` to the endpoint's ``path``: the whole reply, at most ``limit`` bytes of body."""
@@ -235,5 +237,10 @@ def tls_for(endpoint: str) -> ssl.SSLContext | bool:
 
 
 __all__ = [
-    "Connection", "ProxiedConnection", "USER_AGENT", "proxy_problem", "shared_connection", "tls_for",
+    "USER_AGENT",
+    "Connection",
+    "ProxiedConnection",
+    "proxy_problem",
+    "shared_connection",
+    "tls_for",
 ]
