@@ -24,7 +24,7 @@ import select
 import socket
 import ssl
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
@@ -156,25 +156,35 @@ class DirectConnection:
 
 
 def _read(response: http.client.HTTPResponse, attempt: Attempt, limit: int) -> Reply:
-    """The reply's body, at most ``limit`` bytes, each chunk reported to ``attempt``."""
+    """The whole reply; the connection left ready for the next request."""
     headers = {name.lower(): value for name, value in response.getheaders()}
+    body = read_body(iter(lambda: response.read1(READ_CHUNK), b""), response.status, headers, attempt, limit)
+    if response.length:  # the connection ended before the announced length (``read1`` does not say so)
+        raise http.client.IncompleteRead(body, response.length)
+    response.close()  # read to its end: the connection carries the next request
+    return Reply(response.status, headers, body)
+
+
+def read_body(
+    chunks: Iterable[bytes], status: int, headers: Mapping[str, str], attempt: Attempt, limit: int
+) -> bytes:
+    """A reply's body from its ``chunks``, at most ``limit`` bytes (a runaway server
+    must not fill the process's memory), each chunk reported to ``attempt``.
+    ``headers``' names are in lower case."""
     announced = headers.get("content-length", "")
     if announced.isdigit() and int(announced) > limit:
-        raise ReplyTooLarge(response.status, f"; it announced {int(announced):,}")
-    chunks: list[bytes] = []
+        raise ReplyTooLarge(status, f"; it announced {int(announced):,}")
+    parts: list[bytes] = []
     size = 0
     attempt.reading(0)
-    while chunk := response.read1(READ_CHUNK):
+    for chunk in chunks:
         attempt.reading(len(chunk))
         size += len(chunk)
         if size > limit:
-            raise ReplyTooLarge(response.status, "")
-        chunks.append(chunk)
-    attempt.check()  # an abort ends the body early: that is no reply
-    if response.length:  # the connection ended before the announced length (``read1`` does not say so)
-        raise http.client.IncompleteRead(b"".join(chunks), response.length)
-    response.close()  # read to its end: the connection carries the next request
-    return Reply(response.status, headers, b"".join(chunks))
+            raise ReplyTooLarge(status, "")
+        parts.append(chunk)
+    attempt.check()  # an abort may end the body early: that is no reply
+    return b"".join(parts)
 
 
 def _closed_by_peer(sock: socket.socket) -> bool:
@@ -185,4 +195,4 @@ def _closed_by_peer(sock: socket.socket) -> bool:
     return bool(poller.poll(0))
 
 
-__all__ = ["BadEndpoint", "DirectConnection", "NetworkTimeout", "Reply", "ReplyTooLarge", "TransportError"]
+__all__ = ["BadEndpoint", "DirectConnection", "NetworkTimeout", "Reply", "ReplyTooLarge", "TransportError", "read_body"]

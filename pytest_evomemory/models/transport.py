@@ -25,7 +25,7 @@ from urllib.parse import urlsplit
 from ..core.errors import ConfigError
 from ..util.redaction import redact
 from .deadline import Attempt
-from .http11 import BadEndpoint, DirectConnection, NetworkTimeout, Reply, ReplyTooLarge, TransportError
+from .http11 import BadEndpoint, DirectConnection, NetworkTimeout, Reply, TransportError, read_body
 
 USER_AGENT = "pytest-evomemory"
 
@@ -101,20 +101,9 @@ class ProxiedConnection:
         with self.client.stream(
             "POST", path, content=content, headers=dict(headers), extensions=self._extensions
         ) as response:
-            announced = response.headers.get("content-length", "")
-            if announced.isdigit() and int(announced) > limit:
-                raise ReplyTooLarge(response.status_code, f"; it announced {int(announced):,}")
-            chunks: list[bytes] = []
-            size = 0
-            attempt.reading(0)
-            for chunk in response.iter_bytes():
-                attempt.reading(len(chunk))
-                size += len(chunk)
-                if size > limit:
-                    raise ReplyTooLarge(response.status_code, "")
-                chunks.append(chunk)
             found = {name.lower(): value for name, value in response.headers.items()}
-            return Reply(response.status_code, found, b"".join(chunks))
+            body = read_body(response.iter_bytes(), response.status_code, found, attempt, limit)
+            return Reply(response.status_code, found, body)
 
     def _trace(self, event: str, info: Mapping[str, Any]) -> None:
         if event.endswith((".connect_tcp.complete", ".start_tls.complete", ".connect_unix_socket.complete")):

@@ -224,14 +224,17 @@ def test_a_proxy_variable_sends_the_request_through_the_proxy(
     def handler(connection: socket.socket, reader: _Reader) -> None:
         while (request := reader.request()) is not None:
             proxy.request_lines.append(request[0])
-            connection.sendall(_ok())
+            big = b"big" in request[1]
+            connection.sendall(_ok(json.dumps(final_answer("4" * 3000)).encode() if big else REPLY))
 
     proxy = raw_server(handler)
     monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
-    model = OpenAICompatibleModel(_config("http://upstream.invalid:8000/v1", timeout_s=4.5))
+    model = OpenAICompatibleModel(_config("http://upstream.invalid:8000/v1", timeout_s=4.5, max_reply_bytes=1024))
     assert isinstance(shared_connection(model.endpoint, model.config.timeout_s), ProxiedConnection)
     assert model.complete(MESSAGES, []).tool_calls[0].name == "final_answer"
     assert proxy.request_lines == ["POST http://upstream.invalid:8000/v1/chat/completions HTTP/1.1"]
+    with pytest.raises(ModelError, match=r"over model.max_reply_bytes \(1,024 bytes; it announced 3,"):
+        model.complete([{"role": "user", "content": "big"}], [])
 
 
 def _self_signed(directory: Path) -> tuple[Path, Path]:
