@@ -1,10 +1,12 @@
 """A ChatModel over any OpenAI-compatible endpoint: one ``POST /chat/completions``.
 
-The request goes through ``httpx2`` (the HTTP client the ``openai`` SDK itself is
-built on) rather than through the SDK: we already did our own retries, backoff and
-error reporting, and sent the body as plain JSON, so the SDK's remaining work was
-one POST, while importing it cost about 0.35 s of CPU in every process, paid by
-every pytest-xdist worker before its first task (docs/performance.md). Every
+The request goes out on a kept-alive connection of the standard library's
+``http.client`` (through ``httpx2``, the HTTP client the ``openai`` SDK itself is
+built on, where a proxy is set: :mod:`.transport`) rather than through the SDK: we
+already did our own retries, backoff and error reporting, and sent the body as
+plain JSON, so the SDK's remaining work was one POST, while importing it cost
+about 0.35 s of CPU in every process, paid by every pytest-xdist worker before its
+first task (docs/performance.md). Every
 attempt is ours to count, back off and report: a benchmark must say how often the
 endpoint failed, and a ``ModelError`` names the endpoint, the last status and the
 number of attempts (never the API key, which is read from the environment and
@@ -13,19 +15,13 @@ only ever sent in the ``Authorization`` header).
 
 from __future__ import annotations
 
-import atexit
 import json
 import os
 import random
-import socket
-import ssl
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
-from urllib.parse import urlsplit
-
-import httpx2
 
 from ..config import ModelConfig, http_url_problem
 from ..core import boundedread
@@ -36,7 +32,9 @@ from ..util.text import storable, storable_json_text
 from .base import ChatCompletion, ModelToolCall, Provided, sampling_identity
 from .cleaning import clean_completion
 from .deadline import Attempt, DeadlineExceeded, call_within
+from .http11 import BadEndpoint, NetworkTimeout, Reply, ReplyTooLarge, TransportError
 from .limits import endpoint_limiter, endpoint_semaphore
+from .transport import USER_AGENT, proxy_problem, shared_connection
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -53,145 +51,6 @@ MAX_MODEL_NAME_CHARS = 200
 #: A malformed reply is a server or configuration problem; asking again would
 #: only repeat it (and spend the model's tokens).
 _MALFORMED = "a malformed reply is not transient"
-
-class ThreadClient:
-    """The HTTP client one thread sends an endpoint's requests with, and the sockets
-    its connections opened, so that an attempt can be aborted wherever it blocks.
-
-    A total deadline (:mod:`.deadline`) is kept by shutting the attempt's socket
-    down from the watchdog thread, which ends a blocked connect, write or read at
-    once. The socket of a request is known only to the connection pool; a pool
-    that serves one thread holds no connection but that thread's, so aborting the
-    thread's attempt shuts down every socket its pool opened (reported through
-    httpcore's ``trace`` extension when each connection is made). An idle
-    keep-alive connection shut down with them is found closed and replaced.
-    """
-
-    def __init__(self, client: httpx2.Client) -> None:
-        self.client = client
-        #: the thread it serves: once that thread has ended, the client is closed
-        self.thread = threading.current_thread()
-        self._sockets: list[socket.socket] = []
-        #: given with every request: hears each connection being made
-        self.extensions: dict[str, Any] = {"trace": self._trace}
-
-    def _trace(self, event: str, info: Mapping[str, Any]) -> None:
-        if event.endswith((".connect_tcp.complete", ".start_tls.complete", ".connect_unix_socket.complete")):
-            stream = info.get("return_value")
-            sock = stream.get_extra_info("socket") if stream is not None else None
-            if isinstance(sock, socket.socket):
-                self._sockets = [*(known for known in self._sockets if known.fileno() != -1), sock]
-
-    def abort(self) -> None:
-        """Shut down every socket of this thread's connections (from any thread)."""
-        for sock in list(self._sockets):
-            try:
-                sock.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass  # closed already
-
-
-_CLIENTS: dict[tuple[str, float, int], ThreadClient] = {}
-_CLIENTS_LOCK = threading.Lock()
-_SSL_CONTEXT: ssl.SSLContext | None = None
-
-
-def shared_client(endpoint: str, timeout_s: float) -> ThreadClient:
-    """One HTTP client per endpoint, timeout and thread, kept while the thread lives.
-
-    Streams run one after another in a process (or one per xdist worker, or one per
-    thread of ``evomemory run --chains``), and each builds its own agent: keeping the
-    client keeps its connections alive across them, and the TLS context (about 20 ms
-    to load the trust store) is built once. One per thread because a call runs on
-    its caller's thread, and aborting it at its deadline aborts the connections of
-    its thread's client (:class:`ThreadClient`). Proxies come from the usual
-    environment variables (``HTTPS_PROXY``, ``NO_PROXY``).
-    """
-    key = (endpoint, timeout_s, threading.get_ident())
-    here = threading.current_thread()
-    found = _CLIENTS.get(key)
-    if found is not None and found.thread is here:
-        return found
-    with _CLIENTS_LOCK:
-        found = _CLIENTS.get(key)
-        if found is None or found.thread is not here:  # none yet, or an ended thread's (its id reused)
-            for ended in [other for other, held in _CLIENTS.items() if not held.thread.is_alive()]:
-                _CLIENTS.pop(ended).client.close()  # its connections stay open no longer
-            problem = proxy_problem()
-            if problem:
-                raise ConfigError(problem)
-            try:
-                client = httpx2.Client(
-                    base_url=endpoint,
-                    timeout=httpx2.Timeout(timeout_s),
-                    verify=_tls_for(endpoint),
-                    headers={"User-Agent": "pytest-evomemory", "Accept": "application/json"},
-                )
-            except (httpx2.InvalidURL, ValueError) as error:
-                raise ConfigError(
-                    f"cannot build an HTTP client for {endpoint} ({redact(str(error))}); "
-                    "check HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY"
-                ) from None
-            found = _CLIENTS[key] = ThreadClient(client)
-        return found
-
-
-_PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
-_PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
-
-
-def proxy_problem() -> str | None:
-    """The first proxy variable httpx would refuse or could never connect through,
-    in words naming it and what to write, or ``None``.
-
-    httpx reads every proxy variable when a client is built; a bare host name or a
-    bad port there would otherwise fail every task of every stream with a
-    traceback from inside the HTTP library.
-    """
-    for lower in _PROXY_VARIABLES:
-        for name in (lower.upper(), lower):
-            value = os.environ.get(name)
-            if not value:
-                continue
-            try:
-                parsed = urlsplit(value)
-                parsed.port  # noqa: B018 - raises ValueError for a bad port
-                valid = parsed.scheme in _PROXY_SCHEMES and bool(parsed.hostname)
-            except ValueError:
-                valid = False
-            if not valid:
-                return (
-                    f"the environment variable {name}={redact(value)!r} is not a proxy URL; "
-                    f"write {name}=http://host:port (or unset it)"
-                )
-    return None
-
-
-def _tls_for(endpoint: str) -> ssl.SSLContext | bool:
-    """The verifying TLS context, or ``False`` where no TLS can happen.
-
-    Loading the trust store costs 20-60 ms of CPU per process. A plain-HTTP
-    endpoint reached without a proxy (a local server, the usual case for
-    benchmarks) never negotiates TLS: redirects are not followed. Everything else
-    gets the verifying context, built once per process.
-    """
-    global _SSL_CONTEXT
-    plain = endpoint.lower().startswith("http://")
-    proxied = any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES)
-    if plain and not proxied:
-        return False
-    if _SSL_CONTEXT is None:
-        _SSL_CONTEXT = httpx2.create_ssl_context()
-    return _SSL_CONTEXT
-
-
-@atexit.register
-def _close_clients() -> None:
-    with _CLIENTS_LOCK:
-        for found in _CLIENTS.values():
-            found.client.close()
-        _CLIENTS.clear()
-
 
 def resolve_api_key(config: ModelConfig) -> str:
     """Read the key from the environment, or explain which variable to set."""
@@ -267,8 +126,11 @@ class OpenAICompatibleModel:
         #: Slots (model.max_connections) and 429 backoff shared with the session's other processes.
         self._limiter = endpoint_limiter(self.endpoint, config.max_connections)
         self._waited = threading.local()
-        shared_client(self.endpoint, config.timeout_s)  # a bad proxy variable is refused here, not at a task
-        self._headers = {"Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json"}
+        shared_connection(self.endpoint, config.timeout_s)  # a bad proxy variable is refused here, not at a task
+        self._headers = {
+            "Authorization": f"Bearer {self._api_key}", "Content-Type": "application/json",
+            "Accept": "application/json", "User-Agent": USER_AGENT,
+        }
         #: Attempts made by the most recent ``complete`` call (for tests and logs).
         self.last_attempts = 0
 
@@ -321,30 +183,29 @@ class OpenAICompatibleModel:
             self._wait_for_shared_backoff()
             try:
                 with self._semaphore, self._limiter.slot():
-                    status, headers, raw = call_within(
-                        self.config.timeout_s, lambda control: self._post(content, control)
-                    )
+                    reply = call_within(self.config.timeout_s, lambda control: self._post(content, control))
             except DeadlineExceeded as error:
                 last_problem = _deadline_problem(error)
-            except _ReplyTooLarge as error:
+            except ReplyTooLarge as error:
                 self.last_status = error.status
                 raise self._error(
                     f"the reply is over model.max_reply_bytes ({self.config.max_reply_bytes:,} bytes"
                     f"{error.announced}); the server sent far more than a chat completion",
                     attempt, not_retried=_MALFORMED,
                 ) from None
-            except (httpx2.UnsupportedProtocol, httpx2.InvalidURL) as error:
+            except BadEndpoint as error:
                 # Only OPENAI_BASE_URL can get here (model.base_url is validated): asking again cannot help.
                 raise self._error(
                     f"the endpoint is not a usable http(s) URL ({error}); set OPENAI_BASE_URL or "
                     "model.base_url to the API root, e.g. http://127.0.0.1:8000/v1",
                     attempt, not_retried="a wrong URL is not transient",
                 ) from None
-            except httpx2.TimeoutException:  # one network operation; the deadline above covers the whole attempt
+            except NetworkTimeout:  # one network operation; the deadline above covers the whole attempt
                 last_problem = _deadline_problem(DeadlineExceeded(self.config.timeout_s, "waiting for the server", 0))
-            except httpx2.TransportError as error:
-                last_problem = f"connection error ({type(error).__name__}: {error})"
+            except TransportError as error:
+                last_problem = f"connection error ({error})"
             else:
+                status, headers, raw = reply.status, reply.headers, reply.body
                 self.last_status = status
                 if 200 <= status < 300:
                     return self._parse(raw, headers.get("content-type", ""))
@@ -372,33 +233,17 @@ class OpenAICompatibleModel:
         if remaining > 0:
             self._sleep(remaining)
 
-    def _post(self, content: bytes, attempt: Attempt) -> tuple[int, Mapping[str, str], bytes]:
+    def _post(self, content: bytes, attempt: Attempt) -> Reply:
         """One POST, reading at most ``max_reply_bytes`` of the reply (a runaway
         server must not fill this process's memory).
 
-        The transport seam: whatever client sends the request reports each chunk
-        of the body to ``attempt`` (which stops an attempt past its deadline, see
-        :mod:`.deadline`) and registers how to abort it wherever it blocks.
+        The transport seam (:class:`~.transport.Connection`): whatever sends the
+        request reports each chunk of the body to ``attempt`` (which stops an
+        attempt past its deadline, see :mod:`.deadline`) and registers how to abort
+        it wherever it blocks.
         """
-        limit = self.config.max_reply_bytes
-        connections = shared_client(self.endpoint, self.config.timeout_s)
-        attempt.on_cancel(connections.abort)
-        with connections.client.stream(
-            "POST", "/chat/completions", content=content, headers=self._headers, extensions=connections.extensions
-        ) as response:
-            announced = response.headers.get("content-length", "")
-            if announced.isdigit() and int(announced) > limit:
-                raise _ReplyTooLarge(response.status_code, f"; it announced {int(announced):,}")
-            chunks: list[bytes] = []
-            size = 0
-            attempt.reading(0)
-            for chunk in response.iter_bytes():
-                attempt.reading(len(chunk))
-                size += len(chunk)
-                if size > limit:
-                    raise _ReplyTooLarge(response.status_code, "")
-                chunks.append(chunk)
-            return response.status_code, response.headers, b"".join(chunks)
+        connection = shared_connection(self.endpoint, self.config.timeout_s)
+        return connection.post("/chat/completions", content, self._headers, attempt, self.config.max_reply_bytes)
 
     def _parse(self, raw: bytes, content_type: str) -> ChatCompletion:
         """The first choice of a chat.completion body; anything else is a clear error."""
@@ -511,13 +356,6 @@ def _deadline_problem(error: DeadlineExceeded) -> str:
         + (f", {error.received:,} bytes of the reply received" if error.received else "")
         + "; check that the server is up and not overloaded, or raise model.timeout_s in the agent config"
     )
-
-
-class _ReplyTooLarge(Exception):
-    def __init__(self, status: int, announced: str) -> None:
-        super().__init__(status)
-        self.status = status
-        self.announced = announced
 
 
 def _one_line(text: str, limit: int) -> str:

@@ -90,11 +90,11 @@ def test_a_proxy_with_credentials_is_not_quoted_with_them(monkeypatch: pytest.Mo
 
 def test_a_garbage_proxy_fails_the_model_client_cleanly_too(monkeypatch: pytest.MonkeyPatch) -> None:
     """Without the up-front check, building the client is still one clear error."""
-    from pytest_evomemory.models.openai_compat import shared_client
+    from pytest_evomemory.models.transport import shared_connection
 
     monkeypatch.setenv("HTTPS_PROXY", "::::")
     with pytest.raises(ConfigError, match="HTTPS_PROXY"):
-        shared_client("https://api.example.com/v1", 12.345)
+        shared_connection("https://api.example.com/v1", 12.345)
 
 
 def _plugin_run(pytester: pytest.Pytester, server_url: str) -> pytest.RunResult:

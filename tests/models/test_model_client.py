@@ -17,11 +17,10 @@ from pytest_evomemory.models import build_chat_model
 from pytest_evomemory.models.cache import CachedChatModel, default_cache_dir
 from pytest_evomemory.models.openai_compat import (
     OpenAICompatibleModel,
-    ThreadClient,
     check_model_environment,
     completion_from_json,
-    shared_client,
 )
+from pytest_evomemory.models.transport import Connection, shared_connection
 from pytest_evomemory.testing.fixtures import ServerFactory
 from pytest_evomemory.testing.scripted_server import (
     Fault,
@@ -264,19 +263,19 @@ def test_one_http_client_per_endpoint_and_thread_is_shared_by_models(scripted_op
     second = OpenAICompatibleModel(scripted_model_config(server))
     other_timeout = OpenAICompatibleModel(scripted_model_config(server, timeout_s=7.0))
 
-    def client_of(model: OpenAICompatibleModel) -> ThreadClient:
-        return shared_client(model.endpoint, model.config.timeout_s)
+    def client_of(model: OpenAICompatibleModel) -> Connection:
+        return shared_connection(model.endpoint, model.config.timeout_s)
 
     assert client_of(first) is client_of(second)
     assert client_of(other_timeout) is not client_of(first)
-    elsewhere: list[ThreadClient] = []
+    elsewhere: list[Connection] = []
     thread = threading.Thread(target=lambda: elsewhere.append(client_of(first)))
     thread.start()
     thread.join()
     assert elsewhere[0] is not client_of(first)
     # the client of a thread that has ended is closed when the next one is made
     OpenAICompatibleModel(scripted_model_config(server, timeout_s=8.0))
-    assert elsewhere[0].client.is_closed and not client_of(first).client.is_closed
+    assert elsewhere[0].is_closed and not client_of(first).is_closed
     first.complete(MESSAGES, TOOLS)
     second.complete(MESSAGES, TOOLS)
     assert len(server.requests) == 2
@@ -394,16 +393,16 @@ def test_tls_is_verified_wherever_it_can_happen(monkeypatch: pytest.MonkeyPatch)
     """Plain HTTP without a proxy skips loading the trust store; nothing else does."""
     import ssl
 
-    from pytest_evomemory.models.openai_compat import _tls_for
+    from pytest_evomemory.models.transport import tls_for
 
     for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
         monkeypatch.delenv(name, raising=False)
-    assert _tls_for("http://127.0.0.1:8000/v1") is False
-    verifying = _tls_for("https://api.openai.com/v1")
+    assert tls_for("http://127.0.0.1:8000/v1") is False
+    verifying = tls_for("https://api.openai.com/v1")
     assert isinstance(verifying, ssl.SSLContext) and verifying.verify_mode == ssl.CERT_REQUIRED
     assert verifying.check_hostname
     monkeypatch.setenv("HTTPS_PROXY", "https://proxy.example:3128")
-    assert _tls_for("http://127.0.0.1:8000/v1") is verifying
+    assert tls_for("http://127.0.0.1:8000/v1") is verifying
 
 
 def test_a_non_http_endpoint_from_the_environment_is_refused_before_any_call(

@@ -1,0 +1,276 @@
+"""The model client's two transports (models/transport.py, models/http11.py) against
+servers written byte by byte: what the scripted server never does (closing a kept-alive
+connection, chunked bodies, a body cut short, TLS, a proxy) must not cost a wrong
+reply, a lost attempt or an unverified certificate."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import ssl
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from pytest_evomemory.config import ModelConfig
+from pytest_evomemory.core.errors import ModelError
+from pytest_evomemory.models import transport
+from pytest_evomemory.models.http11 import DirectConnection
+from pytest_evomemory.models.openai_compat import OpenAICompatibleModel
+from pytest_evomemory.models.transport import ProxiedConnection, shared_connection
+from pytest_evomemory.testing.scripted_server import final_answer
+
+MESSAGES = [{"role": "user", "content": "What is 2 + 2?"}]
+REPLY = json.dumps(final_answer("4")).encode()
+PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
+
+#: Serves one connection: given the socket and its reader, answers requests until it returns.
+Handler = Callable[[socket.socket, "_Reader"], None]
+
+
+class _Reader:
+    """Reads whole HTTP requests (head and Content-Length body) off a socket."""
+
+    def __init__(self, connection: socket.socket) -> None:
+        self.file = connection.makefile("rb")
+
+    def request(self) -> tuple[str, bytes] | None:
+        line = self.file.readline()
+        if not line:
+            return None
+        length = 0
+        while (header := self.file.readline()) not in (b"\r\n", b""):
+            name, _, value = header.decode("latin-1").partition(":")
+            if name.strip().lower() == "content-length":
+                length = int(value)
+        return line.decode("latin-1").strip(), self.file.read(length)
+
+
+class _RawServer:
+    """A listener on 127.0.0.1 whose every connection runs ``handler`` on a thread."""
+
+    def __init__(self, handler: Handler, context: ssl.SSLContext | None = None) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.connections = 0
+        self.request_lines: list[str] = []
+        self._handler = handler
+        self._context = context
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                connection, _ = self.listener.accept()
+            except OSError:
+                return
+            self.connections += 1
+            threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
+
+    def _serve(self, connection: socket.socket) -> None:
+        try:
+            if self._context is not None:
+                connection = self._context.wrap_socket(connection, server_side=True)
+            with connection:
+                self._handler(connection, _Reader(connection))
+        except (OSError, ssl.SSLError):
+            pass  # the client hung up or refused the certificate
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+@pytest.fixture
+def raw_server() -> Iterator[Callable[..., _RawServer]]:
+    started: list[_RawServer] = []
+
+    def start(handler: Handler, context: ssl.SSLContext | None = None) -> _RawServer:
+        server = _RawServer(handler, context)
+        started.append(server)
+        return server
+
+    yield start
+    for server in started:
+        server.close()
+
+
+@pytest.fixture(autouse=True)
+def no_proxy(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+
+
+def _config(url: str, **overrides: object) -> ModelConfig:
+    settings: dict[str, object] = {
+        "base_url": url, "model": "m", "api_key_env": None, "cache": False,
+        "timeout_s": 5.0, "max_retries": 1, "retry_backoff_s": 0.0,
+    }
+    settings.update(overrides)
+    return ModelConfig(**settings)  # type: ignore[arg-type]
+
+
+def _ok(body: bytes = REPLY, extra: bytes = b"") -> bytes:
+    return b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n%b\r\n%b" % (
+        len(body), extra, body
+    )
+
+
+def test_a_kept_alive_connection_carries_every_call(raw_server: Callable[..., _RawServer]) -> None:
+    def handler(connection: socket.socket, reader: _Reader) -> None:
+        while reader.request() is not None:
+            connection.sendall(_ok())
+
+    server = raw_server(handler)
+    model = OpenAICompatibleModel(_config(f"http://127.0.0.1:{server.port}/v1"))
+    for _ in range(3):
+        assert model.complete(MESSAGES, []).tool_calls[0].name == "final_answer"
+        assert model.last_attempts == 1
+    assert server.connections == 1
+    assert isinstance(shared_connection(model.endpoint, model.config.timeout_s), DirectConnection)
+
+
+def test_a_connection_the_server_closed_while_idle_is_replaced_without_a_failed_attempt(
+    raw_server: Callable[..., _RawServer],
+) -> None:
+    """The server answers one request per connection and hangs up without saying so
+    (no ``Connection: close``): the next call opens a new connection, first time."""
+    closed = threading.Semaphore(0)
+
+    def handler(connection: socket.socket, reader: _Reader) -> None:
+        reader.request()
+        connection.sendall(_ok())
+        connection.shutdown(socket.SHUT_RDWR)
+        closed.release()
+
+    server = raw_server(handler)
+    model = OpenAICompatibleModel(_config(f"http://127.0.0.1:{server.port}/v1", max_retries=0))
+    for _ in range(3):
+        assert model.complete(MESSAGES, []).tool_calls[0].name == "final_answer"
+        assert closed.acquire(timeout=5)
+    assert server.connections == 3
+
+
+def test_a_chunked_reply_is_read_whole_and_counted_against_the_limit(raw_server: Callable[..., _RawServer]) -> None:
+    answer = "4" * 3000
+    reply = json.dumps(final_answer(answer)).encode()
+
+    def handler(connection: socket.socket, reader: _Reader) -> None:
+        while reader.request() is not None:
+            head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+            parts = [reply[start:start + 700] for start in range(0, len(reply), 700)]
+            connection.sendall(head + b"".join(b"%x\r\n%b\r\n" % (len(part), part) for part in parts) + b"0\r\n\r\n")
+
+    server = raw_server(handler)
+    url = f"http://127.0.0.1:{server.port}/v1"
+    completion = OpenAICompatibleModel(_config(url)).complete(MESSAGES, [])
+    assert json.loads(completion.tool_calls[0].arguments) == {"answer": answer}
+    with pytest.raises(ModelError, match=r"over model.max_reply_bytes \(1,024 bytes\); the server sent far more"):
+        OpenAICompatibleModel(_config(url, max_reply_bytes=1024, timeout_s=6.0)).complete(MESSAGES, [])
+
+
+def test_a_reply_cut_short_is_a_connection_error_not_a_reply(raw_server: Callable[..., _RawServer]) -> None:
+    """The body ends (the server hangs up) before its announced length: retried, never parsed."""
+
+    def handler(connection: socket.socket, reader: _Reader) -> None:
+        reader.request()
+        whole = _ok()
+        connection.sendall(whole[: len(whole) - 5])
+
+    server = raw_server(handler)
+    model = OpenAICompatibleModel(_config(f"http://127.0.0.1:{server.port}/v1", max_retries=1))
+    with pytest.raises(ModelError, match=r"failed after 2 attempts: connection error \(IncompleteRead"):
+        model.complete(MESSAGES, [])
+    assert server.connections == 2
+
+
+def test_headers_of_every_request(raw_server: Callable[..., _RawServer], monkeypatch: pytest.MonkeyPatch) -> None:
+    seen: list[bytes] = []
+
+    def handler(connection: socket.socket, reader: _Reader) -> None:
+        head = b""
+        while not head.endswith(b"\r\n\r\n"):
+            head += connection.recv(1)
+        seen.append(head)
+        length = int(head.lower().split(b"content-length: ")[1].split(b"\r\n")[0])
+        while length:
+            length -= len(connection.recv(length))
+        connection.sendall(_ok())
+
+    server = raw_server(handler)
+    monkeypatch.setenv("TRANSPORT_TEST_KEY", "sk-transport-test-0123456789")
+    OpenAICompatibleModel(_config(f"http://127.0.0.1:{server.port}/v1/", api_key_env="TRANSPORT_TEST_KEY")).complete(
+        MESSAGES, []
+    )
+    lines = seen[0].decode().split("\r\n")
+    assert lines[0] == "POST /v1/chat/completions HTTP/1.1"
+    headers = {name.lower(): value.strip() for name, _, value in (line.partition(":") for line in lines[1:] if line)}
+    assert headers["host"] == f"127.0.0.1:{server.port}"
+    assert headers["authorization"] == "Bearer sk-transport-test-0123456789"
+    assert (headers["content-type"], headers["accept"], headers["user-agent"]) == (
+        "application/json", "application/json", "pytest-evomemory"
+    )
+
+
+def test_a_proxy_variable_sends_the_request_through_the_proxy(
+    raw_server: Callable[..., _RawServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a proxy set, httpx2 reads the variables (NO_PROXY too) and the request
+    goes to the proxy in absolute form, as the openai SDK would send it."""
+
+    def handler(connection: socket.socket, reader: _Reader) -> None:
+        while (request := reader.request()) is not None:
+            proxy.request_lines.append(request[0])
+            big = b"big" in request[1]
+            connection.sendall(_ok(json.dumps(final_answer("4" * 3000)).encode() if big else REPLY))
+
+    proxy = raw_server(handler)
+    monkeypatch.setenv("HTTP_PROXY", f"http://127.0.0.1:{proxy.port}")
+    model = OpenAICompatibleModel(_config("http://upstream.invalid:8000/v1", timeout_s=4.5, max_reply_bytes=1024))
+    assert isinstance(shared_connection(model.endpoint, model.config.timeout_s), ProxiedConnection)
+    assert model.complete(MESSAGES, []).tool_calls[0].name == "final_answer"
+    assert proxy.request_lines == ["POST http://upstream.invalid:8000/v1/chat/completions HTTP/1.1"]
+    with pytest.raises(ModelError, match=r"over model.max_reply_bytes \(1,024 bytes; it announced 3,"):
+        model.complete([{"role": "user", "content": "big"}], [])
+
+
+def _self_signed(directory: Path) -> tuple[Path, Path]:
+    if shutil.which("openssl") is None:
+        pytest.skip("the openssl command is needed to make a certificate")
+    key, cert = directory / "key.pem", directory / "cert.pem"
+    subprocess.run(
+        ["openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+         "-keyout", str(key), "-out", str(cert), "-days", "2", "-subj", "/CN=localhost",
+         "-addext", "subjectAltName=DNS:localhost"],
+        check=True, capture_output=True,
+    )
+    return key, cert
+
+
+def test_an_https_endpoint_is_verified(
+    raw_server: Callable[..., _RawServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An untrusted certificate fails the call; a trusted one for another host name does
+    too; trusted and matching, the reply comes back over TLS."""
+    key, cert = _self_signed(tmp_path)
+    served = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    served.load_cert_chain(cert, key)
+
+    def handler(connection: socket.socket, reader: _Reader) -> None:
+        while reader.request() is not None:
+            connection.sendall(_ok())
+
+    server = raw_server(handler, served)
+    with pytest.raises(ModelError, match=r"connection error \(SSLCertVerificationError"):
+        OpenAICompatibleModel(_config(f"https://localhost:{server.port}/v1", max_retries=0)).complete(MESSAGES, [])
+    trusting = ssl.create_default_context(cafile=str(cert))
+    monkeypatch.setattr(transport, "_SSL_CONTEXT", trusting)
+    with pytest.raises(ModelError, match=r"connection error \(SSLCertVerificationError.*(mismatch|match)"):
+        OpenAICompatibleModel(
+            _config(f"https://127.0.0.1:{server.port}/v1", max_retries=0, timeout_s=4.0)
+        ).complete(MESSAGES, [])
+    model = OpenAICompatibleModel(_config(f"https://localhost:{server.port}/v1", timeout_s=3.0))
+    assert model.complete(MESSAGES, []).tool_calls[0].name == "final_answer"
