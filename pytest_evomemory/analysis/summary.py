@@ -27,7 +27,8 @@ from .stats import Proportion
 
 
 def _assistant_messages(messages: Sequence[Any] | None) -> list[Mapping[str, Any]]:
-    return [m for m in messages or () if isinstance(m, Mapping) and m.get("role") == "assistant"]
+    # a dict first: an ABC isinstance check per message cost more than the rest
+    return [m for m in messages or () if (type(m) is dict or isinstance(m, Mapping)) and m.get("role") == "assistant"]
 
 
 def is_cached(response: Response | Mapping[str, Any], messages: Sequence[Any] | None = None) -> bool:
@@ -193,7 +194,9 @@ class StreamMetrics:
             counts.tasks += 1
             counts.correct += correct
 
-    def add_response(self, counted_response: Response | Mapping[str, Any]) -> None:
+    def add_response(self, counted_response: Response | Mapping[str, Any], cached: bool | None = None) -> None:
+        """Count one response; ``cached``: :func:`is_cached` of it, when the caller
+        already knows (it walks the response's messages)."""
         response = as_response(counted_response)
         self.stimuli += 1
         if response.kind == "feedback":
@@ -204,7 +207,7 @@ class StreamMetrics:
         self.memory_recalls += _whole(response.memory_recalls)
         self.memory_unstored += _whole(response.memory_unstored)
         self.protocol_violations += 1 if response.protocol_violation else 0
-        self.cached_responses += 1 if is_cached(response) else 0
+        self.cached_responses += 1 if (is_cached(response) if cached is None else cached) else 0
         self.prompt_tokens += _whole(response.usage.prompt_tokens)
         self.completion_tokens += _whole(response.usage.completion_tokens)
         seconds = response.seconds
@@ -345,17 +348,21 @@ class ResponseTally:
             tally.add(response)
         return tally
 
-    def add(self, response: Response | Mapping[str, Any]) -> None:
+    def add(self, response: Response | Mapping[str, Any], cached: bool | None = None) -> None:
+        """Count ``response`` for its stream and overall; ``cached``: :func:`is_cached`
+        of it, when the caller already knows (else worked out here, once)."""
         # StreamMetrics.add_response reads nothing counted() blanks out (and counts a
         # response as cached exactly when counted() would say so): a typed response
         # is counted as it is, without copying it and each of its tool calls
         figures = response if isinstance(response, Response) else counted(response)
+        if cached is None:
+            cached = is_cached(figures)
         name = figures.stream
         tally = self.streams.get(name)
         if tally is None:
             tally = self.streams[name] = StreamMetrics(name)
-        tally.add_response(figures)
-        self.overall.add_response(figures)
+        tally.add_response(figures, cached)
+        self.overall.add_response(figures, cached)
 
 
 def summarize(

@@ -266,25 +266,27 @@ def _fast_encoder(options: Mapping[str, Any]) -> json.JSONEncoder | None:
     """An encoder equal to ``json.dumps(**options)`` that notes every call of its
     ``default``; None for options the clean-text proof does not cover (it needs
     ASCII output with the standard separators)."""
-    if not _FAST_OPTIONS.issuperset(options) or options.get("ensure_ascii", True) is not True:
-        return None
     try:
-        key = tuple(sorted(options.items()))
+        # the options as given (a call site passes them in one order): no sorting per record
+        key = tuple(options.items())
         encoder = _ENCODERS.get(key)
     except TypeError:  # an unhashable option value
         return None
-    if encoder is None:
-        fallback = options.get("default")
+    if encoder is not None:
+        return encoder
+    if not _FAST_OPTIONS.issuperset(options) or options.get("ensure_ascii", True) is not True:
+        return None
+    fallback = options.get("default")
 
-        def default(value: Any) -> Any:
-            _DEFAULT_CALLED.called = True
-            if fallback is None:
-                raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-            return fallback(value)
+    def default(value: Any) -> Any:
+        _DEFAULT_CALLED.called = True
+        if fallback is None:
+            raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+        return fallback(value)
 
-        settings = {name: value for name, value in options.items() if name != "default"}
-        # a non-finite float raises ValueError: the record then goes through the walk
-        encoder = _ENCODERS[key] = json.JSONEncoder(**settings, default=default, allow_nan=False)
+    settings = {name: value for name, value in options.items() if name != "default"}
+    # a non-finite float raises ValueError: the record then goes through the walk
+    encoder = _ENCODERS[key] = json.JSONEncoder(**settings, default=default, allow_nan=False)
     return encoder
 
 
