@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..evaluation.modes import MATCH_MODES, Metric, headline_metric
 from ..rundocs import GroupSummary, Headline, PerStimulus, Response, Score, StreamSummary, Summary, Threshold
@@ -26,9 +26,13 @@ from ..rundocs.records import as_response, as_score
 from .stats import Proportion
 
 
-def _assistant_messages(messages: Sequence[Any] | None) -> list[Mapping[str, Any]]:
+def _is_assistant(message: object) -> TypeGuard[Mapping[str, Any]]:
     # a dict first: an ABC isinstance check per message cost more than the rest
-    return [m for m in messages or () if (type(m) is dict or isinstance(m, Mapping)) and m.get("role") == "assistant"]
+    return (type(message) is dict or isinstance(message, Mapping)) and message.get("role") == "assistant"
+
+
+def _assistant_messages(messages: Sequence[Any] | None) -> list[Mapping[str, Any]]:
+    return [m for m in messages or () if _is_assistant(m)]
 
 
 def is_cached(response: Response | Mapping[str, Any], messages: Sequence[Any] | None = None) -> bool:
@@ -42,8 +46,13 @@ def is_cached(response: Response | Mapping[str, Any], messages: Sequence[Any] | 
     typed = as_response(response)
     if typed.cached:
         return True
-    calls = _assistant_messages(typed.messages if messages is None else messages)
-    return bool(calls) and all(m.get("cached") for m in calls)
+    called = False
+    for message in (typed.messages if messages is None else messages) or ():
+        if _is_assistant(message):
+            if not message.get("cached"):
+                return False  # one live call: no need to read on
+            called = True
+    return called
 
 
 def cache_counts(response: Response | Mapping[str, Any]) -> tuple[int, int]:

@@ -54,7 +54,7 @@ _LOCK = threading.Lock()
 #: the cached, sorted secret list (:func:`_secret_values`), which every record of
 #: the run directory needs and which only changes when a secret is registered.
 _GENERATION = 0
-_CACHED: tuple[tuple[int, tuple[str, ...]], tuple[str, ...]] | None = None
+_CACHED: tuple[tuple[int, tuple[object, ...]], tuple[str, ...]] | None = None
 
 _HEADER_NAMES = r"(?:proxy-)?authorization|x-api-key|api[-_]?key|openai[-_]api[-_]key|access[-_]token"
 #: ``Authorization: Bearer X``, ``"authorization": "Bearer X"``, ``api_key=X``, ``<td>api-key</td><td>X</td>``
@@ -91,20 +91,36 @@ def known_secrets() -> list[str]:
     return list(_known_secrets())
 
 
+def _environment_key() -> tuple[object, ...]:
+    """The values of :data:`SECRET_VARIABLES` as the environment holds them now.
+
+    Read from ``os.environ``'s own store, which every change through ``os.environ``
+    updates, as it holds them (bytes on POSIX): decoding each on every call (its
+    ``get``) cost more than the check of a record it guards. Through ``get`` where
+    there is no such store."""
+    store = getattr(os.environ, "_data", None)
+    if type(store) is dict:
+        return tuple([store.get(key) for key in _ENVIRONMENT_KEYS])
+    return tuple([os.environ.get(name) for name in SECRET_VARIABLES])
+
+
+#: :data:`SECRET_VARIABLES` as keys of ``os.environ``'s store (see :func:`_environment_key`)
+_ENVIRONMENT_KEYS = tuple(getattr(os.environ, "encodekey", lambda name: name)(name) for name in SECRET_VARIABLES)
+
+
 def _known_secrets() -> tuple[str, ...]:
     """:func:`known_secrets`, cached until a secret is registered or a variable of
     :data:`SECRET_VARIABLES` changes (both are part of the cache key, read on every
     call, so a secret set a moment ago is never missed)."""
     global _CACHED
-    environ = os.environ
-    key = (_GENERATION, tuple([environ.get(name, "") for name in SECRET_VARIABLES]))
+    key = (_GENERATION, _environment_key())
     cached = _CACHED
     if cached is not None and cached[0] == key:
         return cached[1]
     with _LOCK:
         key = (_GENERATION, key[1])
         values = set(_SECRETS)
-    for value in key[1]:
+    for value in [os.environ.get(name, "") for name in SECRET_VARIABLES]:
         if len(value.strip()) >= MIN_SECRET_LENGTH:
             values.add(value)
             values.add(value.strip())
