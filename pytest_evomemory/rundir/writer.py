@@ -10,8 +10,8 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
-from pathlib import Path
 from io import FileIO
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..rundocs import Response, RunDoc, RunFile, Score, Summary, TranscriptEntry

@@ -122,14 +122,10 @@ class Response(RunDoc):
         values (a list of dicts of plain values, which an agent's turn or a
         worker's wire made), they are what serializing them would give, and a
         turn's transcript is most of a response."""
-        data: dict[str, Any] = self.model_dump(by_alias=True, exclude=_MESSAGES)
+        data: dict[str, Any] = self.model_dump(by_alias=True, exclude={"messages"})
         entry = {"task_id": data["task_id"], "kind": data["kind"], "messages": self.messages or [],
                  "tool_calls": data["tool_calls"]}
         return data, entry
-
-
-#: what :meth:`Response.written_lines` leaves to the transcript
-_MESSAGES = frozenset({"messages"})
 
 
 class TranscriptEntry(RunDoc):
