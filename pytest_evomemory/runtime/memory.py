@@ -9,7 +9,7 @@ shows up in a later one is caught.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..memory.base import MemorySystem
 from ..memory.guard import IsolationGuard
@@ -36,8 +36,7 @@ def mark(memory: ObservedMemory | None) -> Mark:
     if memory is None:
         return Mark(OperationCounts(), 0, 0)
     writes, recalled = memory.mark()
-    counts = memory.counts  # copied field by field: dataclasses.replace inspects the fields on every call
-    return Mark(OperationCounts(counts.retains, counts.recalls, counts.forgets, counts.other), writes, recalled)
+    return Mark(replace(memory.counts), writes, recalled)
 
 
 __all__ = ["IsolationGuard", "Mark", "ObservedMemory", "mark", "observe"]
