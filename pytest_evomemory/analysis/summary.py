@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from ..evaluation.modes import MATCH_MODES, Metric, headline_metric
 from ..rundocs import GroupSummary, Headline, PerStimulus, Response, Score, StreamSummary, Summary, Threshold
@@ -26,8 +26,13 @@ from ..rundocs.records import as_response, as_score
 from .stats import Proportion
 
 
+def _is_assistant(message: object) -> TypeGuard[Mapping[str, Any]]:
+    # a dict first: an ABC isinstance check per message cost more than the rest
+    return (type(message) is dict or isinstance(message, Mapping)) and message.get("role") == "assistant"
+
+
 def _assistant_messages(messages: Sequence[Any] | None) -> list[Mapping[str, Any]]:
-    return [m for m in messages or () if isinstance(m, Mapping) and m.get("role") == "assistant"]
+    return [m for m in messages or () if _is_assistant(m)]
 
 
 def is_cached(response: Response | Mapping[str, Any], messages: Sequence[Any] | None = None) -> bool:
@@ -41,8 +46,13 @@ def is_cached(response: Response | Mapping[str, Any], messages: Sequence[Any] | 
     typed = as_response(response)
     if typed.cached:
         return True
-    calls = _assistant_messages(typed.messages if messages is None else messages)
-    return bool(calls) and all(m.get("cached") for m in calls)
+    called = False
+    for message in (typed.messages if messages is None else messages) or ():
+        if _is_assistant(message):
+            if not message.get("cached"):
+                return False  # one live call: no need to read on
+            called = True
+    return called
 
 
 def cache_counts(response: Response | Mapping[str, Any]) -> tuple[int, int]:
@@ -193,7 +203,9 @@ class StreamMetrics:
             counts.tasks += 1
             counts.correct += correct
 
-    def add_response(self, counted_response: Response | Mapping[str, Any]) -> None:
+    def add_response(self, counted_response: Response | Mapping[str, Any], cached: bool | None = None) -> None:
+        """Count one response; ``cached``: :func:`is_cached` of it, when the caller
+        already knows (it walks the response's messages)."""
         response = as_response(counted_response)
         self.stimuli += 1
         if response.kind == "feedback":
@@ -204,7 +216,7 @@ class StreamMetrics:
         self.memory_recalls += _whole(response.memory_recalls)
         self.memory_unstored += _whole(response.memory_unstored)
         self.protocol_violations += 1 if response.protocol_violation else 0
-        self.cached_responses += 1 if is_cached(response) else 0
+        self.cached_responses += 1 if (is_cached(response) if cached is None else cached) else 0
         self.prompt_tokens += _whole(response.usage.prompt_tokens)
         self.completion_tokens += _whole(response.usage.completion_tokens)
         seconds = response.seconds
@@ -345,17 +357,21 @@ class ResponseTally:
             tally.add(response)
         return tally
 
-    def add(self, response: Response | Mapping[str, Any]) -> None:
+    def add(self, response: Response | Mapping[str, Any], cached: bool | None = None) -> None:
+        """Count ``response`` for its stream and overall; ``cached``: :func:`is_cached`
+        of it, when the caller already knows (else worked out here, once)."""
         # StreamMetrics.add_response reads nothing counted() blanks out (and counts a
         # response as cached exactly when counted() would say so): a typed response
         # is counted as it is, without copying it and each of its tool calls
         figures = response if isinstance(response, Response) else counted(response)
+        if cached is None:
+            cached = is_cached(figures)
         name = figures.stream
         tally = self.streams.get(name)
         if tally is None:
             tally = self.streams[name] = StreamMetrics(name)
-        tally.add_response(figures)
-        self.overall.add_response(figures)
+        tally.add_response(figures, cached)
+        self.overall.add_response(figures, cached)
 
 
 def summarize(

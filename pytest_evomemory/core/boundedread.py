@@ -197,6 +197,10 @@ def bounded_int(text: str) -> int:
     return int(text)
 
 
+#: :func:`json.loads`'s decoder with :func:`bounded_int` (its state is per call, so threads share it)
+_DECODER = json.JSONDecoder(parse_int=bounded_int)
+
+
 def loads(text: str | bytes, *, depth: int = MAX_NESTING_DEPTH, **hooks: Any) -> Any:
     """``json.loads`` within bounds: nesting deeper than ``depth`` and integers longer
     than :data:`MAX_INT_DIGITS` are :class:`BoundExceeded` (a ``ValueError``), never a
@@ -210,7 +214,12 @@ def loads(text: str | bytes, *, depth: int = MAX_NESTING_DEPTH, **hooks: Any) ->
         if deepest > depth:
             raise BoundExceeded(f"nested {deepest:,} levels deep (limit {depth}); flatten it", "depth")
     try:
-        return json.loads(text, parse_int=bounded_int, **hooks)
+        if hooks:
+            return json.loads(text, parse_int=bounded_int, **hooks)
+        if text.startswith("\ufeff"):  # as json.loads refuses it
+            raise json.JSONDecodeError("Unexpected UTF-8 BOM (decode using utf-8-sig)", text, 0)
+        # one decoder for every call: json.loads builds a new one whenever it is given a hook
+        return _DECODER.decode(text)
     except RecursionError:  # pragma: no cover - nesting_depth refuses this first
         raise BoundExceeded(f"nested too deeply (limit {depth})", "depth") from None
 

@@ -82,6 +82,9 @@ class _Progress:
     synced_at: float = -math.inf
     #: the log directory as a string, built once
     log_folder: str | None = None
+    #: slot -> the directories a power cut must find its entries in, innermost first
+    #: (its state, the slot, the log, the stream's, the run's memory folder), built once
+    synced_path: dict[int, tuple[str, str, str, str, str]] = field(default_factory=dict)
     #: directories whose entries this process may have changed (created, removed or
     #: replaced a file or directory in them) since it last synced them: a durable
     #: save syncs these, not every directory on the slot's path (an fsync of a
@@ -177,9 +180,12 @@ class StreamSnapshots(SnapshotChecks):
 
     def _save(self, memory: SnapshotCapable, completed: int, index: int, slot: str, label: str, state: Path) -> None:
         progress = self._progress
-        stream, state_folder = os.fspath(self.directory), os.fspath(state)
-        #: the directories a power cut must find this slot's entries in, innermost first
-        path = (state_folder, slot, self._log_folder(), stream, os.fspath(self.directory.parent))
+        path = progress.synced_path.get(index)
+        if path is None:
+            path = progress.synced_path[index] = (
+                os.fspath(state), slot, self._log_folder(), os.fspath(self.directory), os.fspath(self.directory.parent)
+            )
+        state_folder, stream = path[0], path[3]
         known = index in progress.labels  # this process wrote the slot's label: no need to read it
         if not known:
             os.makedirs(slot, exist_ok=True)
@@ -210,7 +216,7 @@ class StreamSnapshots(SnapshotChecks):
                 state.mkdir(parents=True)
                 progress.unsynced.update((state_folder, slot))
             durable = time.monotonic() - progress.synced_at >= SYNC_INTERVAL_S
-            shared = SharedLogs(self._log_folder(), os.fspath(state), progress.tracker, sync=durable)
+            shared = SharedLogs(path[2], state_folder, progress.tracker, sync=durable)
             token = SHARED.set(shared)
             try:
                 memory.snapshot(state)

@@ -10,8 +10,9 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
+from io import FileIO
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 from ..rundocs import Response, RunDoc, RunFile, Score, Summary, TranscriptEntry
 from ..rundocs.wire import Record
@@ -62,7 +63,7 @@ class RunWriter:
 
     def __init__(self, run_dir: Path) -> None:
         self.run_dir = run_dir
-        self._files: dict[str, IO[str]] = {}
+        self._files: dict[str, FileIO] = {}
         #: per file of records of several streams: the rank of the stream last
         #: appended, and the files whose lines came out of stream order
         self._last_stream: dict[str, str] = {}
@@ -82,6 +83,11 @@ class RunWriter:
         try:
             write()
         except OSError as error:
+            self._failed(error)
+
+    def _failed(self, error: OSError) -> None:
+        """Keep the first failed write's reason: writing ends here."""
+        if self.failure is None:
             self.failure = (
                 f"writing the run directory {self.run_dir} failed: {error.strerror or error}"
                 f"{f' ({error.filename})' if error.filename else ''}; results written before "
@@ -89,15 +95,20 @@ class RunWriter:
             )
 
     def _append(self, relative: str, record: Mapping[str, Any] | RunDoc) -> None:
-        def write() -> None:
+        """One record, appended whole by one ``write`` of the unbuffered file (what a
+        text file's write and flush came to, without its two layers of buffers)."""
+        if self.failure is not None:
+            return
+        line = (dumps(record) + "\n").encode("ascii")
+        try:
             handle = self._files.get(relative)
             if handle is None:
-                handle = (self.run_dir / relative).open("a", encoding="ascii")
-                self._files[relative] = handle
-            handle.write(dumps(record) + "\n")
-            handle.flush()
-
-        self._guard(write)
+                handle = self._files[relative] = FileIO(self.run_dir / relative, "a")
+            written = handle.write(line)
+            while written < len(line):  # a short write (interrupted): the rest, as a flush would
+                written += handle.write(line[written:])
+        except OSError as error:
+            self._failed(error)
 
     def write_run(self, document: RunFile) -> None:
         self._guard(lambda: write_json_atomically(self.run_dir / RUN_DOCUMENT, document))

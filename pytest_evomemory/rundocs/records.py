@@ -118,10 +118,12 @@ class Response(RunDoc):
         """``line()`` and ``transcript().written()``, from one serialization of the
         response: the writer writes both for every response, and building the
         transcript entry anew validated and serialized its messages and tool calls
-        a second time."""
-        data = self.written()
-        messages = data.pop("messages", None)
-        entry = {"task_id": data["task_id"], "kind": data["kind"], "messages": messages or [],
+        a second time. The messages are not serialized at all: validated as JSON
+        values (a list of dicts of plain values, which an agent's turn or a
+        worker's wire made), they are what serializing them would give, and a
+        turn's transcript is most of a response."""
+        data: dict[str, Any] = self.model_dump(by_alias=True, exclude={"messages"})
+        entry = {"task_id": data["task_id"], "kind": data["kind"], "messages": self.messages or [],
                  "tool_calls": data["tool_calls"]}
         return data, entry
 

@@ -198,12 +198,13 @@ class ResultCollector:
         names = reported_models(response.messages or ())
         if names:
             self.reported_models.setdefault(response.stream, {}).update(dict.fromkeys(names))
-        if not response.cached and is_cached(response):
+        cached = is_cached(response)  # once: the tally counts it too
+        if cached and not response.cached:
             # said on the record itself: responses.jsonl leaves the messages (where the
             # cache marks each replayed reply) to the transcripts, and a merge or a
             # resume counts the summary from responses.jsonl alone
             response = response.model_copy(update={"cached": True})
-        self.responses.add(response)
+        self.responses.add(response, cached)
         if self.writer:
             self.writer.add_response(response)
 

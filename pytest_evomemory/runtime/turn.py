@@ -161,17 +161,22 @@ def _plain(value: Any, depth: int = 0) -> Any:
     (a structure containing itself does)."""
     if depth > MAX_NESTING:
         return _TOO_DEEP
-    if value is None or isinstance(value, str | bool | int | float):
+    kind = type(value)
+    # exact types first (a message is dicts of text): a union isinstance check costs
+    # more per value than the copy
+    if kind is str or value is None or kind is int or kind is float or kind is bool:
         return value
-    if isinstance(value, Mapping):
+    if kind is not dict and isinstance(value, str | bool | int | float):
+        return value
+    if kind is dict or isinstance(value, Mapping):
         copied: dict[str, Any] = {}
         for key, item in value.items():
             plain = _plain(item, depth + 1)
             if plain is _TOO_DEEP:
                 return _TOO_DEEP
-            copied[key if isinstance(key, str) else str(key)] = plain
+            copied[key if type(key) is str or isinstance(key, str) else str(key)] = plain
         return copied
-    if isinstance(value, list | tuple):
+    if kind is list or kind is tuple or isinstance(value, list | tuple):
         items = [_plain(item, depth + 1) for item in value]
         return _TOO_DEEP if any(item is _TOO_DEEP for item in items) else items
     return str(value)

@@ -54,7 +54,7 @@ _LOCK = threading.Lock()
 #: the cached, sorted secret list (:func:`_secret_values`), which every record of
 #: the run directory needs and which only changes when a secret is registered.
 _GENERATION = 0
-_CACHED: tuple[tuple[int, tuple[str, ...]], tuple[str, ...]] | None = None
+_CACHED: tuple[tuple[int, tuple[object, ...]], tuple[str, ...]] | None = None
 
 _HEADER_NAMES = r"(?:proxy-)?authorization|x-api-key|api[-_]?key|openai[-_]api[-_]key|access[-_]token"
 #: ``Authorization: Bearer X``, ``"authorization": "Bearer X"``, ``api_key=X``, ``<td>api-key</td><td>X</td>``
@@ -91,20 +91,36 @@ def known_secrets() -> list[str]:
     return list(_known_secrets())
 
 
+def _environment_key() -> tuple[object, ...]:
+    """The values of :data:`SECRET_VARIABLES` as the environment holds them now.
+
+    Read from ``os.environ``'s own store, which every change through ``os.environ``
+    updates, as it holds them (bytes on POSIX): decoding each on every call (its
+    ``get``) cost more than the check of a record it guards. Through ``get`` where
+    there is no such store."""
+    store = getattr(os.environ, "_data", None)
+    if type(store) is dict:
+        return tuple([store.get(key) for key in _ENVIRONMENT_KEYS])
+    return tuple([os.environ.get(name) for name in SECRET_VARIABLES])
+
+
+#: :data:`SECRET_VARIABLES` as keys of ``os.environ``'s store (see :func:`_environment_key`)
+_ENVIRONMENT_KEYS = tuple(getattr(os.environ, "encodekey", lambda name: name)(name) for name in SECRET_VARIABLES)
+
+
 def _known_secrets() -> tuple[str, ...]:
     """:func:`known_secrets`, cached until a secret is registered or a variable of
     :data:`SECRET_VARIABLES` changes (both are part of the cache key, read on every
     call, so a secret set a moment ago is never missed)."""
     global _CACHED
-    environ = os.environ
-    key = (_GENERATION, tuple([environ.get(name, "") for name in SECRET_VARIABLES]))
+    key = (_GENERATION, _environment_key())
     cached = _CACHED
     if cached is not None and cached[0] == key:
         return cached[1]
     with _LOCK:
         key = (_GENERATION, key[1])
         values = set(_SECRETS)
-    for value in key[1]:
+    for value in [os.environ.get(name, "") for name in SECRET_VARIABLES]:
         if len(value.strip()) >= MIN_SECRET_LENGTH:
             values.add(value)
             values.add(value.strip())
@@ -266,25 +282,27 @@ def _fast_encoder(options: Mapping[str, Any]) -> json.JSONEncoder | None:
     """An encoder equal to ``json.dumps(**options)`` that notes every call of its
     ``default``; None for options the clean-text proof does not cover (it needs
     ASCII output with the standard separators)."""
-    if not _FAST_OPTIONS.issuperset(options) or options.get("ensure_ascii", True) is not True:
-        return None
     try:
-        key = tuple(sorted(options.items()))
+        # the options as given (a call site passes them in one order): no sorting per record
+        key = tuple(options.items())
         encoder = _ENCODERS.get(key)
     except TypeError:  # an unhashable option value
         return None
-    if encoder is None:
-        fallback = options.get("default")
+    if encoder is not None:
+        return encoder
+    if not _FAST_OPTIONS.issuperset(options) or options.get("ensure_ascii", True) is not True:
+        return None
+    fallback = options.get("default")
 
-        def default(value: Any) -> Any:
-            _DEFAULT_CALLED.called = True
-            if fallback is None:
-                raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
-            return fallback(value)
+    def default(value: Any) -> Any:
+        _DEFAULT_CALLED.called = True
+        if fallback is None:
+            raise TypeError(f"Object of type {type(value).__name__} is not JSON serializable")
+        return fallback(value)
 
-        settings = {name: value for name, value in options.items() if name != "default"}
-        # a non-finite float raises ValueError: the record then goes through the walk
-        encoder = _ENCODERS[key] = json.JSONEncoder(**settings, default=default, allow_nan=False)
+    settings = {name: value for name, value in options.items() if name != "default"}
+    # a non-finite float raises ValueError: the record then goes through the walk
+    encoder = _ENCODERS[key] = json.JSONEncoder(**settings, default=default, allow_nan=False)
     return encoder
 
 

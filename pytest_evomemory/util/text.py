@@ -31,8 +31,16 @@ def normalize(text: str) -> str:
 
 def tokens(text: str) -> list[str]:
     """Content words of ``text``, lower-cased, with a light plural stemming."""
+    return list(_tokens(text))
+
+
+@lru_cache(maxsize=256)
+def _tokens(text: str) -> tuple[str, ...]:
+    """:func:`tokens`, kept for the texts seen last: an episode's prompt is read by the
+    memory's recall and again by the score's recall similarity, a stored record by the
+    memory as it is retained and again when a later task recalls it."""
     words = _TOKEN.findall(normalize(text))
-    return [_stem(word) for word in words if word not in STOPWORDS]
+    return tuple(_stem(word) for word in words if word not in STOPWORDS)
 
 
 def _stem(word: str) -> str:
@@ -72,7 +80,7 @@ def _bag(text: str) -> tuple[Counter[str], float]:
     episode compares its prompt with every recalled record twice (the recall agent,
     then the score's recall similarity), and a stream recalls the same records again
     and again. Nobody outside :func:`similarity` sees the bag, so it is never changed."""
-    bag = Counter(tokens(text))
+    bag = Counter(_tokens(text))
     return bag, math.sqrt(sum(c * c for c in bag.values()))
 
 

@@ -152,3 +152,20 @@ def test_a_pricing_file_that_is_dev_zero_through_both_doors(
     assert main(["run", "-q", "--config", str(config), "--output-dir", str(tmp_path / "out")]) == 4
     error = capsys.readouterr().err
     assert error.count("\n") == 1 and "prices.yaml" in error and "regular file" in error, error
+
+
+@pytest.mark.parametrize("text", [
+    '{"answer": "x"}', " [1, 2.5, -0, 1e400, NaN] ", '"caf\\u00e9"', "\ufeff{}", "[1, 2", "", "{}{}", "1" * 5000,
+])
+def test_the_bounded_reader_reads_and_refuses_as_json_loads_does(text: str) -> None:
+    """The reader keeps one decoder for every call: what it reads, and the words of
+    what it refuses (a BOM, a syntax error where), are ``json.loads``'s."""
+
+    def outcome(read: Callable[[str], Any]) -> tuple[str, str]:
+        try:
+            return "read", repr(read(text))
+        except ValueError as error:
+            return type(error).__name__, str(error)
+
+    expected = outcome(lambda value: json.loads(value, parse_int=boundedread.bounded_int))
+    assert outcome(boundedread.loads) == expected

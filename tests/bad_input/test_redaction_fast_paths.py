@@ -180,8 +180,11 @@ def test_a_secret_set_in_the_environment_is_seen_at_once(monkeypatch: pytest.Mon
     monkeypatch.setenv("PGPASSWORD", "pg-Secret-4711")
     assert "pg-Secret-4711" not in dumps_redacted(record, **LINE)
     assert "pg-Secret-4711" not in redact("pg-Secret-4711")
-    monkeypatch.delenv("PGPASSWORD")
+    monkeypatch.setenv("PGPASSWORD", "pg-Other-0815")  # a new value, read from the same variable
+    assert "pg-Other-0815" not in dumps_redacted({"content": "pg-Other-0815"}, **LINE)
     assert "pg-Secret-4711" in dumps_redacted(record, **LINE)
+    monkeypatch.delenv("PGPASSWORD")
+    assert "pg-Other-0815" in dumps_redacted({"content": "pg-Other-0815"}, **LINE)
 
 
 def test_a_secret_registered_later_is_seen_at_once() -> None:

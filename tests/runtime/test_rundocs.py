@@ -100,6 +100,10 @@ def test_records_are_written_as_the_hand_written_writers_wrote_them() -> None:
 @pytest.mark.parametrize("update", [
     {}, {"messages": None}, {"messages": []}, {"tool_calls": []}, {"cached": True},
     {"evomemory_arm": "memory"},  # a key the model does not declare: in the line, not the transcript
+    # messages are not serialized by pydantic for the transcript: any JSON value in them writes alike
+    {"messages": [{"role": "user", "content": "caf\u00e9 \ud83d\ude00", "n": [1, 2.5, -0.0, True, None, {"x": [{}]}]},
+                  {"role": "assistant", "content": "", "tool_calls": [{"function": {"arguments": "{\"a\": 1}"}}],
+                   "cached": True, "model": "m"}]},
 ])
 def test_the_writers_two_lines_of_a_response_are_its_line_and_transcript(update: dict[str, Any]) -> None:
     response = Response.model_validate({**RESPONSE.document().written(), **update})
