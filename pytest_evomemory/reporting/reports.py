@@ -28,6 +28,13 @@ class Renderers:
 
         rundata.load_run(run_dir)
 
+    def prepare(self) -> None:
+        from ..rundocs import compare as comparison
+        from ..rundocs.base import build_validators
+        from . import html  # noqa: F401  (every page's module: html imports them)
+
+        build_validators(comparison)
+
     def run_report(self, run_dir: Path) -> Path:
         from . import html
 

@@ -633,7 +633,7 @@ class Run:
             )
             report_error: str | None = None
             if self.writer is not None:
-                ran = self.collector.what_ran()
+                ran = summary.ran  # what_ran(), made once (its models validated once)
                 if ran:  # what actually ran, known once streams opened (or from the run resumed)
                     self.writer.write_run(self.document.model_copy(update={"ran": ran}))
                 self.writer.finalize_scores(self.collector.scores, self.benchmark.stream_order)
@@ -654,6 +654,20 @@ class Run:
             )
         finally:
             self.release()
+
+
+def prepare_finish(reports: Reports | None) -> None:
+    """Load what finishing a run needs (its summary's document models and, with
+    ``reports``, the pages' modules and models), ahead of it: the serial driver calls
+    it on a thread of its own while its chains wait on the network, so that none of
+    it falls between the last model reply and the end of the session. Finishing
+    loads the same on its own when this did not run, or failed."""
+    from ..rundocs import identity, summary
+    from ..rundocs.base import build_validators
+
+    build_validators(summary, identity)
+    if reports is not None:
+        reports.prepare()
 
 
 def _write_report(reports: Reports, run_dir: Path) -> str | None:
@@ -680,4 +694,5 @@ __all__ = [
     "config_fingerprint",
     "effective_thresholds",
     "evaluate_thresholds",
+    "prepare_finish",
 ]

@@ -336,3 +336,35 @@ def test_a_sigterm_while_two_chains_write_is_raised_once_when_the_last_section_e
     assert raised == ["last"]
     with termination.critical():
         pass
+
+
+def test_an_arm_whose_chains_all_ended_finishes_while_another_arms_chain_runs(
+    tmp_path: Path, write_run_config: Callable[..., Path],
+) -> None:
+    """The arm's summary and report are written as its last chain ends, not at the
+    session's end: here while the other arm's model call is held until they are;
+    that arm finishes at the end, complete. (That the files are the serial run's:
+    ``test_a_grid_run_at_once_writes_the_serial_runs_artefacts``.)"""
+    out = tmp_path / "out"
+    seen: list[tuple[bool, bool, bool]] = []
+
+    def holding(request: Any) -> Any:
+        if request.get("model") == "slow" and not seen:  # (both slow chains' first calls may wait)
+            report = out / "fast" / "report.html"
+            deadline = time.monotonic() + 60
+            while not report.is_file() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            seen.append((report.is_file(), (out / "slow" / "summary.json").exists(), (out / "compare.json").exists()))
+        return echo_policy(request)
+
+    with ScriptedServer(holding) as server:
+        fast = write_run_config("fast", agent=_agent(server, "deterministic_recall"))
+        slow_agent = _agent(server, "deterministic_recall")
+        slow = write_run_config("slow", agent={**slow_agent, "model": {**slow_agent["model"], "model": "slow"}})
+        assert evomemory(["run", "--config", str(fast), "--config", str(slow), "--limit", "2", "-q", "--chains", "4",
+                          "--output-dir", str(out)]) == 0
+    assert seen and set(seen) == {(True, False, False)}, "the fast arm did not finish while the slow one ran"
+    for arm in ("fast", "slow"):
+        summary = json.loads((out / arm / "summary.json").read_text(encoding="utf-8"))
+        assert summary["completion"]["complete"] is True and summary["wall_seconds"] >= 0
+    assert (out / "compare.json").is_file()
