@@ -223,8 +223,8 @@ class _Chains:
     def _load_finish(self) -> None:
         try:
             prepare_finish(self.session.plan.reports)
-        except Exception:  # noqa: S110  the finish loads it again and says what failed, where it belongs
-            pass
+        except Exception:
+            pass  # the finish loads it again, and says what failed where it belongs
 
     def prepared(self) -> None:
         """Wait for :meth:`_prepare`'s thread (a short load; the process must not end
