@@ -662,10 +662,10 @@ def prepare_finish(reports: Reports | None) -> None:
     it on a thread of its own while its chains wait on the network, so that none of
     it falls between the last model reply and the end of the session. Finishing
     loads the same on its own when this did not run, or failed."""
-    from ..rundocs import identity, summary
+    from ..rundocs import identity, records, summary
     from ..rundocs.base import build_validators
 
-    build_validators(summary, identity)
+    build_validators(summary, identity, records)  # records: the transcripts the report reads
     if reports is not None:
         reports.prepare()
 
