@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..core.errors import ReportError
+
 if TYPE_CHECKING:
     from .html import ComparisonFiles
     from .replicates import ReplicateFiles
@@ -35,10 +37,16 @@ class Renderers:
 
         build_validators(comparison)
 
-    def run_report(self, run_dir: Path) -> Path:
-        from . import html
+    def run_report(self, run_dir: Path, *, compared: bool = False) -> Path:
+        from . import html, rundata
 
-        return html.write_html_report(run_dir)
+        path = html.write_html_report(run_dir)
+        if compared:
+            try:
+                rundata.keep_for_comparison(run_dir)
+            except (ReportError, OSError, ValueError):
+                pass  # the comparison reads the run itself, and says what is wrong there
+        return path
 
     def comparison(
         self, run_dirs: Sequence[Path], output: Path, labels: Sequence[str] | None = None

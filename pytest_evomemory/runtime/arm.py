@@ -129,9 +129,10 @@ class Arm:
         for record in records:
             self.run.record(record)
 
-    def finish(self, stop_reason: str | None, reports: Reports) -> RunResult | None:
+    def finish(self, stop_reason: str | None, reports: Reports, *, compared: bool = False) -> RunResult | None:
         """Summary, thresholds and report of this arm (written by ``reports``, the
-        renderers the entry point handed the session); ``None`` when none of its tasks ran."""
+        renderers the entry point handed the session; ``compared``: the arms'
+        comparison follows in this process); ``None`` when none of its tasks ran."""
         self.finished = True
         resumed = self.run.resume
         if not self.started and (
@@ -150,7 +151,8 @@ class Arm:
         # an arm whose every planned task ran before it stays complete.
         if self.prefix is None or not self.run.completion().complete:
             self.run.stop_reason = self.run.stop_reason or stop_reason
-        self.result = self.run.finish(reports=reports, min_overall=self.min_overall, min_streams=self.min_streams)
+        self.result = self.run.finish(reports=reports, min_overall=self.min_overall, min_streams=self.min_streams,
+                                      compared=compared)
         return self.result
 
     @property

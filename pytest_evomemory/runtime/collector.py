@@ -206,8 +206,13 @@ class Collector:
             if arm.finished or not arm.run.completion().complete:
                 return False
             arm.run.extra["wall_seconds"] = wall_seconds
-            arm.finish(None, self.plan.reports)
+            arm.finish(None, self.plan.reports, compared=self._compares)
         return True
+
+    @property
+    def _compares(self) -> bool:
+        """Whether this session compares its arms at its end (a shard leaves it to the merge)."""
+        return self.plan.several and not self.plan.deferred_comparison
 
     def finish(self, *, interrupted: bool = False) -> Outcome:
         """Every arm's summary, thresholds and report, the comparison and its gates;
@@ -225,7 +230,7 @@ class Collector:
         for arm in self.plan.arms:
             with arm.lock:  # an arm finishing early on a chain's thread ends first
                 if not arm.finished:
-                    arm.finish(stop_reason, self.plan.reports)
+                    arm.finish(stop_reason, self.plan.reports, compared=self._compares)
         failed = any(arm.failed for arm in self.plan.arms)
         result = self.plan.baseline.result
         if self.plan.compare_dir is not None and result is not None and result.write_failure is None:

@@ -61,8 +61,11 @@ class Reports(Protocol):
         the network (:func:`.run.prepare_finish`). It writes nothing."""
         ...
 
-    def run_report(self, run_dir: Path) -> Path:
-        """Write ``run_dir``'s report.html from what the run wrote; its path."""
+    def run_report(self, run_dir: Path, *, compared: bool = False) -> Path:
+        """Write ``run_dir``'s report.html from what the run wrote; its path. With
+        ``compared`` (an arm of a session, whose comparison follows in this process),
+        also read now what the comparison reads of the run, kept while its files stay
+        as they are."""
         ...
 
     def comparison(

@@ -609,9 +609,12 @@ class Run:
         min_overall: float | None = None,
         min_streams: Mapping[str, float] | None = None,
         extra: Mapping[str, Any] | None = None,
+        compared: bool = False,
     ) -> RunResult:
         """Write the summary, evaluate the thresholds and, with ``reports`` (the
-        renderers the entry point handed the session; None: no page), write report.html."""
+        renderers the entry point handed the session; None: no page), write report.html
+        (``compared``: a comparison of this run follows in this process,
+        :meth:`.reports.Reports.run_report`)."""
         try:
             metrics = self.collector.metrics()
             thresholds = evaluate_thresholds(
@@ -643,7 +646,7 @@ class Run:
                     summary = summary.model_copy(update={"passed": False, "write_failure": self.writer.failure})
                 self.writer.write_summary(summary.model_copy(update={"schema_version": SCHEMA_VERSION}))
                 if reports is not None and self.writer.failure is None:
-                    report_error = _write_report(reports, self.run_dir)
+                    report_error = _write_report(reports, self.run_dir, compared)
             return RunResult(
                 summary=summary,
                 metrics=metrics,
@@ -670,9 +673,9 @@ def prepare_finish(reports: Reports | None) -> None:
         reports.prepare()
 
 
-def _write_report(reports: Reports, run_dir: Path) -> str | None:
+def _write_report(reports: Reports, run_dir: Path, compared: bool = False) -> str | None:
     try:
-        reports.run_report(run_dir)
+        reports.run_report(run_dir, compared=compared)
     except ReportError as error:
         return str(error)
     except (OSError, ValueError) as error:
