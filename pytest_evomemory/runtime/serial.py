@@ -20,6 +20,7 @@ from typing import Protocol
 from ..core.errors import SessionRefused
 from ..core.types import BenchmarkSample
 from ..models.deadline import allow_calls, interrupt_calls
+from .arm import Arm
 from .chains import Lane, LaneRunner, chains_in_flight, exclusive_parts, plan_lanes
 from .notrun import NotRun
 from .records import Record
@@ -192,6 +193,10 @@ class _Chains:
         arms = [session.plan.streams_by_key[key][0] for key in keys]
         self._chains_left = {id(arm): arms.count(arm) for arm in arms}
         self._count = threading.Lock()
+        #: arms whose chains all ended, with their wall time, to finish in that order
+        self._to_finish: list[tuple[Arm, float]] = []
+        #: held by the one chain's thread finishing arms at a time (:meth:`_finish_ended`)
+        self._finishing = threading.Lock()
 
     def _pending(self, key: str) -> list[BenchmarkSample]:
         plan = self.session.plan
@@ -211,7 +216,29 @@ class _Chains:
             self._chains_left[id(arm)] -= 1
             last = not self._chains_left[id(arm)]
         if last and self.finish_early_from is not None:
-            self.session.collector.finish_early(arm, round(time.perf_counter() - self.finish_early_from, 6))
+            with self._count:
+                self._to_finish.append((arm, round(time.perf_counter() - self.finish_early_from, 6)))
+            self._finish_ended()
+
+    def _finish_ended(self) -> None:
+        """Finish the arms whose chains all ended, one at a time: a chain's thread
+        that finds another finishing leaves its arm to that one and ends, so that
+        only one thread at a time competes with the running chains for the
+        interpreter lock. An arm left when the chains end, the session's finish
+        finishes (:meth:`.Collector.finish`)."""
+        while self._finishing.acquire(blocking=False):
+            try:
+                while True:
+                    with self._count:
+                        if not self._to_finish:
+                            break
+                        arm, wall_seconds = self._to_finish.pop(0)
+                    self.session.collector.finish_early(arm, wall_seconds)
+            finally:
+                self._finishing.release()
+            with self._count:
+                if not self._to_finish:  # else one came after the last look: take it too
+                    return
 
     def _prepare(self) -> None:
         with self._count:
