@@ -186,7 +186,7 @@ class Collector:
     # ----- the end
 
     def finish_early(self, arm: Arm, wall_seconds: float) -> bool:
-        """Finish ``arm`` now, on the thread of the chain that ended its last chain
+        """Finish ``arm`` now, on a chain's thread once its last chain ended
         (``evomemory run``'s chains at once), while other arms' chains still run:
         whether it did. Only what :meth:`finish` would write for it at the session's
         end: one of several arms (its summary never takes the session's stop: the
