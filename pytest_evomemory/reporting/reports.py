@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from ..core.errors import ReportError
+
 if TYPE_CHECKING:
     from .html import ComparisonFiles
     from .replicates import ReplicateFiles
@@ -28,10 +30,23 @@ class Renderers:
 
         rundata.load_run(run_dir)
 
-    def run_report(self, run_dir: Path) -> Path:
-        from . import html
+    def prepare(self) -> None:
+        from ..rundocs import compare as comparison
+        from ..rundocs.base import build_validators
+        from . import html  # noqa: F401  (every page's module: html imports them)
 
-        return html.write_html_report(run_dir)
+        build_validators(comparison)
+
+    def run_report(self, run_dir: Path, *, compared: bool = False) -> Path:
+        from . import html, rundata
+
+        path = html.write_html_report(run_dir)
+        if compared:
+            try:
+                rundata.keep_for_comparison(run_dir)
+            except (ReportError, OSError, ValueError):
+                pass  # the comparison reads the run itself, and says what is wrong there
+        return path
 
     def comparison(
         self, run_dirs: Sequence[Path], output: Path, labels: Sequence[str] | None = None

@@ -9,6 +9,8 @@ is a :class:`ReportError` here.
 
 from __future__ import annotations
 
+import os
+import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -16,7 +18,7 @@ from pathlib import Path
 
 from ..core.errors import ReportError as ReportError  # declared with the errors; read from here too
 from ..evaluation.modes import headline_metric
-from ..rundir import FinishedRun, open_finished_run
+from ..rundir import RUN_DOCUMENT, SCORES, SUMMARY, FinishedRun, open_finished_run
 from ..rundocs import Response, RunFile, Score, StreamSummary, Summary, TranscriptEntry
 from ..rundocs.records import as_score
 
@@ -122,8 +124,61 @@ def _outcome(scored: Score) -> Score:
 # --------------------------------------------------------------------------- loading
 
 
+#: What a comparison reads of a run, each file as (inode, size, modification time).
+_Stamps = tuple[tuple[int, int, int] | None, ...]
+#: Runs read ahead for a comparison in this process (:func:`keep_for_comparison`),
+#: by their directory, with the stamps their files had when they were read.
+_KEPT: dict[Path, tuple[_Stamps, RunData]] = {}
+_KEPT_LOCK = threading.Lock()
+
+
+def _stamps(run_dir: Path) -> _Stamps:
+    stamps: list[tuple[int, int, int] | None] = []
+    for name in (SUMMARY, RUN_DOCUMENT, SCORES):
+        try:
+            status = os.stat(run_dir / name)
+        except OSError:
+            stamps.append(None)
+        else:
+            stamps.append((status.st_ino, status.st_size, status.st_mtime_ns))
+    return tuple(stamps)
+
+
+def keep_for_comparison(run_dir: Path | str) -> None:
+    """Read ``run_dir`` now as a comparison will (its summary, run.json and each
+    task's outcome, checked against the summary) and keep it for that comparison:
+    a session's arm, just finished while other arms' chains run, is not read again
+    after the last reply. :func:`load_run` takes it (once) only while its files are
+    the ones read (same inode, size and modification time); else it reads them again."""
+    path = Path(run_dir).absolute()
+    stamps = _stamps(path)
+    run = load_run(path)
+    _ = run.scores  # what the comparison pairs: read now
+    with _KEPT_LOCK:
+        _KEPT[path] = (stamps, run)
+
+
+def _kept(run_dir: Path | str, label: str | None) -> RunData | None:
+    path = Path(run_dir).absolute()
+    with _KEPT_LOCK:
+        kept = _KEPT.pop(path, None) if _KEPT else None
+    if kept is None or kept[0] != _stamps(path):
+        return None
+    run = kept[1]
+    if label is None or label == run.label:
+        return run
+    relabelled = RunData(run_dir=run.run_dir, label=label, summary=run.summary, run=run.run)
+    relabelled.__dict__["scores"] = run.scores  # the outcomes read (a cached_property's own slot)
+    return relabelled
+
+
 def load_run(run_dir: Path | str, label: str | None = None) -> RunData:
-    """Read a finished run's artefacts; ``summary.json`` is the one that must exist."""
+    """Read a finished run's artefacts; ``summary.json`` is the one that must exist.
+    A run kept for a comparison (:func:`keep_for_comparison`) is taken as it was read
+    while its files are unchanged."""
+    kept = _kept(run_dir, label)
+    if kept is not None:
+        return kept
     finished = open_finished_run(run_dir, ReportError)
     name = label if label is not None else _run_name(finished.summary, finished.run, finished.run_dir)
     return RunData(run_dir=finished.run_dir, label=name, summary=finished.summary, run=finished.run)

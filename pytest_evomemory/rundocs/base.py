@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Annotated, Any, ClassVar, TypeVar
 
 from pydantic import (
@@ -237,4 +238,21 @@ def _without(data: Any, where: tuple[int | str, ...]) -> Any:
     return data
 
 
-__all__ = ["DAMAGED_ADVICE", "SCHEMA_VERSION", "DamagedDocument", "RunDoc", "SchemaVersion", "as_model", "problem_line", "read", "tolerant"]
+def build_validators(*modules: ModuleType) -> None:
+    """Build, now, the validators of every document model ``modules`` declare, where
+    they would otherwise be built at their first use (``defer_build``): a session
+    builds those its end needs while its chains wait on the network
+    (:func:`..runtime.run.prepare_finish`), not after its last reply."""
+    for module in modules:
+        for value in vars(module).values():
+            if (
+                isinstance(value, type) and issubclass(value, RunDoc) and value.__module__ == module.__name__
+                and not value.__pydantic_complete__
+            ):
+                value.model_rebuild()
+
+
+__all__ = [
+    "DAMAGED_ADVICE", "SCHEMA_VERSION", "DamagedDocument", "RunDoc", "SchemaVersion", "as_model",
+    "build_validators", "problem_line", "read", "tolerant",
+]

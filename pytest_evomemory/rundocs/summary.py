@@ -259,7 +259,7 @@ class Summary(RunDoc):
     ran: dict[str, StreamRan] = Field(default_factory=dict, description="stream -> what ran for it.")
     config_fingerprint: Sha256 | None = Field(default=None, description="As in run.json: equal fingerprints, equal resolved settings.")
     versions: Versions | None = None
-    wall_seconds: Seconds | None = Field(default=None, description="evomemory run: the session's wall time.")
+    wall_seconds: Seconds | None = Field(default=None, description="evomemory run: the wall time from the session's first chain to this run's end (with chains at once, an arm of several ends as its last chain does).")
     write_failure: str | None = Field(default=None, description="Results could not all be written (passed is then false).")
     replicate: Replicate | None = None
 

@@ -100,8 +100,12 @@ class Arm:
         self.min_overall, self.min_streams = parse_min_accuracy(min_accuracy, benchmark.planned_stream_order)
         self.started = False
         self.result: RunResult | None = None
-        #: held while this arm's records are written (its run directory, its counts):
-        #: chains of other arms write theirs at the same time (:meth:`.Collector.add_records`)
+        #: :meth:`finish` ran (once: at the session's end, or as soon as the arm's
+        #: chains all ended, :meth:`.Collector.finish_early`)
+        self.finished = False
+        #: held while this arm's records are written (its run directory, its counts),
+        #: and while it finishes: chains of other arms write theirs at the same time
+        #: (:meth:`.Collector.add_records`)
         self.lock = threading.Lock()
 
     def key(self, stream: str) -> str:
@@ -125,9 +129,11 @@ class Arm:
         for record in records:
             self.run.record(record)
 
-    def finish(self, stop_reason: str | None, reports: Reports) -> RunResult | None:
+    def finish(self, stop_reason: str | None, reports: Reports, *, compared: bool = False) -> RunResult | None:
         """Summary, thresholds and report of this arm (written by ``reports``, the
-        renderers the entry point handed the session); ``None`` when none of its tasks ran."""
+        renderers the entry point handed the session; ``compared``: the arms'
+        comparison follows in this process); ``None`` when none of its tasks ran."""
+        self.finished = True
         resumed = self.run.resume
         if not self.started and (
             (resumed is not None and resumed.completed_tasks)
@@ -145,7 +151,8 @@ class Arm:
         # an arm whose every planned task ran before it stays complete.
         if self.prefix is None or not self.run.completion().complete:
             self.run.stop_reason = self.run.stop_reason or stop_reason
-        self.result = self.run.finish(reports=reports, min_overall=self.min_overall, min_streams=self.min_streams)
+        self.result = self.run.finish(reports=reports, min_overall=self.min_overall, min_streams=self.min_streams,
+                                      compared=compared)
         return self.result
 
     @property

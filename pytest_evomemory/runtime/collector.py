@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ReportError
 from ..rundir import remove_claims, write_arms_manifest
+from .arm import Arm
 from .driver import StreamDriver
 from .outcome import Outcome
 from .plan import SessionPlan
@@ -141,7 +142,8 @@ class Collector:
     def _check_stop(self) -> str | None:
         for arm in self.plan.arms:
             writer = arm.run.writer
-            if writer is not None and writer.failure is not None:
+            # a finished arm's failure is its own (its summary says so), not the session's stop
+            if writer is not None and writer.failure is not None and not arm.finished:
                 self.state.stop_reason = self.state.stop_reason or f"the results could not be written: {writer.failure}"
                 return self.state.stop_reason
         if self.state.cost_stop() is not None:
@@ -183,6 +185,35 @@ class Collector:
 
     # ----- the end
 
+    def finish_early(self, arm: Arm, wall_seconds: float) -> bool:
+        """Finish ``arm`` now, on a chain's thread once its last chain ended
+        (``evomemory run``'s chains at once), while other arms' chains still run:
+        whether it did. Only what :meth:`finish` would write for it at the session's
+        end: one of several arms (its summary never takes the session's stop: the
+        arm is complete), every planned task of it run, and nothing stopping,
+        interrupting or refusing the session. ``wall_seconds``: the time from the
+        session's first chain to the end of this arm's last (summary.json's
+        ``wall_seconds``). Never on the main thread: Ctrl-C would cut it, where the
+        session's own finish shields it (:func:`.signals.shield_interrupts`)."""
+        state = self.state
+        with state.intake:
+            if (
+                arm.prefix is None or not arm.started or state.refused is not None or state.stop_reason
+                or state.interrupting or state.intake_closed or state.termination.finishing
+            ):
+                return False
+        with state.termination.critical(), arm.lock:  # a SIGTERM now is raised once the summary is written
+            if arm.finished or not arm.run.completion().complete:
+                return False
+            arm.run.extra["wall_seconds"] = wall_seconds
+            arm.finish(None, self.plan.reports, compared=self._compares)
+        return True
+
+    @property
+    def _compares(self) -> bool:
+        """Whether this session compares its arms at its end (a shard leaves it to the merge)."""
+        return self.plan.several and not self.plan.deferred_comparison
+
     def finish(self, *, interrupted: bool = False) -> Outcome:
         """Every arm's summary, thresholds and report, the comparison and its gates;
         for a refused session, nothing (it wrote nothing, and exits 4). From here on
@@ -197,7 +228,9 @@ class Collector:
         if interrupted and stop_reason is None:
             stop_reason = "terminated by SIGTERM" if self.state.termination.terminated else "interrupted (Ctrl-C)"
         for arm in self.plan.arms:
-            arm.finish(stop_reason, self.plan.reports)
+            with arm.lock:  # an arm finishing early on a chain's thread ends first
+                if not arm.finished:
+                    arm.finish(stop_reason, self.plan.reports, compared=self._compares)
         failed = any(arm.failed for arm in self.plan.arms)
         result = self.plan.baseline.result
         if self.plan.compare_dir is not None and result is not None and result.write_failure is None:

@@ -55,8 +55,17 @@ class Reports(Protocol):
         run a session compares itself with, ``compare``: refused when it opens)."""
         ...
 
-    def run_report(self, run_dir: Path) -> Path:
-        """Write ``run_dir``'s report.html from what the run wrote; its path."""
+    def prepare(self) -> None:
+        """Load what the pages need (their modules, the models of the documents they
+        write) before any is asked for: a session does it while its chains wait on
+        the network (:func:`.run.prepare_finish`). It writes nothing."""
+        ...
+
+    def run_report(self, run_dir: Path, *, compared: bool = False) -> Path:
+        """Write ``run_dir``'s report.html from what the run wrote; its path. With
+        ``compared`` (an arm of a session, whose comparison follows in this process),
+        also read now what the comparison reads of the run, kept while its files stay
+        as they are."""
         ...
 
     def comparison(

@@ -609,9 +609,12 @@ class Run:
         min_overall: float | None = None,
         min_streams: Mapping[str, float] | None = None,
         extra: Mapping[str, Any] | None = None,
+        compared: bool = False,
     ) -> RunResult:
         """Write the summary, evaluate the thresholds and, with ``reports`` (the
-        renderers the entry point handed the session; None: no page), write report.html."""
+        renderers the entry point handed the session; None: no page), write report.html
+        (``compared``: a comparison of this run follows in this process,
+        :meth:`.reports.Reports.run_report`)."""
         try:
             metrics = self.collector.metrics()
             thresholds = evaluate_thresholds(
@@ -633,7 +636,7 @@ class Run:
             )
             report_error: str | None = None
             if self.writer is not None:
-                ran = self.collector.what_ran()
+                ran = summary.ran  # what_ran(), made once (its models validated once)
                 if ran:  # what actually ran, known once streams opened (or from the run resumed)
                     self.writer.write_run(self.document.model_copy(update={"ran": ran}))
                 self.writer.finalize_scores(self.collector.scores, self.benchmark.stream_order)
@@ -643,7 +646,7 @@ class Run:
                     summary = summary.model_copy(update={"passed": False, "write_failure": self.writer.failure})
                 self.writer.write_summary(summary.model_copy(update={"schema_version": SCHEMA_VERSION}))
                 if reports is not None and self.writer.failure is None:
-                    report_error = _write_report(reports, self.run_dir)
+                    report_error = _write_report(reports, self.run_dir, compared)
             return RunResult(
                 summary=summary,
                 metrics=metrics,
@@ -656,9 +659,23 @@ class Run:
             self.release()
 
 
-def _write_report(reports: Reports, run_dir: Path) -> str | None:
+def prepare_finish(reports: Reports | None) -> None:
+    """Load what finishing a run needs (its summary's document models and, with
+    ``reports``, the pages' modules and models), ahead of it: the serial driver calls
+    it on a thread of its own while its chains wait on the network, so that none of
+    it falls between the last model reply and the end of the session. Finishing
+    loads the same on its own when this did not run, or failed."""
+    from ..rundocs import identity, records, summary
+    from ..rundocs.base import build_validators
+
+    build_validators(summary, identity, records)  # records: the transcripts the report reads
+    if reports is not None:
+        reports.prepare()
+
+
+def _write_report(reports: Reports, run_dir: Path, compared: bool = False) -> str | None:
     try:
-        reports.run_report(run_dir)
+        reports.run_report(run_dir, compared=compared)
     except ReportError as error:
         return str(error)
     except (OSError, ValueError) as error:
@@ -680,4 +697,5 @@ __all__ = [
     "config_fingerprint",
     "effective_thresholds",
     "evaluate_thresholds",
+    "prepare_finish",
 ]

@@ -20,10 +20,11 @@ from typing import Protocol
 from ..core.errors import SessionRefused
 from ..core.types import BenchmarkSample
 from ..models.deadline import allow_calls, interrupt_calls
+from .arm import Arm
 from .chains import Lane, LaneRunner, chains_in_flight, exclusive_parts, plan_lanes
 from .notrun import NotRun
 from .records import Record
-from .run import AgentFactoryFn, MemoryFactoryFn
+from .run import AgentFactoryFn, MemoryFactoryFn, prepare_finish
 from .session import Outcome, Session
 from .signals import shield_interrupts
 from .stream import drive
@@ -70,6 +71,7 @@ def run_session(
     state.termination.install()
     try:
         limit = chains_in_flight(plan.options.chains, len(lanes))
+        chains.finish_early_from = wall if limit > 1 else None
         if limit == 1:
             for key in keys:
                 if state.stop_reason:
@@ -82,10 +84,12 @@ def run_session(
         interrupted = True
     finally:
         state.termination.uninstall()
+    chains.prepared()
     if interrupted:  # however it came (here, or on a chain's thread): lifted by the driver once everything is printed
         shield_interrupts()
     for arm in plan.arms:
-        arm.run.extra["wall_seconds"] = round(time.perf_counter() - wall, 6)
+        if not arm.finished:
+            arm.run.extra["wall_seconds"] = round(time.perf_counter() - wall, 6)
     return collector.finish(interrupted=interrupted)
 
 
@@ -180,6 +184,19 @@ class _Chains:
         self.pending = {key: self._pending(key) for key in keys}
         self.first = next((key for key in keys if self.pending[key]), None)
         self.first_opened = threading.Event()
+        #: with chains on threads of their own: the session's start (``perf_counter``),
+        #: and an arm finishes as its last chain ends (:meth:`.Collector.finish_early`)
+        self.finish_early_from: float | None = None
+        #: loads what the session's end needs (:func:`.run.prepare_finish`), once a
+        #: task has run: every chain is then in flight, waiting on the network
+        self._preparing: threading.Thread | None = None
+        arms = [session.plan.streams_by_key[key][0] for key in keys]
+        self._chains_left = {id(arm): arms.count(arm) for arm in arms}
+        self._count = threading.Lock()
+        #: arms whose chains all ended, with their wall time, to finish in that order
+        self._to_finish: list[tuple[Arm, float]] = []
+        #: held by the one chain's thread finishing arms at a time (:meth:`_finish_ended`)
+        self._finishing = threading.Lock()
 
     def _pending(self, key: str) -> list[BenchmarkSample]:
         plan = self.session.plan
@@ -187,6 +204,62 @@ class _Chains:
         return [sample for sample in arm.benchmark.by_name[name].samples if not plan.is_done(key, sample)]
 
     def run(self, key: str) -> None:
+        """Run chain ``key``; the arm whose last chain it was finishes here, when it
+        can (a chain that raised leaves its arm to the session's finish)."""
+        self._run(key)
+        if self.finish_early_from is not None:
+            self._ended(key)
+
+    def _ended(self, key: str) -> None:
+        arm = self.session.plan.streams_by_key[key][0]
+        with self._count:
+            self._chains_left[id(arm)] -= 1
+            last = not self._chains_left[id(arm)]
+        if last and self.finish_early_from is not None:
+            with self._count:
+                self._to_finish.append((arm, round(time.perf_counter() - self.finish_early_from, 6)))
+            self._finish_ended()
+
+    def _finish_ended(self) -> None:
+        """Finish the arms whose chains all ended, one at a time: a chain's thread
+        that finds another finishing leaves its arm to that one and ends, so that
+        only one thread at a time competes with the running chains for the
+        interpreter lock. An arm left when the chains end, the session's finish
+        finishes (:meth:`.Collector.finish`)."""
+        while self._finishing.acquire(blocking=False):
+            try:
+                while True:
+                    with self._count:
+                        if not self._to_finish:
+                            break
+                        arm, wall_seconds = self._to_finish.pop(0)
+                    self.session.collector.finish_early(arm, wall_seconds)
+            finally:
+                self._finishing.release()
+            with self._count:
+                if not self._to_finish:  # else one came after the last look: take it too
+                    return
+
+    def _prepare(self) -> None:
+        with self._count:
+            if self._preparing is not None:
+                return
+            self._preparing = threading.Thread(target=self._load_finish, name="evomemory-prepare", daemon=True)
+        self._preparing.start()
+
+    def _load_finish(self) -> None:
+        try:
+            prepare_finish(self.session.plan.reports)
+        except Exception:
+            pass  # the finish loads it again, and says what failed where it belongs
+
+    def prepared(self) -> None:
+        """Wait for :meth:`_prepare`'s thread (a short load; the process must not end
+        while a thread imports)."""
+        if self._preparing is not None:
+            self._preparing.join()
+
+    def _run(self, key: str) -> None:
         state, driver, collector, progress = self.session.state, self.session.driver, self.session.collector, self.progress
         pending = self.pending[key]
         if not pending:
@@ -218,6 +291,8 @@ class _Chains:
                 if isinstance(task, NotRun):
                     return  # the stream could not start or cannot continue (recorded once): its tasks do not run
                 drive(task)
+                if self._preparing is None:
+                    self._prepare()
                 if progress is not None:
                     progress.task_done(key)
                 if state.stop_reason or state.cost_stop() or state.interrupting:

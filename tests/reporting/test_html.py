@@ -380,3 +380,27 @@ def test_the_page_grows_linearly_with_a_small_constant(make_run: MakeRun) -> Non
     per_task = (sizes[2000] - sizes[500]) / 1500
     assert per_task < 150, per_task  # bytes per further task
     assert sizes[2000] < 4 * sizes[500]
+
+
+def test_a_run_kept_for_its_comparison_is_taken_once_and_only_while_its_files_are_unchanged(
+    make_run: MakeRun, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A session's arm is read for the comparison as it finishes (``evomemory run``'s
+    chains at once); the comparison takes that copy, without reading the directory,
+    only while summary.json, run.json and scores.jsonl are the files read."""
+    from pytest_evomemory.reporting import rundata
+
+    run_dir = make_run("kept", {"s": [True, False, True]})
+    rundata.keep_for_comparison(run_dir)
+    fresh = rundata.load_run(run_dir)  # the copy is taken once: this one is read
+    rundata.keep_for_comparison(run_dir)
+    with monkeypatch.context() as patched:
+        patched.setattr(rundata, "open_finished_run", lambda *args: pytest.fail("the kept run was read again"))
+        kept = rundata.load_run(run_dir, "arm")
+    assert kept.label == "arm" and kept.summary == fresh.summary
+    assert [(s.task_id, s.correct) for s in kept.scores] == [(s.task_id, s.correct) for s in fresh.scores]
+
+    rundata.keep_for_comparison(run_dir)
+    summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
+    (run_dir / "summary.json").write_text(json.dumps({**summary, "run": "renamed"}), encoding="utf-8")
+    assert rundata.load_run(run_dir).label == "renamed"  # changed since: read again

@@ -336,3 +336,90 @@ def test_a_sigterm_while_two_chains_write_is_raised_once_when_the_last_section_e
     assert raised == ["last"]
     with termination.critical():
         pass
+
+
+def test_an_arm_whose_chains_all_ended_finishes_while_another_arms_chain_runs(
+    tmp_path: Path, write_run_config: Callable[..., Path],
+) -> None:
+    """The arm's summary and report are written as its last chain ends, not at the
+    session's end: here while the other arm's model call is held until they are;
+    that arm finishes at the end, complete. (That the files are the serial run's:
+    ``test_a_grid_run_at_once_writes_the_serial_runs_artefacts``.)"""
+    out = tmp_path / "out"
+    seen: list[tuple[bool, bool, bool]] = []
+
+    def holding(request: Any) -> Any:
+        if request.get("model") == "slow" and not seen:  # (both slow chains' first calls may wait)
+            report = out / "fast" / "report.html"
+            deadline = time.monotonic() + 60
+            while not report.is_file() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            seen.append((report.is_file(), (out / "slow" / "summary.json").exists(), (out / "compare.json").exists()))
+        return echo_policy(request)
+
+    with ScriptedServer(holding) as server:
+        fast = write_run_config("fast", agent=_agent(server, "deterministic_recall"))
+        slow_agent = _agent(server, "deterministic_recall")
+        slow = write_run_config("slow", agent={**slow_agent, "model": {**slow_agent["model"], "model": "slow"}})
+        assert evomemory(["run", "--config", str(fast), "--config", str(slow), "--limit", "2", "-q", "--chains", "4",
+                          "--output-dir", str(out)]) == 0
+    assert seen and set(seen) == {(True, False, False)}, "the fast arm did not finish while the slow one ran"
+    for arm in ("fast", "slow"):
+        summary = json.loads((out / arm / "summary.json").read_text(encoding="utf-8"))
+        assert summary["completion"]["complete"] is True and summary["wall_seconds"] >= 0
+    assert (out / "compare.json").is_file()
+
+
+def test_ctrl_c_after_an_arm_finished_early_leaves_it_complete_and_the_resume_completes_the_other(
+    tmp_path: Path, write_run_config: Callable[..., Path],
+) -> None:
+    import _thread
+
+    out = tmp_path / "out"
+    pressed: list[bool] = []
+
+    def interrupting(request: Any) -> Any:
+        if request.get("model") == "slow" and not pressed:
+            pressed.append(True)
+            deadline = time.monotonic() + 60
+            while not (out / "fast" / "report.html").is_file() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            _thread.interrupt_main()  # Ctrl-C once the fast arm has finished, the slow one's call in flight
+            time.sleep(0.5)
+        return echo_policy(request)
+
+    with ScriptedServer(interrupting) as server:
+        agent = _agent(server, "deterministic_recall")
+        fast = write_run_config("fast", agent=agent)
+        slow = write_run_config("slow", agent={**agent, "model": {**agent["model"], "model": "slow"}})
+        assert evomemory(["run", "--config", str(fast), "--config", str(slow), "--limit", "2", "-q", "--chains", "4",
+                          "--output-dir", str(out)]) == 2
+        completion = {arm: json.loads((out / arm / "summary.json").read_text(encoding="utf-8"))["completion"]
+                      for arm in ("fast", "slow")}
+        assert completion["fast"]["complete"] is True
+        assert completion["slow"]["complete"] is False and "interrupted" in completion["slow"]["reason"]
+        assert evomemory(["run", "--resume", str(out), "--chains", "4", "-q"]) == 0
+    assert json.loads((out / "slow" / "summary.json").read_text(encoding="utf-8"))["completion"]["complete"] is True
+
+
+def test_the_finish_is_loaded_ahead_of_it() -> None:
+    """:func:`prepare_finish` (run on a thread while the chains wait on the network)
+    builds the summary's and the comparison's models and imports the pages, which
+    the session's end would otherwise do after the last reply (a fresh interpreter:
+    this one has them already)."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from pytest_evomemory.rundocs.compare import Comparison\n"
+        "from pytest_evomemory.rundocs.summary import Summary\n"
+        "from pytest_evomemory.runtime.run import prepare_finish\n"
+        "from pytest_evomemory.reporting.reports import REPORTS\n"
+        "before = (Summary.__pydantic_complete__, Comparison.__pydantic_complete__, 'pytest_evomemory.reporting.html' in sys.modules)\n"
+        "prepare_finish(REPORTS)\n"
+        "after = (Summary.__pydantic_complete__, Comparison.__pydantic_complete__, 'pytest_evomemory.reporting.html' in sys.modules)\n"
+        "print(before, after)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert result.stdout.split() == ["(False,", "False,", "False)", "(True,", "True,", "True)"]
