@@ -34,7 +34,6 @@ from ..memory.factory import WaitNotice, backend_spec, build_memory, missing_ext
 from ..memory.snapshot import StreamSnapshots
 from ..models import check_agent_environment
 from ..models.identity import component, factory_reference, ran_model
-from ..models.metering import session_meter
 from ..rundir import (
     ResumeState,
     RunDirError,
@@ -252,6 +251,10 @@ class BenchmarkRun:
         ``check_memory`` sees the memory just built, before the agent is (the
         session's check of what it will ask of it, :mod:`.capabilities`).
         """
+        # imported where a stream opens: the model client's HTTP stack (httpx2) is a
+        # worker's, and the xdist controller, which only plans, never opens a stream
+        from ..models.metering import session_meter
+
         context = MemoryContext(
             # a replicate's label: replicates of one run never share a store named after it
             stream=name, run_dir=self.run_dir, run_name=self.config.label, agent_model=self.config.agent.model,
