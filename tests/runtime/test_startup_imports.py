@@ -28,10 +28,10 @@ END_OF_SESSION = (
 )
 
 
-#: What only a process that calls a model or ranks a memory needs: the HTTP client
-#: (a process's first request imports it) and numpy (an in-process memory's first
-#: record and ranked recall import it).
-WORKER_ONLY = ("httpx2", "httpcore2", "numpy")
+#: What only a process that calls a model or ranks a memory needs: the HTTP stack
+#: (the standard library's client, with ssl; httpx2 behind a proxy or for a memory
+#: library's metered calls) and numpy (an in-process memory's first record imports it).
+WORKER_ONLY = ("http.client", "ssl", "httpx2", "numpy")
 
 
 def _loaded_after(imports: str) -> list[str]:
@@ -63,7 +63,7 @@ def test_the_run_command_imports_none_of_the_session_end_before_it_runs() -> Non
     assert [name for name in END_OF_SESSION if name in loaded] == []
 
 
-def test_the_controller_checks_the_endpoint_without_the_http_client() -> None:
+def test_the_controller_checks_the_endpoint_without_the_http_stack() -> None:
     """What pytest_configure does in the xdist controller before it starts the workers:
     the runtime and the controller's hooks imported, an agent's endpoint environment
     checked (base URL, key variable, proxies)."""
