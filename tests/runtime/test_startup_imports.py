@@ -90,3 +90,26 @@ def test_an_in_process_memory_opens_and_recalls_empty_without_numpy(tmp_path: Pa
     )
     assert "pytest_evomemory.memory.inprocess" in loaded
     assert "numpy" not in loaded
+
+
+def test_a_stream_opens_without_numpy_or_httpx2(tmp_path: Path) -> None:
+    """A stream's agent, model client and in-process memory built, as a worker or a
+    chain does before its first call: the memory libraries' metered transport (httpx2)
+    is imported only when a library asks for it, numpy at the memory's first record."""
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        "name: probe\n"
+        "benchmark: {benchmark: sample}\n"
+        "agent: {kind: tiny, model: {model: m, base_url: 'http://127.0.0.1:9/v1', api_key_env: null}}\n"
+        "memory: {backend: inprocess}\n",
+        encoding="utf-8",
+    )
+    loaded = _loaded_after(
+        "from pathlib import Path\n"
+        "        from pytest_evomemory.configs.load import load_run_config\n"
+        "        from pytest_evomemory.runtime.run import BenchmarkRun\n"
+        f"        run = BenchmarkRun(load_run_config(Path({str(config)!r})), Path({str(tmp_path / 'out')!r}))\n"
+        "        run.open_stream(run.stream_order[0])"
+    )
+    assert "pytest_evomemory.memory.inprocess" in loaded and "pytest_evomemory.models.openai_compat" in loaded
+    assert [name for name in ("httpx2", "numpy") if name in loaded] == []
