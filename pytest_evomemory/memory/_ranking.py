@@ -1,5 +1,7 @@
 """Pieces the built-in backends share: safe query terms, which words gather a
-recall's candidates, a vector index, and hybrid (lexical + vector) rank fusion.
+recall's candidates, and hybrid (lexical + vector) rank fusion. The vector index
+they fuse with is :mod:`.vectorindex` (numpy): this module stays pure Python, so the
+in-process backend imports it without numpy before its first recall needs numpy.
 
 Hybrid ranking is reciprocal rank fusion (Cormack et al., 2009): each record's
 fused score is ``sum(1 / (RRF_K + rank))`` over the lexical and the vector
@@ -11,16 +13,15 @@ record ranked well by both signals beats one ranked first by only one.
 from __future__ import annotations
 
 import re
-import threading
 import unicodedata
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
-
-import numpy as np
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from ..util.text import STOPWORDS
-from .embedders import Vectors
+
+if TYPE_CHECKING:
+    from .vectorindex import VectorIndex
 
 #: The customary RRF constant; it damps the influence of the very top ranks.
 RRF_K = 60
@@ -168,75 +169,6 @@ def reciprocal_rank_fusion(rankings: Iterable[Sequence[int]]) -> list[tuple[int,
             scores[record_id] = scores.get(record_id, 0.0) + 1.0 / (RRF_K + rank)
     order = {record_id: index for index, record_id in enumerate(scores)}
     return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))
-
-
-class VectorIndex:
-    """Exact (brute-force) cosine search over one stream's embeddings.
-
-    A matrix product over 100k x 256 float32 rows takes a few milliseconds, which
-    is well inside the latency budget, and exact search keeps results
-    reproducible. The backing store (SQLite file, PostgreSQL table) holds the
-    embeddings durably; this is the process-local copy that ranks them.
-    """
-
-    def __init__(self, dim: int) -> None:
-        self.dim = dim
-        self._lock = threading.Lock()
-        self._ids = np.zeros(0, dtype=np.int64)
-        self._matrix = np.zeros((0, dim), dtype=np.float32)
-        self._size = 0
-
-    def __len__(self) -> int:
-        return self._size
-
-    def add(self, record_id: int, vector: Vectors) -> None:
-        with self._lock:
-            if self._size == len(self._ids):
-                capacity = max(1024, 2 * self._size)
-                ids = np.zeros(capacity, dtype=np.int64)
-                matrix = np.zeros((capacity, self.dim), dtype=np.float32)
-                ids[: self._size] = self._ids[: self._size]
-                matrix[: self._size] = self._matrix[: self._size]
-                self._ids, self._matrix = ids, matrix
-            self._ids[self._size] = record_id
-            self._matrix[self._size] = vector.reshape(self.dim)
-            self._size += 1
-
-    def remove(self, record_id: int) -> None:
-        """Drop one record's row (a forgotten record); the rows after it move up."""
-        with self._lock:
-            size = self._size
-            at = np.flatnonzero(self._ids[:size] == record_id)
-            if at.size == 0:
-                return
-            row = int(at[0])
-            self._ids[row : size - 1] = self._ids[row + 1 : size]
-            self._matrix[row : size - 1] = self._matrix[row + 1 : size]
-            self._size = size - 1
-
-    def clear(self) -> None:
-        with self._lock:
-            self._ids = np.zeros(0, dtype=np.int64)
-            self._matrix = np.zeros((0, self.dim), dtype=np.float32)
-            self._size = 0
-
-    def search(self, query: Vectors, limit: int) -> list[tuple[int, float]]:
-        """Ids and cosines of the ``limit`` nearest records with a positive cosine."""
-        with self._lock:
-            size = self._size
-            if size == 0 or limit < 1:
-                return []
-            # einsum, not ``@``: a BLAS matrix-vector product spreads over threads,
-            # which on a busy few-core CI box is ten times slower than one core.
-            scores = np.einsum("ij,j->i", self._matrix[:size], query.reshape(self.dim))
-            ids = self._ids[:size]
-        if limit < size:
-            top = np.argpartition(-scores, limit - 1)[:limit]
-        else:
-            top = np.arange(size)
-        # Stable order: best cosine first, older record first on ties.
-        ordered = top[np.lexsort((ids[top], -scores[top]))]
-        return [(int(ids[i]), float(scores[i])) for i in ordered if scores[i] > 1e-6]
 
 
 def hybrid_ranking(

@@ -27,11 +27,12 @@ import numpy as np
 from ..config import MemoryConfig
 from ..core.errors import MemoryBackendError
 from ..core.types import MemoryHit
-from ._ranking import VectorIndex, query_terms
+from ._ranking import query_terms
 from .backend import MemoryBase
 from .base import MemoryBackend, MemoryContext
 from .embedders import Embedder, SentenceTransformerEmbedder, Vectors, build_embedder, embedder_check
 from .recordlog import LoggedRecord, RecordLog
+from .vectorindex import VectorIndex
 
 
 @dataclass(frozen=True)

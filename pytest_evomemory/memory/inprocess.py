@@ -11,6 +11,11 @@ holding the query's rarest words, then, if fewer than top_k, the newest records
 holding another of its words), so a recall costs the same at record 20,000 as at
 record 100. Candidates are scored exactly as before (TF-IDF cosine over the whole
 query), with two ``bincount`` calls instead of a Python loop over records.
+
+numpy (some 50 ms of import) is imported where the arrays are first filled and
+ranked, not with the module: a stream's memory opens empty, so a run reaches its
+first model call without it, and a chain's first record waits on a model reply
+anyway.
 """
 
 from __future__ import annotations
@@ -21,10 +26,7 @@ from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any
 
 from ..config import MemoryConfig
 from ..core.types import MemoryHit
@@ -33,6 +35,9 @@ from ._ranking import Gathering, plan_gathering
 from .backend import MemoryBase
 from .base import MemoryContext
 from .recordlog import LoggedRecord, RecordLog
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
 
 
 @dataclass(frozen=True)
@@ -43,13 +48,19 @@ class _Record:
 
 
 class _GrowingArray:
-    """An append-only numpy array that doubles its capacity when full."""
+    """An append-only numpy array that doubles its capacity when full (allocated at
+    its first value)."""
 
-    def __init__(self, dtype: type[np.generic]) -> None:
-        self._data: npt.NDArray[Any] = np.zeros(1024, dtype=dtype)
+    def __init__(self, dtype: str) -> None:
+        self._dtype = dtype
+        self._data: npt.NDArray[Any] | None = None
         self.size = 0
 
     def extend(self, values: Sequence[float] | Sequence[int]) -> None:
+        import numpy as np
+
+        if self._data is None:
+            self._data = np.zeros(1024, dtype=self._dtype)
         needed = self.size + len(values)
         if needed > len(self._data):
             grown = np.zeros(max(needed, 2 * len(self._data)), dtype=self._data.dtype)
@@ -60,6 +71,10 @@ class _GrowingArray:
 
     @property
     def values(self) -> npt.NDArray[Any]:
+        if self._data is None:  # nothing stored yet
+            import numpy as np
+
+            return np.zeros(0, dtype=self._dtype)
         return self._data[: self.size]
 
 
@@ -78,11 +93,11 @@ class InProcessMemory(MemoryBase):
     def _clear(self) -> None:
         self._records: list[_Record] = []
         self._vocabulary: dict[str, int] = {}
-        self._document_frequency = _GrowingArray(np.float64)
-        self._word_ids = _GrowingArray(np.int64)
-        self._counts = _GrowingArray(np.float64)
+        self._document_frequency = _GrowingArray("float64")
+        self._word_ids = _GrowingArray("int64")
+        self._counts = _GrowingArray("float64")
         #: where each record's words start in _word_ids/_counts
-        self._starts = _GrowingArray(np.int64)
+        self._starts = _GrowingArray("int64")
         #: word id -> indexes of the records holding it, in storing order
         self._postings: list[list[int]] = []
 
@@ -120,6 +135,8 @@ class InProcessMemory(MemoryBase):
         total = len(self._records)
         if not query_bag or not total:
             return []
+        import numpy as np
+
         frequency = self._document_frequency.values
         vocabulary = self._vocabulary
         known_ids = np.asarray([vocabulary.get(word, -1) for word in query_bag], dtype=np.int64)
@@ -159,6 +176,8 @@ class InProcessMemory(MemoryBase):
         """The gathered candidates by TF-IDF cosine with the whole query; ties go to the older record."""
         if not plan.gather:
             return []
+        import numpy as np
+
         candidates = np.unique(np.concatenate([np.asarray(self._postings[word_id]) for word_id in plan.gather]))
         total = len(self._records)
         starts = self._starts.values

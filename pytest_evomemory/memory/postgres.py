@@ -44,7 +44,6 @@ from ..core.types import MemoryHit
 from ._ranking import (
     COMMON_TERM_SHARE,
     SMALL_STORE,
-    VectorIndex,
     gathered_ranking,
     hybrid_ranking,
     plan_gathering,
@@ -54,6 +53,7 @@ from .backend import MemoryBase
 from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
 from .embedders import Embedder, build_embedder, embedder_check
 from .recordlog import LoggedRecord, RecordLog
+from .vectorindex import VectorIndex
 
 #: Characters of a record that go into its tsvector (PostgreSQL's limit is 1 MB
 #: of lexemes and positions; 256k characters of prose stays well under it).

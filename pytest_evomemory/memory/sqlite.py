@@ -32,11 +32,12 @@ from pydantic import field_validator
 from ..config import BackendOptions, MemoryConfig, Text
 from ..core.errors import MemoryBackendError
 from ..core.types import MemoryHit
-from ._ranking import VectorIndex, gathered_ranking, hybrid_ranking, plan_gathering, prepare_recall
+from ._ranking import gathered_ranking, hybrid_ranking, plan_gathering, prepare_recall
 from .backend import MemoryBase
 from .base import MemoryBackend, MemoryContext, RecordRejected, unstorable_reason
 from .embedders import Embedder, build_embedder, embedder_check
 from .recordlog import LoggedRecord, RecordLog
+from .vectorindex import VectorIndex
 
 _SCHEMA = """
 CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);

@@ -72,8 +72,8 @@ def check_local_library(model: ModelConfig) -> None:
 
 
 def _check_endpoint_environment(model: ModelConfig) -> None:
-    """For ``provider: openai``: :func:`.openai_compat.check_model_environment`."""
-    from .openai_compat import check_model_environment
+    """For ``provider: openai``: :func:`.endpoint.check_model_environment`."""
+    from .endpoint import check_model_environment
 
     check_model_environment(model)
 
@@ -143,7 +143,7 @@ def check_agent_environment(agent: AgentConfig) -> None:
     """Refuse, once and before collection, an environment the agent's model cannot
     work in (:attr:`ModelProvider.check_environment`): for an HTTP endpoint the
     API-key variable, ``OPENAI_BASE_URL`` and the proxy variables
-    (:func:`.openai_compat.check_model_environment`); for the embedded model, a
+    (:func:`.endpoint.check_model_environment`); for the embedded model, a
     llama-cpp-python that crashes on this CPU (:func:`check_local_library`). The
     model-free ``recall_baseline`` never calls a model, so nothing is checked for it.
 

@@ -89,7 +89,7 @@ def configured_model(model: ModelConfig | None, base_dir: Path | None = None) ->
         from .mock import mock_identity
 
         return mock_identity(model)
-    from .openai_compat import resolve_endpoint
+    from .endpoint import resolve_endpoint
 
     try:
         endpoint: str | None = resolve_endpoint(model)

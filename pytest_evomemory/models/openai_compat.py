@@ -16,31 +16,25 @@ only ever sent in the ``Authorization`` header).
 from __future__ import annotations
 
 import json
-import os
 import random
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from ..config import ModelConfig, http_url_problem
+from ..config import ModelConfig
 from ..core import boundedread
-from ..core.errors import ConfigError, ModelError
+from ..core.errors import ModelError
 from ..core.types import Usage
-from ..util.redaction import redact, register_secret
+from ..util.redaction import redact
 from ..util.text import storable, storable_json_text
 from .base import ChatCompletion, ModelToolCall, Provided, sampling_identity
 from .cleaning import clean_completion
 from .deadline import Attempt, DeadlineExceeded, call_within
+from .endpoint import NO_KEY_PLACEHOLDER, resolve_api_key, resolve_endpoint
 from .http11 import BadEndpoint, NetworkTimeout, Reply, ReplyTooLarge, TransportError
 from .limits import endpoint_limiter, endpoint_semaphore
-from .transport import USER_AGENT, proxy_problem, shared_connection
-
-DEFAULT_BASE_URL = "https://api.openai.com/v1"
-
-#: Sent when ``api_key_env`` is null: local servers ignore it, and some proxies
-#: refuse a request without any key.
-NO_KEY_PLACEHOLDER = "no-key"
+from .transport import USER_AGENT, shared_connection
 
 #: Statuses worth another attempt: rate limits, server trouble, request timeouts.
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})
@@ -51,63 +45,6 @@ MAX_MODEL_NAME_CHARS = 200
 #: A malformed reply is a server or configuration problem; asking again would
 #: only repeat it (and spend the model's tokens).
 _MALFORMED = "a malformed reply is not transient"
-
-def resolve_api_key(config: ModelConfig) -> str:
-    """Read the key from the environment, or explain which variable to set."""
-    name = config.api_key_env
-    if name is None:
-        return NO_KEY_PLACEHOLDER
-    value = os.environ.get(name, "")
-    if not value.strip():
-        raise ConfigError(
-            f"model {config.model!r}: the API key is read from the environment variable "
-            f"{name}, which is not set; export {name}=... (or set 'api_key_env: null' in the "
-            "agent config's 'model' section for a local server that needs no key)",
-            key="model.api_key_env",
-        )
-    if not value.isascii() or any(ord(character) < 32 or ord(character) == 127 for character in value):
-        raise ConfigError(
-            f"model {config.model!r}: the environment variable {name} holds a control or non-ASCII "
-            f"character, which cannot go into an HTTP header; export {name} again without it",
-            key="model.api_key_env",
-        )
-    register_secret(value)
-    return value
-
-
-def resolve_endpoint(config: ModelConfig) -> str:
-    """The API root: ``model.base_url``, else ``$OPENAI_BASE_URL``, else OpenAI's.
-
-    ``model.base_url`` is checked when the config is read; the environment variable
-    is checked here, with the same rule, naming the variable."""
-    if config.base_url:
-        return config.base_url.rstrip("/")
-    from_env = os.environ.get("OPENAI_BASE_URL")
-    if from_env:
-        problem = http_url_problem(from_env)
-        if problem:
-            raise ConfigError(f"the environment variable OPENAI_BASE_URL: {problem}", key="OPENAI_BASE_URL")
-        return from_env.rstrip("/")
-    return DEFAULT_BASE_URL
-
-
-def check_model_environment(config: ModelConfig | None) -> None:
-    """Everything the environment must provide for ``config``, checked once.
-
-    The API-key variable, ``OPENAI_BASE_URL`` and the proxy variables are known
-    before the first task; checking them here (at plugin activation, before
-    collection) refuses the run once with a ``ConfigError`` naming the variable,
-    instead of failing every task of every stream. It also registers the key with
-    :mod:`..util.redaction`, so this process redacts it from everything it writes.
-    """
-    if config is None or config.provider != "openai":
-        return
-    resolve_endpoint(config)
-    resolve_api_key(config)
-    problem = proxy_problem()
-    if problem:
-        raise ConfigError(problem)
-
 
 class OpenAICompatibleModel:
     """Chat completions over HTTP with our own retries, backoff and concurrency limit."""

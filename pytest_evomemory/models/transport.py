@@ -14,17 +14,16 @@ raises the same errors (:mod:`.http11`), so the client cannot tell them apart.
 from __future__ import annotations
 
 import atexit
-import os
 import socket
 import ssl
 import threading
 from collections.abc import Mapping
 from typing import Any, Protocol
-from urllib.parse import urlsplit
 
 from ..core.errors import ConfigError
 from ..util.redaction import redact
 from .deadline import Attempt
+from .endpoint import proxied, proxy_problem
 from .http11 import BadEndpoint, DirectConnection, NetworkTimeout, Reply, TransportError, read_body
 
 USER_AGENT = "pytest-evomemory"
@@ -152,7 +151,7 @@ def shared_connection(endpoint: str, timeout_s: float) -> Connection:
             problem = proxy_problem()
             if problem:
                 raise ConfigError(problem)
-            if _proxied():
+            if proxied():
                 found = ProxiedConnection(endpoint, timeout_s)
             else:
                 verify = tls_for(endpoint)
@@ -169,43 +168,6 @@ def _close_connections() -> None:
         _CONNECTIONS.clear()
 
 
-_PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy")
-_PROXY_SCHEMES = ("http", "https", "socks5", "socks5h")
-
-
-def _proxied() -> bool:
-    """Whether a proxy variable is set: then ``httpx2`` reads them all (``NO_PROXY``
-    too) and sends the request its way, as the ``openai`` SDK would."""
-    return any(os.environ.get(name) or os.environ.get(name.upper()) for name in _PROXY_VARIABLES)
-
-
-def proxy_problem() -> str | None:
-    """The first proxy variable httpx would refuse or could never connect through,
-    in words naming it and what to write, or ``None``.
-
-    httpx reads every proxy variable when a client is built; a bare host name or a
-    bad port there would otherwise fail every task of every stream with a
-    traceback from inside the HTTP library.
-    """
-    for lower in _PROXY_VARIABLES:
-        for name in (lower.upper(), lower):
-            value = os.environ.get(name)
-            if not value:
-                continue
-            try:
-                parsed = urlsplit(value)
-                parsed.port  # noqa: B018 - raises ValueError for a bad port
-                valid = parsed.scheme in _PROXY_SCHEMES and bool(parsed.hostname)
-            except ValueError:
-                valid = False
-            if not valid:
-                return (
-                    f"the environment variable {name}={redact(value)!r} is not a proxy URL; "
-                    f"write {name}=http://host:port (or unset it)"
-                )
-    return None
-
-
 def tls_for(endpoint: str) -> ssl.SSLContext | bool:
     """The verifying TLS context, or ``False`` where no TLS can happen.
 
@@ -216,7 +178,7 @@ def tls_for(endpoint: str) -> ssl.SSLContext | bool:
     and ``SSL_CERT_DIR`` honoured), built once per process.
     """
     global _SSL_CONTEXT
-    if endpoint.lower().startswith("http://") and not _proxied():
+    if endpoint.lower().startswith("http://") and not proxied():
         return False
     if _SSL_CONTEXT is None:
         import httpx2

@@ -29,12 +29,11 @@ from ..core.errors import ConfigError, DataError, ReportError, SessionRefused, n
 from ..core.factories import call_factory, check_protocol, check_signature, load_factory
 from ..evaluation import scorer_identity
 from ..evaluation.evomemory import EvoMemoryEvaluator
-from ..memory.base import MemoryContext, MemorySystem
+from ..memory.base import MemoryContext, MemorySystem, ModelMeter
 from ..memory.factory import WaitNotice, backend_spec, build_memory, missing_extra, open_with_timeout
 from ..memory.snapshot import StreamSnapshots
 from ..models import check_agent_environment
 from ..models.identity import component, factory_reference, ran_model
-from ..models.metering import session_meter
 from ..rundir import (
     ResumeState,
     RunDirError,
@@ -158,6 +157,16 @@ def _selected_by(config: RunConfig) -> str | None:
     return named("stream") if "streams" in config.selection else None
 
 
+def _session_meter(pricing: Pricing | None, max_tokens: int, what: str) -> ModelMeter | None:
+    """:func:`..models.metering.session_meter`, imported when a memory library asks for
+    its meter: the metering transport is an ``httpx2`` one, and a process whose memory
+    makes no model calls of its own (every built-in backend, and the xdist controller,
+    which opens no stream) never imports ``httpx2``."""
+    from ..models.metering import session_meter
+
+    return session_meter(pricing, max_tokens, what)
+
+
 class BenchmarkRun:
     """The loaded streams of a run and the means to open each of them."""
 
@@ -255,7 +264,7 @@ class BenchmarkRun:
         context = MemoryContext(
             # a replicate's label: replicates of one run never share a store named after it
             stream=name, run_dir=self.run_dir, run_name=self.config.label, agent_model=self.config.agent.model,
-            meter=session_meter,  # a memory library's own model calls, under the session's cost cap
+            meter=_session_meter,  # a memory library's own model calls, under the session's cost cap
         )
         strategy = self.memory_strategy
         memory: ObservedMemory | None = None

@@ -12,7 +12,7 @@ import pytest
 from pytest_evomemory.config import ModelConfig
 from pytest_evomemory.core.errors import ConfigError
 from pytest_evomemory.core.factories import call_factory, load_factory
-from pytest_evomemory.models.openai_compat import check_model_environment
+from pytest_evomemory.models.endpoint import check_model_environment
 from pytest_evomemory.testing.fixtures import ServerFactory
 from pytest_evomemory.util.redaction import redact
 

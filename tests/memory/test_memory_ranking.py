@@ -12,11 +12,11 @@ from pytest_evomemory.memory import _ranking as ranking
 from pytest_evomemory.memory._ranking import (
     MAX_QUERY_TERMS,
     RRF_K,
-    VectorIndex,
     plan_gathering,
     query_terms,
     reciprocal_rank_fusion,
 )
+from pytest_evomemory.memory.vectorindex import VectorIndex
 
 
 def test_query_terms_hold_only_letters_and_digits() -> None:

@@ -15,9 +15,9 @@ from pytest_evomemory.core.errors import ConfigError, ModelError
 from pytest_evomemory.core.types import Usage
 from pytest_evomemory.models import build_chat_model
 from pytest_evomemory.models.cache import CachedChatModel, default_cache_dir
+from pytest_evomemory.models.endpoint import check_model_environment
 from pytest_evomemory.models.openai_compat import (
     OpenAICompatibleModel,
-    check_model_environment,
     completion_from_json,
 )
 from pytest_evomemory.models.transport import Connection, shared_connection

@@ -1,4 +1,5 @@
-"""What a process that runs streams imports before its first model call.
+"""What a process that runs streams imports before its first model call, and what
+the xdist controller, which runs none, does not import at all.
 
 Every xdist worker and every ``evomemory run`` imports the runtime and the plugin's
 worker side before it starts; on two cores, five pytest processes' start-up is the
@@ -14,6 +15,7 @@ import json
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 #: The documents of the session's end: the comparison (compare.json, replicates.json)
 #: and pytest-json-report's session block; and the reporting that writes them.
@@ -24,6 +26,12 @@ END_OF_SESSION = (
     "pytest_evomemory.reporting.terminal",
     "pytest_evomemory.analysis.power",
 )
+
+
+#: What only a process that calls a model or ranks a memory needs: the HTTP stack
+#: (the standard library's client, with ssl; httpx2 behind a proxy or for a memory
+#: library's metered calls) and numpy (an in-process memory's first record imports it).
+WORKER_ONLY = ("http.client", "ssl", "httpx2", "numpy")
 
 
 def _loaded_after(imports: str) -> list[str]:
@@ -53,3 +61,55 @@ def test_the_run_command_imports_none_of_the_session_end_before_it_runs() -> Non
     loaded = _loaded_after("import pytest_evomemory.cli.run")
     assert "pytest_evomemory.runtime.session" in loaded
     assert [name for name in END_OF_SESSION if name in loaded] == []
+
+
+def test_the_controller_checks_the_endpoint_without_the_http_stack() -> None:
+    """What pytest_configure does in the xdist controller before it starts the workers:
+    the runtime and the controller's hooks imported, an agent's endpoint environment
+    checked (base URL, key variable, proxies)."""
+    loaded = _loaded_after(
+        "import pytest_evomemory.plugin.activate, pytest_evomemory.plugin.controller\n"
+        "        from pytest_evomemory.config import AgentConfig\n"
+        "        from pytest_evomemory.models.factory import check_agent_environment\n"
+        "        check_agent_environment(AgentConfig.model_validate(\n"
+        "            {'kind': 'tiny', 'model': {'base_url': 'http://127.0.0.1:9/v1', 'api_key_env': None}}))"
+    )
+    assert "pytest_evomemory.models.endpoint" in loaded
+    assert [name for name in WORKER_ONLY if name in loaded] == []
+
+
+def test_an_in_process_memory_opens_and_recalls_empty_without_numpy(tmp_path: Path) -> None:
+    """A stream's memory opens empty: its first recall comes before its first record."""
+    loaded = _loaded_after(
+        "from pathlib import Path\n"
+        "        from pytest_evomemory.config import MemoryConfig\n"
+        "        from pytest_evomemory.memory import build_memory\n"
+        "        from pytest_evomemory.memory.base import MemoryContext\n"
+        f"        memory = build_memory(MemoryConfig(), MemoryContext('s', Path({str(tmp_path)!r}), 'run'))\n"
+        "        assert memory.recall('what is the capital of France') == []"
+    )
+    assert "pytest_evomemory.memory.inprocess" in loaded
+    assert "numpy" not in loaded
+
+
+def test_a_stream_opens_without_numpy_or_httpx2(tmp_path: Path) -> None:
+    """A stream's agent, model client and in-process memory built, as a worker or a
+    chain does before its first call: the memory libraries' metered transport (httpx2)
+    is imported only when a library asks for it, numpy at the memory's first record."""
+    config = tmp_path / "run.yaml"
+    config.write_text(
+        "name: probe\n"
+        "benchmark: {benchmark: sample}\n"
+        "agent: {kind: tiny, model: {model: m, base_url: 'http://127.0.0.1:9/v1', api_key_env: null}}\n"
+        "memory: {backend: inprocess}\n",
+        encoding="utf-8",
+    )
+    loaded = _loaded_after(
+        "from pathlib import Path\n"
+        "        from pytest_evomemory.configs.load import load_run_config\n"
+        "        from pytest_evomemory.runtime.run import BenchmarkRun\n"
+        f"        run = BenchmarkRun(load_run_config(Path({str(config)!r})), Path({str(tmp_path / 'out')!r}))\n"
+        "        run.open_stream(run.stream_order[0])"
+    )
+    assert "pytest_evomemory.memory.inprocess" in loaded and "pytest_evomemory.models.openai_compat" in loaded
+    assert [name for name in ("httpx2", "numpy") if name in loaded] == []
