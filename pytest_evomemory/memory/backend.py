@@ -43,6 +43,14 @@ class MemoryBase(ABC):
     #: Offer ``forget``/``update`` tools too (set by the factory for ``editing_tools: true``).
     editing_tools = False
 
+    @classmethod
+    def load_ahead(cls) -> None:
+        """Import what this backend imports at its first use rather than with its
+        module (the in-process memory's numpy). A driver calls it on a thread of its
+        own while its chains' first model calls are in flight (:mod:`..runtime.ahead`),
+        so that no chain waits on it after a reply. Loading twice is harmless."""
+        return None  # most backends import what they use with their module
+
     def __init__(self, default_top_k: int) -> None:
         # The memory config's top_k is checked when the config is read (ge=1), but a
         # backend class can also be built directly (a user's factory, a test).

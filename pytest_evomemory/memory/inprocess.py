@@ -84,6 +84,10 @@ class InProcessMemory(MemoryBase):
     KIND = "in-process"
     CLOSED = "this {what} was closed at stream teardown"
 
+    @classmethod
+    def load_ahead(cls) -> None:
+        import numpy  # noqa: F401  (what the first record and recall need)
+
     def __init__(self, default_top_k: int = 4) -> None:
         super().__init__(default_top_k)
         self._ids = itertools.count(1)

@@ -139,6 +139,7 @@ class WorkerPlugin:
             self.pytest_session.shouldstop = f"evomemory: {reason}"
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.driver.ahead.join()  # the process must not end while a thread imports
         if self.is_worker:  # the controller (or the only process) releases the session itself
             self.session.release()
 

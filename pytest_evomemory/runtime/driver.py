@@ -20,6 +20,10 @@ from ..core.errors import EvoMemoryError, SessionRefused
 from ..core.types import BenchmarkSample
 from ..memory.snapshot import ResumeRefused, supports_snapshots
 from ..models.identity import factory_reference
+from ..rundocs import records as record_documents
+from ..rundocs import wire
+from ..rundocs.base import build_validators
+from .ahead import LoadAhead
 from .arm import Arm
 from .lines import memory_wait_line
 from .notrun import FailedStream, NotRun, stopped
@@ -33,6 +37,10 @@ from .stream import Episode, StreamRun
 RecordSink = Callable[[Record], None]
 
 
+def _build_record_validators() -> None:
+    build_validators(record_documents, wire)
+
+
 class StreamDriver:
     """Streams and episodes for the process that runs them (see the module docstring)."""
 
@@ -41,6 +49,8 @@ class StreamDriver:
         self.state = state
         self._arm_of_stream: dict[int, Arm] = {}
         self._failed_here: set[tuple[str, str, str | None]] = set()
+        #: what the episodes load at their first use, loaded while the first calls wait
+        self.ahead = LoadAhead()
 
     def open_stream(
         self, key: str, sink: RecordSink, *,
@@ -93,7 +103,17 @@ class StreamDriver:
             raise
         self._arm_of_stream[id(run)] = arm
         sink(stream_started_record(name, run.identity).for_arm(arm.prefix))
+        self._load_ahead(run)
         return run
+
+    def _load_ahead(self, run: StreamRun) -> None:
+        """Queue what this stream's episodes will load at their first use: its memory
+        backend's late imports, then the records' validators (:mod:`.ahead`)."""
+        backend = run.memory.backend if run.memory is not None else None
+        load = getattr(type(backend), "load_ahead", None)
+        if callable(load):
+            self.ahead.add(("memory", type(backend)), load)
+        self.ahead.add("records", _build_record_validators)
 
     def start_stream(
         self, key: str, sink: RecordSink, *,

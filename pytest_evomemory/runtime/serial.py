@@ -187,9 +187,6 @@ class _Chains:
         #: with chains on threads of their own: the session's start (``perf_counter``),
         #: and an arm finishes as its last chain ends (:meth:`.Collector.finish_early`)
         self.finish_early_from: float | None = None
-        #: loads what the session's end needs (:func:`.run.prepare_finish`), once a
-        #: task has run: every chain is then in flight, waiting on the network
-        self._preparing: threading.Thread | None = None
         arms = [session.plan.streams_by_key[key][0] for key in keys]
         self._chains_left = {id(arm): arms.count(arm) for arm in arms}
         self._count = threading.Lock()
@@ -241,23 +238,16 @@ class _Chains:
                     return
 
     def _prepare(self) -> None:
-        with self._count:
-            if self._preparing is not None:
-                return
-            self._preparing = threading.Thread(target=self._load_finish, name="evomemory-prepare", daemon=True)
-        self._preparing.start()
-
-    def _load_finish(self) -> None:
-        try:
-            prepare_finish(self.session.plan.reports)
-        except Exception:
-            pass  # the finish loads it again, and says what failed where it belongs
+        """Queue what the session's end needs (:func:`.run.prepare_finish`) after
+        what the episodes need (:meth:`.StreamDriver.start_stream` queued that): all
+        loaded while the chains wait on the network (:mod:`.ahead`)."""
+        reports = self.session.plan.reports
+        self.session.driver.ahead.add("finish", lambda: prepare_finish(reports))
 
     def prepared(self) -> None:
-        """Wait for :meth:`_prepare`'s thread (a short load; the process must not end
+        """Wait for what was loaded ahead (a short load; the process must not end
         while a thread imports)."""
-        if self._preparing is not None:
-            self._preparing.join()
+        self.session.driver.ahead.join()
 
     def _run(self, key: str) -> None:
         state, driver, collector, progress = self.session.state, self.session.driver, self.session.collector, self.progress
@@ -280,6 +270,7 @@ class _Chains:
             )
         finally:
             if key == self.first:
+                self._prepare()
                 self.first_opened.set()
         if progress is not None:
             progress.chain_started(key)
@@ -291,8 +282,6 @@ class _Chains:
                 if isinstance(task, NotRun):
                     return  # the stream could not start or cannot continue (recorded once): its tasks do not run
                 drive(task)
-                if self._preparing is None:
-                    self._prepare()
                 if progress is not None:
                     progress.task_done(key)
                 if state.stop_reason or state.cost_stop() or state.interrupting:

@@ -1,0 +1,80 @@
+"""Loading ahead (runtime/ahead.py): what a process's episodes and its end will load
+at their first use is loaded on one thread while the chains' first calls wait.
+No test here depends on timing: loads are held by events and checked after ``join``."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+from pytest_evomemory.memory import InProcessMemory
+from pytest_evomemory.options import CLI_FLAGS, SessionOptions
+from pytest_evomemory.reporting.reports import REPORTS
+from pytest_evomemory.runtime.ahead import LoadAhead
+from pytest_evomemory.runtime.session import Session, SessionSetup
+
+from ..conftest import SAMPLE_MEMORY_RUN
+
+
+def test_loads_run_once_each_in_the_order_added_and_a_failure_does_not_stop_the_next() -> None:
+    ahead = LoadAhead()
+    held = threading.Event()
+    ran: list[str] = []
+
+    def first() -> None:
+        held.wait()
+        ran.append("first")
+
+    def broken() -> None:
+        ran.append("broken")
+        raise RuntimeError("left to its point of use")
+
+    ahead.add("first", first)
+    ahead.add("broken", broken)
+    ahead.add("last", lambda: ran.append("last"))
+    ahead.add("first", lambda: ran.append("first again"))  # the same key: not queued
+    held.set()
+    ahead.join()
+    assert ran == ["first", "broken", "last"]
+    ahead.add("after", lambda: ran.append("after"))  # the thread had ended: a new one runs it
+    ahead.join()
+    assert ran == ["first", "broken", "last", "after"]
+
+
+def test_join_with_nothing_queued_returns() -> None:
+    LoadAhead().join()
+
+
+def test_a_stream_opened_by_the_driver_queues_its_memory_and_the_records(tmp_path: Path) -> None:
+    options = SessionOptions(configs=(str(SAMPLE_MEMORY_RUN),), output_dir=str(tmp_path), limit=1)
+    session = Session.open(SessionSetup(options, CLI_FLAGS, tmp_path, writes=False), reports=REPORTS)
+    try:
+        key = next(iter(session.plan.streams_by_key))
+        live = session.driver.start_stream(key, lambda record: None)
+        session.driver.ahead.join()
+        assert ("memory", InProcessMemory) in session.driver.ahead._added
+        assert "records" in session.driver.ahead._added
+        assert live.memory is not None and isinstance(live.memory.backend, InProcessMemory)
+    finally:
+        session.release()
+
+
+def test_what_is_loaded_ahead_is_what_a_first_episode_would_load() -> None:
+    """In a fresh interpreter (this one has them already): the in-process memory's
+    numpy and the records' validators, none of them loaded by opening alone."""
+    code = (
+        "import sys\n"
+        "from pytest_evomemory.memory import InProcessMemory\n"
+        "from pytest_evomemory.rundocs.records import Response\n"
+        "from pytest_evomemory.rundocs.wire import TaskRecord\n"
+        "from pytest_evomemory.runtime.driver import _build_record_validators\n"
+        "before = ('numpy' in sys.modules, Response.__pydantic_complete__, TaskRecord.__pydantic_complete__)\n"
+        "InProcessMemory.load_ahead()\n"
+        "_build_record_validators()\n"
+        "after = ('numpy' in sys.modules, Response.__pydantic_complete__, TaskRecord.__pydantic_complete__)\n"
+        "print(before, after)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    assert result.stdout.split() == ["(False,", "False,", "False)", "(True,", "True,", "True)"]
