@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import FOREIGN_PLUGINS_OFF
-from tests.plugin.guarantee_project import AGENT, RUN
+from tests.plugin.guarantee_project import AGENT, RUN, make_project
 
 #: Each entry point's spelling of an option.
 FLAGS = {"pytest": "--evomemory-", "cli": "--"}
@@ -125,11 +125,8 @@ def in_process(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], mo
     ``test_both_write_the_same_artefacts_with_a_factory_found_through_pythonpath``."""
     from pytest_evomemory.cli import main as evomemory
 
-    project = pytester.path
-    (project / "run.yaml").write_text(RUN.format(name="g"), encoding="utf-8")
-    (project / "scripted_agent.py").write_text(AGENT, encoding="utf-8")
-    monkeypatch.setenv("PROJECT", str(project))
-    pytester.syspathinsert()
+    make_project(pytester, monkeypatch)
+    monkeypatch.chdir(pytester.path)
 
     def run_in_process(entry: str, *options: str, actions: dict[str, str] | None = None) -> tuple[int, str]:
         monkeypatch.setenv("ACTIONS", json.dumps(actions or {}))
