@@ -30,7 +30,7 @@ TASKS = {"deterministic_recall": 2, "tool_use": 1}
 #: The protocol of each run: ``tools`` (the default) for the tool protocol's strategy;
 #: ``auto`` for ExpRAG, which on this tool-calling server must keep native tool calls
 #: (it never falls back to the text format; on a server without tool calling it does:
-#: test_text_protocol_server.py's auto-none).
+#: test_text_protocol_server.py's auto-deterministic_recall).
 PROTOCOL = {"deterministic_recall": "auto", "tool_use": "tools"}
 MAX_STEPS = 4
 TURN_LIMIT = "turn limit"
@@ -81,7 +81,8 @@ def test_the_server_answers_the_openai_client_with_a_tool_call_and_usage(model_s
     assert completion.usage.prompt_tokens > 0 and completion.usage.completion_tokens > 0
 
 
-# "none" against a real server is test_text_protocol_server.py's (auto-none)
+# "none" against a real server: test_text_protocol_server.py's tools protocol on a
+# server without tool calling; its records at the runtime level: tests/agents/test_tiny_agent.py
 @pytest.mark.parametrize("strategy", ["deterministic_recall", "tool_use"])
 def test_tinyagent_runs_a_short_stream_through_the_server(
     pytester: pytest.Pytester, model_server: ModelServer, strategy: str, monkeypatch: pytest.MonkeyPatch
