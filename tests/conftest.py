@@ -11,10 +11,28 @@ from typing import Any
 import httpcore2  # noqa: F401  (see below)
 import numpy  # noqa: F401
 import pytest
+import pytest_randomly  # noqa: F401  (see below)
+import xdist.dsession  # noqa: F401
 import yaml
 
+import pytest_evomemory.analysis.gain
+import pytest_evomemory.analysis.power
+import pytest_evomemory.analysis.similarity
 import pytest_evomemory.memory.inprocess
-import pytest_evomemory.models.openai_compat  # noqa: F401
+import pytest_evomemory.models.openai_compat
+import pytest_evomemory.plugin.activate
+import pytest_evomemory.plugin.collection
+import pytest_evomemory.plugin.controller
+import pytest_evomemory.plugin.progress
+import pytest_evomemory.plugin.reporters
+import pytest_evomemory.plugin.worker
+import pytest_evomemory.plugin.xdist
+import pytest_evomemory.reporting.reports
+import pytest_evomemory.reporting.sessionlines
+import pytest_evomemory.rundocs.compare
+import pytest_evomemory.rundocs.report
+import pytest_evomemory.rundocs.taskmeta
+import pytest_evomemory.streams.provenance  # noqa: F401  (see below)
 from pytest_evomemory.core.errors import EvoMemoryError
 from pytest_evomemory.core.types import AgentResponse
 from pytest_evomemory.runtime import StreamRun
@@ -26,6 +44,14 @@ from pytest_evomemory.runtime import StreamRun
 # extension refuses that ("cannot load module more than once per process"), and a
 # second copy of httpcore2 raises exceptions the first httpx2 cannot map. Importing
 # them here puts them in the snapshot pytester restores (docs/configuration.md).
+# The plugin's session modules (its hooks, the reports, the session's end), xdist's
+# controller and pytest-randomly (which caches its scan of the installed packages'
+# entry points in its module) are imported here for the same snapshot: otherwise every
+# in-process run, hundreds in this suite, imports its own copy of them again
+# (tests/plugin/test_newcomer.py and test_plugin.py: 10.4 -> 8.8 s of CPU),
+# and a test patching one of them would patch a copy the next run does not use.
+# What a fresh process imports is checked in subprocesses
+# (tests/runtime/test_startup_imports.py, tests/plugin/test_plugin.py).
 
 def capture_responses(run: StreamRun) -> list[AgentResponse]:
     """Every response the stream's turns produce, a failed turn's included."""

@@ -8,7 +8,9 @@ helper sits in the wrong module; the layers are listed in docs/design.md.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+import functools
+from collections.abc import Iterator, Mapping
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 import pytest
@@ -28,17 +30,32 @@ def _modules(package: Path = PACKAGE) -> dict[str, tuple[Path, bool]]:
     return modules
 
 
-def import_graph() -> dict[str, set[str]]:
+@functools.cache
+def _import_nodes(package: Path) -> Mapping[str, tuple[bool, tuple[ast.Import | ast.ImportFrom, ...]]]:
+    """module -> (whether it is a package, every import statement in its code), the
+    package parsed once per test process: each check below reads the same sources, and
+    parsing them all was most of each check's second of CPU."""
+    return {
+        name: (is_package, tuple(
+            node for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+            if isinstance(node, ast.Import | ast.ImportFrom)
+        ))
+        for name, (path, is_package) in _modules(package).items()
+    }
+
+
+@functools.cache
+def import_graph() -> Mapping[str, frozenset[str]]:
     """module -> the package's modules it imports, anywhere in its code."""
     modules = _modules()
     graph: dict[str, set[str]] = {name: set() for name in modules}
-    for name, (path, is_package) in modules.items():
+    for name, (is_package, nodes) in _import_nodes(PACKAGE).items():
         base = name.split(".") if is_package else name.split(".")[:-1]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes:
             for target in _targets(node, base, modules):
                 if target != name:
                     graph[name].add(target)
-    return graph
+    return {name: frozenset(targets) for name, targets in graph.items()}
 
 
 def _targets(node: ast.AST, base: list[str], modules: dict[str, tuple[Path, bool]]) -> Iterator[str]:
@@ -59,7 +76,7 @@ def _targets(node: ast.AST, base: list[str], modules: dict[str, tuple[Path, bool
                 yield found
 
 
-def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+def cycles(graph: Mapping[str, AbstractSet[str]]) -> list[list[str]]:
     """The strongly connected components of more than one node (Tarjan)."""
     index: dict[str, int] = {}
     low: dict[str, int] = {}
@@ -101,7 +118,7 @@ def part_of(module: str) -> str:
     return ".".join(module.split(".")[:2])
 
 
-def _explain(graph: dict[str, set[str]], component: list[str]) -> str:
+def _explain(graph: Mapping[str, AbstractSet[str]], component: list[str]) -> str:
     inside = set(component)
     return "; ".join(f"{node} -> {sorted(graph[node] & inside)}" for node in component)
 
@@ -150,7 +167,7 @@ ABOVE = {
 }
 
 
-def imports_from_above(graph: dict[str, set[str]], part: str) -> list[str]:
+def imports_from_above(graph: Mapping[str, AbstractSet[str]], part: str) -> list[str]:
     """``module -> imported`` for each import of a part above ``part``."""
     above = {f"{NAME}.{name}" for name in ABOVE[part]}
     return sorted(
@@ -204,9 +221,9 @@ def unresolved_imports(package: Path = PACKAGE) -> list[str]:
     its lazy imports rewritten fails only when that function first runs."""
     modules = _modules(package)
     found = []
-    for name, (path, is_package) in modules.items():
+    for name, (is_package, nodes) in _import_nodes(package).items():
         base = name.split(".") if is_package else name.split(".")[:-1]
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        for node in nodes:
             if isinstance(node, ast.ImportFrom) and node.level:
                 parent = base[: len(base) - (node.level - 1)]
                 target = ".".join([*parent, *([node.module] if node.module else [])])

@@ -27,6 +27,11 @@ STREAM = "sample_facts"
 #: Tasks per run: two show ExpRAG's recall of the first task's experience before the
 #: second; one suffices for the tool protocol (each tool step costs a model call).
 TASKS = {"deterministic_recall": 2, "tool_use": 1}
+#: The protocol of each run: ``tools`` (the default) for the tool protocol's strategy;
+#: ``auto`` for ExpRAG, which on this tool-calling server must keep native tool calls
+#: (it never falls back to the text format; on a server without tool calling it does:
+#: test_text_protocol_server.py's auto-deterministic_recall).
+PROTOCOL = {"deterministic_recall": "auto", "tool_use": "tools"}
 MAX_STEPS = 4
 TURN_LIMIT = "turn limit"
 
@@ -49,6 +54,20 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
+def with_transcripts(out: Path, stream: str = STREAM) -> list[dict[str, Any]]:
+    """responses.jsonl, each response with its transcript's messages."""
+    transcripts = {
+        (t["task_id"], t["kind"]): t["messages"] for t in read_jsonl(out / "transcripts" / f"{stream}.jsonl")
+    }
+    return [
+        {**r, "messages": transcripts[(r["task_id"], r["kind"])]} for r in read_jsonl(out / "responses.jsonl")
+    ]
+
+
+def assistant_messages(response: dict[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in response["messages"] if m["role"] == "assistant"]
+
+
 def test_the_server_answers_the_openai_client_with_a_tool_call_and_usage(model_server: ModelServer) -> None:
     from pytest_evomemory.models.factory import build_chat_model
 
@@ -62,7 +81,8 @@ def test_the_server_answers_the_openai_client_with_a_tool_call_and_usage(model_s
     assert completion.usage.prompt_tokens > 0 and completion.usage.completion_tokens > 0
 
 
-# "none" against a real server is test_text_protocol_server.py's (auto-none)
+# "none" against a real server: test_text_protocol_server.py's tools protocol on a
+# server without tool calling; its records at the runtime level: tests/agents/test_tiny_agent.py
 @pytest.mark.parametrize("strategy", ["deterministic_recall", "tool_use"])
 def test_tinyagent_runs_a_short_stream_through_the_server(
     pytester: pytest.Pytester, model_server: ModelServer, strategy: str, monkeypatch: pytest.MonkeyPatch
@@ -75,7 +95,7 @@ def test_tinyagent_runs_a_short_stream_through_the_server(
             "benchmark": {"benchmark": "sample", "streams": [STREAM], "limit": TASKS[strategy]},
             "agent": {
                 "kind": "tiny", "memory_strategy": strategy, "max_steps": MAX_STEPS,
-                "model": model_section(model_server),
+                "protocol": PROTOCOL[strategy], "model": model_section(model_server),
             },
             "memory": {"backend": "inprocess", "top_k": 2},
         }),
@@ -100,7 +120,7 @@ def test_tinyagent_runs_a_short_stream_through_the_server(
     for score in scores:
         assert score["raw_answer"] is not None or TURN_LIMIT in score["reason"], score
 
-    responses = read_jsonl(out / "responses.jsonl")
+    responses = with_transcripts(out)
     tasks = [r for r in responses if r["kind"] == "task"]
     feedback = [r for r in responses if r["kind"] == "feedback"]
     reasons = {s["task_id"]: s["reason"] for s in scores}
@@ -124,9 +144,11 @@ def test_tinyagent_runs_a_short_stream_through_the_server(
         else:
             assert names == {"final_answer"}, names
 
-    if strategy == "none":
-        assert all(r["memory_recalls"] == 0 and r["memory_retains"] == 0 for r in responses)
-    elif strategy == "deterministic_recall":
+    if PROTOCOL[strategy] == "auto":
+        # Native tool calls are kept: the text format is never asked for.
+        assert any("tool_calls" in m for m in assistant_messages(responses[0])), responses[0]
+        assert all("Final Answer: <" not in str(m.get("content")) for r in responses for m in r["messages"])
+    if strategy == "deterministic_recall":
         # ExpRAG: one recall before every task, one retain in every feedback turn.
         assert all(r["memory_recalls"] == 1 and r["memory_retains"] == 0 for r in tasks)
         assert all(r["memory_retains"] == 1 and r["memory_recalls"] == 0 for r in feedback)

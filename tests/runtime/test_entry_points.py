@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from tests.conftest import FOREIGN_PLUGINS_OFF
-from tests.plugin.guarantee_project import AGENT, RUN
+from tests.plugin.guarantee_project import AGENT, RUN, make_project
 
 #: Each entry point's spelling of an option.
 FLAGS = {"pytest": "--evomemory-", "cli": "--"}
@@ -115,32 +115,61 @@ def test_a_refusal_is_one_line_exit_4_naming_the_flag_as_typed(
     assert not (project / "evomemory-results").exists()  # nothing was written
 
 
+@pytest.fixture
+def in_process(pytester: pytest.Pytester, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """``in_process(entry, *options, actions={...})`` runs either door in this process
+    in the project of ``project``'s files (the agent importable from the rootdir), and
+    returns ``(exit status, output)``: a subprocess per run cost about 2 s of start-up,
+    and the doors' exit statuses and words are the same in process. The project's
+    ``pythonpath`` setting and the exit status a shell sees are a subprocess's:
+    ``test_both_write_the_same_artefacts_with_a_factory_found_through_pythonpath``."""
+    from pytest_evomemory.cli import main as evomemory
+
+    make_project(pytester, monkeypatch)
+    monkeypatch.chdir(pytester.path)
+
+    def run_in_process(entry: str, *options: str, actions: dict[str, str] | None = None) -> tuple[int, str]:
+        monkeypatch.setenv("ACTIONS", json.dumps(actions or {}))
+        words = [option.replace("--@", FLAGS[entry]) for option in options]
+        if entry == "pytest":
+            result = pytester.runpytest("-p", "no:randomly", "-p", "no:cacheprovider", "-q", *words)
+            capsys.readouterr()
+            return int(result.ret), result.stdout.str() + result.stderr.str()
+        capsys.readouterr()
+        status = evomemory(["run", "-q", *words])
+        captured = capsys.readouterr()
+        return status, captured.out + captured.err
+
+    return run_in_process
+
+
 @ENTRIES
-def test_a_missed_gate_and_a_failed_episode_exit_1(entry: str, project: Path) -> None:
-    assert run(entry, project, "--@config=run.yaml", "--@min-accuracy=0.99").returncode == 1
-    failed = run(entry, project, "--@config=run.yaml", env={"ACTIONS": json.dumps({"f02/task": "raise"})})
-    assert failed.returncode == 1
+def test_a_missed_gate_and_a_failed_episode_exit_1(entry: str, in_process: Any, pytester: pytest.Pytester) -> None:
+    assert in_process(entry, "--@config=run.yaml", "--@min-accuracy=0.99")[0] == 1
+    status, output = in_process(entry, "--@config=run.yaml", actions={"f02/task": "raise"})
+    assert status == 1, output
     # both say why they fail; evomemory run has no FAILED line of pytest's to say it
-    assert "evomemory: 1 failed episode(s), counted as wrong; the session fails" in failed.stdout + failed.stderr
-    summary = json.loads((project / "evomemory-results" / "g" / "summary.json").read_text())
+    assert "evomemory: 1 failed episode(s), counted as wrong; the session fails" in output
+    summary = json.loads((pytester.path / "evomemory-results" / "g" / "summary.json").read_text())
     assert [f["task_id"] for f in summary["failed_episodes"]] == ["f02"]
 
 
 @ENTRIES
-def test_a_resume_reapplies_the_limit_and_with_nothing_left_exits_as_the_run(entry: str, project: Path) -> None:
-    stopped = run(
-        entry, project, "--@config=run.yaml", "--@limit=2", "--@max-errors=1",
-        env={"ACTIONS": json.dumps({"f02/task": "raise"})},
+def test_a_resume_reapplies_the_limit_and_with_nothing_left_exits_as_the_run(
+    entry: str, in_process: Any, pytester: pytest.Pytester
+) -> None:
+    status, output = in_process(
+        entry, "--@config=run.yaml", "--@limit=2", "--@max-errors=1", actions={"f02/task": "raise"}
     )
-    assert stopped.returncode == 2, stopped.stdout + stopped.stderr  # stopped early, resumable
-    run_dir = project / "evomemory-results" / "g"
+    assert status == 2, output  # stopped early, resumable
+    run_dir = pytester.path / "evomemory-results" / "g"
     assert json.loads((run_dir / "summary.json").read_text())["completion"]["complete"] is False
-    resumed = run(entry, project, f"--@resume={run_dir}")
-    assert resumed.returncode == 1, resumed.stdout + resumed.stderr  # f02 stays a failed episode
+    status, output = in_process(entry, f"--@resume={run_dir}")
+    assert status == 1, output  # f02 stays a failed episode
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["completion"] == {"complete": True, "tasks_planned": 4, "tasks_run": 4, "reason": None}
-    again = run(entry, project, f"--@resume={run_dir}")  # nothing left to run: not pytest's exit 5
-    assert again.returncode == 1, again.stdout + again.stderr
+    status, output = in_process(entry, f"--@resume={run_dir}")  # nothing left to run: not pytest's exit 5
+    assert status == 1, output
 
 
 def _stream_lines(text: str) -> list[str]:
