@@ -117,6 +117,7 @@ def main(args: argparse.Namespace) -> int:
             _print(line)
     finally:
         lift_shield()  # raised by an interrupt (runtime/signals.py): the session has ended
+    heap.exiting()
     return outcome.exit_status()
 
 

@@ -48,6 +48,15 @@ class StartupHeap:
             gc.freeze()
         self.resume()
 
+    def exiting(self) -> None:
+        """The run is over and the process ends next: freeze what exists (where
+        allowed), so that the interpreter's last collection at exit does not scan the
+        whole heap again (15-20 ms of every ``evomemory run``'s exit at 16 chains,
+        after its last model reply). What the run wrote is closed already; what the
+        freeze keeps from that collection is cyclic garbage, freed with the process."""
+        if self.may_freeze:
+            gc.freeze()
+
     def resume(self) -> None:
         if self._paused:
             gc.enable()

@@ -79,3 +79,18 @@ def test_a_streams_parts_are_built_with_the_collector_paused(tmp_path: Path) -> 
 
     run_benchmark(load_run_config(SAMPLE_MEMORY_RUN).with_overrides(limit=1), tmp_path / "out", memory_factory=memory_factory)
     assert seen == [False, False]  # one build per stream, each paused
+
+
+def test_exiting_freezes_only_in_a_process_that_exists_for_the_run() -> None:
+    """At exit the heap is frozen (the interpreter's last collection skips it), where
+    freezing is allowed: never in a run inside a test."""
+    code = """
+import gc
+from pytest_evomemory.util.heap import StartupHeap
+kept = [[object()] for _ in range(100)]
+StartupHeap(may_freeze=False).exiting()
+assert gc.get_freeze_count() == 0
+StartupHeap(may_freeze=True).exiting()
+assert gc.get_freeze_count() >= 100
+"""
+    subprocess.run([sys.executable, "-c", code], check=True)
