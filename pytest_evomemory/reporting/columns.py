@@ -189,6 +189,15 @@ COST = Column(
 )
 
 
+#: Retains a memory library stored nothing for (its own extraction kept nothing: Mem0
+#: or LangMem with ``infer: true``, docs/memory.md "When a library stores nothing");
+#: shown only where a stream counts some, on the page beside the retains.
+UNSTORED = Column(
+    "stored nothing", "retains the memory stored nothing for: its own extraction kept nothing from the text",
+    lambda m: count(m.memory_unstored), ("html",), group="work",
+)
+
+
 def priced(streams: Sequence[Metrics]) -> bool:
     """Whether any of ``streams`` carries a cost (its model has prices)."""
     return any(number(metrics.cost_usd) is not None for metrics in streams)
@@ -203,6 +212,7 @@ def stream_columns(given: Sequence[Metrics | Mapping[str, Any]], where: Where) -
         figures.update(figures_of(metrics))
     columns = [
         *_HEAD, *(figure_column(name, label) for name, label in figures.items()), *_TAIL,
+        *((UNSTORED,) if any(metrics.memory_unstored for metrics in streams) else ()),
         *((COST,) if priced(streams) else ()),
     ]
     return [column for column in columns if where in column.where]
@@ -246,6 +256,7 @@ def grouped(columns: Sequence[Column]) -> list[tuple[Group, str, list[Column]]]:
 __all__ = [
     "COST",
     "GROUPS",
+    "UNSTORED",
     "CategoryColumn",
     "Column",
     "Group",

@@ -146,3 +146,19 @@ def test_responses_tallied_as_they_arrive_sum_to_the_same_figures_as_kept_ones()
     tallied = summarize(["mmlu_pro", "toolbench"], outcomes(), tally)
     assert list(tallied) == list(kept) == ["mmlu_pro", "toolbench", "other", "overall"]
     assert {name: m.document().written() for name, m in tallied.items()} == {name: m.document().written() for name, m in kept.items()}
+
+
+def test_a_library_that_stored_nothing_gets_a_page_column_and_one_that_stored_all_none() -> None:
+    """The retains a library's own extraction kept nothing from (Mem0 with infer:
+    true) are a column of the page's work table where a stream counts some, as the
+    cost is where a model is priced; absent elsewhere, and never in the terminal
+    table (the terminal says it in a line of its own)."""
+    from pytest_evomemory.reporting.columns import stream_columns
+
+    scored = [{"stream": "a", "position": 0, "correct": True}]
+    unstored = summarize(["a"], scored, [{**response("a"), "memory_unstored": 2}, response("a", kind="feedback")])
+    columns = {column.header: column for column in stream_columns([unstored["a"].document()], "html")}
+    assert columns["stored nothing"].cell(unstored["a"].document()) == "2"
+    assert "stored nothing" not in [column.header for column in stream_columns([unstored["a"].document()], "terminal")]
+    stored = summarize(["a"], scored, [response("a")])
+    assert "stored nothing" not in [column.header for column in stream_columns([stored["a"].document()], "html")]
