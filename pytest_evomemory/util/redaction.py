@@ -106,6 +106,17 @@ def _environment_key() -> tuple[object, ...]:
 
 #: :data:`SECRET_VARIABLES` as keys of ``os.environ``'s store (see :func:`_environment_key`)
 _ENVIRONMENT_KEYS = tuple(getattr(os.environ, "encodekey", lambda name: name)(name) for name in SECRET_VARIABLES)
+#: how ``os.environ`` decodes a value of its store (as its ``get`` does)
+_DECODE_VALUE = getattr(os.environ, "decodevalue", None)
+
+
+def _environment_value(held: object) -> str:
+    """A value of :func:`_environment_key` as ``os.environ.get(name, "")`` gives it."""
+    if held is None:
+        return ""
+    if isinstance(held, str):
+        return held
+    return str(_DECODE_VALUE(held)) if _DECODE_VALUE is not None else str(held)
 
 
 def _known_secrets() -> tuple[str, ...]:
@@ -120,7 +131,7 @@ def _known_secrets() -> tuple[str, ...]:
     with _LOCK:
         key = (_GENERATION, key[1])
         values = set(_SECRETS)
-    for value in [os.environ.get(name, "") for name in SECRET_VARIABLES]:
+    for value in map(_environment_value, key[1]):  # the values of the key the result is kept under
         if len(value.strip()) >= MIN_SECRET_LENGTH:
             values.add(value)
             values.add(value.strip())
