@@ -205,17 +205,16 @@ class _Chains:
         can (a chain that raised leaves its arm to the session's finish)."""
         self._run(key)
         if self.finish_early_from is not None:
-            self._ended(key)
+            self._ended(key, self.finish_early_from)
 
-    def _ended(self, key: str) -> None:
+    def _ended(self, key: str, started: float) -> None:
         arm = self.session.plan.streams_by_key[key][0]
         with self._count:
             self._chains_left[id(arm)] -= 1
-            last = not self._chains_left[id(arm)]
-        if last and self.finish_early_from is not None:
-            with self._count:
-                self._to_finish.append((arm, round(time.perf_counter() - self.finish_early_from, 6)))
-            self._finish_ended()
+            if self._chains_left[id(arm)]:
+                return
+            self._to_finish.append((arm, round(time.perf_counter() - started, 6)))
+        self._finish_ended()
 
     def _finish_ended(self) -> None:
         """Finish the arms whose chains all ended, one at a time: a chain's thread
