@@ -54,6 +54,10 @@ from ..rundocs import (
     StreamEntry,
     Summary,
 )
+from ..rundocs import identity as identity_documents
+from ..rundocs import records as record_documents
+from ..rundocs import summary as summary_documents
+from ..rundocs.base import build_validators
 from ..streams import Stream, load_benchmark
 from ..util.text import shorten
 from .ingestion import check_conversation_options
@@ -674,10 +678,8 @@ def prepare_finish(reports: Reports | None) -> None:
     it on a thread of its own while its chains wait on the network, so that none of
     it falls between the last model reply and the end of the session. Finishing
     loads the same on its own when this did not run, or failed."""
-    from ..rundocs import identity, records, summary
-    from ..rundocs.base import build_validators
-
-    build_validators(summary, identity, records)  # records: the transcripts the report reads
+    # records: the transcripts the report reads
+    build_validators(summary_documents, identity_documents, record_documents)
     if reports is not None:
         reports.prepare()
 
