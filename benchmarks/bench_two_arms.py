@@ -207,6 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     floor_s = per_stream.get(longest, 0.0)
     longest_key = next((key for key, name in labels.items() if name == longest), longest)
     ratio = wall_s / floor_s if floor_s else float("inf")
+    at_target_size = args.scale == 1.0 and args.latency == 0.1
     met = ratio <= RATIO_TARGET
     checks = [check_arm(output_dir / arm, arm, sizes) for arm in ARMS]
 
@@ -223,11 +224,12 @@ def main(argv: list[str] | None = None) -> int:
         f"longest memory stream: {longest} ({sizes.get(longest, 0)} tasks), model s measured by the server: "
         f"{floor_s:.2f} (nominal {2 * sizes.get(longest, 0) * args.latency:.2f})"
     )
-    print(f"ratio wall / model s = {ratio:.3f} (target <= {RATIO_TARGET}): {'met' if met else 'MISSED'}")
-    if args.scale != 1.0 or args.latency != 0.1:
+    if at_target_size:
+        print(f"ratio wall / model s = {ratio:.3f} (target <= {RATIO_TARGET}): {'met' if met else 'MISSED'}")
+    else:  # the fixed start-up weighs more against a shrunk floor: a verdict here would judge the wrong thing
         print(
-            f"(--scale {args.scale:g}, --latency {args.latency:g}: a check of the method; the target is for the "
-            "full size at 100 ms, where the fixed start-up weighs less against the floor)"
+            f"ratio wall / model s = {ratio:.3f}: not judged (--scale {args.scale:g}, --latency {args.latency:g} is "
+            f"a check of the method; the target, <= {RATIO_TARGET}, is for the full size at 100 ms)"
         )
     print(chain_report(memory.timeline, longest_key, launched, sizes.get(longest, 0), wall_s))
     for arm, server in servers.items():
@@ -247,7 +249,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.keep is None:
         shutil.rmtree(workdir, ignore_errors=True)
     broken = bool(failures) or not all(check.ok for check in checks) or not compared.endswith(": OK")
-    return 1 if broken or (args.strict and not met) else 0
+    return 1 if broken or (args.strict and at_target_size and not met) else 0
 
 
 if __name__ == "__main__":
