@@ -43,7 +43,7 @@ def _load_the_core_without_assertion_rewriting(pluginmanager: pytest.PytestPlugi
     through its import hook: a second path search, the source read and hashed, the
     cached code unmarshalled from an open file (several times slower than from
     bytes): about 0.1 s of CPU per pytest process, each xdist worker's included
-    (docs/performance.md, "Start-up"). The package's asserts are internal checks that
+    (docs/performance-history.md, "Start-up per process"). The package's asserts are internal checks that
     never meet a user's values; its test helpers (``pytest_evomemory.testing``),
     which a user's tests call, stay rewritten. pytest offers no public way to unmark
     a name: where its hook has no such set (another pytest version, ``--assert=plain``)
