@@ -63,14 +63,20 @@ class RunData:
         the run order comes from run.json's stream list, else from scores.jsonl.
         """
         streams = self.summary.streams
+        return {name: streams[name] for name in self._stream_order}
+
+    @cached_property
+    def _stream_order(self) -> tuple[str, ...]:
+        """The names of :attr:`streams`, in order: worked out once (a comparison of
+        many arms asks each run for its streams many times)."""
+        streams = self.summary.streams
         order = [s.name for s in self.run.streams]
         if any(name not in order for name in streams):
             order += [s.stream for s in self.scores]
         rank: dict[object, int] = {}
         for name in order:
             rank.setdefault(name, len(rank))
-        names = sorted(streams, key=lambda name: rank.get(name, len(rank)))
-        return {name: streams[name] for name in names}
+        return tuple(sorted(streams, key=lambda name: rank.get(name, len(rank))))
 
     @property
     def overall(self) -> StreamSummary:
