@@ -62,7 +62,11 @@ def write_html_report(run_dir: Path | str, output: Path | str | None = None) -> 
     """Write ``report.html`` (or ``output``) for a finished run; returns its path.
 
     The run's records are read as the page is written, never all at once."""
-    run = load_run(run_dir)
+    return write_run_page(load_run(run_dir), output)
+
+
+def write_run_page(run: RunData, output: Path | str | None = None) -> Path:
+    """:func:`write_html_report` of a run already read (:func:`.rundata.load_for_comparison`)."""
     return _write(Path(output) if output is not None else run.run_dir / REPORT_NAME, report_parts(run))
 
 
@@ -144,5 +148,6 @@ __all__ = [
     "write_comparison_report",
     "write_html_report",
     "write_page",
+    "write_run_page",
 ]
 

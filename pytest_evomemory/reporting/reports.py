@@ -40,12 +40,15 @@ class Renderers:
     def run_report(self, run_dir: Path, *, compared: bool = False) -> Path:
         from . import html, rundata
 
-        path = html.write_html_report(run_dir)
-        if compared:
-            try:
-                rundata.keep_for_comparison(run_dir)
-            except (ReportError, OSError, ValueError):
-                pass  # the comparison reads the run itself, and says what is wrong there
+        if not compared:
+            return html.write_html_report(run_dir)
+        # read once for the page and the comparison (its scores too, on the page's way)
+        run, keep = rundata.load_for_comparison(run_dir)
+        path = html.write_run_page(run)
+        try:
+            keep()
+        except (ReportError, OSError, ValueError):
+            pass  # the comparison reads the run itself, and says what is wrong there
         return path
 
     def comparison(

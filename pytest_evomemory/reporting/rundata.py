@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -40,6 +40,10 @@ class RunData:
     run: RunFile = field(default_factory=RunFile)
     #: Given scores (a comparison built in memory); ``None``: read scores.jsonl.
     given_scores: Sequence[Score] | None = None
+    #: The first whole read of scores.jsonl (:meth:`iter_scores`, the page's) also
+    #: keeps each task's outcome (:attr:`scores`): a run read for its page and then
+    #: for a comparison reads its scores once for both (:func:`keep_for_comparison`).
+    outcomes_on_the_way: bool = field(default=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         # a run built in memory (a comparison of given figures) may be given as plain
@@ -59,14 +63,20 @@ class RunData:
         the run order comes from run.json's stream list, else from scores.jsonl.
         """
         streams = self.summary.streams
+        return {name: streams[name] for name in self._stream_order}
+
+    @cached_property
+    def _stream_order(self) -> tuple[str, ...]:
+        """The names of :attr:`streams`, in order: worked out once (a comparison of
+        many arms asks each run for its streams many times)."""
+        streams = self.summary.streams
         order = [s.name for s in self.run.streams]
         if any(name not in order for name in streams):
             order += [s.stream for s in self.scores]
         rank: dict[object, int] = {}
         for name in order:
             rank.setdefault(name, len(rank))
-        names = sorted(streams, key=lambda name: rank.get(name, len(rank)))
-        return {name: streams[name] for name in names}
+        return tuple(sorted(streams, key=lambda name: rank.get(name, len(rank))))
 
     @property
     def overall(self) -> StreamSummary:
@@ -85,7 +95,18 @@ class RunData:
         summary (what is paired and shown is what the summary counts)."""
         if self.given_scores is not None:
             return iter(self.given_scores)
+        if self.outcomes_on_the_way and "scores" not in self.__dict__:
+            return self._keeping_outcomes(self.finished.scores())
         return self.finished.scores()
+
+    def _keeping_outcomes(self, records: Iterator[Score]) -> Iterator[Score]:
+        """``records``, each one's outcome kept on the way; read to their end (and so
+        checked: they add up to the summary), the outcomes are :attr:`scores`."""
+        outcomes: list[Score] = []
+        for scored in records:
+            outcomes.append(_outcome(scored))
+            yield scored
+        self.__dict__.setdefault("scores", outcomes)  # a cached_property's own slot
 
     def iter_responses(self) -> Iterator[Response]:
         """responses.jsonl: every agent response, task and feedback turns (adding up
@@ -152,8 +173,32 @@ def keep_for_comparison(run_dir: Path | str) -> None:
     the ones read (same inode, size and modification time); else it reads them again."""
     path = Path(run_dir).absolute()
     stamps = _stamps(path)
-    run = load_run(path)
-    _ = run.scores  # what the comparison pairs: read now
+    _keep(path, stamps, load_run(path))
+
+
+def load_for_comparison(run_dir: Path | str) -> tuple[RunData, Callable[[], None]]:
+    """``run_dir`` read for its page (:func:`load_run`), and what then keeps it for
+    the comparison as :func:`keep_for_comparison` would, without reading it again:
+    its summary and run.json as read here, and the outcomes its page's first read of
+    scores.jsonl kept on the way (:attr:`RunData.outcomes_on_the_way`). The files'
+    stamps are taken before this read: a file changed after it is read again."""
+    path = Path(run_dir).absolute()
+    stamps = _stamps(path)
+    run = load_run(run_dir, outcomes_on_the_way=True)
+
+    def keep() -> None:
+        kept = run
+        if run.run_dir != path:  # as keep_for_comparison names it (compare.json's run_dir)
+            kept = RunData(run_dir=path, label=run.label, summary=run.summary, run=run.run)
+            if "scores" in run.__dict__:
+                kept.__dict__["scores"] = run.__dict__["scores"]
+        _keep(path, stamps, kept)
+
+    return run, keep
+
+
+def _keep(path: Path, stamps: _Stamps, run: RunData) -> None:
+    _ = run.scores  # what the comparison pairs: read now (unless the page read them)
     with _KEPT_LOCK:
         _KEPT[path] = (stamps, run)
 
@@ -172,7 +217,7 @@ def _kept(run_dir: Path | str, label: str | None) -> RunData | None:
     return relabelled
 
 
-def load_run(run_dir: Path | str, label: str | None = None) -> RunData:
+def load_run(run_dir: Path | str, label: str | None = None, *, outcomes_on_the_way: bool = False) -> RunData:
     """Read a finished run's artefacts; ``summary.json`` is the one that must exist.
     A run kept for a comparison (:func:`keep_for_comparison`) is taken as it was read
     while its files are unchanged."""
@@ -181,7 +226,8 @@ def load_run(run_dir: Path | str, label: str | None = None) -> RunData:
         return kept
     finished = open_finished_run(run_dir, ReportError)
     name = label if label is not None else _run_name(finished.summary, finished.run, finished.run_dir)
-    return RunData(run_dir=finished.run_dir, label=name, summary=finished.summary, run=finished.run)
+    return RunData(run_dir=finished.run_dir, label=name, summary=finished.summary, run=finished.run,
+                   outcomes_on_the_way=outcomes_on_the_way)
 
 
 def _run_name(summary: Summary, run: RunFile, directory: Path) -> str:

@@ -118,13 +118,14 @@ class RunDoc(BaseModel):
         data = handler(self)
         if isinstance(data, dict):
             if self.AS_GIVEN:
-                for name, field in type(self).model_fields.items():
-                    if name not in self.model_fields_set:
-                        data.pop(field.alias or name, None)
+                given = self.model_fields_set
+                for name, key in _written_keys(type(self)):
+                    if name not in given:
+                        data.pop(key, None)
             if self.OMIT_UNSET:
-                fields = type(self).model_fields
+                keys = dict(_written_keys(type(self)))
                 for name in self.OMIT_UNSET - self.model_fields_set:
-                    data.pop(fields[name].alias or name, None)
+                    data.pop(keys[name], None)
             for key in _omitted_keys(type(self)):
                 if key in data and data[key] is None:
                     del data[key]
@@ -139,6 +140,14 @@ class RunDoc(BaseModel):
         """A key this model does not declare (a figure's ``<name>_matches``, a newer
         writer's field), or ``default``."""
         return (self.__pydantic_extra__ or {}).get(key, default)
+
+
+@cache
+def _written_keys(model: type[RunDoc]) -> tuple[tuple[str, str], ...]:
+    """Each field of ``model`` and the key it is written under (its alias, else its
+    name), worked out once per class: a compare.json part (``AS_GIVEN``) looks them
+    up each time it is written, and a comparison of many arms writes thousands."""
+    return tuple((name, field.alias or name) for name, field in model.model_fields.items())
 
 
 @cache

@@ -47,6 +47,7 @@ from ..rundir import (
     with_recorded,
 )
 from ..rundocs import Score, ShardThresholds, StreamMinimum
+from ..streams.jsonl import shared_reads
 from ..util.heap import StartupHeap
 from .arm import Arm, check_arm_names
 from .gates import thresholds_for_arms
@@ -122,7 +123,8 @@ class SessionPlan:
         minimums = thresholds_for_arms(
             self.options.min_accuracy, [config.name for config in bases]
         )
-        benchmarks = [BenchmarkRun(config, run_dir) for config, run_dir in zip(run_configs, run_dirs, strict=True)]
+        with shared_reads():  # a grid's arms read the same stream files: once
+            benchmarks = [BenchmarkRun(config, run_dir) for config, run_dir in zip(run_configs, run_dirs, strict=True)]
         #: the plan of shards and this session's shard (1-based) when it runs one of several
         self.shard_plan, self.shard_index = self._plan_shard(benchmarks, run_dirs)
         self.arms: list[Arm] = []

@@ -10,7 +10,9 @@ One JSON object per line::
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -26,10 +28,57 @@ MAX_STREAM_FILE_BYTES = 512 * 1024 * 1024
 _ALLOWED_KEYS = {"id", "prompt", "target", "choices", "metadata", "match_mode"}
 
 
+#: A file's inode, size, modification and change times (nanoseconds).
+_Stamp = tuple[int, int, int, int]
+#: The streams read so far while :func:`shared_reads` is open (None: not open), by
+#: what was asked for, each with its file's stamps from before it was read.
+_SHARED: ContextVar[dict[tuple[str, str, str, int | None, str], tuple[_Stamp, Stream]] | None] = ContextVar(
+    "shared_stream_reads", default=None
+)
+
+
+@contextmanager
+def shared_reads() -> Iterator[None]:
+    """While open, a stream file asked for again with the same settings (every arm of
+    a session loads its benchmark: a grid's arms read the same files) is the
+    :class:`Stream` read the first time, while the file's inode, size and times are
+    the ones it had before that read; else it is read again. A :class:`Stream` and
+    its samples are frozen, so the arms may share it. Nothing is kept once closed."""
+    token = _SHARED.set({})
+    try:
+        yield
+    finally:
+        _SHARED.reset(token)
+
+
+def _stamp(path: Path) -> _Stamp | None:
+    try:
+        status = path.stat()
+    except OSError:
+        return None
+    return (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+
+
 def read_jsonl_stream(
     path: Path, name: str, match_mode: str, limit: int | None = None, description: str = ""
 ) -> Stream:
-    """Read and validate a JSONL stream file; every problem names file and line."""
+    """Read and validate a JSONL stream file; every problem names file and line
+    (read once for all the arms that ask for it while :func:`shared_reads` is open)."""
+    shared = _SHARED.get()
+    if shared is None:
+        return _read_jsonl_stream(path, name, match_mode, limit, description)
+    key = (str(path), name, match_mode, limit, description)
+    stamp = _stamp(path)
+    found = shared.get(key)
+    if found is not None and stamp is not None and found[0] == stamp:
+        return found[1]
+    stream = _read_jsonl_stream(path, name, match_mode, limit, description)
+    if stamp is not None:
+        shared[key] = (stamp, stream)
+    return stream
+
+
+def _read_jsonl_stream(path: Path, name: str, match_mode: str, limit: int | None, description: str) -> Stream:
     problem = path_problem(path)
     if problem == "does not exist":
         raise DataError(f"stream {name!r}: data file {path} not found; check 'path' under 'files' (relative to the benchmark config)")

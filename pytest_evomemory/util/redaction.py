@@ -239,15 +239,26 @@ def dumps_redacted(record: Any, **options: Any) -> str:
     (:func:`strict_number`), so ``jq`` and browsers read every artefact.
 
     Most records hold nothing to redact, and proving that on their JSON text (see
-    :func:`_dump_if_clean`) costs a fraction of walking them string by string; a
+    :func:`_clean`) costs a fraction of walking them string by string; a
     record that may hold something is walked, so the result is always exactly the
-    walk's.
+    walk's. When the walk changed nothing (a URL in a run.json, which only a URL
+    with credentials would), the text already encoded is that result, and is not
+    encoded again (an indented document is encoded by ``json``'s Python code).
     """
     values = _secret_values(())
     encoder = _fast_encoder(options)
+    text = None
     if encoder is not None:
-        text = _dump_if_clean(record, encoder, values)
-        if text is not None:
+        text = _encoded(record, encoder)
+        if text is not None and _clean(text, values):
+            return text
+    walked = None
+    if text is not None:
+        walked = _redact_walk(record, values)
+        # Equal, the walk changed no string (nor a tuple into a list, nor a Mapping
+        # into a dict: the encoded values were plain JSON, ``default`` was never
+        # called), and a number only into a float of the same value: the same text.
+        if walked == record:
             return text
     fallback = options.get("default")
     if fallback is not None:
@@ -257,7 +268,9 @@ def dumps_redacted(record: Any, **options: Any) -> str:
             return _redact_walk(fallback(value), values)
 
         options = {**options, "default": default}
-    return json.dumps(_redact_walk(record, values), **{"allow_nan": False, **options})
+    if walked is None:
+        walked = _redact_walk(record, values)
+    return json.dumps(walked, **{"allow_nan": False, **options})
 
 
 def strict_number(value: float) -> float | str:
@@ -275,7 +288,7 @@ def strict_number(value: float) -> float | str:
 _STRING_REST = re.compile(r'[^"\\]*(?:\\.[^"\\]*)*"')  # "unrolled": one charset run at a time
 #: Characters that an ASCII JSON encoder writes as themselves inside a string.
 _JSON_PLAIN = frozenset(map(chr, range(0x20, 0x7F))) - {'"', "\\"}
-#: ``json.dumps`` options under which :func:`_dump_if_clean` may answer.
+#: ``json.dumps`` options under which :func:`_clean` may answer.
 _FAST_OPTIONS = frozenset({"ensure_ascii", "sort_keys", "default", "indent"})
 
 
@@ -317,9 +330,21 @@ def _fast_encoder(options: Mapping[str, Any]) -> json.JSONEncoder | None:
     return encoder
 
 
-def _dump_if_clean(record: Any, encoder: json.JSONEncoder, values: tuple[str, ...]) -> str | None:
-    """The record's JSON text if redaction would change none of its string values,
-    else None (the caller then walks the record).
+def _encoded(record: Any, encoder: json.JSONEncoder) -> str | None:
+    """The record's JSON text when it is plain JSON: None when the encoder had to
+    pass a value to ``default`` (its text is not a string value of the record) or
+    could not encode it (a non-finite float, which the walk spells)."""
+    _DEFAULT_CALLED.called = False
+    try:
+        text = encoder.encode(record)
+    except (TypeError, ValueError, RecursionError):
+        return None  # the walk and json.dumps report it as they always did
+    return None if _DEFAULT_CALLED.called else text
+
+
+def _clean(text: str, values: tuple[str, ...]) -> bool:
+    """Whether redaction would change none of the string values of ``text``, the
+    JSON text of a plain record (:func:`_encoded`).
 
     Sound because the text is ASCII JSON in which every character a secret's start
     or a pattern's literal is made of stands as itself: a string value that holds
@@ -331,22 +356,17 @@ def _dump_if_clean(record: Any, encoder: json.JSONEncoder, values: tuple[str, ..
     ``default`` (its text is not a string value of the record), or a secret with
     characters that JSON escapes, all send the record to the walk.
     """
-    _DEFAULT_CALLED.called = False
-    try:
-        text = encoder.encode(record)
-    except (TypeError, ValueError, RecursionError):
-        return None  # the walk and json.dumps report it as they always did
-    if _DEFAULT_CALLED.called or "\\u" in text:
-        return None
+    if "\\u" in text:
+        return False
     for value in values:
         start = value[:MIN_SECRET_LENGTH]
         if start in text or not _JSON_PLAIN.issuperset(start):
-            return None
+            return False
     # Another spelling of a secret (see spellings.py) stands in the text as it stands
     # in its string value, except that a value's backslash is doubled: undone here,
     # the check sees what the walk would see.
     if values and spellings_of(values).holds_one(text.replace("\\\\", "\\")):
-        return None
+        return False
     lower = text.lower()
     for literal in _HINT_LITERALS:
         position = lower.find(literal)
@@ -358,9 +378,9 @@ def _dump_if_clean(record: Any, encoder: json.JSONEncoder, values: tuple[str, ..
             # first unescaped quote after it.
             rest = _STRING_REST.match(text, position + len(literal))
             if rest is None or not text.startswith(":", rest.end()):
-                return None  # in a string value (a key is followed by its colon)
+                return False  # in a string value (a key is followed by its colon)
             position = lower.find(literal, position + 1)
-    return text
+    return True
 
 
 def redact_strings(record: Any, secrets: Iterable[str] = ()) -> Any:

@@ -202,3 +202,44 @@ def test_a_secret_that_json_escapes_is_still_found() -> None:
     text = dumps_redacted(record, **LINE)
     assert text == reference_dumps(record, **LINE)
     assert re.search("Secret-77", text) is None
+
+
+class _Text(str):
+    pass
+
+
+class _Number(float):
+    pass
+
+
+@pytest.mark.parametrize(
+    "record",
+    [
+        {"endpoint": "http://127.0.0.1:8000/v1", "tokens": 3},  # a literal in a value; nothing to redact
+        {"endpoint": "http://alice:s3cret@proxy:3128", "n": 1},  # something to redact
+        {"url": ("http://h/v1", 1), "tokens": [1.5, -0.0]},  # a tuple: the walk makes it a list
+        {"url": _Text("http://h/v1"), "value": _Number(0.25), "flag": True},  # subclasses, written as their values
+        {"content": "caf\u00e9 http://h", "nested": [{"token": "x"}]},
+    ],
+)
+def test_a_walked_record_the_walk_leaves_as_it_was_is_the_text_already_encoded(
+    record: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A record that may hold something is walked; when the walk changed nothing, the
+    text encoded for the check is written (an indented document is not encoded a
+    second time), and it is exactly what the walk's own encoding writes."""
+    encoded: list[Any] = []
+    original = json.dumps
+
+    def counting(value: Any, **options: Any) -> str:
+        encoded.append(value)
+        return original(value, **options)
+
+    for options in (LINE, DOCUMENT):
+        expected = reference_dumps(record, **options)
+        encoded.clear()
+        with monkeypatch.context() as patched:
+            patched.setattr(redaction.json, "dumps", counting)
+            assert dumps_redacted(record, **options) == expected
+        unchanged = redaction._redact_walk(record, ()) == record
+        assert (not encoded) is unchanged  # encoded again only when the walk changed something

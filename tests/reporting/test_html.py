@@ -404,3 +404,48 @@ def test_a_run_kept_for_its_comparison_is_taken_once_and_only_while_its_files_ar
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     (run_dir / "summary.json").write_text(json.dumps({**summary, "run": "renamed"}), encoding="utf-8")
     assert rundata.load_run(run_dir).label == "renamed"  # changed since: read again
+
+
+def test_a_run_reported_for_a_comparison_is_read_once_for_both_and_read_again_once_changed(
+    make_run: MakeRun, tmp_path: Path,
+) -> None:
+    """A session's arm writes its page and keeps what its comparison pairs from the
+    same read (:meth:`.Renderers.run_report`, ``compared``): the page is the one a
+    fresh read writes, the comparison reads nothing again, and a scores.jsonl
+    changed after the page was written is read again (here: no longer adding up)."""
+    from pytest_evomemory.reporting import rundata
+    from pytest_evomemory.reporting.reports import REPORTS
+    from pytest_evomemory.rundir import FinishedRun
+
+    run_dir = make_run("kept", {"s": [True, False, True], "t": [False, True]})
+    fresh = load_run(run_dir)
+    expected = write_html_report(run_dir, tmp_path / "fresh.html").read_bytes()
+    page = REPORTS.run_report(run_dir, compared=True).read_bytes()
+    assert page.split(b"<footer>")[0] == expected.split(b"<footer>")[0]  # the same page, but for its time
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(rundata, "open_finished_run", lambda *args: pytest.fail("the kept run was read again"))
+        patched.setattr(FinishedRun, "scores", lambda self: pytest.fail("the kept scores were read again"))
+        kept = rundata.load_run(run_dir, "arm")
+        outcomes = [(s.stream, s.task_id, s.correct, s.raw_answer) for s in kept.scores]
+    assert kept.label == "arm" and kept.run_dir == run_dir.absolute() and kept.summary == fresh.summary
+    assert outcomes == [(s.stream, s.task_id, s.correct, None) for s in fresh.scores]
+
+    def edit_scores() -> None:
+        lines = (run_dir / "scores.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+        first = json.loads(lines[0])
+        lines[0] = json.dumps({**first, "correct": not first["correct"]}) + "\n"
+        (run_dir / "scores.jsonl").write_text("".join(lines), encoding="utf-8")
+
+    from pytest_evomemory.reporting import html
+
+    def page_then_edit(run: rundata.RunData, output: Path | str | None = None) -> Path:
+        written = write_run_page(run, output)
+        edit_scores()  # changed after the page's read, before the run is kept
+        return written
+
+    write_run_page = html.write_run_page
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(html, "write_run_page", page_then_edit)
+        REPORTS.run_report(run_dir, compared=True)
+    with pytest.raises(ReportError, match="does not add up"):
+        _ = rundata.load_run(run_dir).scores

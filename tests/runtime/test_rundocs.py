@@ -186,6 +186,9 @@ def test_compare_and_replicates_parts_keep_the_keys_and_order_they_were_built_wi
              "cached_responses": 1, "cost_usd": None}
     assert list(RunEntry.model_validate(entry).written().items()) == list(entry.items())
     assert RunEntry.model_validate({"label": "x", "present": False}).written() == {"label": "x", "present": False}
+    later = RunEntry.model_validate({"tasks": 4, "label": "y", "present": True})
+    later.correct = 2  # set after it was built: written after the keys it was built with
+    assert list(later.written()) == ["tasks", "label", "present", "correct"]
     document = {
         "schema_version": 2, "baseline": "a", "confidence": 0.95, "figure": "accuracy", "replicates": 2, "seeds": [0, 1],
         "methods": {"m": "x"}, "arms": [{"label": "a", "run_dirs": ["r1", "r2"], "seeds": [0, 1], "streams": {},
