@@ -22,6 +22,7 @@ from pytest_evomemory.memory.inprocess import InProcessMemory
 from pytest_evomemory.memory.recordlog import RecordLog
 from pytest_evomemory.memory.snapshot import (
     SNAPSHOT_SLOTS,
+    SnapshotDamaged,
     StreamSnapshots,
     supports_snapshots,
 )
@@ -173,3 +174,30 @@ def test_the_capability_check_remembers_only_classes_that_offer_both_methods() -
     assert supports_snapshots(dressed)
     assert Bare not in base_module._CAPABLE_TYPES
     assert not supports_snapshots(Bare())
+
+
+class _NotesBeside(InProcessMemory):
+    """Overrides ``snapshot`` to write a file of its own beside the RecordLog: its
+    base's word (``snapshot_writes_only_a_record_log``) does not cover it."""
+
+    def snapshot(self, directory: Path) -> None:
+        super().snapshot(directory)
+        (directory / "notes.txt").write_text(f"{len(self)} records\n")
+
+
+def test_a_subclass_writing_files_of_its_own_has_its_state_listed(tmp_path: Path) -> None:
+    from pytest_evomemory.memory.recordlog import writes_only_a_record_log
+    from pytest_evomemory.memory.snaplabel import LABEL, parse_label
+
+    assert writes_only_a_record_log(InProcessMemory()) and not writes_only_a_record_log(_NotesBeside())
+    snapshots = StreamSnapshots(tmp_path, "s1", CONFIG)
+    memory = _NotesBeside()
+    for episode in range(1, SNAPSHOT_SLOTS + 3):
+        memory.retain(f"episode {episode} lesson")
+        snapshots.save(memory, episode)
+    slot = snapshots.verify(SNAPSHOT_SLOTS + 2)
+    label, _ = parse_label((slot / LABEL).read_bytes())
+    assert label is not None and sorted(label.files) == ["manifest.json", "notes.txt"]
+    (slot / "state" / "notes.txt").write_text("changed after the label\n")
+    with pytest.raises(SnapshotDamaged):
+        snapshots.verify(SNAPSHOT_SLOTS + 2)
