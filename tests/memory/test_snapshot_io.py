@@ -105,9 +105,18 @@ def test_a_steady_state_save_opens_each_file_once(tmp_path: Path, monkeypatch: p
         snapshots.save(memory, episode)
     opened = count_opens(monkeypatch)
     looked: list[str] = []
-    for name in ("fstat", "scandir", "stat", "lstat"):
+
+    def spying(name: str) -> Any:
         real = getattr(os, name)
-        monkeypatch.setattr(os, name, lambda *args, _real=real, _name=name, **kw: looked.append(_name) or _real(*args, **kw))
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            looked.append(name)
+            return real(*args, **kwargs)
+
+        return spy
+
+    for name in ("fstat", "scandir", "stat", "lstat"):
+        monkeypatch.setattr(os, name, spying(name))
     memory.retain("one more lesson")
     snapshots.save(memory, SNAPSHOT_SLOTS + 2)
     assert sorted(opened) == ["episodes.json", "manifest.json"]
