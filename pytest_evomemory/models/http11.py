@@ -69,7 +69,9 @@ class TransportError(Exception):
 
 
 class NetworkTimeout(TransportError):
-    """One network operation (connect, one write, one read) took over ``timeout_s``."""
+    """One network operation took over ``timeout_s``: the connect (a direct
+    connection's sends and reads are bounded by the attempt's deadline alone), or
+    through a proxy also one write or read."""
 
 
 class BadEndpoint(Exception):
