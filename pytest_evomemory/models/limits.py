@@ -241,15 +241,15 @@ class EndpointLimiter:
     def blocked_until(self) -> float:
         """The wall-clock time (``time.time()``) before which no request should go out."""
         try:
-            self._blocked_file()
+            descriptor = self._blocked_file()
             for _ in range(_TORN_LOOKS):
                 mapped = self._blocked_map
-                if mapped is None:  # closed by another thread meanwhile
-                    return 0.0
-                found = _parse_record(mapped[:_RECORD_BYTES])
+                # a file system that cannot map the file is read (one pread a look)
+                data = mapped[:_RECORD_BYTES] if mapped is not None else os.pread(descriptor, _RECORD_BYTES, 0)
+                found = _parse_record(data)
                 if found is not None:
                     return found
-        except (OSError, ValueError):  # the file cannot be opened or mapped, or was closed meanwhile
+        except (OSError, ValueError):  # the file cannot be opened, or was closed meanwhile
             pass
         return 0.0
 
@@ -299,9 +299,10 @@ def _parse_record(data: bytes) -> float | None:
         return None
 
 
-def _open_record(path: Path) -> tuple[int, mmap.mmap]:
+def _open_record(path: Path) -> tuple[int, mmap.mmap | None]:
     """The blocked-until file, grown to its fixed size under ``flock`` if it is new
-    (each process may be the first), and mapped to be read."""
+    (each process may be the first), and mapped to be read (``None`` where the
+    file system cannot map it)."""
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         if os.fstat(descriptor).st_size < _RECORD_BYTES:
@@ -311,7 +312,10 @@ def _open_record(path: Path) -> tuple[int, mmap.mmap]:
                     os.pwrite(descriptor, b" " * _RECORD_BYTES, 0)
             finally:
                 fcntl.flock(descriptor, fcntl.LOCK_UN)
-        return descriptor, mmap.mmap(descriptor, _RECORD_BYTES, mmap.MAP_SHARED, mmap.PROT_READ)
+        try:
+            return descriptor, mmap.mmap(descriptor, _RECORD_BYTES, mmap.MAP_SHARED, mmap.PROT_READ)
+        except (OSError, ValueError):
+            return descriptor, None
     except BaseException:
         os.close(descriptor)
         raise

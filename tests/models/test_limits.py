@@ -302,3 +302,17 @@ def test_a_backoff_is_read_from_the_mapped_record_and_a_torn_one_is_no_block(
     assert reader.blocked_until() > until
     reader.close()
     assert reader.blocked_until() > until  # opened and mapped again
+
+
+def test_a_file_system_that_cannot_map_the_record_has_it_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import mmap
+
+    def refused(*args: object, **kwargs: object) -> mmap.mmap:
+        raise OSError(19, "No such device")
+
+    monkeypatch.setattr(mmap, "mmap", refused)
+    writer = EndpointLimiter(tmp_path, URL, None)
+    reader = EndpointLimiter(tmp_path, URL, None)
+    assert reader.blocked_until() == 0.0
+    until = writer.block_for(30.0)
+    assert reader.blocked_until() == until
