@@ -25,6 +25,7 @@ from .snapfiles import (
     READ_CHUNK,
     SHARED,
     LogTracker,
+    OpenFile,
     datasync,
     generations,
     log_name,
@@ -52,6 +53,26 @@ _WRITE_CHUNK = 1 << 20
 #: Standalone logs (a RecordLog used outside StreamSnapshots): log path -> tracker,
 #: so a save hashes only what it appends.
 _STANDALONE: dict[str, LogTracker] = {}
+
+#: The class attribute by which a memory says that its ``snapshot(directory)``
+#: writes into ``directory`` only through one :class:`RecordLog` (its manifest):
+#: the runtime then knows the state's files without listing the directory after
+#: every episode (:func:`writes_only_a_record_log`).
+RECORD_LOG_ONLY = "snapshot_writes_only_a_record_log"
+
+_RECORD_LOG_ONLY_TYPES: dict[type, bool] = {}
+
+
+def writes_only_a_record_log(memory: object) -> bool:
+    """Whether ``memory``'s snapshot writes nothing but one RecordLog: the class
+    that defines its ``snapshot`` sets :data:`RECORD_LOG_ONLY` to ``True`` (a
+    subclass that overrides ``snapshot`` is not covered by its base's word)."""
+    kind = type(memory)
+    found = _RECORD_LOG_ONLY_TYPES.get(kind)
+    if found is None:
+        owner = next((klass for klass in kind.__mro__ if "snapshot" in vars(klass)), None)
+        found = _RECORD_LOG_ONLY_TYPES[kind] = owner is not None and vars(owner).get(RECORD_LOG_ONLY) is True
+    return found
 
 
 class RecordLog:
@@ -160,6 +181,8 @@ class RecordLog:
             )
             if tracker is None or not appended:
                 # nothing logged yet, or the store was emptied since: a new generation
+                if tracker is not None:
+                    tracker.close()
                 os.makedirs(self._log_directory, exist_ok=True)
                 generation = max(generations(self._log_directory), default=0) + 1
                 tracker = LogTracker(generation, 0, 0, 0)
@@ -213,13 +236,17 @@ class RecordLog:
     ) -> int:
         """Append the records after the tracker's last id; the number of records the
         log then holds, and the tracker moved on only if that is ``count``."""
-        path = self._log_path(tracker.generation)
-        log = os.open(path, os.O_WRONLY | os.O_CREAT, 0o644)
-        try:
-            if os.fstat(log).st_size != tracker.size:
+        writer, tracker.writer = tracker.writer, None
+        if writer is None:
+            writer = OpenFile(os.open(self._log_path(tracker.generation), os.O_WRONLY | os.O_CREAT, 0o644))
+            if os.fstat(writer.descriptor).st_size != tracker.size:
                 # a tail a killed save left behind, or snapshots of episodes that
                 # run again after a resume: never part of a snapshot from here on
-                os.ftruncate(log, tracker.size)
+                os.ftruncate(writer.descriptor, tracker.size)
+        # else: this process's last save left it open, exactly tracker.size bytes long
+        log = writer.descriptor
+        done = False
+        try:
             digest = tracker.digest.copy()
             size, logged, last_id = tracker.size, tracker.count, tracker.last_id
             lines: list[bytes] = []
@@ -241,11 +268,15 @@ class RecordLog:
                 digest.update(chunk)
                 size += pending
             if logged != count:
-                return logged
+                return logged  # closed: its size is no longer tracker.size
             if self._shared is not None and self._shared.sync:
                 datasync(log)
+            done = True
         finally:
-            os.close(log)
+            if done and self._shared is not None and self._shared.keep_open:
+                tracker.writer = writer
+            else:
+                writer.close()
         tracker.size, tracker.count, tracker.last_id, tracker.digest = size, logged, last_id, digest
         return logged
 
@@ -261,9 +292,11 @@ class RecordLog:
             os.makedirs(self.directory, exist_ok=True)
             manifest = os.open(self._manifest_path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            old_size = os.fstat(manifest).st_size
+            known = self._shared.sizes.get(self._manifest_path) if self._shared is not None else None
+            old_size = os.fstat(manifest).st_size if known is None else known
             size = overwrite(manifest, text, old_size)
             if self._shared is not None:
+                self._shared.sizes[self._manifest_path] = size
                 if self._shared.sync:
                     datasync(manifest)
                 folder = self._shared.state + os.sep
@@ -315,4 +348,4 @@ class RecordLog:
         return records, dict(manifest["state"])
 
 
-__all__ = ["LoggedRecord", "RecordLog"]
+__all__ = ["RECORD_LOG_ONLY", "LoggedRecord", "RecordLog", "writes_only_a_record_log"]

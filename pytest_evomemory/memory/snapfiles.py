@@ -159,6 +159,28 @@ def generations(directory: str) -> list[int]:
     return sorted(int(match.group(1)) for name in names if (match := LOG_NAME.match(name)))
 
 
+class OpenFile:
+    """A descriptor kept open from one save to the next (closed when dropped):
+    opening, ``fstat`` and closing a file are system calls that, with many chains
+    in one process, each hand the interpreter lock to another chain's thread."""
+
+    __slots__ = ("descriptor",)
+
+    def __init__(self, descriptor: int) -> None:
+        self.descriptor = descriptor
+
+    def close(self) -> None:
+        descriptor, self.descriptor = self.descriptor, -1
+        if descriptor >= 0:
+            os.close(descriptor)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except OSError:
+            pass
+
+
 @dataclass
 class LogTracker:
     """Where this process stands in a record log: its valid prefix and that
@@ -169,6 +191,15 @@ class LogTracker:
     count: int
     last_id: int
     digest: Any = field(default_factory=hashlib.sha256)
+    #: the log, open for writing since this process's last save appended to it
+    #: and left it exactly ``size`` bytes long (``None``: open it and check its size)
+    writer: OpenFile | None = field(default=None, compare=False, repr=False)
+
+    def close(self) -> None:
+        """Close the log if it is kept open (the tracker is being dropped)."""
+        writer, self.writer = self.writer, None
+        if writer is not None:
+            writer.close()
 
 
 @dataclass
@@ -190,6 +221,11 @@ class SharedLogs:
     new_generation: bool = False
     #: RecordLog saves or loads made with it: one per snapshot (they share the tracker)
     uses: int = 0
+    #: file path -> its size as this process last wrote it (the manifests of the
+    #: stream's slots), so that rewriting one in place needs no ``fstat``
+    sizes: dict[str, int] = field(default_factory=dict)
+    #: keep the log open after the save (the stream's next save appends to it)
+    keep_open: bool = False
 
 
 SHARED: contextvars.ContextVar[SharedLogs | None] = contextvars.ContextVar("evomemory_shared_logs", default=None)

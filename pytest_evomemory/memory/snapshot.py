@@ -41,6 +41,7 @@ from pathlib import Path
 from ..core.errors import ArtefactWriteError, EvoMemoryError, named
 from ..util.atomicfile import write_atomically  # re-exported: adapters' snapshot() uses it (docs/memory.md)
 from .base import ResumeRefused, SnapshotCapable, SnapshotDamaged, supports_snapshots
+from .recordlog import writes_only_a_record_log
 from .snapcheck import SNAPSHOT_SLOTS, SnapshotChecks
 from .snapfiles import (
     SHARED,
@@ -90,6 +91,23 @@ class _Progress:
     #: save syncs these, not every directory on the slot's path (an fsync of a
     #: directory costs as much as a file's, and in the steady state no entry changes)
     unsynced: set[str] = field(default_factory=set)
+    #: file path -> its size as this process last wrote it (the slots' manifests:
+    #: :attr:`~.snapfiles.SharedLogs.sizes`), forgotten with the slot's state
+    sizes: dict[str, int] = field(default_factory=dict)
+    #: slot -> the names of its state's files after this process's last save of it,
+    #: for a memory whose snapshot writes only a RecordLog (no listing needed then)
+    files: dict[int, frozenset[str]] = field(default_factory=dict)
+
+    def forget(self) -> None:
+        """Forget every slot: nothing this process wrote is known to be there any more."""
+        if self.tracker is not None:
+            self.tracker.close()
+        self.tracker = None
+        self.labels.clear()
+        self.pinned, self.synced_at = None, -math.inf
+        self.unsynced.clear()
+        self.sizes.clear()
+        self.files.clear()
 
 
 @dataclass(frozen=True)
@@ -153,11 +171,13 @@ class StreamSnapshots(SnapshotChecks):
             sync_path(os.fspath(self.directory.parent), directory=True)
         except OSError as error:
             raise ArtefactWriteError.from_os_error(self.directory.parent, error) from None
-        self._progress.labels.clear()
-        self._progress.tracker = None
-        self._progress.pinned = None
-        self._progress.synced_at = -math.inf
-        self._progress.unsynced.clear()
+        self._progress.forget()
+
+    def release(self) -> None:
+        """Close the record log kept open between saves (the stream has ended; a
+        later save opens it again)."""
+        if self._progress.tracker is not None:
+            self._progress.tracker.close()
 
     def save(self, memory: object, completed: int) -> None:
         """Snapshot ``memory`` as it is after ``completed`` episodes (task + feedback).
@@ -199,8 +219,8 @@ class StreamSnapshots(SnapshotChecks):
             # (or another process's, never synced by this one)
             progress.unsynced.update(path)
         try:
-            if known:
-                episodes, size = progress.labels[index], None
+            if known:  # and its size, unless a failed save left it unknown
+                episodes, size = progress.labels[index], progress.sizes.pop(label, None)
             else:
                 data = read_all(descriptor)
                 previous, _ = parse_label(data)
@@ -208,6 +228,8 @@ class StreamSnapshots(SnapshotChecks):
                 episodes = previous.episodes if previous is not None and self._own(previous) else None
             size = overwrite(descriptor, INVALID_LABEL, size)
             progress.labels[index] = None
+            # the names of the state's files before the memory writes, if this process knows them
+            before = progress.files.pop(index, None) if known else None
             if episodes != completed - SNAPSHOT_SLOTS:
                 # Not this run's state SNAPSHOT_SLOTS episodes ago (an interrupted save, or
                 # a save a killed run made before the episode was re-run): a memory
@@ -215,15 +237,27 @@ class StreamSnapshots(SnapshotChecks):
                 shutil.rmtree(state, ignore_errors=True)
                 state.mkdir(parents=True)
                 progress.unsynced.update((state_folder, slot))
+                before = frozenset()
+                for name in [name for name in progress.sizes if name.startswith(state_folder + os.sep)]:
+                    del progress.sizes[name]
             durable = time.monotonic() - progress.synced_at >= SYNC_INTERVAL_S
-            shared = SharedLogs(path[2], state_folder, progress.tracker, sync=durable)
+            shared = SharedLogs(
+                path[2], state_folder, progress.tracker, sync=durable, sizes=progress.sizes, keep_open=True
+            )
             token = SHARED.set(shared)
             try:
                 memory.snapshot(state)
             finally:
                 SHARED.reset(token)
             progress.tracker = shared.tracker
-            files = state_digests(state, shared.reported, sync=durable)
+            if before is not None and before <= shared.reported.keys() and writes_only_a_record_log(memory):
+                # nothing but the RecordLog wrote into the state, whose files this
+                # process knows: they are the ones it reported (no listing needed)
+                files = dict(shared.reported)
+            else:
+                files = state_digests(state, shared.reported, sync=durable)
+            if writes_only_a_record_log(memory) and files.keys() == shared.reported.keys():
+                progress.files[index] = frozenset(files)
             if shared.new_generation:
                 progress.unsynced.update((shared.directory, stream))
             if files.keys() - shared.reported.keys():
@@ -236,7 +270,7 @@ class StreamSnapshots(SnapshotChecks):
                     if directory in progress.unsynced:
                         sync_path(directory, directory=True)
                         progress.unsynced.discard(directory)
-            overwrite(descriptor, text, size)
+            progress.sizes[label] = overwrite(descriptor, text, size)
             if durable:
                 datasync(descriptor)
                 progress.pinned, progress.synced_at = index, time.monotonic()
@@ -331,10 +365,8 @@ class StreamSnapshots(SnapshotChecks):
         finally:
             SHARED.reset(token)
         progress = self._progress
+        progress.forget()  # every slot is unknown again: its first save marks its path
         progress.tracker = shared.tracker
-        progress.labels.clear()
-        progress.pinned, progress.synced_at = None, -math.inf
-        progress.unsynced.clear()  # every slot is unknown again: its first save marks its path
 
     def _forget_later_than(self, completed: int) -> None:
         """Invalidate the labels of snapshots taken after ``completed`` episodes: the

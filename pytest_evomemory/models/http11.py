@@ -14,7 +14,17 @@ far (:class:`ReplyTooLarge`), each chunk is reported to the :class:`~.deadline.A
 (which stops an attempt past its deadline), and :meth:`DirectConnection.abort`
 shuts the socket down from any thread, which ends a blocked write or read at once.
 Every failure on the way is a :class:`TransportError` (or :class:`NetworkTimeout`
-for one network operation over ``timeout_s``), whichever library raised it.
+for a connect over ``timeout_s``), whichever library raised it.
+
+Fewer system calls per call, because with many chains in one process each one
+that waits hands the interpreter lock to another chain's thread (a futex wake and
+wait each way): the request's head and body go out in one ``send`` (``http.client``
+sends them in two), and once connected the socket is in blocking mode, so that a
+send or a read is one system call rather than a ``poll`` and then the call (what
+CPython does for a socket with a timeout). Nothing is lost by dropping the
+per-operation timeout: the attempt's deadline (:mod:`.deadline`, ``timeout_s`` for
+the whole attempt) passes no later than any one operation's would, and its abort
+shuts the socket down, which ends a blocked send or read at once.
 """
 
 from __future__ import annotations
@@ -59,11 +69,37 @@ class TransportError(Exception):
 
 
 class NetworkTimeout(TransportError):
-    """One network operation (connect, one write, one read) took over ``timeout_s``."""
+    """One network operation took over ``timeout_s``: the connect (a direct
+    connection's sends and reads are bounded by the attempt's deadline alone), or
+    through a proxy also one write or read."""
 
 
 class BadEndpoint(Exception):
     """The endpoint is no http(s) URL a request can go to."""
+
+
+class _OneSend:
+    """A request's head and its ``bytes`` body in one ``send`` (``http.client``
+    sends the body after the head, one more system call per request)."""
+
+    _buffer: list[bytes]
+
+    def _send_output(self, message_body: object = None, encode_chunked: bool = False) -> None:
+        if isinstance(message_body, bytes) and not encode_chunked:
+            self._buffer.extend((b"", b""))
+            message = b"\r\n".join(self._buffer) + message_body
+            del self._buffer[:]
+            self.send(message)  # type: ignore[attr-defined]
+            return
+        super()._send_output(message_body, encode_chunked)  # type: ignore[misc]
+
+
+class _HTTPConnection(_OneSend, http.client.HTTPConnection):
+    pass
+
+
+class _HTTPSConnection(_OneSend, http.client.HTTPSConnection):
+    pass
 
 
 class DirectConnection:
@@ -124,14 +160,13 @@ class DirectConnection:
             connection.close()
         if connection is None:
             if self._https:
-                connection = http.client.HTTPSConnection(
-                    self._host, self._port, timeout=self._timeout_s, context=self._context
-                )
+                connection = _HTTPSConnection(self._host, self._port, timeout=self._timeout_s, context=self._context)
             else:
-                connection = http.client.HTTPConnection(self._host, self._port, timeout=self._timeout_s)
+                connection = _HTTPConnection(self._host, self._port, timeout=self._timeout_s)
             self._connection = connection
         if connection.sock is None:
-            connection.connect()
+            connection.connect()  # within timeout_s
+            _blocking(connection)  # then the attempt's deadline bounds it (module docstring)
         self._socket = connection.sock
         return connection
 
@@ -185,6 +220,11 @@ def read_body(
         parts.append(chunk)
     attempt.check()  # an abort may end the body early: that is no reply
     return b"".join(parts)
+
+
+def _blocking(connection: http.client.HTTPConnection) -> None:
+    """The connected socket in blocking mode: a send or read is one system call."""
+    connection.sock.settimeout(None)
 
 
 def _closed_by_peer(sock: socket.socket) -> bool:

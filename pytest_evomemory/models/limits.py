@@ -10,7 +10,11 @@ session-wide directory, one subdirectory per endpoint URL:
   slot when its holder dies, so a crashed worker never leaks one.
 * **backoff** (429 and ``Retry-After``): a worker told to wait writes "blocked
   until T" (``blocked-until``); every worker waits for T before its next request
-  to that endpoint, instead of each finding out with a 429 of its own.
+  to that endpoint, instead of each finding out with a 429 of its own. The file
+  is a fixed-size record rewritten in place and mapped into memory, so the look
+  before every request is a read of shared memory, not a system call (with many
+  chains in one process each system call hands the interpreter lock to another
+  chain's thread).
 
 The directory is the session's (:func:`session_directory`): the session's model
 side (:class:`~pytest_evomemory.runtime.modelside.ModelSide`) opens it
@@ -27,6 +31,7 @@ import collections
 import contextlib
 import fcntl
 import hashlib
+import mmap
 import os
 import random
 import shutil
@@ -50,6 +55,14 @@ MAX_POLL_S = 0.01
 MAX_HANDOFFS = 8
 
 _BLOCKED_UNTIL = "blocked-until"
+
+#: The size of the blocked-until record: ``"T T"`` (the time twice, so that a look
+#: that races a writer's in-place rewrite sees two different halves, and looks
+#: again), padded with spaces. Never truncated: the file is mapped.
+_RECORD_BYTES = 64
+
+#: Looks at a record caught mid-rewrite before the look gives up (no block then).
+_TORN_LOOKS = 3
 
 
 class EndpointLimiter:
@@ -98,14 +111,19 @@ class EndpointLimiter:
         #: threads of this process waiting for a slot, in the order they asked
         self._line: collections.deque[_Waiter] = collections.deque()
         self._lock = threading.Lock()
-        # Read before every request: kept open, so a look is one pread (a few µs).
+        # Read before every request: kept open and mapped, so a look is no system call.
         self._blocked: int | None = None
-        self._blocked_lock = threading.Lock()
+        self._blocked_map: mmap.mmap | None = None
+        self._blocked_lock = threading.RLock()  # block_for opens the file under it
 
     def _blocked_file(self) -> int:
         descriptor = self._blocked
         if descriptor is None:
-            descriptor = self._blocked = os.open(self.directory / _BLOCKED_UNTIL, os.O_RDWR | os.O_CREAT, 0o600)
+            with self._blocked_lock:
+                descriptor = self._blocked
+                if descriptor is None:
+                    descriptor, self._blocked_map = _open_record(self.directory / _BLOCKED_UNTIL)
+                    self._blocked = descriptor
         return descriptor
 
     def close(self) -> None:
@@ -117,6 +135,9 @@ class EndpointLimiter:
                     os.close(descriptor)
         with self._blocked_lock:
             descriptor, self._blocked = self._blocked, None
+            mapped, self._blocked_map = self._blocked_map, None
+            if mapped is not None:
+                mapped.close()
             if descriptor is not None:
                 os.close(descriptor)
 
@@ -220,10 +241,17 @@ class EndpointLimiter:
     def blocked_until(self) -> float:
         """The wall-clock time (``time.time()``) before which no request should go out."""
         try:
-            text = os.pread(self._blocked_file(), 64, 0).decode("ascii").strip()
-            return float(text) if text else 0.0
-        except (OSError, ValueError):  # closed, or caught between another writer's truncate and write
-            return 0.0
+            descriptor = self._blocked_file()
+            for _ in range(_TORN_LOOKS):
+                mapped = self._blocked_map
+                # a file system that cannot map the file is read (one pread a look)
+                data = mapped[:_RECORD_BYTES] if mapped is not None else os.pread(descriptor, _RECORD_BYTES, 0)
+                found = _parse_record(data)
+                if found is not None:
+                    return found
+        except (OSError, ValueError):  # the file cannot be opened, or was closed meanwhile
+            pass
+        return 0.0
 
     def block_for(self, seconds: float) -> float:
         """Tell every process to wait ``seconds`` from now (a later block already
@@ -237,8 +265,7 @@ class EndpointLimiter:
                 fcntl.flock(descriptor, fcntl.LOCK_EX)
                 try:
                     if until > self.blocked_until():
-                        os.ftruncate(descriptor, 0)
-                        os.pwrite(descriptor, f"{until:.6f}".encode("ascii"), 0)
+                        os.pwrite(descriptor, _record(until), 0)
                 finally:
                     fcntl.flock(descriptor, fcntl.LOCK_UN)
         except OSError:
@@ -252,6 +279,46 @@ class EndpointLimiter:
             return 0.0
         self._sleep(remaining)
         return remaining
+
+
+def _record(until: float) -> bytes:
+    """The blocked-until record for ``until``: the time twice, padded to its fixed size."""
+    return f"{until:.6f} {until:.6f}".encode("ascii").ljust(_RECORD_BYTES)
+
+
+def _parse_record(data: bytes) -> float | None:
+    """The time a record holds (0.0: none yet), or ``None`` for one caught mid-rewrite."""
+    halves = data.split()
+    if not halves:
+        return 0.0
+    if len(halves) != 2 or halves[0] != halves[1]:
+        return None
+    try:
+        return float(halves[0])
+    except ValueError:
+        return None
+
+
+def _open_record(path: Path) -> tuple[int, mmap.mmap | None]:
+    """The blocked-until file, grown to its fixed size under ``flock`` if it is new
+    (each process may be the first), and mapped to be read (``None`` where the
+    file system cannot map it)."""
+    descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        if os.fstat(descriptor).st_size < _RECORD_BYTES:
+            fcntl.flock(descriptor, fcntl.LOCK_EX)
+            try:
+                if os.fstat(descriptor).st_size < _RECORD_BYTES:
+                    os.pwrite(descriptor, b" " * _RECORD_BYTES, 0)
+            finally:
+                fcntl.flock(descriptor, fcntl.LOCK_UN)
+        try:
+            return descriptor, mmap.mmap(descriptor, _RECORD_BYTES, mmap.MAP_SHARED, mmap.PROT_READ)
+        except (OSError, ValueError):
+            return descriptor, None
+    except BaseException:
+        os.close(descriptor)
+        raise
 
 
 # --------------------------------------------------------------------------- the session directory

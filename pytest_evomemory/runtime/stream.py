@@ -321,6 +321,8 @@ class StreamRun:
         if self.closed:
             return
         self.closed = True
+        if self.snapshots is not None:
+            self.snapshots.release()
         if self.memory is not None:
             try:
                 self.memory.reset()

@@ -22,6 +22,7 @@ from pytest_evomemory.memory.inprocess import InProcessMemory
 from pytest_evomemory.memory.recordlog import RecordLog
 from pytest_evomemory.memory.snapshot import (
     SNAPSHOT_SLOTS,
+    SnapshotDamaged,
     StreamSnapshots,
     supports_snapshots,
 )
@@ -92,20 +93,44 @@ def count_opens(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def test_a_steady_state_save_opens_each_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Label, manifest and log: one open each, every file rewritten in place (an open
-    or a re-created file costs a hundred small writes on some file systems)."""
+    """Label and manifest: one open each, every file rewritten in place (an open or a
+    re-created file costs a hundred small writes on some file systems); the record
+    log stays open from one save to the next, and no file is looked at (``fstat``)
+    nor the state listed: this process wrote them, and knows them (with many chains
+    in one process each system call hands the interpreter lock to another chain)."""
     snapshots = StreamSnapshots(tmp_path, "s1", CONFIG)
     memory = InProcessMemory()
     for episode in range(1, SNAPSHOT_SLOTS + 2):
         memory.retain(f"episode {episode} lesson")
         snapshots.save(memory, episode)
     opened = count_opens(monkeypatch)
+    looked: list[str] = []
+
+    def spying(name: str) -> Any:
+        real = getattr(os, name)
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            looked.append(name)
+            return real(*args, **kwargs)
+
+        return spy
+
+    for name in ("fstat", "scandir", "stat", "lstat"):
+        monkeypatch.setattr(os, name, spying(name))
     memory.retain("one more lesson")
     snapshots.save(memory, SNAPSHOT_SLOTS + 2)
-    assert sorted(opened) == ["episodes.json", "manifest.json", "records-1.jsonl"]
+    assert sorted(opened) == ["episodes.json", "manifest.json"]
+    assert looked == []
+    monkeypatch.undo()
     restored = InProcessMemory()
     snapshots.restore(restored, SNAPSHOT_SLOTS + 2)
     assert len(restored) == SNAPSHOT_SLOTS + 2
+    snapshots.release()  # the stream ended: the log is closed, and opened again by a later save
+    memory.retain("after the end")
+    snapshots.save(memory, SNAPSHOT_SLOTS + 3)
+    restored = InProcessMemory()
+    snapshots.restore(restored, SNAPSHOT_SLOTS + 3)
+    assert len(restored) == SNAPSHOT_SLOTS + 3
 
 
 def test_a_slot_removed_behind_the_process_is_rebuilt(tmp_path: Path) -> None:
@@ -158,3 +183,30 @@ def test_the_capability_check_remembers_only_classes_that_offer_both_methods() -
     assert supports_snapshots(dressed)
     assert Bare not in base_module._CAPABLE_TYPES
     assert not supports_snapshots(Bare())
+
+
+class _NotesBeside(InProcessMemory):
+    """Overrides ``snapshot`` to write a file of its own beside the RecordLog: its
+    base's word (``snapshot_writes_only_a_record_log``) does not cover it."""
+
+    def snapshot(self, directory: Path) -> None:
+        super().snapshot(directory)
+        (directory / "notes.txt").write_text(f"{len(self)} records\n")
+
+
+def test_a_subclass_writing_files_of_its_own_has_its_state_listed(tmp_path: Path) -> None:
+    from pytest_evomemory.memory.recordlog import writes_only_a_record_log
+    from pytest_evomemory.memory.snaplabel import LABEL, parse_label
+
+    assert writes_only_a_record_log(InProcessMemory()) and not writes_only_a_record_log(_NotesBeside())
+    snapshots = StreamSnapshots(tmp_path, "s1", CONFIG)
+    memory = _NotesBeside()
+    for episode in range(1, SNAPSHOT_SLOTS + 3):
+        memory.retain(f"episode {episode} lesson")
+        snapshots.save(memory, episode)
+    slot = snapshots.verify(SNAPSHOT_SLOTS + 2)
+    label, _ = parse_label((slot / LABEL).read_bytes())
+    assert label is not None and sorted(label.files) == ["manifest.json", "notes.txt"]
+    (slot / "state" / "notes.txt").write_text("changed after the label\n")
+    with pytest.raises(SnapshotDamaged):
+        snapshots.verify(SNAPSHOT_SLOTS + 2)

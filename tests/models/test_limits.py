@@ -270,3 +270,49 @@ def test_a_closed_limiter_opens_its_files_again_when_used(tmp_path: Path) -> Non
     assert limiter.blocked_until() > time.time() + 4
     with limiter.slot():
         pass
+
+
+def test_a_backoff_is_read_from_the_mapped_record_and_a_torn_one_is_no_block(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The look before every request reads the mapped record, no system call; a
+    writer rewrites it in place (the mapping never outlives the file's bytes), and a
+    look that catches a rewrite half done (two different halves) is no block."""
+    reader = EndpointLimiter(tmp_path, URL, None)
+    assert reader.blocked_until() == 0.0
+    writer = EndpointLimiter(tmp_path, URL, None)
+    until = writer.block_for(30.0)
+    reads: list[object] = []
+    real_pread = os.pread
+
+    def counting(*args: object) -> bytes:
+        reads.append(args)
+        return real_pread(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(os, "pread", counting)
+    assert reader.blocked_until() == until
+    monkeypatch.undo()
+    assert reads == []
+    path = writer.directory / "blocked-until"
+    assert path.stat().st_size == 64
+    half = f"{until:.6f} {until + 1:.6f}".encode().ljust(64)
+    os.pwrite(writer._blocked_file(), half, 0)
+    assert reader.blocked_until() == 0.0
+    writer.block_for(60.0)
+    assert reader.blocked_until() > until
+    reader.close()
+    assert reader.blocked_until() > until  # opened and mapped again
+
+
+def test_a_file_system_that_cannot_map_the_record_has_it_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import mmap
+
+    def refused(*args: object, **kwargs: object) -> mmap.mmap:
+        raise OSError(19, "No such device")
+
+    monkeypatch.setattr(mmap, "mmap", refused)
+    writer = EndpointLimiter(tmp_path, URL, None)
+    reader = EndpointLimiter(tmp_path, URL, None)
+    assert reader.blocked_until() == 0.0
+    until = writer.block_for(30.0)
+    assert reader.blocked_until() == until

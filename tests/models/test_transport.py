@@ -154,6 +154,38 @@ def test_a_connection_the_server_closed_while_idle_is_replaced_without_a_failed_
     assert server.connections == 3
 
 
+def test_the_request_goes_out_in_one_send_on_a_blocking_socket(
+    raw_server: Callable[..., _RawServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Head and body in one ``sendall``, and no per-operation timeout once connected
+    (each is a system call that hands the interpreter lock to another chain; the
+    attempt's deadline bounds the call: tests/models/test_deadline.py)."""
+    sends: list[bytes] = []
+    original = socket.socket.sendall
+    client = threading.get_ident()
+
+    def counting(self: socket.socket, data: bytes, *args: int) -> None:
+        if threading.get_ident() == client:  # the client's, not the server's
+            sends.append(bytes(data))
+        original(self, data, *args)
+
+    def handler(connection: socket.socket, reader: _Reader) -> None:
+        while reader.request() is not None:
+            connection.sendall(_ok())
+
+    server = raw_server(handler)
+    model = OpenAICompatibleModel(_config(f"http://127.0.0.1:{server.port}/v1"))
+    monkeypatch.setattr(socket.socket, "sendall", counting)
+    model.complete(MESSAGES, [])
+    monkeypatch.undo()
+    assert len(sends) == 1
+    head, _, body = sends[0].partition(b"\r\n\r\n")
+    assert head.startswith(b"POST /v1/chat/completions HTTP/1.1") and json.loads(body)["messages"] == MESSAGES
+    connection = shared_connection(model.endpoint, model.config.timeout_s)
+    assert isinstance(connection, DirectConnection) and connection._socket is not None
+    assert connection._socket.gettimeout() is None
+
+
 def test_a_chunked_reply_is_read_whole_and_counted_against_the_limit(raw_server: Callable[..., _RawServer]) -> None:
     answer = "4" * 3000
     reply = json.dumps(final_answer(answer)).encode()
