@@ -60,11 +60,15 @@ from .snaplabel import INVALID_LABEL, LABEL, label_bytes, parse_label
 
 _UNSAFE_FILENAME = re.compile(r"[^A-Za-z0-9._-]+")
 
-#: A save is made durable (its files, log and label fsynced) at most this often, and
-#: always the first save of a process. An fsync costs a few milliseconds on a
-#: typical disk, as much as the rest of an episode; a kill -9 loses nothing the
-#: kernel holds, and after a power cut the slot last made durable (kept out of the
-#: rotation until the next one is) is intact: at most this long of episodes is run again.
+#: A save is made durable (its files, log and label fsynced) at most this often: the
+#: first a stream starting from its first task makes this long after it started
+#: (:meth:`StreamSnapshots.clear`); any other process's first save (one that restored
+#: a snapshot, say: the slot it restored from must not be rotated away before a
+#: durable one replaces it) is durable at once. An fsync costs a few
+#: milliseconds on a typical disk, as much as the rest of an episode; a kill -9 loses
+#: nothing the kernel holds, and after a power cut the slot last made durable (kept
+#: out of the rotation until the next one is) is intact: at most this long of
+#: episodes is run again.
 SYNC_INTERVAL_S = 1.0
 
 
@@ -172,6 +176,12 @@ class StreamSnapshots(SnapshotChecks):
         except OSError as error:
             raise ArtefactWriteError.from_os_error(self.directory.parent, error) from None
         self._progress.forget()
+        # A stream starting from its first task has nothing earlier to protect: its first
+        # durable save comes SYNC_INTERVAL_S in, as every later one (a power cut before
+        # it runs that second of episodes again, from the first task). Every chain's
+        # first save durable at once was a burst of fsyncs at a grid's start (eight a
+        # stream: 128 for 16 chains), each chain waiting its turn in the disk's queue.
+        self._progress.synced_at = time.monotonic()
 
     def release(self) -> None:
         """Close the record log kept open between saves (the stream has ended; a

@@ -396,6 +396,58 @@ def test_a_durable_save_syncs_files_then_label_and_keeps_its_slot(
     assert snapshots.newest_intact(1) == 1
 
 
+class _Clock:
+    """``time.monotonic`` as the snapshot module sees it, moved by the test."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def monotonic(self) -> float:
+        return self.now
+
+
+def test_a_fresh_streams_first_durable_save_comes_an_interval_in_and_a_restored_ones_at_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A stream starting from its first task (``clear``) has nothing earlier to protect:
+    its saves are not synced until SYNC_INTERVAL_S after it started (a grid's chains
+    would otherwise all sync at their first episode at once); a process that restored
+    a snapshot makes its first save durable at once, so that the slot it restored from
+    is replaced by a durable one before the rotation can overwrite it."""
+    clock = _Clock()
+    monkeypatch.setattr(snapshot_module, "time", clock)
+    monkeypatch.setattr(snapshot_module, "SYNC_INTERVAL_S", 1.0)
+    synced: list[int] = []
+    real = snapshot_module.datasync
+
+    def spy(descriptor: int) -> None:  # the label's sync: one per durable save
+        synced.append(descriptor)
+        real(descriptor)
+
+    monkeypatch.setattr(snapshot_module, "datasync", spy)
+    snapshots = StreamSnapshots.for_stream(tmp_path / "run", "s1", CONFIG)
+    snapshots.clear()
+    memory = open_backend("inprocess", tmp_path, "a")
+    durable_after: list[int] = []
+    for episode in range(1, 7):
+        clock.now += 0.3  # episodes 1-3 within the first second, 4 past it
+        memory.retain(f"episode {episode} lesson")
+        before = len(synced)
+        snapshots.save(memory, episode)
+        if len(synced) > before:
+            durable_after.append(episode)
+    assert durable_after == [4]  # 1.2 s in; the next one a second after it
+    assert snapshots.newest_intact(4) == 4
+
+    restored = open_backend("inprocess", tmp_path, "b")
+    again = StreamSnapshots.for_stream(tmp_path / "run", "s1", CONFIG)
+    again.restore(restored, 6)
+    restored.retain("episode 7 lesson")
+    before = len(synced)
+    again.save(restored, 7)
+    assert len(synced) == before + 1  # no interval waited for
+
+
 def synced_directories(monkeypatch: pytest.MonkeyPatch) -> list[list[str]]:
     """Every save made durable, and the directories each one synced (a list per save)."""
     monkeypatch.setattr(snapshot_module, "SYNC_INTERVAL_S", 0.0)
