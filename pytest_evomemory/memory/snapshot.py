@@ -185,9 +185,15 @@ class StreamSnapshots(SnapshotChecks):
 
     def release(self) -> None:
         """Close the record log kept open between saves (the stream has ended; a
-        later save opens it again)."""
-        if self._progress.tracker is not None:
-            self._progress.tracker.close()
+        later save opens it again). A delayed write error the close reports (EIO, a
+        quota on a network file system) is an :class:`ArtefactWriteError` naming the log."""
+        tracker = self._progress.tracker
+        if tracker is not None:
+            try:
+                tracker.close()
+            except OSError as error:
+                log = os.path.join(self._log_folder(), log_name(tracker.generation))
+                raise ArtefactWriteError.from_os_error(log, error) from None
 
     def save(self, memory: object, completed: int) -> None:
         """Snapshot ``memory`` as it is after ``completed`` episodes (task + feedback).

@@ -139,6 +139,9 @@ class DirectConnection:
         attempt.on_cancel(self.abort)
         try:
             connection = self._open()
+            # A deadline that passed while connecting found no socket to shut down (and
+            # the connected one is blocking, with no timeout of its own): stop here.
+            attempt.check()
             connection.request("POST", self._prefix + path, body=content, headers=headers)
             response = connection.getresponse()
             return _read(response, attempt, limit)

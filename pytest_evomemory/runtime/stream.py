@@ -321,13 +321,15 @@ class StreamRun:
         if self.closed:
             return
         self.closed = True
-        if self.snapshots is not None:
-            self.snapshots.release()
-        if self.memory is not None:
-            try:
-                self.memory.reset()
-            finally:
-                self.memory.close()
+        try:
+            if self.snapshots is not None:
+                self.snapshots.release()
+        finally:  # a log that fails to close (ArtefactWriteError) leaves no memory open
+            if self.memory is not None:
+                try:
+                    self.memory.reset()
+                finally:
+                    self.memory.close()
 
 
 RecordSink = Callable[[Record], None]

@@ -5,6 +5,7 @@ reply, a lost attempt or an unverified certificate."""
 
 from __future__ import annotations
 
+import http.client
 import json
 import shutil
 import socket
@@ -18,7 +19,8 @@ import pytest
 
 from pytest_evomemory.config import ModelConfig
 from pytest_evomemory.core.errors import ModelError
-from pytest_evomemory.models import transport
+from pytest_evomemory.models import http11, transport
+from pytest_evomemory.models.deadline import Attempt
 from pytest_evomemory.models.http11 import DirectConnection
 from pytest_evomemory.models.openai_compat import OpenAICompatibleModel
 from pytest_evomemory.models.transport import ProxiedConnection, shared_connection
@@ -184,6 +186,51 @@ def test_the_request_goes_out_in_one_send_on_a_blocking_socket(
     connection = shared_connection(model.endpoint, model.config.timeout_s)
     assert isinstance(connection, DirectConnection) and connection._socket is not None
     assert connection._socket.gettimeout() is None
+
+
+def test_a_deadline_that_passes_while_connecting_ends_the_attempt_before_the_request(
+    raw_server: Callable[..., _RawServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The watchdog's abort shuts down the socket of the request under way; while
+    the connection is still being made there is none to shut down, and the
+    connected socket is blocking (no timeout of its own): the attempt must end
+    there, not send the request and wait for ever for a server that never answers."""
+    outcome: list[str] = []
+    settled = threading.Event()
+    hang_up = threading.Event()
+
+    def handler(connection: socket.socket, reader: _Reader) -> None:
+        if reader.request() is not None:
+            outcome.append("the request was sent")
+            settled.set()
+        hang_up.wait()  # never answers
+
+    server = raw_server(handler)
+    attempt = Attempt()
+    connecting = http11._blocking
+
+    def connected_as_the_deadline_passes(connection: http.client.HTTPConnection) -> None:
+        connecting(connection)
+        attempt.cancel()  # the watchdog, while the client is still in _open
+
+    monkeypatch.setattr(http11, "_blocking", connected_as_the_deadline_passes)
+    client = DirectConnection(f"http://127.0.0.1:{server.port}/v1", 5.0, None)
+
+    def call() -> None:
+        try:
+            client.post("/chat/completions", b"{}", {"Content-Type": "application/json"}, attempt, 1 << 20)
+            outcome.append("a reply")
+        except BaseException as error:  # which one is what the test looks at
+            outcome.append(type(error).__name__)
+        settled.set()
+
+    threading.Thread(target=call, daemon=True).start()
+    try:
+        settled.wait()
+        assert outcome[0] == "AttemptCancelled"
+    finally:
+        hang_up.set()
+        client.close()
 
 
 def test_a_chunked_reply_is_read_whole_and_counted_against_the_limit(raw_server: Callable[..., _RawServer]) -> None:

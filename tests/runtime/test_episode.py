@@ -360,3 +360,39 @@ def test_run_json_records_each_streams_scorer_and_data(tmp_path: Path) -> None:
     assert scorer["module"].startswith("pytest_evomemory.evaluation")
     assert "sha256" in streams["sample_facts"]["provenance"]
     assert len(document["config_fingerprint"]) == 64
+
+
+def test_a_record_log_that_fails_to_close_at_the_streams_end_is_a_write_error_and_the_memory_still_closes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stream's record log stays open between saves and is closed at its end,
+    where a delayed write error (EIO, a quota on a network file system) now shows:
+    it must be the run's write error (one line naming the log, recorded by the driver
+    as the stream's teardown failure), not a traceback, and the memory is still
+    reset and closed."""
+    import errno
+    import os
+
+    from pytest_evomemory.core.errors import ArtefactWriteError
+    from pytest_evomemory.memory.snapshot import StreamSnapshots
+
+    log: list[str] = []
+    memory = InProcessMemory()
+    run = make_run(log, ScriptedAgent(log), memory)
+    run.snapshots = StreamSnapshots(tmp_path / "memory" / "s", "s", "a" * 64)
+    memory.retain("a lesson")
+    run.snapshots.save(memory, 1)
+    tracker = run.snapshots._progress.tracker
+    assert tracker is not None and tracker.writer is not None
+    kept_open = tracker.writer.descriptor
+    real_close = os.close
+
+    def close(descriptor: int) -> None:
+        real_close(descriptor)
+        if descriptor == kept_open:
+            raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr(os, "close", close)
+    with pytest.raises(ArtefactWriteError, match=r"records-1\.jsonl: Input/output error"):
+        run.close()
+    assert memory._closed
