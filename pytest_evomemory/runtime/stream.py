@@ -19,6 +19,7 @@ task, by the ingestion phase (:mod:`.ingestion`, :meth:`StreamRun.prepare_memory
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 import traceback
@@ -312,7 +313,9 @@ class StreamRun:
             try:
                 self.snapshots.save(self.memory.backend, sample.position + 1)
             except (OSError, ArtefactWriteError) as error:
-                self.snapshots = None
+                snapshots, self.snapshots = self.snapshots, None
+                with contextlib.suppress(OSError, ArtefactWriteError):  # the save's own error is the one said
+                    snapshots.release()
                 return write_failed_record(self.stream, error)
         return None
 

@@ -396,3 +396,29 @@ def test_a_record_log_that_fails_to_close_at_the_streams_end_is_a_write_error_an
     with pytest.raises(ArtefactWriteError, match=r"records-1\.jsonl: Input/output error"):
         run.close()
     assert memory._closed
+
+
+def test_a_failed_save_closes_the_record_log_it_kept_open(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A save that fails (a full disk) ends the stream's snapshots: the record log the
+    earlier saves kept open is closed then, not left to the garbage collector (whose
+    close would swallow an error); the save's own error is the one recorded."""
+    import errno
+
+    from pytest_evomemory.memory.snapshot import StreamSnapshots
+
+    log: list[str] = []
+    memory = InProcessMemory()
+    run = make_run(log, ScriptedAgent(log), memory)
+    snapshots = run.snapshots = StreamSnapshots(tmp_path / "memory" / "s", "s", "a" * 64)
+    memory.retain("a lesson")
+    snapshots.save(memory, 1)
+    tracker = snapshots._progress.tracker
+    assert tracker is not None and tracker.writer is not None
+
+    def full(*_: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(StreamSnapshots, "save", full)
+    failed = run.episode_completed(sample("t2", "p", "x", position=1))
+    assert failed is not None and "No space left on device" in failed.failure.reason
+    assert run.snapshots is None and tracker.writer is None
