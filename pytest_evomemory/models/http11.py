@@ -36,6 +36,7 @@ import ssl
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 from urllib.parse import urlsplit
 
 from .deadline import Attempt
@@ -82,16 +83,18 @@ class _OneSend:
     """A request's head and its ``bytes`` body in one ``send`` (``http.client``
     sends the body after the head, one more system call per request)."""
 
-    _buffer: list[bytes]
-
-    def _send_output(self, message_body: object = None, encode_chunked: bool = False) -> None:
-        if isinstance(message_body, bytes) and not encode_chunked:
-            self._buffer.extend((b"", b""))
-            message = b"\r\n".join(self._buffer) + message_body
-            del self._buffer[:]
+    def _send_output(self, message_body: object = None, *args: Any, **kwargs: Any) -> None:
+        # http.client's private method (3.11-3.13 alike): anything this override does
+        # not know (another body, chunked encoding, an argument a later Python adds,
+        # no ``_buffer``) goes to http.client's own, which sends it as it always did.
+        buffer = getattr(self, "_buffer", None)
+        if isinstance(message_body, bytes) and not args and not any(kwargs.values()) and isinstance(buffer, list):
+            buffer.extend((b"", b""))
+            message = b"\r\n".join(buffer) + message_body
+            del buffer[:]
             self.send(message)  # type: ignore[attr-defined]
             return
-        super()._send_output(message_body, encode_chunked)  # type: ignore[misc]
+        super()._send_output(message_body, *args, **kwargs)  # type: ignore[misc]
 
 
 class _HTTPConnection(_OneSend, http.client.HTTPConnection):
