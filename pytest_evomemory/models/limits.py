@@ -9,7 +9,7 @@ session-wide directory, one subdirectory per endpoint URL:
   request holds one under ``flock`` while it is sent and read. The kernel frees a
   slot when its holder dies, so a crashed worker never leaks one.
 * **backoff** (429 and ``Retry-After``): a worker told to wait writes "blocked
-  until T" (``blocked-until``); every worker waits for T before its next request
+  until T" (``blocked-until.64``); every worker waits for T before its next request
   to that endpoint, instead of each finding out with a 429 of its own. The file
   is a fixed-size record rewritten in place and mapped into memory, so the look
   before every request is a read of shared memory, not a system call (with many
@@ -54,7 +54,12 @@ MAX_POLL_S = 0.01
 #: waiting one before it is unlocked, so that other processes get their turn.
 MAX_HANDOFFS = 8
 
-_BLOCKED_UNTIL = "blocked-until"
+#: Named for its format (a fixed-size record, mapped), not the text file of earlier
+#: versions, which truncated it before each write: a version of the plugin sharing a
+#: session directory (a user-set ``EVOMEMORY_SESSION_DIR``) with an older one must not
+#: map a file the other truncates (a read of a mapped page past the end of a file
+#: kills the process with SIGBUS, no Python error). Such sessions share no backoff.
+_BLOCKED_UNTIL = "blocked-until.64"
 
 #: The size of the blocked-until record: ``"T T"`` (the time twice, so that a look
 #: that races a writer's in-place rewrite sees two different halves, and looks

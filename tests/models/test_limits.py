@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from pytest_evomemory.models.limits import (
+    _BLOCKED_UNTIL,
     MAX_HANDOFFS,
     SESSION_DIR_ENV,
     EndpointLimiter,
@@ -272,6 +273,21 @@ def test_a_closed_limiter_opens_its_files_again_when_used(tmp_path: Path) -> Non
         pass
 
 
+def test_an_older_versions_text_file_beside_the_mapped_record_changes_nothing(tmp_path: Path) -> None:
+    """Earlier versions kept the backoff in a text file they truncated before each
+    write; a read of a mapped page past the end of a truncated file kills the process
+    (SIGBUS). The mapped record has a name of its own, so an older version sharing the
+    session directory truncates only its own file."""
+    limiter = EndpointLimiter(tmp_path, URL, None)
+    until = limiter.block_for(5.0)
+    old = limiter.directory / "blocked-until"
+    assert _BLOCKED_UNTIL != old.name
+    old.write_text("")  # what an older version's write starts with
+    os.truncate(old, 0)
+    assert limiter.blocked_until() == until
+    limiter.close()
+
+
 def test_a_backoff_is_read_from_the_mapped_record_and_a_torn_one_is_no_block(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -293,7 +309,7 @@ def test_a_backoff_is_read_from_the_mapped_record_and_a_torn_one_is_no_block(
     assert reader.blocked_until() == until
     monkeypatch.undo()
     assert reads == []
-    path = writer.directory / "blocked-until"
+    path = writer.directory / _BLOCKED_UNTIL
     assert path.stat().st_size == 64
     half = f"{until:.6f} {until + 1:.6f}".encode().ljust(64)
     os.pwrite(writer._blocked_file(), half, 0)
