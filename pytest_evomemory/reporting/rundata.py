@@ -42,7 +42,7 @@ class RunData:
     given_scores: Sequence[Score] | None = None
     #: The first whole read of scores.jsonl (:meth:`iter_scores`, the page's) also
     #: keeps each task's outcome (:attr:`scores`): a run read for its page and then
-    #: for a comparison reads its scores once for both (:func:`keep_for_comparison`).
+    #: for a comparison reads its scores once for both (:func:`load_for_comparison`).
     outcomes_on_the_way: bool = field(default=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -147,7 +147,7 @@ def _outcome(scored: Score) -> Score:
 
 #: What a comparison reads of a run, each file as (inode, size, modification time).
 _Stamps = tuple[tuple[int, int, int] | None, ...]
-#: Runs read ahead for a comparison in this process (:func:`keep_for_comparison`),
+#: Runs read ahead for a comparison in this process (:func:`load_for_comparison`),
 #: by their directory, with the stamps their files had when they were read.
 _KEPT: dict[Path, tuple[_Stamps, RunData]] = {}
 _KEPT_LOCK = threading.Lock()
@@ -165,34 +165,22 @@ def _stamps(run_dir: Path) -> _Stamps:
     return tuple(stamps)
 
 
-def keep_for_comparison(run_dir: Path | str) -> None:
-    """Read ``run_dir`` now as a comparison will (its summary, run.json and each
-    task's outcome, checked against the summary) and keep it for that comparison:
-    a session's arm, just finished while other arms' chains run, is not read again
-    after the last reply. :func:`load_run` takes it (once) only while its files are
-    the ones read (same inode, size and modification time); else it reads them again."""
-    path = Path(run_dir).absolute()
-    stamps = _stamps(path)
-    _keep(path, stamps, load_run(path))
-
-
 def load_for_comparison(run_dir: Path | str) -> tuple[RunData, Callable[[], None]]:
     """``run_dir`` read for its page (:func:`load_run`), and what then keeps it for
-    the comparison as :func:`keep_for_comparison` would, without reading it again:
-    its summary and run.json as read here, and the outcomes its page's first read of
-    scores.jsonl kept on the way (:attr:`RunData.outcomes_on_the_way`). The files'
-    stamps are taken before this read: a file changed after it is read again."""
+    the session's comparison without reading it again: a session's arm, finished
+    while other arms' chains run, is not read again after the last reply. Kept are
+    its summary and run.json as read here, and each task's outcome as its page's
+    first read of scores.jsonl keeps it on the way (:attr:`RunData.outcomes_on_the_way`;
+    read then if the page did not, checked against the summary). :func:`load_run`
+    takes the kept run (once) only while its files are the ones read (same inode,
+    size and modification time, stamped before this read); else it reads them again."""
     path = Path(run_dir).absolute()
     stamps = _stamps(path)
     run = load_run(run_dir, outcomes_on_the_way=True)
 
     def keep() -> None:
-        kept = run
-        if run.run_dir != path:  # as keep_for_comparison names it (compare.json's run_dir)
-            kept = RunData(run_dir=path, label=run.label, summary=run.summary, run=run.run)
-            if "scores" in run.__dict__:
-                kept.__dict__["scores"] = run.__dict__["scores"]
-        _keep(path, stamps, kept)
+        # under its absolute directory, as the comparison names it (compare.json's run_dir)
+        _keep(path, stamps, run if run.run_dir == path else _renamed(run, run_dir=path))
 
     return run, keep
 
@@ -210,16 +198,24 @@ def _kept(run_dir: Path | str, label: str | None) -> RunData | None:
     if kept is None or kept[0] != _stamps(path):
         return None
     run = kept[1]
-    if label is None or label == run.label:
-        return run
-    relabelled = RunData(run_dir=run.run_dir, label=label, summary=run.summary, run=run.run)
-    relabelled.__dict__["scores"] = run.scores  # the outcomes read (a cached_property's own slot)
-    return relabelled
+    return run if label is None or label == run.label else _renamed(run, label=label)
+
+
+def _renamed(run: RunData, *, run_dir: Path | None = None, label: str | None = None) -> RunData:
+    """``run`` under another directory name or label, with the outcomes already read
+    (:attr:`RunData.scores`, a cached_property's own slot): they are not read again."""
+    renamed = RunData(
+        run_dir=run.run_dir if run_dir is None else run_dir, label=run.label if label is None else label,
+        summary=run.summary, run=run.run,
+    )
+    if "scores" in run.__dict__:
+        renamed.__dict__["scores"] = run.__dict__["scores"]
+    return renamed
 
 
 def load_run(run_dir: Path | str, label: str | None = None, *, outcomes_on_the_way: bool = False) -> RunData:
     """Read a finished run's artefacts; ``summary.json`` is the one that must exist.
-    A run kept for a comparison (:func:`keep_for_comparison`) is taken as it was read
+    A run kept for a comparison (:func:`load_for_comparison`) is taken as it was read
     while its files are unchanged."""
     kept = _kept(run_dir, label)
     if kept is not None:

@@ -390,17 +390,20 @@ def test_a_run_kept_for_its_comparison_is_taken_once_and_only_while_its_files_ar
     only while summary.json, run.json and scores.jsonl are the files read."""
     from pytest_evomemory.reporting import rundata
 
+    def keep_for_comparison(run_dir: Path) -> None:
+        rundata.load_for_comparison(run_dir)[1]()
+
     run_dir = make_run("kept", {"s": [True, False, True]})
-    rundata.keep_for_comparison(run_dir)
+    keep_for_comparison(run_dir)
     fresh = rundata.load_run(run_dir)  # the copy is taken once: this one is read
-    rundata.keep_for_comparison(run_dir)
+    keep_for_comparison(run_dir)
     with monkeypatch.context() as patched:
         patched.setattr(rundata, "open_finished_run", lambda *args: pytest.fail("the kept run was read again"))
         kept = rundata.load_run(run_dir, "arm")
     assert kept.label == "arm" and kept.summary == fresh.summary
     assert [(s.task_id, s.correct) for s in kept.scores] == [(s.task_id, s.correct) for s in fresh.scores]
 
-    rundata.keep_for_comparison(run_dir)
+    keep_for_comparison(run_dir)
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     (run_dir / "summary.json").write_text(json.dumps({**summary, "run": "renamed"}), encoding="utf-8")
     assert rundata.load_run(run_dir).label == "renamed"  # changed since: read again
