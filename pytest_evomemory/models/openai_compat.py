@@ -34,7 +34,10 @@ from .deadline import Attempt, DeadlineExceeded, call_within
 from .endpoint import NO_KEY_PLACEHOLDER, resolve_api_key, resolve_endpoint
 from .http11 import BadEndpoint, NetworkTimeout, Reply, ReplyTooLarge, TransportError
 from .limits import endpoint_limiter, endpoint_semaphore
-from .transport import USER_AGENT, shared_connection
+from .transport import shared_connection
+
+#: Sent with every request, whichever transport carries it (:mod:`.transport`).
+USER_AGENT = "pytest-evomemory"
 
 #: Statuses worth another attempt: rate limits, server trouble, request timeouts.
 RETRYABLE_STATUSES = frozenset({408, 409, 425, 429, 500, 502, 503, 504})

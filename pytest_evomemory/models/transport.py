@@ -26,8 +26,6 @@ from .deadline import Attempt
 from .endpoint import proxied, proxy_problem
 from .http11 import BadEndpoint, DirectConnection, NetworkTimeout, Reply, TransportError, read_body
 
-USER_AGENT = "pytest-evomemory"
-
 
 class Connection(Protocol):
     """What the model client sends a request with (one per endpoint, timeout and thread)."""
@@ -66,10 +64,8 @@ class ProxiedConnection:
 
         self.thread = threading.current_thread()
         try:
-            self.client = httpx2.Client(
-                base_url=endpoint, timeout=httpx2.Timeout(timeout_s), verify=tls_for(endpoint),
-                headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
-            )
+            # the headers are the caller's, as a DirectConnection sends them (the model client's)
+            self.client = httpx2.Client(base_url=endpoint, timeout=httpx2.Timeout(timeout_s), verify=tls_for(endpoint))
         except (httpx2.InvalidURL, ValueError) as error:
             raise ConfigError(
                 f"cannot build an HTTP client for {endpoint} ({redact(str(error))}); "
@@ -188,7 +184,6 @@ def tls_for(endpoint: str) -> ssl.SSLContext | bool:
 
 
 __all__ = [
-    "USER_AGENT",
     "Connection",
     "ProxiedConnection",
     "proxy_problem",

@@ -40,17 +40,18 @@ class _Reader:
 
     def __init__(self, connection: socket.socket) -> None:
         self.file = connection.makefile("rb")
+        #: the last request's headers, names in lower case
+        self.headers: dict[str, str] = {}
 
     def request(self) -> tuple[str, bytes] | None:
         line = self.file.readline()
         if not line:
             return None
-        length = 0
+        self.headers = {}
         while (header := self.file.readline()) not in (b"\r\n", b""):
             name, _, value = header.decode("latin-1").partition(":")
-            if name.strip().lower() == "content-length":
-                length = int(value)
-        return line.decode("latin-1").strip(), self.file.read(length)
+            self.headers[name.strip().lower()] = value.strip()
+        return line.decode("latin-1").strip(), self.file.read(int(self.headers.get("content-length", "0")))
 
 
 class _RawServer:
@@ -184,6 +185,8 @@ def test_the_request_goes_out_in_one_send_on_a_blocking_socket(
     assert len(sends) == 1
     head, _, body = sends[0].partition(b"\r\n\r\n")
     assert head.startswith(b"POST /v1/chat/completions HTTP/1.1") and json.loads(body)["messages"] == MESSAGES
+    lines = head.split(b"\r\n")
+    assert b"User-Agent: pytest-evomemory" in lines and b"Accept: application/json" in lines
     connection = shared_connection(model.endpoint, model.config.timeout_s)
     assert isinstance(connection, DirectConnection) and connection._socket is not None
     assert connection._socket.gettimeout() is None
@@ -327,9 +330,12 @@ def test_a_proxy_variable_sends_the_request_through_the_proxy(
     """With a proxy set, httpx2 reads the variables (NO_PROXY too) and the request
     goes to the proxy in absolute form, as the openai SDK would send it."""
 
+    sent_headers: list[dict[str, str]] = []
+
     def handler(connection: socket.socket, reader: _Reader) -> None:
         while (request := reader.request()) is not None:
             proxy.request_lines.append(request[0])
+            sent_headers.append(reader.headers)
             big = b"big" in request[1]
             connection.sendall(_ok(json.dumps(final_answer("4" * 3000)).encode() if big else REPLY))
 
@@ -339,6 +345,10 @@ def test_a_proxy_variable_sends_the_request_through_the_proxy(
     assert isinstance(shared_connection(model.endpoint, model.config.timeout_s), ProxiedConnection)
     assert model.complete(MESSAGES, []).tool_calls[0].name == "final_answer"
     assert proxy.request_lines == ["POST http://upstream.invalid:8000/v1/chat/completions HTTP/1.1"]
+    # the model client's headers, as a direct connection sends them
+    assert {name: sent_headers[0].get(name) for name in ("user-agent", "accept", "content-type")} == {
+        "user-agent": "pytest-evomemory", "accept": "application/json", "content-type": "application/json",
+    }
     with pytest.raises(ModelError, match=r"over model.max_reply_bytes \(1,024 bytes; it announced 3,"):
         model.complete([{"role": "user", "content": "big"}], [])
 
