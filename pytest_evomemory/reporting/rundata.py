@@ -9,7 +9,6 @@ is a :class:`ReportError` here.
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -21,6 +20,7 @@ from ..evaluation.modes import headline_metric
 from ..rundir import RUN_DOCUMENT, SCORES, SUMMARY, FinishedRun, open_finished_run
 from ..rundocs import Response, RunFile, Score, StreamSummary, Summary, TranscriptEntry
 from ..rundocs.records import as_score
+from ..util.filestamp import Stamp, file_stamp
 
 
 @dataclass(frozen=True)
@@ -145,8 +145,8 @@ def _outcome(scored: Score) -> Score:
 # --------------------------------------------------------------------------- loading
 
 
-#: What a comparison reads of a run, each file as (inode, size, modification time).
-_Stamps = tuple[tuple[int, int, int] | None, ...]
+#: What a comparison reads of a run: summary.json's, run.json's and scores.jsonl's stamps.
+_Stamps = tuple[Stamp | None, ...]
 #: Runs read ahead for a comparison in this process (:func:`load_for_comparison`),
 #: by their directory, with the stamps their files had when they were read.
 _KEPT: dict[Path, tuple[_Stamps, RunData]] = {}
@@ -154,15 +154,7 @@ _KEPT_LOCK = threading.Lock()
 
 
 def _stamps(run_dir: Path) -> _Stamps:
-    stamps: list[tuple[int, int, int] | None] = []
-    for name in (SUMMARY, RUN_DOCUMENT, SCORES):
-        try:
-            status = os.stat(run_dir / name)
-        except OSError:
-            stamps.append(None)
-        else:
-            stamps.append((status.st_ino, status.st_size, status.st_mtime_ns))
-    return tuple(stamps)
+    return tuple(file_stamp(run_dir / name) for name in (SUMMARY, RUN_DOCUMENT, SCORES))
 
 
 def load_for_comparison(run_dir: Path | str) -> tuple[RunData, Callable[[], None]]:
@@ -173,7 +165,7 @@ def load_for_comparison(run_dir: Path | str) -> tuple[RunData, Callable[[], None
     first read of scores.jsonl keeps it on the way (:attr:`RunData.outcomes_on_the_way`;
     read then if the page did not, checked against the summary). :func:`load_run`
     takes the kept run (once) only while its files are the ones read (same inode,
-    size and modification time, stamped before this read); else it reads them again."""
+    size, modification and change times, stamped before this read); else it reads them again."""
     path = Path(run_dir).absolute()
     stamps = _stamps(path)
     run = load_run(run_dir, outcomes_on_the_way=True)

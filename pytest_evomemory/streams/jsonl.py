@@ -21,6 +21,7 @@ from ..core.boundedread import open_regular
 from ..core.errors import ConfigError, DataError
 from ..core.types import BenchmarkSample
 from ..core.validation import JQ_HINT, decode_json_line, path_problem, resolve_path
+from ..util.filestamp import Stamp, file_stamp
 from .base import Stream, apply_limit
 from .checks import check_sample
 
@@ -28,11 +29,9 @@ MAX_STREAM_FILE_BYTES = 512 * 1024 * 1024
 _ALLOWED_KEYS = {"id", "prompt", "target", "choices", "metadata", "match_mode"}
 
 
-#: A file's inode, size, modification and change times (nanoseconds).
-_Stamp = tuple[int, int, int, int]
 #: The streams read so far while :func:`shared_reads` is open (None: not open), by
 #: what was asked for, each with its file's stamps from before it was read.
-_SHARED: ContextVar[dict[tuple[str, str, str, int | None, str], tuple[_Stamp, Stream]] | None] = ContextVar(
+_SHARED: ContextVar[dict[tuple[str, str, str, int | None, str], tuple[Stamp, Stream]] | None] = ContextVar(
     "shared_stream_reads", default=None
 )
 
@@ -51,14 +50,6 @@ def shared_reads() -> Iterator[None]:
         _SHARED.reset(token)
 
 
-def _stamp(path: Path) -> _Stamp | None:
-    try:
-        status = path.stat()
-    except OSError:
-        return None
-    return (status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
-
-
 def read_jsonl_stream(
     path: Path, name: str, match_mode: str, limit: int | None = None, description: str = ""
 ) -> Stream:
@@ -68,7 +59,7 @@ def read_jsonl_stream(
     if shared is None:
         return _read_jsonl_stream(path, name, match_mode, limit, description)
     key = (str(path), name, match_mode, limit, description)
-    stamp = _stamp(path)
+    stamp = file_stamp(path)
     found = shared.get(key)
     if found is not None and stamp is not None and found[0] == stamp:
         return found[1]
