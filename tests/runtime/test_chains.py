@@ -400,26 +400,3 @@ def test_ctrl_c_after_an_arm_finished_early_leaves_it_complete_and_the_resume_co
         assert completion["slow"]["complete"] is False and "interrupted" in completion["slow"]["reason"]
         assert evomemory(["run", "--resume", str(out), "--chains", "4", "-q"]) == 0
     assert json.loads((out / "slow" / "summary.json").read_text(encoding="utf-8"))["completion"]["complete"] is True
-
-
-def test_the_finish_is_loaded_ahead_of_it() -> None:
-    """:func:`prepare_finish` (run on a thread while the chains wait on the network)
-    builds the summary's and the comparison's models and imports the pages, which
-    the session's end would otherwise do after the last reply (a fresh interpreter:
-    this one has them already)."""
-    import subprocess
-    import sys
-
-    code = (
-        "import sys\n"
-        "from pytest_evomemory.rundocs.compare import Comparison\n"
-        "from pytest_evomemory.rundocs.summary import Summary\n"
-        "from pytest_evomemory.runtime.run import prepare_finish\n"
-        "from pytest_evomemory.reporting.reports import REPORTS\n"
-        "before = (Summary.__pydantic_complete__, Comparison.__pydantic_complete__, 'pytest_evomemory.reporting.html' in sys.modules)\n"
-        "prepare_finish(REPORTS)\n"
-        "after = (Summary.__pydantic_complete__, Comparison.__pydantic_complete__, 'pytest_evomemory.reporting.html' in sys.modules)\n"
-        "print(before, after)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    assert result.stdout.split() == ["(False,", "False,", "False)", "(True,", "True,", "True)"]

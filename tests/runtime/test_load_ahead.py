@@ -61,20 +61,38 @@ def test_a_stream_opened_by_the_driver_queues_its_memory_and_the_records(tmp_pat
         session.release()
 
 
+def _loaded_by(setup: str, probe: str, load: str) -> tuple[str, str]:
+    """``probe`` (a Python expression) before and after ``load``, in a fresh
+    interpreter (this one has loaded everything already) that ran ``setup`` first."""
+    code = f"import sys\n{setup}\nbefore = {probe}\n{load}\nafter = {probe}\nprint(before)\nprint(after)\n"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    before, after = result.stdout.splitlines()
+    return before, after
+
+
 def test_what_is_loaded_ahead_is_what_a_first_episode_would_load() -> None:
-    """In a fresh interpreter (this one has them already): the in-process memory's
-    numpy and the records' validators, none of them loaded by opening alone."""
-    code = (
-        "import sys\n"
+    """In a fresh interpreter: the in-process memory's numpy and the records'
+    validators, none of them loaded by opening alone."""
+    assert _loaded_by(
         "from pytest_evomemory.memory import InProcessMemory\n"
         "from pytest_evomemory.rundocs.records import Response\n"
         "from pytest_evomemory.rundocs.wire import TaskRecord\n"
-        "from pytest_evomemory.runtime.driver import _build_record_validators\n"
-        "before = ('numpy' in sys.modules, Response.__pydantic_complete__, TaskRecord.__pydantic_complete__)\n"
-        "InProcessMemory.load_ahead()\n"
-        "_build_record_validators()\n"
-        "after = ('numpy' in sys.modules, Response.__pydantic_complete__, TaskRecord.__pydantic_complete__)\n"
-        "print(before, after)\n"
-    )
-    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    assert result.stdout.split() == ["(False,", "False,", "False)", "(True,", "True,", "True)"]
+        "from pytest_evomemory.runtime.driver import _build_record_validators",
+        "('numpy' in sys.modules, Response.__pydantic_complete__, TaskRecord.__pydantic_complete__)",
+        "InProcessMemory.load_ahead()\n_build_record_validators()",
+    ) == ("(False, False, False)", "(True, True, True)")
+
+
+def test_the_finish_is_loaded_ahead_of_it() -> None:
+    """:func:`prepare_finish` (run on a thread while the chains wait on the network)
+    builds the summary's and the comparison's models and imports the pages, which
+    the session's end would otherwise do after the last reply (in a fresh interpreter)."""
+    assert _loaded_by(
+        "from pytest_evomemory.rundocs.compare import Comparison\n"
+        "from pytest_evomemory.rundocs.summary import Summary\n"
+        "from pytest_evomemory.runtime.run import prepare_finish\n"
+        "from pytest_evomemory.reporting.reports import REPORTS",
+        "(Summary.__pydantic_complete__, Comparison.__pydantic_complete__, "
+        "'pytest_evomemory.reporting.html' in sys.modules)",
+        "prepare_finish(REPORTS)",
+    ) == ("(False, False, False)", "(True, True, True)")
