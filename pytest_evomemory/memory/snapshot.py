@@ -266,13 +266,14 @@ class StreamSnapshots(SnapshotChecks):
             finally:
                 SHARED.reset(token)
             progress.tracker = shared.tracker
-            if before is not None and before <= shared.reported.keys() and writes_only_a_record_log(memory):
+            record_log_only = writes_only_a_record_log(memory)
+            if before is not None and before <= shared.reported.keys() and record_log_only:
                 # nothing but the RecordLog wrote into the state, whose files this
                 # process knows: they are the ones it reported (no listing needed)
                 files = dict(shared.reported)
             else:
                 files = state_digests(state, shared.reported, sync=durable)
-            if writes_only_a_record_log(memory) and files.keys() == shared.reported.keys():
+            if record_log_only and files.keys() == shared.reported.keys():
                 progress.files[index] = frozenset(files)
             if shared.new_generation:
                 progress.unsynced.update((shared.directory, stream))
