@@ -120,6 +120,8 @@ class EndpointLimiter:
         self._blocked: int | None = None
         self._blocked_map: mmap.mmap | None = None
         self._blocked_lock = threading.RLock()  # block_for opens the file under it
+        #: closed (:meth:`close`): files are opened for each use and closed after it
+        self._retired = False
 
     def _blocked_file(self) -> int:
         descriptor = self._blocked
@@ -132,7 +134,11 @@ class EndpointLimiter:
         return descriptor
 
     def close(self) -> None:
-        """Close the files no request holds now (they are opened again when needed)."""
+        """Close the files no request holds now. The limiter stays usable by the
+        models that hold it, but from now on opens each file only for the moment it
+        needs it (a slot's while it is held): nothing closes a retired limiter's files
+        again, so none may stay open (:func:`endpoint_limiter` retires the oldest)."""
+        self._retired = True
         with self._lock:
             for index, descriptor in enumerate(self._slots):
                 if descriptor is not None and not self._held[index]:
@@ -210,6 +216,9 @@ class EndpointLimiter:
             descriptor = self._slots[index]
             if descriptor is not None:
                 fcntl.flock(descriptor, fcntl.LOCK_UN)
+                if self._retired:
+                    self._slots[index] = None
+                    os.close(descriptor)
 
     def _wake_first(self) -> None:
         """The new first in line starts looking at the files (under ``_lock``)."""
@@ -236,6 +245,9 @@ class EndpointLimiter:
         try:
             fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
+            if self._retired:
+                self._slots[index] = None
+                os.close(descriptor)
             return False
         self._held[index] = True
         self._handoffs[index] = 0
@@ -245,6 +257,8 @@ class EndpointLimiter:
 
     def blocked_until(self) -> float:
         """The wall-clock time (``time.time()``) before which no request should go out."""
+        if self._retired:
+            return self._blocked_until_once()
         try:
             descriptor = self._blocked_file()
             for _ in range(_TORN_LOOKS):
@@ -266,16 +280,38 @@ class EndpointLimiter:
             return until
         try:
             with self._blocked_lock:
-                descriptor = self._blocked_file()
-                fcntl.flock(descriptor, fcntl.LOCK_EX)
+                retired = self._retired
+                descriptor = _open_record_file(self.directory / _BLOCKED_UNTIL) if retired else self._blocked_file()
                 try:
-                    if until > self.blocked_until():
-                        os.pwrite(descriptor, _record(until), 0)
+                    fcntl.flock(descriptor, fcntl.LOCK_EX)
+                    try:
+                        if until > (self._blocked_until_once() if retired else self.blocked_until()):
+                            os.pwrite(descriptor, _record(until), 0)
+                    finally:
+                        fcntl.flock(descriptor, fcntl.LOCK_UN)
                 finally:
-                    fcntl.flock(descriptor, fcntl.LOCK_UN)
+                    if retired:
+                        os.close(descriptor)
         except OSError:
             pass  # the backoff is then this process's own, as before
         return until
+
+    def _blocked_until_once(self) -> float:
+        """:meth:`blocked_until` for a retired limiter: the file is opened, read and closed."""
+        try:
+            descriptor = os.open(self.directory / _BLOCKED_UNTIL, os.O_RDONLY)
+        except OSError:
+            return 0.0
+        try:
+            for _ in range(_TORN_LOOKS):
+                found = _parse_record(os.pread(descriptor, _RECORD_BYTES, 0))
+                if found is not None:
+                    return found
+        except OSError:
+            pass
+        finally:
+            os.close(descriptor)
+        return 0.0
 
     def wait_if_blocked(self, longest_s: float) -> float:
         """Sleep until the published block ends (at most ``longest_s``); the seconds slept."""
@@ -305,9 +341,18 @@ def _parse_record(data: bytes) -> float | None:
 
 
 def _open_record(path: Path) -> tuple[int, mmap.mmap | None]:
-    """The blocked-until file, grown to its fixed size under ``flock`` if it is new
-    (each process may be the first), and mapped to be read (``None`` where the
-    file system cannot map it)."""
+    """The blocked-until file (:func:`_open_record_file`), mapped to be read
+    (``None`` where the file system cannot map it)."""
+    descriptor = _open_record_file(path)
+    try:
+        return descriptor, mmap.mmap(descriptor, _RECORD_BYTES, mmap.MAP_SHARED, mmap.PROT_READ)
+    except (OSError, ValueError):
+        return descriptor, None
+
+
+def _open_record_file(path: Path) -> int:
+    """The blocked-until file, open to write, grown to its fixed size under
+    ``flock`` if it is new (each process may be the first; another may map it)."""
     descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         if os.fstat(descriptor).st_size < _RECORD_BYTES:
@@ -317,13 +362,10 @@ def _open_record(path: Path) -> tuple[int, mmap.mmap | None]:
                     os.pwrite(descriptor, b" " * _RECORD_BYTES, 0)
             finally:
                 fcntl.flock(descriptor, fcntl.LOCK_UN)
-        try:
-            return descriptor, mmap.mmap(descriptor, _RECORD_BYTES, mmap.MAP_SHARED, mmap.PROT_READ)
-        except (OSError, ValueError):
-            return descriptor, None
     except BaseException:
         os.close(descriptor)
         raise
+    return descriptor
 
 
 # --------------------------------------------------------------------------- the session directory
@@ -403,7 +445,8 @@ _LIMITERS: dict[tuple[Path, str, int | None], EndpointLimiter] = {}
 _LIMITERS_LOCK = threading.Lock()
 
 #: Limiters whose files stay open; past this many endpoints in one process (a test
-#: suite's scripted servers) the least recently built closes its idle files.
+#: suite's scripted servers) the least recently built is retired
+#: (:meth:`EndpointLimiter.close`): its models still use it, opening each file only while they need it.
 MAX_OPEN_LIMITERS = 64
 
 

@@ -332,3 +332,33 @@ def test_a_file_system_that_cannot_map_the_record_has_it_read(tmp_path: Path, mo
     assert reader.blocked_until() == 0.0
     until = writer.block_for(30.0)
     assert reader.blocked_until() == until
+
+
+def _open_descriptors() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/fd"), reason="needs /proc/self/fd")
+def test_a_retired_limiter_keeps_no_file_open_after_its_use(tmp_path: Path) -> None:
+    """A limiter retired by :func:`endpoint_limiter` (the oldest past its bound) is
+    still used by the models holding it; nothing closes it again, so whatever it
+    opens for a request is closed after that request: held, refused and backoff
+    files alike."""
+    limiter = EndpointLimiter(tmp_path, URL, 2)
+    with limiter.slot():
+        pass
+    limiter.blocked_until()
+    limiter.close()
+    before = _open_descriptors()
+    other = EndpointLimiter(tmp_path, URL, 2)
+    with other.slot(), other.slot():  # both slots held elsewhere: the retired one's looks are refused
+        assert limiter._take_free() is None
+    other.close()
+    assert _open_descriptors() - before == set()
+    before = _open_descriptors()
+    with limiter.slot():
+        assert len(_open_descriptors() - before) == 1  # the held slot's file, for as long as it is held
+    until = limiter.block_for(5.0)
+    assert limiter.blocked_until() == until
+    assert other.blocked_until() == until  # published to the others as before
+    assert _open_descriptors() - before == set()
