@@ -5,7 +5,6 @@ reply, a lost attempt or an unverified certificate."""
 
 from __future__ import annotations
 
-import http.client
 import json
 import shutil
 import socket
@@ -14,7 +13,6 @@ import subprocess
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -192,32 +190,6 @@ def test_the_request_goes_out_in_one_send_on_a_blocking_socket(
     assert connection._socket.gettimeout() is None
 
 
-def test_what_the_one_send_does_not_know_goes_to_http_client_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
-    """The one send overrides a private method of ``http.client``: a body it does not
-    handle (not bytes, chunked) or an argument a later Python adds goes to
-    ``http.client``'s own method unchanged, never raises in the override."""
-    delegated: list[tuple[object, tuple[Any, ...], dict[str, Any]]] = []
-
-    def stdlib(self: http.client.HTTPConnection, message_body: object = None, *args: Any, **kwargs: Any) -> None:
-        delegated.append((message_body, args, kwargs))
-
-    monkeypatch.setattr(http.client.HTTPConnection, "_send_output", stdlib)
-    connection = http11._HTTPConnection("127.0.0.1", 9)
-    sent: list[bytes] = []
-    monkeypatch.setattr(connection, "send", sent.append)
-    connection._buffer = [b"POST / HTTP/1.1", b"Content-Length: 2"]  # type: ignore[attr-defined]
-    connection._send_output(b"{}", encode_chunked=False)
-    assert sent == [b"POST / HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"] and delegated == []
-    connection._send_output(iter([b"{}"]), encode_chunked=True)
-    connection._send_output(b"{}", encode_chunked=False, a_later_argument=1)
-    connection._send_output(b"{}", False, 1)
-    assert [(body if isinstance(body, bytes) else "iterator", args, kwargs) for body, args, kwargs in delegated] == [
-        ("iterator", (), {"encode_chunked": True}),
-        (b"{}", (), {"encode_chunked": False, "a_later_argument": 1}),
-        (b"{}", (False, 1), {}),
-    ]
-
-
 def test_a_deadline_that_passes_while_connecting_ends_the_attempt_before_the_request(
     raw_server: Callable[..., _RawServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -239,8 +211,8 @@ def test_a_deadline_that_passes_while_connecting_ends_the_attempt_before_the_req
     attempt = Attempt()
     connecting = http11._blocking
 
-    def connected_as_the_deadline_passes(connection: http.client.HTTPConnection) -> None:
-        connecting(connection)
+    def connected_as_the_deadline_passes(sock: socket.socket) -> None:
+        connecting(sock)
         attempt.cancel()  # the watchdog, while the client is still in _open
 
     monkeypatch.setattr(http11, "_blocking", connected_as_the_deadline_passes)
