@@ -241,6 +241,8 @@ class DirectConnection:
                 searched = max(0, len(data) - 3)
                 data += more
             head_end, body_start = end
+            if head_end > MAX_HEAD_BYTES:
+                raise _bad("LineTooLong", f"the reply's head is over {MAX_HEAD_BYTES:,} bytes")
             status, version, headers = _parse_head(data[:head_end])
             if not 100 <= status < 200:
                 break

@@ -11,7 +11,7 @@ import socket
 import ssl
 import subprocess
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,79 +25,11 @@ from pytest_evomemory.models.openai_compat import OpenAICompatibleModel
 from pytest_evomemory.models.transport import ProxiedConnection, shared_connection
 from pytest_evomemory.testing.scripted_server import final_answer
 
+from .rawserver import RawServer, Reader
+
 MESSAGES = [{"role": "user", "content": "What is 2 + 2?"}]
 REPLY = json.dumps(final_answer("4")).encode()
 PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY")
-
-#: Serves one connection: given the socket and its reader, answers requests until it returns.
-Handler = Callable[[socket.socket, "_Reader"], None]
-
-
-class _Reader:
-    """Reads whole HTTP requests (head and Content-Length body) off a socket."""
-
-    def __init__(self, connection: socket.socket) -> None:
-        self.file = connection.makefile("rb")
-        #: the last request's headers, names in lower case
-        self.headers: dict[str, str] = {}
-
-    def request(self) -> tuple[str, bytes] | None:
-        line = self.file.readline()
-        if not line:
-            return None
-        self.headers = {}
-        while (header := self.file.readline()) not in (b"\r\n", b""):
-            name, _, value = header.decode("latin-1").partition(":")
-            self.headers[name.strip().lower()] = value.strip()
-        return line.decode("latin-1").strip(), self.file.read(int(self.headers.get("content-length", "0")))
-
-
-class _RawServer:
-    """A listener on 127.0.0.1 whose every connection runs ``handler`` on a thread."""
-
-    def __init__(self, handler: Handler, context: ssl.SSLContext | None = None) -> None:
-        self.listener = socket.create_server(("127.0.0.1", 0))
-        self.port = self.listener.getsockname()[1]
-        self.connections = 0
-        self.request_lines: list[str] = []
-        self._handler = handler
-        self._context = context
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while True:
-            try:
-                connection, _ = self.listener.accept()
-            except OSError:
-                return
-            self.connections += 1
-            threading.Thread(target=self._serve, args=(connection,), daemon=True).start()
-
-    def _serve(self, connection: socket.socket) -> None:
-        try:
-            if self._context is not None:
-                connection = self._context.wrap_socket(connection, server_side=True)
-            with connection:
-                self._handler(connection, _Reader(connection))
-        except (OSError, ssl.SSLError):
-            pass  # the client hung up or refused the certificate
-
-    def close(self) -> None:
-        self.listener.close()
-
-
-@pytest.fixture
-def raw_server() -> Iterator[Callable[..., _RawServer]]:
-    started: list[_RawServer] = []
-
-    def start(handler: Handler, context: ssl.SSLContext | None = None) -> _RawServer:
-        server = _RawServer(handler, context)
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.close()
 
 
 @pytest.fixture(autouse=True)
@@ -121,8 +53,8 @@ def _ok(body: bytes = REPLY, extra: bytes = b"") -> bytes:
     )
 
 
-def test_a_kept_alive_connection_carries_every_call(raw_server: Callable[..., _RawServer]) -> None:
-    def handler(connection: socket.socket, reader: _Reader) -> None:
+def test_a_kept_alive_connection_carries_every_call(raw_server: Callable[..., RawServer]) -> None:
+    def handler(connection: socket.socket, reader: Reader) -> None:
         while reader.request() is not None:
             connection.sendall(_ok())
 
@@ -136,13 +68,13 @@ def test_a_kept_alive_connection_carries_every_call(raw_server: Callable[..., _R
 
 
 def test_a_connection_the_server_closed_while_idle_is_replaced_without_a_failed_attempt(
-    raw_server: Callable[..., _RawServer],
+    raw_server: Callable[..., RawServer],
 ) -> None:
     """The server answers one request per connection and hangs up without saying so
     (no ``Connection: close``): the next call opens a new connection, first time."""
     closed = threading.Semaphore(0)
 
-    def handler(connection: socket.socket, reader: _Reader) -> None:
+    def handler(connection: socket.socket, reader: Reader) -> None:
         reader.request()
         connection.sendall(_ok())
         connection.shutdown(socket.SHUT_RDWR)
@@ -157,7 +89,7 @@ def test_a_connection_the_server_closed_while_idle_is_replaced_without_a_failed_
 
 
 def test_the_request_goes_out_in_one_send_on_a_blocking_socket(
-    raw_server: Callable[..., _RawServer], monkeypatch: pytest.MonkeyPatch
+    raw_server: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Head and body in one ``sendall``, and no per-operation timeout once connected
     (each is a system call that hands the interpreter lock to another chain; the
@@ -171,7 +103,7 @@ def test_the_request_goes_out_in_one_send_on_a_blocking_socket(
             sends.append(bytes(data))
         original(self, data, *args)
 
-    def handler(connection: socket.socket, reader: _Reader) -> None:
+    def handler(connection: socket.socket, reader: Reader) -> None:
         while reader.request() is not None:
             connection.sendall(_ok())
 
@@ -191,7 +123,7 @@ def test_the_request_goes_out_in_one_send_on_a_blocking_socket(
 
 
 def test_a_deadline_that_passes_while_connecting_ends_the_attempt_before_the_request(
-    raw_server: Callable[..., _RawServer], monkeypatch: pytest.MonkeyPatch
+    raw_server: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The watchdog's abort shuts down the socket of the request under way; while
     the connection is still being made there is none to shut down, and the
@@ -201,7 +133,7 @@ def test_a_deadline_that_passes_while_connecting_ends_the_attempt_before_the_req
     settled = threading.Event()
     hang_up = threading.Event()
 
-    def handler(connection: socket.socket, reader: _Reader) -> None:
+    def handler(connection: socket.socket, reader: Reader) -> None:
         if reader.request() is not None:
             outcome.append("the request was sent")
             settled.set()
@@ -235,11 +167,11 @@ def test_a_deadline_that_passes_while_connecting_ends_the_attempt_before_the_req
         client.close()
 
 
-def test_a_chunked_reply_is_read_whole_and_counted_against_the_limit(raw_server: Callable[..., _RawServer]) -> None:
+def test_a_chunked_reply_is_read_whole_and_counted_against_the_limit(raw_server: Callable[..., RawServer]) -> None:
     answer = "4" * 3000
     reply = json.dumps(final_answer(answer)).encode()
 
-    def handler(connection: socket.socket, reader: _Reader) -> None:
+    def handler(connection: socket.socket, reader: Reader) -> None:
         while reader.request() is not None:
             head = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
             parts = [reply[start:start + 700] for start in range(0, len(reply), 700)]
@@ -253,10 +185,10 @@ def test_a_chunked_reply_is_read_whole_and_counted_against_the_limit(raw_server:
         OpenAICompatibleModel(_config(url, max_reply_bytes=1024, timeout_s=6.0)).complete(MESSAGES, [])
 
 
-def test_a_reply_cut_short_is_a_connection_error_not_a_reply(raw_server: Callable[..., _RawServer]) -> None:
+def test_a_reply_cut_short_is_a_connection_error_not_a_reply(raw_server: Callable[..., RawServer]) -> None:
     """The body ends (the server hangs up) before its announced length: retried, never parsed."""
 
-    def handler(connection: socket.socket, reader: _Reader) -> None:
+    def handler(connection: socket.socket, reader: Reader) -> None:
         reader.request()
         whole = _ok()
         connection.sendall(whole[: len(whole) - 5])
@@ -268,10 +200,10 @@ def test_a_reply_cut_short_is_a_connection_error_not_a_reply(raw_server: Callabl
     assert server.connections == 2
 
 
-def test_headers_of_every_request(raw_server: Callable[..., _RawServer], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_headers_of_every_request(raw_server: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch) -> None:
     seen: list[bytes] = []
 
-    def handler(connection: socket.socket, reader: _Reader) -> None:
+    def handler(connection: socket.socket, reader: Reader) -> None:
         head = b""
         while not head.endswith(b"\r\n\r\n"):
             head += connection.recv(1)
@@ -297,14 +229,14 @@ def test_headers_of_every_request(raw_server: Callable[..., _RawServer], monkeyp
 
 
 def test_a_proxy_variable_sends_the_request_through_the_proxy(
-    raw_server: Callable[..., _RawServer], monkeypatch: pytest.MonkeyPatch
+    raw_server: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """With a proxy set, httpx2 reads the variables (NO_PROXY too) and the request
     goes to the proxy in absolute form, as the openai SDK would send it."""
 
     sent_headers: list[dict[str, str]] = []
 
-    def handler(connection: socket.socket, reader: _Reader) -> None:
+    def handler(connection: socket.socket, reader: Reader) -> None:
         while (request := reader.request()) is not None:
             proxy.request_lines.append(request[0])
             sent_headers.append(reader.headers)
@@ -339,7 +271,7 @@ def _self_signed(directory: Path) -> tuple[Path, Path]:
 
 
 def test_an_https_endpoint_is_verified(
-    raw_server: Callable[..., _RawServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    raw_server: Callable[..., RawServer], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """An untrusted certificate fails the call; a trusted one for another host name does
     too; trusted and matching, the reply comes back over TLS."""
@@ -347,7 +279,7 @@ def test_an_https_endpoint_is_verified(
     served = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     served.load_cert_chain(cert, key)
 
-    def handler(connection: socket.socket, reader: _Reader) -> None:
+    def handler(connection: socket.socket, reader: Reader) -> None:
         while reader.request() is not None:
             connection.sendall(_ok())
 
