@@ -284,6 +284,9 @@ class OpenAICompatibleModel:
 #: would each run (and be recorded) within one step that ``max_steps`` cannot bound.
 MAX_TOOL_CALLS_PER_REPLY = 64
 
+#: A parsed reply's objects are dicts: checked first, as the ABC check costs more.
+_MAPPING = (dict, Mapping)
+
 #: How much of a server's words an error quotes.
 MAX_QUOTE_CHARS = 500
 
@@ -357,7 +360,7 @@ def completion_from_json(payload: Any) -> ChatCompletion:
     Text is kept as given except NUL and lone surrogates (``"\\ud800"`` is valid
     JSON but no character), which become U+FFFD so that every artefact can hold it.
     """
-    if not isinstance(payload, Mapping):
+    if not isinstance(payload, _MAPPING):
         raise ModelError(f"the reply is JSON but not an object: {_preview_json(payload)}")
     choices = payload.get("choices")
     if not isinstance(choices, list) or not choices:
@@ -366,8 +369,8 @@ def completion_from_json(payload: Any) -> ChatCompletion:
             raise ModelError(f"the reply carries an error instead of choices: {_preview_json(error)}")
         raise ModelError("the model server returned a response without choices")
     choice = choices[0]
-    message = choice.get("message") if isinstance(choice, Mapping) else None
-    if not isinstance(message, Mapping):
+    message = choice.get("message") if isinstance(choice, _MAPPING) else None
+    if not isinstance(message, _MAPPING):
         raise ModelError(f"the reply's first choice has no message: {_preview_json(choice)}")
     calls: list[ModelToolCall] = []
     raw_calls = message.get("tool_calls") or []
@@ -379,8 +382,8 @@ def completion_from_json(payload: Any) -> ChatCompletion:
             f"{MAX_TOOL_CALLS_PER_REPLY} are run per reply"
         )
     for index, call in enumerate(raw_calls):
-        function = call.get("function") if isinstance(call, Mapping) else None
-        if not isinstance(function, Mapping):  # non-function tool calls (e.g. "custom") are not ours
+        function = call.get("function") if isinstance(call, _MAPPING) else None
+        if not isinstance(function, _MAPPING):  # non-function tool calls (e.g. "custom") are not ours
             continue
         name = function.get("name")
         if not isinstance(name, str) or not name:
@@ -394,7 +397,7 @@ def completion_from_json(payload: Any) -> ChatCompletion:
             id=storable(str(call.get("id") or f"call_{index}")), name=storable(name), arguments=storable_json_text(arguments)
         ))
     reported = payload.get("usage")
-    usage: Mapping[str, Any] = reported if isinstance(reported, Mapping) else {}
+    usage: Mapping[str, Any] = reported if isinstance(reported, _MAPPING) else {}
     finish_reason = choice.get("finish_reason")
     content = _content_text(message.get("content"))
     reported_model = payload.get("model")
@@ -414,7 +417,7 @@ def _content_text(content: Any) -> str | None:
     if content is None or isinstance(content, str):
         return content
     if isinstance(content, list):  # [{"type": "text", "text": ...}, ...]
-        parts = [part.get("text") for part in content if isinstance(part, Mapping)]
+        parts = [part.get("text") for part in content if isinstance(part, _MAPPING)]
         return "".join(part for part in parts if isinstance(part, str))
     raise ModelError(f"the reply's message content is neither text nor text parts: {_preview_json(content)}")
 
