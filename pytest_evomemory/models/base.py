@@ -2,8 +2,9 @@
 
 ``ChatModel.complete`` takes OpenAI-style chat messages and tool schemas and returns
 one assistant message. Providers (:data:`~.factory.PROVIDERS`): :mod:`.openai_compat`
-(any OpenAI-compatible HTTP endpoint, over ``httpx2``), :mod:`.local` (a GGUF
-model in-process through llama-cpp-python) and :mod:`.mock` (the dry-run model).
+(any OpenAI-compatible HTTP endpoint, over :mod:`.http11`, or ``httpx2`` behind a
+proxy), :mod:`.local` (a GGUF model in-process through llama-cpp-python) and
+:mod:`.mock` (the dry-run model).
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ chains in one process each is one more turn for the interpreter lock. The watchd
 costs nothing per call: every deadline is later than the ones before it, so
 registering one never wakes it.
 
-This module knows nothing of HTTP, so any transport (``http.client`` or ``httpx2``
+This module knows nothing of HTTP, so any transport (plain sockets or ``httpx2``
 today, :mod:`.transport`) gets the same deadline by reporting its progress to the
 :class:`Attempt` it is given and registering how to abort it.
 """

@@ -5,7 +5,7 @@ before any task (:func:`check_model_environment`, where the session opens: in
 pytest-xdist's controller too, before it starts the workers). A module of its own,
 apart from the client (:mod:`.openai_compat`) and its transports (:mod:`.transport`),
 which use these: the check costs a process that never calls a model none of the
-HTTP stack (``http.client`` and ``ssl``, some 30 ms of CPU).
+HTTP stack (``ssl``, the transports, ``httpx2`` behind a proxy).
 """
 
 from __future__ import annotations

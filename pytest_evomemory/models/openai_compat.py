@@ -1,8 +1,8 @@
 """A ChatModel over any OpenAI-compatible endpoint: one ``POST /chat/completions``.
 
-The request goes out on a kept-alive connection of the standard library's
-``http.client`` (through ``httpx2``, the HTTP client the ``openai`` SDK itself is
-built on, where a proxy is set: :mod:`.transport`) rather than through the SDK: we
+The request goes out on a kept-alive connection of our own (:mod:`.http11`, plain
+sockets; through ``httpx2``, the HTTP client the ``openai`` SDK itself is built
+on, where a proxy is set: :mod:`.transport`) rather than through the SDK: we
 already did our own retries, backoff and error reporting, and sent the body as
 plain JSON, so the SDK's remaining work was one POST, while importing it cost
 about 0.35 s of CPU in every process, paid by every pytest-xdist worker before its
