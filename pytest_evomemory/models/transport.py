@@ -15,16 +15,18 @@ from __future__ import annotations
 
 import atexit
 import socket
-import ssl
 import threading
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..core.errors import ConfigError
 from ..util.redaction import redact
 from .deadline import Attempt
 from .endpoint import proxied, proxy_problem
 from .http11 import BadEndpoint, DirectConnection, NetworkTimeout, Reply, TransportError, read_body
+
+if TYPE_CHECKING:  # a plain-HTTP endpoint never needs the module (4 ms to import)
+    import ssl
 
 
 class Connection(Protocol):
@@ -151,7 +153,7 @@ def shared_connection(endpoint: str, timeout_s: float) -> Connection:
                 found = ProxiedConnection(endpoint, timeout_s)
             else:
                 verify = tls_for(endpoint)
-                found = DirectConnection(endpoint, timeout_s, verify if isinstance(verify, ssl.SSLContext) else None)
+                found = DirectConnection(endpoint, timeout_s, None if isinstance(verify, bool) else verify)
             _CONNECTIONS[key] = found
         return found
 

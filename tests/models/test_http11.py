@@ -12,7 +12,12 @@ a CRLF after a chunk) must give the same reply. Nothing here depends on timing.
 
 from __future__ import annotations
 
+import json
+import os
 import socket
+import subprocess
+import sys
+import textwrap
 import threading
 from collections.abc import Callable, Iterator
 
@@ -235,3 +240,28 @@ def test_the_request_names_the_host_as_http_client_did() -> None:
     assert http11._host_header("::1", 443, https=True) == "Host: [::1]"
     assert http11._host_header("::1", 80, https=True) == "Host: [::1]:80"
     assert http11._host_header("bücher.example", 8080, https=False) == "Host: xn--bcher-kva.example:8080"
+
+
+def test_a_plain_http_call_loads_no_http_client_ssl_or_idna(raw_server: Callable[..., RawServer]) -> None:
+    """Every process that calls a model pays for what its first call imports: the
+    direct connection needs neither ``http.client`` (with the ``email`` package that
+    parsed its headers) nor ``ssl`` nor the IDNA codec (a ``str`` host given to
+    ``getaddrinfo``) for an ``http://`` endpoint. Checked in a fresh interpreter, by
+    module name."""
+
+    def handler(connection: socket.socket, reader: Reader) -> None:
+        while reader.request() is not None:
+            connection.sendall(_length(b'{"choices": [{"message": {"content": "4"}}]}'))
+
+    server = raw_server(handler)
+    code = textwrap.dedent(f"""
+        import json, sys
+        from pytest_evomemory.config import ModelConfig
+        from pytest_evomemory.models.openai_compat import OpenAICompatibleModel
+        config = ModelConfig(base_url="http://127.0.0.1:{server.port}/v1", model="m", api_key_env=None, cache=False)
+        assert OpenAICompatibleModel(config).complete([{{"role": "user", "content": "2 + 2?"}}], []).content == "4"
+        print(json.dumps([name for name in ("http.client", "email.parser", "ssl", "encodings.idna") if name in sys.modules]))
+    """)
+    env = {name: value for name, value in os.environ.items() if "proxy" not in name.lower()}
+    done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env)
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []
