@@ -39,7 +39,7 @@ Price = Annotated[float, Field(ge=0.0, le=1_000_000.0)]
 class Pricing(BaseModel):
     """US dollars per million input (prompt) and output (completion) tokens."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False, defer_build=True)
 
     input_per_million: Price
     output_per_million: Price

@@ -42,6 +42,8 @@ class ControllerPlugin:
         self.pytest_session: pytest.Session | None = None
         #: the benchmark failed the session (a gate missed, results not written)
         self._failed_by_benchmark = False
+        #: the end's loads are queued (at the first task's report)
+        self._finish_queued = False
         if distributes(config) and config.getvalue("dist") == "each":
             # Every worker would run every stream: each task scored several times over.
             raise pytest.UsageError(
@@ -94,6 +96,12 @@ class ControllerPlugin:
     # ----- records
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        if not self._finish_queued:
+            # the first task's report: the streams are under way (xdist's workers past
+            # their start-up), so the end's loads take no process's start-up CPU and
+            # are done before the last reply instead of after it
+            self._finish_queued = True
+            self.session.load_finish_ahead()
         records = from_wires(getattr(report, "evomemory_records", None))
         if not records and report.failed and report.when not in ("setup", "teardown"):
             # no record at all (xdist reports a crash with when "???"): the process running the task died
@@ -157,6 +165,7 @@ class ControllerPlugin:
         shield_interrupts()
 
     def pytest_unconfigure(self, config: pytest.Config) -> None:
+        self.session.driver.ahead.join()  # the process must not end while a thread imports
         self.session.state.termination.uninstall()
         self.session.release()
         lift_shield()

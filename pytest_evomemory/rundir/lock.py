@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ConfigDict
 
 from ..core import boundedread
 from ..core.errors import named
@@ -21,6 +21,8 @@ from .writer import utc_now
 class LockOwner(BaseModel):
     """.lock.owner: who holds a run directory's lock, for the message a second run
     gets. Read as it was written, whatever it holds (a damaged one still names what it can)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     pid: Any = None
     started: Any = "?"

@@ -120,7 +120,7 @@ class _Selection(BaseModel):
     """run.json's ``run.selection``: the limit and streams the command line gave, as
     recorded (each checked where it is used: a damaged one is not the command line's)."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     limit: Any = None
     streams: Any = None

@@ -148,7 +148,7 @@ class _DataFile(BaseModel):
     """What a resume reads of a stream's provenance (run.json's ``streams[].provenance``,
     the stream's own now): whether its file is pinned, its SHA-256 and its path."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     pinned: Any = None
     sha256: Any = None

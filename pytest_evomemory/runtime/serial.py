@@ -24,7 +24,7 @@ from .arm import Arm
 from .chains import Lane, LaneRunner, chains_in_flight, exclusive_parts, plan_lanes
 from .notrun import NotRun
 from .records import Record
-from .run import AgentFactoryFn, MemoryFactoryFn, prepare_finish
+from .run import AgentFactoryFn, MemoryFactoryFn
 from .session import Outcome, Session
 from .signals import shield_interrupts
 from .stream import drive
@@ -240,8 +240,7 @@ class _Chains:
         """Queue what the session's end needs (:func:`.run.prepare_finish`) after
         what the episodes need (:meth:`.StreamDriver.start_stream` queued that): all
         loaded while the chains wait on the network (:mod:`.ahead`)."""
-        reports = self.session.plan.reports
-        self.session.driver.ahead.add("finish", lambda: prepare_finish(reports))
+        self.session.load_finish_ahead()
 
     def prepared(self) -> None:
         """Wait for what was loaded ahead (a short load; the process must not end

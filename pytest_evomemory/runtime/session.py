@@ -39,6 +39,7 @@ from .modelside import ModelSide
 from .outcome import EXIT_FAILED, EXIT_INTERRUPTED, EXIT_NO_TASKS, EXIT_OK, EXIT_USAGE, Outcome
 from .plan import SessionPlan, SessionSetup, Task
 from .reports import Reports
+from .run import prepare_finish
 from .sessionstate import SessionState
 
 
@@ -79,6 +80,17 @@ class Session:
                 f"{where!r}: {error.strerror or error}; check the paths given in the options and the run "
                 f"config (output directory, {setup.flags('compare')}, {setup.flags('resume')})"
             ) from None
+
+    def load_finish_ahead(self) -> None:
+        """Queue what the session's end needs (:func:`.run.prepare_finish`: the
+        summary's and the comparison's models, the pages' modules) on the driver's
+        load-ahead thread, behind what the episodes queued (:mod:`.ahead`). A driver
+        calls it once its chains are under way and wait on the network: earlier, on
+        two cores, it would take CPU from the start-up of the processes that run them
+        (xdist's workers); left to the end, it falls between the last model reply and
+        the session's end."""
+        reports = self.plan.reports
+        self.driver.ahead.add("finish", lambda: prepare_finish(reports))
 
     def release(self) -> None:
         """Unlock every run directory and close the shared directory and cost cap
