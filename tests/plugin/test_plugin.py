@@ -412,3 +412,45 @@ def test_dist_each_is_refused_before_any_worker_runs_a_stream(pytester: pytest.P
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*evomemory: --dist each would run every stream on every worker*"])
     assert not (pytester.path / "evomemory-results" / "sample_memory" / "scores.jsonl").exists()
+
+
+def test_the_controller_queues_the_end_s_loads_at_the_first_task_s_report(pytester: pytest.Pytester) -> None:
+    """Not during start-up (on two cores it would take CPU from xdist's workers
+    starting), and not left to the end (after the last model reply): from the first
+    task's report, on the load-ahead thread (docs/performance.md)."""
+    # a plugin, not a conftest: the items live in the installed package, outside the
+    # conftest's directory, so its per-item hooks would not be called
+    pytester.makepyfile(queuecheck="""
+        import json
+
+        import pytest
+
+        from pytest_evomemory.plugin.stash import SESSION_KEY
+
+        seen = []
+        configs = []
+
+        def _queued():
+            return "finish" in configs[0].stash[SESSION_KEY].driver.ahead._added
+
+        def pytest_configure(config):
+            configs.append(config)
+
+        def pytest_collection_finish(session):
+            seen.append(["collected", _queued()])
+
+        @pytest.hookimpl(trylast=True)
+        def pytest_runtest_logreport(report):
+            if len(seen) == 1:
+                seen.append([report.when, _queued()])
+
+        def pytest_unconfigure(config):
+            with open("queued.json", "w") as out:
+                json.dump(seen, out)
+    """)
+    pytester.syspathinsert()
+    result = pytester.runpytest(
+        f"--evomemory-config={SAMPLE_MEMORY_RUN}", "-p", "no:randomly", "-p", "queuecheck", "--evomemory-limit=1"
+    )
+    result.assert_outcomes(passed=2)
+    assert json.loads((pytester.path / "queued.json").read_text()) == [["collected", False], ["setup", True]]

@@ -9,9 +9,12 @@ import sys
 import threading
 from pathlib import Path
 
+import pytest
+
 from pytest_evomemory.memory import InProcessMemory
 from pytest_evomemory.options import CLI_FLAGS, SessionOptions
 from pytest_evomemory.reporting.reports import REPORTS
+from pytest_evomemory.runtime import session as session_module
 from pytest_evomemory.runtime.ahead import LoadAhead
 from pytest_evomemory.runtime.session import Session, SessionSetup
 
@@ -57,6 +60,26 @@ def test_a_stream_opened_by_the_driver_queues_its_memory_and_the_records(tmp_pat
         assert ("memory", InProcessMemory) in session.driver.ahead._added
         assert "records" in session.driver.ahead._added
         assert live.memory is not None and isinstance(live.memory.backend, InProcessMemory)
+    finally:
+        session.release()
+
+
+def test_the_finish_is_queued_once_behind_what_the_episodes_queued(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """:meth:`Session.load_finish_ahead` (both drivers call it once their chains are
+    under way) queues :func:`prepare_finish` behind a stream's own loads, once."""
+    options = SessionOptions(configs=(str(SAMPLE_MEMORY_RUN),), output_dir=str(tmp_path), limit=1)
+    session = Session.open(SessionSetup(options, CLI_FLAGS, tmp_path, writes=False), reports=REPORTS)
+    try:
+        ran: list[str] = []
+        monkeypatch.setattr(session_module, "prepare_finish", lambda reports: ran.append(f"finish {reports is REPORTS}"))
+        held = threading.Event()
+        session.driver.ahead.add("held", lambda: (held.wait(), ran.append("episodes")))
+        session.load_finish_ahead()
+        session.load_finish_ahead()
+        session.driver.ahead.add("after", lambda: ran.append("after"))
+        held.set()
+        session.driver.ahead.join()
+        assert ran == ["episodes", "finish True", "after"]
     finally:
         session.release()
 
