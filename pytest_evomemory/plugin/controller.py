@@ -126,6 +126,9 @@ class ControllerPlugin:
         return (yield)
 
     def _finish(self, session: pytest.Session) -> None:
+        # what the thread loads ahead is loaded by then (it started at the first
+        # task's report); if not, wait for it rather than import the same modules beside it
+        self.session.driver.ahead.join()
         interrupted = session.exitstatus == pytest.ExitCode.INTERRUPTED or self.session.state.termination.terminated
         if not interrupted:
             if session.shouldfail and self.config.getoption("maxfail", 0):
