@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
@@ -52,6 +53,39 @@ def _package_versions() -> dict[str, str | None]:
     return versions
 
 
+#: the run files that hold records of several streams (each transcript is one stream's)
+_SEVERAL_STREAMS = (RESPONSES, EVENTS)
+
+
+class _Appended:
+    """The lines a writer appended to a file of several streams' records, in order:
+    each one's stream and length (a few bytes a line, not the records), so that
+    :meth:`RunWriter.finalize_streams` orders the file without parsing every line again."""
+
+    def __init__(self) -> None:
+        self._names: dict[str | None, int] = {}
+        self._streams = array("L")
+        self._sizes = array("Q")
+
+    def add(self, stream: object, size: int) -> None:
+        name = stream if isinstance(stream, str) else None
+        number = self._names.get(name)
+        if number is None:
+            number = self._names[name] = len(self._names)
+        self._streams.append(number)
+        self._sizes.append(size)
+
+    def are(self, lines: Sequence[str], size: int) -> bool:
+        """Whether ``lines`` (the file's, ``size`` characters in all) are the ones
+        appended: as many, as long in all. A line added, removed or cut since (by a
+        hand, another process) sends the file to be read for its streams instead."""
+        return len(lines) == len(self._sizes) and sum(self._sizes) == size
+
+    def streams(self) -> Iterator[str | None]:
+        names = list(self._names)
+        return (names[number] for number in self._streams)
+
+
 class RunWriter:
     """Appends records to the run directory; only one process (the controller) writes.
 
@@ -68,6 +102,9 @@ class RunWriter:
         #: appended, and the files whose lines came out of stream order
         self._last_stream: dict[str, str] = {}
         self._interleaved: set[str] = set()
+        #: per such file, the lines this writer appended (:class:`_Appended`); None once
+        #: the file holds lines it did not append (a resume's kept records)
+        self._lines: dict[str, _Appended | None] = {}
         self.failure: str | None = None
         self._guard(lambda: (self.run_dir / TRANSCRIPTS).mkdir(parents=True, exist_ok=True))
 
@@ -94,12 +131,19 @@ class RunWriter:
                 "this point are kept"
             )
 
-    def _append(self, relative: str, record: Mapping[str, Any] | RunDoc) -> None:
+    def _append(self, relative: str, record: Mapping[str, Any] | RunDoc, stream: object = None) -> None:
         """One record, appended whole by one ``write`` of the unbuffered file (what a
-        text file's write and flush came to, without its two layers of buffers)."""
+        text file's write and flush came to, without its two layers of buffers);
+        ``stream``: the record's, in a file of several streams' records."""
         if self.failure is not None:
             return
         line = (dumps(record) + "\n").encode("ascii")
+        if relative in _SEVERAL_STREAMS:
+            if relative not in self._lines:
+                self._lines[relative] = _Appended()
+            appended = self._lines[relative]
+            if appended is not None:
+                appended.add(stream, len(line))
         try:
             handle = self._files.get(relative)
             if handle is None:
@@ -127,7 +171,7 @@ class RunWriter:
         """A response: its line in responses.jsonl, its messages in its stream's transcript."""
         self._note_stream(RESPONSES, response.stream)
         line, transcript = response.written_lines()
-        self._append(RESPONSES, line)
+        self._append(RESPONSES, line, response.stream)
         self._append(f"{TRANSCRIPTS}/{response.stream}.jsonl", transcript)
 
     def add_score(self, scored: Score) -> None:
@@ -136,7 +180,7 @@ class RunWriter:
     def add_event(self, event: Record) -> None:
         wire = event.wire()
         self._note_stream(EVENTS, wire.get("stream"))
-        self._append(EVENTS, wire)
+        self._append(EVENTS, wire, wire.get("stream"))
 
     def finalize_scores(self, scored: Sequence[Score], stream_order: Sequence[str]) -> None:
         """Put scores.jsonl in stream order (arrival order differs under xdist).
@@ -167,11 +211,15 @@ class RunWriter:
             if not path.is_file():
                 continue
 
-            def rewrite(path: Path = path) -> None:
-                lines = path.read_text(encoding="ascii").splitlines(keepends=True)
+            def rewrite(path: Path = path, appended: _Appended | None = self._lines.get(relative)) -> None:
+                text = path.read_text(encoding="ascii")
+                lines = text.splitlines(keepends=True)
+                if appended is not None and appended.are(lines, len(text)):
+                    streams: Iterable[object] = appended.streams()  # the lines this writer appended
+                else:  # lines it did not write (changed by a hand): read for their streams
+                    streams = (json.loads(line).get("stream") if line.strip() else None for line in lines)
                 keys, previous = [], len(rank)
-                for line in lines:
-                    stream = json.loads(line).get("stream") if line.strip() else None
+                for stream in streams:
                     previous = rank.get(stream, len(rank)) if isinstance(stream, str) else previous
                     keys.append(previous)
                 order = sorted(range(len(lines)), key=keys.__getitem__)  # stable: each stream's own order
@@ -179,10 +227,12 @@ class RunWriter:
 
             self._guard(rewrite)
         self._interleaved.clear()
+        self._lines.clear()  # the files are in order now, as no append left them
 
     def restart_from(self, state: ResumeState) -> None:
         """Resume: keep only the completed episodes' records, dropping torn ones."""
         self._interleaved |= {RESPONSES, EVENTS}  # the interrupted run's may have interleaved
+        self._lines.update(dict.fromkeys(_SEVERAL_STREAMS))  # lines this writer did not append
         self.close()
         kept = {(r.stream, r.task_id) for r in state.responses}
 
@@ -200,6 +250,8 @@ class RunWriter:
     def write_records(self, relative: str, records: Iterable[Mapping[str, Any] | RunDoc]) -> None:
         """Write a whole JSONL file of the run at once (the merge of shards' runs)."""
         target = self.run_dir / relative
+        if relative in _SEVERAL_STREAMS:
+            self._lines[relative] = None  # lines this writer did not append
 
         def write() -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
