@@ -119,7 +119,10 @@ class RunDoc(BaseModel):
         model = type(self)
         # most documents (a usage, a tool call) leave nothing out, and every record the
         # run writes passes here once per nested document: that is decided once per class
-        if model in _WRITES_ALL or not isinstance(data, dict) or _writes_all(model):
+        writes_all = _WRITES_ALL.get(model)
+        if writes_all is None:
+            writes_all = _WRITES_ALL[model] = not (model.AS_GIVEN or model.OMIT_UNSET or _omitted_keys(model))
+        if writes_all or not isinstance(data, dict):
             return data
         if self.AS_GIVEN:
             given = self.model_fields_set
@@ -146,17 +149,9 @@ class RunDoc(BaseModel):
         return (self.__pydantic_extra__ or {}).get(key, default)
 
 
-#: the document classes that write every field as serialized (:func:`_writes_all`)
-_WRITES_ALL: set[type[RunDoc]] = set()
-
-
-def _writes_all(model: type[RunDoc]) -> bool:
-    """Whether ``model`` leaves nothing out (no ``AS_GIVEN``, ``OMIT_UNSET`` or
-    ``OMIT_NONE``): remembered in :data:`_WRITES_ALL` when so."""
-    if model.AS_GIVEN or model.OMIT_UNSET or _omitted_keys(model):
-        return False
-    _WRITES_ALL.add(model)
-    return True
+#: per document class, whether it writes every field as serialized (no ``AS_GIVEN``,
+#: ``OMIT_UNSET`` or ``OMIT_NONE``), worked out at its first serialization
+_WRITES_ALL: dict[type[RunDoc], bool] = {}
 
 
 @cache
