@@ -210,22 +210,7 @@ class RunWriter:
             path = self.run_dir / relative
             if not path.is_file():
                 continue
-
-            def rewrite(path: Path = path, appended: _Appended | None = self._lines.get(relative)) -> None:
-                text = path.read_text(encoding="ascii")
-                lines = text.splitlines(keepends=True)
-                if appended is not None and appended.are(lines, len(text)):
-                    streams: Iterable[object] = appended.streams()  # the lines this writer appended
-                else:  # lines it did not write (changed by a hand): read for their streams
-                    streams = (json.loads(line).get("stream") if line.strip() else None for line in lines)
-                keys, previous = [], len(rank)
-                for stream in streams:
-                    previous = rank.get(stream, len(rank)) if isinstance(stream, str) else previous
-                    keys.append(previous)
-                order = sorted(range(len(lines)), key=keys.__getitem__)  # stable: each stream's own order
-                write_atomically(path, (lines[index] for index in order), encoding="ascii")
-
-            self._guard(rewrite)
+            self._guard(functools.partial(_order_by_stream, path, rank, self._lines.get(relative)))
         self._interleaved.clear()
         self._lines.clear()  # the files are in order now, as no append left them
 
@@ -286,6 +271,25 @@ class RunWriter:
         for relative in list(self._files):
             self._close(relative)
 
+
+
+def _order_by_stream(path: Path, rank: Mapping[str, int], appended: _Appended | None) -> None:
+    """Rewrite a JSONL file of several streams' records with each stream's lines
+    together in ``rank`` order, each stream's in the order they came (a stable sort);
+    a line without a stream stays after the line before it. The lines' streams are
+    the ones ``appended`` noted while they are the file's lines, else read from them."""
+    text = path.read_text(encoding="ascii")
+    lines = text.splitlines(keepends=True)
+    if appended is not None and appended.are(lines, len(text)):
+        streams: Iterable[object] = appended.streams()  # the lines this writer appended
+    else:  # lines it did not write (changed by a hand): read for their streams
+        streams = (json.loads(line).get("stream") if line.strip() else None for line in lines)
+    keys, previous = [], len(rank)
+    for stream in streams:
+        previous = rank.get(stream, len(rank)) if isinstance(stream, str) else previous
+        keys.append(previous)
+    order = sorted(range(len(lines)), key=keys.__getitem__)  # stable: each stream's own order
+    write_atomically(path, (lines[index] for index in order), encoding="ascii")
 
 
 def _reorder_lines(path: Path, order: Sequence[int], rank: Mapping[str, int]) -> None:

@@ -108,7 +108,7 @@ def test_a_short_runs_scores_are_read_once_a_long_runs_again(monkeypatch: pytest
     for given in (scores, sorted(scores, key=lambda scored: -scored["position"])):
         reads = [0]
 
-        def read_scores(given: list[dict[str, Any]] = given) -> Iterator[dict[str, Any]]:
+        def read_scores(given: list[dict[str, Any]] = given, reads: list[int] = reads) -> Iterator[dict[str, Any]]:
             reads[0] += 1
             return iter(given)
 

@@ -12,9 +12,9 @@ from typing import Any
 
 import pytest
 
+from pytest_evomemory.core.types import BenchmarkSample
 from pytest_evomemory.rundir import writer as writer_module
 from pytest_evomemory.rundir.jsonl import dumps, read_jsonl
-from pytest_evomemory.core.types import BenchmarkSample
 from pytest_evomemory.rundir.layout import EVENTS, RESPONSES, SCORES
 from pytest_evomemory.rundir.writer import RunWriter
 from pytest_evomemory.rundocs import Response, Score
