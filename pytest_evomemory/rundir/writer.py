@@ -105,6 +105,8 @@ class RunWriter:
         #: per such file, the lines this writer appended (:class:`_Appended`); None once
         #: the file holds lines it did not append (a resume's kept records)
         self._lines: dict[str, _Appended | None] = {}
+        #: per such file, the stream of the line about to be appended (:meth:`_note_stream`)
+        self._next_stream: dict[str, object] = {}
         self.failure: str | None = None
         self._guard(lambda: (self.run_dir / TRANSCRIPTS).mkdir(parents=True, exist_ok=True))
 
@@ -131,10 +133,9 @@ class RunWriter:
                 "this point are kept"
             )
 
-    def _append(self, relative: str, record: Mapping[str, Any] | RunDoc, stream: object = None) -> None:
+    def _append(self, relative: str, record: Mapping[str, Any] | RunDoc) -> None:
         """One record, appended whole by one ``write`` of the unbuffered file (what a
-        text file's write and flush came to, without its two layers of buffers);
-        ``stream``: the record's, in a file of several streams' records."""
+        text file's write and flush came to, without its two layers of buffers)."""
         if self.failure is not None:
             return
         line = (dumps(record) + "\n").encode("ascii")
@@ -142,8 +143,8 @@ class RunWriter:
             if relative not in self._lines:
                 self._lines[relative] = _Appended()
             appended = self._lines[relative]
-            if appended is not None:
-                appended.add(stream, len(line))
+            if appended is not None:  # the stream :meth:`_note_stream` was told for this line
+                appended.add(self._next_stream.pop(relative, None), len(line))
         try:
             handle = self._files.get(relative)
             if handle is None:
@@ -159,7 +160,9 @@ class RunWriter:
 
     def _note_stream(self, relative: str, stream: object) -> None:
         """Streams interleave in a file when several ran at once (xdist workers,
-        ``evomemory run``'s chains); :meth:`finalize_streams` orders it again."""
+        ``evomemory run``'s chains); :meth:`finalize_streams` orders it again. Said
+        of the line appended next (:meth:`_append` notes it with the line)."""
+        self._next_stream[relative] = stream
         if not isinstance(stream, str):
             return
         last = self._last_stream.get(relative)
@@ -171,7 +174,7 @@ class RunWriter:
         """A response: its line in responses.jsonl, its messages in its stream's transcript."""
         self._note_stream(RESPONSES, response.stream)
         line, transcript = response.written_lines()
-        self._append(RESPONSES, line, response.stream)
+        self._append(RESPONSES, line)
         self._append(f"{TRANSCRIPTS}/{response.stream}.jsonl", transcript)
 
     def add_score(self, scored: Score) -> None:
@@ -180,7 +183,7 @@ class RunWriter:
     def add_event(self, event: Record) -> None:
         wire = event.wire()
         self._note_stream(EVENTS, wire.get("stream"))
-        self._append(EVENTS, wire, wire.get("stream"))
+        self._append(EVENTS, wire)
 
     def finalize_scores(self, scored: Sequence[Score], stream_order: Sequence[str]) -> None:
         """Put scores.jsonl in stream order (arrival order differs under xdist).
