@@ -64,7 +64,7 @@ class _Appended:
 
     def __init__(self) -> None:
         self._names: dict[str | None, int] = {}
-        self._streams = array("L")
+        self._streams = array("I")
         self._sizes = array("Q")
 
     def add(self, stream: object, size: int) -> None:
