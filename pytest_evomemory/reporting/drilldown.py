@@ -37,6 +37,10 @@ from ._markup import _NONE, _e, _mapping, _number, _position
 
 #: Tasks per page of the drill-down, and per compressed data block.
 PAGE_SIZE = 100
+#: A run of up to this many tasks has its scores read once for its page (held from
+#: the first read, a few MB at most); a longer one reads scores.jsonl again rather
+#: than hold it (a 20,000-task run's scores are tens of MB as models).
+HELD_SCORES = 2_000
 _RECALL_TOOLS = ("recall",)
 #: zlib level 3: at 20,000 tasks a quarter of level 6's time (0.14 s against 0.37 s)
 #: for a page 12 % larger (3.2 MB of data against 2.8 MB).
@@ -334,12 +338,20 @@ class _StreamIndex:
         #: each stream's scores are together and in position order (scores.jsonl as
         #: a run writes it): the pages read them again from the file instead of holding them
         self.in_order = True
+        #: the scores as read, while there are at most :data:`HELD_SCORES` of them
+        #: (None past that): the pages then take them from here, not from a second read
+        self.held: list[Score] | None = []
 
     @classmethod
     def read(cls, scores: Iterable[Score]) -> _StreamIndex:
         index = cls()
         last: str | None = None
+        held = index.held
         for scored in scores:
+            if held is not None:
+                held.append(scored)
+                if len(held) > HELD_SCORES:
+                    held = index.held = None
             stream = scored.stream
             position = scored.position
             entry = (float(position), scored.task_id, _VERDICT[verdict(scored)], _position(position))
@@ -367,9 +379,12 @@ def _compact(scored: Score) -> Score:
     return scored.model_copy(update={"details": {}, "traceback": None, "recall_similarity": None})
 
 
-def _streams_in_order(index: _StreamIndex, scores: Iterable[Score]) -> Iterator[tuple[str, Iterator[Score]]]:
-    """Each stream's scores in position order: read again from the file when it
-    holds them so, else held (compact) and sorted."""
+def _streams_in_order(
+    index: _StreamIndex, read_scores: Callable[[], Iterable[Score]]
+) -> Iterator[tuple[str, Iterator[Score]]]:
+    """Each stream's scores in position order: those the index held, else read again
+    from the file when it holds them so, else held (compact) and sorted."""
+    scores = index.held if index.held is not None else read_scores()
     if index.in_order:
         for stream, group in itertools.groupby(scores, key=lambda scored: scored.stream):
             yield stream, group
@@ -393,9 +408,10 @@ def task_sections(
 ) -> Iterator[str]:
     """The page's "Tasks" part, piece by piece: per stream a drill-down of every task.
 
-    ``scores()`` reads the scores (twice: once for each stream's verdicts and
-    order, once for its pages); ``transcripts(stream)`` gives a stream's transcript
-    records. A long run's records are read as the pages are written, not held.
+    ``scores()`` reads the scores (once for each stream's verdicts and order, and
+    for a run of over :data:`HELD_SCORES` tasks once more for its pages);
+    ``transcripts(stream)`` gives a stream's transcript records. A long run's
+    records are read as the pages are written, not held.
     """
     def scores() -> Iterator[Score]:
         return map(as_score, read_scores())
@@ -408,7 +424,7 @@ def task_sections(
         return
     turns = _Ahead(map(as_response, read_responses), _response_key, _turn)
     yield "<h2>Tasks</h2>"
-    for number, (stream, scored_items) in enumerate(_streams_in_order(index, scores())):
+    for number, (stream, scored_items) in enumerate(_streams_in_order(index, scores)):
         tasks = index.tasks[stream]
         verdicts = "".join(task[2] for task in tasks)
         correct = verdicts.count("c")

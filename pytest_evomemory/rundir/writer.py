@@ -7,6 +7,7 @@ from __future__ import annotations
 import functools
 import json
 import sys
+from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from datetime import UTC, datetime
 from importlib import metadata
@@ -52,6 +53,39 @@ def _package_versions() -> dict[str, str | None]:
     return versions
 
 
+#: the run files that hold records of several streams (each transcript is one stream's)
+_SEVERAL_STREAMS = (RESPONSES, EVENTS)
+
+
+class _Appended:
+    """The lines a writer appended to a file of several streams' records, in order:
+    each one's stream and length (a few bytes a line, not the records), so that
+    :meth:`RunWriter.finalize_streams` orders the file without parsing every line again."""
+
+    def __init__(self) -> None:
+        self._names: dict[str | None, int] = {}
+        self._streams = array("I")
+        self._sizes = array("Q")
+
+    def add(self, stream: object, size: int) -> None:
+        name = stream if isinstance(stream, str) else None
+        number = self._names.get(name)
+        if number is None:
+            number = self._names[name] = len(self._names)
+        self._streams.append(number)
+        self._sizes.append(size)
+
+    def are(self, lines: Sequence[str], size: int) -> bool:
+        """Whether ``lines`` (the file's, ``size`` characters in all) are the ones
+        appended: as many, as long in all. A line added, removed or cut since (by a
+        hand, another process) sends the file to be read for its streams instead."""
+        return len(lines) == len(self._sizes) and sum(self._sizes) == size
+
+    def streams(self) -> Iterator[str | None]:
+        names = list(self._names)
+        return (names[number] for number in self._streams)
+
+
 class RunWriter:
     """Appends records to the run directory; only one process (the controller) writes.
 
@@ -68,6 +102,11 @@ class RunWriter:
         #: appended, and the files whose lines came out of stream order
         self._last_stream: dict[str, str] = {}
         self._interleaved: set[str] = set()
+        #: per such file, the lines this writer appended (:class:`_Appended`); None once
+        #: the file holds lines it did not append (a resume's kept records)
+        self._lines: dict[str, _Appended | None] = {}
+        #: per such file, the stream of the line about to be appended (:meth:`_note_stream`)
+        self._next_stream: dict[str, object] = {}
         self.failure: str | None = None
         self._guard(lambda: (self.run_dir / TRANSCRIPTS).mkdir(parents=True, exist_ok=True))
 
@@ -100,6 +139,12 @@ class RunWriter:
         if self.failure is not None:
             return
         line = (dumps(record) + "\n").encode("ascii")
+        if relative in _SEVERAL_STREAMS:
+            if relative not in self._lines:
+                self._lines[relative] = _Appended()
+            appended = self._lines[relative]
+            if appended is not None:  # the stream :meth:`_note_stream` was told for this line
+                appended.add(self._next_stream.pop(relative, None), len(line))
         try:
             handle = self._files.get(relative)
             if handle is None:
@@ -115,7 +160,9 @@ class RunWriter:
 
     def _note_stream(self, relative: str, stream: object) -> None:
         """Streams interleave in a file when several ran at once (xdist workers,
-        ``evomemory run``'s chains); :meth:`finalize_streams` orders it again."""
+        ``evomemory run``'s chains); :meth:`finalize_streams` orders it again. Said
+        of the line appended next (:meth:`_append` notes it with the line)."""
+        self._next_stream[relative] = stream
         if not isinstance(stream, str):
             return
         last = self._last_stream.get(relative)
@@ -166,23 +213,14 @@ class RunWriter:
             path = self.run_dir / relative
             if not path.is_file():
                 continue
-
-            def rewrite(path: Path = path) -> None:
-                lines = path.read_text(encoding="ascii").splitlines(keepends=True)
-                keys, previous = [], len(rank)
-                for line in lines:
-                    stream = json.loads(line).get("stream") if line.strip() else None
-                    previous = rank.get(stream, len(rank)) if isinstance(stream, str) else previous
-                    keys.append(previous)
-                order = sorted(range(len(lines)), key=keys.__getitem__)  # stable: each stream's own order
-                write_atomically(path, (lines[index] for index in order), encoding="ascii")
-
-            self._guard(rewrite)
+            self._guard(functools.partial(_order_by_stream, path, rank, self._lines.get(relative)))
         self._interleaved.clear()
+        self._lines.clear()  # the files are in order now, as no append left them
 
     def restart_from(self, state: ResumeState) -> None:
         """Resume: keep only the completed episodes' records, dropping torn ones."""
         self._interleaved |= {RESPONSES, EVENTS}  # the interrupted run's may have interleaved
+        self._lines.update(dict.fromkeys(_SEVERAL_STREAMS))  # lines this writer did not append
         self.close()
         kept = {(r.stream, r.task_id) for r in state.responses}
 
@@ -200,6 +238,8 @@ class RunWriter:
     def write_records(self, relative: str, records: Iterable[Mapping[str, Any] | RunDoc]) -> None:
         """Write a whole JSONL file of the run at once (the merge of shards' runs)."""
         target = self.run_dir / relative
+        if relative in _SEVERAL_STREAMS:
+            self._lines[relative] = None  # lines this writer did not append
 
         def write() -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -234,6 +274,25 @@ class RunWriter:
         for relative in list(self._files):
             self._close(relative)
 
+
+
+def _order_by_stream(path: Path, rank: Mapping[str, int], appended: _Appended | None) -> None:
+    """Rewrite a JSONL file of several streams' records with each stream's lines
+    together in ``rank`` order, each stream's in the order they came (a stable sort);
+    a line without a stream stays after the line before it. The lines' streams are
+    the ones ``appended`` noted while they are the file's lines, else read from them."""
+    text = path.read_text(encoding="ascii")
+    lines = text.splitlines(keepends=True)
+    if appended is not None and appended.are(lines, len(text)):
+        streams: Iterable[object] = appended.streams()  # the lines this writer appended
+    else:  # lines it did not write (changed by a hand): read for their streams
+        streams = (json.loads(line).get("stream") if line.strip() else None for line in lines)
+    keys, previous = [], len(rank)
+    for stream in streams:
+        previous = rank.get(stream, len(rank)) if isinstance(stream, str) else previous
+        keys.append(previous)
+    order = sorted(range(len(lines)), key=keys.__getitem__)  # stable: each stream's own order
+    write_atomically(path, (lines[index] for index in order), encoding="ascii")
 
 
 def _reorder_lines(path: Path, order: Sequence[int], rank: Mapping[str, int]) -> None:

@@ -116,19 +116,26 @@ class RunDoc(BaseModel):
     @model_serializer(mode="wrap")
     def _leave_out(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = handler(self)
-        if isinstance(data, dict):
-            if self.AS_GIVEN:
-                given = self.model_fields_set
-                for name, key in _written_keys(type(self)):
-                    if name not in given:
-                        data.pop(key, None)
-            if self.OMIT_UNSET:
-                keys = dict(_written_keys(type(self)))
-                for name in self.OMIT_UNSET - self.model_fields_set:
-                    data.pop(keys[name], None)
-            for key in _omitted_keys(type(self)):
-                if key in data and data[key] is None:
-                    del data[key]
+        model = type(self)
+        # most documents (a usage, a tool call) leave nothing out, and every record the
+        # run writes passes here once per nested document: that is decided once per class
+        writes_all = _WRITES_ALL.get(model)
+        if writes_all is None:
+            writes_all = _WRITES_ALL[model] = not (model.AS_GIVEN or model.OMIT_UNSET or _omitted_keys(model))
+        if writes_all or not isinstance(data, dict):
+            return data
+        if self.AS_GIVEN:
+            given = self.model_fields_set
+            for name, key in _written_keys(model):
+                if name not in given:
+                    data.pop(key, None)
+        if self.OMIT_UNSET:
+            keys = dict(_written_keys(model))
+            for name in self.OMIT_UNSET - self.model_fields_set:
+                data.pop(keys[name], None)
+        for key in _omitted_keys(model):
+            if key in data and data[key] is None:
+                del data[key]
         return data
 
     def written(self) -> dict[str, Any]:
@@ -140,6 +147,11 @@ class RunDoc(BaseModel):
         """A key this model does not declare (a figure's ``<name>_matches``, a newer
         writer's field), or ``default``."""
         return (self.__pydantic_extra__ or {}).get(key, default)
+
+
+#: per document class, whether it writes every field as serialized (no ``AS_GIVEN``,
+#: ``OMIT_UNSET`` or ``OMIT_NONE``), worked out at its first serialization
+_WRITES_ALL: dict[type[RunDoc], bool] = {}
 
 
 @cache

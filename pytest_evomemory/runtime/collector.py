@@ -52,6 +52,15 @@ class Collector:
         self.gain_results: list[GainResult] = []
         self._manifest_written = False
         self._created_dirs: list[Path] = []
+        #: each arm by the name its records carry (a record without one is the baseline's)
+        self._arms_by_name = {arm.name: arm for arm in plan.arms}
+        self._arm_order = {arm.name: index for index, arm in enumerate(plan.arms)}
+        #: the session's failed episodes, every arm's, and the arms whose writer failed
+        #: (in arm order), kept as each arm's records are written: the stop is checked
+        #: after every record, and summing every arm's count then cost O(arms) a record
+        self._errors = 0
+        self._arm_errors: dict[str, int] = {}
+        self._failed_writers: list[Arm] = []
 
     # ----- before any task
 
@@ -115,19 +124,47 @@ class Collector:
                 with self.state.termination.critical():
                     self._write_manifest()
             self.state.writes_begin()
+        written: list[Arm] = []
         try:
             with self.state.termination.critical():
-                for arm in self.plan.arms:
-                    mine = [record for record in records if (record.arm or self.plan.baseline.name) == arm.name
-                            or (record.arm is None and arm is self.plan.baseline)]
-                    if mine:
-                        with arm.lock:
+                for arm, mine in self._by_arm(records):
+                    with arm.lock:
+                        try:
                             arm.add(mine)
+                        finally:
+                            written.append(arm)
         finally:
             with self.state.intake:
                 self.state.writes_end()
+                self._count(written)
                 stop = self._check_stop()
         return stop
+
+    def _by_arm(self, records: Sequence[Record]) -> list[tuple[Arm, list[Record]]]:
+        """``records`` grouped by the arm they name (one without a name is the
+        baseline's; one naming no arm of the session is dropped), in arm order, each
+        arm's in the order given; looked up by name, not by asking every arm."""
+        baseline = self.plan.baseline.name
+        mine: dict[str, list[Record]] = {}
+        for record in records:
+            name = record.arm or baseline
+            if name in self._arms_by_name:
+                mine.setdefault(name, []).append(record)
+        return [(self._arms_by_name[name], mine[name]) for name in sorted(mine, key=self._arm_order.__getitem__)]
+
+    def _count(self, written: Sequence[Arm]) -> None:
+        """Bring the session's failed-episode count and failed writers up to date with
+        the arms whose records were just written (``intake`` held): an arm's count and
+        its writer change only while its records are written (its run starts then
+        too, a resumed one with its earlier failures)."""
+        for arm in written:
+            errors = arm.run.errors
+            self._errors += errors - self._arm_errors.get(arm.name, 0)
+            self._arm_errors[arm.name] = errors
+            writer = arm.run.writer
+            if writer is not None and writer.failure is not None and arm not in self._failed_writers:
+                self._failed_writers.append(arm)
+                self._failed_writers.sort(key=lambda failed: self._arm_order[failed.name])
 
     def _received(self, records: Sequence[Record]) -> list[Record]:
         """The records to write: a worker's refusal becomes what the driver makes of it."""
@@ -140,7 +177,9 @@ class Collector:
         return received
 
     def _check_stop(self) -> str | None:
-        for arm in self.plan.arms:
+        """The reason to stop after a call's records (``intake`` held): O(1) in the
+        arms, from the counts :meth:`_count` keeps."""
+        for arm in self._failed_writers:
             writer = arm.run.writer
             # a finished arm's failure is its own (its summary says so), not the session's stop
             if writer is not None and writer.failure is not None and not arm.finished:
@@ -150,7 +189,7 @@ class Collector:
             return self.state.stop_reason
         if self.plan.max_errors is None:
             return None
-        errors = sum(arm.run.errors for arm in self.plan.arms)
+        errors = self._errors
         if errors >= self.plan.max_errors:
             self.state.stop_reason = f"{errors} failed episodes reached {self.plan.flags('max-errors')}"
             return self.state.stop_reason

@@ -300,12 +300,16 @@ class ResultCollector:
         finished: str,
         completion: Completion,
         extra: Mapping[str, Any] | None = None,
+        metrics: Mapping[str, StreamMetrics] | None = None,
     ) -> Summary:
         """The summary document: metrics, thresholds, failures, and whether the run is
         complete. ``passed`` needs every threshold met, no failed episode and a
-        complete run: a run that did not run its tasks never passes."""
+        complete run: a run that did not run its tasks never passes. ``metrics``:
+        :meth:`metrics` of the scores as they are now, when the caller has them (it
+        judged the thresholds on them)."""
         scores = self.ordered(self.scores, by_position=True)  # once: metrics, failures and categories read it
-        metrics = self.metrics(scores)
+        if metrics is None:
+            metrics = self.metrics(scores)
         failed = self._failed_episodes(scores)
         thresholds_met = all(t.met for t in thresholds) and (completion.complete or not thresholds)
         return Summary.model_validate({

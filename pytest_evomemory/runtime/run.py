@@ -646,6 +646,7 @@ class Run:
                     **self.extra,
                     **(extra or {}),
                 },
+                metrics,
             )
             report_error: str | None = None
             if self.writer is not None:

@@ -371,16 +371,48 @@ def _clean(text: str, values: tuple[str, ...]) -> bool:
     for literal in _HINT_LITERALS:
         position = lower.find(literal)
         while position >= 0:
-            # Every literal is inside a string token (outside strings JSON has no
-            # such letters), and its end is a character boundary: there is no
-            # ``\\u`` escape here, and the character before a literal's last is
-            # part of the literal, never a backslash. So the token ends at the
-            # first unescaped quote after it.
-            rest = _STRING_REST.match(text, position + len(literal))
-            if rest is None or not text.startswith(":", rest.end()):
-                return False  # in a string value (a key is followed by its colon)
+            if not _inert(literal, text, lower, position):
+                # Every literal is inside a string token (outside strings JSON has no
+                # such letters), and its end is a character boundary: there is no
+                # ``\\u`` escape here, and the character before a literal's last is
+                # part of the literal, never a backslash. So the token ends at the
+                # first unescaped quote after it.
+                rest = _STRING_REST.match(text, position + len(literal))
+                if rest is None or not text.startswith(":", rest.end()):
+                    return False  # in a string value (a key is followed by its colon)
             position = lower.find(literal, position + 1)
     return True
+
+
+#: What must follow a hint literal for its rule to match there (:func:`_inert`).
+_API_NAMES = ("apikey", "api-key", "api_key")  # x-api-key, api[-_]?key, openai[-_]api[-_]key
+_KEY_CHARACTERS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
+
+
+def _inert(literal: str, text: str, lower: str, position: int) -> bool:
+    """Whether no rule can match at this occurrence of a hint literal in the JSON
+    text of a plain record (ASCII, no ``\\u`` escape: :func:`_clean`), wherever it
+    stands: a value holding ``capital`` or a URL without credentials is then not
+    walked. Each answer rests on a character the rule needs beyond its literal,
+    which stands in the text as in the value (ASCII JSON escapes none of them, and
+    what it escapes begins with a backslash, which none of them is):
+
+    * ``api``: a header name of :data:`_NAMED_VALUE` holding it goes on ``key``
+      (``api-key``, ``api_key``, ``apikey``);
+    * ``authori``: its header name is all of ``authorization``;
+    * ``sk-``: :data:`_KEY_SHAPED` needs eight letters, digits, ``_`` or ``-`` next;
+    * ``://``: :data:`_URL_CREDENTIALS` needs an ``@``, which is nowhere in the text.
+
+    The others (``bearer``, ``basic``, ``token``) are never taken as inert here."""
+    if literal == "api":
+        return not lower.startswith(_API_NAMES, position)
+    if literal == "authori":
+        return not lower.startswith("authorization", position)
+    if literal == "sk-":
+        return not _KEY_CHARACTERS.issuperset(text[position + 3:position + 11]) or len(text) < position + 11
+    if literal == "://":
+        return "@" not in text
+    return False
 
 
 def redact_strings(record: Any, secrets: Iterable[str] = ()) -> Any:

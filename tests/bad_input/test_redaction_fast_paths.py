@@ -128,6 +128,30 @@ def test_a_record_is_written_exactly_as_the_walk_writes_it(record: Any) -> None:
         assert dumps_redacted(record, **options) == reference_dumps(record, **options)
 
 
+#: Literals that stand where their rule may or may not match, and what the rule
+#: needs beyond them (an @, eight key characters, a header name's rest).
+INERT_FRAGMENTS = [
+    "api", "API", "capital", "apikey", "api-key", "api_key", "ApI_KeY: ", "=", ": ", "abcdef12", "authori",
+    "authority", "authorization", "AUTHORIZATION", "sk-", "sk-abcdefg", "sk-abcdefgh", "sk-ab\\cdefgh12", "desk-",
+    "://", "http://", "host/path", "u:p@", "@", "user", ":", "/", " ", "\n", '"', "\\", "Bearer ", "token",
+]
+inert_texts = st.lists(st.sampled_from(INERT_FRAGMENTS), max_size=10).map("".join)
+inert_records = st.recursive(
+    st.none() | st.integers() | inert_texts,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(keys | inert_texts, inner, max_size=3),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=600, deadline=None)
+@given(inert_records)
+def test_a_literal_taken_as_inert_changes_nothing_the_walk_would(record: Any) -> None:
+    """A record whose literals stand where their rule cannot match is written
+    without the walk: exactly as the walk writes it."""
+    for options in (LINE, DOCUMENT):
+        assert dumps_redacted(record, **options) == reference_dumps(record, **options)
+
+
 @pytest.mark.parametrize(
     ("record", "clean"),
     [
@@ -137,6 +161,13 @@ def test_a_record_is_written_exactly_as_the_walk_writes_it(record: Any) -> None:
         ({"content": f"key {SECRET[:MIN_SECRET_LENGTH]}"}, False),  # the start of a secret
         ({"content": "caf\u00e9"}, False),  # non-ASCII: (?i) folding is not lower-casing
         ({"content": ["x", {"nested": "plain words"}]}, True),
+        # a literal where its rule cannot match (what the rule needs beyond it is not there)
+        ({"content": "the capital of France; rapid growth; an authority"}, True),
+        ({"base_url": "http://127.0.0.1:8080/v1", "content": "risk-free, desk-top"}, True),
+        ({"base_url": "http://user:pw@127.0.0.1:8080/v1"}, False),
+        ({"content": "set the APIKEY here"}, False),
+        ({"content": "Authorization header"}, False),
+        ({"content": "a desk-organizer"}, False),  # eight key characters after sk-
     ],
 )
 def test_only_records_that_may_hold_something_are_walked(

@@ -93,3 +93,28 @@ def test_records_in_another_order_give_the_same_pages() -> None:
     expected = _page(scores, responses, transcripts)
     assert _page(scores, _interleaved(responses), transcripts) == expected
     assert _page(shuffled, responses, transcripts) == expected
+
+
+
+@pytest.mark.parametrize("held", [1_000, 100])
+def test_a_short_runs_scores_are_read_once_a_long_runs_again(monkeypatch: pytest.MonkeyPatch, held: int) -> None:
+    """Up to drilldown.HELD_SCORES tasks the scores of the first read (each stream's
+    verdicts and order) are the pages' too; past it scores.jsonl is read again
+    rather than held. The pages are the same either way, in order or not."""
+    scores, responses, transcripts = _records(("a", "b"))
+    monkeypatch.setattr(drilldown, "HELD_SCORES", 0)  # every score read again for the pages
+    expected = _page(scores, responses, transcripts)
+    monkeypatch.setattr(drilldown, "HELD_SCORES", held)
+    for given in (scores, sorted(scores, key=lambda scored: -scored["position"])):
+        reads = [0]
+
+        def read_scores(given: list[dict[str, Any]] = given, reads: list[int] = reads) -> Iterator[dict[str, Any]]:
+            reads[0] += 1
+            return iter(given)
+
+        def by_stream(stream: str) -> Iterator[dict[str, Any]]:
+            return iter(transcripts.get(stream, ()))
+
+        pages = read_task_pages("".join(task_sections(read_scores, iter(responses), by_stream)))
+        assert reads[0] == (1 if len(scores) <= held else 2)
+        assert pages == expected
