@@ -75,6 +75,10 @@ def writes_only_a_record_log(memory: object) -> bool:
     return found
 
 
+def _open(path: str, flags: int) -> int:
+    return os.open(path, flags, 0o644)
+
+
 class RecordLog:
     """An incremental snapshot of an append-only record store.
 
@@ -286,13 +290,9 @@ class RecordLog:
             "log": {"generation": tracker.generation, "bytes": tracker.size, "sha256": tracker.digest.hexdigest()},
             "state": dict(state),
         }).encode("utf-8")
+        manifest, known = self._open_manifest()
+        done = False
         try:
-            manifest = os.open(self._manifest_path, os.O_RDWR | os.O_CREAT, 0o644)
-        except FileNotFoundError:
-            os.makedirs(self.directory, exist_ok=True)
-            manifest = os.open(self._manifest_path, os.O_RDWR | os.O_CREAT, 0o644)
-        try:
-            known = self._shared.sizes.get(self._manifest_path) if self._shared is not None else None
             old_size = os.fstat(manifest).st_size if known is None else known
             size = overwrite(manifest, text, old_size)
             if self._shared is not None:
@@ -304,8 +304,46 @@ class RecordLog:
                     name = self._manifest_path[len(folder):].replace(os.sep, "/")
                     self._shared.reported[name] = hashlib.sha256(padded(text, size)).hexdigest()
                 self._shared.logs[tracker.generation] = (tracker.size, tracker.digest.hexdigest())
+            done = True
         finally:
-            os.close(manifest)
+            kept = self._shared.kept if self._shared is not None else None
+            if kept is None:
+                os.close(manifest)
+            elif done:
+                kept.keep(self._manifest_path, manifest)
+            else:
+                kept.discard(self._manifest_path, manifest)
+
+    def _open_manifest(self) -> tuple[int, int | None]:
+        """The manifest open for rewriting, and its size when this process knows it:
+        kept open from the stream's last save (:class:`~.snapfiles.KeptFiles`), or
+        created in a state directory the runtime just made empty (no ``fstat``)."""
+        path, shared = self._manifest_path, self._shared
+        if shared is None:
+            return self._open_path(os.O_RDWR | os.O_CREAT), None
+        if shared.kept is not None and path in shared.kept.files:
+            descriptor = shared.kept.reuse(path)
+            if descriptor is not None:
+                return descriptor, shared.sizes.get(path)
+            shared.sizes.pop(path, None)  # removed or replaced behind the process's back
+        known = shared.sizes.get(path)
+        if known is None and shared.empty:
+            try:
+                return self._open_path(os.O_RDWR | os.O_CREAT | os.O_EXCL), 0
+            except FileExistsError:
+                pass
+        return self._open_path(os.O_RDWR | os.O_CREAT), known
+
+    def _open_path(self, flags: int) -> int:
+        path, shared = self._manifest_path, self._shared
+        opener = shared.kept.open if shared is not None and shared.kept is not None else _open
+        try:
+            return opener(path, flags)
+        except FileNotFoundError:  # the directory was removed behind the process's back
+            os.makedirs(self.directory, exist_ok=True)
+            if shared is not None:
+                shared.recreated = True
+            return opener(path, flags)
 
     # ------------------------------------------------------------------ load
 

@@ -29,12 +29,14 @@ The protocol and its errors are declared in :mod:`.base` (re-exported here);
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import math
 import os
 import re
 import shutil
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -45,6 +47,8 @@ from .recordlog import writes_only_a_record_log
 from .snapcheck import SNAPSHOT_SLOTS, SnapshotChecks
 from .snapfiles import (
     SHARED,
+    SYNCS,
+    KeptFiles,
     LogTracker,
     SharedLogs,
     datasync,
@@ -91,10 +95,17 @@ class _Progress:
     #: (its state, the slot, the log, the stream's, the run's memory folder), built once
     synced_path: dict[int, tuple[str, str, str, str, str]] = field(default_factory=dict)
     #: directories whose entries this process may have changed (created, removed or
-    #: replaced a file or directory in them) since it last synced them: a durable
-    #: save syncs these, not every directory on the slot's path (an fsync of a
-    #: directory costs as much as a file's, and in the steady state no entry changes)
-    unsynced: set[str] = field(default_factory=set)
+    #: replaced a file or directory in them) since it last synced them, with the
+    #: moment of the last change (:data:`~.snapfiles.SYNCS`): a durable save syncs
+    #: these, not every directory on the slot's path (an fsync of a directory costs
+    #: as much as a file's, and in the steady state no entry changes), and not one
+    #: another stream's sync covered since (the run's ``memory/`` folder)
+    unsynced: dict[str, int] = field(default_factory=dict)
+    #: the slots' labels and manifests kept open between saves
+    kept: KeptFiles = field(default_factory=KeptFiles)
+    #: the directories every slot's path shares (the log's, the stream's, the
+    #: run's memory folder) were noted as possibly changed since :meth:`forget`
+    marked: bool = False
     #: file path -> its size as this process last wrote it (the slots' manifests:
     #: :attr:`~.snapfiles.SharedLogs.sizes`), forgotten with the slot's state
     sizes: dict[str, int] = field(default_factory=dict)
@@ -110,8 +121,17 @@ class _Progress:
         self.labels.clear()
         self.pinned, self.synced_at = None, -math.inf
         self.unsynced.clear()
+        self.marked = False
         self.sizes.clear()
         self.files.clear()
+        with contextlib.suppress(OSError):  # what they held is being removed or read anew
+            self.kept.close()
+
+    def changed(self, directories: Iterable[str]) -> None:
+        """Note that entries of ``directories`` changed (a durable save syncs them)."""
+        now = SYNCS.stamp()
+        for directory in directories:
+            self.unsynced[directory] = now
 
 
 @dataclass(frozen=True)
@@ -170,12 +190,17 @@ class StreamSnapshots(SnapshotChecks):
         """Remove every snapshot (a stream starting from its first task): a stale
         slot of an earlier run in the same output directory must never be restored,
         not even after a power cut, so the removal is synced."""
-        shutil.rmtree(self.directory, ignore_errors=True)
-        try:
-            sync_path(os.fspath(self.directory.parent), directory=True)
-        except OSError as error:
-            raise ArtefactWriteError.from_os_error(self.directory.parent, error) from None
         self._progress.forget()
+        try:
+            os.lstat(self.directory)
+        except FileNotFoundError:
+            pass  # nothing to remove (a new output directory): nothing to sync either
+        else:
+            shutil.rmtree(self.directory, ignore_errors=True)
+            try:
+                sync_path(os.fspath(self.directory.parent), directory=True)
+            except OSError as error:
+                raise ArtefactWriteError.from_os_error(self.directory.parent, error) from None
         # A stream starting from its first task has nothing earlier to protect: its first
         # durable save comes SYNC_INTERVAL_S in, as every later one (a power cut before
         # it runs that second of episodes again, from the first task). Every chain's
@@ -184,23 +209,34 @@ class StreamSnapshots(SnapshotChecks):
         self._progress.synced_at = time.monotonic()
 
     def release(self) -> None:
-        """Close the record log kept open between saves (the stream has ended; a
-        later save opens it again). A delayed write error the close reports (EIO, a
-        quota on a network file system) is an :class:`ArtefactWriteError` naming the log."""
-        tracker = self._progress.tracker
+        """Close the record log, labels and manifests kept open between saves (the
+        stream has ended; a later save opens them again). A delayed write error a
+        close reports (EIO, a quota on a network file system) is an
+        :class:`ArtefactWriteError` naming the file."""
+        progress = self._progress
+        try:
+            progress.kept.close()
+        except OSError as error:
+            kept_error: OSError | None = error
+        else:
+            kept_error = None
+        tracker = progress.tracker
         if tracker is not None:
             try:
                 tracker.close()
             except OSError as error:
                 log = os.path.join(self._log_folder(), log_name(tracker.generation))
                 raise ArtefactWriteError.from_os_error(log, error) from None
+        if kept_error is not None:
+            raise ArtefactWriteError.from_os_error(kept_error.filename or self.directory, kept_error) from None
 
     def save(self, memory: object, completed: int) -> None:
         """Snapshot ``memory`` as it is after ``completed`` episodes (task + feedback).
 
-        The label is opened once and rewritten in place twice: "no snapshot"
-        before the memory touches the slot's state, the episode count (with the
-        checksums) after. Any OSError (disk full, read-only) is an
+        The label is rewritten in place: "no snapshot" before the memory touches
+        the slot's state (not for a memory that writes only a RecordLog, see
+        :meth:`_save`), the episode count (with the checksums) after. Any OSError
+        (disk full, read-only) is an
         :class:`~pytest_evomemory.core.errors.ArtefactWriteError` naming the file.
         """
         if not supports_snapshots(memory):
@@ -214,6 +250,46 @@ class StreamSnapshots(SnapshotChecks):
         except OSError as error:
             raise ArtefactWriteError.from_os_error(error.filename or slot, error) from None
 
+    def _open_label(self, index: int, slot: str, label: str) -> tuple[int, bool, bool]:
+        """The slot's label open for rewriting; whether this process wrote it (and
+        knows what it says), and whether the slot was just made (empty: no label
+        to read, no state to remove)."""
+        progress = self._progress
+        kept = progress.kept
+        if index in progress.labels:
+            if label in kept.files:
+                descriptor = kept.reuse(label)
+                if descriptor is not None:
+                    return descriptor, True, False
+                # else removed or replaced behind this process's back: read it anew
+            else:
+                try:
+                    return kept.open(label, os.O_RDWR | os.O_CREAT), True, False
+                except FileNotFoundError:
+                    pass  # the slot was removed behind this process's back
+            progress.sizes.pop(label, None)
+        fresh = self._make_slot(slot)
+        if fresh:
+            try:
+                return kept.open(label, os.O_RDWR | os.O_CREAT | os.O_EXCL), False, True
+            except FileExistsError:  # made by someone else in between
+                pass
+        return kept.open(label, os.O_RDWR | os.O_CREAT), False, False
+
+    def _make_slot(self, slot: str) -> bool:
+        """Make the slot's directory (and the stream's); whether it is new."""
+        try:
+            os.mkdir(slot)
+        except FileExistsError:
+            return False
+        except FileNotFoundError:
+            os.makedirs(self.directory, exist_ok=True)
+            try:
+                os.mkdir(slot)
+            except FileExistsError:
+                return False
+        return True
+
     def _save(self, memory: SnapshotCapable, completed: int, index: int, slot: str, label: str, state: Path) -> None:
         progress = self._progress
         path = progress.synced_path.get(index)
@@ -222,43 +298,56 @@ class StreamSnapshots(SnapshotChecks):
                 os.fspath(state), slot, self._log_folder(), os.fspath(self.directory), os.fspath(self.directory.parent)
             )
         state_folder, stream = path[0], path[3]
-        known = index in progress.labels  # this process wrote the slot's label: no need to read it
+        record_log_only = writes_only_a_record_log(memory)
+        descriptor, known, fresh = self._open_label(index, slot, label)
         if not known:
-            os.makedirs(slot, exist_ok=True)
-        try:
-            descriptor = os.open(label, os.O_RDWR | os.O_CREAT, 0o644)
-        except FileNotFoundError:  # the slot was removed behind this process's back
-            os.makedirs(slot, exist_ok=True)
-            descriptor, known = os.open(label, os.O_RDWR | os.O_CREAT, 0o644), False
-        if not known:
-            # a slot this process has not written yet: any entry on its path may be new
-            # (or another process's, never synced by this one)
-            progress.unsynced.update(path)
+            # a slot this process has not written yet: its entries and its own in the
+            # stream's folder may be new (or another process's, never synced by this
+            # one); so may the log's and the stream's folders, the first time
+            progress.changed(path if not progress.marked else (path[0], path[1], path[3]))
+            progress.marked = True
+        saved = False
         try:
             if known:  # and its size, unless a failed save left it unknown
                 episodes, size = progress.labels[index], progress.sizes.pop(label, None)
+            elif fresh:
+                episodes, size = None, 0
             else:
                 data = read_all(descriptor)
                 previous, _ = parse_label(data)
                 size = len(data)
                 episodes = previous.episodes if previous is not None and self._own(previous) else None
-            size = overwrite(descriptor, INVALID_LABEL, size)
+            if not record_log_only and size != 0:
+                # A memory updating its state incrementally must never be handed a
+                # state a killed save left half written under the old label. A
+                # RecordLog rewrites its manifest whole and appends from the
+                # runtime's own place in the log, and the old label's checksums no
+                # longer match the new manifest: nothing can restore or build on it.
+                size = overwrite(descriptor, INVALID_LABEL, size)
             progress.labels[index] = None
             # the names of the state's files before the memory writes, if this process knows them
             before = progress.files.pop(index, None) if known else None
-            if episodes != completed - SNAPSHOT_SLOTS:
+            empty = fresh
+            if fresh:
+                os.mkdir(state_folder)
+                before = frozenset()
+            elif episodes != completed - SNAPSHOT_SLOTS:
                 # Not this run's state SNAPSHOT_SLOTS episodes ago (an interrupted save, or
                 # a save a killed run made before the episode was re-run): a memory
                 # updating incrementally must not build on it.
                 shutil.rmtree(state, ignore_errors=True)
                 state.mkdir(parents=True)
-                progress.unsynced.update((state_folder, slot))
+                empty = True
                 before = frozenset()
                 for name in [name for name in progress.sizes if name.startswith(state_folder + os.sep)]:
                     del progress.sizes[name]
+                progress.kept.drop_under(state_folder)
+            if empty:
+                progress.changed((state_folder, slot))
             durable = time.monotonic() - progress.synced_at >= SYNC_INTERVAL_S
             shared = SharedLogs(
-                path[2], state_folder, progress.tracker, sync=durable, sizes=progress.sizes, keep_open=True
+                path[2], state_folder, progress.tracker, sync=durable, sizes=progress.sizes, keep_open=True,
+                kept=progress.kept, empty=empty,
             )
             token = SHARED.set(shared)
             try:
@@ -266,7 +355,6 @@ class StreamSnapshots(SnapshotChecks):
             finally:
                 SHARED.reset(token)
             progress.tracker = shared.tracker
-            record_log_only = writes_only_a_record_log(memory)
             if before is not None and before <= shared.reported.keys() and record_log_only:
                 # nothing but the RecordLog wrote into the state, whose files this
                 # process knows: they are the ones it reported (no listing needed)
@@ -276,25 +364,34 @@ class StreamSnapshots(SnapshotChecks):
             if record_log_only and files.keys() == shared.reported.keys():
                 progress.files[index] = frozenset(files)
             if shared.new_generation:
-                progress.unsynced.update((shared.directory, stream))
+                progress.changed((shared.directory, stream))
+            if shared.recreated:
+                progress.changed((state_folder, slot))
             if files.keys() - shared.reported.keys():
                 # files the memory wrote itself (not through a RecordLog, which
                 # rewrites its manifest in place): they may be new, or renamed over
-                progress.unsynced.add(state_folder)
+                progress.changed((state_folder,))
             text = label_bytes(self.stream, self.config, completed, type(memory).__qualname__, files, shared.logs)
             if durable:
                 for directory in path:
-                    if directory in progress.unsynced:
+                    changed = progress.unsynced.pop(directory, None)
+                    started = None if changed is None else SYNCS.start(directory, changed)
+                    if started is not None:
                         sync_path(directory, directory=True)
-                        progress.unsynced.discard(directory)
+                        SYNCS.done(directory, started)
             progress.sizes[label] = overwrite(descriptor, text, size)
             if durable:
                 datasync(descriptor)
                 progress.pinned, progress.synced_at = index, time.monotonic()
             progress.labels[index] = completed
+            saved = True
         finally:
-            os.close(descriptor)
-        if shared.new_generation:
+            if saved:
+                progress.kept.keep(label, descriptor)
+            else:
+                progress.kept.discard(label, descriptor)
+        if shared.new_generation and shared.tracker is not None and shared.tracker.generation > 1:
+            # (a first generation is numbered 1 only when the log folder held no other)
             self._remove_unused_logs()
 
     def _slot(self, index: int) -> tuple[str, str, Path]:
@@ -321,7 +418,7 @@ class StreamSnapshots(SnapshotChecks):
                     os.unlink(os.path.join(directory, log_name(generation)))
                 except FileNotFoundError:
                     pass
-                self._progress.unsynced.add(directory)
+                self._progress.changed((directory,))
 
     def restore(self, memory: object, completed: int) -> None:
         """Load the state after ``completed`` episodes into a fresh ``memory``, or refuse.

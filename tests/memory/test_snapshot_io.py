@@ -18,6 +18,7 @@ import pytest
 
 from pytest_evomemory.memory import base as base_module
 from pytest_evomemory.memory import recordlog as recordlog_module
+from pytest_evomemory.memory import snapfiles as snapfiles_module
 from pytest_evomemory.memory.inprocess import InProcessMemory
 from pytest_evomemory.memory.recordlog import RecordLog
 from pytest_evomemory.memory.snapshot import (
@@ -92,12 +93,18 @@ def count_opens(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     return opened
 
 
-def test_a_steady_state_save_opens_each_file_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Label and manifest: one open each, every file rewritten in place (an open or a
-    re-created file costs a hundred small writes on some file systems); the record
-    log stays open from one save to the next, and no file is looked at (``fstat``)
-    nor the state listed: this process wrote them, and knows them (with many chains
-    in one process each system call hands the interpreter lock to another chain)."""
+@pytest.mark.parametrize("budget", [1000, 0], ids=["kept open", "no descriptors to spare"])
+def test_a_steady_state_save_opens_no_file_or_each_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, budget: int
+) -> None:
+    """Label and manifest stay open from one save to the next (each looked at once,
+    ``fstat``, to notice a slot removed behind the process's back), or, with no
+    descriptors to spare, are opened once each; every file is rewritten in place
+    (an open or a re-created file costs a hundred small writes on some file
+    systems); the record log stays open, and no file's size is asked nor the state
+    listed: this process wrote them, and knows them (with many chains in one process
+    each system call hands the interpreter lock to another chain)."""
+    monkeypatch.setattr(snapfiles_module.BUDGET, "remaining", budget)
     snapshots = StreamSnapshots(tmp_path, "s1", CONFIG)
     memory = InProcessMemory()
     for episode in range(1, SNAPSHOT_SLOTS + 2):
@@ -119,8 +126,10 @@ def test_a_steady_state_save_opens_each_file_once(tmp_path: Path, monkeypatch: p
         monkeypatch.setattr(os, name, spying(name))
     memory.retain("one more lesson")
     snapshots.save(memory, SNAPSHOT_SLOTS + 2)
-    assert sorted(opened) == ["episodes.json", "manifest.json"]
-    assert looked == []
+    if budget:
+        assert opened == [] and looked == ["fstat", "fstat"]
+    else:
+        assert sorted(opened) == ["episodes.json", "manifest.json"] and looked == []
     monkeypatch.undo()
     restored = InProcessMemory()
     snapshots.restore(restored, SNAPSHOT_SLOTS + 2)
