@@ -320,7 +320,7 @@ class KeptFiles:
     def __del__(self) -> None:
         try:
             self.close()
-        except Exception:  # noqa: BLE001 - the interpreter may be shutting down
+        except Exception:  # the interpreter may be shutting down
             pass
 
 

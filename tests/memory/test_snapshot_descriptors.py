@@ -98,7 +98,7 @@ def test_the_descriptors_kept_stay_within_the_process_budget(
     streams = [StreamSnapshots(tmp_path / name, name, CONFIG) for name in ("s1", "s2")]
     memories = [InProcessMemory(), InProcessMemory()]
     for episode in range(1, 2 * SNAPSHOT_SLOTS):
-        for snapshots, memory in zip(streams, memories):
+        for snapshots, memory in zip(streams, memories, strict=True):
             saved(snapshots, memory, range(episode, episode + 1))
     kept = sum(len(snapshots._progress.kept.files) for snapshots in streams)
     assert kept == 5 and snapfiles.BUDGET.remaining == 0
@@ -164,7 +164,7 @@ def test_a_save_killed_before_its_label_never_leaves_a_label_that_restores_or_is
     left, _ = parse_label((tmp_path / "slot-2" / LABEL).read_bytes())
     if kind is InProcessMemory:
         assert left is not None and left.episodes == 2
-        with pytest.raises(SnapshotDamaged, match="slot-2: state/manifest.json does not match its checksum"):
+        with pytest.raises(SnapshotDamaged, match=r"slot-2: state/manifest\.json does not match its checksum"):
             snapshots.verify(2)
     else:
         assert left is None
