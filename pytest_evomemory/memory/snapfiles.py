@@ -223,6 +223,10 @@ class _Budget:
         with self.lock:
             self.remaining = -(1 << 30)
 
+    @property
+    def exhausted(self) -> bool:
+        return self.remaining < 0
+
 
 BUDGET = _Budget()
 
@@ -240,20 +244,27 @@ class KeptFiles:
     before. A kept descriptor is reused only while its file is still linked (one
     ``fstat``): a slot removed behind the process's back is noticed, never written
     into a file nobody can find. An open that fails for want of descriptors
-    (EMFILE) closes this stream's kept files, keeps none from then on in the
-    process, and is tried once more. Used by one stream's thread at a time."""
+    (EMFILE) closes this stream's idle kept files (never one a save is using: it
+    is lent, :meth:`reuse`, until :meth:`keep` or :meth:`discard`), keeps none
+    from then on in the process, and is tried once more. Used by one stream's
+    thread at a time."""
 
-    __slots__ = ("files",)
+    __slots__ = ("files", "lent")
 
     def __init__(self) -> None:
+        #: path -> descriptor, idle between saves
         self.files: dict[str, int] = {}
+        #: path -> descriptor, in use by the current save
+        self.lent: dict[str, int] = {}
 
     def reuse(self, path: str) -> int | None:
-        """The kept descriptor of ``path``, or ``None``: not kept, or its file was
+        """The kept descriptor of ``path``, lent to the caller until it hands it to
+        :meth:`keep` or :meth:`discard`; or ``None``: not kept, or its file was
         removed or replaced since (then it is closed, and the caller opens the path)."""
-        descriptor = self.files.get(path)
+        descriptor = self.files.pop(path, None)
         if descriptor is None:
             return None
+        self.lent[path] = descriptor
         try:
             linked = os.fstat(descriptor).st_nlink > 0
         except OSError:
@@ -265,7 +276,7 @@ class KeptFiles:
 
     def open(self, path: str, flags: int) -> int:
         """``os.open(path, flags, 0o644)``, tried once more after closing this
-        stream's kept files when the process is out of descriptors."""
+        stream's idle kept files when the process is out of descriptors."""
         try:
             return os.open(path, flags, 0o644)
         except OSError as error:
@@ -279,33 +290,39 @@ class KeptFiles:
     def keep(self, path: str, descriptor: int) -> None:
         """Keep ``descriptor`` (open on ``path``) for the next save, or close it
         when the budget is spent."""
-        if self.files.get(path) == descriptor:
-            return
-        if BUDGET.take():
+        if self.lent.get(path) == descriptor:
+            del self.lent[path]
+            if not BUDGET.exhausted:
+                self.files[path] = descriptor
+                return
+            BUDGET.give(1)
+        elif BUDGET.take():
             self.files[path] = descriptor
-        else:
-            os.close(descriptor)
+            return
+        os.close(descriptor)
 
     def discard(self, path: str, descriptor: int) -> None:
         """Close ``descriptor`` (open on ``path``), kept or not (a failed save, a
         file removed behind the process's back); an error closing it is not this
         save's news."""
-        if self.files.get(path) == descriptor:
-            del self.files[path]
+        if self.lent.get(path) == descriptor:
+            del self.lent[path]
             BUDGET.give(1)
         with contextlib.suppress(OSError):
             os.close(descriptor)
 
     def drop_under(self, folder: str) -> None:
-        """Close the kept files under ``folder`` (it is being removed)."""
+        """Close the idle kept files under ``folder`` (it is being emptied)."""
         prefix = folder + os.sep
         for path in [path for path in self.files if path.startswith(prefix)]:
-            self.discard(path, self.files[path])
+            BUDGET.give(1)
+            with contextlib.suppress(OSError):
+                os.close(self.files.pop(path))
 
     def close(self) -> None:
-        """Close every kept file (the stream ended, was restored or started anew).
-        A delayed write error a close reports (EIO, a quota on a network file
-        system) is raised, naming the file, once all are closed."""
+        """Close every idle kept file (the stream ended, was restored or started
+        anew). A delayed write error a close reports (EIO, a quota on a network
+        file system) is raised, naming the file, once all are closed."""
         files, self.files = self.files, {}
         failed: OSError | None = None
         for path, descriptor in files.items():

@@ -327,22 +327,20 @@ class StreamSnapshots(SnapshotChecks):
             progress.labels[index] = None
             # the names of the state's files before the memory writes, if this process knows them
             before = progress.files.pop(index, None) if known else None
-            empty = fresh
-            if fresh:
-                os.mkdir(state_folder)
-                before = frozenset()
-            elif episodes != completed - SNAPSHOT_SLOTS:
-                # Not this run's state SNAPSHOT_SLOTS episodes ago (an interrupted save, or
-                # a save a killed run made before the episode was re-run): a memory
-                # updating incrementally must not build on it.
-                shutil.rmtree(state, ignore_errors=True)
-                state.mkdir(parents=True)
-                empty = True
-                before = frozenset()
+            empty = fresh or episodes != completed - SNAPSHOT_SLOTS
+            if empty:
+                # A new slot, or not this run's state SNAPSHOT_SLOTS episodes ago (an
+                # interrupted save, or a save a killed run made before the episode was
+                # re-run): a memory updating incrementally must not build on it.
+                progress.kept.drop_under(state_folder)
                 for name in [name for name in progress.sizes if name.startswith(state_folder + os.sep)]:
                     del progress.sizes[name]
-                progress.kept.drop_under(state_folder)
-            if empty:
+                if fresh:
+                    os.mkdir(state_folder)
+                else:
+                    shutil.rmtree(state, ignore_errors=True)
+                    state.mkdir(parents=True)
+                before = frozenset()
                 progress.changed((state_folder, slot))
             durable = time.monotonic() - progress.synced_at >= SYNC_INTERVAL_S
             shared = SharedLogs(

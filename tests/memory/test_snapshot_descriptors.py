@@ -108,28 +108,36 @@ def test_the_descriptors_kept_stay_within_the_process_budget(
     assert snapfiles.BUDGET.remaining == 5  # every one given back
 
 
+@pytest.mark.parametrize("where", ["a new slot's label", "a manifest, its label in use"])
 def test_running_out_of_descriptors_closes_the_kept_ones_and_the_save_goes_on(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
+    """The first open that finds the process out of descriptors (EMFILE) closes the
+    stream's idle kept files, never the label the save is writing, and the save
+    and the next ones go on, keeping nothing open."""
     snapshots = StreamSnapshots(tmp_path, "s1", CONFIG)
     memory = InProcessMemory()
-    saved(snapshots, memory, range(1, SNAPSHOT_SLOTS))
+    first = SNAPSHOT_SLOTS if where.startswith("a new") else SNAPSHOT_SLOTS + 2
+    saved(snapshots, memory, range(1, first))
+    if where.startswith("a manifest"):
+        shutil.rmtree(tmp_path / "slot-2" / "state")  # its kept manifest is gone: opened anew
     assert snapshots._progress.kept.files
     real = os.open
     refused: list[str] = []
 
     def out_of_descriptors(path: Any, flags: int, mode: int = 0o777, **kwargs: Any) -> int:
         if not refused:
-            refused.append(os.fspath(path))
+            refused.append(os.path.relpath(path, tmp_path))
             raise OSError(errno.EMFILE, "Too many open files", os.fspath(path))
         return real(path, flags, mode, **kwargs)
 
     monkeypatch.setattr(os, "open", out_of_descriptors)
-    saved(snapshots, memory, range(SNAPSHOT_SLOTS, SNAPSHOT_SLOTS + 3))  # slot-0 is new: opened
-    assert refused == [os.fspath(tmp_path / "slot-0" / LABEL)]
-    assert snapshots._progress.kept.files == {}  # closed, and none kept from then on
+    saved(snapshots, memory, range(first, SNAPSHOT_SLOTS + 4))
+    assert refused == (["slot-0/episodes.json"] if where.startswith("a new") else ["slot-2/state/manifest.json"])
+    assert snapshots._progress.kept.files == {} and snapshots._progress.kept.lent == {}
     monkeypatch.undo()
-    assert restored_size(snapshots, SNAPSHOT_SLOTS + 2) == SNAPSHOT_SLOTS + 2
+    assert all(snapshots.intact(completed) for completed in range(first, SNAPSHOT_SLOTS + 4))
+    assert restored_size(snapshots, SNAPSHOT_SLOTS + 3) == SNAPSHOT_SLOTS + 3
 
 
 class _NotesBeside(InProcessMemory):
