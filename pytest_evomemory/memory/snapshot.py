@@ -43,12 +43,11 @@ from pathlib import Path
 from ..core.errors import ArtefactWriteError, EvoMemoryError, named
 from ..util.atomicfile import write_atomically  # re-exported: adapters' snapshot() uses it (docs/memory.md)
 from .base import ResumeRefused, SnapshotCapable, SnapshotDamaged, supports_snapshots
+from .keptfiles import SYNCS, KeptFiles
 from .recordlog import writes_only_a_record_log
 from .snapcheck import SNAPSHOT_SLOTS, SnapshotChecks
 from .snapfiles import (
     SHARED,
-    SYNCS,
-    KeptFiles,
     LogTracker,
     SharedLogs,
     datasync,
@@ -96,7 +95,7 @@ class _Progress:
     synced_path: dict[int, tuple[str, str, str, str, str]] = field(default_factory=dict)
     #: directories whose entries this process may have changed (created, removed or
     #: replaced a file or directory in them) since it last synced them, with the
-    #: moment of the last change (:data:`~.snapfiles.SYNCS`): a durable save syncs
+    #: moment of the last change (:data:`~.keptfiles.SYNCS`): a durable save syncs
     #: these, not every directory on the slot's path (an fsync of a directory costs
     #: as much as a file's, and in the steady state no entry changes), and not one
     #: another stream's sync covered since (the run's ``memory/`` folder)
@@ -151,11 +150,20 @@ class StreamSnapshots(SnapshotChecks):
     it is emptied first. Whichever moment the process is killed at — inside the
     memory's snapshot, between the snapshot and the result journal, or after
     both — the slot labelled with the number of episodes the journal says are
-    complete is intact: the one being written has no label, and the other one is
-    the previous episode's. The label names a SHA-256 of every state file and of
-    the log prefix the state stands on, and one of itself: a slot whose files
-    changed after the label was written (a power cut before they reached the
-    disk, an edit) does not verify and is never restored.
+    complete is intact: the one being written has no label (or, for a memory
+    that writes only a RecordLog, its old label, whose checksums no longer match:
+    see :meth:`_save`), and the other one is the previous episode's. The label
+    names a SHA-256 of every state file and of the log prefix the state stands
+    on, and one of itself: a slot whose files changed after the label was
+    written (a power cut before they reached the disk, an edit) does not verify
+    and is never restored.
+
+    The system calls a save makes are few (with many chains in one process each
+    one hands the interpreter lock to another chain): the slot's label and
+    manifest stay open between saves (:class:`~.keptfiles.KeptFiles`), a new slot
+    is made without reading or emptying anything, and a durable save syncs only
+    the directories whose entries changed and no other stream's sync covered
+    (:data:`~.keptfiles.SYNCS`).
 
     ``config`` is the run config's fingerprint (``config_fingerprint`` in run.json),
     written into every label: only a slot written under it is this run's

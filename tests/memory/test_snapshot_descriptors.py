@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from pytest_evomemory.memory import snapfiles
+from pytest_evomemory.memory import keptfiles
 from pytest_evomemory.memory import snapshot as snapshot_module
 from pytest_evomemory.memory.inprocess import InProcessMemory
 from pytest_evomemory.memory.snaplabel import LABEL, parse_label
@@ -40,7 +40,7 @@ def only_the_first_save_is_durable(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture(autouse=True)
 def budget(monkeypatch: pytest.MonkeyPatch) -> None:
     """A budget of this test's own (restored afterwards, whatever the test spent)."""
-    monkeypatch.setattr(snapfiles.BUDGET, "remaining", 1000)
+    monkeypatch.setattr(keptfiles.BUDGET, "remaining", 1000)
 
 
 def saved(snapshots: StreamSnapshots, memory: InProcessMemory, episodes: range) -> None:
@@ -94,18 +94,18 @@ def test_a_label_replaced_behind_the_process_is_the_one_written(tmp_path: Path) 
 def test_the_descriptors_kept_stay_within_the_process_budget(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(snapfiles.BUDGET, "remaining", 5)
+    monkeypatch.setattr(keptfiles.BUDGET, "remaining", 5)
     streams = [StreamSnapshots(tmp_path / name, name, CONFIG) for name in ("s1", "s2")]
     memories = [InProcessMemory(), InProcessMemory()]
     for episode in range(1, 2 * SNAPSHOT_SLOTS):
         for snapshots, memory in zip(streams, memories, strict=True):
             saved(snapshots, memory, range(episode, episode + 1))
     kept = sum(len(snapshots._progress.kept.files) for snapshots in streams)
-    assert kept == 5 and snapfiles.BUDGET.remaining == 0
+    assert kept == 5 and keptfiles.BUDGET.remaining == 0
     for snapshots in streams:
         assert restored_size(snapshots, 2 * SNAPSHOT_SLOTS - 1) == 2 * SNAPSHOT_SLOTS - 1
         snapshots.release()
-    assert snapfiles.BUDGET.remaining == 5  # every one given back
+    assert keptfiles.BUDGET.remaining == 5  # every one given back
 
 
 @pytest.mark.parametrize("where", ["a new slot's label", "a manifest, its label in use"])

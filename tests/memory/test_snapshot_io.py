@@ -17,8 +17,8 @@ from typing import Any
 import pytest
 
 from pytest_evomemory.memory import base as base_module
+from pytest_evomemory.memory import keptfiles
 from pytest_evomemory.memory import recordlog as recordlog_module
-from pytest_evomemory.memory import snapfiles as snapfiles_module
 from pytest_evomemory.memory.inprocess import InProcessMemory
 from pytest_evomemory.memory.recordlog import RecordLog
 from pytest_evomemory.memory.snapshot import (
@@ -104,7 +104,7 @@ def test_a_steady_state_save_opens_no_file_or_each_once(
     systems); the record log stays open, and no file's size is asked nor the state
     listed: this process wrote them, and knows them (with many chains in one process
     each system call hands the interpreter lock to another chain)."""
-    monkeypatch.setattr(snapfiles_module.BUDGET, "remaining", budget)
+    monkeypatch.setattr(keptfiles.BUDGET, "remaining", budget)
     snapshots = StreamSnapshots(tmp_path, "s1", CONFIG)
     memory = InProcessMemory()
     for episode in range(1, SNAPSHOT_SLOTS + 2):
