@@ -202,8 +202,12 @@ class StreamSnapshots(SnapshotChecks):
         try:
             os.lstat(self.directory)
         except FileNotFoundError:
-            pass  # nothing to remove (a new output directory): nothing to sync either
+            present = False  # nothing to remove (a new output directory): nothing to sync either
+        except OSError:
+            present = True
         else:
+            present = True
+        if present:
             shutil.rmtree(self.directory, ignore_errors=True)
             try:
                 sync_path(os.fspath(self.directory.parent), directory=True)
