@@ -471,6 +471,9 @@ class PostgresMemory(MemoryBase):
 
     # ------------------------------------------------------------------ resume
 
+    #: snapshot() writes its directory only through one RecordLog (recordlog.RECORD_LOG_ONLY)
+    snapshot_writes_only_a_record_log = True
+
     def snapshot(self, directory: Path) -> None:
         """Append the rows stored since the last snapshot to ``directory`` (RecordLog).
 

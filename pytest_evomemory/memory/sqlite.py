@@ -405,6 +405,9 @@ class SqliteMemory(MemoryBase):
 
     # ------------------------------------------------------------------ resume
 
+    #: snapshot() writes its directory only through one RecordLog (recordlog.RECORD_LOG_ONLY)
+    snapshot_writes_only_a_record_log = True
+
     def snapshot(self, directory: Path) -> None:
         """Append the records stored since the last snapshot to ``directory`` (RecordLog).
 
