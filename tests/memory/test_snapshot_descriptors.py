@@ -222,3 +222,41 @@ def test_a_directory_another_streams_sync_covered_is_not_synced_again(
     assert os.fspath(second.directory) in synced  # its own folder is its own to sync
     saved(third, InProcessMemory(), range(1, 2))
     assert synced.count(memory_folder) == 2
+
+
+_TAKE_OVER = """
+import sys
+from pathlib import Path
+from pytest_evomemory.memory.inprocess import InProcessMemory
+from pytest_evomemory.memory.snapshot import StreamSnapshots
+directory, done, until = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
+snapshots = StreamSnapshots(directory, "s1", "a" * 64)
+memory = InProcessMemory()
+snapshots.restore(memory, done)
+for episode in range(done + 1, until + 1):
+    memory.retain(f"episode {episode} lesson")
+    snapshots.save(memory, episode)
+snapshots.release()
+"""
+
+
+def test_a_second_process_takes_the_stream_over_while_the_first_keeps_its_files_open(tmp_path: Path) -> None:
+    """An xdist worker that takes a stream over (or a resumed run) writes the slots
+    in place while the process before it still holds its labels and manifests open:
+    what the second one saved is what a resume finds, whatever the first one's
+    descriptors then do (closed at its stream's end)."""
+    import subprocess
+    import sys
+
+    snapshots = StreamSnapshots(tmp_path, "s1", CONFIG)
+    memory = InProcessMemory()
+    saved(snapshots, memory, range(1, SNAPSHOT_SLOTS + 2))
+    assert snapshots._progress.kept.files
+    until = 3 * SNAPSHOT_SLOTS
+    subprocess.run(
+        [sys.executable, "-c", _TAKE_OVER, os.fspath(tmp_path), str(SNAPSHOT_SLOTS + 1), str(until)],
+        check=True, capture_output=True, timeout=120,
+    )
+    snapshots.release()
+    assert StreamSnapshots(tmp_path, "s1", CONFIG).newest_intact(until) == until
+    assert restored_size(StreamSnapshots(tmp_path, "s1", CONFIG), until) == until
