@@ -1,8 +1,8 @@
 """How a snapshot save touches the disk: few files, in place, and still exact.
 
 The runtime saves every stream's memory after every episode, so a save is on the
-per-task profile (docs/performance.md). These tests pin what keeps it cheap (one
-open per file, no pathlib, no re-created files) together with what must not be
+per-task profile (docs/performance.md). These tests pin what keeps it cheap (files
+kept open, or one open per file; no pathlib, no re-created files) together with what must not be
 traded for it: a shorter manifest or label over a longer one still reads back,
 a torn tail is still cut, a slot removed behind the process's back is rebuilt.
 """
