@@ -3,37 +3,39 @@ path when no proxy is in the way (:mod:`.transport` decides).
 
 Why not ``httpx2`` here too: a chat call is one small POST on a connection kept
 alive, and ``httpx2``'s per-request machinery (its request and URL models, the
-``httpcore2`` pool, ``h11``'s event state machine) cost about 0.55 ms of CPU a
-call, four times what ``http.client`` costs for the same POST (0.15 ms, measured
-against a stub answering at once: ``benchmarks/bench_client_cpu.py``). With many
-chains in one process (``evomemory run --chains``) every one of those
+``httpcore2`` pool and its locks) cost about 0.55 ms of CPU a call, four times what
+this connection costs for the same POST (``benchmarks/bench_client_cpu.py``). With
+many chains in one process (``evomemory run --chains``) every one of those
 milliseconds is a turn of the one interpreter lock, so the chains queued on it.
+Nor ``http.client``, which built a buffered file over the socket for each reply and
+parsed its headers through the ``email`` package (7 % of the CPU of a 64-chain grid).
 
-Why not ``http.client`` either (it carried the POST until issue 38): per reply it
-builds a buffered file over the socket and parses the headers through the
-``email`` package, which was 7 % of the CPU of a whole 64-chain grid; the reply is
-read here into one buffer, usually in one ``recv``, and its head parsed with
-``bytes`` operations (:func:`_parse_head`). The request's head and body go out in
-one ``send``, and once connected the socket is in blocking mode, so that a send or
-a read is one system call rather than a ``poll`` and then the call (what CPython
-does for a socket with a timeout): with many chains in one process each system
-call that waits hands the interpreter lock to another chain's thread. Nothing is
-lost by dropping the per-operation timeout: the attempt's deadline
-(:mod:`.deadline`, ``timeout_s`` for the whole attempt) passes no later than any
-one operation's would, and its abort shuts the socket down, which ends a blocked
-send or read at once.
+The reply is read by ``h11`` (the sans-IO HTTP/1.1 parser under ``httpcore``):
+its framing (Content-Length, chunked, until the server closes; none for 1xx, 204
+and 304), its header rules and its keep-alive state (``Connection: close`` and any
+HTTP/1.0 reply close the connection) are the library's, fed here from the socket,
+usually in one ``recv``. It costs about 0.05 ms of CPU a call more than the reader
+written here by hand before it (docs/performance.md). The request's bytes are built
+here, head and body in one ``send``: ``h11``'s serialization (its header
+validation) costs about 0.03 ms more, and ``h11`` is told only what reading the
+reply depends on (a POST to this target is complete, :meth:`DirectConnection._told`).
+
+Once connected the socket is in blocking mode, so that a send or a read is one
+system call rather than a ``poll`` and then the call (what CPython does for a
+socket with a timeout): with many chains in one process each system call that
+waits hands the interpreter lock to another chain's thread. Nothing is lost by
+dropping the per-operation timeout: the attempt's deadline (:mod:`.deadline`,
+``timeout_s`` for the whole attempt) passes no later than any one operation's
+would, and its abort shuts the socket down, which ends a blocked send or read at once.
 
 What the caller relies on, kept here: the reply is read at most ``limit`` bytes
 far (:class:`ReplyTooLarge`), each chunk is reported to the :class:`~.deadline.Attempt`
 (which stops an attempt past its deadline), and :meth:`DirectConnection.abort`
 shuts the socket down from any thread. Every failure on the way is a
 :class:`TransportError` whose message starts with the name of what went wrong
-(``ConnectionRefusedError: [Errno 111] ...``, ``IncompleteRead: ...``,
-``BadStatusLine: ...``), or :class:`NetworkTimeout` for a connect over ``timeout_s``.
-The body is framed as HTTP/1.1 says (RFC 9112): none for 1xx, 204 and 304,
-chunked, by Content-Length, else until the server closes; a reply that says
-``Connection: close`` (or an HTTP/1.0 one without keep-alive) closes the
-connection, and the next call opens a new one.
+(``ConnectionRefusedError: [Errno 111] ...``, ``RemoteDisconnected: ...``,
+``RemoteProtocolError: ...`` with ``h11``'s reason and where it was reading), or
+:class:`NetworkTimeout` for a connect over ``timeout_s``.
 """
 
 from __future__ import annotations
@@ -46,6 +48,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
+import h11
+
 from .deadline import Attempt
 
 if TYPE_CHECKING:
@@ -54,17 +58,15 @@ if TYPE_CHECKING:
 #: The most read at once from the socket while the reply comes in.
 READ_CHUNK = 65536
 
-#: A reply's head (status line and headers) longer than this is refused: a model
-#: server's is a few hundred bytes (``http.client`` refused a line over 64 KiB).
+#: A reply's head (status line and headers, interim replies' included) longer than
+#: this is refused: a model server's is a few hundred bytes (``http.client``
+#: refused a line over 64 KiB). ``h11``'s ``max_incomplete_event_size``.
 MAX_HEAD_BYTES = 65536
 
 #: More header lines than this are refused (as ``http.client`` did).
 MAX_HEADERS = 100
 
-#: A chunk-size line (or a trailer line) longer than this is refused.
-MAX_CHUNK_LINE = 4096
-
-_HEX_DIGITS = b"0123456789abcdefABCDEF"
+_END = h11.EndOfMessage()
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +91,7 @@ class ReplyTooLarge(Exception):
 class TransportError(Exception):
     """The request failed on its way: connecting, sending or reading. The message
     names what was raised (``ConnectionRefusedError: [Errno 111] ...``) or what was
-    wrong with the reply (``IncompleteRead: ...``, ``BadStatusLine: ...``)."""
+    wrong with the reply (``RemoteDisconnected: ...``, ``RemoteProtocolError: ...``)."""
 
 
 class NetworkTimeout(TransportError):
@@ -100,15 +102,6 @@ class NetworkTimeout(TransportError):
 
 class BadEndpoint(Exception):
     """The endpoint is no http(s) URL a request can go to."""
-
-
-def _bad(kind: str, detail: str) -> TransportError:
-    """A reply the client cannot read, named as ``http.client`` named it."""
-    return TransportError(f"{kind}: {detail}")
-
-
-def _incomplete(received: int, expected: str) -> TransportError:
-    return _bad("IncompleteRead", f"{received:,} bytes read, {expected}")
 
 
 class DirectConnection:
@@ -145,8 +138,9 @@ class DirectConnection:
         #: the connected socket, kept alive between calls; shut down by :meth:`abort`
         self._socket: socket.socket | None = None
         self._poller: select.poll | None = None
-        #: the reply just read leaves the connection able to carry the next request
-        self._reusable = True
+        #: ``h11``'s state of the connection: one per socket
+        self._parser: h11.Connection | None = None
+        self._requests: dict[str, h11.Request] = {}
         self.is_closed = False
 
     def post(self, path: str, content: bytes, headers: Mapping[str, str], attempt: Attempt, limit: int) -> Reply:
@@ -155,12 +149,15 @@ class DirectConnection:
             raise BadEndpoint(self._problem)
         attempt.on_cancel(self.abort)
         try:
-            sock = self._open()
+            sock, parser = self._open()
             # A deadline that passed while connecting found no socket to shut down (and
             # the connected one is blocking, with no timeout of its own): stop here.
             attempt.check()
-            sock.sendall(self._request(path, content, headers))
-            reply = self._receive(sock, attempt, limit)
+            message = self._request(path, content, headers)
+            parser.send(self._told(path))
+            parser.send(_END)
+            sock.sendall(message)
+            return self._receive(sock, parser, attempt, limit)
         except TimeoutError as error:
             self._drop()
             raise NetworkTimeout(f"{type(error).__name__}: {error}") from None
@@ -170,9 +167,6 @@ class DirectConnection:
         except BaseException:  # malformed, over the limit, cancelled, interrupted: the rest is not read
             self._drop()
             raise
-        if not self._reusable:  # the server closes it, or sent more than the reply
-            self._drop()
-        return reply
 
     def _request(self, path: str, content: bytes, headers: Mapping[str, str]) -> bytes:
         """The request's head and body, as one message (one ``send``); the headers
@@ -188,21 +182,31 @@ class DirectConnection:
         lines.append("\r\n")
         return "\r\n".join(lines).encode("latin-1") + content
 
-    def _open(self) -> socket.socket:
+    def _told(self, path: str) -> h11.Request:
+        """The request as ``h11`` is told of it: a POST to this target, whose reply
+        is framed as a POST's and may keep the connection (no ``Connection: close``,
+        no upgrade). Its headers and body are :meth:`_request`'s, which ``h11`` does
+        not read; one event per path, built once (``h11`` validates each it is given)."""
+        told = self._requests.get(path)
+        if told is None:
+            host = self._host_header.removeprefix("Host: ")
+            told = h11.Request(method="POST", target=f"{self._prefix}{path}", headers=[("Host", host)])
+            self._requests[path] = told
+        return told
+
+    def _open(self) -> tuple[socket.socket, h11.Connection]:
         """The kept-alive socket, or a new one where the server closed it (or an
         abort shut it down) while it was idle."""
-        sock = self._socket
-        if sock is not None and self._poller is not None and self._poller.poll(0):
+        if self._socket is not None and self._poller is not None and self._poller.poll(0):
             # An idle kept-alive socket with something to read has been closed by the
             # server (or shut down by an abort): it cannot carry the next request.
             self._drop()
-            sock = None
-        if sock is None:
-            sock = self._connect()
-        self._reusable = True
-        return sock
+        if self._socket is None or self._parser is None:
+            self._connect()
+        assert self._socket is not None and self._parser is not None  # for mypy: _connect set them
+        return self._socket, self._parser
 
-    def _connect(self) -> socket.socket:
+    def _connect(self) -> None:
         """A new connection, made within ``timeout_s`` (TLS handshake included),
         then blocking: the attempt's deadline bounds it (module docstring)."""
         # getaddrinfo takes a bytes host too (typeshed says str only)
@@ -226,113 +230,50 @@ class DirectConnection:
         poller = select.poll()
         poller.register(sock, select.POLLIN)
         self._socket, self._poller = sock, poller
-        return sock
+        self._parser = h11.Connection(h11.CLIENT, max_incomplete_event_size=MAX_HEAD_BYTES)
 
-    def _receive(self, sock: socket.socket, attempt: Attempt, limit: int) -> Reply:
-        """The whole reply, read into one buffer (usually in one ``recv``); 1xx
-        interim replies skipped."""
-        data = sock.recv(READ_CHUNK)
-        if not data:
-            raise _bad("RemoteDisconnected", "Remote end closed connection without response")
-        while True:
-            searched = 0
-            while (end := _head_end(data, searched)) is None:
-                if len(data) > MAX_HEAD_BYTES:
-                    raise _bad("LineTooLong", f"the reply's head is over {MAX_HEAD_BYTES:,} bytes")
-                more = sock.recv(READ_CHUNK)
-                if not more:
-                    raise _incomplete(len(data), "the connection ended within the reply's head")
-                searched = max(0, len(data) - 3)
-                data += more
-            head_end, body_start = end
-            if head_end > MAX_HEAD_BYTES:
-                raise _bad("LineTooLong", f"the reply's head is over {MAX_HEAD_BYTES:,} bytes")
-            status, version, headers = _parse_head(data[:head_end])
-            if not 100 <= status < 200:
-                break
-            if status == 101:
-                raise _bad("BadStatusLine", "101 Switching Protocols, which was not asked for")
-            data = data[body_start:]  # an interim reply (100 Continue, 103 Early Hints): the reply follows
-            if not data:
-                data = sock.recv(READ_CHUNK)
-                if not data:
-                    raise _bad("RemoteDisconnected", "Remote end closed connection after an interim reply")
-        length, chunked = _framing(status, headers)
-        connection = headers.get("connection", "").lower()
-        if version == 10:
-            self._reusable = "keep-alive" in connection or "keep-alive" in headers
+    def _receive(self, sock: socket.socket, parser: h11.Connection, attempt: Attempt, limit: int) -> Reply:
+        """The whole reply, as ``h11`` reads it from what the socket gives (usually
+        one ``recv``); interim 1xx replies skipped, 101 refused (by ``h11``: no
+        upgrade was asked for)."""
+        received = 0  # bytes read before the reply's head was whole (interim replies' included)
+        event: h11.Event | type[h11.NEED_DATA] | type[h11.PAUSED] = h11.NEED_DATA
+        try:
+            while type(event) is not h11.Response:
+                if event is h11.NEED_DATA:
+                    data = sock.recv(READ_CHUNK)
+                    if not data and not parser.trailing_data[0]:  # no head begun: the server hung up
+                        after = "after an interim reply" if received else "without response"
+                        raise TransportError(f"RemoteDisconnected: Remote end closed connection {after}")
+                    received += len(data)
+                    parser.receive_data(data)  # b"": the head was cut short, which h11 names
+                event = parser.next_event()
+        except h11.RemoteProtocolError as error:
+            too_long = error.error_status_hint == 431  # h11's bound on a head still incomplete
+            raise (_head_too_long() if too_long else _unreadable(error, "the reply's head")) from None
+        assert isinstance(event, h11.Response)  # the loop's end, for mypy
+        if received > MAX_HEAD_BYTES and received - len(parser.trailing_data[0]) > MAX_HEAD_BYTES:
+            raise _head_too_long()  # h11 bounds a head still incomplete; this one came whole at once
+        if len(event.headers) > MAX_HEADERS:
+            raise TransportError(f"RemoteProtocolError: more than {MAX_HEADERS} headers in the reply's head")
+        status = event.status_code
+        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in event.headers}
+        try:
+            body = read_body(_body(sock, parser), status, headers, attempt, limit)
+        except h11.RemoteProtocolError as error:
+            raise _unreadable(error, f"the body of a {status} reply, {attempt.received:,} bytes read") from None
+        # Kept for the next request only where h11 says both sides are done and nothing
+        # else came: Connection: close, an HTTP/1.0 reply, a body that ends where the
+        # connection does, or bytes past the reply (answering no request of ours) close it.
+        if parser.our_state is h11.DONE and parser.their_state is h11.DONE and parser.trailing_data == (b"", False):
+            parser.start_next_cycle()
         else:
-            self._reusable = "close" not in connection
-        if length is None and not chunked:
-            self._reusable = False  # the body ends where the connection does
-        rest = data[body_start:]
-        if chunked:
-            chunks: Iterable[bytes] = self._chunked(sock, rest)
-        elif length is not None:
-            if len(rest) > length:  # more than the reply: nothing the next request could use
-                self._reusable, rest = False, rest[:length]
-            chunks = self._counted(sock, rest, length)
-        else:
-            chunks = _until_closed(sock, rest)
-        return Reply(status, headers, read_body(chunks, status, headers, attempt, limit))
-
-    def _counted(self, sock: socket.socket, rest: bytes, length: int) -> Iterator[bytes]:
-        """A body of ``length`` bytes, ``rest`` of it already read."""
-        if rest:
-            yield rest
-        received = len(rest)
-        while received < length:
-            data = sock.recv(min(READ_CHUNK, length - received))
-            if not data:
-                raise _incomplete(received, f"{length - received:,} more expected")
-            received += len(data)
-            yield data
-
-    def _chunked(self, sock: socket.socket, data: bytes) -> Iterator[bytes]:
-        """A chunked body (RFC 9112 7.1), ``data`` the bytes already read after the head."""
-        position = 0
-        received = 0
-
-        def line() -> bytes:
-            """The next line (without its end), reading more as needed."""
-            nonlocal data, position
-            while (newline := data.find(b"\n", position)) < 0:
-                if len(data) - position > MAX_CHUNK_LINE:
-                    raise _bad("BadChunk", f"a chunk-size or trailer line over {MAX_CHUNK_LINE:,} bytes")
-                more = sock.recv(READ_CHUNK)
-                if not more:
-                    raise _incomplete(received, "the connection ended within a chunked body")
-                data, position = data[position:] + more, 0
-            found, position = data[position:newline], newline + 1
-            return found.rstrip(b"\r")
-
-        while True:
-            size_text = line().split(b";", 1)[0].strip()
-            if not size_text or size_text.strip(_HEX_DIGITS) or len(size_text) > 16:
-                raise _bad("BadChunk", f"the chunk size {size_text[:40]!r} is no hexadecimal number")
-            size = int(size_text, 16)
-            if size == 0:
-                break
-            while size:
-                if position == len(data):
-                    data, position = sock.recv(min(READ_CHUNK, size + 2)), 0
-                    if not data:
-                        raise _incomplete(received, f"{size:,} more expected in a chunk")
-                piece = data[position:position + size]
-                position += len(piece)
-                size -= len(piece)
-                received += len(piece)
-                yield piece
-            if line():
-                raise _bad("BadChunk", "a chunk is longer than its size says")
-        while line():  # trailer fields, ignored, up to the blank line
-            pass
-        if position < len(data):
-            self._reusable = False  # more than the reply
+            self._drop()
+        return Reply(status, headers, body)
 
     def _drop(self) -> None:
         """Close the connection: a request that failed half-way leaves it unusable."""
-        sock, self._socket, self._poller = self._socket, None, None
+        sock, self._socket, self._poller, self._parser = self._socket, None, None, None
         if sock is not None:
             sock.close()
 
@@ -361,80 +302,26 @@ def _host_header(host: str, port: int, https: bool) -> str:
     return f"Host: {name}" if port == (443 if https else 80) else f"Host: {name}:{port}"
 
 
-def _head_end(data: bytes, start: int) -> tuple[int, int] | None:
-    """Where the head ends (after its last line's ``\\n``) and the body starts; None
-    while the blank line is still to come. Lines may end in CRLF or a bare LF."""
-    crlf = data.find(b"\n\r\n", start)
-    lf = data.find(b"\n\n", start)
-    if lf >= 0 and (crlf < 0 or lf < crlf):
-        return lf + 1, lf + 2
-    if crlf >= 0:
-        return crlf + 1, crlf + 3
-    return None
+def _body(sock: socket.socket, parser: h11.Connection) -> Iterator[bytes]:
+    """The reply's body as ``h11`` frames it, read from the socket as it needs more."""
+    while True:
+        event = parser.next_event()
+        if type(event) is h11.Data:
+            yield event.data
+        elif event is h11.NEED_DATA:
+            # b"" (the server closed) ends a body framed by the connection; any other is cut short
+            parser.receive_data(sock.recv(READ_CHUNK))
+        else:  # EndOfMessage
+            return
 
 
-def _parse_head(head: bytes) -> tuple[int, int, dict[str, str]]:
-    """The status, the HTTP version (10 or 11) and the headers (names in lower case,
-    folded lines joined, the last of repeated names kept) of a reply's head."""
-    lines = head.decode("latin-1").split("\n")
-    status_line = lines[0].rstrip("\r")
-    version, _, rest = status_line.partition(" ")
-    code = rest.lstrip(" ")[:3]
-    if (
-        not version.startswith("HTTP/") or len(code) != 3 or not code.isdigit() or not code.isascii()
-        or rest.lstrip(" ")[3:4] not in ("", " ")
-    ):
-        raise _bad("BadStatusLine", repr(status_line[:200]))
-    if version == "HTTP/1.0":
-        number = 10
-    elif version.startswith("HTTP/1."):
-        number = 11
-    else:
-        raise _bad("UnknownProtocol", repr(version[:40]))
-    headers: dict[str, str] = {}
-    name = ""
-    count = 0
-    for raw in lines[1:-1]:  # the last is the blank line's remainder
-        line = raw.rstrip("\r")
-        if line[:1] in (" ", "\t"):  # obsolete line folding: the previous header goes on
-            if name:
-                headers[name] = f"{headers[name]} {line.strip()}".strip()
-            continue
-        found, colon, value = line.partition(":")
-        if not colon:
-            continue  # not a header line; http.client's parser dropped such lines too
-        count += 1
-        if count > MAX_HEADERS:
-            raise _bad("HTTPException", f"got more than {MAX_HEADERS} headers")
-        name, value = found.strip().lower(), value.strip()
-        if name == "content-length" and headers.get(name, value) != value:
-            raise _bad("BadContentLength", f"two different lengths {headers[name][:20]!r} and {value[:20]!r}")
-        headers[name] = value
-    return int(code), number, headers
+def _unreadable(error: h11.RemoteProtocolError, where: str) -> TransportError:
+    """A reply that breaks HTTP/1.1, as ``h11`` names it, and where it was reading."""
+    return TransportError(f"RemoteProtocolError: {error}; reading {where}")
 
 
-def _framing(status: int, headers: Mapping[str, str]) -> tuple[int | None, bool]:
-    """How the body ends: ``(length, False)`` after ``length`` bytes, ``(None, True)``
-    chunked, ``(None, False)`` when the server closes the connection."""
-    if status in (204, 304) or status < 200:
-        return 0, False
-    coding = headers.get("transfer-encoding")
-    if coding is not None and coding.rsplit(",", 1)[-1].strip().lower() == "chunked":
-        return None, True
-    announced = headers.get("content-length")
-    if announced is None:
-        return None, False
-    if not announced.isdigit() or not announced.isascii():
-        raise _bad("BadContentLength", repr(announced[:40]))
-    return int(announced), False
-
-
-def _until_closed(sock: socket.socket, rest: bytes) -> Iterator[bytes]:
-    """A body that ends where the connection does."""
-    if rest:
-        yield rest
-    while data := sock.recv(READ_CHUNK):
-        yield data
+def _head_too_long() -> TransportError:
+    return TransportError(f"RemoteProtocolError: the reply's head is over {MAX_HEAD_BYTES:,} bytes")
 
 
 def read_body(
@@ -456,7 +343,7 @@ def read_body(
             raise ReplyTooLarge(status, "")
         parts.append(chunk)
     attempt.check()  # an abort may end the body early: that is no reply
-    return parts[0] if len(parts) == 1 else b"".join(parts)
+    return b"".join(parts)  # bytes (h11 hands out bytearrays); one bytes part is not copied
 
 
 def _blocking(sock: socket.socket) -> None:

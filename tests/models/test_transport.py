@@ -195,7 +195,7 @@ def test_a_reply_cut_short_is_a_connection_error_not_a_reply(raw_server: Callabl
 
     server = raw_server(handler)
     model = OpenAICompatibleModel(_config(f"http://127.0.0.1:{server.port}/v1", max_retries=1))
-    with pytest.raises(ModelError, match=r"failed after 2 attempts: connection error \(IncompleteRead"):
+    with pytest.raises(ModelError, match=r"failed after 2 attempts: connection error \(RemoteProtocolError: peer closed connection without sending complete message body"):
         model.complete(MESSAGES, [])
     assert server.connections == 2
 

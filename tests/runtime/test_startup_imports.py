@@ -29,9 +29,10 @@ END_OF_SESSION = (
 
 
 #: What only a process that calls a model or ranks a memory needs: the HTTP stack
-#: (the standard library's client, with ssl; httpx2 behind a proxy or for a memory
-#: library's metered calls) and numpy (an in-process memory's first record imports it).
-WORKER_ONLY = ("http.client", "ssl", "httpx2", "numpy")
+#: (h11, which reads the direct connection's replies; ssl; the standard library's
+#: client; httpx2 behind a proxy or for a memory library's metered calls) and numpy
+#: (an in-process memory's first record imports it).
+WORKER_ONLY = ("h11", "http.client", "ssl", "httpx2", "numpy")
 
 
 def _loaded_after(imports: str) -> list[str]:
