@@ -2,11 +2,12 @@
 path when no proxy is in the way (:mod:`.transport` decides).
 
 Why not ``httpx2`` here too: a chat call is one small POST on a connection kept
-alive, and ``httpx2``'s per-request machinery (its request and URL models, the
-``httpcore2`` pool and its locks) cost about 0.55 ms of CPU a call, four times what
-this connection costs for the same POST (``benchmarks/bench_client_cpu.py``). With
-many chains in one process (``evomemory run --chains``) every one of those
-milliseconds is a turn of the one interpreter lock, so the chains queued on it.
+alive, and ``httpx2``'s per-request machinery (its request and URL models and the
+``httpcore2`` pool, over the same ``h11``) cost about 0.55 ms of CPU a call, about
+three times what this connection costs for the same POST
+(``benchmarks/bench_client_cpu.py``). With many chains in one process (``evomemory
+run --chains``) every one of those milliseconds is a turn of the one interpreter
+lock, so the chains queued on it.
 Nor ``http.client``, which built a buffered file over the socket for each reply and
 parsed its headers through the ``email`` package (7 % of the CPU of a 64-chain grid).
 
@@ -14,10 +15,10 @@ The reply is read by ``h11`` (the sans-IO HTTP/1.1 parser under ``httpcore``):
 its framing (Content-Length, chunked, until the server closes; none for 1xx, 204
 and 304), its header rules and its keep-alive state (``Connection: close`` and any
 HTTP/1.0 reply close the connection) are the library's, fed here from the socket,
-usually in one ``recv``. It costs about 0.05 ms of CPU a call more than the reader
-written here by hand before it (docs/performance.md). The request's bytes are built
-here, head and body in one ``send``: ``h11``'s serialization (its header
-validation) costs about 0.03 ms more, and ``h11`` is told only what reading the
+usually in one ``recv``. It costs 0.07-0.09 ms of CPU a call more than the reader
+written here by hand before it did (docs/performance.md). The request's bytes are
+built here, head and body in one ``send``: ``h11``'s serialization (its header
+validation) cost about 0.04 ms more, and ``h11`` is told only what reading the
 reply depends on (a POST to this target is complete, :meth:`DirectConnection._told`).
 
 Once connected the socket is in blocking mode, so that a send or a read is one
