@@ -124,9 +124,6 @@ class DirectConnection:
         self._https = parts.scheme.lower() == "https"
         self._prefix = parts.path.rstrip("/")
         self._host = parts.hostname or ""
-        #: as ``getaddrinfo`` takes it: a ``str`` would be IDNA-encoded, which imports
-        #: ``encodings.idna`` (4 ms) in every process, for nothing where it is ASCII
-        self._address = self._host.encode("ascii") if self._host.isascii() else self._host
         try:
             self._port = parts.port or (443 if self._https else 80)
         except ValueError as error:
@@ -210,8 +207,7 @@ class DirectConnection:
     def _connect(self) -> None:
         """A new connection, made within ``timeout_s`` (TLS handshake included),
         then blocking: the attempt's deadline bounds it (module docstring)."""
-        # getaddrinfo takes a bytes host too (typeshed says str only)
-        sock = socket.create_connection((self._address, self._port), self._timeout_s)  # type: ignore[arg-type]
+        sock = socket.create_connection((self._host, self._port), self._timeout_s)
         try:
             try:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)  # as http.client: no Nagle delay
