@@ -261,16 +261,15 @@ class EndpointLimiter:
             return self._blocked_until_once()
         try:
             descriptor = self._blocked_file()
-            for _ in range(_TORN_LOOKS):
+
+            def look() -> bytes:
                 mapped = self._blocked_map
                 # a file system that cannot map the file is read (one pread a look)
-                data = mapped[:_RECORD_BYTES] if mapped is not None else os.pread(descriptor, _RECORD_BYTES, 0)
-                found = _parse_record(data)
-                if found is not None:
-                    return found
+                return mapped[:_RECORD_BYTES] if mapped is not None else os.pread(descriptor, _RECORD_BYTES, 0)
+
+            return _untorn(look)
         except (OSError, ValueError):  # the file cannot be opened, or was closed meanwhile
-            pass
-        return 0.0
+            return 0.0
 
     def block_for(self, seconds: float) -> float:
         """Tell every process to wait ``seconds`` from now (a later block already
@@ -303,15 +302,11 @@ class EndpointLimiter:
         except OSError:
             return 0.0
         try:
-            for _ in range(_TORN_LOOKS):
-                found = _parse_record(os.pread(descriptor, _RECORD_BYTES, 0))
-                if found is not None:
-                    return found
+            return _untorn(lambda: os.pread(descriptor, _RECORD_BYTES, 0))
         except OSError:
-            pass
+            return 0.0
         finally:
             os.close(descriptor)
-        return 0.0
 
     def wait_if_blocked(self, longest_s: float) -> float:
         """Sleep until the published block ends (at most ``longest_s``); the seconds slept."""
@@ -325,6 +320,16 @@ class EndpointLimiter:
 def _record(until: float) -> bytes:
     """The blocked-until record for ``until``: the time twice, padded to its fixed size."""
     return f"{until:.6f} {until:.6f}".encode("ascii").ljust(_RECORD_BYTES)
+
+
+def _untorn(look: Callable[[], bytes]) -> float:
+    """The time the record ``look`` reads holds, looked at again while a look is
+    caught mid-rewrite (at most :data:`_TORN_LOOKS` times; then no block)."""
+    for _ in range(_TORN_LOOKS):
+        found = _parse_record(look())
+        if found is not None:
+            return found
+    return 0.0
 
 
 def _parse_record(data: bytes) -> float | None:
