@@ -119,10 +119,7 @@ class RunDoc(BaseModel):
         model = type(self)
         # most documents (a usage, a tool call) leave nothing out, and every record the
         # run writes passes here once per nested document: that is decided once per class
-        writes_all = _WRITES_ALL.get(model)
-        if writes_all is None:
-            writes_all = _WRITES_ALL[model] = not (model.AS_GIVEN or model.OMIT_UNSET or _omitted_keys(model))
-        if writes_all or not isinstance(data, dict):
+        if _writes_all(model) or not isinstance(data, dict):
             return data
         if self.AS_GIVEN:
             given = self.model_fields_set
@@ -149,9 +146,11 @@ class RunDoc(BaseModel):
         return (self.__pydantic_extra__ or {}).get(key, default)
 
 
-#: per document class, whether it writes every field as serialized (no ``AS_GIVEN``,
-#: ``OMIT_UNSET`` or ``OMIT_NONE``), worked out at its first serialization
-_WRITES_ALL: dict[type[RunDoc], bool] = {}
+@cache
+def _writes_all(model: type[RunDoc]) -> bool:
+    """Whether ``model`` writes every field as serialized (no ``AS_GIVEN``,
+    ``OMIT_UNSET`` or ``OMIT_NONE``), worked out at its first serialization."""
+    return not (model.AS_GIVEN or model.OMIT_UNSET or _omitted_keys(model))
 
 
 @cache
