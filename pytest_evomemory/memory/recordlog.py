@@ -187,8 +187,7 @@ class RecordLog:
                 # nothing logged yet, or the store was emptied since: a new generation
                 if tracker is not None:
                     tracker.close()
-                os.makedirs(self._log_directory, exist_ok=True)
-                generation = max(generations(self._log_directory), default=0) + 1
+                generation = self._next_generation()
                 tracker = LogTracker(generation, 0, 0, 0)
                 path = self._log_path(generation)
                 logged = self._append(tracker, count, records_after)
@@ -209,6 +208,20 @@ class RecordLog:
                         os.unlink(self._log_path(old))
         except OSError as error:
             raise ArtefactWriteError.from_os_error(error.filename or path, error) from None
+
+    def _next_generation(self) -> int:
+        """The number of a new log generation, the log directory made if it is
+        missing: one it just made holds no log (generation 1, nothing to list)."""
+        folder = self._log_directory
+        try:
+            os.mkdir(folder)
+        except FileExistsError:
+            pass
+        except FileNotFoundError:  # its parent too is missing (a standalone log's, or removed)
+            os.makedirs(folder, exist_ok=True)
+        else:
+            return 1  # made now, so empty
+        return max(generations(folder), default=0) + 1
 
     def _tracker(self) -> LogTracker | None:
         """Where the log stands: the runtime's record of it, or (on its own) the manifest's."""
@@ -241,7 +254,11 @@ class RecordLog:
         """Append the records after the tracker's last id; the number of records the
         log then holds, and the tracker moved on only if that is ``count``."""
         writer, tracker.writer = tracker.writer, None
-        if writer is None:
+        if writer is None and tracker.size == 0:
+            # a new generation (or one whose snapshots start empty): whatever a file of
+            # that name holds is no part of any snapshot, so it is emptied as it is opened
+            writer = OpenFile(os.open(self._log_path(tracker.generation), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
+        elif writer is None:
             writer = OpenFile(os.open(self._log_path(tracker.generation), os.O_WRONLY | os.O_CREAT, 0o644))
             if os.fstat(writer.descriptor).st_size != tracker.size:
                 # a tail a killed save left behind, or snapshots of episodes that

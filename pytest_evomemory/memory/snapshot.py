@@ -90,6 +90,8 @@ class _Progress:
     synced_at: float = -math.inf
     #: the log directory as a string, built once
     log_folder: str | None = None
+    #: the stream's folder and the run's memory folder as strings, built once
+    folders: tuple[str, str] | None = None
     #: slot -> the directories a power cut must find its entries in, innermost first
     #: (its state, the slot, the log, the stream's, the run's memory folder), built once
     synced_path: dict[int, tuple[str, str, str, str, str]] = field(default_factory=dict)
@@ -111,6 +113,9 @@ class _Progress:
     #: slot -> the names of its state's files after this process's last save of it,
     #: for a memory whose snapshot writes only a RecordLog (no listing needed then)
     files: dict[int, frozenset[str]] = field(default_factory=dict)
+    #: :meth:`StreamSnapshots.clear` found no stream folder: the first slot makes it
+    #: first, not after a ``mkdir`` of the slot that fails
+    absent: bool = False
 
     def forget(self) -> None:
         """Forget every slot: nothing this process wrote is known to be there any more."""
@@ -123,6 +128,7 @@ class _Progress:
         self.marked = False
         self.sizes.clear()
         self.files.clear()
+        self.absent = False
         with contextlib.suppress(OSError):  # what they held is being removed or read anew
             self.kept.close()
 
@@ -213,6 +219,7 @@ class StreamSnapshots(SnapshotChecks):
                 sync_path(os.fspath(self.directory.parent), directory=True)
             except OSError as error:
                 raise ArtefactWriteError.from_os_error(self.directory.parent, error) from None
+        self._progress.absent = True  # removed, or never there
         # A stream starting from its first task has nothing earlier to protect: its first
         # durable save comes SYNC_INTERVAL_S in, as every later one (a power cut before
         # it runs that second of episodes again, from the first task). Every chain's
@@ -290,6 +297,14 @@ class StreamSnapshots(SnapshotChecks):
 
     def _make_slot(self, slot: str) -> bool:
         """Make the slot's directory (and the stream's); whether it is new."""
+        if self._progress.absent:  # the stream's folder was not there at clear()
+            self._progress.absent = False
+            try:
+                os.mkdir(self.directory)
+            except FileExistsError:
+                pass
+            except FileNotFoundError:  # nor the run's memory folder
+                os.makedirs(self.directory, exist_ok=True)
         try:
             os.mkdir(slot)
         except FileExistsError:
@@ -306,9 +321,7 @@ class StreamSnapshots(SnapshotChecks):
         progress = self._progress
         path = progress.synced_path.get(index)
         if path is None:
-            path = progress.synced_path[index] = (
-                os.fspath(state), slot, self._log_folder(), os.fspath(self.directory), os.fspath(self.directory.parent)
-            )
+            path = progress.synced_path[index] = (os.fspath(state), slot, self._log_folder(), *self._folders())
         state_folder, stream = path[0], path[3]
         record_log_only = writes_only_a_record_log(memory)
         descriptor, known, fresh = self._open_label(index, slot, label)
@@ -405,12 +418,23 @@ class StreamSnapshots(SnapshotChecks):
             self._remove_unused_logs()
 
     def _slot(self, index: int) -> tuple[str, str, Path]:
-        """The slot's directory, its label (as strings for ``os``) and its state directory."""
+        """The slot's directory, its label (as strings for ``os``) and its state directory
+        (joined as strings: most of a short stream's saves are a slot's first)."""
         paths = self._progress.paths.get(index)
         if paths is None:
-            slot = self.directory / f"slot-{index}"
-            paths = self._progress.paths[index] = (os.fspath(slot), os.fspath(slot / LABEL), slot / "state")
+            name = f"slot-{index}"
+            slot = f"{self._folders()[0]}{os.sep}{name}"
+            paths = self._progress.paths[index] = (
+                slot, f"{slot}{os.sep}{LABEL}", self.directory.joinpath(name, "state")
+            )
         return paths
+
+    def _folders(self) -> tuple[str, str]:
+        """The stream's folder and the run's memory folder, as strings, built once."""
+        folders = self._progress.folders
+        if folders is None:
+            folders = self._progress.folders = (os.fspath(self.directory), os.fspath(self.directory.parent))
+        return folders
 
     def _remove_unused_logs(self) -> None:
         """Delete the log generations no slot's label stands on any more (after a

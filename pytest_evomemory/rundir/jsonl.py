@@ -19,7 +19,7 @@ from ..core.validation import path_problem
 from ..rundocs import DAMAGED_ADVICE, RunDoc
 from ..rundocs.base import DamagedDocument, Doc, problem_line, read
 from ..util.atomicfile import write_atomically
-from ..util.redaction import dumps_redacted
+from ..util.redaction import RedactedDumps, dumps_redacted
 from ..util.text import inert, shorten
 from .layout import RESPONSES, SCORES, TRANSCRIPTS, RunDirError
 
@@ -28,10 +28,14 @@ def _plain(record: Mapping[str, Any] | RunDoc) -> Mapping[str, Any]:
     return record.written() if isinstance(record, RunDoc) else record
 
 
+#: How a record becomes a line (:func:`dumps`), its options given once.
+_LINE = RedactedDumps(ensure_ascii=True, sort_keys=True, default=str)
+
+
 def dumps(record: Mapping[str, Any] | RunDoc) -> str:
     """One record as one line: redacted (no secret reaches a file), ASCII JSON (no
     character can break the line), keys sorted."""
-    return dumps_redacted(_plain(record), ensure_ascii=True, sort_keys=True, default=str)
+    return _LINE(record.written() if isinstance(record, RunDoc) else record)
 
 
 def _document_text(document: Mapping[str, Any] | RunDoc) -> str:

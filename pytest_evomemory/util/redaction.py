@@ -245,8 +245,28 @@ def dumps_redacted(record: Any, **options: Any) -> str:
     with credentials would), the text already encoded is that result, and is not
     encoded again (an indented document is encoded by ``json``'s Python code).
     """
-    values = _secret_values(())
-    encoder = _fast_encoder(options)
+    return _dumps(record, options, _fast_encoder(options))
+
+
+class RedactedDumps:
+    """:func:`dumps_redacted` with its options given once, for a writer that encodes
+    every record of a run with the same ones (the run directory's JSON lines): the
+    options are not looked up again for each record."""
+
+    __slots__ = ("_encoder", "_options")
+
+    def __init__(self, **options: Any) -> None:
+        self._options = options
+        self._encoder = _fast_encoder(options)
+
+    def __call__(self, record: Any) -> str:
+        """``dumps_redacted(record, **options)``."""
+        return _dumps(record, self._options, self._encoder)
+
+
+def _dumps(record: Any, options: Mapping[str, Any], encoder: json.JSONEncoder | None) -> str:
+    """:func:`dumps_redacted`, its fast encoder (:func:`_fast_encoder`) found."""
+    values = _known_secrets()  # _secret_values(()), without the empty set of extra ones
     text = None
     if encoder is not None:
         text = _encoded(record, encoder)

@@ -224,6 +224,71 @@ def test_a_directory_another_streams_sync_covered_is_not_synced_again(
     assert synced.count(memory_folder) == 2
 
 
+@pytest.mark.parametrize("memory_folder", [True, False], ids=["another stream made memory/", "the first stream"])
+def test_a_new_streams_first_save_makes_its_folders_without_probing_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memory_folder: bool
+) -> None:
+    """A stream starting from its first task found no folder of its own (``clear``):
+    its first save makes the stream's folder, the slot, its state and the log folder
+    outright (no ``mkdir`` that fails, no ``stat``), and starts log generation 1 in a
+    log folder it just made, so nothing is listed, nor the new log's size asked (with
+    many chains in one process each system call hands the interpreter lock over)."""
+    run = tmp_path / "run"
+    run.mkdir()
+    if memory_folder:
+        (run / "memory").mkdir()
+    snapshots = StreamSnapshots.for_stream(run, "s1", CONFIG)
+    snapshots.clear()
+    calls: list[str] = []
+
+    def spying(name: str) -> Any:
+        real = getattr(os, name)
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            try:
+                result = real(*args, **kwargs)
+            except OSError as error:
+                calls.append(f"{name} failed: {errno.errorcode[error.errno or 0]}")
+                raise
+            calls.append(name)
+            return result
+
+        return spy
+
+    for name in ("mkdir", "stat", "lstat", "fstat", "listdir", "scandir"):
+        monkeypatch.setattr(os, name, spying(name))
+    saved(snapshots, InProcessMemory(), range(1, 2))
+    if memory_folder:  # the usual case: every stream but a run's first
+        assert calls == ["mkdir"] * 4
+    else:  # the run's memory folder too: one mkdir fails (ENOENT), and os.makedirs looks
+        assert "listdir" not in calls and "scandir" not in calls and "fstat" not in calls
+        assert calls.count("mkdir failed: ENOENT") == 1 and calls.count("mkdir") == 5
+    monkeypatch.undo()
+    assert sorted(os.listdir(snapshots.directory)) == ["log", "slot-1"]
+    assert os.listdir(snapshots.log_directory) == ["records-1.jsonl"]
+    assert restored_size(snapshots, 1) == 1
+
+
+def test_a_log_reopened_at_no_bytes_drops_what_a_killed_save_left_in_it(tmp_path: Path) -> None:
+    """A log this process knows as empty (its first save held no record, then the
+    stream's files were closed) is emptied as it is opened again, with no ``fstat``:
+    bytes a killed save appended are never part of a later snapshot."""
+    snapshots = StreamSnapshots(tmp_path, "s1", CONFIG)
+    snapshots.clear()
+    memory = InProcessMemory()
+    snapshots.save(memory, 1)  # no record yet: log generation 1, empty
+    snapshots.release()
+    log = tmp_path / "log" / "records-1.jsonl"
+    assert log.read_bytes() == b""
+    log.write_bytes(b'{"id": 99, "content": "a killed save\'s tail"}\n')
+    saved(snapshots, memory, range(2, 4))
+    snapshots.release()
+    assert log.read_bytes().count(b"\n") == 2 and b"killed" not in log.read_bytes()
+    fresh = InProcessMemory()
+    snapshots.restore(fresh, 3)
+    assert [hit.content for hit in fresh.recent()] == [hit.content for hit in memory.recent()]
+
+
 _TAKE_OVER = """
 import sys
 from pathlib import Path
