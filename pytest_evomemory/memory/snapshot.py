@@ -324,6 +324,9 @@ class StreamSnapshots(SnapshotChecks):
             path = progress.synced_path[index] = (os.fspath(state), slot, self._log_folder(), *self._folders())
         state_folder, stream = path[0], path[3]
         record_log_only = writes_only_a_record_log(memory)
+        # whether this process saved into the slot since it last forgot every slot: only
+        # then may it hold sizes or kept descriptors of files under the slot's state
+        written_before = index in progress.labels
         descriptor, known, fresh = self._open_label(index, slot, label)
         if not known:
             # a slot this process has not written yet: its entries and its own in the
@@ -357,9 +360,10 @@ class StreamSnapshots(SnapshotChecks):
                 # A new slot, or not this run's state SNAPSHOT_SLOTS episodes ago (an
                 # interrupted save, or a save a killed run made before the episode was
                 # re-run): a memory updating incrementally must not build on it.
-                progress.kept.drop_under(state_folder)
-                for name in [name for name in progress.sizes if name.startswith(state_folder + os.sep)]:
-                    del progress.sizes[name]
+                if written_before:
+                    progress.kept.drop_under(state_folder)
+                    for name in [name for name in progress.sizes if name.startswith(state_folder + os.sep)]:
+                        del progress.sizes[name]
                 if fresh:
                     os.mkdir(state_folder)
                 else:

@@ -31,6 +31,7 @@ from pytest_evomemory.util.redaction import (
     _mask_cut_secret,
     _mask_value,
     _redact_walk,
+    RedactedDumps,
     _secret_values,
     dumps_redacted,
     redact,
@@ -126,6 +127,8 @@ def test_string_rules_equal_the_unshortened_rules(text: str) -> None:
 def test_a_record_is_written_exactly_as_the_walk_writes_it(record: Any) -> None:
     for options in (LINE, DOCUMENT):
         assert dumps_redacted(record, **options) == reference_dumps(record, **options)
+    # the run directory's writer encodes its lines with the options given once
+    assert RedactedDumps(**LINE)(record) == reference_dumps(record, **LINE)
 
 
 #: Literals that stand where their rule may or may not match, and what the rule
