@@ -3,7 +3,8 @@
 With many chains in one process every system call a save makes hands the
 interpreter lock to another chain's thread (a futex and a context switch each), so
 the small files a save rewrites in place stay open from one save to the next
-(:class:`KeptFiles`, within a process-wide :data:`BUDGET` of descriptors), and a
+(:class:`KeptFiles`), as does the record log it appends to (:class:`KeptDescriptor`),
+all within one process-wide :data:`BUDGET` of descriptors, and a
 directory another stream's durable save already synced is not synced again
 (:data:`SYNCS`). Neither may cost a guarantee: a file removed behind the process's
 back is noticed before it is written, running out of descriptors is no failure,
@@ -68,6 +69,43 @@ BUDGET = _Budget()
 _OUT_OF_DESCRIPTORS = (errno.EMFILE, errno.ENFILE)
 
 
+class KeptDescriptor:
+    """One descriptor kept open from one save to the next on its own (a stream's
+    record log, appended at every save), counted against :data:`BUDGET` as every
+    file :class:`KeptFiles` keeps is, and closed when dropped. :meth:`take` keeps
+    it only while the budget lasts; :meth:`close` gives its share back."""
+
+    __slots__ = ("descriptor",)
+
+    def __init__(self, descriptor: int) -> None:
+        self.descriptor = descriptor
+
+    @classmethod
+    def take(cls, descriptor: int) -> KeptDescriptor | None:
+        """``descriptor`` kept, or None when the budget is spent (the caller closes it)."""
+        return cls(descriptor) if BUDGET.take() else None
+
+    def kept_again(self) -> KeptDescriptor | None:
+        """Kept for one more save, or closed (returning None) once the process ran
+        out of descriptors (as :meth:`KeptFiles.keep` decides for a lent file)."""
+        if BUDGET.exhausted:
+            self.close()
+            return None
+        return self
+
+    def close(self) -> None:
+        descriptor, self.descriptor = self.descriptor, -1
+        if descriptor >= 0:
+            BUDGET.give(1)
+            os.close(descriptor)
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except OSError:
+            pass
+
+
 class KeptFiles:
     """The small files one stream rewrites in place at every save (its slots'
     labels and manifests), kept open from one save to the next: an ``open`` and a
@@ -75,8 +113,8 @@ class KeptFiles:
     process, each hand the interpreter lock to another chain's thread.
 
     Bounded by :data:`BUDGET` (a quarter of the open-file limit, shared by every
-    stream of the process): past it, a file is opened and closed at each save as
-    before. A kept descriptor is reused only while its file is still linked (one
+    stream of the process, and by their record logs' :class:`KeptDescriptor`): past
+    it, a file is opened and closed at each save as before. A kept descriptor is reused only while its file is still linked (one
     ``fstat``): a slot removed behind the process's back is noticed, never written
     into a file nobody can find. An open that fails for want of descriptors
     (EMFILE) closes this stream's idle kept files (never one a save is using: it
@@ -112,15 +150,7 @@ class KeptFiles:
     def open(self, path: str, flags: int) -> int:
         """``os.open(path, flags, 0o644)``, tried once more after closing this
         stream's idle kept files when the process is out of descriptors."""
-        try:
-            return os.open(path, flags, 0o644)
-        except OSError as error:
-            if error.errno not in _OUT_OF_DESCRIPTORS:
-                raise
-        BUDGET.exhaust()
-        with contextlib.suppress(OSError):
-            self.close()
-        return os.open(path, flags, 0o644)
+        return open_kept(path, flags, self)
 
     def keep(self, path: str, descriptor: int) -> None:
         """Keep ``descriptor`` (open on ``path``) for the next save, or close it
@@ -176,6 +206,23 @@ class KeptFiles:
             pass
 
 
+def open_kept(path: str, flags: int, kept: KeptFiles | None) -> int:
+    """``os.open(path, flags, 0o644)`` of a file a stream may keep open: when the
+    process is out of descriptors (EMFILE), nothing is kept from then on in the
+    process, the stream's idle kept files (``kept``) are closed, and the open is
+    tried once more."""
+    try:
+        return os.open(path, flags, 0o644)
+    except OSError as error:
+        if error.errno not in _OUT_OF_DESCRIPTORS:
+            raise
+    BUDGET.exhaust()
+    if kept is not None:
+        with contextlib.suppress(OSError):
+            kept.close()
+    return os.open(path, flags, 0o644)
+
+
 class DirectorySyncs:
     """Which directories' entries this process has made durable, and when.
 
@@ -219,4 +266,4 @@ class DirectorySyncs:
 SYNCS = DirectorySyncs()
 
 
-__all__ = ["BUDGET", "SYNCS", "DirectorySyncs", "KeptFiles"]
+__all__ = ["BUDGET", "SYNCS", "DirectorySyncs", "KeptDescriptor", "KeptFiles", "open_kept"]

@@ -21,11 +21,11 @@ from typing import Any
 from ..core import boundedread
 from ..core.errors import ArtefactWriteError, MemoryBackendError
 from .base import SnapshotDamaged
+from .keptfiles import KeptDescriptor, open_kept
 from .snapfiles import (
     READ_CHUNK,
     SHARED,
     LogTracker,
-    OpenFile,
     datasync,
     generations,
     log_name,
@@ -253,21 +253,22 @@ class RecordLog:
     ) -> int:
         """Append the records after the tracker's last id; the number of records the
         log then holds, and the tracker moved on only if that is ``count``."""
-        writer, tracker.writer = tracker.writer, None
-        if writer is None and tracker.size == 0:
-            # a new generation (or one whose snapshots start empty): whatever a file of
-            # that name holds is no part of any snapshot, so it is emptied as it is opened
-            writer = OpenFile(os.open(self._log_path(tracker.generation), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644))
-        elif writer is None:
-            writer = OpenFile(os.open(self._log_path(tracker.generation), os.O_WRONLY | os.O_CREAT, 0o644))
-            if os.fstat(writer.descriptor).st_size != tracker.size:
-                # a tail a killed save left behind, or snapshots of episodes that
-                # run again after a resume: never part of a snapshot from here on
-                os.ftruncate(writer.descriptor, tracker.size)
-        # else: this process's last save left it open, exactly tracker.size bytes long
-        log = writer.descriptor
+        kept, tracker.writer = tracker.writer, None
+        shared = self._shared
+        if kept is not None:  # this process's last save left it open, exactly tracker.size bytes long
+            log = kept.descriptor
+        else:
+            # a new generation (or one whose snapshots start empty) is emptied as it is
+            # opened: whatever a file of that name holds is no part of any snapshot
+            flags = os.O_WRONLY | os.O_CREAT | (os.O_TRUNC if tracker.size == 0 else 0)
+            path = self._log_path(tracker.generation)
+            log = open_kept(path, flags, shared.kept) if shared is not None and shared.keep_open else _open(path, flags)
         done = False
         try:
+            if kept is None and tracker.size and os.fstat(log).st_size != tracker.size:
+                # a tail a killed save left behind, or snapshots of episodes that
+                # run again after a resume: never part of a snapshot from here on
+                os.ftruncate(log, tracker.size)
             digest = tracker.digest.copy()
             size, logged, last_id = tracker.size, tracker.count, tracker.last_id
             lines: list[bytes] = []
@@ -294,10 +295,16 @@ class RecordLog:
                 datasync(log)
             done = True
         finally:
-            if done and self._shared is not None and self._shared.keep_open:
-                tracker.writer = writer
+            # kept for the stream's next save, within the process's descriptor budget
+            keep = done and shared is not None and shared.keep_open
+            if kept is None:
+                tracker.writer = KeptDescriptor.take(log) if keep else None
+                if tracker.writer is None:
+                    os.close(log)
+            elif keep:
+                tracker.writer = kept.kept_again()
             else:
-                writer.close()
+                kept.close()
         tracker.size, tracker.count, tracker.last_id, tracker.digest = size, logged, last_id, digest
         return logged
 

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import boundedread
-from .keptfiles import KeptFiles
+from .keptfiles import KeptDescriptor, KeptFiles
 
 
 def overwrite(descriptor: int, data: bytes, size: int | None = None) -> int:
@@ -161,28 +161,6 @@ def generations(directory: str) -> list[int]:
     return sorted(int(match.group(1)) for name in names if (match := LOG_NAME.match(name)))
 
 
-class OpenFile:
-    """A descriptor kept open from one save to the next (closed when dropped):
-    opening, ``fstat`` and closing a file are system calls that, with many chains
-    in one process, each hand the interpreter lock to another chain's thread."""
-
-    __slots__ = ("descriptor",)
-
-    def __init__(self, descriptor: int) -> None:
-        self.descriptor = descriptor
-
-    def close(self) -> None:
-        descriptor, self.descriptor = self.descriptor, -1
-        if descriptor >= 0:
-            os.close(descriptor)
-
-    def __del__(self) -> None:
-        try:
-            self.close()
-        except OSError:
-            pass
-
-
 @dataclass
 class LogTracker:
     """Where this process stands in a record log: its valid prefix and that
@@ -195,7 +173,7 @@ class LogTracker:
     digest: Any = field(default_factory=hashlib.sha256)
     #: the log, open for writing since this process's last save appended to it
     #: and left it exactly ``size`` bytes long (``None``: open it and check its size)
-    writer: OpenFile | None = field(default=None, compare=False, repr=False)
+    writer: KeptDescriptor | None = field(default=None, compare=False, repr=False)
 
     def close(self) -> None:
         """Close the log if it is kept open (the tracker is being dropped)."""

@@ -100,8 +100,11 @@ def test_the_descriptors_kept_stay_within_the_process_budget(
     for episode in range(1, 2 * SNAPSHOT_SLOTS):
         for snapshots, memory in zip(streams, memories, strict=True):
             saved(snapshots, memory, range(episode, episode + 1))
+    # the labels and manifests kept, and the record logs: one budget for every descriptor kept
+    logs = [snapshots._progress.tracker for snapshots in streams]
     kept = sum(len(snapshots._progress.kept.files) for snapshots in streams)
-    assert kept == 5 and keptfiles.BUDGET.remaining == 0
+    assert all(tracker is not None and tracker.writer is not None for tracker in logs)
+    assert kept + len(logs) == 5 and keptfiles.BUDGET.remaining == 0
     for snapshots in streams:
         assert restored_size(snapshots, 2 * SNAPSHOT_SLOTS - 1) == 2 * SNAPSHOT_SLOTS - 1
         snapshots.release()
@@ -138,6 +141,41 @@ def test_running_out_of_descriptors_closes_the_kept_ones_and_the_save_goes_on(
     monkeypatch.undo()
     assert all(snapshots.intact(completed) for completed in range(first, SNAPSHOT_SLOTS + 4))
     assert restored_size(snapshots, SNAPSHOT_SLOTS + 3) == SNAPSHOT_SLOTS + 3
+
+
+def test_running_out_of_descriptors_at_the_record_log_keeps_nothing_and_the_save_goes_on(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The record log is kept open under the same budget and the same rule as the
+    labels and manifests: its open finding the process out of descriptors (EMFILE)
+    closes the stream's idle kept files and is tried once more, and from then on no
+    descriptor, the log's included, is kept between saves."""
+    snapshots = StreamSnapshots(tmp_path, "s1", CONFIG)
+    memory = InProcessMemory()
+    saved(snapshots, memory, range(1, SNAPSHOT_SLOTS + 2))
+    snapshots.release()  # the stream's files closed: the next save opens the log again
+    saved(snapshots, memory, range(SNAPSHOT_SLOTS + 2, SNAPSHOT_SLOTS + 3))  # its label and manifest kept again
+    assert snapshots._progress.kept.files
+    tracker = snapshots._progress.tracker
+    assert tracker is not None and tracker.writer is not None
+    tracker.close()  # the log alone closed (as after a failed save): the next save opens it
+    real = os.open
+    refused: list[str] = []
+
+    def out_of_descriptors(path: Any, flags: int, mode: int = 0o777, **kwargs: Any) -> int:
+        if not refused and os.fspath(path).endswith(".jsonl"):
+            refused.append(os.path.relpath(path, tmp_path))
+            raise OSError(errno.EMFILE, "Too many open files", os.fspath(path))
+        return real(path, flags, mode, **kwargs)
+
+    monkeypatch.setattr(os, "open", out_of_descriptors)
+    saved(snapshots, memory, range(SNAPSHOT_SLOTS + 3, SNAPSHOT_SLOTS + 5))
+    assert refused == ["log/records-1.jsonl"]
+    assert keptfiles.BUDGET.exhausted
+    tracker = snapshots._progress.tracker
+    assert snapshots._progress.kept.files == {} and tracker is not None and tracker.writer is None
+    monkeypatch.undo()
+    assert restored_size(snapshots, SNAPSHOT_SLOTS + 4) == SNAPSHOT_SLOTS + 4
 
 
 class _NotesBeside(InProcessMemory):
