@@ -73,7 +73,10 @@ class KeptDescriptor:
     """One descriptor kept open from one save to the next on its own (a stream's
     record log, appended at every save), counted against :data:`BUDGET` as every
     file :class:`KeptFiles` keeps is, and closed when dropped. :meth:`take` keeps
-    it only while the budget lasts; :meth:`close` gives its share back."""
+    it only while the budget lasts; :meth:`close` gives its share back. Unlike a
+    kept label or manifest it is not checked to be still linked before each
+    write: a log removed behind the process's back leaves labels whose log
+    checksum no longer verifies, so no slot standing on it is ever restored."""
 
     __slots__ = ("descriptor",)
 
@@ -102,7 +105,7 @@ class KeptDescriptor:
     def __del__(self) -> None:
         try:
             self.close()
-        except OSError:
+        except Exception:  # a delayed write error; or the interpreter shutting down
             pass
 
 
