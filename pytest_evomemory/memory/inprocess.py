@@ -39,6 +39,12 @@ from .recordlog import LoggedRecord, RecordLog
 if TYPE_CHECKING:
     import numpy.typing as npt
 
+#: A recall whose gathered words hold at most this many records (postings counted)
+#: scores them in plain Python (:meth:`InProcessMemory._scores_of_few`): for a few
+#: records that costs less than numpy's two dozen array calls of a few microseconds
+#: each, with the same numbers; more go through numpy (:meth:`InProcessMemory._scores_of_many`).
+FEW_CANDIDATES = 64
+
 
 @dataclass(frozen=True)
 class _Record:
@@ -117,16 +123,20 @@ class InProcessMemory(MemoryBase):
         content = record.content
         index = len(self._records)
         bag = Counter(tokens(content))
+        vocabulary, postings = self._vocabulary, self._postings
         word_ids = []
         for word in bag:
-            word_id = self._vocabulary.get(word)
+            word_id = vocabulary.get(word)
             if word_id is None:
-                word_id = self._vocabulary[word] = len(self._vocabulary)
-                self._document_frequency.extend([0.0])
-                self._postings.append([])
-            self._document_frequency.values[word_id] += 1.0
-            self._postings[word_id].append(index)
+                word_id = vocabulary[word] = len(vocabulary)
+                postings.append([])
+            postings[word_id].append(index)
             word_ids.append(word_id)
+        frequency = self._document_frequency
+        if len(vocabulary) > frequency.size:  # the new words, at frequency 0 until counted below
+            frequency.extend([0.0] * (len(vocabulary) - frequency.size))
+        if word_ids:  # a bag's words are distinct: one fancy-indexed add counts each once
+            frequency.values[word_ids] += 1.0
         self._starts.extend([self._word_ids.size])
         self._word_ids.extend(word_ids)
         self._counts.extend([float(count) for count in bag.values()])
@@ -139,27 +149,25 @@ class InProcessMemory(MemoryBase):
         total = len(self._records)
         if not query_bag or not total:
             return []
-        import numpy as np
-
-        frequency = self._document_frequency.values
         vocabulary = self._vocabulary
-        known_ids = np.asarray([vocabulary.get(word, -1) for word in query_bag], dtype=np.int64)
-        # the stored words' weights are computed by the same expression (see _ranked)
-        known_weights = np.log(1.0 + total / (1.0 + frequency[np.maximum(known_ids, 0)])) + 1.0
+        known = [word_id for word in query_bag if (word_id := vocabulary.get(word)) is not None]
+        if not known:
+            return []
+        # the stored words' weights are computed by the same expression (see _weights)
+        frequencies, known_weights = self._weights(known, total)
+        weight_of = dict(zip(known, known_weights, strict=True))
         query_weights: dict[int, float] = {}
         query_norm_squared = 0.0
-        for count, word_id, weight in zip(query_bag.values(), known_ids.tolist(), known_weights, strict=True):
-            if word_id < 0:  # unknown to memory: document frequency 0
+        for word, count in query_bag.items():
+            word_id = vocabulary.get(word)
+            if word_id is None:  # unknown to memory: document frequency 0
                 value = count * (math.log(1.0 + total) + 1.0)
             else:
-                value = count * float(weight)
+                value = count * weight_of[word_id]
                 query_weights[word_id] = value
             query_norm_squared += value * value
-        if not query_weights:
-            return []
-        known = list(query_weights)
         plan = plan_gathering(
-            known, [int(frequency[word_id]) for word_id in known], total, limit,
+            known, [int(frequency) for frequency in frequencies], total, limit,
             lambda taken: len(set().union(*(self._postings[word_id] for word_id in taken))),
         )
         hits = self._ranked(plan, query_weights, math.sqrt(query_norm_squared), limit)
@@ -174,15 +182,79 @@ class InProcessMemory(MemoryBase):
                         break
         return hits
 
+    def _weights(self, word_ids: list[int], total: int) -> tuple[list[float], list[float]]:
+        """The document frequencies of ``word_ids`` and their IDF weights, as Python
+        floats: ``log(1 + total / (1 + frequency)) + 1``, by numpy (one call for all of
+        them: a weight is the same number whichever path ranks with it)."""
+        import numpy as np
+
+        frequencies = self._document_frequency.values[word_ids]
+        weights = np.log(1.0 + total / (1.0 + frequencies)) + 1.0
+        return frequencies.tolist(), weights.tolist()
+
     def _ranked(
         self, plan: Gathering[int], query_weights: dict[int, float], query_norm: float, limit: int
     ) -> list[MemoryHit]:
         """The gathered candidates by TF-IDF cosine with the whole query; ties go to the older record."""
         if not plan.gather:
             return []
+        postings = self._postings
+        if sum(len(postings[word_id]) for word_id in plan.gather) <= FEW_CANDIDATES:
+            candidates = sorted(set().union(*(postings[word_id] for word_id in plan.gather)))
+            scores = self._scores_of_few(candidates, query_weights, query_norm)
+        else:
+            candidates, scores = self._scores_of_many(plan.gather, query_weights, query_norm)
+        order = sorted(range(len(candidates)), key=lambda position: (-scores[position], candidates[position]))
+        hits = []
+        for position in order[:limit]:
+            record = self._records[candidates[position]]
+            hits.append(MemoryHit(record.record_id, record.content, scores[position], record.metadata))
+        return hits
+
+    def _scores_of_few(self, candidates: list[int], query_weights: dict[int, float], query_norm: float) -> list[float]:
+        """The cosines of a few ``candidates`` (record indexes, ascending), summed in
+        plain Python: the numbers :meth:`_scores_of_many` computes, operation for
+        operation (each sum from 0.0 in the record's word order, as ``bincount`` adds)."""
         import numpy as np
 
-        candidates = np.unique(np.concatenate([np.asarray(self._postings[word_id]) for word_id in plan.gather]))
+        total, count = len(self._records), len(candidates)
+        # each candidate's first word and the next record's (the end of the arrays for the last record)
+        edges = self._starts.values[candidates + [min(index + 1, total - 1) for index in candidates]].tolist()
+        if candidates[-1] == total - 1:
+            edges[-1] = self._word_ids.size
+        positions = np.asarray([p for b, e in zip(edges[:count], edges[count:], strict=True) for p in range(b, e)])
+        word_ids = self._word_ids.values[positions].tolist()
+        counts = self._counts.values[positions].tolist()
+        distinct = list(dict.fromkeys(word_ids))
+        weight_of = dict(zip(distinct, self._weights(distinct, total)[1], strict=True))
+        stored = [times * weight_of[word_id] for word_id, times in zip(word_ids, counts, strict=True)]
+        # (position, query weight) of the query's words: a word the query lacks adds 0.0 to a dot product
+        matches = [(at, query_weights[word_id]) for at, word_id in enumerate(word_ids) if word_id in query_weights]
+        scores = []
+        position = matched = 0
+        for begin, end in zip(edges[:count], edges[count:], strict=True):
+            after = position + end - begin
+            norm_squared = dot = 0.0
+            for value in stored[position:after]:
+                norm_squared += value * value
+            while matched < len(matches) and matches[matched][0] < after:
+                at, query_weight = matches[matched]
+                dot += stored[at] * query_weight
+                matched += 1
+            position = after
+            scores.append(dot / (query_norm * math.sqrt(norm_squared)))
+        return scores
+
+    def _scores_of_many(
+        self, gather: list[int], query_weights: dict[int, float], query_norm: float
+    ) -> tuple[list[int], list[float]]:
+        """The candidates (record indexes holding a ``gather`` word, ascending) and
+        their cosines, by numpy over all their words at once."""
+        import numpy as np
+
+        held = np.concatenate([np.asarray(self._postings[word_id]) for word_id in gather])
+        held.sort()
+        candidates = held[np.concatenate(([True], held[1:] != held[:-1]))]  # np.unique imports numpy.ma (30 ms)
         total = len(self._records)
         starts = self._starts.values
         ends = np.where(candidates + 1 < total, starts[np.minimum(candidates + 1, total - 1)], self._word_ids.size)
@@ -200,13 +272,8 @@ class InProcessMemory(MemoryBase):
         query_vector = np.where(query_ids[slot] == word_ids, query_values[slot], 0.0)
         norms = np.sqrt(np.bincount(owners, weights=stored * stored, minlength=len(candidates)))
         dots = np.bincount(owners, weights=stored * query_vector, minlength=len(candidates))
-        scores = dots / (query_norm * norms)
-        order = np.lexsort((candidates, -scores))[:limit]
-        hits = []
-        for position in order:
-            record = self._records[int(candidates[position])]
-            hits.append(MemoryHit(record.record_id, record.content, float(scores[position]), record.metadata))
-        return hits
+        scores: list[float] = (dots / (query_norm * norms)).tolist()
+        return candidates.tolist(), scores
 
     def _newest(self, word_ids: list[int], count: int) -> list[int]:
         """Indexes of the ``count`` newest records holding any of ``word_ids``, newest first."""

@@ -276,3 +276,29 @@ def inprocess_reference(memory: InProcessMemory, query: str, limit: int) -> list
                     break
     return ranked
 
+
+
+def test_few_candidates_are_scored_in_python_to_the_bit_of_the_numpy_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A recall over a few records is scored in plain Python (numpy's per-call cost
+    outweighs its speed there), a larger one by numpy: both give the same hits with
+    the same scores, bit for bit (the scores go into every transcript)."""
+    from pytest_evomemory.memory import inprocess
+
+    contents, words = seeded_store(seed=3, records=120)
+    memory = InProcessMemory(default_top_k=4)
+    queries = seeded_queries(contents, words, seed=9)
+    paths_taken = 0
+    for index, content in enumerate(contents):
+        memory.retain(content, {"n": index})
+        if index % 7 and index > 20:
+            continue
+        for query in queries:
+            for limit in (1, 4, 10):
+                monkeypatch.setattr(inprocess, "FEW_CANDIDATES", 0)
+                by_numpy = [(hit.record_id, hit.score, hit.metadata) for hit in memory.recall(query, top_k=limit)]
+                monkeypatch.setattr(inprocess, "FEW_CANDIDATES", 10**9)
+                by_python = [(hit.record_id, hit.score, hit.metadata) for hit in memory.recall(query, top_k=limit)]
+                assert by_python == by_numpy, (index, query, limit)
+                assert all(type(score) is float for _, score, _ in by_python)
+                paths_taken += any(score > 0 for _, score, _ in by_python)
+    assert paths_taken > 100
