@@ -312,8 +312,15 @@ class TinyAgent:
         """Into the conversation as sent; into the transcript with whether the reply
         was replayed and the model name the server reported (what answered)."""
         self._conversation.append(message)
-        noted = {**({"cached": True} if cached else {}), **({"model": model} if model else {})}
-        turn.add_message({**message, **noted} if noted else message)
+        if not cached and not model:
+            turn.add_message(message)
+            return
+        noted = dict(message)  # the notes after the message's own keys (or in their place)
+        if cached:
+            noted["cached"] = True
+        if model:
+            noted["model"] = model
+        turn.add_message(noted)
 
 
 def _answer(text: str, *, feedback: bool, acknowledgement: str = FEEDBACK_ACKNOWLEDGEMENT) -> str:

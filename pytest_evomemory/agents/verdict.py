@@ -23,6 +23,8 @@ _LEADING_LETTER = re.compile(r"^\(?([A-Za-z])\)?(?:[.):\s]|$)")
 #: "... answer is B" / "Answer: (B)" anywhere in a longer reply.
 _ANSWER_LETTER = re.compile(r"answer(?:\s+is)?\s*[:\-]?\s*\(?([A-Za-z])\)?(?![A-Za-z])", re.IGNORECASE)
 _NUMBER_NOISE = re.compile(r"[\s,$]|\\,")
+#: A finite Decimal holds at least one decimal digit (any script's, as ``\d`` matches).
+_DIGIT = re.compile(r"\d")
 
 
 def judged_correct(submitted: str | None, target: str, choices: Sequence[str] = ()) -> bool:
@@ -58,8 +60,8 @@ def _option_letter(submitted: str, choices: Sequence[str]) -> str | None:
 
 def _number(text: str) -> Decimal | None:
     cleaned = _NUMBER_NOISE.sub("", text).rstrip(".")
-    if not cleaned or len(cleaned) > 64:
-        return None
+    if not cleaned or len(cleaned) > 64 or _DIGIT.search(cleaned) is None:
+        return None  # no digit: Decimal would refuse it, or read NaN or Infinity (raising is slow)
     try:
         value = Decimal(cleaned)
     except InvalidOperation:

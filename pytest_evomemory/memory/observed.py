@@ -93,6 +93,11 @@ class OperationCounts:
     #: (:class:`~.base.SelectiveStore`; 0 for a memory that does not), as of the last mark
     unstored: int = 0
 
+    def copy(self) -> OperationCounts:
+        """These counts as they are now (twice a turn: ``dataclasses.replace`` costs
+        several times as much for the same copy)."""
+        return OperationCounts(**self.__dict__)
+
 
 class ObservedMemory:
     """A MemorySystem wrapper for one stream: counts, transcript, isolation guard."""

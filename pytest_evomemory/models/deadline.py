@@ -134,12 +134,14 @@ class _Watchdog:
     def __init__(self) -> None:
         self._heap: list[tuple[float, int, Attempt]] = []
         self._numbers = itertools.count()
-        self._changed = threading.Condition(threading.Lock())
+        #: taken directly where nothing waits on it (a Condition's own ``with`` is a Python call more)
+        self._lock = threading.Lock()
+        self._changed = threading.Condition(self._lock)
         self._wake_at = math.inf  # when the thread looks next (inf: when told)
         self._pid = -1
 
     def watch(self, attempt: Attempt, deadline: float) -> None:
-        with self._changed:
+        with self._lock:
             if self._pid != os.getpid():  # first use, or a forked child: it has no thread yet
                 self._pid, self._wake_at = os.getpid(), math.inf
                 self._heap.clear()

@@ -254,7 +254,10 @@ class DirectConnection:
         if len(event.headers) > MAX_HEADERS:
             raise TransportError(f"RemoteProtocolError: more than {MAX_HEADERS} headers in the reply's head")
         status = event.status_code
-        headers = {name.decode("latin-1"): value.decode("latin-1") for name, value in event.headers}
+        # raw_items() is one list built in C-speed comprehension; iterating ``event.headers`` goes
+        # through the Sequence ABC's __iter__ and __getitem__ per header. h11's own names are
+        # these names lower-cased as bytes, as here.
+        headers = {name.lower().decode("latin-1"): value.decode("latin-1") for name, value in event.headers.raw_items()}
         try:
             body = read_body(_body(sock, parser), status, headers, attempt, limit)
         except h11.RemoteProtocolError as error:

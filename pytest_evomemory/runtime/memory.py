@@ -9,7 +9,7 @@ shows up in a later one is caught.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from ..memory.base import MemorySystem
 from ..memory.guard import IsolationGuard
@@ -36,7 +36,7 @@ def mark(memory: ObservedMemory | None) -> Mark:
     if memory is None:
         return Mark(OperationCounts(), 0, 0)
     writes, recalled = memory.mark()
-    return Mark(replace(memory.counts), writes, recalled)
+    return Mark(memory.counts.copy(), writes, recalled)
 
 
 __all__ = ["IsolationGuard", "Mark", "ObservedMemory", "mark", "observe"]

@@ -170,10 +170,15 @@ def _plain(value: Any, depth: int = 0) -> Any:
         return value
     if kind is dict or isinstance(value, Mapping):
         copied: dict[str, Any] = {}
+        shallow = depth < MAX_NESTING  # its values are not past the bound themselves
         for key, item in value.items():
-            plain = _plain(item, depth + 1)
-            if plain is _TOO_DEEP:
-                return _TOO_DEEP
+            held = type(item)
+            if shallow and (held is str or item is None or held is int or held is float or held is bool):
+                plain = item  # what _plain(item) returns, without the call (most of a message)
+            else:
+                plain = _plain(item, depth + 1)
+                if plain is _TOO_DEEP:
+                    return _TOO_DEEP
             copied[key if type(key) is str or isinstance(key, str) else str(key)] = plain
         return copied
     if kind is list or kind is tuple or isinstance(value, list | tuple):
