@@ -63,17 +63,24 @@ class _GrowingArray:
         self.size = 0
 
     def extend(self, values: Sequence[float] | Sequence[int]) -> None:
+        data, size = self._data, self.size
+        needed = size + len(values)
+        if data is None or needed > len(data):
+            data = self._grown(needed)
+        data[size:needed] = values
+        self.size = needed
+
+    def _grown(self, needed: int) -> npt.NDArray[Any]:
+        """The array with room for ``needed`` values (allocated, or doubled and copied)."""
         import numpy as np
 
         if self._data is None:
-            self._data = np.zeros(1024, dtype=self._dtype)
-        needed = self.size + len(values)
-        if needed > len(self._data):
+            self._data = np.zeros(max(needed, 1024), dtype=self._dtype)
+        else:
             grown = np.zeros(max(needed, 2 * len(self._data)), dtype=self._data.dtype)
             grown[: self.size] = self._data[: self.size]
             self._data = grown
-        self._data[self.size : needed] = values
-        self.size = needed
+        return self._data
 
     @property
     def values(self) -> npt.NDArray[Any]:
@@ -153,24 +160,11 @@ class InProcessMemory(MemoryBase):
         known = [word_id for word in query_bag if (word_id := vocabulary.get(word)) is not None]
         if not known:
             return []
-        # the stored words' weights are computed by the same expression (see _weights)
-        frequencies, known_weights = self._weights(known, total)
-        weight_of = dict(zip(known, known_weights, strict=True))
-        query_weights: dict[int, float] = {}
-        query_norm_squared = 0.0
-        for word, count in query_bag.items():
-            word_id = vocabulary.get(word)
-            if word_id is None:  # unknown to memory: document frequency 0
-                value = count * (math.log(1.0 + total) + 1.0)
-            else:
-                value = count * weight_of[word_id]
-                query_weights[word_id] = value
-            query_norm_squared += value * value
         plan = plan_gathering(
-            known, [int(frequency) for frequency in frequencies], total, limit,
+            known, [int(frequency) for frequency in self._document_frequency.values[known].tolist()], total, limit,
             lambda taken: len(set().union(*(self._postings[word_id] for word_id in taken))),
         )
-        hits = self._ranked(plan, query_weights, math.sqrt(query_norm_squared), limit)
+        hits = self._ranked(plan, query_bag, known, limit)
         if len(hits) < limit and plan.fill:
             # fewer candidates than asked for: the newest records holding another query word
             seen = {hit.record_id for hit in hits}
@@ -182,27 +176,40 @@ class InProcessMemory(MemoryBase):
                         break
         return hits
 
-    def _weights(self, word_ids: list[int], total: int) -> tuple[list[float], list[float]]:
-        """The document frequencies of ``word_ids`` and their IDF weights, as Python
-        floats: ``log(1 + total / (1 + frequency)) + 1``, by numpy (one call for all of
-        them: a weight is the same number whichever path ranks with it)."""
+    def _weights(self, word_ids: list[int], total: int) -> dict[int, float]:
+        """The IDF weight of each of ``word_ids``, ``log(1 + total / (1 + frequency)) + 1``,
+        by numpy for all of them at once (the query's words and the stored ones alike)."""
         import numpy as np
 
-        frequencies = self._document_frequency.values[word_ids]
-        weights = np.log(1.0 + total / (1.0 + frequencies)) + 1.0
-        return frequencies.tolist(), weights.tolist()
+        weights = np.log(1.0 + total / (1.0 + self._document_frequency.values[word_ids])) + 1.0
+        return dict(zip(word_ids, weights.tolist(), strict=True))
 
-    def _ranked(
-        self, plan: Gathering[int], query_weights: dict[int, float], query_norm: float, limit: int
-    ) -> list[MemoryHit]:
+    def _query_vector(self, query_bag: Counter[str], weight_of: dict[int, float]) -> tuple[dict[int, float], float]:
+        """The query's weight per known word and its norm (words unknown to memory count
+        in the norm, at document frequency 0)."""
+        total, vocabulary = len(self._records), self._vocabulary
+        query_weights: dict[int, float] = {}
+        query_norm_squared = 0.0
+        for word, count in query_bag.items():
+            word_id = vocabulary.get(word)
+            if word_id is None:  # unknown to memory: document frequency 0
+                value = count * (math.log(1.0 + total) + 1.0)
+            else:
+                value = count * weight_of[word_id]
+                query_weights[word_id] = value
+            query_norm_squared += value * value
+        return query_weights, math.sqrt(query_norm_squared)
+
+    def _ranked(self, plan: Gathering[int], query_bag: Counter[str], known: list[int], limit: int) -> list[MemoryHit]:
         """The gathered candidates by TF-IDF cosine with the whole query; ties go to the older record."""
         if not plan.gather:
             return []
         postings = self._postings
         if sum(len(postings[word_id]) for word_id in plan.gather) <= FEW_CANDIDATES:
             candidates = sorted(set().union(*(postings[word_id] for word_id in plan.gather)))
-            scores = self._scores_of_few(candidates, query_weights, query_norm)
+            scores = self._scores_of_few(candidates, query_bag, known)
         else:
+            query_weights, query_norm = self._query_vector(query_bag, self._weights(known, len(self._records)))
             candidates, scores = self._scores_of_many(plan.gather, query_weights, query_norm)
         order = sorted(range(len(candidates)), key=lambda position: (-scores[position], candidates[position]))
         hits = []
@@ -211,7 +218,7 @@ class InProcessMemory(MemoryBase):
             hits.append(MemoryHit(record.record_id, record.content, scores[position], record.metadata))
         return hits
 
-    def _scores_of_few(self, candidates: list[int], query_weights: dict[int, float], query_norm: float) -> list[float]:
+    def _scores_of_few(self, candidates: list[int], query_bag: Counter[str], known: list[int]) -> list[float]:
         """The cosines of a few ``candidates`` (record indexes, ascending), summed in
         plain Python: the numbers :meth:`_scores_of_many` computes, operation for
         operation (each sum from 0.0 in the record's word order, as ``bincount`` adds)."""
@@ -225,8 +232,9 @@ class InProcessMemory(MemoryBase):
         positions = np.asarray([p for b, e in zip(edges[:count], edges[count:], strict=True) for p in range(b, e)])
         word_ids = self._word_ids.values[positions].tolist()
         counts = self._counts.values[positions].tolist()
-        distinct = list(dict.fromkeys(word_ids))
-        weight_of = dict(zip(distinct, self._weights(distinct, total)[1], strict=True))
+        # one numpy call weighs the query's words and the candidates' together
+        weight_of = self._weights(list(dict.fromkeys(known + word_ids)), total)
+        query_weights, query_norm = self._query_vector(query_bag, weight_of)
         stored = [times * weight_of[word_id] for word_id, times in zip(word_ids, counts, strict=True)]
         # (position, query weight) of the query's words: a word the query lacks adds 0.0 to a dot product
         matches = [(at, query_weights[word_id]) for at, word_id in enumerate(word_ids) if word_id in query_weights]

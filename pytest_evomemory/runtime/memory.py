@@ -9,7 +9,7 @@ shows up in a later one is caught.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from ..memory.base import MemorySystem
 from ..memory.guard import IsolationGuard
@@ -20,10 +20,10 @@ def observe(backend: MemorySystem, stream: str, guard: IsolationGuard) -> Observ
     return ObservedMemory(backend, stream, guard)
 
 
-@dataclass(frozen=True)
-class Mark:
+class Mark(NamedTuple):
     """Where a stream's memory stood when a turn began (or ended): the difference of
-    two marks is what the turn did to it."""
+    two marks is what the turn did to it. (A named tuple: built twice a turn, and a
+    frozen dataclass costs a Python-level ``__setattr__`` per field.)"""
 
     counts: OperationCounts
     writes: int
