@@ -278,6 +278,10 @@ class TinyAgent:
     def _run_tools(self, completion: ChatCompletion, turn: Turn) -> None:
         # final_answer last: a model that emits [final_answer, retain] in one message
         # means both, and the turn would refuse retain after it ended.
+        if len(completion.tool_calls) == 1:  # most replies: nothing to order
+            call = completion.tool_calls[0]
+            self._append(_tool_message(call, turn.call_tool(call.name, call.arguments)), turn)
+            return
         ordered = sorted(completion.tool_calls, key=lambda call: call.name == FINAL_ANSWER_TOOL.name)
         results = {id(call): turn.call_tool(call.name, call.arguments) for call in ordered}
         # Tool results go back in the order the model made the calls.

@@ -75,7 +75,7 @@ class TurnLog(Generic[_Item]):
 
     def forget_before(self, index: int) -> None:
         """Drop the entries before absolute position ``index``."""
-        drop = min(index, len(self)) - self._offset
+        drop = min(index, self._offset + len(self._items)) - self._offset
         if drop > 0:
             del self._items[:drop]
             self._offset += drop
@@ -94,9 +94,11 @@ class OperationCounts:
     unstored: int = 0
 
     def copy(self) -> OperationCounts:
-        """These counts as they are now (twice a turn: ``dataclasses.replace`` costs
-        several times as much for the same copy)."""
-        return OperationCounts(**self.__dict__)
+        """These counts as they are now (twice a turn: ``dataclasses.replace``, or even
+        ``__init__`` by keyword, costs several times as much for the same copy)."""
+        copied = object.__new__(OperationCounts)
+        copied.__dict__.update(self.__dict__)
+        return copied
 
 
 class ObservedMemory:
@@ -126,14 +128,15 @@ class ObservedMemory:
         memory's own count of retains that stored nothing is read here too: the
         difference between two marks is the turn's.
         """
-        now = (len(self.writes), len(self.recalled))
+        writes, recalled = self.writes, self.recalled
+        now = (writes._offset + len(writes._items), recalled._offset + len(recalled._items))  # their len(), inlined
         # SelectiveStore's one member read directly: an isinstance check against a
         # runtime-checkable protocol costs tens of microseconds, four times a task
         found = getattr(self.backend, _UNSTORED, None)
         if isinstance(found, int) and not isinstance(found, bool):  # an adapter's own attribute: a count or nothing
             self.counts.unstored = found
-        self.writes.forget_before(self._marked[0])
-        self.recalled.forget_before(self._marked[1])
+        writes.forget_before(self._marked[0])
+        recalled.forget_before(self._marked[1])
         self._marked = now
         return now
 

@@ -75,20 +75,21 @@ class RuntimeTurn:
                 f"numbers of at least 0 and at most {MAX_TOKEN_COUNT:,} (check what your agent passes to "
                 "turn.record_usage)"
             )
-        self.usage = self.usage + Usage(prompt, completion)
+        self.usage = Usage(self.usage.prompt_tokens + prompt, self.usage.completion_tokens + completion)
 
     def add_message(self, message: Mapping[str, Any]) -> None:
         """Keep a copy of ``message`` for the transcript: a mapping of plain values
         (what the agent passes is its own code's, so a wrong one is its protocol
         violation, named here, not a failure inside the plugin or the run's writer)."""
-        where = f"{self.task}: " if self.task else ""
         if not isinstance(message, Mapping):
+            where = f"{self.task}: " if self.task else ""
             raise ProtocolViolation(
                 f"{where}turn.add_message takes a chat message mapping such as {{'role': 'user', 'content': '...'}}, "
                 f"got {type(message).__name__}; pass a dict"
             )
         copied = _plain(message)
         if copied is _TOO_DEEP:
+            where = f"{self.task}: " if self.task else ""
             raise ProtocolViolation(
                 f"{where}the message passed to turn.add_message nests more than {MAX_NESTING} levels deep (does it "
                 "contain itself?); pass a message of plain values (text, numbers, lists, dicts)"
@@ -141,6 +142,8 @@ class RuntimeTurn:
 def _token_count(usage: object, name: str) -> int | None:
     """A token count as a whole number, or None when it is not one."""
     value = getattr(usage, name, None)
+    if type(value) is int:  # what every model reports: the checks below, in one
+        return value if 0 <= value <= MAX_TOKEN_COUNT else None
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
     if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
