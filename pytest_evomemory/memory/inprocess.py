@@ -181,8 +181,12 @@ class InProcessMemory(MemoryBase):
         by numpy for all of them at once (the query's words and the stored ones alike)."""
         import numpy as np
 
-        weights = np.log(1.0 + total / (1.0 + self._document_frequency.values[word_ids])) + 1.0
-        return dict(zip(word_ids, weights.tolist(), strict=True))
+        # The arithmetic around the log in Python floats (the same IEEE operations numpy
+        # does elementwise, so the same numbers), the log itself by numpy: math.log may
+        # differ from it in the last bit where numpy has its own SIMD log.
+        frequencies = self._document_frequency.values[word_ids].tolist()
+        logs = np.log([1.0 + total / (1.0 + frequency) for frequency in frequencies]).tolist()
+        return {word_id: log + 1.0 for word_id, log in zip(word_ids, logs, strict=True)}
 
     def _query_vector(self, query_bag: Counter[str], weight_of: dict[int, float]) -> tuple[dict[int, float], float]:
         """The query's weight per known word and its norm (words unknown to memory count
