@@ -31,7 +31,7 @@ class StimulusRef:
 _CURRENT: ContextVar[StimulusRef | None] = ContextVar("evomemory_current_stimulus", default=None)
 
 
-class answering:  # noqa: N801 (used as a function: ``with answering(stimulus):``)
+class answering:  # named as the function it replaced: ``with answering(stimulus):``
     """Name ``stimulus`` as the one every model call in the block answers.
 
     A class rather than a ``contextlib.contextmanager`` generator, which costs several
