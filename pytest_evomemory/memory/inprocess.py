@@ -39,11 +39,12 @@ from .recordlog import LoggedRecord, RecordLog
 if TYPE_CHECKING:
     import numpy.typing as npt
 
-#: A recall whose gathered words hold at most this many records (postings counted)
-#: scores them in plain Python (:meth:`InProcessMemory._scores_of_few`): for a few
-#: records that costs less than numpy's two dozen array calls of a few microseconds
-#: each, with the same numbers; more go through numpy (:meth:`InProcessMemory._scores_of_many`).
-FEW_CANDIDATES = 64
+#: A recall whose candidates hold about this many words in all (their records counted
+#: as postings, times the store's mean words per record) scores them in plain Python
+#: (:meth:`InProcessMemory._scores_of_few`): for a few short records that costs less
+#: than numpy's two dozen array calls of a few microseconds each, with the same
+#: numbers; more go through numpy (:meth:`InProcessMemory._ranked_by_numpy`).
+FEW_POSITIONS = 160
 
 
 @dataclass(frozen=True)
@@ -208,23 +209,25 @@ class InProcessMemory(MemoryBase):
         """The gathered candidates by TF-IDF cosine with the whole query; ties go to the older record."""
         if not plan.gather:
             return []
-        postings = self._postings
-        if sum(len(postings[word_id]) for word_id in plan.gather) <= FEW_CANDIDATES:
+        postings, total = self._postings, len(self._records)
+        held = sum(len(postings[word_id]) for word_id in plan.gather)
+        if held * self._word_ids.size <= FEW_POSITIONS * total:
             candidates = sorted(set().union(*(postings[word_id] for word_id in plan.gather)))
             scores = self._scores_of_few(candidates, query_bag, known)
+            order = sorted(range(len(candidates)), key=lambda position: (-scores[position], candidates[position]))
+            ranked = [(candidates[position], scores[position]) for position in order[:limit]]
         else:
-            query_weights, query_norm = self._query_vector(query_bag, self._weights(known, len(self._records)))
-            candidates, scores = self._scores_of_many(plan.gather, query_weights, query_norm)
-        order = sorted(range(len(candidates)), key=lambda position: (-scores[position], candidates[position]))
+            query_weights, query_norm = self._query_vector(query_bag, self._weights(known, total))
+            ranked = self._ranked_by_numpy(plan.gather, query_weights, query_norm, limit)
         hits = []
-        for position in order[:limit]:
-            record = self._records[candidates[position]]
-            hits.append(MemoryHit(record.record_id, record.content, scores[position], record.metadata))
+        for index, score in ranked:
+            record = self._records[index]
+            hits.append(MemoryHit(record.record_id, record.content, score, record.metadata))
         return hits
 
     def _scores_of_few(self, candidates: list[int], query_bag: Counter[str], known: list[int]) -> list[float]:
         """The cosines of a few ``candidates`` (record indexes, ascending), summed in
-        plain Python: the numbers :meth:`_scores_of_many` computes, operation for
+        plain Python: the numbers :meth:`_ranked_by_numpy` computes, operation for
         operation (each sum from 0.0 in the record's word order, as ``bincount`` adds)."""
         import numpy as np
 
@@ -257,11 +260,11 @@ class InProcessMemory(MemoryBase):
             scores.append(dot / (query_norm * math.sqrt(norm_squared)))
         return scores
 
-    def _scores_of_many(
-        self, gather: list[int], query_weights: dict[int, float], query_norm: float
-    ) -> tuple[list[int], list[float]]:
-        """The candidates (record indexes holding a ``gather`` word, ascending) and
-        their cosines, by numpy over all their words at once."""
+    def _ranked_by_numpy(
+        self, gather: list[int], query_weights: dict[int, float], query_norm: float, limit: int
+    ) -> list[tuple[int, float]]:
+        """The ``limit`` best records holding a ``gather`` word, as (record index, cosine),
+        best first (ties to the older record), by numpy over all their words at once."""
         import numpy as np
 
         held = np.concatenate([np.asarray(self._postings[word_id]) for word_id in gather])
@@ -284,8 +287,9 @@ class InProcessMemory(MemoryBase):
         query_vector = np.where(query_ids[slot] == word_ids, query_values[slot], 0.0)
         norms = np.sqrt(np.bincount(owners, weights=stored * stored, minlength=len(candidates)))
         dots = np.bincount(owners, weights=stored * query_vector, minlength=len(candidates))
-        scores: list[float] = (dots / (query_norm * norms)).tolist()
-        return candidates.tolist(), scores
+        scores = dots / (query_norm * norms)
+        order = np.lexsort((candidates, -scores))[:limit]
+        return list(zip(candidates[order].tolist(), scores[order].tolist(), strict=True))
 
     def _newest(self, word_ids: list[int], count: int) -> list[int]:
         """Indexes of the ``count`` newest records holding any of ``word_ids``, newest first."""

@@ -294,9 +294,9 @@ def test_few_candidates_are_scored_in_python_to_the_bit_of_the_numpy_path(monkey
             continue
         for query in queries:
             for limit in (1, 4, 10):
-                monkeypatch.setattr(inprocess, "FEW_CANDIDATES", 0)
+                monkeypatch.setattr(inprocess, "FEW_POSITIONS", 0)
                 by_numpy = [(hit.record_id, hit.score, hit.metadata) for hit in memory.recall(query, top_k=limit)]
-                monkeypatch.setattr(inprocess, "FEW_CANDIDATES", 10**9)
+                monkeypatch.setattr(inprocess, "FEW_POSITIONS", 10**9)
                 by_python = [(hit.record_id, hit.score, hit.metadata) for hit in memory.recall(query, top_k=limit)]
                 assert by_python == by_numpy, (index, query, limit)
                 assert all(type(score) is float for _, score, _ in by_python)
