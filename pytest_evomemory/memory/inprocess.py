@@ -44,7 +44,7 @@ if TYPE_CHECKING:
 #: (:meth:`InProcessMemory._scores_of_few`): for a few short records that costs less
 #: than numpy's two dozen array calls of a few microseconds each, with the same
 #: numbers; more go through numpy (:meth:`InProcessMemory._ranked_by_numpy`).
-FEW_POSITIONS = 160
+FEW_POSITIONS = 320
 
 
 @dataclass(frozen=True)
