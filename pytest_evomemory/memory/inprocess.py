@@ -9,8 +9,13 @@ recall weighs its candidates' words afresh; which records are candidates is
 bounded whatever the store's size (:func:`._ranking.plan_gathering`: the records
 holding the query's rarest words, then, if fewer than top_k, the newest records
 holding another of its words), so a recall costs the same at record 20,000 as at
-record 100. Candidates are scored exactly as before (TF-IDF cosine over the whole
-query), with two ``bincount`` calls instead of a Python loop over records.
+record 100. Candidates are scored by TF-IDF cosine over the whole query: many
+with two ``bincount`` calls over all their words, a few short ones (a young stream's,
+:data:`FEW_POSITIONS`) in plain Python, which is cheaper than numpy's two dozen
+array calls there. Both paths do the same floating-point operations in the same
+order (the logarithm is numpy's in both), so a score is the same to the bit either
+way (tests/memory/test_memory_recall_exhaustive.py); ``np.unique`` is not used, as
+its first call imports ``numpy.ma`` (30-100 ms, paid inside a chain).
 
 numpy (some 50 ms of import) is imported where the arrays are first filled and
 ranked, not with the module: a stream's memory opens empty, so a run reaches its
