@@ -45,7 +45,6 @@ from ..analysis.stats import (
 from ..analysis.summary import shared_headline
 from ..config import ORDER_KEYS
 from ..evaluation.modes import Metric
-from ..models.identity import recorded_identity
 from ..rundir import SCHEMA_VERSION
 from ..rundocs import Score, StreamSummary
 from ..rundocs.compare import (
@@ -430,7 +429,7 @@ def comparison_model(runs: Sequence[RunData]) -> Comparison:
         },
         runs=[
             ComparedRun(label=run.label, run_dir=str(run.run_dir), run=run.summary.run,
-                        **recorded_identity(run.summary, run.run))
+                        **run.identity)
             for run in runs
         ],
         streams=streams,
