@@ -60,7 +60,8 @@ class _Given(RunDoc):
     @model_serializer(mode="wrap")
     def _in_given_order(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = RunDoc._leave_out(self, handler)
-        order = self._given_order
+        private = self.__pydantic_private__  # read straight (pydantic's __getattr__ is the slow way)
+        order = private.get("_given_order") if private is not None else None
         if not isinstance(data, dict) or order is None:
             return data
         # the given keys in their order, then any other in the order written (what a

@@ -478,3 +478,25 @@ def test_storable_text_is_the_substitution(text: str) -> None:
     from pytest_evomemory.util.text import _UNSTORABLE, storable
 
     assert storable(text) == _UNSTORABLE.sub("\ufffd", text)
+
+
+@pytest.mark.parametrize("messages, replayed", [
+    ([], False),
+    ([{"role": "user", "content": "q"}], False),  # no model call: not replayed
+    ([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "cached": True}], True),
+    ([{"role": "assistant", "content": "a", "cached": True}, {"role": "assistant", "content": "b"}], False),
+    ([{"role": "assistant", "content": "a", "cached": False}, {"role": "tool", "content": "r"}], False),
+    ([{"role": "assistant", "content": None, "cached": 1, "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]}], True),
+])
+def test_a_transcript_is_replayed_when_every_model_reply_was(messages: list[dict[str, object]], replayed: bool) -> None:
+    """The drill-down's cached mark of a turn: every assistant message replayed from
+    the response cache (and at least one), each message shown with its own mark."""
+    from pytest_evomemory.reporting.drilldown import transcript_entry
+    from pytest_evomemory.rundocs import TranscriptEntry
+
+    entry, cached = transcript_entry(TranscriptEntry.model_validate(
+        {"stream": "s", "task_id": "t", "kind": "task", "messages": messages}))
+    assert cached is replayed
+    if messages:
+        assert [row[0] for row in entry["m"]] == [m["role"] for m in messages]
+        assert [row[2] for row in entry["m"]] == [1 if m.get("cached") else 0 for m in messages]
