@@ -38,10 +38,10 @@ def _arms(session: Path) -> list[Path]:
 
 
 def render(session: Path, out: Path) -> None:
+    from pytest_evomemory.core.errors import ReportError
     from pytest_evomemory.reporting.reports import REPORTS
     from pytest_evomemory.rundir import read_finished_run
     from pytest_evomemory.rundir.jsonl import write_json_atomically
-    from pytest_evomemory.core.errors import ReportError
 
     if out.exists():
         shutil.rmtree(out)

@@ -18,8 +18,8 @@ from typing import Any
 
 from ..core.errors import ReportError as ReportError  # declared with the errors; read from here too
 from ..evaluation.modes import headline_metric
-from ..rundir import RUN_DOCUMENT, SCORES, SUMMARY, FinishedRun, open_finished_run
 from ..models.identity import recorded_identity, typed_identity
+from ..rundir import RUN_DOCUMENT, SCORES, SUMMARY, FinishedRun, open_finished_run
 from ..rundocs import Response, RunFile, Score, StreamRan, StreamSummary, Summary, TranscriptEntry
 from ..rundocs.records import as_score
 from ..util.filestamp import Stamp, file_stamp

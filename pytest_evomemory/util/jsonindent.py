@@ -79,7 +79,10 @@ def _indented(document: Any, pad: str, sort_keys: bool, ascii_only: bool, allow_
         elif kind is list or kind is tuple:
             sequence(item, newline)
         else:
-            append(scalar(item))  # type: ignore[arg-type]  (a container went above)
+            text = scalar(item)
+            if text is None:  # a container: not here, they went above
+                raise _NotPlain
+            append(text)
 
     def mapping(item: dict[Any, Any], newline: str) -> None:
         if not item:
