@@ -17,7 +17,6 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import (
     Field,
-    PrivateAttr,
     SerializerFunctionWrapHandler,
     ValidatorFunctionWrapHandler,
     model_serializer,
@@ -35,24 +34,29 @@ OVERALL = "overall"
 class _Given(RunDoc):
     """A part of compare.json: written with the keys it was built with, in the order
     it was built with (compare.json, unlike the run's own files, is not written with
-    sorted keys)."""
+    sorted keys).
+
+    The order is kept in the instance's private attributes' dict
+    (``__pydantic_private__``, under ``_given_order``), set as the part is validated,
+    and not declared as a ``PrivateAttr``: a declared one has pydantic initialise it
+    in Python for every part made (a comparison of 32 arms makes some 1,500, and that
+    was a sixth of building it). A copy keeps it, equality compares it, as pydantic
+    does for a declared one; a part made without validation has none (written in
+    field order)."""
 
     AS_GIVEN = True
     #: the keys the builder always writes (the schema requires them; the rest it may leave out)
     REQUIRED: ClassVar[frozenset[str]] = frozenset()
-    _given_order: tuple[str, ...] | None = PrivateAttr(default=None)
 
     @model_validator(mode="wrap")
     @classmethod
     def _remember_order(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         instance = handler(data)
         if (type(data) is dict or isinstance(data, Mapping)) and isinstance(instance, _Given):
-            # straight into the private attributes' dict (filled as the instance was
-            # made): a comparison of 32 arms builds some 1,500 parts
-            private = instance.__pydantic_private__
             order = tuple(data) if all(type(key) is str for key in data) else tuple(map(str, data))
+            private = instance.__pydantic_private__
             if private is None:
-                instance._given_order = order
+                object.__setattr__(instance, "__pydantic_private__", {"_given_order": order})
             else:
                 private["_given_order"] = order
         return instance

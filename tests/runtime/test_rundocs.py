@@ -189,6 +189,13 @@ def test_compare_and_replicates_parts_keep_the_keys_and_order_they_were_built_wi
     later = RunEntry.model_validate({"tasks": 4, "label": "y", "present": True})
     later.correct = 2  # set after it was built: written after the keys it was built with
     assert list(later.written()) == ["tasks", "label", "present", "correct"]
+    # the order is the part's own, as a private attribute's would be: copied with it, compared by ==
+    built = RunEntry.model_validate(entry)
+    assert list(built.model_copy().written()) == list(built.model_copy(deep=True).written()) == list(entry)
+    assert list(built.model_copy(update={"correct": 2}).written()) == list(entry)
+    assert built == RunEntry.model_validate(entry)
+    assert built != RunEntry.model_validate(dict(reversed(entry.items())))  # same values, another order
+    assert list(RunEntry.model_construct(**entry).written())[:2] == ["label", "present"]  # no order: the fields'
     document = {
         "schema_version": 2, "baseline": "a", "confidence": 0.95, "figure": "accuracy", "replicates": 2, "seeds": [0, 1],
         "methods": {"m": "x"}, "arms": [{"label": "a", "run_dirs": ["r1", "r2"], "seeds": [0, 1], "streams": {},
