@@ -83,9 +83,9 @@ class RunData:
     @cached_property
     def identity(self) -> dict[str, Any]:
         """What ran, as compare.json's run entry records it
-        (:func:`..models.identity.recorded_identity`): worked out once, for a run
-        kept from its page for the comparison shows it on both (compare.json, the
-        comparison page's list of runs). Read, never changed, by its users."""
+        (:func:`..models.identity.recorded_identity`), worked out once: a session's
+        arm, kept from its page for the comparison, shows it on its page, in the
+        comparison page's list of runs and in compare.json. Read, never changed."""
         return recorded_identity(self.summary, self.run)
 
     @cached_property
