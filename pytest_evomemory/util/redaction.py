@@ -244,7 +244,8 @@ def dumps_redacted(record: Any, **options: Any) -> str:
     record that may hold something is walked, so the result is always exactly the
     walk's. When the walk changed nothing (a URL in a run.json, which only a URL
     with credentials would), the text already encoded is that result, and is not
-    encoded again (an indented document is encoded by ``json``'s Python code).
+    encoded again. An indented document is encoded by :class:`.jsonindent.IndentedEncoder`
+    (``json``'s text, without its Python encoder's generators).
     """
     return _dumps(record, options, _fast_encoder(options))
 
