@@ -304,6 +304,8 @@ def _declared_metrics(mode: object) -> tuple[Metric, ...]:
 def _whole(value: object) -> int:
     """A count as a whole number; 0 for one that is not a finite number (a record an
     agent, or a hand, damaged: the totals stay numbers and the run still ends)."""
+    if type(value) is int:  # the common case: six per response counted, at a run's end read again
+        return value
     if isinstance(value, bool) or not isinstance(value, int | float):
         return 0
     return int(value) if math.isfinite(value) else 0

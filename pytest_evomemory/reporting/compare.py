@@ -45,7 +45,6 @@ from ..analysis.stats import (
 from ..analysis.summary import shared_headline
 from ..config import ORDER_KEYS
 from ..evaluation.modes import Metric
-from ..models.identity import recorded_identity
 from ..rundir import SCHEMA_VERSION
 from ..rundocs import Score, StreamSummary
 from ..rundocs.compare import (
@@ -319,12 +318,14 @@ def _order(run: RunData, seeded: bool = False) -> str:
     return f"{kind} seed {seed}" if seeded and seed is not None else kind
 
 
-def order_only(first: RunData, second: RunData) -> tuple[str, str] | None:
+def order_only(first: RunData, second: RunData, first_ran: Any = _MISSING) -> tuple[str, str] | None:
     """``(first's order, second's order)`` when the two runs ran the same arm in two
     orders: what ran is equal apart from the order (:func:`_what_ran_but_order`), and
     some stream's tasks ran in another sequence (:func:`_same_order`). Their paired
-    difference is the paper's sequence robustness; else None."""
-    ran = _what_ran_but_order(first)
+    difference is the paper's sequence robustness; else None. ``first_ran``: what
+    :func:`_what_ran_but_order` gives for ``first``, when the caller has it (a
+    comparison asks it of its baseline once, not once per run)."""
+    ran = _what_ran_but_order(first) if first_ran is _MISSING else first_ran
     if ran is None or ran != _what_ran_but_order(second):
         return None
     orders, others = _stream_orders(first), _stream_orders(second)
@@ -339,8 +340,9 @@ def sequence_robustness(runs: Sequence[RunData], streams: Sequence[str]) -> list
     stream and overall, the paired difference between the two orders on the tasks
     both ran (:func:`..analysis.stats.order_difference`), ``second - first``."""
     found = []
+    baseline_ran = _what_ran_but_order(runs[0])
     for run in runs[1:]:
-        orders = order_only(runs[0], run)
+        orders = order_only(runs[0], run, baseline_ran)
         if orders is None:
             continue
         scopes = {
@@ -430,7 +432,7 @@ def comparison_model(runs: Sequence[RunData]) -> Comparison:
         },
         runs=[
             ComparedRun(label=run.label, run_dir=str(run.run_dir), run=run.summary.run,
-                        **recorded_identity(run.summary, run.run))
+                        **run.identity)
             for run in runs
         ],
         streams=streams,

@@ -92,10 +92,17 @@ def transcript_entry(record: TranscriptEntry) -> tuple[dict[str, Any], bool]:
     messages = record.messages
     if messages:
         # dict, not Mapping: records come from JSON, and this runs 40,000 times in a long run
-        kept = [message for message in messages if type(message) is dict]
-        shown = [[_text(message.get("role")), _message_text(message), 1 if message.get("cached") else 0] for message in kept]
-        replies = [message for message in kept if message.get("role") == "assistant"]
-        return {"m": shown}, bool(replies) and all(message.get("cached") for message in replies)
+        shown = []
+        replied = live = False  # a model reply; one not replayed from the cache
+        for message in messages:
+            if type(message) is not dict:
+                continue
+            role, cached = message.get("role"), message.get("cached")
+            shown.append([_text(role), _message_text(message), 1 if cached else 0])
+            if role == "assistant":
+                replied = True
+                live = live or not cached
+        return {"m": shown}, replied and not live
     if record.tool_calls:
         return {"c": [_call_text(call) for call in record.tool_calls]}, False
     return {}, False

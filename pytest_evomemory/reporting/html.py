@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ..rundir import REPORT, utc_now
+from ..rundocs.compare import Comparison
 from ..util.atomicfile import write_atomically
 from ..util.redaction import dumps_redacted
 from ..util.text import storable
@@ -77,11 +78,14 @@ def comparison_json_path(output: Path | str) -> Path:
 
 @dataclass(frozen=True)
 class ComparisonFiles:
-    """What a comparison wrote: the page, compare.json beside it, and the document."""
+    """What a comparison wrote: the page, compare.json beside it, and the document
+    (``model``: the same as its model, which the terminal and the gain gates read
+    rather than validate the document again)."""
 
     html: Path
     json: Path
     document: Mapping[str, Any]
+    model: Comparison
 
 
 def write_comparison(
@@ -100,7 +104,7 @@ def write_comparison(
     document = {**comparison.written(), "generated": utc_now()}
     _write(json_path, dumps_redacted(document, indent=2) + "\n")  # as every artefact: redacted, strict JSON
     reports = [_relative_link(run.run_dir / REPORT_NAME, path.parent) for run in runs]
-    return ComparisonFiles(_write(path, render_comparison(runs, comparison, reports)), json_path, document)
+    return ComparisonFiles(_write(path, render_comparison(runs, comparison, reports)), json_path, document, comparison)
 
 
 def _relative_link(target: Path, start: Path) -> str | None:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
-from ..models.identity import describe_component, describe_model, describe_ran, recorded_ran
+from ..models.identity import describe_component, describe_model, describe_ran
 from ..rundir import utc_now
 from ..rundocs import StreamSummary
 from ._markup import (
@@ -136,7 +136,7 @@ def _run_meta(run: RunData) -> str:
     """Where, when and what ran, as a definition list: the agent, memory and model
     that actually ran (a conftest's classes, the model file or the names the
     server reported), from the summary's record (:mod:`..models.identity`)."""
-    identity = recorded_ran(run.summary, run.run)
+    identity = run.ran
     agent, memory = identity.agent, identity.memory
     items: list[tuple[str, object]] = [
         ("directory", str(run.run_dir)),

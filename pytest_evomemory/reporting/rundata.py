@@ -14,11 +14,13 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
 from ..core.errors import ReportError as ReportError  # declared with the errors; read from here too
 from ..evaluation.modes import headline_metric
+from ..models.identity import recorded_identity, typed_identity
 from ..rundir import RUN_DOCUMENT, SCORES, SUMMARY, FinishedRun, open_finished_run
-from ..rundocs import Response, RunFile, Score, StreamSummary, Summary, TranscriptEntry
+from ..rundocs import Response, RunFile, Score, StreamRan, StreamSummary, Summary, TranscriptEntry
 from ..rundocs.records import as_score
 from ..util.filestamp import Stamp, file_stamp
 
@@ -77,6 +79,19 @@ class RunData:
         for name in order:
             rank.setdefault(name, len(rank))
         return tuple(sorted(streams, key=lambda name: rank.get(name, len(rank))))
+
+    @cached_property
+    def identity(self) -> dict[str, Any]:
+        """What ran, as compare.json's run entry records it
+        (:func:`..models.identity.recorded_identity`), worked out once: a session's
+        arm, kept from its page for the comparison, shows it on its page, in the
+        comparison page's list of runs and in compare.json. Read, never changed."""
+        return recorded_identity(self.summary, self.run)
+
+    @cached_property
+    def ran(self) -> StreamRan:
+        """:attr:`identity` as the typed identities the pages show (:func:`..models.identity.typed_identity`)."""
+        return typed_identity(self.identity)
 
     @property
     def overall(self) -> StreamSummary:
@@ -195,13 +210,15 @@ def _kept(run_dir: Path | str, label: str | None) -> RunData | None:
 
 def _renamed(run: RunData, *, run_dir: Path | None = None, label: str | None = None) -> RunData:
     """``run`` under another directory name or label, with the outcomes already read
-    (:attr:`RunData.scores`, a cached_property's own slot): they are not read again."""
+    (:attr:`RunData.scores`, a cached_property's own slot) and what ran: they are not
+    read or worked out again."""
     renamed = RunData(
         run_dir=run.run_dir if run_dir is None else run_dir, label=run.label if label is None else label,
         summary=run.summary, run=run.run,
     )
-    if "scores" in run.__dict__:
-        renamed.__dict__["scores"] = run.__dict__["scores"]
+    for name in ("scores", "identity", "ran"):  # what was worked out of its files (not of its name)
+        if name in run.__dict__:
+            renamed.__dict__[name] = run.__dict__[name]
     return renamed
 
 

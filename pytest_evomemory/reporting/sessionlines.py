@@ -32,6 +32,7 @@ from .lines import Line
 
 if TYPE_CHECKING:
     from ..analysis.gain import GainResult
+    from ..rundocs.compare import Comparison
 
 # The session's end (its tables, the comparison, the JSON block) imports the terminal
 # tables and the comparison's documents when it comes: ``evomemory run`` imports this
@@ -183,6 +184,11 @@ class EndView(Protocol):
     def comparison(self) -> Mapping[str, Any] | None: ...
 
     @property
+    def comparison_model(self) -> Comparison | None:
+        """:attr:`comparison` as its model, when the session built it (the terminal reads it)."""
+        ...
+
+    @property
     def comparison_files(self) -> tuple[Path, Path] | None: ...
 
     @property
@@ -312,7 +318,8 @@ def _comparison_lines(plan: PlanView, end: EndView) -> list[Line]:
         return lines + _gain_lines(plan, end)
     from .terminal import format_comparison
 
-    lines += [Line.of(line) for line in format_comparison(end.comparison)]
+    built = end.comparison_model  # the model compare.json was written from: not validated again
+    lines += [Line.of(line) for line in format_comparison(built if built is not None else end.comparison)]
     lines += _gain_lines(plan, end)
     if end.comparison_files is not None:
         html, json_path = end.comparison_files

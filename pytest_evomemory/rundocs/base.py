@@ -122,10 +122,9 @@ class RunDoc(BaseModel):
         if _writes_all(model) or not isinstance(data, dict):
             return data
         if self.AS_GIVEN:
-            given = self.model_fields_set
-            for name, key in _written_keys(model):
-                if name not in given:
-                    data.pop(key, None)
+            names, keys = _field_keys(model)
+            for name in names - self.model_fields_set:  # the fields not given (a set difference, in C)
+                data.pop(keys[name], None)
         if self.OMIT_UNSET:
             keys = dict(_written_keys(model))
             for name in self.OMIT_UNSET - self.model_fields_set:
@@ -159,6 +158,15 @@ def _written_keys(model: type[RunDoc]) -> tuple[tuple[str, str], ...]:
     name), worked out once per class: a compare.json part (``AS_GIVEN``) looks them
     up each time it is written, and a comparison of many arms writes thousands."""
     return tuple((name, field.alias or name) for name, field in model.model_fields.items())
+
+
+@cache
+def _field_keys(model: type[RunDoc]) -> tuple[frozenset[str], dict[str, str]]:
+    """:func:`_written_keys` as the set of ``model``'s field names and each one's key:
+    an ``AS_GIVEN`` part leaves out the fields not given, found by a set difference
+    (a comparison of 32 arms writes some 1,500 parts)."""
+    keys = dict(_written_keys(model))
+    return frozenset(keys), keys
 
 
 @cache

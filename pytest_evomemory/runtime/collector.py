@@ -33,6 +33,7 @@ from .signals import shield_interrupts
 
 if TYPE_CHECKING:
     from ..analysis.gain import GainResult
+    from ..rundocs.compare import Comparison
 
 
 class Collector:
@@ -44,6 +45,8 @@ class Collector:
         #: the refusals and crashed tasks a worker's records report are the stream driver's to word
         self.driver = driver
         self.comparison: dict[str, Any] | None = None
+        #: :attr:`comparison` as its model (the terminal's lines and the gain gates read it)
+        self.comparison_model: Comparison | None = None
         self.comparison_files: tuple[Path, Path] | None = None
         self.comparison_error: str | None = None
         #: a repeated session's comparison across replicates (replicates.json)
@@ -321,6 +324,7 @@ class Collector:
                     [arm.run_dir for arm in ran], self.plan.comparison_dir / "compare.html", [arm.name for arm in ran]
                 )
                 document = self.comparison = dict(files.document)
+                self.comparison_model = files.model
                 self.comparison_files = (files.html, files.json)
         except (ReportError, OSError) as error:
             self.comparison_error = f"the comparison could not be written: {error}"
@@ -332,8 +336,11 @@ class Collector:
         # every process that runs streams imports this module before its first call
         from ..analysis.gain import check_gains, check_replicate_gains
 
-        check = check_replicate_gains if self.plan.replicates is not None else check_gains
-        self.gain_results = check(document, self.plan.gains, complete=complete)
+        if self.plan.replicates is not None:
+            self.gain_results = check_replicate_gains(document, self.plan.gains, complete=complete)
+        else:  # the model the comparison was built as: not validated again from its document
+            judged = self.comparison_model if self.comparison_model is not None else document
+            self.gain_results = check_gains(judged, self.plan.gains, complete=complete)
         return any(not result.met for result in self.gain_results)
 
     def release(self) -> None:

@@ -20,7 +20,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:  # the comparison's models load with the pages, at the end
+    from ..rundocs.compare import Comparison
 
 
 class WrittenComparison(Protocol):
@@ -34,6 +37,11 @@ class WrittenComparison(Protocol):
 
     @property
     def document(self) -> Mapping[str, Any]: ...
+
+    @property
+    def model(self) -> Comparison:
+        """The document as its model (what the terminal and the gain gates read)."""
+        ...
 
 
 class WrittenReplicates(Protocol):

@@ -452,3 +452,51 @@ def test_a_run_reported_for_a_comparison_is_read_once_for_both_and_read_again_on
         REPORTS.run_report(run_dir, compared=True)
     with pytest.raises(ReportError, match="does not add up"):
         _ = rundata.load_run(run_dir).scores
+
+
+# --------------------------------------------------------------------------- the pages' text, fast paths
+
+
+_TEXTS = ["", "plain", "a < b & c > d", "it's \"quoted\"", "\u2013 dash", "nul\x00byte", "lone \ud800 surrogate",
+          "pair \ud83d\ude00", "\U0001f600 emoji", "\u2028", "&amp;"]
+
+
+@pytest.mark.parametrize("text", [*_TEXTS, None, 3, 0.5])
+def test_escaping_is_html_escape(text: object) -> None:
+    """_e returns text with nothing to escape as it is: the same as html.escape's."""
+    from html import escape
+
+    from pytest_evomemory.reporting._markup import _e
+
+    assert _e(text) == escape("" if text is None else str(text), quote=True)
+
+
+@pytest.mark.parametrize("text", [*_TEXTS, "x" * 10_000 + "\ud800", "\u00e9" * 1000])
+def test_storable_text_is_the_substitution(text: str) -> None:
+    """storable's fast paths (ASCII, UTF-8 encodable) give what replacing every NUL
+    and lone surrogate gives."""
+    from pytest_evomemory.util.text import _UNSTORABLE, storable
+
+    assert storable(text) == _UNSTORABLE.sub("\ufffd", text)
+
+
+@pytest.mark.parametrize("messages, replayed", [
+    ([], False),
+    ([{"role": "user", "content": "q"}], False),  # no model call: not replayed
+    ([{"role": "user", "content": "q"}, {"role": "assistant", "content": "a", "cached": True}], True),
+    ([{"role": "assistant", "content": "a", "cached": True}, {"role": "assistant", "content": "b"}], False),
+    ([{"role": "assistant", "content": "a", "cached": False}, {"role": "tool", "content": "r"}], False),
+    ([{"role": "assistant", "content": None, "cached": 1, "tool_calls": [{"function": {"name": "f", "arguments": "{}"}}]}], True),
+])
+def test_a_transcript_is_replayed_when_every_model_reply_was(messages: list[dict[str, object]], replayed: bool) -> None:
+    """The drill-down's cached mark of a turn: every assistant message replayed from
+    the response cache (and at least one), each message shown with its own mark."""
+    from pytest_evomemory.reporting.drilldown import transcript_entry
+    from pytest_evomemory.rundocs import TranscriptEntry
+
+    entry, cached = transcript_entry(TranscriptEntry.model_validate(
+        {"stream": "s", "task_id": "t", "kind": "task", "messages": messages}))
+    assert cached is replayed
+    if messages:
+        assert [row[0] for row in entry["m"]] == [m["role"] for m in messages]
+        assert [row[2] for row in entry["m"]] == [1 if m.get("cached") else 0 for m in messages]

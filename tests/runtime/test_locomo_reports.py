@@ -297,3 +297,30 @@ def test_the_headline_is_declared_by_the_mode_and_must_be_a_mean_figure() -> Non
 def test_category_rows_name_their_category_in_order() -> None:
     rows = category_summary([{"group": "adversarial", "value": 1.0}, {"group": "single-hop", "value": 0.0}])
     assert [row["category"] for row in rows["by_category"]] == ["single-hop", "adversarial"]
+
+
+def test_the_comparison_as_built_reads_as_its_document_does() -> None:
+    """A session's terminal lines and gain gates read the comparison as it was built
+    (ComparisonFiles.model), not compare.json's document validated again: both must
+    say the same, for a continuous comparison, an arm with no paired task and an
+    accuracy one."""
+    from pytest_evomemory.analysis.gain import REQUIRES, GainThreshold, check_gains
+    from pytest_evomemory.reporting.compare import comparison_model
+    from pytest_evomemory.rundocs.base import RunDoc
+
+    baseline = _run("base", {("a", "1"): 0.4, ("a", "2"): 0.9, ("a", "3"): 0.0})
+    better = _run("better", {("a", "1"): 0.9, ("a", "2"): 1.0, ("a", "3"): 0.6})
+    stopped = RunData(
+        run_dir=Path("stopped"), label="stopped", run={}, given_scores=[],
+        summary={"streams": {"a": {"tasks": 0, "correct": 0}}, "overall": {"tasks": 0, "correct": 0}},
+    )
+    gates = [GainThreshold(scope, points, requires) for scope in ("a", "overall") for points in (0.0, 5.0) for requires in REQUIRES]
+    for runs in ([baseline, better], [baseline, stopped, better], [better, baseline]):
+        built = comparison_model(runs)
+        # written by the parts' own walk, as pydantic's serializer writes it: same keys, order and values
+        assert json.dumps(built.written()) == json.dumps(RunDoc.written(built))
+        assert built.written() == RunDoc.written(built)
+        document = json.loads(json.dumps({**built.written(), "generated": "2026-01-01T00:00:00+00:00"}))
+        assert format_comparison(built) == format_comparison(document)
+        assert check_gains(built, gates) == check_gains(document, gates)
+        assert check_gains(built, gates, complete=False) == check_gains(document, gates, complete=False)
