@@ -17,13 +17,14 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import (
     Field,
+    PrivateAttr,
     SerializerFunctionWrapHandler,
     ValidatorFunctionWrapHandler,
     model_serializer,
     model_validator,
 )
 
-from .base import RunDoc, SchemaVersion, _omitted_keys, _written_keys, as_model
+from .base import RunDoc, SchemaVersion, as_model
 from .fields import Amount, Count, Difference, Fraction, Number, Ordinal, Scalar, Text
 
 #: The scope of every stream together, beside the streams' own (compare.json's and
@@ -34,103 +35,33 @@ OVERALL = "overall"
 class _Given(RunDoc):
     """A part of compare.json: written with the keys it was built with, in the order
     it was built with (compare.json, unlike the run's own files, is not written with
-    sorted keys).
-
-    The order is kept in the instance's private attributes' dict
-    (``__pydantic_private__``, under ``_given_order``), set as the part is validated,
-    and not declared as a ``PrivateAttr``: a declared one has pydantic initialise it
-    in Python for every part made (a comparison of 32 arms makes some 1,500, and that
-    was a sixth of building it). A copy keeps it, equality compares it, as pydantic
-    does for a declared one; a part made without validation has none (written in
-    field order)."""
+    sorted keys)."""
 
     AS_GIVEN = True
     #: the keys the builder always writes (the schema requires them; the rest it may leave out)
     REQUIRED: ClassVar[frozenset[str]] = frozenset()
+    _given_order: tuple[str, ...] | None = PrivateAttr(default=None)
 
     @model_validator(mode="wrap")
     @classmethod
     def _remember_order(cls, data: Any, handler: ValidatorFunctionWrapHandler) -> Any:
         instance = handler(data)
-        if (type(data) is dict or isinstance(data, Mapping)) and isinstance(instance, _Given):
-            order = tuple(data) if all(type(key) is str for key in data) else tuple(map(str, data))
-            private = instance.__pydantic_private__
-            if private is None:
-                object.__setattr__(instance, "__pydantic_private__", {"_given_order": order})
-            else:
-                private["_given_order"] = order
+        if isinstance(data, Mapping) and isinstance(instance, _Given):
+            instance._given_order = tuple(map(str, data))
         return instance
 
     @model_serializer(mode="wrap")
     def _in_given_order(self, handler: SerializerFunctionWrapHandler) -> Any:
         data = RunDoc._leave_out(self, handler)
-        private = self.__pydantic_private__  # read straight (pydantic's __getattr__ is the slow way)
-        order = private.get("_given_order") if private is not None else None
+        order = self._given_order
         if not isinstance(data, dict) or order is None:
             return data
-        return _in_order(data, order)
-
-    def written(self) -> dict[str, Any]:
-        """As :meth:`RunDoc.written`, made by :func:`_written_part` when every value
-        in the part is plain (a comparison of 32 arms writes ~1,500 parts: pydantic's
-        serializer calls back into Python twice for each, 8 ms against 3 ms), else by
-        pydantic. ``tests/runtime/test_rundocs.py`` checks both give the same document."""
-        try:
-            return _written_part(self)
-        except _NotPlain:
-            return super().written()
-
-
-def _in_order(data: dict[str, Any], order: tuple[str, ...]) -> dict[str, Any]:
-    """``data``'s given keys in their order, then any other in the order written (what
-    a stable sort by given rank gives, without sorting each of thousands of parts)."""
-    ordered = {key: data[key] for key in order if key in data}
-    if len(ordered) < len(data):
-        ordered.update((key, value) for key, value in data.items() if key not in ordered)
-    return ordered
-
-
-class _NotPlain(Exception):
-    """A value :func:`_written_part` leaves to pydantic's serializer."""
-
-
-_PLAIN = frozenset({str, int, float, bool, type(None)})
-
-
-def _written_value(value: Any) -> Any:
-    """``value`` as pydantic's ``model_dump`` gives it, for the plain values compare.json
-    and replicates.json hold (:class:`_NotPlain` for any other)."""
-    kind = type(value)
-    if kind in _PLAIN:
-        return value
-    if isinstance(value, _Given):
-        return _written_part(value)
-    if kind is list:
-        return [_written_value(item) for item in value]
-    if kind is dict:
-        return {key: _written_value(item) for key, item in value.items()}
-    if kind is tuple:
-        return tuple(_written_value(item) for item in value)
-    raise _NotPlain
-
-
-def _written_part(part: _Given) -> dict[str, Any]:
-    """What ``model_dump(by_alias=True)`` gives for ``part`` (its given fields under
-    their keys in their declared order, then its extra keys, each value written; then
-    :meth:`_Given._in_given_order`'s order), without pydantic's serializer."""
-    model = type(part)
-    if model.OMIT_UNSET or _omitted_keys(model):
-        raise _NotPlain  # what RunDoc._leave_out leaves out besides the fields not given
-    given = part.__pydantic_fields_set__
-    values = part.__dict__
-    data = {key: _written_value(values[name]) for name, key in _written_keys(model) if name in given}
-    extra = part.__pydantic_extra__
-    if extra:
-        for key, value in extra.items():
-            data[key] = _written_value(value)
-    private = part.__pydantic_private__
-    order = private.get("_given_order") if private is not None else None
-    return data if order is None else _in_order(data, order)
+        # the given keys in their order, then any other in the order written (what a
+        # stable sort by given rank gives, without sorting each of thousands of parts)
+        ordered = {key: data[key] for key in order if key in data}
+        if len(ordered) < len(data):
+            ordered.update((key, value) for key, value in data.items() if key not in ordered)
+        return ordered
 
 
 class PowerEstimate(_Given):

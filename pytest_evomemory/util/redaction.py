@@ -36,7 +36,6 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from .jsonindent import IndentedEncoder
 from .spellings import spellings_of
 from .text import inert, storable
 
@@ -244,8 +243,7 @@ def dumps_redacted(record: Any, **options: Any) -> str:
     record that may hold something is walked, so the result is always exactly the
     walk's. When the walk changed nothing (a URL in a run.json, which only a URL
     with credentials would), the text already encoded is that result, and is not
-    encoded again. An indented document is encoded by :class:`.jsonindent.IndentedEncoder`
-    (``json``'s text, without its Python encoder's generators).
+    encoded again (an indented document is encoded by ``json``'s Python code).
     """
     return _dumps(record, options, _fast_encoder(options))
 
@@ -348,9 +346,7 @@ def _fast_encoder(options: Mapping[str, Any]) -> json.JSONEncoder | None:
 
     settings = {name: value for name, value in options.items() if name != "default"}
     # a non-finite float raises ValueError: the record then goes through the walk
-    # an indented document (summary.json, run.json, compare.json): json's text, made in one pass
-    kind = IndentedEncoder if settings.get("indent") is not None else json.JSONEncoder
-    encoder = _ENCODERS[key] = kind(**settings, default=default, allow_nan=False)
+    encoder = _ENCODERS[key] = json.JSONEncoder(**settings, default=default, allow_nan=False)
     return encoder
 
 
