@@ -17,13 +17,18 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeGuard
+from typing import TYPE_CHECKING, Any, TypeGuard
 
 from ..evaluation.modes import MATCH_MODES, Metric, headline_metric
-from ..rundocs import GroupSummary, Headline, PerStimulus, Response, Score, StreamSummary, Summary, Threshold
+from ..rundocs import Response, Score
 from ..rundocs.base import tolerant
 from ..rundocs.records import as_response, as_score
 from .stats import Proportion
+
+if TYPE_CHECKING:
+    # summary.json's models: built into documents only where a summary is written
+    # (imported there), not in an xdist worker, which counts but never summarizes
+    from ..rundocs.summary import GroupSummary, StreamSummary, Summary, Threshold
 
 
 def _is_assistant(message: object) -> TypeGuard[Mapping[str, Any]]:
@@ -79,6 +84,8 @@ class GroupMetrics:
     correct: int = 0
 
     def document(self) -> GroupSummary:
+        from ..rundocs.summary import GroupSummary
+
         proportion = Proportion(self.correct, self.tasks)
         return GroupSummary(
             tasks=self.tasks, correct=self.correct, accuracy=proportion.estimate, accuracy_ci=_interval(proportion)
@@ -234,6 +241,8 @@ class StreamMetrics:
 
     def document(self) -> StreamSummary:
         """The stream's metrics as summary.json holds them."""
+        from ..rundocs.summary import Headline, PerStimulus, StreamSummary
+
         total_tokens = self.prompt_tokens + self.completion_tokens
         per = (lambda value: value / self.stimuli) if self.stimuli else (lambda value: None)
         key, label, value = self.headline_figure()
@@ -481,6 +490,8 @@ class ThresholdResult:
         return f"{verdict}: {self.scope} {self.label} {shown}, minimum {self.minimum:.3f} (gated on {self.label}, not accuracy)"
 
     def document(self) -> Threshold:
+        from ..rundocs.summary import Threshold
+
         return Threshold(scope=self.scope, metric=self.metric, label=self.label, minimum=self.minimum,
                          value=self.value, accuracy=self.accuracy, met=self.met)
 

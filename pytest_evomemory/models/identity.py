@@ -18,11 +18,12 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..rundocs import AgentIdentity, MemoryIdentity, ModelIdentity, RunFile, StreamRan, Summary
+from ..rundocs import AgentIdentity, MemoryIdentity, ModelIdentity, RunFile, StreamRan
 from ..rundocs.base import RunDoc, as_model, tolerant
 
 if TYPE_CHECKING:
     from ..config import ModelConfig, RunConfig
+    from ..rundocs.summary import Summary
 
 #: The sampling settings shown after a model's name.
 _SAMPLING = ("temperature", "max_tokens", "seed")
@@ -232,6 +233,8 @@ def run_identity(run_config: RunConfig, ran: Mapping[str, Any] | None = None) ->
 def recorded_identity(summary: Summary | Mapping[str, Any], run_document: RunFile | Mapping[str, Any]) -> dict[str, Any]:
     """:func:`merge_identity` of a finished run, from its summary.json and run.json
     (the reports' view; what ran wins, the recorded config fills in)."""
+    from ..rundocs.summary import Summary  # the readers' only: a run's own processes never read one
+
     summary, run_document = as_model(Summary, summary), as_model(RunFile, run_document)
     agent, memory = run_document.run.agent.written(), run_document.run.memory.written()
     strategy = agent.get("memory_strategy")
@@ -258,6 +261,8 @@ def recorded_ran(summary: Summary | Mapping[str, Any], run_document: RunFile | M
 def summary_ran(summary: Summary | Mapping[str, Any]) -> StreamRan:
     """What ran in a run, from its summary's record alone (:func:`merge_identity`
     over no config), typed; a mapping is read as summary.json, a damaged field left out."""
+    from ..rundocs.summary import Summary
+
     typed = summary if isinstance(summary, Summary) else tolerant(Summary, summary)
     return typed_identity(merge_identity({stream: parts.written() for stream, parts in typed.ran.items()}, {}))
 

@@ -12,12 +12,14 @@ the session's; only their way into each reporter is here.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from ..reporting.properties import session_identity_properties, task_metadata
-from ..rundocs import Summary
+
+if TYPE_CHECKING:
+    from ..rundocs.summary import Summary
 
 
 def add_identity_properties(config: pytest.Config, runs: Sequence[tuple[str, Summary | None]]) -> None:

@@ -15,11 +15,14 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
-from ..rundocs import Categories, CategoryRow, StreamSummary
+if TYPE_CHECKING:
+    from ..rundocs.summary import Categories, CategoryRow, StreamSummary
 
-Metrics = StreamSummary
+# summary.json's models are imported where a cell is read: the progress lines use
+# this module's number formats from the start of a run, its summary only at the end
+Metrics: TypeAlias = "StreamSummary"
 Where = Literal["terminal", "html"]
 Group = Literal["accuracy", "work", "cost"]
 
@@ -111,6 +114,8 @@ class Column:
 def as_metrics(metrics: Metrics | Mapping[str, Any]) -> Metrics:
     """A stream's metrics as their model (a mapping is read as summary.json's; a
     comparison's entry holds its figures so too, and null for a count it lacks)."""
+    from ..rundocs.summary import StreamSummary
+
     if isinstance(metrics, StreamSummary):
         return metrics
     return StreamSummary.model_validate({key: value for key, value in metrics.items() if value is not None})
@@ -127,6 +132,8 @@ class CategoryColumn:
 
     def cell(self, row: CategoryRow | Mapping[str, Any]) -> str | None:
         """The column's cell of ``row`` (a mapping: the row as summary.json holds it)."""
+        from ..rundocs.summary import CategoryRow
+
         return self.read(row if isinstance(row, CategoryRow) else CategoryRow.model_validate(row))
 
 

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..analysis.summary import cache_counts
 from ..models.identity import describe_component, describe_model, summary_ran
-from ..rundocs import Response, Score, Summary
+from ..rundocs import Response, Score
 from ..rundocs.records import as_response, as_score
 from ..rundocs.taskmeta import TaskMetadata
+
+if TYPE_CHECKING:
+    from ..rundocs.summary import Summary
 
 #: The prefix of every property name (JUnit ``<property>``, pytest's user properties).
 PROPERTY_PREFIX = "evomemory_"

@@ -22,8 +22,8 @@ from ..analysis.summary import StreamMetrics, ThresholdResult
 from ..config import Replicate, RunConfig
 from ..models.identity import configured_model, describe_model, describe_ran, run_identity
 from ..rundir import SCHEMA_VERSION, SIDE_RUN, ResumeState
-from ..rundocs import Failure, Summary
-from ..rundocs.summary import Replicate as ReplicateDoc
+from ..rundocs import Failure
+from ..rundocs.identity import Replicate as ReplicateDoc
 from ..streams import Stream
 from ..streams.provenance import provenance_line
 from ..util.redaction import redact_strings
@@ -33,6 +33,7 @@ from .lines import Line
 if TYPE_CHECKING:
     from ..analysis.gain import GainResult
     from ..rundocs.compare import Comparison
+    from ..rundocs.summary import Summary
 
 # The session's end (its tables, the comparison, the JSON block) imports the terminal
 # tables and the comparison's documents when it comes: ``evomemory run`` imports this

@@ -16,19 +16,22 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
 from ..analysis.summary import RESPONSE_COUNTS, SCORE_COUNTS, StreamMetrics, records_disagree
 from ..core import boundedread
 from ..core.errors import named
-from ..rundocs import DAMAGED_ADVICE, SCHEMA_VERSION, Response, RunFile, Score, Summary, TranscriptEntry
+from ..rundocs import DAMAGED_ADVICE, SCHEMA_VERSION, Response, RunFile, Score, TranscriptEntry
 from ..rundocs.base import DamagedDocument, Doc, problem_line, read
 from ..rundocs.wire import Event, event_or_none
 from ..util.text import shorten
 from .jsonl import DamagedRecords, iter_documents, iter_jsonl, read_json
 from .layout import EVENTS, RESPONSES, RUN_DOCUMENT, SCORES, SUMMARY, TRANSCRIPTS, RunDirError
+
+if TYPE_CHECKING:
+    from ..rundocs.summary import Summary
 
 ErrorFactory = boundedread.ErrorFactory
 
@@ -156,6 +159,10 @@ def read_finished_run(directory: Path, error: ErrorFactory) -> tuple[Summary, Ru
     """A finished run's summary.json (which must exist) and run.json (which may not:
     an empty one then), typed; ``error`` for a directory that holds no finished run,
     a summary of a newer schema or none at all, or a damaged document."""
+    from ..rundocs.summary import (
+        Summary,  # a reader's: a run's own processes write summary.json, never read it
+    )
+
     if not directory.is_dir():
         raise error(f"{directory} is not a directory; pass a run directory such as evomemory-results/<run name>")
     summary_path = directory / SUMMARY

@@ -15,13 +15,14 @@ from io import FileIO
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ..rundocs import Response, RunDoc, RunFile, Score, Summary, TranscriptEntry
+from ..rundocs import Response, RunDoc, RunFile, Score, TranscriptEntry
 from ..rundocs.wire import Record
 from ..util.atomicfile import write_atomically
 from .jsonl import dumps, read_jsonl, rewrite_jsonl, typed, write_json_atomically
 from .layout import EVENTS, RESPONSES, RUN_DOCUMENT, SCORES, SUMMARY, TRANSCRIPTS
 
 if TYPE_CHECKING:
+    from ..rundocs.summary import Summary
     from .resumestate import ResumeState
 
 _VERSIONED_PACKAGES = (

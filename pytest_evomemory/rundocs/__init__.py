@@ -18,47 +18,100 @@ requirements) only.
 
 from __future__ import annotations
 
-from .base import DAMAGED_ADVICE, SCHEMA_VERSION, DamagedDocument, RunDoc, problem_line, read
-from .identity import AgentIdentity, MemoryIdentity, ModelIdentity, StreamRan, Versions
-from .records import (
-    Failure,
-    Refusal,
-    Response,
-    Score,
-    SkippedFeedback,
-    StreamStarted,
-    ToolCallDoc,
-    TranscriptEntry,
-    Usage,
-    WriteFailure,
-)
-from .run import (
-    ARMS_SCHEMA_VERSION,
-    ArmEntryDoc,
-    ArmsFile,
-    ConfiguredRun,
-    MergedRecord,
-    Resumed,
-    RunFile,
-    ShardRecord,
-    ShardThresholds,
-    StreamEntry,
-    StreamMinimum,
-    StreamOrder,
-)
-from .summary import (
-    Categories,
-    CategoryRow,
-    Completion,
-    GroupSummary,
-    Headline,
-    PerStimulus,
-    Replicate,
-    StreamSummary,
-    Summary,
-    SummaryFile,
-    Threshold,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .base import DAMAGED_ADVICE, SCHEMA_VERSION, DamagedDocument, RunDoc, problem_line, read
+    from .identity import AgentIdentity, MemoryIdentity, ModelIdentity, Replicate, StreamRan, Versions
+    from .records import (
+        Failure,
+        Refusal,
+        Response,
+        Score,
+        SkippedFeedback,
+        StreamStarted,
+        ToolCallDoc,
+        TranscriptEntry,
+        Usage,
+        WriteFailure,
+    )
+    from .run import (
+        ARMS_SCHEMA_VERSION,
+        ArmEntryDoc,
+        ArmsFile,
+        ConfiguredRun,
+        MergedRecord,
+        Resumed,
+        RunFile,
+        ShardRecord,
+        ShardThresholds,
+        StreamEntry,
+        StreamMinimum,
+        StreamOrder,
+    )
+    from .summary import (
+        Categories,
+        CategoryRow,
+        Completion,
+        GroupSummary,
+        Headline,
+        PerStimulus,
+        StreamSummary,
+        Summary,
+        SummaryFile,
+        Threshold,
+    )
+
+#: The module that declares each name, imported at the name's first use: an xdist
+#: worker and every process's start-up import only the documents they use (not
+#: summary.json's models, which a run needs at its end).
+_HOMES: dict[str, str] = {
+    "DAMAGED_ADVICE": "base",
+    "SCHEMA_VERSION": "base",
+    "DamagedDocument": "base",
+    "RunDoc": "base",
+    "problem_line": "base",
+    "read": "base",
+    "AgentIdentity": "identity",
+    "MemoryIdentity": "identity",
+    "ModelIdentity": "identity",
+    "Replicate": "identity",
+    "StreamRan": "identity",
+    "Versions": "identity",
+    "Failure": "records",
+    "Refusal": "records",
+    "Response": "records",
+    "Score": "records",
+    "SkippedFeedback": "records",
+    "StreamStarted": "records",
+    "ToolCallDoc": "records",
+    "TranscriptEntry": "records",
+    "Usage": "records",
+    "WriteFailure": "records",
+    "ARMS_SCHEMA_VERSION": "run",
+    "ArmEntryDoc": "run",
+    "ArmsFile": "run",
+    "ConfiguredRun": "run",
+    "MergedRecord": "run",
+    "Resumed": "run",
+    "RunFile": "run",
+    "ShardRecord": "run",
+    "ShardThresholds": "run",
+    "StreamEntry": "run",
+    "StreamMinimum": "run",
+    "StreamOrder": "run",
+    "Categories": "summary",
+    "CategoryRow": "summary",
+    "Completion": "summary",
+    "GroupSummary": "summary",
+    "Headline": "summary",
+    "PerStimulus": "summary",
+    "StreamSummary": "summary",
+    "Summary": "summary",
+    "SummaryFile": "summary",
+    "Threshold": "summary",
+}
 
 __all__ = [
     "ARMS_SCHEMA_VERSION", "DAMAGED_ADVICE", "SCHEMA_VERSION", "AgentIdentity", "ArmEntryDoc", "ArmsFile",
@@ -68,3 +121,16 @@ __all__ = [
     "StreamMinimum", "StreamOrder", "StreamRan", "StreamStarted", "StreamSummary", "Summary", "SummaryFile", "Threshold",
     "ToolCallDoc", "TranscriptEntry", "Usage", "Versions", "WriteFailure", "problem_line", "read",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_HOMES])

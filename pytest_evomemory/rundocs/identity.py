@@ -1,5 +1,6 @@
 """What ran: the agent, memory and model a stream's process built (run.json's and
-summary.json's ``ran``), and the package versions a run records.
+summary.json's ``ran``), the package versions a run records, and which replicate of
+a repeated arm it was (run.json's and summary.json's ``replicate``).
 
 Each identity is written with exactly the keys it was given (``AS_GIVEN``): a local
 model's identity has no ``model`` key, an API model's no ``sha256``, and the schema
@@ -111,4 +112,16 @@ class Versions(RunDoc):
     python: Text | None = None
 
 
-__all__ = ["AgentIdentity", "MemoryIdentity", "ModelIdentity", "StreamRan", "Versions"]
+class Replicate(RunDoc):
+    """Which replicate of a repeated run this is (benchmark.repeats, benchmark.seeds, --evomemory-repeats): its index from 1, how many replicates the arm runs, and the seed it ran with (benchmark.seed and agent.model.seed)."""
+
+    CLOSED = True
+    SCHEMA_EXTRA: ClassVar[dict[str, Any]] = {"properties": {"index": {"type": "integer", "minimum": 1}, "count": {"type": "integer", "minimum": 1},
+                                   "seed": {"type": "integer"}}}
+
+    index: Count = 1
+    count: Count = 1
+    seed: int = 0
+
+
+__all__ = ["AgentIdentity", "MemoryIdentity", "ModelIdentity", "Replicate", "StreamRan", "Versions"]

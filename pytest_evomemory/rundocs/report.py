@@ -16,7 +16,8 @@ from pydantic import Field
 from .base import RunDoc, SchemaVersion
 from .compare import Comparison, Replicates
 from .fields import Count, Flag, Fraction, Text
-from .summary import Replicate, Summary
+from .identity import Replicate
+from .summary import Summary
 
 
 class GainDoc(RunDoc):

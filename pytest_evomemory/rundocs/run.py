@@ -14,8 +14,7 @@ from pydantic import Field
 
 from .base import RunDoc, SchemaVersion
 from .fields import Count, Number, Scalar, Sha256, Text
-from .identity import StreamRan, Versions
-from .summary import Replicate
+from .identity import Replicate, StreamRan, Versions
 
 #: The config's model section: only its provider's keys (run.json's ``run.agent.model``).
 _CONFIG_MODEL = {"anyOf": [

@@ -17,7 +17,7 @@ from pydantic_core import PydanticCustomError
 
 from .base import SCHEMA_VERSION, RunDoc, SchemaVersion
 from .fields import CHECK, Amount, Count, Flag, Fraction, Interval, Number, Seconds, Sha256, Text
-from .identity import StreamRan, Versions
+from .identity import Replicate, StreamRan, Versions
 from .records import Failure, SkippedFeedback
 
 _FIGURE = "^[a-z][a-z0-9_]*"
@@ -220,18 +220,6 @@ class Completion(RunDoc):
     reason: str | None = None
 
 
-class Replicate(RunDoc):
-    """Which replicate of a repeated run this is (benchmark.repeats, benchmark.seeds, --evomemory-repeats): its index from 1, how many replicates the arm runs, and the seed it ran with (benchmark.seed and agent.model.seed)."""
-
-    CLOSED = True
-    SCHEMA_EXTRA: ClassVar[dict[str, Any]] = {"properties": {"index": {"type": "integer", "minimum": 1}, "count": {"type": "integer", "minimum": 1},
-                                   "seed": {"type": "integer"}}}
-
-    index: Count = 1
-    count: Count = 1
-    seed: int = 0
-
-
 class Summary(RunDoc):
     """A run's summary: summary.json, and each arm's summary in the JSON report (where schema_version is the block's)."""
 
@@ -274,5 +262,5 @@ class SummaryFile(Summary):
 
 __all__ = [
     "Categories", "CategoryRow", "Completion", "GroupSummary", "Headline", "Literal", "Number", "PerStimulus",
-    "Replicate", "SchemaVersion", "StreamSummary", "Summary", "SummaryFile", "Threshold",
+    "SchemaVersion", "StreamSummary", "Summary", "SummaryFile", "Threshold",
 ]

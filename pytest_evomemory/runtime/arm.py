@@ -23,15 +23,18 @@ import re
 import threading
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from ..config import RunConfig
 from ..core.errors import ConfigError
 from ..rundir import ARMS_DIRECTORY_FILES, RESERVED_NAMES, holds_a_run
-from ..rundocs import Summary
 from .gates import ARM_SEPARATOR, parse_min_accuracy
 from .records import Record
 from .reports import Reports
 from .run import BenchmarkRun, Run, RunResult, effective_thresholds
+
+if TYPE_CHECKING:
+    from ..rundocs.summary import Summary
 
 #: Arm names end up in node ids, directory names and table headers.
 _ARM_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]*$")

@@ -55,10 +55,10 @@ from .lines import snapshot_fallback_line
 from .replicates import base_configs, expand_replicates, replicate_seeds
 from .reports import Reports
 from .run import BenchmarkRun, Run, effective_thresholds
-from .shards import ShardPlan, check_shard_dir, plan_shards, session_cells, session_fingerprint
 
 if TYPE_CHECKING:
     from ..analysis.gain import GainThreshold
+    from .shards import ShardPlan
 
 
 @dataclass(frozen=True)
@@ -264,6 +264,9 @@ class SessionPlan:
                     f"or leave {self.flags('shard-by')} out"
                 )
             return None, 0
+        # a sharded run's only
+        from .shards import check_shard_dir, plan_shards, session_cells, session_fingerprint
+
         index, count = self.options.shard
         if self.options.min_gain:
             raise ConfigError(

@@ -15,12 +15,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..analysis.categories import category_table
 from ..analysis.summary import ResponseTally, StreamMetrics, ThresholdResult, is_cached, outcome, summarize
 from ..core.types import BenchmarkSample
 from ..models.identity import reported_models
 from ..rundocs import (
-    Completion,
     Failure,
     ModelIdentity,
     Refusal,
@@ -29,7 +27,6 @@ from ..rundocs import (
     SkippedFeedback,
     StreamRan,
     StreamStarted,
-    Summary,
     WriteFailure,
 )
 from ..rundocs.base import as_model
@@ -58,6 +55,7 @@ _Ordered = TypeVar("_Ordered")
 
 if TYPE_CHECKING:
     from ..rundir import RunWriter
+    from ..rundocs.summary import Completion, Summary
 
 
 # --------------------------------------------------------------------------- making records
@@ -307,6 +305,11 @@ class ResultCollector:
         complete run: a run that did not run its tasks never passes. ``metrics``:
         :meth:`metrics` of the scores as they are now, when the caller has them (it
         judged the thresholds on them)."""
+        # summary.json's models and the categories' table (with its intervals' module)
+        # only where a summary is written: not in an xdist worker
+        from ..analysis.categories import category_table
+        from ..rundocs.summary import Summary
+
         scores = self.ordered(self.scores, by_position=True)  # once: metrics, failures and categories read it
         if metrics is None:
             metrics = self.metrics(scores)

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..agents.base import Agent
 from ..agents.factory import AGENTS, build_agent
@@ -44,19 +44,7 @@ from ..rundir import (
     package_versions,
     utc_now,
 )
-from ..rundocs import (
-    SCHEMA_VERSION,
-    Completion,
-    Replicate,
-    Resumed,
-    RunFile,
-    ShardRecord,
-    StreamEntry,
-    Summary,
-)
-from ..rundocs import identity as identity_documents
-from ..rundocs import records as record_documents
-from ..rundocs import summary as summary_documents
+from ..rundocs import SCHEMA_VERSION, Replicate, Resumed, RunFile, ShardRecord, StreamEntry
 from ..rundocs.base import build_validators
 from ..streams import Stream, load_benchmark
 from ..util.text import shorten
@@ -66,6 +54,9 @@ from .order import check_resume_order, order_streams
 from .records import Record, ResultCollector
 from .reports import Reports
 from .stream import StreamRun
+
+if TYPE_CHECKING:
+    from ..rundocs.summary import Completion, Summary
 
 AgentFactoryFn = Callable[[AgentConfig, MemorySystem | None], Agent]
 MemoryFactoryFn = Callable[[MemoryConfig, MemoryContext], MemorySystem]
@@ -607,6 +598,8 @@ class Run:
         return self.collector.failed_episode_count
 
     def completion(self) -> Completion:
+        from ..rundocs.summary import Completion  # summary.json's: imported where a run finishes
+
         planned = self.benchmark.planned_tasks
         ran = len(self.collector.scores)
         complete = ran >= planned and self.stop_reason is None
@@ -679,6 +672,10 @@ def prepare_finish(reports: Reports | None) -> None:
     it on a thread of its own while its chains wait on the network, so that none of
     it falls between the last model reply and the end of the session. Finishing
     loads the same on its own when this did not run, or failed."""
+    from ..rundocs import identity as identity_documents
+    from ..rundocs import records as record_documents
+    from ..rundocs import summary as summary_documents  # imported here: a worker never summarizes
+
     # records: the transcripts the report reads
     build_validators(summary_documents, identity_documents, record_documents)
     if reports is not None:

@@ -28,6 +28,18 @@ END_OF_SESSION = (
 )
 
 
+#: What a run needs only at its end, where it writes summary.json (the serial driver
+#: and the controller load it on their load-ahead thread once the streams are under
+#: way): summary.json's models, the categories' table and its intervals; and a
+#: sharded run's plan. An xdist worker, which summarizes nothing, never imports them.
+AT_THE_END = (
+    "pytest_evomemory.rundocs.summary",
+    "pytest_evomemory.analysis.categories",
+    "pytest_evomemory.analysis.clustered",
+    "pytest_evomemory.runtime.shards",
+)
+
+
 #: What only a process that calls a model or ranks a memory needs: the HTTP stack
 #: (h11, which reads the direct connection's replies; ssl; the standard library's
 #: client; httpx2 behind a proxy or for a memory library's metered calls) and numpy
@@ -55,13 +67,26 @@ def test_a_worker_imports_none_of_the_session_end_before_it_runs() -> None:
         "        TaskMetadata(stream='s', task_id='t').written()"
     )
     assert "pytest_evomemory.runtime.session" in loaded  # the check sees what it imports
-    assert [name for name in END_OF_SESSION if name in loaded] == []
+    assert [name for name in (*END_OF_SESSION, *AT_THE_END) if name in loaded] == []
 
 
 def test_the_run_command_imports_none_of_the_session_end_before_it_runs() -> None:
     loaded = _loaded_after("import pytest_evomemory.cli.run")
     assert "pytest_evomemory.runtime.session" in loaded
-    assert [name for name in END_OF_SESSION if name in loaded] == []
+    assert [name for name in (*END_OF_SESSION, *AT_THE_END) if name in loaded] == []
+
+
+def test_the_controller_imports_summary_documents_only_for_the_end() -> None:
+    """The controller's start-up (its hooks, the progress lines) imports no
+    summary.json model; loading the end ahead (``prepare_finish``) does."""
+    loaded = _loaded_after(
+        "import pytest_evomemory.plugin.activate, pytest_evomemory.plugin.controller, pytest_evomemory.plugin.progress\n"
+        "        started = set(sys.modules)\n"
+        "        from pytest_evomemory.runtime.run import prepare_finish\n"
+        "        assert not {'pytest_evomemory.rundocs.summary'} & started, 'imported at start-up'\n"
+        "        prepare_finish(None)"
+    )
+    assert "pytest_evomemory.rundocs.summary" in loaded
 
 
 def test_the_controller_checks_the_endpoint_without_the_http_stack() -> None:
