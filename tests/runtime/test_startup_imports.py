@@ -139,3 +139,21 @@ def test_a_stream_opens_without_numpy_or_httpx2(tmp_path: Path) -> None:
     )
     assert "pytest_evomemory.memory.inprocess" in loaded and "pytest_evomemory.models.openai_compat" in loaded
     assert [name for name in ("httpx2", "numpy") if name in loaded] == []
+
+
+def test_every_public_document_name_resolves_from_the_module_that_declares_it() -> None:
+    """rundocs/__init__ lists each public name three times (for mypy, for its lazy
+    import, for ``__all__``): the lists must agree, and each name must be the object
+    its home module declares."""
+    import importlib
+
+    import pytest_evomemory.rundocs as rundocs
+
+    homes = rundocs._HOMES  # noqa: SLF001 - the table under test
+    assert set(homes) == set(rundocs.__all__)
+    for name, home in homes.items():
+        assert getattr(rundocs, name) is getattr(importlib.import_module(f"pytest_evomemory.rundocs.{home}"), name)
+    source = Path(rundocs.__file__).read_text(encoding="utf-8")
+    typed = source[source.index("if TYPE_CHECKING:"):source.index("#: The module that declares each name")]
+    for name in homes:
+        assert f" {name}," in typed or f" {name}\n" in typed or f"    {name},\n" in typed, name
