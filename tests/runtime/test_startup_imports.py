@@ -149,7 +149,7 @@ def test_every_public_document_name_resolves_from_the_module_that_declares_it() 
 
     import pytest_evomemory.rundocs as rundocs
 
-    homes = rundocs._HOMES  # noqa: SLF001 - the table under test
+    homes = rundocs._HOMES
     assert set(homes) == set(rundocs.__all__)
     for name, home in homes.items():
         assert getattr(rundocs, name) is getattr(importlib.import_module(f"pytest_evomemory.rundocs.{home}"), name)
