@@ -106,8 +106,6 @@ class RunWriter:
         #: per such file, the lines this writer appended (:class:`_Appended`); None once
         #: the file holds lines it did not append (a resume's kept records)
         self._lines: dict[str, _Appended | None] = {}
-        #: per such file, the stream of the line about to be appended (:meth:`_note_stream`)
-        self._next_stream: dict[str, object] = {}
         self.failure: str | None = None
         self._guard(lambda: (self.run_dir / TRANSCRIPTS).mkdir(parents=True, exist_ok=True))
 
@@ -134,18 +132,15 @@ class RunWriter:
                 "this point are kept"
             )
 
-    def _append(self, relative: str, record: Mapping[str, Any] | RunDoc) -> None:
+    def _append(self, relative: str, record: Mapping[str, Any] | RunDoc, stream: object = None) -> None:
         """One record, appended whole by one ``write`` of the unbuffered file (what a
-        text file's write and flush came to, without its two layers of buffers)."""
+        text file's write and flush came to, without its two layers of buffers);
+        ``stream``: the record's, in a file of several streams' records."""
         if self.failure is not None:
             return
         line = (dumps(record) + "\n").encode("ascii")
         if relative in _SEVERAL_STREAMS:
-            if relative not in self._lines:
-                self._lines[relative] = _Appended()
-            appended = self._lines[relative]
-            if appended is not None:  # the stream :meth:`_note_stream` was told for this line
-                appended.add(self._next_stream.pop(relative, None), len(line))
+            self._note_stream(relative, stream, len(line))
         try:
             handle = self._files.get(relative)
             if handle is None:
@@ -159,11 +154,15 @@ class RunWriter:
     def write_run(self, document: RunFile) -> None:
         self._guard(lambda: write_json_atomically(self.run_dir / RUN_DOCUMENT, document))
 
-    def _note_stream(self, relative: str, stream: object) -> None:
+    def _note_stream(self, relative: str, stream: object, size: int) -> None:
         """Streams interleave in a file when several ran at once (xdist workers,
         ``evomemory run``'s chains); :meth:`finalize_streams` orders it again. Said
-        of the line appended next (:meth:`_append` notes it with the line)."""
-        self._next_stream[relative] = stream
+        of the line of ``size`` bytes being appended (:meth:`_append`)."""
+        if relative not in self._lines:
+            self._lines[relative] = _Appended()
+        appended = self._lines[relative]
+        if appended is not None:
+            appended.add(stream, size)
         if not isinstance(stream, str):
             return
         last = self._last_stream.get(relative)
@@ -173,9 +172,8 @@ class RunWriter:
 
     def add_response(self, response: Response) -> None:
         """A response: its line in responses.jsonl, its messages in its stream's transcript."""
-        self._note_stream(RESPONSES, response.stream)
         line, transcript = response.written_lines()
-        self._append(RESPONSES, line)
+        self._append(RESPONSES, line, response.stream)
         self._append(f"{TRANSCRIPTS}/{response.stream}.jsonl", transcript)
 
     def add_score(self, scored: Score) -> None:
@@ -183,8 +181,7 @@ class RunWriter:
 
     def add_event(self, event: Record) -> None:
         wire = event.wire()
-        self._note_stream(EVENTS, wire.get("stream"))
-        self._append(EVENTS, wire)
+        self._append(EVENTS, wire, wire.get("stream"))
 
     def finalize_scores(self, scored: Sequence[Score], stream_order: Sequence[str]) -> None:
         """Put scores.jsonl in stream order (arrival order differs under xdist).
