@@ -36,8 +36,9 @@ def _descriptor_budget() -> int:
 
 
 class _Budget:
-    """The process-wide count of descriptors :class:`KeptFiles` may still keep
-    (streams run on many threads at once, hence the lock)."""
+    """The process-wide count of descriptors :class:`KeptFiles` and
+    :class:`KeptDescriptor` may still keep (streams run on many threads at once,
+    hence the lock)."""
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -117,7 +118,8 @@ class KeptFiles:
 
     Bounded by :data:`BUDGET` (a quarter of the open-file limit, shared by every
     stream of the process, and by their record logs' :class:`KeptDescriptor`): past
-    it, a file is opened and closed at each save as before. A kept descriptor is reused only while its file is still linked (one
+    it, a file is opened and closed at each save as before. A kept descriptor is
+    reused only while its file is still linked (one
     ``fstat``): a slot removed behind the process's back is noticed, never written
     into a file nobody can find. An open that fails for want of descriptors
     (EMFILE) closes this stream's idle kept files (never one a save is using: it

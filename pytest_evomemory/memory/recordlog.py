@@ -29,6 +29,7 @@ from .snapfiles import (
     datasync,
     generations,
     log_name,
+    made,
     open_log,
     overwrite,
     padded,
@@ -213,13 +214,7 @@ class RecordLog:
         """The number of a new log generation, the log directory made if it is
         missing: one it just made holds no log (generation 1, nothing to list)."""
         folder = self._log_directory
-        try:
-            os.mkdir(folder)
-        except FileExistsError:
-            pass
-        except FileNotFoundError:  # its parent too is missing (a standalone log's, or removed)
-            os.makedirs(folder, exist_ok=True)
-        else:
+        if made(folder):
             return 1  # made now, so empty
         return max(generations(folder), default=0) + 1
 

@@ -94,6 +94,23 @@ def sync_path(path: str, *, directory: bool = False) -> None:
         os.close(descriptor)
 
 
+def made(directory: str) -> bool:
+    """Make ``directory`` (and its parent when that is missing too); whether this call
+    made it, so that it is empty. One ``mkdir`` when the parent is there: no ``stat``
+    first, as ``os.makedirs`` would, and no failing call for a directory that is new."""
+    try:
+        os.mkdir(directory)
+    except FileExistsError:
+        return False
+    except FileNotFoundError:
+        os.makedirs(os.path.dirname(directory), exist_ok=True)
+        try:
+            os.mkdir(directory)
+        except FileExistsError:  # made by someone else in between
+            return False
+    return True
+
+
 def read_small(path: Path | str) -> bytes:
     """A label or manifest through the bounded reader: a device or FIFO put in its
     place is an ``OSError`` (the slot reads as damaged), never a read without end."""

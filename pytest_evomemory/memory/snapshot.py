@@ -53,6 +53,7 @@ from .snapfiles import (
     datasync,
     generations,
     log_name,
+    made,
     overwrite,
     read_all,
     read_small,
@@ -205,14 +206,13 @@ class StreamSnapshots(SnapshotChecks):
         slot of an earlier run in the same output directory must never be restored,
         not even after a power cut, so the removal is synced."""
         self._progress.forget()
+        present = True  # or cannot tell: remove what can be removed
         try:
             os.lstat(self.directory)
         except FileNotFoundError:
             present = False  # nothing to remove (a new output directory): nothing to sync either
         except OSError:
-            present = True
-        else:
-            present = True
+            pass
         if present:
             shutil.rmtree(self.directory, ignore_errors=True)
             try:
@@ -297,25 +297,10 @@ class StreamSnapshots(SnapshotChecks):
 
     def _make_slot(self, slot: str) -> bool:
         """Make the slot's directory (and the stream's); whether it is new."""
-        if self._progress.absent:  # the stream's folder was not there at clear()
+        if self._progress.absent:  # the stream's folder was not there at clear(): made first
             self._progress.absent = False
-            try:
-                os.mkdir(self.directory)
-            except FileExistsError:
-                pass
-            except FileNotFoundError:  # nor the run's memory folder
-                os.makedirs(self.directory, exist_ok=True)
-        try:
-            os.mkdir(slot)
-        except FileExistsError:
-            return False
-        except FileNotFoundError:
-            os.makedirs(self.directory, exist_ok=True)
-            try:
-                os.mkdir(slot)
-            except FileExistsError:
-                return False
-        return True
+            made(self._folders()[0])
+        return made(slot)
 
     def _save(self, memory: SnapshotCapable, completed: int, index: int, slot: str, label: str, state: Path) -> None:
         progress = self._progress
