@@ -126,7 +126,7 @@ class RunDoc(BaseModel):
             for name in names - self.model_fields_set:  # the fields not given (a set difference, in C)
                 data.pop(keys[name], None)
         if self.OMIT_UNSET:
-            keys = dict(_written_keys(model))
+            keys = _field_keys(model)[1]
             for name in self.OMIT_UNSET - self.model_fields_set:
                 data.pop(keys[name], None)
         for key in _omitted_keys(model):
@@ -153,19 +153,11 @@ def _writes_all(model: type[RunDoc]) -> bool:
 
 
 @cache
-def _written_keys(model: type[RunDoc]) -> tuple[tuple[str, str], ...]:
-    """Each field of ``model`` and the key it is written under (its alias, else its
-    name), worked out once per class: a compare.json part (``AS_GIVEN``) looks them
-    up each time it is written, and a comparison of many arms writes thousands."""
-    return tuple((name, field.alias or name) for name, field in model.model_fields.items())
-
-
-@cache
 def _field_keys(model: type[RunDoc]) -> tuple[frozenset[str], dict[str, str]]:
-    """:func:`_written_keys` as the set of ``model``'s field names and each one's key:
-    an ``AS_GIVEN`` part leaves out the fields not given, found by a set difference
-    (a comparison of 32 arms writes some 1,500 parts)."""
-    keys = dict(_written_keys(model))
+    """The set of ``model``'s field names, and the key each is written under (its
+    alias, else its name): an ``AS_GIVEN`` part leaves out the fields not given,
+    found by a set difference (a comparison of 32 arms writes some 1,500 parts)."""
+    keys = {name: field.alias or name for name, field in model.model_fields.items()}
     return frozenset(keys), keys
 
 
