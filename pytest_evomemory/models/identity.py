@@ -252,12 +252,6 @@ def recorded_identity(summary: Summary | Mapping[str, Any], run_document: RunFil
     return merge_identity({stream: parts.written() for stream, parts in ran.items()}, configured)
 
 
-def recorded_ran(summary: Summary | Mapping[str, Any], run_document: RunFile | Mapping[str, Any]) -> StreamRan:
-    """:func:`recorded_identity` as the typed identities the readers use (the run
-    page's metadata): each part None when the run records none of it."""
-    return typed_identity(recorded_identity(summary, run_document))
-
-
 def summary_ran(summary: Summary | Mapping[str, Any]) -> StreamRan:
     """What ran in a run, from its summary's record alone (:func:`merge_identity`
     over no config), typed; a mapping is read as summary.json, a damaged field left out."""
@@ -327,7 +321,6 @@ __all__ = [
     "model_of",
     "ran_model",
     "recorded_identity",
-    "recorded_ran",
     "reported_models",
     "run_identity",
     "summary_ran",

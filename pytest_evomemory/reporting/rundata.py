@@ -90,7 +90,9 @@ class RunData:
 
     @cached_property
     def ran(self) -> StreamRan:
-        """:attr:`identity` as the typed identities the pages show (:func:`..models.identity.typed_identity`)."""
+        """:attr:`identity` as the typed identities the pages show
+        (:func:`..models.identity.typed_identity`): each part None when the run
+        records none of it."""
         return typed_identity(self.identity)
 
     @property

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from pytest_evomemory.models.identity import describe_model, describe_ran, recorded_ran, summary_ran
+from pytest_evomemory.models.identity import describe_model, describe_ran, summary_ran
 from pytest_evomemory.reporting.htmlpage import _run_meta
 from pytest_evomemory.reporting.properties import identity_properties
 from pytest_evomemory.reporting.rundata import RunData
@@ -32,23 +32,28 @@ def test_every_case_has_its_expected_output() -> None:
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_run_pages_metadata_and_the_properties_say_what_the_dict_readers_said(name: str) -> None:
     summary_json, run_document = CASES[name]
-    run = RunData(run_dir=Path("/runs/r"), label="r", summary=Summary.model_validate(summary_json),
-                  run=RunFile.model_validate(run_document))
+    run = _run(summary_json, run_document)
     assert _run_meta(run) == EXPECTED[name]["meta"]
     properties = [list(pair) for pair in identity_properties(run.summary)]
     assert properties == EXPECTED[name]["properties"]
     assert [list(pair) for pair in identity_properties(summary_json)] == properties  # summary.json as read from disk
 
 
+def _run(summary_json: dict[str, Any], run_document: dict[str, Any]) -> RunData:
+    """A finished run as the pages read it."""
+    return RunData(run_dir=Path("/runs/r"), label="r", summary=Summary.model_validate(summary_json),
+                   run=RunFile.model_validate(run_document))
+
+
 def test_what_ran_is_read_as_the_typed_identities() -> None:
     summary_json, run_document = CASES["local"]
-    identity = recorded_ran(summary_json, run_document)
+    identity = _run(summary_json, run_document).ran
     assert isinstance(identity.agent, AgentIdentity) and identity.agent.class_ == "pytest_evomemory.agents.tiny:TinyAgent"
     assert isinstance(identity.memory, MemoryIdentity) and identity.memory.top_k == 4
     assert isinstance(identity.model, ModelIdentity) and identity.model.sha256 == SHA
     assert identity.model.written() == LOCAL  # a provider's own keys, no other provider's
     # a run without a record of what ran: the config's model, told apart by the file it named
-    old = recorded_ran(*CASES["old run without a record of what ran"])
+    old = _run(*CASES["old run without a record of what ran"]).ran
     assert old.model is not None and old.model.file == "/m/SmolLM2.gguf" and old.model.model is None
 
 
@@ -79,4 +84,4 @@ def test_empty_blocks_read_as_none() -> None:
     assert identity == StreamRan()
     assert describe_ran({"s1": StreamRan(agent=AgentIdentity(), memory=None, model=None)}) == [
         "agent none; memory none; model none (model-free agent) [s1]"]
-    assert recorded_ran(summary(None), run_json(agent={})).agent is None
+    assert _run(summary(None), run_json(agent={})).ran.agent is None
