@@ -296,14 +296,14 @@ def test_a_write_failure_mid_run_keeps_earlier_results_and_the_summary(pytester:
 
         class Full(ORIGINAL):
             appended = 0
-            def _append(self, relative, record):
+            def _append(self, relative, record, stream=None):
                 Full.appended += 1
                 if Full.appended > 6:
                     def fail():
                         raise OSError(errno.ENOSPC, "No space left on device", relative)
                     self._guard(fail)
                     return
-                super()._append(relative, record)
+                super()._append(relative, record, stream)
 
         # patched for this session only: later in-process runs share the module
         def pytest_configure(config):
