@@ -129,7 +129,7 @@ class ObservedMemory:
         difference between two marks is the turn's.
         """
         writes, recalled = self.writes, self.recalled
-        now = (writes._offset + len(writes._items), recalled._offset + len(recalled._items))  # their len(), inlined
+        now = (len(writes), len(recalled))
         # SelectiveStore's one member read directly: an isinstance check against a
         # runtime-checkable protocol costs tens of microseconds, four times a task
         found = getattr(self.backend, _UNSTORED, None)

@@ -312,6 +312,7 @@ class Collector:
             missing = ", ".join(arm.name for arm in self.plan.arms if arm not in ran)
             self.comparison_error = f"no comparison: arm(s) {missing} ran no task or could not write their results"
             return bool(self.plan.gains)
+        model: Comparison | None = None  # a single comparison's, built before it was written
         try:
             if self.plan.replicates is not None:
                 replicates = reports.replicate_comparison(
@@ -324,7 +325,7 @@ class Collector:
                     [arm.run_dir for arm in ran], self.plan.comparison_dir / "compare.html", [arm.name for arm in ran]
                 )
                 document = self.comparison = dict(files.document)
-                self.comparison_model = files.model
+                model = self.comparison_model = files.model
                 self.comparison_files = (files.html, files.json)
         except (ReportError, OSError) as error:
             self.comparison_error = f"the comparison could not be written: {error}"
@@ -336,11 +337,10 @@ class Collector:
         # every process that runs streams imports this module before its first call
         from ..analysis.gain import check_gains, check_replicate_gains
 
-        if self.plan.replicates is not None:
+        if model is None:
             self.gain_results = check_replicate_gains(document, self.plan.gains, complete=complete)
         else:  # the model the comparison was built as: not validated again from its document
-            judged = self.comparison_model if self.comparison_model is not None else document
-            self.gain_results = check_gains(judged, self.plan.gains, complete=complete)
+            self.gain_results = check_gains(model, self.plan.gains, complete=complete)
         return any(not result.met for result in self.gain_results)
 
     def release(self) -> None:
