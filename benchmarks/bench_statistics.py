@@ -75,7 +75,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from collections.abc import Callable, Iterator
 
-from pytest_evomemory.analysis.clustered import arm_interval, difference_interval
+from pytest_evomemory.analysis.clustered import arm_interval, difference_interval, replicate_spread
+from pytest_evomemory.reporting.replicates import REPLICATE_EFFECT_ALPHA
 from pytest_evomemory.analysis.stats import PairedTable, paired_difference_interval, wilson_interval
 
 SIGMA = 1.5
@@ -239,6 +240,80 @@ def f1_cell(generator: np.random.Generator, experiments: int, tasks: int, replic
         "difference": float(((d_low <= gain) & (gain <= d_high)).mean() * 100),
         "arm_width": float((high - low).mean() * 100), "difference_width": float((d_high - d_low).mean() * 100),
         "zeros": float((first == 0).mean() * 100), "ones": float((first == 1).mean() * 100),
+    }
+
+
+#: The sequence effects the third table simulates (``--scores sequence``), each a way
+#: one replicate's tasks are not independent draws: a seed that helps or hurts every
+#: task of its replicate (a memory history good or bad throughout: a logit shift
+#: of N(0, TAU) shared by the replicate's tasks), and carry-over in a fixed order
+#: (the task after a right answer is easier, after a wrong one harder: a logit shift
+#: of +/- GAMMA, the order the same in every replicate, as ``order: given`` runs it),
+#: and the same carry-over with each replicate in its own order (``order: shuffle``
+#: with each replicate's seed).
+SEQUENCE_EFFECTS = ("seed shift", "carry-over", "carry-over, shuffled")
+TAU = 0.5
+GAMMA = 0.75
+
+
+def simulate_sequence(
+    generator: np.random.Generator, experiments: int, tasks: int, replicates: int, accuracy: float, effect: str
+) -> tuple[np.ndarray, np.ndarray]:
+    """Outcomes ``(experiments, tasks, replicates)`` of the two arms with a sequence
+    ``effect`` (:data:`SEQUENCE_EFFECTS`) on top of :func:`simulate`'s tasks."""
+    chance_a, chance_b = _chances(generator, experiments, tasks, accuracy)
+    shape = (experiments, tasks, replicates)
+    arms = []
+    for chance in (chance_a, chance_b):
+        logit = np.log(chance / (1 - chance))
+        if effect == "seed shift":
+            shift = TAU * generator.standard_normal((experiments, 1, replicates))
+            arms.append((generator.random(shape) < 1 / (1 + np.exp(-(logit + shift)))).astype(np.float64))
+            continue
+        outcomes = np.zeros(shape)
+        previous = generator.random((experiments, replicates)) < 0.5
+        logit = np.broadcast_to(logit, shape)
+        order = (np.argsort(generator.random(shape), axis=1) if effect.endswith("shuffled")
+                 else np.broadcast_to(np.arange(tasks)[None, :, None], shape))
+        for position in range(tasks):
+            task = order[:, position, :]  # the task each replicate runs at this position
+            step = np.take_along_axis(logit, task[:, None, :], axis=1)[:, 0, :] + np.where(previous, GAMMA, -GAMMA)
+            previous = generator.random((experiments, replicates)) < 1 / (1 + np.exp(-step))
+            np.put_along_axis(outcomes, task[:, None, :], previous[:, None, :].astype(np.float64), axis=1)
+        arms.append(outcomes)
+    return arms[0], arms[1]
+
+
+def sequence_truth(tasks: int, accuracy: float, effect: str, experiments: int = 200_000) -> tuple[float, float]:
+    """The population's accuracy of each arm under ``effect`` (:func:`simulate_sequence`
+    with one replicate, averaged over many experiments and the n positions: a fixed
+    seed, so every cell of a grid has the same truth; Monte Carlo error below 0.001)."""
+    first, second = simulate_sequence(np.random.default_rng(1), experiments // tasks + 1, tasks, 1, accuracy, effect)
+    return float(first.mean()), float(second.mean())
+
+
+def sequence_cell(
+    generator: np.random.Generator, experiments: int, tasks: int, replicates: int, accuracy: float, effect: str
+) -> dict[str, float]:
+    """Coverage of the package's intervals (as :func:`cell` computes them) of
+    experiments with a sequence ``effect``, against the population's truth
+    (:func:`sequence_truth`): an accuracy and a gain over seeds and tasks alike."""
+    first, second = simulate_sequence(generator, experiments, tasks, replicates, accuracy, effect)
+    truth_a, truth_b = sequence_truth(tasks, accuracy, effect)
+    gain = truth_b - truth_a
+    _, low, high, _ = arm_interval(first)
+    if replicates == 1:
+        d_low, d_high = single_run(first, second)
+    else:
+        _, d_low, d_high = difference_interval(first, second, binary=True)
+    flagged = [
+        spread is not None and spread.p_value < REPLICATE_EFFECT_ALPHA
+        for spread in (replicate_spread(scores) for scores in first)
+    ]
+    return {
+        "arm": float(((low <= truth_a) & (truth_a <= high)).mean() * 100),
+        "difference": float(((d_low <= gain) & (gain <= d_high)).mean() * 100),
+        "truth": truth_a, "gain": gain, "flagged": float(np.mean(flagged) * 100),
     }
 
 

@@ -56,7 +56,9 @@ Methods, and why (docs/statistics.md has a worked example of each):
   place of Wilson's. It stays within [-1, 1] and is never zero-width. With K = 1
   it is a single run's interval of a mean F1 difference (:func:`paired_mean_interval`).
 * **Paired test: two-sided paired t-test** on the per-task mean differences
-  (n - 1 degrees of freedom), tasks paired, replicates averaged within each.
+  (n - 1 degrees of freedom), tasks paired, replicates averaged within each. Where
+  t is undefined (one task, or all tasks differing by the same amount) the exact
+  sign-flip test of the differences (:func:`paired_t`), never a p of 0.
 * **Variance decomposition** (Miller 2024, "resampling answers"): the within-task
   (seed) variance is the mean over tasks of each task's variance across its
   replicates; the between-task variance is the variance of the task means less
@@ -78,7 +80,15 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from .stats import CONFIDENCE, MeanEstimate, adjusted_wald_bounds, student_t_cdf, student_t_quantile
+from .stats import (
+    CONFIDENCE,
+    FAILED_IS_WRONG,
+    MeanEstimate,
+    adjusted_wald_bounds,
+    f_survival,
+    student_t_cdf,
+    student_t_quantile,
+)
 
 if TYPE_CHECKING:
     import numpy.typing as npt
@@ -86,6 +96,10 @@ if TYPE_CHECKING:
     Array = npt.NDArray[Any]
 
 _Key = TypeVar("_Key", bound=Hashable)
+
+#: What the estimates here count (:data:`.stats.FAILED_IS_WRONG`); the tasks a
+#: replicate did not score at all are left out (replicates.json warns).
+DENOMINATOR = f"{FAILED_IS_WRONG}; the intervals use the tasks every replicate of both arms scored"
 
 #: How replicates.json's ``methods`` names each computation (words a reader can cite).
 METHODS = {
@@ -104,8 +118,10 @@ METHODS = {
     "difference over the multinomial one, kept within [1, K]; t or z as for accuracy_ci), with one "
     "replicate exactly Agresti & Min's interval; for continuous scores a MOVER interval (Zou & Donner 2008): "
     "the two arms' intervals above combined with the correlation of their per-task means",
-    "p_value": "two-sided paired t-test on the per-task mean differences (tasks - 1 degrees of freedom); with "
-    "one replicate, the exact McNemar test",
+    "p_value": "two-sided paired t-test on the per-task mean differences (tasks - 1 degrees of freedom); where t "
+    "is undefined (one task, or every task differing by the same amount) the exact sign-flip test of those "
+    "differences (test 'sign-flip': p = 2 / 2^tasks, or 1 when no task differs); with one replicate of yes/no "
+    "outcomes, the exact McNemar test",
     "variance": "between-task and within-task (seed) variance of the per-task scores (Miller 2024, "
     "'resampling answers'): within = the mean over tasks of the variance across replicates; between = the "
     "variance of the task means less within / K",
@@ -113,7 +129,24 @@ METHODS = {
     "sqrt(tasks), sd(d) the standard deviation of the per-task mean differences (Miller 2024, power analysis)",
     "per_replicate": "within each replicate: Agresti & Min (2005) adjusted Wald paired interval and exact "
     "McNemar p on the tasks both arms ran",
+    "denominator": DENOMINATOR,
 }
+
+
+#: Each paired test by the name a difference's ``test`` holds, in words.
+TEST_WORDS = {
+    "paired t": "paired t-test on the per-task mean differences",
+    "sign-flip": "exact sign-flip test (t undefined: one task, or all tasks differing alike)",
+    "McNemar": "exact McNemar test",
+}
+
+
+def named_tests(tests: Sequence[str | None]) -> str:
+    """The paired tests behind a document's p-values, in words, each once in the
+    order met (``paired t-test on ...; exact sign-flip test (...)``): what the
+    terminal and the page say the ``p`` column is."""
+    found = list(dict.fromkeys(test for test in tests if test))
+    return "; ".join(TEST_WORDS.get(test, test) for test in found) or TEST_WORDS["paired t"]
 
 
 def _numpy() -> Any:
@@ -321,20 +354,38 @@ def difference_interval(
     return mover_bounds(one, two, task_correlation(first, second))
 
 
-def paired_t(first: Array, second: Array) -> tuple[float, float]:
-    """``(t, two-sided p)`` of the paired t-test on the per-task mean differences of
-    one experiment (p is 1 when every difference is 0, 0 when all are one non-zero value)."""
+#: Differences this close are equal: per-task means of K replicates are multiples of
+#: 1/K, computed in floating point.
+_ROUNDING = 1e-12
+#: The paired test across replicates: Student's t on the per-task mean differences.
+PAIRED_T = "paired t"
+#: The paired test where t is undefined (one task, or every task differing by the
+#: same amount: no spread to divide by): the exact sign-flip test of the per-task
+#: mean differences, as :data:`METHODS` says.
+SIGN_FLIP = "sign-flip"
+
+
+def paired_t(first: Array, second: Array) -> tuple[float, float, str]:
+    """``(t, two-sided p, test)`` of the paired t-test on the per-task mean
+    differences of one experiment. Where t is undefined (fewer than 2 tasks, or no
+    spread between the differences) the test is the exact sign-flip (randomization)
+    test instead, so p never claims more than the tasks can show: 1 when every
+    difference is 0, else 2 / 2^n for n tasks all differing by the same amount (the
+    one sign pattern, and its mirror, of the 2^n equally likely under no difference);
+    t is then 0 or infinite. Before, the t-test's p was 0 for three tasks that each
+    gained one replicate in three, beside an interval that held 0."""
     np = _numpy()
     differences = second.mean(axis=-1) - first.mean(axis=-1)
     n = differences.size
     mean = float(differences.mean()) if n else 0.0
-    if n < 2:
-        return 0.0, 1.0
-    sd = float(np.std(differences, ddof=1))
-    if sd == 0:
-        return (0.0, 1.0) if mean == 0 else (math.copysign(math.inf, mean), 0.0)
+    sd = float(np.std(differences, ddof=1)) if n >= 2 else 0.0
+    # 1/3 - 0 and 1 - 2/3 differ in the last bit: a spread of rounding is no spread
+    if sd <= _ROUNDING * max(1.0, abs(mean)) or n < 2:
+        if n == 0 or abs(mean) <= _ROUNDING:
+            return 0.0, 1.0, SIGN_FLIP
+        return math.copysign(math.inf, mean), min(1.0, 2.0 ** (1 - n)), SIGN_FLIP
     t = mean / (sd / math.sqrt(n))
-    return t, min(1.0, 2 * (1 - student_t_cdf(abs(t), n - 1)))
+    return t, min(1.0, 2 * (1 - student_t_cdf(abs(t), n - 1))), PAIRED_T
 
 
 @dataclass(frozen=True)
@@ -397,6 +448,43 @@ def variance_split(scores: Array) -> VarianceSplit:
     return VarianceSplit(max(total - within / k, 0.0), within, n, k)
 
 
+@dataclass(frozen=True)
+class ReplicateSpread:
+    """Whether an arm's replicates differ more than its tasks' seed noise explains
+    (:func:`replicate_spread`): the F ratio, its degrees of freedom and p."""
+
+    f: float
+    first_df: int
+    second_df: int
+    p_value: float
+
+
+def replicate_spread(scores: Array) -> ReplicateSpread | None:
+    """The F test of a replicate-level effect in one arm's ``(tasks, replicates)`` scores.
+
+    The intervals here cover task sampling: replicates are taken to be independent
+    measurements of each task. Something shared by all the tasks of one replicate (a
+    memory history good or bad throughout, carry-over from one task to the next)
+    breaks that, and then they are too narrow (benchmarks/bench_statistics.py,
+    ``--scores sequence``: 50-88 % coverage). It shows as replicate means that vary
+    more than the within-task variance allows: with no such effect, the variance of a
+    replicate's mean over n tasks is the mean within-task variance over n
+    (:class:`VarianceSplit`), so F = (variance of the K replicate means) / (within / n)
+    is about F(K - 1, n (K - 1)). None with fewer than 2 tasks or replicates, or no
+    within-task variance (the replicates agree on every task: no evidence)."""
+    np = _numpy()
+    n, k = _check(scores)
+    if n < 2 or k < 2:
+        return None
+    within = float(np.var(scores, axis=-1, ddof=1).mean())
+    if within <= 0:
+        return None
+    observed = float(np.var(scores.mean(axis=-2), ddof=1))
+    ratio = observed / (within / n)
+    first, second = k - 1, n * (k - 1)
+    return ReplicateSpread(ratio, first, second, f_survival(ratio, first, second))
+
+
 def as_scores(rows: Sequence[Sequence[float]]) -> Array:
     """A ``(tasks, replicates)`` float array from per-task rows of replicate scores."""
     np = _numpy()
@@ -415,11 +503,17 @@ class ArmEstimate:
     replicates: int
     effective_tasks: float | None
     variance: VarianceSplit | None
+    #: :func:`replicate_spread` of the rows (None below 2 tasks or replicates)
+    spread: ReplicateSpread | None = None
 
     def to_dict(self) -> dict[str, Any]:
+        spread = self.spread
         return {
             "tasks": self.tasks, "effective_tasks": self.effective_tasks,
             "variance": None if self.variance is None else self.variance.to_dict(),
+            "replicate_effect": None if spread is None else {
+                "f": spread.f, "first_df": spread.first_df, "second_df": spread.second_df, "p_value": spread.p_value,
+            },
         }
 
 
@@ -431,7 +525,7 @@ def estimate_arm(rows: Sequence[Sequence[float]], confidence: float = CONFIDENCE
     estimate, low, high, effective = arm_interval(scores, confidence)
     return ArmEstimate(
         float(estimate), float(low), float(high), len(rows), int(scores.shape[-1]), float(effective),
-        variance_split(scores),
+        variance_split(scores), replicate_spread(scores),
     )
 
 
@@ -444,7 +538,8 @@ class DifferenceEstimate:
     high: float | None
     tasks: int
     replicates: int
-    #: ``paired t`` (or ``McNemar`` with one replicate of yes/no outcomes)
+    #: :data:`PAIRED_T`, :data:`SIGN_FLIP` where t is undefined (:func:`paired_t`), or
+    #: ``McNemar`` with one replicate of yes/no outcomes
     test: str
     p_value: float | None
     variance: VarianceSplit | None
@@ -467,7 +562,7 @@ def estimate_difference(
     Agresti & Min's interval and the exact McNemar test, as compare.json's."""
     np = _numpy()
     if not first:
-        return DifferenceEstimate(None, None, None, 0, 0, "paired t", None, None, None)
+        return DifferenceEstimate(None, None, None, 0, 0, PAIRED_T, None, None, None)
     a, b = as_scores(first), as_scores(second)
     n, k = _check(a)
     differences = b.mean(axis=-1) - a.mean(axis=-1)
@@ -482,9 +577,8 @@ def estimate_difference(
         p_value = mcnemar_exact(table.only_first, table.only_second)
         return DifferenceEstimate(float(differences.mean()), low, high, n, k, "McNemar", p_value, split, sd)
     difference, low_, high_ = difference_interval(a, b, confidence, binary=binary)
-    return DifferenceEstimate(
-        float(difference), float(low_), float(high_), n, k, "paired t", paired_t(a, b)[1], split, sd
-    )
+    _, p_value, test = paired_t(a, b)
+    return DifferenceEstimate(float(difference), float(low_), float(high_), n, k, test, p_value, split, sd)
 
 
 def mean_interval(values: Sequence[float], confidence: float = CONFIDENCE) -> MeanEstimate:
@@ -517,7 +611,12 @@ def paired_mean_interval(
 
 
 __all__ = [
+    "DENOMINATOR",
     "METHODS",
+    "PAIRED_T",
+    "ReplicateSpread",
+    "SIGN_FLIP",
+    "TEST_WORDS",
     "ArmEstimate",
     "DifferenceEstimate",
     "VarianceSplit",
@@ -530,8 +629,10 @@ __all__ = [
     "estimate_difference",
     "mean_interval",
     "mover_bounds",
+    "named_tests",
     "paired_mean_interval",
     "paired_t",
+    "replicate_spread",
     "t_quantile",
     "task_correlation",
     "variance_split",

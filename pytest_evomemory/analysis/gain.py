@@ -50,6 +50,14 @@ from ..rundocs.report import GainDoc
 #: does and the paired test's p is below :data:`ALPHA`.
 REQUIRES = GAIN_REQUIRES
 ALPHA = 0.05
+#: The interval of a gate's difference, by what it is of, as a verdict names it
+#: (docs/statistics.md): one run's accuracy (and one replicate's), a mean figure
+#: (LoCoMo's F1; one run or replicates), the accuracy across replicates.
+INTERVALS = {
+    "accuracy": "Agresti-Min",
+    "mean": "MOVER",
+    "replicates accuracy": "Agresti-Min on the effective number of tasks",
+}
 
 
 @dataclass(frozen=True)
@@ -85,8 +93,10 @@ class GainResult:
     wilcoxon_p: float | None = None
     #: across replicates: the paired t-test's p (McNemar's with one replicate)
     replicate_p: float | None = None
-    #: the test behind :attr:`test_p` (``McNemar``, ``Wilcoxon``, ``paired t``)
+    #: the test behind :attr:`test_p` (``McNemar``, ``Wilcoxon``, ``paired t``, ``sign-flip``)
     test: str = "McNemar"
+    #: the method of :attr:`interval`, in the words the verdict prints (:data:`INTERVALS`)
+    interval_method: str = ""
 
     @property
     def test_p(self) -> float | None:
@@ -111,8 +121,9 @@ class GainResult:
         of = "" if self.figure == "accuracy" else f" of {self.figure}"
         p_value = self.test_p
         p = "" if p_value is None else f", {self.test} p={p_value:.3g}"
+        method = f" ({self.interval_method})" if self.interval_method else ""
         interval = "" if self.interval is None else (
-            f", 95% CI [{self.interval[0] * 100:+.1f}, {self.interval[1] * 100:+.1f}]"
+            f", 95% CI [{self.interval[0] * 100:+.1f}, {self.interval[1] * 100:+.1f}]{method}"
         )
         if self.difference is None:
             shown = "n/a (no task both ran)"
@@ -140,6 +151,7 @@ class GainResult:
             paired_tasks=self.paired_tasks, mcnemar_p=self.p_value, complete=self.complete,
             met=self.met, figure=self.figure, wilcoxon_p=self.wilcoxon_p, replicates=self.replicates,
             difference_ci_points=None if self.interval is None else [bound * 100 for bound in self.interval],
+            interval_method=(self.interval_method or None) if self.interval is not None else None,
             requires=self.threshold.requires, test=self.test, p_value=self.test_p,
         )
 
@@ -192,15 +204,18 @@ def check_gains(
                 tasks = continuous.paired_tasks
                 difference = continuous.mean_difference if tasks else None
                 figure, wilcoxon, test = f"mean {continuous.label}", continuous.wilcoxon_p, "Wilcoxon"
+                method = INTERVALS["mean"]
             else:
                 tasks = paired.paired_tasks
                 difference = paired.difference if tasks else None
                 figure, wilcoxon, test = "accuracy", None, "McNemar"
+                method = INTERVALS["accuracy"]
             results.append(GainResult(
                 threshold, label, document.baseline,
                 None if difference is None else float(difference), tasks, paired.mcnemar_p, complete,
                 interval=_bounds(source.ci_low, source.ci_high) if tasks else None,
                 figure=figure, wilcoxon_p=None if wilcoxon is None else float(wilcoxon), test=test,
+                interval_method=method,
             ))
     return results
 
@@ -236,9 +251,13 @@ def check_replicate_gains(
                 interval=_bounds(scope.ci_low, scope.ci_high) if tasks else None,
                 figure=document.figure or "accuracy",
                 replicate_p=None if p_value is None else float(p_value), test=scope.test or "paired t",
+                interval_method=INTERVALS[
+                    "accuracy" if scope.test == "McNemar" else
+                    "replicates accuracy" if (document.figure or "accuracy") == "accuracy" else "mean"
+                ],
             ))
     return results
 
 
 
-__all__ = ["ALPHA", "REQUIRES", "GainResult", "GainThreshold", "check_gains", "check_replicate_gains", "parse_min_gain"]
+__all__ = ["ALPHA", "INTERVALS", "REQUIRES", "GainResult", "GainThreshold", "check_gains", "check_replicate_gains", "parse_min_gain"]

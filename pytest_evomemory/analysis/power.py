@@ -69,6 +69,14 @@ def discordance_sd(only_first: int, only_second: int, total: int) -> float:
     return sd if sd > 0 else least_sd(total, 1)
 
 
+def within_reach(effect: float, largest: float = 1.0) -> float | None:
+    """``effect`` when a gain that large can happen, else None: a minimum detectable
+    effect beyond the largest possible gain (100 points; after a run, 1 - the
+    baseline's accuracy) means no gain is detectable, and is said so rather than
+    printed as "the smallest gain detectable is 140 points"."""
+    return effect if effect <= largest + 1e-12 else None
+
+
 def least_sd(tasks: int, replicates: int) -> float:
     """The sd of the per-task differences when a single task differed in a single
     replicate (by 1/K): what sd(d) is taken to be when no task differed (or all by
@@ -77,13 +85,25 @@ def least_sd(tasks: int, replicates: int) -> float:
     return math.sqrt(max(step * step / tasks - (step / tasks) ** 2, 0.0))
 
 
+#: Why a ``power`` entry has no minimum detectable effect (its ``note``).
+ONE_TASK = "one paired task: the spread of the task differences, and so the detectable gain, cannot be estimated"
+BEYOND_REACH = "no gain of up to 100 points is detectable with 80% power on so few tasks"
+
+
 def power_entry(sd: float, tasks: int, replicates: int, source: str) -> PowerEstimate:
     """The ``power`` entry of compare.json and replicates.json: the MDE and what it
-    rests on (an ``sd`` of 0, no task differed, is replaced by :func:`least_sd`)."""
+    rests on (an ``sd`` of 0, no task differed, is replaced by :func:`least_sd`).
+    With one task, or an MDE beyond 100 points, there is none, and ``note`` says why."""
+    if tasks < 2:
+        return PowerEstimate(
+            alpha=ALPHA, power=POWER, tasks=tasks, replicates=replicates, sd_difference=None,
+            minimum_detectable_effect=None, sd_from=source, note=ONE_TASK,
+        )
     sd = sd if sd > 0 else least_sd(tasks, replicates)
+    effect = within_reach(minimum_detectable_effect(sd, tasks))
     return PowerEstimate(
         alpha=ALPHA, power=POWER, tasks=tasks, replicates=replicates, sd_difference=sd,
-        minimum_detectable_effect=minimum_detectable_effect(sd, tasks), sd_from=source,
+        minimum_detectable_effect=effect, sd_from=source, note=BEYOND_REACH if effect is None else None,
     )
 
 
@@ -122,8 +142,10 @@ class Plan:
     def sd(self, replicates: int) -> float:
         return math.sqrt(self.variance(replicates))
 
-    def minimum_detectable_effect(self, tasks: int, replicates: int, **kwargs: float) -> float:
-        return minimum_detectable_effect(self.sd(replicates), tasks, **kwargs)
+    def minimum_detectable_effect(self, tasks: int, replicates: int, **kwargs: float) -> float | None:
+        """The smallest detectable gain, None when it is beyond the largest gain the
+        baseline leaves room for (1 - baseline: :func:`within_reach`)."""
+        return within_reach(minimum_detectable_effect(self.sd(replicates), tasks, **kwargs), 1 - self.baseline)
 
     def tasks_needed(self, replicates: int, **kwargs: float) -> int:
         return tasks_needed(self.gain, self.sd(replicates), **kwargs)
@@ -136,9 +158,11 @@ def power_line(label: str, power: PowerEstimate) -> str:
     """One line saying a ``power`` entry (:func:`power_entry`) in words, for the
     terminal and the pages."""
     effect = power.minimum_detectable_effect
-    shown = "-" if effect is None else f"{effect * 100:.1f} pp"
     replicates = power.replicates or 1
     with_replicates = f" x {replicates} replicates" if replicates > 1 else ""
+    if effect is None:
+        return f"power: {label}: on {power.tasks} tasks{with_replicates}: {power.note or 'not estimated'}"
+    shown = f"{effect * 100:.1f} pp"
     return (
         f"power: {label}: the smallest gain detectable with {float(power.power or 0.8):.0%} power "
         f"(two-sided alpha {power.alpha}) on {power.tasks} tasks{with_replicates} is {shown}"
@@ -147,10 +171,13 @@ def power_line(label: str, power: PowerEstimate) -> str:
 
 __all__ = [
     "ALPHA",
+    "BEYOND_REACH",
+    "ONE_TASK",
     "POWER",
     "Plan",
     "discordance_sd",
     "least_sd",
+    "within_reach",
     "minimum_detectable_effect",
     "power_at",
     "power_entry",

@@ -54,6 +54,11 @@ Z95 = 1.959963984540054
 
 CONFIDENCE = 0.95
 
+#: How a failed episode enters every figure (:mod:`.summary` counts it so): as a
+#: wrong answer, in the denominator, so an unreachable model never raises a score.
+#: compare.json's and replicates.json's ``methods`` say so under ``denominator``.
+FAILED_IS_WRONG = "a task whose episode failed counts as wrong (score 0) and stays in the denominator"
+
 _Key = TypeVar("_Key", bound=Hashable)
 
 
@@ -212,6 +217,7 @@ class PairedComparison:
             "ci_low": None if interval is None else interval[0],
             "ci_high": None if interval is None else interval[1],
             "mcnemar_p": self.p_value,
+            "no_test": None if self.table.total else NO_PAIRS,
         }
 
 
@@ -263,6 +269,17 @@ def student_t_quantile(p: float, df: float) -> float:
         if high - low < 1e-12:
             break
     return (low + high) / 2
+
+
+def f_survival(f: float, first_df: float, second_df: float) -> float:
+    """P(F >= f) for Snedecor's F with ``first_df`` and ``second_df`` degrees of freedom
+    (the regularized incomplete beta function, as :func:`student_t_cdf`)."""
+    if first_df <= 0 or second_df <= 0:
+        raise ValueError(f"degrees of freedom must be positive, got {first_df} and {second_df}")
+    if f <= 0:
+        return 1.0
+    x = second_df / (second_df + first_df * f)
+    return _regularized_beta(x, second_df / 2, first_df / 2)
 
 
 def _regularized_beta(x: float, a: float, b: float) -> float:
@@ -407,6 +424,7 @@ def wilcoxon_signed_rank(first: Mapping[_Key, float], second: Mapping[_Key, floa
 
 __all__ = [
     "CONFIDENCE",
+    "FAILED_IS_WRONG",
     "NO_PAIRS",
     "Z95",
     "MeanEstimate",
@@ -417,6 +435,7 @@ __all__ = [
     "adjusted_wald_bounds",
     "average_ranks",
     "compare_paired",
+    "f_survival",
     "mcnemar_exact",
     "order_difference",
     "pair",

@@ -80,12 +80,14 @@ def describe(plan: Plan, tasks: int | None, replicates: int, *, alpha: float, po
         row = [str(count), f"{plan.sd(count):.3f}", str(plan.tasks_needed(count, alpha=alpha, power=power))]
         if tasks is not None:
             effect = plan.minimum_detectable_effect(tasks, count, alpha=alpha, power=power)
-            row += [f"{effect * 100:.1f} points", f"{plan.power_at(tasks, count, alpha=alpha):.0%}"]
+            shown = f"{effect * 100:.1f} points" if effect is not None else f"none up to +{(1 - plan.baseline) * 100:g}"
+            row += [shown, f"{plan.power_at(tasks, count, alpha=alpha):.0%}"]
         rows.append(row)
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     lines += ["  ".join(cell.rjust(width) for cell, width in zip(row, widths, strict=True)) for row in rows]
     if tasks is not None:
-        verdict = plan.minimum_detectable_effect(tasks, replicates, alpha=alpha, power=power) <= plan.gain
+        smallest = plan.minimum_detectable_effect(tasks, replicates, alpha=alpha, power=power)
+        verdict = smallest is not None and smallest <= plan.gain
         lines.append(
             f"{tasks} tasks x {replicates} replicate(s): a gain of +{plan.gain * 100:g} points is "
             + ("detectable" if verdict else "NOT detectable")

@@ -36,6 +36,7 @@ from ..analysis.clustered import paired_mean_interval
 from ..analysis.power import discordance_sd, power_entry
 from ..analysis.similarity import similarity_analysis
 from ..analysis.stats import (
+    FAILED_IS_WRONG,
     NO_PAIRS,
     Proportion,
     compare_paired,
@@ -48,6 +49,7 @@ from ..evaluation.modes import Metric
 from ..rundir import SCHEMA_VERSION
 from ..rundocs import Score, StreamSummary
 from ..rundocs.compare import (
+    NO_OTHER_ORDER,
     OVERALL,
     ComparedRun,
     Comparison,
@@ -173,7 +175,6 @@ def _scope(runs: Sequence[RunData], stream: str | None) -> Scope:
         table = comparison.table
         paired.update({
             "label": run.label,
-            "no_test": None if table.total else NO_PAIRS,
             "same_tasks": same and bool(base),
             "only_in_baseline": len(set(base) - set(mine)),
             "only_in_this_run": len(set(mine) - set(base)),
@@ -318,6 +319,33 @@ def _order(run: RunData, seeded: bool = False) -> str:
     return f"{kind} seed {seed}" if seeded and seed is not None else kind
 
 
+def _orders_differ(first: RunData, second: RunData) -> bool:
+    """Whether some stream of the two runs ran its tasks in another sequence (:func:`_same_order`)."""
+    orders, others = _stream_orders(first), _stream_orders(second)
+    return set(orders) != set(others) or not all(_same_order(orders[name], others[name]) for name in orders)
+
+
+def order_note(first: RunData, second: RunData, first_ran: Any = _MISSING) -> str | None:
+    """Why ``second`` is not the baseline ``first`` in another order although it ran
+    its tasks in another sequence: what else differs (:func:`_what_ran_but_order`), so
+    that its difference is not read as sequence robustness. None when the orders are
+    the same, or when the two are one arm in two orders (:func:`order_only`)."""
+    if not _orders_differ(first, second):
+        return None
+    ran = _what_ran_but_order(first) if first_ran is _MISSING else first_ran
+    other = _what_ran_but_order(second)
+    if ran is None or other is None:
+        return (f"{second.label} ran another order than the baseline, but a run.json does not record what ran: "
+                "no sequence robustness")
+    differs = [key for key in ran if ran.get(key) != other.get(key)]
+    if not differs:
+        return None
+    return (
+        f"{second.label} ran another order ({_order(second)}) than the baseline ({_order(first)}) but also differs "
+        f"in {', '.join(differs)}: its difference mixes the order with that, so it is not sequence robustness"
+    )
+
+
 def order_only(first: RunData, second: RunData, first_ran: Any = _MISSING) -> tuple[str, str] | None:
     """``(first's order, second's order)`` when the two runs ran the same arm in two
     orders: what ran is equal apart from the order (:func:`_what_ran_but_order`), and
@@ -326,24 +354,26 @@ def order_only(first: RunData, second: RunData, first_ran: Any = _MISSING) -> tu
     :func:`_what_ran_but_order` gives for ``first``, when the caller has it (a
     comparison asks it of its baseline once, not once per run)."""
     ran = _what_ran_but_order(first) if first_ran is _MISSING else first_ran
-    if ran is None or ran != _what_ran_but_order(second):
-        return None
-    orders, others = _stream_orders(first), _stream_orders(second)
-    if set(orders) == set(others) and all(_same_order(orders[name], others[name]) for name in orders):
+    if ran is None or ran != _what_ran_but_order(second) or not _orders_differ(first, second):
         return None
     seeded = _order(first) == _order(second)
     return _order(first, seeded), _order(second, seeded)
 
 
-def sequence_robustness(runs: Sequence[RunData], streams: Sequence[str]) -> list[dict[str, Any]]:
+def sequence_robustness(runs: Sequence[RunData], streams: Sequence[str]) -> tuple[list[dict[str, Any]], list[str]]:
     """For each run that is the baseline in another order (:func:`order_only`): per
     stream and overall, the paired difference between the two orders on the tasks
-    both ran (:func:`..analysis.stats.order_difference`), ``second - first``."""
+    both ran (:func:`..analysis.stats.order_difference`), ``second - first``; and
+    the notes that say why a run in another order has no entry (:func:`order_note`),
+    or why there is none at all (:data:`NO_OTHER_ORDER`)."""
     found = []
+    notes = []
     baseline_ran = _what_ran_but_order(runs[0])
     for run in runs[1:]:
         orders = order_only(runs[0], run, baseline_ran)
         if orders is None:
+            note = order_note(runs[0], run, baseline_ran)
+            notes += [note] if note is not None else []
             continue
         scopes = {
             name: order_difference(outcomes(runs[0], name), outcomes(run, name)).to_dict() for name in streams
@@ -352,7 +382,7 @@ def sequence_robustness(runs: Sequence[RunData], streams: Sequence[str]) -> list
             "label": run.label, "baseline_order": orders[0], "order": orders[1], "streams": scopes,
             OVERALL: order_difference(outcomes(runs[0]), outcomes(run)).to_dict(),
         })
-    return found
+    return found, notes if found or notes else [NO_OTHER_ORDER]
 
 
 def _warnings(runs: Sequence[RunData], scopes: Mapping[str, Scope]) -> list[str]:
@@ -417,6 +447,7 @@ def comparison_model(runs: Sequence[RunData]) -> Comparison:
     streams = {name: _scope(runs, name) for name in stream_names(runs)}
     overall = _scope(runs, None)
     continuous = any(scope.continuous is not None for scope in [*streams.values(), overall])
+    robustness, robustness_notes = sequence_robustness(runs, list(streams))
     return Comparison(
         schema_version=SCHEMA_VERSION,
         baseline=runs[0].label,
@@ -428,6 +459,7 @@ def comparison_model(runs: Sequence[RunData]) -> Comparison:
             "p_value": "exact McNemar (two-sided binomial test on the discordant tasks)",
             "power": "minimum detectable effect at 80% power, two-sided alpha 0.05: (z(0.975) + z(0.80)) * sd(d) / "
             "sqrt(paired tasks), sd(d) from the discordant tasks (Miller 2024, arXiv:2411.00640, power analysis)",
+            "denominator": f"{FAILED_IS_WRONG}; the paired figures use the tasks both runs scored",
             **(_CONTINUOUS_METHODS if continuous else {}),
         },
         runs=[
@@ -443,7 +475,8 @@ def comparison_model(runs: Sequence[RunData]) -> Comparison:
         # how each memory arm's gain over the first run tracks task similarity (..analysis.similarity)
         similarity=similarity_analysis(runs, list(streams)),
         # the same arm in two orders: the paired difference between the orders
-        sequence_robustness=[SequenceRobustness(**found) for found in sequence_robustness(runs, list(streams))],
+        sequence_robustness=[SequenceRobustness(**found) for found in robustness],
+        sequence_robustness_notes=robustness_notes,
         warnings=_warnings(runs, {**streams, OVERALL: overall}),
     )
 
@@ -460,6 +493,7 @@ __all__ = [
     "config_diff",
     "continuous_comparison",
     "continuous_label",
+    "order_note",
     "order_only",
     "outcomes",
     "sequence_robustness",

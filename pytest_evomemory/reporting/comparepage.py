@@ -10,7 +10,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ..analysis.power import power_line
+from ..analysis.stats import FAILED_IS_WRONG
 from ..rundocs.compare import (
+    NO_OTHER_ORDER,
     Comparison,
     PairedEntry,
     RunEntry,
@@ -142,7 +144,8 @@ def _accuracy_table(comparison: Comparison) -> str:
         f"{continuous_heads}</tr></thead><tbody>{''.join(rows)}</tbody></table></div>"
         '<p class="meta">Accuracy: 95% Wilson interval. \u0394: this run minus the baseline on the tasks both '
         "ran, with Agresti & Min's paired 95% interval and the exact McNemar p-value; "
-        f"\u26a0 marks runs whose tasks differ from the baseline's.{continuous_note}</p>"
+        f"\u26a0 marks runs whose tasks differ from the baseline's.{continuous_note} "
+        f"{_e(FAILED_IS_WRONG[:1].upper() + FAILED_IS_WRONG[1:])}.</p>"
         + _power_notes(comparison.overall.vs_baseline)
     )
 
@@ -160,8 +163,11 @@ def _power_notes(entries: Iterable[PairedEntry]) -> str:
 def _sequence_robustness(comparison: Comparison) -> str:
     """compare.json's ``sequence_robustness``: the same arm in two orders, paired by task."""
     entries = comparison.sequence_robustness
+    notes = "".join(
+        f'<p class="meta">{_e(note)}</p>' for note in comparison.sequence_robustness_notes if note != NO_OTHER_ORDER
+    )
     if not entries:
-        return ""
+        return f"<h2>Sequence robustness</h2>{notes}" if notes else ""
     rows = []
     for entry in entries:
         scopes = [*entry.streams.items(), (OVERALL, entry.overall)]
@@ -177,7 +183,7 @@ def _sequence_robustness(comparison: Comparison) -> str:
         "difference between the two orders on the tasks both ran (Agresti & Min's 95% interval, exact McNemar p).</p>"
         '<div class="scroll"><table><thead><tr><th>run</th><th>orders</th><th>stream</th>'
         '<th class="num">Δ</th><th class="num">95% CI of Δ</th><th class="num">McNemar p</th>'
-        f'<th class="num">paired tasks</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>'
+        f'<th class="num">paired tasks</th></tr></thead><tbody>{"".join(rows)}</tbody></table></div>{notes}'
     )
 
 

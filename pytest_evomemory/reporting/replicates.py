@@ -55,7 +55,7 @@ from ..rundocs.compare import (
 )
 from ..util.redaction import dumps_redacted
 from .columns import headline
-from .compare import TaskKey, order_only, outcomes, stream_names, values
+from .compare import TaskKey, order_note, order_only, outcomes, stream_names, values
 from .html import render_replicates, write_comparison, write_page
 from .replicatefigures import replicate_figures
 from .rundata import ReportError, RunData, load_run
@@ -183,8 +183,11 @@ def replicate_comparison_model(groups: Sequence[tuple[str, Sequence[RunData]]]) 
         for label, runs in groups
     ]
     versus = []
+    order_notes = []
     for label, runs in groups[1:]:
         orders = order_only(base[0], runs[0])
+        note = order_note(base[0], runs[0]) if orders is None else None
+        order_notes += [f"sequence robustness: {note}"] if note is not None else []
         versus.append(ReplicateVersus(
             label=label,
             sequence_robustness=None if orders is None else OrderPair(baseline_order=orders[0], order=orders[1]),
@@ -202,7 +205,7 @@ def replicate_comparison_model(groups: Sequence[tuple[str, Sequence[RunData]]]) 
             f"tasks' with fewer than {FEW_REPLICATES}; the intervals still cover task sampling (run "
             f"{FEW_REPLICATES} or more replicates to see whether more seeds or more tasks would help)"
         )
-    warnings += _dropped_tasks(groups, streams, metric)
+    warnings += _dropped_tasks(groups, streams, metric) + order_notes + _replicate_effects(arms)
     return Replicates(
         schema_version=SCHEMA_VERSION,
         baseline=base_label,
@@ -215,6 +218,28 @@ def replicate_comparison_model(groups: Sequence[tuple[str, Sequence[RunData]]]) 
         vs_baseline=versus,
         warnings=warnings,
     )
+
+
+#: Below this p, an arm's replicates differ more than seed noise within tasks explains: warned.
+REPLICATE_EFFECT_ALPHA = 0.05
+
+
+def _replicate_effects(arms: Sequence[ReplicateArm]) -> list[str]:
+    """A warning per arm whose replicates differ, overall, more than the seed noise
+    within its tasks explains (:func:`..analysis.clustered.replicate_spread`): the
+    intervals cover task sampling and leave such an effect out."""
+    found = []
+    for arm in arms:
+        effect = arm.overall.replicate_effect
+        if effect is not None and effect.p_value < REPLICATE_EFFECT_ALPHA:
+            found.append(
+                f"{arm.label}: its replicates differ more than the seed noise within tasks explains (F = "
+                f"{effect.f:.2f} on {effect.first_df} and {effect.second_df} df, p = {effect.p_value:.3g}): something "
+                "shared by all the tasks of a replicate (its memory history, carry-over from one task to the next) "
+                "varies between seeds, and the 95% intervals, which cover task sampling, leave it out and are too "
+                "narrow (docs/statistics.md, 'What the intervals do not cover')"
+            )
+    return found
 
 
 def build_replicate_comparison(groups: Sequence[tuple[str, Sequence[RunData]]]) -> dict[str, Any]:

@@ -8,6 +8,7 @@ import urllib.parse
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..analysis.clustered import named_tests
 from ..analysis.power import power_line
 from ..rundocs.compare import (
     ArmScope,
@@ -113,7 +114,8 @@ def render_replicates(given: Replicates | Mapping[str, Any], figures: str = "") 
         "replicates, then the mean over tasks, with the 95% Wilson interval on the effective number of tasks "
         "(per replicate: each replicate's summary figure). \u0394: this arm minus the baseline, per task "
         "(paired by task, replicates averaged), with its 95% interval (Agresti & Min on the effective number of "
-        "tasks; MOVER for a mean score) and the paired test's p; McNemar p: "
+        f"tasks; MOVER for a mean score) and the paired test's p ({_e(named_tests(document.paired_tests()))}); "
+        "McNemar p: "
         "each replicate's exact test on the tasks both ran (docs/statistics.md).</p>"
         + _replicate_notes(arms, list(versus.values())),
         f"<ul>{''.join(robustness)}</ul>" if robustness else "",

@@ -269,8 +269,9 @@ def _figure_match(scored: Score, name: str) -> bool:
 
 @dataclass(frozen=True)
 class _Clustered:
-    """A replicate row's cell: the interval, and the standard error the average needs."""
+    """A replicate row's cell: the estimate and interval, and the standard error the average needs."""
 
+    estimate: float | None
     low: float | None
     high: float | None
     standard_error: float | None
@@ -283,8 +284,8 @@ def _clustered(runs: Sequence[RunData], column: PaperColumn) -> _Clustered:
     shared = set(scores[0]).intersection(*scores[1:])
     estimate = estimate_arm([[found[key] for found in scores] for key in scores[0] if key in shared])
     if estimate.variance is None:
-        return _Clustered(None, None, None)
-    return _Clustered(estimate.low, estimate.high, estimate.variance.standard_error())
+        return _Clustered(None, None, None, None)
+    return _Clustered(estimate.estimate, estimate.low, estimate.high, estimate.variance.standard_error())
 
 
 def replicate_row(label: str, runs: Sequence[RunData], extra: Sequence[PaperColumn] = ()) -> Row:
@@ -309,9 +310,10 @@ def replicate_row(label: str, runs: Sequence[RunData], extra: Sequence[PaperColu
         present = [value for value in values_ if value is not None]
         clustered = _clustered(runs, column)
         errors[column.key] = clustered.standard_error
-        cells[column.key] = Cell(
-            sum(present) / len(present), clustered.low, clustered.high, tasks.pop() if len(tasks) == 1 else None
-        )
+        # the estimate the interval is of (the mean over the tasks every replicate scored), so the
+        # value is always inside its interval; the replicates' own mean where there is none
+        value = clustered.estimate if clustered.estimate is not None else sum(present) / len(present)
+        cells[column.key] = Cell(value, clustered.low, clustered.high, tasks.pop() if len(tasks) == 1 else None)
     averages = [row.average for row in rows]
     average = sum(a for a in averages if a is not None) / len(averages) if all(a is not None for a in averages) else None
     low, high = _average_interval(average, errors, cells)

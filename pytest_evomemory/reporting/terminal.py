@@ -11,10 +11,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..analysis.clustered import named_tests
 from ..analysis.power import power_line
+from ..analysis.stats import FAILED_IS_WRONG
 from ..analysis.summary import StreamMetrics
 from ..rundocs import Categories, StreamSummary, Summary
 from ..rundocs.compare import (
+    NO_OTHER_ORDER,
     Comparison,
     ContinuousComparison,
     PairedEntry,
@@ -81,7 +84,8 @@ def format_table(metrics: Mapping[str, StreamMetrics]) -> list[str]:
             f"{cached} of {metrics['overall'].stimuli} responses came from the response cache: "
             "their time and tokens are the cache's, not the model's"
         )
-    lines.append("95% CI: Wilson score interval of the accuracy, in percent")
+    lines.append("95% CI: Wilson score interval of the accuracy, in percent"
+                 + (f"; {FAILED_IS_WRONG}" if metrics["overall"].errors else ""))
     return lines
 
 
@@ -195,7 +199,13 @@ def format_comparison(given: Comparison | Mapping[str, Any]) -> list[str]:
     right = [False, False, *([True] * (len(header) - 2))]
     lines = _aligned(rows, right)
     lines.insert(1, "-" * max(len(line) for line in lines))
+    lines.append(
+        "95% CI: Wilson (accuracy); diff: Agresti-Min, paired on the tasks both ran; McNemar p: exact"
+        + (f"; {label} diff: MOVER, Wilcoxon signed-rank p" if label else "")
+        + f"; {FAILED_IS_WRONG} (docs/statistics.md)"
+    )
     lines += _sequence_lines(document.sequence_robustness)
+    lines += [inert(f"sequence robustness: {note}", one_line=True) for note in _order_notes(document)]
     for against in document.overall.vs_baseline:
         power = (against.continuous.power if against.continuous is not None else None) or against.power  # the figure judged
         if power is not None:
@@ -205,18 +215,28 @@ def format_comparison(given: Comparison | Mapping[str, Any]) -> list[str]:
 
 
 def _sequence_lines(entries: Sequence[SequenceRobustness]) -> list[str]:
-    """compare.json's ``sequence_robustness``: one line per arm in another order."""
+    """compare.json's ``sequence_robustness``: one line per arm in another order
+    (with why there is no figure, when the two orders share no scored task)."""
     lines = []
     for entry in entries:
         overall = entry.overall
+        figures = (
+            f"{overall.no_test}" if overall.no_test else
+            f"{_points(overall.difference)} {_points_interval(overall.ci_low, overall.ci_high)} (Agresti-Min), "
+            f"McNemar p {_p(overall.mcnemar_p)} on {overall.paired_tasks} paired tasks"
+        )
         lines.append(inert(
-            f"sequence robustness: {entry.label} ({entry.order}) - baseline "
-            f"({entry.baseline_order}): {_points(overall.difference)} "
-            f"{_points_interval(overall.ci_low, overall.ci_high)}, McNemar p "
-            f"{_p(overall.mcnemar_p)} on {overall.paired_tasks} paired tasks",
+            f"sequence robustness: {entry.label} ({entry.order}) - baseline ({entry.baseline_order}): {figures}",
             one_line=True,
         ))
     return lines
+
+
+def _order_notes(document: Comparison) -> list[str]:
+    """compare.json's ``sequence_robustness_notes`` worth a line: a run in another
+    order that is not sequence robustness (that no run is in another order goes
+    without saying here; the file says it)."""
+    return [note for note in document.sequence_robustness_notes if note != NO_OTHER_ORDER]
 
 
 def format_replicates(given: Replicates | Mapping[str, Any]) -> list[str]:
@@ -256,7 +276,7 @@ def format_replicates(given: Replicates | Mapping[str, Any]) -> list[str]:
     lines = _aligned(rows, right)
     lines.insert(1, "-" * max(len(line) for line in lines))
     seeds = ", ".join(str(seed) for seed in document.seeds)
-    test = "paired t" if count > 1 else "McNemar"
+    test = named_tests(document.paired_tests())
     lines.append(
         f"{count} replicate(s), seeds {seeds}; each task averaged over the replicates; 95% CI: Wilson on the "
         f"effective number of tasks (diff: Agresti-Min on it, MOVER for a mean score; paired by task); p: {test} "

@@ -31,6 +31,14 @@ from .fields import Amount, Count, Difference, Fraction, Number, Ordinal, Scalar
 #: replicates.json's ``overall``; what a gain gate without ``STREAM=`` judges).
 OVERALL = "overall"
 
+#: compare.json's ``sequence_robustness_notes`` when no run is the baseline in
+#: another order: sequence robustness was not asked for, and the file says so
+#: rather than leaving an empty list to be read as "no effect of the order".
+NO_OTHER_ORDER = (
+    "no run differs from the baseline only in benchmark.order (sequence robustness pairs one arm's runs in two "
+    "orders), so there is none"
+)
+
 
 class _Given(RunDoc):
     """A part of compare.json: written with the keys it was built with, in the order
@@ -70,7 +78,8 @@ class PowerEstimate(_Given):
     SCHEMA_DESCRIPTION = (
         "The smallest gain the comparison could have detected (docs/statistics.md, 'Power'): "
         "minimum_detectable_effect = (z(1 - alpha/2) + z(power)) * sd_difference / sqrt(tasks), a fraction; an "
-        "sd_difference of 0 (no task differed) is taken as one task differing in one replicate."
+        "sd_difference of 0 (no task differed) is taken as one task differing in one replicate. Null, with note "
+        "saying why, for one paired task or when it would exceed 1 (no gain is detectable)."
     )
     REQUIRED = frozenset({"alpha", "power", "tasks", "replicates", "sd_difference", "minimum_detectable_effect",
                           "sd_from"})
@@ -78,8 +87,9 @@ class PowerEstimate(_Given):
     SCHEMA_EXTRA: ClassVar[dict[str, Any] | None] = {"properties": {
         "alpha": {"const": 0.05}, "power": {"const": 0.8}, "tasks": {"type": "integer", "minimum": 1},
         "replicates": {"type": "integer", "minimum": 1},
-        "sd_difference": {"type": "number", "minimum": 0},
-        "minimum_detectable_effect": {"type": "number", "minimum": 0}, "sd_from": {"type": "string"},
+        "sd_difference": {"type": ["number", "null"], "minimum": 0},
+        "minimum_detectable_effect": {"type": ["number", "null"], "minimum": 0, "maximum": 1},
+        "sd_from": {"type": "string"},
     }}
 
     alpha: Number | None = None
@@ -89,6 +99,8 @@ class PowerEstimate(_Given):
     sd_difference: Number | None = None
     minimum_detectable_effect: Number | None = None
     sd_from: str = ""
+    note: str | None = Field(default=None, description=(
+        "why minimum_detectable_effect is null (one paired task; or no gain up to 100 points detectable), or null"))
 
 
 class ContinuousComparison(_Given):
@@ -114,7 +126,7 @@ class ContinuousComparison(_Given):
 
 
 class PairedTest(_Given):
-    """A paired comparison on the tasks both runs ran: Newcombe interval of the difference, exact McNemar p."""
+    """A paired comparison on the tasks both runs ran: Agresti & Min's interval of the difference, exact McNemar p."""
 
     REQUIRED = frozenset({"paired_tasks", "baseline_correct", "correct", "only_baseline_correct", "only_this_correct",
                           "difference", "ci_low", "ci_high", "mcnemar_p"})
@@ -129,10 +141,12 @@ class PairedTest(_Given):
     ci_low: Difference | None = None
     ci_high: Difference | None = None
     mcnemar_p: Fraction | None = None
+    no_test: str | None = Field(default=None, description=(
+        "why no difference, interval or p-value is given (no task scored in both runs), or null"))
 
 
 class PairedEntry(PairedTest):
-    """A run against the baseline on the tasks both ran: the accuracy difference, its Newcombe interval, the exact McNemar p."""
+    """A run against the baseline on the tasks both ran: the accuracy difference, its Agresti & Min interval, the exact McNemar p."""
 
     REQUIRED = frozenset({"label", "paired_tasks", "difference", "ci_low", "ci_high", "mcnemar_p", "same_tasks"})
 
@@ -145,8 +159,6 @@ class PairedEntry(PairedTest):
         "with its 95 % MOVER interval and the two-sided Wilcoxon signed-rank test, on the tasks both ran; null "
         "for an accuracy headline."))
     power: PowerEstimate | None = None
-    no_test: str | None = Field(default=None, description=(
-        "why no difference, interval or p-value is given (no task scored in both runs), or null"))
 
 
 class RunEntry(_Given):
@@ -324,6 +336,9 @@ class Comparison(_Given):
     #: how each memory arm's gain over the first run tracks task similarity
     similarity: Similarity | None = None
     sequence_robustness: list[SequenceRobustness] = Field(default_factory=list)
+    sequence_robustness_notes: list[str] = Field(default_factory=list, description=(
+        "why sequence_robustness has no entry for a run, or none at all: a run in another order that also differs "
+        "in what ran, or no run in another order"))
     warnings: list[str] = Field(default_factory=list)
     #: when the page was written (a comparison the compare command wrote)
     generated: str | None = None
@@ -363,6 +378,25 @@ class VarianceSplit(_Given):
     standard_error_twice_the_replicates: Amount = 0.0
 
 
+class ReplicateEffect(_Given):
+    """The F test of an effect shared by a replicate's tasks (docs/statistics.md, 'What the intervals do not cover')."""
+
+    SCHEMA_DESCRIPTION = (
+        "Whether the arm's replicates differ more than the seed noise within tasks explains: F = the variance of "
+        "the replicate means over (the mean within-task variance / tasks), on first_df = replicates - 1 and "
+        "second_df = tasks x (replicates - 1) degrees of freedom, and its p. A small p says something shared by a "
+        "replicate's tasks (its memory history, carry-over between tasks) varies between seeds, which the "
+        "intervals, covering task sampling, do not include (docs/statistics.md)."
+    )
+    REQUIRED = frozenset({"f", "first_df", "second_df", "p_value"})
+    CLOSED = True
+
+    f: Amount = 0.0
+    first_df: Count = 1
+    second_df: Count = 1
+    p_value: Fraction = 1.0
+
+
 class ArmScope(_Given):
     """An arm's figure in a scope across its replicates: each replicate's, their mean and spread, the interval clustered by task (its method's own keys beside)."""
 
@@ -381,6 +415,8 @@ class ArmScope(_Given):
         "the Kish effective sample size the Wilson interval uses: tasks x replicates / design effect"))
     #: where the variance comes from (tasks, seeds) and the standard errors more of either would give
     variance: VarianceSplit | None = None
+    #: the F test of an effect shared by a replicate's tasks (null below 2 tasks or replicates)
+    replicate_effect: ReplicateEffect | None = None
 
 
 class ReplicateTest(PairedTest):
@@ -407,7 +443,7 @@ class DifferenceScope(_Given):
     ci_high: Difference | None = None
     paired_tasks: Count = Field(default=0, description="tasks every replicate of both arms scored")
     p_value: Fraction | None = None
-    test: Literal["paired t", "McNemar"] | None = None
+    test: Literal["paired t", "sign-flip", "McNemar"] | None = None
     variance: VarianceSplit | None = None
     power: PowerEstimate | None = None
     per_replicate: list[ReplicateTest] = Field(default_factory=list)
@@ -459,8 +495,10 @@ class Replicates(_Given):
         "replicates.json: a repeated session's arms across their replicates (docs/artefacts.md, \"Replicates\"; "
         "docs/statistics.md): each arm's figure per replicate and, over the tasks, the mean of the per-task means "
         "with its Wilson interval on the Kish effective number of tasks and the variance split; each later arm's "
-        "per-task mean difference from the baseline with its MOVER interval, paired t-test and minimum detectable "
-        "effect, beside each replicate's McNemar test."
+        "per-task mean difference from the baseline with its interval (Agresti & Min on the effective number of "
+        "tasks; MOVER for a mean such as F1), paired test (t; sign-flip where t is undefined; McNemar with one "
+        "replicate of yes/no outcomes) and minimum detectable effect, beside each replicate's McNemar test. "
+        "methods names each."
     )
     REQUIRED = frozenset({"schema_version", "baseline", "confidence", "replicates", "seeds", "methods", "arms",
                           "vs_baseline", "comparisons", "warnings", "generated"})
@@ -485,6 +523,10 @@ class Replicates(_Given):
     comparisons: list[str] | None = None
     generated: str | None = None
 
+    def paired_tests(self) -> list[str | None]:
+        """The test behind each difference's p (``paired t``, ``sign-flip``, ``McNemar``), every scope."""
+        return [scope.test for entry in self.vs_baseline for scope in [*entry.streams.values(), entry.overall]]
+
 
 def as_replicates(document: Replicates | Mapping[str, Any]) -> Replicates:
     """A replicate comparison as its model (a mapping: as replicates.json holds it)."""
@@ -497,8 +539,10 @@ def as_comparison(document: Comparison | Mapping[str, Any]) -> Comparison:
 
 
 __all__ = [
+    "NO_OTHER_ORDER",
     "OVERALL",
     "ArmScope",
+    "ReplicateEffect",
     "ComparedRun",
     "Comparison",
     "ConfigDifference",

@@ -23,8 +23,8 @@ from .summary import Summary
 class GainDoc(RunDoc):
     """One arm's verdict on one gain gate (--evomemory-min-gain): the difference in points, the paired test and whether the margin was met."""
 
-    NOT_REQUIRED = frozenset({"figure", "wilcoxon_p", "replicates", "difference_ci_points", "requires", "test",
-                              "p_value"})
+    NOT_REQUIRED = frozenset({"figure", "wilcoxon_p", "replicates", "difference_ci_points", "interval_method",
+                              "requires", "test", "p_value"})
     CLOSED = True
     SCHEMA_DESCRIPTION = None
 
@@ -44,12 +44,16 @@ class GainDoc(RunDoc):
     replicates: Count | None = Field(default=None, description=(
         "a session of replicates: how many replicates the mean difference is of (null: one run's comparison)"))
     difference_ci_points: list[float] | None = Field(default=None, min_length=2, max_length=2, description=(
-        "a session of replicates: the 95% paired-t interval of the mean difference, in points"))
+        "the 95% interval of the difference, in points (its method: interval_method)"))
+    interval_method: str | None = Field(default=None, description=(
+        "the method of difference_ci_points (docs/statistics.md): 'Agresti-Min' (one run's accuracy), 'MOVER' (a "
+        "mean figure such as LoCoMo's F1), 'Agresti-Min on the effective number of tasks' (accuracy across "
+        "replicates)"))
     #: one of options.GAIN_REQUIRES (the schema generator lists them: rundocs imports no option)
     requires: str = Field(default="estimate", description=(
         "what had to reach the margin (--evomemory-min-gain-by): the estimate, the 95% interval's lower bound, or "
         "the estimate with the paired test's p below 0.05"))
-    test: str = Field(default="McNemar", json_schema_extra={"enum": ["McNemar", "Wilcoxon", "paired t"]},
+    test: str = Field(default="McNemar", json_schema_extra={"enum": ["McNemar", "Wilcoxon", "paired t", "sign-flip"]},
                       description="the paired test behind p_value")
     p_value: Fraction | None = None
 

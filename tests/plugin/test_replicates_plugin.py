@@ -65,4 +65,6 @@ def test_the_gain_gate_of_replicates_fails_the_session_and_reaches_the_json_repo
     assert (gain["scope"], gain["replicates"], gain["met"]) == ("overall", 2, False)
     mean = json.loads((pytester.path / "rep" / "replicates.json").read_text(encoding="utf-8"))["vs_baseline"][0]["overall"]
     assert gain["difference_points"] == pytest.approx(mean["mean"] * 100)
-    assert (gain["requires"], gain["test"], gain["p_value"]) == ("estimate", "paired t", mean["p_value"])
+    # no task differs here: the paired t is 0/0, and the test is the exact sign-flip's
+    assert (gain["requires"], gain["test"], gain["p_value"]) == ("estimate", "sign-flip", mean["p_value"])
+    assert mean["test"] == "sign-flip" and gain["interval_method"] == "Agresti-Min on the effective number of tasks"

@@ -81,7 +81,41 @@ def test_a_difference_stays_in_range_and_is_never_zero_width() -> None:
     _, low, high = difference_interval(nothing, nothing)
     assert float(low) < 0 < float(high)
     found = estimate_difference(nothing.tolist(), nothing.tolist(), binary=True)
-    assert found.p_value == 1.0 and found.test == "paired t"
+    assert found.p_value == 1.0 and found.test == "sign-flip"  # t = 0/0: no task differs
+
+
+@pytest.mark.parametrize("binary", [True, False])
+def test_the_paired_test_never_claims_more_than_its_tasks_can_show(binary: bool) -> None:
+    """Where t is undefined (one task, or every task differing by the same amount) the
+    p is the exact sign-flip test's, 2 / 2^n: before, three tasks that each gained one
+    replicate in three gave p = 0 beside an interval that held 0."""
+    three = estimate_difference([[0, 0, 0]] * 3, [[1, 0, 0]] * 3, binary=binary)
+    assert (three.test, three.p_value) == ("sign-flip", 0.25)
+    assert three.low is not None and three.low < 0  # the interval agrees: not significant
+    # 1/3 - 0 and 1 - 2/3 differ in the last bit: still no spread, still the sign-flip test
+    rounded = estimate_difference([[0, 0, 0], [1, 1, 0]], [[1, 0, 0], [1, 1, 1]], binary=binary)
+    assert (rounded.test, rounded.p_value) == ("sign-flip", 0.5)
+    one = estimate_difference([[0, 0, 0]], [[1, 1, 0]], binary=binary)
+    assert (one.test, one.p_value) == ("sign-flip", 1.0)
+    ten = estimate_difference([[0.0, 0.0]] * 10, [[1.0, 1.0]] * 10, binary=binary)
+    assert ten.test == "sign-flip" and ten.p_value == pytest.approx(2 / 2**10)
+    spread = estimate_difference([[0, 0], [0, 0], [0, 1]], [[1, 0], [1, 1], [1, 1]], binary=binary)
+    assert spread.test == "paired t" and 0 < (spread.p_value or 0) < 1
+
+
+def test_every_paired_p_and_interval_stays_in_range_on_small_tables() -> None:
+    """Every table of up to 3 tasks x 2 replicates per arm (4,096 pairs of arms): the
+    difference and interval within [-1, 1] and holding the estimate, p within [0, 1]."""
+    import itertools
+
+    rows = [list(row) for row in itertools.product([0.0, 1.0], repeat=2)]
+    for tasks in (1, 2, 3):
+        arms = [list(arm) for arm in itertools.product(rows, repeat=tasks)]
+        for first, second in itertools.product(arms, repeat=2):
+            found = estimate_difference(first, second, binary=True)
+            assert found.low is not None and found.high is not None and found.difference is not None
+            assert -1 <= found.low <= found.difference <= found.high <= 1 and found.low < found.high
+            assert found.p_value is not None and 0 <= found.p_value <= 1
 
 
 def test_the_difference_of_yes_no_outcomes_is_agresti_min_on_the_effective_tasks() -> None:

@@ -153,7 +153,7 @@ def test_the_gain_gate_of_locomo_arms_judges_the_mean_f1_difference(
     out = capsys.readouterr().out
     assert (f"met: overall gain of locomo_sample_memory over locomo_sample_no_memory "
             f"{continuous['mean_difference'] * 100:+.1f} points of mean F1 over 15 paired tasks, "
-            f"95% CI [{continuous['ci_low'] * 100:+.1f}, {continuous['ci_high'] * 100:+.1f}], "
+            f"95% CI [{continuous['ci_low'] * 100:+.1f}, {continuous['ci_high'] * 100:+.1f}] (MOVER), "
             f"Wilcoxon p={continuous['wilcoxon_p']:.3g}, minimum +0.1 points") in out, out
     effect = continuous["power"]["minimum_detectable_effect"] * 100
     assert f"power: locomo_sample_memory: the smallest gain detectable with 80% power (two-sided alpha 0.05) on " \

@@ -288,7 +288,8 @@ def test_the_gain_gate_of_replicates_judges_the_mean_paired_difference(
         low, high = figures["ci_low"] * 100, figures["ci_high"] * 100
         line = (f"{verdict}: {scope} gain of sample_memory over sample_no_memory {figures['mean'] * 100:+.1f} points, "
                 f"the per-task mean over 2 replicates on {figures['paired_tasks']} paired tasks, "
-                f"95% CI [{low:+.1f}, {high:+.1f}], paired t p={figures['p_value']:.3g}")
+                f"95% CI [{low:+.1f}, {high:+.1f}] (Agresti-Min on the effective number of tasks), "
+                f"paired t p={figures['p_value']:.3g}")
         assert line in out, out
     assert "1 gain gate(s) missed; the session fails" in out
     # met: the same session passes
