@@ -51,12 +51,14 @@ def tasks_needed(gain: float, sd: float, *, alpha: float = ALPHA, power: float =
 
 
 def power_at(gain: float, sd: float, tasks: int, *, alpha: float = ALPHA) -> float:
-    """The chance a two-sided test at ``alpha`` detects a true ``gain`` on ``tasks`` tasks
-    (normal approximation: Phi(gain * sqrt(tasks) / sd - z(1 - alpha/2)))."""
+    """The chance a two-sided test at ``alpha`` rejects given a true ``gain`` on ``tasks``
+    tasks (normal approximation: Phi(d - z) + Phi(-d - z), d = gain * sqrt(tasks) / sd,
+    z = z(1 - alpha/2); both tails, so never below ``alpha``, which it is at no gain)."""
     if sd <= 0:
         return 1.0 if gain != 0 else alpha
-    shift = abs(gain) * math.sqrt(tasks) / sd - z_quantile(1 - alpha)
-    return 0.5 * math.erfc(-shift / math.sqrt(2))
+    shift = abs(gain) * math.sqrt(tasks) / sd
+    z = z_quantile(1 - alpha)
+    return 0.5 * math.erfc(-(shift - z) / math.sqrt(2)) + 0.5 * math.erfc((shift + z) / math.sqrt(2))
 
 
 def discordance_sd(only_first: int, only_second: int, total: int) -> float:

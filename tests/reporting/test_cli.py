@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import subprocess
 import sys
 from collections.abc import Callable
@@ -61,6 +63,27 @@ def test_compare_gates_on_the_lower_bound_when_asked(
     assert "power: b: the smallest gain detectable with 80% power (two-sided alpha 0.05) on 2 tasks is" in printed
     page = (tmp_path / "c.html").read_text(encoding="utf-8")
     assert "power: b: the smallest gain detectable with 80% power" in page
+
+
+def test_a_comparison_names_every_method_and_counts_a_failed_task_as_wrong(
+    make_run: MakeRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The terminal, compare.json and the page name the method behind each interval and
+    p, and say how a failed episode enters them: wrong, in the denominator (here the
+    baseline's second task failed: 0 of 3 and a pair like any other, not 0 of 2)."""
+    a = make_run("a", {"facts": [False, None, False]})
+    b = make_run("b", {"facts": [True, True, False]})
+    out = tmp_path / "c.html"
+    assert main(["compare", str(a), str(b), "-o", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert ("95% CI: Wilson (accuracy); diff: Agresti-Min, paired on the tasks both ran; McNemar p: exact; "
+            "a task whose episode failed counts as wrong (score 0) and stays in the denominator") in printed
+    document = json.loads(out.with_suffix(".json").read_text(encoding="utf-8"))
+    assert document["methods"]["denominator"].startswith("a task whose episode failed counts as wrong")
+    baseline, versus = document["overall"]["runs"][0], document["overall"]["vs_baseline"][0]
+    assert (baseline["correct"], baseline["tasks"], baseline["errors"]) == (0, 3, 1)
+    assert (versus["paired_tasks"], versus["only_this_correct"], versus["difference"]) == (3, 2, pytest.approx(2 / 3))
+    assert "stays in the denominator" in out.read_text(encoding="utf-8")
 
 
 @pytest.mark.parametrize(

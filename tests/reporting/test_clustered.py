@@ -235,3 +235,36 @@ def test_the_f1_coverage_check_catches_an_interval_too_narrow(monkeypatch: pytes
     found = bench.f1_cell(np.random.default_rng(12), 1000, 24, 1, 0.1)
     verdict = bench.miss(found["arm"], 1000)
     assert verdict is not None and verdict[0] == "too narrow", found
+
+
+def test_the_replicate_effect_test_matches_a_hand_computation() -> None:
+    """F = the variance of the replicate means over (mean within-task variance / tasks)."""
+    from pytest_evomemory.analysis.clustered import replicate_spread
+    from pytest_evomemory.analysis.stats import f_survival
+
+    rows = [[1, 1, 0], [1, 0, 0], [1, 1, 1], [0, 0, 0]]  # replicate means 0.75, 0.5, 0.25
+    found = replicate_spread(as_scores(rows))
+    within = (1 / 3 + 1 / 3 + 0 + 0) / 4
+    assert found is not None and (found.first_df, found.second_df) == (2, 8)
+    assert found.f == pytest.approx(0.0625 / (within / 4))
+    assert found.p_value == pytest.approx(f_survival(found.f, 2, 8))
+    assert f_survival(3.0, 2, 8) == pytest.approx((1 + 2 * 3 / 8) ** -4, abs=1e-12)  # F(2, 8)'s closed form
+    assert f_survival(2.5, 4, 1000) == pytest.approx(0.0411023, abs=1e-6)  # scipy.stats.f.sf(2.5, 4, 1000)
+    assert replicate_spread(as_scores([[1, 1, 1], [0, 0, 0]])) is None  # the seeds agree on every task
+    assert replicate_spread(as_scores([[1.0], [0.0]])) is None  # one replicate
+
+
+def test_the_replicate_effect_test_holds_its_level_and_catches_a_seed_effect() -> None:
+    """Simulated (fixed seed; benchmarks/bench_statistics.py's model): with replicates that
+    are independent given the task it flags about 5 % of experiments; with a seed that
+    shifts every task of its replicate (a memory history good or bad throughout) the
+    intervals, which cover task sampling, fall far below 95 % and the test flags most
+    experiments. docs/statistics.md, 'What the intervals do not cover', has the table."""
+    from pytest_evomemory.analysis.clustered import replicate_spread
+
+    bench = _bench()
+    first, _ = bench.simulate(np.random.default_rng(21), 1000, 24, 3, 0.5)
+    flagged = [found is not None and found.p_value < 0.05 for found in map(replicate_spread, first)]
+    assert 3.0 <= 100 * float(np.mean(flagged)) <= 7.5
+    shifted = bench.sequence_cell(np.random.default_rng(22), 300, 200, 5, 0.5, "seed shift")
+    assert shifted["arm"] < 85 and shifted["difference"] < 85 and shifted["flagged"] > 75, shifted

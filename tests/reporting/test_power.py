@@ -4,6 +4,7 @@ and a simulation, and the command as a shell sees it."""
 from __future__ import annotations
 
 import math
+import re
 
 import numpy as np
 import pytest
@@ -82,3 +83,37 @@ def test_the_power_command_refuses_what_it_cannot_plan_in_one_line(
     assert main(["power", *argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and message in err
+
+
+def test_a_minimum_detectable_effect_is_never_out_of_range() -> None:
+    """One paired task has no spread to estimate (before: 0.0 pp, "any gain is
+    detectable"), and an MDE beyond 100 points means none is: both are null, with a
+    note that says why, in compare.json's and replicates.json's ``power``."""
+    from pytest_evomemory.analysis.power import BEYOND_REACH, ONE_TASK, power_entry, power_line
+
+    one = power_entry(0.0, 1, 1, "the discordant tasks")
+    assert (one.minimum_detectable_effect, one.note) == (None, ONE_TASK)
+    assert power_line("memory", one) == f"power: memory: on 1 tasks: {ONE_TASK}"
+    two = power_entry(discordance_sd(0, 1, 2), 2, 1, "the discordant tasks")  # 2.80 * 0.5 / sqrt(2) = 0.99
+    assert two.minimum_detectable_effect == pytest.approx(Z_SUM * 0.5 / math.sqrt(2), rel=1e-6)
+    beyond = power_entry(0.9, 3, 1, "the discordant tasks")  # 2.80 * 0.9 / sqrt(3) = 1.46
+    assert (beyond.minimum_detectable_effect, beyond.note) == (None, BEYOND_REACH)
+    for tasks in range(2, 40):
+        for sd in (0.0, 0.1, 0.5, 1.0):
+            entry = power_entry(sd, tasks, 3, "x")
+            effect = entry.minimum_detectable_effect
+            assert (effect is None) == (entry.note is not None)
+            assert effect is None or 0 < effect <= 1
+
+
+def test_the_power_command_never_prints_a_gain_beyond_what_the_baseline_leaves(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """On 2 tasks no gain from a baseline of 50 % is detectable: said so, not "110.0 points"."""
+    assert Plan(0.5, 0.1).minimum_detectable_effect(2, 1) is None
+    assert main(["power", "--gain", "10", "--tasks", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "none up to +50" in out and "NOT detectable" in out
+    assert power_at(0.0, 0.5, 24) == pytest.approx(0.05) and power_at(0.01, 0.5, 2) >= 0.05  # never below alpha
+    shown = [float(value) for value in re.findall(r"(\d+\.\d) points", out)]
+    assert all(value <= 50 for value in shown), out

@@ -39,3 +39,26 @@ def test_two_orders_of_one_replicate_pair_by_task() -> None:
     assert result.table.only_first == 2 and result.table.only_second == 0
     assert result.p_value == pytest.approx(0.5)  # exact McNemar on 2 discordant tasks
     assert result.to_dict() == compare_paired(easy_to_hard, hard_to_easy).to_dict()
+
+
+def test_replicates_that_differ_beyond_their_seed_noise_are_warned() -> None:
+    """replicates.json's arms carry the F test of a replicate-level effect, and an arm
+    whose p is below 0.05 gets a warning naming F, its degrees of freedom and p: the
+    intervals leave such an effect out (docs/statistics.md)."""
+    from pytest_evomemory.analysis.clustered import estimate_arm
+    from pytest_evomemory.reporting.replicates import _replicate_effects
+    from pytest_evomemory.rundocs.compare import ArmScope, ReplicateArm
+
+    # 40 tasks; replicate 1 solves every task, 2 half of them, 3 none: a seed effect
+    shifted = estimate_arm([[1.0, float(i % 2), 0.0] for i in range(40)]).to_dict()
+    effect = shifted["replicate_effect"]
+    assert (effect["first_df"], effect["second_df"]) == (2, 80) and effect["p_value"] < 1e-6
+    # the same outcomes spread across replicates task by task: no seed effect
+    balanced = estimate_arm([[1.0, float(i % 2), 0.0][i % 3:] + [1.0, float(i % 2), 0.0][:i % 3]
+                             for i in range(40)]).to_dict()
+    assert balanced["replicate_effect"]["p_value"] > 0.05
+    arms = [ReplicateArm(label=label, overall=ArmScope(**document))
+            for label, document in (("shifted", shifted), ("balanced", balanced))]
+    [warning] = _replicate_effects(arms)
+    assert warning.startswith("shifted: its replicates differ more than the seed noise within tasks explains (F = ")
+    assert "on 2 and 80 df" in warning and "too narrow" in warning

@@ -135,3 +135,18 @@ def test_pairing_uses_only_the_tasks_both_ran() -> None:
     assert table == PairedTable(both=1, only_first=0, only_second=1, neither=0)
     empty = compare_paired({"a": True}, {"b": True})
     assert empty.difference is None and empty.interval is None and empty.p_value is None
+
+
+def test_an_order_pair_without_a_shared_task_says_why_it_has_no_figure() -> None:
+    """Sequence robustness of two orders that share no scored task (one stopped
+    before any): no difference, interval or p, and the reason instead, in the file
+    (every paired test's ``no_test``) and on the terminal line."""
+    from pytest_evomemory.analysis.stats import NO_PAIRS, order_difference
+    from pytest_evomemory.reporting.terminal import _sequence_lines
+    from pytest_evomemory.rundocs.compare import PairedTest, SequenceRobustness
+
+    empty = order_difference({("s", "1"): True}, {("s", "2"): False}).to_dict()
+    assert (empty["difference"], empty["ci_low"], empty["mcnemar_p"], empty["no_test"]) == (None, None, None, NO_PAIRS)
+    assert order_difference({("s", "1"): True}, {("s", "1"): False}).to_dict()["no_test"] is None
+    entry = SequenceRobustness(label="b", baseline_order="given", order="shuffle", overall=PairedTest(**empty))
+    assert _sequence_lines([entry]) == [f"sequence robustness: b (shuffle) - baseline (given): {NO_PAIRS}"]

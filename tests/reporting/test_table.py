@@ -262,6 +262,24 @@ def test_replicates_of_a_method_are_one_row_of_means_with_intervals_clustered_by
     assert float(rows[0]["avg_ci_high"]) == pytest.approx(mean + half, abs=1e-6)
 
 
+def test_a_replicate_cell_is_the_estimate_its_interval_is_of(tmp_path: Path) -> None:
+    """Replicates that scored different tasks (one stopped after 6): the cell is the
+    mean over the tasks every replicate scored, the estimate its clustered interval is
+    of, so it is inside it; before, the replicates' own mean (1/6 and 1, 0.58) was
+    printed beside the interval of the 6 shared tasks, [0.61, 1], outside it."""
+    from .conftest import write_run_dir
+
+    runs = [
+        write_run_dir(tmp_path / "m-1", "m", {"gpqa_diamond": [True] * 6 + [False] * 30}),
+        write_run_dir(tmp_path / "m-2", "m", {"gpqa_diamond": [True] * 6}),
+    ]
+    [row] = build_replicate_table(replicate_groups(runs)).rows
+    cell = row.cells["gpqa"]
+    assert cell.value == 1.0 and cell.low is not None and cell.high is not None
+    assert cell.low <= cell.value <= cell.high
+    assert cell.low == pytest.approx(wilson_interval(6, 6)[0])  # seeds that agree: Wilson on the 6 tasks
+
+
 def test_the_command_groups_replicates_by_label(
     make_run: Callable[..., Path], capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -20,6 +20,7 @@ import pytest
 
 from pytest_evomemory.cli import main as evomemory
 from pytest_evomemory.core.errors import ConfigError
+from pytest_evomemory.rundocs.compare import NO_OTHER_ORDER
 from pytest_evomemory.runtime.order import order_streams
 
 from ..conftest import SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN
@@ -104,11 +105,26 @@ def test_two_orders_of_an_arm_across_replicates_and_in_a_merge_are_sequence_robu
     assert merged["sequence_robustness"][0]["overall"] == whole["sequence_robustness"][0]["overall"]
 
 
-def test_arms_that_differ_in_more_than_their_order_are_not_sequence_robustness(tmp_path: Path) -> None:
+def test_arms_that_differ_in_more_than_their_order_are_not_sequence_robustness(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """...and the comparison says why there is none, in compare.json, the terminal and
+    the page: never an empty list to be read as "the order made no difference"."""
     assert evomemory(["run", "--config", str(SAMPLE_NO_MEMORY_RUN), "--output-dir", str(tmp_path / "a"), "-q"]) == 0
     assert evomemory(["run", "--config", str(SAMPLE_MEMORY_RUN), "--output-dir", str(tmp_path / "b"), "-q",
                       "--set", "benchmark.order=shuffle"]) == 0
-    assert _orders(_compare(tmp_path, tmp_path / "a", tmp_path / "b")) == []
+    capsys.readouterr()
+    document = _compare(tmp_path, tmp_path / "a", tmp_path / "b")
+    assert _orders(document) == []
+    [note] = document["sequence_robustness_notes"]
+    assert note.startswith("sample_memory ran another order (shuffle) than the baseline (given) but also differs in ")
+    assert "agent" in note and "not sequence robustness" in note
+    assert f"sequence robustness: {note}" in capsys.readouterr().out
+    assert "not sequence robustness" in (tmp_path / "compare.html").read_text(encoding="utf-8")
+    # two arms in one order: no order to compare, and the file says that too
+    assert evomemory(["run", "--config", str(SAMPLE_MEMORY_RUN), "--output-dir", str(tmp_path / "c"), "-q"]) == 0
+    assert _compare(tmp_path, tmp_path / "a", tmp_path / "c")["sequence_robustness_notes"] == [NO_OTHER_ORDER]
+    assert "sequence robustness" not in capsys.readouterr().out  # nothing asked, nothing printed
 
 
 # --------------------------------------------------------------------------- an order that cannot order
