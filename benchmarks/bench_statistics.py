@@ -3,6 +3,8 @@
     python benchmarks/bench_statistics.py                       # 1,000 experiments per cell
     python benchmarks/bench_statistics.py --experiments 300     # a quick check (run_all.py's)
     python benchmarks/bench_statistics.py --scores f1           # only the continuous (F1) table
+    python benchmarks/bench_statistics.py --scores sequence     # what the intervals do not cover
+    python benchmarks/bench_statistics.py --tasks 5,12 --accuracies 0.02,0.2,0.5,0.8,0.98   # the edges
 
 Two tables: yes/no outcomes (accuracy) and continuous per-task scores (LoCoMo's
 token F1). Each experiment of the first draws a benchmark the way a real one varies:
@@ -76,8 +78,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from collections.abc import Callable, Iterator
 
 from pytest_evomemory.analysis.clustered import arm_interval, difference_interval, replicate_spread
-from pytest_evomemory.reporting.replicates import REPLICATE_EFFECT_ALPHA
 from pytest_evomemory.analysis.stats import PairedTable, paired_difference_interval, wilson_interval
+from pytest_evomemory.reporting.replicates import REPLICATE_EFFECT_ALPHA
 
 SIGMA = 1.5
 RHO = 0.8
@@ -416,6 +418,24 @@ def _f1_table(args: argparse.Namespace, generator: np.random.Generator) -> list[
     return missed
 
 
+def _sequence_table(args: argparse.Namespace, generator: np.random.Generator) -> list[str]:
+    """Coverage where one replicate's tasks are not independent (:data:`SEQUENCE_EFFECTS`):
+    what the intervals, which cover task sampling, leave out; and how often
+    replicates.json's replicate-effect F test flags it (``flagged``, with K > 1)."""
+    _head("sequence effects (what the intervals do not cover)", f"{'effect':<20} {'K':>2} {'tasks':>5} {'p':>5} "
+          f"{'arm cover %':>11} {'diff cover %':>12} {'flagged %':>9}", args.experiments)
+    for effect in SEQUENCE_EFFECTS:
+        for replicates, tasks, accuracy in _grid(args.replicates, args.tasks, args.sequence_accuracies):
+            found = sequence_cell(generator, args.experiments, tasks, replicates, accuracy, effect)
+            flagged = f"{found['flagged']:>9.1f}" if replicates > 1 else f"{'-':>9}"
+            print(f"{effect:<20} {replicates:>2} {tasks:>5} {accuracy:>5.2f} {found['arm']:>11.1f} "
+                  f"{found['difference']:>12.1f} {flagged}", flush=True)
+    print(f"seed shift: a N(0, {TAU}) logit shift shared by a replicate's tasks; carry-over: +/-{GAMMA} on the logit "
+          "after a right / wrong answer, in one fixed order (shuffled: each replicate its own order); truth: the "
+          "population's accuracy and gain over tasks and seeds. Expected to miss: not MISSED lines")
+    return []
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--experiments", type=int, default=1000, help="experiments per cell (default 1,000)")
@@ -424,7 +444,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--accuracies", default="0.05,0.5,0.95", help="yes/no table: true baseline accuracies (default 0.05,0.5,0.95)")
     parser.add_argument("--f1-tasks", default=F1_TASKS, help=f"F1 table: comma-separated task counts (default {F1_TASKS})")
     parser.add_argument("--f1-means", default=F1_MEANS, help=f"F1 table: true baseline mean F1 (default {F1_MEANS})")
-    parser.add_argument("--scores", choices=("both", "yes-no", "f1"), default="both", help="which tables (default both)")
+    parser.add_argument("--scores", choices=("both", "yes-no", "f1", "sequence"), default="both",
+                        help="which tables (default both: yes-no and f1; sequence: the sequence effects the intervals "
+                        "do not cover)")
+    parser.add_argument("--sequence-accuracies", default="0.05,0.5",
+                        help="sequence table: true baseline accuracies (default 0.05,0.5)")
     parser.add_argument("--seed", type=int, default=20241101)
     parser.add_argument("--strict", action="store_true", help="exit 1 when a cell is MISSED")
     args = parser.parse_args(argv)
@@ -435,6 +459,8 @@ def main(argv: list[str] | None = None) -> int:
         missed += _yes_no_table(args, generator)
     if args.scores in ("both", "f1"):
         missed += _f1_table(args, generator)
+    if args.scores == "sequence":
+        missed += _sequence_table(args, generator)
     print(f"widths: mean interval width in percentage points; {time.perf_counter() - started:.1f} s")
     for line in missed:
         print(line)

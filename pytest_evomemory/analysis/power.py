@@ -179,10 +179,10 @@ __all__ = [
     "Plan",
     "discordance_sd",
     "least_sd",
-    "within_reach",
     "minimum_detectable_effect",
     "power_at",
     "power_entry",
     "power_line",
     "tasks_needed",
+    "within_reach",
 ]
