@@ -460,6 +460,8 @@ def comparison_model(runs: Sequence[RunData]) -> Comparison:
             "power": "minimum detectable effect at 80% power, two-sided alpha 0.05: (z(0.975) + z(0.80)) * sd(d) / "
             "sqrt(paired tasks), sd(d) from the discordant tasks (Miller 2024, arXiv:2411.00640, power analysis)",
             "denominator": f"{FAILED_IS_WRONG}; the paired figures use the tasks both runs scored",
+            "similarity_ci": "Pearson's r of task similarity and gain with its 95% interval by Fisher's z transform "
+            "(none for 3 tasks or fewer or |r| = 1); Spearman's rho on average ranks",
             **(_CONTINUOUS_METHODS if continuous else {}),
         },
         runs=[
