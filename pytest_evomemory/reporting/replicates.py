@@ -250,8 +250,9 @@ def build_replicate_comparison(groups: Sequence[tuple[str, Sequence[RunData]]]) 
 def _dropped_tasks(
     groups: Sequence[tuple[str, Sequence[RunData]]], streams: Sequence[str], metric: Metric | None
 ) -> list[str]:
-    """A warning per arm and stream whose replicates did not all score the same tasks:
-    the interval uses the tasks every replicate scored."""
+    """A warning per arm and stream whose replicates did not all score the same tasks
+    (the interval uses the tasks every replicate scored), and per later arm and stream
+    whose tasks differ from the baseline's (the difference uses the tasks of both)."""
     found = []
     for label, runs in groups:
         for name in streams:
@@ -262,6 +263,16 @@ def _dropped_tasks(
                 found.append(
                     f"{name}: {label}'s replicates scored different tasks; its interval uses the {len(kept)} tasks "
                     f"every replicate scored ({len(union) - len(kept)} left out)"
+                )
+    base_label, base = groups[0]
+    for label, runs in groups[1:]:
+        for name in streams:
+            first, second = set(_rows(base, name, metric)), set(_rows(runs, name, metric))
+            if first != second and first and second:
+                found.append(
+                    f"{name}: {label} and {base_label} scored different tasks; the difference uses the "
+                    f"{len(first & second)} tasks every replicate of both scored ({len(first - second)} only in "
+                    f"{base_label}, {len(second - first)} only in {label}); each arm's interval uses its own"
                 )
     return found
 

@@ -321,3 +321,17 @@ def test_a_session_of_one_arm_in_two_orders_shows_its_sequence_robustness(
     assert entry["overall"] == {key: document["overall"]["vs_baseline"][0][key] for key in entry["overall"]}
     assert "Sequence robustness" in (out / "compare.html").read_text(encoding="utf-8")
     assert "sequence robustness: shuffled (shuffle) - baseline (given)" in capsys.readouterr().out
+
+
+def test_arms_whose_replicates_scored_other_tasks_are_paired_on_the_shared_ones_and_say_so() -> None:
+    """The memory arm's replicates scored 8 of the 10 tasks: each arm's interval keeps
+    its own tasks (10 and 8), the difference and its test pair the 8 both scored, and
+    a warning names the counts (as compare.json's do for one run)."""
+    control = [_run("control", _first(5), index, index - 1) for index in (1, 2)]
+    memory = [_run("memory", _first(6)[:8], index, index - 1) for index in (1, 2)]
+    document = build_replicate_comparison([("control", control), ("memory", memory)])
+    assert [arm["overall"]["tasks"] for arm in document["arms"]] == [10, 8]
+    versus = document["vs_baseline"][0]["overall"]
+    assert versus["paired_tasks"] == 8 and versus["mean"] == pytest.approx(1 / 8)  # t5 gained, on 8 tasks
+    assert ("s: memory and control scored different tasks; the difference uses the 8 tasks every replicate of "
+            "both scored (2 only in control, 0 only in memory); each arm's interval uses its own") in document["warnings"]
