@@ -23,7 +23,18 @@ from ..evaluation.modes import MATCH_MODES, Metric, headline_metric
 from ..rundocs import Response, Score
 from ..rundocs.base import tolerant
 from ..rundocs.records import as_response, as_score
-from .stats import Proportion
+from .stats import FAILED_IS_WRONG, Proportion
+
+#: How summary.json's ``methods`` names the computation behind each interval it
+#: holds (as compare.json's and replicates.json's do), in words a reader can cite.
+METHODS = {
+    "accuracy_ci": "95% Wilson score interval (Wilson 1927) of each accuracy and share (groups, a figure's "
+    "<name>_accuracy_ci)",
+    "categories_ci": "95% Wilson interval of the mean figure (LoCoMo's F1) on the effective number of tasks: design "
+    "effect of the scores with half a pseudo-outcome at 0 and at 1, Student's t with tasks - 1 degrees of freedom "
+    "(docs/statistics.md)",
+    "denominator": FAILED_IS_WRONG,
+}
 
 if TYPE_CHECKING:
     # summary.json's models: built into documents only where a summary is written

@@ -250,6 +250,9 @@ class Summary(RunDoc):
     wall_seconds: Seconds | None = Field(default=None, description="evomemory run: the wall time from the session's first chain to this run's end (with chains at once, an arm of several ends as its last chain does).")
     write_failure: str | None = Field(default=None, description="Results could not all be written (passed is then false).")
     replicate: Replicate | None = None
+    methods: dict[str, str] = Field(default_factory=dict, description=(
+        "the method behind each interval the summary holds, in citable words (docs/statistics.md); "
+        "empty in a summary written before it was recorded"))
 
 
 class SummaryFile(Summary):

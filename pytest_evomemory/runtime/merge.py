@@ -91,7 +91,7 @@ MERGE = "evomemory merge"
 #: run's own, carried into the merged summary.
 _COLLECTED = frozenset({
     "started", "finished", "streams", "overall", "thresholds", "categories", "thresholds_met", "passed",
-    "failed_episodes", "skipped_feedback", "completion", "ran", "schema_version", "write_failure",
+    "failed_episodes", "skipped_feedback", "completion", "ran", "schema_version", "write_failure", "methods",
 })
 
 

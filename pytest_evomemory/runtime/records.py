@@ -15,7 +15,15 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ..analysis.summary import ResponseTally, StreamMetrics, ThresholdResult, is_cached, outcome, summarize
+from ..analysis.summary import (
+    METHODS,
+    ResponseTally,
+    StreamMetrics,
+    ThresholdResult,
+    is_cached,
+    outcome,
+    summarize,
+)
 from ..core.types import BenchmarkSample
 from ..models.identity import reported_models
 from ..rundocs import (
@@ -329,6 +337,7 @@ class ResultCollector:
             "skipped_feedback": self.ordered(self.feedback_skipped),
             "completion": completion,
             "ran": self.what_ran(),
+            "methods": METHODS,
             **(extra or {}),
         })
 

@@ -114,6 +114,8 @@ def test_arms_that_differ_in_more_than_their_order_are_not_sequence_robustness(
     assert evomemory(["run", "--config", str(SAMPLE_MEMORY_RUN), "--output-dir", str(tmp_path / "b"), "-q",
                       "--set", "benchmark.order=shuffle"]) == 0
     capsys.readouterr()
+    methods = _json(tmp_path / "a" / "summary.json")["methods"]  # summary.json names its intervals' methods too
+    assert methods["accuracy_ci"].startswith("95% Wilson score interval") and "denominator" in methods
     document = _compare(tmp_path, tmp_path / "a", tmp_path / "b")
     assert _orders(document) == []
     [note] = document["sequence_robustness_notes"]
