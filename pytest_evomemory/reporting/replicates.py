@@ -168,6 +168,18 @@ def replicate_comparison_model(groups: Sequence[tuple[str, Sequence[RunData]]]) 
     counts = {len(runs) for _, runs in groups}
     if len(counts) != 1:
         raise ReportError("every arm needs as many replicates as the baseline to pair them by seed")
+    base_seeds = [_seed(run) for run in groups[0][1]]
+    for label, runs in groups[1:]:
+        seeds = [_seed(run) for run in runs]
+        unpaired = [index for index, (a, b) in enumerate(zip(base_seeds, seeds, strict=True), 1)
+                    if a is not None and b is not None and a != b]
+        if unpaired:
+            index = unpaired[0]
+            raise ReportError(
+                f"replicate {index} of {label} ran with seed {seeds[index - 1]} and the baseline's with seed "
+                f"{base_seeds[index - 1]}: replicates pair by seed, so give each arm's replicates in the same "
+                "seed order"
+            )
     all_runs = [run for _, runs in groups for run in runs]
     streams = stream_names(all_runs)
     metric = _headline_metric(all_runs)

@@ -335,3 +335,14 @@ def test_arms_whose_replicates_scored_other_tasks_are_paired_on_the_shared_ones_
     assert versus["paired_tasks"] == 8 and versus["mean"] == pytest.approx(1 / 8)  # t5 gained, on 8 tasks
     assert ("s: memory and control scored different tasks; the difference uses the 8 tasks every replicate of "
             "both scored (2 only in control, 0 only in memory); each arm's interval uses its own") in document["warnings"]
+
+
+def test_replicates_of_other_seeds_do_not_pair() -> None:
+    """Replicate i of each arm is paired with the baseline's replicate i: given in
+    another seed order, they would pair unlike histories, so that is refused, naming them."""
+    from pytest_evomemory.reporting.rundata import ReportError
+
+    control = [_run("control", _first(5), index, seed) for index, seed in ((1, 0), (2, 1))]
+    memory = [_run("memory", _first(6), index, seed) for index, seed in ((1, 1), (2, 0))]
+    with pytest.raises(ReportError, match="replicate 1 of memory ran with seed 1 and the baseline's with seed 0"):
+        build_replicate_comparison([("control", control), ("memory", memory)])
