@@ -135,7 +135,7 @@ def test_a_missed_gate_fails_the_session_and_an_unnamed_accuracy_gate_judges_eve
     assert missed.ret == 1
     missed.stdout.fnmatch_lines([
         "MISSED: sample_choice gain of sample_memory over sample_no_memory +58.3 points over 12 paired tasks, "
-        "95% CI ?+20.3, +79.7?, McNemar p=0.0156, minimum +40.0 points (required of the 95% CI's lower bound)",
+        "95% CI ?+20.3, +79.7? (Agresti-Min), McNemar p=0.0156, minimum +40.0 points (required of the 95% CI's lower bound)",
         "evomemory: 1 gain gate(s) missed; the session fails",
     ])
     # the accuracy gate names no arm: the control arm's 0 % misses it, the memory arm meets it
