@@ -268,3 +268,37 @@ def test_the_replicate_effect_test_holds_its_level_and_catches_a_seed_effect() -
     assert 3.0 <= 100 * float(np.mean(flagged)) <= 7.5
     shifted = bench.sequence_cell(np.random.default_rng(22), 300, 200, 5, 0.5, "seed shift")
     assert shifted["arm"] < 85 and shifted["difference"] < 85 and shifted["flagged"] > 75, shifted
+
+
+def test_every_figure_stays_in_range_on_random_small_experiments() -> None:
+    """1,000 random experiments of 1-6 tasks x 1-4 replicates (yes/no, or F1-like with
+    exact 0s and 1s; fixed seed): every arm interval within [0, 1] around its estimate,
+    every difference interval within [-1, 1] around its estimate, neither ever
+    zero-width, every p and minimum detectable effect in range."""
+    from pytest_evomemory.analysis.power import power_entry
+
+    generator = np.random.default_rng(2024)
+    for _ in range(1000):
+        tasks, replicates = int(generator.integers(1, 7)), int(generator.integers(1, 5))
+        binary = bool(generator.integers(0, 2))
+
+        def draw() -> list[list[float]]:
+            shape = (tasks, replicates)
+            if binary:
+                return (generator.random(shape) < generator.random()).astype(float).tolist()
+            values = np.where(generator.random(shape) < 0.5, generator.integers(0, 2, shape), generator.random(shape))
+            return values.astype(float).tolist()
+
+        first, second = draw(), draw()
+        for rows in (first, second):
+            arm = estimate_arm(rows)
+            assert arm.estimate is not None and arm.low is not None and arm.high is not None
+            assert 0 <= arm.low <= arm.estimate <= arm.high <= 1 and arm.low < arm.high, (rows, arm)
+            assert arm.spread is None or 0 <= arm.spread.p_value <= 1
+        found = estimate_difference(first, second, binary=binary)
+        assert found.difference is not None and found.low is not None and found.high is not None
+        assert -1 <= found.low <= found.difference + 1e-12 and found.difference <= found.high + 1e-12
+        assert found.high <= 1 and found.low < found.high, (first, second, found)
+        assert found.p_value is not None and 0 <= found.p_value <= 1
+        power = power_entry(found.sd or 0.0, tasks, replicates, "x")
+        assert power.minimum_detectable_effect is None or 0 < power.minimum_detectable_effect <= 1
