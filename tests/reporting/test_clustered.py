@@ -282,7 +282,7 @@ def test_every_figure_stays_in_range_on_random_small_experiments() -> None:
         tasks, replicates = int(generator.integers(1, 7)), int(generator.integers(1, 5))
         binary = bool(generator.integers(0, 2))
 
-        def draw() -> list[list[float]]:
+        def draw(tasks: int = tasks, replicates: int = replicates, binary: bool = binary) -> list[list[float]]:
             shape = (tasks, replicates)
             if binary:
                 return (generator.random(shape) < generator.random()).astype(float).tolist()
