@@ -127,7 +127,7 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "min-gain-by", metavar="|".join(GAIN_REQUIRES), kind="choice", choices=GAIN_REQUIRES,
-        help="what min-gain requires: 'estimate' (default) the paired difference itself reaches POINTS; "
+        help="what {--min-gain} requires: 'estimate' (default) the paired difference itself reaches POINTS; "
         "'lower-bound' the lower bound of its 95%% interval does; 'p-value' the difference does and the paired "
         "test's p is below 0.05 (docs/statistics.md)",
     ),
@@ -145,8 +145,8 @@ OPTIONS: tuple[Option, ...] = (
            help="stop the session after N failed episodes (default: never)"),
     Option(
         "max-cost", metavar="USD", kind="dollars",
-        help="stop the session before a model call could take its spend past USD US dollars (across "
-        "xdist workers; needs model.pricing); completed tasks are kept and a resume goes on",
+        help="stop the session before a model call could take its spend past USD US dollars (across every "
+        "process and chain of the session; needs model.pricing); completed tasks are kept and a resume goes on",
     ),
     Option(
         "shard", metavar="I/N", kind="shard",
@@ -156,15 +156,15 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "shard-by", metavar="|".join(SHARD_UNITS), kind="choice", choices=SHARD_UNITS,
-        help="with shard: what a shard's cell is. 'stream' (default): a stream with all its arms, so each shard's "
+        help="with {--shard}: what a shard's cell is. 'stream' (default): a stream with all its arms, so each shard's "
         "comparison of the arms is complete; 'arm': one arm's run of one stream, so a stream that dominates the "
         "session spreads its arms over shards (better balance; only the merge compares the arms)",
     ),
     Option(
         "chains", metavar="N", kind="count", counts="chains in flight",
-        help="run up to N chains at once in this process (a chain: one arm's run of one stream, a serial chain "
-        f"of episodes; default: every chain, at most {DEFAULT_CHAINS}). Results are those of a serial run. "
-        "pytest runs one chain per xdist worker: give it -n N instead (docs/scale.md)",
+        help="evomemory run: run up to N chains at once in one process (a chain: one arm's run of one stream, a "
+        f"serial chain of episodes; default: every chain, at most {DEFAULT_CHAINS}). Results are those of a serial "
+        "run. pytest refuses it: it runs one chain per xdist worker, so give it -n N instead (docs/scale.md)",
     ),
     Option("compare", metavar="OTHER_RUN_DIR",
            help="also write compare.html in the run directory: OTHER_RUN_DIR (baseline) vs this run"),
@@ -234,7 +234,7 @@ def add_options(addoption: Callable[..., Any], flags: Flags) -> None:
     for option in OPTIONS:
         if flags.entry not in option.entries:
             continue
-        arguments: dict[str, Any] = {"dest": flags.dest(option), "help": option.help}
+        arguments: dict[str, Any] = {"dest": flags.dest(option), "help": render(option.help, flags.entry)}
         if option.kind == "flag":
             arguments.update(action="store_true", default=False)
         elif option.kind == "list":
@@ -383,7 +383,10 @@ def add_min_gain_by(parser: Any) -> None:
     """``--min-gain-by`` for ``evomemory compare`` and ``merge``, which gate a
     comparison without running a session: the same option as run's (:data:`OPTIONS`)."""
     option = BY_NAME["min-gain-by"]
-    parser.add_argument(CLI_FLAGS(option.name), dest=option.dest, default=None, metavar=option.metavar, help=option.help)
+    parser.add_argument(
+        CLI_FLAGS(option.name), dest=option.dest, default=None, metavar=option.metavar,
+        help=render(option.help, "cli"),
+    )
 
 
 def min_gain_by(args: Any) -> str:

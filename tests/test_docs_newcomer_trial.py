@@ -89,3 +89,24 @@ def test_the_retry_setting_promises_no_count_the_artefacts_do_not_keep() -> None
     for kind in ("response", "stream_metrics"):
         fields = set(definitions[kind]["properties"])
         assert fields and not any("attempt" in name or "retr" in name for name in fields), kind
+
+
+def test_each_doors_help_spells_the_options_it_names_as_that_door_takes_them() -> None:
+    """`pytest --help` said "what min-gain requires" and "with shard:", and `evomemory
+    run --help` capped the cost "across xdist workers": a help names another option
+    only as its door spells it (``--evomemory-min-gain`` / ``--min-gain``), and the
+    help of an option one door refuses says so."""
+    from pytest_evomemory.options import render
+
+    hyphenated = [option.name for option in OPTIONS if "-" in option.name]
+    for door, prefix in (("pytest", "--evomemory-"), ("cli", "--")):
+        other = "--" if door == "pytest" else "--evomemory-"
+        for option in OPTIONS:
+            text = render(option.help, door)
+            assert "{--" not in text, (door, option.name)
+            bare = [name for name in hyphenated if re.search(rf"(?<![\w-]){name}(?![\w-])", text)]
+            assert not bare, f"{door} help of {option.name} names {bare} without {prefix}"
+            foreign = [name for name in hyphenated if re.search(rf"(?<![\w-]){re.escape(other)}{name}(?![\w-])", text)]
+            assert not foreign, f"{door} help of {option.name} spells {foreign} as the other door does"
+    assert "pytest refuses it" in render(next(o for o in OPTIONS if o.name == "chains").help, "pytest")
+    assert "xdist" not in render(next(o for o in OPTIONS if o.name == "max-cost").help, "cli")
