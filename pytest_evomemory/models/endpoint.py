@@ -70,7 +70,7 @@ def resolve_api_key(config: ModelConfig) -> str:
     if not value.strip():
         raise ConfigError(
             f"model {config.model!r}: the API key is read from the environment variable "
-            f"{name}, which is not set; export {name}=... (or set 'api_key_env: null' in the "
+            f"{name}, which is not set; export {name}=<your key> (or set 'api_key_env: null' in the "
             "agent config's 'model' section for a local server that needs no key)",
             key="model.api_key_env",
         )

@@ -338,7 +338,8 @@ def _replicate_lines(plan: PlanView, end: EndView) -> list[Line]:
 
     lines += [Line.of(line) for line in format_replicates(end.replicate_comparison)]
     lines += _gain_lines(plan, end)
-    lines += [Line.of(f"comparison: {path}") for path in end.replicate_files]
+    # pages as "comparison:", their JSON as "comparison data:", as a single comparison's two lines
+    lines += [Line.of(f"comparison{' data' if path.suffix == '.json' else ''}: {path}") for path in end.replicate_files]
     return lines
 
 

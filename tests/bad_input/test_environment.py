@@ -54,6 +54,8 @@ def test_a_missing_key_variable_is_named(monkeypatch: pytest.MonkeyPatch) -> Non
     with pytest.raises(ConfigError, match=f"environment variable {KEY_VARIABLE}, which is not set; export") as caught:
         check_model_environment(_model())
     assert caught.value.key == "model.api_key_env"
+    # what the terminal shows passes redaction: it must still say what to type (it said `export KEY=***`)
+    assert f"export {KEY_VARIABLE}=<your key> (or" in redact(str(caught.value))
 
 
 def test_a_key_that_cannot_be_a_header_is_named(monkeypatch: pytest.MonkeyPatch) -> None:

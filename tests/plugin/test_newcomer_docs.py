@@ -297,3 +297,22 @@ def test_every_config_key_the_pages_name_exists() -> None:
         elif part not in _RunFile.model_fields:
             problems.append(f"{where}: {key}")
     assert not problems, f"config keys the pages name that the config models do not have: {problems}"
+
+
+def test_a_part_swapped_on_the_command_line_is_named_from_the_working_directory() -> None:
+    """A path given on the command line is relative to the working directory
+    (docs/configuration.md, "Relative paths"), the repository root where the pages run
+    pytest: the README swapped the agent with ``--evomemory-set
+    agent=../agents/tiny_openai_exprag.yaml``, a path from the run config's directory,
+    which the run refused as a file beside the repository."""
+    shipped = REPO / "pytest_evomemory" / "configs"
+    wrong = []
+    for where, setting in _mentions(r"(?:--evomemory-set[= ]|--set[= ])((?:agent|memory|benchmark)=[^\s`'\"]+)"):
+        value = setting.partition("=")[2]
+        if "/" not in value and not value.endswith((".yaml", ".yml")):
+            continue  # a built-in part's name (memory=mem0)
+        if not value.startswith("configs/") or not (
+            (shipped / value.removeprefix("configs/")).is_file() or Path(value).name in USER_FILES
+        ):
+            wrong.append(f"{where}: {setting}")
+    assert not wrong, f"parts given on the command line that are not paths from the repository root: {wrong}"

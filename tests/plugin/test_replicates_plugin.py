@@ -38,6 +38,9 @@ def test_replicates_run_as_arms_with_their_own_memory(pytester: pytest.Pytester,
     document = json.loads((rep / "replicates.json").read_text(encoding="utf-8"))
     assert document["arms"][0]["overall"]["accuracies"] == [14 / 24, 14 / 24]
     assert "2 replicate(s), seeds 0, 1" in output
+    # the files named as a single comparison names its two: the page, then its data
+    assert f"comparison: {rep.resolve() / 'replicates.html'}" in output
+    assert f"comparison data: {rep.resolve() / 'replicates.json'}" in output
     # the JSON report: every replicate an arm, and the comparison across them
     report = json.loads((pytester.path / "report.json").read_text(encoding="utf-8"))
     assert_json_report_valid(report)
