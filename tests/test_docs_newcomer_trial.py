@@ -110,3 +110,26 @@ def test_each_doors_help_spells_the_options_it_names_as_that_door_takes_them() -
             assert not foreign, f"{door} help of {option.name} spells {foreign} as the other door does"
     assert "pytest refuses it" in render(next(o for o in OPTIONS if o.name == "chains").help, "pytest")
     assert "xdist" not in render(next(o for o in OPTIONS if o.name == "max-cost").help, "cli")
+
+
+def test_the_local_model_page_quotes_the_readmes_measured_main_job() -> None:
+    """docs/local-model.md's table of the embedded model's scores said 13/24 for the
+    memory arm while the README's measured run (and a rerun from the wheel) gets 11/24:
+    both pages quote one run, arm by arm and stream by stream."""
+    correct: dict[str, dict[str, int]] = {}
+    arm = ""
+    for line in README.splitlines():
+        heading = re.fullmatch(r"=+ evomemory: (\w+) =+", line)
+        if heading:
+            arm = heading.group(1)
+        row = re.match(r"(sample_facts|sample_choice|overall) +\d+ +(\d+) ", line)
+        if arm and row and " vs " not in line:
+            correct.setdefault(arm, {})[row.group(1)] = int(row.group(2))
+    page = (REPO / "docs" / "local-model.md").read_text(encoding="utf-8")
+    arms = {"control": "sample_tinyagent_local_no_memory", "memory": "sample_tinyagent_local",
+            "recent": "sample_exprecent_local", "model-free recall baseline": "sample_memory"}
+    for label, name in arms.items():
+        row = re.search(rf"^\| {re.escape(label)}\b[^|]*\| (\d+)/12 \| (\d+)/12 \| (\d+)/24 \|", page, re.M)
+        assert row, f"docs/local-model.md has no row for the {label} arm"
+        quoted = dict(zip(("sample_facts", "sample_choice", "overall"), map(int, row.groups())))
+        assert quoted == correct[name], (label, quoted, correct[name])
