@@ -5,6 +5,7 @@ agree with what the product does. Pure text checks, milliseconds."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import re
 from pathlib import Path
@@ -133,3 +134,22 @@ def test_the_local_model_page_quotes_the_readmes_measured_main_job() -> None:
         assert row, f"docs/local-model.md has no row for the {label} arm"
         quoted = dict(zip(("sample_facts", "sample_choice", "overall"), map(int, row.groups())))
         assert quoted == correct[name], (label, quoted, correct[name])
+
+
+def _parsers(parser: argparse.ArgumentParser, name: str = "evomemory") -> list[tuple[str, argparse.ArgumentParser]]:
+    """``parser`` and every subcommand's parser under it, by their command line."""
+    found = [(name, parser)]
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child, sub in action.choices.items():
+                found += _parsers(sub, f"{name} {child}")
+    return found
+
+
+def test_every_commands_help_renders_as_written() -> None:
+    """`evomemory power --help` printed "80%% power": argparse %-formats help strings
+    but not a description, so a doubled % showed as typed. Every command's help reads
+    with single % signs and no unfilled option placeholder."""
+    for name, parser in _parsers(build_parser()):
+        text = parser.format_help()
+        assert "%%" not in text and "{--" not in text, f"`{name} --help`:\n{text}"

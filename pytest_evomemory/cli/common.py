@@ -13,9 +13,11 @@ PROG = "evomemory"
 USAGE_ERROR = 2
 
 
-def usage_line(message: str) -> str:
-    """A usage error as every command prints it: one line, pointing at ``--help``."""
-    return f"{PROG}: error: {message} (see '{PROG} --help')\n"
+def usage_line(message: str, command: str = "") -> str:
+    """A usage error as every command prints it: one line, pointing at the ``--help``
+    of the command it is about (``evomemory compare --help``), as argparse's own are."""
+    prog = f"{PROG} {command}".strip()
+    return f"{prog}: error: {message} (see '{prog} --help')\n"
 
 
 def refuse_run_output(path: Path, *, own: Sequence[Path] = ()) -> None:

@@ -72,7 +72,7 @@ def main(args: argparse.Namespace) -> int:
     from ..reporting.terminal import format_comparison
 
     if len(args.run_dirs) < 2:
-        sys.stderr.write(usage_line("compare needs at least two run directories"))
+        sys.stderr.write(usage_line("give at least two run directories to compare", "compare"))
         return USAGE_ERROR
     try:
         requires = min_gain_by(args)  # refused before anything is written

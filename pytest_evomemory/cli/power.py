@@ -25,7 +25,7 @@ def add_parser(commands: Any) -> None:
         "power",
         help="how many tasks and replicates it takes to detect a gain (before a run)",
         description="Before a run: how many tasks and replicates it takes to detect a gain of POINTS percentage "
-        "points over a baseline with 80%% power at two-sided alpha 0.05 (a paired comparison of two arms on the "
+        "points over a baseline with 80% power at two-sided alpha 0.05 (a paired comparison of two arms on the "
         "same tasks; the normal approximation of Miller 2024, arXiv:2411.00640). The variance of a task's "
         "difference is split between tasks (difficulty: only more tasks help) and seeds (more replicates help); "
         "a pilot run's replicates.json reports the split (variance.seed_share). docs/statistics.md, 'Power'.",

@@ -93,7 +93,7 @@ def test_a_comparison_names_every_method_and_counts_a_failed_task_as_wrong(
         (["report"], "the following arguments are required: RUN_DIR"),
         (["report", "{missing}"], "is not a directory"),
         (["report", "{empty}"], "has no summary.json"),
-        (["compare", "{a}"], "compare needs at least two run directories"),
+        (["compare", "{a}"], "evomemory compare: error: give at least two run directories to compare (see 'evomemory compare --help')"),
         (["compare", "{a}", "{missing}"], "is not a directory"),
         (["compare", "{a}", "{a}", "--labels", "x"], "--labels has 1 label(s) for 2 run directories"),
         (["compare", "{a}", "{a}", "--labels", "x,"], "--labels contains an empty label"),
