@@ -414,6 +414,7 @@ def arm_lines(arm: ArmView, compare_dir: Path | None = None) -> list[Line]:
         lines.append(Line.of(f"report: {arm.run_dir / 'report.html'}"))
         if compare_dir is not None:
             lines.append(Line.of(f"comparison: {arm.run_dir / 'compare.html'} ({compare_dir} vs this run)"))
+            lines.append(Line.of(f"comparison data: {arm.run_dir / 'compare.json'}"))
     return lines
 
 

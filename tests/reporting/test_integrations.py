@@ -142,6 +142,13 @@ def test_a_pytest_run_leaves_report_html_in_the_run_directory(pytester: pytest.P
 def test_evomemory_compare_option_writes_the_comparison_after_the_run(pytester: pytest.Pytester) -> None:
     baseline = run_sample(pytester, SAMPLE_NO_MEMORY_RUN, "no_memory")
     run_dir = run_sample(pytester, SAMPLE_MEMORY_RUN, "memory", f"--evomemory-compare={baseline}")
+    # the terminal names both files, as a session of arms does
+    printed = pytester.runpytest(
+        f"--evomemory-config={SAMPLE_MEMORY_RUN}", "--evomemory-output-dir=memory", "-p", "no:randomly",
+        f"--evomemory-compare={baseline}",
+    ).stdout.str()
+    assert f"comparison: {run_dir.resolve() / 'compare.html'} (" in printed
+    assert f"comparison data: {run_dir.resolve() / 'compare.json'}" in printed
     tree = parse_html((run_dir / "compare.html").read_text(encoding="utf-8"))
     for svg in tree.find_all("svg", "curve"):
         assert [g.attrs["data-run"] for g in svg.find_all("g", "series")] == ["sample_no_memory", "sample_memory"]
