@@ -58,9 +58,13 @@ def missing_extra(spec: MemoryBackend) -> str | None:
     absent = [module for module in spec.requires if importlib.util.find_spec(module) is None]
     if not absent:
         return None
+    if len(absent) == 1:
+        what, verb, them = absent[0], "is", "it"
+    else:  # "needs mem0 and qdrant_client, which are not installed"
+        what, verb, them = f"{', '.join(absent[:-1])} and {absent[-1]}", "are", "them"
     return (
-        f"memory backend {spec.name!r} needs {', '.join(absent)}, which is not installed; "
-        f"install it with: pip install 'pytest-evomemory[{spec.extra or spec.name}]'"
+        f"memory backend {spec.name!r} needs {what}, which {verb} not installed; "
+        f"install {them} with: pip install 'pytest-evomemory[{spec.extra or spec.name}]'"
     )
 
 

@@ -249,6 +249,26 @@ def test_a_missing_extra_is_one_line_and_exit_4_before_any_task(
     assert not (tmp_path / "out" / "scores.jsonl").exists()
 
 
+def test_a_missing_extra_names_every_absent_module_in_one_sentence() -> None:
+    """A fresh venv lacks both of mem0's modules: the line said "needs mem0,
+    qdrant_client, which is not installed"."""
+    from dataclasses import replace
+
+    from pytest_evomemory.memory.factory import MEMORY_BACKENDS, missing_extra
+
+    spec = MEMORY_BACKENDS.get("mem0")
+    two = replace(spec, requires=("evomemory_absent_a", "evomemory_absent_b"))
+    assert missing_extra(two) == (
+        "memory backend 'mem0' needs evomemory_absent_a and evomemory_absent_b, which are not installed; "
+        "install them with: pip install 'pytest-evomemory[mem0]'"
+    )
+    one = replace(spec, requires=("json", "evomemory_absent_a"))
+    assert missing_extra(one) == (
+        "memory backend 'mem0' needs evomemory_absent_a, which is not installed; "
+        "install it with: pip install 'pytest-evomemory[mem0]'"
+    )
+
+
 def test_two_arms_sharing_a_mem0_store_are_refused_before_any_task(
     write_run_config: Any, capsys: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
