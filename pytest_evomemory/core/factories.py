@@ -27,7 +27,8 @@ def load_factory(reference: str, what: str) -> Callable[..., Any]:
     except ImportError as error:
         raise ConfigError(
             f"{what} factory {reference!r}: cannot import module {module_name!r} ({error}); "
-            "is it installed or on sys.path (e.g. in your repository's root)?"
+            "add its directory to pytest's pythonpath setting (a module in your repository's root: "
+            "pythonpath = [\".\"] under [tool.pytest.ini_options]; evomemory run reads it too), or install it"
         ) from None
     except (Exception, SystemExit) as error:  # the user's module raised (or exited) while being imported
         raise ConfigError(

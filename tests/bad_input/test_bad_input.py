@@ -46,7 +46,9 @@ EXPECTED = {
     "stream_file_not_an_object.yaml": "array.jsonl, line 1: expected a JSON object",
     "stream_file_path_traversal.yaml": "must be a .jsonl file",
     "stream_name_with_slash.yaml": "key 'files.0.name'",
-    "agent_factory_not_importable.yaml": "cannot import module 'no_such_package.agents'",
+    "agent_factory_not_importable.yaml": "cannot import module 'no_such_package.agents' (No module named "
+    "'no_such_package'); add its directory to pytest's pythonpath setting (a module in your repository's root: "
+    "pythonpath = [\".\"] under [tool.pytest.ini_options]",
     "memory_factory_not_callable.yaml": "has no callable '__doc__'",
     "choices_not_strings.yaml": "'choices' must be a list of strings",
     "output_dir_wrong_type.yaml": "key 'output_dir'",
