@@ -132,7 +132,7 @@ def test_the_local_model_page_quotes_the_readmes_measured_main_job() -> None:
     for label, name in arms.items():
         row = re.search(rf"^\| {re.escape(label)}\b[^|]*\| (\d+)/12 \| (\d+)/12 \| (\d+)/24 \|", page, re.M)
         assert row, f"docs/local-model.md has no row for the {label} arm"
-        quoted = dict(zip(("sample_facts", "sample_choice", "overall"), map(int, row.groups())))
+        quoted = dict(zip(("sample_facts", "sample_choice", "overall"), map(int, row.groups()), strict=True))
         assert quoted == correct[name], (label, quoted, correct[name])
 
 
