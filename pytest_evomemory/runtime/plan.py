@@ -177,7 +177,10 @@ class SessionPlan:
             list(resume.arm_configs) if resume is not None else list(configs)
         )
         if not paths:
-            raise ConfigError(f"no run config: give {flags('config')}=PATH (or a built-in config's name)")
+            raise ConfigError(
+                f"no run config: give {flags('config')}=PATH (or a built-in config's name), or set "
+                "evomemory_config in your pytest settings ([tool.pytest.ini_options] of pyproject.toml)"
+            )
         run_configs = [
             load_run_config(path, options.settings).with_overrides(
                 limit=options.limit, streams=options.streams

@@ -70,6 +70,9 @@ def test_usage_errors_exit_4_before_anything_runs(project: Path, capsys: pytest.
     assert evomemory(["run", "--config", "run.yaml", "--min-accuracy", "lots"]) == 4
     assert evomemory(["run", "--resume", "nowhere"]) == 4
     assert "Traceback" not in capsys.readouterr().err
+    # no --config and no ini config: both ways to give one are named (the command reads the ini)
+    assert evomemory(["run", "-q"]) == 4
+    assert "or set evomemory_config in your pytest settings" in capsys.readouterr().err
     assert not (project / "evomemory-results").exists()
 
 
