@@ -7,7 +7,8 @@ exactly the code a run uses (:mod:`pytest_evomemory.streams.evomemory`, and for
 file that passes ``verify`` is a file the run accepts. LoCoMo's ten conversations
 live in one pinned file: each selected conversation gets its line, naming that file.
 
-Exit status: 0 every selected stream is in place and accepted; 1 at least one is
+Exit status of fetch and verify (where exits 0 whatever it finds, 2 on a usage error):
+0 every selected stream is in place and accepted; 1 at least one is
 missing, refused (its hash differs from the pin or from the recorded one, or it does
 not parse) or could not be downloaded, one line on stderr per stream; 2 usage error
 (unknown stream, unreadable run config, a benchmark without upstream files).
@@ -45,8 +46,8 @@ def add_parser(commands: Any) -> None:
         description="The upstream files of the evomemory_single_turn streams, or of LoCoMo's conversations "
         "(--benchmark locomo): download them into the "
         "cache (fetch), check their hashes without network (verify), or print where they live (where). "
-        "Exit status: 0 all selected streams are fine, 1 a file is missing, refused or failed to "
-        "download, 2 usage error.",
+        "Exit status of fetch and verify: 0 all selected streams are fine, 1 a file is missing, refused or "
+        "failed to download; where exits 0 whatever it finds (it prints present or missing); 2 usage error.",
     )
     actions = data.add_subparsers(dest="data_command", metavar="ACTION", required=True)
     for name, text in (
