@@ -150,8 +150,8 @@ OPTIONS: tuple[Option, ...] = (
     ),
     Option(
         "shard", metavar="I/N", kind="shard",
-        help="run only shard I of N: a deterministic share of the session's streams (each stream with all "
-        "its arms), balanced by expected model calls; run every I on its own machine or job, then "
+        help="run only shard I of N: a deterministic share of the session's cells (by default each stream with "
+        "all its arms; {--shard-by}), balanced by expected model calls; run every I on its own machine or job, then "
         "'evomemory merge' their output directories (docs/scale.md)",
     ),
     Option(
