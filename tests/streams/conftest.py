@@ -248,6 +248,10 @@ class FakeHub:
     tokens: set[str] = field(default_factory=lambda: {GOOD_TOKEN})
     requests: list[tuple[str, str]] = field(default_factory=list)
     url: str = ""
+    #: File name -> how its download misbehaves: ``"500"`` (a server error), ``"cut"``
+    #: (the connection closes halfway through the announced body), ``"html"`` (a
+    #: login page served as the file, status 200).
+    faults: dict[str, str] = field(default_factory=dict)
 
     def put(self, stream: HubStream, content: bytes) -> None:
         source = stream.source
@@ -271,7 +275,12 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             pass
 
         def _send(
-            self, status: int, body: bytes = b"", headers: dict[str, str] | None = None, head: bool = False
+            self,
+            status: int,
+            body: bytes = b"",
+            headers: dict[str, str] | None = None,
+            head: bool = False,
+            cut: bool = False,
         ) -> None:
             self.send_response(status)
             for key, value in (headers or {}).items():
@@ -279,7 +288,9 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             if not head:
-                self.wfile.write(body)
+                self.wfile.write(body[: len(body) // 2] if cut else body)
+            if cut:
+                self.close_connection = True
 
         def _error(self, status: int, code: str, message: str, head: bool) -> None:
             body = json.dumps({"error": message}).encode()
@@ -353,6 +364,11 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
             content = hub.files.get((repo, filename))
             if content is None:
                 return self._error(404, "EntryNotFound", f"{filename} does not exist", head)
+            fault = hub.faults.get(filename)
+            if fault == "500":
+                return self._error(500, "", "Internal Server Error", head)
+            if fault == "html":
+                content = b"<!DOCTYPE html><html><body>Sign in to continue</body></html>\n"
             etag = hashlib.sha256(content).hexdigest()
             self._send(
                 200,
@@ -364,6 +380,7 @@ def _handler(hub: FakeHub) -> type[BaseHTTPRequestHandler]:
                     "Accept-Ranges": "bytes",
                 },
                 head,
+                cut=fault == "cut",
             )
 
         def do_HEAD(self) -> None:
@@ -382,7 +399,16 @@ def pin_to(monkeypatch: pytest.MonkeyPatch, name: str, content: bytes | None) ->
     stream = catalog.STREAMS[name]
     size = None if content is None else len(content)
     digest = None if content is None else hashlib.sha256(content).hexdigest()
-    changed = replace(stream, source=replace(stream.source, size=size, sha256=digest))
+    changed = replace(stream, source=replace(stream.source, size=size, sha256=digest, rows=None))
+    monkeypatch.setitem(catalog.STREAMS, name, changed)
+    return changed
+
+
+def count_to(monkeypatch: pytest.MonkeyPatch, name: str, rows: int | None) -> HubStream:
+    """Replace the catalog's record count of ``name`` (``None``: not checked): the
+    invented files hold a few records, the genuine ones hundreds."""
+    stream = catalog.STREAMS[name]
+    changed = replace(stream, source=replace(stream.source, rows=rows))
     monkeypatch.setitem(catalog.STREAMS, name, changed)
     return changed
 
@@ -392,11 +418,13 @@ def hub(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeHub]:
     """A running hub stand-in holding all four upstream files; the environment points
     huggingface_hub and the data dir at it and at ``tmp_path``. The streams pinned
     by hash upstream (GPQA, MMLU-Pro) are pinned to the invented files; AIME and
-    APIBench stay unpinned, as in the catalog."""
+    APIBench stay unpinned, as in the catalog, and no stream's record count is checked."""
     state = FakeHub()
     for name, content in upstream_files().items():
         if catalog.STREAMS[name].source.pinned:
             pin_to(monkeypatch, name, content)
+        else:
+            count_to(monkeypatch, name, None)
         state.put(catalog.STREAMS[name], content)
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
     server.daemon_threads = True

@@ -14,7 +14,7 @@ from pytest_evomemory.cli import main
 from pytest_evomemory.streams.evomemory.catalog import STREAM_ORDER, STREAMS
 from pytest_evomemory.streams.evomemory.materialize import manifest_path, stream_file
 
-from .conftest import FakeHub, upstream_files
+from .conftest import AIME_RECORDS, FakeHub, parquet_bytes, upstream_files
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -141,13 +141,16 @@ def test_missing_action_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> 
 
 
 def test_the_console_command(hub: FakeHub, data_dir: Path) -> None:
-    """As CI runs it: a separate process, configured only by the environment."""
+    """As CI runs it: a separate process, configured only by the environment (so with
+    the catalog's own record count: the stand-in serves 30 invented AIME rows)."""
+    thirty = [dict(AIME_RECORDS[index % 3], id=100 + index) for index in range(30)]
+    hub.put(STREAMS["aime_2024"], parquet_bytes(thirty))
     env = dict(os.environ, PYTHONPATH=str(REPO))
     command = [sys.executable, "-m", "pytest_evomemory.cli", "data", "fetch", "--stream", "aime_2024"]
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.startswith("aime_2024\tunverified") and result.stderr == ""
-    assert stream_file(STREAMS["aime_2024"], data_dir).read_bytes() == upstream_files()["aime_2024"]
+    assert stream_file(STREAMS["aime_2024"], data_dir).read_bytes() == parquet_bytes(thirty)
 
 
 def test_the_benchmarks_with_upstream_files_come_from_the_registry(

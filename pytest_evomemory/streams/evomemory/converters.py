@@ -45,6 +45,18 @@ def _text(record: Record, key: str, where: str) -> str:
     return value
 
 
+def _source_id(record: Record, key: str, where: str) -> str:
+    """A record's own id as task-id text. An integral float (a column of ids re-saved as
+    doubles, 60 -> 60.0) is read as the integer it holds, so the ids, and with them
+    resume and paired comparisons, do not change with the file's column type."""
+    value = record.get(key)
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if value is None or isinstance(value, bool | float | list | dict) or str(value).strip() == "":
+        raise DataError(f"{where}: field {key!r} must be an id (an integer or text), got {value!r}")
+    return str(value)
+
+
 def _scalar(value: Any) -> Any:
     """Metadata must stay JSON-friendly: numbers and strings pass, others become text."""
     return value if value is None or isinstance(value, str | int | float | bool) else str(value)
@@ -57,13 +69,12 @@ def convert_aime(records: Sequence[Record], out: Converting) -> None:
     """The problem text as the prompt, the integer answer string as the target."""
     for index, record in enumerate(records):
         where = f"stream {out.name!r}: record {index}"
-        task_id = record.get("id")
-        if task_id is None or str(task_id) == "":
-            raise DataError(f"{where}: field 'id' is empty")
+        task_id = _source_id(record, "id", where)
         answer = record.get("answer")
         if answer is None or str(answer).strip() == "":
             raise DataError(f"{where}: field 'answer' is empty")
-        metadata = {"source_id": _scalar(task_id)}
+        raw_id = record.get("id")
+        metadata = {"source_id": _scalar(int(raw_id) if isinstance(raw_id, float) else raw_id)}
         for key in ("year", "url"):
             if key in record:
                 metadata[key] = _scalar(record[key])
@@ -72,9 +83,10 @@ def convert_aime(records: Sequence[Record], out: Converting) -> None:
             metadata["difficulty"] = number
         out.add(
             record,
-            task_id=str(task_id),
+            task_id=task_id,
             prompt=_text(record, "problem", where).strip(),
-            target=answer if isinstance(answer, str) else str(answer),
+            # a column of answers re-saved as doubles reads 9.0: the answer is 9
+            target=str(int(answer)) if isinstance(answer, float) and answer.is_integer() else str(answer),
             metadata=metadata,
         )
 
@@ -184,6 +196,8 @@ def mmlu_pro_settings(options: ConvertOptions) -> Mapping[str, Any]:
 def convert_mmlu_pro(records: Sequence[Record], out: Converting) -> None:
     """Source order, filtered by category; options lettered as the source lists them."""
     wanted = mmlu_pro_filter(out.options.mmlu_pro_categories)
+    for index, record in enumerate(records):  # before the filter, which reads every category
+        _text(record, "category", f"stream {out.name!r}: record {index} (question_id {record.get('question_id')!r})")
     if wanted is not None:
         present = {str(record.get("category", "")).casefold() for record in records}
         unknown = sorted(wanted - present)
@@ -212,7 +226,7 @@ def convert_mmlu_pro(records: Sequence[Record], out: Converting) -> None:
         question = _text(record, "question", where).strip()
         out.add(
             record,
-            task_id=str(record["question_id"]),
+            task_id=_source_id(record, "question_id", where),
             prompt=render_choices(question, choices),
             target=chr(ord("A") + answer_at - padding_before),
             choices=choices,

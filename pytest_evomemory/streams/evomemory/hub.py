@@ -60,7 +60,7 @@ class HubAccess:
         """A download failed: without an HTTP status, the connection is what failed."""
         if _status_code(error) is None and _is_transport_error(error):
             self.probed = True
-            self.problem = f"{hub_endpoint()} could not be reached ({type(error).__name__}: {error})"
+            self.problem = transport_problem(error)
 
 
 def probe_hub(timeout: float = PROBE_TIMEOUT_S) -> str | None:
@@ -77,15 +77,36 @@ def probe_hub(timeout: float = PROBE_TIMEOUT_S) -> str | None:
     return None
 
 
+def _chain(error: BaseException) -> list[BaseException]:
+    """``error`` and what it was raised from: huggingface_hub wraps the client's error
+    (a server error on the file's HEAD request surfaces as "not in the local cache")."""
+    chain: list[BaseException] = []
+    seen: BaseException | None = error
+    while seen is not None and seen not in chain:
+        chain.append(seen)
+        seen = seen.__cause__ or seen.__context__
+    return chain
+
+
 def _is_transport_error(error: BaseException) -> bool:
     import httpx2
 
-    seen: BaseException | None = error
-    while seen is not None:  # huggingface_hub may wrap the client's error
-        if isinstance(seen, httpx2.TransportError | ConnectionError | TimeoutError):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
+    return any(isinstance(seen, httpx2.TransportError | ConnectionError | TimeoutError) for seen in _chain(error))
+
+
+def transport_problem(error: BaseException) -> str:
+    """What failed on the wire, in words: the hub not reached at all, or a download
+    that broke off after the hub answered (a cut body, a dropped connection)."""
+    import httpx2
+
+    endpoint = hub_endpoint()
+    cause = next((seen for seen in _chain(error) if isinstance(seen, httpx2.TransportError)), error)
+    detail = f"{type(cause).__name__}: {cause}"
+    if isinstance(cause, httpx2.TransportError) and not isinstance(
+        cause, httpx2.ConnectError | httpx2.ConnectTimeout | httpx2.ProxyError
+    ):
+        return f"the download from {endpoint} broke off ({detail})"
+    return f"{endpoint} could not be reached ({detail})"
 
 
 def hub_offline() -> bool:
@@ -127,6 +148,9 @@ def describe_hub_error(stream: str, source: HubFile, error: BaseException) -> st
 
     prefix = f"stream {stream!r}: cannot download {source.where}"
     status = _status_code(error)
+    # the answer the hub gave, not huggingface_hub's wrapping of it (a 500 on the HEAD
+    # request is raised as LocalEntryNotFoundError, an EntryNotFoundError)
+    error = next((seen for seen in _chain(error) if _own_status(seen) is not None), error)
     has_token = bool(os.environ.get("HF_TOKEN"))
     if isinstance(error, hub_errors.GatedRepoError) or (source.gated and status in {401, 403}):
         if has_token and status == 403:
@@ -154,14 +178,19 @@ def describe_hub_error(stream: str, source: HubFile, error: BaseException) -> st
             "use a private mirror, set HF_TOKEN to a token that can read it"
         )
     if status:
-        return f"{prefix}: the hub answered HTTP {status}; retry later"
+        return f"{prefix}: {hub_endpoint()} answered HTTP {status}; retry later"
     return (
-        f"{prefix}: {hub_endpoint()} could not be reached ({type(error).__name__}: {error}). "
-        "Check the network or HF_ENDPOINT, or set HF_HUB_OFFLINE=1 once the files are in the data dir"
+        f"{prefix}: {transport_problem(error)}. "
+        "Check the network or HF_ENDPOINT and retry, or set HF_HUB_OFFLINE=1 once the files are in the data dir"
     )
 
 
 def _status_code(error: BaseException) -> int | None:
+    """The HTTP status the hub answered, wherever in the chain of errors it is."""
+    return next((code for code in map(_own_status, _chain(error)) if code is not None), None)
+
+
+def _own_status(error: BaseException) -> int | None:
     response = getattr(error, "response", None)
     code = getattr(response, "status_code", None)
     return code if isinstance(code, int) else None

@@ -166,13 +166,31 @@ def check_present(stream: HubStream, data_dir: Path) -> tuple[LocalFile, list[Re
 
 
 def _read(stream: HubStream, path: Path) -> list[Record]:
-    return read_records(stream.source.format, path, stream.fields, stream.optional_fields)
+    records = read_records(stream.source.format, path, stream.fields, stream.optional_fields)
+    expected = stream.source.rows
+    if expected is not None and len(records) != expected:
+        # an unpinned file cut at a line boundary parses: only its length tells
+        raise SourceFormatError(
+            f"it holds {len(records)} records, the genuine file at revision {stream.source.revision[:12]} "
+            f"holds {expected}"
+        )
+    return records
+
+
+def _clear_stale_scratch(stream: HubStream, tmp_root: Path) -> None:
+    """Remove what a killed download of this stream left in ``.tmp``: partial files are
+    never read (each download gets a fresh folder), but would pile up. Safe under the
+    stream's lock, which every download of the stream holds."""
+    for leftover in tmp_root.glob(f"{stream.name}-*"):
+        if leftover.is_dir() and not leftover.is_symlink():
+            shutil.rmtree(leftover, ignore_errors=True)
 
 
 def _download(stream: HubStream, data_dir: Path, target: Path, access: HubAccess) -> tuple[LocalFile, list[Record]]:
     source = stream.source
     tmp_root = data_dir / ".tmp"
     tmp_root.mkdir(parents=True, exist_ok=True)
+    _clear_stale_scratch(stream, tmp_root)
     scratch = Path(tempfile.mkdtemp(prefix=f"{stream.name}-", dir=tmp_root))
     origin = f"the file downloaded from {hub_endpoint()} ({source.where})"
     try:

@@ -35,6 +35,10 @@ class HubFile:
     #: ``None`` means "not known": the file's hash is then recorded, not checked.
     size: int | None = None
     sha256: str | None = None
+    #: How many records the genuine file holds, where verified. Without a pinned hash
+    #: it is what tells a file cut at a line boundary (it still parses) from the whole
+    #: one; ``None``: not known.
+    rows: int | None = None
     #: Gated sets need an accepted licence on the hub and a token (``HF_TOKEN``).
     gated: bool = False
     license: str = ""
@@ -45,6 +49,8 @@ class HubFile:
             raise ValueError(f"{self.repo_id}: revision {self.revision!r} is not a 40-hex commit id")
         if self.sha256 is not None and not _SHA256.fullmatch(self.sha256):
             raise ValueError(f"{self.repo_id}: sha256 {self.sha256!r} is not 64 lower-case hex digits")
+        if self.rows is not None and self.rows < 1:
+            raise ValueError(f"{self.repo_id}: rows must be a positive count, got {self.rows}")
         if (self.sha256 is None) != (self.size is None):
             raise ValueError(f"{self.repo_id}: a pin needs both size and sha256, or neither")
 
