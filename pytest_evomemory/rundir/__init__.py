@@ -71,7 +71,15 @@ from .layout import (
 from .lock import RunLock, SharedErrorCount, remove_claims
 from .paths import check_output_dir, output_path_problem, place_problem
 from .placement import Placement
-from .reader import FinishedRun, RunReader, open_finished_run, read_complete, read_finished_run
+from .reader import (
+    FinishedRun,
+    RunReader,
+    misnamed_scores,
+    open_finished_run,
+    other_run,
+    read_complete,
+    read_finished_run,
+)
 from .resume import ResumeSource, read_resume_source, started_by, with_recorded
 from .resumestate import ResumeState, check_resume_data, event_task, load_resume_state
 from .writer import RunWriter, package_versions, utc_now
@@ -81,8 +89,8 @@ __all__ = [
     "REPORT", "RESERVED_NAMES", "RESPONSES", "RUN_DOCUMENT", "RUN_FILES", "SCHEMA_VERSION", "SCORES", "SIDE_RUN",
     "SUMMARY", "TRANSCRIPTS", "DamagedRecords", "FinishedRun", "Placement", "ResumeSource", "ResumeState", "RunDirError", "RunLock",
     "RunReader", "RunWriter", "SharedErrorCount", "check_output_dir", "check_resume_data", "dumps", "event_task",
-    "holds_a_run", "iter_documents", "iter_jsonl", "load_resume_state", "move_previous_run_aside",
-    "open_finished_run", "output_path_problem", "package_versions", "place_problem", "read_arms_manifest", "read_complete",
+    "holds_a_run", "iter_documents", "iter_jsonl", "load_resume_state", "misnamed_scores", "move_previous_run_aside",
+    "open_finished_run", "other_run", "output_path_problem", "package_versions", "place_problem", "read_arms_manifest", "read_complete",
     "read_finished_run", "read_json", "read_resume_source", "remove_claims", "started_by", "utc_now",
     "with_recorded", "write_arms_manifest",
 ]

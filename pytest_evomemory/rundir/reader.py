@@ -25,6 +25,7 @@ from ..core import boundedread
 from ..core.errors import named
 from ..rundocs import DAMAGED_ADVICE, SCHEMA_VERSION, Response, RunFile, Score, TranscriptEntry
 from ..rundocs.base import DamagedDocument, Doc, problem_line, read
+from ..rundocs.run import task_order_digest
 from ..rundocs.wire import Event, event_or_none
 from ..util.text import shorten
 from .jsonl import DamagedRecords, iter_documents, iter_jsonl, read_json
@@ -130,9 +131,17 @@ def read_run_document(run_dir: Path, purpose: str) -> RunFile:
             f"pytest-evomemory (schema {SCHEMA_VERSION}) cannot continue; upgrade pytest-evomemory, or start a new run"
         )
     try:
-        return RunFile.model_validate(document)
+        run = RunFile.model_validate(document)
     except ValidationError as error:
         raise RunDirError(f"{purpose} {run_dir}: {problem_line(path, error)}") from None
+    # a finished run's summary.json (an unreadable one is only rewritten) must be of
+    # this run: continued under a run.json copied from another run, the records of
+    # one would be summarised under the other's settings
+    summary = read_json(run_dir / SUMMARY)
+    problem = other_run(summary.get("config_fingerprint"), run, run_dir) if summary is not None else None
+    if problem is not None:
+        raise RunDirError(f"{purpose} {run_dir}: {problem}")
+    return run
 
 
 def read_document(path: Path, error: ErrorFactory) -> dict[str, Any]:
@@ -181,12 +190,66 @@ def read_finished_run(directory: Path, error: ErrorFactory) -> tuple[Summary, Ru
     if not isinstance(document.get("streams"), Mapping):
         raise error(f"{summary_path} has no 'streams' object; it is not an evomemory summary")
     run_path = directory / RUN_DOCUMENT
+    run_document = read_document(run_path, error) if run_path.is_file() else {}
+    run_version = run_document.get("schema_version")
+    if isinstance(run_version, int) and run_version > SCHEMA_VERSION:
+        raise error(
+            f"{run_path} has schema version {run_version}, newer than this pytest-evomemory "
+            f"understands ({SCHEMA_VERSION}); upgrade pytest-evomemory"
+        )
     try:
         summary = read(Summary, summary_path, document)
-        run = read(RunFile, run_path, read_document(run_path, error)) if run_path.is_file() else RunFile()
+        run = read(RunFile, run_path, run_document) if run_document else RunFile()
     except DamagedDocument as damaged:
         raise error(str(damaged)) from None
+    problem = other_run(summary.config_fingerprint, run, directory)
+    if problem is not None:
+        raise error(problem)
     return summary, run
+
+
+def other_run(summary_fingerprint: object, run: RunFile, directory: Path) -> str | None:
+    """Why ``directory``'s summary.json and run.json are not of one run (their config
+    fingerprints differ: one was copied in from another run), else None. Read
+    together they would put one run's numbers under another's settings."""
+    recorded = run.config_fingerprint
+    if not (isinstance(summary_fingerprint, str) and summary_fingerprint and recorded):
+        return None  # a document from before fingerprints were recorded
+    if summary_fingerprint == recorded:
+        return None
+    return (
+        f"{directory / SUMMARY} and {directory / RUN_DOCUMENT} are not of one run (config fingerprints "
+        f"{summary_fingerprint[:12]} and {recorded[:12]}): one was copied from another run; {DAMAGED_ADVICE}"
+    )
+
+
+def misnamed_scores(run: RunFile, held: Mapping[str, Mapping[int, str]]) -> str | None:
+    """Why scores that count right still do not name the run's tasks, else None.
+
+    ``held``: each stream's scored task id by position. A stream run to its end has
+    one score per position 0..N-1, and its task ids in position order are the ones
+    run.json's ``streams[].order.tasks_sha256`` digests: a score whose task id was
+    edited, two ids swapped, or a scores file of another order or task set copied in
+    would otherwise be paired with the wrong task by a comparison or a merge."""
+    entries = {str(entry.name): entry for entry in run.streams}
+    for stream, positions in held.items():
+        entry = entries.get(stream)
+        if entry is None:
+            if entries:
+                return f"it holds scores of stream {stream!r}, which {RUN_DOCUMENT} does not list"
+            continue
+        digest, planned = entry.order.tasks_sha256, entry.tasks
+        if not digest or len(positions) != planned:
+            continue  # a stream stopped early (or a run.json from before digests): nothing to check against
+        if set(positions) != set(range(planned)):
+            wrong = min(set(positions) - set(range(planned)))
+            return f"stream {stream!r} has {planned} tasks, but a score of it is at position {wrong}"
+        if task_order_digest(positions[index] for index in range(planned)) != digest:
+            return (
+                f"the task ids of stream {stream!r}, in position order, are not the tasks {RUN_DOCUMENT} records "
+                "(streams[].order.tasks_sha256)"
+            )
+    return None
 
 
 @dataclass(frozen=True)
@@ -207,8 +270,9 @@ class FinishedRun:
         return RunReader(self.run_dir)
 
     def scores(self) -> Iterator[Score]:
-        """scores.jsonl, each record checked, adding up to the summary."""
-        return self._adding_up(self._checked(self.reader.scores), SCORES, _count_score, SCORE_COUNTS)
+        """scores.jsonl, each record checked, adding up to the summary and naming the
+        run's tasks (:func:`misnamed_scores`)."""
+        return self._adding_up(self._naming_tasks(self._checked(self.reader.scores)), SCORES, _count_score, SCORE_COUNTS)
 
     def responses(self) -> Iterator[Response]:
         """responses.jsonl: every agent response, task and feedback turns (adding up
@@ -237,6 +301,17 @@ class FinishedRun:
         problem = records_disagree(self.summary, counted, counts)
         if problem is not None:
             raise self.error(f"{self.run_dir / name} does not add up to its {SUMMARY} ({problem}); {DAMAGED_ADVICE}")
+
+    def _naming_tasks(self, scores: Iterator[Score]) -> Iterator[Score]:
+        """``scores`` as they are read; at their end, one ``error`` when they do not
+        name the run's tasks (:func:`misnamed_scores`)."""
+        held: dict[str, dict[int, str]] = {}
+        for scored in scores:
+            held.setdefault(scored.stream, {})[scored.position] = scored.task_id
+            yield scored
+        problem = misnamed_scores(self.run, held)
+        if problem is not None:
+            raise self.error(f"{self.run_dir / SCORES}: {problem}; {DAMAGED_ADVICE}")
 
     def _checked(self, records: Callable[[], Iterator[Doc]]) -> Iterator[Doc]:
         """Records as :class:`RunReader` reads them (opened at the first one asked
@@ -274,6 +349,6 @@ def _count_response(counted: dict[str, StreamMetrics], response: Response) -> No
 
 
 __all__ = [
-    "FinishedRun", "RunReader", "open_finished_run", "read_complete", "read_document", "read_events",
-    "read_finished_run", "read_run_document",
+    "FinishedRun", "RunReader", "misnamed_scores", "open_finished_run", "other_run", "read_complete", "read_document",
+    "read_events", "read_finished_run", "read_run_document",
 ]

@@ -8,6 +8,8 @@ provider's keys); the rest is the config's (docs/configuration.md).
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable
 from typing import Any, ClassVar, Literal
 
 from pydantic import Field
@@ -101,6 +103,15 @@ class StreamOrder(RunDoc):
     def named(self) -> str:
         """The kind, ``given`` when none was recorded (a run.json from before orders were recorded)."""
         return self.kind or "given"
+
+
+def task_order_digest(task_ids: Iterable[object]) -> str:
+    """SHA-256 of the task ids in order (one per line): equal digests, equal orders
+    (:attr:`StreamOrder.tasks_sha256`; a reader checks a finished stream's scores by it)."""
+    digest = hashlib.sha256()
+    for task_id in task_ids:
+        digest.update(str(task_id).encode("utf-8", "surrogatepass") + b"\n")
+    return digest.hexdigest()
 
 
 class StreamEntry(RunDoc):

@@ -56,7 +56,9 @@ from ..rundir import (
     check_output_dir,
     event_task,
     iter_jsonl,
+    misnamed_scores,
     move_previous_run_aside,
+    other_run,
     read_arms_manifest,
     read_complete,
     utc_now,
@@ -186,6 +188,9 @@ def read_shard(directory: Path) -> ShardRun:
                 f"{reader.run_path} is damaged (not a JSON object): the file was edited or cut; run that "
                 "shard again" if damaged else f"{run_dir}: no {RUN_DOCUMENT}; the shard did not start this arm"
             ])
+        newer = _newer_schema(reader.run_path, raw)
+        if newer is not None:
+            raise MergeRefused([newer])
         if SHARD_FIELD not in raw:
             raise MergeRefused([
                 f"{run_dir}: its {RUN_DOCUMENT} records no shard: a run of the whole session, not a shard "
@@ -203,7 +208,7 @@ def read_shard(directory: Path) -> ShardRun:
         # an arm by its label, as the plan names it (a replicate's run name is its arm's)
         name = arm or str(document.run.name or arm)
         documents[name] = document
-        summaries[name] = _read(Summary, reader.summary_path, reader.recorded_summary())
+        summaries[name] = _read_summary(reader, document)
         if arm == "":
             arm_dirs = {name: run_dir}
     assert found is not None
@@ -537,7 +542,10 @@ def read_shard_records(shard: ShardRun, name: str) -> ShardRecords:
         scores = read_complete(source / SCORES, Score, ("stream", "task_id", "position"))
         events = reader.events()
         transcripts = {  # copied as they are: checked before
-            stream: len(read_complete(reader.transcript_path(stream), TranscriptEntry, ("task_id", "kind")))
+            stream: Counter(
+                (entry.task_id, entry.kind)
+                for entry in read_complete(reader.transcript_path(stream), TranscriptEntry, ("task_id", "kind"))
+            )
             for stream in shard.plan.streams_of(shard.index, name)
         }
     except RunDirError as error:
@@ -546,10 +554,12 @@ def read_shard_records(shard: ShardRun, name: str) -> ShardRecords:
     if summary is not None:
         disagree = records_disagree(summary, summarize(list(summary.streams), [outcome(s) for s in scores], responses))
         stimuli = Counter(response.stream for response in responses)
-        short = next((stream for stream, held in transcripts.items() if held != stimuli[stream]), None)
+        short = next((stream for stream, held in transcripts.items() if held.total() != stimuli[stream]), None)
         if disagree is None and short is not None:
-            disagree = (f"{TRANSCRIPTS}/{short}.jsonl holds {transcripts[short]} turns, {RESPONSES} "
+            disagree = (f"{TRANSCRIPTS}/{short}.jsonl holds {transcripts[short].total()} turns, {RESPONSES} "
                         f"{stimuli[short]} of stream {short!r}")
+        if disagree is None:
+            disagree = _misnamed(shard.documents[name], scores, responses, transcripts)
         if disagree is not None:
             raise MergeRefused([
                 f"{shard.label}: the records in {source} do not add up to its {SUMMARY} ({disagree}); "
@@ -561,6 +571,58 @@ def read_shard_records(shard: ShardRun, name: str) -> ShardRecords:
         [record for record in scores if owner.get(record.stream) == shard.index],
         [event for event in events if owner.get(event_task(event)[0]) == shard.index],
     )
+
+
+def _newer_schema(path: Path, document: Mapping[str, Any]) -> str | None:
+    """Why a shard's document cannot be merged by this version: a newer plugin wrote
+    it (its records may mean something else), else None."""
+    version = document.get("schema_version")
+    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
+        return (f"{path} has schema version {version}, newer than this pytest-evomemory understands "
+                f"({SCHEMA_VERSION}); merge with the version that ran the shards")
+    return None
+
+
+def _read_summary(reader: RunReader, document: RunFile) -> Summary | None:
+    """A shard arm's summary.json (None: the shard has not finished it); one that is
+    damaged, of a newer schema or of another run is refused, not read as "still
+    running" (a summary is written whole: it is never torn by a killed run)."""
+    raw = reader.recorded_summary()
+    path = reader.summary_path
+    if raw is None:
+        if path.exists() or path.is_symlink():
+            raise MergeRefused([f"{path} is damaged (not a JSON object): the file was edited or cut; run that shard again"])
+        return None
+    newer = _newer_schema(path, raw)
+    if newer is not None:
+        raise MergeRefused([newer])
+    summary = _read(Summary, path, raw)
+    problem = other_run(summary.config_fingerprint, document, reader.run_dir) if summary is not None else None
+    if problem is not None:
+        raise MergeRefused([problem])
+    return summary
+
+
+def _misnamed(run: RunFile, scores: Sequence[Score], responses: Sequence[Response], transcripts: Mapping[str, Counter[tuple[str, str]]]) -> str | None:
+    """Why records that count right still name the wrong tasks: scores that are not
+    the run's tasks (:func:`..rundir.misnamed_scores`), a task or feedback turn of a
+    task with no score, or a transcript whose turns are not the responses' (another
+    stream's or another run's file copied in); else None."""
+    held: dict[str, dict[int, str]] = {}
+    for scored in scores:
+        held.setdefault(scored.stream, {})[scored.position] = scored.task_id
+    problem = misnamed_scores(run, held)
+    if problem is not None:
+        return f"{SCORES}: {problem}"
+    turns: dict[str, Counter[tuple[str, str]]] = {}
+    for response in responses:
+        if response.kind != "ingestion" and response.task_id not in held.get(response.stream, {}).values():
+            return f"{RESPONSES} holds a {response.kind} turn of {response.stream!r} {response.task_id!r}, a task with no score"
+        turns.setdefault(response.stream, Counter())[(response.task_id, response.kind)] += 1
+    for stream, entries in transcripts.items():
+        if entries != turns.get(stream, Counter()):
+            return f"the turns in {TRANSCRIPTS}/{stream}.jsonl are not those {RESPONSES} records for stream {stream!r}"
+    return None
 
 
 def _read(model: type[Doc], path: Path, value: object) -> Doc | None:

@@ -23,7 +23,6 @@ order differs from the interrupted run's is refused (:func:`check_resume_order`)
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -35,6 +34,7 @@ from ..core.errors import ConfigError, ReportError, named
 from ..core.types import BenchmarkSample
 from ..rundir import RunDirError, open_finished_run
 from ..rundocs import RunFile, StreamOrder
+from ..rundocs.run import task_order_digest
 from ..streams import Stream
 
 #: Where each built-in stream's own difficulty comes from (``metadata.difficulty``,
@@ -158,14 +158,6 @@ def _reference_difficulties(config: BenchmarkConfig, base_dir: Path, source: str
         for scored in scores:
             solved.setdefault((scored.stream, scored.task_id), []).append(scored.correct and not scored.error)
     return {key: 1.0 - sum(outcomes) / len(outcomes) for key, outcomes in solved.items()}
-
-
-def task_order_digest(task_ids: Any) -> str:
-    """SHA-256 of the task ids in order (one per line): equal digests, equal orders."""
-    digest = hashlib.sha256()
-    for task_id in task_ids:
-        digest.update(str(task_id).encode("utf-8", "surrogatepass") + b"\n")
-    return digest.hexdigest()
 
 
 def check_resume_order(
