@@ -83,8 +83,9 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream]) -> ResumeState:
     """
     resume = named("resume")
     document = read_run_document(run_dir, resume)
-    # A score edited or damaged by hand (a task id that is a list) is treated like a
-    # torn line: its episode is incomplete and runs again; so is an event that names
+    # A score edited or damaged by hand (a task id that is a list, or an id that is
+    # not its position's) is treated like a torn line: its episode is incomplete and
+    # runs again (said before the resume runs); so is an event that names
     # no task (a failure that is a string). A response cannot be left out so: its
     # episode would count as complete without it (a turn fewer), so it is refused, as
     # is a line that is no record or a record given twice (:func:`iter_jsonl`).
@@ -110,7 +111,19 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream]) -> ResumeState:
     state = ResumeState(document=document)
     for stream in streams:
         position_of = {sample.task_id: sample.position for sample in stream.samples}
-        scored = {s.task_id: s for s in scores if s.stream == stream.name}
+        scored: dict[str, Score] = {}
+        for record in scores:
+            if record.stream != stream.name:
+                continue
+            at = position_of.get(record.task_id)
+            if at is not None and at != record.position:
+                # an id edited or swapped: kept, the score would be another task's result
+                state.notes.append(
+                    f"{run_dir / SCORES}: the score of {stream.name!r} {record.task_id!r} is at position "
+                    f"{record.position}, the task's is {at} (the file was edited); that episode runs again"
+                )
+                continue
+            scored[record.task_id] = record
         fed_back = {r.task_id for r in responses if r.stream == stream.name and r.kind == "feedback"}
         ended = {task for name, task in map(event_task, events) if name == stream.name}
         done = 0

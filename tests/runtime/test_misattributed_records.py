@@ -163,3 +163,26 @@ def test_the_undamaged_runs_are_read_and_merged(runs: Path, tmp_path: Path, caps
     assert {key: merged[key] for key in ("tasks", "correct", "stimuli")} == {
         key: whole[key] for key in ("tasks", "correct", "stimuli")
     }
+
+
+def test_a_resume_runs_again_the_episodes_whose_scores_name_another_position(
+    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An interrupted run whose scores.jsonl had two ids swapped: the resume kept
+    each score under the id it carried (one task's result counted as the other's);
+    now those episodes run again, said before the resume runs, and the resumed run
+    has the uninterrupted run's scores."""
+    work = _copy(runs, tmp_path)
+    (work / "a" / "summary.json").unlink()  # interrupted
+    _edit_lines(work / "a" / "scores.jsonl", _swap_first_two)
+    capsys.readouterr()
+    assert evomemory(["run", "--resume", str(work / "a")]) == 0
+    out = capsys.readouterr()
+    assert "is at position 1, the task's is 0 (the file was edited); that episode runs again" in out.out + out.err
+
+    def outcomes(run: Path) -> list[tuple[object, ...]]:
+        lines = (run / "scores.jsonl").read_text(encoding="ascii").splitlines()
+        return sorted((r["stream"], r["task_id"], r["position"], r["correct"]) for r in map(json.loads, lines))
+
+    assert outcomes(work / "a") == outcomes(runs / "a")
+    assert evomemory(["report", str(work / "a"), "-o", str(tmp_path / "r.html")]) == 0
