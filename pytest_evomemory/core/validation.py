@@ -127,7 +127,7 @@ def decode_json_line(raw: bytes, where: str, *, first_line: bool = False) -> Any
         raise DataError(f"{where}: nested {depth:,} levels deep (limit {MAX_NESTING_DEPTH}); flatten the record")
     try:
         record = json.loads(
-            text, parse_int=bounded_int, parse_constant=_no_constant, object_pairs_hook=_unique_keys
+            text, parse_int=bounded_int, parse_constant=_no_constant, object_pairs_hook=unique_keys
         )
     except json.JSONDecodeError as error:
         if first_line and text.strip() in ("[", "{"):
@@ -165,7 +165,7 @@ def _has_lone_surrogate(value: Any) -> bool:
     return False
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """JSON objects with a key written twice are refused: ``json`` keeps the last
     one silently, so ``{"target": "A", "target": "B"}`` would change what is scored."""
     record: dict[str, Any] = {}

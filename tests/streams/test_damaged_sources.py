@@ -143,3 +143,16 @@ def test_a_record_without_its_id_or_category_is_refused_naming_the_record(
     if "category" in says:  # the paper's category filter reads every category first
         with pytest.raises(DataError, match=says):
             STREAMS[name].convert(records, ConvertOptions())
+
+
+def test_a_key_given_twice_in_an_upstream_line_is_refused(hub: FakeHub, data_dir: Path, tmp_path: Path) -> None:
+    """json keeps the last of two keys silently: a second 'api_call' in an edited
+    copy of the (unpinned) APIBench file replaced the target; a user's task file
+    refuses it, and so does the upstream reader now."""
+    good = upstream_files()["toolbench"]
+    edited = good.replace(b'"provider": "PyTorch"', b'"provider": "PyTorch", "api_call": "anything"', 1)
+    target = stream_file(STREAMS["toolbench"], data_dir)
+    target.parent.mkdir(parents=True)
+    target.write_bytes(edited)
+    with pytest.raises(DataError, match=r"toolbench.*is unreadable \(line 1 is not valid JSON \(the key 'api_call' appears twice"):
+        _load(tmp_path)

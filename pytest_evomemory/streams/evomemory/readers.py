@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ...core import boundedread
+from ...core.validation import unique_keys
 from .sources import SourceFormat
 
 Record = dict[str, Any]
@@ -101,10 +102,13 @@ def _read_jsonl(path: Path) -> list[Record]:
             if not raw.strip():
                 continue
             try:
-                record = boundedread.loads(raw, depth=boundedread.MAX_ARTEFACT_DEPTH)
+                # a key given twice (json keeps the last one silently) as a user's task
+                # file refuses it: an edited copy of an unpinned file must not pass a
+                # second 'api_call' that replaces the first
+                record = boundedread.loads(raw, depth=boundedread.MAX_ARTEFACT_DEPTH, object_pairs_hook=unique_keys)
             except boundedread.BoundExceeded as error:
                 raise SourceFormatError(f"line {number}: {error}") from None
-            except ValueError as error:  # not UTF-8, not JSON
+            except ValueError as error:  # not UTF-8, not JSON, a key twice
                 raise SourceFormatError(f"line {number} is not valid JSON ({error})") from None
             if not isinstance(record, dict):
                 raise SourceFormatError(f"line {number} is not a JSON object")
