@@ -23,7 +23,15 @@ from pytest_evomemory.streams.evomemory.catalog import STREAMS
 from pytest_evomemory.streams.evomemory.materialize import stream_file
 from pytest_evomemory.streams.evomemory.stream import ConvertOptions
 
-from .conftest import AIME_RECORDS, MMLU_RECORDS, TOOLBENCH_RECORDS, FakeHub, count_to, jsonl_bytes, upstream_files
+from .conftest import (
+    AIME_RECORDS,
+    MMLU_RECORDS,
+    TOOLBENCH_RECORDS,
+    FakeHub,
+    count_to,
+    jsonl_bytes,
+    upstream_files,
+)
 
 EVERY_CATEGORY = ConvertOptions(mmlu_pro_categories="all")
 
