@@ -33,7 +33,7 @@ from typing import TYPE_CHECKING
 from ..config import RunConfig
 from ..configs import resolve_run_config
 from ..configs.load import load_run_config
-from ..core.errors import ConfigError, ReportError
+from ..core.errors import ConfigError, ReportError, named
 from ..core.types import BenchmarkSample
 from ..options import SHARD_UNITS, Flags, SessionOptions, render
 from ..rundir import (
@@ -41,7 +41,9 @@ from ..rundir import (
     Placement,
     ResumeSource,
     ResumeState,
+    RunDirError,
     load_resume_state,
+    place_problem,
     read_resume_source,
     started_by,
     with_recorded,
@@ -422,6 +424,15 @@ def _fall_back_to_snapshots(state: ResumeState, benchmark: BenchmarkRun) -> None
     for stream in benchmark.streams:
         done = state.done.get(stream.name, 0)
         snapshots = benchmark.snapshots(stream.name)
+        # a file where the stream's snapshot folder goes: the resumed episodes would
+        # run, then every snapshot write fail; refused first, as the run's own folders are
+        in_the_way = place_problem(snapshots.directory, "directory")
+        if in_the_way is not None:
+            raise RunDirError(
+                f"{named('resume')} {snapshots.directory.parent.parent}: {in_the_way}; remove it, or run again "
+                f"without {named('resume')}",
+                option="resume",
+            )
         if done or state.ingested(stream.name):
             snapshots.refuse_foreign()
         # No snapshot directory: the memory keeps no snapshots, and the stream's start

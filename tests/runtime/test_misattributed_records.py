@@ -186,3 +186,20 @@ def test_a_resume_runs_again_the_episodes_whose_scores_name_another_position(
 
     assert outcomes(work / "a") == outcomes(runs / "a")
     assert evomemory(["report", str(work / "a"), "-o", str(tmp_path / "r.html")]) == 0
+
+
+def test_a_file_where_a_streams_snapshot_folder_goes_refuses_the_resume_before_any_task(
+    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The resumed episodes used to run, then every snapshot write failed (ENOTDIR)
+    and the run stopped incomplete; the run's own folders were already checked."""
+    work = _copy(runs, tmp_path)
+    (work / "a" / "summary.json").unlink()  # interrupted
+    shutil.rmtree(work / "a" / "memory" / "sample_facts")
+    (work / "a" / "memory" / "sample_facts").write_text("x", encoding="ascii")
+    before = {path: path.read_bytes() for path in (work / "a").rglob("*") if path.is_file()}
+    _refused(
+        capsys, ["run", "--resume", str(work / "a"), "-q"], 4,
+        "memory/sample_facts is a file where a directory is expected; remove it, or run again without --resume",
+    )
+    assert {path: path.read_bytes() for path in (work / "a").rglob("*") if path.is_file()} == before
