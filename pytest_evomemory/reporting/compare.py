@@ -21,7 +21,9 @@ Runs are only comparable task by task: when two runs cover different streams or
 different tasks (another ``limit``, another category filter), the difference is
 still computed, but only over the tasks both ran, and the document says so in
 ``warnings`` and ``task_sets_differ`` instead of silently putting unlike numbers
-side by side. A task is identified by ``(stream, task_id)``.
+side by side. A task is identified by ``(stream, task_id)``; runs whose stream read
+another data file (run.json's provenance sha256) are warned about, since one id may
+then name two different tasks.
 """
 
 from __future__ import annotations
@@ -411,7 +413,26 @@ def _warnings(runs: Sequence[RunData], scopes: Mapping[str, Scope]) -> list[str]
                     f"({versus.only_in_baseline} only in {base}, {versus.only_in_this_run} only in "
                     f"{entry.label}); the difference and p-value use the {versus.paired_tasks} tasks both ran"
                 )
+    baseline_data = _data_files(runs[0])
+    for run in runs[1:]:
+        for stream, digest in _data_files(run).items():
+            other = baseline_data.get(stream)
+            if other is not None and other != digest:
+                warnings.append(
+                    f"{stream}: {run.label} and {base} read different data (sha256 {digest[:12]} and {other[:12]} "
+                    "of the stream's file); tasks are paired by id, so a paired task may not be the same task"
+                )
     return warnings
+
+
+def _data_files(run: RunData) -> dict[str, str]:
+    """Each stream's data file by the SHA-256 run.json records (``streams[].provenance``)."""
+    found = {}
+    for entry in run.run.streams:
+        digest = entry.provenance.get("sha256")
+        if isinstance(digest, str) and digest:
+            found[str(entry.name)] = digest
+    return found
 
 
 def _figures(runs: Sequence[RunData]) -> dict[str, str]:

@@ -18,7 +18,7 @@ import pytest
 
 from pytest_evomemory.cli import main as evomemory
 
-from ..conftest import SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN
+from ..conftest import CONFIGS, REPO, SAMPLE_MEMORY_RUN, SAMPLE_NO_MEMORY_RUN
 
 LIMIT = ["--limit", "3"]
 
@@ -203,3 +203,30 @@ def test_a_file_where_a_streams_snapshot_folder_goes_refuses_the_resume_before_a
         "memory/sample_facts is a file where a directory is expected; remove it, or run again without --resume",
     )
     assert {path: path.read_bytes() for path in (work / "a").rglob("*") if path.is_file()} == before
+
+
+def test_a_comparison_of_runs_that_read_different_data_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Two runs of a stream whose file was edited between them (same ids, other
+    targets) were paired task by task without a word: one id named two tasks."""
+    sample = REPO / "pytest_evomemory" / "streams" / "sample" / "facts.jsonl"
+    lines = [json.loads(line) for line in sample.read_text(encoding="utf-8").splitlines()][:4]
+    for name, targets in (("before", None), ("after", "another answer")):
+        records = [dict(record, target=targets or record["target"]) for record in lines]
+        (tmp_path / f"{name}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+        (tmp_path / f"{name}.yaml").write_text(
+            f"name: {name}\nbenchmark: {{benchmark: files, files: [{{name: facts, path: {name}.jsonl}}]}}\n"
+            f"agent: {CONFIGS / 'agents' / 'recall_baseline.yaml'}\n",
+            encoding="utf-8",
+        )
+        argv = ["run", "--config", str(tmp_path / f"{name}.yaml"), "--output-dir", str(tmp_path / name), "-q"]
+        assert evomemory(argv) == 0
+    capsys.readouterr()
+    assert evomemory(["compare", str(tmp_path / "before"), str(tmp_path / "after"), "-o", str(tmp_path / "c.html")]) == 0
+    out = capsys.readouterr().out
+    assert "warning: facts: after and before read different data (sha256" in out
+    document = json.loads((tmp_path / "c.json").read_text(encoding="utf-8"))
+    assert any("read different data" in warning for warning in document["warnings"])
+    assert evomemory(["compare", str(tmp_path / "before"), str(tmp_path / "before"), "-o", str(tmp_path / "s.html")]) == 0
+    assert "different data" not in capsys.readouterr().out
