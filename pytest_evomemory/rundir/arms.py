@@ -13,10 +13,11 @@ from pydantic import ValidationError
 from ..config import split_label
 from ..core.errors import named
 from ..options import MAX_REPEATS, count_problem
-from ..rundocs import ArmEntryDoc, ArmsFile
+from ..rundocs import ARMS_SCHEMA_VERSION, ArmEntryDoc, ArmsFile
 from .jsonl import read_json, write_json_atomically
 from .layout import ARMS_MANIFEST, RunDirError
 from .paths import recorded_arm_dir, recorded_config_path
+from .reader import newer_schema
 
 
 @dataclass(frozen=True)
@@ -69,6 +70,9 @@ def read_arms_manifest(directory: Path, purpose: str) -> ArmsManifest | None:
     if not path.exists():
         return None
     document = read_json(path)
+    newer = newer_schema(path, document, ARMS_SCHEMA_VERSION)
+    if newer is not None:  # a newer plugin's session: its arms may be laid out otherwise
+        raise RunDirError(f"{purpose} {directory}: {newer}")
     try:
         manifest = ArmsFile.model_validate(document)
     except ValidationError:

@@ -181,22 +181,16 @@ def read_finished_run(directory: Path, error: ErrorFactory) -> tuple[Summary, Ru
             "(the file is written when the pytest session ends)"
         )
     document = read_document(summary_path, error)
-    version = document.get("schema_version")
-    if isinstance(version, int) and version > SCHEMA_VERSION:
-        raise error(
-            f"{summary_path} has schema version {version}, newer than this pytest-evomemory "
-            f"understands ({SCHEMA_VERSION}); upgrade pytest-evomemory"
-        )
+    newer = newer_schema(summary_path, document)
+    if newer is not None:
+        raise error(newer)
     if not isinstance(document.get("streams"), Mapping):
         raise error(f"{summary_path} has no 'streams' object; it is not an evomemory summary")
     run_path = directory / RUN_DOCUMENT
     run_document = read_document(run_path, error) if run_path.is_file() else {}
-    run_version = run_document.get("schema_version")
-    if isinstance(run_version, int) and run_version > SCHEMA_VERSION:
-        raise error(
-            f"{run_path} has schema version {run_version}, newer than this pytest-evomemory "
-            f"understands ({SCHEMA_VERSION}); upgrade pytest-evomemory"
-        )
+    newer = newer_schema(run_path, run_document)
+    if newer is not None:
+        raise error(newer)
     try:
         summary = read(Summary, summary_path, document)
         run = read(RunFile, run_path, run_document) if run_document else RunFile()
@@ -206,6 +200,19 @@ def read_finished_run(directory: Path, error: ErrorFactory) -> tuple[Summary, Ru
     if problem is not None:
         raise error(problem)
     return summary, run
+
+
+def newer_schema(path: Path, document: Mapping[str, Any] | None, current: int = SCHEMA_VERSION) -> str | None:
+    """Why ``document`` (read from ``path``; its format's version now: ``current``)
+    cannot be read by this version: a newer pytest-evomemory wrote it, and its
+    records may mean something else; else None."""
+    version = document.get("schema_version") if document is not None else None
+    if isinstance(version, int) and not isinstance(version, bool) and version > current:
+        return (
+            f"{path} has schema version {version}, newer than this pytest-evomemory understands "
+            f"({current}); upgrade pytest-evomemory"
+        )
+    return None
 
 
 def other_run(summary_fingerprint: object, run: RunFile, directory: Path) -> str | None:
@@ -349,6 +356,6 @@ def _count_response(counted: dict[str, StreamMetrics], response: Response) -> No
 
 
 __all__ = [
-    "FinishedRun", "RunReader", "misnamed_scores", "open_finished_run", "other_run", "read_complete", "read_document",
+    "FinishedRun", "RunReader", "misnamed_scores", "newer_schema", "open_finished_run", "other_run", "read_complete", "read_document",
     "read_events", "read_finished_run", "read_run_document",
 ]

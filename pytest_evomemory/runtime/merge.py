@@ -58,6 +58,7 @@ from ..rundir import (
     iter_jsonl,
     misnamed_scores,
     move_previous_run_aside,
+    newer_schema,
     other_run,
     read_arms_manifest,
     read_complete,
@@ -188,7 +189,7 @@ def read_shard(directory: Path) -> ShardRun:
                 f"{reader.run_path} is damaged (not a JSON object): the file was edited or cut; run that "
                 "shard again" if damaged else f"{run_dir}: no {RUN_DOCUMENT}; the shard did not start this arm"
             ])
-        newer = _newer_schema(reader.run_path, raw)
+        newer = newer_schema(reader.run_path, raw)
         if newer is not None:
             raise MergeRefused([newer])
         if SHARD_FIELD not in raw:
@@ -573,16 +574,6 @@ def read_shard_records(shard: ShardRun, name: str) -> ShardRecords:
     )
 
 
-def _newer_schema(path: Path, document: Mapping[str, Any]) -> str | None:
-    """Why a shard's document cannot be merged by this version: a newer plugin wrote
-    it (its records may mean something else), else None."""
-    version = document.get("schema_version")
-    if isinstance(version, int) and not isinstance(version, bool) and version > SCHEMA_VERSION:
-        return (f"{path} has schema version {version}, newer than this pytest-evomemory understands "
-                f"({SCHEMA_VERSION}); merge with the version that ran the shards")
-    return None
-
-
 def _read_summary(reader: RunReader, document: RunFile) -> Summary | None:
     """A shard arm's summary.json (None: the shard has not finished it); one that is
     damaged, of a newer schema or of another run is refused, not read as "still
@@ -593,7 +584,7 @@ def _read_summary(reader: RunReader, document: RunFile) -> Summary | None:
         if path.exists() or path.is_symlink():
             raise MergeRefused([f"{path} is damaged (not a JSON object): the file was edited or cut; run that shard again"])
         return None
-    newer = _newer_schema(path, raw)
+    newer = newer_schema(path, raw)
     if newer is not None:
         raise MergeRefused([newer])
     summary = _read(Summary, path, raw)

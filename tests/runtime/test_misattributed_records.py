@@ -126,7 +126,7 @@ def _run_json_of_a_newer_schema(shard: Path) -> None:
         (_responses_of_another_task, "responses.jsonl holds a task turn of 'sample_facts' 'not_in_the_stream', a task with no score"),
         (_another_streams_transcript, "the turns in transcripts/sample_facts.jsonl are not those responses.jsonl records"),
         (_summary_cut, "s1/summary.json is damaged (not a JSON object)"),
-        (_run_json_of_a_newer_schema, "s1/run.json has schema version 99, newer than this pytest-evomemory understands"),
+        (_run_json_of_a_newer_schema, "s1/run.json has schema version 99, newer than this pytest-evomemory understands (2); upgrade"),
     ],
     ids=["response_of_no_task", "transcript_of_another_stream", "summary_cut", "newer_schema"],
 )
@@ -230,3 +230,12 @@ def test_a_comparison_of_runs_that_read_different_data_says_so(
     assert any("read different data" in warning for warning in document["warnings"])
     assert evomemory(["compare", str(tmp_path / "before"), str(tmp_path / "before"), "-o", str(tmp_path / "s.html")]) == 0
     assert "different data" not in capsys.readouterr().out
+
+
+def test_a_session_manifest_of_a_newer_schema_is_not_resumed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """arms.json written by a newer plugin was resumed as if this version's layout."""
+    configs = ["--config", str(SAMPLE_MEMORY_RUN), "--config", str(SAMPLE_NO_MEMORY_RUN)]
+    assert evomemory(["run", *configs, "--limit", "2", "--output-dir", str(tmp_path / "s"), "-q"]) == 0
+    manifest = json.loads((tmp_path / "s" / "arms.json").read_text(encoding="utf-8"))
+    (tmp_path / "s" / "arms.json").write_text(json.dumps({**manifest, "schema_version": 99}), encoding="utf-8")
+    _refused(capsys, ["run", "--resume", str(tmp_path / "s"), "-q"], 4, "s/arms.json has schema version 99, newer than")
