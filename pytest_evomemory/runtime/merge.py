@@ -594,20 +594,24 @@ def _read_summary(reader: RunReader, document: RunFile) -> Summary | None:
     return summary
 
 
-def _misnamed(run: RunFile, scores: Sequence[Score], responses: Sequence[Response], transcripts: Mapping[str, Counter[tuple[str, str]]]) -> str | None:
+def _misnamed(
+    run: RunFile, scores: Sequence[Score], responses: Sequence[Response],
+    transcripts: Mapping[str, Counter[tuple[str, str]]],
+) -> str | None:
     """Why records that count right still name the wrong tasks: scores that are not
     the run's tasks (:func:`..rundir.misnamed_scores`), a task or feedback turn of a
     task with no score, or a transcript whose turns are not the responses' (another
     stream's or another run's file copied in); else None."""
     held: dict[str, dict[int, str]] = {}
-    for scored in scores:
-        held.setdefault(scored.stream, {})[scored.position] = scored.task_id
+    for record in scores:
+        held.setdefault(record.stream, {})[record.position] = record.task_id
     problem = misnamed_scores(run, held)
     if problem is not None:
         return f"{SCORES}: {problem}"
+    task_ids = {stream: set(positions.values()) for stream, positions in held.items()}
     turns: dict[str, Counter[tuple[str, str]]] = {}
     for response in responses:
-        if response.kind != "ingestion" and response.task_id not in held.get(response.stream, {}).values():
+        if response.kind != "ingestion" and response.task_id not in task_ids.get(response.stream, ()):
             return f"{RESPONSES} holds a {response.kind} turn of {response.stream!r} {response.task_id!r}, a task with no score"
         turns.setdefault(response.stream, Counter())[(response.task_id, response.kind)] += 1
     for stream, entries in transcripts.items():
