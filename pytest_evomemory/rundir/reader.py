@@ -68,10 +68,11 @@ class RunReader:
             return iter(())
         return iter_documents(self.transcript_path(stream), TranscriptEntry)
 
-    def events(self) -> list[Event]:
+    def events(self, *, strict: bool = False) -> list[Event]:
         """events.jsonl's failed and skipped turns; a line that is no event (edited by
-        hand: a failure that is a string) is passed over, as a torn line is."""
-        return read_events(self.run_dir / EVENTS)
+        hand: a failure that is a string) is passed over, as a torn line is (a resume
+        runs its episode again), or, ``strict``, refused (:func:`read_events`)."""
+        return read_events(self.run_dir / EVENTS, strict=strict)
 
     @property
     def run_path(self) -> Path:
@@ -91,9 +92,19 @@ class RunReader:
         return read_json(self.summary_path)
 
 
-def read_events(path: Path) -> list[Event]:
-    """An events.jsonl file's records that are events (:meth:`RunReader.events`)."""
-    return [event for event in map(event_or_none, iter_jsonl(path)) if event is not None]
+def read_events(path: Path, *, strict: bool = False) -> list[Event]:
+    """An events.jsonl file's records that are events (:meth:`RunReader.events`);
+    ``strict`` (a merge, which copies them into the merged summary's failures): a
+    record that is no event is :class:`.jsonl.DamagedRecords` naming the file and
+    the record, since passing over it would drop a failed turn from the merged run."""
+    events = []
+    for number, record in enumerate(iter_jsonl(path), 1):
+        event = event_or_none(record)
+        if event is None and strict:
+            raise DamagedRecords(f"{path}, record {number} is not a failed or skipped turn; {DAMAGED_ADVICE}")
+        if event is not None:
+            events.append(event)
+    return events
 
 
 def read_complete(path: Path, model: type[Doc], required: Sequence[str]) -> list[Doc]:

@@ -541,7 +541,7 @@ def read_shard_records(shard: ShardRun, name: str) -> ShardRecords:
     try:
         responses = read_complete(source / RESPONSES, Response, _RESPONSE_KEYS)
         scores = read_complete(source / SCORES, Score, ("stream", "task_id", "position"))
-        events = reader.events()
+        events = reader.events(strict=True)
         transcripts = {  # copied as they are: checked before
             stream: Counter(
                 (entry.task_id, entry.kind)

@@ -239,3 +239,16 @@ def test_a_session_manifest_of_a_newer_schema_is_not_resumed(tmp_path: Path, cap
     manifest = json.loads((tmp_path / "s" / "arms.json").read_text(encoding="utf-8"))
     (tmp_path / "s" / "arms.json").write_text(json.dumps({**manifest, "schema_version": 99}), encoding="utf-8")
     _refused(capsys, ["run", "--resume", str(tmp_path / "s"), "-q"], 4, "s/arms.json has schema version 99, newer than")
+
+
+def test_merge_refuses_an_events_line_that_is_no_event(
+    runs: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A failed feedback turn's record edited into another object was passed over:
+    the merged summary lost that failure while the shard's own listed it."""
+    work = _copy(runs, tmp_path)
+    with (work / "s1" / "events.jsonl").open("a", encoding="ascii") as events:
+        events.write(json.dumps({"failure": "the feedback turn timed out"}) + "\n")
+    merge = ["merge", str(work / "s1"), str(work / "s2"), "--output-dir", str(tmp_path / "m")]
+    _refused(capsys, merge, 2, "s1/events.jsonl, record 1 is not a failed or skipped turn")
+    assert not (tmp_path / "m" / "summary.json").exists()
