@@ -219,10 +219,16 @@ class TinyAgent:
         self, turn: Turn, offered: list[ToolSpec], *, feedback: bool, acknowledgement: str = FEEDBACK_ACKNOWLEDGEMENT
     ) -> None:
         nudged = False
+        stopped: list[str] = []  # the finish reasons of replies the server ended early
         while not turn.finished:
-            turn.begin_step()  # raises EpisodeError past max_steps
+            try:
+                turn.begin_step()  # raises EpisodeError past max_steps
+            except EpisodeError as error:
+                raise EpisodeError(f"{error}{self._stopped_early(stopped)}") from None
             tools = [] if self.mode == "text" else [spec.to_openai() for spec in offered]
             completion = self.model.complete(self._conversation, tools)
+            if completion.finish_reason in _STOPPED_EARLY:
+                stopped.append(completion.finish_reason)
             turn.record_usage(completion.usage)
             self._append(completion.to_message(), turn, cached=completion.cached, model=completion.model)
             if completion.tool_calls:
@@ -243,7 +249,7 @@ class TinyAgent:
             ):
                 continue
             if nudged:
-                raise EpisodeError(self._give_up_message())
+                raise EpisodeError(self._give_up_message() + self._stopped_early(stopped))
             nudged = True
             self._append({"role": "user", "content": self._nudge(turn, feedback, fell_back, acknowledgement)}, turn)
 
@@ -274,6 +280,23 @@ class TinyAgent:
             "final_answer; it must end every turn with a final_answer tool call "
             "(for a server without tool calling, set the agent config key 'protocol' to 'text' or 'auto')"
         )
+
+    def _stopped_early(self, reasons: list[str]) -> str:
+        """Why the turn's replies may have failed it: a reply cut off at the token
+        limit ends mid-sentence or mid-call (its arguments are not JSON), which the
+        turn's own failure (no final_answer) would otherwise hide."""
+        if not reasons:
+            return ""
+        parts = []
+        cut = reasons.count("length")
+        if cut:
+            limit = self.config.model.max_tokens if self.config.model is not None else None
+            where = f"model.max_tokens ({limit:,})" if limit is not None else "the server's token limit"
+            parts.append(f"{cut} cut off at {where} (finish_reason 'length'): raise the limit")
+        filtered = reasons.count("content_filter")
+        if filtered:
+            parts.append(f"{filtered} stopped by the server's content filter (finish_reason 'content_filter')")
+        return f"; of the model's replies in this turn, {' and '.join(parts)}"
 
     def _run_tools(self, completion: ChatCompletion, turn: Turn) -> None:
         # final_answer last: a model that emits [final_answer, retain] in one message
@@ -325,6 +348,10 @@ class TinyAgent:
         if model:
             noted["model"] = model
         turn.add_message(noted)
+
+
+#: Finish reasons of a reply the server ended before the model did.
+_STOPPED_EARLY = frozenset({"length", "content_filter"})
 
 
 def _answer(text: str, *, feedback: bool, acknowledgement: str = FEEDBACK_ACKNOWLEDGEMENT) -> str:

@@ -19,6 +19,7 @@ from pydantic import (
     model_validator,
 )
 
+from ..util.redaction import url_shown
 from .base import PathText, StrictModel, Text
 from .pricing import Pricing
 
@@ -275,8 +276,8 @@ def http_url_problem(value: str) -> str | None:
         parsed is None or parsed.scheme not in ("http", "https") or not parsed.hostname
         or _CONTROL.search(value) or any(character.isspace() for character in value)
     ):
-        return (
-            f"{value!r} is not an http:// or https:// URL with a host; "
+        return (  # quoted without a user name, password or query string: where a key is pasted
+            f"{url_shown(value)!r} is not an http:// or https:// URL with a host; "
             "write the API root, e.g. http://127.0.0.1:8000/v1"
         )
     if parsed.username is not None or parsed.password is not None:

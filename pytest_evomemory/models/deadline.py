@@ -81,6 +81,12 @@ class Attempt:
         if self._cancelled:
             raise AttemptCancelled
 
+    def sent(self) -> None:
+        """Called by the transport once the whole request is sent: from now on the
+        server is working on it (a model generating its reply takes most of the time)."""
+        if self.phase == "connecting and sending the request":
+            self.phase = "waiting for the reply (the request was sent)"
+
     def reading(self, received: int) -> None:
         """Called by the transport for each chunk of the reply body."""
         self.phase = "reading the reply"

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 from ..config import ModelConfig, http_url_problem
 from ..core.errors import ConfigError
-from ..util.redaction import redact, register_secret
+from ..util.redaction import register_secret, url_shown
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
@@ -55,7 +55,7 @@ def proxy_problem() -> str | None:
                 valid = False
             if not valid:
                 return (
-                    f"the environment variable {name}={redact(value)!r} is not a proxy URL; "
+                    f"the environment variable {name}={url_shown(value)!r} is not a proxy URL; "
                     f"write {name}=http://host:port (or unset it)"
                 )
     return None

@@ -155,6 +155,7 @@ class DirectConnection:
             parser.send(self._told(path))
             parser.send(_END)
             sock.sendall(message)
+            attempt.sent()
             return self._receive(sock, parser, attempt, limit)
         except TimeoutError as error:
             self._drop()

@@ -15,7 +15,10 @@ only ever sent in the ``Authorization`` header).
 
 from __future__ import annotations
 
+import datetime
+import email.utils
 import json
+import math
 import random
 import threading
 import time
@@ -26,7 +29,7 @@ from ..config import ModelConfig
 from ..core import boundedread
 from ..core.errors import ModelError
 from ..core.types import Usage
-from ..util.redaction import redact
+from ..util.redaction import redact, url_shown
 from ..util.text import storable, storable_json_text
 from .base import ChatCompletion, ModelToolCall, Provided, sampling_identity
 from .cleaning import clean_completion
@@ -152,7 +155,7 @@ class OpenAICompatibleModel:
                 last_problem = f"HTTP status {status}: {_error_text(raw)}"
                 if status not in RETRYABLE_STATUSES:
                     raise self._error(last_problem, attempt, not_retried="the status is not transient",
-                                      advice=self._status_advice(status))
+                                      advice=self._status_advice(status, headers))
                 retry_after = _retry_after_seconds(headers)
                 rate_limited = status == 429 or retry_after is not None
             wait = self._backoff(attempt, retry_after)
@@ -245,9 +248,18 @@ class OpenAICompatibleModel:
             endpoint=self.endpoint, status=getattr(self, "last_status", None), attempts=attempts,
         )
 
-    def _status_advice(self, status: int) -> str | None:
+    def _status_advice(self, status: int, headers: Mapping[str, str]) -> str | None:
         """What to do about a status that every call will get again: the server's own
         words rarely say which setting of ours sends the key, the model or the URL."""
+        if 300 <= status < 400:
+            # Not followed: a POST redirected may arrive as a GET, and the key would go
+            # along to wherever the Location points.
+            location = headers.get("location")
+            where = f" to {url_shown(location)!r}" if location else ""
+            return (
+                f"the endpoint redirects{where}, and redirects are not followed (the key would go along); "
+                "set model.base_url to the API root the redirect leads to"
+            )
         key = (
             f"the variable {self.config.api_key_env} (model.api_key_env)" if self.config.api_key_env
             else "model.api_key_env (no key is sent)"
@@ -337,8 +349,11 @@ def _error_text(raw: bytes) -> str:
     return _preview(raw)
 
 
-def _retry_after_seconds(headers: Mapping[str, str]) -> float | None:
-    """Retry-After in seconds (HTTP dates are rare from model servers; ignored)."""
+def _retry_after_seconds(headers: Mapping[str, str], now: Callable[[], float] | None = None) -> float | None:
+    """The wait a reply asks for: ``retry-after-ms`` (OpenAI's), else ``Retry-After``
+    as seconds or as an HTTP date (RFC 9110; a gateway or CDN in front of a model
+    server sends dates). A value that is neither (``soon``, ``NaN``) asks for nothing:
+    the backoff applies. A date or number in the past asks for no wait."""
     for name in ("retry-after-ms", "retry-after"):
         raw = headers.get(name)
         if raw is None:
@@ -346,9 +361,21 @@ def _retry_after_seconds(headers: Mapping[str, str]) -> float | None:
         try:
             value = float(raw)
         except ValueError:
-            continue
-        return value / 1000.0 if name == "retry-after-ms" else value
+            value = _http_date_seconds(raw, now or time.time) if name == "retry-after" else math.nan
+        if not math.isnan(value):
+            return max(0.0, value / 1000.0 if name == "retry-after-ms" else value)
     return None
+
+
+def _http_date_seconds(raw: str, now: Callable[[], float]) -> float:
+    """Seconds from now until the HTTP date ``raw``, or NaN when it is no date."""
+    try:
+        moment = email.utils.parsedate_to_datetime(raw.strip())
+    except (TypeError, ValueError, IndexError, OverflowError):
+        return math.nan
+    if moment.tzinfo is None:  # an HTTP date is GMT, whatever it says
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.timestamp() - now()
 
 
 def completion_from_json(payload: Any) -> ChatCompletion:

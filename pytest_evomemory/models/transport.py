@@ -74,8 +74,6 @@ class ProxiedConnection:
                 "check HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY"
             ) from None
         self._sockets: list[socket.socket] = []
-        #: given with every request: hears each connection being made
-        self._extensions: dict[str, Any] = {"trace": self._trace}
 
     @property
     def is_closed(self) -> bool:
@@ -95,8 +93,13 @@ class ProxiedConnection:
             raise TransportError(f"{type(error).__name__}: {error}") from None
 
     def _post(self, path: str, content: bytes, headers: Mapping[str, str], attempt: Attempt, limit: int) -> Reply:
+        def trace(event: str, info: Mapping[str, Any]) -> None:
+            self._trace(event, info)
+            if event.endswith(".send_request_body.complete"):
+                attempt.sent()
+
         with self.client.stream(
-            "POST", path, content=content, headers=dict(headers), extensions=self._extensions
+            "POST", path, content=content, headers=dict(headers), extensions={"trace": trace}
         ) as response:
             found = {name.lower(): value for name, value in response.headers.items()}
             body = read_body(response.iter_bytes(), response.status_code, found, attempt, limit)

@@ -429,10 +429,26 @@ def _failed_episodes_line(failures: Sequence[Failure]) -> Line:
     named = "; ".join(_first_line(failure.reason) for failure in failures[:_NAMED_FAILURES])  # they name the task
     more = f"; and {len(failures) - _NAMED_FAILURES} more" if len(failures) > _NAMED_FAILURES else ""
     return Line.of(
-        f"evomemory: {len(failures)} failed episode(s), counted as wrong; the session fails: {named}{more} "
+        f"evomemory: {len(failures)} failed episode(s), {_how_counted(failures)}; the session fails: {named}{more} "
         "(every one, with its traceback: summary.json 'failed_episodes', report.html)",
         "red", bold=True,
     )
+
+
+def _how_counted(failures: Sequence[Failure]) -> str:
+    """What the failures did to the scores: a failed task turn is scored as wrong; a
+    failed feedback turn (never scored) leaves its task's score as it was, and a
+    stream that could not start or end holds no score of its own."""
+    tasks = sum(1 for failure in failures if failure.phase == "task")
+    if tasks == len(failures):
+        return "counted as wrong"
+    feedback = sum(1 for failure in failures if failure.phase == "feedback")
+    parts = [f"{tasks} in a task turn, counted as wrong"] if tasks else []
+    if feedback:
+        parts.append(f"{feedback} in a feedback turn, whose task keeps its score")
+    if len(failures) - tasks - feedback:
+        parts.append(f"{len(failures) - tasks - feedback} starting or ending a stream")
+    return ", ".join(parts)
 
 
 def _first_line(reason: object) -> str:

@@ -19,11 +19,13 @@ deterministic word-hash vectors (:func:`scripted_embedding`), and
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import itertools
 import json
 import math
 import re
+import socket
 import struct
 import threading
 import time
@@ -48,6 +50,15 @@ class Fault:
     body verbatim (an HTML error page, truncated JSON), with ``content_type``.
     ``trickle_s`` sends the body one byte every ``trickle_s`` seconds after headers
     that announce its whole length: every read is quick, the reply never ends.
+
+    Connection faults: ``cut_at=N`` sends the head announcing the whole body, then
+    only its first N bytes, and closes (a reply cut off mid-way; ``0``: right after
+    the headers); ``reset=True`` ends the connection with a TCP reset instead of a
+    close (with ``drop``: before any reply; with ``cut_at``: where it cuts);
+    ``close_after=True`` closes the connection after a whole reply that did not say
+    so (no ``Connection: close``), as a server ending kept-alive connections does.
+    ``headers`` are sent with the reply as given (a ``Location``, a ``Retry-After``
+    that is an HTTP date or garbage, a header echoing the request's key).
     """
 
     status: int = 500
@@ -59,6 +70,10 @@ class Fault:
     raw: bytes | None = None
     content_type: str = "application/json"
     trickle_s: float | None = None
+    cut_at: int | None = None
+    reset: bool = False
+    close_after: bool = False
+    headers: Mapping[str, str] | None = None
 
 
 Reply = Mapping[str, Any] | Fault
@@ -305,6 +320,8 @@ class ReceivedRequest:
     usage: dict[str, int] = field(default_factory=dict)
     #: Seconds between the bytes of the reply's body (a :class:`Fault`'s ``trickle_s``).
     trickle_s: float | None = None
+    #: The :class:`Fault` that answered it, if one did (how its connection ends).
+    fault: Fault | None = None
 
 
 class _Listening(ThreadingHTTPServer):
@@ -415,10 +432,12 @@ class ScriptedServer:
         if isinstance(reply, Fault):
             delay += reply.delay_s
             request.trickle_s = reply.trickle_s
+            request.fault = reply
             if reply.drop:
                 return -1, {}, None, delay
             if reply.retry_after is not None:
                 headers["Retry-After"] = f"{reply.retry_after:g}"
+            headers.update(reply.headers or {})
             if reply.raw is not None:
                 headers["Content-Type"] = reply.content_type
                 return reply.status, headers, reply.raw, delay
@@ -515,12 +534,46 @@ class ScriptedServer:
                     if remaining > 0:
                         time.sleep(remaining)
                     received.status = status
+                    fault = received.fault
                     if payload is None:
-                        self.close_connection = True
+                        self._end(fault)
+                        return
+                    if fault is not None and fault.cut_at is not None:
+                        settle()
+                        self._send_cut(status, headers, payload, fault)
                         return
                     self._send(status, headers, payload, received.trickle_s, before_last_byte=settle)
+                    if fault is not None and fault.close_after:
+                        self._end(fault)
                 finally:
                     settle()
+
+            def _end(self, fault: Fault | None) -> None:
+                """Close the connection now: with a TCP reset if ``fault`` says so."""
+                self.close_connection = True
+                if fault is not None and fault.reset:
+                    with contextlib.suppress(OSError):  # SO_LINGER 0: close() sends RST
+                        self.connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                with contextlib.suppress(OSError):
+                    self.wfile.flush()
+                with contextlib.suppress(OSError):
+                    self.connection.close()
+
+            def _send_cut(self, status: int, headers: Mapping[str, str], payload: bytes, fault: Fault) -> None:
+                """The head announcing all of ``payload``, then its first ``cut_at`` bytes, then the end."""
+                try:
+                    self.send_response(status)
+                    self.send_header("Content-Type", headers.get("Content-Type", "application/json"))
+                    self.send_header("Content-Length", str(len(payload)))
+                    for name, value in headers.items():
+                        if name != "Content-Type":
+                            self.send_header(name, value)
+                    self.end_headers()
+                    self.wfile.write(payload[: fault.cut_at])
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                self._end(fault)
 
             def _send(
                 self, status: int, headers: Mapping[str, str], payload: bytes, trickle_s: float | None = None,

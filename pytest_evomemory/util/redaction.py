@@ -17,7 +17,9 @@ It removes, in any text shape (JSON, HTML, headers, a truncated body):
   ``x-api-key``, ``Proxy-Authorization`` (as a header, a JSON key or a query
   parameter);
 * anything shaped like an OpenAI-style key (``sk-...``), whoever it belongs to;
-* credentials in URLs (``https://user:password@host``);
+* credentials in URLs (``https://user:password@host``, ``https://token@host``) and
+  the values of query parameters named like a secret (``?key=``, ``&token=``,
+  ``?sig=``, ``&client_secret=``: :data:`_QUERY_NAMES`);
 * a known secret in every spelling a server or proxy plausibly echoes it in:
   percent-encoded, JSON- or HTML-escaped, base64 (alone or inside a longer blob
   such as a ``Basic`` header's ``user:KEY``) or hex (:mod:`.spellings`).
@@ -57,11 +59,13 @@ _GENERATION = 0
 _CACHED: tuple[tuple[int, tuple[object, ...]], tuple[str, ...]] | None = None
 
 _HEADER_NAMES = r"(?:proxy-)?authorization|x-api-key|api[-_]?key|openai[-_]api[-_]key|access[-_]token"
-#: ``Authorization: Bearer X``, ``"authorization": "Bearer X"``, ``api_key=X``, ``<td>api-key</td><td>X</td>``
+#: ``Authorization: Bearer X``, ``"authorization": "Bearer X"``, ``api_key=X``, ``<td>api-key</td><td>X</td>``.
+#: A quoted name (JSON, a Python repr) has a quoted value: what follows ``'api_key':``
+#: unquoted is prose (a config error's "key 'model.api_key': unknown key"), not a value.
 _NAMED_VALUE = re.compile(
     rf"""(?ix)
-    (?P<name>["']?\b(?:{_HEADER_NAMES})\b["']?)
-    (?P<sep>\s*(?:[:=]|</t[dh]>\s*<t[dh][^>]*>)\s*["']?\s*)
+    (?P<name>["']?\b(?:{_HEADER_NAMES})\b(?P<quoted>["'])?)
+    (?P<sep>\s*(?:[:=]|</t[dh]>\s*<t[dh][^>]*>)\s*(?(quoted)["']|["']?)\s*)
     (?:(?:bearer|basic|token)\s+)?
     (?P<value>[^\s"'<>,;&]+)
     """
@@ -71,8 +75,14 @@ _NAMED_VALUE = re.compile(
 _BEARER = re.compile(r"(?i)\b(?P<scheme>bearer|basic)\s+(?P<value>(?=[A-Za-z._~+/=-]*[0-9=])[A-Za-z0-9._~+/=-]{8,})")
 #: OpenAI-style keys: ``sk-``, ``sk-proj-``, ``sk-svcacct-``... followed by a long token.
 _KEY_SHAPED = re.compile(r"\bsk-[A-Za-z0-9_-]{8,}")
-#: ``scheme://user:password@host``
-_URL_CREDENTIALS = re.compile(r"(?i)\b(?P<scheme>[a-z][a-z0-9+.-]*://)[^/\s:@]+:[^/\s@]+@")
+#: ``scheme://user:password@host``, and ``scheme://token@host`` (a token as the user name)
+_URL_CREDENTIALS = re.compile(r"(?i)\b(?P<scheme>[a-z][a-z0-9+.-]*://)[^/\s@?#]+@")
+#: What a query parameter holding a secret ends its name with (``?key=``, ``&sig=``,
+#: ``?access_token=``, ``&X-Amz-Signature=``): the value is masked, the name kept.
+_QUERY_NAMES = ("key", "token", "sig", "signature", "secret", "password", "passwd", "pwd")
+_QUERY_SECRET = re.compile(
+    rf"""(?i)(?P<name>[?&;][a-z0-9_.~-]*(?:{"|".join(_QUERY_NAMES)})=)(?P<value>[^&#;\s"'<>]+)"""
+)
 
 
 def register_secret(value: str | None) -> None:
@@ -155,14 +165,19 @@ def _secret_values(secrets: Iterable[str]) -> tuple[str, ...]:
 
 #: Every pattern above needs one of these characters (or a known value) to match:
 #: a string without them is returned as it is, which is most of a transcript.
-_HINT_LITERALS = ("bearer", "basic", "sk-", "://", "authori", "api", "token")
-_PATTERN_HINTS = re.compile("(?i)" + "|".join(map(re.escape, _HINT_LITERALS)))
+_PATTERN_LITERALS = ("bearer", "basic", "sk-", "://", "authori", "api", "token")
+#: The same, with what a query parameter named like a secret ends with (``key=``...):
+#: what :func:`_clean` looks for in a record's JSON text.
+_HINT_LITERALS = (*_PATTERN_LITERALS, *(f"{name}=" for name in _QUERY_NAMES if name != "token"))
+#: A string's hints: a query parameter's rule needs its ``=`` (one alternative, not
+#: seven: the search is most of what redacting a string without secrets costs).
+_PATTERN_HINTS = re.compile("(?i)" + "|".join(map(re.escape, (*_PATTERN_LITERALS, "="))))
 
 #: The same hints for an ASCII text that was lower-cased first: for ASCII, matching
 #: case-insensitively is matching the lower-cased text, and a plain search is ten
 #: times faster than an ``(?i)`` one. (For other text ``(?i)`` also folds characters
 #: such as the dotless i or the long s, so :data:`_PATTERN_HINTS` itself is used.)
-_LOWER_HINTS = re.compile("|".join(map(re.escape, _HINT_LITERALS)))
+_LOWER_HINTS = re.compile("|".join(map(re.escape, (*_PATTERN_LITERALS, "="))))
 
 
 def _redact(text: str, values: tuple[str, ...] | list[str]) -> str:
@@ -171,6 +186,7 @@ def _redact(text: str, values: tuple[str, ...] | list[str]) -> str:
     for value in values:
         if value in text:
             text = text.replace(value, MASK)
+        text = _mask_front_half(text, value)
         text = _mask_cut_secret(text, value)
     if values:
         text = spellings_of(tuple(values)).masked(text, MASK)
@@ -192,6 +208,8 @@ def _redact(text: str, values: tuple[str, ...] | list[str]) -> str:
         text = _KEY_SHAPED.sub(MASK, text)
     if "://" in text:
         text = _URL_CREDENTIALS.sub(_mask_credentials, text)
+    if "=" in text and ("token" in lower or any(f"{name}=" in lower for name in _QUERY_NAMES)):
+        text = _QUERY_SECRET.sub(_mask_query, text)
     return text
 
 
@@ -199,7 +217,30 @@ def _redact_patterns(text: str) -> str:
     text = _NAMED_VALUE.sub(_mask_value, text)
     text = _BEARER.sub(_mask_scheme, text)
     text = _KEY_SHAPED.sub(MASK, text)
-    return _URL_CREDENTIALS.sub(_mask_credentials, text)
+    text = _URL_CREDENTIALS.sub(_mask_credentials, text)
+    return _QUERY_SECRET.sub(_mask_query, text)
+
+
+def _mask_query(match: re.Match[str]) -> str:
+    return f"{match.group('name')}{MASK}"
+
+
+def url_shown(url: str) -> str:
+    """``url`` as a message may quote it: its user name and password, query string
+    and fragment (where a key is pasted, whatever the parameter is called) replaced
+    by the mask, then redacted. For quoting a URL that is refused or points
+    elsewhere (a redirect's ``Location``), where only its scheme, host and path help."""
+    cut = min((index for index in (url.find("?"), url.find("#")) if index >= 0), default=-1)
+    if cut >= 0:
+        url = f"{url[:cut + 1]}{MASK}"
+    start = url.find("://")
+    start = start + 3 if start >= 0 else 0
+    end = min((index for index in (url.find("/", start), url.find("?", start), url.find("#", start)) if index >= 0),
+              default=len(url))
+    at = url.rfind("@", start, end)
+    if at >= 0:
+        url = f"{url[:start]}{MASK}{url[at:]}"
+    return redact(url)
 
 
 def _mask_scheme(match: re.Match[str]) -> str:
@@ -208,6 +249,31 @@ def _mask_scheme(match: re.Match[str]) -> str:
 
 def _mask_credentials(match: re.Match[str]) -> str:
     return f"{match.group('scheme')}{MASK}@"
+
+
+def _mask_front_half(text: str, secret: str) -> str:
+    """Mask the front of ``secret`` wherever at least half of it (and at least
+    :data:`MIN_SECRET_LENGTH` characters) stands in ``text``: a gateway that
+    "masks" a key it echoes by starring its middle (``sk-proj-AbCdEfGh****WXYZ``)
+    still gives its front half away. The last characters alone (``...WXYZ``, the
+    form OpenAI's errors quote) identify a key without revealing it, and stay."""
+    least = max(MIN_SECRET_LENGTH, len(secret) // 2)
+    if least >= len(secret):
+        return text
+    head = secret[:least]
+    found = text.find(head)
+    if found < 0:
+        return text  # the usual case, found in one pass
+    parts, start = [], 0
+    while found >= 0:
+        end = found + least
+        while end - found < len(secret) and end < len(text) and text[end] == secret[end - found]:
+            end += 1
+        parts += [text[start:found], MASK]
+        start = end
+        found = text.find(head, start)
+    parts.append(text[start:])
+    return "".join(parts)
 
 
 def _mask_cut_secret(text: str, secret: str) -> str:
@@ -388,7 +454,7 @@ def _clean(text: str, values: tuple[str, ...]) -> bool:
     if values and spellings_of(values).holds_one(text.replace("\\\\", "\\")):
         return False
     lower = text.lower()
-    for literal in _HINT_LITERALS:
+    for literal in _HINT_LITERALS if "=" in text else _PATTERN_LITERALS:  # a query parameter's needs its "="
         position = lower.find(literal)
         while position >= 0:
             if not _inert(literal, text, lower, position):

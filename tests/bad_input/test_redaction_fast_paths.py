@@ -25,11 +25,13 @@ from pytest_evomemory.util.redaction import (
     _BEARER,
     _KEY_SHAPED,
     _NAMED_VALUE,
+    _QUERY_SECRET,
     _URL_CREDENTIALS,
     MASK,
     MIN_SECRET_LENGTH,
     RedactedDumps,
     _mask_cut_secret,
+    _mask_front_half,
     _mask_value,
     _redact_walk,
     _secret_values,
@@ -58,12 +60,14 @@ def reference_redact(text: str) -> str:
     for value in values:
         if value in text:
             text = text.replace(value, MASK)
+        text = _mask_front_half(text, value)
         text = _mask_cut_secret(text, value)
     text = spellings_of(values).masked_without_shortcuts(text, MASK)
     text = _NAMED_VALUE.sub(_mask_value, text)
     text = _BEARER.sub(lambda match: f"{match.group('scheme')} {MASK}", text)
     text = _KEY_SHAPED.sub(MASK, text)
-    return _URL_CREDENTIALS.sub(lambda match: f"{match.group('scheme')}{MASK}@", text)
+    text = _URL_CREDENTIALS.sub(lambda match: f"{match.group('scheme')}{MASK}@", text)
+    return _QUERY_SECRET.sub(lambda match: f"{match.group('name')}{MASK}", text)
 
 
 def reference_dumps(record: Any, **options: Any) -> str:
@@ -84,6 +88,8 @@ FRAGMENTS = [
     SECRET.replace("q", "\\u0071"), SECRET.replace("-", "&#45;"), SECRET.replace("-", "&#x2D"), "%", "&#", "&am",
     base64.b64encode(SECRET.encode()).decode(), base64.b64encode(b"u:" + SECRET.encode()).decode()[:-3],
     SECRET.encode().hex(), "\\x5a", "\\/",
+    # query parameters named like a secret, and the characters that start one
+    SECRET[:11] + "****" + SECRET[-4:], SECRET[:12], "?", "&", ";", "key=", "?KEY=", "&sig=", "x-amz-signature=", "client_secret=", "pwd=", "ke\u212ay=", "tok@",
 ]
 texts = st.lists(st.sampled_from(FRAGMENTS) | st.text(max_size=6), max_size=8).map("".join)
 keys = st.sampled_from(["content", "api_key", "token", "prompt_tokens", "Bearer x", "sk-abcdefgh12", "a:b", "k"]) | texts
@@ -105,6 +111,8 @@ RULE_CASES = [
     "the api key is required", "token 12345678", r"\u0061pi_key=abcdef1", "\u212a-api-key=abcdef1", "to\u212aen=abcdef1",
     f"quoted {urllib.parse.quote(SECRET, safe='')} here", f"basic {base64.b64encode(b'me:' + SECRET.encode()).decode()}",
     f"hex {SECRET.encode().hex().upper()}", "".join(f"&#{ord(c)};" for c in SECRET), "50% & \\frac{1}{2}",
+    "http://h/v1?key=abc123&x=1", "GET /v1?access_token=abc123 HTTP/1.1", "u?X-Amz-Signature=ab12&X-Amz-Date=1",
+    "at https://ghp_token123@github.com/x", "k?ke\u212ay=abc1234", "the key=value pair", "?monkey=banana",
 ]
 
 

@@ -128,6 +128,57 @@ def test_retry_after_is_capped(scripted_openai_server: ServerFactory) -> None:
     assert waits == [0.1]
 
 
+@pytest.mark.parametrize(
+    ("headers", "seconds"),
+    [
+        ({"retry-after": "Fri, 04 Dec 2026 12:00:30 GMT"}, 30.0),  # an HTTP date (RFC 9110), 30 s after the clock
+        ({"retry-after": "Friday, 04-Dec-26 12:00:02 GMT"}, 2.0),  # RFC 850's form, which HTTP still allows
+        ({"retry-after": "Wed, 21 Oct 2015 07:28:00 GMT"}, 0.0),  # in the past: no wait
+        ({"retry-after": "7"}, 7.0),
+        ({"retry-after": "-3"}, 0.0),
+        ({"retry-after-ms": "250", "retry-after": "9"}, 0.25),
+        ({"retry-after-ms": "later", "retry-after": "9"}, 9.0),
+        ({"retry-after": "soon-ish"}, None),  # neither: the backoff applies
+        ({"retry-after": "NaN"}, None),
+        ({"retry-after": ""}, None),
+    ],
+)
+def test_retry_after_is_read_in_seconds_or_as_an_http_date(headers: dict[str, str], seconds: float | None) -> None:
+    from pytest_evomemory.models.openai_compat import _retry_after_seconds
+
+    clock = 1796385600.0  # Fri, 04 Dec 2026 12:00:00 GMT
+    assert _retry_after_seconds(headers, now=lambda: clock) == seconds
+
+
+def test_a_retry_after_that_is_no_time_leaves_the_backoff(
+    scripted_openai_server: ServerFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pytest_evomemory.models import openai_compat
+
+    monkeypatch.setattr(openai_compat.random, "random", lambda: 0.0)  # no jitter
+    server = scripted_openai_server(Script([Fault(503, headers={"Retry-After": "soon-ish"}), final_answer("4")]))
+    slept: list[float] = []
+    model = OpenAICompatibleModel(scripted_model_config(server, retry_backoff_s=1.0, retry_backoff_max_s=10.0),
+                                  sleep=slept.append)
+    model.complete(MESSAGES, TOOLS)
+    assert slept == [1.0] and model.last_attempts == 2
+
+
+def test_a_redirect_is_not_followed_and_says_where_it_points(scripted_openai_server: ServerFactory) -> None:
+    """The key would go along to wherever a redirect points: the error names the
+    target (without its query string) and the setting to change."""
+    location = "https://other.example/v1/chat/completions?key=abcdef123456"
+    server = scripted_openai_server(Script([Fault(308, raw=b"", headers={"Location": location})], then=None))
+    model = OpenAICompatibleModel(scripted_model_config(server))
+    with pytest.raises(ModelError) as caught:
+        model.complete(MESSAGES, TOOLS)
+    message = str(caught.value)
+    assert "HTTP status 308" in message and "(not retried: the status is not transient)" in message
+    assert "redirects to 'https://other.example/v1/chat/completions?***', and redirects are not followed" in message
+    assert "set model.base_url to the API root the redirect leads to" in message
+    assert "abcdef123456" not in message and len(server.requests) == 1
+
+
 def test_exponential_backoff_between_attempts(scripted_openai_server: ServerFactory) -> None:
     server = scripted_openai_server(Script([Fault(500), Fault(502), final_answer("4")]))
     waits: list[float] = []

@@ -146,3 +146,50 @@ def test_summary_is_written_even_when_the_run_is_interrupted(pytester: pytest.Py
     summary = json.loads((run_dir / "summary.json").read_text())
     assert summary["overall"]["tasks"] == 3
     assert len((run_dir / "scores.jsonl").read_text().splitlines()) == 3
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+def test_a_task_fault_and_a_feedback_fault_land_on_their_turns_through_pytest(
+    pytester: pytest.Pytester, server_for: Any, monkeypatch: pytest.MonkeyPatch, workers: list[str]
+) -> None:
+    """f02's task turn gets a 401 quoting the key, f03's feedback turn a 500: f02 fails
+    as wrong, f03 keeps its score and its teardown errors, and the key is in no output,
+    JSON report or JUnit XML, serially and under pytest-xdist."""
+    secret = "sk-proj-PYTESTDOOR0canary0abcdefghijklmn9876"
+    monkeypatch.setenv("EVOMEMORY_DOOR_KEY", secret)
+
+    def policy(request: Mapping[str, Any]) -> Reply:
+        conversation = json.dumps(request.get("messages", []))
+        feedback = "Feedback" in task_text(request)
+        if "Which river flows" in conversation and not feedback:  # f02's task turn
+            return Fault(401, {"error": {"message": f"Incorrect API key provided: {secret}"}})
+        if "lighthouse keeper" in conversation and feedback:  # f03's feedback turn
+            return Fault(status=500)
+        return echo_policy(request)
+
+    server = server_for(policy)
+    run = RUN.format(base_url=server.base_url).replace("api_key_env: null", "api_key_env: EVOMEMORY_DOOR_KEY")
+    run = run.replace("memory_strategy: deterministic_recall", "memory_strategy: none")  # no task quotes another
+    (pytester.path / "run.yaml").write_text(run, encoding="utf-8")
+    result = pytester.runpytest(
+        "--evomemory-config=run.yaml", "-p", "no:randomly", *workers, "--json-report",
+        "--json-report-file=report.json", "--junitxml=junit.xml",
+    )
+    result.assert_outcomes(passed=3, failed=1, errors=1)
+    output = result.stdout.str() + result.stderr.str()
+    assert "Traceback" not in output and "INTERNALERROR" not in output
+    result.stdout.fnmatch_lines([
+        "*2 failed episode(s), 1 in a task turn, counted as wrong, 1 in a feedback turn, whose task keeps its score*"
+    ])
+    run_dir = pytester.path / "evomemory-results" / "faults"
+    scores = {json.loads(line)["task_id"]: json.loads(line) for line in (run_dir / "scores.jsonl").read_text().splitlines()}
+    assert "HTTP status 401: Incorrect API key provided: ***" in scores["f02"]["error"]
+    assert not scores["f03"].get("error")
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert (summary["overall"]["tasks"], summary["overall"]["errors"]) == (4, 1)
+    assert [(failure["task_id"], failure["phase"]) for failure in summary["failed_episodes"]] == [
+        ("f02", "task"), ("f03", "feedback")
+    ]
+    written = [output] + [path.read_text(errors="replace") for path in pytester.path.rglob("*") if path.is_file()]
+    assert not [text for text in written if secret[8:24] in text]
