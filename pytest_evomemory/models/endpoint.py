@@ -11,6 +11,7 @@ HTTP stack (``ssl``, the transports, ``httpx2`` behind a proxy).
 from __future__ import annotations
 
 import os
+import urllib.request
 from urllib.parse import urlsplit
 
 from ..config import ModelConfig, http_url_problem
@@ -32,6 +33,23 @@ def proxied() -> bool:
     """Whether a proxy variable is set: then ``httpx2`` reads them all (``NO_PROXY``
     too) and sends the request its way, as the ``openai`` SDK would."""
     return any(os.environ.get(name) or os.environ.get(name.upper()) for name in PROXY_VARIABLES)
+
+
+def proxy_for(endpoint: str) -> str | None:
+    """The proxy variable a request to ``endpoint`` goes through, as an error may name
+    it (``HTTP_PROXY=http://***@proxy:3128``), or None when it goes straight there:
+    an error then names the proxy, or "connection refused" would blame a server that
+    is up. The variable of the endpoint's scheme, else ``ALL_PROXY``; ``NO_PROXY``
+    honoured, as ``httpx2`` reads them."""
+    parts = urlsplit(endpoint)
+    if urllib.request.proxy_bypass_environment(parts.hostname or ""):
+        return None
+    for lower in (f"{parts.scheme.lower()}_proxy", "all_proxy"):
+        for name in (lower.upper(), lower):
+            value = os.environ.get(name)
+            if value:
+                return f"{name}={url_shown(value)}"
+    return None
 
 
 def proxy_problem() -> str | None:
@@ -120,5 +138,5 @@ def check_model_environment(config: ModelConfig | None) -> None:
 
 __all__ = [
     "DEFAULT_BASE_URL", "NO_KEY_PLACEHOLDER", "PROXY_VARIABLES", "check_model_environment", "proxied",
-    "proxy_problem", "resolve_api_key", "resolve_endpoint",
+    "proxy_for", "proxy_problem", "resolve_api_key", "resolve_endpoint",
 ]

@@ -34,7 +34,7 @@ from ..util.text import storable, storable_json_text
 from .base import ChatCompletion, ModelToolCall, Provided, sampling_identity
 from .cleaning import clean_completion
 from .deadline import Attempt, DeadlineExceeded, call_within
-from .endpoint import NO_KEY_PLACEHOLDER, resolve_api_key, resolve_endpoint
+from .endpoint import NO_KEY_PLACEHOLDER, proxy_for, resolve_api_key, resolve_endpoint
 from .http11 import BadEndpoint, NetworkTimeout, Reply, ReplyTooLarge, TransportError
 from .limits import endpoint_limiter, endpoint_semaphore
 from .transport import shared_connection
@@ -264,6 +264,12 @@ class OpenAICompatibleModel:
             f"the variable {self.config.api_key_env} (model.api_key_env)" if self.config.api_key_env
             else "model.api_key_env (no key is sent)"
         )
+        if status == 407:
+            via = proxy_for(self.endpoint)
+            return (
+                f"the proxy{f' ({via})' if via else ''} asks for credentials: write them into the proxy "
+                "variable as http://user:password@host:port"
+            )
         if status == 401:
             return f"the endpoint did not accept the key: check that {key} holds a key for {self.endpoint}"
         if status == 403:

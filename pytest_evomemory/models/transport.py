@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..core.errors import ConfigError
 from ..util.redaction import redact
 from .deadline import Attempt
-from .endpoint import proxied, proxy_problem
+from .endpoint import proxied, proxy_for, proxy_problem
 from .http11 import BadEndpoint, DirectConnection, NetworkTimeout, Reply, TransportError, read_body
 
 if TYPE_CHECKING:  # a plain-HTTP endpoint never needs the module (4 ms to import)
@@ -74,6 +74,9 @@ class ProxiedConnection:
                 "check HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY"
             ) from None
         self._sockets: list[socket.socket] = []
+        #: how an error names the proxy the requests go through (they may not: NO_PROXY)
+        via = proxy_for(endpoint)
+        self._via = f" (through the proxy {via})" if via else ""
 
     @property
     def is_closed(self) -> bool:
@@ -88,9 +91,9 @@ class ProxiedConnection:
         except (httpx2.UnsupportedProtocol, httpx2.InvalidURL) as error:
             raise BadEndpoint(str(error)) from None
         except httpx2.TimeoutException as error:
-            raise NetworkTimeout(f"{type(error).__name__}: {error}") from None
+            raise NetworkTimeout(f"{type(error).__name__}: {error}{self._via}") from None
         except httpx2.TransportError as error:
-            raise TransportError(f"{type(error).__name__}: {error}") from None
+            raise TransportError(f"{type(error).__name__}: {error}{self._via}") from None
 
     def _post(self, path: str, content: bytes, headers: Mapping[str, str], attempt: Attempt, limit: int) -> Reply:
         def trace(event: str, info: Mapping[str, Any]) -> None:

@@ -18,7 +18,7 @@ import pytest
 
 from pytest_evomemory.config import ModelConfig
 from pytest_evomemory.core.errors import ModelError
-from pytest_evomemory.models import http11, transport
+from pytest_evomemory.models import endpoint, http11, transport
 from pytest_evomemory.models.deadline import Attempt
 from pytest_evomemory.models.http11 import DirectConnection
 from pytest_evomemory.models.openai_compat import OpenAICompatibleModel
@@ -255,6 +255,35 @@ def test_a_proxy_variable_sends_the_request_through_the_proxy(
     }
     with pytest.raises(ModelError, match=r"over model.max_reply_bytes \(1,024 bytes; it announced 3,"):
         model.complete([{"role": "user", "content": "big"}], [])
+
+
+def test_a_proxy_that_fails_is_named_without_its_password(
+    raw_server: Callable[..., RawServer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A proxy that refuses the connection, or asks for credentials (407): the error
+    names the proxy variable, so "connection refused" does not blame the model server."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    monkeypatch.setenv("HTTP_PROXY", f"http://alice:Pr0xyPassw0rd@127.0.0.1:{closed}")
+    model = OpenAICompatibleModel(_config("http://upstream.invalid:8000/v1", max_retries=0))
+    with pytest.raises(ModelError) as refused:
+        model.complete(MESSAGES, [])
+    assert f"(through the proxy HTTP_PROXY=http://***@127.0.0.1:{closed})" in str(refused.value)
+
+    def handler(connection: socket.socket, reader: Reader) -> None:
+        while reader.request() is not None:
+            connection.sendall(b"HTTP/1.1 407 Proxy Authentication Required\r\nContent-Length: 0\r\n\r\n")
+
+    proxy = raw_server(handler)
+    monkeypatch.setenv("HTTP_PROXY", f"http://alice:Pr0xyPassw0rd@127.0.0.1:{proxy.port}")
+    with pytest.raises(ModelError) as asked:
+        OpenAICompatibleModel(_config("http://upstream.invalid:8001/v1")).complete(MESSAGES, [])
+    assert "HTTP status 407" in str(asked.value) and "(not retried" in str(asked.value)
+    assert f"the proxy (HTTP_PROXY=http://***@127.0.0.1:{proxy.port}) asks for credentials" in str(asked.value)
+    assert "Pr0xyPassw0rd" not in str(refused.value) + str(asked.value)
+    monkeypatch.setenv("NO_PROXY", "upstream.invalid")
+    assert endpoint.proxy_for("http://upstream.invalid:8000/v1") is None
 
 
 def _self_signed(directory: Path) -> tuple[Path, Path]:
