@@ -11,7 +11,6 @@ HTTP stack (``ssl``, the transports, ``httpx2`` behind a proxy).
 from __future__ import annotations
 
 import os
-import urllib.request
 from urllib.parse import urlsplit
 
 from ..config import ModelConfig, http_url_problem
@@ -41,6 +40,8 @@ def proxy_for(endpoint: str) -> str | None:
     an error then names the proxy, or "connection refused" would blame a server that
     is up. The variable of the endpoint's scheme, else ``ALL_PROXY``; ``NO_PROXY``
     honoured, as ``httpx2`` reads them."""
+    import urllib.request  # only where a proxy is set: it imports http.client and email (module docstring)
+
     parts = urlsplit(endpoint)
     if urllib.request.proxy_bypass_environment(parts.hostname or ""):
         return None

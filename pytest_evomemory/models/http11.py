@@ -140,14 +140,33 @@ class DirectConnection:
         self._parser: h11.Connection | None = None
         self._requests: dict[str, h11.Request] = {}
         self.is_closed = False
+        #: the socket of the request under way was opened for it (not kept alive from before)
+        self._fresh = False
+        #: a byte of the reply under way has come
+        self._replied = False
 
     def post(self, path: str, content: bytes, headers: Mapping[str, str], attempt: Attempt, limit: int) -> Reply:
-        """``POST`` ``content`` to the endpoint's ``path``; the whole reply, at most ``limit`` bytes of body."""
+        """``POST`` ``content`` to the endpoint's ``path``; the whole reply, at most ``limit`` bytes of body.
+
+        A kept-alive connection the server closed just as the request went out (its
+        idle timeout, uvicorn's five seconds, passing while the request was on its
+        way) fails before a byte of the reply comes: the request is sent once more,
+        on a new connection, within the same attempt and deadline, as a browser
+        does. A new connection that fails so is the server's failure (an attempt)."""
         if self._problem is not None:
             raise BadEndpoint(self._problem)
         attempt.on_cancel(self.abort)
         try:
+            return self._exchange(path, content, headers, attempt, limit)
+        except _Stale:
+            return self._exchange(path, content, headers, attempt, limit)
+
+    def _exchange(self, path: str, content: bytes, headers: Mapping[str, str], attempt: Attempt, limit: int) -> Reply:
+        """One request and its reply on the kept-alive connection (or a new one)."""
+        reused = self._replied = False
+        try:
             sock, parser = self._open()
+            reused = not self._fresh
             # A deadline that passed while connecting found no socket to shut down (and
             # the connected one is blocking, with no timeout of its own): stop here.
             attempt.check()
@@ -162,7 +181,14 @@ class DirectConnection:
             raise NetworkTimeout(f"{type(error).__name__}: {error}") from None
         except OSError as error:  # ssl.SSLError included
             self._drop()
+            if reused and not self._replied and isinstance(error, _HUNG_UP) and not attempt.cancelled:
+                raise _Stale from None
             raise TransportError(f"{type(error).__name__}: {error}") from None
+        except _NoReply as error:
+            self._drop()
+            if reused and not attempt.cancelled:
+                raise _Stale from None
+            raise TransportError(str(error)) from None
         except BaseException:  # malformed, over the limit, cancelled, interrupted: the rest is not read
             self._drop()
             raise
@@ -200,7 +226,8 @@ class DirectConnection:
             # An idle kept-alive socket with something to read has been closed by the
             # server (or shut down by an abort): it cannot carry the next request.
             self._drop()
-        if self._socket is None or self._parser is None:
+        self._fresh = self._socket is None or self._parser is None
+        if self._fresh:
             self._connect()
         assert self._socket is not None and self._parser is not None  # for mypy: _connect set them
         return self._socket, self._parser
@@ -241,9 +268,11 @@ class DirectConnection:
                 if event is h11.NEED_DATA:
                     data = sock.recv(READ_CHUNK)
                     if not data and not parser.trailing_data[0]:  # no head begun: the server hung up
-                        after = "after an interim reply" if received else "without response"
-                        raise TransportError(f"RemoteDisconnected: Remote end closed connection {after}")
+                        if not received:
+                            raise _NoReply("RemoteDisconnected: Remote end closed connection without response")
+                        raise TransportError("RemoteDisconnected: Remote end closed connection after an interim reply")
                     received += len(data)
+                    self._replied = True
                     parser.receive_data(data)  # b"": the head was cut short, which h11 names
                 event = parser.next_event()
         except h11.RemoteProtocolError as error:
@@ -290,6 +319,18 @@ class DirectConnection:
     def close(self) -> None:
         self._drop()
         self.is_closed = True
+
+
+class _NoReply(TransportError):
+    """The server closed the connection without a byte of reply."""
+
+
+class _Stale(Exception):
+    """A kept-alive connection the server had closed: the request goes out again on a new one."""
+
+
+#: How a server's closing of a connection meets a request sent on it.
+_HUNG_UP = (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)
 
 
 def _host_header(host: str, port: int, https: bool) -> str:

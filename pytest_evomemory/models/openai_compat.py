@@ -16,7 +16,6 @@ only ever sent in the ``Authorization`` header).
 from __future__ import annotations
 
 import datetime
-import email.utils
 import json
 import math
 import random
@@ -375,6 +374,8 @@ def _retry_after_seconds(headers: Mapping[str, str], now: Callable[[], float] | 
 
 def _http_date_seconds(raw: str, now: Callable[[], float]) -> float:
     """Seconds from now until the HTTP date ``raw``, or NaN when it is no date."""
+    import email.utils  # rare (a Retry-After that is no number): not paid by every process's first call
+
     try:
         moment = email.utils.parsedate_to_datetime(raw.strip())
     except (TypeError, ValueError, IndexError, OverflowError):

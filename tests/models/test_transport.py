@@ -9,6 +9,7 @@ import json
 import shutil
 import socket
 import ssl
+import struct
 import subprocess
 import threading
 from collections.abc import Callable
@@ -86,6 +87,48 @@ def test_a_connection_the_server_closed_while_idle_is_replaced_without_a_failed_
         assert model.complete(MESSAGES, []).tool_calls[0].name == "final_answer"
         assert closed.acquire(timeout=5)
     assert server.connections == 3
+
+
+@pytest.mark.parametrize("how", ["close", "reset"])
+def test_a_kept_alive_connection_closed_as_the_request_went_out_is_replaced_within_the_attempt(
+    raw_server: Callable[..., RawServer], how: str
+) -> None:
+    """The server reads the next request on a kept-alive connection and closes it
+    without a reply (its idle timeout passed as the request arrived): the request
+    goes out again on a new connection, in the same attempt (max_retries 0)."""
+
+    def handler(connection: socket.socket, reader: Reader) -> None:
+        reader.request()
+        connection.sendall(_ok())
+        reader.request()
+        if how == "reset":
+            connection.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+
+    server = raw_server(handler)
+    model = OpenAICompatibleModel(_config(f"http://127.0.0.1:{server.port}/v1", max_retries=0))
+    for calls in range(1, 4):
+        assert model.complete(MESSAGES, []).tool_calls[0].name == "final_answer"
+        assert model.last_attempts == 1 and server.connections == calls
+
+
+def test_a_new_connection_closed_without_a_reply_is_a_failed_attempt(raw_server: Callable[..., RawServer]) -> None:
+    """A server that closes every connection on the request: the kept-alive
+    connection gets one more go on a new one, which fails as the server's failure."""
+    served = threading.Semaphore(1)
+
+    def handler(connection: socket.socket, reader: Reader) -> None:
+        reader.request()
+        if served.acquire(blocking=False):  # the first connection answers once, then is closed on the next request
+            connection.sendall(_ok())
+            reader.request()
+
+    server = raw_server(handler)
+    model = OpenAICompatibleModel(_config(f"http://127.0.0.1:{server.port}/v1", max_retries=0))
+    model.complete(MESSAGES, [])
+    with pytest.raises(ModelError, match=r"after 1 attempt: connection error \(RemoteDisconnected: Remote end closed "
+                                         r"connection without response\)"):
+        model.complete(MESSAGES, [])
+    assert server.connections == 2  # the kept-alive one and one new one: no loop
 
 
 def test_the_request_goes_out_in_one_send_on_a_blocking_socket(
