@@ -426,29 +426,41 @@ def _failed_episodes_line(failures: Sequence[Failure]) -> Line:
     """Why a session with failed episodes fails, in both entry points: pytest lists
     them as failed tests, ``evomemory run`` has no other line saying so (its exit
     status 1 was otherwise unexplained). The first few are named with their reason."""
-    named = "; ".join(_first_line(failure.reason) for failure in failures[:_NAMED_FAILURES])  # they name the task
+    named = "; ".join(_named(failure) for failure in failures[:_NAMED_FAILURES])
     more = f"; and {len(failures) - _NAMED_FAILURES} more" if len(failures) > _NAMED_FAILURES else ""
+    # one episode whose task and feedback turns both failed is one failed episode
+    episodes = len({(failure.stream, failure.task_id) if failure.task_id else id(failure) for failure in failures})
     return Line.of(
-        f"evomemory: {len(failures)} failed episode(s), {_how_counted(failures)}; the session fails: {named}{more} "
+        f"evomemory: {episodes} failed episode(s){_how_counted(failures)}; the session fails: {named}{more} "
         "(every one, with its traceback: summary.json 'failed_episodes', report.html)",
         "red", bold=True,
     )
 
 
+def _named(failure: Failure) -> str:
+    """A failure's reason, with where it happened unless the reason says so itself
+    (an agent's own "no final_answer within the turn limit" names no task)."""
+    reason = _first_line(failure.reason)
+    where = failure.stream + (f"/{failure.task_id}" if failure.task_id else "")
+    if where in reason:
+        return reason
+    return f"{failure.phase} turn of {where}: {reason}" if failure.task_id else f"stream {where} ({failure.phase}): {reason}"
+
+
 def _how_counted(failures: Sequence[Failure]) -> str:
     """What the failures did to the scores: a failed task turn is scored as wrong; a
-    failed feedback turn (never scored) leaves its task's score as it was, and a
-    stream that could not start or end holds no score of its own."""
+    failed feedback turn is never scored (its task's score is what its task turn
+    earned), and a stream that could not start or end holds no score of its own."""
     tasks = sum(1 for failure in failures if failure.phase == "task")
     if tasks == len(failures):
-        return "counted as wrong"
+        return ", counted as wrong"
     feedback = sum(1 for failure in failures if failure.phase == "feedback")
-    parts = [f"{tasks} in a task turn, counted as wrong"] if tasks else []
+    parts = [f"{tasks} task turn(s), counted as wrong"] if tasks else []
     if feedback:
-        parts.append(f"{feedback} in a feedback turn, whose task keeps its score")
+        parts.append(f"{feedback} feedback turn(s), never scored")
     if len(failures) - tasks - feedback:
         parts.append(f"{len(failures) - tasks - feedback} starting or ending a stream")
-    return ", ".join(parts)
+    return f" ({'; '.join(parts)})"
 
 
 def _first_line(reason: object) -> str:

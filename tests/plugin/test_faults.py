@@ -180,7 +180,7 @@ def test_a_task_fault_and_a_feedback_fault_land_on_their_turns_through_pytest(
     output = result.stdout.str() + result.stderr.str()
     assert "Traceback" not in output and "INTERNALERROR" not in output
     result.stdout.fnmatch_lines([
-        "*2 failed episode(s), 1 in a task turn, counted as wrong, 1 in a feedback turn, whose task keeps its score*"
+        "*2 failed episode(s) (1 task turn(s), counted as wrong; 1 feedback turn(s), never scored); the session fails*"
     ])
     run_dir = pytester.path / "evomemory-results" / "faults"
     scores = {json.loads(line)["task_id"]: json.loads(line) for line in (run_dir / "scores.jsonl").read_text().splitlines()}
