@@ -43,7 +43,7 @@ def proxy_for(endpoint: str) -> str | None:
     import urllib.request  # only where a proxy is set: it imports http.client and email (module docstring)
 
     parts = urlsplit(endpoint)
-    if urllib.request.proxy_bypass_environment(parts.hostname or ""):
+    if urllib.request.proxy_bypass(parts.hostname or ""):  # NO_PROXY (on Linux: the environment alone)
         return None
     for lower in (f"{parts.scheme.lower()}_proxy", "all_proxy"):
         for name in (lower.upper(), lower):

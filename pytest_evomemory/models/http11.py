@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import select
 import socket
+import sys
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -93,6 +94,24 @@ class TransportError(Exception):
     """The request failed on its way: connecting, sending or reading. The message
     names what was raised (``ConnectionRefusedError: [Errno 111] ...``) or what was
     wrong with the reply (``RemoteDisconnected: ...``, ``RemoteProtocolError: ...``)."""
+
+
+class CertificateRefused(TransportError):
+    """The server's TLS certificate was not accepted (not trusted, or not for this
+    host name): every attempt would meet it again."""
+
+
+def refused_certificate(error: BaseException) -> bool:
+    """Whether ``error``, or what it was raised from, is a failed certificate check."""
+    ssl = sys.modules.get("ssl")  # never imported for it: no TLS, no certificate
+    seen: BaseException | None = error
+    for _ in range(8):  # the chain an HTTP library wraps it in
+        if seen is None:
+            return False
+        if ssl is not None and isinstance(seen, ssl.SSLCertVerificationError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 class NetworkTimeout(TransportError):
@@ -183,7 +202,8 @@ class DirectConnection:
             self._drop()
             if reused and not self._replied and isinstance(error, _HUNG_UP) and not attempt.cancelled:
                 raise _Stale from None
-            raise TransportError(f"{type(error).__name__}: {error}") from None
+            kind = CertificateRefused if refused_certificate(error) else TransportError
+            raise kind(f"{type(error).__name__}: {error}") from None
         except _NoReply as error:
             self._drop()
             if reused and not attempt.cancelled:
@@ -393,4 +413,4 @@ def _blocking(sock: socket.socket) -> None:
     sock.settimeout(None)
 
 
-__all__ = ["BadEndpoint", "DirectConnection", "NetworkTimeout", "Reply", "ReplyTooLarge", "TransportError", "read_body"]
+__all__ = ["BadEndpoint", "CertificateRefused", "DirectConnection", "NetworkTimeout", "Reply", "ReplyTooLarge", "TransportError", "read_body", "refused_certificate"]

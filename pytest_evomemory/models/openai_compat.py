@@ -34,7 +34,7 @@ from .base import ChatCompletion, ModelToolCall, Provided, sampling_identity
 from .cleaning import clean_completion
 from .deadline import Attempt, DeadlineExceeded, call_within
 from .endpoint import NO_KEY_PLACEHOLDER, proxy_for, resolve_api_key, resolve_endpoint
-from .http11 import BadEndpoint, NetworkTimeout, Reply, ReplyTooLarge, TransportError
+from .http11 import BadEndpoint, CertificateRefused, NetworkTimeout, Reply, ReplyTooLarge, TransportError
 from .limits import endpoint_limiter, endpoint_semaphore
 from .transport import shared_connection
 
@@ -141,6 +141,12 @@ class OpenAICompatibleModel:
                     f"the endpoint is not a usable http(s) URL ({error}); set OPENAI_BASE_URL or "
                     "model.base_url to the API root, e.g. http://127.0.0.1:8000/v1",
                     attempt, not_retried="a wrong URL is not transient",
+                ) from None
+            except CertificateRefused as error:
+                raise self._error(
+                    f"connection error ({error})", attempt, not_retried="the certificate would be refused again",
+                    advice="if the server's certificate is signed by a CA of your own, set SSL_CERT_FILE (or "
+                    "SSL_CERT_DIR) to it; the host name in the URL must be one the certificate names",
                 ) from None
             except NetworkTimeout:  # one network operation; the deadline above covers the whole attempt
                 last_problem = _deadline_problem(DeadlineExceeded(self.config.timeout_s, "waiting for the server", 0))

@@ -23,7 +23,16 @@ from ..core.errors import ConfigError
 from ..util.redaction import redact
 from .deadline import Attempt
 from .endpoint import proxied, proxy_for, proxy_problem
-from .http11 import BadEndpoint, DirectConnection, NetworkTimeout, Reply, TransportError, read_body
+from .http11 import (
+    BadEndpoint,
+    CertificateRefused,
+    DirectConnection,
+    NetworkTimeout,
+    Reply,
+    TransportError,
+    read_body,
+    refused_certificate,
+)
 
 if TYPE_CHECKING:  # a plain-HTTP endpoint never needs the module (4 ms to import)
     import ssl
@@ -93,7 +102,8 @@ class ProxiedConnection:
         except httpx2.TimeoutException as error:
             raise NetworkTimeout(f"{type(error).__name__}: {error}{self._via}") from None
         except httpx2.TransportError as error:
-            raise TransportError(f"{type(error).__name__}: {error}{self._via}") from None
+            kind = CertificateRefused if refused_certificate(error) else TransportError
+            raise kind(f"{type(error).__name__}: {error}{self._via}") from None
 
     def _post(self, path: str, content: bytes, headers: Mapping[str, str], attempt: Attempt, limit: int) -> Reply:
         def trace(event: str, info: Mapping[str, Any]) -> None:

@@ -276,3 +276,22 @@ def test_a_plain_http_call_loads_no_http_client_or_ssl(raw_server: Callable[...,
     env = {name: value for name, value in os.environ.items() if "proxy" not in name.lower()}
     done = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True, env=env)
     assert json.loads(done.stdout.strip().splitlines()[-1]) == []
+
+
+def test_a_refused_certificate_is_found_inside_what_an_http_library_wraps_it_in() -> None:
+    """httpx2 raises its ConnectError from the ssl module's error: either transport's
+    certificate failure is told apart from a transient one by the chain."""
+    import ssl
+
+    def wrapped() -> BaseException:
+        try:
+            try:
+                raise ssl.SSLCertVerificationError(1, "certificate verify failed")
+            except ssl.SSLError as error:
+                raise ConnectionError("ConnectError: [SSL: CERTIFICATE_VERIFY_FAILED]") from error
+        except ConnectionError as outer:
+            return outer
+
+    assert http11.refused_certificate(wrapped())
+    assert not http11.refused_certificate(ConnectionResetError(104, "Connection reset by peer"))
+    assert not http11.refused_certificate(ssl.SSLError(1, "record layer failure"))

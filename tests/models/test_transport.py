@@ -356,8 +356,11 @@ def test_an_https_endpoint_is_verified(
             connection.sendall(_ok())
 
     server = raw_server(handler, served)
-    with pytest.raises(ModelError, match=r"connection error \(SSLCertVerificationError"):
-        OpenAICompatibleModel(_config(f"https://localhost:{server.port}/v1", max_retries=0)).complete(MESSAGES, [])
+    # not retried (max_retries 3): every attempt would meet the certificate again
+    with pytest.raises(ModelError, match=r"failed after 1 attempt: connection error \(SSLCertVerificationError.*"
+                       r"\(not retried: the certificate would be refused again\); .* set SSL_CERT_FILE"):
+        OpenAICompatibleModel(_config(f"https://localhost:{server.port}/v1", max_retries=3)).complete(MESSAGES, [])
+    assert server.connections == 1
     trusting = ssl.create_default_context(cafile=str(cert))
     monkeypatch.setattr(transport, "_SSL_CONTEXT", trusting)
     with pytest.raises(ModelError, match=r"connection error \(SSLCertVerificationError.*(mismatch|match)"):
