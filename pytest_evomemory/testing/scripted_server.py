@@ -27,6 +27,7 @@ import math
 import re
 import socket
 import struct
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
@@ -337,6 +338,15 @@ class _Listening(ThreadingHTTPServer):
 
     request_queue_size = 1024
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away (it reset the connection while the handler waited
+        for its next request: a client that gave up on an oversized or slow reply
+        closes with the reply unread) is no error of the server's; anything else is
+        printed as the standard server prints it."""
+        if isinstance(sys.exc_info()[1], ConnectionError):
+            return
+        super().handle_error(request, client_address)
+
 
 class ScriptedServer:
     """A threaded HTTP server speaking just enough of the chat-completions API.
@@ -559,15 +569,19 @@ class ScriptedServer:
                 with contextlib.suppress(OSError):
                     self.connection.close()
 
+            def _head(self, status: int, headers: Mapping[str, str], length: int) -> None:
+                """The status line and headers (not yet ended) of a reply of ``length`` bytes."""
+                self.send_response(status)
+                self.send_header("Content-Type", headers.get("Content-Type", "application/json"))
+                self.send_header("Content-Length", str(length))
+                for name, value in headers.items():
+                    if name != "Content-Type":
+                        self.send_header(name, value)
+
             def _send_cut(self, status: int, headers: Mapping[str, str], payload: bytes, fault: Fault) -> None:
                 """The head announcing all of ``payload``, then its first ``cut_at`` bytes, then the end."""
                 try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", headers.get("Content-Type", "application/json"))
-                    self.send_header("Content-Length", str(len(payload)))
-                    for name, value in headers.items():
-                        if name != "Content-Type":
-                            self.send_header(name, value)
+                    self._head(status, headers, len(payload))
                     self.end_headers()
                     self.wfile.write(payload[: fault.cut_at])
                     self.wfile.flush()
@@ -580,12 +594,7 @@ class ScriptedServer:
                 before_last_byte: Callable[[], None] = lambda: None,
             ) -> None:
                 try:
-                    self.send_response(status)
-                    self.send_header("Content-Type", headers.get("Content-Type", "application/json"))
-                    self.send_header("Content-Length", str(len(payload)))
-                    for name, value in headers.items():
-                        if name != "Content-Type":
-                            self.send_header(name, value)
+                    self._head(status, headers, len(payload))
                     if not payload:
                         before_last_byte()
                     self.end_headers()

@@ -564,3 +564,29 @@ def test_the_scripted_server_takes_a_grids_connections_at_once() -> None:
         for connection in connections:
             connection.close()
         server._httpd.server_close()
+
+
+def test_the_scripted_server_is_quiet_about_a_client_that_resets_its_connection(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A client that gives up on a reply resets the connection while the server's
+    handler waits for its next request (ConnectionResetError in its readline): no
+    traceback of the server's in the output of the run under test, where it would
+    read as the plugin's. Any other error of a handler is still printed."""
+    from pytest_evomemory.testing.scripted_server import ScriptedServer
+
+    server = ScriptedServer()
+    try:
+        for error in (ConnectionResetError(104, "Connection reset by peer"), BrokenPipeError(32, "Broken pipe")):
+            try:
+                raise error
+            except ConnectionError:
+                server._httpd.handle_error(None, ("127.0.0.1", 1))
+        assert capsys.readouterr().err == ""
+        try:
+            raise KeyError("a broken handler")
+        except KeyError:
+            server._httpd.handle_error(None, ("127.0.0.1", 1))
+        assert "KeyError: 'a broken handler'" in capsys.readouterr().err
+    finally:
+        server.stop()
