@@ -230,7 +230,8 @@ class TinyAgent:
             if completion.finish_reason in _STOPPED_EARLY:
                 stopped.append(completion.finish_reason)
             turn.record_usage(completion.usage)
-            self._append(completion.to_message(), turn, cached=completion.cached, model=completion.model)
+            self._append(completion.to_message(), turn, cached=completion.cached, model=completion.model,
+                         stopped=completion.finish_reason if completion.finish_reason in _STOPPED_EARLY else None)
             if completion.tool_calls:
                 self._run_tools(completion, turn)
                 continue
@@ -335,11 +336,16 @@ class TinyAgent:
             self._append({"role": "user", "content": shown}, turn)
         return final is not None or bool(results)
 
-    def _append(self, message: dict[str, Any], turn: Turn, *, cached: bool = False, model: str | None = None) -> None:
+    def _append(
+        self, message: dict[str, Any], turn: Turn, *, cached: bool = False, model: str | None = None,
+        stopped: str | None = None,
+    ) -> None:
         """Into the conversation as sent; into the transcript with whether the reply
-        was replayed and the model name the server reported (what answered)."""
+        was replayed, the model name the server reported (what answered), and why
+        the server ended it early (``finish_reason`` ``length``: a reply cut off at
+        ``max_tokens``, which the transcript would otherwise show as if whole)."""
         self._conversation.append(message)
-        if not cached and not model:
+        if not cached and not model and not stopped:
             turn.add_message(message)
             return
         noted = dict(message)  # the notes after the message's own keys (or in their place)
@@ -347,6 +353,8 @@ class TinyAgent:
             noted["cached"] = True
         if model:
             noted["model"] = model
+        if stopped:
+            noted["finish_reason"] = stopped
         turn.add_message(noted)
 
 

@@ -347,3 +347,24 @@ def test_faults_in_chains_at_once_are_recorded_against_their_own_chain(session: 
         assert [(event["type"], event["failure"]["task_id"]) for event in events] == [("feedback_error", "t2")]
     assert sorted(tries.values()) == [2, 2, 2, 2]  # each chain's t1: the 429, then the answer
     assert output.count("1 failed episode(s) (1 feedback turn(s), never scored); the session fails: feedback turn of") == 4
+
+
+def test_a_reply_cut_off_at_max_tokens_is_marked_in_the_transcript_and_report(session: Any) -> None:
+    """With the text protocol a reply cut off at max_tokens is still an answer (the
+    model's own, scored as given); its transcript says that the server ended it early."""
+    status, output, run_dir = session(FaultOn("task", completion({"content": "The answer is"}, finish_reason="length")))
+    assert status == 1  # the tools protocol: two replies without a tool call
+    transcript = _lines(run_dir / "transcripts" / "mine.jsonl")
+    replies = [message for entry in transcript if entry["task_id"] == "t1" and entry["kind"] == "task"
+               for message in entry["messages"] if message["role"] == "assistant"]
+    assert [message.get("finish_reason") for message in replies] == ["length", "length"]
+    others = [message for entry in transcript if entry["task_id"] != "t1"
+              for message in entry["messages"] if message["role"] == "assistant"]
+    assert others and not any("finish_reason" in message for message in others)  # only a reply ended early is noted
+    # the report's drill-down shows it with the reply
+    from pytest_evomemory.reporting.drilldown import transcript_entry
+    from pytest_evomemory.rundocs import TranscriptEntry
+
+    cut = next(entry for entry in transcript if entry["task_id"] == "t1" and entry["kind"] == "task")
+    shown, _ = transcript_entry(TranscriptEntry.model_validate(cut))
+    assert ["assistant", "The answer is\n[the server ended this reply early: finish_reason 'length']", 0] in shown["m"]
