@@ -148,6 +148,14 @@ CORPUS: dict[str, tuple[Reply, str, int | None]] = {
               headers={"X-Echo-Authorization": f"Bearer {SECRET}"}),
         "HTTP status 502: '<pre>Authorization: Bearer ***</pre>'", 2,
     ),
+    "key_echoed_in_the_content_type": (
+        _raw("oops", content_type=f"text/plain; debug-authorization=Bearer {SECRET}"),
+        "the reply is not JSON (content-type 'text/plain; debug-authorization=Bearer ***'): 'oops'", 1,
+    ),
+    "key_echoed_in_a_redirect": (
+        Fault(302, raw=b"", headers={"Location": f"https://login.example/{SECRET}/v1?key={SECRET}"}),
+        "the endpoint redirects to 'https://login.example/***/v1?***'", 1,
+    ),
 }
 
 #: Faults replayed to t1's feedback turn too: its task keeps its score.
