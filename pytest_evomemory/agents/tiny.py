@@ -250,7 +250,8 @@ class TinyAgent:
             ):
                 continue
             if nudged:
-                raise EpisodeError(self._give_up_message() + self._stopped_early(stopped))
+                empty = not (completion.content or "").strip()
+                raise EpisodeError(self._give_up_message(empty) + self._stopped_early(stopped))
             nudged = True
             self._append({"role": "user", "content": self._nudge(turn, feedback, fell_back, acknowledgement)}, turn)
 
@@ -270,14 +271,17 @@ class TinyAgent:
             return prompts.TEXT_INGESTION_NUDGE
         return prompts.TEXT_FEEDBACK_NUDGE if feedback else prompts.TEXT_NUDGE
 
-    def _give_up_message(self) -> str:
+    def _give_up_message(self, empty: bool) -> str:
+        """Why the turn ends: a reply without the final answer after the nudge.
+        ``empty``: that reply held neither text nor a tool call (a null content)."""
         if self.mode == "text":
             return (
                 "the model's reply was empty again after being asked for 'Final Answer: <answer>'; "
                 f"with agent protocol {self.protocol!r} every turn must end with a non-empty reply"
             )
+        answered = "gave an empty reply (no text, no tool call)" if empty else "answered in plain text"
         return (
-            "the model answered in plain text again after being asked to call "
+            f"the model {answered} again after being asked to call "
             "final_answer; it must end every turn with a final_answer tool call "
             "(for a server without tool calling, set the agent config key 'protocol' to 'text' or 'auto')"
         )

@@ -69,10 +69,13 @@ CORPUS: dict[str, tuple[Reply, str, int | None]] = {
     "message_not_an_object": (_raw('{"choices": [{"message": "hi"}]}'), "first choice has no message", 1),
     "null_content": (
         _raw('{"choices": [{"message": {"role": "assistant", "content": null}}]}'),
-        "the model answered in plain text again after being asked to call final_answer", 2,
+        "the model gave an empty reply (no text, no tool call) again after being asked to call final_answer", 2,
     ),
     "absent_content": (
-        _raw('{"choices": [{"message": {"role": "assistant"}}]}'), "answered in plain text again", 2
+        _raw('{"choices": [{"message": {"role": "assistant"}}]}'), "gave an empty reply (no text, no tool call) again", 2
+    ),
+    "text_instead_of_a_tool_call": (
+        completion({"content": "It is 1."}), "the model answered in plain text again after being asked to call", 2
     ),
     "content_a_number": (
         _raw('{"choices": [{"message": {"role": "assistant", "content": 42}}]}'),
@@ -101,7 +104,10 @@ CORPUS: dict[str, tuple[Reply, str, int | None]] = {
     ),
     "content_filtered": (
         completion({"content": ""}, finish_reason="content_filter"),
-        "2 stopped by the server's content filter (finish_reason 'content_filter')", 2,
+        "the model gave an empty reply (no text, no tool call) again after being asked to call final_answer; it "
+        "must end every turn with a final_answer tool call (for a server without tool calling, set the agent config "
+        "key 'protocol' to 'text' or 'auto'); of the model's replies in this turn, 2 stopped by the server's content "
+        "filter (finish_reason 'content_filter')", 2,
     ),
     "over_max_reply_bytes": (
         final_answer("x" * 5000), "the reply is over model.max_reply_bytes (4,096 bytes; it announced", 1
@@ -240,8 +246,8 @@ def test_a_fault_in_a_task_turn_fails_that_task_only(session: Any, case: str) ->
     assert not scores["t0"].get("error") and not scores["t2"].get("error")
     error = scores["t1"]["error"]
     assert error.startswith("task turn of mine/t1 failed: ModelError: model 'scripted' at ") or case in (
-        "null_content", "absent_content", "arguments_not_json", "unknown_tool", "cut_at_max_tokens_mid_call",
-        "cut_at_max_tokens_in_text", "content_filtered",
+        "null_content", "absent_content", "text_instead_of_a_tool_call", "arguments_not_json", "unknown_tool",
+        "cut_at_max_tokens_mid_call", "cut_at_max_tokens_in_text", "content_filtered",
     ), error
     assert reason in error and "\n" not in error
     if requests is not None:
