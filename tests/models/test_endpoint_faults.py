@@ -364,9 +364,11 @@ def test_faults_in_chains_at_once_are_recorded_against_their_own_chain(session: 
 
 
 def test_a_reply_cut_off_at_max_tokens_is_marked_in_the_transcript_and_report(session: Any) -> None:
-    """With the text protocol a reply cut off at max_tokens is still an answer (the
-    model's own, scored as given); its transcript says that the server ended it early."""
+    """A reply cut off at max_tokens looks whole in a transcript (and with the text
+    protocol it is scored as the answer it is): the transcript says that the server
+    ended it early, and the report shows it."""
     status, output, run_dir = session(FaultOn("task", completion({"content": "The answer is"}, finish_reason="length")))
+    _assert_clean(output, run_dir)
     assert status == 1  # the tools protocol: two replies without a tool call
     transcript = _lines(run_dir / "transcripts" / "mine.jsonl")
     replies = [message for entry in transcript if entry["task_id"] == "t1" and entry["kind"] == "task"
