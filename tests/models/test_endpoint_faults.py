@@ -384,3 +384,18 @@ def test_a_reply_cut_off_at_max_tokens_is_marked_in_the_transcript_and_report(se
     cut = next(entry for entry in transcript if entry["task_id"] == "t1" and entry["kind"] == "task")
     shown, _ = transcript_entry(TranscriptEntry.model_validate(cut))
     assert ["assistant", "The answer is\n[the server ended this reply early: finish_reason 'length']", 0] in shown["m"]
+
+
+def test_a_server_closing_its_connections_after_every_reply_costs_no_attempt(session: Any) -> None:
+    """Every reply is followed by the server closing the kept-alive connection without
+    saying so: each next call opens a new connection, and nothing fails."""
+
+    def policy(request: Mapping[str, Any]) -> Reply:
+        reply = RIGHT(request)
+        assert not isinstance(reply, Fault)
+        return Fault(200, then=reply, close_after=True)
+
+    status, output, run_dir = session(policy, max_retries=0)
+    _assert_clean(output, run_dir)
+    assert status == 0
+    assert [score["correct"] for score in _lines(run_dir / "scores.jsonl")] == [True, True, True]
