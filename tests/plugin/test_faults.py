@@ -148,8 +148,9 @@ def test_summary_is_written_even_when_the_run_is_interrupted(pytester: pytest.Py
     assert len((run_dir / "scores.jsonl").read_text().splitlines()) == 3
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("workers", [[], ["-n", "2"]], ids=["serial", "xdist"])
+@pytest.mark.parametrize(
+    "workers", [pytest.param([], id="serial"), pytest.param(["-n", "2"], id="xdist", marks=pytest.mark.slow)]
+)
 def test_a_task_fault_and_a_feedback_fault_land_on_their_turns_through_pytest(
     pytester: pytest.Pytester, server_for: Any, monkeypatch: pytest.MonkeyPatch, workers: list[str]
 ) -> None:
