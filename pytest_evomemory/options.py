@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .core.errors import NAMED, ConfigError, EvoMemoryError, OptionName
+from .util.text import did_you_mean
 
 Kind = Literal["flag", "text", "list", "count", "dollars", "shard", "choice"]
 Entry = Literal["pytest", "cli"]
@@ -373,7 +374,8 @@ def _choice(value: object, option: Option, flags: Flags) -> str:
     text = str(value).strip()
     if text not in option.choices:
         raise ConfigError(
-            f"{flags(option.name)} must be one of {', '.join(option.choices)}, got {text[:40]!r}; "
+            f"{flags(option.name)} must be one of {', '.join(option.choices)}, got {text[:40]!r}"
+            f"{did_you_mean(text, option.choices)}; "
             f"write e.g. {flags(option.name)}={option.choices[-1]}"
         )
     return text

@@ -44,6 +44,7 @@ from ..rundocs.compare import (
     as_replicates,
 )
 from ..rundocs.report import GainDoc
+from ..util.text import did_you_mean
 
 #: What a gate requires to be met (``min-gain-by``), the default first: the point
 #: estimate reaches the margin; the 95 % interval's lower bound does; or the estimate
@@ -176,7 +177,7 @@ def parse_min_gain(values: Sequence[str], streams: Sequence[str], requires: str 
         if not -100.0 <= points <= 100.0 or points != points:
             raise ConfigError(f"{option} {value!r}: the margin must be between -100 and 100 percentage points", option="min-gain")
         if name and name not in streams:
-            raise ConfigError(f"{option} {value!r}: unknown stream {name!r}; streams: {', '.join(streams)}", option="min-gain")
+            raise ConfigError(f"{option} {value!r}: unknown stream {name!r}{did_you_mean(name, streams)}; streams: {', '.join(streams)}", option="min-gain")
         scope = name or OVERALL
         thresholds[scope] = GainThreshold(scope, points, requires)
     return list(thresholds.values())

@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ConfigError, DataError
 from ..streams import upstream_benchmarks
+from ..util.text import quoted_with_suggestions
 from .common import USAGE_ERROR
 
 if TYPE_CHECKING:
@@ -132,7 +133,7 @@ def _unknown(selected: list[str] | None, available: list[str]) -> None:
     unknown = [name for name in selected or () if name not in available]
     if unknown:
         raise ConfigError(
-            f"unknown stream(s) {', '.join(map(repr, unknown))}; available: {', '.join(available)}"
+            f"unknown stream(s) {quoted_with_suggestions(unknown, available)}; available: {', '.join(available)}"
         )
 
 

@@ -12,6 +12,9 @@ models live in their own module; every name is importable from here.
 
 from __future__ import annotations
 
+from ..util.secretshape import (
+    looks_like_a_secret as looks_like_a_secret,
+)
 from .agent import (
     DEFAULT_API_MODEL as DEFAULT_API_MODEL,
 )
@@ -56,9 +59,6 @@ from .agent import (
 )
 from .agent import (
     http_url_problem as http_url_problem,
-)
-from .agent import (
-    looks_like_a_secret as looks_like_a_secret,
 )
 from .base import (
     CONFIG_PATH as CONFIG_PATH,

@@ -20,6 +20,7 @@ from pydantic import (
 )
 
 from ..util.redaction import url_shown
+from ..util.secretshape import looks_like_a_secret
 from .base import PathText, StrictModel, Text
 from .pricing import Pricing
 
@@ -250,17 +251,6 @@ def env_variable_name(value: str | None, holds: str, example: str, without: str)
             f"{holds} (e.g. {example}), or write null for {without}"
         )
     return value
-
-
-def looks_like_a_secret(value: str) -> bool:
-    """An API key pasted where a variable *name* belongs: a provider's key prefix, or a
-    long mixed-case string with digits (variable names are short, and upper case)."""
-    if value.startswith(("sk-", "sk_", "sk-proj", "Bearer ")):
-        return True
-    return (
-        len(value) >= 32 and any(c.isdigit() for c in value)
-        and any(c.islower() for c in value) and any(c.isupper() for c in value)
-    )
 
 
 def http_url_problem(value: str) -> str | None:

@@ -14,6 +14,7 @@ from typing import Annotated, Any, TypeVar, get_args
 from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationError
 
 from ..core.errors import ConfigError
+from ..util.text import did_you_mean
 
 
 def _not_blank(value: str) -> str:
@@ -63,20 +64,34 @@ def validate_mapping(model: type[_Model], data: Mapping[str, Any], source: str) 
         return model.model_validate(data)
     except ValidationError as error:
         problems = error.errors()
-        key = ".".join(str(part) for part in problems[0]["loc"]) if problems else None
+        key = _location(problems[0]["loc"]) if problems else None
         raise ConfigError(format_validation_error(error, source, model), source=source, key=key or None) from None
 
 
 def _keys_at(model: type[BaseModel] | None, location: Sequence[Any]) -> list[str]:
-    """The keys the config model accepts at ``location`` (its parent's fields), or []."""
+    """The keys the config model accepts at ``location`` (its parent's fields), or []:
+    through nested models and the entries of a list of them (``files.0``)."""
     for part in location:
-        field = model.model_fields.get(str(part)) if model is not None else None
-        nested = [] if field is None else [
-            arg for arg in (field.annotation, *get_args(field.annotation))
-            if isinstance(arg, type) and issubclass(arg, BaseModel)
-        ]
+        if model is None:
+            return []
+        if isinstance(part, int):
+            continue  # an entry of the list the previous key holds: its model is already chosen
+        field = model.model_fields.get(str(part))
+        nested = [] if field is None else _models_in(field.annotation)
         model = nested[0] if nested else None
     return list(model.model_fields) if model is not None else []
+
+
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The config models an annotation holds, however nested (``list[StreamFile] | None``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [model for argument in get_args(annotation) for model in _models_in(argument)]
+
+
+def _location(parts: Sequence[Any]) -> str:
+    """A dotted key path without the union branches pydantic adds (``agent.str``)."""
+    return ".".join(str(part) for part in parts if not _UNION_BRANCH.match(str(part)))
 
 
 _NUMBER_HINT = "write a whole number, e.g. 5"
@@ -115,7 +130,7 @@ def format_validation_error(error: ValidationError, source: str, model: type[Bas
         bad_key = parts[-1:] == ["[key]"] or problem["msg"] == "Keys should be strings"
         if bad_key:
             parts = parts[:-2] if parts[-1:] == ["[key]"] else parts[:-1]  # name the mapping, not the bad key
-        location = ".".join(part for part in parts if not _UNION_BRANCH.match(part)) or "(top level)"
+        location = _location(parts) or "(top level)"
         kind = problem["type"]
         message = problem["msg"]
         if bad_key:
@@ -125,13 +140,16 @@ def format_validation_error(error: ValidationError, source: str, model: type[Bas
             )
         elif kind == "extra_forbidden":
             allowed = _keys_at(model, problem["loc"][:-1])
-            message = "unknown key; " + (
+            message = "unknown key" + did_you_mean(parts[-1], allowed) + "; " + (
                 f"the keys here are: {', '.join(allowed)}" if allowed else "check the spelling against docs/configuration.md"
             )
         elif kind == "missing":
             message = "required key is missing; add it (see docs/configuration.md)"
         elif kind == "value_error":
             message = message.removeprefix("Value error, ")
+        elif kind == "literal_error":
+            choices = re.findall(r"'([^']*)'", str((problem.get("ctx") or {}).get("expected", "")))
+            message = f"{message}; {_HINTS[kind]}{did_you_mean(problem.get('input'), choices)}"
         elif union:
             message = _UNION_PREFIX + message.removeprefix("Input should be ")
         else:

@@ -9,6 +9,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from ..core.errors import ConfigError
 from ..options import MAX_LIMIT, MAX_REPEATS
+from ..util.text import quoted_with_suggestions
 from .base import PathText, StrictModel
 
 
@@ -134,7 +135,7 @@ class BenchmarkConfig(StrictModel):
             unknown = sorted(set(value.streams) - {entry.name for entry in files})
             if unknown:
                 raise ValueError(
-                    f"unknown stream(s) {', '.join(map(repr, unknown))} in 'streams'; "
+                    f"unknown stream(s) {quoted_with_suggestions(unknown, [entry.name for entry in files])} in 'streams'; "
                     f"the streams under 'files' are: {', '.join(entry.name for entry in files)}; use one of those names"
                 )
         return value
@@ -150,7 +151,7 @@ def check_threshold_streams(config: BenchmarkConfig, available: Sequence[str], s
     unknown = [name for name in config.thresholds.streams if name not in available]
     if unknown:
         raise ConfigError(
-            f"{source}: key 'thresholds.streams': unknown stream(s) {', '.join(map(repr, unknown))} "
+            f"{source}: key 'thresholds.streams': unknown stream(s) {quoted_with_suggestions(unknown, available)} "
             f"for benchmark {config.benchmark!r}; available: {', '.join(available)}; use one of those names",
             source=source, key="thresholds.streams",
         )

@@ -17,7 +17,7 @@ from typing import Any
 import yaml
 
 from ..core.errors import ConfigError, named
-from ..util.text import shorten
+from ..util.text import did_you_mean, shorten
 
 #: The run config's own keys, and the three parts a setting can reach into.
 RUN_KEYS = ("name", "output_dir")
@@ -49,7 +49,8 @@ def parse_setting(text: str) -> Setting:
         )
     if path[0] not in (*PARTS, *RUN_KEYS) or (path[0] in RUN_KEYS and len(path) > 1):
         raise ConfigError(
-            f"{OPTION} {_shown(text)}: unknown key {key.strip()!r}; a key starts with one of "
+            f"{OPTION} {_shown(text)}: unknown key {key.strip()!r}{did_you_mean(path[0], (*PARTS, *RUN_KEYS))}; "
+            f"a key starts with one of "
             f"{', '.join(PARTS)} (then the part's keys) or is one of {', '.join(RUN_KEYS)}",
             option="set",
         )

@@ -13,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from ..core.errors import ConfigError
+from ..util.text import did_you_mean
 
 #: The directory of the shipped configs: ``runs/``, ``agents/``, ``benchmarks/``, ``memory/``.
 BUILTIN_DIR = Path(__file__).resolve().parent
@@ -38,7 +39,7 @@ def builtin_path(name: str) -> Path:
     if len(same_stem) == 1:
         return (RUNS_DIR / f"{same_stem[0]}.yaml").resolve()
     raise ConfigError(
-        f"no built-in run config named {name!r}; built-in configs: {', '.join(builtin_names())}"
+        f"no built-in run config named {name!r}{did_you_mean(name, builtin_names())}; built-in configs: {', '.join(builtin_names())}"
     )
 
 

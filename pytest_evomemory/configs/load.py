@@ -10,6 +10,7 @@ the agent config and another in the memory config fixes both after one run.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
@@ -37,6 +38,8 @@ from ..core.registry import is_reference, key_read_by_others
 from ..core.validation import path_problem, resolve_path, run_name_problem
 from ..memory.factory import MEMORY_BACKENDS, backend_spec
 from ..streams import BENCHMARKS, unread_benchmark_keys
+from ..util.redaction import register_secret
+from ..util.text import did_you_mean
 from . import builtin_part, builtin_part_names
 
 
@@ -63,7 +66,8 @@ def _resolve_part(
             return read_yaml_mapping(shipped), str(shipped), shipped.parent
         raise ConfigError(
             f"{run_path}: key '{key}' must name a .yaml/.yml file, a built-in {key} config "
-            f"({', '.join(builtin_part_names(key))}) or be an inline mapping, got {value!r}; write one of those",
+            f"({', '.join(builtin_part_names(key))}) or be an inline mapping, got {value!r}"
+            f"{did_you_mean(value, builtin_part_names(key))}; write one of those",
             source=str(run_path), key=key,
         )
     path = resolve_path(reference if reference.is_absolute() else (base_dir / reference))
@@ -118,9 +122,10 @@ def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig
         try:
             data, source, part_dir = _resolve_part(reference, base_for((key,), base, set_here, cwd), key, run_path)
             sources[key] = source
+            data = apply_settings(data, parsed, key)
+            _register_named_secrets(data)
             data, found = locate(
-                apply_settings(data, parsed, key), model, key, part_dir,
-                [s.path[1:] for s in parsed if s.part == key and len(s.path) > 1], cwd,
+                data, model, key, part_dir, [s.path[1:] for s in parsed if s.part == key and len(s.path) > 1], cwd,
             )
             paths.spelled.update(found.spelled)
             paths.located.update(found.located)
@@ -144,6 +149,23 @@ def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig
         spelled=paths.spelled,
         located=paths.located,
     )
+
+
+def _register_named_secrets(data: Any) -> None:
+    """Register the value of every environment variable a key ending in ``_env`` names
+    (``model.api_key_env``, ``postgres.password_env``, a library's ``api_key_env``) as a
+    secret, before the part is validated: a refusal that quotes what the user wrote (a
+    key pasted into ``kind:``) then masks it (:class:`~..core.errors.ConfigError`), as
+    every later output does once the client has read the key."""
+    if isinstance(data, Mapping):
+        for key, value in data.items():
+            if isinstance(key, str) and key.endswith("_env") and isinstance(value, str) and value in os.environ:
+                register_secret(os.environ[value])
+            else:
+                _register_named_secrets(value)
+    elif isinstance(data, list):
+        for item in data:
+            _register_named_secrets(item)
 
 
 def _together(problems: list[ConfigError]) -> ConfigError:
@@ -302,7 +324,10 @@ def validate_memory(data: Mapping[str, Any], source: str) -> MemoryConfig:
     if unknown:
         allowed = [*MemoryConfig.model_fields, *section_keys]
         raise ConfigError(
-            f"{source}: " + "; ".join(f"key '{key}': unknown key; the keys here are: {', '.join(allowed)}" for key in unknown),
+            f"{source}: " + "; ".join(
+                f"key '{key}': unknown key{did_you_mean(key, allowed)}; the keys here are: {', '.join(allowed)}"
+                for key in unknown
+            ),
             source=source, key=unknown[0],
         )
     memory = validate_mapping(MemoryConfig, common, source)

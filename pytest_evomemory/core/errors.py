@@ -21,6 +21,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Literal
 
+from ..util.redaction import MASK, known_secrets
+from ..util.secretshape import mask_secret_shaped
+
 if TYPE_CHECKING:
     from .types import AgentResponse
 
@@ -65,19 +68,30 @@ class EvoMemoryError(Exception):
         return self.message
 
 
+def without_secrets(text: str) -> str:
+    """``text`` with every known secret (:mod:`..util.redaction`: the values of the
+    variables a config names for its keys) and every value shaped like one
+    (:mod:`..util.secretshape`) masked: what a config error may quote of the user's input."""
+    for secret in known_secrets():
+        text = text.replace(secret, MASK)
+    return mask_secret_shaped(text)
+
+
 class ConfigError(EvoMemoryError):
     """A configuration file or option is invalid; raised before any test runs.
 
     ``source`` is the file at fault, ``key`` the dotted key path in it, ``option``
-    the command-line option.
+    the command-line option. The message and key quote what the user wrote, so they
+    never hold a secret (:func:`without_secrets`): an API key pasted into the wrong key
+    (``kind:``, a URL, a key's name) is not echoed to the terminal or a CI log.
     """
 
     def __init__(
         self, message: str = "", *, source: str | None = None, key: str | None = None, option: OptionName | None = None
     ) -> None:
-        super().__init__(message, option=option)
+        super().__init__(without_secrets(message), option=option)
         self.source = source
-        self.key = key
+        self.key = None if key is None else without_secrets(key)
 
 
 class SessionRefused(ConfigError):

@@ -19,6 +19,7 @@ import re
 from collections.abc import Callable, Iterator
 from typing import Generic, Protocol, TypeVar
 
+from ..util.text import did_you_mean
 from .errors import ConfigError
 
 T = TypeVar("T")
@@ -139,7 +140,7 @@ class Registry(Generic[T]):
     def unknown(self, name: str) -> str:
         """The one message for a name this registry does not know."""
         return (
-            f"unknown {self.kind} {name!r}; use one of {', '.join(self.names())} "
+            f"unknown {self.kind} {name!r}{did_you_mean(name, self.names())}; use one of {', '.join(self.names())} "
             "or a 'package.module:factory' reference"
         )
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core.errors import ConfigError, named
+from ..util.text import did_you_mean
 
 #: What separates the arm from the stream in a gate (``memory:sample_facts=0.5``)
 #: and in an item's id (``memory:sample_facts/f01``).
@@ -34,7 +35,7 @@ def thresholds_for_arms(values: Sequence[str], names: Sequence[str]) -> dict[str
             per_arm[arm].append(rest)
         else:
             raise ConfigError(
-                f"{OPTION} {value!r}: unknown arm {arm!r}; arms: {', '.join(names)} "
+                f"{OPTION} {value!r}: unknown arm {arm!r}{did_you_mean(arm, names)}; arms: {', '.join(names)} "
                 "(the form is [ARM:][STREAM=]FRACTION)",
                 option="min-accuracy",
             )
@@ -68,7 +69,7 @@ def parse_min_accuracy(values: Sequence[str], streams: Sequence[str]) -> tuple[f
         if not name:
             overall = fraction
         elif name not in streams:
-            raise ConfigError(f"{OPTION} {value!r}: unknown stream {name!r}; streams: {', '.join(streams)}", option="min-accuracy")
+            raise ConfigError(f"{OPTION} {value!r}: unknown stream {name!r}{did_you_mean(name, streams)}; streams: {', '.join(streams)}", option="min-accuracy")
         else:
             per_stream[name] = fraction
     return overall, per_stream

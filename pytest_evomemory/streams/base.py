@@ -15,6 +15,7 @@ from ..config import BenchmarkConfig, check_threshold_streams
 from ..core.errors import ConfigError
 from ..core.types import BenchmarkSample, ConversationSession
 from ..rundocs import StreamOrder
+from ..util.text import quoted_with_suggestions
 
 #: Who writes a conversation's sessions into memory before its questions: the
 #: memory system's own ingestion, or the agent in unscored ingestion turns.
@@ -113,7 +114,7 @@ def select_streams(
     if unknown:
         where = f"{source}: {selected_by}" if selected_by else f"{source}: key 'streams'"
         raise ConfigError(
-            f"{where}: unknown stream(s) {', '.join(map(repr, unknown))} for "
+            f"{where}: unknown stream(s) {quoted_with_suggestions(unknown, available)} for "
             f"benchmark {config.benchmark!r}; available: {', '.join(available)}; use one of those names"
         )
     return [name for name in available if name in config.streams]

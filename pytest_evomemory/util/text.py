@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import difflib
 import math
 import re
 import unicodedata
 from collections import Counter
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from functools import lru_cache
 
 _TOKEN = re.compile(r"[^\W_]+", re.UNICODE)
@@ -200,3 +201,25 @@ def inert(text: str, *, one_line: bool = False) -> str:
     if pattern.search(text) is None:
         return text
     return pattern.sub(_visible, text)
+
+
+def did_you_mean(word: object, choices: Iterable[str]) -> str:
+    """``" (did you mean 'max_steps'?)"`` for the choice closest to a misspelt ``word``
+    (``max_step``, ``tooluse``, ``sampel``), or ``""`` when none is close: the one
+    suggestion every refusal of an unknown key, name or value makes."""
+    if not isinstance(word, str) or not word:
+        return ""
+    options = list(dict.fromkeys(choices))
+    by_fold = {option.casefold().replace("-", "_"): option for option in options}
+    folded = word.casefold().replace("-", "_")
+    if folded in by_fold and by_fold[folded] != word:
+        return f" (did you mean {by_fold[folded]!r}?)"
+    close = difflib.get_close_matches(folded, list(by_fold), n=1, cutoff=0.75)
+    return f" (did you mean {by_fold[close[0]]!r}?)" if close and by_fold[close[0]] != word else ""
+
+
+def quoted_with_suggestions(names: Iterable[str], choices: Iterable[str]) -> str:
+    """Unknown ``names`` as a message lists them, each with the choice it may have
+    meant (``'mien' (did you mean 'mine'?), 'x'``)."""
+    options = list(choices)
+    return ", ".join(f"{name!r}{did_you_mean(name, options)}" for name in names)
