@@ -19,7 +19,7 @@ from ..core.validation import (
     resolve_path,
     run_name_problem,
 )
-from .layout import MEMORY, RUN_MARKERS, TRANSCRIPTS, RunDirError
+from .layout import MEMORY, RESERVED_NAMES, RUN_MARKERS, TRANSCRIPTS, RunDirError
 
 #: In a directory name, these break the one-line messages and reports that quote it.
 _NAME_CONTROL = re.compile(f"[{CONTROL_CHARACTERS}]")
@@ -73,6 +73,14 @@ def check_output_dir(path: Path) -> Path:
             f"give a writable {named('output-dir')}",
             option="output-dir",
         )
+    foreign = foreign_entries(resolved)
+    if foreign:
+        raise RunDirError(
+            f"output directory {resolved} already holds files that are no run's ({', '.join(foreign)}); a run "
+            "writes run.json, memory/ and transcripts/ there and moves an earlier run's files to history/, so give "
+            f"a new or empty {named('output-dir')} (or the directory of an earlier run, to replace it)",
+            option="output-dir",
+        )
     for name, kind in ((MEMORY, "directory"), (TRANSCRIPTS, "directory")):
         problem = place_problem(resolved / name, kind)
         if problem is not None:
@@ -81,6 +89,21 @@ def check_output_dir(path: Path) -> Path:
                 option="output-dir",
             )
     return resolved
+
+
+def foreign_entries(directory: Path, shown: int = 3) -> list[str]:
+    """The first names (at most ``shown``, then ``...``) in ``directory`` that no run
+    or session of arms writes, or [] (for a directory that is missing, empty or a run's).
+
+    ``--output-dir .`` in a repository, or ``/``, would otherwise scatter run.json and
+    memory/ among the user's own files, and the next run would move their summary.json
+    or report.html to history/. Hidden entries (``.git``, ``.DS_Store``) are not counted."""
+    try:
+        names = sorted(entry.name for entry in os.scandir(directory) if not entry.name.startswith("."))
+    except OSError:
+        return []  # missing, or not a directory: the checks around this one say so
+    foreign = [name for name in names if name.casefold() not in RESERVED_NAMES]
+    return foreign[:shown] + (["..."] if len(foreign) > shown else [])
 
 
 def place_problem(path: Path, kind: str) -> str | None:
