@@ -171,13 +171,20 @@ def parse_min_gain(values: Sequence[str], streams: Sequence[str], requires: str 
             points = float(number)
         except ValueError:
             raise ConfigError(
-                f"{option} {value!r}: expected [STREAM=]POINTS in percentage points, such as 5 or sample_facts=10",
+                f"{option} {value!r}: expected [STREAM=]POINTS in percentage points; write e.g. 5, or sample_facts=10",
                 option="min-gain",
             ) from None
         if not -100.0 <= points <= 100.0 or points != points:
-            raise ConfigError(f"{option} {value!r}: the margin must be between -100 and 100 percentage points", option="min-gain")
+            raise ConfigError(
+                f"{option} {value!r}: the margin must be between -100 and 100 percentage points; write e.g. 5",
+                option="min-gain",
+            )
         if name and name not in streams:
-            raise ConfigError(f"{option} {value!r}: unknown stream {name!r}{did_you_mean(name, streams)}; streams: {', '.join(streams)}", option="min-gain")
+            raise ConfigError(
+                f"{option} {value!r}: unknown stream {name!r}{did_you_mean(name, streams)}; "
+                f"use one of the streams: {', '.join(streams)}",
+                option="min-gain",
+            )
         scope = name or OVERALL
         thresholds[scope] = GainThreshold(scope, points, requires)
     return list(thresholds.values())

@@ -71,7 +71,20 @@ def _shown(text: str) -> str:
 
 
 def parse_settings(texts: Sequence[str]) -> list[Setting]:
-    return [parse_setting(text) for text in texts]
+    """Every setting, refusing two that set the same key (or one key and a key inside
+    it): which one wins would depend on their order on the command line."""
+    settings = [parse_setting(text) for text in texts]
+    for index, later in enumerate(settings):
+        for earlier in settings[:index]:
+            shorter, longer = sorted((earlier.path, later.path), key=len)
+            if longer[: len(shorter)] == shorter:
+                what = "the same key" if shorter == longer else f"{'.'.join(shorter)!r} and a key inside it"
+                raise ConfigError(
+                    f"{OPTION} {_shown(earlier.text)} and {OPTION} {_shown(later.text)} set {what}; "
+                    "keep one of them",
+                    key=".".join(shorter), option="set",
+                )
+    return settings
 
 
 def apply_settings(data: Mapping[str, Any], settings: Sequence[Setting], part: str) -> dict[str, Any]:

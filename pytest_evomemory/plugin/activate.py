@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from ..core.errors import ConfigError, EvoMemoryError
-from ..options import PYTEST_FLAGS, read_options, render
+from ..options import PROGRESS_INTERVAL_INI, PYTEST_FLAGS, read_options, render
+from ..reporting.progress import progress_interval
 from ..reporting.reports import REPORTS
 from ..runtime.session import Session, SessionSetup
 from ..util.redaction import shown
@@ -28,6 +29,8 @@ def activate(config: pytest.Config) -> None:
     worker = is_xdist_worker(config)
     writes = not worker and not config.option.collectonly
     try:
+        # checked first, as evomemory run checks it: both doors name the same problem first
+        progress_interval(config.getini(PROGRESS_INTERVAL_INI), PROGRESS_INTERVAL_INI)
         options = read_options(vars(config.option), PYTEST_FLAGS)
         setup = SessionSetup(
             options, PYTEST_FLAGS, config.invocation_params.dir,

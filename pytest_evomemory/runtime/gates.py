@@ -63,13 +63,20 @@ def parse_min_accuracy(values: Sequence[str], streams: Sequence[str]) -> tuple[f
         try:
             fraction = float(number)
         except ValueError:
-            raise ConfigError(f"{OPTION} {value!r}: expected [STREAM=]FRACTION such as 0.5", option="min-accuracy") from None
+            raise ConfigError(
+                f"{OPTION} {value!r}: expected [STREAM=]FRACTION; write e.g. 0.5, or STREAM=0.5 for one stream",
+                option="min-accuracy",
+            ) from None
         if not 0.0 <= fraction <= 1.0:
             raise ConfigError(f"{OPTION} {value!r}: the fraction must be between 0 and 1; write e.g. 0.8 for 80%", option="min-accuracy")
         if not name:
             overall = fraction
         elif name not in streams:
-            raise ConfigError(f"{OPTION} {value!r}: unknown stream {name!r}{did_you_mean(name, streams)}; streams: {', '.join(streams)}", option="min-accuracy")
+            raise ConfigError(
+                f"{OPTION} {value!r}: unknown stream {name!r}{did_you_mean(name, streams)}; "
+                f"use one of the streams: {', '.join(streams)}",
+                option="min-accuracy",
+            )
         else:
             per_stream[name] = fraction
     return overall, per_stream
