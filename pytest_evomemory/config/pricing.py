@@ -70,9 +70,14 @@ def load_pricing_file(path: Path, model: str) -> Pricing:
         )
         data: Any = parse_yaml(text)  # the strict reader of every config file
     except OSError as error:
-        raise PricingFileError(f"cannot read the pricing file {path}: {error.strerror or error}") from None
+        raise PricingFileError(
+            f"cannot read the pricing file {path}: {error.strerror or error}; check the path (relative to the "
+            "agent config's directory), or give the prices inline"
+        ) from None
     except (yaml.YAMLError, UnicodeDecodeError) as error:
-        raise PricingFileError(f"the pricing file {path} is not YAML or JSON: {str(error).splitlines()[0]}") from None
+        raise PricingFileError(
+            f"the pricing file {path} is not YAML or JSON: {str(error).splitlines()[0]}; fix it, {_example()}"
+        ) from None
     except ConfigError as error:  # what the strict reader refuses (an alias, a duplicate key, ...)
         raise PricingFileError(f"the pricing file {path}: {error}") from None
     if not isinstance(data, dict):

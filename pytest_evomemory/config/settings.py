@@ -44,7 +44,8 @@ def parse_setting(text: str) -> Setting:
     path = tuple(key.strip().split("."))
     if not sep or not all(path):
         raise ConfigError(
-            f"{OPTION} {_shown(text)}: expected KEY=VALUE with a dotted KEY, e.g. agent.model.model=gpt-4o-mini",
+            f"{OPTION} {_shown(text)}: expected KEY=VALUE; write a dotted KEY, '=' and the value, "
+            "e.g. agent.model.model=gpt-4o-mini",
             option="set",
         )
     if path[0] not in (*PARTS, *RUN_KEYS) or (path[0] in RUN_KEYS and len(path) > 1):
