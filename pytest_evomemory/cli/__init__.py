@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from typing import Any, NoReturn, Protocol
 
 from ..util.redaction import shown
+from ..util.text import did_you_mean
 from ..util.version import __version__
 from .common import PROG, USAGE_ERROR
 
@@ -106,6 +107,13 @@ class _Parser(argparse.ArgumentParser):
     #: exit status of a usage error (``evomemory run`` says 4, as pytest does)
     usage_status = USAGE_ERROR
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        # No abbreviations: pytest takes none (``--evomemory-lim`` is refused), so
+        # ``evomemory run --lim 2`` must not quietly mean --limit; and an option added
+        # later would change what an abbreviation meant.
+        kwargs.setdefault("allow_abbrev", False)
+        super().__init__(*args, **kwargs)
+
     def error(self, message: str) -> NoReturn:
         self.exit(self.usage_status, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
 
@@ -129,6 +137,29 @@ def chosen_command(argv: Sequence[str]) -> str | None:
     return argv[0] if argv and argv[0] in COMMANDS else None
 
 
+def _suggestion(parser: argparse.ArgumentParser, extra: Sequence[str]) -> str:
+    """The option a misspelt one may have meant (``--confg``: ``--config``), from the
+    chosen command's options."""
+    spelled = [word.partition("=")[0] for word in extra if word.startswith("--")]
+    if not spelled:
+        return ""
+    known = [
+        option for action in _command_parser(parser)._actions for option in action.option_strings
+        if option.startswith("--")
+    ]
+    return did_you_mean(spelled[0], known)
+
+
+def _command_parser(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The chosen command's parser (the top parser's subparsers hold it), or the top one."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen: list[argparse.ArgumentParser] = list(action.choices.values())
+            if len(chosen) == 1:
+                return chosen[0]
+    return parser
+
+
 #: Exit status of a fault of ours (a bug), as pytest's internal error.
 INTERNAL_ERROR = 3
 #: Set to 1 to see the traceback of a fault of ours instead of its one line.
@@ -143,7 +174,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = USAGE_ERROR
         if args.command == "run":  # says 4, as pytest does (its module is loaded: it was chosen)
             from .run import EXIT_USAGE as status
-        parser.exit(status, f"{PROG}: error: unrecognized arguments: {' '.join(extra)} (see '{PROG} --help')\n")
+        parser.exit(status, f"{PROG}: error: unrecognized arguments: {' '.join(extra)}{_suggestion(parser, extra)} "
+                            f"(see '{PROG} --help')\n")
     try:
         return COMMANDS[args.command]().main(args)
     except Exception as error:  # a bug of ours: one line, not a traceback into the package

@@ -147,7 +147,7 @@ def format_validation_error(error: ValidationError, source: str, model: type[Bas
             message = "required key is missing; add it (see docs/configuration.md)"
         elif kind == "value_error":
             message = message.removeprefix("Value error, ")
-        elif kind == "literal_error":
+        elif kind == "literal_error" and not union:
             choices = re.findall(r"'([^']*)'", str((problem.get("ctx") or {}).get("expected", "")))
             message = f"{message}; {_HINTS[kind]}{did_you_mean(problem.get('input'), choices)}"
         elif union:

@@ -27,7 +27,7 @@ EXPECTED = {
     "unknown_benchmark.yaml": "unknown benchmark 'evomemory_multi_turn'",
     "tiny_without_model.yaml": "key 'model': required for kind 'tiny'",
     "model_temperature_too_high.yaml": "key 'model.temperature'",
-    "model_unknown_key.yaml": "key 'model.modle': unknown key; the keys here are: provider, model, base_url,",
+    "model_unknown_key.yaml": "key 'model.modle': unknown key (did you mean 'model'?); the keys here are: provider, model,",
     "yaml_alias_bomb.yaml": "YAML aliases are not allowed",
     "invalid_yaml.yaml": "invalid YAML at line",
     "list_instead_of_mapping.yaml": "expected a mapping",

@@ -486,3 +486,27 @@ def test_the_evomemory_command_prints_the_engine_s_line(
     assert line.replace("evomemory: error: ", "evomemory: ", 1) == _engine_says(words, CLI_FLAGS, tmp_path)
     assert not any(secret in done.stdout + done.stderr for secret in (SHAPED, named))
     assert server.requests == []
+
+
+@pytest.mark.parametrize(
+    ("words", "status", "expected"),
+    [
+        (["run", "--config", "sample_memory", "--lim", "2"], 4, "unrecognized arguments: --lim 2 (did you mean '--limit'?)"),
+        (["run", "--chain", "3", "--config", "sample_memory"], 4, "(did you mean '--chains'?)"),
+        (["run", "--confg", "sample_memory"], 4, "(did you mean '--config'?)"),
+        (["compare", "a", "b", "--min-gain-b", "p-value"], 2, "(did you mean '--min-gain-by'?)"),
+    ],
+    ids=["abbreviated", "abbreviated_before_config", "misspelt", "another_command"],
+)
+def test_an_abbreviated_or_misspelt_option_is_refused_with_the_option_meant(
+    words: list[str], status: int, expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """pytest takes no abbreviation (``--evomemory-lim`` is an error), so neither does
+    ``evomemory``: ``--lim 2`` meaning --limit would be a flag only one door has."""
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:
+        cli.main(words)
+    err = capsys.readouterr().err.strip()
+    assert exited.value.code == status and expected in err and len(err.splitlines()) == 1, err
+    assert list(tmp_path.iterdir()) == []

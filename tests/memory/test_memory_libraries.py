@@ -152,7 +152,7 @@ def test_free_form_options_are_refused_for_the_libraries(library: str) -> None:
 @pytest.mark.parametrize(
     ("settings", "key", "message"),
     [
-        ({"infr": False}, "infr", "unknown key; the keys here are: infer, llm, embeddings"),
+        ({"infr": False}, "infr", "unknown key (did you mean 'infer'?); the keys here are: infer, llm, embeddings"),
         ({"infer": "no"}, "infer", "bool"),
         ({"infer": False, "llm": {"base_url": "localhost:8000/v1"}}, "llm.base_url", "http://"),
         ({"infer": False, "llm": {"api_key_env": "sk-abcdefghijklmnopqrstuvwxyz0123456789"}}, "llm.api_key_env",
