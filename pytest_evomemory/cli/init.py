@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..configs import BUILTIN_DIR
+from ..core.errors import WRITE_HINT
 from ..rundir import output_path_problem
 
 DEFAULT_DIR = "configs"
@@ -49,7 +50,7 @@ def starter_files() -> list[Path]:
 
 def main(args: argparse.Namespace) -> int:
     target = Path(args.directory)
-    problem = output_path_problem(target)
+    problem = output_path_problem(target, folder=True)
     if problem is not None:  # starter configs are no files of a run
         print(f"evomemory: error: {problem}", file=sys.stderr)
         return EXIT_CANNOT_WRITE
@@ -62,7 +63,7 @@ def main(args: argparse.Namespace) -> int:
             shutil.copyfile(BUILTIN_DIR / name, target / name)
     except OSError as error:
         where = error.filename or target
-        print(f"evomemory: error: cannot write {where}: {error.strerror or error}", file=sys.stderr)
+        print(f"evomemory: error: cannot write {where}: {error.strerror or error}; {WRITE_HINT}", file=sys.stderr)
         return EXIT_CANNOT_WRITE
     kept = len(existing) if not args.force else 0
     if not write:

@@ -155,6 +155,10 @@ class ArtefactWriteError(EvoMemoryError):
         )
 
 
+#: What to do about an output file the system would not let a command write.
+WRITE_HINT = "give a path in a directory you can write (it is created if missing), or fix the permissions"
+
+
 class ReportError(EvoMemoryError):
     """A run directory cannot be turned into a report (missing or unreadable artefacts),
     or a page cannot be written. Declared here, not beside the page code, so the engine

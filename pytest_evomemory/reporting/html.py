@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ..core.errors import WRITE_HINT
 from ..rundir import REPORT, utc_now
 from ..rundocs.compare import Comparison
 from ..util.atomicfile import write_atomically
@@ -55,7 +56,7 @@ def _write(path: Path, text: str | Iterable[str]) -> Path:
         # an artefact keeps lone surrogates (escaped, lossless); a page cannot hold them
         write_atomically(path, (storable(piece) for piece in ([text] if isinstance(text, str) else text)))
     except OSError as error:
-        raise ReportError(f"cannot write {path}: {error.strerror or error}") from None
+        raise ReportError(f"cannot write {path}: {error.strerror or error}; {WRITE_HINT}") from None
     return path
 
 

@@ -49,6 +49,7 @@ from typing import Any
 
 from ..analysis.clustered import estimate_arm, z_quantile
 from ..analysis.summary import shared_headline
+from ..core.errors import WRITE_HINT
 from ..evaluation.modes import MATCH_MODES
 from ..rundocs import Score
 from .columns import headline, number
@@ -598,7 +599,7 @@ def write_table(
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(text, encoding="utf-8")
         except OSError as error:
-            raise ReportError(f"cannot write {path}: {error.strerror or error}") from None
+            raise ReportError(f"cannot write {path}: {error.strerror or error}; {WRITE_HINT}") from None
     return text
 
 

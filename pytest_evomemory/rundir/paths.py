@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -148,18 +149,29 @@ def enclosing_run(path: Path, *, itself: bool = True) -> tuple[Path, str] | None
     return None
 
 
-def output_path_problem(path: Path, *, own: Iterable[Path] = (), directory: bool = False) -> str | None:
-    """Why a command's output ``path`` would overwrite a run, in words, or None.
+def output_path_problem(
+    path: Path, *, own: Iterable[Path] = (), directory: bool = False, folder: bool = False
+) -> str | None:
+    """Why a command's output ``path`` would overwrite a run, or is no file to write, in
+    words, or None.
 
     The one rule of ``report``, ``table``, ``compare``, ``merge`` and ``init``: an
     output never goes inside a run directory (one holding run.json or arms.json),
     whichever file of it is named, unless it is one of ``own`` (the command's own
     file there, as ``RUN/report.html`` for ``report RUN``). ``directory``: ``path``
     is a directory the command makes or replaces as a whole (merge's output), which
-    may itself be a run; only a run around it is refused."""
+    may itself be a run; only a run around it is refused. ``folder``: ``path`` is a
+    directory the command writes files into (init's). An output file that exists must
+    be a regular file: a page is written beside it and renamed over it, which would
+    replace a device (``-o /dev/stdout``), a pipe or a link's target with a file."""
     resolved = resolve_path(path)
     if resolved in {resolve_path(place) for place in own}:
         return None
+    kind = _existing_kind(path)
+    if kind is not None and (directory or folder) and kind != "a directory":
+        return f"{path} is {kind}, not a directory; give a directory"
+    if kind is not None and not (directory or folder) and kind != "a regular file":
+        return f"{path} is {kind}, not a regular file; give the path of a file to write (new or to replace)"
     found = enclosing_run(path, itself=not directory)
     if found is None:
         return None
@@ -169,6 +181,24 @@ def output_path_problem(path: Path, *, own: Iterable[Path] = (), directory: bool
         f"{path} {where} {run} (it holds {marker}): writing there would overwrite or mix with that run's "
         "records; give a path outside every run directory"
     )
+
+
+def _existing_kind(path: Path) -> str | None:
+    """What ``path`` is, following links (``"a regular file"``, ``"a directory"``, ``"a
+    device"``, ...), or None when nothing is there (or it cannot be told)."""
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return None
+    if stat.S_ISREG(mode):
+        return "a regular file"
+    if stat.S_ISDIR(mode):
+        return "a directory"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISFIFO(mode):
+        return "a pipe"
+    return "a socket" if stat.S_ISSOCK(mode) else "no regular file"
 
 
 def filesystem_problem(directory: Path) -> str | None:

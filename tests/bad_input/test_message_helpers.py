@@ -5,7 +5,9 @@ holds the user's own files."""
 
 from __future__ import annotations
 
+import os
 import secrets
+import stat
 from pathlib import Path
 
 import pytest
@@ -140,3 +142,39 @@ def test_an_earlier_run_s_directory_or_an_empty_one_is_an_output_dir(tmp_path: P
     assert check_output_dir(run) == run.resolve()
     assert check_output_dir(tmp_path / "empty") == (tmp_path / "empty").resolve()
     assert check_output_dir(tmp_path / "new" / "dir") == (tmp_path / "new" / "dir").resolve()
+
+
+def test_an_output_file_that_is_a_device_pipe_or_directory_is_refused(tmp_path: Path) -> None:
+    """A page is written beside its path and renamed over it: over ``/dev/stdout`` (as
+    root) that replaced the device with a file; a pipe would take the page's place."""
+    from pytest_evomemory.rundir import output_path_problem
+
+    fifo = tmp_path / "pipe"
+    os.mkfifo(fifo)
+    link = tmp_path / "link.html"
+    link.symlink_to(fifo)
+    assert "is a pipe, not a regular file; give the path of a file" in (output_path_problem(fifo) or "")
+    assert "is a pipe, not a regular file" in (output_path_problem(link) or "")
+    assert "is a device, not a regular file" in (output_path_problem(Path(os.devnull)) or "")
+    assert "is a directory, not a regular file" in (output_path_problem(tmp_path) or "")
+    assert "is a device, not a directory" in (output_path_problem(Path(os.devnull), directory=True) or "")
+    assert "is a regular file, not a directory" in (
+        output_path_problem(_file(tmp_path / "notes.txt"), folder=True) or ""
+    )
+    assert output_path_problem(tmp_path / "new.html") is None
+    assert output_path_problem(_file(tmp_path / "old.html")) is None  # replaced, as asked
+    assert output_path_problem(tmp_path, folder=True) is None
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+def test_init_into_a_device_is_refused_and_leaves_it_alone(capsys: pytest.CaptureFixture[str]) -> None:
+    from pytest_evomemory import cli
+
+    assert cli.main(["init", os.devnull]) == 1
+    assert "is a device, not a directory; give a directory" in capsys.readouterr().err
+    assert stat.S_ISCHR(os.stat(os.devnull).st_mode)
+
+
+def _file(path: Path) -> Path:
+    path.write_text("mine", encoding="utf-8")
+    return path
