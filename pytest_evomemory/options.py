@@ -20,7 +20,6 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from .core.errors import NAMED, ConfigError, EvoMemoryError, OptionName
-from .util.text import did_you_mean
 
 Kind = Literal["flag", "text", "list", "count", "dollars", "shard", "choice"]
 Entry = Literal["pytest", "cli"]
@@ -373,6 +372,7 @@ def _choice(value: object, option: Option, flags: Flags) -> str:
     """One of the option's choices, as written."""
     text = str(value).strip()
     if text not in option.choices:
+        from .util.text import did_you_mean  # only when refusing: plain pytest imports this module
         raise ConfigError(
             f"{flags(option.name)} must be one of {', '.join(option.choices)}, got {text[:40]!r}"
             f"{did_you_mean(text, option.choices)}; "

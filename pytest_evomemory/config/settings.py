@@ -72,26 +72,27 @@ def _shown(text: str) -> str:
 
 
 def parse_settings(texts: Sequence[str]) -> list[Setting]:
-    """Every setting, refusing two that set the same key (or one key and a key inside
-    it): which one wins would depend on their order on the command line."""
+    """Every setting, refusing two that set the same key: which one counted would
+    depend on their order on the command line. (A key and a key inside it are applied
+    outer first, whatever their order: :func:`apply_settings`.)"""
     settings = [parse_setting(text) for text in texts]
     for index, later in enumerate(settings):
         for earlier in settings[:index]:
-            shorter, longer = sorted((earlier.path, later.path), key=len)
-            if longer[: len(shorter)] == shorter:
-                what = "the same key" if shorter == longer else f"{'.'.join(shorter)!r} and a key inside it"
+            if earlier.path == later.path:
                 raise ConfigError(
-                    f"{OPTION} {_shown(earlier.text)} and {OPTION} {_shown(later.text)} set {what}; "
+                    f"{OPTION} {_shown(earlier.text)} and {OPTION} {_shown(later.text)} set the same key; "
                     "keep one of them",
-                    key=".".join(shorter), option="set",
+                    key=".".join(later.path), option="set",
                 )
     return settings
 
 
 def apply_settings(data: Mapping[str, Any], settings: Sequence[Setting], part: str) -> dict[str, Any]:
-    """``data`` (the raw mapping of ``part``) with every setting for ``part`` applied."""
+    """``data`` (the raw mapping of ``part``) with every setting for ``part`` applied,
+    outer keys first: ``agent.model={...}`` then ``agent.model.seed=1`` in it, in
+    either order on the command line (as a part's file is read before its keys are set)."""
     result = _deep_copy(data)
-    for setting in settings:
+    for setting in sorted(settings, key=lambda setting: len(setting.path)):
         if setting.part != part or len(setting.path) < 2:
             continue
         target = result

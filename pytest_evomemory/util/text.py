@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 import unicodedata
@@ -209,6 +208,8 @@ def did_you_mean(word: object, choices: Iterable[str]) -> str:
     suggestion every refusal of an unknown key, name or value makes."""
     if not isinstance(word, str) or not word:
         return ""
+    import difflib  # only when a refusal is being written
+
     options = list(dict.fromkeys(choices))
     by_fold = {option.casefold().replace("-", "_"): option for option in options}
     folded = word.casefold().replace("-", "_")

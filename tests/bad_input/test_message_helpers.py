@@ -101,17 +101,18 @@ def test_prose_about_the_api_key_key_is_not_masked_but_its_value_is() -> None:
     assert "hunter2xyz" not in shown("'api_key': 'hunter2xyz'") and "hunter2xyz" not in shown("api-key: hunter2xyz")
 
 
-@pytest.mark.parametrize(
-    ("settings", "expected"),
-    [
-        (["memory.top_k=1", "memory.top_k=3"], "set the same key; keep one of them"),
-        (["agent.model={model: x}", "agent.model.seed=1"], "set 'agent.model' and a key inside it"),
-    ],
-)
-def test_a_setting_that_another_overrides_is_refused(settings: list[str], expected: str) -> None:
-    with pytest.raises(ConfigError, match=expected) as caught:
-        parse_settings(settings)
-    assert caught.value.option == "set"
+def test_a_setting_given_twice_is_refused() -> None:
+    with pytest.raises(ConfigError, match="set the same key; keep one of them") as caught:
+        parse_settings(["memory.top_k=1", "memory.top_k=3"])
+    assert caught.value.option == "set" and caught.value.key == "memory.top_k"
+
+
+@pytest.mark.parametrize("order", [1, -1])
+def test_a_key_and_a_key_inside_it_apply_outer_first_in_either_order(order: int) -> None:
+    from pytest_evomemory.config.settings import apply_settings
+
+    settings = parse_settings(["agent.model={model: x, seed: 5}", "agent.model.seed=1"][::order])
+    assert apply_settings({"kind": "tiny"}, settings, "agent") == {"kind": "tiny", "model": {"model": "x", "seed": 1}}
 
 
 def test_settings_of_different_keys_are_taken() -> None:

@@ -88,7 +88,7 @@ def test_a_builtin_config_runs_by_name_from_any_directory(pytester: pytest.Pytes
 def test_an_unknown_builtin_name_lists_the_choices(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest("--evomemory-config=sample_memroy")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
-    result.stderr.fnmatch_lines(["ERROR: evomemory: no built-in run config named 'sample_memroy'; built-in configs: *sample_memory*"])
+    result.stderr.fnmatch_lines(["ERROR: evomemory: no built-in run config named 'sample_memroy' (did you mean 'sample_memory'?); built-in configs: *sample_memory*"])
 
 
 def test_a_file_wins_over_a_builtin_of_the_same_name(pytester: pytest.Pytester) -> None:

@@ -69,8 +69,8 @@ def test_set_reaches_into_a_part_that_is_not_set_yet(pytester: pytest.Pytester, 
 @pytest.mark.parametrize(
     ("setting", "message"),
     [
-        ("agent.modle.model=x", "*key 'modle': unknown key; the keys here are: kind, memory_strategy, max_steps, *model, options"),
-        ("agnt.kind=x", "*--evomemory-set 'agnt.kind=x': unknown key 'agnt.kind'; a key starts with one of benchmark, agent, memory*"),
+        ("agent.modle.model=x", "*key 'modle': unknown key (did you mean 'model'?); the keys here are: kind, memory_strategy, max_steps, *model, options"),
+        ("agnt.kind=x", "*--evomemory-set 'agnt.kind=x': unknown key 'agnt.kind' (did you mean 'agent'?); a key starts with one of benchmark, agent, memory*"),
         ("agent.max_steps=lots", "*key 'max_steps': *integer*"),
         ("agent.kind", "*expected KEY=VALUE*"),
         ("agent.kind.x=1", "*'agent.kind' is not a mapping*"),
@@ -143,7 +143,8 @@ def test_init_writes_the_missing_files_and_leaves_the_others_alone(tmp_path: Pat
     (tmp_path / "blocked").write_text("a file where the directory should be")
     assert main(["init", str(tmp_path / "blocked")]) == 1
     err = capsys.readouterr().err
-    assert err.startswith("evomemory: error: cannot write") and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"evomemory: error: {tmp_path / 'blocked'} is a regular file, not a directory; give a")
+    assert len(err.strip().splitlines()) == 1
 
 
 def test_evomemory_run_takes_a_builtin_name_and_settings(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -272,7 +272,7 @@ def test_evomemory_data_fetches_verifies_and_locates_locomo(
     assert data("verify") == fetched and data("fetch", "--stream", "conv-12")[1] == fetched[1][1:]
     assert len(host.requests) == 1
     status, _, err = data("verify", "--stream", "conv-1")
-    assert status == 2 and "unknown stream(s) 'conv-1'; available: conv-7, conv-12" in err[0]
+    assert status == 2 and "unknown stream(s) 'conv-1' (did you mean 'conv-12'?); available: conv-7, conv-12" in err[0]
 
 
 # ----------------------------------------------------------------------- the schema
