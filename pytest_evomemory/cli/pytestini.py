@@ -18,6 +18,7 @@ from pathlib import Path
 import iniconfig
 
 from ..core import boundedread
+from ..core.errors import ConfigError
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,11 @@ class PytestSettings:
 
 
 def _section(path: Path) -> dict[str, object] | None:
-    """The pytest section of ``path``, or None when the file holds none."""
+    """The pytest section of ``path``, or None when the file holds none.
+
+    A file pytest cannot parse is refused as pytest refuses it (it names the file and
+    stops): skipping it would run without its ``pythonpath`` and ``evomemory_config``,
+    and say something else is wrong."""
     try:
         text = boundedread.read_text(path, limit=boundedread.CONFIG_BYTES * 10, what="a pytest settings file")
         if path.name == "pyproject.toml":
@@ -43,8 +48,16 @@ def _section(path: Path) -> dict[str, object] | None:
             options = table.get("ini_options") if isinstance(table, dict) else None
             return dict(options) if isinstance(options, dict) else None
         parsed = iniconfig.IniConfig(str(path), data=text)
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError, iniconfig.ParseError, boundedread.UnreadableFile):
-        return None
+    except (OSError, boundedread.UnreadableFile):
+        return None  # unreadable: pytest would not read it either
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {error.start}); save it as UTF-8", source=str(path)) from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: invalid TOML ({error}); fix it (pytest refuses it too)", source=str(path)) from None
+    except iniconfig.ParseError as error:
+        raise ConfigError(
+            f"{path}:{error.lineno + 1}: {error.msg}; fix it (pytest refuses it too)", source=str(path)
+        ) from None
     name = {"setup.cfg": "tool:pytest", "tox.ini": "pytest"}.get(path.name, "pytest")
     if name not in parsed:
         # pytest.ini counts even when empty; the others only with their section
@@ -53,7 +66,8 @@ def _section(path: Path) -> dict[str, object] | None:
 
 
 def find_settings(start: Path) -> PytestSettings:
-    """The settings pytest would read when started in ``start``."""
+    """The settings pytest would read when started in ``start``; a :class:`ConfigError`
+    for a settings file pytest could not parse."""
     for directory in (start.resolve(), *start.resolve().parents):
         for name in ("pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg"):
             path = directory / name

@@ -79,10 +79,10 @@ def main(args: argparse.Namespace) -> int:
     from .pytestini import add_pythonpath, find_settings
 
     here = Path.cwd()
-    settings = find_settings(here)
-    add_pythonpath(settings)
     heap = StartupHeap.for_process()
     try:
+        settings = find_settings(here)
+        add_pythonpath(settings)
         interval = progress_interval(_ini_text(settings.values.get(PROGRESS_INTERVAL_INI)), PROGRESS_INTERVAL_INI)
         options = read_options(vars(args), CLI_FLAGS)
         ini_configs = [settings.evomemory_config] if settings.evomemory_config and settings.rootdir else []

@@ -507,3 +507,26 @@ def test_an_abbreviated_or_misspelt_option_is_refused_with_the_option_meant(
     err = capsys.readouterr().err.strip()
     assert exited.value.code == status and expected in err and len(err.splitlines()) == 1, err
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "expected"),
+    [
+        ("pyproject.toml", '[tool.pytest.ini_options]\npythonpath = ["src"\n', "pyproject.toml: invalid TOML ("),
+        ("pytest.ini", "[pytest]\nevomemory_config sample_memory\n", "pytest.ini:2: unexpected line"),
+        ("tox.ini", "[pytest\n", "tox.ini:1:"),
+    ],
+)
+def test_a_settings_file_pytest_refuses_is_refused_by_evomemory_run(
+    name: str, text: str, expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """pytest stops at an ini file it cannot parse, naming it; evomemory run read past
+    it, without its pythonpath and evomemory_config, and then said "no run config"."""
+    (tmp_path / name).write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["run", "--config", "sample_memory"]) == 4
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"evomemory: error: {tmp_path / name}") and expected in err, err
+    assert "fix it (pytest refuses it too)" in err and len(err.splitlines()) == 1
+    assert [path.name for path in tmp_path.iterdir()] == [name]
