@@ -20,7 +20,16 @@ from ..core.validation import (
     resolve_path,
     run_name_problem,
 )
-from .layout import MEMORY, RESERVED_NAMES, RUN_MARKERS, TRANSCRIPTS, RunDirError
+from .layout import (
+    ARMS_MANIFEST,
+    LOCK,
+    MEMORY,
+    RESERVED_NAMES,
+    RUN_MARKERS,
+    TRANSCRIPTS,
+    RunDirError,
+    holds_a_run,
+)
 
 #: In a directory name, these break the one-line messages and reports that quote it.
 _NAME_CONTROL = re.compile(f"[{CONTROL_CHARACTERS}]")
@@ -98,9 +107,13 @@ def foreign_entries(directory: Path, shown: int = 3) -> list[str]:
 
     ``--output-dir .`` in a repository, or ``/``, would otherwise scatter run.json and
     memory/ among the user's own files, and the next run would move their summary.json
-    or report.html to history/. Hidden entries (``.git``, ``.DS_Store``) are not counted."""
+    or report.html to history/. Hidden entries (``.git``, ``.DS_Store``) are not counted,
+    and a directory holding a run's own file (or its lock: an interrupted run) is a run's,
+    whatever else it holds (a memory backend's files, at a path relative to it)."""
     try:
         names = sorted(entry.name for entry in os.scandir(directory) if not entry.name.startswith("."))
+        if holds_a_run(directory) or any((directory / name).exists() for name in (ARMS_MANIFEST, LOCK)):
+            return []
     except OSError:
         return []  # missing, or not a directory: the checks around this one say so
     foreign = [name for name in names if name.casefold() not in RESERVED_NAMES]

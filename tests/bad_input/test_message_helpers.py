@@ -125,11 +125,11 @@ def test_an_output_dir_holding_the_user_s_files_is_refused(tmp_path: Path) -> No
     (tmp_path / "README.md").write_text("mine", encoding="utf-8")
     (tmp_path / "src").mkdir()
     (tmp_path / ".git").mkdir()
-    (tmp_path / "summary.json").write_text("{}", encoding="utf-8")
+    (tmp_path / "report.html").write_text("<p>mine</p>", encoding="utf-8")
     assert foreign_entries(tmp_path) == ["README.md", "src"]
     with pytest.raises(RunDirError, match=r"already holds files that are no run's \(README.md, src\)"):
         check_output_dir(tmp_path)
-    assert (tmp_path / "summary.json").read_text(encoding="utf-8") == "{}"  # nothing moved
+    assert (tmp_path / "report.html").read_text(encoding="utf-8") == "<p>mine</p>"  # nothing moved
 
 
 def test_an_earlier_run_s_directory_or_an_empty_one_is_an_output_dir(tmp_path: Path) -> None:
@@ -139,8 +139,13 @@ def test_an_earlier_run_s_directory_or_an_empty_one_is_an_output_dir(tmp_path: P
         (run / name).write_text("{}", encoding="utf-8")
     for name in ("memory", "transcripts", "history", "side-run"):
         (run / name).mkdir()
+    (run / "dbs").mkdir()  # a memory backend's files at a path relative to the run directory
     (tmp_path / "empty").mkdir()
+    interrupted = tmp_path / "interrupted"
+    (interrupted / "dbs").mkdir(parents=True)
+    (interrupted / ".lock").write_text("", encoding="utf-8")
     assert check_output_dir(run) == run.resolve()
+    assert check_output_dir(interrupted) == interrupted.resolve()
     assert check_output_dir(tmp_path / "empty") == (tmp_path / "empty").resolve()
     assert check_output_dir(tmp_path / "new" / "dir") == (tmp_path / "new" / "dir").resolve()
 
