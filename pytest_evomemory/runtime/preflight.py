@@ -13,6 +13,7 @@ built with :func:`memory_check` and :func:`restored_count`.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from pathlib import Path
 
@@ -45,7 +46,36 @@ def check_before_tasks(plan: SessionPlan, *, builtin_agent: bool = True, builtin
     if builtin_memory:
         _check_shared_stores(plan)
     for arm in plan.arms:
+        _check_cache_dir(arm)
         _check_resumed_snapshots(plan, arm)
+
+
+def _check_cache_dir(arm: Arm) -> None:
+    """A response cache that cannot be a directory (a file where it, or a folder on
+    its way, should be; a read-only place) is refused: the cache drops what it cannot
+    write so a run never fails on it, and a re-run would then pay again for every
+    reply the user believes is cached."""
+    model = arm.run_config.agent.model
+    if model is None or model.provider == "mock" or not model.cache_enabled:
+        return
+    from ..models.cache import CACHE_DIR_ENV, default_cache_dir
+
+    directory = default_cache_dir(model)
+    problem = place_problem(directory, "directory")
+    if problem is None:
+        return
+    if os.environ.get(CACHE_DIR_ENV):
+        raise ConfigError(
+            f"the environment variable {CACHE_DIR_ENV} names the response cache {directory}, but {problem}; "
+            f"point it at a directory that can be written, or unset it",
+        )
+    source = arm.run_config.sources.get("agent", "agent config")
+    where = "key 'model.cache_dir'" if model.cache_dir else "the default response cache"
+    raise ConfigError(
+        f"{source}: {where}: {problem}; give model.cache_dir a directory that can be written, "
+        "or set model.cache: false",
+        source=source, key="model.cache_dir",
+    )
 
 
 def _memory_needs(plan: SessionPlan, arm: Arm, builtin_agent: bool) -> list[Need]:

@@ -87,6 +87,8 @@ class Case:
     key: str | None = None
     #: the command line names run.yaml first (else ``args`` name the config)
     own_config: bool = True
+    #: environment variables set (a value) or unset (None) for the run
+    environment: Mapping[str, str | None] = field(default_factory=dict)
 
 
 def _good(base_url: str) -> dict[str, Any]:
@@ -237,6 +239,15 @@ CASES: dict[str, Case] = {
                                             edit=_set("agent", {"kind": "plain_agents:make"}),
                                             files={"plain_agents.py": "VALUE = 1\n"}, key="kind"),
     "memory_factory_not_importable": Case(("no_such_memory_xyz",), edit=_set("memory", {"backend": "no_such_memory_xyz:make"})),
+    "cache_dir_is_a_file": Case(("key 'model.cache_dir':", "tasks.jsonl is a file where a directory is expected",
+                                 "set model.cache: false"),
+                                edit=_set("agent.model", {"model": "m", "api_key_env": KEY_VARIABLE, "cache": True,
+                                                          "cache_dir": "tasks.jsonl", "max_retries": 0}),
+                                key="model.cache_dir", environment={"EVOMEMORY_CACHE_DIR": None}),
+    "cache_dir_variable_under_a_file": Case(("the environment variable EVOMEMORY_CACHE_DIR names the response cache",
+                                             "unset it"),
+                                            edit=_set("agent.model.cache", True), names=None,
+                                            environment={"EVOMEMORY_CACHE_DIR": "tasks.jsonl/cache"}),
     # ----------------------------------------------------------------- the command line
     "builtin_run_config_misspelt": Case(("no built-in run config named 'sampel_memory' (did you mean 'sample_memory'?)",),
                                         args=("--config", "sampel_memory"), names=None, own_config=False),
@@ -362,6 +373,11 @@ def test_bad_input_is_one_line_before_any_model_call_alike_at_both_doors(
     case = CASES[name]
     named = _named_secret(name)
     monkeypatch.setenv(KEY_VARIABLE, named)
+    for variable, value in case.environment.items():
+        if value is None:
+            monkeypatch.delenv(variable, raising=False)
+        else:
+            monkeypatch.setenv(variable, value)
     monkeypatch.chdir(tmp_path)
     monkeypatch.syspath_prepend(str(tmp_path))  # where a module:factory is imported from, as in a repository
     _repository(tmp_path, case, server.base_url, named)
