@@ -56,8 +56,11 @@ def builtin_part(key: str, name: str) -> Path | None:
     """The shipped ``key`` config called ``name`` (``agent: recall_baseline``), if any;
     a name that would lead out of the folder (``../x``, ``a/b``) names none."""
     folder = BUILTIN_DIR / PART_DIRS[key]
-    path = (folder / f"{name}.yaml").resolve()
-    return path if path.parent == folder.resolve() and path.is_file() else None
+    try:
+        path = (folder / f"{name}.yaml").resolve()
+        return path if path.parent == folder.resolve() and path.is_file() else None
+    except (OSError, ValueError):  # a name too long for a file name, or holding a NUL: no shipped config's
+        return None
 
 
 def resolve_run_config(value: str, base: Path) -> Path:

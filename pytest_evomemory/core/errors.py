@@ -68,7 +68,8 @@ class EvoMemoryError(Exception):
 def without_secrets(text: str) -> str:
     """``text`` with every known secret (:mod:`..util.redaction`: the values of the
     variables a config names for its keys) and every value shaped like one
-    (:mod:`..util.secretshape`) masked: what a config error may quote of the user's input."""
+    (:mod:`..util.secretshape`) masked, and a word too long for one line cut: what a
+    config error may quote of the user's input."""
     # imported here: the plugin imports this module before a run config turns the
     # benchmark on, and plain pytest must load nothing more
     from ..util.redaction import MASK, known_secrets
@@ -76,7 +77,18 @@ def without_secrets(text: str) -> str:
 
     for secret in known_secrets():
         text = text.replace(secret, MASK)
-    return mask_secret_shaped(text)
+    return _LONG_WORD.sub(_cut, mask_secret_shaped(text))
+
+
+#: A word (no space) this long in a message is a value pasted whole (a 20,000-character
+#: key or name), which would make the one line unreadable: it is cut.
+_LONG_WORD = re.compile(r"\S{300,}")
+
+
+def _cut(match: re.Match[str]) -> str:
+    word = match.group(0)
+    body = word.rstrip(":;,.)'\"")
+    return f"{body[:120]}...({len(body):,} characters){word[len(body):]}"
 
 
 class ConfigError(EvoMemoryError):

@@ -197,6 +197,10 @@ CASES: dict[str, Case] = {
     "env_variable_in_a_value": Case(("'${EVOMEMORY_UNSET_MODEL}' at line", "do not expand environment variables",
                                      "--set"),
                                     edit=_set("agent.model.model", "${EVOMEMORY_UNSET_MODEL}")),
+    "value_too_long_for_a_line": Case(("key 'kind': unknown agent kind 'xxxx", "...(20,001 characters)'"),
+                                      edit=_set("agent.kind", "x" * 20_000), key="kind"),
+    "part_name_too_long_for_a_file_name": Case(("key 'benchmark' must name a .yaml/.yml file",),
+                                               edit=_set("benchmark", "x" * 300), key="benchmark"),
     # ----------------------------------------------------------------- secrets, wherever they are pasted
     "secret_as_agent_kind": Case(("key 'kind': unknown agent kind",), edit=_set("agent.kind", SHAPED), key="kind"),
     "secret_as_backend": Case(("key 'backend': unknown memory backend",), edit=_set("memory.backend", SHAPED),
@@ -391,6 +395,7 @@ def test_bad_input_is_one_line_before_any_model_call_alike_at_both_doors(
     line = err.strip()
     assert len(line.splitlines()) == 1, line
     assert line.startswith("evomemory: error: "), line
+    assert len(line) < 2000, f"{name}: a line of {len(line):,} characters"
     for piece in case.expected:
         assert render(piece, "cli") in line, f"{name}: {piece!r} not in {line}"
     assert SAYS_WHAT_TO_DO.search(line) or "did you mean" in line, f"{name}: says not what to do: {line}"
