@@ -116,6 +116,8 @@ def select_streams(
         raise ConfigError(
             f"{where}: unknown stream(s) {quoted_with_suggestions(unknown, available)} for "
             f"benchmark {config.benchmark!r}; available: {', '.join(available)}; use one of those names"
+            + ("; give each stream its own option or list item, not one joined by commas"
+               if any("," in name and set(name.split(",")) <= set(available) for name in unknown) else "")
         )
     return [name for name in available if name in config.streams]
 

@@ -281,6 +281,7 @@ CASES: dict[str, Case] = {
                                          args=("--min-accuracy", "mien=0.5"), names=None),
     "stream_option_misspelt": Case(("{--stream}: unknown stream(s) 'mien' (did you mean 'mine'?)",),
                                    args=("--stream", "mien")),
+    "stream_option_joined_by_commas": Case(("not one joined by commas",), args=("--stream", "mine,mine")),
     "empty_option_value": Case(("{--output-dir} is given an empty value",), args=("--output-dir=",), names=None),
     "resume_nowhere": Case(("{--resume}", "no readable run.json there"), args=("--resume", "nowhere"), names=None),
     "compare_nowhere": Case(("{--compare}", "is not a directory"), args=("--compare", "nowhere"), names=None),
