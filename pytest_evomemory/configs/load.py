@@ -93,6 +93,7 @@ def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig
     suffix = f" (with {named('set')} {' '.join(shown)})" if settings else ""
     run_path = resolve_path(Path(path).expanduser())
     raw = read_yaml_mapping(run_path)
+    _check_kind(raw, "run", str(run_path))
     raw.update({s.part: s.value for s in parsed if len(s.path) == 1})
     cwd = Path.cwd()
     set_here = [s.path for s in parsed if len(s.path) == 1]
@@ -122,6 +123,7 @@ def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig
         try:
             data, source, part_dir = _resolve_part(reference, base_for((key,), base, set_here, cwd), key, run_path)
             sources[key] = source
+            _check_kind(data, key, source)
             data = apply_settings(data, parsed, key)
             _register_named_secrets(data)
             data, found = locate(
@@ -149,6 +151,43 @@ def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig
         spelled=paths.spelled,
         located=paths.located,
     )
+
+
+#: Keys only one kind of config has: what tells a file's kind when it is in the wrong
+#: place (a run config named as the agent part, an agent config passed as the run config).
+_SIGNATURES: dict[str, frozenset[str]] = {
+    "run": frozenset({"agent", "memory", "output_dir"}),
+    "benchmark": frozenset({"streams", "files", "limit", "data_dir", "thresholds", "mmlu_pro_categories", "order"}),
+    "agent": frozenset({"kind", "memory_strategy", "max_steps", "system_prompt", "model", "retain_policy"}),
+    "memory": frozenset({"backend", "top_k", "embedder", "sqlite", "postgres", "mem0", "langmem"}),
+}
+_WHAT_TO_DO = {
+    "run": "pass a run config (it names a benchmark, an agent and a memory config), e.g. {--config}=sample_memory",
+    "benchmark": "name a benchmark config here (e.g. benchmark: sample)",
+    "agent": "name an agent config here (e.g. agent: recall_baseline)",
+    "memory": "name a memory config here (e.g. memory: inprocess)",
+}
+
+
+def _check_kind(data: Mapping[str, Any], expected: str, source: str) -> None:
+    """Refuse a file of another kind than the place it is named in, once (instead of
+    one unknown key per key): it holds none of the keys only ``expected`` configs have
+    and at least two of another kind's."""
+    keys = {str(key) for key in data}
+    if keys & _SIGNATURES[expected] or (expected == "run" and {"benchmark", "agent"} <= keys):
+        return
+    for kind, signature in _SIGNATURES.items():
+        if kind != expected and len(keys & signature) >= 2:
+            shown = ", ".join(sorted(keys & signature))
+            raise ConfigError(
+                f"{source}: this is {_a(kind)} config (it has {shown}), not {_a(expected)} config; "
+                f"{_WHAT_TO_DO[expected].replace('{--config}', named('config'))}",
+                source=source,
+            )
+
+
+def _a(kind: str) -> str:
+    return f"{'an' if kind[0] in 'aeiou' else 'a'} {kind}"
 
 
 def _register_named_secrets(data: Any) -> None:

@@ -131,6 +131,14 @@ CASES: dict[str, Case] = {
                             names="agent.yaml"),
     "part_file_bad_yaml": Case(("agent.yaml: invalid YAML at line 2, column 1: expected ',' or ']'",), edit=_set("agent", "agent.yaml"),
                                files={"agent.yaml": "kind: [tiny\n"}, names="agent.yaml"),
+    "run_config_named_as_the_agent": Case(("my_run.yaml: this is a run config (it has agent, memory), not an agent "
+                                           "config; name an agent config here",), edit=_set("agent", "my_run.yaml"),
+                                          files={"my_run.yaml": "benchmark: sample\nagent: tiny_mock\nmemory: inprocess\n"},
+                                          names="my_run.yaml"),
+    "memory_config_inline_as_the_agent": Case(("(inline 'agent'): this is a memory config (it has backend, top_k)",),
+                                              edit=_set("agent", {"backend": "sqlite", "top_k": 3})),
+    "agent_config_as_the_run_config": Case(("this is an agent config (it has kind, model), not a run config; pass a "
+                                            "run config",), text="kind: tiny\nmodel: {provider: mock}\n"),
     # ----------------------------------------------------------------- unknown keys, at every level
     "unknown_top_level_key": Case(("key 'agnet': unknown key (did you mean 'agent'?)", "the keys here are: name,"),
                                   edit=_set("agnet", {}), key="agnet"),
