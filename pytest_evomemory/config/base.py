@@ -123,6 +123,7 @@ def format_validation_error(error: ValidationError, source: str, model: type[Bas
     write instead (a key that may take several shapes is named once; for an unknown
     key, the keys allowed there: a user with only the wheel has no docs/)."""
     by_location: dict[str, list[str]] = {}
+    listed: set[str] = set()
     problems = error.errors()
     for problem in problems[:_MAX_PROBLEMS_SHOWN]:
         parts = [str(part) for part in problem["loc"]]
@@ -140,9 +141,14 @@ def format_validation_error(error: ValidationError, source: str, model: type[Bas
             )
         elif kind == "extra_forbidden":
             allowed = _keys_at(model, problem["loc"][:-1])
-            message = "unknown key" + did_you_mean(parts[-1], allowed) + "; " + (
-                f"the keys here are: {', '.join(allowed)}" if allowed else "check the spelling against docs/configuration.md"
-            )
+            parent = _location(parts[:-1])
+            message = "unknown key" + did_you_mean(parts[-1], allowed)
+            if parent not in listed:  # the keys of a mapping are listed once, at its first unknown key
+                listed.add(parent)
+                message += "; " + (
+                    f"the keys here are: {', '.join(allowed)}" if allowed
+                    else "check the spelling against docs/configuration.md"
+                )
         elif kind == "missing":
             message = "required key is missing; add it (see docs/configuration.md)"
         elif kind == "value_error":

@@ -364,8 +364,9 @@ def validate_memory(data: Mapping[str, Any], source: str) -> MemoryConfig:
         allowed = [*MemoryConfig.model_fields, *section_keys]
         raise ConfigError(
             f"{source}: " + "; ".join(
-                f"key '{key}': unknown key{did_you_mean(key, allowed)}; the keys here are: {', '.join(allowed)}"
-                for key in unknown
+                f"key '{key}': unknown key{did_you_mean(key, allowed)}"
+                + (f"; the keys here are: {', '.join(allowed)}" if index == 0 else "")
+                for index, key in enumerate(unknown)
             ),
             source=source, key=unknown[0],
         )

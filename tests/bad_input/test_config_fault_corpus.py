@@ -162,6 +162,10 @@ CASES: dict[str, Case] = {
         key="files.0.pth"),
     "unknown_threshold_key": Case(("key 'thresholds.overal': unknown key (did you mean 'overall'?)",),
                                   edit=_set("benchmark.thresholds", {"overal": 0.5}), key="thresholds.overal"),
+    "two_unknown_keys_in_one_mapping": Case(("key 'max_step': unknown key (did you mean 'max_steps'?); the keys here are: "
+                                             "kind,", "; key 'modl': unknown key (did you mean 'model'?)"),
+                                            edit=lambda config: config["agent"].update(max_step=3, modl={}),
+                                            key="max_step"),
     # ----------------------------------------------------------------- wrong types
     "string_for_int": Case(("key 'max_steps': Input should be a valid integer; write a whole number",),
                            edit=_set("agent.max_steps", "4"), key="max_steps"),
@@ -450,6 +454,23 @@ def test_a_key_the_error_names_is_the_full_dotted_path(server: ScriptedServer, t
             checked += 1
         # a case refused only by the session (a factory, a stream file) is checked above
     assert checked >= 35
+
+
+def test_the_keys_of_a_mapping_are_listed_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Three typos in one mapping: each named with its suggestion, the keys listed once."""
+    from pytest_evomemory.configs.load import load_run_config
+    from pytest_evomemory.core.errors import ConfigError
+
+    monkeypatch.chdir(tmp_path)
+    for where in ("agent", "memory"):
+        config = {"benchmark": "sample", "agent": {"kind": "recall_baseline"}, "memory": {"backend": "inprocess"}}
+        config[where].update({"max_step": 3, "topk": 2, "zzz": 1})  # type: ignore[attr-defined]
+        (tmp_path / "run.yaml").write_text(json.dumps(config), encoding="utf-8")
+        with pytest.raises(ConfigError) as caught:
+            load_run_config(tmp_path / "run.yaml")
+        message = str(caught.value)
+        assert message.count("the keys here are") == 1, message
+        assert all(f"key '{key}': unknown key" in message for key in ("max_step", "topk", "zzz")), message
 
 
 def test_a_bom_before_the_config_is_read_as_the_config(tmp_path: Path) -> None:
