@@ -17,6 +17,7 @@ from typing import Any
 import yaml
 
 from ..core.errors import ConfigError, named
+from ..util.secretshape import looks_like_a_secret
 from ..util.text import did_you_mean, shorten
 
 #: The run config's own keys, and the three parts a setting can reach into.
@@ -67,8 +68,30 @@ def parse_setting(text: str) -> Setting:
 
 
 def _shown(text: str) -> str:
-    """The setting as quoted in an error: long values cut, so the error stays one line."""
-    return repr(shorten(text, 120))
+    """The setting as quoted in an error: long values cut, so the error stays one line,
+    and a value that may hold a key masked (:func:`setting_shown`)."""
+    return repr(shorten(setting_shown(text), 120))
+
+
+def setting_shown(text: str) -> str:
+    """A ``set`` option as a refusal quotes it: its value masked when it is a secret, or
+    a URL whose query, fragment or user part is where a key is pasted (``?key=...``,
+    ``user:KEY@``), which the refusal of the URL itself never quotes either."""
+    key, _, value = text.partition("=")
+    value = value.strip()
+    if looks_like_a_secret(value):
+        return f"{key}=***"
+    if "://" in value:
+        from urllib.parse import urlsplit
+
+        try:
+            parts = urlsplit(value)
+            hidden = bool(parts.query or parts.fragment or "@" in parts.netloc)
+        except ValueError:
+            hidden = True
+        if hidden:
+            return f"{key}=***"
+    return text
 
 
 def parse_settings(texts: Sequence[str]) -> list[Setting]:

@@ -26,12 +26,11 @@ from ..config import (
     PathText,
     RunConfig,
     StrictModel,
-    looks_like_a_secret,
     validate_mapping,
 )
 from ..config.paths import base_for, locate
 from ..config.pricing import PricingFileError, resolve_pricing
-from ..config.settings import Setting, apply_settings, parse_settings
+from ..config.settings import Setting, apply_settings, parse_settings, setting_shown
 from ..config.yamlio import read_yaml_mapping
 from ..core.errors import ConfigError, named
 from ..core.registry import is_reference, key_read_by_others
@@ -86,10 +85,7 @@ def load_run_config(path: str | Path, settings: Sequence[str] = ()) -> RunConfig
     """Load a run config and the benchmark, agent and memory configs it names;
     ``settings`` are ``KEY=VALUE`` overrides (:mod:`..config.settings`) given with the ``set`` option."""
     parsed = parse_settings(settings)
-    shown = [
-        f"{text.partition('=')[0]}=***" if looks_like_a_secret(text.partition("=")[2].strip()) else text
-        for text in settings
-    ]
+    shown = [setting_shown(text) for text in settings]
     suffix = f" (with {named('set')} {' '.join(shown)})" if settings else ""
     run_path = resolve_path(Path(path).expanduser())
     raw = read_yaml_mapping(run_path)

@@ -581,3 +581,27 @@ def test_a_settings_file_pytest_refuses_is_refused_by_evomemory_run(
     assert err.startswith(f"evomemory: error: {tmp_path / name}") and expected in err, err
     assert "fix it (pytest refuses it too)" in err and len(err.splitlines()) == 1
     assert [path.name for path in tmp_path.iterdir()] == [name]
+
+
+@pytest.mark.parametrize(
+    "setting",
+    ["agent.model.base_url=http://127.0.0.1:9/v1?key=hunter2-plain-words",
+     "agent.model.base_url=http://user:hunter2-plain-words@127.0.0.1:9/v1",
+     "agent.model.base_url=http://127.0.0.1:9/v1#hunter2-plain-words"],
+    ids=["query", "user_part", "fragment"],
+)
+@pytest.mark.parametrize("twice", [False, True], ids=["once", "twice"])
+def test_a_key_in_a_url_setting_is_never_quoted(
+    setting: str, twice: bool, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The refusal of such a URL never quotes it, and neither does the "(with --set ...)"
+    it adds, nor the refusal of the same setting given twice: the key in it is plain
+    words, no secret's shape, known to no variable."""
+    (tmp_path / "run.yaml").write_text(json.dumps(_good("http://127.0.0.1:9/v1")), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    words = ["run", "--config", "run.yaml", "--set", setting] + (["--set", setting] if twice else [])
+    assert cli.main(words) == 4
+    err = capsys.readouterr().err.strip()
+    assert "hunter2" not in err and len(err.splitlines()) == 1, err
+    assert ("set the same key" if twice else "key 'model.base_url'") in err, err
+    assert "agent.model.base_url=***" in err, err
