@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from collections.abc import Iterable
 from pathlib import Path
 
+from ..core.boundedread import special_file_kind
 from ..core.errors import named
 from ..core.validation import (
     CONTROL_CHARACTERS,
@@ -198,20 +198,13 @@ def output_path_problem(
 
 def _existing_kind(path: Path) -> str | None:
     """What ``path`` is, following links (``"a regular file"``, ``"a directory"``, ``"a
-    device"``, ...), or None when nothing is there (or it cannot be told)."""
+    device"``, ...: :func:`..core.boundedread.special_file_kind`), or None when nothing
+    is there (or it cannot be told)."""
     try:
         mode = os.stat(path).st_mode
     except (OSError, ValueError):
         return None
-    if stat.S_ISREG(mode):
-        return "a regular file"
-    if stat.S_ISDIR(mode):
-        return "a directory"
-    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
-        return "a device"
-    if stat.S_ISFIFO(mode):
-        return "a pipe"
-    return "a socket" if stat.S_ISSOCK(mode) else "no regular file"
+    return special_file_kind(mode) or "a regular file"
 
 
 def filesystem_problem(directory: Path) -> str | None:

@@ -159,8 +159,8 @@ def test_an_output_file_that_is_a_device_pipe_or_directory_is_refused(tmp_path: 
     os.mkfifo(fifo)
     link = tmp_path / "link.html"
     link.symlink_to(fifo)
-    assert "is a pipe, not a regular file; give the path of a file" in (output_path_problem(fifo) or "")
-    assert "is a pipe, not a regular file" in (output_path_problem(link) or "")
+    assert "is a FIFO (named pipe), not a regular file; give the path of a file" in (output_path_problem(fifo) or "")
+    assert "is a FIFO (named pipe), not a regular file" in (output_path_problem(link) or "")
     assert "is a device, not a regular file" in (output_path_problem(Path(os.devnull)) or "")
     assert "is a directory, not a regular file" in (output_path_problem(tmp_path) or "")
     assert "is a device, not a directory" in (output_path_problem(Path(os.devnull), directory=True) or "")
