@@ -180,13 +180,13 @@ def output_path_problem(
     resolved = resolve_path(path)
     if resolved in {resolve_path(place) for place in own}:
         return None
-    kind = _existing_kind(path)
-    if kind is not None and (directory or folder) and kind != "a directory":
-        return f"{path} is {kind}, not a directory; give a directory"
-    if kind is not None and not (directory or folder) and kind != "a regular file":
-        return f"{path} is {kind}, not a regular file; give the path of a file to write (new or to replace)"
     found = enclosing_run(path, itself=not directory)
     if found is None:
+        kind = _existing_kind(path)
+        if kind is not None and (directory or folder) and kind != "a directory":
+            return f"{path} is {kind}, not a directory; give a directory"
+        if kind is not None and not (directory or folder) and kind != "a regular file":
+            return f"{path} is {kind}, not a regular file; give the path of a file to write (new or to replace)"
         return None
     run, marker = found
     where = "is the run directory" if run == resolved else "is inside the run directory"

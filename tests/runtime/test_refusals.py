@@ -198,6 +198,8 @@ def test_a_place_the_run_or_its_memory_cannot_write_is_refused_before_the_first_
         (run_dir / blocker).mkdir()
     else:
         (run_dir / blocker).write_text("in the way")
+    if blocker == "stores":  # an earlier run's directory (one holding only the user's files is refused as such)
+        (run_dir / "run.json").write_text("{}")
     before = files(run_dir)
     status, output = entry_run(entry, pytester, capsys, "config=sql.yaml")
     assert status == 4, output
