@@ -115,7 +115,9 @@ class _Parser(argparse.ArgumentParser):
         super().__init__(*args, **kwargs)
 
     def error(self, message: str) -> NoReturn:
-        self.exit(self.usage_status, f"{self.prog}: error: {message} (see '{self.prog} --help')\n")
+        # argparse quotes the value it refused (``invalid float value: '...'``): a key
+        # pasted into the wrong option is masked, as in every refusal
+        self.exit(self.usage_status, f"{self.prog}: error: {_quoted(message)} (see '{self.prog} --help')\n")
 
 
 def build_parser(chosen: str | None = None) -> argparse.ArgumentParser:
@@ -135,6 +137,13 @@ def chosen_command(argv: Sequence[str]) -> str | None:
     """The command a command line chooses, when its first word is one (nothing
     before it: an option there, ``--help`` or ``--version``, is the top parser's)."""
     return argv[0] if argv and argv[0] in COMMANDS else None
+
+
+def _quoted(text: str) -> str:
+    """Words of the command line as a refusal quotes them: without a secret, inert."""
+    from ..core.errors import without_secrets
+
+    return shown(without_secrets(text), one_line=True)
 
 
 def _suggestion(parser: argparse.ArgumentParser, extra: Sequence[str]) -> str:
@@ -174,8 +183,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         status = USAGE_ERROR
         if args.command == "run":  # says 4, as pytest does (its module is loaded: it was chosen)
             from .run import EXIT_USAGE as status
-        parser.exit(status, f"{PROG}: error: unrecognized arguments: {' '.join(extra)}{_suggestion(parser, extra)} "
-                            f"(see '{PROG} --help')\n")
+        parser.exit(status, f"{PROG}: error: unrecognized arguments: {_quoted(' '.join(extra))}"
+                            f"{_suggestion(parser, extra)} (see '{PROG} --help')\n")
     try:
         return COMMANDS[args.command]().main(args)
     except Exception as error:  # a bug of ours: one line, not a traceback into the package

@@ -543,20 +543,25 @@ def test_the_evomemory_command_prints_the_engine_s_line(
         (["run", "--chain", "3", "--config", "sample_memory"], 4, "(did you mean '--chains'?)"),
         (["run", "--confg", "sample_memory"], 4, "(did you mean '--config'?)"),
         (["compare", "a", "b", "--min-gain-b", "p-value"], 2, "(did you mean '--min-gain-by'?)"),
+        (["power", "--gain", SHAPED], 2, "invalid float value: '(a value that looks like a secret, not shown)'"),
+        (["run", "--config", "sample_memory", SHAPED], 4, "unrecognized arguments: (a value that looks like a secret"),
     ],
-    ids=["abbreviated", "abbreviated_before_config", "misspelt", "another_command"],
+    ids=["abbreviated", "abbreviated_before_config", "misspelt", "another_command", "secret_refused_by_argparse",
+         "secret_as_a_stray_word"],
 )
-def test_an_abbreviated_or_misspelt_option_is_refused_with_the_option_meant(
+def test_an_abbreviated_misspelt_or_stray_word_is_refused_naming_the_option_meant(
     words: list[str], status: int, expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     """pytest takes no abbreviation (``--evomemory-lim`` is an error), so neither does
-    ``evomemory``: ``--lim 2`` meaning --limit would be a flag only one door has."""
+    ``evomemory``: ``--lim 2`` meaning --limit would be a flag only one door has. What
+    argparse quotes of the command line is masked as every refusal is."""
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as exited:
         cli.main(words)
     err = capsys.readouterr().err.strip()
     assert exited.value.code == status and expected in err and len(err.splitlines()) == 1, err
+    assert SHAPED not in err
     assert list(tmp_path.iterdir()) == []
 
 
