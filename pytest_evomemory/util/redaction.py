@@ -292,12 +292,6 @@ def _mask_value(match: re.Match[str]) -> str:
     value = match.group("value")
     if value.startswith(MASK):
         return match.group(0)  # masked already: what follows the mask (``***):``) is the text's own
-    name, separator = match.group("name"), match.group("sep").rstrip()
-    if name[-1:] in "\"'" and separator[-1:] not in "\"'" and value.isalpha() and value.islower():
-        # a quoted key's name followed by a bare word: prose about the key (a config
-        # error's "key 'model.api_key': unknown key"), not a value (a quoted name's
-        # value is quoted too, or a number)
-        return match.group(0)
     start, end = match.span("value")
     whole = match.group(0)
     offset = match.start()
