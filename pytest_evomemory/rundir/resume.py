@@ -162,7 +162,23 @@ def _mapping(value: object) -> dict[str, Any]:
 
 
 def with_recorded(options: SessionOptions, resume: ResumeSource) -> SessionOptions:
-    """The resumed session's options: what it recorded, unless given again."""
+    """The resumed session's options: what it recorded, unless given again; a shard
+    other than the recorded one is refused: the directory holds that share's records,
+    and would be relabelled as another share of the session (a merge would then
+    count its earlier records as the new share's)."""
+    shard_by = options.shard_by if "shard_by" in options.given else resume.shard_by
+    shard = options.shard if "shard" in options.given else resume.shard
+    if shard != resume.shard or (shard is not None and shard_by != resume.shard_by):
+        recorded = "the whole session" if resume.shard is None else (
+            f"shard {resume.shard[0]}/{resume.shard[1]} by {resume.shard_by}"
+        )
+        asked = "the whole session" if shard is None else f"shard {shard[0]}/{shard[1]} by {shard_by}"
+        raise RunDirError(
+            f"{named('resume')} {resume.directory} ran {recorded}, and this command asks for {asked}; a resume "
+            f"runs the share it recorded: leave {named('shard')} and {named('shard-by')} out, or start a new run "
+            f"in another {named('output-dir')}",
+            option="shard",
+        )
     return replace(
         options,
         settings=options.settings if "set" in options.given else resume.overrides,

@@ -610,3 +610,29 @@ def test_a_key_in_a_url_setting_is_never_quoted(
     assert "hunter2" not in err and len(err.splitlines()) == 1, err
     assert ("set the same key" if twice else "key 'model.base_url'") in err, err
     assert "agent.model.base_url=***" in err, err
+
+
+@pytest.mark.parametrize(
+    ("first", "again", "expected"),
+    [
+        ([], ["--shard", "1/2"], "ran the whole session, and this command asks for shard 1/2 by stream"),
+        (["--shard", "1/2"], ["--shard", "2/2"], "ran shard 1/2 by stream, and this command asks for shard 2/2 by stream"),
+        (["--shard", "1/2"], ["--shard-by", "arm"], "ran shard 1/2 by stream, and this command asks for shard 1/2 by arm"),
+    ],
+    ids=["whole_then_shard", "another_shard", "another_unit"],
+)
+def test_a_resume_asking_for_another_share_of_the_session_is_refused(
+    first: list[str], again: list[str], expected: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """A finished run resumed with --shard 1/2 was relabelled shard 1/2 in its run.json,
+    keeping the other share's records: a merge would have counted them as this shard's."""
+    monkeypatch.chdir(tmp_path)
+    assert cli.main(["run", "--config", "sample_memory", "--limit", "1", "--output-dir", "out", "-q", *first]) == 0
+    document = (tmp_path / "out" / "run.json").read_bytes()
+    capsys.readouterr()
+    assert cli.main(["run", "--resume", "out", "-q", *again]) == 4
+    err = capsys.readouterr().err.strip()
+    assert expected in err and "a resume runs the share it recorded: leave --shard and --shard-by out" in err, err
+    assert (tmp_path / "out" / "run.json").read_bytes() == document
+    assert cli.main(["run", "--resume", "out", "-q", *first]) == 0  # the recorded share, given again: resumed
