@@ -43,6 +43,7 @@ from pytest_evomemory.cli import main as evomemory
 from pytest_evomemory.core.types import BenchmarkSample
 from pytest_evomemory.options import SHARD_UNITS
 from pytest_evomemory.rundir import RunWriter, write_arms_manifest
+from pytest_evomemory.rundocs.run import task_order_digest
 from pytest_evomemory.runtime.shards import Cell, plan_shards, session_cells
 from pytest_evomemory.streams import Stream
 
@@ -140,7 +141,13 @@ def write_shards(
             document = {key: value for key, value in parts["run"].items() if key != "schema_version"}
             document["run"] = {**document["run"], "name": arm}
             base_stream = document["streams"][0]
-            document["streams"] = [{**base_stream, "name": stream, "tasks": sizes[stream]} for stream in streams]
+            document["streams"] = [
+                {**base_stream, "name": stream, "tasks": sizes[stream],
+                 # the order of the invented task ids (a reader checks a finished stream's scores by it)
+                 "order": {**base_stream["order"], "tasks_sha256": task_order_digest(
+                     f"{stream}-{position:05d}" for position in range(sizes[stream]))}}
+                for stream in streams
+            ]
             document["shard"] = {**plan.record(index).written(), "thresholds": {"overall": None, "streams": []}}
             document["ran"] = {stream: template_ran for stream in streams}
             writer.write_run(document)
