@@ -79,12 +79,14 @@ def user_frames(error: BaseException, limit: int = 3) -> str:
     return f" (at {shown})"
 
 
-def call_factory(factory: Callable[..., Any], args: tuple[Any, ...], what: str) -> Any:
+def call_factory(factory: Callable[..., Any], args: tuple[Any, ...], what: str, *, name: str | None = None) -> Any:
     """Call a user factory with ``args``; a wrong signature, an exception or a
     ``None`` result becomes one :class:`ConfigError` naming the factory, the user's
     frames and what to fix. Call it once per stream start: a failure refuses the
-    stream once instead of failing every task with a traceback."""
-    name = getattr(factory, "__qualname__", None) or repr(factory)
+    stream once instead of failing every task with a traceback. ``name``: the factory
+    as the user named it (a config's ``module:factory``) when ``factory`` is the
+    package's own builder that calls it."""
+    name = name or getattr(factory, "__qualname__", None) or repr(factory)
     try:
         inspect.signature(factory).bind(*args)
     except TypeError as error:

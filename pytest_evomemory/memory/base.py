@@ -193,6 +193,56 @@ class RecordRejected(MemoryBackendError):
     """
 
 
+def checked_hits(hits: object, limit: int, where: str) -> list[MemoryHit]:
+    """``hits`` as ``recall`` (or ``recent``) must return them: a list of at most
+    ``limit`` :class:`MemoryHit`, each with a text ``content``, an id, a finite
+    number as ``score``, and no id twice. Anything else is the adapter's bug, named
+    here as the memory's (``where``: which memory and call), not left to fail later
+    in the agent's code, the isolation guard or the run's writer as someone else's."""
+    problem: str | None = None
+    if not isinstance(hits, list | tuple):
+        problem = f"returned {_shape(hits)}, not a list of MemoryHit"
+    elif len(hits) > limit:
+        problem = f"returned {len(hits)} records for top_k={limit}; return at most top_k, most similar first"
+    else:
+        ids: set[object] = set()
+        for index, hit in enumerate(hits):
+            if not isinstance(hit, MemoryHit):
+                problem = f"returned {_shape(hit)} as record {index}; return pytest_evomemory.MemoryHit objects"
+            elif not isinstance(hit.content, str):
+                problem = f"returned record {index} with content {_shape(hit.content)}; content must be text"
+            elif isinstance(hit.record_id, bool) or not isinstance(hit.record_id, str | int):
+                problem = f"returned record {index} with record_id {_shape(hit.record_id)}; give the id retain returned"
+            elif isinstance(hit.score, bool) or not isinstance(hit.score, int | float) or hit.score != hit.score \
+                    or hit.score in (float("inf"), float("-inf")):
+                problem = f"returned record {index} with score {hit.score!r}; score must be a finite number"
+            elif hit.record_id in ids:
+                problem = f"returned record {hit.record_id!r} twice; return each record once"
+            else:
+                ids.add(hit.record_id)
+                continue
+            break
+    if problem is not None:
+        raise MemoryBackendError(f"{where} {problem} (docs/memory.md, 'Writing your own adapter')")
+    return list(hits)  # type: ignore[arg-type]
+
+
+def checked_id(record_id: object, where: str) -> str:
+    """The id ``retain`` returned, as text; ``None`` or another value that is no id is
+    the adapter's bug, named as the memory's."""
+    if isinstance(record_id, bool) or not isinstance(record_id, str | int):
+        raise MemoryBackendError(
+            f"{where} returned {_shape(record_id)} as the record's id; return the stored record's id as text "
+            "(docs/memory.md, 'Writing your own adapter')"
+        )
+    return str(record_id)
+
+
+def _shape(value: object) -> str:
+    """A value as a message names it: ``None``, or its type."""
+    return "None" if value is None else f"a {type(value).__name__}"
+
+
 def unstorable_reason(text: str, *, nul_allowed: bool) -> str | None:
     """Why a database text column cannot hold ``text`` exactly, or None if it can."""
     if not nul_allowed and "\x00" in text:

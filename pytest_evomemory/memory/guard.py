@@ -21,7 +21,8 @@ from __future__ import annotations
 
 import hashlib
 import threading
-from collections.abc import Iterable
+import weakref
+from collections.abc import Callable, Iterable
 
 from ..core import boundedread
 
@@ -47,6 +48,28 @@ class IsolationGuard:
         self._seen: dict[bytes, str] = {}
         self._lock = threading.Lock()
         self._serial: StreamGuard | None = None
+        #: id of an agent or memory object a stream was given -> (the object, weakly
+        #: where it allows, and that stream); see :meth:`claim_part`
+        self._parts: dict[int, tuple[Callable[[], object], str]] = {}
+
+    def claim_part(self, part: object, stream: str) -> str | None:
+        """Note that ``stream`` was given ``part`` (its agent or its memory system); the
+        other stream of the run that was given the very same object, if any.
+
+        A factory that hands every stream one object shares its state between them
+        (a conversation, the memory a ``deterministic_recall`` agent was built with,
+        the records of a memory): a leak the recall check cannot see. Objects are held
+        weakly where they allow it, so a finished stream's parts are still freed."""
+        try:
+            ref: Callable[[], object] = weakref.ref(part)
+        except TypeError:  # no weak references to it (__slots__ without __weakref__)
+            ref = lambda: part  # noqa: E731  (kept alive, so its id cannot be reused)
+        with self._lock:
+            held = self._parts.get(id(part))
+            if held is not None and held[0]() is part and held[1] != stream:
+                return held[1]
+            self._parts[id(part)] = (ref, stream)
+        return None
 
     def open(self, stream: str) -> StreamGuard:
         """A stream begins (with a memory that must be empty)."""

@@ -19,7 +19,7 @@ from ..core.errors import BudgetExhausted, MemoryBackendError, ProtocolViolation
 from ..core.factories import user_frames
 from ..core.tools import Tool, ToolArgumentError
 from ..core.types import ConversationSession, MemoryHit
-from .base import Ingestible, MemorySystem, RecencyRecall, SelectiveStore
+from .base import Ingestible, MemorySystem, RecencyRecall, SelectiveStore, checked_hits, checked_id
 from .guard import IsolationGuard
 from .tools import MemoryTool, MemoryToolCall, instrument_memory_tools
 
@@ -143,13 +143,15 @@ class ObservedMemory:
     def retain(self, content: str, metadata: Mapping[str, Any] | None = None) -> str:
         self.counts.retains += 1
         record_id = self._forward(lambda: self.backend.retain(content, metadata), "retain")
-        self.guard.note_write((str(record_id), content))
-        self.writes.append({"content": content, "metadata": dict(metadata or {}), "id": str(record_id)})
+        text_id = checked_id(record_id, self._where("retain"))
+        self.guard.note_write((text_id, content))
+        self.writes.append({"content": content, "metadata": dict(metadata or {}), "id": text_id})
         return record_id
 
     def recall(self, query: str, top_k: int | None = None) -> list[MemoryHit]:
         self.counts.recalls += 1
-        hits = self._forward(lambda: self.backend.recall(query, top_k), "recall")
+        found = self._forward(lambda: self.backend.recall(query, top_k), "recall")
+        hits = checked_hits(found, self._limit(top_k), self._where("recall"))
         self._check((str(hit.record_id), hit.content) for hit in hits)
         self.recalled.extend(hit.to_dict() for hit in hits)
         return hits
@@ -165,7 +167,8 @@ class ObservedMemory:
                 "backend (inprocess, dense, sqlite, postgres, mem0, langmem) or add the method (docs/memory.md)"
             )
         self.counts.recalls += 1
-        hits = self._forward(lambda: backend.recent(limit), "recent")
+        found = self._forward(lambda: backend.recent(limit), "recent")
+        hits = checked_hits(found, self._limit(limit), self._where("recent"))
         self._check((str(hit.record_id), hit.content) for hit in hits)
         self.recalled.extend(hit.to_dict() for hit in hits)
         return hits
@@ -209,6 +212,13 @@ class ObservedMemory:
         return [self._failing_clearly(tool) for tool in instrument_memory_tools(self.backend.tools(), self._observe)]
 
     # ------------------------------------------------------------------ internals
+
+    def _where(self, call: str) -> str:
+        return f"memory {type(self.backend).__qualname__} of stream {self.stream!r}: {call}"
+
+    def _limit(self, asked: int | None) -> int:
+        """The most records a recall may return: what was asked, else the memory's default."""
+        return asked if asked is not None else self.backend.default_top_k
 
     def _observe(self, call: MemoryToolCall) -> None:
         if call.role == "recall":

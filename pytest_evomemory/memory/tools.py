@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from ..core.tools import Tool, ToolArgumentError, require_string
 from ..core.types import ToolSpec
-from .base import Forgetting, RecordRejected
+from .base import Forgetting, RecordRejected, checked_hits, checked_id
 from .guard import SeenRecord, records_in_tool_result
 
 if TYPE_CHECKING:
@@ -131,11 +131,11 @@ def memory_tools(memory: MemorySystem) -> list[Tool]:
             record_id = memory.retain(content)
         except RecordRejected as error:
             raise ToolArgumentError(str(error)) from None
-        return json.dumps({"stored": True, "id": record_id})
+        return json.dumps({"stored": True, "id": checked_id(record_id, f"memory {type(memory).__qualname__}: retain")})
 
     def recall(arguments: Mapping[str, Any]) -> str:
         query = require_string(arguments, "query", "recall")
-        hits = memory.recall(query)
+        hits = checked_hits(memory.recall(query), memory.default_top_k, f"memory {type(memory).__qualname__}: recall")
         return json.dumps(
             [{"id": hit.record_id, "content": hit.content, "score": round(hit.score, 4)} for hit in hits],
             ensure_ascii=False,

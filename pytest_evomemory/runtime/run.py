@@ -26,7 +26,7 @@ from ..config import AgentConfig, MemoryConfig, RunConfig
 from ..config.pricing import Pricing
 from ..configs.load import unread_agent_options, unread_memory_options
 from ..core.errors import ConfigError, DataError, ReportError, SessionRefused, named
-from ..core.factories import call_factory, check_protocol, check_signature, load_factory
+from ..core.factories import call_factory, check_protocol, check_signature, load_factory, returned
 from ..evaluation import scorer_identity
 from ..evaluation.evomemory import EvoMemoryEvaluator
 from ..memory.base import MemoryContext, MemorySystem, ModelMeter
@@ -263,6 +263,8 @@ class BenchmarkRun:
         )
         strategy = self.memory_strategy
         memory: ObservedMemory | None = None
+        memory_name = self.config.memory.backend if memory_factory is None else factory_reference(memory_factory)
+        agent_name = self.config.agent.kind if agent_factory is None else factory_reference(agent_factory)
         if strategy != "none":
             factory = memory_factory or build_memory
             backend = open_with_timeout(
@@ -273,6 +275,7 @@ class BenchmarkRun:
             )
             if memory_factory is not None:
                 _check_given(backend, MemorySystem, "memory", memory_factory, factories_from)
+            _refuse_shared(self.isolation_guard, backend, name, "memory system", memory_name)
             if check_memory is not None:
                 try:
                     check_memory(backend)
@@ -285,10 +288,11 @@ class BenchmarkRun:
             agent = call_factory(
                 agent_factory or build_agent,
                 (self.config.agent, memory if strategy == "deterministic_recall" else None),
-                "agent",
+                "agent", name=agent_name,
             )
             if agent_factory is not None:
                 _check_given(agent, Agent, "agent", agent_factory, factories_from)
+            _refuse_shared(self.isolation_guard, agent, name, "agent", agent_name)
         except BaseException:
             if memory is not None:
                 memory.close()
@@ -391,6 +395,20 @@ def _check_given(value: object, protocol: type, what: str, factory: Any, given_b
             except Exception:
                 pass  # not a memory system: nothing more to do for it
         raise
+
+
+def _refuse_shared(guard: IsolationGuard, part: object, stream: str, what: str, factory: str) -> None:
+    """Refuse a factory's result that another stream of the run was given too (the
+    object itself): the two streams would share its state (:meth:`IsolationGuard.claim_part`)."""
+    other = guard.claim_part(part, stream)
+    if other is None:
+        return
+    kind = returned(part).removeprefix("a ")
+    raise SessionRefused(
+        f"{what} factory {factory!r} returned for stream {stream!r} the same {kind} object it returned "
+        f"for stream {other!r}; each stream needs its own {what} (a conversation, and the memory it was built "
+        f"with, would be shared and leak between streams): build a new one on every call"
+    )
 
 
 def _factory_name(factory: Any, backend: str) -> str:

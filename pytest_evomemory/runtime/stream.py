@@ -77,6 +77,11 @@ from .signals import shield_interrupts
 from .turn import RuntimeTurn
 
 
+class AgentStopped(EpisodeError):
+    """The agent's ``reset`` failed: its state is unknown (it may still hold the answer
+    of the task before), so no further turn of the stream is given to it."""
+
+
 @dataclass
 class TaskOutcome:
     """What a task turn produced: the response and the score of its answer."""
@@ -101,9 +106,13 @@ class StreamRun:
     memory_strategy: str
     max_steps: int
     closed: bool = False
-    #: Set after the memory backend failed: the rest of the stream fails at once
-    #: instead of running episodes against a memory in an unknown state.
+    #: Set after the memory backend (or the agent's reset) failed: the rest of the
+    #: stream fails at once instead of running episodes against a memory, or an agent,
+    #: in an unknown state.
     broken: str | None = None
+    #: What the rest of the stream fails with once ``broken`` is set: the memory's
+    #: failure, or :class:`AgentStopped` after the agent's reset failed.
+    broken_by: type[EpisodeError | MemoryBackendError] = MemoryBackendError
     #: Where the memory is saved after each completed episode (resume), if anywhere.
     snapshots: StreamSnapshots | None = None
     #: Set by :meth:`prepare_memory`, before the first episode this process runs.
@@ -136,7 +145,7 @@ class StreamRun:
         if self.closed:
             raise EpisodeError(f"stream {self.stream!r} was already torn down")
         if self.broken is not None:
-            raise MemoryBackendError(f"stream {self.stream!r} stopped: {self.broken}")
+            raise self.broken_by(f"stream {self.stream!r} stopped: {self.broken}")
         tools = self._turn_tools()
         turn = RuntimeTurn(tools, self.max_steps, task=f"{self.stream}/{task_id}")
         roles = tuple((tool.name, role) for tool in tools if (role := tool_role(tool)) is not None)
@@ -189,7 +198,9 @@ class StreamRun:
         if isinstance(failure, EpisodeError | MemoryBackendError):
             failure.response = response
             raise failure
-        if isinstance(failure, Exception | SystemExit):  # an agent calling sys.exit() fails its turn
+        if failure is not None and not isinstance(failure, KeyboardInterrupt | GeneratorExit):
+            # the user's code failed the turn, however it did: an exception, sys.exit(), a
+            # BaseException subclass of its own (a library's cancellation, a test framework's)
             raise EpisodeError(
                 f"{stimulus.kind} turn of {self.stream}/{task_id} failed: "
                 f"{type(failure).__name__}: {failure}{user_frames(failure)}",
@@ -223,9 +234,25 @@ class StreamRun:
         __tracebackhide__ = True
         return self.deliver(render_feedback(sample, submitted, self.quote_answer), sample.task_id)
 
-    def reset_agent(self) -> None:
-        """Clear the agent's conversation. No model call, no record, no memory access."""
-        self.agent.reset()
+    def reset_agent(self, task_id: str | None = None) -> None:
+        """Clear the agent's conversation. No model call, no record, no memory access.
+
+        A reset that fails leaves the agent's state unknown: its conversation may still
+        hold the feedback (the answer) of the task before, so the rest of the stream
+        fails at once (:class:`AgentStopped`) rather than run tasks on it."""
+        __tracebackhide__ = True
+        if self.broken is not None and self.broken_by is AgentStopped:
+            return  # no turn was given to it since its reset failed
+        try:
+            self.agent.reset()
+        except (KeyboardInterrupt, GeneratorExit):
+            raise  # Ctrl-C, SIGTERM: the session ends as interrupted
+        except BaseException as error:
+            after = f" after {self.stream}/{task_id}" if task_id is not None else f" in stream {self.stream!r}"
+            reason = f"the agent's reset{after} failed: {type(error).__name__}: {error}{user_frames(error)}"
+            self.broken, self.broken_by = reason, AgentStopped
+            raise AgentStopped(f"{reason}; the rest of the stream is not run on an agent whose state "
+                               "is unknown (fix its reset)") from error
 
     def prepare_memory(self, completed: int | None, record: RecordSink | None = None) -> None:
         """Before the first episode this process runs in the stream.
@@ -363,6 +390,8 @@ def feedback_impossible(failure: EvoMemoryError) -> str | None:
         return f"the model endpoint failed in the task turn: {failure.__cause__ or failure}"
     if isinstance(failure, MemoryBackendError):
         return f"the memory backend failed: {failure}"
+    if isinstance(failure, AgentStopped):
+        return str(failure)
     return None
 
 
@@ -421,7 +450,17 @@ class Episode:
                     if write_failed is not None:
                         self.record(write_failed)
         finally:
-            self.run.reset_agent()
+            self._reset()
+
+    def _reset(self) -> None:
+        """Reset the agent; a reset that fails is recorded against this task (its
+        episode failed after its feedback), and stops the stream (:meth:`StreamRun.reset_agent`)."""
+        __tracebackhide__ = True
+        try:
+            self.run.reset_agent(self.sample.task_id)
+        except AgentStopped as error:
+            self.record(feedback_error_record(self.sample, str(error), None, user_traceback(error)))
+            raise
 
     def _give_feedback(self) -> None:
         __tracebackhide__ = True
