@@ -48,28 +48,6 @@ class IsolationGuard:
         self._seen: dict[bytes, str] = {}
         self._lock = threading.Lock()
         self._serial: StreamGuard | None = None
-        #: id of an agent or memory object a stream was given -> (the object, weakly
-        #: where it allows, and that stream); see :meth:`claim_part`
-        self._parts: dict[int, tuple[Callable[[], object], str]] = {}
-
-    def claim_part(self, part: object, stream: str) -> str | None:
-        """Note that ``stream`` was given ``part`` (its agent or its memory system); the
-        other stream of the run that was given the very same object, if any.
-
-        A factory that hands every stream one object shares its state between them
-        (a conversation, the memory a ``deterministic_recall`` agent was built with,
-        the records of a memory): a leak the recall check cannot see. Objects are held
-        weakly where they allow it, so a finished stream's parts are still freed."""
-        try:
-            ref: Callable[[], object] = weakref.ref(part)
-        except TypeError:  # no weak references to it (__slots__ without __weakref__)
-            ref = lambda: part  # noqa: E731  (kept alive, so its id cannot be reused)
-        with self._lock:
-            held = self._parts.get(id(part))
-            if held is not None and held[0]() is part and held[1] != stream:
-                return held[1]
-            self._parts[id(part)] = (ref, stream)
-        return None
 
     def open(self, stream: str) -> StreamGuard:
         """A stream begins (with a memory that must be empty)."""
@@ -95,6 +73,36 @@ class IsolationGuard:
         with self._lock:
             owner = self._seen.setdefault(print_, stream)
         return owner if owner != stream else None
+
+
+class PartsLedger:
+    """Which stream of a run was given which agent and memory object (one per run).
+
+    A factory that hands every stream one object shares its state between them (a
+    conversation, the memory a ``deterministic_recall`` agent was built with, the
+    records of a memory): a leak the recall check cannot see. Kept apart from the
+    :class:`IsolationGuard`, which an agent can reach through the memory it is given:
+    this ledger holds the other streams' agents and memories themselves."""
+
+    def __init__(self) -> None:
+        #: id of a part -> (the part, weakly where it allows, and its stream)
+        self._parts: dict[int, tuple[Callable[[], object], str]] = {}
+        self._lock = threading.Lock()
+
+    def claim(self, part: object, stream: str) -> str | None:
+        """Note that ``stream`` was given ``part``; the other stream that was given the
+        very same object, if any. Parts are held weakly where they allow it, so a
+        finished stream's agent and memory are still freed."""
+        try:
+            ref: Callable[[], object] = weakref.ref(part)
+        except TypeError:  # no weak references to it (__slots__ without __weakref__)
+            ref = lambda: part  # noqa: E731  (kept alive, so its id cannot be reused)
+        with self._lock:
+            held = self._parts.get(id(part))
+            if held is not None and held[0]() is part and held[1] != stream:
+                return held[1]
+            self._parts[id(part)] = (ref, stream)
+        return None
 
 
 class StreamGuard:

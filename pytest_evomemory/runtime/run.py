@@ -31,6 +31,7 @@ from ..evaluation import scorer_identity
 from ..evaluation.evomemory import EvoMemoryEvaluator
 from ..memory.base import MemoryContext, MemorySystem, ModelMeter
 from ..memory.factory import WaitNotice, backend_spec, build_memory, missing_extra, open_with_timeout
+from ..memory.guard import PartsLedger
 from ..memory.snapshot import StreamSnapshots
 from ..models import check_agent_environment
 from ..models.identity import component, factory_reference, ran_model
@@ -187,6 +188,8 @@ class BenchmarkRun:
         check_conversation_options(config.agent.full_context, self.streams, config.sources.get("agent", "agent config"))
         #: Sees every stream this run opens in this process (see runtime/memory.py).
         self.isolation_guard = IsolationGuard()
+        #: Which stream was given which agent and memory object (never two streams one).
+        self.parts = PartsLedger()
 
     def keep(self, names: Sequence[str]) -> None:
         """Run only the streams ``names`` (a shard's cells, :mod:`.shards`), in stream order."""
@@ -275,7 +278,7 @@ class BenchmarkRun:
             )
             if memory_factory is not None:
                 _check_given(backend, MemorySystem, "memory", memory_factory, factories_from)
-            _refuse_shared(self.isolation_guard, backend, name, "memory system", memory_name)
+            _refuse_shared(self.parts, backend, name, "memory system", memory_name)
             if check_memory is not None:
                 try:
                     check_memory(backend)
@@ -292,7 +295,7 @@ class BenchmarkRun:
             )
             if agent_factory is not None:
                 _check_given(agent, Agent, "agent", agent_factory, factories_from)
-            _refuse_shared(self.isolation_guard, agent, name, "agent", agent_name)
+            _refuse_shared(self.parts, agent, name, "agent", agent_name)
         except BaseException:
             if memory is not None:
                 memory.close()
@@ -397,10 +400,10 @@ def _check_given(value: object, protocol: type, what: str, factory: Any, given_b
         raise
 
 
-def _refuse_shared(guard: IsolationGuard, part: object, stream: str, what: str, factory: str) -> None:
+def _refuse_shared(ledger: PartsLedger, part: object, stream: str, what: str, factory: str) -> None:
     """Refuse a factory's result that another stream of the run was given too (the
-    object itself): the two streams would share its state (:meth:`IsolationGuard.claim_part`)."""
-    other = guard.claim_part(part, stream)
+    object itself): the two streams would share its state (:class:`PartsLedger`)."""
+    other = ledger.claim(part, stream)
     if other is None:
         return
     kind = returned(part).removeprefix("a ")

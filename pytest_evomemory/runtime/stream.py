@@ -344,6 +344,17 @@ class StreamRun:
                 with contextlib.suppress(OSError, ArtefactWriteError):  # the save's own error is the one said
                     snapshots.release()
                 return write_failed_record(self.stream, error)
+            except EvoMemoryError:
+                raise
+            except Exception as error:  # the memory's own snapshot() failed: the memory's failure
+                self.broken = (
+                    f"the memory backend failed to save its snapshot after {self.stream}/{sample.task_id}: "
+                    f"{type(error).__name__}: {error}{user_frames(error)}"
+                )
+                raise MemoryBackendError(
+                    f"{self.broken}; a memory whose snapshot() cannot work must not offer snapshot and restore "
+                    "(docs/memory.md, 'What a memory system must offer for resume')"
+                ) from error
         return None
 
     def close(self) -> None:
@@ -446,11 +457,21 @@ class Episode:
                     if self.run.feedback:  # a static-memory stream's episode is task -> reset
                         self._give_feedback()
                 finally:
-                    write_failed = self.run.episode_completed(self.sample)
-                    if write_failed is not None:
-                        self.record(write_failed)
+                    self._completed()
         finally:
             self._reset()
+
+    def _completed(self) -> None:
+        """The memory's snapshot of the finished episode; its own failure is recorded
+        against this task, as a failure of the episode (:meth:`StreamRun.episode_completed`)."""
+        __tracebackhide__ = True
+        try:
+            write_failed = self.run.episode_completed(self.sample)
+        except MemoryBackendError as error:
+            self.record(feedback_error_record(self.sample, str(error), None, user_traceback(error)))
+            raise
+        if write_failed is not None:
+            self.record(write_failed)
 
     def _reset(self) -> None:
         """Reset the agent; a reset that fails is recorded against this task (its
