@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, runtime_checkable
 
 from ..core.errors import MemoryBackendError
-from ..core.tools import Tool
+from ..core.tools import FINAL_ANSWER_TOOL, Tool
 from ..core.types import ConversationSession, MemoryHit
 
 if TYPE_CHECKING:
@@ -200,7 +200,9 @@ def checked_hits(hits: object, limit: int, where: str) -> list[MemoryHit]:
     here as the memory's (``where``: which memory and call), not left to fail later
     in the agent's code, the isolation guard or the run's writer as someone else's."""
     problem: str | None = None
-    if not isinstance(hits, list | tuple):
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+        problem = f"was asked for top_k={limit!r}, which is no number of records (check the memory's default_top_k)"
+    elif not isinstance(hits, list | tuple):
         problem = f"returned {_shape(hits)}, not a list of MemoryHit"
     elif len(hits) > limit:
         problem = f"returned {len(hits)} records for top_k={limit}; return at most top_k, most similar first"
@@ -225,6 +227,31 @@ def checked_hits(hits: object, limit: int, where: str) -> list[MemoryHit]:
     if problem is not None:
         raise MemoryBackendError(f"{where} {problem} (docs/memory.md, 'Writing your own adapter')")
     return list(hits)  # type: ignore[arg-type]
+
+
+def checked_tools(tools: object, where: str) -> list[Tool]:
+    """The tools a memory declares, as a ``tool_use`` turn offers them: a list of
+    :class:`~..core.tools.Tool`, each name once and none called ``final_answer``
+    (the turn's own tool, which a memory's tool of that name would replace)."""
+    problem: str | None = None
+    names: set[str] = set()
+    if not isinstance(tools, list | tuple):
+        problem = f"returned {_shape(tools)}, not a list of Tool"
+    else:
+        for index, tool in enumerate(tools):
+            if not isinstance(tool, Tool):
+                problem = f"returned {_shape(tool)} as tool {index}; return pytest_evomemory.Tool (or pytest_evomemory.memory.MemoryTool) objects"
+            elif tool.name == FINAL_ANSWER_TOOL.name:
+                problem = f"declares a tool named {tool.name!r}, which is the turn's own; give it another name"
+            elif tool.name in names:
+                problem = f"declares two tools named {tool.name!r}; give each its own name"
+            else:
+                names.add(tool.name)
+                continue
+            break
+    if problem is not None:
+        raise MemoryBackendError(f"{where} {problem} (docs/memory.md, 'Tools: roles, not names')")
+    return list(tools)  # type: ignore[arg-type]
 
 
 def checked_id(record_id: object, where: str) -> str:

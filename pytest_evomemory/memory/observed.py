@@ -19,7 +19,7 @@ from ..core.errors import BudgetExhausted, MemoryBackendError, ProtocolViolation
 from ..core.factories import user_frames
 from ..core.tools import Tool, ToolArgumentError
 from ..core.types import ConversationSession, MemoryHit
-from .base import Ingestible, MemorySystem, RecencyRecall, SelectiveStore, checked_hits, checked_id
+from .base import Ingestible, MemorySystem, RecencyRecall, SelectiveStore, checked_hits, checked_id, checked_tools
 from .guard import IsolationGuard
 from .tools import MemoryTool, MemoryToolCall, instrument_memory_tools
 
@@ -209,7 +209,8 @@ class ObservedMemory:
 
     def tools(self) -> Sequence[Tool]:
         """The memory's declared tools, observed; handlers and specs are its own."""
-        return [self._failing_clearly(tool) for tool in instrument_memory_tools(self.backend.tools(), self._observe)]
+        declared = checked_tools(self._forward(self.backend.tools, "tools"), self._where("tools()"))
+        return [self._failing_clearly(tool) for tool in instrument_memory_tools(declared, self._observe)]
 
     # ------------------------------------------------------------------ internals
 
@@ -218,7 +219,7 @@ class ObservedMemory:
 
     def _limit(self, asked: int | None) -> int:
         """The most records a recall may return: what was asked, else the memory's default."""
-        return asked if asked is not None else self.backend.default_top_k
+        return asked if asked is not None else self._forward(lambda: self.backend.default_top_k, "default_top_k")
 
     def _observe(self, call: MemoryToolCall) -> None:
         if call.role == "recall":

@@ -146,7 +146,11 @@ class StreamRun:
             raise EpisodeError(f"stream {self.stream!r} was already torn down")
         if self.broken is not None:
             raise self.broken_by(f"stream {self.stream!r} stopped: {self.broken}")
-        tools = self._turn_tools()
+        try:
+            tools = self._turn_tools()
+        except MemoryBackendError as error:  # what it declares cannot be offered: the memory failed
+            self.broken = f"the memory backend failed at {stimulus.kind} {task_id}: {error}"
+            raise
         turn = RuntimeTurn(tools, self.max_steps, task=f"{self.stream}/{task_id}")
         roles = tuple((tool.name, role) for tool in tools if (role := tool_role(tool)) is not None)
         before = mark(self.memory)

@@ -303,3 +303,53 @@ def test_a_memory_whose_own_snapshot_fails_is_charged_to_the_episode_it_followed
 def summary_first_task(run_dir: Path, stream: str) -> str:
     scores = [json.loads(line) for line in (run_dir / "scores.jsonl").read_text(encoding="utf-8").splitlines()]
     return str(next(s["task_id"] for s in scores if s["stream"] == stream and s["position"] == 0))
+
+
+class ToolsMemory(InProcessMemory):
+    """An adapter whose ``tools()`` returns ``declared`` (or raises it)."""
+
+    def __init__(self, declared: Any) -> None:
+        super().__init__()
+        self.declared = declared
+
+    def tools(self) -> Any:
+        if isinstance(self.declared, Exception):
+            raise self.declared
+        return self.declared
+
+
+def _final_answer_tool() -> Tool:
+    from pytest_evomemory.core.tools import FINAL_ANSWER_TOOL
+
+    return Tool(FINAL_ANSWER_TOOL, lambda arguments: "mine")
+
+
+BAD_TOOLS: dict[str, tuple[Any, str]] = {
+    "none": (None, "tools() returned None, not a list of Tool"),
+    "names": (["retain", "recall"], "tools() returned a str as tool 0; return pytest_evomemory.Tool"),
+    "raises": (RuntimeError("no tools today"), "memory backend failed during tools in stream 's': RuntimeError"),
+    "final_answer": ([_final_answer_tool()], "tools() declares a tool named 'final_answer', which is the turn's own"),
+    "twice": ("twice", "tools() declares two tools named 'retain'"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_TOOLS))
+def test_tools_a_memory_cannot_offer_fail_its_stream_as_the_memorys(case: str) -> None:
+    declared, expected = BAD_TOOLS[case]
+    memory = ToolsMemory(declared)
+    if declared == "twice":
+        memory.declared = memory_tools(memory) * 2
+    run = StreamRun("s", Agent(), ObservedMemory(memory, "s"), EvoMemoryEvaluator(), "tool_use", max_steps=3)
+    records = drive(run, 3)
+    errors = [r.scored.error for r in records if isinstance(r, ErrorRecord)]
+    assert len(errors) == 3 and expected in str(errors[0]), errors  # every task in the denominator
+    assert all(str(e).startswith("stream 's' stopped: the memory backend failed at task t0") for e in errors[1:])
+
+
+def test_a_default_top_k_that_is_no_number_is_the_memorys_error() -> None:
+    memory = ShapedMemory([HIT])
+    memory.default_top_k = None  # type: ignore[assignment]
+    observed = ObservedMemory(memory, "s")
+    observed.retain("something")
+    with pytest.raises(MemoryBackendError, match=r"was asked for top_k=None, which is no number of records"):
+        observed.recall("q")
