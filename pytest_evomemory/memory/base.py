@@ -200,6 +200,7 @@ def checked_hits(hits: object, limit: int, where: str) -> list[MemoryHit]:
     here as the memory's (``where``: which memory and call), not left to fail later
     in the agent's code, the isolation guard or the run's writer as someone else's."""
     problem: str | None = None
+    checked: list[MemoryHit] = []
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
         problem = f"was asked for top_k={limit!r}, which is no number of records (check the memory's default_top_k)"
     elif not isinstance(hits, list | tuple):
@@ -222,11 +223,12 @@ def checked_hits(hits: object, limit: int, where: str) -> list[MemoryHit]:
                 problem = f"returned record {hit.record_id!r} twice; return each record once"
             else:
                 ids.add(hit.record_id)
+                checked.append(hit)
                 continue
             break
     if problem is not None:
         raise MemoryBackendError(f"{where} {problem} (docs/memory.md, 'Writing your own adapter')")
-    return list(hits)  # type: ignore[arg-type]
+    return checked
 
 
 def checked_tools(tools: object, where: str) -> list[Tool]:
@@ -235,6 +237,7 @@ def checked_tools(tools: object, where: str) -> list[Tool]:
     (the turn's own tool, which a memory's tool of that name would replace)."""
     problem: str | None = None
     names: set[str] = set()
+    checked: list[Tool] = []
     if not isinstance(tools, list | tuple):
         problem = f"returned {_shape(tools)}, not a list of Tool"
     else:
@@ -247,11 +250,12 @@ def checked_tools(tools: object, where: str) -> list[Tool]:
                 problem = f"declares two tools named {tool.name!r}; give each its own name"
             else:
                 names.add(tool.name)
+                checked.append(tool)
                 continue
             break
     if problem is not None:
         raise MemoryBackendError(f"{where} {problem} (docs/memory.md, 'Tools: roles, not names')")
-    return list(tools)  # type: ignore[arg-type]
+    return checked
 
 
 def checked_id(record_id: object, where: str) -> str:

@@ -19,7 +19,15 @@ from ..core.errors import BudgetExhausted, MemoryBackendError, ProtocolViolation
 from ..core.factories import user_frames
 from ..core.tools import Tool, ToolArgumentError
 from ..core.types import ConversationSession, MemoryHit
-from .base import Ingestible, MemorySystem, RecencyRecall, SelectiveStore, checked_hits, checked_id, checked_tools
+from .base import (
+    Ingestible,
+    MemorySystem,
+    RecencyRecall,
+    SelectiveStore,
+    checked_hits,
+    checked_id,
+    checked_tools,
+)
 from .guard import IsolationGuard
 from .tools import MemoryTool, MemoryToolCall, instrument_memory_tools
 
