@@ -9,10 +9,11 @@ system declares (``tool_use``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeGuard, cast, runtime_checkable
 
 from ..core.errors import MemoryBackendError
 from ..core.tools import FINAL_ANSWER_TOOL, Tool
@@ -199,63 +200,68 @@ def checked_hits(hits: object, limit: int, where: str) -> list[MemoryHit]:
     number as ``score``, and no id twice. Anything else is the adapter's bug, named
     here as the memory's (``where``: which memory and call), not left to fail later
     in the agent's code, the isolation guard or the run's writer as someone else's."""
-    problem: str | None = None
-    checked: list[MemoryHit] = []
+    ids: set[object] = set()
+
+    def check(index: int, hit: object) -> str | None:
+        if not isinstance(hit, MemoryHit):
+            return f"returned {_shape(hit)} as record {index}; return pytest_evomemory.MemoryHit objects"
+        if not isinstance(hit.content, str):
+            return f"returned record {index} with content {_shape(hit.content)}; content must be text"
+        if isinstance(hit.record_id, bool) or not isinstance(hit.record_id, str | int):
+            return f"returned record {index} with record_id {_shape(hit.record_id)}; give the id retain returned"
+        score = hit.score
+        if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+            return f"returned record {index} with score {score!r}; score must be a finite number"
+        if hit.record_id in ids:
+            return f"returned record {hit.record_id!r} twice; return each record once"
+        ids.add(hit.record_id)
+        return None
+
+    problem: str | None
     if isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
         problem = f"was asked for top_k={limit!r}, which is no number of records (check the memory's default_top_k)"
-    elif not isinstance(hits, list | tuple):
-        problem = f"returned {_shape(hits)}, not a list of MemoryHit"
-    elif len(hits) > limit:
-        problem = f"returned {len(hits)} records for top_k={limit}; return at most top_k, most similar first"
     else:
-        ids: set[object] = set()
-        for index, hit in enumerate(hits):
-            if not isinstance(hit, MemoryHit):
-                problem = f"returned {_shape(hit)} as record {index}; return pytest_evomemory.MemoryHit objects"
-            elif not isinstance(hit.content, str):
-                problem = f"returned record {index} with content {_shape(hit.content)}; content must be text"
-            elif isinstance(hit.record_id, bool) or not isinstance(hit.record_id, str | int):
-                problem = f"returned record {index} with record_id {_shape(hit.record_id)}; give the id retain returned"
-            elif isinstance(hit.score, bool) or not isinstance(hit.score, int | float) or hit.score != hit.score \
-                    or hit.score in (float("inf"), float("-inf")):
-                problem = f"returned record {index} with score {hit.score!r}; score must be a finite number"
-            elif hit.record_id in ids:
-                problem = f"returned record {hit.record_id!r} twice; return each record once"
-            else:
-                ids.add(hit.record_id)
-                checked.append(hit)
-                continue
-            break
+        problem = _first_problem(hits, "MemoryHit", check)
+        if problem is None and len(cast("Sequence[MemoryHit]", hits)) > limit:
+            problem = (f"returned {len(cast('Sequence[MemoryHit]', hits))} records for top_k={limit}; "
+                       "return at most top_k, most similar first")
     if problem is not None:
         raise MemoryBackendError(f"{where} {problem} (docs/memory.md, 'Writing your own adapter')")
-    return checked
+    return list(cast("Sequence[MemoryHit]", hits))
 
 
 def checked_tools(tools: object, where: str) -> list[Tool]:
     """The tools a memory declares, as a ``tool_use`` turn offers them: a list of
     :class:`~..core.tools.Tool`, each name once and none called ``final_answer``
     (the turn's own tool, which a memory's tool of that name would replace)."""
-    problem: str | None = None
     names: set[str] = set()
-    checked: list[Tool] = []
-    if not isinstance(tools, list | tuple):
-        problem = f"returned {_shape(tools)}, not a list of Tool"
-    else:
-        for index, tool in enumerate(tools):
-            if not isinstance(tool, Tool):
-                problem = f"returned {_shape(tool)} as tool {index}; return pytest_evomemory.Tool (or pytest_evomemory.memory.MemoryTool) objects"
-            elif tool.name == FINAL_ANSWER_TOOL.name:
-                problem = f"declares a tool named {tool.name!r}, which is the turn's own; give it another name"
-            elif tool.name in names:
-                problem = f"declares two tools named {tool.name!r}; give each its own name"
-            else:
-                names.add(tool.name)
-                checked.append(tool)
-                continue
-            break
+
+    def check(index: int, tool: object) -> str | None:
+        if not isinstance(tool, Tool):
+            return (f"returned {_shape(tool)} as tool {index}; return pytest_evomemory.Tool "
+                    "(or pytest_evomemory.memory.MemoryTool) objects")
+        if tool.name == FINAL_ANSWER_TOOL.name:
+            return f"declares a tool named {tool.name!r}, which is the turn's own; give it another name"
+        if tool.name in names:
+            return f"declares two tools named {tool.name!r}; give each its own name"
+        names.add(tool.name)
+        return None
+
+    problem = _first_problem(tools, "Tool", check)
     if problem is not None:
         raise MemoryBackendError(f"{where} {problem} (docs/memory.md, 'Tools: roles, not names')")
-    return checked
+    return list(cast("Sequence[Tool]", tools))
+
+
+def _first_problem(items: object, noun: str, check: Callable[[int, object], str | None]) -> str | None:
+    """What is wrong with ``items``, a list whose every item must pass ``check``; None if nothing."""
+    if not isinstance(items, list | tuple):
+        return f"returned {_shape(items)}, not a list of {noun}"
+    for index, item in enumerate(items):
+        problem = check(index, item)
+        if problem is not None:
+            return problem
+    return None
 
 
 def checked_id(record_id: object, where: str) -> str:
