@@ -161,6 +161,9 @@ class StreamRun:
                 self.agent.respond(stimulus, turn)
         except BaseException as error:  # recorded below, then re-raised
             failure = error
+        if failure is None and turn.refused is not None:  # the agent caught the turn's own error and went on
+            refused = turn.refused
+            failure = type(refused)(f"{refused}; the agent caught this error and went on, the turn fails all the same")
         seconds = time.perf_counter() - started
         after = mark(self.memory)
         violation: str | None = None
@@ -202,7 +205,7 @@ class StreamRun:
         if isinstance(failure, EpisodeError | MemoryBackendError):
             failure.response = response
             raise failure
-        if failure is not None and not isinstance(failure, KeyboardInterrupt | GeneratorExit):
+        if failure is not None and not isinstance(failure, KeyboardInterrupt):
             # the user's code failed the turn, however it did: an exception, sys.exit(), a
             # BaseException subclass of its own (a library's cancellation, a test framework's)
             raise EpisodeError(
@@ -249,7 +252,7 @@ class StreamRun:
             return  # no turn was given to it since its reset failed
         try:
             self.agent.reset()
-        except (KeyboardInterrupt, GeneratorExit):
+        except KeyboardInterrupt:
             raise  # Ctrl-C, SIGTERM: the session ends as interrupted
         except BaseException as error:
             after = f" after {self.stream}/{task_id}" if task_id is not None else f" in stream {self.stream!r}"

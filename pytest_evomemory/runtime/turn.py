@@ -40,6 +40,10 @@ class RuntimeTurn:
         self.tool_calls: list[ToolCall] = []
         self._final_answer: str | None = None
         self._finished = False
+        #: The first error this turn raised at the agent (the step limit, a wrong value
+        #: handed to it): the turn's failure even when the agent catches it and goes on
+        #: (uncounted model calls or tokens would make the run's figures wrong).
+        self.refused: EpisodeError | None = None
 
     @property
     def tools(self) -> Sequence[ToolSpec]:
@@ -55,10 +59,10 @@ class RuntimeTurn:
 
     def begin_step(self) -> None:
         if self.steps >= self.max_steps:
-            raise EpisodeError(
+            raise self._refuse(EpisodeError(
                 f"no final_answer within the turn limit of {self.max_steps} model calls "
                 "(agent config key 'max_steps')"
-            )
+            ))
         self.steps += 1
 
     def record_usage(self, usage: Usage) -> None:
@@ -69,12 +73,12 @@ class RuntimeTurn:
         prompt, completion = _token_count(usage, "prompt_tokens"), _token_count(usage, "completion_tokens")
         if prompt is None or completion is None:
             where = f"{self.task}: " if self.task else ""
-            raise ProtocolViolation(
+            raise self._refuse(ProtocolViolation(
                 f"{where}the agent recorded token usage prompt_tokens={getattr(usage, 'prompt_tokens', None)!r}, "
                 f"completion_tokens={getattr(usage, 'completion_tokens', None)!r}; token counts must be whole "
                 f"numbers of at least 0 and at most {MAX_TOKEN_COUNT:,} (check what your agent passes to "
                 "turn.record_usage)"
-            )
+            ))
         self.usage = Usage(self.usage.prompt_tokens + prompt, self.usage.completion_tokens + completion)
 
     def add_message(self, message: Mapping[str, Any]) -> None:
@@ -83,18 +87,24 @@ class RuntimeTurn:
         violation, named here, not a failure inside the plugin or the run's writer)."""
         if not isinstance(message, Mapping):
             where = f"{self.task}: " if self.task else ""
-            raise ProtocolViolation(
+            raise self._refuse(ProtocolViolation(
                 f"{where}turn.add_message takes a chat message mapping such as {{'role': 'user', 'content': '...'}}, "
                 f"got {type(message).__name__}; pass a dict"
-            )
+            ))
         copied = _plain(message)
         if copied is _TOO_DEEP:
             where = f"{self.task}: " if self.task else ""
-            raise ProtocolViolation(
+            raise self._refuse(ProtocolViolation(
                 f"{where}the message passed to turn.add_message nests more than {MAX_NESTING} levels deep (does it "
                 "contain itself?); pass a message of plain values (text, numbers, lists, dicts)"
-            )
+            ))
         self.messages.append(copied)
+
+    def _refuse(self, error: EpisodeError) -> EpisodeError:
+        """``error``, noted as the turn's first refusal (see :attr:`refused`)."""
+        if self.refused is None:
+            self.refused = error
+        return error
 
     def call_tool(self, name: str, arguments: Mapping[str, Any] | str) -> str:
         if not isinstance(name, str):

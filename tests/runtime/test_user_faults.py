@@ -23,7 +23,7 @@ from pytest_evomemory.agents.base import Turn
 from pytest_evomemory.cli import main as evomemory
 from pytest_evomemory.core.errors import MemoryBackendError
 from pytest_evomemory.core.tools import Tool
-from pytest_evomemory.core.types import Stimulus
+from pytest_evomemory.core.types import Stimulus, Usage
 from pytest_evomemory.evaluation import EvoMemoryEvaluator
 from pytest_evomemory.memory import InProcessMemory, memory_tools
 from pytest_evomemory.runtime import ObservedMemory, StreamRun, run_episode
@@ -353,3 +353,36 @@ def test_a_default_top_k_that_is_no_number_is_the_memorys_error() -> None:
     observed.retain("something")
     with pytest.raises(MemoryBackendError, match=r"was asked for top_k=None, which is no number of records"):
         observed.recall("q")
+
+
+class Swallowing:
+    """Catches what the turn raises at it (past the step limit, a wrong usage) and answers anyway."""
+
+    def __init__(self, misuse: str) -> None:
+        self.misuse = misuse
+
+    def respond(self, stimulus: Stimulus, turn: Turn) -> None:
+        try:
+            if self.misuse == "steps":
+                for _ in range(10):  # ten model calls in a turn of three
+                    turn.begin_step()
+            else:
+                turn.begin_step()
+                turn.record_usage(Usage(prompt_tokens=-5, completion_tokens=0))
+        except Exception:
+            pass
+        turn.call_tool("final_answer", {"answer": "ok" if stimulus.kind == "task" else FEEDBACK_ACKNOWLEDGEMENT})
+
+    def reset(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(("misuse", "expected"), [
+    ("steps", "no final_answer within the turn limit of 3 model calls"),
+    ("usage", "the agent recorded token usage prompt_tokens=-5"),
+])
+def test_an_error_the_turn_raised_fails_the_turn_though_the_agent_caught_it(misuse: str, expected: str) -> None:
+    records = drive(stream_run(Swallowing(misuse)), 2)
+    errors = [r.scored.error for r in records if isinstance(r, ErrorRecord)]
+    assert len(errors) == 2, records  # figures it under-reported (model calls, tokens) are not kept as a clean turn
+    assert all(expected in str(e) and "the agent caught this error and went on" in str(e) for e in errors), errors
