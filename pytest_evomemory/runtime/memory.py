@@ -39,4 +39,4 @@ def mark(memory: ObservedMemory | None) -> Mark:
     return Mark(memory.counts.copy(), writes, recalled)
 
 
-__all__ = ["IsolationGuard", "Mark", "ObservedMemory", "mark", "observe"]
+__all__ = ["IsolationGuard", "Mark", "ObservedMemory", "OperationCounts", "mark", "observe"]

@@ -61,7 +61,7 @@ from ..rundocs import Score
 from ..streams.base import IngestMode
 from . import ingestion
 from .feedback import QuoteAnswer, render_feedback
-from .memory import ObservedMemory, mark
+from .memory import ObservedMemory, OperationCounts, mark
 from .records import (
     FeedbackRecord,
     IngestionRecord,
@@ -250,6 +250,7 @@ class StreamRun:
         __tracebackhide__ = True
         if self.broken is not None and self.broken_by is AgentStopped:
             return  # no turn was given to it since its reset failed
+        before = self.memory.counts.copy() if self.memory is not None else None
         try:
             self.agent.reset()
         except KeyboardInterrupt:
@@ -260,6 +261,13 @@ class StreamRun:
             self.broken, self.broken_by = reason, AgentStopped
             raise AgentStopped(f"{reason}; the rest of the stream is not run on an agent whose state "
                                "is unknown (fix its reset)") from error
+        if before is not None and self.memory is not None and self.memory.counts != before:
+            # what it did reached the memory outside any turn: no response holds it
+            after = f" after {self.stream}/{task_id}" if task_id is not None else f" in stream {self.stream!r}"
+            raise ProtocolViolation(
+                f"the agent's reset{after} used the memory ({_operations(before, self.memory.counts)}); reset must "
+                "clear the agent's conversation only: retain in the feedback turn, recall in the task turn"
+            )
 
     def prepare_memory(self, completed: int | None, record: RecordSink | None = None) -> None:
         """Before the first episode this process runs in the stream.
@@ -380,6 +388,13 @@ class StreamRun:
                     self.memory.close()
 
 
+def _operations(before: OperationCounts, after: OperationCounts) -> str:
+    """What reached the memory between two counts, as a message says it: ``1 retain, 2 recalls``."""
+    done = [(after.retains - before.retains, "retain"), (after.recalls - before.recalls, "recall"),
+            (after.forgets - before.forgets, "forget"), (after.other - before.other, "other operation")]
+    return ", ".join(f"{count} {name}{'s' if count != 1 else ''}" for count, name in done if count)
+
+
 RecordSink = Callable[[Record], None]
 
 
@@ -486,7 +501,7 @@ class Episode:
         __tracebackhide__ = True
         try:
             self.run.reset_agent(self.sample.task_id)
-        except AgentStopped as error:
+        except EpisodeError as error:  # its reset failed (AgentStopped), or used the memory
             self.record(feedback_error_record(self.sample, str(error), None, user_traceback(error)))
             raise
 

@@ -386,3 +386,26 @@ def test_an_error_the_turn_raised_fails_the_turn_though_the_agent_caught_it(misu
     errors = [r.scored.error for r in records if isinstance(r, ErrorRecord)]
     assert len(errors) == 2, records  # figures it under-reported (model calls, tokens) are not kept as a clean turn
     assert all(expected in str(e) and "the agent caught this error and went on" in str(e) for e in errors), errors
+
+
+class RetainsInReset(Agent):
+    """Keeps the memory it was built with, and writes to it in ``reset``."""
+
+    def __init__(self, memory: Any) -> None:
+        super().__init__()
+        self.memory = memory
+
+    def reset(self) -> None:
+        super().reset()
+        self.memory.retain("remembered outside any turn")
+
+
+def test_a_reset_that_uses_the_memory_is_a_violation_on_the_task_it_followed() -> None:
+    run = stream_run(Agent(), InProcessMemory())
+    assert run.memory is not None
+    run.agent = RetainsInReset(run.memory)
+    records = drive(run, 2)
+    failures = [r.failure for r in records if isinstance(r, FeedbackErrorRecord)]
+    assert [f.task_id for f in failures] == ["t0", "t1"], records
+    assert failures[0].reason.startswith("the agent's reset after s/t0 used the memory (1 retain); reset must clear")
+    assert all(isinstance(r, TaskRecord) for r in records if isinstance(r, TaskRecord | ErrorRecord))  # tasks scored
