@@ -409,3 +409,81 @@ def test_a_reset_that_uses_the_memory_is_a_violation_on_the_task_it_followed() -
     assert [f.task_id for f in failures] == ["t0", "t1"], records
     assert failures[0].reason.startswith("the agent's reset after s/t0 used the memory (1 retain); reset must clear")
     assert all(isinstance(r, TaskRecord) for r in records if isinstance(r, TaskRecord | ErrorRecord))  # tasks scored
+
+
+MEMORY = '''
+from pytest_evomemory.memory import InProcessMemory, memory_tools
+
+
+class Memory(InProcessMemory):
+    """Recalls None in stream 'b' once something was stored (an adapter's bug)."""
+
+    def __init__(self, stream):
+        super().__init__()
+        self.stream = stream
+
+    def recall(self, query, top_k=None):
+        return None if self.stream == "b" and len(self) else super().recall(query, top_k)
+
+    def tools(self):
+        return memory_tools(self)
+
+
+def make(config, context):
+    return Memory(context.stream)
+'''
+
+
+def _two_streams(root: Path, module: str) -> Path:
+    """Streams a and b, the recall baseline, and a memory ``module`` broken in stream b only."""
+    (root / f"{module}.py").write_text(MEMORY, encoding="utf-8")
+    for stream in "ab":
+        (root / f"{stream}.jsonl").write_text(
+            "".join(json.dumps({"id": f"{stream}{i}", "prompt": f"what is {stream}", "target": "x"}) + "\n"
+                    for i in range(3)),
+            encoding="utf-8",
+        )
+    run = root / "run.yaml"
+    run.write_text(
+        "name: user\noutput_dir: results\n"
+        "benchmark: {benchmark: files, files: [{name: a, path: a.jsonl}, {name: b, path: b.jsonl}]}\n"
+        f"agent: {{kind: recall_baseline}}\nmemory: {{backend: '{module}:make'}}\n",
+        encoding="utf-8",
+    )
+    return run
+
+
+def _check_streams(results: Path) -> None:
+    summary = json.loads((results / "summary.json").read_text(encoding="utf-8"))
+    a, b = summary["streams"]["a"], summary["streams"]["b"]
+    assert (a["tasks"], a["errors"], a["memory_retains"]) == (3, 0, 3)  # stream a runs as if b were fine
+    assert (b["tasks"], b["errors"]) == (3, 2)  # b0 recalls an empty memory; b1 fails, b2 stops
+    reasons = [f["reason"] for f in summary["failed_episodes"]]
+    assert all(f["stream"] == "b" for f in summary["failed_episodes"])
+    assert "memory Memory of stream 'b': recall returned None, not a list of MemoryHit" in reasons[0]
+
+
+def test_a_memory_broken_in_one_stream_through_evomemory_run_with_chains(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = _two_streams(tmp_path, "broken_in_b_cli")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    status = evomemory(["run", "--config", str(run), "-q", "--chains", "4"])
+    captured = capsys.readouterr()
+    assert status == 1, captured.out + captured.err
+    assert "Traceback" not in captured.out + captured.err and "internal error" not in captured.err
+    _check_streams(tmp_path / "results")
+
+
+@pytest.mark.slow
+def test_a_memory_broken_in_one_stream_through_pytest_xdist(pytester: pytest.Pytester) -> None:
+    run = _two_streams(pytester.path, "broken_in_b_xdist")
+    (pytester.path / "conftest.py").write_text("import sys, os\nsys.path.insert(0, os.path.dirname(__file__))\n",
+                                               encoding="utf-8")
+    result = pytester.runpytest_subprocess(f"--evomemory-config={run}", "-n", "2", "-p", "no:randomly",
+                                           "-p", "no:cacheprovider")
+    assert result.ret == pytest.ExitCode.TESTS_FAILED
+    output = result.stdout.str()
+    assert "INTERNALERROR" not in output and "pytest_evomemory/" not in output.replace("pytest_evomemory/memory/", "")
+    _check_streams(pytester.path / "results")
