@@ -246,17 +246,25 @@ def _check_results(results: Path) -> None:
     assert summary["streams"]["mine"]["tasks"] == 3 and summary["streams"]["mine"]["errors"] == 1
 
 
+def _run_failing(
+    run: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], *options: str
+) -> str:
+    """``evomemory run`` in the repository of ``run``: failed episodes (exit 1), not an
+    internal error (3), and no traceback; what it wrote to stderr."""
+    monkeypatch.chdir(run.parent)
+    monkeypatch.syspath_prepend(str(run.parent))
+    status = evomemory(["run", "--config", str(run), "-q", *options])
+    captured = capsys.readouterr()
+    assert status == 1, captured.out + captured.err
+    assert "Traceback" not in captured.out + captured.err and "internal error" not in captured.err
+    return captured.err
+
+
 def test_a_failing_reset_through_evomemory_run(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run = _project(tmp_path, "failing_reset_cli")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    status = evomemory(["run", "--config", str(run), "-q"])
-    captured = capsys.readouterr()
-    assert status == 1, captured.out + captured.err  # failed episodes, not an internal error (3)
-    assert "Traceback" not in captured.out + captured.err and "internal error" not in captured.err
-    assert "the agent's reset after mine/t1 failed: ValueError: reset lost its state (at " in captured.err
+    captured = _run_failing(_project(tmp_path, "failing_reset_cli"), monkeypatch, capsys)
+    assert "the agent's reset after mine/t1 failed: ValueError: reset lost its state (at " in captured
     _check_results(tmp_path / "results")
 
 
@@ -466,13 +474,7 @@ def _check_streams(results: Path) -> None:
 def test_a_memory_broken_in_one_stream_through_evomemory_run_with_chains(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run = _two_streams(tmp_path, "broken_in_b_cli")
-    monkeypatch.chdir(tmp_path)
-    monkeypatch.syspath_prepend(str(tmp_path))
-    status = evomemory(["run", "--config", str(run), "-q", "--chains", "4"])
-    captured = capsys.readouterr()
-    assert status == 1, captured.out + captured.err
-    assert "Traceback" not in captured.out + captured.err and "internal error" not in captured.err
+    _run_failing(_two_streams(tmp_path, "broken_in_b_cli"), monkeypatch, capsys, "--chains", "4")
     _check_streams(tmp_path / "results")
 
 
