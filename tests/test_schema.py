@@ -8,11 +8,12 @@ import json
 import subprocess
 import sys
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import pytest
 from jsonschema import Draft202012Validator
 
+from pytest_evomemory.config import ModelConfig
 from pytest_evomemory.rundir import SCHEMA_VERSION
 from pytest_evomemory.schema import ARTEFACTS, SCHEMA_FILE, load_schema, schema_for
 from pytest_evomemory.schema.generate import schema_text
@@ -97,6 +98,34 @@ def test_evomemory_run_writes_what_the_schema_says(tmp_path: Path) -> None:
     assert summary["wall_seconds"] >= 0  # the serial driver's own field is in the schema too
 
 
+def _run_json(model: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "schema_version": SCHEMA_VERSION, "config_fingerprint": "ab" * 32, "streams": [], "started": "", "command_line": [],
+        "versions": {"pytest-evomemory": "0", "python": "3"},
+        "run": {"name": "x", "benchmark": {}, "memory": {}, "agent": {"model": model}},
+    }
+
+
+@pytest.mark.parametrize("provider", get_args(ModelConfig.model_fields["provider"].annotation))
+def test_every_providers_model_section_is_what_the_schema_says(provider: str) -> None:
+    """run.json holds the config's model section as the config dumps it, for every
+    provider the config takes (the dry-run model's was refused by a schema that knew
+    only openai and local)."""
+    section = ModelConfig.model_validate({"provider": provider}).model_dump(mode="json")
+    assert problems("run_json", _run_json(section)) == []
+    assert problems("run_json", _run_json({**section, "provider": "another"}))
+
+
+def test_a_dry_run_writes_what_the_schema_says(tmp_path: Path) -> None:
+    completed = subprocess.run(
+        [sys.executable, "-m", "pytest_evomemory.cli", "run", "--config=sample_mock", f"--output-dir={tmp_path / 'out'}",
+         "--limit=2"],
+        capture_output=True, text=True, cwd=tmp_path, timeout=300, check=False,
+    )
+    assert completed.returncode == 0, completed.stdout + completed.stderr
+    assert_run_dir_valid(tmp_path / "out")
+
+
 def test_a_locomo_run_writes_what_the_schema_says(tmp_path: Path) -> None:
     """LoCoMo's artefacts: the mean F1 figure (``f1_sum``, ``f1_mean``) and the
     ingestion turns' responses (``ingest: agent``)."""
@@ -123,8 +152,5 @@ def test_the_schema_refuses_what_a_dashboard_must_not_be_handed() -> None:
     assert problems("stream_ran", {**ran, "model": {"provider": "openai", "endpoint": "http://127.0.0.1:1/v1"}})
     assert problems("stream_ran", {**ran, "model": {**local, "sha256": "not a hash"}})
     # a run.json config holding the other provider's keys
-    assert problems("run_json", {
-        "schema_version": SCHEMA_VERSION, "config_fingerprint": "ab" * 32, "streams": [], "started": "", "command_line": [],
-        "versions": {"pytest-evomemory": "0", "python": "3"},
-        "run": {"name": "x", "benchmark": {}, "memory": {}, "agent": {"model": {"provider": "local", "base_url": "x"}}},
-    })
+    assert problems("run_json", _run_json({"provider": "local", "base_url": "x"}))
+    assert problems("run_json", _run_json({"provider": "mock", "model": "mock", "model_path": "x"}))

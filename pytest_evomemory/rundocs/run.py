@@ -18,16 +18,12 @@ from .base import RunDoc, SchemaVersion
 from .fields import Count, Number, Scalar, Sha256, Text
 from .identity import Replicate, StreamRan, Versions
 
-#: The config's model section: only its provider's keys (run.json's ``run.agent.model``).
+#: The config's model section (run.json's ``run.agent.model``): a mapping naming its
+#: provider, or null. Which providers there are and which keys each one's section holds
+#: are the agent config's decision (``config.agent.PROVIDER_KEYS``); the schema
+#: generator fills them in here (``schema/generate.py``), as this layer reads no config.
 _CONFIG_MODEL = {"anyOf": [
-    {"type": "object", "properties": {"provider": {"enum": ["openai", "local"]}}, "required": ["provider"],
-     "allOf": [
-         {"if": {"properties": {"provider": {"const": "local"}}},
-          "then": {"not": {"anyOf": [{"required": ["model"]}, {"required": ["base_url"]}, {"required": ["api_key_env"]},
-                                     {"required": ["timeout_s"]}]}}},
-         {"if": {"properties": {"provider": {"const": "openai"}}},
-          "then": {"required": ["model"], "not": {"anyOf": [{"required": ["model_path"]}, {"required": ["n_ctx"]}]}}},
-     ]},
+    {"type": "object", "properties": {"provider": {"type": "string"}}, "required": ["provider"]},
     {"type": "null"},
 ]}
 

@@ -18,11 +18,12 @@ from __future__ import annotations
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
+from ..config.agent import PROVIDER_KEYS, ModelConfig, foreign_keys
 from ..options import GAIN_REQUIRES
 from ..rundocs import (
     SCHEMA_VERSION,
@@ -70,6 +71,21 @@ _NAMES = {
 #: Definitions that are a model or null wherever they are used.
 _NULLABLE = ("memory_identity", "model_identity")
 
+def _config_model() -> dict[str, Any]:
+    """run.json's model section as the agent config declares it: one of its providers
+    (``ModelConfig.provider``), holding none of the keys only other providers read, and
+    naming its model where the provider reads ``model`` (``PROVIDER_KEYS``)."""
+    providers = list(get_args(ModelConfig.model_fields["provider"].annotation))
+    rules: list[dict[str, Any]] = []
+    for provider in providers:
+        then: dict[str, Any] = {"not": {"anyOf": [{"required": [key]} for key in sorted(foreign_keys(provider))]}}
+        if "model" in PROVIDER_KEYS.get(provider, ()):
+            then["required"] = ["model"]
+        rules.append({"if": {"properties": {"provider": {"const": provider}}}, "then": then})
+    section = {"type": "object", "properties": {"provider": {"enum": providers}}, "required": ["provider"], "allOf": rules}
+    return {"anyOf": [section, {"type": "null"}]}
+
+
 def _snake(name: str) -> str:
     return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
 
@@ -108,6 +124,9 @@ def build_schema() -> dict[str, Any]:
         models[name] = {"anyOf": [models[name], {"type": "null"}]}
     # a gate's requirement is one of the option's choices, declared with the option
     models["gain"]["properties"]["requires"]["enum"] = list(GAIN_REQUIRES)
+    # a model section's providers and their keys are the agent config's
+    models["configured_agent"]["properties"]["model"] = _config_model()
+    models["configured_run"]["properties"]["agent"]["properties"]["model"] = _config_model()
     every = _tidy(models, schema=False)
     documents = ", ".join(sorted(DOCUMENTS))
     return {
