@@ -191,7 +191,8 @@ def open_memory(request: pytest.FixtureRequest, backend_id: str, tmp_path: Path)
 
     def open_(stream: str = "s1", run_name: str | None = None, **overrides: Any) -> MemorySystem:
         config = memory_config(backend_id, postgres, **overrides)
-        memory = build_memory(config, MemoryContext(stream, tmp_path / "run", run_name or default_run))
+        run_dir = tmp_path / (run_name or "run")  # a run of its own name has a directory of its own
+        memory = build_memory(config, MemoryContext(stream, run_dir, run_name or default_run))
         opened.append(memory)
         return memory
 

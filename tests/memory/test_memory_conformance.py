@@ -117,6 +117,22 @@ def test_two_streams_never_see_each_others_records(open_memory: OpenMemory) -> N
     assert second_id not in [hit.record_id for hit in second.recall("vault code")]
 
 
+def test_two_runs_of_one_stream_open_at_once_never_see_each_others_records(open_memory: OpenMemory) -> None:
+    """The arms (and replicates) of a session each hold their own memory of a stream,
+    open at the same time in one process (`evomemory run` drives their chains at once):
+    an adapter keeping its state per stream alone (a module-level client keyed by
+    ``context.stream``) hands one arm the other's records, which no runtime check can
+    tell from the arm's own (deterministic arms store the same texts)."""
+    first = open_memory("stream_a", run_name="arm_a")
+    second = open_memory("stream_a", run_name="arm_b")
+    first_id = first.retain("arm a: the harbour ferry leaves at 7:15")
+    assert second.recall("harbour ferry leaves", top_k=10) == []
+    second.retain("arm b: the harbour ferry leaves at 8:00")
+    assert contents(first.recall("harbour ferry leaves", top_k=10)) == ["arm a: the harbour ferry leaves at 7:15"]
+    second.reset()
+    assert [hit.record_id for hit in first.recall("harbour ferry", top_k=10)] == [first_id]
+
+
 def test_a_stream_opened_again_starts_empty(open_memory: OpenMemory) -> None:
     """A second run (same name, same stream) must not recall the first run's records."""
     first = open_memory("stream_a", run_name="same_run")
