@@ -373,7 +373,7 @@ def validate_memory(data: Mapping[str, Any], source: str) -> MemoryConfig:
     if memory.editing_tools and spec is None:
         raise ConfigError(
             f"{source}: key 'editing_tools': read only by the built-in backends ({', '.join(MEMORY_BACKENDS.names())}); "
-            f"a module:factory backend ({memory.backend!r}) offers the tools its memory_tools() returns: remove it",
+            f"a module:factory backend ({memory.backend!r}) offers the tools its tools() method returns: remove it",
             source=source, key="editing_tools",
         )
     validated: dict[str, Any] = {}

@@ -33,6 +33,7 @@ class Need:
     """One capability the session will call, why, and what to do when it is missing."""
 
     protocol: type
+    #: what it is missing, as the refusal names it ("recent(limit) method")
     method: str
     why: str
     fix: str
@@ -45,7 +46,7 @@ def memory_needs(config: RunConfig, streams: Sequence[Stream], *, resuming: bool
     needs: list[Need] = []
     if any(stream.sessions and stream.ingest == "memory" for stream in streams):
         needs.append(Need(
-            Ingestible, "ingest(session)",
+            Ingestible, "ingest(session) method",
             f"benchmark {config.benchmark.benchmark!r} with 'ingest: memory' hands it each conversation session "
             "(docs/locomo.md)",
             "add one (pytest_evomemory.memory.ingestion.ingest_turns stores one record per turn), or set "
@@ -53,21 +54,21 @@ def memory_needs(config: RunConfig, streams: Sequence[Stream], *, resuming: bool
         ))
     if builtin_agent and config.agent.kind == "exprecent":
         needs.append(Need(
-            RecencyRecall, "recent(limit)",
-            "agent kind 'exprecent' recalls the most recently retained records",
+            RecencyRecall, "recent(limit) method",
+            "agent kind 'exprecent' calls for the most recently retained records",
             "use a built-in backend that has it (inprocess, dense, sqlite, postgres, mem0, langmem), add one, or use agent kind "
             "'exprag'",
         ))
     if config.memory.editing_tools:
         needs.append(Need(
-            Forgetting, "forget(record_id)",
-            "'editing_tools: true' offers the forget and update tools",
+            Forgetting, "forget(record_id) method",
+            "the forget and update tools of 'editing_tools: true' call",
             "set 'editing_tools: false', or use a backend that can forget",
         ))
     if resuming:
         needs.append(Need(
-            SnapshotCapable, "snapshot(directory) and restore(directory)",
-            "a resume restores each stream's memory from its snapshot (docs/memory.md)",
+            SnapshotCapable, "snapshot(directory) and restore(directory) methods",
+            "a resume needs to restore each stream's memory from its snapshot (docs/memory.md)",
             "run again without the resume option",
         ))
     return needs
@@ -98,7 +99,7 @@ def missing(memory: object, needs: Sequence[Need], where: str) -> str | None:
             if isinstance(subject, type) else isinstance(subject, need.protocol)
         )
         if not offered:
-            return f"{where}: memory {name} has no {need.method} method, which {need.why}; {need.fix}"
+            return f"{where}: memory {name} has no {need.method}, which {need.why}; {need.fix}"
     return None
 
 
