@@ -152,3 +152,29 @@ def test_evomemory_compare_option_writes_the_comparison_after_the_run(pytester: 
     tree = parse_html((run_dir / "compare.html").read_text(encoding="utf-8"))
     for svg in tree.find_all("svg", "curve"):
         assert [g.attrs["data-run"] for g in svg.find_all("g", "series")] == ["sample_no_memory", "sample_memory"]
+
+
+def test_what_a_ci_gate_reads_for_each_exit_status(pytester: pytest.Pytester) -> None:
+    """docs/artefacts.md ("pytest-json-report and JUnit XML", summary.json's `passed`) and
+    docs/protocol.md's exit statuses, as a team's CI step reads them: a missed accuracy
+    gate is exit 1 with the arm's `passed` false; a missed gain gate is exit 1 with every
+    arm's `passed` true and the verdict in `gains`; a session that ran no task is exit 5
+    without an `evomemory` key; a refused config is exit 4 without a report file."""
+
+    def session(name: str, *args: str) -> tuple[int, dict[str, Any] | None]:
+        report = pytester.path / f"{name}.json"
+        result = pytester.runpytest(*args, f"--evomemory-output-dir={name}", "--evomemory-limit=2", "-p", "no:randomly",
+                                    "--json-report", f"--json-report-file={report}")
+        return int(result.ret), json.loads(report.read_text(encoding="utf-8")) if report.exists() else None
+
+    memory, control = f"--evomemory-config={SAMPLE_MEMORY_RUN}", f"--evomemory-config={SAMPLE_NO_MEMORY_RUN}"
+    status, report = session("accuracy", memory, "--evomemory-min-accuracy=0.9")
+    assert status == 1 and report is not None and report["evomemory"]["arms"][0]["summary"]["passed"] is False
+    status, report = session("gain", control, memory, "--evomemory-min-gain=90")
+    assert status == 1 and report is not None
+    assert [arm["summary"]["passed"] for arm in report["evomemory"]["arms"]] == [True, True]
+    assert [gain["met"] for gain in report["evomemory"]["gains"]] == [False]
+    status, report = session("none", memory, "-k", "no_such_task")
+    assert status == 5 and report is not None and "evomemory" not in report
+    status, report = session("refused", memory, "--evomemory-set", "agent.max_step=3")
+    assert status == 4 and report is None
