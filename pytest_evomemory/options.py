@@ -164,7 +164,8 @@ OPTIONS: tuple[Option, ...] = (
         "chains", metavar="N", kind="count", counts="chains in flight",
         help="evomemory run: run up to N chains at once in one process (a chain: one arm's run of one stream, a "
         f"serial chain of episodes; default: every chain, at most {DEFAULT_CHAINS}). Results are those of a serial "
-        "run. pytest refuses it: it runs one chain per xdist worker, so give it -n N instead (docs/scale.md)",
+        "run (a module:factory memory keeps its state per instance: docs/memory.md, 'Chains at once'). pytest "
+        "refuses it: it runs one chain per xdist worker, so give it -n N instead (docs/scale.md)",
     ),
     Option("compare", metavar="OTHER_RUN_DIR",
            help="also write compare.html in the run directory: OTHER_RUN_DIR (baseline) vs this run"),
