@@ -15,7 +15,7 @@ from ..core.errors import named
 from ..options import MAX_REPEATS, count_problem
 from ..rundocs import ARMS_SCHEMA_VERSION, ArmEntryDoc, ArmsFile
 from .jsonl import read_json, write_json_atomically
-from .layout import ARMS_MANIFEST, RunDirError
+from .layout import ARMS_MANIFEST, RunDirError, cannot_write
 from .paths import recorded_arm_dir, recorded_config_path
 from .reader import newer_schema
 
@@ -48,18 +48,25 @@ def write_arms_manifest(
     repeats: int | None = None,
 ) -> None:
     """Record a session's arms ``(name, run directory, config)`` beside them, so that
-    resuming the directory can continue every arm of an interrupted session."""
-    directory.mkdir(parents=True, exist_ok=True)
-    base = directory.resolve()
+    resuming the directory can continue every arm of an interrupted session. A write
+    the system refuses (a full disk, a read-only or vanished directory) is a
+    :class:`.RunDirError` naming the manifest: it is written before the first record,
+    so nothing of the session is recorded yet."""
+    path = directory / ARMS_MANIFEST
+    try:
+        directory.mkdir(parents=True, exist_ok=True)
+        base = directory.resolve()
 
-    def where(run_dir: Path) -> str:
-        resolved = run_dir.resolve()
-        return str(resolved.relative_to(base)) if base in resolved.parents else str(resolved)
+        def where(run_dir: Path) -> str:
+            resolved = run_dir.resolve()
+            return str(resolved.relative_to(base)) if base in resolved.parents else str(resolved)
 
-    write_json_atomically(directory / ARMS_MANIFEST, ArmsFile(
-        session=session, baseline=arms[0][0], overrides=list(overrides), repeats=repeats,
-        arms=[ArmEntryDoc(name=name, run_dir=where(run_dir), config=config) for name, run_dir, config in arms],
-    ))
+        write_json_atomically(path, ArmsFile(
+            session=session, baseline=arms[0][0], overrides=list(overrides), repeats=repeats,
+            arms=[ArmEntryDoc(name=name, run_dir=where(run_dir), config=config) for name, run_dir, config in arms],
+        ))
+    except OSError as error:
+        raise cannot_write(path, error) from None
 
 
 def read_arms_manifest(directory: Path, purpose: str) -> ArmsManifest | None:

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ReportError
-from ..rundir import remove_claims, write_arms_manifest
+from ..rundir import RunDirError, remove_claims, write_arms_manifest
 from .arm import Arm
 from .driver import StreamDriver
 from .outcome import Outcome
@@ -125,7 +125,10 @@ class Collector:
                 return self.state.cost_stop()
             if not self._manifest_written and self.plan.several:
                 with self.state.termination.critical():
-                    self._write_manifest()
+                    refused = self._write_manifest()
+                if refused is not None:  # before the first record: the session records nothing
+                    self.state.refused = self.state.refused or refused
+                    return "the session is refused"
             self.state.writes_begin()
         written: list[Arm] = []
         try:
@@ -198,16 +201,22 @@ class Collector:
             return self.state.stop_reason
         return None
 
-    def _write_manifest(self) -> None:
-        """Before the first record: an interrupted session can then be resumed whole."""
+    def _write_manifest(self) -> str | None:
+        """Before the first record: an interrupted session can then be resumed whole.
+        The line saying why it could not be written (a full disk, a read-only or
+        vanished directory), or None."""
         self._manifest_written = True
-        write_arms_manifest(
-            self.plan.comparison_dir,
-            [(arm.name, arm.run_dir, str(arm.run_config.path)) for arm in self.plan.arms],
-            self.plan.options.settings,
-            self.plan.session_id,
-            repeats=self.plan.options.repeats,
-        )
+        try:
+            write_arms_manifest(
+                self.plan.comparison_dir,
+                [(arm.name, arm.run_dir, str(arm.run_config.path)) for arm in self.plan.arms],
+                self.plan.options.settings,
+                self.plan.session_id,
+                repeats=self.plan.options.repeats,
+            )
+        except RunDirError as error:
+            return str(error)
+        return None
 
     def stop(self, reason: str) -> None:
         """The driver's own reason to stop (pytest's ``-x``, a ``shouldstop``)."""
@@ -287,7 +296,10 @@ class Collector:
             # the merge compares; the arms' manifest still says what the merge reads
             self.comparison_error = f"no comparison here: {deferred}; 'evomemory merge' of the shards compares the arms"
             if not self._manifest_written and self.plan.setup.writes:
-                self._write_manifest()
+                unwritten = self._write_manifest()
+                if unwritten is not None:  # the arms' runs are written: the merge lacks their list
+                    self.comparison_error = unwritten
+                    failed = True
         elif self.plan.several and self.plan.started:
             failed = self._compare() or failed
         if self.state.shared_errors is not None and self.plan.setup.writes:

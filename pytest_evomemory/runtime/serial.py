@@ -274,6 +274,8 @@ class _Chains:
             progress.chain_started(key)
         try:
             for sample in pending:
+                if state.refused is not None:  # by another chain, or at this stream's first record
+                    return
                 task = driver.start_task(live, sample, sink)
                 if isinstance(task, NotRun) and task.refused:
                     raise SessionRefused(task.failure or task.reason)  # before the first task: exit 4, nothing written

@@ -1,0 +1,43 @@
+"""The machine refusing a write the session makes beside its arms' runs (a full disk,
+a read-only or vanished directory): one line naming the file, nothing recorded that
+a resume would read as whole, no traceback.
+
+Runtime-level: ``evomemory run`` in process, the baseline agent (no model), the
+system's refusal injected where the session writes (the machine-level cases, a real
+small tmpfs and real signals, are in tests/plugin/test_process_faults.py)."""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_evomemory.cli import main as evomemory
+from pytest_evomemory.rundir import arms as arms_module
+
+
+def _full(*_: Any, **__: Any) -> None:
+    raise OSError(errno.ENOSPC, "No space left on device")
+
+
+@pytest.mark.parametrize("chains", ["1", "4"])
+def test_a_session_whose_arms_manifest_cannot_be_written_is_refused_before_any_task(
+    tmp_path: Path, write_run_config: Callable[..., Path], monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str], chains: str,
+) -> None:
+    """arms.json goes before the first record: a session that cannot write it could
+    not be resumed, so it records nothing and says which file (was an internal error,
+    exit 3, with the streams' chains running on)."""
+    configs = [write_run_config("a"), write_run_config("b")]
+    monkeypatch.setattr(arms_module, "write_json_atomically", _full)
+    out = tmp_path / "out"
+    status = evomemory(["run", "-q", "--chains", chains, "--output-dir", str(out),
+                        *(word for config in configs for word in ("--config", str(config)))])
+    said = capsys.readouterr()
+    assert status == 4, said.out + said.err
+    assert f"cannot write {out / 'arms.json'}: No space left on device (ENOSPC)" in said.out + said.err
+    assert "internal error" not in said.out + said.err and "Traceback" not in said.out + said.err
+    assert not out.exists() or not any(out.rglob("*.jsonl")), "nothing recorded"
