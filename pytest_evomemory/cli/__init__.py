@@ -24,7 +24,7 @@ from typing import Any, NoReturn, Protocol
 from ..util.redaction import shown
 from ..util.text import did_you_mean
 from ..util.version import __version__
-from .common import PROG, USAGE_ERROR
+from .common import INTERRUPTED, INTERRUPTED_RUN, PROG, USAGE_ERROR
 
 
 class Command(Protocol):
@@ -177,6 +177,18 @@ TRACEBACK_ENV = "EVOMEMORY_TRACEBACK"
 
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
+    try:
+        return _main(words)
+    except KeyboardInterrupt:
+        # Ctrl-C where no session has taken the interrupts over (loading the command,
+        # reading the configs, locking the run directory; a report or a download): one
+        # line, not the traceback of whichever import it landed in. A session catches
+        # its own and ends as interrupted; 'run' exits as pytest does then (2).
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return INTERRUPTED_RUN if chosen_command(words) == "run" else INTERRUPTED
+
+
+def _main(words: list[str]) -> int:
     parser = build_parser(chosen_command(words))
     args, extra = parser.parse_known_args(words)
     if extra:
@@ -197,4 +209,4 @@ def main(argv: Sequence[str] | None = None) -> int:
         return INTERNAL_ERROR
 
 
-__all__ = ["COMMANDS", "INTERNAL_ERROR", "PROG", "TRACEBACK_ENV", "USAGE_ERROR", "Command", "build_parser", "chosen_command", "main"]
+__all__ = ["COMMANDS", "INTERNAL_ERROR", "INTERRUPTED", "INTERRUPTED_RUN", "PROG", "TRACEBACK_ENV", "USAGE_ERROR", "Command", "build_parser", "chosen_command", "main"]

@@ -11,6 +11,10 @@ from ..rundir import output_path_problem
 PROG = "evomemory"
 #: Exit status of a usage error (``evomemory run`` says 4, as pytest does).
 USAGE_ERROR = 2
+#: Ctrl-C outside a session: the shell's status for SIGINT, and 'run''s as pytest's
+#: (``EXIT_INTERRUPTED``, which this module does not import: it loads the runtime).
+INTERRUPTED = 130
+INTERRUPTED_RUN = 2
 
 
 def usage_line(message: str, command: str = "") -> str:

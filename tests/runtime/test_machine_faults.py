@@ -41,3 +41,22 @@ def test_a_session_whose_arms_manifest_cannot_be_written_is_refused_before_any_t
     assert f"cannot write {out / 'arms.json'}: No space left on device (ENOSPC)" in said.out + said.err
     assert "internal error" not in said.out + said.err and "Traceback" not in said.out + said.err
     assert not out.exists() or not any(out.rglob("*.jsonl")), "nothing recorded"
+
+
+@pytest.mark.parametrize(("command", "status"), [("run", 2), ("report", 130)])
+def test_ctrl_c_before_a_session_took_the_interrupts_is_one_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str, status: int,
+) -> None:
+    """Ctrl-C while the command loads (its imports take most of a second) printed the
+    traceback of whichever import it landed in; 'run' exits as an interrupted session."""
+    from pytest_evomemory import cli
+    from pytest_evomemory.runtime.outcome import EXIT_INTERRUPTED
+
+    def interrupted() -> Any:
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(cli.COMMANDS, command, interrupted)
+    assert cli.main([command, "somewhere"]) == status
+    said = capsys.readouterr()
+    assert said.err.strip() == "evomemory: interrupted" and said.out == ""
+    assert cli.INTERRUPTED_RUN == EXIT_INTERRUPTED  # one status for an interrupted run, said twice
