@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 from array import array
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -107,7 +108,28 @@ class RunWriter:
         #: the file holds lines it did not append (a resume's kept records)
         self._lines: dict[str, _Appended | None] = {}
         self.failure: str | None = None
+        #: the directory this writer writes (device, inode): kept files follow it if it
+        #: is moved or removed, while a write by name would land in whatever took its place
+        self._place: tuple[int, int] | None = None
         self._guard(lambda: (self.run_dir / TRANSCRIPTS).mkdir(parents=True, exist_ok=True))
+        self._place = _place_of(run_dir)
+
+    def _in_place(self) -> bool:
+        """False, and writing ended with the reason, once the run directory is no longer
+        the one this writer began in (removed, moved or replaced while the run wrote
+        it): the records kept since went with it, and a summary or run.json written by
+        name would describe results that are not beside it. One ``stat``: checked per
+        task and before each write by name."""
+        if self.failure is not None or self._place is None:
+            return self.failure is None
+        if _place_of(self.run_dir) != self._place:
+            self.close()
+            self.failure = (
+                f"the run directory {self.run_dir} was removed or moved while the run wrote it: what it wrote went "
+                "with it, and nothing more is written; start the run again (or resume it where it was moved to)"
+            )
+            return False
+        return True
 
     def fail(self, reason: str) -> None:
         """A run file written elsewhere (a worker's memory snapshot) failed: writing
@@ -116,7 +138,7 @@ class RunWriter:
             self.failure = reason
 
     def _guard(self, write: Any) -> None:
-        if self.failure is not None:
+        if not self._in_place():
             return
         try:
             write()
@@ -177,7 +199,8 @@ class RunWriter:
         self._append(f"{TRANSCRIPTS}/{response.stream}.jsonl", transcript)
 
     def add_score(self, scored: Score) -> None:
-        self._append(SCORES, scored)
+        if self._in_place():  # once per task
+            self._append(SCORES, scored)
 
     def add_event(self, event: Record) -> None:
         wire = event.wire()
@@ -254,6 +277,8 @@ class RunWriter:
 
     def write_summary(self, document: Summary) -> None:
         self.close()
+        if not self._in_place():
+            return  # not beside results it does not describe
         try:
             write_json_atomically(self.run_dir / SUMMARY, document)
         except OSError as error:
@@ -272,6 +297,15 @@ class RunWriter:
         for relative in list(self._files):
             self._close(relative)
 
+
+
+def _place_of(directory: Path) -> tuple[int, int] | None:
+    """The directory's device and inode, or None where it cannot be looked at."""
+    try:
+        found = os.stat(directory)
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino
 
 
 def _order_by_stream(path: Path, rank: Mapping[str, int], appended: _Appended | None) -> None:

@@ -60,3 +60,32 @@ def test_ctrl_c_before_a_session_took_the_interrupts_is_one_line(
     said = capsys.readouterr()
     assert said.err.strip() == "evomemory: interrupted" and said.out == ""
     assert cli.INTERRUPTED_RUN == EXIT_INTERRUPTED  # one status for an interrupted run, said twice
+
+
+@pytest.mark.parametrize("how", ["removed", "moved"])
+def test_a_run_directory_removed_or_moved_mid_run_stops_the_run_and_gets_no_summary(
+    tmp_path: Path, how: str,
+) -> None:
+    """The writer's kept files follow a moved or removed directory, so its appends
+    went on silently into it; the end then wrote summary.json and run.json by name
+    into a new directory holding no results. Now the next task's score notices, the
+    writer stops with one reason naming the directory, and writes nothing by name."""
+    from pytest_evomemory.rundir.writer import RunWriter
+    from pytest_evomemory.rundocs import Score
+
+    run_dir = tmp_path / "run"
+    writer = RunWriter(run_dir)
+    score = Score(stream="s", position=0, task_id="t0", correct=True, answer="a", expected="a")
+    writer.add_score(score)
+    if how == "moved":
+        run_dir.rename(tmp_path / "elsewhere")
+    else:
+        (run_dir / "scores.jsonl").unlink()
+        (run_dir / "transcripts").rmdir()
+        run_dir.rmdir()
+    writer.add_score(score.model_copy(update={"position": 1, "task_id": "t1"}))
+    assert writer.failure is not None and f"the run directory {run_dir} was removed or moved" in writer.failure
+    writer.write_summary(None)  # type: ignore[arg-type]  # never read: nothing is written by name
+    assert not run_dir.exists()
+    if how == "moved":
+        assert len((tmp_path / "elsewhere" / "scores.jsonl").read_text().splitlines()) == 1
