@@ -111,24 +111,28 @@ class RunWriter:
         #: the directory this writer writes (device, inode): kept files follow it if it
         #: is moved or removed, while a write by name would land in whatever took its place
         self._place: tuple[int, int] | None = None
+        self._gone = False
         self._guard(lambda: (self.run_dir / TRANSCRIPTS).mkdir(parents=True, exist_ok=True))
         self._place = _place_of(run_dir)
 
-    def _in_place(self) -> bool:
-        """False, and writing ended with the reason, once the run directory is no longer
-        the one this writer began in (removed, moved or replaced while the run wrote
-        it): the records kept since went with it, and a summary or run.json written by
-        name would describe results that are not beside it. One ``stat``: checked per
-        task and before each write by name."""
-        if self.failure is not None or self._place is None:
-            return self.failure is None
-        if _place_of(self.run_dir) != self._place:
-            self.close()
+    def _moved(self) -> bool:
+        """True once the run directory is no longer the one this writer began in
+        (removed, moved or replaced while the run wrote it): the records kept since
+        went with it, and a summary or run.json written by name would describe results
+        that are not beside it. Writing ends then, with that reason unless an earlier
+        failure's is kept. One ``stat``: looked at per task and before each write by name."""
+        if self._place is None:
+            return False
+        if _place_of(self.run_dir) == self._place:
+            return False
+        self._place = None
+        self._gone = True
+        self.close()
+        if self.failure is None:
             self.failure = (
                 f"the run directory {self.run_dir} was removed or moved while the run wrote it: what it wrote went "
                 "with it, and nothing more is written; start the run again (or resume it where it was moved to)"
             )
-            return False
         return True
 
     def fail(self, reason: str) -> None:
@@ -138,7 +142,7 @@ class RunWriter:
             self.failure = reason
 
     def _guard(self, write: Any) -> None:
-        if not self._in_place():
+        if self.failure is not None or self._moved():
             return
         try:
             write()
@@ -199,7 +203,7 @@ class RunWriter:
         self._append(f"{TRANSCRIPTS}/{response.stream}.jsonl", transcript)
 
     def add_score(self, scored: Score) -> None:
-        if self._in_place():  # once per task
+        if self.failure is None and not self._moved():  # looked at once per task
             self._append(SCORES, scored)
 
     def add_event(self, event: Record) -> None:
@@ -277,7 +281,7 @@ class RunWriter:
 
     def write_summary(self, document: Summary) -> None:
         self.close()
-        if not self._in_place():
+        if self._gone or self._moved():
             return  # not beside results it does not describe
         try:
             write_json_atomically(self.run_dir / SUMMARY, document)
