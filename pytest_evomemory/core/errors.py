@@ -157,16 +157,32 @@ class ArtefactWriteError(EvoMemoryError):
     @classmethod
     def from_os_error(cls, path: object, error: OSError) -> ArtefactWriteError:
         """One line naming the path and the system's reason (``strerror``)."""
-        import errno
-
-        reason = error.strerror or str(error) or type(error).__name__
-        code = errno.errorcode.get(error.errno or 0)
         where = str(path)
         return cls(
-            f"could not write {where}: {reason}{f' ({code})' if code else ''}; the results written before "
-            "it are kept; free space or fix the permissions, then resume the run (it continues from there)",
+            f"could not write {where}: {system_reason(error)}; the results written before "
+            f"it are kept; {system_remedy(error)}, then resume the run (it continues from there)",
             path=where,
         )
+
+
+def system_reason(error: OSError) -> str:
+    """The system's reason for refusing a file operation, with its errno's name:
+    'No space left on device (ENOSPC)'."""
+    import errno
+
+    reason = error.strerror or str(error) or type(error).__name__
+    code = errno.errorcode.get(error.errno or 0)
+    return f"{reason}{f' ({code})' if code else ''}"
+
+
+def system_remedy(error: OSError) -> str:
+    """What the user does about a write the system refused: out of descriptors is
+    the process's limit, not the disk's room nor the files' permissions."""
+    import errno
+
+    if error.errno in (errno.EMFILE, errno.ENFILE):
+        return "raise the limit of open files (ulimit -n) or run fewer chains at once"
+    return "free space or fix the permissions"
 
 
 #: What to do about an output file the system would not let a command write.

@@ -7,6 +7,7 @@ import re
 from datetime import UTC, datetime
 from pathlib import Path
 
+from ..core.errors import system_reason, system_remedy
 from .jsonl import read_json
 from .layout import HISTORY, RUN_DOCUMENT, RUN_FILES, TRANSCRIPTS, RunDirError
 
@@ -19,13 +20,9 @@ def move_previous_run_aside(run_dir: Path) -> Path | None:
     try:
         return _move_aside(run_dir)
     except OSError as error:
-        import errno
-
-        code = errno.errorcode.get(error.errno or 0)
         raise RunDirError(
-            f"cannot move the earlier run in {run_dir} aside to {run_dir / HISTORY}: {error.strerror or error}"
-            f"{f' ({code})' if code else ''}; its files are kept (in place, or under {HISTORY}/): free space or fix "
-            "the permissions, then run again"
+            f"cannot move the earlier run in {run_dir} aside to {run_dir / HISTORY}: {system_reason(error)}; its "
+            f"files are kept (in place, or under {HISTORY}/): {system_remedy(error)}, then run again"
         ) from None
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, system_reason, system_remedy
 
 RUN_DOCUMENT = "run.json"
 RESPONSES = "responses.jsonl"
@@ -69,12 +69,9 @@ def cannot_write(path: Path, error: OSError) -> RunDirError:
     """One line for a write of the run directory the system refused before any task
     (a full disk, a read-only file system, no permission), naming the file and the
     system's reason: nothing was recorded, so the run is simply started again."""
-    import errno
-
-    code = errno.errorcode.get(error.errno or 0)
     return RunDirError(
-        f"cannot write {path}: {error.strerror or error}{f' ({code})' if code else ''}; nothing of this run was "
-        "written: free space or fix the permissions, then run again"
+        f"cannot write {path}: {system_reason(error)}; nothing of this run was written: {system_remedy(error)}, "
+        "then run again"
     )
 
 

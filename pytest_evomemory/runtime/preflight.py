@@ -27,6 +27,7 @@ from ..streams import Stream
 from . import ingestion
 from .arm import Arm
 from .capabilities import Need, declared_class, memory_needs, missing
+from .chains import chains_in_flight, check_descriptors
 from .plan import SessionPlan
 from .run import check_builtin_parts
 
@@ -48,6 +49,16 @@ def check_before_tasks(plan: SessionPlan, *, builtin_agent: bool = True, builtin
     for arm in plan.arms:
         _check_cache_dir(arm)
         _check_resumed_snapshots(plan, arm)
+    _check_descriptors(plan)
+
+
+def _check_descriptors(plan: SessionPlan) -> None:
+    """Open files for the chains this process runs at once: at most the chains option
+    (or its default) and the session's chains; one for pytest's processes, each of
+    which runs one stream at a time (:func:`.chains.check_descriptors`)."""
+    chains = sum(len(arm.benchmark.streams) for arm in plan.arms)
+    in_flight = 1 if plan.flags.entry == "pytest" else chains_in_flight(plan.options.chains, chains)
+    check_descriptors(in_flight, plan.flags("chains"))
 
 
 def _check_cache_dir(arm: Arm) -> None:

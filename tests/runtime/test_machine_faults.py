@@ -89,3 +89,70 @@ def test_a_run_directory_removed_or_moved_mid_run_stops_the_run_and_gets_no_summ
     assert not run_dir.exists()
     if how == "moved":
         assert len((tmp_path / "elsewhere" / "scores.jsonl").read_text().splitlines()) == 1
+
+
+def test_chains_at_once_raise_the_soft_descriptor_limit_or_are_refused_below_the_hard_one(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Out of descriptors, a grid failed wherever it opened its next file: a snapshot's
+    log (the run stopped, saying to free space), or a lazy import at the session's end
+    (an internal error). The soft limit is raised to what the chains need; a hard limit
+    below it is one line before any task."""
+    import resource
+
+    from pytest_evomemory.core.errors import ConfigError
+    from pytest_evomemory.runtime.chains import BASE_DESCRIPTORS, DESCRIPTORS_PER_CHAIN, check_descriptors
+
+    limits = {"now": (40, 4096)}
+    monkeypatch.setattr(resource, "getrlimit", lambda _: limits["now"])
+    monkeypatch.setattr(resource, "setrlimit", lambda _, value: limits.__setitem__("now", value))
+    need = BASE_DESCRIPTORS + DESCRIPTORS_PER_CHAIN * 12
+    check_descriptors(12, "--chains")
+    assert limits["now"] == (2 * need, 4096)
+    check_descriptors(1, "--chains")  # enough already: left as it is
+    assert limits["now"] == (2 * need, 4096)
+    limits["now"] = (40, 64)
+    with pytest.raises(ConfigError) as refused:
+        check_descriptors(12, "--chains")
+    assert str(refused.value) == (
+        f"12 chain(s) at once need about {need} open files, and this process may open 64 (ulimit -n): raise the "
+        f"limit, or run at most {(64 - BASE_DESCRIPTORS) // DESCRIPTORS_PER_CHAIN} at once (--chains 4)"
+    )
+    assert limits["now"] == (40, 64)
+
+
+@pytest.mark.slow
+def test_a_grid_under_a_low_hard_descriptor_limit_is_refused_before_any_task(
+    tmp_path: Path, write_run_config: Callable[..., Path],
+) -> None:
+    """A real limit, set in the child before it starts: one line, exit 4, nothing written."""
+    import resource
+    import subprocess
+    import sys
+
+    configs = [write_run_config(f"a{index}") for index in range(4)]
+
+    def low() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (40, 40))
+
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest_evomemory.cli", "run", "-q", "--chains", "8", "--output-dir", str(tmp_path / "out"),
+         *(word for config in configs for word in ("--config", str(config)))],
+        cwd=tmp_path, capture_output=True, text=True, preexec_fn=low, timeout=120,
+    )
+    assert result.returncode == 4, result.stdout + result.stderr
+    assert "8 chain(s) at once need about 96 open files, and this process may open 40 (ulimit -n)" in result.stderr
+    assert "Traceback" not in result.stdout + result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_out_of_descriptors_says_to_raise_the_limit_not_to_free_space(tmp_path: Path) -> None:
+    from pytest_evomemory.core.errors import ArtefactWriteError
+    from pytest_evomemory.rundir.layout import cannot_write
+
+    emfile = OSError(errno.EMFILE, "Too many open files")
+    for said in (str(cannot_write(tmp_path / "x", emfile)), str(ArtefactWriteError.from_os_error(tmp_path / "x", emfile))):
+        assert "Too many open files (EMFILE)" in said and "raise the limit of open files (ulimit -n)" in said
+        assert "free space" not in said
+    full = str(cannot_write(tmp_path / "x", OSError(errno.ENOSPC, "No space left on device")))
+    assert "(ENOSPC)" in full and "free space or fix the permissions" in full
