@@ -14,6 +14,7 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from ..core.errors import named
 from ..rundocs import DAMAGED_ADVICE, Response, RunFile, Score
 from ..rundocs.base import problem_line
+from ..rundocs.records import crashed
 from ..rundocs.wire import Event, FeedbackSkippedRecord
 from .jsonl import DamagedRecords, iter_jsonl, read_jsonl, typed
 from .layout import EVENTS, RESPONSES, SCORES, TRANSCRIPTS, RunDirError
@@ -103,8 +104,10 @@ def load_resume_state(run_dir: Path, streams: Sequence[Stream]) -> ResumeState:
             raise DamagedRecords(
                 f"{resume} {run_dir}: {problem_line(run_dir / RESPONSES, error, number)}", option="resume"
             ) from None
-    scores = [s for s in typed(Score, read_jsonl(run_dir / SCORES)) if s is not None]
-    events = read_events(run_dir / EVENTS)
+    # a task whose process died (an xdist worker killed) is not over: it runs again,
+    # as after a kill of the whole run, and with it every later task of its stream
+    scores = [s for s in typed(Score, read_jsonl(run_dir / SCORES)) if s is not None and not crashed(s.error)]
+    events = [e for e in read_events(run_dir / EVENTS) if not _crashed(e)]
     for transcript in sorted((run_dir / TRANSCRIPTS).glob("*.jsonl")):  # rewritten when the resume starts
         for _ in iter_jsonl(transcript):
             pass
@@ -148,6 +151,11 @@ def _ingested(stream: Stream, responses: Sequence[Response]) -> set[str]:
     wanted = set(stream.ingestion_ids)
     seen = {r.task_id for r in responses if r.stream == stream.name and r.kind == "ingestion" and r.task_id in wanted}
     return seen if wanted and seen == wanted else set()
+
+
+def _crashed(event: Event) -> bool:
+    """A failure the death of the process running its task caused."""
+    return not isinstance(event, FeedbackSkippedRecord) and crashed(event.failure.reason)
 
 
 def event_task(event: Event) -> tuple[str, str | None]:

@@ -141,6 +141,17 @@ class TranscriptEntry(RunDoc):
 Phase = Literal["task", "feedback", "start", "teardown"]
 
 
+#: How the reason of a task begins when the process running it died (an xdist worker
+#: killed, out of memory): the machine's failure, not the agent's. A resume runs that
+#: episode again (rundir/resumestate.py), as after a kill of the whole run.
+CRASHED = "the test process crashed"
+
+
+def crashed(reason: str | None) -> bool:
+    """Whether a failure's reason is a crash of the process that ran the task."""
+    return bool(reason) and str(reason).startswith(CRASHED)
+
+
 class Failure(RunDoc):
     """A failed episode (phase task or feedback) or a stream's failure outside any episode (start, teardown: task_id and position null)."""
 
@@ -203,6 +214,7 @@ def as_response(response: Response | Mapping[str, Any]) -> Response:
 
 
 __all__ = [
+    "CRASHED",
     "Failure",
     "Kind",
     "Phase",
@@ -213,6 +225,7 @@ __all__ = [
     "StreamStarted",
     "ToolCallDoc",
     "TranscriptEntry",
+    "crashed",
     "Usage",
     "WriteFailure",
     "as_response",

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..core.errors import ReportError
 from ..rundir import RunDirError, remove_claims, write_arms_manifest
+from ..rundocs.records import CRASHED
 from .arm import Arm
 from .driver import StreamDriver
 from .outcome import Outcome
@@ -102,7 +103,7 @@ class Collector:
         if found is None:
             return []
         lines = [line.strip() for line in details.strip().splitlines() if line.strip()]
-        return [self.driver.failed_task(key, found[1], f"the test process crashed: {lines[-1] if lines else 'no details'}")]
+        return [self.driver.failed_task(key, found[1], f"{CRASHED}: {lines[-1] if lines else 'no details'}")]
 
     def add_records(self, records: Sequence[Record]) -> str | None:
         """Route records to their arms' runs; the reason to stop the session, if any

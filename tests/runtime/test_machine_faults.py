@@ -156,3 +156,35 @@ def test_out_of_descriptors_says_to_raise_the_limit_not_to_free_space(tmp_path: 
         assert "free space" not in said
     full = str(cannot_write(tmp_path / "x", OSError(errno.ENOSPC, "No space left on device")))
     assert "(ENOSPC)" in full and "free space or fix the permissions" in full
+
+
+def test_a_task_whose_process_crashed_runs_again_on_resume(
+    tmp_path: Path, write_run_config: Callable[..., Path], capsys: pytest.CaptureFixture[str],
+) -> None:
+    """An xdist worker killed during a feedback turn is recorded as that feedback's
+    failure (the controller has no record of it); the resume kept it as the agent's
+    failure for good, where a kill of the whole run is resumed to the uninterrupted
+    result. Written here as the controller writes it (Collector.crashed): the resume
+    runs that episode and every later one of its stream again."""
+    import json
+
+    from pytest_evomemory.rundocs.records import CRASHED
+
+    config = write_run_config("g")
+    reference, out = tmp_path / "reference", tmp_path / "out"
+    for where in (reference, out):
+        assert evomemory(["run", "-q", "--limit", "4", "--config", str(config), "--output-dir", str(where)]) == 0
+    responses = out / "responses.jsonl"
+    lines = responses.read_text().splitlines()
+    lost = [line for line in lines if '"feedback"' in line and '"f02"' in line]
+    assert len(lost) == 1
+    responses.write_text("".join(f"{line}\n" for line in lines if line not in lost))
+    failure = {"phase": "feedback", "position": 1, "stream": "sample_facts", "task_id": "f02",
+               "reason": f"{CRASHED}: worker 'gw0' crashed while running 'evomemory::test_task[sample_facts/f02]'"}
+    with (out / "events.jsonl").open("a") as events:
+        events.write(json.dumps({"failure": failure, "type": "feedback_error"}) + "\n")
+    capsys.readouterr()
+    assert evomemory(["run", "-q", "--resume", str(out)]) == 0, capsys.readouterr()
+    assert (out / "scores.jsonl").read_text() == (reference / "scores.jsonl").read_text()
+    assert not (out / "events.jsonl").exists() or CRASHED not in (out / "events.jsonl").read_text()
+    assert len((out / "responses.jsonl").read_text().splitlines()) == len(lines)
