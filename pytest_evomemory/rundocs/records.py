@@ -225,9 +225,9 @@ __all__ = [
     "StreamStarted",
     "ToolCallDoc",
     "TranscriptEntry",
-    "crashed",
     "Usage",
     "WriteFailure",
     "as_response",
     "as_score",
+    "crashed",
 ]

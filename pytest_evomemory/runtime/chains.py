@@ -203,4 +203,4 @@ class LaneRunner:
                     return
 
 
-__all__ = ["BASE_DESCRIPTORS", "DESCRIPTORS_PER_CHAIN", "check_descriptors", "Lane", "LaneRunner", "chains_in_flight", "exclusive_parts", "plan_lanes"]
+__all__ = ["BASE_DESCRIPTORS", "DESCRIPTORS_PER_CHAIN", "Lane", "LaneRunner", "chains_in_flight", "check_descriptors", "exclusive_parts", "plan_lanes"]
