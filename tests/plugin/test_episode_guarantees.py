@@ -111,6 +111,14 @@ def test_a_worker_crashing_in_a_feedback_turn_never_counts_a_task_twice(
     assert summary["overall"]["tasks"] == 6
     assert summary["passed"] is False
     assert [(f["task_id"], f["phase"]) for f in summary["failed_episodes"]] == [("f02", "feedback")]
+    # the crash was the machine's: the resume runs f02 (and the rest of its stream) again
+    monkeypatch.setenv("ACTIONS", "{}")
+    resumed = run(pytester, ["-n", "2"], f"--evomemory-resume={RUN_DIR}")
+    assert resumed.ret == 0, resumed.stdout.str()
+    summary = summary_of(project / RUN_DIR)
+    assert summary["passed"] is True and summary["failed_episodes"] == [] and summary["overall"]["tasks"] == 6
+    fed_back = [r["task_id"] for r in read_jsonl(project / RUN_DIR / "responses.jsonl") if r["kind"] == "feedback"]
+    assert sorted(fed_back) == sorted(set(fed_back)) and "f02" in fed_back
 
 
 def _closing_memory(project: Path) -> None:
