@@ -293,11 +293,17 @@ def report(session: SessionView, resume_command: str) -> list[Line]:
         lines += arm_lines(arm, plan.compare_dir)
     if plan.several and plan.started:
         lines += _replicate_lines(plan, end) if plan.replicates is not None else _comparison_lines(plan, end)
+    where = plan.comparison_dir if plan.several else plan.baseline.run_dir
     if any(arm.cut_short for arm in plan.arms):
-        where = plan.comparison_dir if plan.several else plan.baseline.run_dir
         lines.append(Line(
             f"evomemory: to continue where it stopped: {resume_command} {plan.flags('resume')}="
             f"{shown_path(where, plan.setup.invocation_dir)}",
+            "yellow", bold=True,
+        ))
+    elif any(arm.summary is not None and any(f.crashed for f in arm.summary.failed_episodes) for arm in plan.arms):
+        lines.append(Line(
+            "evomemory: a test process died while running a task (the machine's failure, not the agent's); to run "
+            f"it again: {resume_command} {plan.flags('resume')}={shown_path(where, plan.setup.invocation_dir)}",
             "yellow", bold=True,
         ))
     return lines

@@ -155,7 +155,7 @@ def _ingested(stream: Stream, responses: Sequence[Response]) -> set[str]:
 
 def _crashed(event: Event) -> bool:
     """A failure the death of the process running its task caused."""
-    return not isinstance(event, FeedbackSkippedRecord) and crashed(event.failure.reason)
+    return not isinstance(event, FeedbackSkippedRecord) and event.failure.crashed
 
 
 def event_task(event: Event) -> tuple[str, str | None]:

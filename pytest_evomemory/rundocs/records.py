@@ -165,6 +165,11 @@ class Failure(RunDoc):
     reason: Text = ""
     traceback: Text | None = None
 
+    @property
+    def crashed(self) -> bool:
+        """The process running the task died (:data:`CRASHED`): a resume runs it again."""
+        return crashed(self.reason)
+
 
 class SkippedFeedback(RunDoc):
     """A feedback turn that could not be given (its task turn failed so that no answer exists)."""

@@ -111,7 +111,8 @@ def test_a_worker_crashing_in_a_feedback_turn_never_counts_a_task_twice(
     assert summary["overall"]["tasks"] == 6
     assert summary["passed"] is False
     assert [(f["task_id"], f["phase"]) for f in summary["failed_episodes"]] == [("f02", "feedback")]
-    # the crash was the machine's: the resume runs f02 (and the rest of its stream) again
+    # the crash was the machine's: the session says so, and the resume runs f02 (and the rest of its stream) again
+    result.stdout.fnmatch_lines(["*a test process died while running a task*to run it again: pytest --evomemory-resume=*"])
     monkeypatch.setenv("ACTIONS", "{}")
     resumed = run(pytester, ["-n", "2"], f"--evomemory-resume={RUN_DIR}")
     assert resumed.ret == 0, resumed.stdout.str()
