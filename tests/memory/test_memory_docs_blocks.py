@@ -8,6 +8,8 @@
   ingestion, resume); tests/plugin/test_newcomer_docs.py runs the page's commands
   with it (the sample streams and LoCoMo through pytest).
 * The ``conftest.py`` block is the conftest tests/memory/test_memory_plugin.py runs.
+* Any other ``file PATH`` block (the scripted extraction server) is written to its
+  file and run with the page's next ``run`` block by tests/plugin/test_newcomer_docs.py.
 * The excerpts of the repository's adapters (KeywordNotebook, FactMemory) are the
   files' own lines, the elided ones written ``...``: every other line is in the file
   the block excerpts, and that file runs in the conformance suite. The excerpt of
@@ -58,6 +60,11 @@ def test_every_python_block_is_run_by_a_test() -> None:
         where = f"docs/memory.md:{line}"
         if marker == "file my_memory.py":
             assert body == documented_adapter(), where
+            continue
+        if marker is not None and marker.startswith("file "):
+            # written to that file before the page's next run block, which
+            # tests/plugin/test_newcomer_docs.py runs as written
+            assert "<!-- doc-snippet: run -->" in PAGE.read_text(encoding="utf-8").split(body, 1)[1], where
             continue
         if body.startswith(CONFTEST_BLOCK_START):
             source = (REPO / "tests" / "memory" / "test_memory_plugin.py").read_text(encoding="utf-8")
