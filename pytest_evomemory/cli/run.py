@@ -32,7 +32,7 @@ from types import FrameType
 from typing import Any
 
 from ..config import RunConfig
-from ..core.errors import EvoMemoryError
+from ..core.errors import EvoMemoryError, SessionRefused
 from ..options import (
     CLI_FLAGS,
     PROGRESS_INTERVAL_INI,
@@ -147,10 +147,12 @@ def run_benchmark(
         source = read_resume_source(run_dir) if resume else None
         session = Session(SessionPlan(setup, [config], [run_dir], source, reports=REPORTS))
         try:
-            run_session(session, agent_factory=agent_factory, memory_factory=memory_factory)
+            outcome = run_session(session, agent_factory=agent_factory, memory_factory=memory_factory)
         finally:
             session.release()
             lift_shield()
+        if outcome.refused is not None:  # refused after a stream opened (by a record or another chain)
+            raise SessionRefused(outcome.refused)
     except EvoMemoryError as error:
         rendered(error, CLI_FLAGS.entry)
         raise

@@ -22,7 +22,7 @@ from ..core.types import BenchmarkSample
 from ..models.deadline import allow_calls, interrupt_calls
 from .arm import Arm
 from .chains import Lane, LaneRunner, chains_in_flight, exclusive_parts, plan_lanes
-from .notrun import NotRun
+from .notrun import FailedStream, NotRun
 from .records import Record
 from .run import AgentFactoryFn, MemoryFactoryFn
 from .session import Outcome, Session
@@ -274,8 +274,9 @@ class _Chains:
             progress.chain_started(key)
         try:
             for sample in pending:
-                if state.refused is not None:  # by another chain, or at this stream's first record
-                    return
+                if state.refused is not None and not isinstance(live, FailedStream):
+                    return  # refused by another chain, or at this stream's first record (its own build's
+                    # refusal is its FailedStream's, raised below: exit 4, nothing written)
                 task = driver.start_task(live, sample, sink)
                 if isinstance(task, NotRun) and task.refused:
                     raise SessionRefused(task.failure or task.reason)  # before the first task: exit 4, nothing written

@@ -302,3 +302,18 @@ def test_a_session_that_ran_no_task_leaves_no_directory_it_made(
     assert evomemory(["run", "--config", "sample_memory", "--limit", "1", "-q", "--output-dir", "out/run"]) == 0
     assert (tmp_path / "out" / "run" / LOCK).exists() and (tmp_path / "out" / "run" / "summary.json").exists()
     capsys.readouterr()
+
+
+def test_the_python_door_raises_a_refusal_the_session_ended_with(
+    write_run_config: Callable[..., Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A refusal that reaches the session's outcome rather than being raised (a record's,
+    another chain's) is raised by run_benchmark too: its caller never gets an empty
+    summary for a session that refused."""
+    import pytest_evomemory.runtime.serial as serial
+    from pytest_evomemory.core.errors import SessionRefused
+    from pytest_evomemory.runtime.outcome import Outcome
+
+    monkeypatch.setattr(serial, "run_session", lambda session, **_: Outcome(refused="arms.json cannot be written"))
+    with pytest.raises(SessionRefused, match=r"arms\.json cannot be written"):
+        run_benchmark(load_run_config(write_run_config()), tmp_path / "out")
