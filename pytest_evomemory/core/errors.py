@@ -66,18 +66,17 @@ class EvoMemoryError(Exception):
 
 
 def without_secrets(text: str) -> str:
-    """``text`` with every known secret (:mod:`..util.redaction`: the values of the
-    variables a config names for its keys) and every value shaped like one
+    """``text`` redacted as every output is (:func:`..util.redaction.redact`: the known
+    secrets, the values of the variables a config names for its keys, in every
+    spelling, and the key-shaped patterns), every value shaped like one
     (:mod:`..util.secretshape`) masked, and a word too long for one line cut: what a
     config error may quote of the user's input."""
     # imported here: the plugin imports this module before a run config turns the
     # benchmark on, and plain pytest must load nothing more
-    from ..util.redaction import MASK, known_secrets
+    from ..util.redaction import redact
     from ..util.secretshape import mask_secret_shaped
 
-    for secret in known_secrets():
-        text = text.replace(secret, MASK)
-    return _LONG_WORD.sub(_cut, mask_secret_shaped(text))
+    return _LONG_WORD.sub(_cut, mask_secret_shaped(redact(text)))
 
 
 #: A word (no space) this long in a message is a value pasted whole (a 20,000-character
