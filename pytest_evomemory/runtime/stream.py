@@ -256,18 +256,20 @@ class StreamRun:
         except KeyboardInterrupt:
             raise  # Ctrl-C, SIGTERM: the session ends as interrupted
         except BaseException as error:
-            after = f" after {self.stream}/{task_id}" if task_id is not None else f" in stream {self.stream!r}"
-            reason = f"the agent's reset{after} failed: {type(error).__name__}: {error}{user_frames(error)}"
+            reason = f"{self._reset_named(task_id)} failed: {type(error).__name__}: {error}{user_frames(error)}"
             self.broken, self.broken_by = reason, AgentStopped
             raise AgentStopped(f"{reason}; the rest of the stream is not run on an agent whose state "
                                "is unknown (fix its reset)") from error
         if before is not None and self.memory is not None and self.memory.counts != before:
             # what it did reached the memory outside any turn: no response holds it
-            after = f" after {self.stream}/{task_id}" if task_id is not None else f" in stream {self.stream!r}"
             raise ProtocolViolation(
-                f"the agent's reset{after} used the memory ({_operations(before, self.memory.counts)}); reset must "
+                f"{self._reset_named(task_id)} used the memory ({_operations(before, self.memory.counts)}); reset must "
                 "clear the agent's conversation only: retain in the feedback turn, recall in the task turn"
             )
+
+    def _reset_named(self, task_id: str | None) -> str:
+        """The reset as a message names it: after which task, or in which stream."""
+        return f"the agent's reset {f'after {self.stream}/{task_id}' if task_id is not None else f'in stream {self.stream!r}'}"
 
     def prepare_memory(self, completed: int | None, record: RecordSink | None = None) -> None:
         """Before the first episode this process runs in the stream.
